@@ -1,0 +1,315 @@
+//! Queue management and figures for the local broker.
+
+use std::collections::{BTreeMap, HashMap};
+
+use rusqlite::params;
+
+use super::worker::{not_found, queue_row};
+use super::{now_ms, LocalBackend, QueueOptions};
+use crate::backend::{BackendError, Result};
+use crate::domain::*;
+
+/// Queue names are shown in terminals and used in files: keep them printable and short.
+pub fn validate_name(name: &str) -> Result<()> {
+    if name.is_empty() || name.len() > 200 {
+        return Err(BackendError::Invalid(
+            "queue names must be 1 to 200 characters".to_string(),
+        ));
+    }
+    if name.chars().any(|c| c.is_control()) {
+        return Err(BackendError::Invalid(
+            "queue names must not contain control characters".to_string(),
+        ));
+    }
+    Ok(())
+}
+
+impl LocalBackend {
+    /// Create a queue (and its DLQ when named and missing). Re-creating updates the settings.
+    pub fn create_queue(&self, name: &str, opts: &QueueOptions) -> Result<()> {
+        validate_name(name)?;
+        if opts.max_receives.is_some() && opts.dlq.is_none() {
+            return Err(BackendError::Invalid(
+                "max_receives needs a dead-letter queue (--dlq)".to_string(),
+            ));
+        }
+        if opts.max_receives == Some(0) {
+            return Err(BackendError::Invalid(
+                "max_receives must be at least 1".to_string(),
+            ));
+        }
+        if let Some(d) = &opts.dlq {
+            validate_name(d)?;
+            if d == name {
+                return Err(BackendError::Invalid(
+                    "a queue cannot be its own DLQ".to_string(),
+                ));
+            }
+        }
+        let now = now_ms();
+        self.write(|tx| {
+            if let Some(d) = &opts.dlq {
+                tx.execute(
+                    "INSERT OR IGNORE INTO queues(name, created_ms) VALUES(?1, ?2)",
+                    params![d, now],
+                )?;
+            }
+            tx.execute(
+                "INSERT INTO queues(name, lease_secs, max_receives, dlq, key_policy, created_ms)
+                 VALUES(?1, ?2, ?3, ?4, ?5, ?6)
+                 ON CONFLICT(name) DO UPDATE SET lease_secs = ?2, max_receives = ?3, dlq = ?4, key_policy = ?5",
+                params![
+                    name,
+                    opts.lease.as_secs_f64(),
+                    opts.max_receives,
+                    opts.dlq,
+                    opts.key_policy.as_str(),
+                    now
+                ],
+            )?;
+            Ok(Ok(()))
+        })
+    }
+
+    /// Delete a queue and its messages.
+    pub fn delete_queue(&self, name: &str) -> Result<()> {
+        self.write(|tx| {
+            let n = tx.execute("DELETE FROM queues WHERE name = ?1", [name])?;
+            if n == 0 {
+                return Ok(Err(not_found(name)));
+            }
+            tx.execute("DELETE FROM messages WHERE queue = ?1", [name])?;
+            tx.execute("DELETE FROM workers WHERE queue = ?1", [name])?;
+            Ok(Ok(()))
+        })
+    }
+
+    pub fn queue_exists(&self, name: &str) -> Result<bool> {
+        let conn = self.lock();
+        conn.query_row("SELECT COUNT(*) FROM queues WHERE name = ?1", [name], |r| {
+            r.get::<_, i64>(0)
+        })
+        .map(|n| n > 0)
+        .map_err(|e| self.err(e))
+    }
+
+    pub(super) fn list_queues_sync(&self) -> Result<Vec<QueueInfo>> {
+        let conn = self.lock();
+        let mut st = conn
+            .prepare_cached(
+                "SELECT name, lease_secs, max_receives, dlq, key_policy FROM queues ORDER BY name",
+            )
+            .map_err(|e| self.err(e))?;
+        let rows = st
+            .query_map([], |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    r.get::<_, f64>(1)?,
+                    r.get::<_, Option<u32>>(2)?,
+                    r.get::<_, Option<String>>(3)?,
+                    r.get::<_, String>(4)?,
+                ))
+            })
+            .map_err(|e| self.err(e))?
+            .collect::<rusqlite::Result<Vec<_>>>()
+            .map_err(|e| self.err(e))?;
+        let mut sources: HashMap<String, Vec<QueueId>> = HashMap::new();
+        for (name, _, _, dlq, _) in &rows {
+            if let Some(d) = dlq {
+                sources
+                    .entry(d.clone())
+                    .or_default()
+                    .push(QueueId::new(name));
+            }
+        }
+        Ok(rows
+            .into_iter()
+            .map(|(name, lease, max, dlq, policy)| {
+                let dlq_sources = sources.remove(&name).unwrap_or_default();
+                QueueInfo {
+                    id: QueueId::new(name),
+                    kind: QueueKind::Standard,
+                    is_dlq: !dlq_sources.is_empty(),
+                    dlq: dlq.map(QueueId::new),
+                    dlq_sources,
+                    settings: QueueSettings {
+                        lease_secs: Some(lease),
+                        max_receives: max,
+                        retention_secs: None,
+                        key_policy: Some(policy),
+                        extra: BTreeMap::new(),
+                    },
+                }
+            })
+            .collect())
+    }
+
+    /// Figures for `queues` (all queues when empty) from one grouped scan.
+    pub(super) fn stats_sync(&self, queues: &[QueueId]) -> Result<StatsBatch> {
+        let now = now_ms();
+        let conn = self.lock();
+        let map_err = |e| self.err(e);
+        let mut q = conn
+            .prepare_cached(
+                "SELECT name, dlq, enqueued_total, completed_total, dead_lettered_total FROM queues",
+            )
+            .map_err(map_err)?;
+        let meta: Vec<(String, Option<String>, i64, i64, i64)> = q
+            .query_map([], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+            })
+            .map_err(map_err)?
+            .collect::<rusqlite::Result<_>>()
+            .map_err(map_err)?;
+        let mut m = conn
+            .prepare_cached(
+                "SELECT queue,
+                        SUM(visible_ms <= ?1),
+                        SUM(leased_by IS NOT NULL AND visible_ms > ?1),
+                        SUM(leased_by IS NULL AND visible_ms > ?1),
+                        MIN(enqueued_ms)
+                 FROM messages GROUP BY queue",
+            )
+            .map_err(map_err)?;
+        let counts: HashMap<String, (u64, u64, u64, Option<i64>)> = m
+            .query_map([now], |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    (
+                        r.get::<_, i64>(1)? as u64,
+                        r.get::<_, i64>(2)? as u64,
+                        r.get::<_, i64>(3)? as u64,
+                        r.get::<_, Option<i64>>(4)?,
+                    ),
+                ))
+            })
+            .map_err(map_err)?
+            .collect::<rusqlite::Result<_>>()
+            .map_err(map_err)?;
+        let consumers: HashMap<String, u32> = conn
+            .prepare_cached(
+                "SELECT queue, COUNT(*) FROM workers WHERE last_seen_ms > ?1 GROUP BY queue",
+            )
+            .map_err(map_err)?
+            .query_map([now - 30_000], |r| {
+                Ok((r.get(0)?, r.get::<_, i64>(1)? as u32))
+            })
+            .map_err(map_err)?
+            .collect::<rusqlite::Result<_>>()
+            .map_err(map_err)?;
+        let wanted: Option<std::collections::HashSet<&str>> =
+            (!queues.is_empty()).then(|| queues.iter().map(|q| q.as_str()).collect());
+        let mut batch = StatsBatch::default();
+        let known: std::collections::HashSet<&str> = meta.iter().map(|m| m.0.as_str()).collect();
+        for q in queues {
+            if !known.contains(q.as_str()) {
+                batch
+                    .errors
+                    .push((q.clone(), format!("no queue named {:?}", q.as_str())));
+            }
+        }
+        for (name, dlq, enq, done, dead) in &meta {
+            if let Some(w) = &wanted {
+                if !w.contains(name.as_str()) {
+                    continue;
+                }
+            }
+            let (ready, inflight, delayed, oldest) =
+                counts.get(name).copied().unwrap_or((0, 0, 0, None));
+            let dlq_depth = dlq
+                .as_ref()
+                .map(|d| counts.get(d).map(|c| c.0 + c.1 + c.2).unwrap_or(0));
+            batch.stats.push(QueueStats {
+                id: QueueId::new(name),
+                at_ms: now,
+                depth: Some(ready),
+                in_flight: Some(inflight),
+                delayed: Some(delayed),
+                dlq_depth,
+                oldest_age_secs: Some(
+                    oldest
+                        .map(|o| ((now - o).max(0)) as f64 / 1000.0)
+                        .unwrap_or(0.0),
+                ),
+                age_note: None,
+                consumers: Some(consumers.get(name).copied().unwrap_or(0)),
+                enqueued_total: Some(*enq as u64),
+                completed_total: Some(*done as u64),
+                dead_lettered_total: Some(*dead as u64),
+                in_rate: None,
+                out_rate: None,
+            });
+        }
+        Ok(batch)
+    }
+
+    /// Workers that held leases on `queue` recently, with their counts and rate.
+    pub(super) fn consumers_sync(&self, queue: &QueueId) -> Result<Vec<Consumer>> {
+        let now = now_ms();
+        let conn = self.lock();
+        let map_err = |e| self.err(e);
+        let exists: i64 = conn
+            .query_row(
+                "SELECT COUNT(*) FROM queues WHERE name = ?1",
+                [queue.as_str()],
+                |r| r.get(0),
+            )
+            .map_err(map_err)?;
+        if exists == 0 {
+            return Err(not_found(queue.as_str()));
+        }
+        let mut st = conn
+            .prepare_cached(
+                "SELECT w.worker, w.processed, w.failed, w.last_seen_ms, w.rate,
+                        (SELECT COUNT(*) FROM messages m WHERE m.leased_by = w.worker
+                            AND m.queue = w.queue AND m.visible_ms > ?2),
+                        (SELECT COUNT(*) FROM messages m WHERE m.leased_by = w.worker
+                            AND m.queue = w.queue AND m.visible_ms <= ?2)
+                 FROM workers w WHERE w.queue = ?1 AND w.last_seen_ms > ?3
+                 ORDER BY w.worker",
+            )
+            .map_err(map_err)?;
+        let rows = st
+            .query_map(params![queue.as_str(), now, now - 600_000], |r| {
+                let last: i64 = r.get(3)?;
+                let holding: i64 = r.get(5)?;
+                let expired: i64 = r.get(6)?;
+                let state = if expired > 0 {
+                    format!("{expired} lease(s) expired")
+                } else if holding > 0 {
+                    "busy".to_string()
+                } else if now - last < 5_000 {
+                    "idle".to_string()
+                } else {
+                    format!("quiet {}s", (now - last) / 1000)
+                };
+                Ok(Consumer {
+                    queue: queue.clone(),
+                    tag: r.get(0)?,
+                    peer: None,
+                    prefetch: None,
+                    ack_mode: AckMode::Manual,
+                    state,
+                    holding: Some(holding as u64),
+                    processed: Some(r.get::<_, i64>(1)? as u64),
+                    failed: Some(r.get::<_, i64>(2)? as u64),
+                    rate: r.get(4)?,
+                    last_seen_ms: Some(last),
+                })
+            })
+            .map_err(map_err)?
+            .collect::<rusqlite::Result<Vec<_>>>()
+            .map_err(map_err)?;
+        Ok(rows)
+    }
+
+    pub fn purge_sync(&self, queue: &str) -> Result<u64> {
+        self.write(|tx| {
+            if queue_row(tx, queue)?.is_none() {
+                return Ok(Err(not_found(queue)));
+            }
+            let n = tx.execute("DELETE FROM messages WHERE queue = ?1", [queue])?;
+            Ok(Ok(n as u64))
+        })
+    }
+}

@@ -1,0 +1,202 @@
+//! Redrive on the local broker: copy and delete in one transaction per batch, so a crash
+//! can neither lose nor duplicate a message. Rate-limited and cancellable between batches.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rusqlite::params;
+
+use super::worker::{not_found, queue_row};
+use super::{now_ms, LocalBackend};
+use crate::backend::{BackendError, OpProgress, Result};
+use crate::domain::*;
+
+const BATCH: usize = 500;
+
+struct BatchOutcome {
+    moved: u64,
+    failed: u64,
+    errors: Vec<String>,
+    /// Highest id looked at; the next batch starts after it.
+    last_id: Option<i64>,
+}
+
+impl LocalBackend {
+    /// Count what a redrive would move (for `--dry-run` and the confirm dialog).
+    pub fn redrive_plan(&self, req: &RedriveRequest) -> Result<u64> {
+        let conn = self.lock();
+        let n: i64 = conn
+            .query_row(
+                "SELECT COUNT(*) FROM messages WHERE queue = ?1",
+                [req.source.as_str()],
+                |r| r.get(0),
+            )
+            .map_err(|e| self.err(e))?;
+        let n = n as u64;
+        Ok(match req.max {
+            Some(m) => n.min(m),
+            None => n,
+        })
+    }
+
+    fn redrive_batch(
+        &self,
+        req: &RedriveRequest,
+        after: i64,
+        limit: usize,
+    ) -> Result<BatchOutcome> {
+        let now = now_ms();
+        let source = req.source.as_str();
+        self.write(|tx| {
+            if queue_row(tx, source)?.is_none() {
+                return Ok(Err(not_found(source)));
+            }
+            let rows: Vec<(i64, Option<String>, Option<String>, bool)> = {
+                let mut st = tx.prepare_cached(
+                    "SELECT id, dl_origin, leased_by, visible_ms > ?3 FROM messages
+                     WHERE queue = ?1 AND id > ?2 ORDER BY id LIMIT ?4",
+                )?;
+                let r = st.query_map(params![source, after, now, limit as i64], |r| {
+                    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+                })?;
+                r.collect::<rusqlite::Result<_>>()?
+            };
+            let mut out = BatchOutcome {
+                moved: 0,
+                failed: 0,
+                errors: Vec::new(),
+                last_id: rows.last().map(|r| r.0),
+            };
+            for (id, origin, leased_by, lease_live) in rows {
+                if let Some(ids) = &req.only_ids {
+                    if !ids.iter().any(|s| s == &id.to_string()) {
+                        continue;
+                    }
+                }
+                if leased_by.is_some() && lease_live {
+                    out.failed += 1;
+                    out.errors
+                        .push(format!("message {id} is leased by a worker; left in place"));
+                    continue;
+                }
+                let target = match &req.target {
+                    RedriveTarget::Queue(q) => q.as_str().to_string(),
+                    RedriveTarget::Origin => match origin {
+                        Some(o) => o,
+                        None => {
+                            out.failed += 1;
+                            out.errors.push(format!(
+                                "message {id} has no recorded origin; give a target queue"
+                            ));
+                            continue;
+                        }
+                    },
+                };
+                if queue_row(tx, &target)?.is_none() {
+                    out.failed += 1;
+                    out.errors.push(format!(
+                        "message {id}: target queue {target:?} does not exist"
+                    ));
+                    continue;
+                }
+                tx.execute(
+                    "INSERT INTO messages(queue, key, body, headers, enqueued_ms, visible_ms)
+                     SELECT ?2, key, body, headers, ?3, ?3 FROM messages WHERE id = ?1",
+                    params![id, target, now],
+                )?;
+                tx.execute("DELETE FROM messages WHERE id = ?1", [id])?;
+                tx.execute(
+                    "UPDATE queues SET enqueued_total = enqueued_total + 1 WHERE name = ?1",
+                    [&target],
+                )?;
+                out.moved += 1;
+            }
+            Ok(Ok(out))
+        })
+    }
+}
+
+pub(super) async fn run(
+    b: Arc<LocalBackend>,
+    req: RedriveRequest,
+    progress: OpProgress,
+) -> Result<RedriveReport> {
+    if let Some(r) = req.rate {
+        if !(r > 0.0) {
+            return Err(BackendError::Invalid(
+                "rate must be greater than 0".to_string(),
+            ));
+        }
+    }
+    let total = {
+        let (b, r) = (b.clone(), req.clone());
+        tokio::task::spawn_blocking(move || b.redrive_plan(&r))
+            .await
+            .map_err(|e| BackendError::Other(e.to_string()))??
+    };
+    progress.set_total(Some(match &req.only_ids {
+        Some(ids) => (ids.len() as u64).min(total),
+        None => total,
+    }));
+    progress.phase("moving");
+    let mut report = RedriveReport {
+        mode: "client-side (copy and delete in one transaction)".to_string(),
+        ..Default::default()
+    };
+    let started = Instant::now();
+    let mut after = 0i64;
+    loop {
+        if progress.cancelled() {
+            report.cancelled = true;
+            break;
+        }
+        let remaining = req.max.map(|m| m.saturating_sub(report.moved));
+        if remaining == Some(0) {
+            break;
+        }
+        // With a rate, move small batches and sleep to keep the average at or below it.
+        let mut limit = BATCH;
+        if let Some(r) = req.rate {
+            limit = limit.min((r.ceil() as usize).clamp(1, BATCH));
+        }
+        if let Some(rem) = remaining {
+            limit = limit.min(rem as usize);
+        }
+        let out = {
+            let (b, r) = (b.clone(), req.clone());
+            tokio::task::spawn_blocking(move || b.redrive_batch(&r, after, limit))
+                .await
+                .map_err(|e| BackendError::Other(e.to_string()))??
+        };
+        report.moved += out.moved;
+        report.failed += out.failed;
+        if report.errors.len() < 20 {
+            report.errors.extend(out.errors.into_iter().take(20));
+        }
+        progress.update(|s| {
+            s.done = report.moved;
+            s.failed = report.failed;
+        });
+        match out.last_id {
+            Some(id) => after = id,
+            None => break,
+        }
+        if let Some(r) = req.rate {
+            let due = Duration::from_secs_f64(report.moved as f64 / r);
+            let elapsed = started.elapsed();
+            if due > elapsed {
+                let cancel = progress.cancel_token();
+                tokio::select! {
+                    _ = tokio::time::sleep(due - elapsed) => {}
+                    _ = cancel.cancelled() => {}
+                }
+            }
+        }
+    }
+    progress.phase(if report.cancelled {
+        "cancelled"
+    } else {
+        "done"
+    });
+    Ok(report)
+}

@@ -1,0 +1,63 @@
+//! The local broker's SQLite schema. WAL lets readers work while one writer commits; every
+//! write is a short `BEGIN IMMEDIATE` transaction, so several processes can share one file.
+
+use rusqlite::Connection;
+
+pub const SCHEMA_VERSION: i64 = 1;
+
+pub fn init(conn: &Connection) -> rusqlite::Result<()> {
+    conn.pragma_update(None, "journal_mode", "WAL")?;
+    conn.pragma_update(None, "synchronous", "NORMAL")?;
+    conn.pragma_update(None, "foreign_keys", "OFF")?;
+    conn.busy_timeout(std::time::Duration::from_secs(10))?;
+    conn.execute_batch(
+        r#"
+        CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+        CREATE TABLE IF NOT EXISTS queues(
+            name TEXT PRIMARY KEY,
+            lease_secs REAL NOT NULL DEFAULT 30,
+            max_receives INTEGER,
+            dlq TEXT,
+            key_policy TEXT NOT NULL DEFAULT 'parallel',
+            enqueued_total INTEGER NOT NULL DEFAULT 0,
+            completed_total INTEGER NOT NULL DEFAULT 0,
+            dead_lettered_total INTEGER NOT NULL DEFAULT 0,
+            created_ms INTEGER NOT NULL
+        );
+        CREATE TABLE IF NOT EXISTS messages(
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            queue TEXT NOT NULL,
+            key TEXT,
+            body BLOB NOT NULL,
+            headers TEXT,
+            enqueued_ms INTEGER NOT NULL,
+            visible_ms INTEGER NOT NULL,
+            leased_by TEXT,
+            receive_count INTEGER NOT NULL DEFAULT 0,
+            dl_reason TEXT,
+            dl_origin TEXT,
+            dl_ms INTEGER,
+            dl_count INTEGER
+        );
+        CREATE INDEX IF NOT EXISTS messages_ready ON messages(queue, visible_ms, id);
+        CREATE INDEX IF NOT EXISTS messages_key ON messages(queue, key, id) WHERE key IS NOT NULL;
+        CREATE INDEX IF NOT EXISTS messages_lease ON messages(leased_by) WHERE leased_by IS NOT NULL;
+        CREATE TABLE IF NOT EXISTS workers(
+            worker TEXT NOT NULL,
+            queue TEXT NOT NULL,
+            processed INTEGER NOT NULL DEFAULT 0,
+            failed INTEGER NOT NULL DEFAULT 0,
+            last_seen_ms INTEGER NOT NULL,
+            win_start_ms INTEGER NOT NULL,
+            win_count INTEGER NOT NULL DEFAULT 0,
+            rate REAL,
+            PRIMARY KEY(worker, queue)
+        );
+        "#,
+    )?;
+    conn.execute(
+        "INSERT OR IGNORE INTO meta(key, value) VALUES('schema_version', ?1)",
+        [SCHEMA_VERSION.to_string()],
+    )?;
+    Ok(())
+}

@@ -1,0 +1,12 @@
+//! Placeholder until this backend is built: connecting says so plainly.
+
+use std::sync::Arc;
+
+use super::{Backend, BackendError, Result};
+use crate::config::{Profile, SqsSettings};
+
+pub async fn connect(_profile: &Profile, _settings: &SqsSettings) -> Result<Arc<dyn Backend>> {
+    Err(BackendError::Unsupported(
+        "the sqs backend is not built yet".to_string(),
+    ))
+}

@@ -1,0 +1,132 @@
+//! Profiles: one per broker connection. Secrets are never stored here, only the names of the
+//! environment variables (or credential chains) that hold them.
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use super::paths;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Profile {
+    pub name: String,
+    #[serde(flatten)]
+    pub kind: ProfileKind,
+    /// No mutating action at all, in the console or the CLI.
+    #[serde(default)]
+    pub read_only: bool,
+    /// Destructive actions need the queue name typed to confirm.
+    #[serde(default)]
+    pub protected: bool,
+    /// Seconds between refreshes of the queues on screen (default from `[ui] refresh_secs`).
+    #[serde(default)]
+    pub refresh_secs: Option<f64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum ProfileKind {
+    Local(LocalSettings),
+    Rabbitmq(RabbitmqSettings),
+    Sqs(SqsSettings),
+    Servicebus(ServicebusSettings),
+}
+
+impl ProfileKind {
+    pub fn name(&self) -> &'static str {
+        match self {
+            ProfileKind::Local(_) => "local",
+            ProfileKind::Rabbitmq(_) => "rabbitmq",
+            ProfileKind::Sqs(_) => "sqs",
+            ProfileKind::Servicebus(_) => "servicebus",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LocalSettings {
+    /// SQLite file; default `$XDG_DATA_HOME/qdeck/local.db`.
+    #[serde(default)]
+    pub path: Option<String>,
+}
+
+impl LocalSettings {
+    pub fn resolved_path(&self) -> PathBuf {
+        match &self.path {
+            Some(p) => paths::expand_home(p),
+            None => paths::data_dir().join("local.db"),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RabbitmqSettings {
+    /// AMQP URL without a password, e.g. `amqp://guest@127.0.0.1:5672/%2f` (amqps:// for TLS).
+    #[serde(default)]
+    pub amqp_url: Option<String>,
+    /// Name of an environment variable holding the whole AMQP URL (may include the password).
+    #[serde(default)]
+    pub amqp_url_env: Option<String>,
+    /// Management API base, e.g. `http://127.0.0.1:15672`.
+    #[serde(default)]
+    pub management_url: Option<String>,
+    #[serde(default)]
+    pub username: Option<String>,
+    /// Name of an environment variable holding the password.
+    #[serde(default)]
+    pub password_env: Option<String>,
+    /// Only queues of this vhost (default: all vhosts the user can see).
+    #[serde(default)]
+    pub vhost: Option<String>,
+    /// Prefer the shovel plugin for redrive when it is enabled (default true).
+    #[serde(default)]
+    pub use_shovel: Option<bool>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SqsSettings {
+    /// Regions to list queues in (default: the SDK's configured region).
+    #[serde(default)]
+    pub regions: Vec<String>,
+    /// Named profile from the shared AWS config files.
+    #[serde(default)]
+    pub aws_profile: Option<String>,
+    /// Endpoint override for local stand-ins (AWS_ENDPOINT_URL_SQS also works).
+    #[serde(default)]
+    pub endpoint_url: Option<String>,
+    /// Only queues whose names start with this.
+    #[serde(default)]
+    pub queue_prefix: Option<String>,
+    /// Read age of oldest from CloudWatch (billed per metric; default true).
+    #[serde(default)]
+    pub cloudwatch: Option<bool>,
+    /// Seconds between CloudWatch age sweeps (default 120).
+    #[serde(default)]
+    pub age_interval_secs: Option<u64>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServicebusSettings {
+    /// Name of the environment variable holding the connection string.
+    pub connection_string_env: String,
+    /// Also list topics and their subscriptions (default true).
+    #[serde(default)]
+    pub topics: Option<bool>,
+}
+
+impl Profile {
+    /// The profile used when no config exists: the embedded broker in the data dir.
+    pub fn default_local() -> Profile {
+        Profile {
+            name: "local".to_string(),
+            kind: ProfileKind::Local(LocalSettings::default()),
+            read_only: false,
+            protected: false,
+            refresh_secs: None,
+        }
+    }
+}

@@ -1,0 +1,71 @@
+//! Keep secrets out of everything qdeck prints: URLs with passwords, connection strings,
+//! SAS signatures and AWS keys.
+
+use regex::Regex;
+use std::sync::OnceLock;
+
+fn patterns() -> &'static [(Regex, &'static str)] {
+    static P: OnceLock<Vec<(Regex, &'static str)>> = OnceLock::new();
+    P.get_or_init(|| {
+        vec![
+            // scheme://user:password@host → scheme://user:***@host
+            (
+                Regex::new(r"(?i)([a-z][a-z0-9+.-]*://[^:/@\s]*):[^@/\s]*@").unwrap(),
+                "$1:***@",
+            ),
+            (
+                Regex::new(r"(?i)(SharedAccessKey\s*=\s*)[^;\s]+").unwrap(),
+                "${1}***",
+            ),
+            (Regex::new(r"(?i)(\bsig=)[^&\s;]+").unwrap(), "${1}***"),
+            (
+                Regex::new(r"(?i)(SharedAccessSignature\s*=\s*)[^;\s]+").unwrap(),
+                "${1}***",
+            ),
+            (
+                Regex::new(r"(?i)(aws_secret_access_key|secret_access_key|password|passwd|token)(\s*[=:]\s*)[^\s,;]+")
+                    .unwrap(),
+                "$1$2***",
+            ),
+        ]
+    })
+}
+
+/// Replace every secret-looking part of `s` with `***`.
+pub fn redact(s: &str) -> String {
+    let mut out = s.to_string();
+    for (re, rep) in patterns() {
+        out = re.replace_all(&out, *rep).into_owned();
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::redact;
+
+    #[test]
+    fn hides_url_passwords() {
+        assert_eq!(
+            redact("amqp://guest:s3cret@host:5672/%2f"),
+            "amqp://guest:***@host:5672/%2f"
+        );
+        assert_eq!(redact("amqp://host:5672"), "amqp://host:5672");
+    }
+
+    #[test]
+    fn hides_service_bus_keys_and_signatures() {
+        let cs = "Endpoint=sb://ns.servicebus.windows.net/;SharedAccessKeyName=Root;SharedAccessKey=abc+/=123";
+        let r = redact(cs);
+        assert!(!r.contains("abc+/=123"), "{r}");
+        assert!(r.contains("SharedAccessKeyName=Root"));
+        let tok = "SharedAccessSignature sr=x&sig=ABCDEF%3D&se=1&skn=k";
+        assert!(!redact(tok).contains("ABCDEF"));
+    }
+
+    #[test]
+    fn hides_key_value_secrets() {
+        assert!(!redact("aws_secret_access_key = wJalrXUtnFEMI").contains("wJalr"));
+        assert!(!redact("password: hunter2").contains("hunter2"));
+    }
+}

@@ -1,0 +1,227 @@
+//! The single gate every mutation goes through, from the console and the CLI alike: it
+//! enforces read-only profiles and writes the audit log.
+
+use std::sync::Arc;
+
+use serde_json::json;
+
+use super::audit::{os_user, AuditEntry, AuditLog};
+use crate::backend::{Backend, BackendError, OpProgress};
+use crate::domain::{
+    OutgoingMessage, PurgeReport, QueueId, RedriveReport, RedriveRequest, RedriveTarget,
+};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mutation {
+    Redrive,
+    Purge,
+    Send,
+}
+
+impl Mutation {
+    pub fn name(self) -> &'static str {
+        match self {
+            Mutation::Redrive => "redrive",
+            Mutation::Purge => "purge",
+            Mutation::Send => "send",
+        }
+    }
+}
+
+#[derive(Clone)]
+pub struct Gate {
+    backend: Arc<dyn Backend>,
+    profile: String,
+    read_only: bool,
+    protected: bool,
+    audit: AuditLog,
+}
+
+impl Gate {
+    pub fn new(
+        backend: Arc<dyn Backend>,
+        profile: &crate::config::Profile,
+        audit: AuditLog,
+    ) -> Gate {
+        Gate {
+            backend,
+            profile: profile.name.clone(),
+            read_only: profile.read_only,
+            protected: profile.protected,
+            audit,
+        }
+    }
+
+    pub fn read_only(&self) -> bool {
+        self.read_only
+    }
+
+    /// Destructive actions need the queue name typed.
+    pub fn protected(&self) -> bool {
+        self.protected
+    }
+
+    pub fn backend(&self) -> &Arc<dyn Backend> {
+        &self.backend
+    }
+
+    pub fn audit_log(&self) -> &AuditLog {
+        &self.audit
+    }
+
+    /// Whether `m` is allowed at all on this profile.
+    pub fn allows(&self, _m: Mutation) -> bool {
+        !self.read_only
+    }
+
+    fn check(&self, m: Mutation, queue: &QueueId) -> Result<(), BackendError> {
+        if self.read_only {
+            let err = BackendError::Refused(format!(
+                "profile {:?} is read-only: {} is not allowed",
+                self.profile,
+                m.name()
+            ));
+            self.record(m, queue, None, json!({}), "refused", Some(err.to_string()));
+            return Err(err);
+        }
+        Ok(())
+    }
+
+    fn record(
+        &self,
+        m: Mutation,
+        queue: &QueueId,
+        target: Option<String>,
+        counts: serde_json::Value,
+        result: &str,
+        error: Option<String>,
+    ) {
+        let entry = AuditEntry {
+            time: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+            user: os_user(),
+            profile: self.profile.clone(),
+            broker: self.backend.kind().to_string(),
+            queue: queue.to_string(),
+            action: m.name().to_string(),
+            target,
+            counts,
+            result: result.to_string(),
+            error,
+        };
+        if let Err(e) = self.audit.append(entry) {
+            tracing::error!(
+                "cannot write audit log {}: {e}",
+                self.audit.path().display()
+            );
+        }
+    }
+
+    pub async fn redrive(
+        &self,
+        req: &RedriveRequest,
+        progress: &OpProgress,
+    ) -> Result<RedriveReport, BackendError> {
+        self.check(Mutation::Redrive, &req.source)?;
+        let target = Some(match &req.target {
+            RedriveTarget::Origin => "origin".to_string(),
+            RedriveTarget::Queue(q) => q.to_string(),
+        });
+        match self.backend.redrive(req, progress).await {
+            Ok(r) => {
+                let result = if r.cancelled {
+                    "cancelled"
+                } else if r.failed > 0 || r.possibly_duplicated > 0 {
+                    "partial"
+                } else {
+                    "ok"
+                };
+                self.record(
+                    Mutation::Redrive,
+                    &req.source,
+                    target,
+                    json!({"moved": r.moved, "failed": r.failed, "possibly_duplicated": r.possibly_duplicated, "mode": r.mode}),
+                    result,
+                    r.errors.first().cloned(),
+                );
+                Ok(r)
+            }
+            Err(e) => {
+                let p = progress.snapshot();
+                self.record(
+                    Mutation::Redrive,
+                    &req.source,
+                    target,
+                    json!({"moved": p.done, "failed": p.failed}),
+                    "error",
+                    Some(e.to_string()),
+                );
+                Err(e)
+            }
+        }
+    }
+
+    pub async fn purge(
+        &self,
+        queue: &QueueId,
+        progress: &OpProgress,
+    ) -> Result<PurgeReport, BackendError> {
+        self.check(Mutation::Purge, queue)?;
+        match self.backend.purge(queue, progress).await {
+            Ok(r) => {
+                self.record(
+                    Mutation::Purge,
+                    queue,
+                    None,
+                    json!({"purged": r.purged}),
+                    "ok",
+                    None,
+                );
+                Ok(r)
+            }
+            Err(e) => {
+                self.record(
+                    Mutation::Purge,
+                    queue,
+                    None,
+                    json!({}),
+                    "error",
+                    Some(e.to_string()),
+                );
+                Err(e)
+            }
+        }
+    }
+
+    pub async fn send(
+        &self,
+        queue: &QueueId,
+        msg: OutgoingMessage,
+    ) -> Result<Option<String>, BackendError> {
+        self.check(Mutation::Send, queue)?;
+        let bytes = msg.body.len();
+        match self.backend.send(queue, msg).await {
+            Ok(id) => {
+                self.record(
+                    Mutation::Send,
+                    queue,
+                    None,
+                    json!({"messages": 1, "bytes": bytes}),
+                    "ok",
+                    None,
+                );
+                Ok(id)
+            }
+            Err(e) => {
+                self.record(
+                    Mutation::Send,
+                    queue,
+                    None,
+                    json!({}),
+                    "error",
+                    Some(e.to_string()),
+                );
+                Err(e)
+            }
+        }
+    }
+}

@@ -1,0 +1,8 @@
+//! The engine: what the console and the one-shot commands share.
+
+pub mod audit;
+pub mod derive;
+pub mod gate;
+pub mod ring;
+pub mod session;
+pub mod store;

@@ -1,0 +1,8 @@
+//! qdeck: a terminal operations console for message queues and their workers.
+
+pub mod backend;
+pub mod config;
+pub mod demo;
+pub mod domain;
+pub mod engine;
+pub mod tui;

@@ -1,9 +1,21 @@
-//! The live console. (Entry point only until the console lands.)
+//! The live console: event loop (`app`), UI state and the pure `update`, views, keymap,
+//! themes, and the one sanitizer for broker text.
+
+pub mod app;
+pub mod keymap;
+pub mod sanitize;
+pub mod state;
+pub mod theme;
+pub mod update;
+pub mod views;
 
 use crate::demo::DemoHandle;
 use crate::engine::session::Session;
 
+pub use state::State;
+pub use update::{update, Action, Effect};
+
 /// Run the console until the user quits. `demo` is set when qdeck started its demo workload.
-pub async fn run(_session: Session, _demo: Option<DemoHandle>) -> anyhow::Result<()> {
-    anyhow::bail!("the console is not built yet; use the one-shot commands (qdeck --help)")
+pub async fn run(session: Session, demo: Option<DemoHandle>) -> anyhow::Result<()> {
+    app::run(session, demo).await
 }

@@ -1,0 +1,427 @@
+//! The event loop and the effect executor. The loop never awaits the network: backends run
+//! on tasks and report back over channels; a dead broker makes panels stale, never the keys.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use base64::Engine;
+use crossterm::event::{Event, EventStream};
+use futures::StreamExt;
+use ratatui::backend::Backend as TermBackend;
+use ratatui::Terminal;
+use tokio::sync::mpsc;
+
+use super::keymap::KeyMap;
+use super::state::{Level, State};
+use super::theme::Theme;
+use super::update::{set_status, update, Action, Effect};
+use super::views;
+use crate::backend::OpProgress;
+use crate::config::{paths, redact::redact};
+use crate::demo::DemoHandle;
+use crate::domain::{now_ms, BrowseRequest, Message, QueueId, RedriveTarget};
+use crate::engine::poller::{self, PollConfig, PollEvent, PollerHandle};
+use crate::engine::session::Session;
+use crate::engine::store::Store;
+
+/// Messages per browse page.
+pub const PAGE_SIZE: usize = 200;
+/// At most this many frames per second.
+const FRAME: Duration = Duration::from_millis(33);
+/// OSC 52 payloads larger than this are refused by most terminals.
+const COPY_LIMIT: usize = 100_000;
+
+pub fn refresh_secs(session: &Session) -> f64 {
+    session
+        .profile()
+        .refresh_secs
+        .unwrap_or(session.loaded.config.ui.refresh_secs)
+}
+
+/// The console's state for a session, before any figures arrive.
+pub fn initial_state(session: &Session, demo_workers: Option<usize>) -> State {
+    let cfg = &session.loaded.config;
+    let store = Store::new(cfg.ui.history_secs.max(60), 240, cfg.ui.drain_target_secs);
+    let mut st = State::new(
+        store,
+        session.backend.capabilities(),
+        &session.profile().name,
+        session.backend.kind(),
+    );
+    let (km, problems) = KeyMap::new(&cfg.keys);
+    st.keymap = km;
+    let dir = paths::config_dir().join("themes");
+    let (theme, theme_err) = Theme::startup(&cfg.ui.theme, Some(&dir));
+    st.theme = theme;
+    st.theme_dir = Some(dir);
+    st.read_only = session.gate.read_only();
+    st.protected = session.gate.protected();
+    st.demo_workers = demo_workers;
+    st.refresh_secs = refresh_secs(session);
+    st.export_dir = Some(paths::state_dir().join("exports"));
+    if let Some(e) = theme_err.or(problems.into_iter().next()) {
+        set_status(&mut st, Level::Warn, e);
+    }
+    st
+}
+
+/// Restores the terminal when dropped (normal exit and error returns; the panic hook
+/// installed by `ratatui::try_init` covers panics).
+struct RestoreGuard;
+
+impl Drop for RestoreGuard {
+    fn drop(&mut self) {
+        ratatui::restore();
+    }
+}
+
+fn init_logging() -> Option<tracing_appender::non_blocking::WorkerGuard> {
+    let dir = paths::state_dir();
+    std::fs::create_dir_all(&dir).ok()?;
+    let appender = tracing_appender::rolling::never(&dir, "qdeck.log");
+    let (nb, guard) = tracing_appender::non_blocking(appender);
+    let filter = tracing_subscriber::EnvFilter::try_from_env("QDECK_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    // If main already installed a subscriber, it stays (it must not write to the screen).
+    tracing_subscriber::fmt()
+        .with_writer(nb)
+        .with_ansi(false)
+        .with_env_filter(filter)
+        .try_init()
+        .ok()?;
+    Some(guard)
+}
+
+pub async fn run(session: Session, demo: Option<DemoHandle>) -> anyhow::Result<()> {
+    let _log = init_logging();
+    let st = initial_state(&session, demo.as_ref().map(|d| d.workers()));
+    let mut terminal = ratatui::try_init()?;
+    let _guard = RestoreGuard;
+    if let Ok(sz) = terminal.size() {
+        tracing::info!("console started at {}x{}", sz.width, sz.height);
+    }
+    let r = event_loop(&mut terminal, st, session, demo).await;
+    if let Err(e) = &r {
+        tracing::error!("console stopped: {e}");
+    }
+    r
+}
+
+struct Exec {
+    session: Session,
+    tx: mpsc::Sender<Action>,
+    poller: PollerHandle,
+    demo: Option<DemoHandle>,
+    op: Option<OpProgress>,
+    export_dir: PathBuf,
+}
+
+async fn event_loop<B: TermBackend>(
+    terminal: &mut Terminal<B>,
+    mut st: State,
+    session: Session,
+    demo: Option<DemoHandle>,
+) -> anyhow::Result<()>
+where
+    B::Error: Send + Sync + 'static,
+{
+    let (tx, mut rx) = mpsc::channel::<Action>(256);
+    let (ptx, mut prx) = mpsc::channel::<PollEvent>(64);
+    let poller = poller::spawn(
+        session.backend.clone(),
+        PollConfig::with_refresh(st.refresh_secs),
+        ptx,
+    );
+    if let Ok(sz) = terminal.size() {
+        st.size = (sz.width, sz.height);
+    }
+    let mut ex = Exec {
+        export_dir: st
+            .export_dir
+            .clone()
+            .unwrap_or_else(|| paths::state_dir().join("exports")),
+        session,
+        tx,
+        poller,
+        demo,
+        op: None,
+    };
+    let mut events = EventStream::new();
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    let mut last_draw: Option<Instant> = None;
+    loop {
+        if st.dirty {
+            let due = last_draw.is_none_or(|t| t.elapsed() >= FRAME);
+            if due {
+                terminal.draw(|f| views::render(f, &st))?;
+                st.dirty = false;
+                last_draw = Some(Instant::now());
+            }
+        }
+        let deadline = match (st.dirty, last_draw) {
+            (true, Some(t)) => Some(tokio::time::Instant::from_std(t + FRAME)),
+            _ => None,
+        };
+        let first = tokio::select! {
+            ev = events.next() => match ev {
+                Some(Ok(Event::Key(k))) => Action::Key(k),
+                Some(Ok(Event::Resize(w, h))) => Action::Resize(w, h),
+                Some(Ok(_)) => continue,
+                Some(Err(e)) => return Err(e.into()),
+                None => break,
+            },
+            Some(a) = rx.recv() => a,
+            Some(p) = prx.recv() => Action::Poll(p),
+            _ = tick.tick() => Action::Tick(now_ms()),
+            _ = async {
+                match deadline {
+                    Some(d) => tokio::time::sleep_until(d).await,
+                    None => std::future::pending().await,
+                }
+            } => continue,
+        };
+        // Coalesce whatever else is ready into this frame.
+        let mut batch = vec![first];
+        while let Ok(p) = prx.try_recv() {
+            batch.push(Action::Poll(p));
+        }
+        while let Ok(a) = rx.try_recv() {
+            batch.push(a);
+        }
+        for a in batch {
+            for e in update(&mut st, a) {
+                ex.run(e, &mut st);
+            }
+        }
+        if st.quit {
+            break;
+        }
+    }
+    ex.poller.stop();
+    if let Some(op) = &ex.op {
+        op.cancel();
+    }
+    Ok(())
+}
+
+fn one_line(s: &str) -> String {
+    redact(s).split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+impl Exec {
+    fn send_later(&self, a: Action) {
+        let tx = self.tx.clone();
+        tokio::spawn(async move {
+            let _ = tx.send(a).await;
+        });
+    }
+
+    fn run(&mut self, e: Effect, st: &mut State) {
+        match e {
+            Effect::Visible(ids) => self.poller.set_visible(ids),
+            Effect::Refresh => self.poller.refresh_now(),
+            Effect::Browse {
+                queue,
+                cursor,
+                force,
+            } => {
+                let backend = self.session.backend.clone();
+                let tx = self.tx.clone();
+                tokio::spawn(async move {
+                    let append = cursor.is_some();
+                    let req = BrowseRequest {
+                        cursor,
+                        max: PAGE_SIZE,
+                        force,
+                    };
+                    let result = backend
+                        .browse(&queue, &req)
+                        .await
+                        .map_err(|e| one_line(&e.to_string()));
+                    let _ = tx
+                        .send(Action::Page {
+                            queue,
+                            append,
+                            result,
+                        })
+                        .await;
+                });
+            }
+            Effect::Consumers(queue) => {
+                let backend = self.session.backend.clone();
+                let tx = self.tx.clone();
+                tokio::spawn(async move {
+                    let result = backend
+                        .consumers(&queue)
+                        .await
+                        .map_err(|e| one_line(&e.to_string()));
+                    let _ = tx.send(Action::Consumers { queue, result }).await;
+                });
+            }
+            Effect::Redrive(req) => {
+                let p = self.start_op();
+                let gate = self.session.gate.clone();
+                let tx = self.tx.clone();
+                tokio::spawn(async move {
+                    let r = gate.redrive(&req, &p).await;
+                    let to = match &req.target {
+                        RedriveTarget::Origin => "origin".to_string(),
+                        RedriveTarget::Queue(q) => q.to_string(),
+                    };
+                    let done = match r {
+                        Ok(r) => {
+                            let mut s = format!(
+                                "redrive {} → {to}: {} moved, {} failed, {} possibly duplicated",
+                                req.source, r.moved, r.failed, r.possibly_duplicated
+                            );
+                            if r.cancelled {
+                                s.push_str(" (cancelled)");
+                            }
+                            if let Some(e) = r.errors.first() {
+                                s.push_str(&format!(" — {}", one_line(e)));
+                            }
+                            if r.failed > 0 || r.possibly_duplicated > 0 {
+                                Err(s)
+                            } else {
+                                Ok(s)
+                            }
+                        }
+                        Err(e) => Err(format!(
+                            "redrive {}: {}",
+                            req.source,
+                            one_line(&e.to_string())
+                        )),
+                    };
+                    let _ = tx.send(Action::OpDone(done)).await;
+                });
+            }
+            Effect::Purge(queue) => {
+                let p = self.start_op();
+                let gate = self.session.gate.clone();
+                let tx = self.tx.clone();
+                tokio::spawn(async move {
+                    let done = match gate.purge(&queue, &p).await {
+                        Ok(r) => Ok(format!(
+                            "purged {queue}: {} messages{}",
+                            r.purged
+                                .map(|n| n.to_string())
+                                .unwrap_or_else(|| "?".into()),
+                            r.note
+                                .map(|n| format!(" ({})", one_line(&n)))
+                                .unwrap_or_default()
+                        )),
+                        Err(e) => Err(format!("purge {queue}: {}", one_line(&e.to_string()))),
+                    };
+                    let _ = tx.send(Action::OpDone(done)).await;
+                });
+            }
+            Effect::CancelOp => {
+                if let Some(op) = &self.op {
+                    op.cancel();
+                }
+            }
+            Effect::Copy(text) => {
+                let r = osc52(&text);
+                self.send_later(Action::Notice(r));
+            }
+            Effect::Save { queue, messages } => {
+                let dir = self.export_dir.clone();
+                let tx = self.tx.clone();
+                tokio::task::spawn_blocking(move || {
+                    let r = save_jsonl(&dir, &queue, &messages);
+                    let _ = tx.blocking_send(Action::Notice(r));
+                });
+            }
+            Effect::AddWorker | Effect::RemoveWorker => {
+                if let Some(d) = &self.demo {
+                    if e == Effect::AddWorker {
+                        d.add_worker();
+                    } else {
+                        d.remove_worker();
+                    }
+                    let n = d.workers();
+                    let _ = update(st, Action::DemoWorkers(n));
+                }
+            }
+        }
+    }
+
+    fn start_op(&mut self) -> OpProgress {
+        let (p, mut rx) = OpProgress::new();
+        self.op = Some(p.clone());
+        let tx = self.tx.clone();
+        tokio::spawn(async move {
+            // At most ten progress updates a second reach the UI.
+            while rx.changed().await.is_ok() {
+                let snap = rx.borrow_and_update().clone();
+                if tx.send(Action::OpProgress(snap)).await.is_err() {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        });
+        p
+    }
+}
+
+/// Copy through the terminal (works over SSH): OSC 52 with base64, so nothing from the body
+/// reaches the terminal raw.
+fn osc52(text: &str) -> Result<String, String> {
+    if text.len() > COPY_LIMIT {
+        return Err(format!(
+            "body is {} bytes; terminals take at most {COPY_LIMIT} through OSC 52 — save it instead",
+            text.len()
+        ));
+    }
+    let b64 = base64::engine::general_purpose::STANDARD.encode(text.as_bytes());
+    let mut out = std::io::stdout();
+    out.write_all(format!("\x1b]52;c;{b64}\x07").as_bytes())
+        .and_then(|_| out.flush())
+        .map_err(|e| format!("copy failed: {e}"))?;
+    Ok(format!("copied {} bytes (OSC 52)", text.len()))
+}
+
+/// File-system-safe form of a queue name.
+fn file_part(q: &QueueId) -> String {
+    let s: String = q
+        .as_str()
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(60)
+        .collect();
+    if s.is_empty() {
+        "queue".into()
+    } else {
+        s
+    }
+}
+
+/// Save messages as JSON lines (body as text, or base64 when binary).
+pub fn save_jsonl(
+    dir: &std::path::Path,
+    queue: &QueueId,
+    msgs: &[Message],
+) -> Result<String, String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let ts = chrono::Utc::now().format("%Y%m%dT%H%M%S%.3fZ");
+    let path = dir.join(format!("{}-{ts}.jsonl", file_part(queue)));
+    let mut buf = Vec::new();
+    for m in msgs {
+        serde_json::to_writer(&mut buf, m).map_err(|e| format!("cannot encode: {e}"))?;
+        buf.push(b'\n');
+    }
+    std::fs::write(&path, buf).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    Ok(format!(
+        "saved {} messages to {}",
+        msgs.len(),
+        path.display()
+    ))
+}

@@ -1,0 +1,385 @@
+//! The keymap: named commands → keys. Defaults here; `[keys]` in the config replaces the keys
+//! of a command (`purge = ["P"]`). The help screen is generated from the same table.
+
+use std::collections::BTreeMap;
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Cmd {
+    Quit,
+    Help,
+    Filter,
+    Command,
+    Up,
+    Down,
+    Top,
+    Bottom,
+    PageUp,
+    PageDown,
+    Enter,
+    Back,
+    SortNext,
+    SortReverse,
+    Browse,
+    Dlq,
+    Workers,
+    Refresh,
+    Mark,
+    Copy,
+    Save,
+    NextPage,
+    Window,
+    Redrive,
+    Purge,
+    Cancel,
+    AddWorker,
+    RemoveWorker,
+}
+
+pub struct CmdInfo {
+    pub cmd: Cmd,
+    pub name: &'static str,
+    pub keys: &'static [&'static str],
+    pub help: &'static str,
+    /// Changes the broker: hidden on read-only profiles.
+    pub mutating: bool,
+}
+
+const fn c(
+    cmd: Cmd,
+    name: &'static str,
+    keys: &'static [&'static str],
+    help: &'static str,
+    mutating: bool,
+) -> CmdInfo {
+    CmdInfo {
+        cmd,
+        name,
+        keys,
+        help,
+        mutating,
+    }
+}
+
+pub const COMMANDS: &[CmdInfo] = &[
+    c(Cmd::Quit, "quit", &["q", "ctrl-c"], "quit", false),
+    c(Cmd::Help, "help", &["?"], "this help", false),
+    c(
+        Cmd::Filter,
+        "filter",
+        &["/"],
+        "filter rows (regex, ! inverts)",
+        false,
+    ),
+    c(
+        Cmd::Command,
+        "command",
+        &[":"],
+        "command mode (:q :dlq :workers :theme NAME :sort COL)",
+        false,
+    ),
+    c(Cmd::Up, "up", &["k", "up"], "move up", false),
+    c(Cmd::Down, "down", &["j", "down"], "move down", false),
+    c(Cmd::Top, "top", &["g", "home"], "first row", false),
+    c(Cmd::Bottom, "bottom", &["G", "end"], "last row", false),
+    c(
+        Cmd::PageUp,
+        "page_up",
+        &["pgup", "ctrl-b"],
+        "page up",
+        false,
+    ),
+    c(
+        Cmd::PageDown,
+        "page_down",
+        &["pgdn", "ctrl-f"],
+        "page down",
+        false,
+    ),
+    c(
+        Cmd::Enter,
+        "enter",
+        &["enter", "l", "right"],
+        "open / drill in",
+        false,
+    ),
+    c(Cmd::Back, "back", &["esc", "h", "left"], "back", false),
+    c(Cmd::SortNext, "sort", &["s"], "sort by next column", false),
+    c(
+        Cmd::SortReverse,
+        "sort_reverse",
+        &["S"],
+        "reverse sort",
+        false,
+    ),
+    c(
+        Cmd::Browse,
+        "browse",
+        &["b"],
+        "browse messages of the queue",
+        false,
+    ),
+    c(
+        Cmd::Dlq,
+        "dlq",
+        &["d"],
+        "browse the queue's dead-letter queue",
+        false,
+    ),
+    c(
+        Cmd::Workers,
+        "workers",
+        &["w"],
+        "workers consuming the queue",
+        false,
+    ),
+    c(
+        Cmd::Refresh,
+        "refresh",
+        &["r", "ctrl-r"],
+        "refresh now",
+        false,
+    ),
+    c(
+        Cmd::Mark,
+        "mark",
+        &["space"],
+        "select / unselect a message",
+        false,
+    ),
+    c(
+        Cmd::Copy,
+        "copy",
+        &["y"],
+        "copy the message body (OSC 52)",
+        false,
+    ),
+    c(
+        Cmd::Save,
+        "save",
+        &["ctrl-s"],
+        "save selected messages as JSON lines",
+        false,
+    ),
+    c(
+        Cmd::NextPage,
+        "next_page",
+        &["n"],
+        "next page of messages",
+        false,
+    ),
+    c(
+        Cmd::Window,
+        "window",
+        &["t"],
+        "chart window (1/5/10 min)",
+        false,
+    ),
+    c(
+        Cmd::Redrive,
+        "redrive",
+        &["R"],
+        "redrive (all, or the selected messages)",
+        true,
+    ),
+    c(Cmd::Purge, "purge", &["P"], "purge the queue", true),
+    c(
+        Cmd::Cancel,
+        "cancel",
+        &["x"],
+        "cancel the running operation",
+        true,
+    ),
+    c(
+        Cmd::AddWorker,
+        "add_worker",
+        &["+"],
+        "demo: add a worker",
+        false,
+    ),
+    c(
+        Cmd::RemoveWorker,
+        "remove_worker",
+        &["-"],
+        "demo: remove a worker",
+        false,
+    ),
+];
+
+/// A key as written in the config: `q`, `G`, `ctrl-d`, `enter`, `pgdn`, `space`, `f5`.
+pub fn parse_key(s: &str) -> Option<KeyEvent> {
+    let mut mods = KeyModifiers::NONE;
+    let mut rest = s;
+    loop {
+        let lower = rest.to_ascii_lowercase();
+        if let Some(r) = lower.strip_prefix("ctrl-").or(lower.strip_prefix("ctrl+")) {
+            mods |= KeyModifiers::CONTROL;
+            rest = &rest[rest.len() - r.len()..];
+        } else if let Some(r) = lower.strip_prefix("alt-").or(lower.strip_prefix("alt+")) {
+            mods |= KeyModifiers::ALT;
+            rest = &rest[rest.len() - r.len()..];
+        } else {
+            break;
+        }
+    }
+    let code = match rest.to_ascii_lowercase().as_str() {
+        "enter" | "return" => KeyCode::Enter,
+        "esc" | "escape" => KeyCode::Esc,
+        "tab" => KeyCode::Tab,
+        "backtab" | "shift-tab" => KeyCode::BackTab,
+        "up" => KeyCode::Up,
+        "down" => KeyCode::Down,
+        "left" => KeyCode::Left,
+        "right" => KeyCode::Right,
+        "home" => KeyCode::Home,
+        "end" => KeyCode::End,
+        "pgup" | "pageup" => KeyCode::PageUp,
+        "pgdn" | "pagedown" => KeyCode::PageDown,
+        "space" => KeyCode::Char(' '),
+        "backspace" => KeyCode::Backspace,
+        "delete" | "del" => KeyCode::Delete,
+        f if f.len() >= 2 && f.starts_with('f') && f[1..].parse::<u8>().is_ok() => {
+            KeyCode::F(f[1..].parse().ok()?)
+        }
+        _ => {
+            let mut ch = rest.chars();
+            let c = ch.next()?;
+            if ch.next().is_some() {
+                return None;
+            }
+            if mods.contains(KeyModifiers::CONTROL) {
+                KeyCode::Char(c.to_ascii_lowercase())
+            } else {
+                KeyCode::Char(c)
+            }
+        }
+    };
+    Some(KeyEvent::new(code, mods))
+}
+
+/// Normalise a key event for lookup: shift is implied by the character itself.
+fn norm(k: KeyEvent) -> (KeyCode, KeyModifiers) {
+    let mut m = k.modifiers & (KeyModifiers::CONTROL | KeyModifiers::ALT);
+    let code = match k.code {
+        KeyCode::Char(c) if m.contains(KeyModifiers::CONTROL) => {
+            KeyCode::Char(c.to_ascii_lowercase())
+        }
+        KeyCode::BackTab => {
+            m = KeyModifiers::NONE;
+            KeyCode::BackTab
+        }
+        c => c,
+    };
+    (code, m)
+}
+
+#[derive(Debug, Clone)]
+pub struct KeyMap {
+    map: Vec<((KeyCode, KeyModifiers), Cmd)>,
+    labels: BTreeMap<Cmd, Vec<String>>,
+}
+
+impl Default for KeyMap {
+    fn default() -> Self {
+        KeyMap::new(&BTreeMap::new()).0
+    }
+}
+
+impl KeyMap {
+    /// Defaults with the config's overrides; the second value lists problems (unknown command
+    /// or key) for the status line.
+    pub fn new(overrides: &BTreeMap<String, Vec<String>>) -> (KeyMap, Vec<String>) {
+        let mut problems = Vec::new();
+        for name in overrides.keys() {
+            if !COMMANDS.iter().any(|c| c.name == name) {
+                problems.push(format!("keys.{name}: no such command"));
+            }
+        }
+        let mut map = Vec::new();
+        let mut labels = BTreeMap::new();
+        for info in COMMANDS {
+            let keys: Vec<String> = match overrides.get(info.name) {
+                Some(v) => v.clone(),
+                None => info.keys.iter().map(|s| s.to_string()).collect(),
+            };
+            let mut ok = Vec::new();
+            for k in keys {
+                match parse_key(&k) {
+                    Some(ev) => {
+                        let n = norm(ev);
+                        // A user override wins over a default bound to the same key.
+                        let overridden = overrides.contains_key(info.name);
+                        map.retain(|(key, _)| *key != n || !overridden);
+                        map.push((n, info.cmd));
+                        ok.push(k);
+                    }
+                    None => problems.push(format!("keys.{}: cannot read key {k:?}", info.name)),
+                }
+            }
+            labels.insert(info.cmd, ok);
+        }
+        (KeyMap { map, labels }, problems)
+    }
+
+    pub fn lookup(&self, k: KeyEvent) -> Option<Cmd> {
+        let n = norm(k);
+        // Later entries are overrides; search from the end.
+        self.map
+            .iter()
+            .rev()
+            .find(|(key, _)| *key == n)
+            .map(|(_, c)| *c)
+    }
+
+    /// The keys bound to `cmd`, as written ("j", "down").
+    pub fn keys(&self, cmd: Cmd) -> &[String] {
+        self.labels.get(&cmd).map(|v| v.as_slice()).unwrap_or(&[])
+    }
+
+    /// First key of `cmd`, for hints.
+    pub fn hint(&self, cmd: Cmd) -> &str {
+        self.keys(cmd).first().map(|s| s.as_str()).unwrap_or("?")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_keys() {
+        assert_eq!(
+            parse_key("ctrl-d"),
+            Some(KeyEvent::new(KeyCode::Char('d'), KeyModifiers::CONTROL))
+        );
+        assert_eq!(
+            parse_key("G"),
+            Some(KeyEvent::new(KeyCode::Char('G'), KeyModifiers::NONE))
+        );
+        assert_eq!(parse_key("pgdn").map(|k| k.code), Some(KeyCode::PageDown));
+        assert_eq!(parse_key("f5").map(|k| k.code), Some(KeyCode::F(5)));
+        assert_eq!(parse_key("nope"), None);
+    }
+
+    #[test]
+    fn overrides_replace_keys() {
+        let mut o = BTreeMap::new();
+        o.insert("purge".to_string(), vec!["ctrl-p".to_string()]);
+        o.insert("bogus".to_string(), vec!["z".to_string()]);
+        let (km, problems) = KeyMap::new(&o);
+        assert_eq!(problems.len(), 1);
+        assert_eq!(
+            km.lookup(KeyEvent::new(KeyCode::Char('p'), KeyModifiers::CONTROL)),
+            Some(Cmd::Purge)
+        );
+        assert_eq!(
+            km.lookup(KeyEvent::new(KeyCode::Char('P'), KeyModifiers::SHIFT)),
+            None
+        );
+        assert_eq!(
+            km.lookup(KeyEvent::new(KeyCode::Char('j'), KeyModifiers::NONE)),
+            Some(Cmd::Down)
+        );
+    }
+}

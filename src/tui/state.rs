@@ -1,0 +1,387 @@
+//! UI state: everything the views draw from. Changed only by `update`.
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+
+use regex::Regex;
+
+use super::keymap::KeyMap;
+use super::sanitize::BodyKind;
+use super::theme::Theme;
+use crate::backend::ProgressState;
+use crate::domain::{Capabilities, Consumer, Message, QueueId, RedriveTarget};
+use crate::engine::store::Store;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum View {
+    Queues,
+    Detail,
+    Messages,
+    Message,
+    Workers,
+    Help,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SortCol {
+    Name,
+    Depth,
+    InFlight,
+    Delayed,
+    Age,
+    Dlq,
+    InRate,
+    OutRate,
+    Eta,
+}
+
+impl SortCol {
+    pub const ALL: [SortCol; 9] = [
+        SortCol::Name,
+        SortCol::Depth,
+        SortCol::InFlight,
+        SortCol::Delayed,
+        SortCol::Age,
+        SortCol::Dlq,
+        SortCol::InRate,
+        SortCol::OutRate,
+        SortCol::Eta,
+    ];
+    pub fn name(self) -> &'static str {
+        match self {
+            SortCol::Name => "name",
+            SortCol::Depth => "depth",
+            SortCol::InFlight => "inflight",
+            SortCol::Delayed => "delayed",
+            SortCol::Age => "age",
+            SortCol::Dlq => "dlq",
+            SortCol::InRate => "in",
+            SortCol::OutRate => "out",
+            SortCol::Eta => "eta",
+        }
+    }
+    pub fn parse(s: &str) -> Option<SortCol> {
+        SortCol::ALL.into_iter().find(|c| c.name() == s)
+    }
+    pub fn next(self) -> SortCol {
+        let i = SortCol::ALL.iter().position(|c| *c == self).unwrap_or(0);
+        SortCol::ALL[(i + 1) % SortCol::ALL.len()]
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Filter {
+    pub text: String,
+    pub invert: bool,
+    pub re: Option<Regex>,
+    /// The text was not a valid regex; matched literally.
+    pub literal: bool,
+}
+
+impl Filter {
+    pub fn new(text: &str) -> Filter {
+        let (invert, pat) = match text.strip_prefix('!') {
+            Some(p) => (true, p),
+            None => (false, text),
+        };
+        if pat.is_empty() {
+            return Filter::default();
+        }
+        let (re, literal) = match Regex::new(&format!("(?i){pat}")) {
+            Ok(r) => (Some(r), false),
+            Err(_) => (
+                Regex::new(&format!("(?i){}", regex::escape(pat))).ok(),
+                true,
+            ),
+        };
+        Filter {
+            text: text.to_string(),
+            invert,
+            re,
+            literal,
+        }
+    }
+    pub fn is_active(&self) -> bool {
+        self.re.is_some()
+    }
+    pub fn matches(&self, s: &str) -> bool {
+        match &self.re {
+            Some(r) => r.is_match(s) != self.invert,
+            None => true,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InputKind {
+    Filter,
+    Command,
+    Search,
+}
+
+#[derive(Debug, Clone)]
+pub struct Input {
+    pub kind: InputKind,
+    pub text: String,
+}
+
+/// A list with a selection and a scroll offset.
+#[derive(Debug, Clone, Default)]
+pub struct Cursor {
+    pub sel: usize,
+    pub offset: usize,
+}
+
+impl Cursor {
+    /// Keep `sel` within `len` and visible in a window of `page` rows.
+    pub fn clamp(&mut self, len: usize, page: usize) {
+        let page = page.max(1);
+        if len == 0 {
+            self.sel = 0;
+            self.offset = 0;
+            return;
+        }
+        self.sel = self.sel.min(len - 1);
+        if self.sel < self.offset {
+            self.offset = self.sel;
+        }
+        if self.sel >= self.offset + page {
+            self.offset = self.sel + 1 - page;
+        }
+        self.offset = self.offset.min(len.saturating_sub(page));
+    }
+    pub fn move_by(&mut self, delta: isize, len: usize, page: usize) {
+        let s = self.sel as isize + delta;
+        self.sel = s.clamp(0, len.saturating_sub(1) as isize) as usize;
+        self.clamp(len, page);
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct MsgState {
+    pub queue: Option<QueueId>,
+    pub messages: Vec<Message>,
+    /// Indices into `messages` after the search.
+    pub rows: Vec<usize>,
+    pub next: Option<String>,
+    pub loading: bool,
+    pub error: Option<String>,
+    pub effect_note: Option<String>,
+    pub cursor: Cursor,
+    /// Selected message ids (for redrive / save).
+    pub marked: BTreeSet<String>,
+    pub search: Filter,
+    /// The next browse should pass `force`.
+    pub forced: bool,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct BodyState {
+    /// Index into `MsgState::messages`.
+    pub index: usize,
+    pub kind: Option<BodyKind>,
+    pub lines: Vec<String>,
+    pub scroll: usize,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct WorkersState {
+    pub queue: Option<QueueId>,
+    pub list: Vec<Consumer>,
+    pub loading: bool,
+    pub error: Option<String>,
+    pub cursor: Cursor,
+}
+
+pub const RATES: [Option<f64>; 6] = [
+    None,
+    Some(1.0),
+    Some(10.0),
+    Some(50.0),
+    Some(100.0),
+    Some(500.0),
+];
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum DialogKind {
+    Purge {
+        queue: QueueId,
+        count: Option<u64>,
+    },
+    Redrive {
+        source: QueueId,
+        targets: Vec<RedriveTarget>,
+        target: usize,
+        rate: usize,
+        only_ids: Option<Vec<String>>,
+        count: Option<u64>,
+    },
+    /// Browsing has a side effect on this broker: say it first.
+    Browse {
+        queue: QueueId,
+        note: String,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Dialog {
+    pub kind: DialogKind,
+    /// What the user typed (protected profiles type the queue name).
+    pub typed: String,
+    pub needs_name: bool,
+}
+
+impl Dialog {
+    pub fn queue(&self) -> &QueueId {
+        match &self.kind {
+            DialogKind::Purge { queue, .. } | DialogKind::Browse { queue, .. } => queue,
+            DialogKind::Redrive { source, .. } => source,
+        }
+    }
+    pub fn ready(&self) -> bool {
+        !self.needs_name || self.typed == self.queue().as_str()
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct OpState {
+    pub label: String,
+    pub progress: ProgressState,
+    pub started_ms: i64,
+    pub cancelling: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Level {
+    Info,
+    Warn,
+    Error,
+}
+
+#[derive(Debug, Clone)]
+pub struct Status {
+    pub text: String,
+    pub level: Level,
+    pub at_ms: i64,
+}
+
+pub struct State {
+    pub store: Store,
+    pub caps: Capabilities,
+    pub keymap: KeyMap,
+    pub theme: Theme,
+    pub theme_dir: Option<PathBuf>,
+    pub profile: String,
+    pub broker: String,
+    pub read_only: bool,
+    pub protected: bool,
+    /// Workers of the in-process demo, when it runs.
+    pub demo_workers: Option<usize>,
+    pub refresh_secs: f64,
+    pub stack: Vec<View>,
+    /// Indices into `store.entries()`, filtered and sorted.
+    pub rows: Vec<usize>,
+    pub rows_dirty: bool,
+    pub cursor: Cursor,
+    pub sort: SortCol,
+    pub sort_desc: bool,
+    pub filter: Filter,
+    pub input: Option<Input>,
+    /// Queue of the detail and workers views.
+    pub focus: Option<QueueId>,
+    pub msgs: MsgState,
+    pub body: BodyState,
+    pub workers: WorkersState,
+    pub dialog: Option<Dialog>,
+    pub op: Option<OpState>,
+    pub status: Option<Status>,
+    pub api_rate: Option<f64>,
+    pub busy: bool,
+    /// The queue list arrived at least once.
+    pub listed: bool,
+    pub now_ms: i64,
+    pub chart_window_secs: u64,
+    /// Terminal size, for paging.
+    pub size: (u16, u16),
+    pub dirty: bool,
+    pub quit: bool,
+    /// Where "save" writes (state dir); None in tests means the executor picks.
+    pub export_dir: Option<PathBuf>,
+}
+
+impl State {
+    pub fn new(store: Store, caps: Capabilities, profile: &str, broker: &str) -> State {
+        State {
+            store,
+            caps,
+            keymap: KeyMap::default(),
+            theme: Theme::dark(),
+            theme_dir: None,
+            profile: profile.to_string(),
+            broker: broker.to_string(),
+            read_only: false,
+            protected: false,
+            demo_workers: None,
+            refresh_secs: 2.0,
+            stack: vec![View::Queues],
+            rows: Vec::new(),
+            rows_dirty: true,
+            cursor: Cursor::default(),
+            sort: SortCol::Name,
+            sort_desc: false,
+            filter: Filter::default(),
+            input: None,
+            focus: None,
+            msgs: MsgState::default(),
+            body: BodyState::default(),
+            workers: WorkersState::default(),
+            dialog: None,
+            op: None,
+            status: None,
+            api_rate: None,
+            busy: false,
+            listed: false,
+            now_ms: crate::domain::now_ms(),
+            chart_window_secs: 600,
+            size: (80, 24),
+            dirty: true,
+            quit: false,
+            export_dir: None,
+        }
+    }
+
+    pub fn view(&self) -> View {
+        self.stack.last().copied().unwrap_or(View::Queues)
+    }
+
+    /// Rows of a full-height table in the current terminal (header, status and borders off).
+    pub fn page_rows(&self) -> usize {
+        (self.size.1 as usize).saturating_sub(6).max(1)
+    }
+
+    /// The queue selected in the table.
+    pub fn selected_queue(&self) -> Option<&QueueId> {
+        let i = *self.rows.get(self.cursor.sel)?;
+        self.store.entries().get(i).map(|e| &e.info.id)
+    }
+
+    /// Queue the current view is about (detail/workers focus, message queue, or table row).
+    pub fn context_queue(&self) -> Option<&QueueId> {
+        match self.view() {
+            View::Messages | View::Message => self.msgs.queue.as_ref(),
+            View::Detail | View::Workers => self.focus.as_ref(),
+            _ => self.selected_queue(),
+        }
+    }
+
+    /// Stale after missing two refreshes (plus slack), or while the backend fails.
+    pub fn is_stale(&self, updated_ms: Option<i64>) -> bool {
+        if self.store.backend_error.is_some() {
+            return true;
+        }
+        match updated_ms {
+            Some(t) => (self.now_ms - t) as f64 > (self.refresh_secs * 2.5 * 1000.0).max(5000.0),
+            None => false,
+        }
+    }
+}

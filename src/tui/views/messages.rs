@@ -1,0 +1,261 @@
+//! The message (DLQ) browser and the single-message view.
+
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::text::Line;
+use ratatui::widgets::{Cell, Paragraph, Row, Table, TableState, Wrap};
+use ratatui::Frame;
+
+use super::{block, fmt_count, fmt_secs, styled};
+use crate::domain::Message;
+use crate::tui::sanitize::{clean, clean_short, preview};
+use crate::tui::state::State;
+
+fn fmt_time(ms: Option<i64>) -> String {
+    ms.and_then(crate::domain::ms_to_datetime)
+        .map(|d| d.format("%m-%d %H:%M:%S").to_string())
+        .unwrap_or_else(|| "—".into())
+}
+
+fn fmt_size(n: usize) -> String {
+    match n {
+        0..=9999 => format!("{n}B"),
+        10_000..=9_999_999 => format!("{}K", n / 1024),
+        _ => format!("{}M", n / (1024 * 1024)),
+    }
+}
+
+pub fn render_list(f: &mut Frame, st: &State, area: Rect) {
+    let t = &st.theme;
+    let m = &st.msgs;
+    let q = m
+        .queue
+        .as_ref()
+        .map(|q| clean_short(q.as_str(), 50))
+        .unwrap_or_default();
+    let mut title = vec![
+        styled(" messages ", t.dim),
+        styled(format!("{q} "), t.title),
+        styled(
+            format!(
+                "{} loaded{}{} ",
+                m.messages.len(),
+                if m.next.is_some() { " (more)" } else { "" },
+                if m.marked.is_empty() {
+                    String::new()
+                } else {
+                    format!(" · {} selected", m.marked.len())
+                }
+            ),
+            t.dim,
+        ),
+    ];
+    if m.search.is_active() {
+        title.push(styled(format!("/{} ", clean(&m.search.text)), t.accent));
+    }
+    if m.loading {
+        title.push(styled("loading… ", t.dim));
+    }
+    let b = block(st, Line::from(title));
+    let inner = b.inner(area);
+    f.render_widget(b, area);
+
+    let mut notes: Vec<Line> = Vec::new();
+    if let Some(e) = &m.error {
+        notes.push(Line::from(styled(
+            format!("browse failed: {}", clean(e)),
+            t.error,
+        )));
+        if e.contains("refused") {
+            notes.push(Line::from(styled(
+                "browsing could push messages toward their DLQ; :force browses anyway",
+                t.warn,
+            )));
+        }
+    }
+    if let Some(n) = &m.effect_note {
+        notes.push(Line::from(styled(clean(n).into_owned(), t.warn)));
+    }
+    let notes_h = (notes.len() as u16).min(inner.height.saturating_sub(2));
+    let [na, ta] = Layout::vertical([Constraint::Length(notes_h), Constraint::Min(1)]).areas(inner);
+    f.render_widget(Paragraph::new(notes).wrap(Wrap { trim: true }), na);
+
+    if m.rows.is_empty() {
+        let msg = if m.loading {
+            "loading messages…"
+        } else if m.error.is_some() {
+            ""
+        } else if m.messages.is_empty() {
+            "no messages"
+        } else {
+            "no message matches the search"
+        };
+        f.render_widget(Paragraph::new(msg).style(t.dim), ta);
+        return;
+    }
+    let wide = ta.width >= 100;
+    let mut widths = vec![
+        Constraint::Length(1),
+        Constraint::Length(12),
+        Constraint::Length(14),
+        Constraint::Length(4),
+    ];
+    let mut head = vec!["", "ID", "ENQUEUED", "RCV"];
+    if wide {
+        widths.extend([Constraint::Length(18), Constraint::Length(14)]);
+        head.extend(["REASON", "ORIGIN"]);
+    }
+    widths.extend([Constraint::Length(6), Constraint::Min(8)]);
+    head.extend(["SIZE", "BODY"]);
+    let fixed: u16 = widths
+        .iter()
+        .map(|c| match c {
+            Constraint::Length(n) => n + 1,
+            _ => 1,
+        })
+        .sum();
+    let body_w = ta.width.saturating_sub(fixed).max(8) as usize;
+    let page = (ta.height as usize).saturating_sub(1).max(1);
+    let mut cursor = m.cursor.clone();
+    cursor.clamp(m.rows.len(), page);
+    let from = cursor.offset.min(m.rows.len());
+    let to = (from + page).min(m.rows.len());
+    let rows: Vec<Row> = m.rows[from..to]
+        .iter()
+        .filter_map(|&i| m.messages.get(i))
+        .map(|msg| {
+            let marked = m.marked.contains(&msg.id);
+            let dl = msg.dead_letter.as_ref();
+            let mut cells = vec![
+                Cell::from(styled(if marked { "●" } else { " " }, t.marked)),
+                Cell::from(clean_short(&msg.id, 12)),
+                Cell::from(fmt_time(msg.enqueued_ms)),
+                Cell::from(fmt_count(msg.receive_count)),
+            ];
+            if wide {
+                cells.push(Cell::from(styled(
+                    clean_short(dl.and_then(|d| d.reason.as_deref()).unwrap_or("—"), 18),
+                    t.dlq,
+                )));
+                cells.push(Cell::from(clean_short(
+                    dl.and_then(|d| d.origin.as_ref())
+                        .map(|q| q.as_str())
+                        .unwrap_or("—"),
+                    14,
+                )));
+            }
+            cells.push(Cell::from(fmt_size(msg.body.len())));
+            cells.push(Cell::from(styled(preview(&msg.body, body_w), t.dim)));
+            let style = if marked { t.marked } else { t.text };
+            Row::new(cells).style(style)
+        })
+        .collect();
+    let table = Table::new(rows, widths)
+        .header(Row::new(head).style(t.header))
+        .row_highlight_style(t.selected)
+        .column_spacing(1);
+    let mut ts = TableState::default().with_selected(Some(cursor.sel - from));
+    f.render_stateful_widget(table, ta, &mut ts);
+}
+
+fn meta_lines<'a>(st: &State, msg: &Message) -> Vec<Line<'a>> {
+    let t = &st.theme;
+    let mut v = vec![Line::from(vec![
+        styled("id ", t.dim),
+        styled(clean(&msg.id).into_owned(), t.title),
+        styled(
+            format!(
+                " · seq {} · enqueued {} · received {} times · {} bytes",
+                msg.seq.map(|s| s.to_string()).unwrap_or_else(|| "—".into()),
+                fmt_time(msg.enqueued_ms),
+                fmt_count(msg.receive_count),
+                msg.body.len()
+            ),
+            t.dim,
+        ),
+    ])];
+    if let Some(k) = &msg.key {
+        v.push(Line::from(vec![
+            styled("key ", t.dim),
+            styled(clean(k).into_owned(), t.text),
+        ]));
+    }
+    if let Some(d) = &msg.dead_letter {
+        let mut parts = Vec::new();
+        if let Some(r) = &d.reason {
+            parts.push(format!("reason {}", clean(r)));
+        }
+        if let Some(x) = &d.description {
+            parts.push(clean(x).into_owned());
+        }
+        if let Some(o) = &d.origin {
+            parts.push(format!("from {}", clean(o.as_str())));
+        }
+        if let Some(c) = d.count {
+            parts.push(format!("{c}×"));
+        }
+        if let Some(at) = d.at_ms {
+            parts.push(format!(
+                "at {} ({} ago)",
+                fmt_time(Some(at)),
+                fmt_secs(((st.now_ms - at).max(0) / 1000) as f64)
+            ));
+        }
+        v.push(Line::from(styled(
+            format!("dead-lettered: {}", parts.join(" · ")),
+            t.dlq,
+        )));
+    }
+    for (k, val) in &msg.headers {
+        v.push(Line::from(vec![
+            styled(format!("{}: ", clean_short(k, 40)), t.accent),
+            styled(clean(val).into_owned(), t.text),
+        ]));
+    }
+    v
+}
+
+pub fn render_body(f: &mut Frame, st: &State, area: Rect) {
+    let t = &st.theme;
+    let Some(msg) = st.msgs.messages.get(st.body.index) else {
+        return;
+    };
+    let kind = st.body.kind.map(|k| k.label()).unwrap_or("?");
+    let title = Line::from(vec![
+        styled(" message ", t.dim),
+        styled(format!("{} ", clean_short(&msg.id, 40)), t.title),
+        styled(format!("{kind} "), t.dim),
+    ]);
+    let b = block(st, title);
+    let inner = b.inner(area);
+    f.render_widget(b, area);
+    let meta = meta_lines(st, msg);
+    let meta_h = (meta.len() as u16).min(inner.height / 2);
+    let [ma, sep, ba] = Layout::vertical([
+        Constraint::Length(meta_h),
+        Constraint::Length(1),
+        Constraint::Min(1),
+    ])
+    .areas(inner);
+    f.render_widget(Paragraph::new(meta).wrap(Wrap { trim: false }), ma);
+    let total = st.body.lines.len();
+    let h = ba.height as usize;
+    let scroll = st.body.scroll.min(total.saturating_sub(h));
+    f.render_widget(
+        Paragraph::new(Line::from(styled(
+            format!(
+                "── body ({kind}) lines {}-{} of {} ",
+                (scroll + 1).min(total),
+                (scroll + h).min(total),
+                total
+            ),
+            t.border,
+        ))),
+        sep,
+    );
+    // Lines were sanitized when the message was opened.
+    let lines: Vec<Line> = st.body.lines[scroll.min(total)..(scroll + h).min(total)]
+        .iter()
+        .map(|l| Line::from(styled(l.clone(), t.text)))
+        .collect();
+    f.render_widget(Paragraph::new(lines), ba);
+}

@@ -1,0 +1,341 @@
+//! Rendering: pure functions from `&State` to a frame. Every piece of broker text goes through
+//! `sanitize` before it reaches a span.
+
+mod detail;
+mod dialog;
+mod help;
+mod messages;
+mod queues;
+mod workers;
+
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::Style;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Clear, Paragraph};
+use ratatui::Frame;
+
+use super::keymap::Cmd;
+use super::sanitize::clean;
+use super::state::{InputKind, Level, State, View};
+
+/// Smallest area we draw the console into; below it a one-line notice.
+const MIN_W: u16 = 20;
+const MIN_H: u16 = 6;
+
+pub fn render(f: &mut Frame, st: &State) {
+    let area = f.area();
+    if area.width < MIN_W || area.height < MIN_H {
+        let p = Paragraph::new(format!(
+            "qdeck: {}×{} is too small",
+            area.width, area.height
+        ))
+        .style(st.theme.warn);
+        f.render_widget(p, area);
+        return;
+    }
+    let [top, main, bottom] = Layout::vertical([
+        Constraint::Length(1),
+        Constraint::Min(1),
+        Constraint::Length(1),
+    ])
+    .areas(area);
+    header(f, st, top);
+    let view = st.view();
+    let under = if view == View::Help {
+        st.stack
+            .iter()
+            .rev()
+            .nth(1)
+            .copied()
+            .unwrap_or(View::Queues)
+    } else {
+        view
+    };
+    match under {
+        View::Queues | View::Help => queues::render(f, st, main),
+        View::Detail => detail::render(f, st, main),
+        View::Messages => messages::render_list(f, st, main),
+        View::Message => messages::render_body(f, st, main),
+        View::Workers => workers::render(f, st, main),
+    }
+    if view == View::Help {
+        help::render(f, st, main);
+    }
+    footer(f, st, bottom);
+    if let Some(d) = &st.dialog {
+        dialog::render(f, st, d, main);
+    }
+}
+
+fn header(f: &mut Frame, st: &State, area: Rect) {
+    let t = &st.theme;
+    let mut spans = vec![Span::styled(" qdeck ", t.badge)];
+    spans.push(Span::styled(format!(" {} ", clean(&st.profile)), t.title));
+    spans.push(Span::styled(format!("{} ", st.broker), t.dim));
+    if st.read_only {
+        spans.push(Span::styled(" READ-ONLY ", t.badge_read_only));
+        spans.push(Span::raw(" "));
+    } else if st.protected {
+        spans.push(Span::styled(" PROTECTED ", t.badge_protected));
+        spans.push(Span::raw(" "));
+    }
+    if let Some(n) = st.demo_workers {
+        spans.push(Span::styled(format!(" demo · {n} workers "), t.badge_demo));
+        spans.push(Span::raw(" "));
+    }
+    spans.push(Span::styled(breadcrumb(st), t.accent));
+    f.render_widget(Paragraph::new(Line::from(spans)), area);
+}
+
+fn breadcrumb(st: &State) -> String {
+    let mut parts = vec!["queues".to_string()];
+    let short = |q: &crate::domain::QueueId| super::sanitize::clean_short(q.as_str(), 30);
+    for v in st.stack.iter().skip(1) {
+        match v {
+            View::Detail => {
+                if let Some(q) = &st.focus {
+                    parts.push(short(q));
+                }
+            }
+            View::Messages => {
+                if let Some(q) = &st.msgs.queue {
+                    parts.push(format!("messages {}", short(q)));
+                }
+            }
+            View::Message => parts.push("message".into()),
+            View::Workers => parts.push("workers".into()),
+            View::Help => parts.push("help".into()),
+            View::Queues => {}
+        }
+    }
+    if st.filter.is_active() {
+        parts[0] = format!("queues /{}", clean(&st.filter.text));
+    }
+    parts.join(" › ")
+}
+
+fn footer(f: &mut Frame, st: &State, area: Rect) {
+    let t = &st.theme;
+    if let Some(inp) = &st.input {
+        let prefix = match inp.kind {
+            InputKind::Filter | InputKind::Search => "/",
+            InputKind::Command => ":",
+        };
+        let mut spans = vec![
+            Span::styled(prefix, t.accent),
+            Span::styled(clean(&inp.text).into_owned(), t.text),
+            Span::styled("█", t.dim),
+        ];
+        let bad = match inp.kind {
+            InputKind::Filter => st.filter.literal,
+            InputKind::Search => st.msgs.search.literal,
+            _ => false,
+        };
+        if bad {
+            spans.push(Span::styled("  (not a regex: matching literally)", t.warn));
+        }
+        f.render_widget(Paragraph::new(Line::from(spans)), area);
+        return;
+    }
+    let right = right_status(st);
+    let rw = (right.chars().count() as u16).min(area.width / 2);
+    let [l, r] = Layout::horizontal([Constraint::Min(1), Constraint::Length(rw)]).areas(area);
+    let left: Line = if let Some(op) = &st.op {
+        let p = &op.progress;
+        let bar = match p.total {
+            Some(total) if total > 0 => {
+                let w = 20usize;
+                let filled = ((p.done.min(total) as f64 / total as f64) * w as f64) as usize;
+                format!(
+                    "[{}{}] {}/{}",
+                    "█".repeat(filled),
+                    "░".repeat(w - filled),
+                    p.done,
+                    total
+                )
+            }
+            _ => format!("{} done", p.done),
+        };
+        let failed = if p.failed > 0 {
+            format!(" · {} failed", p.failed)
+        } else {
+            String::new()
+        };
+        let cancel = if op.cancelling {
+            " · cancelling…".to_string()
+        } else {
+            format!(" · {} cancel", st.keymap.hint(Cmd::Cancel))
+        };
+        Line::from(vec![
+            Span::styled(format!("{} ", clean(&op.label)), t.accent),
+            Span::styled(bar, t.good),
+            Span::styled(format!(" {}{failed}{cancel}", clean(&p.phase)), t.text),
+        ])
+    } else if let Some(s) = &st.status {
+        let style = match s.level {
+            Level::Info => t.text,
+            Level::Warn => t.warn,
+            Level::Error => t.error,
+        };
+        Line::from(Span::styled(s.text.clone(), style))
+    } else if let Some(e) = &st.store.backend_error {
+        Line::from(Span::styled(format!("broker error: {}", clean(e)), t.error))
+    } else {
+        Line::from(Span::styled(hints(st), t.dim))
+    };
+    f.render_widget(Paragraph::new(left), l);
+    f.render_widget(
+        Paragraph::new(Line::from(Span::styled(right, t.dim)))
+            .alignment(ratatui::layout::Alignment::Right),
+        r,
+    );
+}
+
+fn right_status(st: &State) -> String {
+    let mut parts = Vec::new();
+    if st.busy {
+        parts.push("⟳".to_string());
+    }
+    match st.store.last_ok_ms {
+        Some(t) => parts.push(format!("updated {}", fmt_ago(st.now_ms - t))),
+        None if st.store.backend_error.is_none() => parts.push("loading…".into()),
+        None => {}
+    }
+    if let Some(r) = st.api_rate {
+        parts.push(format!("{r:.0} calls/min"));
+    }
+    parts.push(format!("{} help", st.keymap.hint(Cmd::Help)));
+    parts.join(" · ")
+}
+
+fn hints(st: &State) -> String {
+    let k = |c| st.keymap.hint(c).to_string();
+    let mut v: Vec<String> = match st.view() {
+        View::Queues => vec![
+            format!("{} open", k(Cmd::Enter)),
+            format!("{} filter", k(Cmd::Filter)),
+            format!("{} sort", k(Cmd::SortNext)),
+            format!("{} browse", k(Cmd::Browse)),
+            format!("{} dlq", k(Cmd::Dlq)),
+            format!("{} workers", k(Cmd::Workers)),
+        ],
+        View::Detail => vec![
+            format!("{} browse", k(Cmd::Browse)),
+            format!("{} dlq", k(Cmd::Dlq)),
+            format!("{} workers", k(Cmd::Workers)),
+            format!("{} window", k(Cmd::Window)),
+        ],
+        View::Messages => vec![
+            format!("{} open", k(Cmd::Enter)),
+            format!("{} select", k(Cmd::Mark)),
+            format!("{} search", k(Cmd::Filter)),
+            format!("{} copy", k(Cmd::Copy)),
+            format!("{} save", k(Cmd::Save)),
+            format!("{} more", k(Cmd::NextPage)),
+        ],
+        View::Message => vec![
+            format!("{} copy", k(Cmd::Copy)),
+            format!("{} save", k(Cmd::Save)),
+        ],
+        View::Workers | View::Help => vec![],
+    };
+    if !st.read_only && !matches!(st.view(), View::Workers | View::Help) {
+        v.push(format!("{} redrive", k(Cmd::Redrive)));
+        v.push(format!("{} purge", k(Cmd::Purge)));
+    }
+    if st.demo_workers.is_some() {
+        v.push(format!(
+            "{}/{} workers",
+            k(Cmd::AddWorker),
+            k(Cmd::RemoveWorker)
+        ));
+    }
+    if st.view() != View::Queues {
+        v.push(format!("{} back", k(Cmd::Back)));
+    }
+    v.join("  ")
+}
+
+/// A bordered block with a title.
+pub(crate) fn block<'a>(st: &State, title: Line<'a>) -> Block<'a> {
+    Block::default()
+        .borders(Borders::ALL)
+        .border_style(st.theme.border)
+        .title(title)
+}
+
+/// Centered rect of at most `w`×`h` inside `area`.
+pub(crate) fn centered(area: Rect, w: u16, h: u16) -> Rect {
+    let w = w.min(area.width);
+    let h = h.min(area.height);
+    Rect {
+        x: area.x + (area.width - w) / 2,
+        y: area.y + (area.height - h) / 2,
+        width: w,
+        height: h,
+    }
+}
+
+pub(crate) fn clear(f: &mut Frame, r: Rect) {
+    f.render_widget(Clear, r);
+}
+
+pub fn fmt_count(v: Option<u64>) -> String {
+    match v {
+        None => "—".into(),
+        Some(n) if n < 100_000 => n.to_string(),
+        Some(n) if n < 10_000_000 => format!("{:.0}k", n as f64 / 1e3),
+        Some(n) => format!("{:.1}M", n as f64 / 1e6),
+    }
+}
+
+pub fn fmt_secs(s: f64) -> String {
+    if !s.is_finite() || s < 0.0 {
+        return "—".into();
+    }
+    let s = s.round() as u64;
+    match s {
+        0..=99 => format!("{s}s"),
+        100..=5999 => format!("{}m", s / 60),
+        6000..=172_799 => format!("{}h{:02}", s / 3600, (s % 3600) / 60),
+        _ => format!("{}d", s / 86400),
+    }
+}
+
+pub fn fmt_age(v: Option<f64>) -> String {
+    v.map(fmt_secs).unwrap_or_else(|| "—".into())
+}
+
+pub fn fmt_rate(v: Option<f64>) -> String {
+    match v {
+        None => "—".into(),
+        Some(r) if r.abs() >= 1000.0 => format!("{:.1}k", r / 1000.0),
+        Some(r) if r.abs() >= 100.0 => format!("{r:.0}"),
+        Some(r) => format!("{r:.1}"),
+    }
+}
+
+pub fn fmt_ago(ms: i64) -> String {
+    format!("{} ago", fmt_secs((ms.max(0) / 1000) as f64))
+}
+
+/// Unicode bars for the last `n` values (None shows as a gap).
+pub fn spark(values: &[Option<f64>]) -> String {
+    const BARS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
+    let max = values.iter().flatten().fold(0.0f64, |a, &b| a.max(b));
+    values
+        .iter()
+        .map(|v| match v {
+            None => ' ',
+            Some(x) if max <= 0.0 => {
+                let _ = x;
+                BARS[0]
+            }
+            Some(x) => BARS[((x / max) * 7.0).round().clamp(0.0, 7.0) as usize],
+        })
+        .collect()
+}
+
+pub(crate) fn styled<'a>(text: impl Into<String>, style: Style) -> Span<'a> {
+    Span::styled(text.into(), style)
+}

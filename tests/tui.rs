@@ -1,0 +1,976 @@
+//! Console tests: snapshots of every view (ratatui TestBackend + insta), the pure update,
+//! hostile broker text, tiny terminals, and the console's engine parts against the real
+//! local broker.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui::backend::TestBackend;
+use ratatui::Terminal;
+
+use qdeck::backend::local::{LocalHandle, QueueOptions};
+use qdeck::backend::Backend;
+use qdeck::domain::*;
+use qdeck::engine::poller::{self, PollConfig, PollEvent};
+use qdeck::engine::store::Store;
+use qdeck::tui::state::{DialogKind, State, View};
+use qdeck::tui::theme::Theme;
+use qdeck::tui::{update, Action, Effect};
+
+const T0: i64 = 1_764_600_000_000; // 2025-12-01T14:40:00Z
+
+fn key(c: char) -> Action {
+    Action::Key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE))
+}
+
+fn code(c: KeyCode) -> Action {
+    Action::Key(KeyEvent::new(c, KeyModifiers::NONE))
+}
+
+fn caps() -> Capabilities {
+    qdeck::backend::local::capabilities()
+}
+
+fn qinfo(name: &str, dlq: Option<&str>) -> QueueInfo {
+    QueueInfo {
+        id: QueueId::new(name),
+        dlq: dlq.map(QueueId::new),
+        settings: QueueSettings {
+            lease_secs: Some(30.0),
+            max_receives: dlq.map(|_| 5),
+            key_policy: Some("parallel".into()),
+            ..Default::default()
+        },
+        ..Default::default()
+    }
+}
+
+/// A state with a handful of queues and 40 s of history: orders grows at 6/s with one
+/// worker doing 4/s, its DLQ holds 7, payments drains.
+fn populated() -> State {
+    let mut store = Store::new(600, 240, 600.0);
+    let mut dlq = qinfo("orders-dlq", None);
+    dlq.is_dlq = true;
+    dlq.dlq_sources = vec![QueueId::new("orders")];
+    store.set_queues(vec![
+        qinfo("orders", Some("orders-dlq")),
+        dlq,
+        qinfo("payments", None),
+        qinfo("emails", None),
+    ]);
+    let epoch = store.epoch_ms();
+    for t in 0..=40i64 {
+        let at = epoch + t * 1000;
+        let s = |id: &str, depth: u64, enq: u64, done: u64, cons: u32, age: f64| QueueStats {
+            id: QueueId::new(id),
+            at_ms: at,
+            depth: Some(depth),
+            in_flight: Some(cons as u64),
+            delayed: Some(0),
+            dlq_depth: None,
+            oldest_age_secs: Some(age),
+            consumers: Some(cons),
+            enqueued_total: Some(enq),
+            completed_total: Some(done),
+            ..Default::default()
+        };
+        let tu = t as u64;
+        let mut orders = s("orders", 6 * tu, 10 * tu, 4 * tu, 1, 2.0 + t as f64 * 0.5);
+        orders.dlq_depth = Some(7);
+        store.apply(StatsBatch {
+            stats: vec![
+                orders,
+                s("orders-dlq", 7, 7, 0, 0, 3600.0 + t as f64),
+                s("payments", 500 - 2 * tu, 10 * tu, 12 * tu, 3, 20.0),
+                s("emails", 0, 0, 0, 0, 0.0),
+            ],
+            errors: vec![],
+        });
+    }
+    let mut st = State::new(store, caps(), "local", "local");
+    st.listed = true;
+    st.now_ms = st.store.last_ok_ms.unwrap_or(T0);
+    st.store.last_ok_ms = Some(st.now_ms);
+    update(&mut st, Action::Resize(80, 24));
+    qdeck::tui::update::rebuild_rows(&mut st);
+    st
+}
+
+fn hostile_messages() -> Vec<Message> {
+    vec![
+        Message {
+            id: "1".into(),
+            seq: Some(1),
+            enqueued_ms: Some(T0),
+            receive_count: Some(5),
+            key: Some("k\x1b[31m".into()),
+            headers: vec![
+                ("content-type".into(), "application/json".into()),
+                ("x-evil\x1b]0;title\x07".into(), "\u{202e}gnp.exe".into()),
+            ],
+            body: br#"{"order":42,"note":"\u001b[2J","items":[1,2,3]}"#.to_vec(),
+            dead_letter: Some(DeadLetterInfo {
+                reason: Some("max receives".into()),
+                origin: Some(QueueId::new("orders")),
+                count: Some(5),
+                ..Default::default()
+            }),
+        },
+        Message {
+            id: "2".into(),
+            seq: Some(2),
+            enqueued_ms: Some(T0 + 1000),
+            receive_count: Some(5),
+            body: b"clear \x1b[2J\x1b[H title \x1b]0;pwned\x07 cr\rlf\n".to_vec(),
+            ..Default::default()
+        },
+        Message {
+            id: "3".into(),
+            seq: Some(3),
+            enqueued_ms: Some(T0 + 2000),
+            receive_count: Some(1),
+            body: vec![0, 1, 2, 0x1b, 0xff, 0xfe, 0x9b, 0x80, 7, 8],
+            ..Default::default()
+        },
+    ]
+}
+
+fn draw(st: &State, w: u16, h: u16) -> Terminal<TestBackend> {
+    let mut t = Terminal::new(TestBackend::new(w, h)).expect("terminal");
+    t.draw(|f| qdeck::tui::views::render(f, st)).expect("draw");
+    t
+}
+
+fn text(t: &Terminal<TestBackend>) -> String {
+    let buf = t.backend().buffer();
+    let mut s = String::new();
+    for y in 0..buf.area.height {
+        for x in 0..buf.area.width {
+            s.push_str(buf[(x, y)].symbol());
+        }
+        s.push('\n');
+    }
+    s
+}
+
+fn snap(name: &str, st: &State, w: u16, h: u16) {
+    let t = draw(st, w, h);
+    insta::assert_snapshot!(name, text(&t));
+}
+
+fn assert_no_controls(t: &Terminal<TestBackend>) {
+    let buf = t.backend().buffer();
+    for cell in buf.content() {
+        for c in cell.symbol().chars() {
+            let u = c as u32;
+            assert!(
+                !(u < 0x20
+                    || u == 0x7f
+                    || (0x80..=0x9f).contains(&u)
+                    || (0x202a..=0x202e).contains(&u)),
+                "raw control {u:#x} reached the buffer"
+            );
+        }
+    }
+}
+
+fn with_messages(mut st: State) -> State {
+    update(&mut st, key('d')); // DLQ of orders (first row sorted by name is emails…)
+    st
+}
+
+fn open_dlq(st: &mut State) {
+    // Select orders-dlq and browse it.
+    let pos = st
+        .rows
+        .iter()
+        .position(|&i| st.store.entries()[i].info.id.as_str() == "orders-dlq")
+        .expect("row");
+    st.cursor.sel = pos;
+    let fx = update(st, key('b'));
+    assert!(fx
+        .iter()
+        .any(|e| matches!(e, Effect::Browse { queue, .. } if queue.as_str() == "orders-dlq")));
+    update(
+        st,
+        Action::Page {
+            queue: QueueId::new("orders-dlq"),
+            append: false,
+            result: Ok(Page {
+                messages: hostile_messages(),
+                next: Some("3".into()),
+                effect_note: None,
+            }),
+        },
+    );
+}
+
+// ---------- snapshots ----------
+
+#[test]
+fn snapshot_queues() {
+    let st = populated();
+    snap("queues_80x24", &st, 80, 24);
+    snap("queues_120x30", &st, 120, 30);
+}
+
+#[test]
+fn snapshot_queues_states() {
+    let mut st = State::new(Store::with_defaults(), caps(), "local", "local");
+    st.now_ms = T0;
+    snap("queues_loading", &st, 80, 12);
+    update(&mut st, Action::Poll(PollEvent::Queues(vec![])));
+    snap("queues_empty", &st, 80, 12);
+
+    let mut st = populated();
+    update(
+        &mut st,
+        Action::Poll(PollEvent::Error(
+            "broker unreachable: connection refused".into(),
+        )),
+    );
+    snap("queues_error_stale", &st, 80, 14);
+
+    let mut st = populated();
+    st.now_ms += 60_000; // two refreshes missed
+    st.store.last_ok_ms = Some(st.now_ms);
+    snap("queues_stale_rows", &st, 80, 14);
+
+    let mut st = populated();
+    st.read_only = true;
+    snap("queues_read_only", &st, 100, 12);
+
+    let mut st = populated();
+    st.demo_workers = Some(1);
+    st.protected = true;
+    snap("queues_demo_protected", &st, 100, 12);
+
+    let mut st = populated();
+    for c in "/zzz".chars() {
+        update(&mut st, key(c));
+    }
+    snap("queues_filter_no_match", &st, 80, 10);
+}
+
+#[test]
+fn snapshot_detail() {
+    let mut st = populated();
+    let pos = st
+        .rows
+        .iter()
+        .position(|&i| st.store.entries()[i].info.id.as_str() == "orders")
+        .unwrap();
+    st.cursor.sel = pos;
+    update(&mut st, code(KeyCode::Enter));
+    assert_eq!(st.view(), View::Detail);
+    snap("detail_80x24", &st, 80, 24);
+    snap("detail_120x40", &st, 120, 40);
+}
+
+#[test]
+fn snapshot_messages_and_body() {
+    let mut st = populated();
+    open_dlq(&mut st);
+    snap("messages_80x24", &st, 80, 24);
+    let t = draw(&st, 120, 24);
+    assert_no_controls(&t);
+    snap("messages_120x24", &st, 120, 24);
+    update(&mut st, code(KeyCode::Enter));
+    assert_eq!(st.view(), View::Message);
+    snap("message_json_80x24", &st, 80, 24);
+    update(&mut st, code(KeyCode::Esc));
+    update(&mut st, key('j'));
+    update(&mut st, code(KeyCode::Enter));
+    snap("message_text_hostile", &st, 80, 16);
+    update(&mut st, code(KeyCode::Esc));
+    update(&mut st, key('j'));
+    update(&mut st, code(KeyCode::Enter));
+    snap("message_binary", &st, 80, 16);
+
+    let mut st = populated();
+    open_dlq(&mut st);
+    update(
+        &mut st,
+        Action::Page {
+            queue: QueueId::new("orders-dlq"),
+            append: false,
+            result: Err("refused: 3 messages are one receive away from their DLQ".into()),
+        },
+    );
+    snap("messages_refused", &st, 80, 12);
+    update(
+        &mut st,
+        Action::Page {
+            queue: QueueId::new("orders-dlq"),
+            append: false,
+            result: Ok(Page::default()),
+        },
+    );
+    snap("messages_empty", &st, 80, 10);
+}
+
+#[test]
+fn snapshot_dialogs() {
+    let mut st = populated();
+    st.cursor.sel = st
+        .rows
+        .iter()
+        .position(|&i| st.store.entries()[i].info.id.as_str() == "orders")
+        .unwrap();
+    update(&mut st, key('P'));
+    snap("dialog_purge", &st, 80, 24);
+    update(&mut st, code(KeyCode::Esc));
+    update(&mut st, key('R'));
+    snap("dialog_redrive", &st, 80, 24);
+
+    let mut st = populated();
+    st.protected = true;
+    st.cursor.sel = st
+        .rows
+        .iter()
+        .position(|&i| st.store.entries()[i].info.id.as_str() == "payments")
+        .unwrap();
+    update(&mut st, key('P'));
+    for c in "paym".chars() {
+        update(&mut st, key(c));
+    }
+    snap("dialog_purge_protected", &st, 80, 24);
+}
+
+#[test]
+fn snapshot_help_and_workers() {
+    let mut st = populated();
+    st.read_only = true;
+    update(&mut st, key('?'));
+    snap("help_read_only", &st, 80, 40);
+
+    let mut st = populated();
+    st.cursor.sel = 0;
+    let fx = update(&mut st, key('w'));
+    let q = st.workers.queue.clone().unwrap();
+    assert!(fx.contains(&Effect::Consumers(q.clone())));
+    snap("workers_loading", &st, 80, 10);
+    update(
+        &mut st,
+        Action::Consumers {
+            queue: q,
+            result: Ok(vec![
+                Consumer {
+                    queue: QueueId::new("emails"),
+                    tag: "worker-1".into(),
+                    peer: Some("pid 4242".into()),
+                    prefetch: Some(10),
+                    ack_mode: AckMode::Manual,
+                    state: "active".into(),
+                    holding: Some(2),
+                    processed: Some(1200),
+                    failed: Some(3),
+                    rate: Some(4.0),
+                    last_seen_ms: Some(st.now_ms - 1000),
+                },
+                Consumer {
+                    queue: QueueId::new("emails"),
+                    tag: "amq.ctag-\x1b[2J".into(),
+                    peer: None,
+                    prefetch: Some(0),
+                    ack_mode: AckMode::Auto,
+                    state: "idle".into(),
+                    holding: None,
+                    processed: None,
+                    failed: None,
+                    rate: None,
+                    last_seen_ms: None,
+                },
+            ]),
+        },
+    );
+    snap("workers_80x24", &st, 80, 12);
+}
+
+#[test]
+fn snapshot_themes() {
+    let mut st = populated();
+    st.theme = Theme::mono();
+    let t = draw(&st, 80, 24);
+    // Mono sets no colours anywhere.
+    for c in t.backend().buffer().content() {
+        assert_eq!(c.fg, ratatui::style::Color::Reset);
+        assert_eq!(c.bg, ratatui::style::Color::Reset);
+    }
+    update(&mut st, key(':'));
+    for c in "theme light".chars() {
+        update(&mut st, key(c));
+    }
+    update(&mut st, code(KeyCode::Enter));
+    assert_eq!(st.theme.name, "light");
+}
+
+// ---------- robustness ----------
+
+#[test]
+fn tiny_sizes_never_panic() {
+    let mut states = vec![populated()];
+    let mut s = populated();
+    open_dlq(&mut s);
+    states.push(s.clone_view());
+    update(&mut s, code(KeyCode::Enter));
+    states.push(s.clone_view());
+    let mut s = populated();
+    update(&mut s, code(KeyCode::Enter));
+    states.push(s.clone_view());
+    update(&mut s, key('P'));
+    states.push(s.clone_view());
+    update(&mut s, code(KeyCode::Esc));
+    update(&mut s, key('?'));
+    states.push(s);
+    for st in &states {
+        for w in 0..=40u16 {
+            for h in 0..=14u16 {
+                let t = draw(st, w, h);
+                assert_no_controls(&t);
+            }
+        }
+        let t = draw(st, 10, 5);
+        assert!(text(&t).contains("qdeck"));
+    }
+}
+
+/// Clone helper: State is not Clone (it holds the store); re-create the same screen.
+trait CloneView {
+    fn clone_view(&self) -> State;
+}
+
+impl CloneView for State {
+    fn clone_view(&self) -> State {
+        let mut st = populated();
+        st.stack = self.stack.clone();
+        st.focus = self.focus.clone();
+        st.msgs = self.msgs.clone();
+        st.body = self.body.clone();
+        st.dialog = self.dialog.clone();
+        st.cursor = self.cursor.clone();
+        st
+    }
+}
+
+#[test]
+fn no_raw_escape_reaches_the_screen() {
+    let mut st = populated();
+    // A hostile queue name too.
+    let mut qs: Vec<QueueInfo> = st.store.entries().iter().map(|e| e.info.clone()).collect();
+    qs.push(qinfo("evil\x1b[2J\x1b]0;x\x07\u{202e}", None));
+    update(&mut st, Action::Poll(PollEvent::Queues(qs)));
+    update(
+        &mut st,
+        Action::Poll(PollEvent::Error("boom \x1b[31m red".into())),
+    );
+    let t = draw(&st, 120, 30);
+    assert_no_controls(&t);
+    assert!(text(&t).contains("evil␛[2J␛]0;x␇⟨U+202E⟩"));
+    open_dlq(&mut st);
+    for i in 0..3 {
+        st.msgs.cursor.sel = i;
+        update(&mut st, code(KeyCode::Enter));
+        for (w, h) in [(80, 24), (200, 50), (40, 10)] {
+            assert_no_controls(&draw(&st, w, h));
+        }
+        update(&mut st, code(KeyCode::Esc));
+    }
+}
+
+// ---------- the pure update ----------
+
+#[test]
+fn navigation_and_filter() {
+    let mut st = populated();
+    assert_eq!(st.rows.len(), 4);
+    update(&mut st, key('j'));
+    assert_eq!(st.cursor.sel, 1);
+    update(&mut st, key('G'));
+    assert_eq!(st.cursor.sel, 3);
+    update(&mut st, key('g'));
+    assert_eq!(st.cursor.sel, 0);
+    update(&mut st, key('k'));
+    assert_eq!(st.cursor.sel, 0);
+    for c in "/ord".chars() {
+        update(&mut st, key(c));
+    }
+    assert_eq!(st.rows.len(), 2);
+    update(&mut st, code(KeyCode::Enter));
+    assert!(st.input.is_none());
+    assert_eq!(st.rows.len(), 2);
+    // `!` inverts.
+    for c in "/!ord".chars() {
+        update(&mut st, key(c));
+    }
+    update(&mut st, code(KeyCode::Backspace));
+    update(&mut st, code(KeyCode::Backspace));
+    update(&mut st, code(KeyCode::Backspace));
+    update(&mut st, code(KeyCode::Backspace));
+    for c in "!ord".chars() {
+        update(&mut st, key(c));
+    }
+    assert_eq!(st.rows.len(), 2);
+    update(&mut st, code(KeyCode::Esc));
+    assert_eq!(st.rows.len(), 4);
+    // A bad regex matches literally instead of failing.
+    for c in "/(".chars() {
+        update(&mut st, key(c));
+    }
+    assert!(st.filter.literal);
+    assert_eq!(st.rows.len(), 0);
+    update(&mut st, code(KeyCode::Esc));
+}
+
+#[test]
+fn sort_keeps_selection() {
+    let mut st = populated();
+    let pos = st
+        .rows
+        .iter()
+        .position(|&i| st.store.entries()[i].info.id.as_str() == "payments")
+        .unwrap();
+    st.cursor.sel = pos;
+    update(&mut st, key('s')); // depth, descending
+    let top = &st.store.entries()[st.rows[0]].info.id;
+    assert_eq!(top.as_str(), "payments"); // 420 deep
+    assert_eq!(st.selected_queue().unwrap().as_str(), "payments");
+    update(&mut st, key(':'));
+    for c in "sort eta".chars() {
+        update(&mut st, key(c));
+    }
+    update(&mut st, code(KeyCode::Enter));
+    assert_eq!(st.sort.name(), "eta");
+    assert_eq!(st.selected_queue().unwrap().as_str(), "payments");
+}
+
+#[test]
+fn drill_in_and_back_with_breadcrumb() {
+    let mut st = populated();
+    update(&mut st, code(KeyCode::Enter));
+    assert_eq!(st.view(), View::Detail);
+    let fx = update(&mut st, key('w'));
+    assert_eq!(st.view(), View::Workers);
+    assert!(fx.iter().any(|e| matches!(e, Effect::Consumers(_))));
+    update(&mut st, code(KeyCode::Esc));
+    update(&mut st, code(KeyCode::Esc));
+    assert_eq!(st.view(), View::Queues);
+    update(&mut st, key('q'));
+    assert!(st.quit);
+}
+
+#[test]
+fn visible_queues_are_reported() {
+    let mut st = populated();
+    let fx = update(&mut st, key('j'));
+    let vis = fx
+        .iter()
+        .find_map(|e| match e {
+            Effect::Visible(v) => Some(v.clone()),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(vis.len(), 4);
+}
+
+#[test]
+fn purge_needs_confirmation() {
+    let mut st = populated();
+    st.cursor.sel = st
+        .rows
+        .iter()
+        .position(|&i| st.store.entries()[i].info.id.as_str() == "payments")
+        .unwrap();
+    let fx = update(&mut st, key('P'));
+    assert!(!fx.iter().any(|e| matches!(e, Effect::Purge(_))));
+    match &st.dialog.as_ref().unwrap().kind {
+        DialogKind::Purge { queue, count } => {
+            assert_eq!(queue.as_str(), "payments");
+            assert_eq!(*count, Some(420 + 3 + 0));
+        }
+        other => panic!("{other:?}"),
+    }
+    update(&mut st, key('n'));
+    assert!(st.dialog.is_none());
+    update(&mut st, key('P'));
+    let fx = update(&mut st, key('y'));
+    assert!(fx.contains(&Effect::Purge(QueueId::new("payments"))));
+    assert!(st.op.is_some());
+    update(
+        &mut st,
+        Action::OpDone(Ok("purged payments: 423 messages".into())),
+    );
+    assert!(st.op.is_none());
+    assert!(st.status.as_ref().unwrap().text.contains("423"));
+}
+
+#[test]
+fn protected_profile_types_the_name() {
+    let mut st = populated();
+    st.protected = true;
+    st.cursor.sel = st
+        .rows
+        .iter()
+        .position(|&i| st.store.entries()[i].info.id.as_str() == "payments")
+        .unwrap();
+    update(&mut st, key('P'));
+    // 'y' is just a typed letter here.
+    let fx = update(&mut st, key('y'));
+    assert!(!fx.iter().any(|e| matches!(e, Effect::Purge(_))));
+    update(&mut st, code(KeyCode::Backspace));
+    let fx = update(&mut st, code(KeyCode::Enter));
+    assert!(!fx.iter().any(|e| matches!(e, Effect::Purge(_))));
+    for c in "payments".chars() {
+        update(&mut st, key(c));
+    }
+    let fx = update(&mut st, code(KeyCode::Enter));
+    assert!(fx.contains(&Effect::Purge(QueueId::new("payments"))));
+}
+
+#[test]
+fn read_only_has_no_mutating_keys() {
+    let mut st = populated();
+    st.read_only = true;
+    for a in [key('P'), key('R'), key('x')] {
+        let fx = update(&mut st, a);
+        assert!(st.dialog.is_none());
+        assert!(fx.iter().all(|e| matches!(e, Effect::Visible(_))));
+    }
+    update(&mut st, key(':'));
+    for c in "purge".chars() {
+        update(&mut st, key(c));
+    }
+    update(&mut st, code(KeyCode::Enter));
+    assert!(st.dialog.is_none());
+    let t = draw(&st, 120, 24);
+    let s = text(&t);
+    assert!(!s.contains("purge"), "{s}");
+    assert!(s.contains("READ-ONLY"));
+}
+
+#[test]
+fn redrive_selected_messages() {
+    let mut st = populated();
+    open_dlq(&mut st);
+    update(&mut st, key(' '));
+    update(&mut st, key(' '));
+    assert_eq!(st.msgs.marked.len(), 2);
+    update(&mut st, key('R'));
+    match &st.dialog.as_ref().unwrap().kind {
+        DialogKind::Redrive {
+            source,
+            only_ids,
+            targets,
+            ..
+        } => {
+            assert_eq!(source.as_str(), "orders-dlq");
+            assert_eq!(
+                only_ids.as_deref(),
+                Some(&["1".to_string(), "2".to_string()][..])
+            );
+            assert_eq!(targets.len(), 2); // origin, orders
+        }
+        other => panic!("{other:?}"),
+    }
+    update(&mut st, code(KeyCode::Tab));
+    update(&mut st, code(KeyCode::Up)); // 1 msg/s
+    let fx = update(&mut st, code(KeyCode::Enter));
+    let req = fx
+        .iter()
+        .find_map(|e| match e {
+            Effect::Redrive(r) => Some(r.clone()),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(req.target, RedriveTarget::Queue(QueueId::new("orders")));
+    assert_eq!(req.rate, Some(1.0));
+    assert_eq!(req.only_ids.unwrap().len(), 2);
+    // Progress, cancel.
+    update(
+        &mut st,
+        Action::OpProgress(qdeck::backend::ProgressState {
+            done: 1,
+            failed: 0,
+            total: Some(2),
+            phase: "copying".into(),
+        }),
+    );
+    let fx = update(&mut st, key('x'));
+    assert!(fx.contains(&Effect::CancelOp));
+    snap("redrive_progress", &st, 80, 12);
+}
+
+#[test]
+fn search_copy_and_save() {
+    let mut st = populated();
+    open_dlq(&mut st);
+    for c in "/order".chars() {
+        update(&mut st, key(c));
+    }
+    update(&mut st, code(KeyCode::Enter));
+    assert_eq!(st.msgs.rows, vec![0]);
+    let fx = update(&mut st, key('y'));
+    assert!(matches!(&fx[0], Effect::Copy(t) if t.contains("\"order\":42")));
+    let fx = update(
+        &mut st,
+        Action::Key(KeyEvent::new(KeyCode::Char('s'), KeyModifiers::CONTROL)),
+    );
+    let msgs = fx
+        .iter()
+        .find_map(|e| match e {
+            Effect::Save { messages, .. } => Some(messages.clone()),
+            _ => None,
+        })
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let r =
+        qdeck::tui::app::save_jsonl(dir.path(), &QueueId::new("orders-dlq/../x"), &msgs).unwrap();
+    assert!(r.contains("saved 1 messages"));
+    let f = std::fs::read_dir(dir.path())
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let line = std::fs::read_to_string(f).unwrap();
+    let back: Message = serde_json::from_str(line.trim()).unwrap();
+    assert_eq!(back, msgs[0]);
+}
+
+#[test]
+fn demo_keys_only_with_demo() {
+    let mut st = populated();
+    assert!(update(&mut st, key('+'))
+        .iter()
+        .all(|e| matches!(e, Effect::Visible(_))));
+    st.demo_workers = Some(1);
+    assert!(update(&mut st, key('+')).contains(&Effect::AddWorker));
+    assert!(update(&mut st, key('-')).contains(&Effect::RemoveWorker));
+}
+
+#[test]
+fn keymap_overrides_from_config() {
+    let mut o = std::collections::BTreeMap::new();
+    o.insert("down".to_string(), vec!["n".to_string()]);
+    let (km, problems) = qdeck::tui::keymap::KeyMap::new(&o);
+    assert!(problems.is_empty());
+    let mut st = populated();
+    st.keymap = km;
+    update(&mut st, key('n'));
+    assert_eq!(st.cursor.sel, 1);
+    update(&mut st, key('j'));
+    assert_eq!(st.cursor.sel, 1);
+    update(&mut st, key('?'));
+    let s = text(&draw(&st, 80, 40));
+    assert!(s.contains("n  move down"), "{s}");
+}
+
+// ---------- against the real local broker ----------
+
+fn local() -> (tempfile::TempDir, Arc<LocalHandle>) {
+    let dir = tempfile::tempdir().unwrap();
+    let h = LocalHandle::open(&dir.path().join("q.db")).unwrap();
+    (dir, Arc::new(h))
+}
+
+#[tokio::test]
+async fn poller_feeds_the_store_from_the_local_broker() {
+    let (_d, h) = local();
+    let b = &h.0;
+    b.create_queue(
+        "jobs",
+        &QueueOptions {
+            max_receives: Some(3),
+            dlq: Some("jobs-dlq".into()),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    for i in 0..5 {
+        b.send_sync(
+            "jobs",
+            &OutgoingMessage {
+                body: format!("m{i}").into_bytes(),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    }
+    let (tx, mut rx) = tokio::sync::mpsc::channel(64);
+    let mut cfg = PollConfig::with_refresh(0.2);
+    cfg.sweep_every = Duration::from_millis(200);
+    let backend: Arc<dyn Backend> = h.clone();
+    let handle = poller::spawn(backend, cfg, tx);
+    let mut st = State::new(Store::with_defaults(), caps(), "t", "local");
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while st
+        .store
+        .get(&QueueId::new("jobs"))
+        .and_then(|e| e.latest.as_ref())
+        .is_none()
+    {
+        let ev = tokio::time::timeout_at(deadline, rx.recv())
+            .await
+            .expect("poll in time")
+            .expect("open");
+        for e in update(&mut st, Action::Poll(ev)) {
+            if let Effect::Visible(v) = e {
+                handle.set_visible(v);
+            }
+        }
+    }
+    let e = st.store.get(&QueueId::new("jobs")).unwrap();
+    assert_eq!(e.latest.as_ref().unwrap().depth, Some(5));
+    assert_eq!(e.info.dlq, Some(QueueId::new("jobs-dlq")));
+    assert_eq!(st.rows.len(), 2);
+    handle.stop();
+}
+
+/// A backend that never answers: the poller reports a timeout instead of hanging.
+struct Hang;
+
+#[async_trait::async_trait]
+impl Backend for Hang {
+    fn kind(&self) -> &'static str {
+        "hang"
+    }
+    fn capabilities(&self) -> Capabilities {
+        caps()
+    }
+    async fn list_queues(&self) -> qdeck::backend::Result<Vec<QueueInfo>> {
+        std::future::pending().await
+    }
+    async fn stats(&self, _: &[QueueId]) -> qdeck::backend::Result<StatsBatch> {
+        std::future::pending().await
+    }
+    async fn consumers(&self, _: &QueueId) -> qdeck::backend::Result<Vec<Consumer>> {
+        std::future::pending().await
+    }
+    async fn browse(&self, _: &QueueId, _: &BrowseRequest) -> qdeck::backend::Result<Page> {
+        std::future::pending().await
+    }
+    async fn send(
+        &self,
+        _: &QueueId,
+        _: OutgoingMessage,
+    ) -> qdeck::backend::Result<Option<String>> {
+        std::future::pending().await
+    }
+    async fn redrive(
+        &self,
+        _: &RedriveRequest,
+        _: &qdeck::backend::OpProgress,
+    ) -> qdeck::backend::Result<RedriveReport> {
+        std::future::pending().await
+    }
+    async fn purge(
+        &self,
+        _: &QueueId,
+        _: &qdeck::backend::OpProgress,
+    ) -> qdeck::backend::Result<PurgeReport> {
+        std::future::pending().await
+    }
+    fn api_calls(&self) -> &qdeck::backend::ApiCalls {
+        static C: std::sync::OnceLock<qdeck::backend::ApiCalls> = std::sync::OnceLock::new();
+        C.get_or_init(Default::default)
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn hung_broker_becomes_an_error_not_a_freeze() {
+    let (tx, mut rx) = tokio::sync::mpsc::channel(64);
+    let cfg = PollConfig::with_refresh(1.0);
+    let _h = poller::spawn(Arc::new(Hang), cfg, tx);
+    let mut got_error = false;
+    for _ in 0..10 {
+        match tokio::time::timeout(Duration::from_secs(60), rx.recv()).await {
+            Ok(Some(PollEvent::Error(e))) => {
+                assert!(e.contains("no answer"), "{e}");
+                got_error = true;
+                break;
+            }
+            Ok(Some(_)) => {}
+            _ => break,
+        }
+    }
+    assert!(got_error);
+}
+
+#[tokio::test]
+async fn browse_and_purge_through_the_gate_on_the_local_broker() {
+    let (dir, h) = local();
+    h.0.create_queue("in", &QueueOptions::default()).unwrap();
+    h.0.send_sync(
+        "in",
+        &OutgoingMessage {
+            body: b"\x1b[2J\x1b]0;pwned\x07hello".to_vec(),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let backend: Arc<dyn Backend> = h.clone();
+    let page = backend
+        .browse(
+            &QueueId::new("in"),
+            &BrowseRequest {
+                cursor: None,
+                max: 10,
+                force: false,
+            },
+        )
+        .await
+        .unwrap();
+    let mut st = State::new(Store::with_defaults(), caps(), "t", "local");
+    update(
+        &mut st,
+        Action::Poll(PollEvent::Queues(backend.list_queues().await.unwrap())),
+    );
+    update(&mut st, key('b'));
+    update(
+        &mut st,
+        Action::Page {
+            queue: QueueId::new("in"),
+            append: false,
+            result: Ok(page),
+        },
+    );
+    update(&mut st, code(KeyCode::Enter));
+    let t = draw(&st, 80, 24);
+    assert_no_controls(&t);
+    assert!(text(&t).contains("␛[2J␛]0;pwned␇hello"));
+
+    // Purge through the same gate the console uses, with a read-only profile first.
+    let mut cfg = qdeck::config::parse_str("").unwrap();
+    cfg.audit_log = Some(dir.path().join("audit.log").display().to_string());
+    let mut profile = qdeck::config::Profile::default_local();
+    profile.read_only = true;
+    let loaded = qdeck::config::Loaded {
+        config: cfg.clone(),
+        file: None,
+        profile: profile.clone(),
+    };
+    let ro = qdeck::engine::session::Session::with_backend(loaded, backend.clone());
+    let st_ro = qdeck::tui::app::initial_state(&ro, None);
+    assert!(st_ro.read_only);
+    assert!(ro
+        .gate
+        .purge(&QueueId::new("in"), &qdeck::backend::OpProgress::detached())
+        .await
+        .is_err());
+    profile.read_only = false;
+    let loaded = qdeck::config::Loaded {
+        config: cfg,
+        file: None,
+        profile,
+    };
+    let rw = qdeck::engine::session::Session::with_backend(loaded, backend.clone());
+    let r = rw
+        .gate
+        .purge(&QueueId::new("in"), &qdeck::backend::OpProgress::detached())
+        .await
+        .unwrap();
+    assert_eq!(r.purged, Some(1));
+    let audit = std::fs::read_to_string(dir.path().join("audit.log")).unwrap();
+    assert_eq!(audit.lines().count(), 2);
+}

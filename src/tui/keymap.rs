@@ -296,28 +296,44 @@ impl KeyMap {
                 problems.push(format!("keys.{name}: no such command"));
             }
         }
-        let mut map = Vec::new();
+        let mut map: Vec<((KeyCode, KeyModifiers), Cmd)> = Vec::new();
         let mut labels = BTreeMap::new();
-        for info in COMMANDS {
-            let keys: Vec<String> = match overrides.get(info.name) {
-                Some(v) => v.clone(),
-                None => info.keys.iter().map(|s| s.to_string()).collect(),
-            };
-            let mut ok = Vec::new();
-            for k in keys {
-                match parse_key(&k) {
-                    Some(ev) => {
-                        let n = norm(ev);
-                        // A user override wins over a default bound to the same key.
-                        let overridden = overrides.contains_key(info.name);
-                        map.retain(|(key, _)| *key != n || !overridden);
-                        map.push((n, info.cmd));
-                        ok.push(k);
-                    }
-                    None => problems.push(format!("keys.{}: cannot read key {k:?}", info.name)),
+        // Defaults first, then overrides: an override takes its keys away from any default.
+        for pass in [false, true] {
+            for info in COMMANDS {
+                let overridden = overrides.get(info.name);
+                if overridden.is_some() != pass {
+                    continue;
                 }
+                let keys: Vec<String> = match overridden {
+                    Some(v) => v.clone(),
+                    None => info.keys.iter().map(|s| s.to_string()).collect(),
+                };
+                let mut ok = Vec::new();
+                for k in keys {
+                    match parse_key(&k) {
+                        Some(ev) => {
+                            let n = norm(ev);
+                            if pass {
+                                map.retain(|(key, _)| *key != n);
+                            }
+                            map.push((n, info.cmd));
+                            ok.push(k);
+                        }
+                        None => problems.push(format!("keys.{}: cannot read key {k:?}", info.name)),
+                    }
+                }
+                labels.insert(info.cmd, ok);
             }
-            labels.insert(info.cmd, ok);
+        }
+        // Labels of defaults whose key an override took.
+        for (cmd, ks) in labels.iter_mut() {
+            ks.retain(|k| {
+                parse_key(k).is_some_and(|ev| {
+                    let n = norm(ev);
+                    map.iter().any(|(key, c)| *key == n && c == cmd)
+                })
+            });
         }
         (KeyMap { map, labels }, problems)
     }

@@ -9,6 +9,7 @@ use ratatui::Frame;
 use super::queues::{eta_text, row_problem};
 use super::{block, fmt_age, fmt_count, fmt_rate, fmt_secs, styled};
 use crate::domain::{AgeSource, BrowseEffect, RedriveMode};
+use crate::engine::derive::Trend;
 use crate::engine::store::{RateSource, Sample, MISSING};
 use crate::tui::sanitize::{clean, clean_short};
 use crate::tui::state::State;
@@ -100,7 +101,11 @@ pub fn render(f: &mut Frame, st: &State, area: Rect) {
         let drain = match d.drain_secs {
             Some(s) if s > 0.0 => format!("drains in ~{} (derived)", fmt_secs(s)),
             Some(_) => "empty".into(),
-            None => format!("time to drain: {} (derived)", eta_text(d)),
+            None if d.trend == Trend::Growing => format!(
+                "growing at {}/s: does not drain at this rate (derived)",
+                fmt_rate(d.net_rate)
+            ),
+            None => format!("time to drain: {} (derived)", eta_text(d, e.info.is_dlq)),
         };
         lines.push(Line::from(vec![
             styled(format!("trend {:?} · ", d.trend).to_lowercase(), t.text),
@@ -127,7 +132,7 @@ pub fn render(f: &mut Frame, st: &State, area: Rect) {
         if let Some(a) = &d.arithmetic {
             lines.push(Line::from(styled(format!("  {a}"), t.dim)));
         }
-        if d.stuck {
+        if d.stuck && !e.info.is_dlq {
             lines.push(Line::from(styled(
                 "age keeps rising while depth stays flat: a poison message or a stuck key?",
                 t.warn,

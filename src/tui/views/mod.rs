@@ -204,7 +204,9 @@ fn right_status(st: &State) -> String {
     if let Some(r) = st.api_rate {
         parts.push(format!("{r:.0} calls/min"));
     }
-    parts.push(format!("{} help", st.keymap.hint(Cmd::Help)));
+    if st.op.is_none() {
+        parts.push(format!("{} help", st.keymap.hint(Cmd::Help)));
+    }
     parts.join(" · ")
 }
 

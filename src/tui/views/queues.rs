@@ -25,15 +25,21 @@ pub fn row_problem(st: &State, e: &QueueEntry) -> Option<(char, String)> {
         };
         let age = e
             .updated_ms
-            .map(|t| format!("stale for {}", fmt_secs(((st.now_ms - t) / 1000) as f64)))
+            .map(|t| {
+                format!(
+                    "stale, figures {} old",
+                    fmt_secs(((st.now_ms - t).max(0) / 1000) as f64)
+                )
+            })
             .unwrap_or_else(|| "stale".into());
         return Some(('~', format!("{age}: {why}")));
     }
     None
 }
 
-pub fn eta_text(d: &crate::engine::derive::Derived) -> String {
-    if d.stuck {
+pub fn eta_text(d: &crate::engine::derive::Derived, is_dlq: bool) -> String {
+    // Nothing consumes a DLQ: rising age with flat depth is normal there.
+    if d.stuck && !is_dlq {
         return "stuck?".into();
     }
     match d.trend {
@@ -171,7 +177,7 @@ fn queue_row<'a>(st: &State, e: &QueueEntry, mid: bool, wide: bool, name_w: usiz
     let base: Style = if problem.is_some() { t.stale } else { t.text };
     let marker = match &problem {
         Some((c, _)) => styled(c.to_string(), t.warn),
-        None if d.stuck => styled("?", t.warn),
+        None if d.stuck && !e.info.is_dlq => styled("?", t.warn),
         None => Span::raw(" "),
     };
     let mut name = clean_short(e.info.id.as_str(), name_w);
@@ -237,11 +243,11 @@ fn queue_row<'a>(st: &State, e: &QueueEntry, mid: bool, wide: bool, name_w: usiz
         cells.push(Cell::from(styled(spark(&vals), t.chart)));
     }
     let eta_style = match d.trend {
-        _ if d.stuck => t.warn,
+        _ if d.stuck && !e.info.is_dlq => t.warn,
         Trend::Growing => t.warn,
         Trend::Draining => t.good,
         _ => base,
     };
-    cells.push(Cell::from(styled(eta_text(&d), eta_style)));
+    cells.push(Cell::from(styled(eta_text(&d, e.info.is_dlq), eta_style)));
     Row::new(cells)
 }

@@ -58,6 +58,7 @@ pub fn initial_state(session: &Session, demo_workers: Option<usize>) -> State {
     st.read_only = session.gate.read_only();
     st.protected = session.gate.protected();
     st.demo_workers = demo_workers;
+    st.profiles = crate::config::profile_names(cfg);
     st.refresh_secs = refresh_secs(session);
     st.export_dir = Some(paths::state_dir().join("exports"));
     if let Some(e) = theme_err.or(problems.into_iter().next()) {
@@ -110,6 +111,9 @@ pub async fn run(session: Session, demo: Option<DemoHandle>) -> anyhow::Result<(
 
 struct Exec {
     session: Session,
+    /// Sessions opened by `:profile NAME`.
+    switch_tx: mpsc::Sender<Result<Session, String>>,
+    poll_tx: mpsc::Sender<PollEvent>,
     tx: mpsc::Sender<Action>,
     poller: PollerHandle,
     demo: Option<DemoHandle>,
@@ -128,10 +132,11 @@ where
 {
     let (tx, mut rx) = mpsc::channel::<Action>(256);
     let (ptx, mut prx) = mpsc::channel::<PollEvent>(64);
+    let (switch_tx, mut switch_rx) = mpsc::channel::<Result<Session, String>>(2);
     let poller = poller::spawn(
         session.backend.clone(),
         PollConfig::with_refresh(st.refresh_secs),
-        ptx,
+        ptx.clone(),
     );
     if let Ok(sz) = terminal.size() {
         st.size = (sz.width, sz.height);
@@ -142,6 +147,8 @@ where
             .clone()
             .unwrap_or_else(|| paths::state_dir().join("exports")),
         session,
+        switch_tx,
+        poll_tx: ptx,
         tx,
         poller,
         demo,
@@ -174,6 +181,18 @@ where
             },
             Some(a) = rx.recv() => a,
             Some(p) = prx.recv() => Action::Poll(p),
+            Some(r) = switch_rx.recv() => {
+                match r {
+                    Ok(session) => {
+                        st = ex.switch(session, &st);
+                        // Figures of the old profile still queued are dropped.
+                        while prx.try_recv().is_ok() {}
+                    }
+                    Err(e) => set_status(&mut st, Level::Error, e),
+                }
+                st.dirty = true;
+                continue;
+            }
             _ = tick.tick() => Action::Tick(now_ms()),
             _ = async {
                 match deadline {
@@ -334,6 +353,32 @@ impl Exec {
                     let _ = tx.blocking_send(Action::Notice(r));
                 });
             }
+            Effect::SwitchProfile(name) => {
+                let cur = &self.session.loaded;
+                // `--read-only` on the command line stays in force across profiles.
+                let configured_ro = cur
+                    .config
+                    .profiles
+                    .iter()
+                    .find(|p| p.name == cur.profile.name)
+                    .map(|p| p.read_only)
+                    .unwrap_or(false);
+                let opts = crate::config::LoadOptions {
+                    file: cur.file.clone(),
+                    profile: Some(name),
+                    read_only: cur.profile.read_only && !configured_ro,
+                };
+                let tx = self.switch_tx.clone();
+                tokio::spawn(async move {
+                    let r = match crate::config::load(&opts) {
+                        Ok(loaded) => Session::open(loaded)
+                            .await
+                            .map_err(|e| one_line(&e.to_string())),
+                        Err(e) => Err(one_line(&e.to_string())),
+                    };
+                    let _ = tx.send(r).await;
+                });
+            }
             Effect::AddWorker | Effect::RemoveWorker => {
                 if let Some(d) = &self.demo {
                     if e == Effect::AddWorker {
@@ -346,6 +391,28 @@ impl Exec {
                 }
             }
         }
+    }
+
+    /// Replace the session (after `:profile NAME`): new poller, fresh state, same look.
+    fn switch(&mut self, session: Session, old: &State) -> State {
+        self.poller.stop();
+        let demo = match (&self.demo, session.backend.kind()) {
+            (Some(d), "local") => Some(d.workers()),
+            _ => None,
+        };
+        let mut st = initial_state(&session, demo);
+        st.theme = old.theme.clone();
+        st.size = old.size;
+        self.poller = poller::spawn(
+            session.backend.clone(),
+            PollConfig::with_refresh(st.refresh_secs),
+            self.poll_tx.clone(),
+        );
+        let msg = format!("profile {} ({})", st.profile, st.broker);
+        self.session = session;
+        self.op = None;
+        set_status(&mut st, Level::Info, msg);
+        st
     }
 
     fn start_op(&mut self) -> OpProgress {

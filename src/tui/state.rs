@@ -272,6 +272,8 @@ pub struct State {
     pub theme: Theme,
     pub theme_dir: Option<PathBuf>,
     pub profile: String,
+    /// Every profile `:profile NAME` can switch to.
+    pub profiles: Vec<String>,
     pub broker: String,
     pub read_only: bool,
     pub protected: bool,
@@ -318,6 +320,7 @@ impl State {
             theme: Theme::dark(),
             theme_dir: None,
             profile: profile.to_string(),
+            profiles: vec![profile.to_string()],
             broker: broker.to_string(),
             read_only: false,
             protected: false,

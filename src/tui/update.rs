@@ -61,6 +61,8 @@ pub enum Effect {
     },
     AddWorker,
     RemoveWorker,
+    /// Open another profile of the same configuration.
+    SwitchProfile(String),
 }
 
 pub fn update(st: &mut State, action: Action) -> Vec<Effect> {
@@ -557,7 +559,7 @@ fn run_cmd(st: &mut State, cmd: Cmd, fx: &mut Vec<Effect>) {
                 _ => 60,
             };
         }
-        Cmd::Redrive => open_redrive(st),
+        Cmd::Redrive => open_redrive(st, None),
         Cmd::Purge => {
             if let Some(q) = st.context_queue().cloned() {
                 let count = st
@@ -660,7 +662,8 @@ fn start_browse(st: &mut State, q: QueueId, force: bool, fx: &mut Vec<Effect>) {
     });
 }
 
-fn open_redrive(st: &mut State) {
+/// Open the redrive dialog; `to` presets a target queue (`:redrive QUEUE`).
+fn open_redrive(st: &mut State, to: Option<QueueId>) {
     let in_msgs = matches!(st.view(), View::Messages | View::Message);
     let Some(q) = st.context_queue().cloned() else {
         return;
@@ -694,6 +697,17 @@ fn open_redrive(st: &mut State) {
     if !info.is_dlq && !in_msgs && targets.len() == 1 {
         targets.push(RedriveTarget::Queue(q.clone()));
     }
+    let mut target = 0;
+    if let Some(to) = to {
+        let t = RedriveTarget::Queue(to);
+        target = match targets.iter().position(|x| *x == t) {
+            Some(i) => i,
+            None => {
+                targets.push(t);
+                targets.len() - 1
+            }
+        };
+    }
     let only_ids = (in_msgs && !st.msgs.marked.is_empty())
         .then(|| st.msgs.marked.iter().cloned().collect::<Vec<_>>());
     let count = match &only_ids {
@@ -708,7 +722,7 @@ fn open_redrive(st: &mut State) {
         kind: DialogKind::Redrive {
             source,
             targets,
-            target: 0,
+            target,
             rate: 0,
             only_ids,
             count,
@@ -945,15 +959,37 @@ fn command(st: &mut State, text: &str, fx: &mut Vec<Effect>) {
             Err(e) => set_status(st, Level::Warn, e),
         },
         "profile" | "ctx" => {
-            let msg = if arg.is_empty() || arg == st.profile {
-                format!("profile {} ({})", st.profile, st.broker)
+            if arg.is_empty() || arg == st.profile {
+                let msg = format!(
+                    "profile {} ({}); profiles: {}",
+                    st.profile,
+                    st.broker,
+                    st.profiles.join(", ")
+                );
+                set_status(st, Level::Info, msg);
+            } else if !st.profiles.iter().any(|p| *p == arg) {
+                let msg = format!(
+                    "unknown profile {arg:?}; profiles: {}",
+                    st.profiles.join(", ")
+                );
+                set_status(st, Level::Warn, msg);
+            } else if st.op.is_some() {
+                set_status(st, Level::Warn, "wait for the running operation to finish");
             } else {
-                format!("to switch profile, restart with: qdeck --profile {arg}")
-            };
-            set_status(st, Level::Info, msg);
+                set_status(st, Level::Info, format!("switching to profile {arg}…"));
+                fx.push(Effect::SwitchProfile(arg));
+            }
         }
         "purge" => run_cmd(st, Cmd::Purge, fx),
-        "redrive" => run_cmd(st, Cmd::Redrive, fx),
+        "redrive" if !st.read_only => {
+            if arg.is_empty() {
+                run_cmd(st, Cmd::Redrive, fx)
+            } else if st.store.get(&QueueId::new(arg.as_str())).is_some() {
+                open_redrive(st, Some(QueueId::new(arg)))
+            } else {
+                set_status(st, Level::Warn, format!("unknown queue {arg:?}"))
+            }
+        }
         other => set_status(
             st,
             Level::Warn,

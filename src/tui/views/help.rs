@@ -27,7 +27,11 @@ pub fn render(f: &mut Frame, st: &State, area: Rect) {
     }
     lines.push(Line::from(""));
     lines.push(Line::from(styled(
-        "  commands: :q :dlq :workers :browse :force :sort COL [asc|desc] :theme NAME :filter RE",
+        "  :q  :dlq  :workers  :browse  :force (browse despite a refusal)  :filter RE",
+        t.dim,
+    )));
+    lines.push(Line::from(styled(
+        "  :sort COL [asc|desc]  :theme NAME  :profile NAME  :redrive QUEUE",
         t.dim,
     )));
     if st.read_only {

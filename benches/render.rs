@@ -1,0 +1,101 @@
+//! Full-frame render of the queue table at 200×50 with 10 and 10,000 queues. The cost must
+//! depend on the rows visible, not on the number of queues.
+//!
+//! cargo bench --bench render
+
+use criterion::{criterion_group, criterion_main, Criterion};
+use ratatui::backend::TestBackend;
+use ratatui::Terminal;
+
+use qdeck::domain::{QueueId, QueueInfo, QueueStats, StatsBatch};
+use qdeck::engine::store::Store;
+use qdeck::tui::state::{State, View};
+use qdeck::tui::{update, Action};
+
+fn state(n: usize) -> State {
+    let mut store = Store::new(600, 240, 600.0);
+    let infos: Vec<QueueInfo> = (0..n)
+        .map(|i| QueueInfo {
+            id: QueueId::new(format!("queue-{i:05}")),
+            dlq: Some(QueueId::new(format!("queue-{i:05}-dlq"))),
+            ..Default::default()
+        })
+        .collect();
+    store.set_queues(infos);
+    let epoch = store.epoch_ms();
+    // 120 history points per queue (4 minutes at a 2 s refresh).
+    for p in 0..120i64 {
+        let t = p as u64;
+        let stats = (0..n)
+            .map(|i| QueueStats {
+                id: QueueId::new(format!("queue-{i:05}")),
+                at_ms: epoch + p * 2500,
+                depth: Some((i as u64 * 7 + t * 3) % 1000),
+                in_flight: Some(i as u64 % 5),
+                delayed: Some(0),
+                dlq_depth: Some(i as u64 % 3),
+                oldest_age_secs: Some(p as f64),
+                consumers: Some(2),
+                enqueued_total: Some(t * 10),
+                completed_total: Some(t * 8),
+                ..Default::default()
+            })
+            .collect();
+        store.apply(StatsBatch {
+            stats,
+            errors: vec![],
+        });
+    }
+    let mut st = State::new(
+        store,
+        qdeck::backend::local::capabilities(),
+        "bench",
+        "local",
+    );
+    st.listed = true;
+    st.now_ms = st.store.last_ok_ms.unwrap_or(0);
+    update(&mut st, Action::Resize(200, 50));
+    qdeck::tui::update::rebuild_rows(&mut st);
+    // Somewhere in the middle, so the visible slice is not the first rows.
+    st.cursor.sel = n / 2;
+    st.cursor.offset = (n / 2).saturating_sub(10);
+    assert_eq!(st.view(), View::Queues);
+    st
+}
+
+fn bench(c: &mut Criterion) {
+    let mut g = c.benchmark_group("render_200x50");
+    for n in [10usize, 10_000] {
+        let st = state(n);
+        let mut term = Terminal::new(TestBackend::new(200, 50)).expect("terminal");
+        g.bench_function(format!("queues_{n}"), |b| {
+            b.iter(|| {
+                // Force a full redraw each time, as after a resize.
+                term.clear().expect("clear");
+                term.draw(|f| qdeck::tui::views::render(f, &st))
+                    .expect("draw");
+            })
+        });
+    }
+    // The detail view with 240-point histories.
+    let mut st = state(10_000);
+    update(
+        &mut st,
+        Action::Key(crossterm::event::KeyEvent::new(
+            crossterm::event::KeyCode::Enter,
+            crossterm::event::KeyModifiers::NONE,
+        )),
+    );
+    let mut term = Terminal::new(TestBackend::new(200, 50)).expect("terminal");
+    g.bench_function("detail_10000", |b| {
+        b.iter(|| {
+            term.clear().expect("clear");
+            term.draw(|f| qdeck::tui::views::render(f, &st))
+                .expect("draw");
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

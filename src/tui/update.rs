@@ -967,7 +967,7 @@ fn command(st: &mut State, text: &str, fx: &mut Vec<Effect>) {
                     st.profiles.join(", ")
                 );
                 set_status(st, Level::Info, msg);
-            } else if !st.profiles.iter().any(|p| *p == arg) {
+            } else if !st.profiles.contains(&arg) {
                 let msg = format!(
                     "unknown profile {arg:?}; profiles: {}",
                     st.profiles.join(", ")

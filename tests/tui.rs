@@ -582,7 +582,7 @@ fn purge_needs_confirmation() {
     match &st.dialog.as_ref().unwrap().kind {
         DialogKind::Purge { queue, count } => {
             assert_eq!(queue.as_str(), "payments");
-            assert_eq!(*count, Some(420 + 3 + 0));
+            assert_eq!(*count, Some(423));
         }
         other => panic!("{other:?}"),
     }

@@ -65,7 +65,7 @@ fn state(n: usize) -> State {
 
 fn bench(c: &mut Criterion) {
     let mut g = c.benchmark_group("render_200x50");
-    for n in [10usize, 10_000] {
+    for n in [10usize, 100, 10_000] {
         let st = state(n);
         let mut term = Terminal::new(TestBackend::new(200, 50)).expect("terminal");
         g.bench_function(format!("queues_{n}"), |b| {

@@ -973,6 +973,57 @@ async fn browse_and_purge_through_the_gate_on_the_local_broker() {
 
 // ---------- end to end, in a pseudo-terminal ----------
 
+/// A minimal terminal emulator for the PTY test: cursor moves (`CSI r;c H`) and text; other
+/// sequences are skipped. Enough to read back what crossterm drew.
+fn screen(out: &str, w: usize, h: usize) -> String {
+    let mut grid = vec![vec![' '; w]; h];
+    let (mut r, mut c) = (0usize, 0usize);
+    let mut it = out.chars().peekable();
+    while let Some(ch) = it.next() {
+        match ch {
+            '\x1b' => match it.next() {
+                Some('[') => {
+                    let mut params = String::new();
+                    let mut fin = ' ';
+                    for x in it.by_ref() {
+                        if ('\x40'..='\x7e').contains(&x) {
+                            fin = x;
+                            break;
+                        }
+                        params.push(x);
+                    }
+                    if fin == 'H' {
+                        let mut p = params.split(';').map(|v| v.parse::<usize>().unwrap_or(1));
+                        r = p.next().unwrap_or(1).saturating_sub(1);
+                        c = p.next().unwrap_or(1).saturating_sub(1);
+                    }
+                }
+                Some(']') => {
+                    for x in it.by_ref() {
+                        if x == '\x07' {
+                            break;
+                        }
+                    }
+                }
+                _ => {}
+            },
+            '\r' => c = 0,
+            '\n' => r += 1,
+            ch if (ch as u32) < 0x20 => {}
+            ch => {
+                if r < h && c < w {
+                    grid[r][c] = ch;
+                }
+                c += 1;
+            }
+        }
+    }
+    grid.into_iter()
+        .map(|l| l.into_iter().collect::<String>())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 /// Drives the real binary: open, filter, open a DLQ, open a message, quit; the terminal is
 /// restored (alternate screen left) and no raw escape sequence from a body reaches it.
 #[test]
@@ -1054,7 +1105,7 @@ fn pty_end_to_end() {
     let wait_for = |needle: &str| {
         let deadline = std::time::Instant::now() + Duration::from_secs(20);
         loop {
-            let s = String::from_utf8_lossy(&out.lock().unwrap()).into_owned();
+            let s = screen(&String::from_utf8_lossy(&out.lock().unwrap()), 80, 24);
             if s.contains(needle) {
                 return;
             }

@@ -63,7 +63,55 @@ fn state(n: usize) -> State {
     st
 }
 
+fn rss_kb() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/self/status").ok()?;
+    let l = s.lines().find(|l| l.starts_with("VmRSS:"))?;
+    l.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// Resident memory of a store with 10,000 queues and full 10-minute histories (printed).
+fn memory_report() {
+    let before = rss_kb();
+    let mut store = Store::new(600, 240, 600.0);
+    let n = 10_000;
+    store.set_queues(
+        (0..n)
+            .map(|i| QueueInfo {
+                id: QueueId::new(format!("queue-{i:05}")),
+                ..Default::default()
+            })
+            .collect(),
+    );
+    let epoch = store.epoch_ms();
+    for p in 0..240i64 {
+        store.apply(StatsBatch {
+            stats: (0..n)
+                .map(|i| QueueStats {
+                    id: QueueId::new(format!("queue-{i:05}")),
+                    at_ms: epoch + p * 2500,
+                    depth: Some(i as u64),
+                    in_flight: Some(1),
+                    enqueued_total: Some(p as u64 * 10),
+                    completed_total: Some(p as u64 * 9),
+                    ..Default::default()
+                })
+                .collect(),
+            errors: vec![],
+        });
+    }
+    let after = rss_kb();
+    if let (Some(a), Some(b)) = (before, after) {
+        println!(
+            "memory: 10,000 queues x 240 points: RSS grew {:.1} MB (history bound {:.1} MB)",
+            (b.saturating_sub(a)) as f64 / 1024.0,
+            store.history_bytes_max() as f64 / (1024.0 * 1024.0)
+        );
+    }
+    drop(store);
+}
+
 fn bench(c: &mut Criterion) {
+    memory_report();
     let mut g = c.benchmark_group("render_200x50");
     for n in [10usize, 100, 10_000] {
         let st = state(n);

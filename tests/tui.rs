@@ -1173,3 +1173,22 @@ fn profile_command() {
     assert!(fx.iter().all(|e| matches!(e, Effect::Visible(_))));
     assert!(st.status.as_ref().unwrap().text.contains("unknown command"));
 }
+
+#[test]
+fn workers_view_refreshes_on_the_tick() {
+    let mut st = populated();
+    update(&mut st, key('w'));
+    let q = st.workers.queue.clone().unwrap();
+    let now = st.now_ms;
+    update(
+        &mut st,
+        Action::Consumers {
+            queue: q.clone(),
+            result: Ok(vec![]),
+        },
+    );
+    let fx = update(&mut st, Action::Tick(now + 500));
+    assert!(!fx.contains(&Effect::Consumers(q.clone())));
+    let fx = update(&mut st, Action::Tick(now + 2500));
+    assert!(fx.contains(&Effect::Consumers(q)));
+}

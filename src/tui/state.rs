@@ -191,6 +191,8 @@ pub struct WorkersState {
     pub loading: bool,
     pub error: Option<String>,
     pub cursor: Cursor,
+    /// When the list last arrived (the view refreshes it every refresh period).
+    pub fetched_ms: Option<i64>,
 }
 
 pub const RATES: [Option<f64>; 6] = [

@@ -84,6 +84,19 @@ pub fn update(st: &mut State, action: Action) -> Vec<Effect> {
             if st.rows_dirty {
                 rebuild_rows(st);
             }
+            // The workers view follows the poll rhythm; message pages do not (browsing may
+            // have side effects on some brokers).
+            let w = &st.workers;
+            if st.view() == View::Workers
+                && !w.loading
+                && w.fetched_ms
+                    .is_none_or(|t| (now - t) as f64 >= st.refresh_secs * 1000.0)
+            {
+                if let Some(q) = w.queue.clone() {
+                    st.workers.loading = true;
+                    fx.push(Effect::Consumers(q));
+                }
+            }
             if st
                 .status
                 .as_ref()
@@ -125,6 +138,7 @@ pub fn update(st: &mut State, action: Action) -> Vec<Effect> {
         Action::Consumers { queue, result } => {
             if st.workers.queue.as_ref() == Some(&queue) {
                 st.workers.loading = false;
+                st.workers.fetched_ms = Some(st.now_ms);
                 match result {
                     Ok(l) => {
                         st.workers.list = l;

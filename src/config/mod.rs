@@ -204,6 +204,13 @@ pub fn profile_names(c: &AppConfig) -> Vec<String> {
     v
 }
 
+/// Read and check one config file (used by `config validate`).
+pub fn validate_file(path: &Path) -> Result<AppConfig, ConfigError> {
+    let c = load_from(DEFAULTS, Some(path))?;
+    validate(&c, Some(path))?;
+    Ok(c)
+}
+
 /// Parse a configuration text (used by `config validate` and the example-config test).
 pub fn parse_str(text: &str) -> Result<AppConfig, ConfigError> {
     let dir = std::env::temp_dir().join(format!("qdeck-parse-{}", std::process::id()));

@@ -47,3 +47,12 @@ impl DemoHandle {
         0
     }
 }
+
+/// Run the demo without the console until `duration` passes or Ctrl-C.
+pub async fn run_headless(
+    _local: Arc<LocalBackend>,
+    _cfg: DemoConfig,
+    _duration: Option<std::time::Duration>,
+) -> anyhow::Result<()> {
+    anyhow::bail!("the demo workload is not built yet")
+}

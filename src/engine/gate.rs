@@ -74,7 +74,8 @@ impl Gate {
         !self.read_only
     }
 
-    fn check(&self, m: Mutation, queue: &QueueId) -> Result<(), BackendError> {
+    /// Refuse `m` on a read-only profile, recording the refusal in the audit log.
+    pub fn require(&self, m: Mutation, queue: &QueueId) -> Result<(), BackendError> {
         if self.read_only {
             let err = BackendError::Refused(format!(
                 "profile {:?} is read-only: {} is not allowed",
@@ -121,7 +122,7 @@ impl Gate {
         req: &RedriveRequest,
         progress: &OpProgress,
     ) -> Result<RedriveReport, BackendError> {
-        self.check(Mutation::Redrive, &req.source)?;
+        self.require(Mutation::Redrive, &req.source)?;
         let target = Some(match &req.target {
             RedriveTarget::Origin => "origin".to_string(),
             RedriveTarget::Queue(q) => q.to_string(),
@@ -165,7 +166,7 @@ impl Gate {
         queue: &QueueId,
         progress: &OpProgress,
     ) -> Result<PurgeReport, BackendError> {
-        self.check(Mutation::Purge, queue)?;
+        self.require(Mutation::Purge, queue)?;
         match self.backend.purge(queue, progress).await {
             Ok(r) => {
                 self.record(
@@ -197,7 +198,7 @@ impl Gate {
         queue: &QueueId,
         msg: OutgoingMessage,
     ) -> Result<Option<String>, BackendError> {
-        self.check(Mutation::Send, queue)?;
+        self.require(Mutation::Send, queue)?;
         let bytes = msg.body.len();
         match self.backend.send(queue, msg).await {
             Ok(id) => {

@@ -38,11 +38,9 @@ pub fn preview(body: &[u8], max_chars: usize) -> String {
     truncate(&text, max_chars)
 }
 
-fn looks_binary(t: &str) -> bool {
-    t.chars()
-        .filter(|c| c.is_control() && !matches!(c, '\n' | '\r' | '\t' | '\u{1b}'))
-        .count()
-        > 0
+/// Valid UTF-8 is still treated as binary when it holds NUL bytes: no text format uses them.
+pub fn looks_binary(t: &str) -> bool {
+    t.contains('\0')
 }
 
 fn hex_preview(b: &[u8], n: usize) -> String {
@@ -86,6 +84,7 @@ mod tests {
         assert_eq!(preview(&[0xff, 0x00, 0x10], 40), "hex: ff 00 10");
         assert_eq!(preview(b"hello", 40), "hello");
         assert_eq!(preview(b"\x00\x01", 40), "hex: 00 01");
+        assert_eq!(preview(b"a\x07b", 40), "a␇b");
     }
 
     #[test]

@@ -38,7 +38,17 @@ pub async fn run(cli: Cli) -> CliResult {
         Command::Completions { shell } => return cmd_config::completions(*shell),
         _ => {}
     }
-    let loaded = config::load(&opts)?;
+    // A monitoring check reports every failure as UNKNOWN (exit 3), never as its own code.
+    let is_check = matches!(cmd, Command::Check(_));
+    let unknown = |e: CliError| {
+        output::print(&format!("QDECK UNKNOWN - {}\n", e.message));
+        Ok(3)
+    };
+    let loaded = match config::load(&opts) {
+        Ok(l) => l,
+        Err(e) if is_check => return unknown(e.into()),
+        Err(e) => return Err(e.into()),
+    };
     match cmd {
         Command::Create {
             queue,
@@ -55,7 +65,11 @@ pub async fn run(cli: Cli) -> CliResult {
         } => return cmd_local::demo(&loaded, rate, workers, per_worker, duration).await,
         _ => {}
     }
-    let session = Session::open(loaded).await?;
+    let session = match Session::open(loaded).await {
+        Ok(s) => s,
+        Err(e) if is_check => return unknown(e.into()),
+        Err(e) => return Err(e.into()),
+    };
     let s = &session;
     match cmd {
         Command::Ls { pattern } => cmd_read::ls(s, pattern.as_deref(), f).await,

@@ -79,7 +79,7 @@ fn judge(r: &QueueRow, a: &CheckArgs) -> Vec<(u8, String)> {
             &count,
         );
     }
-    out.sort_by(|a, b| b.0.cmp(&a.0));
+    out.sort_by_key(|p| std::cmp::Reverse(p.0));
     out
 }
 
@@ -103,7 +103,7 @@ pub async fn check(s: &Session, a: &CheckArgs) -> CliResult {
         return Ok(UNKNOWN);
     }
     let mut problems: Vec<(u8, String)> = rows.iter().flat_map(|r| judge(r, a)).collect();
-    problems.sort_by(|a, b| b.0.cmp(&a.0));
+    problems.sort_by_key(|p| std::cmp::Reverse(p.0));
     // UNKNOWN ranks below CRITICAL: a known critical queue is the louder news.
     let worst = if problems.iter().any(|p| p.0 == CRITICAL) {
         CRITICAL

@@ -161,7 +161,7 @@ fn validate(c: &AppConfig, file: Option<&Path>) -> Result<(), ConfigError> {
             )));
         }
     }
-    if !(c.ui.refresh_secs >= 0.1) {
+    if c.ui.refresh_secs.is_nan() || c.ui.refresh_secs < 0.1 {
         return Err(ConfigError(format!(
             "{where_}: ui.refresh_secs must be at least 0.1, got {}",
             c.ui.refresh_secs

@@ -122,7 +122,7 @@ pub(super) async fn run(
     progress: OpProgress,
 ) -> Result<RedriveReport> {
     if let Some(r) = req.rate {
-        if !(r > 0.0) {
+        if r.is_nan() || r <= 0.0 {
             return Err(BackendError::Invalid(
                 "rate must be greater than 0".to_string(),
             ));

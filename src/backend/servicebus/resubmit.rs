@@ -35,6 +35,8 @@ struct State {
     /// Messages kept locked until the end (not selected, or their send failed).
     held: Vec<Received>,
     held_seqs: HashSet<String>,
+    /// Messages being copied right now, by key.
+    in_progress: HashSet<String>,
     remaining_ids: Option<HashSet<String>>,
 }
 
@@ -185,12 +187,10 @@ async fn worker(ctx: Arc<Ctx>) {
             let mut st = ctx.st.lock().unwrap_or_else(|e| e.into_inner());
             if let Some(m) = ctx.max {
                 if st.claimed >= m {
-                    st.stop = true;
-                    return;
+                    return; // others may still be finishing their claimed messages
                 }
             }
             if st.remaining_ids.as_ref().is_some_and(|r| r.is_empty()) {
-                st.stop = true;
                 return;
             }
             st.claimed += 1;
@@ -224,7 +224,8 @@ async fn worker(ctx: Arc<Ctx>) {
         let key = key_of(&msg);
         {
             let mut st = ctx.st.lock().unwrap_or_else(|e| e.into_inner());
-            if st.held_seqs.contains(&key) {
+            // In progress elsewhere means the other worker's lock was lost: do not copy twice.
+            if st.held_seqs.contains(&key) || st.in_progress.contains(&key) {
                 st.claimed = st.claimed.saturating_sub(1);
                 st.empty_streak += 1;
                 if st.empty_streak >= EMPTY_STOP {
@@ -245,10 +246,24 @@ async fn worker(ctx: Arc<Ctx>) {
                 st.held.push(msg);
                 continue;
             }
+            st.in_progress.insert(key.clone());
         }
         let copy = Outgoing::copy_of(&msg);
-        match runtime::send(&ctx.rest, &ctx.target, &copy).await {
-            Ok(()) => match runtime::complete(&ctx.rest, &msg).await {
+        let sent = runtime::send(&ctx.rest, &ctx.target, &copy).await;
+        let outcome = match sent {
+            Ok(()) => Some(runtime::complete(&ctx.rest, &msg).await),
+            Err(_) => None,
+        };
+        {
+            let mut st = ctx.st.lock().unwrap_or_else(|e| e.into_inner());
+            if !matches!(outcome, Some(Ok(()))) {
+                // Not completed: if it comes round again, do not copy it a second time.
+                st.held_seqs.insert(key.clone());
+            }
+            st.in_progress.remove(&key);
+        }
+        match sent {
+            Ok(()) => match outcome.unwrap_or(Ok(())) {
                 Ok(()) => {
                     let mut st = ctx.st.lock().unwrap_or_else(|e| e.into_inner());
                     st.report.moved += 1;
@@ -259,6 +274,8 @@ async fn worker(ctx: Arc<Ctx>) {
                 Err(e) => {
                     let mut st = ctx.st.lock().unwrap_or_else(|e| e.into_inner());
                     st.report.possibly_duplicated += 1;
+                    // Lock lost: if the message comes round again, do not copy it twice.
+                    st.held_seqs.insert(key_of(&msg));
                     let id = msg.message_id().unwrap_or_default();
                     st.error(format!(
                         "message {id}: copied to {} but not removed from the DLQ ({e}); it may be resubmitted twice",

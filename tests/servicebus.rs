@@ -451,6 +451,10 @@ async fn bad_signature_expired_token_and_listen_key_are_auth_errors() {
     let e = wrong.list_queues().await.unwrap_err();
     assert!(matches!(e, BackendError::Auth(_)), "{e}");
     assert!(!e.to_string().contains("d3Jvbmcta2V5"));
+    assert!(
+        !e.to_string().contains("Manage rights"),
+        "a bad key is not a rights problem: {e}"
+    );
     let e = wrong
         .browse(
             &dlq("a"),
@@ -600,4 +604,21 @@ async fn management_requests_per_refresh_for_250_queues() {
         c1 - c0,
         c2 - c1
     );
+}
+
+#[tokio::test]
+async fn throttling_backs_off_then_reports_throttled() {
+    let s = StandIn::start().await;
+    s.create_queue("t", 10, 60);
+    let b = backend(&s).await;
+    s.world.lock().unwrap().throttle_next = 3;
+    assert_eq!(
+        b.list_queues().await.unwrap().len(),
+        2,
+        "retried through 429/503"
+    );
+    s.world.lock().unwrap().throttle_next = 1000;
+    let e = b.list_queues().await.unwrap_err();
+    assert!(matches!(e, BackendError::Throttled { .. }), "{e}");
+    assert!(e.is_transient());
 }

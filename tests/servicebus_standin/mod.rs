@@ -265,7 +265,9 @@ fn check_sas(w: &World, auth: Option<&str>, url: &str, need: Rights) -> Result<(
         (r, n) => *r == n,
     };
     if !ok {
-        return Err("Unauthorized: Manage,EntityRead claims required for this operation.");
+        return Err(
+            "Unauthorized access. 'Manage' claim(s) are required to perform this operation.",
+        );
     }
     Ok(())
 }
@@ -306,7 +308,11 @@ async fn handle(world: Arc<Mutex<World>>, req: Request<Incoming>) -> Response<Fu
     let mut w = world.lock().unwrap();
     if w.throttle_next > 0 {
         w.throttle_next -= 1;
-        let code = if w.throttle_next.is_multiple_of(2) { 503 } else { 429 };
+        let code = if w.throttle_next.is_multiple_of(2) {
+            503
+        } else {
+            429
+        };
         *w.requests.entry("throttled".into()).or_default() += 1;
         let mut r = error(code, "ServerBusy: the request was throttled.");
         r.headers_mut().insert("retry-after", "0".parse().unwrap());

@@ -192,7 +192,8 @@ fn skip_of(href: &str) -> Option<usize> {
 
 fn auth_hint(e: BackendError, rest: &Rest) -> BackendError {
     match e {
-        BackendError::Auth(m) => {
+        // Missing rights (Azure: "'Manage' claim(s) are required"), not a bad key or token.
+        BackendError::Auth(m) if m.to_ascii_lowercase().contains("claim") => {
             let who = match &rest.info.credential {
                 super::connstr::Credential::Key { name, .. } => format!("key '{name}'"),
                 super::connstr::Credential::Token(_) => "this SAS token".to_string(),

@@ -15,13 +15,17 @@ use serde_json::Value;
 use standin::{new_msg, StandIn};
 
 async fn backend_with(cs: &str) -> Result<Arc<dyn Backend>, BackendError> {
+    backend_opts(cs, None).await
+}
+
+async fn backend_opts(cs: &str, topics: Option<bool>) -> Result<Arc<dyn Backend>, BackendError> {
     let var = format!("QDECK_TEST_SB_{}", uuid::Uuid::new_v4().simple());
     std::env::set_var(&var, cs);
     build(&Profile {
         name: "sb-test".into(),
         kind: ProfileKind::Servicebus(ServicebusSettings {
             connection_string_env: var,
-            ..Default::default()
+            topics,
         }),
         read_only: false,
         protected: false,
@@ -577,7 +581,9 @@ async fn management_requests_per_refresh_for_250_queues() {
         s.create_queue(&format!("q{i:03}"), 10, 60);
     }
     s.seed_dlq("q249", new_msg(b"x"), "Poison");
-    let b = backend(&s).await;
+    let b = backend_opts(&s.manage_conn_str(), Some(false))
+        .await
+        .unwrap();
     let c0 = b.api_calls().total();
     let list = b.list_queues().await.unwrap();
     let c1 = b.api_calls().total();
@@ -599,8 +605,13 @@ async fn management_requests_per_refresh_for_250_queues() {
     assert_eq!(c1 - c0, 3, "list: one request per page of 100");
     assert_eq!(c2 - c1, 3, "stats refresh: one request per page of 100");
     assert_eq!(s.requests().get("feed"), Some(&6));
+    // With topics on (the default), one more page: the (empty) topic feed.
+    let with_topics = backend(&s).await;
+    with_topics.stats(&ids).await.unwrap();
+    let t = with_topics.api_calls().total();
+    assert_eq!(t, 4);
     println!(
-        "FIGURE management requests for 250 queues: list_queues {} , stats refresh {}",
+        "FIGURE management requests for 250 queues: list_queues {}, stats refresh {} (topics off); {t} with topics on and no topics",
         c1 - c0,
         c2 - c1
     );
@@ -621,4 +632,83 @@ async fn throttling_backs_off_then_reports_throttled() {
     let e = b.list_queues().await.unwrap_err();
     assert!(matches!(e, BackendError::Throttled { .. }), "{e}");
     assert!(e.is_transient());
+}
+
+#[tokio::test]
+async fn topics_subscriptions_and_their_dlqs() {
+    let s = StandIn::start().await;
+    s.create_queue("plain", 10, 60);
+    s.create_topic("events", &["audit", "billing"], 10, 60);
+    let b = backend(&s).await;
+    b.send(
+        &q("events"),
+        OutgoingMessage {
+            body: b"e1".to_vec(),
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    s.seed_dlq("events/Subscriptions/audit", rich_msg(1), "Poison");
+    let list = b.list_queues().await.unwrap();
+    let audit = q("events/Subscriptions/audit");
+    let info = list
+        .iter()
+        .find(|i| i.id == audit)
+        .expect("subscription listed");
+    assert_eq!(info.kind, QueueKind::Subscription);
+    assert_eq!(info.dlq, Some(dlq("events/Subscriptions/audit")));
+    assert_eq!(info.settings.max_receives, Some(10));
+    assert_eq!(list.len(), 6, "plain + 2 subscriptions, each with its DLQ");
+    let ids: Vec<QueueId> = list.iter().map(|i| i.id.clone()).collect();
+    let batch = b.stats(&ids).await.unwrap();
+    let st = |id: &QueueId| batch.stats.iter().find(|x| &x.id == id).unwrap().clone();
+    assert_eq!(st(&audit).depth, Some(1));
+    assert_eq!(st(&audit).dlq_depth, Some(1));
+    assert_eq!(st(&q("events/Subscriptions/billing")).depth, Some(1));
+    // Few queues: one GET per entity, subscriptions included.
+    let few = b
+        .stats(&[audit.clone(), dlq("events/Subscriptions/audit")])
+        .await
+        .unwrap();
+    assert_eq!(few.stats.len(), 2, "{:?}", few.errors);
+
+    let p = b
+        .browse(
+            &dlq("events/Subscriptions/audit"),
+            &BrowseRequest {
+                cursor: None,
+                max: 10,
+                force: false,
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(p.messages.len(), 1);
+    assert_eq!(s.sub_counts("events", "audit"), (1, 1));
+
+    let origin = RedriveRequest {
+        source: dlq("events/Subscriptions/audit"),
+        target: RedriveTarget::Origin,
+        max: None,
+        rate: None,
+        only_ids: None,
+    };
+    let e = b
+        .redrive(&origin, &OpProgress::detached())
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("subscription"), "{e}");
+    let to_topic = RedriveRequest {
+        target: RedriveTarget::Queue(q("events")),
+        ..origin
+    };
+    let r = b.redrive(&to_topic, &OpProgress::detached()).await.unwrap();
+    assert_eq!(r.moved, 1);
+    assert_eq!(s.sub_counts("events", "audit"), (2, 0));
+    assert_eq!(
+        s.sub_counts("events", "billing"),
+        (2, 0),
+        "the topic fans out"
+    );
 }

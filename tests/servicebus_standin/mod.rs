@@ -56,8 +56,15 @@ pub struct Queue {
     pub dlq: Vec<Msg>,
 }
 
+pub struct Topic {
+    pub name: String,
+    /// Lower-case subscription name → subscription (its `name` is `{topic}/Subscriptions/{sub}`).
+    pub subs: BTreeMap<String, Queue>,
+}
+
 #[derive(Default)]
 pub struct World {
+    pub topics: BTreeMap<String, Topic>,
     pub keys: Vec<(String, String, Rights)>,
     pub queues: BTreeMap<String, Queue>,
     pub next_seq: i64,
@@ -146,6 +153,42 @@ impl StandIn {
         );
     }
 
+    pub fn create_topic(&self, name: &str, subs: &[&str], max_delivery: u32, lock_secs: u64) {
+        let mut w = self.world.lock().unwrap();
+        let subs = subs
+            .iter()
+            .map(|s| {
+                (
+                    s.to_ascii_lowercase(),
+                    Queue {
+                        name: format!("{name}/Subscriptions/{s}"),
+                        lock_duration: Duration::from_secs(lock_secs),
+                        max_delivery,
+                        active: Vec::new(),
+                        dlq: Vec::new(),
+                    },
+                )
+            })
+            .collect();
+        w.topics.insert(
+            name.to_ascii_lowercase(),
+            Topic {
+                name: name.to_string(),
+                subs,
+            },
+        );
+    }
+
+    /// (active, dead-letter) counts of a subscription.
+    pub fn sub_counts(&self, topic: &str, sub: &str) -> (usize, usize) {
+        let w = self.world.lock().unwrap();
+        w.topics
+            .get(&topic.to_ascii_lowercase())
+            .and_then(|t| t.subs.get(&sub.to_ascii_lowercase()))
+            .map(|q| (q.active.len(), q.dlq.len()))
+            .unwrap_or((0, 0))
+    }
+
     /// Put a message straight into a queue's DLQ, as if dead-lettered by a consumer.
     pub fn seed_dlq(&self, queue: &str, mut msg: Msg, reason: &str) {
         let mut w = self.world.lock().unwrap();
@@ -159,7 +202,12 @@ impl StandIn {
             "deadlettererrordescription".into(),
             Value::String(format!("{reason} (seeded)")).to_string(),
         ));
-        if let Some(q) = w.queues.get_mut(&queue.to_ascii_lowercase()) {
+        let lower = queue.to_ascii_lowercase();
+        let target = match lower.split_once("/subscriptions/") {
+            Some((t, sub)) => w.topics.get_mut(t).and_then(|t| t.subs.get_mut(sub)),
+            None => w.queues.get_mut(&lower),
+        };
+        if let Some(q) = target {
             q.dlq.push(msg);
         }
     }
@@ -347,11 +395,48 @@ async fn handle(world: Arc<Mutex<World>>, req: Request<Incoming>) -> Response<Fu
                 .and_then(|s| s.parse().ok())
                 .unwrap_or(100)
                 .min(100);
-            return feed(&w, &host, skip, top);
+            let entries = w
+                .queues
+                .values()
+                .map(|q| entry_xml(q, &host, false))
+                .collect();
+            return feed(&host, "$Resources/Queues", "Queues", entries, skip, top);
+        }
+        let skip: usize = query(q.as_deref(), "$skip")
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0);
+        let top: usize = query(q.as_deref(), "$top")
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(100)
+            .min(100);
+        if segs.len() == 2 && segs[0] == "$Resources" && segs[1] == "Topics" {
+            *w.requests.entry("feed".into()).or_default() += 1;
+            let entries = w.topics.values().map(|t| topic_xml(t, &host)).collect();
+            return feed(&host, "$Resources/Topics", "Topics", entries, skip, top);
+        }
+        if segs.len() == 2 && segs[1].eq_ignore_ascii_case("Subscriptions") {
+            *w.requests.entry("feed".into()).or_default() += 1;
+            let Some(t) = w.topics.get(&segs[0].to_ascii_lowercase()) else {
+                return error(404, "MessagingEntityNotFound: no such topic.");
+            };
+            let entries = t
+                .subs
+                .values()
+                .map(|q| entry_xml(q, &host, false))
+                .collect();
+            let base = format!("{}/Subscriptions", t.name);
+            return feed(&host, &base, "Subscriptions", entries, skip, top);
         }
         *w.requests.entry("entry".into()).or_default() += 1;
-        let name = segs.join("/").to_ascii_lowercase();
-        return match w.queues.get(&name) {
+        let found = match segs.as_slice() {
+            [name] => w.queues.get(&name.to_ascii_lowercase()),
+            [t, s, sub] if s.eq_ignore_ascii_case("Subscriptions") => w
+                .topics
+                .get(&t.to_ascii_lowercase())
+                .and_then(|t| t.subs.get(&sub.to_ascii_lowercase())),
+            _ => None,
+        };
+        return match found {
             Some(qu) => xml(entry_xml(qu, &host, true)),
             // Azure answers a missing entity with an empty feed.
             None => xml(format!(
@@ -363,16 +448,45 @@ async fn handle(world: Arc<Mutex<World>>, req: Request<Incoming>) -> Response<Fu
     };
     // Runtime: entity = segments before "messages".
     let entity: Vec<&String> = segs[..mi].iter().collect();
-    let (qname, dlq) = match entity.as_slice() {
-        [q] => (q.to_ascii_lowercase(), false),
-        [q, d] if d.eq_ignore_ascii_case("$DeadLetterQueue") => (q.to_ascii_lowercase(), true),
-        _ => return error(404, "MessagingEntityNotFound: no such entity."),
-    };
     let rest: Vec<String> = segs[mi + 1..].to_vec();
     let sparse = w.sparse_broker_properties;
     let mut next_seq = w.next_seq;
     let w2 = &mut *w;
-    let Some(queue) = w2.queues.get_mut(&qname) else {
+    let is_dlq = |d: &str| d.eq_ignore_ascii_case("$DeadLetterQueue");
+    let is_subs = |d: &str| d.eq_ignore_ascii_case("Subscriptions");
+    // A send to a topic: every subscription gets a copy.
+    if let ([t], "POST", true) = (entity.as_slice(), method.as_str(), rest.is_empty()) {
+        if let Some(topic) = w2.topics.get_mut(&t.to_ascii_lowercase()) {
+            let m = match build_msg(&parts.headers, &body, 0) {
+                Ok(m) => m,
+                Err(r) => return r,
+            };
+            for sub in topic.subs.values_mut() {
+                let mut c = m.clone();
+                c.seq = next_seq;
+                next_seq += 1;
+                sub.active.push(c);
+            }
+            w.next_seq = next_seq;
+            *w.requests.entry("send".into()).or_default() += 1;
+            return reply(201, Bytes::new());
+        }
+    }
+    let (queue, dlq) = match entity.as_slice() {
+        [q] => (w2.queues.get_mut(&q.to_ascii_lowercase()), false),
+        [q, d] if is_dlq(d) => (w2.queues.get_mut(&q.to_ascii_lowercase()), true),
+        [t, s, sub] | [t, s, sub, _] if is_subs(s) => (
+            w2.topics
+                .get_mut(&t.to_ascii_lowercase())
+                .and_then(|t| t.subs.get_mut(&sub.to_ascii_lowercase())),
+            entity.len() == 4 && is_dlq(entity[3]),
+        ),
+        _ => (None, false),
+    };
+    if entity.len() == 4 && !dlq {
+        return error(404, "MessagingEntityNotFound: no such entity.");
+    }
+    let Some(queue) = queue else {
         return error(404, "MessagingEntityNotFound: no such entity.");
     };
     let (kind, resp) = match (method.as_str(), rest.as_slice()) {
@@ -380,62 +494,12 @@ async fn handle(world: Arc<Mutex<World>>, req: Request<Incoming>) -> Response<Fu
             if dlq {
                 return error(400, "cannot send to a dead-letter queue");
             }
-            let props: Map<String, Value> = match parts.headers.get("brokerproperties") {
-                Some(v) => match serde_json::from_slice(v.as_bytes()) {
-                    Ok(Value::Object(m)) => m,
-                    _ => return error(400, "BrokerProperties is not a JSON object"),
-                },
-                None => Map::new(),
-            };
-            let custom = parts
-                .headers
-                .iter()
-                .filter(|(k, _)| {
-                    ![
-                        "authorization",
-                        "brokerproperties",
-                        "content-type",
-                        "content-length",
-                        "host",
-                        "accept",
-                        "connection",
-                        "user-agent",
-                        "accept-encoding",
-                        "transfer-encoding",
-                    ]
-                    .contains(&k.as_str())
-                })
-                .map(|(k, v)| {
-                    (
-                        k.as_str().to_string(),
-                        String::from_utf8_lossy(v.as_bytes()).into_owned(),
-                    )
-                })
-                .collect();
-            let visible_at = props
-                .get("ScheduledEnqueueTimeUtc")
-                .and_then(|v| v.as_str())
-                .and_then(|s| DateTime::parse_from_rfc2822(s).ok())
-                .map(|d| d.with_timezone(&Utc));
-            let m = Msg {
-                seq: next_seq,
-                message_id: props
-                    .get("MessageId")
-                    .and_then(|v| v.as_str())
-                    .map(str::to_string)
-                    .unwrap_or_else(|| uuid::Uuid::new_v4().simple().to_string()),
-                body: body.to_vec(),
-                content_type: parts
-                    .headers
-                    .get("content-type")
-                    .and_then(|v| v.to_str().ok())
-                    .map(str::to_string),
-                props,
-                custom,
-                delivery_count: 0,
-                enqueued: Utc::now(),
-                visible_at,
-                lock: None,
+            if entity.len() == 3 {
+                return error(400, "cannot send to a subscription; send to its topic");
+            }
+            let m = match build_msg(&parts.headers, &body, next_seq) {
+                Ok(m) => m,
+                Err(r) => return r,
             };
             next_seq += 1;
             queue.active.push(m);
@@ -613,6 +677,68 @@ async fn handle(world: Arc<Mutex<World>>, req: Request<Incoming>) -> Response<Fu
     resp
 }
 
+fn build_msg(
+    headers: &hyper::HeaderMap,
+    body: &Bytes,
+    seq: i64,
+) -> Result<Msg, Response<Full<Bytes>>> {
+    let props: Map<String, Value> = match headers.get("brokerproperties") {
+        Some(v) => match serde_json::from_slice(v.as_bytes()) {
+            Ok(Value::Object(m)) => m,
+            _ => return Err(error(400, "BrokerProperties is not a JSON object")),
+        },
+        None => Map::new(),
+    };
+    let custom = headers
+        .iter()
+        .filter(|(k, _)| {
+            ![
+                "authorization",
+                "brokerproperties",
+                "content-type",
+                "content-length",
+                "host",
+                "accept",
+                "connection",
+                "user-agent",
+                "accept-encoding",
+                "transfer-encoding",
+            ]
+            .contains(&k.as_str())
+        })
+        .map(|(k, v)| {
+            (
+                k.as_str().to_string(),
+                String::from_utf8_lossy(v.as_bytes()).into_owned(),
+            )
+        })
+        .collect();
+    let visible_at = props
+        .get("ScheduledEnqueueTimeUtc")
+        .and_then(|v| v.as_str())
+        .and_then(|s| DateTime::parse_from_rfc2822(s).ok())
+        .map(|d| d.with_timezone(&Utc));
+    Ok(Msg {
+        seq,
+        message_id: props
+            .get("MessageId")
+            .and_then(|v| v.as_str())
+            .map(str::to_string)
+            .unwrap_or_else(|| uuid::Uuid::new_v4().simple().to_string()),
+        body: body.to_vec(),
+        content_type: headers
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string),
+        props,
+        custom,
+        delivery_count: 0,
+        enqueued: Utc::now(),
+        visible_at,
+        lock: None,
+    })
+}
+
 fn xml(s: String) -> Response<Full<Bytes>> {
     let mut r = reply(200, s);
     r.headers_mut().insert(
@@ -643,8 +769,14 @@ fn entry_xml(q: &Queue, host: &str, root: bool) -> String {
     } else {
         ""
     };
+    let title = q.name.rsplit('/').next().unwrap_or(&q.name);
+    let desc = if q.name.contains("/Subscriptions/") {
+        "SubscriptionDescription"
+    } else {
+        "QueueDescription"
+    };
     format!(
-        r#"<entry{ns} xml:base="http://{host}/{name}?api-version=2021-05"><id>http://{host}/{name}?api-version=2021-05</id><title type="text">{name}</title><published>2026-01-01T00:00:00Z</published><updated>2026-01-01T00:00:00Z</updated><author><name>standin</name></author><link rel="self" href="../{name}?api-version=2021-05"/><content type="application/xml"><QueueDescription xmlns="http://schemas.microsoft.com/netservices/2010/10/servicebus/connect" xmlns:i="http://www.w3.org/2001/XMLSchema-instance"><LockDuration>PT{lock}S</LockDuration><MaxSizeInMegabytes>1024</MaxSizeInMegabytes><RequiresDuplicateDetection>false</RequiresDuplicateDetection><RequiresSession>false</RequiresSession><DefaultMessageTimeToLive>P10675199DT2H48M5.4775807S</DefaultMessageTimeToLive><DeadLetteringOnMessageExpiration>false</DeadLetteringOnMessageExpiration><DuplicateDetectionHistoryTimeWindow>PT10M</DuplicateDetectionHistoryTimeWindow><MaxDeliveryCount>{maxd}</MaxDeliveryCount><EnableBatchedOperations>true</EnableBatchedOperations><SizeInBytes>{size}</SizeInBytes><MessageCount>{total}</MessageCount><IsAnonymousAccessible>false</IsAnonymousAccessible><Status>Active</Status><CreatedAt>2026-01-01T00:00:00Z</CreatedAt><UpdatedAt>2026-01-01T00:00:00Z</UpdatedAt><AccessedAt>0001-01-01T00:00:00Z</AccessedAt><SupportOrdering>true</SupportOrdering><CountDetails xmlns:d2p1="http://schemas.microsoft.com/netservices/2011/06/servicebus"><d2p1:ActiveMessageCount>{active}</d2p1:ActiveMessageCount><d2p1:DeadLetterMessageCount>{dl}</d2p1:DeadLetterMessageCount><d2p1:ScheduledMessageCount>{scheduled}</d2p1:ScheduledMessageCount><d2p1:TransferMessageCount>0</d2p1:TransferMessageCount><d2p1:TransferDeadLetterMessageCount>0</d2p1:TransferDeadLetterMessageCount></CountDetails><AutoDeleteOnIdle>P10675199DT2H48M5.4775807S</AutoDeleteOnIdle><EnablePartitioning>false</EnablePartitioning><EntityAvailabilityStatus>Available</EntityAvailabilityStatus><EnableExpress>false</EnableExpress></QueueDescription></content></entry>"#,
+        r#"<entry{ns} xml:base="http://{host}/{name}?api-version=2021-05"><id>http://{host}/{name}?api-version=2021-05</id><title type="text">{title}</title><published>2026-01-01T00:00:00Z</published><updated>2026-01-01T00:00:00Z</updated><author><name>standin</name></author><link rel="self" href="../{name}?api-version=2021-05"/><content type="application/xml"><{desc} xmlns="http://schemas.microsoft.com/netservices/2010/10/servicebus/connect" xmlns:i="http://www.w3.org/2001/XMLSchema-instance"><LockDuration>PT{lock}S</LockDuration><MaxSizeInMegabytes>1024</MaxSizeInMegabytes><RequiresDuplicateDetection>false</RequiresDuplicateDetection><RequiresSession>false</RequiresSession><DefaultMessageTimeToLive>P10675199DT2H48M5.4775807S</DefaultMessageTimeToLive><DeadLetteringOnMessageExpiration>false</DeadLetteringOnMessageExpiration><DuplicateDetectionHistoryTimeWindow>PT10M</DuplicateDetectionHistoryTimeWindow><MaxDeliveryCount>{maxd}</MaxDeliveryCount><EnableBatchedOperations>true</EnableBatchedOperations><SizeInBytes>{size}</SizeInBytes><MessageCount>{total}</MessageCount><IsAnonymousAccessible>false</IsAnonymousAccessible><Status>Active</Status><CreatedAt>2026-01-01T00:00:00Z</CreatedAt><UpdatedAt>2026-01-01T00:00:00Z</UpdatedAt><AccessedAt>0001-01-01T00:00:00Z</AccessedAt><SupportOrdering>true</SupportOrdering><CountDetails xmlns:d2p1="http://schemas.microsoft.com/netservices/2011/06/servicebus"><d2p1:ActiveMessageCount>{active}</d2p1:ActiveMessageCount><d2p1:DeadLetterMessageCount>{dl}</d2p1:DeadLetterMessageCount><d2p1:ScheduledMessageCount>{scheduled}</d2p1:ScheduledMessageCount><d2p1:TransferMessageCount>0</d2p1:TransferMessageCount><d2p1:TransferDeadLetterMessageCount>0</d2p1:TransferDeadLetterMessageCount></CountDetails><AutoDeleteOnIdle>P10675199DT2H48M5.4775807S</AutoDeleteOnIdle><EnablePartitioning>false</EnablePartitioning><EntityAvailabilityStatus>Available</EntityAvailabilityStatus><EnableExpress>false</EnableExpress></{desc}></content></entry>"#,
         name = q.name,
         lock = q.lock_duration.as_secs(),
         maxd = q.max_delivery,
@@ -653,20 +785,35 @@ fn entry_xml(q: &Queue, host: &str, root: bool) -> String {
     )
 }
 
-fn feed(w: &World, host: &str, skip: usize, top: usize) -> Response<Full<Bytes>> {
-    let total = w.queues.len();
+fn topic_xml(t: &Topic, host: &str) -> String {
+    format!(
+        r#"<entry xml:base="http://{host}/{name}?api-version=2021-05"><id>http://{host}/{name}?api-version=2021-05</id><title type="text">{name}</title><content type="application/xml"><TopicDescription xmlns="http://schemas.microsoft.com/netservices/2010/10/servicebus/connect" xmlns:i="http://www.w3.org/2001/XMLSchema-instance"><SizeInBytes>0</SizeInBytes><SubscriptionCount>{n}</SubscriptionCount><Status>Active</Status></TopicDescription></content></entry>"#,
+        name = t.name,
+        n = t.subs.len()
+    )
+}
+
+fn feed(
+    host: &str,
+    base: &str,
+    title: &str,
+    entries: Vec<String>,
+    skip: usize,
+    top: usize,
+) -> Response<Full<Bytes>> {
+    let total = entries.len();
     let mut s = format!(
-        r#"<feed xmlns="http://www.w3.org/2005/Atom"><title type="text">Queues</title><id>http://{host}/$Resources/Queues?$skip={skip}&amp;$top={top}&amp;api-version=2021-05</id><updated>{}</updated><link rel="self" href="http://{host}/$Resources/Queues?$skip={skip}&amp;$top={top}&amp;api-version=2021-05"/>"#,
+        r#"<feed xmlns="http://www.w3.org/2005/Atom"><title type="text">{title}</title><id>http://{host}/{base}?$skip={skip}&amp;$top={top}&amp;api-version=2021-05</id><updated>{}</updated><link rel="self" href="http://{host}/{base}?$skip={skip}&amp;$top={top}&amp;api-version=2021-05"/>"#,
         Utc::now().to_rfc3339()
     );
     if skip + top < total {
         s.push_str(&format!(
-            r#"<link rel="next" href="http://{host}/$Resources/Queues?%24skip={}&amp;%24top={top}&amp;api-version=2021-05"/>"#,
+            r#"<link rel="next" href="http://{host}/{base}?%24skip={}&amp;%24top={top}&amp;api-version=2021-05"/>"#,
             skip + top
         ));
     }
-    for q in w.queues.values().skip(skip).take(top) {
-        s.push_str(&entry_xml(q, host, false));
+    for e in entries.into_iter().skip(skip).take(top) {
+        s.push_str(&e);
     }
     s.push_str("</feed>");
     let mut r = reply(200, s);

@@ -139,8 +139,9 @@ pub fn parse_feed(xml: &str) -> Result<FeedPage> {
                                 e.counts.insert(k.to_string(), n);
                             }
                         }
-                        (Ns::Connect, k, Some((Ns::Connect, "QueueDescription")))
-                            if k != "CountDetails" =>
+                        // QueueDescription, SubscriptionDescription, TopicDescription.
+                        (Ns::Connect, k, Some((Ns::Connect, p)))
+                            if p.ends_with("Description") && k != "CountDetails" =>
                         {
                             e.fields.insert(k.to_string(), text.trim().to_string());
                         }
@@ -208,15 +209,50 @@ fn auth_hint(e: BackendError, rest: &Rest) -> BackendError {
 
 /// All queues, one request per page of 100.
 pub async fn list_all(rest: &Rest) -> Result<Vec<QueueEntry>> {
+    list_feed(
+        rest,
+        "mgmt:list-queues",
+        "$Resources/Queues",
+        "listing queues",
+    )
+    .await
+}
+
+/// All topics, one request per page of 100.
+pub async fn list_topics(rest: &Rest) -> Result<Vec<QueueEntry>> {
+    list_feed(
+        rest,
+        "mgmt:list-topics",
+        "$Resources/Topics",
+        "listing topics",
+    )
+    .await
+}
+
+/// A topic's subscriptions, named `{topic}/Subscriptions/{name}`.
+pub async fn list_subscriptions(rest: &Rest, topic: &str) -> Result<Vec<QueueEntry>> {
+    let base = format!("{}/Subscriptions", entity_url_path(topic));
+    let mut subs = list_feed(
+        rest,
+        "mgmt:list-subscriptions",
+        &base,
+        &format!("listing subscriptions of {topic}"),
+    )
+    .await?;
+    for s in &mut subs {
+        s.name = format!("{topic}/Subscriptions/{}", s.name);
+    }
+    Ok(subs)
+}
+
+async fn list_feed(rest: &Rest, op: &str, base: &str, what: &str) -> Result<Vec<QueueEntry>> {
     let mut out = Vec::new();
     let mut skip = 0usize;
     loop {
-        let path = format!("$Resources/Queues?$skip={skip}&$top={PAGE}&api-version={API_VERSION}");
-        let resp = rest
-            .call("mgmt:list-queues", Method::GET, &path, &[], Vec::new())
-            .await?;
+        let path = format!("{base}?$skip={skip}&$top={PAGE}&api-version={API_VERSION}");
+        let resp = rest.call(op, Method::GET, &path, &[], Vec::new()).await?;
         if resp.status != 200 {
-            return Err(auth_hint(status_error(&resp, "listing queues"), rest));
+            return Err(auth_hint(status_error(&resp, what), rest));
         }
         let text = String::from_utf8_lossy(&resp.body);
         let page = parse_feed(&text)?;
@@ -251,7 +287,11 @@ pub async fn get_queue(rest: &Rest, name: &str) -> Result<Option<QueueEntry>> {
         ));
     }
     let page = parse_feed(&String::from_utf8_lossy(&resp.body))?;
-    Ok(page.entries.into_iter().next())
+    // The entry's title is the last path segment; keep the full entity path as the name.
+    Ok(page.entries.into_iter().next().map(|mut e| {
+        e.name = name.to_string();
+        e
+    }))
 }
 
 /// ISO-8601 duration (`PT1M`, `PT30.5S`, `P1DT2H`, `P10675199DT2H48M5.4775807S`) → seconds.

@@ -45,6 +45,13 @@ pub fn dlq_parent(entity: &str) -> Option<&str> {
 
 pub struct ServiceBus {
     rest: Arc<Rest>,
+    /// Also list topics' subscriptions (profile `topics`, default true).
+    topics: bool,
+}
+
+/// `orders/Subscriptions/audit` (or its DLQ) is a subscription, not a queue.
+pub fn is_subscription(entity: &str) -> bool {
+    entity.to_ascii_lowercase().contains("/subscriptions/")
 }
 
 pub async fn connect(profile: &Profile, settings: &ServicebusSettings) -> Result<Arc<dyn Backend>> {
@@ -70,6 +77,7 @@ pub async fn connect(profile: &Profile, settings: &ServicebusSettings) -> Result
     })?;
     Ok(Arc::new(ServiceBus {
         rest: Arc::new(Rest::new(info)?),
+        topics: settings.topics.unwrap_or(true),
     }))
 }
 
@@ -121,9 +129,14 @@ fn queue_info(e: &QueueEntry) -> (QueueInfo, QueueInfo) {
         }
     }
     let dlq_id = QueueId::new(format!("{}{DLQ_SUFFIX}", e.name));
+    let kind = if is_subscription(&e.name) {
+        QueueKind::Subscription
+    } else {
+        QueueKind::Standard
+    };
     let main = QueueInfo {
         id: QueueId::new(e.name.clone()),
-        kind: QueueKind::Standard,
+        kind,
         is_dlq: false,
         dlq: Some(dlq_id.clone()),
         dlq_sources: Vec::new(),
@@ -131,7 +144,7 @@ fn queue_info(e: &QueueEntry) -> (QueueInfo, QueueInfo) {
     };
     let dlq = QueueInfo {
         id: dlq_id,
-        kind: QueueKind::Standard,
+        kind,
         is_dlq: true,
         dlq: None,
         dlq_sources: vec![QueueId::new(e.name.clone())],
@@ -171,7 +184,17 @@ impl ServiceBus {
     async fn entries(&self) -> Result<Vec<QueueEntry>> {
         match &self.rest.info.entity_path {
             Some(p) => Ok(mgmt::get_queue(&self.rest, p).await?.into_iter().collect()),
-            None => mgmt::list_all(&self.rest).await,
+            None => {
+                let mut all = mgmt::list_all(&self.rest).await?;
+                if self.topics {
+                    // One request per page of topics, then one per page of each topic's
+                    // subscriptions (the API has no namespace-wide subscription feed).
+                    for t in mgmt::list_topics(&self.rest).await? {
+                        all.extend(mgmt::list_subscriptions(&self.rest, &t.name).await?);
+                    }
+                }
+                Ok(all)
+            }
         }
     }
 }

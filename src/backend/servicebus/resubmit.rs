@@ -79,6 +79,11 @@ pub async fn resubmit(
         )));
     };
     let target = match &req.target {
+        RedriveTarget::Origin if super::is_subscription(parent) => {
+            return Err(BackendError::Invalid(format!(
+                "{parent} is a subscription and cannot receive messages: choose the topic (every subscription gets a copy) or a queue as the target"
+            )))
+        }
         RedriveTarget::Origin => parent.to_string(),
         RedriveTarget::Queue(q) => q.as_str().to_string(),
     };

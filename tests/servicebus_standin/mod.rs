@@ -459,7 +459,7 @@ async fn handle(world: Arc<Mutex<World>>, req: Request<Incoming>) -> Response<Fu
         if let Some(topic) = w2.topics.get_mut(&t.to_ascii_lowercase()) {
             let m = match build_msg(&parts.headers, &body, 0) {
                 Ok(m) => m,
-                Err(r) => return r,
+                Err(e) => return error(400, e),
             };
             for sub in topic.subs.values_mut() {
                 let mut c = m.clone();
@@ -499,7 +499,7 @@ async fn handle(world: Arc<Mutex<World>>, req: Request<Incoming>) -> Response<Fu
             }
             let m = match build_msg(&parts.headers, &body, next_seq) {
                 Ok(m) => m,
-                Err(r) => return r,
+                Err(e) => return error(400, e),
             };
             next_seq += 1;
             queue.active.push(m);
@@ -677,15 +677,11 @@ async fn handle(world: Arc<Mutex<World>>, req: Request<Incoming>) -> Response<Fu
     resp
 }
 
-fn build_msg(
-    headers: &hyper::HeaderMap,
-    body: &Bytes,
-    seq: i64,
-) -> Result<Msg, Response<Full<Bytes>>> {
+fn build_msg(headers: &hyper::HeaderMap, body: &Bytes, seq: i64) -> Result<Msg, &'static str> {
     let props: Map<String, Value> = match headers.get("brokerproperties") {
         Some(v) => match serde_json::from_slice(v.as_bytes()) {
             Ok(Value::Object(m)) => m,
-            _ => return Err(error(400, "BrokerProperties is not a JSON object")),
+            _ => return Err("BrokerProperties is not a JSON object"),
         },
         None => Map::new(),
     };

@@ -712,3 +712,31 @@ async fn topics_subscriptions_and_their_dlqs() {
         "the topic fans out"
     );
 }
+
+#[tokio::test]
+async fn entity_scoped_connection_string_lists_its_entity() {
+    let s = StandIn::start().await;
+    s.create_queue("one", 10, 60);
+    s.create_queue("two", 10, 60);
+    s.seed_dlq("one", rich_msg(5), "Poison");
+    let b = backend_with(&format!("{};EntityPath=one", s.manage_conn_str()))
+        .await
+        .unwrap();
+    let list = b.list_queues().await.unwrap();
+    assert_eq!(list.len(), 2, "only the entity and its DLQ");
+    let r = b
+        .redrive(
+            &RedriveRequest {
+                source: dlq("one"),
+                target: RedriveTarget::Origin,
+                max: None,
+                rate: None,
+                only_ids: Some(vec!["msg-5".into()]),
+            },
+            &OpProgress::detached(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.moved, 1);
+    assert_eq!(s.counts("one"), (1, 0));
+}

@@ -69,7 +69,12 @@ impl Rest {
                 let exp = now + TOKEN_TTL_SECS;
                 // One token for the whole namespace: Service Bus accepts a token whose `sr`
                 // is a prefix of the entity URI.
-                let tok = sas_token(&self.info.base, name, key, exp);
+                // An entity-scoped string (EntityPath) signs for that entity only.
+                let resource = match &self.info.entity_path {
+                    Some(e) => format!("{}{}", self.info.base, entity_url_path(e)),
+                    None => self.info.base.clone(),
+                };
+                let tok = sas_token(&resource, name, key, exp);
                 *g = Some((tok.clone(), exp));
                 tok
             }

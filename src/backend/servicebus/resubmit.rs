@@ -240,10 +240,14 @@ async fn worker(ctx: Arc<Ctx>) {
                 continue;
             }
             st.empty_streak = 0;
-            let selected = match (&mut st.remaining_ids, msg.message_id()) {
-                (None, _) => true,
-                (Some(r), Some(id)) => r.remove(&id),
-                (Some(_), None) => false,
+            // Browse shows MessageId, or the sequence number when there is none.
+            let seq = msg.sequence_number().map(|n| n.to_string());
+            let selected = match &mut st.remaining_ids {
+                None => true,
+                Some(r) => {
+                    let by_id = msg.message_id().is_some_and(|id| r.remove(&id));
+                    by_id || seq.is_some_and(|n| r.remove(&n))
+                }
             };
             if !selected {
                 st.claimed = st.claimed.saturating_sub(1);

@@ -35,11 +35,29 @@ const AGE_NOTE: &str =
 
 /// `orders/$DeadLetterQueue` → `Some("orders")`.
 pub fn dlq_parent(entity: &str) -> Option<&str> {
-    let n = entity.len();
-    if n > DLQ_SUFFIX.len() && entity[n - DLQ_SUFFIX.len()..].eq_ignore_ascii_case(DLQ_SUFFIX) {
-        Some(&entity[..n - DLQ_SUFFIX.len()])
-    } else {
-        None
+    let cut = entity
+        .len()
+        .checked_sub(DLQ_SUFFIX.len())
+        .filter(|c| *c > 0)?;
+    // `get` so a multi-byte name never panics on a non-boundary index.
+    let tail = entity.get(cut..)?;
+    tail.eq_ignore_ascii_case(DLQ_SUFFIX)
+        .then(|| entity.get(..cut))
+        .flatten()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dlq_parent_handles_any_name() {
+        assert_eq!(dlq_parent("orders/$DeadLetterQueue"), Some("orders"));
+        assert_eq!(dlq_parent("orders/$deadletterqueue"), Some("orders"));
+        assert_eq!(dlq_parent("/$DeadLetterQueue"), None);
+        assert_eq!(dlq_parent("orders"), None);
+        assert_eq!(dlq_parent("ééééééééééééééééééé"), None);
+        assert!(is_subscription("t/Subscriptions/s"));
     }
 }
 

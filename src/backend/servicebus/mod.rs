@@ -46,21 +46,6 @@ pub fn dlq_parent(entity: &str) -> Option<&str> {
         .flatten()
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn dlq_parent_handles_any_name() {
-        assert_eq!(dlq_parent("orders/$DeadLetterQueue"), Some("orders"));
-        assert_eq!(dlq_parent("orders/$deadletterqueue"), Some("orders"));
-        assert_eq!(dlq_parent("/$DeadLetterQueue"), None);
-        assert_eq!(dlq_parent("orders"), None);
-        assert_eq!(dlq_parent("ééééééééééééééééééé"), None);
-        assert!(is_subscription("t/Subscriptions/s"));
-    }
-}
-
 pub struct ServiceBus {
     rest: Arc<Rest>,
     /// Also list topics' subscriptions (profile `topics`, default true).
@@ -369,5 +354,20 @@ impl Backend for ServiceBus {
 
     fn api_calls(&self) -> &ApiCalls {
         &self.rest.calls
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dlq_parent_handles_any_name() {
+        assert_eq!(dlq_parent("orders/$DeadLetterQueue"), Some("orders"));
+        assert_eq!(dlq_parent("orders/$deadletterqueue"), Some("orders"));
+        assert_eq!(dlq_parent("/$DeadLetterQueue"), None);
+        assert_eq!(dlq_parent("orders"), None);
+        assert_eq!(dlq_parent("ééééééééééééééééééé"), None);
+        assert!(is_subscription("t/Subscriptions/s"));
     }
 }

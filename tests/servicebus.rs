@@ -740,3 +740,198 @@ async fn entity_scoped_connection_string_lists_its_entity() {
     assert_eq!(r.moved, 1);
     assert_eq!(s.counts("one"), (1, 0));
 }
+
+/// Evidence for the design choice in `src/backend/servicebus/runtime.rs`: the
+/// `azure_messaging_servicebus` 0.21 crate can be pointed at any endpoint through a custom
+/// `azure_core::HttpClient` that rewrites its hard-coded `https://{ns}.servicebus.windows.net`
+/// and re-signs (its own token's `sr` names that host) — but its peek-lock fails on a binary
+/// body and on sparse BrokerProperties *after* taking the lock, leaving the message locked.
+mod crate_routing {
+    use super::*;
+    use std::collections::HashMap;
+
+    use azure_core::error::ErrorKind;
+    use azure_core::headers::{HeaderName, HeaderValue, Headers};
+    use azure_messaging_servicebus::service_bus::QueueClient;
+
+    #[derive(Debug)]
+    struct Rewrite {
+        http: reqwest::Client,
+        base: String,
+    }
+
+    #[async_trait::async_trait]
+    impl azure_core::HttpClient for Rewrite {
+        async fn execute_request(
+            &self,
+            req: &azure_core::Request,
+        ) -> azure_core::Result<azure_core::Response> {
+            // https://{ns}.servicebus.windows.net/{path} → {profile endpoint}/{path}
+            let url = req.url();
+            let mut target = format!("{}{}", self.base, url.path().trim_start_matches('/'));
+            if let Some(q) = url.query() {
+                target = format!("{target}?{q}");
+            }
+            let method = reqwest::Method::from_bytes(req.method().as_ref().as_bytes())
+                .map_err(|e| azure_core::Error::new(ErrorKind::DataConversion, e))?;
+            let mut rb = self.http.request(method, &target);
+            for (n, v) in req.headers().iter() {
+                if n.as_str() != "authorization" {
+                    rb = rb.header(n.as_str(), v.as_str());
+                }
+            }
+            let tok = qdeck::backend::servicebus::connstr::sas_token(
+                &self.base,
+                "RootManageSharedAccessKey",
+                standin::MANAGE_KEY,
+                qdeck::backend::servicebus::connstr::unix_now() + 600,
+            );
+            rb = rb.header("authorization", tok);
+            if let azure_core::Body::Bytes(b) = req.body() {
+                rb = rb.body(b.to_vec());
+            }
+            let resp = rb
+                .send()
+                .await
+                .map_err(|e| azure_core::Error::new(ErrorKind::Io, e))?;
+            let status = azure_core::StatusCode::try_from(resp.status().as_u16())
+                .map_err(|_| azure_core::Error::message(ErrorKind::DataConversion, "status"))?;
+            let headers: HashMap<HeaderName, HeaderValue> = resp
+                .headers()
+                .iter()
+                .filter_map(|(k, v)| {
+                    Some((
+                        HeaderName::from(k.as_str().to_string()),
+                        HeaderValue::from(v.to_str().ok()?.to_string()),
+                    ))
+                })
+                .collect();
+            let body = resp
+                .bytes()
+                .await
+                .map_err(|e| azure_core::Error::new(ErrorKind::Io, e))?;
+            let stream = futures::stream::once(async move { Ok(body) });
+            Ok(azure_core::Response::new(
+                status,
+                Headers::from(headers),
+                Box::pin(stream),
+            ))
+        }
+    }
+
+    fn client(s: &StandIn, queue: &str) -> QueueClient {
+        let http = Arc::new(Rewrite {
+            http: reqwest::Client::new(),
+            base: format!("http://{}/", s.addr),
+        });
+        QueueClient::new(
+            http,
+            "ignored",
+            queue,
+            "RootManageSharedAccessKey",
+            "unused".to_string(),
+        )
+        .unwrap()
+    }
+
+    #[tokio::test]
+    async fn crate_reaches_the_standin_through_our_http_client() {
+        let s = StandIn::start().await;
+        s.create_queue("viacrate", 10, 60);
+        // Small sequence numbers: the crate reads EnqueuedSequenceNumber as i32.
+        s.world.lock().unwrap().next_seq = 1;
+        let c = client(&s, "viacrate");
+        c.send_message("hello", None).await.unwrap();
+        assert_eq!(s.counts("viacrate"), (1, 0));
+        let m = c.peek_lock_message2(None).await.unwrap();
+        assert_eq!(m.body(), "hello");
+        m.delete_message().await.unwrap();
+        assert_eq!(s.counts("viacrate"), (0, 0));
+    }
+
+    #[tokio::test]
+    async fn crate_peek_lock_fails_after_locking_on_binary_or_sparse_messages() {
+        let s = StandIn::start().await;
+        s.create_queue("bad", 10, 60);
+        s.world.lock().unwrap().next_seq = 1; // isolate each failure mode
+        s.seed_dlq("bad", new_msg(&[0xff, 0xfe]), "Binary");
+        let c = client(&s, "bad/$DeadLetterQueue");
+        assert!(c.peek_lock_message2(None).await.is_err(), "binary body");
+        assert!(
+            s.messages("bad", true)[0].lock.is_some(),
+            "…and the message stays locked"
+        );
+
+        s.create_queue("sparse", 10, 60);
+        s.world.lock().unwrap().sparse_broker_properties = true;
+        s.seed_dlq("sparse", new_msg(b"text"), "Poison");
+        let c = client(&s, "sparse/$DeadLetterQueue");
+        assert!(
+            c.peek_lock_message2(None).await.is_err(),
+            "sparse BrokerProperties"
+        );
+        assert!(s.messages("sparse", true)[0].lock.is_some());
+        {
+            let mut w = s.world.lock().unwrap();
+            w.sparse_broker_properties = false;
+            w.next_seq = (1 << 33) + 1;
+        }
+        s.create_queue("big", 10, 60);
+        s.seed_dlq("big", new_msg(b"text"), "Poison"); // sequence number beyond 32 bits
+        let c = client(&s, "big/$DeadLetterQueue");
+        assert!(
+            c.peek_lock_message2(None).await.is_err(),
+            "EnqueuedSequenceNumber > i32"
+        );
+        assert!(s.messages("big", true)[0].lock.is_some());
+        // Our runtime reads all three (once the crate's stranded locks are released).
+        {
+            let mut w = s.world.lock().unwrap();
+            for q in w.queues.values_mut() {
+                for x in q.dlq.iter_mut() {
+                    x.lock = None;
+                }
+            }
+            w.sparse_broker_properties = true;
+        }
+        let b = backend(&s).await;
+        let p = b
+            .browse(
+                &dlq("bad"),
+                &BrowseRequest {
+                    cursor: None,
+                    max: 5,
+                    force: false,
+                },
+            )
+            .await
+            .unwrap();
+        assert_eq!(p.messages[0].body, [0xff, 0xfe]);
+        let p = b
+            .browse(
+                &dlq("sparse"),
+                &BrowseRequest {
+                    cursor: None,
+                    max: 5,
+                    force: false,
+                },
+            )
+            .await
+            .unwrap();
+        assert_eq!(p.messages[0].body, b"text");
+        assert!(s.messages("sparse", true)[0].lock.is_none());
+        s.world.lock().unwrap().sparse_broker_properties = false;
+        let p = b
+            .browse(
+                &dlq("big"),
+                &BrowseRequest {
+                    cursor: None,
+                    max: 5,
+                    force: false,
+                },
+            )
+            .await
+            .unwrap();
+        assert!(p.messages[0].seq.unwrap() > i32::MAX as i64);
+    }
+}

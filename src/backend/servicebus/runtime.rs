@@ -8,6 +8,10 @@
 //! message locked and its delivery count raised), hard-codes `https://{ns}.servicebus.windows.net`
 //! and signs that URL. Here bodies are bytes, `BrokerProperties` is read leniently (every field
 //! optional, numbers up to 64 bits), and the lock URI is kept whatever the properties hold.
+//! `tests/servicebus.rs` (`crate_routing`) shows both sides: the crate does reach a custom
+//! endpoint through our own `azure_core::HttpClient` (URL rewrite + re-signing), and its
+//! peek-lock fails after locking on a binary body, sparse properties and a 33-bit
+//! `EnqueuedSequenceNumber`, stranding the message locked.
 
 use reqwest::header::{HeaderName, HeaderValue, CONTENT_TYPE};
 use reqwest::Method;

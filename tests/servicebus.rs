@@ -935,3 +935,36 @@ mod crate_routing {
         assert!(p.messages[0].seq.unwrap() > i32::MAX as i64);
     }
 }
+
+#[tokio::test]
+async fn listen_key_scoped_to_an_entity_shows_what_it_can() {
+    let s = StandIn::start().await;
+    s.create_queue("solo", 10, 60);
+    s.seed_dlq("solo", rich_msg(9), "Poison");
+    let cs = format!(
+        "{};EntityPath=solo",
+        s.conn_str("ListenOnly", standin::LISTEN_KEY)
+    );
+    let b = backend_with(&cs).await.unwrap();
+    let list = b.list_queues().await.unwrap();
+    let ids: Vec<_> = list.iter().map(|i| i.id.clone()).collect();
+    assert_eq!(ids, vec![q("solo"), dlq("solo")]);
+    assert_eq!(
+        list[0].settings.max_receives, None,
+        "settings unknown without Manage"
+    );
+    let e = b.stats(&ids).await.unwrap_err();
+    assert!(e.to_string().contains("Manage rights"), "{e}");
+    let p = b
+        .browse(
+            &dlq("solo"),
+            &BrowseRequest {
+                cursor: None,
+                max: 5,
+                force: false,
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(p.messages.len(), 1);
+}

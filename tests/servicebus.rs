@@ -325,6 +325,14 @@ async fn resubmit_to_chosen_queue_with_max_and_selection() {
     };
     let r = b.redrive(&only, &p).await.unwrap();
     assert_eq!(r.moved, 2, "{r:?}");
+    assert!(r.errors.is_empty(), "{r:?}");
+    let gone = RedriveRequest {
+        only_ids: Some(vec!["msg-17".into()]),
+        ..only.clone()
+    };
+    let r = b.redrive(&gone, &p).await.unwrap();
+    assert_eq!(r.moved, 0);
+    assert!(r.errors.iter().any(|e| e.contains("not found")), "{r:?}");
     assert_eq!(s.counts("src"), (0, 13));
     assert!(
         s.messages("src", true).iter().all(|m| m.lock.is_none()),

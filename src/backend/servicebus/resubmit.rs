@@ -155,6 +155,12 @@ pub async fn resubmit(
             "{lost} held message(s) could not be unlocked; they stay in the DLQ, locked until LockDuration passes"
         ));
     }
+    let missing = st.remaining_ids.as_ref().map_or(0, |r| r.len());
+    if missing > 0 && !progress.cancelled() {
+        st.error(format!(
+            "{missing} selected message(s) were not found in the DLQ (gone, locked by another receiver, or past what one lock duration could reach)"
+        ));
+    }
     st.report.cancelled = progress.cancelled();
     progress.phase("done");
     let report = std::mem::take(&mut st.report);

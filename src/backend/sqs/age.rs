@@ -7,10 +7,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use aws_sdk_cloudwatch::primitives::DateTime as CwDateTime;
-use aws_sdk_cloudwatch::types::{Dimension, Metric, MetricDataQuery, MetricStat, ScanBy};
+use serde_json::Value;
 
-use super::client::{map_sdk, one_line};
+use super::client::one_line;
+use super::cwjson;
 use super::{lock, ops, SqsBackend};
 use crate::domain::*;
 
@@ -167,78 +167,72 @@ fn store(b: &SqsBackend, id: &QueueId, point: Option<(f64, i64)>, error: Option<
 async fn sweep_chunk(b: &SqsBackend, region: usize, chunk: &[(QueueId, String)]) {
     let end = now_ms() / 1000;
     let start = end - WINDOW_SECS;
-    let queries: Vec<MetricDataQuery> = chunk
-        .iter()
-        .enumerate()
-        .map(|(i, (_, name))| {
-            let metric = Metric::builder()
-                .namespace("AWS/SQS")
-                .metric_name("ApproximateAgeOfOldestMessage")
-                .dimensions(Dimension::builder().name("QueueName").value(name).build())
-                .build();
-            MetricDataQuery::builder()
-                .id(format!("q{i}"))
-                .metric_stat(
-                    MetricStat::builder()
-                        .metric(metric)
-                        .period(60)
-                        .stat("Maximum")
-                        .build(),
-                )
-                .return_data(true)
-                .build()
-        })
-        .collect();
+    let names: Vec<&str> = chunk.iter().map(|(_, n)| n.as_str()).collect();
     let mut latest: HashMap<usize, (f64, i64)> = HashMap::new();
     let mut token: Option<String> = None;
+    let mut pages = 0;
     loop {
+        pages += 1;
         b.calls().bump(ops::GET_METRIC_DATA);
         b.calls()
-            .bump_by(ops::CW_METRICS_BILLED, queries.len() as u64);
-        let res = b
-            .clients(region)
-            .cw
-            .get_metric_data()
-            .set_metric_data_queries(Some(queries.clone()))
-            .start_time(CwDateTime::from_secs(start))
-            .end_time(CwDateTime::from_secs(end))
-            .scan_by(ScanBy::TimestampDescending)
-            .set_next_token(token.clone())
-            .send()
-            .await;
-        let out = match res {
+            .bump_by(ops::CW_METRICS_BILLED, names.len() as u64);
+        let body = cwjson::request_body(&names, start, end, token.as_deref());
+        let out = match cwjson::get_metric_data(&b.http, &b.clients(region).cw, &body).await {
             Ok(o) => o,
             Err(e) => {
-                let msg = map_sdk(ops::GET_METRIC_DATA, "", &e, b.profile_name())
-                    .err
-                    .to_string();
+                let msg = one_line(&e.to_string(), 200);
                 for (id, _) in chunk {
-                    store(b, id, None, Some(one_line(&msg, 200)));
+                    store(b, id, None, Some(msg.clone()));
                 }
                 return;
             }
         };
-        for r in out.metric_data_results() {
+        let results = out
+            .get("MetricDataResults")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        for r in &results {
             let Some(idx) = r
-                .id()
+                .get("Id")
+                .and_then(Value::as_str)
                 .and_then(|i| i.strip_prefix('q'))
                 .and_then(|n| n.parse::<usize>().ok())
             else {
                 continue;
             };
-            for (ts, v) in r.timestamps().iter().zip(r.values()) {
-                let ms = ts.to_millis().unwrap_or(0);
-                if latest.get(&idx).is_none_or(|(_, t)| ms > *t) && v.is_finite() {
-                    latest.insert(idx, (*v, ms));
+            let ts = r.get("Timestamps").and_then(Value::as_array);
+            let vs = r.get("Values").and_then(Value::as_array);
+            let (Some(ts), Some(vs)) = (ts, vs) else {
+                continue;
+            };
+            for (t, v) in ts.iter().zip(vs) {
+                let (Some(t), Some(v)) = (timestamp_ms(t), v.as_f64()) else {
+                    continue;
+                };
+                if v.is_finite() && latest.get(&idx).is_none_or(|(_, old)| t > *old) {
+                    latest.insert(idx, (v, t));
                 }
             }
         }
-        match out.next_token() {
-            Some(t) if !t.is_empty() && Some(t) != token.as_deref() => token = Some(t.to_string()),
+        match out.get("NextToken").and_then(Value::as_str) {
+            Some(t) if !t.is_empty() && Some(t) != token.as_deref() && pages < 20 => {
+                token = Some(t.to_string())
+            }
             _ => break,
         }
     }
     for (i, (id, _)) in chunk.iter().enumerate() {
         store(b, id, latest.get(&i).copied(), None);
     }
+}
+
+/// JSON 1.0 timestamps are epoch seconds (number); accept RFC 3339 text too.
+fn timestamp_ms(v: &Value) -> Option<i64> {
+    if let Some(f) = v.as_f64() {
+        return Some((f * 1000.0) as i64);
+    }
+    v.as_str()
+        .and_then(|s| chrono::DateTime::parse_from_rfc3339(s).ok())
+        .map(|d| d.timestamp_millis())
 }

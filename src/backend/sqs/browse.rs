@@ -238,11 +238,14 @@ pub(crate) async fn browse(b: &SqsBackend, id: &QueueId, req: &BrowseRequest) ->
             return Err(e);
         }
     }
+    b.invalidate(id);
+    // Origin of dead letters: known sources (one cached call when not listed yet).
+    let sources = b.dlq_sources(id).await.unwrap_or_default();
     let mut by_id: HashSet<String> = HashSet::new();
     let messages: Vec<Message> = got
         .iter()
         .filter(|m| by_id.insert(m.message_id().unwrap_or_default().to_string()))
-        .map(|m| to_message(b, m, &meta.sources))
+        .map(|m| to_message(b, m, &sources))
         .collect();
     let mut note = format!(
         "received {} message(s): receive count +1 each, made visible again; SQS has no \
@@ -310,6 +313,7 @@ pub(crate) async fn send(
         req = req.message_attributes(k, val);
     }
     b.calls().bump(ops::SEND);
+    b.invalidate(id);
     let out = req
         .send()
         .await

@@ -18,7 +18,7 @@ use crate::config::SqsSettings;
 pub(crate) struct RegionClients {
     pub region: String,
     pub sqs: aws_sdk_sqs::Client,
-    pub cw: aws_sdk_cloudwatch::Client,
+    pub cw: super::cwjson::CwTarget,
 }
 
 /// What we tell users we tried when no credentials were found.
@@ -70,9 +70,14 @@ pub(crate) async fn build_clients(settings: &SqsSettings) -> Result<Vec<RegionCl
     for r in regions {
         let conf = base().region(Region::new(r.clone())).load().await;
         out.push(RegionClients {
-            region: r,
             sqs: aws_sdk_sqs::Client::new(&conf),
-            cw: aws_sdk_cloudwatch::Client::new(&conf),
+            cw: super::cwjson::CwTarget {
+                endpoint: super::cwjson::endpoint_for(settings.endpoint_url.as_deref(), &r),
+                region: r.clone(),
+                creds: conf.credentials_provider(),
+                profile: settings.aws_profile.clone(),
+            },
+            region: r,
         });
     }
     Ok(out)

@@ -304,6 +304,9 @@ pub(crate) async fn list_queues(b: &SqsBackend) -> Result<Vec<QueueInfo>> {
                     m.sources = s;
                 }
             }
+            if let Some(m) = metas.get_mut(&info.id) {
+                m.sources_known = true;
+            }
         }
     }
     infos.sort_by(|a, b| a.id.cmp(&b.id));

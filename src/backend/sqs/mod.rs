@@ -15,6 +15,7 @@ mod age;
 mod browse;
 mod client;
 pub mod cost;
+mod cwjson;
 mod figures;
 mod movetask;
 mod purge;
@@ -48,6 +49,7 @@ pub(crate) mod ops {
     pub const START_MOVE: &str = "sqs:StartMessageMoveTask";
     pub const LIST_MOVES: &str = "sqs:ListMessageMoveTasks";
     pub const CANCEL_MOVE: &str = "sqs:CancelMessageMoveTask";
+    pub const LIST_DLQ_SOURCES: &str = "sqs:ListDeadLetterSourceQueues";
     pub const GET_METRIC_DATA: &str = "cloudwatch:GetMetricData";
     /// Not a call: the number of metrics requested, which is what GetMetricData bills.
     pub const CW_METRICS_BILLED: &str = "billing:cloudwatch-metrics";
@@ -73,6 +75,8 @@ pub(crate) struct QueueMeta {
     pub redrive_error: Option<String>,
     /// Queues that dead-letter into this one (from the last list).
     pub sources: Vec<QueueId>,
+    /// `sources` is known (from a full list or ListDeadLetterSourceQueues).
+    pub sources_known: bool,
 }
 
 /// Last attributes read for a queue (lets `stats` right after `list_queues` reuse them).
@@ -85,6 +89,7 @@ pub(crate) struct Recent {
 
 pub struct SqsBackend {
     regions: Vec<RegionClients>,
+    http: reqwest::Client,
     settings: SqsSettings,
     calls: ApiCalls,
     meta: Mutex<HashMap<QueueId, QueueMeta>>,
@@ -106,6 +111,7 @@ impl SqsBackend {
         let regions = client::build_clients(settings).await?;
         Ok(SqsBackend {
             regions,
+            http: reqwest::Client::new(),
             settings: settings.clone(),
             calls: ApiCalls::default(),
             meta: Mutex::new(HashMap::new()),
@@ -213,6 +219,53 @@ impl SqsBackend {
         }
         self.fetch_attrs(id, &m).await?;
         self.resolve(id).await
+    }
+
+    /// Drop cached figures after a change (so `stats` reads fresh ones).
+    pub(crate) fn invalidate(&self, id: &QueueId) {
+        lock(&self.recent).remove(id);
+    }
+
+    /// Queues that dead-letter into `id`: from the last list, else one paginated
+    /// ListDeadLetterSourceQueues (cached).
+    pub(crate) async fn dlq_sources(&self, id: &QueueId) -> Result<Vec<QueueId>> {
+        let meta = self.resolve(id).await?;
+        if meta.sources_known {
+            return Ok(meta.sources);
+        }
+        let mut out = Vec::new();
+        let mut token: Option<String> = None;
+        loop {
+            self.calls.bump(ops::LIST_DLQ_SOURCES);
+            let page = self
+                .clients(meta.region)
+                .sqs
+                .list_dead_letter_source_queues()
+                .queue_url(&meta.url)
+                .max_results(1000)
+                .set_next_token(token.clone())
+                .send()
+                .await
+                .map_err(|e| {
+                    client::map_sdk(ops::LIST_DLQ_SOURCES, id.as_str(), &e, self.profile_name()).err
+                })?;
+            for url in page.queue_urls() {
+                let name = url.trim_end_matches('/').rsplit('/').next().unwrap_or(url);
+                out.push(self.id_for(meta.region, name));
+            }
+            match page.next_token() {
+                Some(t) if !t.is_empty() && Some(t) != token.as_deref() => {
+                    token = Some(t.to_string())
+                }
+                _ => break,
+            }
+        }
+        out.sort();
+        if let Some(m) = lock(&self.meta).get_mut(id) {
+            m.sources = out.clone();
+            m.sources_known = true;
+        }
+        Ok(out)
     }
 
     pub(crate) fn forget(&self, id: &QueueId) {

@@ -82,6 +82,7 @@ pub(crate) async fn run(
         }
     };
     progress.phase("move task running");
+    b.invalidate(&req.source);
     let mut report = RedriveReport {
         mode: "move task (StartMessageMoveTask)".to_string(),
         ..RedriveReport::default()

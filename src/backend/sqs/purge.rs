@@ -48,6 +48,7 @@ pub(crate) async fn purge(
         .queue_url(&meta.url)
         .send()
         .await;
+    b.invalidate(id);
     match res {
         Ok(_) => {
             lock(&b.purges).insert(id.clone(), Instant::now());

@@ -28,7 +28,17 @@ pub(crate) async fn redrive(
     req: &RedriveRequest,
     progress: &OpProgress,
 ) -> Result<RedriveReport> {
-    let src = b.resolve_full(&req.source).await?;
+    let mut src = b.resolve_full(&req.source).await?;
+    if req.target == RedriveTarget::Origin {
+        src.sources = b.dlq_sources(&req.source).await.unwrap_or_default();
+    }
+    if progress.cancelled() {
+        return Ok(RedriveReport {
+            mode: "none (cancelled before start)".to_string(),
+            cancelled: true,
+            ..RedriveReport::default()
+        });
+    }
     if let RedriveTarget::Queue(t) = &req.target {
         if *t == req.source {
             return Err(BackendError::Invalid(
@@ -46,7 +56,9 @@ pub(crate) async fn redrive(
             MoveOutcome::NotSupported(why) => why,
         }
     };
-    let mut report = client_side(b, &src, req, progress).await?;
+    let res = client_side(b, &src, req, progress).await;
+    b.invalidate(&req.source);
+    let mut report = res?;
     report.mode = format!("client-side ({why_client})");
     Ok(report)
 }
@@ -442,6 +454,9 @@ pub(crate) async fn client_side(
         }
     }
     release(b, src_id, src, &hold).await;
+    for d in dests.keys() {
+        b.invalidate(d);
+    }
     report.errors.truncate(50);
     progress.phase(if report.cancelled {
         "cancelled"

@@ -951,3 +951,151 @@ async fn move_task_500_falls_back_to_client_side_and_says_so() {
         1
     );
 }
+
+// ---------------------------------------------------------------------------------------
+// Call budget (run by scripts/sqs_calls.sh; ignored in normal runs, prints figures, asserts
+// only the documented budget: N GetQueueAttributes + ⌈N/1000⌉ ListQueues + ⌈N/500⌉
+// GetMetricData per full refresh; client-side redrive ≤ 0.31 calls per message moved).
+// ---------------------------------------------------------------------------------------
+
+fn diff(
+    after: &std::collections::BTreeMap<String, u64>,
+    before: &std::collections::BTreeMap<String, u64>,
+) -> std::collections::BTreeMap<String, u64> {
+    after
+        .iter()
+        .map(|(k, v)| (k.clone(), v - before.get(k).copied().unwrap_or(0)))
+        .filter(|(_, v)| *v > 0)
+        .collect()
+}
+
+fn calls_only(m: &std::collections::BTreeMap<String, u64>) -> u64 {
+    m.iter()
+        .filter(|(k, _)| !k.starts_with("billing:"))
+        .map(|(_, v)| *v)
+        .sum()
+}
+
+#[tokio::test]
+#[ignore = "call budget figures; run scripts/sqs_calls.sh"]
+async fn call_budget_on_moto() {
+    use futures::StreamExt;
+    let Some(ep) = endpoint() else { return };
+    let n: usize = std::env::var("QDECK_SQS_CALLS_N")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(200);
+    let m: u64 = std::env::var("QDECK_SQS_CALLS_MESSAGES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(200);
+    let p = prefix();
+    let r = raw(&ep).await;
+    let (_src, dlq) = r
+        .pair(&format!("{p}-src"), &format!("{p}-dlq"), 3, false)
+        .await;
+    futures::stream::iter((0..n.saturating_sub(2)).map(|i| {
+        let r = &r;
+        let p = &p;
+        async move {
+            r.create(&format!("{p}-q{i:05}"), &[]).await;
+        }
+    }))
+    .buffer_unordered(16)
+    .collect::<Vec<_>>()
+    .await;
+
+    let b = qdeck(&ep, &p).await;
+    let t0 = b.api_calls().snapshot();
+    let list = b.list_queues().await.expect("list");
+    assert_eq!(list.len(), n);
+    let ids: Vec<QueueId> = list.iter().map(|q| q.id.clone()).collect();
+    let batch = b.stats(&ids).await.expect("stats");
+    assert_eq!(batch.stats.len(), n, "{:?}", batch.errors.first());
+    let full = diff(&b.api_calls().snapshot(), &t0);
+    println!("N = {n} queues");
+    println!("full refresh (list + stats + age sweep): {full:?}");
+    assert_eq!(full.get("sqs:GetQueueAttributes"), Some(&(n as u64)));
+    assert_eq!(full.get("sqs:ListQueues"), Some(&(n as u64).div_ceil(1000)));
+    assert_eq!(
+        full.get("cloudwatch:GetMetricData"),
+        Some(&(n as u64).div_ceil(500))
+    );
+    let t1 = b.api_calls().snapshot();
+    b.stats(&ids).await.expect("stats");
+    let again = diff(&b.api_calls().snapshot(), &t1);
+    println!("next refresh inside the age interval (stats only): {again:?}");
+    let per_refresh = std::collections::BTreeMap::from([
+        ("sqs:GetQueueAttributes".to_string(), n as u64 * 120),
+        (
+            "sqs:ListQueues".to_string(),
+            (n as u64).div_ceil(1000) * 120,
+        ),
+        (
+            "cloudwatch:GetMetricData".to_string(),
+            (n as u64).div_ceil(500) * 30,
+        ),
+        ("billing:cloudwatch-metrics".to_string(), n as u64 * 30),
+    ]);
+    println!(
+        "estimated cost: refresh every 30 s + age every 120 s = ${:.4}/hour (${:.2}/30 days)",
+        qdeck::backend::sqs::estimated_cost_per_hour(&per_refresh, Duration::from_secs(3600)),
+        qdeck::backend::sqs::estimated_cost_per_hour(&per_refresh, Duration::from_secs(3600))
+            * 24.0
+            * 30.0
+    );
+
+    // Client-side redrive of m messages.
+    let mut sent = 0u64;
+    while sent < m {
+        let k = (m - sent).min(10);
+        let entries: Vec<aws_sdk_sqs::types::SendMessageBatchRequestEntry> = (0..k)
+            .map(|i| {
+                aws_sdk_sqs::types::SendMessageBatchRequestEntry::builder()
+                    .id(format!("e{i}"))
+                    .message_body(format!("dead {}", sent + i))
+                    .build()
+                    .expect("entry")
+            })
+            .collect();
+        r.sqs
+            .send_message_batch()
+            .queue_url(&dlq)
+            .set_entries(Some(entries))
+            .send()
+            .await
+            .expect("send batch");
+        sent += k;
+    }
+    let dlq_id = QueueId(format!("{p}-dlq"));
+    let src_id = QueueId(format!("{p}-src"));
+    b.stats(&[dlq_id.clone()]).await.expect("stats");
+    let t2 = b.api_calls().snapshot();
+    let rep = b
+        .redrive(
+            &RedriveRequest {
+                source: dlq_id.clone(),
+                target: RedriveTarget::Origin,
+                max: None,
+                rate: None,
+                only_ids: None,
+            },
+            &OpProgress::detached(),
+        )
+        .await
+        .expect("redrive");
+    let used = diff(&b.api_calls().snapshot(), &t2);
+    assert_eq!(rep.moved, m, "{rep:?}");
+    let total = calls_only(&used);
+    let copy_calls = total - used.get("sqs:StartMessageMoveTask").copied().unwrap_or(0);
+    println!("redrive of {m} messages ({}): {used:?}", rep.mode);
+    println!(
+        "calls per message moved: {:.3} including the refused StartMessageMoveTask, {:.3} for the copy itself",
+        total as f64 / m as f64,
+        copy_calls as f64 / m as f64
+    );
+    assert!(copy_calls as f64 / m as f64 <= 0.31);
+    let st = stats_of(&b, &[src_id.as_str(), dlq_id.as_str()]).await;
+    assert_eq!(st[src_id.as_str()].depth, Some(m), "nothing lost");
+    assert_eq!(st[dlq_id.as_str()].depth, Some(0));
+}

@@ -169,10 +169,15 @@ where
     let err = match e {
         SdkError::ServiceError(_) | SdkError::ResponseError(_) => {
             let c = code.as_deref().unwrap_or("");
+            // Without a parsed message the detail is a deserializer complaint about an HTML
+            // or empty body: say the status instead.
             let msg = e
                 .message()
                 .map(|m| one_line(m, 200))
-                .unwrap_or_else(|| detail.clone());
+                .unwrap_or_else(|| match status {
+                    Some(s) => format!("HTTP {s} without error details"),
+                    None => detail.clone(),
+                });
             if is_throttle(c) || status == Some(429) {
                 BackendError::Throttled {
                     msg: format!("{prefix}: {c}: {msg} (backing off)"),

@@ -118,6 +118,15 @@ impl SqsBackend {
         id: &QueueId,
         meta: &QueueMeta,
     ) -> Result<BTreeMap<String, String>> {
+        self.fetch_attrs_as(id, meta, false).await
+    }
+
+    async fn fetch_attrs_as(
+        &self,
+        id: &QueueId,
+        meta: &QueueMeta,
+        from_list: bool,
+    ) -> Result<BTreeMap<String, String>> {
         self.calls().bump(ops::GET_ATTRS);
         let res = self
             .clients(meta.region)
@@ -156,6 +165,7 @@ impl SqsBackend {
                 at: Instant::now(),
                 at_ms: now_ms(),
                 attrs: attrs.clone(),
+                from_list,
             },
         );
         Ok(attrs)
@@ -163,8 +173,10 @@ impl SqsBackend {
 
     /// Attributes younger than `REUSE`, else a fresh call.
     async fn attrs_for_stats(&self, id: &QueueId) -> Result<(i64, BTreeMap<String, String>)> {
-        if let Some(r) = lock(&self.recent).get(id) {
-            if r.at.elapsed() < REUSE {
+        if let Some(r) = lock(&self.recent).get_mut(id) {
+            if r.from_list && r.at.elapsed() < REUSE {
+                // Reuse once: the next refresh reads fresh figures.
+                r.from_list = false;
                 return Ok((r.at_ms, r.attrs.clone()));
             }
         }
@@ -232,7 +244,7 @@ pub(crate) async fn list_queues(b: &SqsBackend) -> Result<Vec<QueueInfo>> {
     // 2. Attributes, bounded concurrency. A queue that fails alone is still listed, marked.
     let results: Vec<(QueueId, Result<BTreeMap<String, String>>)> =
         stream::iter(found.iter().cloned().map(|(id, m)| async move {
-            let r = b.fetch_attrs(&id, &m).await;
+            let r = b.fetch_attrs_as(&id, &m, true).await;
             (id, r)
         }))
         .buffered(CONCURRENCY)

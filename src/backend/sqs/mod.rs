@@ -85,6 +85,8 @@ pub(crate) struct Recent {
     pub at: Instant,
     pub at_ms: i64,
     pub attrs: std::collections::BTreeMap<String, String>,
+    /// Read by `list_queues` (only those are reused by the `stats` that follows).
+    pub from_list: bool,
 }
 
 pub struct SqsBackend {

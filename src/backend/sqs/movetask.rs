@@ -71,12 +71,12 @@ pub(crate) async fn run(
             let ce = map_sdk(ops::START_MOVE, req.source.as_str(), &e, b.profile_name());
             return match ce.err {
                 BackendError::Unreachable(_) => Err(ce.err),
+                _ if ce.status.is_some_and(|s| s >= 500) => Ok(MoveOutcome::NotSupported(format!(
+                    "the endpoint does not implement StartMessageMoveTask (HTTP {})",
+                    ce.status.unwrap_or(500)
+                ))),
                 other => Ok(MoveOutcome::NotSupported(format!(
-                    "StartMessageMoveTask refused{}: {}",
-                    ce.status
-                        .map(|s| format!(" (HTTP {s})"))
-                        .unwrap_or_default(),
-                    other
+                    "StartMessageMoveTask refused: {other}"
                 ))),
             };
         }

@@ -1099,3 +1099,238 @@ async fn call_budget_on_moto() {
     assert_eq!(st[src_id.as_str()].depth, Some(m), "nothing lost");
     assert_eq!(st[dlq_id.as_str()].depth, Some(0));
 }
+
+/// A stand-in answer for GetQueueUrl that echoes the queue name into the URL.
+fn url_for(body: &serde_json::Value) -> serde_json::Value {
+    let name = body["QueueName"].as_str().unwrap_or("q");
+    serde_json::json!({ "QueueUrl": format!("http://x/123456789012/{name}") })
+}
+
+#[tokio::test]
+async fn client_side_deletes_only_confirmed_copies_and_reports_stale_receipts() {
+    test_env();
+    let (ep, seen) = stand_in(|action, body, nth| match action {
+        "GetQueueUrl" => (200, url_for(body)),
+        "GetQueueAttributes" => (
+            200,
+            serde_json::json!({ "Attributes": {
+                "QueueArn": format!("arn:aws:sqs:us-east-1:123456789012:{}",
+                    body["QueueUrl"].as_str().unwrap_or("").rsplit('/').next().unwrap_or("")),
+                "ApproximateNumberOfMessages": "3" }}),
+        ),
+        "ReceiveMessage" if nth == 0 => (
+            200,
+            serde_json::json!({ "Messages": [
+                { "MessageId": "m-1", "ReceiptHandle": "rh-1", "Body": "one",
+                  "Attributes": { "ApproximateReceiveCount": "1" } },
+                { "MessageId": "m-2", "ReceiptHandle": "rh-2", "Body": "two",
+                  "Attributes": { "ApproximateReceiveCount": "1" } },
+                { "MessageId": "m-3", "ReceiptHandle": "rh-3", "Body": "three",
+                  "Attributes": { "ApproximateReceiveCount": "1" } }
+            ]}),
+        ),
+        "ReceiveMessage" => (200, serde_json::json!({ "Messages": [] })),
+        "SendMessageBatch" => (
+            200,
+            serde_json::json!({
+                "Successful": [
+                    { "Id": "m0", "MessageId": "n-1", "MD5OfMessageBody": "x" },
+                    { "Id": "m1", "MessageId": "n-2", "MD5OfMessageBody": "x" }
+                ],
+                "Failed": [
+                    { "Id": "m2", "SenderFault": true, "Code": "InvalidParameterValue",
+                      "Message": "rejected" }
+                ]
+            }),
+        ),
+        "DeleteMessageBatch" => (
+            200,
+            serde_json::json!({
+                "Successful": [ { "Id": "m0" } ],
+                "Failed": [ { "Id": "m1", "SenderFault": true,
+                              "Code": "ReceiptHandleIsInvalid", "Message": "stale" } ]
+            }),
+        ),
+        "ChangeMessageVisibilityBatch" => (
+            200,
+            serde_json::json!({ "Successful": [ { "Id": "v0" } ], "Failed": [] }),
+        ),
+        _ => (
+            400,
+            serde_json::json!({ "__type": "com.amazonaws.sqs#UnsupportedOperation", "message": action }),
+        ),
+    })
+    .await;
+    let b = qdeck(&ep, "x").await;
+    let report = b
+        .redrive(
+            &RedriveRequest {
+                source: QueueId::new("dlq"),
+                target: RedriveTarget::Queue(QueueId::new("work")),
+                max: None,
+                rate: None,
+                only_ids: None,
+            },
+            &OpProgress::detached(),
+        )
+        .await
+        .expect("redrive");
+    assert_eq!(report.moved, 1, "{report:?}");
+    assert_eq!(
+        report.possibly_duplicated, 1,
+        "stale receipt: copy exists, original may return"
+    );
+    assert_eq!(report.failed, 1, "copy refused: original kept");
+    assert!(report.mode.starts_with("client-side"), "{}", report.mode);
+    let seen = seen.lock().unwrap().clone();
+    // The delete names only the two messages whose copy the broker confirmed.
+    let del = seen
+        .iter()
+        .find(|(a, _)| a == "DeleteMessageBatch")
+        .expect("delete sent");
+    let handles: Vec<&str> = del.1["Entries"]
+        .as_array()
+        .map(|v| {
+            v.iter()
+                .filter_map(|e| e["ReceiptHandle"].as_str())
+                .collect()
+        })
+        .unwrap_or_default();
+    assert_eq!(handles, vec!["rh-1", "rh-2"]);
+    // The refused one is made visible again at the end.
+    let vis = seen
+        .iter()
+        .find(|(a, _)| a == "ChangeMessageVisibilityBatch")
+        .expect("release sent");
+    assert_eq!(vis.1["Entries"][0]["ReceiptHandle"], "rh-3");
+    assert_eq!(vis.1["Entries"][0]["VisibilityTimeout"], 0);
+    // Sends went to the target queue's URL.
+    let send = seen
+        .iter()
+        .find(|(a, _)| a == "SendMessageBatch")
+        .expect("send sent");
+    assert_eq!(send.1["QueueUrl"], "http://x/123456789012/work");
+}
+
+#[tokio::test]
+async fn access_denied_on_one_queue_goes_to_errors_and_throttling_is_named() {
+    test_env();
+    let (ep, _seen) = stand_in(|action, body, _nth| match action {
+        "GetQueueUrl" => (200, url_for(body)),
+        "GetQueueAttributes" if body["QueueUrl"].as_str().unwrap_or("").ends_with("/secret") => (
+            400,
+            serde_json::json!({ "__type": "com.amazon.coral.service#AccessDeniedException",
+                                "message": "not allowed" }),
+        ),
+        "GetQueueAttributes" => (
+            200,
+            serde_json::json!({ "Attributes": {
+                "ApproximateNumberOfMessages": "4",
+                "ApproximateNumberOfMessagesNotVisible": "1",
+                "ApproximateNumberOfMessagesDelayed": "0",
+                "RedrivePolicy": "{not json" }}),
+        ),
+        "ListQueues" => (
+            400,
+            serde_json::json!({ "__type": "com.amazonaws.sqs#RequestThrottled",
+                                "message": "slow down" }),
+        ),
+        _ => (
+            400,
+            serde_json::json!({ "__type": "InvalidAction", "message": action }),
+        ),
+    })
+    .await;
+    let settings = SqsSettings {
+        regions: vec!["us-east-1".to_string()],
+        endpoint_url: Some(ep.clone()),
+        cloudwatch: Some(false),
+        ..SqsSettings::default()
+    };
+    let b = backend::build(&Profile {
+        kind: ProfileKind::Sqs(settings),
+        ..profile(&ep, "x")
+    })
+    .await
+    .expect("build");
+    let batch = b
+        .stats(&[QueueId::new("open"), QueueId::new("secret")])
+        .await
+        .expect("stats as a whole succeeds");
+    assert_eq!(batch.stats.len(), 1);
+    assert_eq!(batch.stats[0].depth, Some(4));
+    assert_eq!(batch.stats[0].in_flight, Some(1));
+    assert_eq!(batch.errors.len(), 1);
+    assert_eq!(batch.errors[0].0, QueueId::new("secret"));
+    assert!(
+        batch.errors[0].1.contains("not authorised"),
+        "{}",
+        batch.errors[0].1
+    );
+    // Malformed RedrivePolicy: the queue is browsable only with force, nothing panics.
+    let err = b
+        .browse(
+            &QueueId::new("open"),
+            &BrowseRequest {
+                max: 1,
+                ..Default::default()
+            },
+        )
+        .await
+        .expect_err("refused");
+    assert!(err.to_string().contains("RedrivePolicy"), "{err}");
+    let err = b.list_queues().await.expect_err("throttled");
+    assert!(matches!(err, BackendError::Throttled { .. }), "{err:?}");
+    assert!(err.is_transient());
+}
+
+/// Runs itself in a child process with no AWS credentials anywhere (the chain reads process
+/// env and files, so it cannot share this process).
+#[test]
+fn no_credentials_names_the_chain_tried() {
+    if std::env::var_os("QDECK_SQS_NO_CREDS_CHILD").is_some() {
+        return;
+    }
+    let home = tempfile::tempdir().expect("tempdir");
+    let exe = std::env::current_exe().expect("exe");
+    let mut cmd = std::process::Command::new(exe);
+    cmd.args([
+        "--exact",
+        "no_credentials_child",
+        "--ignored",
+        "--nocapture",
+    ]);
+    for (k, _) in std::env::vars() {
+        if k.starts_with("AWS_") {
+            cmd.env_remove(k);
+        }
+    }
+    let out = cmd
+        .env("HOME", home.path())
+        .env("AWS_EC2_METADATA_DISABLED", "true")
+        .env("AWS_REGION", "us-east-1")
+        .env("QDECK_SQS_NO_CREDS_CHILD", "1")
+        .output()
+        .expect("run child");
+    let text =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("test no_credentials_child ... ok"), "{text}");
+}
+
+#[tokio::test]
+#[ignore = "run by no_credentials_names_the_chain_tried in a clean environment"]
+async fn no_credentials_child() {
+    if std::env::var_os("QDECK_SQS_NO_CREDS_CHILD").is_none() {
+        return;
+    }
+    let b = qdeck("http://127.0.0.1:9", "x").await;
+    let err = b.list_queues().await.expect_err("no credentials");
+    println!("error: {err}");
+    assert!(matches!(err, BackendError::Auth(_)), "{err:?}");
+    let t = err.to_string();
+    assert!(
+        t.contains("environment") && t.contains("instance metadata"),
+        "{t}"
+    );
+}

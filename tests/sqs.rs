@@ -1071,6 +1071,7 @@ async fn call_budget_on_moto() {
     let src_id = QueueId(format!("{p}-src"));
     b.stats(&[dlq_id.clone()]).await.expect("stats");
     let t2 = b.api_calls().snapshot();
+    let clock = std::time::Instant::now();
     let rep = b
         .redrive(
             &RedriveRequest {
@@ -1084,8 +1085,14 @@ async fn call_budget_on_moto() {
         )
         .await
         .expect("redrive");
+    let took = clock.elapsed();
     let used = diff(&b.api_calls().snapshot(), &t2);
     assert_eq!(rep.moved, m, "{rep:?}");
+    println!(
+        "redrive took {:.2} s on this moto ({:.0} messages/s; figure only, not asserted)",
+        took.as_secs_f64(),
+        m as f64 / took.as_secs_f64().max(1e-9)
+    );
     let total = calls_only(&used);
     let copy_calls = total - used.get("sqs:StartMessageMoveTask").copied().unwrap_or(0);
     println!("redrive of {m} messages ({}): {used:?}", rep.mode);

@@ -4,7 +4,7 @@
 //! counted as possibly duplicated — never lost. Messages that failed or were not selected
 //! are held invisible during the run and made visible again at the end.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
 use aws_sdk_sqs::types::{
@@ -305,6 +305,36 @@ async fn pace(started: Instant, done: u64, rate: Option<f64>, progress: &OpProgr
     }
 }
 
+/// Copy loops run at once when no rate is set (each: receive 10 → send batch → delete batch).
+const WORKERS: usize = 4;
+
+/// What the copy loops share (locked only between awaits).
+#[derive(Default)]
+struct State {
+    report: RedriveReport,
+    seen: HashSet<String>,
+    hold: Vec<String>,
+    dests: HashSet<QueueId>,
+    /// Messages asked for by receives in progress (keeps `max` exact with several loops).
+    claimed: u64,
+    stop: bool,
+    fatal: Option<BackendError>,
+}
+
+struct Run<'a> {
+    b: &'a SqsBackend,
+    src: &'a QueueMeta,
+    req: &'a RedriveRequest,
+    progress: &'a OpProgress,
+    wanted: Option<HashSet<String>>,
+    per_batch_cap: i32,
+    /// Messages expected (source depth at start): past it, only loop 0 goes on, so the
+    /// final "is it empty?" receive is made once, not once per loop.
+    expected: Option<u64>,
+    started: Instant,
+    st: std::sync::Mutex<State>,
+}
+
 pub(crate) async fn client_side(
     b: &SqsBackend,
     src: &QueueMeta,
@@ -312,10 +342,6 @@ pub(crate) async fn client_side(
     progress: &OpProgress,
 ) -> Result<RedriveReport> {
     let src_id = &req.source;
-    let mut report = RedriveReport {
-        mode: "client-side".to_string(),
-        ..RedriveReport::default()
-    };
     // Total from the last figures we read (no extra call when stats ran before).
     let recent_depth = lock(&b.recent).get(src_id).and_then(|r| {
         r.attrs
@@ -343,85 +369,149 @@ pub(crate) async fn client_side(
         Some(r) if r > 0.0 && r < 10.0 => (r.ceil() as i32).max(1),
         _ => 10,
     };
-    let started = Instant::now();
-    let mut seen: HashSet<String> = HashSet::new();
-    let mut hold: Vec<String> = Vec::new();
-    let mut dests: HashMap<QueueId, QueueMeta> = HashMap::new();
+    let workers = if req.rate.is_some() || wanted.is_some() {
+        1
+    } else {
+        WORKERS
+    };
+    let run = Run {
+        b,
+        src,
+        req,
+        progress,
+        wanted,
+        per_batch_cap,
+        expected: total,
+        started: Instant::now(),
+        st: std::sync::Mutex::new(State {
+            report: RedriveReport {
+                mode: "client-side".to_string(),
+                ..RedriveReport::default()
+            },
+            ..State::default()
+        }),
+    };
+    futures::future::join_all((0..workers).map(|i| worker(&run, i))).await;
+    let st = std::mem::take(&mut *lock(&run.st));
+    release(b, src_id, src, &st.hold).await;
+    for d in &st.dests {
+        b.invalidate(d);
+    }
+    let mut report = st.report;
+    if let Some(e) = st.fatal {
+        if report.moved == 0 && report.failed == 0 && report.possibly_duplicated == 0 {
+            return Err(e);
+        }
+    }
+    report.errors.truncate(50);
+    progress.phase(if report.cancelled {
+        "cancelled"
+    } else {
+        "done"
+    });
+    Ok(report)
+}
+
+/// One copy loop: claim → receive → copy → delete, until drained, cancelled or at `max`.
+async fn worker(run: &Run<'_>, index: usize) {
+    let (b, src, req, progress) = (run.b, run.src, run.req, run.progress);
+    let src_id = &req.source;
     loop {
-        if progress.cancelled() {
-            report.cancelled = true;
-            break;
-        }
-        let done = report.moved + report.possibly_duplicated;
-        let remaining = req.max.map(|m| m.saturating_sub(done));
-        if remaining == Some(0) {
-            break;
-        }
-        if let Some(w) = &wanted {
-            if w.iter().all(|id| seen.contains(id)) {
-                break;
+        let (n, done) = {
+            let mut s = lock(&run.st);
+            if s.stop {
+                return;
             }
-        }
-        pace(started, done, req.rate, progress).await;
+            if progress.cancelled() {
+                s.report.cancelled = true;
+                s.stop = true;
+                return;
+            }
+            if let Some(w) = &run.wanted {
+                if w.iter().all(|id| s.seen.contains(id)) {
+                    s.stop = true;
+                    return;
+                }
+            }
+            let done = s.report.moved + s.report.possibly_duplicated;
+            let remaining = req.max.map(|m| m.saturating_sub(done + s.claimed));
+            if remaining == Some(0) {
+                return;
+            }
+            if index > 0 && run.expected.is_some_and(|e| done + s.claimed >= e) {
+                return;
+            }
+            let n = remaining.map_or(run.per_batch_cap, |r| {
+                (r.min(10) as i32).min(run.per_batch_cap)
+            });
+            s.claimed += n as u64;
+            (n, done)
+        };
+        pace(run.started, done, req.rate, progress).await;
+        let unclaim = |s: &mut State| s.claimed = s.claimed.saturating_sub(n as u64);
         if progress.cancelled() {
-            report.cancelled = true;
-            break;
+            let mut s = lock(&run.st);
+            unclaim(&mut s);
+            s.report.cancelled = true;
+            s.stop = true;
+            return;
         }
-        let n = remaining.map_or(per_batch_cap, |r| (r.min(10) as i32).min(per_batch_cap));
         let batch = match b.receive(src_id, src, n, REDRIVE_VISIBILITY, 1).await {
             Ok(v) => v,
             Err(e) => {
-                report.errors.push(e.to_string());
-                if report.moved == 0 && report.failed == 0 && report.possibly_duplicated == 0 {
-                    release(b, src_id, src, &hold).await;
-                    return Err(e);
-                }
-                break;
+                let mut s = lock(&run.st);
+                unclaim(&mut s);
+                s.report.errors.push(e.to_string());
+                s.fatal.get_or_insert(e);
+                s.stop = true;
+                return;
             }
         };
-        if batch.is_empty() {
-            break;
-        }
         // Keep fresh, selected messages; hold the rest invisible until the end.
         let mut take: Vec<&SqsMessage> = Vec::new();
-        let mut fresh = 0usize;
-        for m in &batch {
-            let mid = m.message_id().unwrap_or_default().to_string();
-            let new = seen.insert(mid.clone());
-            fresh += usize::from(new);
-            let selected = wanted.as_ref().is_none_or(|w| w.contains(&mid));
-            if new && selected {
-                take.push(m);
-            } else {
-                hold.extend(m.receipt_handle().map(str::to_string));
+        {
+            let mut s = lock(&run.st);
+            let mut fresh = 0usize;
+            for m in &batch {
+                let mid = m.message_id().unwrap_or_default().to_string();
+                let new = s.seen.insert(mid.clone());
+                fresh += usize::from(new);
+                let selected = run.wanted.as_ref().is_none_or(|w| w.contains(&mid));
+                if new && selected {
+                    take.push(m);
+                } else {
+                    s.hold.extend(m.receipt_handle().map(str::to_string));
+                }
+            }
+            if fresh == 0 {
+                unclaim(&mut s);
+                s.stop = true;
+                return;
             }
         }
-        if fresh == 0 {
-            break;
-        }
         // Group by destination, keeping receive order inside each group.
-        let mut groups: Vec<(QueueId, Vec<&SqsMessage>)> = Vec::new();
+        let mut errors: Vec<String> = Vec::new();
+        let mut hold: Vec<String> = Vec::new();
+        let mut failed = 0u64;
+        let mut groups: Vec<(QueueId, QueueMeta, Vec<&SqsMessage>)> = Vec::new();
         for m in take {
             match destination(b, src, req, m).await {
-                Ok((d, meta)) => {
-                    dests.entry(d.clone()).or_insert(meta);
-                    match groups.iter_mut().find(|(g, _)| *g == d) {
-                        Some((_, v)) => v.push(m),
-                        None => groups.push((d, vec![m])),
-                    }
-                }
+                Ok((d, meta)) => match groups.iter_mut().find(|(g, _, _)| *g == d) {
+                    Some((_, _, v)) => v.push(m),
+                    None => groups.push((d, meta, vec![m])),
+                },
                 Err(e) => {
-                    report.failed += 1;
-                    progress.add_failed(1);
-                    report.errors.push(one_line(&e, 200));
+                    failed += 1;
+                    errors.push(one_line(&e, 200));
                     hold.extend(m.receipt_handle().map(str::to_string));
                 }
             }
         }
-        for (d, msgs) in groups {
-            let Some(dest) = dests.get(&d).cloned() else {
-                continue;
-            };
+        let mut total = Tally {
+            failed,
+            ..Tally::default()
+        };
+        for (d, dest, msgs) in &groups {
             // Split by payload size.
             let mut start = 0;
             while start < msgs.len() {
@@ -436,34 +526,34 @@ pub(crate) async fn client_side(
                 let t = copy_then_delete(
                     b,
                     (src_id, src),
-                    (&d, &dest),
+                    (d, dest),
                     &msgs[start..end],
-                    &mut report.errors,
+                    &mut errors,
                     &mut hold,
                 )
                 .await;
-                report.moved += t.moved;
-                report.failed += t.failed;
-                report.possibly_duplicated += t.dup;
                 progress.update(|s| {
                     s.done += t.moved + t.dup;
                     s.failed += t.failed;
                 });
+                total.moved += t.moved;
+                total.failed += t.failed;
+                total.dup += t.dup;
                 start = end;
             }
         }
+        if failed > 0 {
+            progress.add_failed(failed);
+        }
+        let mut s = lock(&run.st);
+        unclaim(&mut s);
+        s.report.moved += total.moved;
+        s.report.failed += total.failed;
+        s.report.possibly_duplicated += total.dup;
+        s.report.errors.append(&mut errors);
+        s.hold.append(&mut hold);
+        s.dests.extend(groups.into_iter().map(|(d, _, _)| d));
     }
-    release(b, src_id, src, &hold).await;
-    for d in dests.keys() {
-        b.invalidate(d);
-    }
-    report.errors.truncate(50);
-    progress.phase(if report.cancelled {
-        "cancelled"
-    } else {
-        "done"
-    });
-    Ok(report)
 }
 
 /// Make held messages visible again (failed copies, unselected messages).

@@ -363,3 +363,53 @@ impl Backend for SqsBackend {
         &self.calls
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn several_regions_name_queues_region_slash_name() {
+        let settings = SqsSettings {
+            regions: vec!["us-east-1".into(), "eu-west-1".into()],
+            endpoint_url: Some("http://127.0.0.1:9".into()),
+            ..SqsSettings::default()
+        };
+        let b = SqsBackend::new(&settings).await.expect("no network needed");
+        assert_eq!(b.id_for(1, "orders"), QueueId::new("eu-west-1/orders"));
+        assert_eq!(
+            b.id_for_arn("arn:aws:sqs:eu-west-1:123456789012:orders-dlq"),
+            Some(QueueId::new("eu-west-1/orders-dlq"))
+        );
+        assert_eq!(b.id_for_arn("not-an-arn"), None);
+        assert_eq!(
+            b.split_id(&QueueId::new("eu-west-1/orders")).ok(),
+            Some((1, "orders".to_string()))
+        );
+        assert!(matches!(
+            b.split_id(&QueueId::new("orders")),
+            Err(BackendError::Invalid(_))
+        ));
+        assert!(matches!(
+            b.split_id(&QueueId::new("ap-south-1/orders")),
+            Err(BackendError::Invalid(_))
+        ));
+    }
+
+    #[tokio::test]
+    async fn one_region_uses_bare_names() {
+        let settings = SqsSettings {
+            regions: vec!["us-east-1".into()],
+            endpoint_url: Some("http://127.0.0.1:9".into()),
+            ..SqsSettings::default()
+        };
+        let b = SqsBackend::new(&settings).await.expect("no network needed");
+        assert_eq!(b.id_for(0, "orders"), QueueId::new("orders"));
+        assert_eq!(
+            b.id_for_arn("arn:aws:sqs:us-east-1:1:orders"),
+            Some(QueueId::new("orders"))
+        );
+        assert!(matches!(b.capabilities().age, AgeSource::Metric(_)));
+        assert_eq!(b.capabilities().purge_cooldown_secs, Some(60));
+    }
+}

@@ -772,12 +772,17 @@ async fn move_task_runs_natively_and_reports_progress() {
             "StartMessageMoveTask" => (200, serde_json::json!({ "TaskHandle": "handle-1" })),
             "ListMessageMoveTasks" if nth == 0 => (
                 200,
+                // An older finished task is listed too: it must not be taken for ours.
                 serde_json::json!({ "Results": [{
+                    "Status": "COMPLETED", "SourceArn": DLQ_ARN,
+                    "ApproximateNumberOfMessagesMoved": 99,
+                    "ApproximateNumberOfMessagesToMove": 99,
+                    "StartedTimestamp": 1700000000000i64 }, {
                     "TaskHandle": "handle-1", "Status": "RUNNING", "SourceArn": DLQ_ARN,
                     "MaxNumberOfMessagesPerSecond": 50,
                     "ApproximateNumberOfMessagesMoved": 4,
                     "ApproximateNumberOfMessagesToMove": 10,
-                    "StartedTimestamp": 1700000000000i64 }]}),
+                    "StartedTimestamp": chrono::Utc::now().timestamp_millis() }]}),
             ),
             "ListMessageMoveTasks" => (
                 200,
@@ -785,7 +790,7 @@ async fn move_task_runs_natively_and_reports_progress() {
                     "Status": "COMPLETED", "SourceArn": DLQ_ARN,
                     "ApproximateNumberOfMessagesMoved": 10,
                     "ApproximateNumberOfMessagesToMove": 10,
-                    "StartedTimestamp": 1700000000000i64 }]}),
+                    "StartedTimestamp": chrono::Utc::now().timestamp_millis() }]}),
             ),
             _ => (
                 400,
@@ -862,7 +867,7 @@ async fn move_task_cancel_sends_cancel_with_the_handle() {
                         "TaskHandle": "handle-2", "Status": "RUNNING", "SourceArn": DLQ_ARN,
                         "ApproximateNumberOfMessagesMoved": 2,
                         "ApproximateNumberOfMessagesToMove": 10,
-                        "StartedTimestamp": 1700000000000i64 }]}),
+                        "StartedTimestamp": chrono::Utc::now().timestamp_millis() }]}),
                 )
             }
             "ListMessageMoveTasks" => (
@@ -871,7 +876,7 @@ async fn move_task_cancel_sends_cancel_with_the_handle() {
                     "Status": "CANCELLED", "SourceArn": DLQ_ARN,
                     "ApproximateNumberOfMessagesMoved": 3,
                     "ApproximateNumberOfMessagesToMove": 10,
-                    "StartedTimestamp": 1700000000000i64 }]}),
+                    "StartedTimestamp": chrono::Utc::now().timestamp_millis() }]}),
             ),
             _ => (
                 400,

@@ -53,6 +53,8 @@ pub(crate) async fn run(
         .filter(|r| *r > 0.0)
         .map(|r| (r.floor() as i32).clamp(1, 500));
     progress.phase("starting move task");
+    // Tasks started before this (allowing for clock skew) are not ours.
+    let not_before_ms = now_ms() - 120_000;
     b.calls().bump(ops::START_MOVE);
     let started = b
         .clients(src.region)
@@ -88,6 +90,7 @@ pub(crate) async fn run(
         ..RedriveReport::default()
     };
     let mut poll_errors = 0u32;
+    let mut not_listed = 0u32;
     let mut cancel_sent = false;
     loop {
         if progress.cancelled() && !cancel_sent && !handle.is_empty() {
@@ -136,17 +139,28 @@ pub(crate) async fn run(
                 continue;
             }
         };
-        // Our task by handle (only running tasks carry one), else the most recent task.
+        // Our task by handle (only running tasks carry one), else the most recent task that
+        // started after we asked (an older finished task must not be mistaken for ours).
         let entries = out.results();
         let entry = entries
             .iter()
             .find(|e| !handle.is_empty() && e.task_handle() == Some(handle.as_str()))
-            .or_else(|| entries.iter().max_by_key(|e| e.started_timestamp()));
+            .or_else(|| {
+                entries
+                    .iter()
+                    .filter(|e| e.started_timestamp() >= not_before_ms)
+                    .max_by_key(|e| e.started_timestamp())
+            });
         let Some(entry) = entry else {
-            report
-                .errors
-                .push("move task not found in ListMessageMoveTasks".to_string());
-            return Ok(MoveOutcome::Done(report));
+            not_listed += 1;
+            if not_listed >= MAX_POLL_ERRORS {
+                report.errors.push(format!(
+                    "move task {handle} not found in ListMessageMoveTasks; it may still be running"
+                ));
+                return Ok(MoveOutcome::Done(report));
+            }
+            tokio::time::sleep(POLL).await;
+            continue;
         };
         let moved = u64::try_from(entry.approximate_number_of_messages_moved()).unwrap_or(0);
         let to_move = entry

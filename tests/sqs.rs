@@ -1374,3 +1374,54 @@ async fn no_credentials_child() {
         "{t}"
     );
 }
+
+#[tokio::test]
+async fn redrive_of_selected_messages_moves_only_those() {
+    let Some(ep) = endpoint() else { return };
+    let p = prefix();
+    let r = raw(&ep).await;
+    let (_src, dlq) = r
+        .pair(&format!("{p}-src"), &format!("{p}-dlq"), 3, false)
+        .await;
+    for i in 0..5 {
+        r.send(&dlq, &format!("dead {i}"), None).await;
+    }
+    let b = qdeck(&ep, &p).await;
+    let src_id = QueueId(format!("{p}-src"));
+    let dlq_id = QueueId(format!("{p}-dlq"));
+    let page = b
+        .browse(
+            &dlq_id,
+            &BrowseRequest {
+                max: 10,
+                ..Default::default()
+            },
+        )
+        .await
+        .expect("browse");
+    assert_eq!(page.messages.len(), 5);
+    let pick: Vec<String> = page.messages.iter().take(2).map(|m| m.id.clone()).collect();
+    let report = b
+        .redrive(
+            &RedriveRequest {
+                source: dlq_id.clone(),
+                target: RedriveTarget::Origin,
+                max: None,
+                rate: None,
+                only_ids: Some(pick),
+            },
+            &OpProgress::detached(),
+        )
+        .await
+        .expect("redrive");
+    assert_eq!(report.moved, 2, "{report:?}");
+    assert!(report.mode.contains("selected"), "{}", report.mode);
+    let st = stats_of(&b, &[src_id.as_str(), dlq_id.as_str()]).await;
+    assert_eq!(st[src_id.as_str()].depth, Some(2));
+    assert_eq!(
+        st[dlq_id.as_str()].depth,
+        Some(3),
+        "the others are visible again"
+    );
+    assert_eq!(st[dlq_id.as_str()].in_flight, Some(0));
+}

@@ -416,6 +416,7 @@ pub(crate) async fn client_side(
 async fn worker(run: &Run<'_>, index: usize) {
     let (b, src, req, progress) = (run.b, run.src, run.req, run.progress);
     let src_id = &req.source;
+    let mut stale_batches = 0u32;
     loop {
         let (n, done) = {
             let mut s = lock(&run.st);
@@ -483,11 +484,18 @@ async fn worker(run: &Run<'_>, index: usize) {
                     s.hold.extend(m.receipt_handle().map(str::to_string));
                 }
             }
+            // Only messages seen before (held ones whose visibility ran out on a long run):
+            // they are held again; stop only if that keeps happening.
             if fresh == 0 {
+                stale_batches += 1;
                 unclaim(&mut s);
-                s.stop = true;
-                return;
+                if stale_batches >= 3 {
+                    s.stop = true;
+                    return;
+                }
+                continue;
             }
+            stale_batches = 0;
         }
         // Group by destination, keeping receive order inside each group.
         let mut errors: Vec<String> = Vec::new();

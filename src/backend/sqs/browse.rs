@@ -30,7 +30,6 @@ impl SqsBackend {
         visibility: i32,
         wait: i32,
     ) -> Result<Vec<SqsMessage>> {
-        self.calls().bump(ops::RECEIVE);
         let out = self
             .clients(meta.region)
             .sqs
@@ -70,7 +69,6 @@ impl SqsBackend {
                         .ok()
                 })
                 .collect();
-            self.calls().bump(ops::CHANGE_VIS_BATCH);
             match self
                 .clients(meta.region)
                 .sqs
@@ -312,7 +310,6 @@ pub(crate) async fn send(
             .map_err(|e| BackendError::Invalid(format!("attribute {k}: {e}")))?;
         req = req.message_attributes(k, val);
     }
-    b.calls().bump(ops::SEND);
     b.invalidate(id);
     let out = req
         .send()

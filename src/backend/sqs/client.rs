@@ -6,10 +6,15 @@ use std::time::Duration;
 use aws_config::retry::RetryConfig;
 use aws_config::timeout::TimeoutConfig;
 use aws_config::{BehaviorVersion, Region};
+use std::sync::Arc;
+
 use aws_sdk_sqs::config::http::HttpResponse;
+use aws_sdk_sqs::config::interceptors::BeforeTransmitInterceptorContextRef;
+use aws_sdk_sqs::config::{ConfigBag, Intercept, RuntimeComponents};
+use aws_sdk_sqs::error::BoxError;
 use aws_sdk_sqs::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
 
-use crate::backend::{BackendError, Result};
+use crate::backend::{ApiCalls, BackendError, Result};
 use crate::config::redact::redact;
 use crate::config::SqsSettings;
 
@@ -19,6 +24,33 @@ pub(crate) struct RegionClients {
     pub region: String,
     pub sqs: aws_sdk_sqs::Client,
     pub cw: super::cwjson::CwTarget,
+}
+
+/// Counts every SQS request actually sent, retries included (they are billed too), as
+/// `sqs:<Action>` from the `X-Amz-Target` header.
+#[derive(Debug)]
+struct CountCalls(Arc<ApiCalls>);
+
+impl Intercept for CountCalls {
+    fn name(&self) -> &'static str {
+        "qdeck-count-calls"
+    }
+
+    fn read_before_transmit(
+        &self,
+        ctx: &BeforeTransmitInterceptorContextRef<'_>,
+        _rc: &RuntimeComponents,
+        _cfg: &mut ConfigBag,
+    ) -> std::result::Result<(), BoxError> {
+        let action = ctx
+            .request()
+            .headers()
+            .get("x-amz-target")
+            .and_then(|t| t.strip_prefix("AmazonSQS."))
+            .unwrap_or("unknown");
+        self.0.bump(&format!("sqs:{action}"));
+        Ok(())
+    }
 }
 
 /// What we tell users we tried when no credentials were found.
@@ -35,7 +67,10 @@ pub(crate) fn chain_text(profile: Option<&str>) -> String {
 }
 
 /// One set of clients per configured region. No network here (credentials resolve lazily).
-pub(crate) async fn build_clients(settings: &SqsSettings) -> Result<Vec<RegionClients>> {
+pub(crate) async fn build_clients(
+    settings: &SqsSettings,
+    calls: Arc<ApiCalls>,
+) -> Result<Vec<RegionClients>> {
     let timeouts = TimeoutConfig::builder()
         .connect_timeout(Duration::from_secs(3))
         .operation_attempt_timeout(Duration::from_secs(25))
@@ -70,7 +105,11 @@ pub(crate) async fn build_clients(settings: &SqsSettings) -> Result<Vec<RegionCl
     for r in regions {
         let conf = base().region(Region::new(r.clone())).load().await;
         out.push(RegionClients {
-            sqs: aws_sdk_sqs::Client::new(&conf),
+            sqs: aws_sdk_sqs::Client::from_conf(
+                aws_sdk_sqs::config::Builder::from(&conf)
+                    .interceptor(CountCalls(calls.clone()))
+                    .build(),
+            ),
             cw: super::cwjson::CwTarget {
                 endpoint: super::cwjson::endpoint_for(settings.endpoint_url.as_deref(), &r),
                 region: r.clone(),

@@ -93,7 +93,7 @@ pub struct SqsBackend {
     regions: Vec<RegionClients>,
     http: reqwest::Client,
     settings: SqsSettings,
-    calls: ApiCalls,
+    calls: Arc<ApiCalls>,
     meta: Mutex<HashMap<QueueId, QueueMeta>>,
     recent: Mutex<HashMap<QueueId, Recent>>,
     age: age::AgeCache,
@@ -110,12 +110,13 @@ pub async fn connect(_profile: &Profile, settings: &SqsSettings) -> Result<Arc<d
 
 impl SqsBackend {
     pub async fn new(settings: &SqsSettings) -> Result<Self> {
-        let regions = client::build_clients(settings).await?;
+        let calls = Arc::new(ApiCalls::default());
+        let regions = client::build_clients(settings, calls.clone()).await?;
         Ok(SqsBackend {
             regions,
             http: reqwest::Client::new(),
             settings: settings.clone(),
-            calls: ApiCalls::default(),
+            calls,
             meta: Mutex::new(HashMap::new()),
             recent: Mutex::new(HashMap::new()),
             age: age::AgeCache::default(),
@@ -189,7 +190,6 @@ impl SqsBackend {
             return Ok(m.clone());
         }
         let (region, name) = self.split_id(id)?;
-        self.calls.bump(ops::GET_QUEUE_URL);
         let out = self
             .clients(region)
             .sqs
@@ -238,7 +238,6 @@ impl SqsBackend {
         let mut out = Vec::new();
         let mut token: Option<String> = None;
         loop {
-            self.calls.bump(ops::LIST_DLQ_SOURCES);
             let page = self
                 .clients(meta.region)
                 .sqs

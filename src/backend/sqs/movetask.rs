@@ -55,7 +55,6 @@ pub(crate) async fn run(
     progress.phase("starting move task");
     // Tasks started before this (allowing for clock skew) are not ours.
     let not_before_ms = now_ms() - 120_000;
-    b.calls().bump(ops::START_MOVE);
     let started = b
         .clients(src.region)
         .sqs
@@ -96,7 +95,6 @@ pub(crate) async fn run(
         if progress.cancelled() && !cancel_sent && !handle.is_empty() {
             cancel_sent = true;
             progress.phase("cancelling move task");
-            b.calls().bump(ops::CANCEL_MOVE);
             if let Err(e) = b
                 .clients(src.region)
                 .sqs
@@ -112,7 +110,6 @@ pub(crate) async fn run(
                 );
             }
         }
-        b.calls().bump(ops::LIST_MOVES);
         let listed = b
             .clients(src.region)
             .sqs

@@ -40,7 +40,6 @@ pub(crate) async fn purge(
     });
     progress.set_total(before);
     progress.phase("purging");
-    b.calls().bump(ops::PURGE);
     let res = b
         .clients(meta.region)
         .sqs

@@ -188,7 +188,6 @@ async fn copy_then_delete(
     if entries.is_empty() {
         return t;
     }
-    b.calls().bump(ops::SEND_BATCH);
     let sent = b
         .clients(dest.region)
         .sqs
@@ -247,7 +246,6 @@ async fn copy_then_delete(
         })
         .collect();
     t.dup += (ok_idx.len() - dels.len()) as u64;
-    b.calls().bump(ops::DELETE_BATCH);
     match b
         .clients(src.region)
         .sqs
@@ -468,6 +466,13 @@ async fn worker(run: &Run<'_>, index: usize) {
                 return;
             }
         };
+        if batch.is_empty() {
+            // Drained (long poll came back empty): every loop stops.
+            let mut s = lock(&run.st);
+            unclaim(&mut s);
+            s.stop = true;
+            return;
+        }
         // Keep fresh, selected messages; hold the rest invisible until the end.
         let mut take: Vec<&SqsMessage> = Vec::new();
         {

@@ -1255,7 +1255,7 @@ async fn client_side_deletes_only_confirmed_copies_and_reports_stale_receipts() 
 #[tokio::test]
 async fn access_denied_on_one_queue_goes_to_errors_and_throttling_is_named() {
     test_env();
-    let (ep, _seen) = stand_in(|action, body, _nth| match action {
+    let (ep, seen) = stand_in(|action, body, _nth| match action {
         "GetQueueUrl" => (200, url_for(body)),
         "GetQueueAttributes" if body["QueueUrl"].as_str().unwrap_or("").ends_with("/secret") => (
             400,
@@ -1322,6 +1322,18 @@ async fn access_denied_on_one_queue_goes_to_errors_and_throttling_is_named() {
     let err = b.list_queues().await.expect_err("throttled");
     assert!(matches!(err, BackendError::Throttled { .. }), "{err:?}");
     assert!(err.is_transient());
+    // The SDK backed off and retried; every attempt is billed, so every attempt is counted.
+    let attempts = seen
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|(a, _)| a == "ListQueues")
+        .count() as u64;
+    assert!(attempts > 1, "retried");
+    assert_eq!(
+        b.api_calls().snapshot().get("sqs:ListQueues"),
+        Some(&attempts)
+    );
 }
 
 /// Runs itself in a child process with no AWS credentials anywhere (the chain reads process

@@ -24,7 +24,9 @@ fn main() {
     let refresh_secs = 2i64;
     let before = rss_kb();
     let mut store = Store::new(history_secs, 240, 600.0);
-    let ids: Vec<QueueId> = (0..queues).map(|i| QueueId::new(format!("queue-{i:05}"))).collect();
+    let ids: Vec<QueueId> = (0..queues)
+        .map(|i| QueueId::new(format!("queue-{i:05}")))
+        .collect();
     store.set_queues(
         ids.iter()
             .map(|id| QueueInfo {

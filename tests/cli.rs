@@ -599,3 +599,15 @@ fn console_without_a_terminal_explains_itself() {
         .code(2)
         .stderr(predicate::str::contains("the console needs a terminal"));
 }
+
+#[test]
+fn unrelated_qdeck_variables_do_not_break_the_config() {
+    let e = Env::new();
+    e.qdeck()
+        .args(["ls"])
+        .env("QDECK_LOG", "debug")
+        .env("QDECK_TEST_SQS_ENDPOINT", "http://127.0.0.1:1")
+        .env("QDECK_REQUIRE_BROKERS", "1")
+        .assert()
+        .success();
+}

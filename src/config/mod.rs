@@ -130,7 +130,8 @@ fn load_from(defaults: &str, file: Option<&Path>) -> Result<AppConfig, ConfigErr
         config::Environment::with_prefix("QDECK")
             .prefix_separator("_")
             .separator("__")
-            .try_parsing(true),
+            .try_parsing(true)
+            .source(Some(config_env())),
     );
     let where_ = file
         .map(|f| f.display().to_string())
@@ -141,6 +142,17 @@ fn load_from(defaults: &str, file: Option<&Path>) -> Result<AppConfig, ConfigErr
     built
         .try_deserialize::<AppConfig>()
         .map_err(|e| ConfigError(format!("{where_}: {e}")))
+}
+
+/// The `QDECK_*` variables that are configuration keys. Others (`QDECK_PROFILE`,
+/// `QDECK_CONFIG`, `QDECK_LOG`, test endpoints) belong to flags or tools, not to the file.
+fn config_env() -> std::collections::HashMap<String, String> {
+    std::env::vars()
+        .filter(|(k, _)| {
+            matches!(k.as_str(), "QDECK_DEFAULT_PROFILE" | "QDECK_AUDIT_LOG")
+                || k.starts_with("QDECK_UI__")
+        })
+        .collect()
 }
 
 fn validate(c: &AppConfig, file: Option<&Path>) -> Result<(), ConfigError> {

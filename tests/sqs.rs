@@ -1078,7 +1078,7 @@ async fn call_budget_on_moto() {
     }
     let dlq_id = QueueId(format!("{p}-dlq"));
     let src_id = QueueId(format!("{p}-src"));
-    b.stats(&[dlq_id.clone()]).await.expect("stats");
+    b.stats(std::slice::from_ref(&dlq_id)).await.expect("stats");
     let t2 = b.api_calls().snapshot();
     let clock = std::time::Instant::now();
     let rep = b

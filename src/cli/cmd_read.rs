@@ -133,8 +133,23 @@ pub async fn stats(s: &Session, queue: &str, f: Format) -> CliResult {
     for n in &caps.notes {
         kv("note", n.clone());
     }
-    let total: u64 = calls.values().sum();
+    let total = b.api_calls().total();
     kv("api calls", format!("{total} this run"));
+    if b.kind() == "sqs" {
+        // What it costs to keep this one queue's figures fresh at the profile's refresh rate.
+        let refresh = s
+            .profile()
+            .refresh_secs
+            .unwrap_or(s.loaded.config.ui.refresh_secs);
+        let per_run = crate::backend::sqs::estimated_cost_usd(&calls);
+        kv(
+            "est. cost",
+            format!(
+                "${per_run:.7} this run; ≈ ${:.4}/hour refreshing every {refresh} s (list prices)",
+                per_run * 3600.0 / refresh.max(0.1)
+            ),
+        );
+    }
     output::print(&out);
     Ok(OK)
 }

@@ -126,6 +126,12 @@ impl LocalBackend {
         })
     }
 
+    /// How long a call waits for another process's write lock before it fails with
+    /// `BackendError::Storage` ("database is locked"). Default 10 s.
+    pub fn set_busy_timeout(&self, timeout: Duration) -> Result<()> {
+        self.lock().busy_timeout(timeout).map_err(|e| self.err(e))
+    }
+
     pub fn path(&self) -> &Path {
         &self.path
     }

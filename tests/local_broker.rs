@@ -910,3 +910,93 @@ fn two_processes_compete_without_double_leases() {
     assert_eq!((s.depth, s.in_flight), (Some(0), Some(0)));
     assert_eq!(s.completed_total, Some(N as u64));
 }
+
+// ---- the demo workload -----------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn demo_workload_moves_every_queue_and_stops_cleanly() {
+    use qdeck::demo::{DemoConfig, DemoHandle};
+    let (_d, b) = broker();
+    let cfg = DemoConfig {
+        produce_rate: 40.0,
+        workers: 2,
+        per_worker_rate: 50.0,
+        poison_share: 0.3,
+        crash_share: 0.0,
+    };
+    let demo = DemoHandle::start(b.clone(), cfg).expect("demo starts");
+    assert_eq!(demo.workers(), 2);
+    demo.add_worker();
+    assert_eq!(demo.workers(), 3);
+    demo.remove_worker();
+    assert_eq!(demo.workers(), 2);
+    tokio::time::sleep(Duration::from_millis(3500)).await;
+    let c = demo.counters();
+    let produced = c.produced.load(std::sync::atomic::Ordering::Relaxed);
+    let processed = c.processed.load(std::sync::atomic::Ordering::Relaxed);
+    assert!(produced > 0 && processed > 0, "{produced} {processed}");
+    assert_eq!(
+        c.order_violations
+            .load(std::sync::atomic::Ordering::Relaxed),
+        0
+    );
+    tokio::task::spawn_blocking(move || drop(demo))
+        .await
+        .expect("stop");
+
+    let h = LocalHandle(b.clone());
+    let all = h.stats(&[]).await.expect("stats");
+    let names: HashSet<&str> = all.stats.iter().map(|s| s.id.as_str()).collect();
+    for q in [
+        "orders",
+        "orders.dlq",
+        "payments",
+        "payments.dlq",
+        "reports",
+    ] {
+        assert!(names.contains(q), "{q} missing from {names:?}");
+    }
+    let orders = all
+        .stats
+        .iter()
+        .find(|s| s.id.as_str() == "orders")
+        .expect("orders");
+    assert!(orders.completed_total.is_some_and(|n| n > 0));
+    assert!(
+        orders.dlq_depth.is_some_and(|n| n > 0),
+        "poison reached the DLQ"
+    );
+    assert_eq!(
+        orders.in_flight,
+        Some(0),
+        "stopped workers returned their leases"
+    );
+    let payments = all
+        .stats
+        .iter()
+        .find(|s| s.id.as_str() == "payments")
+        .expect("payments");
+    assert_eq!(payments.in_flight, Some(0));
+    let workers = h
+        .consumers(&QueueId::new("orders"))
+        .await
+        .expect("consumers");
+    assert!(workers
+        .iter()
+        .any(|w| w.tag == "orders-w1" && w.processed > Some(0)));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn headless_demo_prints_and_ends_after_its_duration() {
+    let (_d, b) = broker();
+    qdeck::demo::run_headless(
+        b.clone(),
+        qdeck::demo::DemoConfig::default(),
+        Some(Duration::from_millis(3300)),
+    )
+    .await
+    .expect("headless demo");
+    let s = stats(&b, "orders").await;
+    assert!(s.enqueued_total.is_some_and(|n| n > 0));
+    assert!(s.completed_total.is_some_and(|n| n > 0));
+}

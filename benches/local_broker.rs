@@ -134,7 +134,9 @@ fn run(procs: usize, n: usize, batch: usize) -> Result<f64, String> {
             return Err(format!("worker exited with {}", out.status));
         }
         let text = String::from_utf8_lossy(&out.stdout);
-        let mut it = text.split_whitespace().map(|s| s.parse::<u128>().unwrap_or(0));
+        let mut it = text
+            .split_whitespace()
+            .map(|s| s.parse::<u128>().unwrap_or(0));
         let (acked, start, end) = (
             it.next().unwrap_or(0),
             it.next().unwrap_or(0),
@@ -187,7 +189,9 @@ fn child(db: &Path) -> Result<(), String> {
             first = unix_us();
         }
         let receipts: Vec<String> = got.iter().map(|m| m.receipt.clone()).collect();
-        acked += b.ack(QUEUE, &worker, &receipts).map_err(|e| e.to_string())?;
+        acked += b
+            .ack(QUEUE, &worker, &receipts)
+            .map_err(|e| e.to_string())?;
         last = unix_us();
     }
     println!("{acked} {first} {last}");

@@ -1000,3 +1000,33 @@ async fn headless_demo_prints_and_ends_after_its_duration() {
     assert!(s.enqueued_total.is_some_and(|n| n > 0));
     assert!(s.completed_total.is_some_and(|n| n > 0));
 }
+
+/// The seeds' story, to watch by hand (timing, so not part of the suite):
+/// `cargo test --test local_broker demo_story -- --ignored --nocapture`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore]
+async fn demo_story() {
+    use qdeck::demo::{DemoConfig, DemoHandle};
+    let (_d, b) = broker();
+    let demo = DemoHandle::start(b.clone(), DemoConfig::default()).expect("demo starts");
+    for step in 0..12 {
+        if step == 5 {
+            demo.add_worker();
+            demo.add_worker();
+        }
+        tokio::time::sleep(Duration::from_secs(4)).await;
+        let s = stats(&b, "orders").await;
+        println!(
+            "t={:>2}s workers {} depth {:?} in-flight {:?} dlq {:?} done {:?}",
+            (step + 1) * 4,
+            demo.workers(),
+            s.depth,
+            s.in_flight,
+            s.dlq_depth,
+            s.completed_total
+        );
+    }
+    tokio::task::spawn_blocking(move || drop(demo))
+        .await
+        .expect("stop");
+}

@@ -15,12 +15,26 @@ const IDLE_POLL: Duration = Duration::from_millis(250);
 const RETRY_DELAY: Duration = Duration::from_secs(1);
 const ERROR_PAUSE: Duration = Duration::from_secs(1);
 /// How long a crashed worker takes to come back (under a new id).
-const RESTART: Duration = Duration::from_secs(2);
+const RESTART: Duration = Duration::from_millis(500);
 
 enum Outcome {
     Ack,
     Fail(Duration),
+    /// Rejected at once (malformed input): no work time spent.
+    Reject(Duration),
+    /// Dies halfway through the work, holding the lease.
     Crash,
+}
+
+impl Outcome {
+    /// Share of the per-message work time this outcome spends.
+    fn work_share(&self) -> f64 {
+        match self {
+            Outcome::Ack | Outcome::Fail(_) => 1.0,
+            Outcome::Reject(_) => 0.0,
+            Outcome::Crash => 0.5,
+        }
+    }
 }
 
 fn header<'a>(m: &'a Leased, name: &str) -> Option<&'a str> {
@@ -34,7 +48,8 @@ fn is_poison(m: &Leased) -> bool {
     header(m, POISON_HEADER) == Some("true")
 }
 
-/// One worker's loop on `queue`. `decide` runs after the work time and says what happened.
+/// One worker's loop on `queue`. `decide` says what will happen to a message when it
+/// arrives; the worker then spends its share of the work time and carries it out.
 /// Returns when the demo or `own` stops.
 fn run(
     shared: &Shared,
@@ -70,24 +85,28 @@ fn run(
             nap(shared, own, IDLE_POLL);
             continue;
         };
+        let outcome = decide(&m);
         // The work itself; paced from the start of the receive so the rate holds.
-        if !nap(shared, own, per_message.saturating_sub(started.elapsed())) {
+        let work = per_message.mul_f64(outcome.work_share());
+        if !nap(shared, own, work.saturating_sub(started.elapsed())) {
             break;
         }
         let receipt = [m.receipt.clone()];
-        let result = match decide(&m) {
+        let result = match outcome {
             Outcome::Ack => shared.local.ack(queue, &id, &receipt).map(|n| {
                 shared
                     .counters
                     .processed
                     .fetch_add(n as u64, Ordering::Relaxed);
             }),
-            Outcome::Fail(retry) => shared.local.nack(queue, &id, &receipt, retry).map(|n| {
-                shared
-                    .counters
-                    .failed
-                    .fetch_add(n as u64, Ordering::Relaxed);
-            }),
+            Outcome::Fail(retry) | Outcome::Reject(retry) => {
+                shared.local.nack(queue, &id, &receipt, retry).map(|n| {
+                    shared
+                        .counters
+                        .failed
+                        .fetch_add(n as u64, Ordering::Relaxed);
+                })
+            }
             Outcome::Crash => {
                 // Walk away mid-message: the lease stays with the dead id until it expires.
                 shared.counters.crashed.fetch_add(1, Ordering::Relaxed);
@@ -126,7 +145,7 @@ pub(super) fn orders(shared: &Shared, n: usize, own: &AtomicBool) {
             if rng.random::<f64>() < crash {
                 Outcome::Crash
             } else if is_poison(m) {
-                Outcome::Fail(RETRY_DELAY)
+                Outcome::Reject(RETRY_DELAY)
             } else {
                 Outcome::Ack
             }
@@ -146,11 +165,15 @@ pub(super) fn payments(shared: &Shared, n: usize) {
         None,
         period(2.5),
         |m| {
-            if is_poison(m) || rng.random::<f64>() < 0.10 {
+            if is_poison(m) {
+                return Outcome::Reject(Duration::from_secs(2));
+            }
+            if rng.random::<f64>() < 0.10 {
                 return Outcome::Fail(Duration::from_secs(2));
             }
-            // Checked before the ack: the ordered policy leases an account's next payment
-            // only after this one is acknowledged, so check order is completion order.
+            // Checked before the work and the ack: the ordered policy leases an account's
+            // next payment only after this one is acknowledged, so check order is completion
+            // order.
             if let (Some(key), Some(seq), Some(run)) = (
                 m.key.as_deref(),
                 header(m, SEQ_HEADER).and_then(|s| s.parse::<u64>().ok()),

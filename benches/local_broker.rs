@@ -72,6 +72,61 @@ fn main() {
             );
         }
     }
+    let queues = env_num("QDECK_BENCH_QUEUES", 10_000);
+    if queues > 0 {
+        if let Err(e) = many_queues(queues) {
+            eprintln!("  {queues} queues: failed: {e}");
+            std::process::exit(1);
+        }
+    }
+}
+
+/// `list_queues` and `stats` over many queues (what `qdeck ls -o json` and a console poll
+/// cost on the local broker), best of 5.
+fn many_queues(n: usize) -> Result<(), String> {
+    use qdeck::backend::local::LocalHandle;
+    use qdeck::backend::Backend;
+    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let h = LocalHandle::open(&dir.path().join("queues.db")).map_err(|e| e.to_string())?;
+    for i in 0..n {
+        let opts = QueueOptions {
+            dlq: (i % 10 == 0).then(|| format!("queue-{i:05}.dlq")),
+            max_receives: (i % 10 == 0).then_some(5),
+            ..Default::default()
+        };
+        h.0.create_queue(&format!("queue-{i:05}"), &opts)
+            .map_err(|e| e.to_string())?;
+    }
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    let best = |f: &dyn Fn() -> Result<usize, String>| -> Result<(Duration, usize), String> {
+        let mut best = Duration::MAX;
+        let mut count = 0;
+        for _ in 0..5 {
+            let t = Instant::now();
+            count = f()?;
+            best = best.min(t.elapsed());
+        }
+        Ok((best, count))
+    };
+    let (list, listed) = best(&|| {
+        rt.block_on(h.list_queues())
+            .map(|q| q.len())
+            .map_err(|e| e.to_string())
+    })?;
+    let (stats, counted) = best(&|| {
+        rt.block_on(h.stats(&[]))
+            .map(|s| s.stats.len())
+            .map_err(|e| e.to_string())
+    })?;
+    println!(
+        "  {listed} queues: list_queues {:.1} ms, stats(all {counted}) {:.1} ms (target for `ls -o json`: under 200 ms)",
+        list.as_secs_f64() * 1e3,
+        stats.as_secs_f64() * 1e3
+    );
+    Ok(())
 }
 
 /// Preload `n` messages, run `procs` worker processes until the queue is empty; returns acked

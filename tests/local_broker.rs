@@ -711,6 +711,38 @@ fn corrupt_file_gives_a_storage_error_and_is_left_alone() {
 }
 
 #[test]
+fn another_applications_sqlite_file_is_refused_and_left_alone() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("app.db");
+    {
+        let c = rusqlite::Connection::open(&path).expect("create");
+        c.execute_batch("CREATE TABLE users(id INTEGER PRIMARY KEY, name TEXT); INSERT INTO users(name) VALUES('ada');")
+            .expect("fill");
+    }
+    let before = std::fs::read(&path).expect("read");
+    let err = LocalBackend::open(&path).err().expect("refused");
+    assert!(matches!(err, BackendError::Storage(_)), "{err:?}");
+    assert!(err.to_string().contains("another application"), "{err}");
+    assert_eq!(
+        std::fs::read(&path).expect("read"),
+        before,
+        "file untouched"
+    );
+
+    // A qdeck file reopens fine (schema already there).
+    let ours = dir.path().join("q.db");
+    let b = LocalBackend::open(&ours).expect("open");
+    queue(&b, "q");
+    b.send_sync("q", &msg("kept")).expect("send");
+    drop(b);
+    let b = LocalBackend::open(&ours).expect("reopen");
+    assert_eq!(
+        bodies(&b.receive("q", "w", 1, None).expect("receive")),
+        vec!["kept"]
+    );
+}
+
+#[test]
 fn locked_database_gives_a_storage_error_and_loses_nothing() {
     let dir = tempfile::tempdir().expect("temp dir");
     let path = dir.path().join("q.db");

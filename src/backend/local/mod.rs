@@ -118,6 +118,11 @@ impl LocalBackend {
             }
         }
         let conn = Connection::open(path).map_err(|e| storage_err(path, e))?;
+        conn.busy_timeout(Duration::from_secs(10))
+            .map_err(|e| storage_err(path, e))?;
+        if let Some(why) = schema::refuse_reason(&conn).map_err(|e| storage_err(path, e))? {
+            return Err(BackendError::Storage(format!("{}: {why}", path.display())));
+        }
         schema::init(&conn).map_err(|e| storage_err(path, e))?;
         Ok(LocalBackend {
             path: path.to_path_buf(),

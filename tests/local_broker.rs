@@ -856,7 +856,7 @@ fn child_worker() {
         }
         empty = 0;
         batches += 1;
-        if batches % 5 == 0 {
+        if batches.is_multiple_of(5) {
             std::thread::sleep(lease + Duration::from_millis(300));
         }
         for l in &got {

@@ -72,6 +72,13 @@ fn main() {
             );
         }
     }
+    let deep = env_num("QDECK_BENCH_DEEP", 100_000);
+    if deep > 0 {
+        if let Err(e) = deep_queue(deep) {
+            eprintln!("  deep queue: failed: {e}");
+            std::process::exit(1);
+        }
+    }
     let queues = env_num("QDECK_BENCH_QUEUES", 10_000);
     if queues > 0 {
         if let Err(e) = many_queues(queues) {
@@ -250,5 +257,47 @@ fn child(db: &Path) -> Result<(), String> {
         last = unix_us();
     }
     println!("{acked} {first} {last}");
+    Ok(())
+}
+
+/// `stats` and a browse page on one queue holding `n` 1 KB messages (a big DLQ): what each
+/// console poll costs, best of 5.
+fn deep_queue(n: usize) -> Result<(), String> {
+    use qdeck::backend::local::LocalHandle;
+    use qdeck::backend::Backend;
+    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let h = LocalHandle::open(&dir.path().join("deep.db")).map_err(|e| e.to_string())?;
+    h.0.create_queue("deep", &QueueOptions::default())
+        .map_err(|e| e.to_string())?;
+    let msgs: Vec<OutgoingMessage> = (0..1000)
+        .map(|_| OutgoingMessage {
+            body: vec![b'x'; 1024],
+            ..Default::default()
+        })
+        .collect();
+    let mut left = n;
+    while left > 0 {
+        let k = left.min(msgs.len());
+        h.0.send_batch("deep", &msgs[..k])
+            .map_err(|e| e.to_string())?;
+        left -= k;
+    }
+    h.0.receive("deep", "w", 50, None)
+        .map_err(|e| e.to_string())?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    let mut best = Duration::MAX;
+    for _ in 0..5 {
+        let t = Instant::now();
+        rt.block_on(h.stats(&[qdeck::domain::QueueId::new("deep")]))
+            .map_err(|e| e.to_string())?;
+        best = best.min(t.elapsed());
+    }
+    println!(
+        "  one queue of {n} messages: stats {:.1} ms",
+        best.as_secs_f64() * 1e3
+    );
     Ok(())
 }

@@ -77,6 +77,7 @@ pub fn init(conn: &Connection) -> rusqlite::Result<()> {
         CREATE INDEX IF NOT EXISTS messages_ready ON messages(queue, visible_ms, id);
         CREATE INDEX IF NOT EXISTS messages_key ON messages(queue, key, id) WHERE key IS NOT NULL;
         CREATE INDEX IF NOT EXISTS messages_lease ON messages(leased_by) WHERE leased_by IS NOT NULL;
+        CREATE INDEX IF NOT EXISTS messages_age ON messages(queue, enqueued_ms);
         CREATE TABLE IF NOT EXISTS workers(
             worker TEXT NOT NULL,
             queue TEXT NOT NULL,

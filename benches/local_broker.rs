@@ -295,9 +295,24 @@ fn deep_queue(n: usize) -> Result<(), String> {
             .map_err(|e| e.to_string())?;
         best = best.min(t.elapsed());
     }
+    let mut browse = Duration::MAX;
+    for _ in 0..5 {
+        let t = Instant::now();
+        rt.block_on(h.browse(
+            &qdeck::domain::QueueId::new("deep"),
+            &qdeck::domain::BrowseRequest {
+                cursor: Some((n / 2).to_string()),
+                max: 100,
+                force: false,
+            },
+        ))
+        .map_err(|e| e.to_string())?;
+        browse = browse.min(t.elapsed());
+    }
     println!(
-        "  one queue of {n} messages: stats {:.1} ms",
-        best.as_secs_f64() * 1e3
+        "  one queue of {n} messages: stats {:.1} ms, browse 100 from the middle {:.1} ms",
+        best.as_secs_f64() * 1e3,
+        browse.as_secs_f64() * 1e3
     );
     Ok(())
 }

@@ -78,6 +78,8 @@ pub fn init(conn: &Connection) -> rusqlite::Result<()> {
         CREATE INDEX IF NOT EXISTS messages_key ON messages(queue, key, id) WHERE key IS NOT NULL;
         CREATE INDEX IF NOT EXISTS messages_lease ON messages(leased_by) WHERE leased_by IS NOT NULL;
         CREATE INDEX IF NOT EXISTS messages_age ON messages(queue, enqueued_ms);
+        -- (queue, rowid): browse, redrive and purge walk a queue in id order without a sort.
+        CREATE INDEX IF NOT EXISTS messages_queue ON messages(queue);
         CREATE TABLE IF NOT EXISTS workers(
             worker TEXT NOT NULL,
             queue TEXT NOT NULL,

@@ -411,11 +411,8 @@ fn redrive_without_origin_or_target_fails_clearly() {
     e.qdeck()
         .args(["redrive", "parking", "--yes"])
         .assert()
-        .code(1)
-        .stdout(predicate::str::contains("moved 0, failed 2"))
-        .stderr(predicate::str::contains(
-            "no recorded origin; give a target queue",
-        ));
+        .code(2)
+        .stderr(predicate::str::contains("give a target queue (--to QUEUE)"));
     assert_eq!(e.depth("parking"), 2);
     e.qdeck().args(["create", "work"]).assert().success();
     e.qdeck()

@@ -26,7 +26,13 @@ impl ApiCalls {
             .clone()
     }
 
+    /// Calls made, leaving out `billing:*` entries (billing units such as CloudWatch
+    /// metrics requested, which are not calls).
     pub fn total(&self) -> u64 {
-        self.snapshot().values().sum()
+        self.snapshot()
+            .iter()
+            .filter(|(k, _)| !k.starts_with("billing:"))
+            .map(|(_, v)| v)
+            .sum()
     }
 }

@@ -130,7 +130,8 @@ fn load_from(defaults: &str, file: Option<&Path>) -> Result<AppConfig, ConfigErr
         config::Environment::with_prefix("QDECK")
             .prefix_separator("_")
             .separator("__")
-            .try_parsing(true),
+            .try_parsing(true)
+            .source(Some(config_env())),
     );
     let where_ = file
         .map(|f| f.display().to_string())
@@ -141,6 +142,17 @@ fn load_from(defaults: &str, file: Option<&Path>) -> Result<AppConfig, ConfigErr
     built
         .try_deserialize::<AppConfig>()
         .map_err(|e| ConfigError(format!("{where_}: {e}")))
+}
+
+/// The `QDECK_*` variables that are configuration keys. Others (`QDECK_PROFILE`,
+/// `QDECK_CONFIG`, `QDECK_LOG`, test endpoints) belong to flags or tools, not to the file.
+fn config_env() -> std::collections::HashMap<String, String> {
+    std::env::vars()
+        .filter(|(k, _)| {
+            matches!(k.as_str(), "QDECK_DEFAULT_PROFILE" | "QDECK_AUDIT_LOG")
+                || k.starts_with("QDECK_UI__")
+        })
+        .collect()
 }
 
 fn validate(c: &AppConfig, file: Option<&Path>) -> Result<(), ConfigError> {
@@ -161,7 +173,7 @@ fn validate(c: &AppConfig, file: Option<&Path>) -> Result<(), ConfigError> {
             )));
         }
     }
-    if !(c.ui.refresh_secs >= 0.1) {
+    if c.ui.refresh_secs.is_nan() || c.ui.refresh_secs < 0.1 {
         return Err(ConfigError(format!(
             "{where_}: ui.refresh_secs must be at least 0.1, got {}",
             c.ui.refresh_secs
@@ -202,6 +214,13 @@ pub fn profile_names(c: &AppConfig) -> Vec<String> {
         v.push("local".to_string());
     }
     v
+}
+
+/// Read and check one config file (used by `config validate`).
+pub fn validate_file(path: &Path) -> Result<AppConfig, ConfigError> {
+    let c = load_from(DEFAULTS, Some(path))?;
+    validate(&c, Some(path))?;
+    Ok(c)
 }
 
 /// Parse a configuration text (used by `config validate` and the example-config test).

@@ -33,11 +33,32 @@ pub struct AuditLog {
     path: PathBuf,
 }
 
+/// The OS user: `$USER`/`$LOGNAME`, else the passwd entry of our uid, else `uid:N`.
 pub fn os_user() -> String {
-    std::env::var("USER")
-        .or_else(|_| std::env::var("LOGNAME"))
-        .or_else(|_| std::env::var("USERNAME"))
-        .unwrap_or_else(|_| "unknown".to_string())
+    if let Ok(u) = std::env::var("USER").or_else(|_| std::env::var("LOGNAME")) {
+        if !u.is_empty() {
+            return u;
+        }
+    }
+    let uid = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("Uid:"))
+                .and_then(|l| l.split_whitespace().nth(1).map(str::to_string))
+        });
+    let Some(uid) = uid else {
+        return "unknown".to_string();
+    };
+    std::fs::read_to_string("/etc/passwd")
+        .ok()
+        .and_then(|p| {
+            p.lines().find_map(|l| {
+                let f: Vec<&str> = l.split(':').collect();
+                (f.len() > 2 && f[2] == uid).then(|| f[0].to_string())
+            })
+        })
+        .unwrap_or(format!("uid:{uid}"))
 }
 
 impl AuditLog {

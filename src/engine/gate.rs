@@ -74,7 +74,8 @@ impl Gate {
         !self.read_only
     }
 
-    fn check(&self, m: Mutation, queue: &QueueId) -> Result<(), BackendError> {
+    /// Refuse `m` on a read-only profile, recording the refusal in the audit log.
+    pub fn require(&self, m: Mutation, queue: &QueueId) -> Result<(), BackendError> {
         if self.read_only {
             let err = BackendError::Refused(format!(
                 "profile {:?} is read-only: {} is not allowed",
@@ -121,7 +122,7 @@ impl Gate {
         req: &RedriveRequest,
         progress: &OpProgress,
     ) -> Result<RedriveReport, BackendError> {
-        self.check(Mutation::Redrive, &req.source)?;
+        self.require(Mutation::Redrive, &req.source)?;
         let target = Some(match &req.target {
             RedriveTarget::Origin => "origin".to_string(),
             RedriveTarget::Queue(q) => q.to_string(),
@@ -165,7 +166,7 @@ impl Gate {
         queue: &QueueId,
         progress: &OpProgress,
     ) -> Result<PurgeReport, BackendError> {
-        self.check(Mutation::Purge, queue)?;
+        self.require(Mutation::Purge, queue)?;
         match self.backend.purge(queue, progress).await {
             Ok(r) => {
                 self.record(
@@ -197,7 +198,7 @@ impl Gate {
         queue: &QueueId,
         msg: OutgoingMessage,
     ) -> Result<Option<String>, BackendError> {
-        self.check(Mutation::Send, queue)?;
+        self.require(Mutation::Send, queue)?;
         let bytes = msg.body.len();
         match self.backend.send(queue, msg).await {
             Ok(id) => {
@@ -223,5 +224,92 @@ impl Gate {
                 Err(e)
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::local::{LocalHandle, QueueOptions};
+    use crate::config::Profile;
+
+    fn gate(dir: &std::path::Path, read_only: bool) -> (Gate, Arc<LocalHandle>) {
+        let h = Arc::new(LocalHandle::open(&dir.join("q.db")).unwrap());
+        h.0.create_queue("q", &QueueOptions::default()).unwrap();
+        let mut p = Profile::default_local();
+        p.read_only = read_only;
+        let g = Gate::new(h.clone(), &p, AuditLog::new(dir.join("audit.log")));
+        (g, h)
+    }
+
+    fn audit_lines(dir: &std::path::Path) -> Vec<serde_json::Value> {
+        std::fs::read_to_string(dir.join("audit.log"))
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn read_only_gate_refuses_every_mutation_and_records_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let (g, h) = gate(dir.path(), true);
+        let q = QueueId::new("q");
+        let p = OpProgress::detached();
+        let sent = g.send(&q, OutgoingMessage::default()).await;
+        assert!(matches!(sent, Err(BackendError::Refused(_))));
+        let req = RedriveRequest {
+            source: q.clone(),
+            target: RedriveTarget::Origin,
+            max: None,
+            rate: None,
+            only_ids: None,
+        };
+        assert!(matches!(
+            g.redrive(&req, &p).await,
+            Err(BackendError::Refused(_))
+        ));
+        assert!(matches!(
+            g.purge(&q, &p).await,
+            Err(BackendError::Refused(_))
+        ));
+        let stats = h.stats(std::slice::from_ref(&q)).await.unwrap();
+        assert_eq!(
+            stats.stats[0].enqueued_total,
+            Some(0),
+            "nothing reached the broker"
+        );
+        let lines = audit_lines(dir.path());
+        let actions: Vec<&str> = lines
+            .iter()
+            .map(|l| l["action"].as_str().unwrap())
+            .collect();
+        assert_eq!(actions, vec!["send", "redrive", "purge"]);
+        assert!(lines.iter().all(|l| l["result"] == "refused"));
+    }
+
+    #[tokio::test]
+    async fn writable_gate_passes_through_and_audits_counts() {
+        let dir = tempfile::tempdir().unwrap();
+        let (g, _h) = gate(dir.path(), false);
+        let q = QueueId::new("q");
+        for _ in 0..3 {
+            g.send(
+                &q,
+                OutgoingMessage {
+                    body: b"x".to_vec(),
+                    ..Default::default()
+                },
+            )
+            .await
+            .unwrap();
+        }
+        let r = g.purge(&q, &OpProgress::detached()).await.unwrap();
+        assert_eq!(r.purged, Some(3));
+        let lines = audit_lines(dir.path());
+        assert_eq!(lines.len(), 4);
+        assert_eq!(lines[3]["action"], "purge");
+        assert_eq!(lines[3]["counts"]["purged"], 3);
+        assert_eq!(lines[3]["result"], "ok");
     }
 }

@@ -161,31 +161,46 @@ impl LocalBackend {
             .map_err(map_err)?
             .collect::<rusqlite::Result<_>>()
             .map_err(map_err)?;
-        let mut m = conn
+        // Index-only counts, so a poll costs little even with a deep queue: visible and
+        // not-visible from `messages_ready`, leased among the not-visible from the partial
+        // `messages_lease` index, age of oldest from `messages_age` per non-empty queue.
+        let visible: Vec<(String, u64, u64)> = conn
             .prepare_cached(
-                "SELECT queue,
-                        SUM(visible_ms <= ?1),
-                        SUM(leased_by IS NOT NULL AND visible_ms > ?1),
-                        SUM(leased_by IS NULL AND visible_ms > ?1),
-                        MIN(enqueued_ms)
+                "SELECT queue, SUM(visible_ms <= ?1), SUM(visible_ms > ?1)
                  FROM messages GROUP BY queue",
             )
-            .map_err(map_err)?;
-        let counts: HashMap<String, (u64, u64, u64, Option<i64>)> = m
+            .map_err(map_err)?
             .query_map([now], |r| {
                 Ok((
                     r.get::<_, String>(0)?,
-                    (
-                        r.get::<_, i64>(1)? as u64,
-                        r.get::<_, i64>(2)? as u64,
-                        r.get::<_, i64>(3)? as u64,
-                        r.get::<_, Option<i64>>(4)?,
-                    ),
+                    r.get::<_, i64>(1)? as u64,
+                    r.get::<_, i64>(2)? as u64,
                 ))
             })
             .map_err(map_err)?
             .collect::<rusqlite::Result<_>>()
             .map_err(map_err)?;
+        let leased: HashMap<String, u64> = conn
+            .prepare_cached(
+                "SELECT queue, COUNT(*) FROM messages INDEXED BY messages_lease
+                 WHERE leased_by IS NOT NULL AND visible_ms > ?1 GROUP BY queue",
+            )
+            .map_err(map_err)?
+            .query_map([now], |r| Ok((r.get(0)?, r.get::<_, i64>(1)? as u64)))
+            .map_err(map_err)?
+            .collect::<rusqlite::Result<_>>()
+            .map_err(map_err)?;
+        let mut oldest_st = conn
+            .prepare_cached("SELECT MIN(enqueued_ms) FROM messages WHERE queue = ?1")
+            .map_err(map_err)?;
+        let mut counts: HashMap<String, (u64, u64, u64, Option<i64>)> = HashMap::new();
+        for (queue, ready, hidden) in visible {
+            let inflight = leased.get(&queue).copied().unwrap_or(0).min(hidden);
+            let oldest: Option<i64> = oldest_st
+                .query_row([&queue], |r| r.get(0))
+                .map_err(map_err)?;
+            counts.insert(queue, (ready, inflight, hidden - inflight, oldest));
+        }
         let consumers: HashMap<String, u32> = conn
             .prepare_cached(
                 "SELECT queue, COUNT(*) FROM workers WHERE last_seen_ms > ?1 GROUP BY queue",

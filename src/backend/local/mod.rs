@@ -8,6 +8,7 @@
 
 mod admin;
 mod browse;
+mod busy;
 mod redrive;
 mod schema;
 mod worker;
@@ -85,6 +86,8 @@ pub struct LocalBackend {
     path: PathBuf,
     conn: Arc<Mutex<Connection>>,
     calls: ApiCalls,
+    /// How long to wait for another process's lock (see `busy`).
+    busy_ms: std::sync::atomic::AtomicU64,
 }
 
 pub(crate) fn storage_err(path: &Path, e: rusqlite::Error) -> BackendError {
@@ -118,12 +121,28 @@ impl LocalBackend {
             }
         }
         let conn = Connection::open(path).map_err(|e| storage_err(path, e))?;
+        conn.busy_handler(Some(busy::wait))
+            .map_err(|e| storage_err(path, e))?;
+        if let Some(why) = schema::refuse_reason(&conn).map_err(|e| storage_err(path, e))? {
+            return Err(BackendError::Storage(format!("{}: {why}", path.display())));
+        }
         schema::init(&conn).map_err(|e| storage_err(path, e))?;
         Ok(LocalBackend {
             path: path.to_path_buf(),
             conn: Arc::new(Mutex::new(conn)),
             calls: ApiCalls::default(),
+            busy_ms: std::sync::atomic::AtomicU64::new(busy::DEFAULT_TIMEOUT_MS),
         })
+    }
+
+    /// How long a call waits for another process's write lock before it fails with
+    /// `BackendError::Storage` ("database is locked"). Default 10 s.
+    pub fn set_busy_timeout(&self, timeout: Duration) -> Result<()> {
+        self.busy_ms.store(
+            timeout.as_millis().min(u64::MAX as u128) as u64,
+            std::sync::atomic::Ordering::Relaxed,
+        );
+        Ok(())
     }
 
     pub fn path(&self) -> &Path {
@@ -131,7 +150,10 @@ impl LocalBackend {
     }
 
     fn lock(&self) -> MutexGuard<'_, Connection> {
-        self.conn.lock().unwrap_or_else(|e| e.into_inner())
+        let guard = self.conn.lock().unwrap_or_else(|e| e.into_inner());
+        // The busy handler runs on this thread while the guard is held.
+        busy::set_timeout_ms(self.busy_ms.load(std::sync::atomic::Ordering::Relaxed));
+        guard
     }
 
     fn err(&self, e: rusqlite::Error) -> BackendError {

@@ -13,6 +13,18 @@ use crate::domain::*;
 
 const BATCH: usize = 500;
 
+/// The one queue whose DLQ is `dlq`, if exactly one names it.
+fn single_source(conn: &rusqlite::Connection, dlq: &str) -> rusqlite::Result<Option<String>> {
+    let mut st = conn.prepare_cached("SELECT name FROM queues WHERE dlq = ?1 LIMIT 2")?;
+    let names = st
+        .query_map([dlq], |r| r.get::<_, String>(0))?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok(match names.as_slice() {
+        [one] => Some(one.clone()),
+        _ => None,
+    })
+}
+
 struct BatchOutcome {
     moved: u64,
     failed: u64,
@@ -22,17 +34,57 @@ struct BatchOutcome {
 }
 
 impl LocalBackend {
-    /// Count what a redrive would move (for `--dry-run` and the confirm dialog).
+    /// Count what a redrive would move (for `--dry-run` and the confirm dialog), after
+    /// checking that it can run: the source exists, the target exists and is not the source,
+    /// and with target `Origin` the messages have somewhere to go.
     pub fn redrive_plan(&self, req: &RedriveRequest) -> Result<u64> {
+        if req.max == Some(0) {
+            return Err(BackendError::Invalid("max must be at least 1".to_string()));
+        }
+        let source = req.source.as_str();
         let conn = self.lock();
-        let n: i64 = conn
+        let map_err = |e| self.err(e);
+        let exists = |name: &str| -> Result<bool> {
+            conn.query_row("SELECT COUNT(*) FROM queues WHERE name = ?1", [name], |r| {
+                r.get::<_, i64>(0)
+            })
+            .map(|n| n > 0)
+            .map_err(map_err)
+        };
+        if !exists(source)? {
+            return Err(not_found(source));
+        }
+        let (total, no_origin): (i64, i64) = conn
             .query_row(
-                "SELECT COUNT(*) FROM messages WHERE queue = ?1",
-                [req.source.as_str()],
-                |r| r.get(0),
+                "SELECT COUNT(*), COALESCE(SUM(dl_origin IS NULL), 0) FROM messages WHERE queue = ?1",
+                [source],
+                |r| Ok((r.get(0)?, r.get(1)?)),
             )
-            .map_err(|e| self.err(e))?;
-        let n = n as u64;
+            .map_err(map_err)?;
+        match &req.target {
+            RedriveTarget::Queue(t) => {
+                if t.as_str() == source {
+                    return Err(BackendError::Invalid(format!(
+                        "cannot redrive {source:?} into itself"
+                    )));
+                }
+                if !exists(t.as_str())? {
+                    return Err(not_found(t.as_str()));
+                }
+            }
+            RedriveTarget::Origin => {
+                let fallback = single_source(&conn, source).map_err(map_err)?;
+                if total > 0 && no_origin == total && fallback.is_none() {
+                    return Err(BackendError::Invalid(format!(
+                        "{source:?} records no origin queue for its messages and is no queue's DLQ; give a target queue (--to QUEUE)"
+                    )));
+                }
+            }
+        }
+        let n = match &req.only_ids {
+            Some(ids) => (ids.len() as u64).min(total as u64),
+            None => total as u64,
+        };
         Ok(match req.max {
             Some(m) => n.min(m),
             None => n,
@@ -51,6 +103,9 @@ impl LocalBackend {
             if queue_row(tx, source)?.is_none() {
                 return Ok(Err(not_found(source)));
             }
+            // Messages put straight into a DLQ carry no origin: send them to the one queue
+            // that names this DLQ, when there is exactly one.
+            let fallback = single_source(tx, source)?;
             let rows: Vec<(i64, Option<String>, Option<String>, bool)> = {
                 let mut st = tx.prepare_cached(
                     "SELECT id, dl_origin, leased_by, visible_ms > ?3 FROM messages
@@ -81,7 +136,13 @@ impl LocalBackend {
                 }
                 let target = match &req.target {
                     RedriveTarget::Queue(q) => q.as_str().to_string(),
-                    RedriveTarget::Origin => match origin {
+                    RedriveTarget::Origin => match origin.or_else(|| fallback.clone()) {
+                        Some(o) if o == source => {
+                            out.failed += 1;
+                            out.errors
+                                .push(format!("message {id}: origin is {source:?} itself"));
+                            continue;
+                        }
                         Some(o) => o,
                         None => {
                             out.failed += 1;
@@ -122,7 +183,7 @@ pub(super) async fn run(
     progress: OpProgress,
 ) -> Result<RedriveReport> {
     if let Some(r) = req.rate {
-        if !(r > 0.0) {
+        if !r.is_finite() || r <= 0.0 {
             return Err(BackendError::Invalid(
                 "rate must be greater than 0".to_string(),
             ));

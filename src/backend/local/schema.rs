@@ -5,11 +5,46 @@ use rusqlite::Connection;
 
 pub const SCHEMA_VERSION: i64 = 1;
 
+/// Why an existing SQLite file must not be used as a qdeck broker, if it must not: it holds
+/// another application's tables, or a newer qdeck's schema. Checked before anything is
+/// written, so such a file is left exactly as it was.
+pub fn refuse_reason(conn: &Connection) -> rusqlite::Result<Option<String>> {
+    let (tables, has_meta): (i64, i64) = conn.query_row(
+        "SELECT COUNT(*), COALESCE(SUM(name = 'meta'), 0) FROM sqlite_master WHERE type = 'table'",
+        [],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )?;
+    if tables == 0 {
+        return Ok(None);
+    }
+    if has_meta == 0 {
+        return Ok(Some(
+            "is a SQLite database of another application (no qdeck schema); refusing to change it"
+                .to_string(),
+        ));
+    }
+    let version: Option<String> = conn
+        .query_row(
+            "SELECT value FROM meta WHERE key = 'schema_version'",
+            [],
+            |r| r.get(0),
+        )
+        .ok();
+    match version.and_then(|v| v.parse::<i64>().ok()) {
+        Some(v) if v > SCHEMA_VERSION => Ok(Some(format!(
+            "was written by a newer qdeck (schema {v}, this one knows {SCHEMA_VERSION}); upgrade qdeck"
+        ))),
+        Some(_) => Ok(None),
+        None => Ok(Some(
+            "has a meta table but no qdeck schema version; refusing to change it".to_string(),
+        )),
+    }
+}
+
 pub fn init(conn: &Connection) -> rusqlite::Result<()> {
     conn.pragma_update(None, "journal_mode", "WAL")?;
     conn.pragma_update(None, "synchronous", "NORMAL")?;
     conn.pragma_update(None, "foreign_keys", "OFF")?;
-    conn.busy_timeout(std::time::Duration::from_secs(10))?;
     conn.execute_batch(
         r#"
         CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -42,6 +77,9 @@ pub fn init(conn: &Connection) -> rusqlite::Result<()> {
         CREATE INDEX IF NOT EXISTS messages_ready ON messages(queue, visible_ms, id);
         CREATE INDEX IF NOT EXISTS messages_key ON messages(queue, key, id) WHERE key IS NOT NULL;
         CREATE INDEX IF NOT EXISTS messages_lease ON messages(leased_by) WHERE leased_by IS NOT NULL;
+        CREATE INDEX IF NOT EXISTS messages_age ON messages(queue, enqueued_ms);
+        -- (queue, rowid): browse, redrive and purge walk a queue in id order without a sort.
+        CREATE INDEX IF NOT EXISTS messages_queue ON messages(queue);
         CREATE TABLE IF NOT EXISTS workers(
             worker TEXT NOT NULL,
             queue TEXT NOT NULL,

@@ -53,6 +53,12 @@ fn parse_receipt(r: &str) -> Result<(i64, i64)> {
     Ok((a.parse().map_err(|_| bad())?, b.parse().map_err(|_| bad())?))
 }
 
+/// Most messages one `receive` call leases.
+pub const MAX_RECEIVE_BATCH: usize = 1000;
+
+/// Dead-letter reason recorded when a message used up its receives.
+pub const MAX_RECEIVES_REASON: &str = "max_receives exceeded";
+
 pub(super) fn not_found(queue: &str) -> BackendError {
     BackendError::NotFound(format!("no queue named {queue:?} on the local broker"))
 }
@@ -66,6 +72,12 @@ pub(super) fn dead_letter(
     reason: &str,
     now: i64,
 ) -> rusqlite::Result<()> {
+    // The DLQ may have been deleted since the source was configured: bring it back rather
+    // than leave the message in a queue nobody lists.
+    tx.execute(
+        "INSERT OR IGNORE INTO queues(name, created_ms) VALUES(?1, ?2)",
+        params![dlq, now],
+    )?;
     tx.execute(
         "INSERT INTO messages(queue, key, body, headers, enqueued_ms, visible_ms, receive_count,
                               dl_reason, dl_origin, dl_ms, dl_count)
@@ -193,6 +205,12 @@ impl LocalBackend {
 
     /// Lease up to `n` messages to `worker` for the queue's lease time (or `lease`).
     /// Messages whose receive count reached `max_receives` go to the DLQ instead.
+    ///
+    /// Visible messages are taken oldest-visible first (the `messages_ready` index order), so a
+    /// receive costs O(n log N) however deep the backlog is. The key policy filters candidates
+    /// in SQL: `exclusive` skips keys with a live lease, `ordered` takes only the lowest id of
+    /// each key still in the queue (leased, waiting for a retry or ready), so a later message
+    /// waits until the earlier one is acknowledged or dead-lettered.
     pub fn receive(
         &self,
         queue: &str,
@@ -200,6 +218,10 @@ impl LocalBackend {
         n: usize,
         lease: Option<Duration>,
     ) -> Result<Vec<Leased>> {
+        if n == 0 {
+            return Ok(Vec::new());
+        }
+        let n = n.min(MAX_RECEIVE_BATCH);
         let now = now_ms();
         self.write(|tx| {
             let Some(q) = queue_row(tx, queue)? else {
@@ -207,52 +229,52 @@ impl LocalBackend {
             };
             let lease_ms = lease
                 .map(|d| d.as_millis() as i64)
-                .unwrap_or((q.lease_secs * 1000.0) as i64);
+                .unwrap_or((q.lease_secs * 1000.0) as i64)
+                .max(1);
             touch_worker(tx, worker, queue, now)?;
             let mut out = Vec::with_capacity(n);
             let mut seen_keys = std::collections::HashSet::new();
-            let mut after = 0i64;
-            // Scan in id order; skip what the key policy blocks. Bounded so a queue full of
-            // blocked keys cannot stall a receive.
+            // Cursor over (visible_ms, id): each pass continues after the last row looked at.
+            let mut after = (i64::MIN, 0i64);
+            let sql = match q.policy {
+                KeyPolicy::Parallel => {
+                    "SELECT id, key, receive_count, visible_ms FROM messages m
+                     WHERE queue = ?1 AND visible_ms <= ?2 AND (visible_ms, id) > (?3, ?4)
+                     ORDER BY visible_ms, id LIMIT ?5"
+                }
+                KeyPolicy::Exclusive => {
+                    "SELECT id, key, receive_count, visible_ms FROM messages m
+                     WHERE queue = ?1 AND visible_ms <= ?2 AND (visible_ms, id) > (?3, ?4)
+                       AND (key IS NULL OR NOT EXISTS (
+                           SELECT 1 FROM messages p WHERE p.queue = m.queue AND p.key = m.key
+                             AND p.leased_by IS NOT NULL AND p.visible_ms > ?2))
+                     ORDER BY visible_ms, id LIMIT ?5"
+                }
+                KeyPolicy::Ordered => {
+                    "SELECT id, key, receive_count, visible_ms FROM messages m
+                     WHERE queue = ?1 AND visible_ms <= ?2 AND (visible_ms, id) > (?3, ?4)
+                       AND (key IS NULL OR NOT EXISTS (
+                           SELECT 1 FROM messages p WHERE p.queue = m.queue AND p.key = m.key
+                             AND p.id < m.id))
+                     ORDER BY visible_ms, id LIMIT ?5"
+                }
+            };
+            // Bounded so a queue full of blocked keys or poison cannot stall a receive.
             'scan: for _ in 0..20 {
-                let sql = match q.policy {
-                    KeyPolicy::Parallel => {
-                        "SELECT id, key, receive_count FROM messages m
-                         WHERE queue = ?1 AND visible_ms <= ?2 AND id > ?3 ORDER BY id LIMIT ?4"
-                    }
-                    KeyPolicy::Exclusive => {
-                        "SELECT id, key, receive_count FROM messages m
-                         WHERE queue = ?1 AND visible_ms <= ?2 AND id > ?3
-                           AND (key IS NULL OR NOT EXISTS (
-                               SELECT 1 FROM messages p WHERE p.queue = m.queue AND p.key = m.key
-                                 AND p.leased_by IS NOT NULL AND p.visible_ms > ?2))
-                         ORDER BY id LIMIT ?4"
-                    }
-                    KeyPolicy::Ordered => {
-                        "SELECT id, key, receive_count FROM messages m
-                         WHERE queue = ?1 AND visible_ms <= ?2 AND id > ?3
-                           AND (key IS NULL OR NOT EXISTS (
-                               SELECT 1 FROM messages p WHERE p.queue = m.queue AND p.key = m.key
-                                 AND p.id < m.id))
-                         ORDER BY id LIMIT ?4"
-                    }
-                };
-                let batch: Vec<(i64, Option<String>, i64)> = {
+                let want = (n - out.len()) as i64 + 16;
+                let batch: Vec<(i64, Option<String>, i64, i64)> = {
                     let mut st = tx.prepare_cached(sql)?;
-                    let rows = st
-                        .query_map(params![queue, now, after, (n * 2 + 16) as i64], |r| {
-                            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
-                        })?;
+                    let rows = st.query_map(params![queue, now, after.0, after.1, want], |r| {
+                        Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+                    })?;
                     rows.collect::<rusqlite::Result<_>>()?
                 };
-                if batch.is_empty() {
-                    break;
-                }
-                for (id, key, count) in batch {
-                    after = id;
+                let exhausted = (batch.len() as i64) < want;
+                for (id, key, count, visible) in batch {
+                    after = (visible, id);
                     if let (Some(max), Some(dlq)) = (q.max_receives, q.dlq.as_deref()) {
                         if count >= max as i64 {
-                            dead_letter(tx, id, queue, dlq, "max_receives exceeded", now)?;
+                            dead_letter(tx, id, queue, dlq, MAX_RECEIVES_REASON, now)?;
                             continue;
                         }
                     }
@@ -289,6 +311,9 @@ impl LocalBackend {
                     if out.len() >= n {
                         break 'scan;
                     }
+                }
+                if exhausted {
+                    break;
                 }
             }
             Ok(Ok(out))
@@ -343,8 +368,9 @@ impl LocalBackend {
             for (id, count) in &parsed {
                 let valid: Option<i64> = tx
                     .query_row(
-                        "SELECT receive_count FROM messages WHERE id = ?1 AND receive_count = ?2 AND leased_by = ?3",
-                        params![id, count, worker],
+                        "SELECT receive_count FROM messages
+                         WHERE id = ?1 AND receive_count = ?2 AND leased_by = ?3 AND queue = ?4",
+                        params![id, count, worker, queue],
                         |r| r.get(0),
                     )
                     .optional()?;
@@ -352,7 +378,7 @@ impl LocalBackend {
                 n += 1;
                 match (q.max_receives, q.dlq.as_deref()) {
                     (Some(max), Some(dlq)) if rc >= max as i64 => {
-                        dead_letter(tx, *id, queue, dlq, "max_receives exceeded", now)?;
+                        dead_letter(tx, *id, queue, dlq, MAX_RECEIVES_REASON, now)?;
                     }
                     _ => {
                         tx.execute(

@@ -1,0 +1,151 @@
+//! DLQ browse over REST: peek-lock a page, read it, unlock every message at once.
+//! REST has no true peek, so each browsed message's DeliveryCount rises by one (declared in
+//! capabilities). A DLQ cannot dead-letter, so this is safe there; on an active queue it would
+//! push messages toward MaxDeliveryCount, so it is refused unless forced.
+
+use futures::future::join_all;
+use serde_json::Value;
+
+use super::dlq_parent;
+use super::http::Rest;
+use super::runtime::{self, Received};
+use crate::backend::{BackendError, Result};
+use crate::domain::*;
+
+/// Deepest message a browse may reach: every message up to it is locked for the page.
+const MAX_DEPTH: usize = 500;
+
+pub async fn browse(rest: &Rest, entity: &str, req: &BrowseRequest) -> Result<Page> {
+    if dlq_parent(entity).is_none() && !req.force {
+        return Err(BackendError::Refused(format!(
+            "browsing active queue {entity} over REST would lock and unlock each message, raising its DeliveryCount \
+             toward MaxDeliveryCount and dead-lettering messages at the limit; browse {entity}/$DeadLetterQueue instead"
+        )));
+    }
+    let skip: usize = match req.cursor.as_deref() {
+        None | Some("") => 0,
+        Some(c) => c.parse().map_err(|_| {
+            BackendError::Invalid("browse cursor is not valid for Service Bus".into())
+        })?,
+    };
+    if req.max == 0 {
+        return Ok(Page::default());
+    }
+    let want = skip.saturating_add(req.max);
+    if want > MAX_DEPTH {
+        return Err(BackendError::Invalid(format!(
+            "Service Bus REST can only browse the first {MAX_DEPTH} messages (each one up to the page is locked while it is read)"
+        )));
+    }
+    let mut locked: Vec<Received> = Vec::new();
+    let mut failure = None;
+    while locked.len() < want {
+        match runtime::peek_lock(rest, entity, 1).await {
+            Ok(Some(m)) => locked.push(m),
+            Ok(None) => break,
+            Err(e) => {
+                failure = Some(e);
+                break;
+            }
+        }
+    }
+    // Unlock everything we hold, at once, whatever happened above.
+    let results = join_all(locked.iter().map(|m| runtime::unlock(rest, m))).await;
+    let unlock_failed = results.iter().filter(|r| r.is_err()).count();
+    if let Some(e) = failure {
+        if locked.is_empty() {
+            return Err(e);
+        }
+    }
+    let full = locked.len() == want;
+    let mut note = format!(
+        "{} message(s) were locked and unlocked to read them: their DeliveryCount went up by one",
+        locked.len()
+    );
+    if unlock_failed > 0 {
+        note.push_str(&format!(
+            "; {unlock_failed} could not be unlocked and stay locked until their lock expires (LockDuration)"
+        ));
+    }
+    let messages = locked
+        .iter()
+        .skip(skip)
+        .map(|m| to_message(m, entity))
+        .collect();
+    Ok(Page {
+        messages,
+        next: full.then(|| want.to_string()),
+        effect_note: Some(note),
+    })
+}
+
+/// Custom property values are JSON in headers (strings quoted); show strings without quotes.
+pub fn unquote(v: &str) -> String {
+    if v.len() >= 2 && v.starts_with('"') && v.ends_with('"') {
+        if let Ok(s) = serde_json::from_str::<String>(v) {
+            return s;
+        }
+    }
+    v.to_string()
+}
+
+fn rfc2822_ms(s: &str) -> Option<i64> {
+    chrono::DateTime::parse_from_rfc2822(s.trim())
+        .ok()
+        .map(|d| d.timestamp_millis())
+}
+
+pub fn to_message(m: &Received, entity: &str) -> Message {
+    let custom = |k: &str| {
+        m.custom
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(k))
+            .map(|(_, v)| unquote(v))
+    };
+    let seq = m.sequence_number();
+    let mut headers = Vec::new();
+    if let Some(ct) = &m.content_type {
+        headers.push(("ContentType".to_string(), ct.clone()));
+    }
+    for (k, v) in &m.props {
+        let shown = match v {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        headers.push((k.clone(), shown));
+    }
+    for (k, v) in &m.custom {
+        headers.push((k.clone(), unquote(v)));
+    }
+    let reason = custom("DeadLetterReason").or_else(|| m.prop_str("DeadLetterReason"));
+    let description =
+        custom("DeadLetterErrorDescription").or_else(|| m.prop_str("DeadLetterErrorDescription"));
+    let origin = m
+        .prop_str("DeadLetterSource")
+        .or_else(|| dlq_parent(entity).map(str::to_string))
+        .map(QueueId::new);
+    let dead_letter = dlq_parent(entity).map(|_| DeadLetterInfo {
+        reason,
+        description,
+        origin,
+        count: None,
+        at_ms: None,
+    });
+    Message {
+        id: m
+            .message_id()
+            .or_else(|| seq.map(|s| s.to_string()))
+            .unwrap_or_default(),
+        seq,
+        enqueued_ms: m.prop_str("EnqueuedTimeUtc").and_then(|s| rfc2822_ms(&s)),
+        receive_count: m
+            .prop_i64("DeliveryCount")
+            .and_then(|n| u64::try_from(n).ok()),
+        key: m
+            .prop_str("SessionId")
+            .or_else(|| m.prop_str("PartitionKey")),
+        headers,
+        body: m.body.clone(),
+        dead_letter,
+    }
+}

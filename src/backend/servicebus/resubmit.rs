@@ -1,0 +1,347 @@
+//! Client-side resubmit of dead-lettered messages: peek-lock from the DLQ, send a copy (body,
+//! content type, MessageId, CorrelationId, Label, SessionId, ReplyTo, To, PartitionKey, custom
+//! properties) to the target, and complete the DLQ message only after the send succeeded.
+//! A failed send unlocks nothing until the end: the message is held locked so the loop moves on,
+//! then unlocked. A lost lock after a good send is reported as possibly duplicated (the
+//! original stays in the DLQ; the copy is in the target). Three requests per message.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use futures::future::join_all;
+
+use super::http::Rest;
+use super::runtime::{self, Outgoing, Received};
+use super::{dlq_parent, mgmt};
+use crate::backend::{BackendError, OpProgress, Result};
+use crate::domain::*;
+
+const WORKERS: usize = 16;
+/// Empty receives in a row (across workers) after which the DLQ counts as drained.
+const EMPTY_STOP: u32 = 3;
+/// Transient failures in a row after which the run stops.
+const ERR_STOP: u32 = 5;
+const MAX_ERRORS_KEPT: usize = 20;
+
+#[derive(Default)]
+struct State {
+    report: RedriveReport,
+    claimed: u64,
+    empty_streak: u32,
+    err_streak: u32,
+    stop: bool,
+    fatal: Option<BackendError>,
+    /// Messages kept locked until the end (not selected, or their send failed).
+    held: Vec<Received>,
+    held_seqs: HashSet<String>,
+    /// Messages being copied right now, by key.
+    in_progress: HashSet<String>,
+    remaining_ids: Option<HashSet<String>>,
+}
+
+impl State {
+    fn error(&mut self, e: String) {
+        if self.report.errors.len() < MAX_ERRORS_KEPT {
+            self.report.errors.push(e);
+        }
+    }
+}
+
+struct Ctx {
+    rest: Arc<Rest>,
+    source: String,
+    target: String,
+    max: Option<u64>,
+    interval: Option<Duration>,
+    next_slot: Mutex<Instant>,
+    st: Mutex<State>,
+    progress: OpProgress,
+}
+
+fn key_of(m: &Received) -> String {
+    m.sequence_number()
+        .map(|s| format!("seq:{s}"))
+        .or_else(|| m.lock_path.clone())
+        .or_else(|| m.message_id())
+        .unwrap_or_default()
+}
+
+pub async fn resubmit(
+    rest: Arc<Rest>,
+    req: &RedriveRequest,
+    progress: &OpProgress,
+) -> Result<RedriveReport> {
+    let source = req.source.as_str().to_string();
+    let Some(parent) = dlq_parent(&source) else {
+        return Err(BackendError::Invalid(format!(
+            "resubmit moves messages out of a dead-letter queue: use {source}/$DeadLetterQueue as the source"
+        )));
+    };
+    let target = match &req.target {
+        RedriveTarget::Origin if super::is_subscription(parent) => {
+            return Err(BackendError::Invalid(format!(
+                "{parent} is a subscription and cannot receive messages: choose the topic (every subscription gets a copy) or a queue as the target"
+            )))
+        }
+        RedriveTarget::Origin => parent.to_string(),
+        RedriveTarget::Queue(q) => q.as_str().to_string(),
+    };
+    if dlq_parent(&target).is_some() {
+        return Err(BackendError::Invalid(
+            "Service Bus does not accept messages sent to a dead-letter queue".into(),
+        ));
+    }
+    if let Some(r) = req.rate {
+        if !(r.is_finite() && r > 0.0) {
+            return Err(BackendError::Invalid(
+                "rate must be a positive number".into(),
+            ));
+        }
+    }
+    progress.phase("counting");
+    // Total from the management API when the key may read it; a Listen key just goes without.
+    if let Ok(Some(e)) = mgmt::get_queue(&rest, parent).await {
+        let n = e.count("DeadLetterMessageCount");
+        let total = match (n, req.max, &req.only_ids) {
+            (_, _, Some(ids)) => Some(ids.len() as u64),
+            (Some(n), Some(m), _) => Some(n.min(m)),
+            (n, _, _) => n,
+        };
+        progress.set_total(total);
+    }
+    progress.phase("resubmitting");
+    let ctx = Arc::new(Ctx {
+        rest,
+        source,
+        target,
+        max: req.max,
+        interval: req.rate.map(|r| Duration::from_secs_f64(1.0 / r)),
+        next_slot: Mutex::new(Instant::now()),
+        st: Mutex::new(State {
+            report: RedriveReport {
+                mode: "client-side (peek-lock, send copy, complete)".into(),
+                ..Default::default()
+            },
+            remaining_ids: req.only_ids.as_ref().map(|v| v.iter().cloned().collect()),
+            ..Default::default()
+        }),
+        progress: progress.clone(),
+    });
+    let workers = if req.rate.is_some_and(|r| r < WORKERS as f64) {
+        (req.rate.unwrap_or(1.0).ceil() as usize).clamp(1, WORKERS)
+    } else {
+        WORKERS
+    };
+    let handles: Vec<_> = (0..workers)
+        .map(|_| tokio::spawn(worker(ctx.clone())))
+        .collect();
+    for h in handles {
+        if h.await.is_err() {
+            let mut st = ctx.st.lock().unwrap_or_else(|e| e.into_inner());
+            st.error("a resubmit worker stopped unexpectedly".into());
+        }
+    }
+    progress.phase("unlocking held messages");
+    let held = {
+        let mut st = ctx.st.lock().unwrap_or_else(|e| e.into_inner());
+        std::mem::take(&mut st.held)
+    };
+    let results = join_all(held.iter().map(|m| runtime::unlock(&ctx.rest, m))).await;
+    let lost = results.iter().filter(|r| r.is_err()).count();
+    let mut st = ctx.st.lock().unwrap_or_else(|e| e.into_inner());
+    if lost > 0 {
+        st.error(format!(
+            "{lost} held message(s) could not be unlocked; they stay in the DLQ, locked until LockDuration passes"
+        ));
+    }
+    let missing = st.remaining_ids.as_ref().map_or(0, |r| r.len());
+    if missing > 0 && !progress.cancelled() {
+        st.error(format!(
+            "{missing} selected message(s) were not found in the DLQ (gone, locked by another receiver, or past what one lock duration could reach)"
+        ));
+    }
+    st.report.cancelled = progress.cancelled();
+    progress.phase("done");
+    let report = std::mem::take(&mut st.report);
+    if let Some(e) = st.fatal.take() {
+        if report.moved == 0 && report.possibly_duplicated == 0 {
+            return Err(e);
+        }
+    }
+    Ok(report)
+}
+
+fn should_stop(ctx: &Ctx) -> bool {
+    let st = ctx.st.lock().unwrap_or_else(|e| e.into_inner());
+    st.stop || ctx.progress.cancelled()
+}
+
+async fn wait_rate(ctx: &Ctx) {
+    let Some(iv) = ctx.interval else { return };
+    let at = {
+        let mut next = ctx.next_slot.lock().unwrap_or_else(|e| e.into_inner());
+        let now = Instant::now();
+        let at = (*next).max(now);
+        *next = at + iv;
+        at
+    };
+    tokio::time::sleep_until(at.into()).await;
+}
+
+async fn worker(ctx: Arc<Ctx>) {
+    loop {
+        if should_stop(&ctx) {
+            return;
+        }
+        {
+            let mut st = ctx.st.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(m) = ctx.max {
+                if st.claimed >= m {
+                    return; // others may still be finishing their claimed messages
+                }
+            }
+            if st.remaining_ids.as_ref().is_some_and(|r| r.is_empty()) {
+                return;
+            }
+            st.claimed += 1;
+        }
+        wait_rate(&ctx).await;
+        if should_stop(&ctx) {
+            release(&ctx);
+            return;
+        }
+        let got = runtime::peek_lock(&ctx.rest, &ctx.source, 1).await;
+        let msg = match got {
+            Ok(Some(m)) => m,
+            Ok(None) => {
+                let mut st = ctx.st.lock().unwrap_or_else(|e| e.into_inner());
+                st.claimed = st.claimed.saturating_sub(1);
+                st.empty_streak += 1;
+                if st.empty_streak >= EMPTY_STOP {
+                    st.stop = true;
+                }
+                continue;
+            }
+            Err(e) => {
+                release(&ctx);
+                if !note_failure(&ctx, e, None) {
+                    return;
+                }
+                continue;
+            }
+        };
+        // Already held (its lock expired and it came round again), or not selected.
+        let key = key_of(&msg);
+        {
+            let mut st = ctx.st.lock().unwrap_or_else(|e| e.into_inner());
+            // In progress elsewhere means the other worker's lock was lost: do not copy twice.
+            if st.held_seqs.contains(&key) || st.in_progress.contains(&key) {
+                st.claimed = st.claimed.saturating_sub(1);
+                st.empty_streak += 1;
+                if st.empty_streak >= EMPTY_STOP {
+                    st.stop = true;
+                }
+                st.held.push(msg);
+                continue;
+            }
+            st.empty_streak = 0;
+            // Browse shows MessageId, or the sequence number when there is none.
+            let seq = msg.sequence_number().map(|n| n.to_string());
+            let selected = match &mut st.remaining_ids {
+                None => true,
+                Some(r) => {
+                    let by_id = msg.message_id().is_some_and(|id| r.remove(&id));
+                    by_id || seq.is_some_and(|n| r.remove(&n))
+                }
+            };
+            if !selected {
+                st.claimed = st.claimed.saturating_sub(1);
+                st.held_seqs.insert(key);
+                st.held.push(msg);
+                continue;
+            }
+            st.in_progress.insert(key.clone());
+        }
+        let copy = Outgoing::copy_of(&msg);
+        let sent = runtime::send(&ctx.rest, &ctx.target, &copy).await;
+        let outcome = match sent {
+            Ok(()) => Some(runtime::complete(&ctx.rest, &msg).await),
+            Err(_) => None,
+        };
+        {
+            let mut st = ctx.st.lock().unwrap_or_else(|e| e.into_inner());
+            if !matches!(outcome, Some(Ok(()))) {
+                // Not completed: if it comes round again, do not copy it a second time.
+                st.held_seqs.insert(key.clone());
+            }
+            st.in_progress.remove(&key);
+        }
+        match sent {
+            Ok(()) => match outcome.unwrap_or(Ok(())) {
+                Ok(()) => {
+                    let mut st = ctx.st.lock().unwrap_or_else(|e| e.into_inner());
+                    st.report.moved += 1;
+                    st.err_streak = 0;
+                    drop(st);
+                    ctx.progress.add_done(1);
+                }
+                Err(e) => {
+                    let mut st = ctx.st.lock().unwrap_or_else(|e| e.into_inner());
+                    st.report.possibly_duplicated += 1;
+                    // Lock lost: if the message comes round again, do not copy it twice.
+                    st.held_seqs.insert(key_of(&msg));
+                    let id = msg.message_id().unwrap_or_default();
+                    st.error(format!(
+                        "message {id}: copied to {} but not removed from the DLQ ({e}); it may be resubmitted twice",
+                        ctx.target
+                    ));
+                    drop(st);
+                    ctx.progress.add_failed(1);
+                }
+            },
+            Err(e) => {
+                if !note_failure(&ctx, e, Some(msg)) {
+                    return;
+                }
+            }
+        }
+    }
+}
+
+fn release(ctx: &Ctx) {
+    let mut st = ctx.st.lock().unwrap_or_else(|e| e.into_inner());
+    st.claimed = st.claimed.saturating_sub(1);
+}
+
+/// Record a failure; the message (if any) is held locked until the end so the loop moves on.
+/// Returns false when the run should stop.
+fn note_failure(ctx: &Ctx, e: BackendError, msg: Option<Received>) -> bool {
+    let mut st = ctx.st.lock().unwrap_or_else(|e| e.into_inner());
+    let fatal = matches!(
+        e,
+        BackendError::NotFound(_) | BackendError::Auth(_) | BackendError::Unsupported(_)
+    );
+    if let Some(m) = msg {
+        st.report.failed += 1;
+        let id = m.message_id().unwrap_or_default();
+        st.error(format!(
+            "message {id}: not resubmitted, left in the DLQ: {e}"
+        ));
+        let key = key_of(&m);
+        st.held_seqs.insert(key);
+        st.held.push(m);
+        ctx.progress.add_failed(1);
+    } else {
+        st.error(e.to_string());
+    }
+    st.err_streak += 1;
+    if fatal || st.err_streak >= ERR_STOP {
+        st.stop = true;
+        if st.fatal.is_none() {
+            st.fatal = Some(e);
+        }
+        return false;
+    }
+    true
+}

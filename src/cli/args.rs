@@ -1,0 +1,203 @@
+//! Command-line arguments. No subcommand opens the console.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "qdeck",
+    version,
+    about = "Terminal operations console for message queues: SQS, Service Bus, RabbitMQ and an embedded local broker",
+    long_about = None,
+    after_help = "Run without a command to open the console. Exit codes are listed in the README."
+)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: Global,
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct Global {
+    /// Profile to use (default: `default_profile`, else the first profile, else the local broker).
+    #[arg(long, short = 'p', global = true, env = "QDECK_PROFILE")]
+    pub profile: Option<String>,
+    /// Config file (default: $XDG_CONFIG_HOME/qdeck/config.toml).
+    #[arg(long, global = true, env = "QDECK_CONFIG")]
+    pub config: Option<PathBuf>,
+    /// Output format (default: table on a terminal, plain lines otherwise).
+    #[arg(long, short = 'o', global = true, value_enum)]
+    pub output: Option<Format>,
+    /// Refuse every mutating action, whatever the profile says.
+    #[arg(long, global = true)]
+    pub read_only: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    Table,
+    Json,
+    Csv,
+    Plain,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// List queues with their live figures.
+    #[command(alias = "list")]
+    Ls {
+        /// Only queues whose name matches this regex.
+        pattern: Option<String>,
+    },
+    /// Figures, settings, DLQ links and broker notes for one queue.
+    Stats { queue: String },
+    /// Show messages without removing them.
+    #[command(alias = "browse")]
+    Peek {
+        queue: String,
+        /// How many messages.
+        #[arg(short = 'n', long, default_value_t = 10)]
+        count: usize,
+        /// Browse even where it could push messages toward the DLQ.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Who consumes a queue (consumers, or workers holding leases).
+    #[command(alias = "workers")]
+    Consumers { queue: String },
+    /// Publish one message (BODY, or standard input when BODY is `-` or absent).
+    Send {
+        queue: String,
+        body: Option<String>,
+        /// Message key (ordering key / group).
+        #[arg(long)]
+        key: Option<String>,
+        /// Delay before the message becomes visible, e.g. 30s, 5m.
+        #[arg(long, value_parser = parse_duration)]
+        delay: Option<std::time::Duration>,
+        /// Header as NAME=VALUE (repeatable).
+        #[arg(long = "header", short = 'H', value_parser = parse_header)]
+        headers: Vec<(String, String)>,
+    },
+    /// Move messages from a dead-letter queue back to their origin or to --to.
+    Redrive {
+        dlq: String,
+        /// Target queue (default: each message's origin).
+        #[arg(long)]
+        to: Option<String>,
+        /// Move at most this many.
+        #[arg(long)]
+        max: Option<u64>,
+        /// At most this many messages per second.
+        #[arg(long)]
+        rate: Option<f64>,
+        /// Say what would happen and change nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// Do not ask for confirmation.
+        #[arg(long, short = 'y')]
+        yes: bool,
+    },
+    /// Delete every message in a queue.
+    Purge {
+        queue: String,
+        #[arg(long)]
+        dry_run: bool,
+        #[arg(long, short = 'y')]
+        yes: bool,
+    },
+    /// Monitoring check: exit 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN, with a one-line summary.
+    Check(CheckArgs),
+    /// Create a queue on the local broker.
+    Create {
+        queue: String,
+        /// Dead-letter queue (created when missing).
+        #[arg(long)]
+        dlq: Option<String>,
+        /// Receives after which a message is dead-lettered (needs --dlq).
+        #[arg(long)]
+        max_receives: Option<u32>,
+        /// Lease (visibility timeout), e.g. 30s.
+        #[arg(long, value_parser = parse_duration, default_value = "30s")]
+        lease: std::time::Duration,
+        /// parallel | exclusive | ordered
+        #[arg(long, default_value = "parallel")]
+        key_policy: String,
+    },
+    /// Run the demo workload on the local broker without the console.
+    Demo {
+        /// Messages per second produced.
+        #[arg(long, default_value_t = 10.0)]
+        rate: f64,
+        /// Workers at start.
+        #[arg(long, default_value_t = 1)]
+        workers: usize,
+        /// Messages per second one worker completes.
+        #[arg(long, default_value_t = 4.0)]
+        per_worker: f64,
+        /// Stop after this long (default: until Ctrl-C).
+        #[arg(long, value_parser = parse_duration)]
+        duration: Option<std::time::Duration>,
+    },
+    /// Configuration: where it is, what it holds (secrets redacted), whether it is valid.
+    Config {
+        #[command(subcommand)]
+        action: ConfigAction,
+    },
+    /// Shell completions.
+    Completions { shell: clap_complete::Shell },
+}
+
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// Only queues whose name matches this regex.
+    pub pattern: Option<String>,
+    /// CRITICAL when depth exceeds this.
+    #[arg(long)]
+    pub max_depth: Option<u64>,
+    /// WARNING when depth exceeds this.
+    #[arg(long)]
+    pub warn_depth: Option<u64>,
+    /// CRITICAL when the oldest message is older than this (e.g. 5m).
+    #[arg(long, value_parser = parse_duration)]
+    pub max_age: Option<std::time::Duration>,
+    /// WARNING when the oldest message is older than this.
+    #[arg(long, value_parser = parse_duration)]
+    pub warn_age: Option<std::time::Duration>,
+    /// CRITICAL when a DLQ holds more than this.
+    #[arg(long)]
+    pub max_dlq: Option<u64>,
+    /// WARNING when a DLQ holds more than this.
+    #[arg(long)]
+    pub warn_dlq: Option<u64>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ConfigAction {
+    /// Print the config file path qdeck reads.
+    Path,
+    /// Print the effective configuration, secrets redacted.
+    Show,
+    /// Check a config file (default: the one qdeck reads).
+    Validate { file: Option<PathBuf> },
+}
+
+pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
+    let t = s.trim();
+    if let Ok(secs) = t.parse::<f64>() {
+        if secs >= 0.0 && secs.is_finite() {
+            return Ok(std::time::Duration::from_secs_f64(secs));
+        }
+        return Err(format!("{s:?} is not a duration (e.g. 30s, 5m, 1h)"));
+    }
+    humantime::parse_duration(t).map_err(|_| format!("{s:?} is not a duration (e.g. 30s, 5m, 1h)"))
+}
+
+fn parse_header(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_string(), v.to_string())),
+        _ => Err(format!("{s:?} is not NAME=VALUE")),
+    }
+}

@@ -1,0 +1,79 @@
+//! `qdeck config path|show|validate` and `qdeck completions`.
+
+use clap::CommandFactory;
+
+use super::args::{Cli, ConfigAction, Format};
+use super::exit::{CliError, CliResult, OK, USAGE};
+use super::output;
+use crate::config::{self, redact::redact, LoadOptions};
+
+pub fn run(action: &ConfigAction, opts: &LoadOptions, f: Format) -> CliResult {
+    match action {
+        ConfigAction::Path => {
+            let p = opts.file.clone().unwrap_or_else(config::paths::config_file);
+            let exists = p.exists();
+            output::print(&format!(
+                "{}{}\n",
+                p.display(),
+                if exists {
+                    ""
+                } else {
+                    " (does not exist: built-in defaults apply)"
+                }
+            ));
+            Ok(OK)
+        }
+        ConfigAction::Show => {
+            let loaded = config::load(opts)?;
+            let text = if f == Format::Json {
+                serde_json::to_string_pretty(&loaded.config)
+                    .map_err(|e| CliError::new(USAGE, e.to_string()))?
+            } else {
+                toml::to_string_pretty(&loaded.config)
+                    .map_err(|e| CliError::new(USAGE, e.to_string()))?
+            };
+            let mut out = String::new();
+            if f != Format::Json {
+                out.push_str(&format!(
+                    "# from {}; selected profile: {}\n",
+                    loaded
+                        .file
+                        .as_ref()
+                        .map(|p| p.display().to_string())
+                        .unwrap_or_else(|| "built-in defaults".into()),
+                    loaded.profile.name
+                ));
+            }
+            out.push_str(&redact(&text));
+            out.push('\n');
+            output::print(&out);
+            Ok(OK)
+        }
+        ConfigAction::Validate { file } => {
+            let path = file
+                .clone()
+                .or_else(|| opts.file.clone())
+                .unwrap_or_else(config::paths::config_file);
+            if !path.exists() {
+                return Err(CliError::new(
+                    USAGE,
+                    format!("{} does not exist", path.display()),
+                ));
+            }
+            let c = config::validate_file(&path)?;
+            output::print(&format!(
+                "{}: valid ({} profile(s): {})\n",
+                path.display(),
+                c.profiles.len(),
+                config::profile_names(&c).join(", ")
+            ));
+            Ok(OK)
+        }
+    }
+}
+
+pub fn completions(shell: clap_complete::Shell) -> CliResult {
+    let mut cmd = Cli::command();
+    clap_complete::generate(shell, &mut cmd, "qdeck", &mut std::io::stdout());
+    Ok(OK)
+}

@@ -1,0 +1,278 @@
+//! Read-only commands: ls, stats, peek, consumers.
+
+use super::args::Format;
+use super::exit::{CliResult, OK};
+use super::fetch::{self, QueueRow};
+use super::output::{self, age, name, opt, Table};
+use crate::domain::{BrowseRequest, QueueId};
+use crate::engine::session::Session;
+use crate::sanitize;
+
+pub async fn ls(s: &Session, pattern: Option<&str>, f: Format) -> CliResult {
+    let re = fetch::compile_pattern(pattern)?;
+    let rows = fetch::rows(s.backend.as_ref(), re.as_ref()).await?;
+    if f == Format::Json {
+        output::print_json(&rows).ok();
+        return Ok(OK);
+    }
+    let mut t = Table::new(vec![
+        "NAME",
+        "DEPTH",
+        "IN_FLIGHT",
+        "DELAYED",
+        "AGE",
+        "DLQ",
+        "DLQ_DEPTH",
+        "CONSUMERS",
+        "NOTE",
+    ]);
+    for r in &rows {
+        t.push(row_cells(r));
+    }
+    output::print(&t.render(f));
+    Ok(OK)
+}
+
+fn row_cells(r: &QueueRow) -> Vec<String> {
+    let note = match (&r.error, r.is_dlq) {
+        (Some(e), _) => format!("error: {}", name(e)),
+        (None, true) => format!("DLQ of {}", name(&r.dlq_sources.join(","))),
+        _ => String::new(),
+    };
+    vec![
+        name(&r.name),
+        opt(r.depth),
+        opt(r.in_flight),
+        opt(r.delayed),
+        age(r.oldest_age_secs),
+        r.dlq.as_deref().map(name).unwrap_or_else(|| "—".into()),
+        opt(r.dlq_depth),
+        opt(r.consumers),
+        note,
+    ]
+}
+
+pub async fn stats(s: &Session, queue: &str, f: Format) -> CliResult {
+    let b = s.backend.as_ref();
+    let info = fetch::find(b, queue).await?;
+    let batch = b.stats(std::slice::from_ref(&info.id)).await?;
+    let st = batch.stats.iter().find(|x| x.id == info.id);
+    let err = batch
+        .errors
+        .iter()
+        .find(|x| x.0 == info.id)
+        .map(|x| x.1.clone());
+    let caps = b.capabilities();
+    let calls = b.api_calls().snapshot();
+    if f == Format::Json {
+        let v = serde_json::json!({
+            "queue": QueueRow::new(&info, st, err),
+            "settings": info.settings,
+            "capabilities": caps,
+            "api_calls": calls,
+        });
+        output::print_json(&v).ok();
+        return Ok(OK);
+    }
+    let row = QueueRow::new(&info, st, err);
+    let mut out = String::new();
+    let mut kv = |k: &str, v: String| out.push_str(&format!("{k:<16}{v}\n"));
+    kv("queue", name(&row.name));
+    kv("kind", format!("{:?}", row.kind).to_lowercase());
+    kv("depth", opt(row.depth));
+    kv("in flight", opt(row.in_flight));
+    kv("delayed", opt(row.delayed));
+    kv(
+        "oldest age",
+        match &row.age_note {
+            Some(n) => format!("{} ({})", age(row.oldest_age_secs), name(n)),
+            None => age(row.oldest_age_secs),
+        },
+    );
+    kv("consumers", opt(row.consumers));
+    kv(
+        "dlq",
+        row.dlq.as_deref().map(name).unwrap_or_else(|| "—".into()),
+    );
+    kv("dlq depth", opt(row.dlq_depth));
+    if !row.dlq_sources.is_empty() {
+        kv("dlq of", name(&row.dlq_sources.join(", ")));
+    }
+    kv(
+        "lease",
+        info.settings
+            .lease_secs
+            .map(output::human_secs)
+            .unwrap_or_else(|| "—".into()),
+    );
+    kv("max receives", opt(info.settings.max_receives));
+    if let Some(p) = &info.settings.key_policy {
+        kv("key policy", name(p));
+    }
+    for (k, v) in &info.settings.extra {
+        kv(k, name(v));
+    }
+    if let Some(e) = &row.error {
+        kv("error", name(e));
+    }
+    kv(
+        "browse",
+        describe(&serde_json::to_value(&caps.browse).unwrap_or_default()),
+    );
+    kv(
+        "redrive",
+        describe(&serde_json::to_value(&caps.redrive).unwrap_or_default()),
+    );
+    kv(
+        "age source",
+        describe(&serde_json::to_value(&caps.age).unwrap_or_default()),
+    );
+    if let Some(c) = caps.purge_cooldown_secs {
+        kv("purge cooldown", format!("{c}s"));
+    }
+    for n in &caps.notes {
+        kv("note", n.clone());
+    }
+    let total = b.api_calls().total();
+    kv("api calls", format!("{total} this run"));
+    if b.kind() == "sqs" {
+        // What it costs to keep this one queue's figures fresh at the profile's refresh rate.
+        let refresh = s
+            .profile()
+            .refresh_secs
+            .unwrap_or(s.loaded.config.ui.refresh_secs);
+        let per_run = crate::backend::sqs::estimated_cost_usd(&calls);
+        kv(
+            "est. cost",
+            format!(
+                "${per_run:.7} this run; ≈ ${:.4}/hour refreshing every {refresh} s (list prices)",
+                per_run * 3600.0 / refresh.max(0.1)
+            ),
+        );
+    }
+    output::print(&out);
+    Ok(OK)
+}
+
+fn describe(v: &serde_json::Value) -> String {
+    let kind = v
+        .get("kind")
+        .and_then(|k| k.as_str())
+        .unwrap_or("?")
+        .replace('_', " ");
+    match v.get("detail").and_then(|d| d.as_str()) {
+        Some(d) => format!("{kind}: {d}"),
+        None => kind,
+    }
+}
+
+pub async fn peek(s: &Session, queue: &str, n: usize, force: bool, f: Format) -> CliResult {
+    if n == 0 {
+        return Err(super::exit::CliError::usage("-n must be at least 1"));
+    }
+    let b = s.backend.as_ref();
+    let info = fetch::find(b, queue).await?;
+    let mut messages = Vec::new();
+    let mut cursor = None;
+    let mut note = None;
+    while messages.len() < n {
+        let page = b
+            .browse(
+                &info.id,
+                &BrowseRequest {
+                    cursor: cursor.clone(),
+                    max: n - messages.len(),
+                    force,
+                },
+            )
+            .await?;
+        note = note.or(page.effect_note);
+        let got = page.messages.len();
+        messages.extend(page.messages);
+        match page.next {
+            Some(c) if got > 0 => cursor = Some(c),
+            _ => break,
+        }
+    }
+    if let Some(n) = &note {
+        eprintln!("qdeck: note: {}", sanitize::visible(n, false));
+    }
+    if f == Format::Json {
+        output::print_json(&messages).ok();
+        return Ok(OK);
+    }
+    let mut t = Table::new(vec![
+        "ID",
+        "ENQUEUED",
+        "RECEIVES",
+        "KEY",
+        "DL_REASON",
+        "ORIGIN",
+        "SIZE",
+        "BODY",
+    ]);
+    for m in &messages {
+        let dl = m.dead_letter.as_ref();
+        t.push(vec![
+            name(&m.id),
+            output::time_ms(m.enqueued_ms),
+            opt(m.receive_count),
+            m.key.as_deref().map(name).unwrap_or_default(),
+            dl.and_then(|d| d.reason.as_deref())
+                .map(name)
+                .unwrap_or_default(),
+            dl.and_then(|d| d.origin.as_ref())
+                .map(|o| name(o.as_str()))
+                .unwrap_or_default(),
+            m.body.len().to_string(),
+            sanitize::preview(&m.body, 60),
+        ]);
+    }
+    output::print(&t.render(f));
+    Ok(OK)
+}
+
+pub async fn consumers(s: &Session, queue: &str, f: Format) -> CliResult {
+    let b = s.backend.as_ref();
+    let info = fetch::find(b, queue).await?;
+    let list = b.consumers(&QueueId::new(info.id.as_str())).await?;
+    if f == Format::Json {
+        output::print_json(&list).ok();
+        return Ok(OK);
+    }
+    let mut t = Table::new(vec![
+        "TAG",
+        "PEER",
+        "PREFETCH",
+        "ACK",
+        "STATE",
+        "HOLDING",
+        "PROCESSED",
+        "FAILED",
+        "RATE",
+    ]);
+    for c in &list {
+        t.push(vec![
+            name(&c.tag),
+            c.peer.as_deref().map(name).unwrap_or_else(|| "—".into()),
+            match c.prefetch {
+                Some(0) => "0 (unlimited!)".to_string(),
+                p => opt(p),
+            },
+            match c.ack_mode {
+                crate::domain::AckMode::Auto => "auto (loses work on crash)".to_string(),
+                crate::domain::AckMode::Manual => "manual".to_string(),
+                crate::domain::AckMode::Unknown => "—".to_string(),
+            },
+            name(&c.state),
+            opt(c.holding),
+            opt(c.processed),
+            opt(c.failed),
+            c.rate
+                .map(|r| format!("{r:.1}/s"))
+                .unwrap_or_else(|| "—".into()),
+        ]);
+    }
+    output::print(&t.render(f));
+    Ok(OK)
+}

@@ -1,0 +1,66 @@
+//! Exit codes (documented in the README) and the error type commands return.
+
+use crate::backend::BackendError;
+use crate::config::ConfigError;
+
+pub const OK: u8 = 0;
+/// The operation failed (the broker refused it or an unexpected error happened).
+pub const FAILED: u8 = 1;
+/// Bad usage or bad configuration.
+pub const USAGE: u8 = 2;
+/// Partly done: some messages moved, some failed.
+pub const PARTIAL: u8 = 3;
+/// Unknown queue.
+pub const NOT_FOUND: u8 = 4;
+/// Refused: read-only profile, confirmation missing, purge cooldown, unsafe browse.
+pub const REFUSED: u8 = 5;
+/// Broker unreachable, credentials rejected or throttled.
+pub const UNAVAILABLE: u8 = 6;
+/// Local broker file corrupt, locked or unreadable.
+pub const STORAGE: u8 = 7;
+/// Interrupted (Ctrl-C).
+pub const INTERRUPTED: u8 = 130;
+
+/// An error with the exit code it maps to. Its message is one line for stderr.
+#[derive(Debug)]
+pub struct CliError {
+    pub code: u8,
+    pub message: String,
+}
+
+impl CliError {
+    pub fn new(code: u8, message: impl Into<String>) -> Self {
+        CliError {
+            code,
+            message: message.into(),
+        }
+    }
+
+    pub fn usage(message: impl Into<String>) -> Self {
+        Self::new(USAGE, message)
+    }
+}
+
+impl From<BackendError> for CliError {
+    fn from(e: BackendError) -> Self {
+        let code = match &e {
+            BackendError::NotFound(_) => NOT_FOUND,
+            BackendError::Auth(_)
+            | BackendError::Unreachable(_)
+            | BackendError::Throttled { .. } => UNAVAILABLE,
+            BackendError::Refused(_) => REFUSED,
+            BackendError::Invalid(_) => USAGE,
+            BackendError::Storage(_) => STORAGE,
+            BackendError::Unsupported(_) | BackendError::Other(_) => FAILED,
+        };
+        CliError::new(code, crate::config::redact::redact(&e.to_string()))
+    }
+}
+
+impl From<ConfigError> for CliError {
+    fn from(e: ConfigError) -> Self {
+        CliError::new(USAGE, crate::config::redact::redact(&e.0))
+    }
+}
+
+pub type CliResult = Result<u8, CliError>;

@@ -1,0 +1,122 @@
+//! Queue list + figures in one go, shared by `ls`, `stats` and `check`.
+
+use regex::Regex;
+use serde::Serialize;
+
+use super::exit::CliError;
+use crate::backend::Backend;
+use crate::domain::{QueueId, QueueInfo, QueueKind, QueueStats};
+
+/// One row of `qdeck ls -o json`. Field names are stable (README "JSON output").
+#[derive(Debug, Clone, Serialize)]
+pub struct QueueRow {
+    pub name: String,
+    pub kind: QueueKind,
+    pub depth: Option<u64>,
+    pub in_flight: Option<u64>,
+    pub delayed: Option<u64>,
+    pub oldest_age_secs: Option<f64>,
+    pub age_note: Option<String>,
+    pub dlq: Option<String>,
+    pub dlq_depth: Option<u64>,
+    pub is_dlq: bool,
+    pub dlq_sources: Vec<String>,
+    pub consumers: Option<u32>,
+    pub in_rate: Option<f64>,
+    pub out_rate: Option<f64>,
+    /// Why this queue has no figures (e.g. AccessDenied); null when it has.
+    pub error: Option<String>,
+}
+
+impl QueueRow {
+    pub fn new(info: &QueueInfo, stats: Option<&QueueStats>, error: Option<String>) -> QueueRow {
+        QueueRow {
+            name: info.id.to_string(),
+            kind: info.kind,
+            depth: stats.and_then(|s| s.depth),
+            in_flight: stats.and_then(|s| s.in_flight),
+            delayed: stats.and_then(|s| s.delayed),
+            oldest_age_secs: stats.and_then(|s| s.oldest_age_secs),
+            age_note: stats.and_then(|s| s.age_note.clone()),
+            dlq: info.dlq.as_ref().map(|d| d.to_string()),
+            dlq_depth: stats.and_then(|s| s.dlq_depth),
+            is_dlq: info.is_dlq,
+            dlq_sources: info.dlq_sources.iter().map(|s| s.to_string()).collect(),
+            consumers: stats.and_then(|s| s.consumers),
+            in_rate: stats.and_then(|s| s.in_rate),
+            out_rate: stats.and_then(|s| s.out_rate),
+            error,
+        }
+    }
+}
+
+pub fn compile_pattern(p: Option<&str>) -> Result<Option<Regex>, CliError> {
+    p.map(|p| {
+        Regex::new(p).map_err(|e| {
+            CliError::usage(format!("bad pattern {p:?}: {}", one_line(&e.to_string())))
+        })
+    })
+    .transpose()
+}
+
+fn one_line(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// List queues (optionally matching `pattern`) and fetch their figures.
+pub async fn rows(
+    backend: &dyn Backend,
+    pattern: Option<&Regex>,
+) -> Result<Vec<QueueRow>, CliError> {
+    let infos: Vec<QueueInfo> = backend
+        .list_queues()
+        .await?
+        .into_iter()
+        .filter(|q| pattern.is_none_or(|re| re.is_match(q.id.as_str())))
+        .collect();
+    if infos.is_empty() {
+        return Ok(Vec::new());
+    }
+    let ids: Vec<QueueId> = infos.iter().map(|q| q.id.clone()).collect();
+    let batch = backend.stats(&ids).await?;
+    let by_id: std::collections::HashMap<&QueueId, &QueueStats> =
+        batch.stats.iter().map(|s| (&s.id, s)).collect();
+    let errs: std::collections::HashMap<&QueueId, &String> =
+        batch.errors.iter().map(|(q, e)| (q, e)).collect();
+    Ok(infos
+        .iter()
+        .map(|i| {
+            QueueRow::new(
+                i,
+                by_id.get(&i.id).copied(),
+                errs.get(&i.id).map(|e| e.to_string()),
+            )
+        })
+        .collect())
+}
+
+/// The one queue named `name`, or a not-found error listing close names.
+pub async fn find(backend: &dyn Backend, name: &str) -> Result<QueueInfo, CliError> {
+    let all = backend.list_queues().await?;
+    if let Some(q) = all.iter().find(|q| q.id.as_str() == name) {
+        return Ok(q.clone());
+    }
+    let close: Vec<&str> = all
+        .iter()
+        .map(|q| q.id.as_str())
+        .filter(|n| n.contains(name) || name.contains(*n))
+        .take(5)
+        .collect();
+    let hint = if close.is_empty() {
+        String::new()
+    } else {
+        format!("; did you mean {}?", close.join(", "))
+    };
+    Err(CliError::new(
+        super::exit::NOT_FOUND,
+        format!(
+            "unknown queue {:?}{hint}",
+            crate::sanitize::visible(name, false)
+        ),
+    ))
+}

@@ -1,0 +1,149 @@
+//! One-shot commands. They share the engine with the console: same config, same backends,
+//! same gate and audit log.
+
+pub mod args;
+mod cmd_check;
+mod cmd_config;
+mod cmd_local;
+mod cmd_mutate;
+mod cmd_read;
+mod confirm;
+pub mod exit;
+pub mod fetch;
+pub mod output;
+
+use std::io::IsTerminal;
+use std::sync::Arc;
+
+use args::{Cli, Command};
+use exit::{CliError, CliResult};
+
+use crate::backend::local::LocalHandle;
+use crate::backend::{self, Backend};
+use crate::config::{self, LoadOptions, ProfileKind};
+use crate::engine::session::Session;
+
+pub async fn run(cli: Cli) -> CliResult {
+    let opts = LoadOptions {
+        file: cli.global.config.clone(),
+        profile: cli.global.profile.clone(),
+        read_only: cli.global.read_only,
+    };
+    let f = output::resolve(cli.global.output);
+    let Some(cmd) = cli.command else {
+        return console(&opts).await;
+    };
+    match &cmd {
+        Command::Config { action } => return cmd_config::run(action, &opts, f),
+        Command::Completions { shell } => return cmd_config::completions(*shell),
+        _ => {}
+    }
+    // A monitoring check reports every failure as UNKNOWN (exit 3), never as its own code.
+    let is_check = matches!(cmd, Command::Check(_));
+    let unknown = |e: CliError| {
+        output::print(&format!("QDECK UNKNOWN - {}\n", e.message));
+        Ok(3)
+    };
+    let loaded = match config::load(&opts) {
+        Ok(l) => l,
+        Err(e) if is_check => return unknown(e.into()),
+        Err(e) => return Err(e.into()),
+    };
+    match cmd {
+        Command::Create {
+            queue,
+            dlq,
+            max_receives,
+            lease,
+            key_policy,
+        } => return cmd_local::create(&loaded, &queue, dlq, max_receives, lease, &key_policy),
+        Command::Demo {
+            rate,
+            workers,
+            per_worker,
+            duration,
+        } => return cmd_local::demo(&loaded, rate, workers, per_worker, duration).await,
+        _ => {}
+    }
+    let session = match Session::open(loaded).await {
+        Ok(s) => s,
+        Err(e) if is_check => return unknown(e.into()),
+        Err(e) => return Err(e.into()),
+    };
+    let s = &session;
+    match cmd {
+        Command::Ls { pattern } => cmd_read::ls(s, pattern.as_deref(), f).await,
+        Command::Stats { queue } => cmd_read::stats(s, &queue, f).await,
+        Command::Peek {
+            queue,
+            count,
+            force,
+        } => cmd_read::peek(s, &queue, count, force, f).await,
+        Command::Consumers { queue } => cmd_read::consumers(s, &queue, f).await,
+        Command::Send {
+            queue,
+            body,
+            key,
+            delay,
+            headers,
+        } => cmd_mutate::send(s, &queue, body.as_deref(), key, delay, headers, f).await,
+        Command::Redrive {
+            dlq,
+            to,
+            max,
+            rate,
+            dry_run,
+            yes,
+        } => cmd_mutate::redrive(s, &dlq, to.as_deref(), max, rate, dry_run, yes, f).await,
+        Command::Purge {
+            queue,
+            dry_run,
+            yes,
+        } => cmd_mutate::purge(s, &queue, dry_run, yes, f).await,
+        Command::Check(a) => cmd_check::check(s, &a).await,
+        Command::Config { .. }
+        | Command::Completions { .. }
+        | Command::Create { .. }
+        | Command::Demo { .. } => {
+            unreachable!("handled above")
+        }
+    }
+}
+
+/// No subcommand: open the console. With no configuration at all and an empty local
+/// broker, start the demo workload so a newcomer sees a moving console at once.
+async fn console(opts: &LoadOptions) -> CliResult {
+    if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
+        return Err(CliError::usage(
+            "the console needs a terminal; for scripts use a command such as `qdeck ls` (see qdeck --help)",
+        ));
+    }
+    let loaded = config::load(opts)?;
+    let (backend, demo): (Arc<dyn Backend>, _) = match &loaded.profile.kind {
+        ProfileKind::Local(s) => {
+            let local = Arc::new(crate::backend::local::LocalBackend::open(
+                &s.resolved_path(),
+            )?);
+            let handle = LocalHandle(local.clone());
+            let empty = handle.list_queues().await?.is_empty();
+            let demo = if loaded.is_unconfigured() && empty && !loaded.profile.read_only {
+                Some(
+                    crate::demo::DemoHandle::start(local, crate::demo::DemoConfig::default())
+                        .map_err(|e| CliError::new(exit::FAILED, e.to_string()))?,
+                )
+            } else {
+                None
+            };
+            (Arc::new(handle), demo)
+        }
+        _ => (backend::build(&loaded.profile).await?, None),
+    };
+    let session = Session::with_backend(loaded, backend);
+    crate::tui::run(session, demo).await.map_err(|e| {
+        CliError::new(
+            exit::FAILED,
+            crate::config::redact::redact(&format!("{e:#}")),
+        )
+    })?;
+    Ok(exit::OK)
+}

@@ -1,0 +1,610 @@
+//! The one-shot CLI as a user runs it: exit codes, stderr text, JSON shape, the read-only
+//! gate and the audit log. Every test gets its own XDG directories and local broker file.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+use qdeck::backend::local::{LocalBackend, QueueOptions};
+use serde_json::Value;
+
+struct Env {
+    dir: tempfile::TempDir,
+}
+
+impl Env {
+    fn new() -> Env {
+        Env {
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    fn qdeck(&self) -> Command {
+        let mut c = Command::cargo_bin("qdeck").unwrap();
+        let d = self.dir.path();
+        c.env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("HOME", d)
+            .env("USER", "tester")
+            .env("XDG_CONFIG_HOME", d.join("config"))
+            .env("XDG_DATA_HOME", d.join("data"))
+            .env("XDG_STATE_HOME", d.join("state"))
+            .timeout(Duration::from_secs(60));
+        c
+    }
+
+    fn db(&self) -> PathBuf {
+        self.dir.path().join("data/qdeck/local.db")
+    }
+
+    fn local(&self) -> LocalBackend {
+        LocalBackend::open(&self.db()).unwrap()
+    }
+
+    fn audit(&self) -> Vec<Value> {
+        let p = self.dir.path().join("state/qdeck/audit.log");
+        std::fs::read_to_string(p)
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("audit lines are JSON"))
+            .collect()
+    }
+
+    fn write_config(&self, text: &str) -> PathBuf {
+        let p = self.dir.path().join("config/qdeck/config.toml");
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(&p, text).unwrap();
+        p
+    }
+
+    fn ls_json(&self) -> Vec<Value> {
+        let out = self.qdeck().args(["ls", "-o", "json"]).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice::<Vec<Value>>(&out.stdout).unwrap()
+    }
+
+    fn depth(&self, q: &str) -> u64 {
+        self.ls_json()
+            .into_iter()
+            .find(|r| r["name"] == q)
+            .and_then(|r| r["depth"].as_u64())
+            .unwrap_or_else(|| panic!("no queue {q}"))
+    }
+}
+
+fn send_n(e: &Env, q: &str, n: usize) {
+    for i in 0..n {
+        e.qdeck()
+            .args(["send", q, &format!("msg {i}")])
+            .assert()
+            .success();
+    }
+}
+
+#[test]
+fn ls_on_an_empty_broker_prints_nothing() {
+    let e = Env::new();
+    e.qdeck()
+        .args(["ls", "-o", "json"])
+        .assert()
+        .success()
+        .stdout("[]\n");
+    e.qdeck().arg("ls").assert().success().stdout("");
+}
+
+#[test]
+fn ls_json_has_the_documented_fields_and_counts() {
+    let e = Env::new();
+    e.qdeck()
+        .args([
+            "create",
+            "orders",
+            "--dlq",
+            "orders.dlq",
+            "--max-receives",
+            "3",
+        ])
+        .assert()
+        .success();
+    send_n(&e, "orders", 3);
+    let rows = e.ls_json();
+    assert_eq!(rows.len(), 2);
+    let orders = &rows[0];
+    for field in [
+        "name",
+        "kind",
+        "depth",
+        "in_flight",
+        "delayed",
+        "oldest_age_secs",
+        "age_note",
+        "dlq",
+        "dlq_depth",
+        "is_dlq",
+        "dlq_sources",
+        "consumers",
+        "in_rate",
+        "out_rate",
+        "error",
+    ] {
+        assert!(
+            orders.get(field).is_some(),
+            "missing field {field}: {orders}"
+        );
+    }
+    assert_eq!(orders["name"], "orders");
+    assert_eq!(orders["depth"], 3);
+    assert_eq!(orders["in_flight"], 0);
+    assert_eq!(orders["dlq"], "orders.dlq");
+    assert_eq!(orders["dlq_depth"], 0);
+    // The local broker gives no broker-computed rates: null, never 0.
+    assert_eq!(orders["in_rate"], Value::Null);
+    let dlq = &rows[1];
+    assert_eq!(dlq["is_dlq"], true);
+    assert_eq!(dlq["dlq_sources"], serde_json::json!(["orders"]));
+}
+
+#[test]
+fn pattern_filters_and_bad_pattern_is_a_usage_error() {
+    let e = Env::new();
+    for q in ["alpha", "beta", "alphabet"] {
+        e.qdeck().args(["create", q]).assert().success();
+    }
+    e.qdeck()
+        .args(["ls", "^alpha"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("alphabet"))
+        .stdout(predicate::str::contains("beta\t").not());
+    e.qdeck()
+        .args(["ls", "("])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::starts_with("qdeck: error: bad pattern"));
+}
+
+#[test]
+fn unknown_queue_exits_4_with_one_line() {
+    let e = Env::new();
+    e.qdeck().args(["create", "orders"]).assert().success();
+    let out = e
+        .qdeck()
+        .args(["peek", "order"])
+        .assert()
+        .code(4)
+        .get_output()
+        .clone();
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("unknown queue \"order\"; did you mean orders?"),
+        "{err}"
+    );
+}
+
+#[test]
+fn unknown_profile_and_bad_config_exit_2() {
+    let e = Env::new();
+    e.qdeck()
+        .args(["--profile", "prod", "ls"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("unknown profile \"prod\""));
+    let f = e.write_config("[[profiles]]\nname = \"x\"\nkind = \"local\"\nlease = 3\n");
+    e.qdeck()
+        .arg("ls")
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(f.display().to_string()))
+        .stderr(predicate::str::contains("lease"));
+    e.qdeck().args(["config", "validate"]).assert().code(2);
+}
+
+#[test]
+fn peek_shows_hostile_and_binary_bodies_safely() {
+    let e = Env::new();
+    e.qdeck().args(["create", "q"]).assert().success();
+    e.qdeck()
+        .args(["send", "q", "-"])
+        .write_stdin(b"\x1b[2J\x1b]0;pwned\x07hello".to_vec())
+        .assert()
+        .success();
+    e.qdeck()
+        .args(["send", "q", "-"])
+        .write_stdin(vec![0xff, 0xfe, 0x00, 0x41])
+        .assert()
+        .success();
+    let out = e
+        .qdeck()
+        .args(["peek", "q", "-o", "table"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    assert!(!out.contains(&0x1b), "raw ESC reached the output");
+    assert!(!out.contains(&0x07), "raw BEL reached the output");
+    let text = String::from_utf8(out).unwrap();
+    assert!(text.contains("␛[2J"), "{text}");
+    assert!(text.contains("hex: ff fe 00 41"), "{text}");
+    // JSON keeps the bytes exactly: text as text, binary as base64.
+    let out = e
+        .qdeck()
+        .args(["peek", "q", "-o", "json"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let msgs: Vec<Value> = serde_json::from_slice(&out).unwrap();
+    assert_eq!(msgs[0]["body"], "\u{1b}[2J\u{1b}]0;pwned\u{7}hello");
+    assert_eq!(msgs[1]["body"]["base64"], "//4AQQ==");
+    // Browsing removed nothing.
+    assert_eq!(e.depth("q"), 2);
+}
+
+#[test]
+fn destructive_commands_refuse_without_a_terminal_or_yes() {
+    let e = Env::new();
+    e.qdeck().args(["create", "q"]).assert().success();
+    send_n(&e, "q", 2);
+    e.qdeck()
+        .args(["purge", "q"])
+        .assert()
+        .code(5)
+        .stderr(predicate::str::contains("refusing without --yes"));
+    assert_eq!(e.depth("q"), 2);
+    e.qdeck()
+        .args(["purge", "q", "--dry-run"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(
+            "dry run: would purge q (2 ready, 0 in flight)",
+        ));
+    assert_eq!(e.depth("q"), 2);
+    e.qdeck()
+        .args(["purge", "q", "--yes"])
+        .assert()
+        .success()
+        .stdout("purged 2 message(s)\n");
+    assert_eq!(e.depth("q"), 0);
+    let audit = e.audit();
+    let purge = audit
+        .iter()
+        .find(|a| a["action"] == "purge")
+        .expect("purge audited");
+    assert_eq!(purge["user"], "tester");
+    assert_eq!(purge["profile"], "local");
+    assert_eq!(purge["queue"], "q");
+    assert_eq!(purge["counts"]["purged"], 2);
+    assert_eq!(purge["result"], "ok");
+    assert!(purge["time"].as_str().unwrap().ends_with('Z'));
+}
+
+#[test]
+fn read_only_refuses_every_mutation_and_audits_the_refusal() {
+    let e = Env::new();
+    e.qdeck()
+        .args(["create", "q", "--dlq", "q.dlq", "--max-receives", "1"])
+        .assert()
+        .success();
+    send_n(&e, "q", 1);
+    let before = e.audit().len();
+    for args in [
+        vec!["--read-only", "send", "q", "x"],
+        vec!["--read-only", "purge", "q", "--yes"],
+        vec!["--read-only", "redrive", "q.dlq", "--yes"],
+        vec!["--read-only", "create", "other"],
+    ] {
+        e.qdeck()
+            .args(&args)
+            .assert()
+            .code(5)
+            .stderr(predicate::str::contains("read-only"));
+    }
+    assert_eq!(e.depth("q"), 1);
+    assert!(!e.ls_json().iter().any(|r| r["name"] == "other"));
+    let refused: Vec<Value> = e.audit().into_iter().skip(before).collect();
+    assert_eq!(
+        refused.len(),
+        3,
+        "send, purge and redrive refusals are audited: {refused:?}"
+    );
+    assert!(refused.iter().all(|a| a["result"] == "refused"));
+
+    // The same through a read_only profile in the config file.
+    e.write_config("[[profiles]]\nname = \"safe\"\nkind = \"local\"\nread_only = true\n");
+    e.qdeck().args(["purge", "q", "--yes"]).assert().code(5);
+    assert_eq!(e.depth("q"), 1);
+    // Dry runs change nothing, so they stay allowed.
+    e.qdeck()
+        .args(["purge", "q", "--dry-run"])
+        .assert()
+        .success();
+}
+
+#[test]
+fn redrive_arguments_are_validated() {
+    let e = Env::new();
+    e.qdeck()
+        .args(["create", "q", "--dlq", "q.dlq", "--max-receives", "1"])
+        .assert()
+        .success();
+    e.qdeck()
+        .args(["redrive", "q.dlq", "--max", "0", "--yes"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("--max must be at least 1"));
+    e.qdeck()
+        .args(["redrive", "q.dlq", "--rate", "0", "--yes"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("--rate"));
+    e.qdeck()
+        .args(["redrive", "q.dlq", "--rate", "-3", "--yes"])
+        .assert()
+        .code(2);
+    e.qdeck()
+        .args(["redrive", "q.dlq", "--max", "-1", "--yes"])
+        .assert()
+        .code(2);
+}
+
+/// Dead-letter `n` messages of `q` (max_receives 1) through the worker API.
+fn dead_letter(e: &Env, q: &str, n: usize) {
+    send_n(e, q, n);
+    let b = e.local();
+    let got = b.receive(q, "w1", n, None).unwrap();
+    assert_eq!(got.len(), n);
+    let receipts: Vec<String> = got.iter().map(|l| l.receipt.clone()).collect();
+    b.nack(q, "w1", &receipts, Duration::ZERO).unwrap();
+}
+
+#[test]
+fn redrive_moves_to_origin_with_max_and_reports() {
+    let e = Env::new();
+    e.qdeck()
+        .args(["create", "q", "--dlq", "q.dlq", "--max-receives", "1"])
+        .assert()
+        .success();
+    dead_letter(&e, "q", 5);
+    assert_eq!(e.depth("q.dlq"), 5);
+    assert_eq!(e.depth("q"), 0);
+    e.qdeck()
+        .args(["redrive", "q.dlq", "--dry-run"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(
+            "would move 5 message(s) from q.dlq to their origin (q)",
+        ));
+    assert_eq!(e.depth("q.dlq"), 5);
+    let out = e
+        .qdeck()
+        .args(["redrive", "q.dlq", "--max", "3", "--yes", "-o", "json"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let r: Value = serde_json::from_slice(&out).unwrap();
+    assert_eq!(r["moved"], 3);
+    assert_eq!(r["failed"], 0);
+    assert_eq!(r["possibly_duplicated"], 0);
+    assert_eq!(e.depth("q.dlq"), 2);
+    assert_eq!(e.depth("q"), 3);
+    let a = e.audit();
+    let last = a.iter().rev().find(|a| a["action"] == "redrive").unwrap();
+    assert_eq!(last["counts"]["moved"], 3);
+    assert_eq!(last["target"], "origin");
+}
+
+#[test]
+fn redrive_without_origin_or_target_fails_clearly() {
+    let e = Env::new();
+    e.qdeck().args(["create", "parking"]).assert().success();
+    send_n(&e, "parking", 2);
+    e.qdeck()
+        .args(["redrive", "parking", "--yes"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("give a target queue (--to QUEUE)"));
+    assert_eq!(e.depth("parking"), 2);
+    e.qdeck().args(["create", "work"]).assert().success();
+    e.qdeck()
+        .args(["redrive", "parking", "--to", "work", "--yes"])
+        .assert()
+        .success();
+    assert_eq!(e.depth("work"), 2);
+    assert_eq!(e.depth("parking"), 0);
+}
+
+#[test]
+fn check_follows_the_monitoring_plugin_convention() {
+    let e = Env::new();
+    e.qdeck()
+        .args(["create", "q", "--dlq", "q.dlq", "--max-receives", "1"])
+        .assert()
+        .success();
+    send_n(&e, "q", 3);
+    e.qdeck()
+        .args(["check", "--max-depth", "10"])
+        .assert()
+        .code(0)
+        .stdout(predicate::str::starts_with(
+            "QDECK OK - 2 queue(s) within limits",
+        ));
+    e.qdeck()
+        .args(["check", "--warn-depth", "2", "--max-depth", "10"])
+        .assert()
+        .code(1)
+        .stdout(predicate::str::starts_with("QDECK WARNING - 1 problem(s)"));
+    e.qdeck()
+        .args(["check", "--max-depth", "2"])
+        .assert()
+        .code(2)
+        .stdout(
+            predicate::str::contains("QDECK CRITICAL")
+                .and(predicate::str::contains("q depth 3 > 2")),
+        );
+    dead_letter(&e, "q", 1);
+    e.qdeck()
+        .args(["check", "--max-dlq", "0"])
+        .assert()
+        .code(2)
+        .stdout(predicate::str::contains("q.dlq dlq depth 1 > 0"));
+    e.qdeck()
+        .args(["check", "^nomatch$"])
+        .assert()
+        .code(3)
+        .stdout(predicate::str::starts_with("QDECK UNKNOWN"));
+    let out = e
+        .qdeck()
+        .args(["check", "--max-depth", "99"])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8(out.stdout).unwrap().lines().count(), 1);
+}
+
+#[test]
+fn check_is_unknown_when_the_broker_is_unusable() {
+    let e = Env::new();
+    std::fs::create_dir_all(e.db().parent().unwrap()).unwrap();
+    std::fs::write(e.db(), vec![0x42u8; 8192]).unwrap();
+    e.qdeck()
+        .args(["check", "--max-depth", "1"])
+        .assert()
+        .code(3);
+}
+
+#[test]
+fn corrupt_database_is_a_storage_error_and_left_alone() {
+    let e = Env::new();
+    std::fs::create_dir_all(e.db().parent().unwrap()).unwrap();
+    let garbage = vec![0x42u8; 8192];
+    std::fs::write(e.db(), &garbage).unwrap();
+    e.qdeck()
+        .arg("ls")
+        .assert()
+        .code(7)
+        .stderr(predicate::str::contains("not a qdeck database"));
+    assert_eq!(
+        std::fs::read(e.db()).unwrap(),
+        garbage,
+        "the file was not touched"
+    );
+}
+
+#[test]
+fn config_show_redacts_and_env_layers_override() {
+    let e = Env::new();
+    e.write_config(
+        r#"
+[[profiles]]
+name = "rabbit"
+kind = "rabbitmq"
+amqp_url = "amqp://admin:hunter2@broker:5672/%2f"
+password_env = "RABBIT_PW"
+"#,
+    );
+    let out = e
+        .qdeck()
+        .args(["config", "show"])
+        .env("QDECK_UI__REFRESH_SECS", "7")
+        .env("RABBIT_PW", "topsecret")
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let text = String::from_utf8(out).unwrap();
+    assert!(!text.contains("hunter2"), "{text}");
+    assert!(!text.contains("topsecret"), "{text}");
+    assert!(text.contains("amqp://admin:***@broker:5672"), "{text}");
+    assert!(
+        text.contains("refresh_secs = 7"),
+        "env layer applied: {text}"
+    );
+    assert!(text.contains("password_env = \"RABBIT_PW\""), "{text}");
+}
+
+#[test]
+fn config_path_validate_and_completions() {
+    let e = Env::new();
+    e.qdeck()
+        .args(["config", "path"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(
+            "config/qdeck/config.toml (does not exist",
+        ));
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("config.example.toml");
+    e.qdeck()
+        .args(["config", "validate"])
+        .arg(&example)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("valid (4 profile(s)"));
+    e.qdeck()
+        .args(["completions", "bash"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("qdeck"));
+}
+
+#[test]
+fn send_reads_stdin_and_keeps_key_and_headers() {
+    let e = Env::new();
+    let b = e.local();
+    b.create_queue("q", &QueueOptions::default()).unwrap();
+    e.qdeck()
+        .args(["send", "q", "-", "--key", "order-7", "-H", "trace=abc"])
+        .write_stdin("from stdin")
+        .assert()
+        .success();
+    let out = e
+        .qdeck()
+        .args(["peek", "q", "-o", "json"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let msgs: Vec<Value> = serde_json::from_slice(&out).unwrap();
+    assert_eq!(msgs[0]["body"], "from stdin");
+    assert_eq!(msgs[0]["key"], "order-7");
+    assert!(msgs[0]["headers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|h| h[0] == "trace" && h[1] == "abc"));
+    e.qdeck()
+        .args(["send", "q", "x", "-H", "novalue"])
+        .assert()
+        .code(2);
+}
+
+#[test]
+fn console_without_a_terminal_explains_itself() {
+    let e = Env::new();
+    e.qdeck()
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("the console needs a terminal"));
+}
+
+#[test]
+fn unrelated_qdeck_variables_do_not_break_the_config() {
+    let e = Env::new();
+    e.qdeck()
+        .args(["ls"])
+        .env("QDECK_LOG", "debug")
+        .env("QDECK_TEST_SQS_ENDPOINT", "http://127.0.0.1:1")
+        .env("QDECK_REQUIRE_BROKERS", "1")
+        .assert()
+        .success();
+}

@@ -1,0 +1,141 @@
+//! Configuration: the example parses, layering works, bad files say where and what, secrets
+//! are redacted.
+
+use std::path::PathBuf;
+
+use qdeck::config::{self, LoadOptions, ProfileKind};
+
+fn write(dir: &tempfile::TempDir, text: &str) -> PathBuf {
+    let p = dir.path().join("config.toml");
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+#[test]
+fn example_config_parses_with_every_kind() {
+    let text = include_str!("../config.example.toml");
+    let c = config::parse_str(text).expect("config.example.toml must parse");
+    let kinds: Vec<&str> = c.profiles.iter().map(|p| p.kind.name()).collect();
+    assert_eq!(kinds, vec!["local", "rabbitmq", "sqs", "servicebus"]);
+    assert!(c.profiles.iter().any(|p| p.read_only));
+    assert!(c.profiles.iter().any(|p| p.protected));
+}
+
+#[test]
+fn profile_selection_and_read_only_flag() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = write(
+        &dir,
+        r#"
+default_profile = "Second"
+[[profiles]]
+name = "First"
+kind = "local"
+path = "/tmp/a.db"
+[[profiles]]
+name = "Second"
+kind = "local"
+path = "/tmp/b.db"
+"#,
+    );
+    let l = config::load(&LoadOptions {
+        file: Some(f.clone()),
+        ..Default::default()
+    })
+    .unwrap();
+    // Names keep their case: the config crate lowercases keys, not values.
+    assert_eq!(l.profile.name, "Second");
+    assert!(!l.profile.read_only);
+    let l = config::load(&LoadOptions {
+        file: Some(f),
+        profile: Some("First".into()),
+        read_only: true,
+    })
+    .unwrap();
+    assert_eq!(l.profile.name, "First");
+    assert!(l.profile.read_only);
+    match &l.profile.kind {
+        ProfileKind::Local(s) => assert_eq!(s.resolved_path(), PathBuf::from("/tmp/a.db")),
+        k => panic!("unexpected kind {k:?}"),
+    }
+}
+
+#[test]
+fn unknown_profile_names_the_known_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = write(&dir, "[[profiles]]\nname = \"dev\"\nkind = \"local\"\n");
+    let e = config::load(&LoadOptions {
+        file: Some(f),
+        profile: Some("prod".into()),
+        ..Default::default()
+    })
+    .unwrap_err();
+    assert!(e.0.contains("unknown profile \"prod\""), "{}", e.0);
+    assert!(e.0.contains("dev"), "{}", e.0);
+}
+
+#[test]
+fn malformed_config_says_file_and_problem() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = write(&dir, "[ui\nrefresh_secs = 2\n");
+    let e = config::load(&LoadOptions {
+        file: Some(f.clone()),
+        ..Default::default()
+    })
+    .unwrap_err();
+    assert!(e.0.contains(&f.display().to_string()), "{}", e.0);
+    assert!(e.0.contains("not valid TOML"), "{}", e.0);
+    assert!(!e.0.contains('\n'), "one line: {}", e.0);
+
+    let f = write(&dir, "[[profiles]]\nname = \"x\"\nkind = \"kafka\"\n");
+    let e = config::load(&LoadOptions {
+        file: Some(f),
+        ..Default::default()
+    })
+    .unwrap_err();
+    assert!(e.0.contains("kafka"), "{}", e.0);
+
+    let f = write(
+        &dir,
+        "[[profiles]]\nname = \"x\"\nkind = \"local\"\npth = \"/tmp/x\"\n",
+    );
+    let e = config::load(&LoadOptions {
+        file: Some(f),
+        ..Default::default()
+    })
+    .unwrap_err();
+    assert!(e.0.contains("pth"), "unknown key named: {}", e.0);
+
+    let f = write(&dir, "[ui]\nrefresh_secs = \"fast\"\n");
+    let e = config::load(&LoadOptions {
+        file: Some(f),
+        ..Default::default()
+    })
+    .unwrap_err();
+    assert!(e.0.contains("refresh_secs"), "{}", e.0);
+}
+
+#[test]
+fn duplicate_profile_names_are_rejected() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = write(
+        &dir,
+        "[[profiles]]\nname = \"a\"\nkind = \"local\"\n[[profiles]]\nname = \"a\"\nkind = \"local\"\n",
+    );
+    let e = config::load(&LoadOptions {
+        file: Some(f),
+        ..Default::default()
+    })
+    .unwrap_err();
+    assert!(e.0.contains("used twice"), "{}", e.0);
+}
+
+#[test]
+fn missing_explicit_config_file_is_an_error() {
+    let e = config::load(&LoadOptions {
+        file: Some(PathBuf::from("/nonexistent/qdeck.toml")),
+        ..Default::default()
+    })
+    .unwrap_err();
+    assert!(e.0.contains("does not exist"), "{}", e.0);
+}

@@ -1027,7 +1027,6 @@ fn screen(out: &str, w: usize, h: usize) -> String {
 /// Drives the real binary: open, filter, open a DLQ, open a message, quit; the terminal is
 /// restored (alternate screen left) and no raw escape sequence from a body reaches it.
 #[test]
-#[ignore = "needs main.rs to start the console (tui::run); run with --ignored once main wires it"]
 fn pty_end_to_end() {
     use portable_pty::{native_pty_system, CommandBuilder, PtySize};
     use std::io::{Read, Write};

@@ -231,7 +231,7 @@ fn peek_shows_hostile_and_binary_bodies_safely() {
     assert!(!out.contains(&0x07), "raw BEL reached the output");
     let text = String::from_utf8(out).unwrap();
     assert!(text.contains("␛[2J"), "{text}");
-    assert!(text.contains("hex: ff fe 00 41"), "{text}");
+    assert!(text.contains("0x ff fe 00 41"), "{text}");
     // JSON keeps the bytes exactly: text as text, binary as base64.
     let out = e
         .qdeck()

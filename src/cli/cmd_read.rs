@@ -195,7 +195,7 @@ pub async fn peek(s: &Session, queue: &str, n: usize, force: bool, f: Format) ->
         }
     }
     if let Some(n) = &note {
-        eprintln!("qdeck: note: {}", sanitize::visible(n, false));
+        eprintln!("qdeck: note: {}", sanitize::clean(n));
     }
     if f == Format::Json {
         output::print_json(&messages).ok();

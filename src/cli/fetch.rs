@@ -114,9 +114,6 @@ pub async fn find(backend: &dyn Backend, name: &str) -> Result<QueueInfo, CliErr
     };
     Err(CliError::new(
         super::exit::NOT_FOUND,
-        format!(
-            "unknown queue {:?}{hint}",
-            crate::sanitize::visible(name, false)
-        ),
+        format!("unknown queue {:?}{hint}", crate::sanitize::clean(name)),
     ))
 }

@@ -146,7 +146,7 @@ pub fn human_secs(s: f64) -> String {
 }
 
 pub fn name(s: &str) -> String {
-    sanitize::visible(s, false)
+    sanitize::clean(s).into_owned()
 }
 
 pub fn time_ms(ms: Option<i64>) -> String {

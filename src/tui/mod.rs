@@ -1,9 +1,8 @@
 //! The live console: event loop (`app`), UI state and the pure `update`, views, keymap,
-//! themes, and the one sanitizer for broker text.
+//! and themes. Broker text goes through `crate::sanitize`.
 
 pub mod app;
 pub mod keymap;
-pub mod sanitize;
 pub mod state;
 pub mod theme;
 pub mod update;

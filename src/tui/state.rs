@@ -6,11 +6,11 @@ use std::path::PathBuf;
 use regex::Regex;
 
 use super::keymap::KeyMap;
-use super::sanitize::BodyKind;
 use super::theme::Theme;
 use crate::backend::ProgressState;
 use crate::domain::{Capabilities, Consumer, Message, QueueId, RedriveTarget};
 use crate::engine::store::Store;
+use crate::sanitize::BodyKind;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum View {

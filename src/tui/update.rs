@@ -4,7 +4,6 @@
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
 use super::keymap::{Cmd, COMMANDS};
-use super::sanitize;
 use super::state::*;
 use super::theme::Theme;
 use crate::backend::ProgressState;
@@ -13,6 +12,7 @@ use crate::domain::{
 };
 use crate::engine::derive::Trend;
 use crate::engine::poller::PollEvent;
+use crate::sanitize;
 
 #[derive(Debug, Clone)]
 pub enum Action {

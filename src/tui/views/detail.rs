@@ -11,7 +11,7 @@ use super::{block, fmt_age, fmt_count, fmt_rate, fmt_secs, styled};
 use crate::domain::{AgeSource, BrowseEffect, RedriveMode};
 use crate::engine::derive::Trend;
 use crate::engine::store::{RateSource, Sample, MISSING};
-use crate::tui::sanitize::{clean, clean_short};
+use crate::sanitize::{clean, clean_short};
 use crate::tui::state::State;
 
 pub fn render(f: &mut Frame, st: &State, area: Rect) {

@@ -7,7 +7,7 @@ use ratatui::Frame;
 
 use super::{block, centered, clear, fmt_count, styled};
 use crate::domain::{RedriveMode, RedriveTarget};
-use crate::tui::sanitize::{clean, clean_short};
+use crate::sanitize::{clean, clean_short};
 use crate::tui::state::{Dialog, DialogKind, State, RATES};
 
 pub fn render(f: &mut Frame, st: &State, d: &Dialog, area: Rect) {

@@ -7,7 +7,7 @@ use ratatui::Frame;
 
 use super::{block, fmt_count, fmt_secs, styled};
 use crate::domain::Message;
-use crate::tui::sanitize::{clean, clean_short, preview};
+use crate::sanitize::{clean, clean_short, preview};
 use crate::tui::state::State;
 
 fn fmt_time(ms: Option<i64>) -> String {

@@ -15,8 +15,8 @@ use ratatui::widgets::{Block, Borders, Clear, Paragraph};
 use ratatui::Frame;
 
 use super::keymap::Cmd;
-use super::sanitize::clean;
 use super::state::{InputKind, Level, State, View};
+use crate::sanitize::clean;
 
 /// Smallest area we draw the console into; below it a one-line notice.
 const MIN_W: u16 = 20;
@@ -89,7 +89,7 @@ fn header(f: &mut Frame, st: &State, area: Rect) {
 
 fn breadcrumb(st: &State) -> String {
     let mut parts = vec!["queues".to_string()];
-    let short = |q: &crate::domain::QueueId| super::sanitize::clean_short(q.as_str(), 30);
+    let short = |q: &crate::domain::QueueId| crate::sanitize::clean_short(q.as_str(), 30);
     for v in st.stack.iter().skip(1) {
         match v {
             View::Detail => {

@@ -10,7 +10,7 @@ use ratatui::Frame;
 use super::{block, fmt_age, fmt_count, fmt_rate, fmt_secs, spark, styled};
 use crate::engine::derive::{derive, Trend};
 use crate::engine::store::{unpack, QueueEntry};
-use crate::tui::sanitize::{clean, clean_short};
+use crate::sanitize::{clean, clean_short};
 use crate::tui::state::{SortCol, State};
 
 /// Problem of a row, for the marker column and the "why" line.

@@ -7,7 +7,7 @@ use ratatui::Frame;
 
 use super::{block, fmt_ago, fmt_count, fmt_rate, styled};
 use crate::domain::{AckMode, ConsumerListing};
-use crate::tui::sanitize::{clean, clean_short};
+use crate::sanitize::{clean, clean_short};
 use crate::tui::state::State;
 
 pub fn render(f: &mut Frame, st: &State, area: Rect) {

@@ -62,7 +62,7 @@ impl Default for DemoConfig {
             workers: 1,
             per_worker_rate: 4.0,
             poison_share: 0.02,
-            crash_share: 0.01,
+            crash_share: 0.002,
         }
     }
 }

@@ -203,10 +203,16 @@ impl LocalBackend {
         }
         let consumers: HashMap<String, u32> = conn
             .prepare_cached(
-                "SELECT queue, COUNT(*) FROM workers WHERE last_seen_ms > ?1 GROUP BY queue",
+                // A consumer polled in the last 5 s or still holds a live lease: a crashed
+                // worker drops out once its lease expires, so per-worker rates stay honest.
+                "SELECT w.queue, COUNT(*) FROM workers w
+                 WHERE w.last_seen_ms > ?1
+                    OR EXISTS (SELECT 1 FROM messages m WHERE m.leased_by = w.worker
+                               AND m.queue = w.queue AND m.visible_ms > ?2)
+                 GROUP BY w.queue",
             )
             .map_err(map_err)?
-            .query_map([now - 30_000], |r| {
+            .query_map([now - 5_000, now], |r| {
                 Ok((r.get(0)?, r.get::<_, i64>(1)? as u32))
             })
             .map_err(map_err)?

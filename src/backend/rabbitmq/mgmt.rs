@@ -1,0 +1,161 @@
+//! The HTTP management API client: Basic auth, paginated GETs, one line errors.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use reqwest::StatusCode;
+use serde::de::DeserializeOwned;
+use serde::Deserialize;
+
+use crate::backend::{ApiCalls, BackendError, Result};
+use crate::config::redact::redact;
+
+use super::conn::Creds;
+
+pub const PAGE_SIZE: u32 = 500;
+
+pub struct Mgmt {
+    http: reqwest::Client,
+    base: String,
+    user: String,
+    password: String,
+    calls: Arc<ApiCalls>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Paged<T> {
+    #[serde(default = "Vec::new")]
+    items: Vec<T>,
+    #[serde(default)]
+    page_count: u32,
+}
+
+pub fn enc(s: &str) -> String {
+    urlencoding::encode(s).into_owned()
+}
+
+impl Mgmt {
+    pub fn new(creds: &Creds, calls: Arc<ApiCalls>) -> Result<Mgmt> {
+        let http = reqwest::Client::builder()
+            .timeout(Duration::from_secs(20))
+            .connect_timeout(Duration::from_secs(5))
+            .build()
+            .map_err(|e| BackendError::Other(format!("HTTP client: {}", redact(&e.to_string()))))?;
+        Ok(Mgmt {
+            http,
+            base: creds.mgmt_base.clone(),
+            user: creds.username.clone(),
+            password: creds.password.clone(),
+            calls,
+        })
+    }
+
+    fn map_send_error(&self, e: &reqwest::Error) -> BackendError {
+        if e.is_timeout() {
+            BackendError::Unreachable(format!(
+                "management API at {} timed out",
+                redact(&self.base)
+            ))
+        } else if e.is_connect() {
+            BackendError::Unreachable(format!(
+                "management API at {} is not reachable: is the rabbitmq_management plugin enabled? (rabbitmq-plugins enable rabbitmq_management)",
+                redact(&self.base)
+            ))
+        } else {
+            BackendError::Unreachable(format!(
+                "management API at {}: {}",
+                redact(&self.base),
+                redact(&e.to_string())
+            ))
+        }
+    }
+
+    fn status_error(&self, status: StatusCode, path: &str, body: &str) -> BackendError {
+        let reason: String = serde_json::from_str::<serde_json::Value>(body)
+            .ok()
+            .and_then(|v| v.get("reason").and_then(|r| r.as_str()).map(str::to_string))
+            .unwrap_or_default();
+        let reason = redact(&reason.replace(['\n', '\r'], " "));
+        match status {
+            StatusCode::UNAUTHORIZED => BackendError::Auth(format!(
+                "management API at {} rejected user '{}' (wrong username or password?)",
+                redact(&self.base),
+                self.user
+            )),
+            StatusCode::FORBIDDEN => BackendError::Auth(format!(
+                "user '{}' may not use {path} (needs the management/monitoring tag or vhost access): {reason}",
+                self.user
+            )),
+            StatusCode::NOT_FOUND => BackendError::NotFound(format!("{path}: not found {reason}")),
+            s if s.is_server_error() => {
+                BackendError::Unreachable(format!("management API {path}: HTTP {s} {reason}"))
+            }
+            s => BackendError::Other(format!("management API {path}: HTTP {s} {reason}")),
+        }
+    }
+
+    /// Send one request; `op` names it in the API call counter.
+    pub async fn send(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<&serde_json::Value>,
+    ) -> Result<String> {
+        self.calls
+            .bump(&format!("mgmt:{} {}", method, op_name(path)));
+        let mut rb = self
+            .http
+            .request(method, format!("{}{}", self.base, path))
+            .basic_auth(&self.user, Some(&self.password));
+        if let Some(b) = body {
+            rb = rb.json(b);
+        }
+        let resp = rb.send().await.map_err(|e| self.map_send_error(&e))?;
+        let status = resp.status();
+        let text = resp.text().await.map_err(|e| self.map_send_error(&e))?;
+        if !status.is_success() {
+            return Err(self.status_error(status, path, &text));
+        }
+        Ok(text)
+    }
+
+    pub async fn get<T: DeserializeOwned>(&self, path: &str) -> Result<T> {
+        let text = self.send(reqwest::Method::GET, path, None).await?;
+        serde_json::from_str(&text).map_err(|e| {
+            BackendError::Other(format!("management API {path}: unexpected answer ({e})"))
+        })
+    }
+
+    /// Every page of a paginated listing. `query` is the part after `?` without paging.
+    pub async fn get_all_pages<T: DeserializeOwned>(
+        &self,
+        path: &str,
+        query: &str,
+    ) -> Result<Vec<T>> {
+        let mut out = Vec::new();
+        let mut page = 1u32;
+        loop {
+            let sep = if query.is_empty() { "" } else { "&" };
+            let url =
+                format!("{path}?page={page}&page_size={PAGE_SIZE}&pagination=true{sep}{query}");
+            let p: Paged<T> = self.get(&url).await?;
+            let n = p.items.len();
+            out.extend(p.items);
+            if page >= p.page_count || n == 0 {
+                break;
+            }
+            page += 1;
+        }
+        Ok(out)
+    }
+}
+
+/// Path without vhost/queue parts for the call counter ("/api/queues", "/api/consumers").
+fn op_name(path: &str) -> String {
+    let p = path.split('?').next().unwrap_or(path);
+    let mut parts = p.split('/').filter(|s| !s.is_empty());
+    match (parts.next(), parts.next()) {
+        (Some(a), Some(b)) => format!("/{a}/{b}"),
+        _ => p.to_string(),
+    }
+}

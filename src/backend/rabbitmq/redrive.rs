@@ -1,0 +1,287 @@
+//! Client-side redrive: consume the DLQ with a prefetch window, publish each message with
+//! publisher confirms (many in flight), and ack the DLQ message only after its copy is
+//! confirmed. Messages that cannot be moved stay unacknowledged and return to the DLQ when
+//! the channel closes. A crash mid-way may duplicate, never lose.
+
+use std::collections::HashSet;
+use std::time::{Duration, Instant};
+
+use futures::stream::FuturesUnordered;
+use futures::StreamExt;
+use lapin::options::{
+    BasicAckOptions, BasicCancelOptions, BasicConsumeOptions, BasicPublishOptions, BasicQosOptions,
+    ConfirmSelectOptions, QueueDeclareOptions,
+};
+use lapin::types::FieldTable;
+use lapin::{Channel, Confirmation};
+
+use super::conn::amqp_error;
+use super::headers::{message_id, parse_dead_letter};
+use super::RabbitBackend;
+use crate::backend::{BackendError, OpProgress, Result};
+use crate::domain::*;
+
+/// Publishes in flight (and DLQ messages held unacknowledged) at most.
+const WINDOW: u16 = 2000;
+/// Stop when the DLQ stays silent this long with nothing in flight (someone else drained it).
+const IDLE: Duration = Duration::from_secs(5);
+const MAX_ERRORS: usize = 10;
+
+enum Outcome {
+    Moved,
+    /// Copy confirmed, ack of the original failed: it may be delivered twice.
+    Duplicated(String),
+    /// Not moved; the original stays in the DLQ.
+    Failed(String),
+}
+
+async fn count(ch: &Channel, queue: &str, id: &QueueId) -> Result<u64> {
+    let q = ch
+        .queue_declare(
+            queue.into(),
+            QueueDeclareOptions {
+                passive: true,
+                ..Default::default()
+            },
+            FieldTable::default(),
+        )
+        .await
+        .map_err(|e| match amqp_error(&e, "") {
+            BackendError::NotFound(_) => BackendError::NotFound(format!("queue '{id}' not found")),
+            other => other,
+        })?;
+    Ok(q.message_count() as u64)
+}
+
+pub async fn redrive(
+    b: &RabbitBackend,
+    req: &RedriveRequest,
+    progress: &OpProgress,
+) -> Result<RedriveReport> {
+    let (vhost, src) = b.resolve(&req.source);
+    let fixed: Option<String> = match &req.target {
+        RedriveTarget::Origin => None,
+        RedriveTarget::Queue(t) => {
+            let (tv, tn) = b.resolve(t);
+            if tv != vhost {
+                return Err(BackendError::Unsupported(
+                    "redrive across vhosts is not supported".into(),
+                ));
+            }
+            if tn == src {
+                return Err(BackendError::Invalid(
+                    "source and target are the same queue".into(),
+                ));
+            }
+            Some(tn)
+        }
+    };
+    if let Some(r) = req.rate {
+        if !(r > 0.0) {
+            return Err(BackendError::Invalid("rate must be above 0".into()));
+        }
+    }
+    let mut report = RedriveReport {
+        mode: "client-side".into(),
+        ..Default::default()
+    };
+
+    // Count first: we move at most what is there now (new dead letters wait for next time).
+    let probe = b.pool.channel(&vhost).await?;
+    b.calls.bump("amqp:queue.declare");
+    let available = count(&probe, &src, &req.source).await?;
+    if let (Some(t), RedriveTarget::Queue(tid)) = (&fixed, &req.target) {
+        b.calls.bump("amqp:queue.declare");
+        count(&probe, t, tid).await?;
+    }
+    let _ = probe.close(200, "ok".into()).await;
+    let total = req.max.map_or(available, |m| m.min(available));
+    let only: Option<HashSet<&str>> = req
+        .only_ids
+        .as_ref()
+        .map(|v| v.iter().map(String::as_str).collect());
+    progress.set_total(Some(match &only {
+        Some(ids) => (ids.len() as u64).min(total),
+        None => total,
+    }));
+    if total == 0 {
+        progress.phase("done");
+        return Ok(report);
+    }
+
+    let pub_ch = b.pool.channel(&vhost).await?;
+    pub_ch
+        .confirm_select(ConfirmSelectOptions::default())
+        .await
+        .map_err(|e| amqp_error(&e, "confirm.select"))?;
+    let con_ch = b.pool.channel(&vhost).await?;
+    // With an id filter, skipped messages stay held: no prefetch limit, bounded by `total`.
+    let window = if only.is_some() {
+        0
+    } else {
+        WINDOW.min(total.min(u16::MAX as u64) as u16)
+    };
+    con_ch
+        .basic_qos(window, BasicQosOptions::default())
+        .await
+        .map_err(|e| amqp_error(&e, "basic.qos"))?;
+    let tag = format!("qdeck-redrive-{}", uuid::Uuid::new_v4());
+    b.calls.bump("amqp:basic.consume");
+    let mut consumer = con_ch
+        .basic_consume(
+            src.as_str().into(),
+            tag.as_str().into(),
+            BasicConsumeOptions::default(),
+            FieldTable::default(),
+        )
+        .await
+        .map_err(|e| amqp_error(&e, &format!("consume '{}'", req.source)))?;
+
+    progress.phase("copying");
+    let cancel = progress.cancel_token();
+    let start = Instant::now();
+    let mut inflight = FuturesUnordered::new();
+    let mut taken: u64 = 0;
+    let mut published: u64 = 0;
+    let mut matched: u64 = 0;
+    let mut stopping = false;
+    let in_flight_cap = if window == 0 {
+        WINDOW as usize
+    } else {
+        window as usize
+    };
+    let mut errors: Vec<String> = Vec::new();
+    let note = |errors: &mut Vec<String>, e: String| {
+        if errors.len() < MAX_ERRORS && !errors.contains(&e) {
+            errors.push(e);
+        }
+    };
+    let want = only.as_ref().map(|o| o.len() as u64);
+
+    loop {
+        let can_take = !stopping
+            && taken < total
+            && want.is_none_or(|w| matched < w)
+            && inflight.len() < in_flight_cap;
+        if !can_take && inflight.is_empty() {
+            break;
+        }
+        tokio::select! {
+            biased;
+            _ = cancel.cancelled(), if !stopping => {
+                stopping = true;
+                report.cancelled = true;
+                progress.phase("cancelling: waiting for confirms");
+            }
+            Some(o) = inflight.next(), if !inflight.is_empty() => {
+                match o {
+                    Outcome::Moved => { report.moved += 1; progress.add_done(1); }
+                    Outcome::Duplicated(e) => { report.possibly_duplicated += 1; note(&mut errors, e); }
+                    Outcome::Failed(e) => { report.failed += 1; progress.add_failed(1); note(&mut errors, e); }
+                }
+            }
+            d = consumer.next(), if can_take => {
+                let d = match d {
+                    Some(Ok(d)) => d,
+                    Some(Err(e)) => {
+                        note(&mut errors, amqp_error(&e, "consume").to_string());
+                        stopping = true;
+                        continue;
+                    }
+                    None => { stopping = true; continue; }
+                };
+                taken += 1;
+                if let Some(ids) = &only {
+                    if !ids.contains(message_id(&d.properties, &d.data).as_str()) {
+                        continue; // held until the channel closes, then requeued
+                    }
+                    matched += 1;
+                }
+                let target = match &fixed {
+                    Some(t) => Some(t.clone()),
+                    None => parse_dead_letter(&d.properties)
+                        .and_then(|i| i.origin)
+                        .map(|q| q.0)
+                        .filter(|q| *q != src),
+                };
+                let Some(target) = target else {
+                    report.failed += 1;
+                    progress.add_failed(1);
+                    note(&mut errors, "message without an x-death origin: choose a target queue".into());
+                    continue;
+                };
+                if let Some(rate) = req.rate {
+                    let due = start + Duration::from_secs_f64(published as f64 / rate);
+                    tokio::time::sleep_until(due.into()).await;
+                }
+                published += 1;
+                let confirm = pub_ch
+                    .basic_publish(
+                        "".into(),
+                        target.as_str().into(),
+                        BasicPublishOptions { mandatory: true, ..Default::default() },
+                        &d.data,
+                        d.properties.clone(),
+                    )
+                    .await;
+                let confirm = match confirm {
+                    Ok(c) => c,
+                    Err(e) => {
+                        report.failed += 1;
+                        note(&mut errors, amqp_error(&e, "publish").to_string());
+                        stopping = true;
+                        continue;
+                    }
+                };
+                let acker = d.acker;
+                inflight.push(async move {
+                    match confirm.await {
+                        Ok(Confirmation::Ack(None)) | Ok(Confirmation::NotRequested) => {
+                            match acker.ack(BasicAckOptions::default()).await {
+                                Ok(_) => Outcome::Moved,
+                                Err(e) => Outcome::Duplicated(format!(
+                                    "copied but could not remove the original: {}",
+                                    amqp_error(&e, "ack")
+                                )),
+                            }
+                        }
+                        Ok(Confirmation::Ack(Some(_))) => Outcome::Failed(format!(
+                            "target queue '{target}' does not exist (message returned unroutable)"
+                        )),
+                        Ok(Confirmation::Nack(_)) => {
+                            Outcome::Failed(format!("the broker refused the copy for '{target}' (nack)"))
+                        }
+                        // The copy may or may not exist; the original stays: maybe twice, never lost.
+                        Err(e) => Outcome::Duplicated(format!(
+                            "confirm lost: {}",
+                            amqp_error(&e, "publish")
+                        )),
+                    }
+                });
+            }
+            _ = tokio::time::sleep(IDLE), if can_take && inflight.is_empty() => {
+                // Nothing arrives although the count said so: another consumer took them.
+                stopping = true;
+            }
+        }
+        if !stopping && taken >= total {
+            progress.phase("waiting for confirms");
+        }
+    }
+
+    let _ = con_ch
+        .basic_cancel(tag.as_str().into(), BasicCancelOptions::default())
+        .await;
+    // Closing requeues whatever we still hold (skipped, failed, prefetched but unused).
+    let _ = con_ch.close(200, "redrive done".into()).await;
+    let _ = pub_ch.close(200, "redrive done".into()).await;
+    b.calls.bump_by("amqp:basic.publish", published);
+    b.calls.bump_by("amqp:basic.ack", report.moved);
+    report.errors = errors;
+    progress.phase(if report.cancelled {
+        "cancelled"
+    } else {
+        "done"
+    });
+    Ok(report)
+}

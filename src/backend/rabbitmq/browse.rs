@@ -3,7 +3,8 @@
 //! flag; quorum delivery count +1) is declared in the capabilities; quorum queues with a
 //! delivery limit are refused unless forced.
 
-use lapin::options::{BasicGetOptions, BasicNackOptions};
+use lapin::options::{BasicGetOptions, BasicNackOptions, QueueDeclareOptions};
+use lapin::types::FieldTable;
 
 use super::conn::amqp_error;
 use super::headers::{delivery_count, header_list, message_id, parse_dead_letter};
@@ -50,9 +51,11 @@ pub async fn browse(b: &RabbitBackend, queue: &QueueId, req: &BrowseRequest) -> 
         }
         Err(e @ BackendError::NotFound(_)) | Err(e @ BackendError::Auth(_)) => return Err(e),
         // Management API down: the queue type is unknown, so only a forced browse proceeds.
-        Err(e) if !req.force => return Err(BackendError::Refused(format!(
+        Err(e) if !req.force => {
+            return Err(BackendError::Refused(format!(
             "cannot tell whether '{queue}' has a delivery limit ({e}); use force to browse anyway"
-        ))),
+        )))
+        }
         Err(_) => None,
     };
 
@@ -95,6 +98,31 @@ pub async fn browse(b: &RabbitBackend, queue: &QueueId, req: &BrowseRequest) -> 
                 },
             )
             .await;
+    }
+    // The broker requeues asynchronously (quorum queues through their log): wait, briefly,
+    // until the queue counts them again, so "browse returned" means "messages are back".
+    if !got.is_empty() {
+        let want = remaining as u64 + got.len() as u64;
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(3);
+        while std::time::Instant::now() < deadline {
+            b.calls.bump("amqp:queue.declare");
+            match ch
+                .queue_declare(
+                    name.as_str().into(),
+                    QueueDeclareOptions {
+                        passive: true,
+                        ..Default::default()
+                    },
+                    FieldTable::default(),
+                )
+                .await
+            {
+                Ok(q) if (q.message_count() as u64) < want => {
+                    tokio::time::sleep(std::time::Duration::from_millis(20)).await
+                }
+                _ => break,
+            }
+        }
     }
     let _ = ch.close(200, "browse done".into()).await;
     if let Some(e) = error {

@@ -77,7 +77,7 @@ pub async fn redrive(
         }
     };
     if let Some(r) = req.rate {
-        if !(r > 0.0) {
+        if !r.is_finite() || r <= 0.0 {
             return Err(BackendError::Invalid("rate must be above 0".into()));
         }
     }

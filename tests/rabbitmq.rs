@@ -718,3 +718,127 @@ async fn management_plugin_off_says_so() {
     assert!(matches!(err, BackendError::Unreachable(_)), "{err:?}");
     assert!(err.to_string().contains("rabbitmq_management"), "{err}");
 }
+
+// ---- Benchmarks, run by scripts/bench_rabbitmq.sh (ignored in normal test runs) ----
+
+/// `qdeck ls -o json` done through the library: list + stats of every queue, printed as JSON
+/// to a sink. The script times the whole process.
+#[tokio::test(flavor = "multi_thread")]
+#[ignore]
+async fn bench_list_queues_json() {
+    let Some(e) = env() else { return };
+    let b = backend(&e).await;
+    let list = b.list_queues().await.expect("list");
+    let ids: Vec<QueueId> = list.iter().map(|q| q.id.clone()).collect();
+    let stats = b.stats(&ids).await.expect("stats");
+    let out = serde_json::to_string(&serde_json::json!({"queues": list, "stats": stats.stats}))
+        .expect("json");
+    println!(
+        "QDECK_BENCH list_queues={} json_bytes={} calls={:?}",
+        list.len(),
+        out.len(),
+        b.api_calls().snapshot()
+    );
+}
+
+async fn fill(ch: &Channel, queue: &str, n: usize, size: usize) {
+    ch.confirm_select(ConfirmSelectOptions::default())
+        .await
+        .ok();
+    let body = vec![b'x'; size];
+    for chunk in 0..n.div_ceil(1000) {
+        for _ in 0..1000.min(n - chunk * 1000) {
+            ch.basic_publish(
+                "".into(),
+                queue.into(),
+                BasicPublishOptions::default(),
+                &body,
+                BasicProperties::default().with_delivery_mode(2),
+            )
+            .await
+            .expect("publish");
+        }
+        ch.wait_for_confirms().await.expect("confirms");
+    }
+}
+
+/// Redrive of QDECK_BENCH_MESSAGES (default 20,000) 1 KB messages: the management UI's "move
+/// messages" (a dynamic shovel with src-delete-after=queue-length) against qdeck's client-side
+/// redrive, on the same broker in the same run.
+#[tokio::test(flavor = "multi_thread")]
+#[ignore]
+async fn bench_redrive_vs_shovel() {
+    let Some(e) = env() else { return };
+    let n: usize = std::env::var("QDECK_BENCH_MESSAGES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(20_000);
+    let (_c, ch) = admin(&e).await;
+    let (a, bq) = (uniq("bench-a"), uniq("bench-b"));
+    declare(&ch, &a, FieldTable::default()).await;
+    declare(&ch, &bq, FieldTable::default()).await;
+
+    // 1. Shovel move a → b.
+    fill(&ch, &a, n, 1024).await;
+    wait_depth(&ch, &a, n as u32).await;
+    let shovel = format!("Move from {a}");
+    let t0 = Instant::now();
+    mgmt_put(
+        &e,
+        &format!(
+            "/api/parameters/shovel/%2F/{}",
+            urlencoding::encode(&shovel)
+        ),
+        serde_json::json!({"component": "shovel", "vhost": "/", "name": shovel, "value": {
+            "src-uri": "amqp:///%2F", "src-queue": a, "src-protocol": "amqp091",
+            "src-prefetch-count": 1000, "src-delete-after": "queue-length",
+            "dest-protocol": "amqp091", "dest-uri": "amqp:///%2F", "dest-queue": bq,
+            "dest-add-forward-headers": false, "ack-mode": "on-confirm"}}),
+    )
+    .await;
+    while depth(&ch, &bq).await < n as u32 || depth(&ch, &a).await > 0 {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        assert!(
+            t0.elapsed() < Duration::from_secs(600),
+            "shovel never finished"
+        );
+    }
+    let shovel_secs = t0.elapsed().as_secs_f64();
+
+    // 2. qdeck redrive b → a.
+    let b = backend(&e).await;
+    let req = RedriveRequest {
+        source: QueueId::new(&bq),
+        target: RedriveTarget::Queue(QueueId::new(&a)),
+        max: None,
+        rate: None,
+        only_ids: None,
+    };
+    let t1 = Instant::now();
+    let rep = b
+        .redrive(&req, &OpProgress::detached())
+        .await
+        .expect("redrive");
+    let qdeck_secs = t1.elapsed().as_secs_f64();
+    wait_depth(&ch, &a, n as u32).await;
+    wait_depth(&ch, &bq, 0).await;
+    let lost = n as i64 - depth(&ch, &a).await as i64;
+    println!(
+        "QDECK_BENCH redrive messages={n} shovel_secs={shovel_secs:.3} shovel_rate={:.0} qdeck_secs={qdeck_secs:.3} qdeck_rate={:.0} ratio={:.2} moved={} failed={} dup={} lost={lost}",
+        n as f64 / shovel_secs,
+        n as f64 / qdeck_secs,
+        shovel_secs / qdeck_secs,
+        rep.moved,
+        rep.failed,
+        rep.possibly_duplicated
+    );
+    mgmt_delete(
+        &e,
+        &format!(
+            "/api/parameters/shovel/%2F/{}",
+            urlencoding::encode(&shovel)
+        ),
+    )
+    .await;
+    cleanup(&ch, &[&a, &bq]).await;
+}

@@ -3,7 +3,7 @@
 //! confirmed. Messages that cannot be moved stay unacknowledged and return to the DLQ when
 //! the channel closes. A crash mid-way may duplicate, never lose.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::time::{Duration, Instant};
 
 use futures::stream::FuturesUnordered;
@@ -27,12 +27,55 @@ const WINDOW: u16 = 2000;
 const IDLE: Duration = Duration::from_secs(5);
 const MAX_ERRORS: usize = 10;
 
+/// What became of one copy.
 enum Outcome {
-    Moved,
-    /// Copy confirmed, ack of the original failed: it may be delivered twice.
-    Duplicated(String),
-    /// Not moved; the original stays in the DLQ.
+    /// The broker confirmed the copy: the original may be acknowledged.
+    Confirmed,
+    /// Not copied; the original stays in the DLQ.
     Failed(String),
+    /// The copy may or may not exist; the original stays: maybe twice, never lost.
+    Lost(String),
+}
+
+/// Acknowledges originals whose copies are confirmed: one `multiple` ack for each run of
+/// confirmed tags at the front, single acks behind a message we hold on purpose.
+struct Acks {
+    /// delivery tag → copy confirmed?
+    open: BTreeMap<u64, bool>,
+    /// Tags we keep unacknowledged (failed, skipped): never covered by a multiple ack.
+    held: BTreeSet<u64>,
+}
+
+impl Acks {
+    /// Acks to send now: (tag, multiple, messages covered).
+    fn ready(&mut self) -> Vec<(u64, bool, u64)> {
+        let mut out = Vec::new();
+        let first_held = self.held.iter().next().copied().unwrap_or(u64::MAX);
+        let mut last = None;
+        let mut n = 0;
+        while let Some((&t, &done)) = self.open.iter().next() {
+            if !done || t > first_held {
+                break;
+            }
+            self.open.remove(&t);
+            last = Some(t);
+            n += 1;
+        }
+        if let Some(t) = last {
+            out.push((t, true, n));
+        }
+        let behind: Vec<u64> = self
+            .open
+            .range(first_held..)
+            .filter(|(_, &d)| d)
+            .map(|(&t, _)| t)
+            .collect();
+        for t in behind {
+            self.open.remove(&t);
+            out.push((t, false, 1));
+        }
+        out
+    }
 }
 
 async fn count(ch: &Channel, queue: &str, id: &QueueId) -> Result<u64> {
@@ -141,6 +184,10 @@ pub async fn redrive(
     let cancel = progress.cancel_token();
     let start = Instant::now();
     let mut inflight = FuturesUnordered::new();
+    let mut acks = Acks {
+        open: BTreeMap::new(),
+        held: BTreeSet::new(),
+    };
     let mut taken: u64 = 0;
     let mut published: u64 = 0;
     let mut matched: u64 = 0;
@@ -173,11 +220,40 @@ pub async fn redrive(
                 report.cancelled = true;
                 progress.phase("cancelling: waiting for confirms");
             }
-            Some(o) = inflight.next(), if !inflight.is_empty() => {
-                match o {
-                    Outcome::Moved => { report.moved += 1; progress.add_done(1); }
-                    Outcome::Duplicated(e) => { report.possibly_duplicated += 1; note(&mut errors, e); }
-                    Outcome::Failed(e) => { report.failed += 1; progress.add_failed(1); note(&mut errors, e); }
+            Some(first) = inflight.next(), if !inflight.is_empty() => {
+                // Take every confirm that is already in, then ack in as few frames as we can.
+                let mut batch = vec![first];
+                while let Some(Some(o)) = futures::FutureExt::now_or_never(inflight.next()) {
+                    batch.push(o);
+                }
+                for (tag, o) in batch {
+                    match o {
+                        Outcome::Confirmed => { acks.open.insert(tag, true); }
+                        Outcome::Failed(e) => {
+                            acks.open.remove(&tag);
+                            acks.held.insert(tag);
+                            report.failed += 1;
+                            progress.add_failed(1);
+                            note(&mut errors, e);
+                        }
+                        Outcome::Lost(e) => {
+                            acks.open.remove(&tag);
+                            acks.held.insert(tag);
+                            report.possibly_duplicated += 1;
+                            note(&mut errors, e);
+                        }
+                    }
+                }
+                for (tag, multiple, n) in acks.ready() {
+                    b.calls.bump("amqp:basic.ack");
+                    match con_ch.basic_ack(tag, BasicAckOptions { multiple }).await {
+                        Ok(()) => { report.moved += n; progress.add_done(n); }
+                        Err(e) => {
+                            report.possibly_duplicated += n;
+                            note(&mut errors, format!("copied but could not remove the original: {}", amqp_error(&e, "ack")));
+                            stopping = true;
+                        }
+                    }
                 }
             }
             d = consumer.next(), if can_take => {
@@ -191,9 +267,11 @@ pub async fn redrive(
                     None => { stopping = true; continue; }
                 };
                 taken += 1;
+                let tag = d.delivery_tag;
                 if let Some(ids) = &only {
                     if !ids.contains(message_id(&d.properties, &d.data).as_str()) {
-                        continue; // held until the channel closes, then requeued
+                        acks.held.insert(tag); // requeued when the channel closes
+                        continue;
                     }
                     matched += 1;
                 }
@@ -205,6 +283,7 @@ pub async fn redrive(
                         .filter(|q| *q != src),
                 };
                 let Some(target) = target else {
+                    acks.held.insert(tag);
                     report.failed += 1;
                     progress.add_failed(1);
                     note(&mut errors, "message without an x-death origin: choose a target queue".into());
@@ -215,48 +294,32 @@ pub async fn redrive(
                     tokio::time::sleep_until(due.into()).await;
                 }
                 published += 1;
-                let confirm = pub_ch
-                    .basic_publish(
-                        "".into(),
-                        target.as_str().into(),
-                        BasicPublishOptions { mandatory: true, ..Default::default() },
-                        &d.data,
-                        d.properties.clone(),
-                    )
-                    .await;
-                let confirm = match confirm {
-                    Ok(c) => c,
-                    Err(e) => {
-                        report.failed += 1;
-                        note(&mut errors, amqp_error(&e, "publish").to_string());
-                        stopping = true;
-                        continue;
-                    }
-                };
-                let acker = d.acker;
+                acks.open.insert(tag, false);
+                let ch = pub_ch.clone();
                 inflight.push(async move {
-                    match confirm.await {
-                        Ok(Confirmation::Ack(None)) | Ok(Confirmation::NotRequested) => {
-                            match acker.ack(BasicAckOptions::default()).await {
-                                Ok(_) => Outcome::Moved,
-                                Err(e) => Outcome::Duplicated(format!(
-                                    "copied but could not remove the original: {}",
-                                    amqp_error(&e, "ack")
-                                )),
+                    let sent = ch
+                        .basic_publish(
+                            "".into(),
+                            target.as_str().into(),
+                            BasicPublishOptions { mandatory: true, ..Default::default() },
+                            &d.data,
+                            d.properties,
+                        )
+                        .await;
+                    let outcome = match sent {
+                        Err(e) => Outcome::Lost(amqp_error(&e, "publish").to_string()),
+                        Ok(confirm) => match confirm.await {
+                            Ok(Confirmation::Ack(None)) | Ok(Confirmation::NotRequested) => Outcome::Confirmed,
+                            Ok(Confirmation::Ack(Some(_))) => Outcome::Failed(format!(
+                                "target queue '{target}' does not exist (message returned unroutable)"
+                            )),
+                            Ok(Confirmation::Nack(_)) => {
+                                Outcome::Failed(format!("the broker refused the copy for '{target}' (nack)"))
                             }
-                        }
-                        Ok(Confirmation::Ack(Some(_))) => Outcome::Failed(format!(
-                            "target queue '{target}' does not exist (message returned unroutable)"
-                        )),
-                        Ok(Confirmation::Nack(_)) => {
-                            Outcome::Failed(format!("the broker refused the copy for '{target}' (nack)"))
-                        }
-                        // The copy may or may not exist; the original stays: maybe twice, never lost.
-                        Err(e) => Outcome::Duplicated(format!(
-                            "confirm lost: {}",
-                            amqp_error(&e, "publish")
-                        )),
-                    }
+                            Err(e) => Outcome::Lost(format!("confirm lost: {}", amqp_error(&e, "publish"))),
+                        },
+                    };
+                    (tag, outcome)
                 });
             }
             _ = tokio::time::sleep(IDLE), if can_take && inflight.is_empty() => {
@@ -276,7 +339,6 @@ pub async fn redrive(
     let _ = con_ch.close(200, "redrive done".into()).await;
     let _ = pub_ch.close(200, "redrive done".into()).await;
     b.calls.bump_by("amqp:basic.publish", published);
-    b.calls.bump_by("amqp:basic.ack", report.moved);
     report.errors = errors;
     progress.phase(if report.cancelled {
         "cancelled"

@@ -231,7 +231,8 @@ async fn wait_ready(e: &Env, queue: &str, ready: u64) -> serde_json::Value {
             &format!("/api/queues/%2F/{}", urlencoding::encode(queue)),
         )
         .await;
-        if v.get("messages_ready").and_then(|x| x.as_u64()) == Some(ready)
+        let complete = v.get("consumers").is_some() && v.get("messages_unacknowledged").is_some();
+        if (complete && v.get("messages_ready").and_then(|x| x.as_u64()) == Some(ready))
             || Instant::now() > deadline
         {
             return v;

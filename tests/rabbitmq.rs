@@ -314,6 +314,13 @@ async fn figures_match_management_api_and_dlq_links_via_arguments() {
     assert_eq!(st.in_flight, m_src["messages_unacknowledged"].as_u64());
     assert_eq!(st.consumers, m_src["consumers"].as_u64().map(|c| c as u32));
     assert_eq!(st.dlq_depth, Some(2));
+    let ds = b.stats(&[QueueId::new(&dlq)]).await.expect("dlq stats");
+    assert_eq!(ds.stats[0].oldest_age_secs, None);
+    assert!(ds.stats[0]
+        .age_note
+        .as_deref()
+        .unwrap_or("")
+        .contains("no timestamp"));
     let age = st
         .oldest_age_secs
         .expect("classic queue with timestamps reports age");
@@ -718,6 +725,25 @@ async fn management_plugin_off_says_so() {
     let err = b.list_queues().await.expect_err("no management API");
     assert!(matches!(err, BackendError::Unreachable(_)), "{err:?}");
     assert!(err.to_string().contains("rabbitmq_management"), "{err}");
+    // Figures fall back to what AMQP can say, with a notice.
+    let (_c, ch) = admin(&e).await;
+    let q = uniq("nomgmt");
+    declare(&ch, &q, FieldTable::default()).await;
+    publish(&ch, &q, 3, false).await;
+    let batch = b
+        .stats(&[QueueId::new(&q), QueueId::new("qdeck-test-missing")])
+        .await
+        .expect("AMQP-only stats");
+    assert_eq!(batch.stats.len(), 1);
+    assert_eq!(batch.errors.len(), 1);
+    assert_eq!(batch.stats[0].depth, Some(3));
+    assert_eq!(batch.stats[0].in_flight, None);
+    assert!(batch.stats[0]
+        .age_note
+        .as_deref()
+        .unwrap_or("")
+        .contains("management API unavailable"));
+    cleanup(&ch, &[&q]).await;
 }
 
 // ---- Benchmarks, run by scripts/bench_rabbitmq.sh (ignored in normal test runs) ----

@@ -207,3 +207,45 @@ pub fn message_id(p: &BasicProperties, body: &[u8]) -> String {
     let hex: String = d.iter().take(8).map(|b| format!("{b:02x}")).collect();
     format!("sha256:{hex}")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lapin::types::{FieldArray, LongString};
+
+    fn ls(s: &str) -> AMQPValue {
+        AMQPValue::LongString(LongString::from(s.as_bytes()))
+    }
+
+    #[test]
+    fn x_death_gives_origin_reason_count_time() {
+        let mut death = FieldTable::default();
+        death.insert("queue".into(), ls("orders"));
+        death.insert("reason".into(), ls("rejected"));
+        death.insert("count".into(), AMQPValue::LongLongInt(3));
+        death.insert("time".into(), AMQPValue::Timestamp(1_700_000_000));
+        death.insert("exchange".into(), ls(""));
+        let mut arr = FieldArray::default();
+        arr.push(AMQPValue::FieldTable(death));
+        let mut h = FieldTable::default();
+        h.insert("x-death".into(), AMQPValue::FieldArray(arr));
+        h.insert("x-first-death-queue".into(), ls("orders"));
+        h.insert("x-first-death-reason".into(), ls("rejected"));
+        let p = BasicProperties::default().with_headers(h);
+        let d = parse_dead_letter(&p).expect("dead letter info");
+        assert_eq!(d.origin, Some(QueueId::new("orders")));
+        assert_eq!(d.reason.as_deref(), Some("rejected"));
+        assert_eq!(d.count, Some(3));
+        assert_eq!(d.at_ms, Some(1_700_000_000_000));
+        assert!(parse_dead_letter(&BasicProperties::default()).is_none());
+    }
+
+    #[test]
+    fn ids_are_stable_without_message_id() {
+        let p = BasicProperties::default();
+        assert_eq!(message_id(&p, b"a"), message_id(&p, b"a"));
+        assert_ne!(message_id(&p, b"a"), message_id(&p, b"b"));
+        let p = p.with_message_id("m-1".into());
+        assert_eq!(message_id(&p, b"a"), "m-1");
+    }
+}

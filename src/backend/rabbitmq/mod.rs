@@ -7,6 +7,7 @@
 mod browse;
 mod conn;
 mod consumers;
+mod fallback;
 mod figures;
 mod headers;
 mod mgmt;
@@ -107,7 +108,15 @@ impl RabbitBackend {
             }
         }
         let q = format!("columns={}", figures::QUEUE_COLUMNS);
-        let rows: Vec<QueueRow> = self.mgmt.get_all_pages(&self.queues_path(), &q).await?;
+        let rows: Vec<QueueRow> = match self.mgmt.get_all_pages(&self.queues_path(), &q).await {
+            Err(BackendError::NotFound(_)) => {
+                return Err(BackendError::NotFound(format!(
+                    "vhost '{}' does not exist",
+                    self.vhost_filter.as_deref().unwrap_or("/")
+                )))
+            }
+            other => other?,
+        };
         let rows = Arc::new(rows);
         let mut c = self.cache();
         for r in rows.iter() {
@@ -232,7 +241,14 @@ impl Backend for RabbitBackend {
     }
 
     async fn stats(&self, queues: &[QueueId]) -> Result<StatsBatch> {
-        let rows = self.rows(true).await?;
+        let rows = match self.rows(true).await {
+            Ok(r) => r,
+            // Management API down: ready count and consumers still come over AMQP.
+            Err(e @ BackendError::Unreachable(_)) => {
+                return fallback::amqp_stats(self, queues).await.map_err(|_| e);
+            }
+            Err(e) => return Err(e),
+        };
         let at = now_ms();
         let topo = self.cache().topo.clone();
         let mut by_key: HashMap<(&str, &str), &QueueRow> = HashMap::with_capacity(rows.len());

@@ -347,3 +347,29 @@ pub async fn redrive(
     });
     Ok(report)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn acks_never_cover_a_held_message() {
+        let mut a = Acks {
+            open: BTreeMap::new(),
+            held: BTreeSet::new(),
+        };
+        for t in 1..=6 {
+            a.open.insert(t, false);
+        }
+        // 1, 2 confirmed; 3 held (failed); 4 confirmed; 5 in flight; 6 confirmed.
+        a.open.insert(1, true);
+        a.open.insert(2, true);
+        a.open.remove(&3);
+        a.held.insert(3);
+        a.open.insert(4, true);
+        a.open.insert(6, true);
+        assert_eq!(a.ready(), vec![(2, true, 2), (4, false, 1), (6, false, 1)]);
+        assert_eq!(a.open.keys().copied().collect::<Vec<_>>(), vec![5]);
+        assert!(a.ready().is_empty());
+    }
+}

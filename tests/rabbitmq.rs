@@ -707,6 +707,7 @@ async fn wrong_password_is_an_auth_error_without_the_secret() {
     let err = b.list_queues().await.expect_err("wrong password fails");
     assert!(matches!(err, BackendError::Auth(_)), "{err:?}");
     let text = err.to_string();
+    eprintln!("management auth error: {text}");
     assert!(!text.contains("hunter2") && !text.contains('\n'), "{text}");
     let err = b
         .purge(&QueueId::new("anything"), &OpProgress::detached())
@@ -714,6 +715,7 @@ async fn wrong_password_is_an_auth_error_without_the_secret() {
         .expect_err("AMQP too");
     assert!(matches!(err, BackendError::Auth(_)), "{err:?}");
     assert!(!err.to_string().contains("hunter2"), "{err}");
+    eprintln!("AMQP auth error: {err}");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -868,4 +870,54 @@ async fn bench_redrive_vs_shovel() {
     )
     .await;
     cleanup(&ch, &[&a, &bq]).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn shovel_redrive_when_enabled() {
+    let Some(e) = env() else { return };
+    let (_c, ch) = admin(&e).await;
+    let (a, t) = (uniq("sha"), uniq("sht"));
+    declare(&ch, &a, FieldTable::default()).await;
+    declare(&ch, &t, FieldTable::default()).await;
+    publish(&ch, &a, 1500, false).await;
+    let mut st = settings(&e);
+    st.use_shovel = Some(true);
+    let b = backend_with(st).await;
+    assert!(matches!(b.capabilities().redrive, RedriveMode::Native(_)));
+    let progress = OpProgress::detached();
+    let req = RedriveRequest {
+        source: QueueId::new(&a),
+        target: RedriveTarget::Queue(QueueId::new(&t)),
+        max: Some(1000),
+        rate: None,
+        only_ids: None,
+    };
+    let rep = b.redrive(&req, &progress).await.expect("shovel redrive");
+    assert_eq!(rep.mode, "shovel");
+    assert_eq!(rep.moved, 1000);
+    assert_eq!(progress.snapshot().done, 1000);
+    wait_depth(&ch, &t, 1000).await;
+    wait_depth(&ch, &a, 500).await;
+    cleanup(&ch, &[&a, &t]).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn unreachable_broker_is_unreachable() {
+    let Some(e) = env() else { return };
+    let mut st = settings(&e);
+    st.amqp_url = Some("amqp://guest@127.0.0.1:1/%2f".into());
+    st.management_url = Some("http://127.0.0.1:1".into());
+    let b = backend_with(st).await;
+    let err = b
+        .purge(&QueueId::new("x"), &OpProgress::detached())
+        .await
+        .expect_err("unreachable");
+    assert!(matches!(err, BackendError::Unreachable(_)), "{err:?}");
+    assert!(err.is_transient());
+    eprintln!("unreachable error: {err}");
+    let err = b
+        .stats(&[QueueId::new("x")])
+        .await
+        .expect_err("unreachable");
+    assert!(matches!(err, BackendError::Unreachable(_)), "{err:?}");
 }

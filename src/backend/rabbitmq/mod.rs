@@ -13,6 +13,7 @@ mod headers;
 mod mgmt;
 mod purge;
 mod redrive;
+mod shovel;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};

@@ -124,6 +124,13 @@ pub async fn redrive(
             return Err(BackendError::Invalid("rate must be above 0".into()));
         }
     }
+    if let (true, Some(dest), None, None) = (b.use_shovel, &fixed, req.rate, &req.only_ids) {
+        if let Some(rep) =
+            super::shovel::move_with_shovel(b, &vhost, &src, dest, req.max, progress).await?
+        {
+            return Ok(rep);
+        }
+    }
     let mut report = RedriveReport {
         mode: "client-side".into(),
         ..Default::default()

@@ -90,6 +90,13 @@ async fn backend(e: &Env) -> Arc<dyn Backend> {
     backend_with(settings(e)).await
 }
 
+/// A backend that redrives client-side even where the shovel plugin is enabled.
+async fn client_side_backend(e: &Env) -> Arc<dyn Backend> {
+    let mut s = settings(e);
+    s.use_shovel = Some(false);
+    backend_with(s).await
+}
+
 fn uniq(prefix: &str) -> String {
     format!(
         "qdeck-test-{prefix}-{}",
@@ -580,7 +587,7 @@ async fn redrive_10000_to_origin_loses_nothing() {
     rc.close(200, "done".into()).await.ok();
     wait_depth(&ch, &dlq, N as u32).await;
 
-    let b = backend(&e).await;
+    let b = client_side_backend(&e).await;
     let progress = OpProgress::detached();
     let req = RedriveRequest {
         source: QueueId::new(&dlq),
@@ -612,6 +619,7 @@ async fn redrive_10000_to_origin_loses_nothing() {
         .await
         .expect("redrive to queue");
     assert_eq!(rep.moved, 100);
+    assert_eq!(rep.mode, "client-side");
     wait_depth(&ch, &other, 100).await;
     wait_depth(&ch, &src, N as u32 - 100).await;
     cleanup(&ch, &[&src, &dlq, &other]).await;
@@ -625,7 +633,7 @@ async fn redrive_cancel_and_missing_origin_keep_messages() {
     declare(&ch, &q, FieldTable::default()).await;
     declare(&ch, &t, FieldTable::default()).await;
     publish(&ch, &q, 20, false).await;
-    let b = backend(&e).await;
+    let b = client_side_backend(&e).await;
     // No x-death: nothing can go "to origin"; all stay.
     let req = RedriveRequest {
         source: QueueId::new(&q),
@@ -835,7 +843,7 @@ async fn bench_redrive_vs_shovel() {
     let shovel_secs = t0.elapsed().as_secs_f64();
 
     // 2. qdeck redrive b → a.
-    let b = backend(&e).await;
+    let b = client_side_backend(&e).await;
     let req = RedriveRequest {
         source: QueueId::new(&bq),
         target: RedriveTarget::Queue(QueueId::new(&a)),
@@ -883,7 +891,6 @@ async fn shovel_redrive_when_enabled() {
     let mut st = settings(&e);
     st.use_shovel = Some(true);
     let b = backend_with(st).await;
-    assert!(matches!(b.capabilities().redrive, RedriveMode::Native(_)));
     let progress = OpProgress::detached();
     let req = RedriveRequest {
         source: QueueId::new(&a),
@@ -894,6 +901,7 @@ async fn shovel_redrive_when_enabled() {
     };
     let rep = b.redrive(&req, &progress).await.expect("shovel redrive");
     assert_eq!(rep.mode, "shovel");
+    assert!(matches!(b.capabilities().redrive, RedriveMode::Native(_)));
     assert_eq!(rep.moved, 1000);
     assert_eq!(progress.snapshot().done, 1000);
     wait_depth(&ch, &t, 1000).await;

@@ -16,6 +16,7 @@ mod redrive;
 mod shovel;
 
 use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -54,6 +55,8 @@ pub struct RabbitBackend {
     calls: Arc<ApiCalls>,
     vhost_filter: Option<String>,
     use_shovel: bool,
+    /// Shovel plugin (with its management part): 0 not probed yet, 1 there, 2 missing.
+    shovel: AtomicU8,
     cache: Mutex<Cache>,
 }
 
@@ -65,11 +68,29 @@ impl RabbitBackend {
             mgmt: Mgmt::new(&creds, calls.clone())?,
             pool: Pool::new(creds.clone()),
             vhost_filter: settings.vhost.clone(),
-            use_shovel: settings.use_shovel.unwrap_or(false),
+            use_shovel: settings.use_shovel.unwrap_or(true),
+            shovel: AtomicU8::new(0),
             creds,
             calls,
             cache: Mutex::new(Cache::default()),
         })
+    }
+
+    /// Whether redrive to a chosen queue goes through a shovel: the profile wants it and the
+    /// plugin answers. Probed once, on the first listing or redrive.
+    pub async fn shovel_in_use(&self) -> bool {
+        if !self.use_shovel {
+            return false;
+        }
+        if self.shovel.load(Ordering::Relaxed) == 0 {
+            let path = format!("/api/shovels/{}", enc(&self.creds.default_vhost));
+            match self.mgmt.send(reqwest::Method::GET, &path, None).await {
+                Ok(_) => self.shovel.store(1, Ordering::Relaxed),
+                Err(BackendError::NotFound(_)) => self.shovel.store(2, Ordering::Relaxed),
+                Err(_) => {}
+            }
+        }
+        self.shovel.load(Ordering::Relaxed) == 1
     }
 
     fn cache(&self) -> std::sync::MutexGuard<'_, Cache> {
@@ -173,7 +194,7 @@ impl Backend for RabbitBackend {
             browse: BrowseEffect::SideEffect(
                 "messages are fetched with basic.get and returned with nack+requeue: each browsed message gets the redelivered flag, and on quorum queues its delivery count goes up by one (browsing is refused on quorum queues with a delivery limit unless forced)".into(),
             ),
-            redrive: if self.use_shovel {
+            redrive: if self.use_shovel && self.shovel.load(Ordering::Relaxed) == 1 {
                 RedriveMode::Native(
                     "shovel (server-side move) to a chosen queue; to-origin redrive is client-side with publisher confirms".into(),
                 )
@@ -195,7 +216,7 @@ impl Backend for RabbitBackend {
     }
 
     async fn list_queues(&self) -> Result<Vec<QueueInfo>> {
-        let (rows, topo) = tokio::join!(self.rows(false), self.topology());
+        let (rows, topo, _) = tokio::join!(self.rows(false), self.topology(), self.shovel_in_use());
         let rows = rows?;
         // A missing bindings listing (permissions) still leaves default-exchange links.
         let topo = topo.unwrap_or_default();

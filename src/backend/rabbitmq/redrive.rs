@@ -124,7 +124,8 @@ pub async fn redrive(
             return Err(BackendError::Invalid("rate must be above 0".into()));
         }
     }
-    if let (true, Some(dest), None, None) = (b.use_shovel, &fixed, req.rate, &req.only_ids) {
+    let shovel = fixed.is_some() && req.rate.is_none() && req.only_ids.is_none();
+    if let (true, Some(dest)) = (shovel && b.shovel_in_use().await, &fixed) {
         if let Some(rep) =
             super::shovel::move_with_shovel(b, &vhost, &src, dest, req.max, progress).await?
         {

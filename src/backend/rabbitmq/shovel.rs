@@ -14,6 +14,9 @@ use super::RabbitBackend;
 use crate::backend::{BackendError, OpProgress, Result};
 use crate::domain::*;
 
+/// Give up on a shovel that moved nothing for this long.
+const STALL: Duration = Duration::from_secs(60);
+
 async fn ready(b: &RabbitBackend, vhost: &str, queue: &str) -> Result<u64> {
     let ch = b.pool.channel(vhost).await?;
     b.calls.bump("amqp:queue.declare");
@@ -42,6 +45,7 @@ pub async fn move_with_shovel(
     progress: &OpProgress,
 ) -> Result<Option<RedriveReport>> {
     let before = ready(b, vhost, src).await?;
+    ready(b, vhost, dest).await?; // the target must exist: a shovel would create it
     let total = max.map_or(before, |m| m.min(before));
     progress.set_total(Some(total));
     let mut report = RedriveReport {
@@ -70,12 +74,14 @@ pub async fn move_with_shovel(
     });
     match b.mgmt.send(reqwest::Method::PUT, &path, Some(&body)).await {
         Ok(_) => {}
-        Err(BackendError::NotFound(_)) | Err(BackendError::Other(_)) => return Ok(None),
-        Err(e) => return Err(e),
+        // No plugin, no policymaker tag, …: move client-side instead.
+        Err(BackendError::Unreachable(m)) => return Err(BackendError::Unreachable(m)),
+        Err(_) => return Ok(None),
     }
     progress.phase("shovel moving");
     let cancel = progress.cancel_token();
     let mut last_done = 0u64;
+    let mut last_progress = std::time::Instant::now();
     loop {
         tokio::select! {
             _ = cancel.cancelled() => {
@@ -95,8 +101,19 @@ pub async fn move_with_shovel(
         if done > last_done {
             progress.add_done(done - last_done);
             last_done = done;
+            last_progress = std::time::Instant::now();
         }
         if gone {
+            break;
+        }
+        if last_progress.elapsed() > STALL {
+            // A shovel that cannot connect restarts forever: stop it and say so.
+            let _ = b.mgmt.send(reqwest::Method::DELETE, &path, None).await;
+            report.errors.push(format!(
+                "the shovel made no progress for {} s and was stopped (see /api/shovels)",
+                STALL.as_secs()
+            ));
+            report.cancelled = true;
             break;
         }
     }

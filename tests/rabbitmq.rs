@@ -929,3 +929,120 @@ async fn unreachable_broker_is_unreachable() {
         .expect_err("unreachable");
     assert!(matches!(err, BackendError::Unreachable(_)), "{err:?}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn dead_lettering_by_delivery_limit_is_reported() {
+    let Some(e) = env() else { return };
+    let (_c, ch) = admin(&e).await;
+    let (src, dlq) = (uniq("dlsrc"), uniq("dldlq"));
+    declare(&ch, &dlq, FieldTable::default()).await;
+    declare(
+        &ch,
+        &src,
+        args(&[
+            ("x-queue-type", s("quorum")),
+            ("x-delivery-limit", AMQPValue::LongInt(1)),
+            ("x-dead-letter-exchange", s("")),
+            ("x-dead-letter-routing-key", s(&dlq)),
+        ]),
+    )
+    .await;
+    publish(&ch, &src, 1, false).await;
+    for _ in 0..10 {
+        match ch
+            .basic_get(src.as_str().into(), BasicGetOptions { no_ack: false })
+            .await
+            .expect("get")
+        {
+            Some(m) => {
+                m.delivery
+                    .acker
+                    .nack(BasicNackOptions {
+                        requeue: true,
+                        multiple: false,
+                    })
+                    .await
+                    .expect("nack");
+            }
+            None => {
+                if depth(&ch, &dlq).await == 1 {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    }
+    wait_depth(&ch, &dlq, 1).await;
+    let b = backend(&e).await;
+    let list = b.list_queues().await.expect("list");
+    assert_eq!(info(&list, &src).settings.max_receives, Some(1));
+    assert_eq!(
+        info(&list, &src).dlq.as_ref().map(|q| q.as_str()),
+        Some(dlq.as_str())
+    );
+    let page = b
+        .browse(
+            &QueueId::new(&dlq),
+            &BrowseRequest {
+                cursor: None,
+                max: 10,
+                force: false,
+            },
+        )
+        .await
+        .expect("browse");
+    let dl = page.messages[0].dead_letter.as_ref().expect("x-death");
+    assert_eq!(dl.reason.as_deref(), Some("delivery_limit"));
+    assert_eq!(dl.origin.as_ref().map(|q| q.as_str()), Some(src.as_str()));
+    cleanup(&ch, &[&src, &dlq]).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn binary_bodies_and_big_headers_pass_through() {
+    let Some(e) = env() else { return };
+    let (_c, ch) = admin(&e).await;
+    let q = uniq("bin");
+    declare(&ch, &q, FieldTable::default()).await;
+    let body: Vec<u8> = (0..=255u8).collect();
+    let big = "h".repeat(50_000);
+    let hostile = "\u{1b}[2J\u{1b}]0;pwned\u{7}";
+    let props = BasicProperties::default()
+        .with_headers(args(&[("big", s(&big)), ("hostile", s(hostile))]))
+        .with_message_id("bin-1".into());
+    ch.basic_publish(
+        "".into(),
+        q.as_str().into(),
+        BasicPublishOptions::default(),
+        &body,
+        props,
+    )
+    .await
+    .expect("publish");
+    wait_depth(&ch, &q, 1).await;
+    let b = backend(&e).await;
+    let page = b
+        .browse(
+            &QueueId::new(&q),
+            &BrowseRequest {
+                cursor: None,
+                max: 1,
+                force: false,
+            },
+        )
+        .await
+        .expect("browse");
+    let m = &page.messages[0];
+    assert_eq!(m.id, "bin-1");
+    assert_eq!(m.body, body);
+    let h = |k: &str| {
+        m.headers
+            .iter()
+            .find(|(n, _)| n == k)
+            .map(|(_, v)| v.clone())
+    };
+    assert_eq!(h("big").map(|v| v.len()), Some(50_000));
+    // Passed through unchanged: escaping is the views' job.
+    assert_eq!(h("hostile").as_deref(), Some(hostile));
+    wait_depth(&ch, &q, 1).await;
+    cleanup(&ch, &[&q]).await;
+}

@@ -1046,3 +1046,72 @@ async fn binary_bodies_and_big_headers_pass_through() {
     wait_depth(&ch, &q, 1).await;
     cleanup(&ch, &[&q]).await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn other_vhosts_are_addressed_as_vhost_slash_name() {
+    let Some(e) = env() else { return };
+    let vh = uniq("vh");
+    mgmt_put(&e, &format!("/api/vhosts/{vh}"), serde_json::json!({})).await;
+    mgmt_put(
+        &e,
+        &format!("/api/permissions/{vh}/{}", urlencoding::encode(&e.user)),
+        serde_json::json!({"configure": ".*", "write": ".*", "read": ".*"}),
+    )
+    .await;
+    let mut uri: lapin::uri::AMQPUri = e.url.parse().expect("url");
+    uri.vhost = vh.clone();
+    let c = Connection::connect_uri(uri, ConnectionProperties::default())
+        .await
+        .expect("vhost connection");
+    let ch = c.create_channel().await.expect("channel");
+    declare(&ch, "orders", FieldTable::default()).await;
+    publish(&ch, "orders", 4, false).await;
+
+    let b = backend(&e).await;
+    let id = QueueId::new(format!("{vh}/orders"));
+    let list = b.list_queues().await.expect("list");
+    assert!(list.iter().any(|q| q.id == id), "{vh}/orders listed");
+    let page = b
+        .browse(
+            &id,
+            &BrowseRequest {
+                cursor: None,
+                max: 10,
+                force: false,
+            },
+        )
+        .await
+        .expect("browse in another vhost");
+    assert_eq!(page.messages.len(), 4);
+    wait_depth(&ch, "orders", 4).await;
+
+    // With a vhost filter, that vhost's queues are bare names.
+    let mut st = settings(&e);
+    st.vhost = Some(vh.clone());
+    let fb = backend_with(st).await;
+    let list = fb.list_queues().await.expect("filtered list");
+    assert_eq!(
+        list.iter().map(|q| q.id.as_str()).collect::<Vec<_>>(),
+        vec!["orders"]
+    );
+    let rep = fb
+        .purge(&QueueId::new("orders"), &OpProgress::detached())
+        .await
+        .expect("purge");
+    assert_eq!(rep.purged, Some(4));
+
+    // A vhost that does not exist is a clear NotFound.
+    let mut st = settings(&e);
+    st.vhost = Some("qdeck-test-no-such-vhost".into());
+    let err = backend_with(st)
+        .await
+        .list_queues()
+        .await
+        .expect_err("missing vhost");
+    assert!(matches!(err, BackendError::NotFound(_)), "{err:?}");
+    assert!(err.to_string().contains("vhost"), "{err}");
+
+    drop(ch);
+    c.close(200, "bye".into()).await.ok();
+    mgmt_delete(&e, &format!("/api/vhosts/{vh}")).await;
+}

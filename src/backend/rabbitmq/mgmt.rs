@@ -3,6 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::StreamExt;
 use reqwest::StatusCode;
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
@@ -13,6 +14,8 @@ use crate::config::redact::redact;
 use super::conn::Creds;
 
 pub const PAGE_SIZE: u32 = 500;
+/// Pages fetched at once after the first.
+const PAGE_CONCURRENCY: usize = 4;
 
 pub struct Mgmt {
     http: reqwest::Client,
@@ -126,25 +129,31 @@ impl Mgmt {
         })
     }
 
-    /// Every page of a paginated listing. `query` is the part after `?` without paging.
+    /// Every page of a paginated listing: the first page says how many there are, the rest
+    /// are fetched a few at a time. `query` is the part after `?` without paging.
     pub async fn get_all_pages<T: DeserializeOwned>(
         &self,
         path: &str,
         query: &str,
     ) -> Result<Vec<T>> {
-        let mut out = Vec::new();
-        let mut page = 1u32;
-        loop {
-            let sep = if query.is_empty() { "" } else { "&" };
-            let url =
-                format!("{path}?page={page}&page_size={PAGE_SIZE}&pagination=true{sep}{query}");
-            let p: Paged<T> = self.get(&url).await?;
-            let n = p.items.len();
-            out.extend(p.items);
-            if page >= p.page_count || n == 0 {
-                break;
+        let sep = if query.is_empty() { "" } else { "&" };
+        let url = |page: u32| {
+            format!("{path}?page={page}&page_size={PAGE_SIZE}&pagination=true{sep}{query}")
+        };
+        let first: Paged<T> = self.get(&url(1)).await?;
+        let mut out = first.items;
+        if first.page_count > 1 {
+            let pages: Vec<Result<Paged<T>>> = futures::stream::iter(2..=first.page_count)
+                .map(|p| {
+                    let u = url(p);
+                    async move { self.get::<Paged<T>>(&u).await }
+                })
+                .buffered(PAGE_CONCURRENCY)
+                .collect()
+                .await;
+            for p in pages {
+                out.extend(p?.items);
             }
-            page += 1;
         }
         Ok(out)
     }

@@ -436,8 +436,8 @@ async fn dead_lettered_messages_browse_in_place_with_x_death() {
     assert_eq!(next.messages.len(), 2);
     assert!(next.next.is_none());
     // Nothing moved: every message is still in the DLQ, none in flight.
-    assert_eq!(depth(&ch, &dlq).await, 7);
-    assert_eq!(depth(&ch, &src).await, 0);
+    wait_depth(&ch, &dlq, 7).await;
+    wait_depth(&ch, &src, 0).await;
     cleanup(&ch, &[&src, &dlq]).await;
 }
 
@@ -485,7 +485,7 @@ async fn quorum_with_delivery_limit_refuses_browse_unless_forced() {
         .effect_note
         .unwrap_or_default()
         .contains("delivery count"));
-    assert_eq!(depth(&ch, &qq).await, 2);
+    wait_depth(&ch, &qq, 2).await;
     cleanup(&ch, &[&qq]).await;
 }
 
@@ -601,8 +601,8 @@ async fn redrive_10000_to_origin_loses_nothing() {
     assert_eq!(rep.failed, 0);
     assert_eq!(rep.possibly_duplicated, 0);
     assert_eq!(progress.snapshot().done, N as u64);
-    assert_eq!(depth(&ch, &dlq).await, 0);
-    assert_eq!(depth(&ch, &src).await, N as u32);
+    wait_depth(&ch, &dlq, 0).await;
+    wait_depth(&ch, &src, N as u32).await;
 
     // To a chosen queue, with a max.
     let other = uniq("rother");
@@ -697,7 +697,7 @@ async fn purge_removes_ready_messages() {
         .await
         .expect("send");
     assert!(id.is_some());
-    assert_eq!(depth(&ch, &q).await, 1);
+    wait_depth(&ch, &q, 1).await;
     cleanup(&ch, &[&q]).await;
 }
 

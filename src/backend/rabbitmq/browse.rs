@@ -117,7 +117,7 @@ pub async fn browse(b: &RabbitBackend, queue: &QueueId, req: &BrowseRequest) -> 
                 )
                 .await
             {
-                Ok(q) if (q.message_count() as u64) < want => {
+                Ok(q) if q.consumer_count() == 0 && (q.message_count() as u64) < want => {
                     tokio::time::sleep(std::time::Duration::from_millis(20)).await
                 }
                 _ => break,

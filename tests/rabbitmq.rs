@@ -1115,3 +1115,61 @@ async fn other_vhosts_are_addressed_as_vhost_slash_name() {
     c.close(200, "bye".into()).await.ok();
     mgmt_delete(&e, &format!("/api/vhosts/{vh}")).await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn redrive_only_browsed_ids() {
+    let Some(e) = env() else { return };
+    let (_c, ch) = admin(&e).await;
+    let (src, dlq) = (uniq("osrc"), uniq("odlq"));
+    declare(&ch, &dlq, FieldTable::default()).await;
+    declare(
+        &ch,
+        &src,
+        args(&[
+            ("x-dead-letter-exchange", s("")),
+            ("x-dead-letter-routing-key", s(&dlq)),
+        ]),
+    )
+    .await;
+    publish(&ch, &src, 10, false).await;
+    reject_all(&ch, &src, 10).await;
+    wait_depth(&ch, &dlq, 10).await;
+    let b = client_side_backend(&e).await;
+    let page = b
+        .browse(
+            &QueueId::new(&dlq),
+            &BrowseRequest {
+                cursor: None,
+                max: 10,
+                force: false,
+            },
+        )
+        .await
+        .expect("browse");
+    let ids: Vec<String> = vec![page.messages[2].id.clone(), page.messages[7].id.clone()];
+    let req = RedriveRequest {
+        source: QueueId::new(&dlq),
+        target: RedriveTarget::Origin,
+        max: None,
+        rate: None,
+        only_ids: Some(ids.clone()),
+    };
+    let rep = b
+        .redrive(&req, &OpProgress::detached())
+        .await
+        .expect("redrive");
+    assert_eq!(rep.moved, 2, "{rep:?}");
+    assert_eq!(rep.failed, 0);
+    wait_depth(&ch, &src, 2).await;
+    wait_depth(&ch, &dlq, 8).await;
+    let moved: Vec<Vec<u8>> = vec![page.messages[2].body.clone(), page.messages[7].body.clone()];
+    for _ in 0..2 {
+        let m = ch
+            .basic_get(src.as_str().into(), BasicGetOptions { no_ack: true })
+            .await
+            .expect("get")
+            .expect("message");
+        assert!(moved.contains(&m.delivery.data));
+    }
+    cleanup(&ch, &[&src, &dlq]).await;
+}

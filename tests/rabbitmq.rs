@@ -541,6 +541,21 @@ async fn consumers_show_prefetch_and_ack_mode() {
     assert!(!by("w-ten").state.contains("unlimited"));
     assert_eq!(by("w-auto").ack_mode, AckMode::Auto);
     assert!(by("w-auto").state.contains("auto-ack"));
+    // Work held: 6 messages spread over the three; the auto-ack one holds none.
+    publish(&ch, &q, 6, false).await;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let l = b.consumers(&QueueId::new(&q)).await.expect("consumers");
+        let held: Vec<Option<u64>> = ["w-unlimited", "w-ten", "w-auto"]
+            .iter()
+            .map(|t| l.iter().find(|x| x.tag == *t).and_then(|x| x.holding))
+            .collect();
+        if held[2] == Some(0) && held[0].unwrap_or(0) + held[1].unwrap_or(0) == 4 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "holding never showed: {held:?}");
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
     drop(keep);
     cleanup(&ch, &[&q]).await;
 }

@@ -32,7 +32,18 @@ pub struct ConsumerRow {
     pub activity_status: Option<String>,
 }
 
-pub fn to_consumer(id: &QueueId, r: &ConsumerRow) -> Consumer {
+/// A channel's unacknowledged count: a consumer's holding when it is alone on its channel.
+#[derive(Debug, Clone, Deserialize)]
+pub struct ChannelRow {
+    #[serde(default)]
+    pub name: String,
+    #[serde(default)]
+    pub messages_unacknowledged: Option<u64>,
+    #[serde(default)]
+    pub consumer_count: Option<u64>,
+}
+
+pub fn to_consumer(id: &QueueId, r: &ConsumerRow, channels: &[ChannelRow]) -> Consumer {
     let ch = r.channel_details.as_ref();
     let s = |k: &str| {
         ch.and_then(|c| c.get(k))
@@ -76,7 +87,12 @@ pub fn to_consumer(id: &QueueId, r: &ConsumerRow) -> Consumer {
         prefetch: r.prefetch_count.map(|p| p.min(u32::MAX as u64) as u32),
         ack_mode,
         state,
-        holding: None,
+        holding: s("name").and_then(|n| {
+            channels
+                .iter()
+                .find(|c| c.name == n && c.consumer_count == Some(1))
+                .and_then(|c| c.messages_unacknowledged)
+        }),
         processed: None,
         failed: None,
         rate: None,

@@ -303,16 +303,23 @@ impl Backend for RabbitBackend {
 
     async fn consumers(&self, queue: &QueueId) -> Result<Vec<Consumer>> {
         let (vhost, name) = self.resolve(queue);
-        let rows: Vec<consumers::ConsumerRow> = self
-            .mgmt
-            .get(&format!("/api/consumers/{}", enc(&vhost)))
-            .await?;
-        Ok(rows
+        let cpath = format!("/api/consumers/{}", enc(&vhost));
+        let chpath = format!(
+            "/api/vhosts/{}/channels?columns=name,messages_unacknowledged,consumer_count",
+            enc(&vhost)
+        );
+        let (rows, channels) = tokio::join!(
+            self.mgmt.get::<Vec<consumers::ConsumerRow>>(&cpath),
+            self.mgmt.get::<Vec<consumers::ChannelRow>>(&chpath)
+        );
+        // Without the channel listing, what each consumer holds stays unknown.
+        let channels = channels.unwrap_or_default();
+        Ok(rows?
             .iter()
             .filter(|r| {
                 r.queue.name == name && (r.queue.vhost.is_empty() || r.queue.vhost == vhost)
             })
-            .map(|r| consumers::to_consumer(queue, r))
+            .map(|r| consumers::to_consumer(queue, r, &channels))
             .collect())
     }
 

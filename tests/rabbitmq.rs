@@ -738,6 +738,12 @@ async fn wrong_password_is_an_auth_error_without_the_secret() {
         .expect_err("AMQP too");
     assert!(matches!(err, BackendError::Auth(_)), "{err:?}");
     assert!(!err.to_string().contains("hunter2"), "{err}");
+    // No retry storm: refused logins are answered from memory for a while.
+    let before = b.api_calls().total();
+    for _ in 0..5 {
+        assert!(matches!(b.list_queues().await, Err(BackendError::Auth(_))));
+    }
+    assert_eq!(b.api_calls().total(), before);
     eprintln!("AMQP auth error: {err}");
 }
 

@@ -95,17 +95,29 @@ impl Creds {
 pub struct Pool {
     creds: Creds,
     conns: Mutex<HashMap<String, Arc<Connection>>>,
+    /// A refused login, remembered for a while: the credentials cannot change without a new
+    /// backend, so retrying sooner only hammers the broker (and may trip its rate limits).
+    auth_failed: std::sync::Mutex<Option<(std::time::Instant, BackendError)>>,
 }
+
+/// How long a refused login is answered from memory.
+pub const AUTH_MEMO: std::time::Duration = std::time::Duration::from_secs(30);
 
 impl Pool {
     pub fn new(creds: Creds) -> Pool {
         Pool {
             creds,
             conns: Mutex::new(HashMap::new()),
+            auth_failed: std::sync::Mutex::new(None),
         }
     }
 
     async fn connection(&self, vhost: &str) -> Result<Arc<Connection>> {
+        if let Some((at, e)) = &*self.auth_failed.lock().unwrap_or_else(|e| e.into_inner()) {
+            if at.elapsed() < AUTH_MEMO {
+                return Err(e.clone());
+            }
+        }
         let mut conns = self.conns.lock().await;
         if let Some(c) = conns.get(vhost) {
             if c.status().connected() {
@@ -127,7 +139,14 @@ impl Pool {
                 self.creds.amqp_endpoint()
             ))
         })?
-        .map_err(|e| self.connect_error(vhost, &e))?;
+        .map_err(|e| {
+            let err = self.connect_error(vhost, &e);
+            if matches!(err, BackendError::Auth(_)) {
+                *self.auth_failed.lock().unwrap_or_else(|e| e.into_inner()) =
+                    Some((std::time::Instant::now(), err.clone()));
+            }
+            err
+        })?;
         let conn = Arc::new(conn);
         conns.insert(vhost.to_string(), conn.clone());
         Ok(conn)

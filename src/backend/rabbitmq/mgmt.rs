@@ -23,6 +23,8 @@ pub struct Mgmt {
     user: String,
     password: String,
     calls: Arc<ApiCalls>,
+    /// A 401, remembered for a while (see `conn::AUTH_MEMO`).
+    auth_failed: std::sync::Mutex<Option<(std::time::Instant, BackendError)>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -50,6 +52,7 @@ impl Mgmt {
             user: creds.username.clone(),
             password: creds.password.clone(),
             calls,
+            auth_failed: std::sync::Mutex::new(None),
         })
     }
 
@@ -104,6 +107,11 @@ impl Mgmt {
         path: &str,
         body: Option<&serde_json::Value>,
     ) -> Result<String> {
+        if let Some((at, e)) = &*self.auth_failed.lock().unwrap_or_else(|e| e.into_inner()) {
+            if at.elapsed() < super::conn::AUTH_MEMO {
+                return Err(e.clone());
+            }
+        }
         self.calls
             .bump(&format!("mgmt:{} {}", method, op_name(path)));
         let mut rb = self
@@ -117,7 +125,12 @@ impl Mgmt {
         let status = resp.status();
         let text = resp.text().await.map_err(|e| self.map_send_error(&e))?;
         if !status.is_success() {
-            return Err(self.status_error(status, path, &text));
+            let err = self.status_error(status, path, &text);
+            if status == StatusCode::UNAUTHORIZED {
+                *self.auth_failed.lock().unwrap_or_else(|e| e.into_inner()) =
+                    Some((std::time::Instant::now(), err.clone()));
+            }
+            return Err(err);
         }
         Ok(text)
     }

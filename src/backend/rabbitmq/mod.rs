@@ -201,7 +201,9 @@ impl Backend for RabbitBackend {
             } else {
                 RedriveMode::ClientSide
             },
-            age: AgeSource::Exact,
+            age: AgeSource::Metric(
+                "from the head message's timestamp property (set by publishers, 1 s resolution; classic queues only), in management stats up to 5 s old".into(),
+            ),
             consumers: ConsumerListing::Listed,
             purge_cooldown_secs: None,
             purge_note: Some(
@@ -211,6 +213,7 @@ impl Backend for RabbitBackend {
             notes: vec![
                 "figures come from the management API, which refreshes them every 5 s by default".into(),
                 "age of oldest comes from the head message's timestamp property: only classic queues report it, and only when publishers set it".into(),
+                "redrive to origin publishes each message to its x-first-death-queue through the default exchange, with publisher confirms; the DLQ copy is acknowledged only after the confirm".into(),
             ],
         }
     }

@@ -346,3 +346,61 @@ impl Backend for RabbitBackend {
         &self.calls
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::ProfileKind;
+
+    /// The profile as users write it (config.example.toml).
+    const EXAMPLE: &str = r#"
+[[profiles]]
+name = "rabbit-prod"
+kind = "rabbitmq"
+amqp_url = "amqps://ops@rabbit.internal:5671/orders"
+management_url = "https://rabbit.internal:15671"
+password_env = "QDECK_UNIT_RABBIT_PASSWORD"
+vhost = "orders"
+use_shovel = false
+protected = true
+"#;
+
+    #[test]
+    fn example_profile_parses_and_keeps_the_password_out_of_debug() {
+        let cfg = crate::config::parse_str(EXAMPLE).expect("example parses");
+        let ProfileKind::Rabbitmq(s) = &cfg.profiles[0].kind else {
+            panic!("rabbitmq profile")
+        };
+        std::env::set_var("QDECK_UNIT_RABBIT_PASSWORD", "s3cr3t-unit");
+        let creds = Creds::from_settings(s).expect("creds");
+        assert_eq!(creds.password, "s3cr3t-unit");
+        assert_eq!(creds.username, "ops");
+        assert_eq!(creds.default_vhost, "orders");
+        assert_eq!(creds.mgmt_base, "https://rabbit.internal:15671");
+        assert!(!format!("{creds:?}").contains("s3cr3t"));
+        let b = RabbitBackend::new(s).expect("backend");
+        assert_eq!(b.id_of("orders", "q1"), QueueId::new("q1"));
+        assert_eq!(b.id_of("other", "q1"), QueueId::new("other/q1"));
+        assert_eq!(
+            b.resolve(&QueueId::new("q1")),
+            ("orders".into(), "q1".into())
+        );
+    }
+
+    #[test]
+    fn management_url_defaults_from_the_amqp_host() {
+        let s = RabbitmqSettings {
+            amqp_url: Some("amqp://guest@10.0.0.5:5672/%2f".into()),
+            ..Default::default()
+        };
+        let c = Creds::from_settings(&s).expect("creds");
+        assert_eq!(c.mgmt_base, "http://10.0.0.5:15672");
+        assert_eq!(c.default_vhost, "/");
+        let bad = RabbitmqSettings {
+            amqp_url: Some("amqp://u:pw-in-url@host:notaport/".into()),
+            ..Default::default()
+        };
+        let err = Creds::from_settings(&bad).expect_err("bad url").to_string();
+        assert!(!err.contains("pw-in-url"), "{err}");
+    }
+}

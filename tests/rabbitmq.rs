@@ -76,8 +76,12 @@ fn unsafe_set_password(p: &str) {
 }
 
 async fn backend_with(s: RabbitmqSettings) -> Arc<dyn Backend> {
+    backend_named("rmq-test", s).await
+}
+
+async fn backend_named(name: &str, s: RabbitmqSettings) -> Arc<dyn Backend> {
     let profile = Profile {
-        name: "rmq-test".into(),
+        name: name.into(),
         kind: ProfileKind::Rabbitmq(s),
         read_only: false,
         protected: false,
@@ -1193,4 +1197,72 @@ async fn redrive_only_browsed_ids() {
         assert!(moved.contains(&m.delivery.data));
     }
     cleanup(&ch, &[&src, &dlq]).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn connection_killed_mid_redrive_loses_nothing() {
+    let Some(e) = env() else { return };
+    let (_c, ch) = admin(&e).await;
+    let (a, t) = (uniq("kill-a"), uniq("kill-t"));
+    const N: u32 = 6000;
+    declare(&ch, &a, FieldTable::default()).await;
+    declare(&ch, &t, FieldTable::default()).await;
+    publish(&ch, &a, N as usize, false).await;
+    let profile = uniq("killme");
+    let mut st = settings(&e);
+    st.use_shovel = Some(false);
+    let b = backend_named(&profile, st).await;
+    let req = RedriveRequest {
+        source: QueueId::new(&a),
+        target: RedriveTarget::Queue(QueueId::new(&t)),
+        max: None,
+        rate: Some(600.0),
+        only_ids: None,
+    };
+    let b2 = b.clone();
+    let task = tokio::spawn(async move { b2.redrive(&req, &OpProgress::detached()).await });
+    // Let it move some, then close its connection from the broker side (the management
+    // API lists new connections with a delay of a few seconds).
+    let mut killed = 0;
+    let deadline = Instant::now() + Duration::from_secs(8);
+    while killed == 0 && Instant::now() < deadline && !task.is_finished() {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let conns = mgmt_get(&e, "/api/connections?columns=name,client_properties").await;
+        for c in conns.as_array().cloned().unwrap_or_default() {
+            let cn = c["client_properties"]["connection_name"]
+                .as_str()
+                .unwrap_or("");
+            if cn == format!("qdeck {profile}") {
+                let name = c["name"].as_str().unwrap_or("").to_string();
+                mgmt_delete(
+                    &e,
+                    &format!("/api/connections/{}", urlencoding::encode(&name)),
+                )
+                .await;
+                killed += 1;
+            }
+        }
+    }
+    let rep = task.await.expect("task");
+    eprintln!("killed {killed} connection(s); report {rep:?}");
+    // Whatever the outcome, every message is in one queue or the other (maybe twice).
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let total = depth(&ch, &a).await + depth(&ch, &t).await;
+        if total >= N {
+            break;
+        }
+        assert!(Instant::now() < deadline, "lost messages: {total} < {N}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    if let Ok(rep) = rep {
+        assert!(u64::from(depth(&ch, &t).await) >= rep.moved);
+    }
+    // The backend reconnects for the next operation.
+    let rep = b
+        .purge(&QueueId::new(&t), &OpProgress::detached())
+        .await
+        .expect("reconnects");
+    assert!(rep.purged.is_some());
+    cleanup(&ch, &[&a, &t]).await;
 }

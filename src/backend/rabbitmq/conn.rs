@@ -94,6 +94,7 @@ impl Creds {
 /// One AMQP connection per vhost, opened on first use and reopened when it died.
 pub struct Pool {
     creds: Creds,
+    name: String,
     conns: Mutex<HashMap<String, Arc<Connection>>>,
     /// A refused login, remembered for a while: the credentials cannot change without a new
     /// backend, so retrying sooner only hammers the broker (and may trip its rate limits).
@@ -104,9 +105,11 @@ pub struct Pool {
 pub const AUTH_MEMO: std::time::Duration = std::time::Duration::from_secs(30);
 
 impl Pool {
-    pub fn new(creds: Creds) -> Pool {
+    /// `name` shows in the broker's connection list ("qdeck <profile>").
+    pub fn new(creds: Creds, name: String) -> Pool {
         Pool {
             creds,
+            name,
             conns: Mutex::new(HashMap::new()),
             auth_failed: std::sync::Mutex::new(None),
         }
@@ -127,7 +130,7 @@ impl Pool {
         }
         let mut uri = self.creds.uri.clone();
         uri.vhost = vhost.to_string();
-        let props = ConnectionProperties::default().with_connection_name("qdeck".into());
+        let props = ConnectionProperties::default().with_connection_name(self.name.as_str().into());
         let conn = tokio::time::timeout(
             std::time::Duration::from_secs(15),
             Connection::connect_uri(uri, props),

@@ -32,8 +32,8 @@ use mgmt::{enc, Mgmt};
 
 pub use headers::parse_dead_letter;
 
-pub async fn connect(_profile: &Profile, settings: &RabbitmqSettings) -> Result<Arc<dyn Backend>> {
-    Ok(Arc::new(RabbitBackend::new(settings)?))
+pub async fn connect(profile: &Profile, settings: &RabbitmqSettings) -> Result<Arc<dyn Backend>> {
+    Ok(Arc::new(RabbitBackend::new(&profile.name, settings)?))
 }
 
 /// Rows older than this are fetched again; younger ones answer `stats` right after
@@ -61,12 +61,12 @@ pub struct RabbitBackend {
 }
 
 impl RabbitBackend {
-    pub fn new(settings: &RabbitmqSettings) -> Result<RabbitBackend> {
+    pub fn new(profile_name: &str, settings: &RabbitmqSettings) -> Result<RabbitBackend> {
         let creds = Creds::from_settings(settings)?;
         let calls = Arc::new(ApiCalls::default());
         Ok(RabbitBackend {
             mgmt: Mgmt::new(&creds, calls.clone())?,
-            pool: Pool::new(creds.clone()),
+            pool: Pool::new(creds.clone(), format!("qdeck {profile_name}")),
             vhost_filter: settings.vhost.clone(),
             use_shovel: settings.use_shovel.unwrap_or(true),
             shovel: AtomicU8::new(0),
@@ -378,7 +378,7 @@ protected = true
         assert_eq!(creds.default_vhost, "orders");
         assert_eq!(creds.mgmt_base, "https://rabbit.internal:15671");
         assert!(!format!("{creds:?}").contains("s3cr3t"));
-        let b = RabbitBackend::new(s).expect("backend");
+        let b = RabbitBackend::new("unit", s).expect("backend");
         assert_eq!(b.id_of("orders", "q1"), QueueId::new("q1"));
         assert_eq!(b.id_of("other", "q1"), QueueId::new("other/q1"));
         assert_eq!(

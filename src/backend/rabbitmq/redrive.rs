@@ -212,13 +212,20 @@ pub async fn redrive(
         }
     };
     let want = only.as_ref().map(|o| o.len() as u64);
+    // Rate limit without burst credit: each publish is due 1/rate after the previous one.
+    let gap = req.rate.map(|r| Duration::from_secs_f64(1.0 / r));
+    let mut next_due: Option<Instant> = None;
 
     loop {
-        let can_take = !stopping
+        // Rate limit: wait until the next publish is due.
+        let due = next_due;
+        let rate_ok = due.is_none_or(|d| Instant::now() >= d);
+        let wants_more = !stopping
             && taken < total
             && want.is_none_or(|w| matched < w)
             && inflight.len() < in_flight_cap;
-        if !can_take && inflight.is_empty() {
+        let can_take = wants_more && rate_ok;
+        if !wants_more && inflight.is_empty() {
             break;
         }
         tokio::select! {
@@ -297,9 +304,15 @@ pub async fn redrive(
                     note(&mut errors, "message without an x-death origin: choose a target queue".into());
                     continue;
                 };
-                if let Some(rate) = req.rate {
-                    let due = start + Duration::from_secs_f64(published as f64 / rate);
-                    tokio::time::sleep_until(due.into()).await;
+                if !pub_ch.status().connected() {
+                    // The connection went away: stop; what we hold goes back when it closes.
+                    acks.held.insert(tag);
+                    note(&mut errors, "the publishing channel closed: stopped".into());
+                    stopping = true;
+                    continue;
+                }
+                if let Some(g) = gap {
+                    next_due = Some(Instant::now().max(next_due.unwrap_or(start)) + g);
                 }
                 published += 1;
                 acks.open.insert(tag, false);
@@ -315,7 +328,8 @@ pub async fn redrive(
                         )
                         .await;
                     let outcome = match sent {
-                        Err(e) => Outcome::Lost(amqp_error(&e, "publish").to_string()),
+                        // Refused before anything was sent: no copy exists.
+                        Err(e) => Outcome::Failed(amqp_error(&e, "publish").to_string()),
                         Ok(confirm) => match confirm.await {
                             Ok(Confirmation::Ack(None)) | Ok(Confirmation::NotRequested) => Outcome::Confirmed,
                             Ok(Confirmation::Ack(Some(_))) => Outcome::Failed(format!(
@@ -330,6 +344,7 @@ pub async fn redrive(
                     (tag, outcome)
                 });
             }
+            _ = tokio::time::sleep_until(due.unwrap_or(start).into()), if wants_more && !rate_ok => {}
             _ = tokio::time::sleep(IDLE), if can_take && inflight.is_empty() => {
                 // Nothing arrives although the count said so: another consumer took them.
                 stopping = true;

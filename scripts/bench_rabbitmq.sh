@@ -55,18 +55,20 @@ for line in sys.stdin:
         print(m["executable"])')"
 [ -x "$TEST_BIN" ] || { echo "could not build tests/rabbitmq.rs" >&2; exit 2; }
 
-export QDECK_BENCH_RABBITMQ_PASSWORD="$RMQ_PASS"
+export RMQ_BENCH_PASSWORD="$RMQ_PASS"
 cat > "$TMP/config.toml" <<TOML
 [[profiles]]
 name = "bench"
 kind = "rabbitmq"
 amqp_url = "amqp://$RMQ_USER@$RMQ_HOST:5672/%2f"
 management_url = "$MGMT"
-password_env = "QDECK_BENCH_RABBITMQ_PASSWORD"
+password_env = "RMQ_BENCH_PASSWORD"
 TOML
 
 if [ -n "${QDECK_BIN:-}" ] && "$QDECK_BIN" ls --help >/dev/null 2>&1; then
-  QDECK_CMD=("$QDECK_BIN" --config "$TMP/config.toml" --profile bench ls -o json)
+  # qdeck layers QDECK_* variables over its config: keep this script's own out of its way.
+  UNSET=(); for v in $(compgen -e | grep '^QDECK_' || true); do UNSET+=(-u "$v"); done
+  QDECK_CMD=(env "${UNSET[@]}" "$QDECK_BIN" --config "$TMP/config.toml" --profile bench ls -o json)
   QDECK_LABEL="qdeck ls -o json"
 else
   QDECK_CMD=("$TEST_BIN" bench_list_queues_json --ignored --exact --nocapture --test-threads 1)

@@ -115,18 +115,21 @@ impl Pool {
         }
     }
 
-    async fn connection(&self, vhost: &str) -> Result<Arc<Connection>> {
+    /// `slot` picks one of several connections to the same vhost ("" for the shared one;
+    /// redrive publishes on its own so the broker parses publishes and acks in parallel).
+    async fn connection(&self, vhost: &str, slot: &str) -> Result<Arc<Connection>> {
+        let key = format!("{slot}\u{0}{vhost}");
         if let Some((at, e)) = &*self.auth_failed.lock().unwrap_or_else(|e| e.into_inner()) {
             if at.elapsed() < AUTH_MEMO {
                 return Err(e.clone());
             }
         }
         let mut conns = self.conns.lock().await;
-        if let Some(c) = conns.get(vhost) {
+        if let Some(c) = conns.get(&key) {
             if c.status().connected() {
                 return Ok(c.clone());
             }
-            conns.remove(vhost);
+            conns.remove(&key);
         }
         let mut uri = self.creds.uri.clone();
         uri.vhost = vhost.to_string();
@@ -151,20 +154,28 @@ impl Pool {
             err
         })?;
         let conn = Arc::new(conn);
-        conns.insert(vhost.to_string(), conn.clone());
+        conns.insert(key, conn.clone());
         Ok(conn)
     }
 
     /// A fresh channel on the vhost's connection (channels are cheap; a channel error such as
     /// a missing queue closes only that channel).
     pub async fn channel(&self, vhost: &str) -> Result<Channel> {
-        let conn = self.connection(vhost).await?;
+        self.channel_on(vhost, "").await
+    }
+
+    /// A fresh channel on the given connection slot of the vhost.
+    pub async fn channel_on(&self, vhost: &str, slot: &str) -> Result<Channel> {
+        let conn = self.connection(vhost, slot).await?;
         match conn.create_channel().await {
             Ok(c) => Ok(c),
             Err(e) => {
                 // The connection may have died between the status check and now: retry once.
-                self.conns.lock().await.remove(vhost);
-                let conn = self.connection(vhost).await?;
+                self.conns
+                    .lock()
+                    .await
+                    .remove(&format!("{slot}\u{0}{vhost}"));
+                let conn = self.connection(vhost, slot).await?;
                 conn.create_channel().await.map_err(|_| amqp_error(&e, ""))
             }
         }

@@ -165,6 +165,21 @@ impl RabbitBackend {
         Ok(Topology::new(ex?, b?))
     }
 
+    /// (message_bytes_ready, messages_ready) of one queue, when the management API says.
+    pub async fn queue_bytes(&self, id: &QueueId) -> Option<(u64, u64)> {
+        let (vhost, name) = self.resolve(id);
+        let path = format!(
+            "/api/queues/{}/{}?columns=message_bytes_ready,messages_ready",
+            enc(&vhost),
+            enc(&name)
+        );
+        let v: serde_json::Value = self.mgmt.get(&path).await.ok()?;
+        Some((
+            v.get("message_bytes_ready")?.as_u64()?,
+            v.get("messages_ready")?.as_u64()?,
+        ))
+    }
+
     /// The queue's row from a fresh listing, or NotFound.
     async fn queue_row(&self, id: &QueueId) -> Result<QueueRow> {
         let (vhost, name) = self.resolve(id);

@@ -78,6 +78,23 @@ impl Acks {
     }
 }
 
+/// Bytes we let the broker push ahead of us (prefetched plus in flight).
+const WINDOW_BYTES: u64 = 64 * 1024 * 1024;
+
+/// Prefetch window from the source's average message size (management API), so big
+/// messages do not buffer gigabytes: at most `WINDOW`, at least 10.
+async fn window_for(b: &RabbitBackend, source: &QueueId) -> u16 {
+    match b.queue_bytes(source).await {
+        Some((bytes, msgs)) if msgs > 0 && bytes > 0 => {
+            let avg = (bytes / msgs).max(1);
+            (WINDOW_BYTES / avg).clamp(10, WINDOW as u64) as u16
+        }
+        Some(_) => WINDOW,
+        // Size unknown: stay modest.
+        None => 200,
+    }
+}
+
 async fn count(ch: &Channel, queue: &str, id: &QueueId) -> Result<u64> {
     let q = ch
         .queue_declare(
@@ -160,7 +177,7 @@ pub async fn redrive(
         return Ok(report);
     }
 
-    let pub_ch = b.pool.channel(&vhost).await?;
+    let pub_ch = b.pool.channel_on(&vhost, "publish").await?;
     pub_ch
         .confirm_select(ConfirmSelectOptions::default())
         .await
@@ -170,7 +187,9 @@ pub async fn redrive(
     let window = if only.is_some() {
         0
     } else {
-        WINDOW.min(total.min(u16::MAX as u64) as u16)
+        window_for(b, &req.source)
+            .await
+            .min(total.min(u16::MAX as u64) as u16)
     };
     con_ch
         .basic_qos(window, BasicQosOptions::default())

@@ -22,7 +22,7 @@ use crate::backend::{BackendError, OpProgress, Result};
 use crate::domain::*;
 
 /// Publishes in flight (and DLQ messages held unacknowledged) at most.
-const WINDOW: u16 = 2000;
+const WINDOW: u16 = 5000;
 /// Stop when the DLQ stays silent this long with nothing in flight (someone else drained it).
 const IDLE: Duration = Duration::from_secs(5);
 const MAX_ERRORS: usize = 10;
@@ -78,6 +78,8 @@ impl Acks {
     }
 }
 
+/// Prefetch window when the average message size is unknown.
+const UNKNOWN_SIZE_WINDOW: u16 = 2000;
 /// Bytes we let the broker push ahead of us (prefetched plus in flight).
 const WINDOW_BYTES: u64 = 64 * 1024 * 1024;
 
@@ -89,9 +91,8 @@ async fn window_for(b: &RabbitBackend, source: &QueueId) -> u16 {
             let avg = (bytes / msgs).max(1);
             (WINDOW_BYTES / avg).clamp(10, WINDOW as u64) as u16
         }
-        Some(_) => WINDOW,
-        // Size unknown: stay modest.
-        None => 200,
+        // Size unknown (new queue whose stats are not in yet, management API down).
+        _ => UNKNOWN_SIZE_WINDOW,
     }
 }
 

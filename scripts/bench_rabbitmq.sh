@@ -9,7 +9,8 @@
 # Env: QDECK_TEST_AMQP_URL (default amqp://guest:guest@127.0.0.1:5672/%2f),
 #      QDECK_TEST_RABBITMQ_MGMT (default http://127.0.0.1:15672),
 #      QDECK_BENCH_QUEUES (default 1000), QDECK_BENCH_RUNS (default 5),
-#      QDECK_BENCH_MESSAGES (default 20000), QDECK_BIN (a qdeck binary with `ls`; optional:
+#      QDECK_BENCH_MESSAGES (default 20000), QDECK_BENCH_ROUNDS (redrive rounds, median
+#      reported; default 3), QDECK_BIN (a qdeck binary with `ls`; optional:
 #      without it the listing is timed through the library in the test binary),
 #      QDECK_BENCH_KEEP=1 keeps the bench queues, CARGO_TARGET_DIR as usual.
 # Needs: curl, python3, /usr/bin/time, the management and shovel plugins.
@@ -103,7 +104,7 @@ print(f"RATIO list wall qdeck/curl          = {r1:.2f}  (target <= 1.20) {'OK' i
 print(f"RATIO list cpu  qdeck/rabbitmqadmin = {r2:.2f}  (target <= 0.50) {'OK' if r2 <= 0.5 else 'MISS'}")
 PY
 
-echo "== redrive of $QDECK_BENCH_MESSAGES x 1 KB: shovel move vs qdeck client-side redrive"
+echo "== redrive of $QDECK_BENCH_MESSAGES x 1 KB: shovel move vs qdeck client-side redrive (median of ${QDECK_BENCH_ROUNDS:-3} rounds)"
 LINE="$("$TEST_BIN" bench_redrive_vs_shovel --ignored --exact --nocapture --test-threads 1 2>&1 | grep -o 'QDECK_BENCH redrive.*' || true)"
 [ -n "$LINE" ] || { echo "redrive bench failed" >&2; exit 2; }
 echo "$LINE"

@@ -835,73 +835,90 @@ async fn bench_redrive_vs_shovel() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(20_000);
+    let rounds: usize = std::env::var("QDECK_BENCH_ROUNDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(3)
+        .max(1);
     let (_c, ch) = admin(&e).await;
     let (a, bq) = (uniq("bench-a"), uniq("bench-b"));
     declare(&ch, &a, FieldTable::default()).await;
     declare(&ch, &bq, FieldTable::default()).await;
-
-    // 1. Shovel move a → b.
     fill(&ch, &a, n, 1024).await;
     wait_depth(&ch, &a, n as u32).await;
-    let shovel = format!("Move from {a}");
-    let t0 = Instant::now();
-    mgmt_put(
-        &e,
-        &format!(
+    let b = client_side_backend(&e).await;
+    let (mut shovel_rates, mut qdeck_rates, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut moved, mut failed, mut dup) = (0u64, 0u64, 0u64);
+    for round in 1..=rounds {
+        // 1. Shovel move a → b, as the management UI's "Move messages" does.
+        let shovel = format!("Move from {a} {round}");
+        let path = format!(
             "/api/parameters/shovel/%2F/{}",
             urlencoding::encode(&shovel)
-        ),
-        serde_json::json!({"component": "shovel", "vhost": "/", "name": shovel, "value": {
-            "src-uri": "amqp:///%2F", "src-queue": a, "src-protocol": "amqp091",
-            "src-prefetch-count": 1000, "src-delete-after": "queue-length",
-            "dest-protocol": "amqp091", "dest-uri": "amqp:///%2F", "dest-queue": bq,
-            "dest-add-forward-headers": false, "ack-mode": "on-confirm"}}),
-    )
-    .await;
-    while depth(&ch, &bq).await < n as u32 || depth(&ch, &a).await > 0 {
-        tokio::time::sleep(Duration::from_millis(10)).await;
-        assert!(
-            t0.elapsed() < Duration::from_secs(600),
-            "shovel never finished"
         );
-    }
-    let shovel_secs = t0.elapsed().as_secs_f64();
+        let t0 = Instant::now();
+        mgmt_put(
+            &e,
+            &path,
+            serde_json::json!({"component": "shovel", "vhost": "/", "name": shovel, "value": {
+                "src-uri": "amqp:///%2F", "src-queue": a, "src-protocol": "amqp091",
+                "src-prefetch-count": 1000, "src-delete-after": "queue-length",
+                "dest-protocol": "amqp091", "dest-uri": "amqp:///%2F", "dest-queue": bq,
+                "dest-add-forward-headers": false, "ack-mode": "on-confirm"}}),
+        )
+        .await;
+        while depth(&ch, &bq).await < n as u32 || depth(&ch, &a).await > 0 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            assert!(
+                t0.elapsed() < Duration::from_secs(600),
+                "shovel never finished"
+            );
+        }
+        let shovel_secs = t0.elapsed().as_secs_f64();
+        mgmt_delete(&e, &path).await;
 
-    // 2. qdeck redrive b → a.
-    let b = client_side_backend(&e).await;
-    let req = RedriveRequest {
-        source: QueueId::new(&bq),
-        target: RedriveTarget::Queue(QueueId::new(&a)),
-        max: None,
-        rate: None,
-        only_ids: None,
+        // 2. qdeck redrive b → a (once the management stats show b, as for a DLQ that sat).
+        wait_ready(&e, &bq, n as u64).await;
+        let req = RedriveRequest {
+            source: QueueId::new(&bq),
+            target: RedriveTarget::Queue(QueueId::new(&a)),
+            max: None,
+            rate: None,
+            only_ids: None,
+        };
+        let t1 = Instant::now();
+        let rep = b
+            .redrive(&req, &OpProgress::detached())
+            .await
+            .expect("redrive");
+        let qdeck_secs = t1.elapsed().as_secs_f64();
+        wait_depth(&ch, &a, n as u32).await;
+        wait_depth(&ch, &bq, 0).await;
+        moved += rep.moved;
+        failed += rep.failed;
+        dup += rep.possibly_duplicated;
+        shovel_rates.push(n as f64 / shovel_secs);
+        qdeck_rates.push(n as f64 / qdeck_secs);
+        ratios.push(shovel_secs / qdeck_secs);
+        eprintln!(
+            "round {round}: shovel {:.0} msg/s, qdeck {:.0} msg/s, ratio {:.2}",
+            n as f64 / shovel_secs,
+            n as f64 / qdeck_secs,
+            shovel_secs / qdeck_secs
+        );
+        wait_ready(&e, &a, n as u64).await;
+    }
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(|x, y| x.total_cmp(y));
+        v[v.len() / 2]
     };
-    let t1 = Instant::now();
-    let rep = b
-        .redrive(&req, &OpProgress::detached())
-        .await
-        .expect("redrive");
-    let qdeck_secs = t1.elapsed().as_secs_f64();
-    wait_depth(&ch, &a, n as u32).await;
-    wait_depth(&ch, &bq, 0).await;
     let lost = n as i64 - depth(&ch, &a).await as i64;
     println!(
-        "QDECK_BENCH redrive messages={n} shovel_secs={shovel_secs:.3} shovel_rate={:.0} qdeck_secs={qdeck_secs:.3} qdeck_rate={:.0} ratio={:.2} moved={} failed={} dup={} lost={lost}",
-        n as f64 / shovel_secs,
-        n as f64 / qdeck_secs,
-        shovel_secs / qdeck_secs,
-        rep.moved,
-        rep.failed,
-        rep.possibly_duplicated
+        "QDECK_BENCH redrive messages={n} rounds={rounds} shovel_rate={:.0} qdeck_rate={:.0} ratio={:.2} moved={moved} failed={failed} dup={dup} lost={lost}",
+        median(&mut shovel_rates),
+        median(&mut qdeck_rates),
+        median(&mut ratios),
     );
-    mgmt_delete(
-        &e,
-        &format!(
-            "/api/parameters/shovel/%2F/{}",
-            urlencoding::encode(&shovel)
-        ),
-    )
-    .await;
     cleanup(&ch, &[&a, &bq]).await;
 }
 

@@ -12,7 +12,8 @@
 #      QDECK_BENCH_MESSAGES (default 20000), QDECK_BENCH_ROUNDS (redrive rounds, median
 #      reported; default 3), QDECK_BIN (a qdeck binary with `ls`; optional:
 #      without it the listing is timed through the library in the test binary),
-#      QDECK_BENCH_KEEP=1 keeps the bench queues, CARGO_TARGET_DIR as usual.
+#      QDECK_BENCH_RELEASE=1 measures a release build, QDECK_BENCH_KEEP=1 keeps the bench
+#      queues, CARGO_TARGET_DIR as usual.
 # Needs: curl, python3, /usr/bin/time, the management and shovel plugins.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -46,8 +47,9 @@ echo "broker now has $TOTAL_Q queues"
 
 curl -sf "${CURL_AUTH[@]}" "$MGMT/cli/rabbitmqadmin" -o "$TMP/rabbitmqadmin"
 
-echo "== building the test binary (dev profile, as CI does)"
-TEST_BIN="$(cargo test --test rabbitmq --no-run --message-format=json 2>/dev/null | python3 -c '
+PROFILE_FLAG=(); if [ "${QDECK_BENCH_RELEASE:-0}" = "1" ]; then PROFILE_FLAG=(--release); fi
+echo "== building the test binary (${PROFILE_FLAG[*]:-dev profile, as CI does})"
+TEST_BIN="$(cargo test "${PROFILE_FLAG[@]}" --test rabbitmq --no-run --message-format=json 2>/dev/null | python3 -c '
 import json, sys
 for line in sys.stdin:
     try: m = json.loads(line)

@@ -1,0 +1,192 @@
+//! Browse over AMQP without consuming: basic.get without ack, then one nack(multiple,
+//! requeue) and a channel close (which requeues anything left). The side effect (redelivered
+//! flag; quorum delivery count +1) is declared in the capabilities; quorum queues with a
+//! delivery limit are refused unless forced.
+
+use lapin::options::{BasicGetOptions, BasicNackOptions, QueueDeclareOptions};
+use lapin::types::FieldTable;
+
+use super::conn::amqp_error;
+use super::headers::{delivery_count, header_list, message_id, parse_dead_letter};
+use super::RabbitBackend;
+use crate::backend::{BackendError, Result};
+use crate::domain::*;
+
+/// Deepest a browse reaches (cursor offset + page): each page re-reads the messages before it.
+pub const MAX_WINDOW: usize = 5000;
+
+pub async fn browse(b: &RabbitBackend, queue: &QueueId, req: &BrowseRequest) -> Result<Page> {
+    let skip: usize = match &req.cursor {
+        None => 0,
+        Some(c) => c
+            .parse()
+            .map_err(|_| BackendError::Invalid(format!("bad browse cursor '{c}'")))?,
+    };
+    let max = req.max.clamp(1, MAX_WINDOW);
+    if skip + max > MAX_WINDOW {
+        return Err(BackendError::Refused(format!(
+            "browsing past the first {MAX_WINDOW} messages would hold too many unacknowledged messages"
+        )));
+    }
+    let (vhost, name) = b.resolve(queue);
+    let limit = match b.queue_row(queue).await {
+        Ok(row) => {
+            let limit = row.delivery_limit();
+            if row.kind() == QueueKind::Stream {
+                return Err(BackendError::Unsupported(
+                    "browsing streams is not supported (they need a stream consumer with an offset)".into(),
+                ));
+            }
+            if row.kind() == QueueKind::Quorum && limit.is_some() && !req.force {
+                return Err(BackendError::Refused(format!(
+                    "'{queue}' is a quorum queue with delivery-limit {}: browsing returns each message with its delivery count +1, and a message at the limit would be dead-lettered or dropped; use force to browse anyway",
+                    limit.unwrap_or(0)
+                )));
+            }
+            if row.kind() == QueueKind::Quorum {
+                limit
+            } else {
+                None
+            }
+        }
+        Err(e @ BackendError::NotFound(_)) | Err(e @ BackendError::Auth(_)) => return Err(e),
+        // Management API down: the queue type is unknown, so only a forced browse proceeds.
+        Err(e) if !req.force => {
+            return Err(BackendError::Refused(format!(
+            "cannot tell whether '{queue}' has a delivery limit ({e}); use force to browse anyway"
+        )))
+        }
+        Err(_) => None,
+    };
+
+    let ch = b.pool.channel(&vhost).await?;
+    b.calls.bump("amqp:basic.get");
+    let mut got = Vec::new();
+    let mut last_tag = None;
+    let mut remaining = 0u32;
+    let mut error = None;
+    for _ in 0..skip + max {
+        match ch
+            .basic_get(name.as_str().into(), BasicGetOptions { no_ack: false })
+            .await
+        {
+            Ok(Some(m)) => {
+                remaining = m.message_count;
+                last_tag = Some(m.delivery.delivery_tag);
+                got.push(m.delivery);
+            }
+            Ok(None) => {
+                remaining = 0;
+                break;
+            }
+            Err(e) => {
+                error = Some(amqp_error(&e, &format!("browse '{queue}'")));
+                break;
+            }
+        }
+    }
+    b.calls
+        .bump_by("amqp:basic.get", got.len().saturating_sub(1) as u64);
+    // Return everything we hold, whatever happened above; closing the channel requeues too.
+    if let Some(tag) = last_tag {
+        let _ = ch
+            .basic_nack(
+                tag,
+                BasicNackOptions {
+                    multiple: true,
+                    requeue: true,
+                },
+            )
+            .await;
+    }
+    // The broker requeues asynchronously (quorum queues through their log): wait, briefly,
+    // until the queue counts them again, so "browse returned" means "messages are back".
+    if !got.is_empty() {
+        let want = remaining as u64 + got.len() as u64;
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(3);
+        while std::time::Instant::now() < deadline {
+            b.calls.bump("amqp:queue.declare");
+            match ch
+                .queue_declare(
+                    name.as_str().into(),
+                    QueueDeclareOptions {
+                        passive: true,
+                        ..Default::default()
+                    },
+                    FieldTable::default(),
+                )
+                .await
+            {
+                Ok(q) if q.consumer_count() == 0 && (q.message_count() as u64) < want => {
+                    tokio::time::sleep(std::time::Duration::from_millis(20)).await
+                }
+                _ => break,
+            }
+        }
+    }
+    let _ = ch.close(200, "browse done".into()).await;
+    if let Some(e) = error {
+        if got.is_empty() {
+            return Err(e);
+        }
+    }
+
+    let returned = got.len();
+    let mut at_limit = 0usize;
+    let messages: Vec<Message> = got
+        .into_iter()
+        .enumerate()
+        .skip(skip)
+        .map(|(pos, d)| {
+            let p = &d.properties;
+            let count = delivery_count(p);
+            if let (Some(l), Some(c)) = (limit, count) {
+                if c + 1 >= l as u64 {
+                    at_limit += 1;
+                }
+            }
+            let mut headers = vec![
+                ("exchange".to_string(), d.exchange.as_str().to_string()),
+                (
+                    "routing-key".to_string(),
+                    d.routing_key.as_str().to_string(),
+                ),
+                ("redelivered".to_string(), d.redelivered.to_string()),
+            ];
+            headers.extend(header_list(p));
+            Message {
+                id: message_id(p, &d.data),
+                seq: Some(pos as i64),
+                enqueued_ms: p
+                    .timestamp()
+                    .map(|t| (t.min(i64::MAX as u64 / 1000) as i64) * 1000),
+                receive_count: count,
+                key: None,
+                headers,
+                dead_letter: parse_dead_letter(p),
+                body: d.data,
+            }
+        })
+        .collect();
+    let next = if returned == skip + max && remaining > 0 {
+        Some((skip + max).to_string())
+    } else {
+        None
+    };
+    let mut note = format!(
+        "{returned} message(s) were fetched and returned to '{queue}' with nack+requeue: their redelivered flag is now set"
+    );
+    if limit.is_some() {
+        note.push_str("; their quorum delivery count went up by one");
+    }
+    if at_limit > 0 {
+        note.push_str(&format!(
+            "; {at_limit} message(s) are at or next to the delivery limit and will be dead-lettered on their next return"
+        ));
+    }
+    Ok(Page {
+        messages,
+        next,
+        effect_note: Some(note),
+    })
+}

@@ -1,0 +1,227 @@
+//! Credentials, AMQP connections (one per vhost, reconnected on demand) and error mapping.
+//! The password lives only in `Creds` and in the URI handed to lapin; it never reaches a
+//! message: every text that might hold a URL goes through `redact`.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use lapin::uri::AMQPUri;
+use lapin::{Channel, Connection, ConnectionProperties, ErrorKind};
+use tokio::sync::Mutex;
+
+use crate::backend::{BackendError, Result};
+use crate::config::redact::redact;
+use crate::config::RabbitmqSettings;
+
+/// Where and how to connect. `Debug` is hand-written so the password never prints.
+#[derive(Clone)]
+pub struct Creds {
+    pub uri: AMQPUri,
+    pub username: String,
+    pub password: String,
+    /// Management API base without a trailing slash.
+    pub mgmt_base: String,
+    /// The vhost of the AMQP URL: its queues are addressed by bare name.
+    pub default_vhost: String,
+}
+
+impl std::fmt::Debug for Creds {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Creds")
+            .field("host", &self.uri.authority.host)
+            .field("port", &self.uri.authority.port)
+            .field("username", &self.username)
+            .field("mgmt_base", &self.mgmt_base)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Creds {
+    /// Resolve the profile: URL from `amqp_url_env` or `amqp_url`, password from
+    /// `password_env` (overrides one in the URL), username from settings or the URL.
+    pub fn from_settings(s: &RabbitmqSettings) -> Result<Creds> {
+        let raw = match (&s.amqp_url_env, &s.amqp_url) {
+            (Some(var), _) => std::env::var(var).map_err(|_| {
+                BackendError::Invalid(format!(
+                    "environment variable {var} (amqp_url_env) is not set"
+                ))
+            })?,
+            (None, Some(u)) => u.clone(),
+            (None, None) => "amqp://127.0.0.1:5672/%2f".to_string(),
+        };
+        let mut uri: AMQPUri = raw.parse().map_err(|e: String| {
+            BackendError::Invalid(format!("bad AMQP URL {}: {}", redact(&raw), redact(&e)))
+        })?;
+        if let Some(u) = &s.username {
+            uri.authority.userinfo.username = u.clone();
+        }
+        if let Some(var) = &s.password_env {
+            let p = std::env::var(var).map_err(|_| {
+                BackendError::Invalid(format!(
+                    "environment variable {var} (password_env) is not set"
+                ))
+            })?;
+            uri.authority.userinfo.password = p;
+        }
+        let tls = matches!(uri.scheme, lapin::uri::AMQPScheme::AMQPS);
+        let mgmt_base = match &s.management_url {
+            Some(m) => m.trim_end_matches('/').to_string(),
+            None => {
+                let (scheme, port) = if tls {
+                    ("https", 15671)
+                } else {
+                    ("http", 15672)
+                };
+                format!("{scheme}://{}:{port}", uri.authority.host)
+            }
+        };
+        let default_vhost = s.vhost.clone().unwrap_or_else(|| uri.vhost.clone());
+        Ok(Creds {
+            username: uri.authority.userinfo.username.clone(),
+            password: uri.authority.userinfo.password.clone(),
+            default_vhost,
+            mgmt_base,
+            uri,
+        })
+    }
+
+    /// Host:port for messages (no credentials).
+    pub fn amqp_endpoint(&self) -> String {
+        format!("{}:{}", self.uri.authority.host, self.uri.authority.port)
+    }
+}
+
+/// One AMQP connection per vhost, opened on first use and reopened when it died.
+pub struct Pool {
+    creds: Creds,
+    name: String,
+    conns: Mutex<HashMap<String, Arc<Connection>>>,
+    /// A refused login, remembered for a while: the credentials cannot change without a new
+    /// backend, so retrying sooner only hammers the broker (and may trip its rate limits).
+    auth_failed: std::sync::Mutex<Option<(std::time::Instant, BackendError)>>,
+}
+
+/// How long a refused login is answered from memory.
+pub const AUTH_MEMO: std::time::Duration = std::time::Duration::from_secs(30);
+
+impl Pool {
+    /// `name` shows in the broker's connection list ("qdeck <profile>").
+    pub fn new(creds: Creds, name: String) -> Pool {
+        Pool {
+            creds,
+            name,
+            conns: Mutex::new(HashMap::new()),
+            auth_failed: std::sync::Mutex::new(None),
+        }
+    }
+
+    /// `slot` picks one of several connections to the same vhost ("" for the shared one;
+    /// redrive publishes on its own so the broker parses publishes and acks in parallel).
+    async fn connection(&self, vhost: &str, slot: &str) -> Result<Arc<Connection>> {
+        let key = format!("{slot}\u{0}{vhost}");
+        if let Some((at, e)) = &*self.auth_failed.lock().unwrap_or_else(|e| e.into_inner()) {
+            if at.elapsed() < AUTH_MEMO {
+                return Err(e.clone());
+            }
+        }
+        let mut conns = self.conns.lock().await;
+        if let Some(c) = conns.get(&key) {
+            if c.status().connected() {
+                return Ok(c.clone());
+            }
+            conns.remove(&key);
+        }
+        let mut uri = self.creds.uri.clone();
+        uri.vhost = vhost.to_string();
+        let props = ConnectionProperties::default().with_connection_name(self.name.as_str().into());
+        let conn = tokio::time::timeout(
+            std::time::Duration::from_secs(15),
+            Connection::connect_uri(uri, props),
+        )
+        .await
+        .map_err(|_| {
+            BackendError::Unreachable(format!(
+                "AMQP {} did not answer within 15 s",
+                self.creds.amqp_endpoint()
+            ))
+        })?
+        .map_err(|e| {
+            let err = self.connect_error(vhost, &e);
+            if matches!(err, BackendError::Auth(_)) {
+                *self.auth_failed.lock().unwrap_or_else(|e| e.into_inner()) =
+                    Some((std::time::Instant::now(), err.clone()));
+            }
+            err
+        })?;
+        let conn = Arc::new(conn);
+        conns.insert(key, conn.clone());
+        Ok(conn)
+    }
+
+    /// A fresh channel on the vhost's connection (channels are cheap; a channel error such as
+    /// a missing queue closes only that channel).
+    pub async fn channel(&self, vhost: &str) -> Result<Channel> {
+        self.channel_on(vhost, "").await
+    }
+
+    /// A fresh channel on the given connection slot of the vhost.
+    pub async fn channel_on(&self, vhost: &str, slot: &str) -> Result<Channel> {
+        let conn = self.connection(vhost, slot).await?;
+        match conn.create_channel().await {
+            Ok(c) => Ok(c),
+            Err(e) => {
+                // The connection may have died between the status check and now: retry once.
+                self.conns
+                    .lock()
+                    .await
+                    .remove(&format!("{slot}\u{0}{vhost}"));
+                let conn = self.connection(vhost, slot).await?;
+                conn.create_channel().await.map_err(|_| amqp_error(&e, ""))
+            }
+        }
+    }
+
+    fn connect_error(&self, vhost: &str, e: &lapin::Error) -> BackendError {
+        let ep = self.creds.amqp_endpoint();
+        let text = redact(&e.to_string());
+        match e.kind() {
+            ErrorKind::IOError(io) => BackendError::Unreachable(format!("AMQP {ep}: {}", redact(&io.to_string()))),
+            ErrorKind::ProtocolError(p) => match p.get_id() {
+                403 => BackendError::Auth(format!(
+                    "RabbitMQ at {ep} refused user '{}' (wrong username or password?)",
+                    self.creds.username
+                )),
+                530 => BackendError::NotFound(format!(
+                    "vhost '{vhost}' does not exist or user '{}' may not access it",
+                    self.creds.username
+                )),
+                _ => BackendError::Other(format!("AMQP {ep}: {text}")),
+            },
+            ErrorKind::InvalidConnectionState(_) => BackendError::Auth(format!(
+                "RabbitMQ at {ep} closed the connection during login: wrong username or password for user '{}', or no access to vhost '{vhost}'",
+                self.creds.username
+            )),
+            _ => BackendError::Unreachable(format!("AMQP {ep}: {text}")),
+        }
+    }
+}
+
+/// Map an AMQP error on an open connection. `what` names the queue or action for the text.
+pub fn amqp_error(e: &lapin::Error, what: &str) -> BackendError {
+    let text = redact(&e.to_string());
+    match e.kind() {
+        ErrorKind::ProtocolError(p) => {
+            let msg = redact(p.get_message().as_str());
+            match p.get_id() {
+                404 => BackendError::NotFound(format!("{what}: {msg}")),
+                403 => BackendError::Auth(format!("{what}: {msg}")),
+                406 => BackendError::Refused(format!("{what}: {msg}")),
+                _ => BackendError::Other(format!("{what}: {msg}")),
+            }
+        }
+        ErrorKind::IOError(_) | ErrorKind::MissingHeartbeatError => {
+            BackendError::Unreachable(format!("{what}: {text}"))
+        }
+        _ => BackendError::Other(format!("{what}: {text}")),
+    }
+}

@@ -1,0 +1,418 @@
+//! Client-side redrive: consume the DLQ with a prefetch window, publish each message with
+//! publisher confirms (many in flight), and ack the DLQ message only after its copy is
+//! confirmed. Messages that cannot be moved stay unacknowledged and return to the DLQ when
+//! the channel closes. A crash mid-way may duplicate, never lose.
+
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::time::{Duration, Instant};
+
+use futures::stream::FuturesUnordered;
+use futures::StreamExt;
+use lapin::options::{
+    BasicAckOptions, BasicCancelOptions, BasicConsumeOptions, BasicPublishOptions, BasicQosOptions,
+    ConfirmSelectOptions, QueueDeclareOptions,
+};
+use lapin::types::FieldTable;
+use lapin::{Channel, Confirmation};
+
+use super::conn::amqp_error;
+use super::headers::{message_id, parse_dead_letter};
+use super::RabbitBackend;
+use crate::backend::{BackendError, OpProgress, Result};
+use crate::domain::*;
+
+/// Publishes in flight (and DLQ messages held unacknowledged) at most.
+const WINDOW: u16 = 5000;
+/// Stop when the DLQ stays silent this long with nothing in flight (someone else drained it).
+const IDLE: Duration = Duration::from_secs(5);
+const MAX_ERRORS: usize = 10;
+
+/// What became of one copy.
+enum Outcome {
+    /// The broker confirmed the copy: the original may be acknowledged.
+    Confirmed,
+    /// Not copied; the original stays in the DLQ.
+    Failed(String),
+    /// The copy may or may not exist; the original stays: maybe twice, never lost.
+    Lost(String),
+}
+
+/// Acknowledges originals whose copies are confirmed: one `multiple` ack for each run of
+/// confirmed tags at the front, single acks behind a message we hold on purpose.
+struct Acks {
+    /// delivery tag → copy confirmed?
+    open: BTreeMap<u64, bool>,
+    /// Tags we keep unacknowledged (failed, skipped): never covered by a multiple ack.
+    held: BTreeSet<u64>,
+}
+
+impl Acks {
+    /// Acks to send now: (tag, multiple, messages covered).
+    fn ready(&mut self) -> Vec<(u64, bool, u64)> {
+        let mut out = Vec::new();
+        let first_held = self.held.iter().next().copied().unwrap_or(u64::MAX);
+        let mut last = None;
+        let mut n = 0;
+        while let Some((&t, &done)) = self.open.iter().next() {
+            if !done || t > first_held {
+                break;
+            }
+            self.open.remove(&t);
+            last = Some(t);
+            n += 1;
+        }
+        if let Some(t) = last {
+            out.push((t, true, n));
+        }
+        let behind: Vec<u64> = self
+            .open
+            .range(first_held..)
+            .filter(|(_, &d)| d)
+            .map(|(&t, _)| t)
+            .collect();
+        for t in behind {
+            self.open.remove(&t);
+            out.push((t, false, 1));
+        }
+        out
+    }
+}
+
+/// Prefetch window when the average message size is unknown.
+const UNKNOWN_SIZE_WINDOW: u16 = 2000;
+/// Bytes we let the broker push ahead of us (prefetched plus in flight).
+const WINDOW_BYTES: u64 = 64 * 1024 * 1024;
+
+/// Prefetch window from the source's average message size (management API), so big
+/// messages do not buffer gigabytes: at most `WINDOW`, at least 10.
+async fn window_for(b: &RabbitBackend, source: &QueueId) -> u16 {
+    match b.queue_bytes(source).await {
+        Some((bytes, msgs)) if msgs > 0 && bytes > 0 => {
+            let avg = (bytes / msgs).max(1);
+            (WINDOW_BYTES / avg).clamp(10, WINDOW as u64) as u16
+        }
+        // Size unknown (new queue whose stats are not in yet, management API down).
+        _ => UNKNOWN_SIZE_WINDOW,
+    }
+}
+
+async fn count(ch: &Channel, queue: &str, id: &QueueId) -> Result<u64> {
+    let q = ch
+        .queue_declare(
+            queue.into(),
+            QueueDeclareOptions {
+                passive: true,
+                ..Default::default()
+            },
+            FieldTable::default(),
+        )
+        .await
+        .map_err(|e| match amqp_error(&e, "") {
+            BackendError::NotFound(_) => BackendError::NotFound(format!("queue '{id}' not found")),
+            other => other,
+        })?;
+    Ok(q.message_count() as u64)
+}
+
+pub async fn redrive(
+    b: &RabbitBackend,
+    req: &RedriveRequest,
+    progress: &OpProgress,
+) -> Result<RedriveReport> {
+    let (vhost, src) = b.resolve(&req.source);
+    let fixed: Option<String> = match &req.target {
+        RedriveTarget::Origin => None,
+        RedriveTarget::Queue(t) => {
+            let (tv, tn) = b.resolve(t);
+            if tv != vhost {
+                return Err(BackendError::Unsupported(
+                    "redrive across vhosts is not supported".into(),
+                ));
+            }
+            if tn == src {
+                return Err(BackendError::Invalid(
+                    "source and target are the same queue".into(),
+                ));
+            }
+            Some(tn)
+        }
+    };
+    if let Some(r) = req.rate {
+        if !r.is_finite() || r <= 0.0 {
+            return Err(BackendError::Invalid("rate must be above 0".into()));
+        }
+    }
+    let shovel = fixed.is_some() && req.rate.is_none() && req.only_ids.is_none();
+    if let (true, Some(dest)) = (shovel && b.shovel_in_use().await, &fixed) {
+        if let Some(rep) =
+            super::shovel::move_with_shovel(b, &vhost, &src, dest, req.max, progress).await?
+        {
+            return Ok(rep);
+        }
+    }
+    let mut report = RedriveReport {
+        mode: "client-side".into(),
+        ..Default::default()
+    };
+
+    // Count first: we move at most what is there now (new dead letters wait for next time).
+    let probe = b.pool.channel(&vhost).await?;
+    b.calls.bump("amqp:queue.declare");
+    let available = count(&probe, &src, &req.source).await?;
+    if let (Some(t), RedriveTarget::Queue(tid)) = (&fixed, &req.target) {
+        b.calls.bump("amqp:queue.declare");
+        count(&probe, t, tid).await?;
+    }
+    let _ = probe.close(200, "ok".into()).await;
+    let total = req.max.map_or(available, |m| m.min(available));
+    let only: Option<HashSet<&str>> = req
+        .only_ids
+        .as_ref()
+        .map(|v| v.iter().map(String::as_str).collect());
+    progress.set_total(Some(match &only {
+        Some(ids) => (ids.len() as u64).min(total),
+        None => total,
+    }));
+    if total == 0 {
+        progress.phase("done");
+        return Ok(report);
+    }
+
+    let pub_ch = b.pool.channel_on(&vhost, "publish").await?;
+    pub_ch
+        .confirm_select(ConfirmSelectOptions::default())
+        .await
+        .map_err(|e| amqp_error(&e, "confirm.select"))?;
+    let con_ch = b.pool.channel(&vhost).await?;
+    // With an id filter, skipped messages stay held: no prefetch limit, bounded by `total`.
+    let window = if only.is_some() {
+        0
+    } else {
+        window_for(b, &req.source)
+            .await
+            .min(total.min(u16::MAX as u64) as u16)
+    };
+    con_ch
+        .basic_qos(window, BasicQosOptions::default())
+        .await
+        .map_err(|e| amqp_error(&e, "basic.qos"))?;
+    let tag = format!("qdeck-redrive-{}", uuid::Uuid::new_v4());
+    b.calls.bump("amqp:basic.consume");
+    let mut consumer = con_ch
+        .basic_consume(
+            src.as_str().into(),
+            tag.as_str().into(),
+            BasicConsumeOptions::default(),
+            FieldTable::default(),
+        )
+        .await
+        .map_err(|e| amqp_error(&e, &format!("consume '{}'", req.source)))?;
+
+    progress.phase("copying");
+    let cancel = progress.cancel_token();
+    let start = Instant::now();
+    let mut inflight = FuturesUnordered::new();
+    let mut acks = Acks {
+        open: BTreeMap::new(),
+        held: BTreeSet::new(),
+    };
+    let mut taken: u64 = 0;
+    let mut published: u64 = 0;
+    let mut matched: u64 = 0;
+    let mut stopping = false;
+    let in_flight_cap = if window == 0 {
+        WINDOW as usize
+    } else {
+        window as usize
+    };
+    let mut errors: Vec<String> = Vec::new();
+    let note = |errors: &mut Vec<String>, e: String| {
+        if errors.len() < MAX_ERRORS && !errors.contains(&e) {
+            errors.push(e);
+        }
+    };
+    let want = only.as_ref().map(|o| o.len() as u64);
+    // Rate limit without burst credit: each publish is due 1/rate after the previous one.
+    let gap = req.rate.map(|r| Duration::from_secs_f64(1.0 / r));
+    let mut next_due: Option<Instant> = None;
+
+    loop {
+        // Rate limit: wait until the next publish is due.
+        let due = next_due;
+        let rate_ok = due.is_none_or(|d| Instant::now() >= d);
+        let wants_more = !stopping
+            && taken < total
+            && want.is_none_or(|w| matched < w)
+            && inflight.len() < in_flight_cap;
+        let can_take = wants_more && rate_ok;
+        if !wants_more && inflight.is_empty() {
+            break;
+        }
+        tokio::select! {
+            biased;
+            _ = cancel.cancelled(), if !stopping => {
+                stopping = true;
+                report.cancelled = true;
+                progress.phase("cancelling: waiting for confirms");
+            }
+            Some(first) = inflight.next(), if !inflight.is_empty() => {
+                // Take every confirm that is already in, then ack in as few frames as we can.
+                let mut batch = vec![first];
+                while let Some(Some(o)) = futures::FutureExt::now_or_never(inflight.next()) {
+                    batch.push(o);
+                }
+                for (tag, o) in batch {
+                    match o {
+                        Outcome::Confirmed => { acks.open.insert(tag, true); }
+                        Outcome::Failed(e) => {
+                            acks.open.remove(&tag);
+                            acks.held.insert(tag);
+                            report.failed += 1;
+                            progress.add_failed(1);
+                            note(&mut errors, e);
+                        }
+                        Outcome::Lost(e) => {
+                            acks.open.remove(&tag);
+                            acks.held.insert(tag);
+                            report.possibly_duplicated += 1;
+                            note(&mut errors, e);
+                        }
+                    }
+                }
+                for (tag, multiple, n) in acks.ready() {
+                    b.calls.bump("amqp:basic.ack");
+                    match con_ch.basic_ack(tag, BasicAckOptions { multiple }).await {
+                        Ok(()) => { report.moved += n; progress.add_done(n); }
+                        Err(e) => {
+                            report.possibly_duplicated += n;
+                            note(&mut errors, format!("copied but could not remove the original: {}", amqp_error(&e, "ack")));
+                            stopping = true;
+                        }
+                    }
+                }
+            }
+            d = consumer.next(), if can_take => {
+                let d = match d {
+                    Some(Ok(d)) => d,
+                    Some(Err(e)) => {
+                        note(&mut errors, amqp_error(&e, "consume").to_string());
+                        stopping = true;
+                        continue;
+                    }
+                    None => { stopping = true; continue; }
+                };
+                taken += 1;
+                let tag = d.delivery_tag;
+                if let Some(ids) = &only {
+                    if !ids.contains(message_id(&d.properties, &d.data).as_str()) {
+                        acks.held.insert(tag); // requeued when the channel closes
+                        continue;
+                    }
+                    matched += 1;
+                }
+                let target = match &fixed {
+                    Some(t) => Some(t.clone()),
+                    None => parse_dead_letter(&d.properties)
+                        .and_then(|i| i.origin)
+                        .map(|q| q.0)
+                        .filter(|q| *q != src),
+                };
+                let Some(target) = target else {
+                    acks.held.insert(tag);
+                    report.failed += 1;
+                    progress.add_failed(1);
+                    note(&mut errors, "message without an x-death origin: choose a target queue".into());
+                    continue;
+                };
+                if !pub_ch.status().connected() {
+                    // The connection went away: stop; what we hold goes back when it closes.
+                    acks.held.insert(tag);
+                    note(&mut errors, "the publishing channel closed: stopped".into());
+                    stopping = true;
+                    continue;
+                }
+                if let Some(g) = gap {
+                    next_due = Some(Instant::now().max(next_due.unwrap_or(start)) + g);
+                }
+                published += 1;
+                acks.open.insert(tag, false);
+                let ch = pub_ch.clone();
+                inflight.push(async move {
+                    let sent = ch
+                        .basic_publish(
+                            "".into(),
+                            target.as_str().into(),
+                            BasicPublishOptions { mandatory: true, ..Default::default() },
+                            &d.data,
+                            d.properties,
+                        )
+                        .await;
+                    let outcome = match sent {
+                        // Refused before anything was sent: no copy exists.
+                        Err(e) => Outcome::Failed(amqp_error(&e, "publish").to_string()),
+                        Ok(confirm) => match confirm.await {
+                            Ok(Confirmation::Ack(None)) | Ok(Confirmation::NotRequested) => Outcome::Confirmed,
+                            Ok(Confirmation::Ack(Some(_))) => Outcome::Failed(format!(
+                                "target queue '{target}' does not exist (message returned unroutable)"
+                            )),
+                            Ok(Confirmation::Nack(_)) => {
+                                Outcome::Failed(format!("the broker refused the copy for '{target}' (nack)"))
+                            }
+                            Err(e) => Outcome::Lost(format!("confirm lost: {}", amqp_error(&e, "publish"))),
+                        },
+                    };
+                    (tag, outcome)
+                });
+            }
+            _ = tokio::time::sleep_until(due.unwrap_or(start).into()), if wants_more && !rate_ok => {}
+            _ = tokio::time::sleep(IDLE), if can_take && inflight.is_empty() => {
+                // Nothing arrives although the count said so: another consumer took them.
+                stopping = true;
+            }
+        }
+        if !stopping && taken >= total {
+            progress.phase("waiting for confirms");
+        }
+    }
+
+    let _ = con_ch
+        .basic_cancel(tag.as_str().into(), BasicCancelOptions::default())
+        .await;
+    // Closing requeues whatever we still hold (skipped, failed, prefetched but unused).
+    let _ = con_ch.close(200, "redrive done".into()).await;
+    let _ = pub_ch.close(200, "redrive done".into()).await;
+    b.calls.bump_by("amqp:basic.publish", published);
+    report.errors = errors;
+    progress.phase(if report.cancelled {
+        "cancelled"
+    } else {
+        "done"
+    });
+    Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn acks_never_cover_a_held_message() {
+        let mut a = Acks {
+            open: BTreeMap::new(),
+            held: BTreeSet::new(),
+        };
+        for t in 1..=6 {
+            a.open.insert(t, false);
+        }
+        // 1, 2 confirmed; 3 held (failed); 4 confirmed; 5 in flight; 6 confirmed.
+        a.open.insert(1, true);
+        a.open.insert(2, true);
+        a.open.remove(&3);
+        a.held.insert(3);
+        a.open.insert(4, true);
+        a.open.insert(6, true);
+        assert_eq!(a.ready(), vec![(2, true, 2), (4, false, 1), (6, false, 1)]);
+        assert_eq!(a.open.keys().copied().collect::<Vec<_>>(), vec![5]);
+        assert!(a.ready().is_empty());
+    }
+}

@@ -1,0 +1,1285 @@
+//! RabbitMQ backend against a real broker.
+//!
+//! Needs QDECK_TEST_AMQP_URL (e.g. amqp://guest:guest@127.0.0.1:5672/%2f) and
+//! QDECK_TEST_RABBITMQ_MGMT (e.g. http://127.0.0.1:15672) with the management plugin enabled.
+//! Unset: each test prints a notice and passes, unless QDECK_REQUIRE_BROKERS=1.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use lapin::options::*;
+use lapin::types::{AMQPValue, FieldTable, LongString};
+use lapin::{BasicProperties, Channel, Connection, ConnectionProperties};
+use qdeck::backend::{build, Backend, BackendError, OpProgress};
+use qdeck::config::{Profile, ProfileKind, RabbitmqSettings};
+use qdeck::domain::*;
+
+const PASSWORD_VAR: &str = "QDECK_TEST_RABBITMQ_PASSWORD";
+
+struct Env {
+    url: String,
+    mgmt: String,
+    user: String,
+    password: String,
+    /// The URL without its password (what a profile holds).
+    bare_url: String,
+}
+
+fn env() -> Option<Env> {
+    let url = std::env::var("QDECK_TEST_AMQP_URL").ok();
+    let mgmt = std::env::var("QDECK_TEST_RABBITMQ_MGMT").ok();
+    let (Some(url), Some(mgmt)) = (url, mgmt) else {
+        if std::env::var("QDECK_REQUIRE_BROKERS").as_deref() == Ok("1") {
+            panic!("QDECK_REQUIRE_BROKERS=1 but QDECK_TEST_AMQP_URL / QDECK_TEST_RABBITMQ_MGMT are not set");
+        }
+        eprintln!("skipping: set QDECK_TEST_AMQP_URL and QDECK_TEST_RABBITMQ_MGMT to run the RabbitMQ tests");
+        return None;
+    };
+    let uri: lapin::uri::AMQPUri = url.parse().expect("QDECK_TEST_AMQP_URL parses");
+    let user = uri.authority.userinfo.username.clone();
+    let password = uri.authority.userinfo.password.clone();
+    let bare_url = format!(
+        "amqp://{}@{}:{}/{}",
+        user,
+        uri.authority.host,
+        uri.authority.port,
+        urlencoding::encode(&uri.vhost)
+    );
+    Some(Env {
+        url,
+        mgmt,
+        user,
+        password,
+        bare_url,
+    })
+}
+
+fn settings(e: &Env) -> RabbitmqSettings {
+    // SAFETY of intent: every test sets the same value, so concurrent writers agree.
+    unsafe_set_password(&e.password);
+    RabbitmqSettings {
+        amqp_url: Some(e.bare_url.clone()),
+        management_url: Some(e.mgmt.clone()),
+        username: Some(e.user.clone()),
+        password_env: Some(PASSWORD_VAR.into()),
+        ..Default::default()
+    }
+}
+
+fn unsafe_set_password(p: &str) {
+    if std::env::var(PASSWORD_VAR).ok().as_deref() != Some(p) {
+        #[allow(unused_unsafe)]
+        unsafe {
+            std::env::set_var(PASSWORD_VAR, p)
+        };
+    }
+}
+
+async fn backend_with(s: RabbitmqSettings) -> Arc<dyn Backend> {
+    backend_named("rmq-test", s).await
+}
+
+async fn backend_named(name: &str, s: RabbitmqSettings) -> Arc<dyn Backend> {
+    let profile = Profile {
+        name: name.into(),
+        kind: ProfileKind::Rabbitmq(s),
+        read_only: false,
+        protected: false,
+        refresh_secs: None,
+    };
+    build(&profile).await.expect("backend builds")
+}
+
+async fn backend(e: &Env) -> Arc<dyn Backend> {
+    backend_with(settings(e)).await
+}
+
+/// A backend that redrives client-side even where the shovel plugin is enabled.
+async fn client_side_backend(e: &Env) -> Arc<dyn Backend> {
+    let mut s = settings(e);
+    s.use_shovel = Some(false);
+    backend_with(s).await
+}
+
+fn uniq(prefix: &str) -> String {
+    format!(
+        "qdeck-test-{prefix}-{}",
+        &uuid::Uuid::new_v4().simple().to_string()[..8]
+    )
+}
+
+async fn admin(e: &Env) -> (Connection, Channel) {
+    let c = Connection::connect(&e.url, ConnectionProperties::default())
+        .await
+        .expect("test AMQP connection");
+    let ch = c.create_channel().await.expect("channel");
+    (c, ch)
+}
+
+fn args(pairs: &[(&str, AMQPValue)]) -> FieldTable {
+    let mut t = FieldTable::default();
+    for (k, v) in pairs {
+        t.insert((*k).into(), v.clone());
+    }
+    t
+}
+
+fn s(v: &str) -> AMQPValue {
+    AMQPValue::LongString(LongString::from(v.as_bytes()))
+}
+
+async fn declare(ch: &Channel, name: &str, a: FieldTable) {
+    ch.queue_declare(
+        name.into(),
+        QueueDeclareOptions {
+            durable: true,
+            ..Default::default()
+        },
+        a,
+    )
+    .await
+    .expect("declare");
+}
+
+async fn publish(ch: &Channel, queue: &str, n: usize, timestamp: bool) {
+    ch.confirm_select(ConfirmSelectOptions::default())
+        .await
+        .ok();
+    for i in 0..n {
+        let mut p = BasicProperties::default().with_delivery_mode(2);
+        if timestamp {
+            p = p.with_timestamp(chrono::Utc::now().timestamp() as u64 - 30);
+        }
+        ch.basic_publish(
+            "".into(),
+            queue.into(),
+            BasicPublishOptions::default(),
+            format!("msg-{i}").as_bytes(),
+            p,
+        )
+        .await
+        .expect("publish");
+    }
+    ch.wait_for_confirms().await.expect("confirms");
+}
+
+async fn depth(ch: &Channel, queue: &str) -> u32 {
+    ch.queue_declare(
+        queue.into(),
+        QueueDeclareOptions {
+            passive: true,
+            ..Default::default()
+        },
+        FieldTable::default(),
+    )
+    .await
+    .expect("passive declare")
+    .message_count()
+}
+
+/// Dead-lettering and requeues are asynchronous in the broker: wait (bounded) for a count.
+async fn wait_depth(ch: &Channel, queue: &str, n: u32) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while depth(ch, queue).await != n && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(depth(ch, queue).await, n, "depth of {queue}");
+}
+
+/// Reject (requeue=false) n messages from `queue` so they are dead-lettered.
+async fn reject_all(ch: &Channel, queue: &str, n: usize) {
+    for _ in 0..n {
+        let m = ch
+            .basic_get(queue.into(), BasicGetOptions { no_ack: false })
+            .await
+            .expect("get")
+            .expect("a message");
+        m.delivery
+            .acker
+            .reject(BasicRejectOptions { requeue: false })
+            .await
+            .expect("reject");
+    }
+}
+
+async fn mgmt_get(e: &Env, path: &str) -> serde_json::Value {
+    reqwest::Client::new()
+        .get(format!("{}{}", e.mgmt, path))
+        .basic_auth(&e.user, Some(&e.password))
+        .send()
+        .await
+        .expect("mgmt")
+        .json()
+        .await
+        .expect("mgmt json")
+}
+
+async fn mgmt_put(e: &Env, path: &str, body: serde_json::Value) {
+    let r = reqwest::Client::new()
+        .put(format!("{}{}", e.mgmt, path))
+        .basic_auth(&e.user, Some(&e.password))
+        .json(&body)
+        .send()
+        .await
+        .expect("mgmt put");
+    assert!(r.status().is_success(), "PUT {path}: {}", r.status());
+}
+
+async fn mgmt_delete(e: &Env, path: &str) {
+    let _ = reqwest::Client::new()
+        .delete(format!("{}{}", e.mgmt, path))
+        .basic_auth(&e.user, Some(&e.password))
+        .send()
+        .await;
+}
+
+/// Wait until the management API's figures (refreshed every few seconds) show `ready`.
+async fn wait_ready(e: &Env, queue: &str, ready: u64) -> serde_json::Value {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let v = mgmt_get(
+            e,
+            &format!("/api/queues/%2F/{}", urlencoding::encode(queue)),
+        )
+        .await;
+        let complete = v.get("consumers").is_some() && v.get("messages_unacknowledged").is_some();
+        if (complete && v.get("messages_ready").and_then(|x| x.as_u64()) == Some(ready))
+            || Instant::now() > deadline
+        {
+            return v;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
+async fn cleanup(ch: &Channel, queues: &[&str]) {
+    for q in queues {
+        let _ = ch
+            .queue_delete((*q).into(), QueueDeleteOptions::default())
+            .await;
+    }
+}
+
+fn info<'a>(list: &'a [QueueInfo], name: &str) -> &'a QueueInfo {
+    list.iter()
+        .find(|q| q.id.as_str() == name)
+        .unwrap_or_else(|| panic!("{name} listed"))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn figures_match_management_api_and_dlq_links_via_arguments() {
+    let Some(e) = env() else { return };
+    let (_c, ch) = admin(&e).await;
+    let (src, dlq, qq) = (uniq("src"), uniq("dlq"), uniq("quorum"));
+    declare(&ch, &dlq, FieldTable::default()).await;
+    declare(
+        &ch,
+        &src,
+        args(&[
+            ("x-dead-letter-exchange", s("")),
+            ("x-dead-letter-routing-key", s(&dlq)),
+        ]),
+    )
+    .await;
+    declare(
+        &ch,
+        &qq,
+        args(&[
+            ("x-queue-type", s("quorum")),
+            ("x-delivery-limit", AMQPValue::LongInt(5)),
+        ]),
+    )
+    .await;
+    publish(&ch, &src, 5, true).await;
+    publish(&ch, &dlq, 2, false).await;
+    publish(&ch, &qq, 3, false).await;
+    let m_src = wait_ready(&e, &src, 5).await;
+    wait_ready(&e, &dlq, 2).await;
+    let m_qq = wait_ready(&e, &qq, 3).await;
+
+    let b = backend(&e).await;
+    let list = b.list_queues().await.expect("list");
+    let si = info(&list, &src);
+    assert_eq!(si.kind, QueueKind::Classic);
+    assert_eq!(si.dlq.as_ref().map(|q| q.as_str()), Some(dlq.as_str()));
+    let di = info(&list, &dlq);
+    assert!(di.is_dlq);
+    assert_eq!(di.dlq_sources, vec![QueueId::new(&src)]);
+    let qi = info(&list, &qq);
+    assert_eq!(qi.kind, QueueKind::Quorum);
+    assert_eq!(qi.settings.max_receives, Some(5));
+
+    let ids = [
+        QueueId::new(&src),
+        QueueId::new(&qq),
+        QueueId::new("qdeck-test-no-such-queue"),
+    ];
+    let batch = b.stats(&ids).await.expect("stats");
+    assert_eq!(batch.errors.len(), 1, "{:?}", batch.errors);
+    let st = batch
+        .stats
+        .iter()
+        .find(|x| x.id.as_str() == src)
+        .expect("src stats");
+    assert_eq!(st.depth, m_src["messages_ready"].as_u64());
+    assert_eq!(st.in_flight, m_src["messages_unacknowledged"].as_u64());
+    assert_eq!(st.consumers, m_src["consumers"].as_u64().map(|c| c as u32));
+    assert_eq!(st.dlq_depth, Some(2));
+    let ds = b.stats(&[QueueId::new(&dlq)]).await.expect("dlq stats");
+    assert_eq!(ds.stats[0].oldest_age_secs, None);
+    assert!(ds.stats[0]
+        .age_note
+        .as_deref()
+        .unwrap_or("")
+        .contains("no timestamp"));
+    let age = st
+        .oldest_age_secs
+        .expect("classic queue with timestamps reports age");
+    assert!(age >= 25.0, "age {age}");
+    let qs = batch
+        .stats
+        .iter()
+        .find(|x| x.id.as_str() == qq)
+        .expect("quorum stats");
+    assert_eq!(qs.depth, m_qq["messages_ready"].as_u64());
+    assert_eq!(qs.oldest_age_secs, None);
+    assert!(qs.age_note.as_deref().unwrap_or("").contains("quorum"));
+    // One request per page of 500 queues, never one per queue.
+    let calls = b.api_calls().snapshot();
+    assert!(
+        calls.get("mgmt:GET /api/queues").copied().unwrap_or(0) <= 3,
+        "{calls:?}"
+    );
+    cleanup(&ch, &[&src, &dlq, &qq]).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn dlq_link_via_policy() {
+    let Some(e) = env() else { return };
+    let (_c, ch) = admin(&e).await;
+    let (src, dlq) = (uniq("psrc"), uniq("pdlq"));
+    let policy = uniq("policy");
+    declare(&ch, &dlq, FieldTable::default()).await;
+    declare(&ch, &src, FieldTable::default()).await;
+    mgmt_put(
+        &e,
+        &format!("/api/policies/%2F/{policy}"),
+        serde_json::json!({"pattern": format!("^{src}$"), "apply-to": "queues",
+            "definition": {"dead-letter-exchange": "", "dead-letter-routing-key": dlq}}),
+    )
+    .await;
+    let b = backend(&e).await;
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let list = b.list_queues().await.expect("list");
+        let linked = info(&list, &src).dlq.as_ref().map(|q| q.0.clone()) == Some(dlq.clone());
+        if linked {
+            assert!(info(&list, &dlq).is_dlq);
+            assert_eq!(info(&list, &dlq).dlq_sources, vec![QueueId::new(&src)]);
+            break;
+        }
+        assert!(Instant::now() < deadline, "policy link never showed");
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    mgmt_delete(&e, &format!("/api/policies/%2F/{policy}")).await;
+    cleanup(&ch, &[&src, &dlq]).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn dead_lettered_messages_browse_in_place_with_x_death() {
+    let Some(e) = env() else { return };
+    let (_c, ch) = admin(&e).await;
+    let (src, dlq) = (uniq("bsrc"), uniq("bdlq"));
+    declare(&ch, &dlq, FieldTable::default()).await;
+    declare(
+        &ch,
+        &src,
+        args(&[
+            ("x-dead-letter-exchange", s("")),
+            ("x-dead-letter-routing-key", s(&dlq)),
+        ]),
+    )
+    .await;
+    publish(&ch, &src, 7, true).await;
+    reject_all(&ch, &src, 7).await;
+    wait_depth(&ch, &dlq, 7).await;
+
+    let b = backend(&e).await;
+    let caps = b.capabilities();
+    assert!(matches!(caps.browse, BrowseEffect::SideEffect(ref t) if t.contains("redelivered")));
+    let page = b
+        .browse(
+            &QueueId::new(&dlq),
+            &BrowseRequest {
+                cursor: None,
+                max: 5,
+                force: false,
+            },
+        )
+        .await
+        .expect("browse");
+    assert_eq!(page.messages.len(), 5);
+    assert!(page.next.is_some());
+    let m = &page.messages[0];
+    let dl = m.dead_letter.as_ref().expect("x-death parsed");
+    assert_eq!(dl.origin.as_ref().map(|q| q.as_str()), Some(src.as_str()));
+    assert_eq!(dl.reason.as_deref(), Some("rejected"));
+    assert_eq!(dl.count, Some(1));
+    assert!(m.body.starts_with(b"msg-"));
+    let next = b
+        .browse(
+            &QueueId::new(&dlq),
+            &BrowseRequest {
+                cursor: page.next.clone(),
+                max: 5,
+                force: false,
+            },
+        )
+        .await
+        .expect("second page");
+    assert_eq!(next.messages.len(), 2);
+    assert!(next.next.is_none());
+    // Nothing moved: every message is still in the DLQ, none in flight.
+    wait_depth(&ch, &dlq, 7).await;
+    wait_depth(&ch, &src, 0).await;
+    cleanup(&ch, &[&src, &dlq]).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn quorum_with_delivery_limit_refuses_browse_unless_forced() {
+    let Some(e) = env() else { return };
+    let (_c, ch) = admin(&e).await;
+    let qq = uniq("qlimit");
+    declare(
+        &ch,
+        &qq,
+        args(&[
+            ("x-queue-type", s("quorum")),
+            ("x-delivery-limit", AMQPValue::LongInt(3)),
+        ]),
+    )
+    .await;
+    publish(&ch, &qq, 2, false).await;
+    let b = backend(&e).await;
+    let id = QueueId::new(&qq);
+    let r = b
+        .browse(
+            &id,
+            &BrowseRequest {
+                cursor: None,
+                max: 10,
+                force: false,
+            },
+        )
+        .await;
+    assert!(matches!(r, Err(BackendError::Refused(_))), "{r:?}");
+    let page = b
+        .browse(
+            &id,
+            &BrowseRequest {
+                cursor: None,
+                max: 10,
+                force: true,
+            },
+        )
+        .await
+        .expect("forced");
+    assert_eq!(page.messages.len(), 2);
+    assert!(page
+        .effect_note
+        .unwrap_or_default()
+        .contains("delivery count"));
+    wait_depth(&ch, &qq, 2).await;
+    cleanup(&ch, &[&qq]).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn consumers_show_prefetch_and_ack_mode() {
+    let Some(e) = env() else { return };
+    let (c, ch) = admin(&e).await;
+    let q = uniq("workers");
+    declare(&ch, &q, FieldTable::default()).await;
+    let mut keep = Vec::new();
+    for (tag, prefetch, no_ack) in [
+        ("w-unlimited", 0u16, false),
+        ("w-ten", 10, false),
+        ("w-auto", 0, true),
+    ] {
+        let wc = c.create_channel().await.expect("channel");
+        wc.basic_qos(prefetch, BasicQosOptions::default())
+            .await
+            .expect("qos");
+        let consumer = wc
+            .basic_consume(
+                q.as_str().into(),
+                tag.into(),
+                BasicConsumeOptions {
+                    no_ack,
+                    ..Default::default()
+                },
+                FieldTable::default(),
+            )
+            .await
+            .expect("consume");
+        keep.push((wc, consumer));
+    }
+    let b = backend(&e).await;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let list = loop {
+        let l = b.consumers(&QueueId::new(&q)).await.expect("consumers");
+        if l.len() == 3 || Instant::now() > deadline {
+            break l;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    };
+    assert_eq!(list.len(), 3, "{list:?}");
+    let by = |t: &str| {
+        list.iter()
+            .find(|x| x.tag == t)
+            .unwrap_or_else(|| panic!("{t}"))
+    };
+    assert_eq!(by("w-unlimited").prefetch, Some(0));
+    assert!(by("w-unlimited").state.contains("unlimited"));
+    assert_eq!(by("w-unlimited").ack_mode, AckMode::Manual);
+    assert_eq!(by("w-ten").prefetch, Some(10));
+    assert!(!by("w-ten").state.contains("unlimited"));
+    assert_eq!(by("w-auto").ack_mode, AckMode::Auto);
+    assert!(by("w-auto").state.contains("auto-ack"));
+    // Work held: 6 messages spread over the three; the auto-ack one holds none.
+    publish(&ch, &q, 6, false).await;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let l = b.consumers(&QueueId::new(&q)).await.expect("consumers");
+        let held: Vec<Option<u64>> = ["w-unlimited", "w-ten", "w-auto"]
+            .iter()
+            .map(|t| l.iter().find(|x| x.tag == *t).and_then(|x| x.holding))
+            .collect();
+        if held[2] == Some(0) && held[0].unwrap_or(0) + held[1].unwrap_or(0) == 4 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "holding never showed: {held:?}");
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    drop(keep);
+    cleanup(&ch, &[&q]).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn redrive_10000_to_origin_loses_nothing() {
+    let Some(e) = env() else { return };
+    let (_c, ch) = admin(&e).await;
+    let (src, dlq) = (uniq("rsrc"), uniq("rdlq"));
+    const N: usize = 10_000;
+    declare(&ch, &dlq, FieldTable::default()).await;
+    declare(
+        &ch,
+        &src,
+        args(&[
+            ("x-dead-letter-exchange", s("")),
+            ("x-dead-letter-routing-key", s(&dlq)),
+        ]),
+    )
+    .await;
+    publish(&ch, &src, N, false).await;
+    // Dead-letter them all by reject, in bulk.
+    let rc = _c.create_channel().await.expect("channel");
+    rc.basic_qos(1000, BasicQosOptions::default())
+        .await
+        .expect("qos");
+    let mut consumer = rc
+        .basic_consume(
+            src.as_str().into(),
+            "rejector".into(),
+            BasicConsumeOptions::default(),
+            FieldTable::default(),
+        )
+        .await
+        .expect("consume");
+    use futures::StreamExt;
+    for _ in 0..N {
+        let d = consumer.next().await.expect("delivery").expect("ok");
+        d.acker
+            .reject(BasicRejectOptions { requeue: false })
+            .await
+            .expect("reject");
+    }
+    rc.close(200, "done".into()).await.ok();
+    wait_depth(&ch, &dlq, N as u32).await;
+
+    let b = client_side_backend(&e).await;
+    let progress = OpProgress::detached();
+    let req = RedriveRequest {
+        source: QueueId::new(&dlq),
+        target: RedriveTarget::Origin,
+        max: None,
+        rate: None,
+        only_ids: None,
+    };
+    let rep = b.redrive(&req, &progress).await.expect("redrive");
+    assert_eq!(rep.moved, N as u64, "{rep:?}");
+    assert_eq!(rep.failed, 0);
+    assert_eq!(rep.possibly_duplicated, 0);
+    assert_eq!(progress.snapshot().done, N as u64);
+    wait_depth(&ch, &dlq, 0).await;
+    wait_depth(&ch, &src, N as u32).await;
+
+    // To a chosen queue, with a max.
+    let other = uniq("rother");
+    declare(&ch, &other, FieldTable::default()).await;
+    let req = RedriveRequest {
+        source: QueueId::new(&src),
+        target: RedriveTarget::Queue(QueueId::new(&other)),
+        max: Some(100),
+        rate: None,
+        only_ids: None,
+    };
+    let rep = b
+        .redrive(&req, &OpProgress::detached())
+        .await
+        .expect("redrive to queue");
+    assert_eq!(rep.moved, 100);
+    assert_eq!(rep.mode, "client-side");
+    wait_depth(&ch, &other, 100).await;
+    wait_depth(&ch, &src, N as u32 - 100).await;
+    cleanup(&ch, &[&src, &dlq, &other]).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn redrive_cancel_and_missing_origin_keep_messages() {
+    let Some(e) = env() else { return };
+    let (_c, ch) = admin(&e).await;
+    let (q, t) = (uniq("nox"), uniq("noxt"));
+    declare(&ch, &q, FieldTable::default()).await;
+    declare(&ch, &t, FieldTable::default()).await;
+    publish(&ch, &q, 20, false).await;
+    let b = client_side_backend(&e).await;
+    // No x-death: nothing can go "to origin"; all stay.
+    let req = RedriveRequest {
+        source: QueueId::new(&q),
+        target: RedriveTarget::Origin,
+        max: None,
+        rate: None,
+        only_ids: None,
+    };
+    let rep = b
+        .redrive(&req, &OpProgress::detached())
+        .await
+        .expect("redrive");
+    assert_eq!(rep.moved, 0);
+    assert_eq!(rep.failed, 20);
+    wait_depth(&ch, &q, 20).await;
+    // Cancelled before it starts: nothing moves, nothing lost.
+    let p = OpProgress::detached();
+    p.cancel();
+    let req = RedriveRequest {
+        source: QueueId::new(&q),
+        target: RedriveTarget::Queue(QueueId::new(&t)),
+        max: None,
+        rate: Some(50.0),
+        only_ids: None,
+    };
+    let rep = b.redrive(&req, &p).await.expect("redrive");
+    assert!(rep.cancelled);
+    assert_eq!(rep.moved, 0);
+    wait_depth(&ch, &q, 20).await;
+    wait_depth(&ch, &t, 0).await;
+    cleanup(&ch, &[&q, &t]).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn purge_removes_ready_messages() {
+    let Some(e) = env() else { return };
+    let (_c, ch) = admin(&e).await;
+    let q = uniq("purge");
+    declare(&ch, &q, FieldTable::default()).await;
+    publish(&ch, &q, 25, false).await;
+    let b = backend(&e).await;
+    assert!(b
+        .capabilities()
+        .purge_note
+        .unwrap_or_default()
+        .contains("unacknowledged"));
+    let rep = b
+        .purge(&QueueId::new(&q), &OpProgress::detached())
+        .await
+        .expect("purge");
+    assert_eq!(rep.purged, Some(25));
+    assert_eq!(depth(&ch, &q).await, 0);
+    let id = b
+        .send(
+            &QueueId::new(&q),
+            OutgoingMessage {
+                body: b"hi".to_vec(),
+                ..Default::default()
+            },
+        )
+        .await
+        .expect("send");
+    assert!(id.is_some());
+    wait_depth(&ch, &q, 1).await;
+    cleanup(&ch, &[&q]).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn wrong_password_is_an_auth_error_without_the_secret() {
+    let Some(e) = env() else { return };
+    let var = "QDECK_TEST_RABBITMQ_WRONG_PASSWORD";
+    #[allow(unused_unsafe)]
+    unsafe {
+        std::env::set_var(var, "hunter2-wrong")
+    };
+    let mut st = settings(&e);
+    st.password_env = Some(var.into());
+    let b = backend_with(st).await;
+    let err = b.list_queues().await.expect_err("wrong password fails");
+    assert!(matches!(err, BackendError::Auth(_)), "{err:?}");
+    let text = err.to_string();
+    eprintln!("management auth error: {text}");
+    assert!(!text.contains("hunter2") && !text.contains('\n'), "{text}");
+    let err = b
+        .purge(&QueueId::new("anything"), &OpProgress::detached())
+        .await
+        .expect_err("AMQP too");
+    assert!(matches!(err, BackendError::Auth(_)), "{err:?}");
+    assert!(!err.to_string().contains("hunter2"), "{err}");
+    // No retry storm: refused logins are answered from memory for a while.
+    let before = b.api_calls().total();
+    for _ in 0..5 {
+        assert!(matches!(b.list_queues().await, Err(BackendError::Auth(_))));
+    }
+    assert_eq!(b.api_calls().total(), before);
+    eprintln!("AMQP auth error: {err}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn management_plugin_off_says_so() {
+    let Some(e) = env() else { return };
+    let mut st = settings(&e);
+    st.management_url = Some("http://127.0.0.1:1".into());
+    let b = backend_with(st).await;
+    let err = b.list_queues().await.expect_err("no management API");
+    assert!(matches!(err, BackendError::Unreachable(_)), "{err:?}");
+    assert!(err.to_string().contains("rabbitmq_management"), "{err}");
+    // Figures fall back to what AMQP can say, with a notice.
+    let (_c, ch) = admin(&e).await;
+    let q = uniq("nomgmt");
+    declare(&ch, &q, FieldTable::default()).await;
+    publish(&ch, &q, 3, false).await;
+    let batch = b
+        .stats(&[QueueId::new(&q), QueueId::new("qdeck-test-missing")])
+        .await
+        .expect("AMQP-only stats");
+    assert_eq!(batch.stats.len(), 1);
+    assert_eq!(batch.errors.len(), 1);
+    assert_eq!(batch.stats[0].depth, Some(3));
+    assert_eq!(batch.stats[0].in_flight, None);
+    assert!(batch.stats[0]
+        .age_note
+        .as_deref()
+        .unwrap_or("")
+        .contains("management API unavailable"));
+    cleanup(&ch, &[&q]).await;
+}
+
+// ---- Benchmarks, run by scripts/bench_rabbitmq.sh (ignored in normal test runs) ----
+
+/// `qdeck ls -o json` done through the library: list + stats of every queue, printed as JSON
+/// to a sink. The script times the whole process.
+#[tokio::test(flavor = "multi_thread")]
+#[ignore]
+async fn bench_list_queues_json() {
+    let Some(e) = env() else { return };
+    let b = backend(&e).await;
+    let list = b.list_queues().await.expect("list");
+    let ids: Vec<QueueId> = list.iter().map(|q| q.id.clone()).collect();
+    let stats = b.stats(&ids).await.expect("stats");
+    let out = serde_json::to_string(&serde_json::json!({"queues": list, "stats": stats.stats}))
+        .expect("json");
+    println!(
+        "QDECK_BENCH list_queues={} json_bytes={} calls={:?}",
+        list.len(),
+        out.len(),
+        b.api_calls().snapshot()
+    );
+}
+
+async fn fill(ch: &Channel, queue: &str, n: usize, size: usize) {
+    ch.confirm_select(ConfirmSelectOptions::default())
+        .await
+        .ok();
+    let body = vec![b'x'; size];
+    for chunk in 0..n.div_ceil(1000) {
+        for _ in 0..1000.min(n - chunk * 1000) {
+            ch.basic_publish(
+                "".into(),
+                queue.into(),
+                BasicPublishOptions::default(),
+                &body,
+                BasicProperties::default().with_delivery_mode(2),
+            )
+            .await
+            .expect("publish");
+        }
+        ch.wait_for_confirms().await.expect("confirms");
+    }
+}
+
+/// Redrive of QDECK_BENCH_MESSAGES (default 20,000) 1 KB messages: the management UI's "move
+/// messages" (a dynamic shovel with src-delete-after=queue-length) against qdeck's client-side
+/// redrive, on the same broker in the same run.
+#[tokio::test(flavor = "multi_thread")]
+#[ignore]
+async fn bench_redrive_vs_shovel() {
+    let Some(e) = env() else { return };
+    let n: usize = std::env::var("QDECK_BENCH_MESSAGES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(20_000);
+    let rounds: usize = std::env::var("QDECK_BENCH_ROUNDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(3)
+        .max(1);
+    let (_c, ch) = admin(&e).await;
+    let (a, bq) = (uniq("bench-a"), uniq("bench-b"));
+    declare(&ch, &a, FieldTable::default()).await;
+    declare(&ch, &bq, FieldTable::default()).await;
+    fill(&ch, &a, n, 1024).await;
+    wait_depth(&ch, &a, n as u32).await;
+    let b = client_side_backend(&e).await;
+    let (mut shovel_rates, mut qdeck_rates, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut moved, mut failed, mut dup) = (0u64, 0u64, 0u64);
+    for round in 1..=rounds {
+        // 1. Shovel move a → b, as the management UI's "Move messages" does.
+        let shovel = format!("Move from {a} {round}");
+        let path = format!(
+            "/api/parameters/shovel/%2F/{}",
+            urlencoding::encode(&shovel)
+        );
+        let t0 = Instant::now();
+        mgmt_put(
+            &e,
+            &path,
+            serde_json::json!({"component": "shovel", "vhost": "/", "name": shovel, "value": {
+                "src-uri": "amqp:///%2F", "src-queue": a, "src-protocol": "amqp091",
+                "src-prefetch-count": 1000, "src-delete-after": "queue-length",
+                "dest-protocol": "amqp091", "dest-uri": "amqp:///%2F", "dest-queue": bq,
+                "dest-add-forward-headers": false, "ack-mode": "on-confirm"}}),
+        )
+        .await;
+        while depth(&ch, &bq).await < n as u32 || depth(&ch, &a).await > 0 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            assert!(
+                t0.elapsed() < Duration::from_secs(600),
+                "shovel never finished"
+            );
+        }
+        let shovel_secs = t0.elapsed().as_secs_f64();
+        mgmt_delete(&e, &path).await;
+
+        // 2. qdeck redrive b → a (once the management stats show b, as for a DLQ that sat).
+        wait_ready(&e, &bq, n as u64).await;
+        let req = RedriveRequest {
+            source: QueueId::new(&bq),
+            target: RedriveTarget::Queue(QueueId::new(&a)),
+            max: None,
+            rate: None,
+            only_ids: None,
+        };
+        let t1 = Instant::now();
+        let rep = b
+            .redrive(&req, &OpProgress::detached())
+            .await
+            .expect("redrive");
+        let qdeck_secs = t1.elapsed().as_secs_f64();
+        wait_depth(&ch, &a, n as u32).await;
+        wait_depth(&ch, &bq, 0).await;
+        moved += rep.moved;
+        failed += rep.failed;
+        dup += rep.possibly_duplicated;
+        shovel_rates.push(n as f64 / shovel_secs);
+        qdeck_rates.push(n as f64 / qdeck_secs);
+        ratios.push(shovel_secs / qdeck_secs);
+        eprintln!(
+            "round {round}: shovel {:.0} msg/s, qdeck {:.0} msg/s, ratio {:.2}",
+            n as f64 / shovel_secs,
+            n as f64 / qdeck_secs,
+            shovel_secs / qdeck_secs
+        );
+        wait_ready(&e, &a, n as u64).await;
+    }
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(|x, y| x.total_cmp(y));
+        v[v.len() / 2]
+    };
+    let lost = n as i64 - depth(&ch, &a).await as i64;
+    println!(
+        "QDECK_BENCH redrive messages={n} rounds={rounds} shovel_rate={:.0} qdeck_rate={:.0} ratio={:.2} moved={moved} failed={failed} dup={dup} lost={lost}",
+        median(&mut shovel_rates),
+        median(&mut qdeck_rates),
+        median(&mut ratios),
+    );
+    cleanup(&ch, &[&a, &bq]).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn shovel_redrive_when_enabled() {
+    let Some(e) = env() else { return };
+    let (_c, ch) = admin(&e).await;
+    let (a, t) = (uniq("sha"), uniq("sht"));
+    declare(&ch, &a, FieldTable::default()).await;
+    declare(&ch, &t, FieldTable::default()).await;
+    publish(&ch, &a, 1500, false).await;
+    let mut st = settings(&e);
+    st.use_shovel = Some(true);
+    let b = backend_with(st).await;
+    let progress = OpProgress::detached();
+    let req = RedriveRequest {
+        source: QueueId::new(&a),
+        target: RedriveTarget::Queue(QueueId::new(&t)),
+        max: Some(1000),
+        rate: None,
+        only_ids: None,
+    };
+    let rep = b.redrive(&req, &progress).await.expect("shovel redrive");
+    assert_eq!(rep.mode, "shovel");
+    assert!(matches!(b.capabilities().redrive, RedriveMode::Native(_)));
+    assert_eq!(rep.moved, 1000);
+    assert_eq!(progress.snapshot().done, 1000);
+    wait_depth(&ch, &t, 1000).await;
+    wait_depth(&ch, &a, 500).await;
+    cleanup(&ch, &[&a, &t]).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn unreachable_broker_is_unreachable() {
+    let Some(e) = env() else { return };
+    let mut st = settings(&e);
+    st.amqp_url = Some("amqp://guest@127.0.0.1:1/%2f".into());
+    st.management_url = Some("http://127.0.0.1:1".into());
+    let b = backend_with(st).await;
+    let err = b
+        .purge(&QueueId::new("x"), &OpProgress::detached())
+        .await
+        .expect_err("unreachable");
+    assert!(matches!(err, BackendError::Unreachable(_)), "{err:?}");
+    assert!(err.is_transient());
+    eprintln!("unreachable error: {err}");
+    let err = b
+        .stats(&[QueueId::new("x")])
+        .await
+        .expect_err("unreachable");
+    assert!(matches!(err, BackendError::Unreachable(_)), "{err:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn dead_lettering_by_delivery_limit_is_reported() {
+    let Some(e) = env() else { return };
+    let (_c, ch) = admin(&e).await;
+    let (src, dlq) = (uniq("dlsrc"), uniq("dldlq"));
+    declare(&ch, &dlq, FieldTable::default()).await;
+    declare(
+        &ch,
+        &src,
+        args(&[
+            ("x-queue-type", s("quorum")),
+            ("x-delivery-limit", AMQPValue::LongInt(1)),
+            ("x-dead-letter-exchange", s("")),
+            ("x-dead-letter-routing-key", s(&dlq)),
+        ]),
+    )
+    .await;
+    publish(&ch, &src, 1, false).await;
+    for _ in 0..10 {
+        match ch
+            .basic_get(src.as_str().into(), BasicGetOptions { no_ack: false })
+            .await
+            .expect("get")
+        {
+            Some(m) => {
+                m.delivery
+                    .acker
+                    .nack(BasicNackOptions {
+                        requeue: true,
+                        multiple: false,
+                    })
+                    .await
+                    .expect("nack");
+            }
+            None => {
+                if depth(&ch, &dlq).await == 1 {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    }
+    wait_depth(&ch, &dlq, 1).await;
+    let b = backend(&e).await;
+    let list = b.list_queues().await.expect("list");
+    assert_eq!(info(&list, &src).settings.max_receives, Some(1));
+    assert_eq!(
+        info(&list, &src).dlq.as_ref().map(|q| q.as_str()),
+        Some(dlq.as_str())
+    );
+    let page = b
+        .browse(
+            &QueueId::new(&dlq),
+            &BrowseRequest {
+                cursor: None,
+                max: 10,
+                force: false,
+            },
+        )
+        .await
+        .expect("browse");
+    let dl = page.messages[0].dead_letter.as_ref().expect("x-death");
+    assert_eq!(dl.reason.as_deref(), Some("delivery_limit"));
+    assert_eq!(dl.origin.as_ref().map(|q| q.as_str()), Some(src.as_str()));
+    cleanup(&ch, &[&src, &dlq]).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn binary_bodies_and_big_headers_pass_through() {
+    let Some(e) = env() else { return };
+    let (_c, ch) = admin(&e).await;
+    let q = uniq("bin");
+    declare(&ch, &q, FieldTable::default()).await;
+    let body: Vec<u8> = (0..=255u8).collect();
+    let big = "h".repeat(50_000);
+    let hostile = "\u{1b}[2J\u{1b}]0;pwned\u{7}";
+    let props = BasicProperties::default()
+        .with_headers(args(&[("big", s(&big)), ("hostile", s(hostile))]))
+        .with_message_id("bin-1".into());
+    ch.basic_publish(
+        "".into(),
+        q.as_str().into(),
+        BasicPublishOptions::default(),
+        &body,
+        props,
+    )
+    .await
+    .expect("publish");
+    wait_depth(&ch, &q, 1).await;
+    let b = backend(&e).await;
+    let page = b
+        .browse(
+            &QueueId::new(&q),
+            &BrowseRequest {
+                cursor: None,
+                max: 1,
+                force: false,
+            },
+        )
+        .await
+        .expect("browse");
+    let m = &page.messages[0];
+    assert_eq!(m.id, "bin-1");
+    assert_eq!(m.body, body);
+    let h = |k: &str| {
+        m.headers
+            .iter()
+            .find(|(n, _)| n == k)
+            .map(|(_, v)| v.clone())
+    };
+    assert_eq!(h("big").map(|v| v.len()), Some(50_000));
+    // Passed through unchanged: escaping is the views' job.
+    assert_eq!(h("hostile").as_deref(), Some(hostile));
+    wait_depth(&ch, &q, 1).await;
+    cleanup(&ch, &[&q]).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn other_vhosts_are_addressed_as_vhost_slash_name() {
+    let Some(e) = env() else { return };
+    let vh = uniq("vh");
+    mgmt_put(&e, &format!("/api/vhosts/{vh}"), serde_json::json!({})).await;
+    mgmt_put(
+        &e,
+        &format!("/api/permissions/{vh}/{}", urlencoding::encode(&e.user)),
+        serde_json::json!({"configure": ".*", "write": ".*", "read": ".*"}),
+    )
+    .await;
+    let mut uri: lapin::uri::AMQPUri = e.url.parse().expect("url");
+    uri.vhost = vh.clone();
+    let c = Connection::connect_uri(uri, ConnectionProperties::default())
+        .await
+        .expect("vhost connection");
+    let ch = c.create_channel().await.expect("channel");
+    declare(&ch, "orders", FieldTable::default()).await;
+    publish(&ch, "orders", 4, false).await;
+
+    let b = backend(&e).await;
+    let id = QueueId::new(format!("{vh}/orders"));
+    let list = b.list_queues().await.expect("list");
+    assert!(list.iter().any(|q| q.id == id), "{vh}/orders listed");
+    let page = b
+        .browse(
+            &id,
+            &BrowseRequest {
+                cursor: None,
+                max: 10,
+                force: false,
+            },
+        )
+        .await
+        .expect("browse in another vhost");
+    assert_eq!(page.messages.len(), 4);
+    wait_depth(&ch, "orders", 4).await;
+
+    // With a vhost filter, that vhost's queues are bare names.
+    let mut st = settings(&e);
+    st.vhost = Some(vh.clone());
+    let fb = backend_with(st).await;
+    let list = fb.list_queues().await.expect("filtered list");
+    assert_eq!(
+        list.iter().map(|q| q.id.as_str()).collect::<Vec<_>>(),
+        vec!["orders"]
+    );
+    let rep = fb
+        .purge(&QueueId::new("orders"), &OpProgress::detached())
+        .await
+        .expect("purge");
+    assert_eq!(rep.purged, Some(4));
+
+    // A vhost that does not exist is a clear NotFound.
+    let mut st = settings(&e);
+    st.vhost = Some("qdeck-test-no-such-vhost".into());
+    let err = backend_with(st)
+        .await
+        .list_queues()
+        .await
+        .expect_err("missing vhost");
+    assert!(matches!(err, BackendError::NotFound(_)), "{err:?}");
+    assert!(err.to_string().contains("vhost"), "{err}");
+
+    drop(ch);
+    c.close(200, "bye".into()).await.ok();
+    mgmt_delete(&e, &format!("/api/vhosts/{vh}")).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn redrive_only_browsed_ids() {
+    let Some(e) = env() else { return };
+    let (_c, ch) = admin(&e).await;
+    let (src, dlq) = (uniq("osrc"), uniq("odlq"));
+    declare(&ch, &dlq, FieldTable::default()).await;
+    declare(
+        &ch,
+        &src,
+        args(&[
+            ("x-dead-letter-exchange", s("")),
+            ("x-dead-letter-routing-key", s(&dlq)),
+        ]),
+    )
+    .await;
+    publish(&ch, &src, 10, false).await;
+    reject_all(&ch, &src, 10).await;
+    wait_depth(&ch, &dlq, 10).await;
+    let b = client_side_backend(&e).await;
+    let page = b
+        .browse(
+            &QueueId::new(&dlq),
+            &BrowseRequest {
+                cursor: None,
+                max: 10,
+                force: false,
+            },
+        )
+        .await
+        .expect("browse");
+    let ids: Vec<String> = vec![page.messages[2].id.clone(), page.messages[7].id.clone()];
+    let req = RedriveRequest {
+        source: QueueId::new(&dlq),
+        target: RedriveTarget::Origin,
+        max: None,
+        rate: None,
+        only_ids: Some(ids.clone()),
+    };
+    let rep = b
+        .redrive(&req, &OpProgress::detached())
+        .await
+        .expect("redrive");
+    assert_eq!(rep.moved, 2, "{rep:?}");
+    assert_eq!(rep.failed, 0);
+    wait_depth(&ch, &src, 2).await;
+    wait_depth(&ch, &dlq, 8).await;
+    let moved: Vec<Vec<u8>> = vec![page.messages[2].body.clone(), page.messages[7].body.clone()];
+    for _ in 0..2 {
+        let m = ch
+            .basic_get(src.as_str().into(), BasicGetOptions { no_ack: true })
+            .await
+            .expect("get")
+            .expect("message");
+        assert!(moved.contains(&m.delivery.data));
+    }
+    cleanup(&ch, &[&src, &dlq]).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn connection_killed_mid_redrive_loses_nothing() {
+    let Some(e) = env() else { return };
+    let (_c, ch) = admin(&e).await;
+    let (a, t) = (uniq("kill-a"), uniq("kill-t"));
+    const N: u32 = 6000;
+    declare(&ch, &a, FieldTable::default()).await;
+    declare(&ch, &t, FieldTable::default()).await;
+    publish(&ch, &a, N as usize, false).await;
+    let profile = uniq("killme");
+    let mut st = settings(&e);
+    st.use_shovel = Some(false);
+    let b = backend_named(&profile, st).await;
+    let req = RedriveRequest {
+        source: QueueId::new(&a),
+        target: RedriveTarget::Queue(QueueId::new(&t)),
+        max: None,
+        rate: Some(600.0),
+        only_ids: None,
+    };
+    let b2 = b.clone();
+    let task = tokio::spawn(async move { b2.redrive(&req, &OpProgress::detached()).await });
+    // Let it move some, then close its connection from the broker side (the management
+    // API lists new connections with a delay of a few seconds).
+    let mut killed = 0;
+    let deadline = Instant::now() + Duration::from_secs(8);
+    while killed == 0 && Instant::now() < deadline && !task.is_finished() {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let conns = mgmt_get(&e, "/api/connections?columns=name,client_properties").await;
+        for c in conns.as_array().cloned().unwrap_or_default() {
+            let cn = c["client_properties"]["connection_name"]
+                .as_str()
+                .unwrap_or("");
+            if cn == format!("qdeck {profile}") {
+                let name = c["name"].as_str().unwrap_or("").to_string();
+                mgmt_delete(
+                    &e,
+                    &format!("/api/connections/{}", urlencoding::encode(&name)),
+                )
+                .await;
+                killed += 1;
+            }
+        }
+    }
+    let rep = task.await.expect("task");
+    eprintln!("killed {killed} connection(s); report {rep:?}");
+    // Whatever the outcome, every message is in one queue or the other (maybe twice).
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let total = depth(&ch, &a).await + depth(&ch, &t).await;
+        if total >= N {
+            break;
+        }
+        assert!(Instant::now() < deadline, "lost messages: {total} < {N}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    if let Ok(rep) = rep {
+        assert!(u64::from(depth(&ch, &t).await) >= rep.moved);
+    }
+    // The backend reconnects for the next operation.
+    let rep = b
+        .purge(&QueueId::new(&t), &OpProgress::detached())
+        .await
+        .expect("reconnects");
+    assert!(rep.purged.is_some());
+    cleanup(&ch, &[&a, &t]).await;
+}

@@ -4,6 +4,8 @@
 //! QDECK_TEST_RABBITMQ_MGMT (e.g. http://127.0.0.1:15672) with the management plugin enabled.
 //! Unset: each test prints a notice and passes, unless QDECK_REQUIRE_BROKERS=1.
 
+mod contract;
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -1282,4 +1284,54 @@ async fn connection_killed_mid_redrive_loses_nothing() {
         .expect("reconnects");
     assert!(rep.purged.is_some());
     cleanup(&ch, &[&a, &t]).await;
+}
+
+/// The shared backend contract on RabbitMQ: dead letters made by the broker (reject with
+/// requeue=false into a DLX-routed queue), so `x-death` records their origin.
+struct RabbitFixture<'a> {
+    env: &'a Env,
+    ch: Channel,
+}
+
+impl contract::Fixture for RabbitFixture<'_> {
+    async fn scene(
+        &self,
+        _b: &dyn Backend,
+        tag: &str,
+        ready: usize,
+        dead: usize,
+    ) -> (QueueId, QueueId) {
+        let (src, dlq) = (uniq(&format!("{tag}-src")), uniq(&format!("{tag}-dlq")));
+        declare(&self.ch, &dlq, FieldTable::default()).await;
+        declare(
+            &self.ch,
+            &src,
+            args(&[
+                ("x-dead-letter-exchange", s("")),
+                ("x-dead-letter-routing-key", s(&dlq)),
+            ]),
+        )
+        .await;
+        publish(&self.ch, &src, dead, true).await;
+        reject_all(&self.ch, &src, dead).await;
+        wait_depth(&self.ch, &dlq, dead as u32).await;
+        publish(&self.ch, &src, ready, true).await;
+        wait_ready(self.env, &src, ready as u64).await;
+        wait_ready(self.env, &dlq, dead as u64).await;
+        (QueueId::new(src), QueueId::new(dlq))
+    }
+
+    /// The management API refreshes its message counts every 5 s.
+    fn settle(&self) -> Duration {
+        Duration::from_secs(6)
+    }
+}
+
+#[tokio::test]
+async fn rabbitmq_keeps_the_backend_contract() {
+    let Some(e) = env() else { return };
+    let b = client_side_backend(&e).await;
+    let (_c, ch) = admin(&e).await;
+    let fx = RabbitFixture { env: &e, ch };
+    contract::run(b.as_ref(), &fx, "contract").await;
 }

@@ -1,6 +1,7 @@
 //! Service Bus backend against the in-process stand-in (tests/servicebus_standin): no Azure,
 //! no env var needed. Verified against the stand-in, not against Azure.
 
+mod contract;
 #[path = "servicebus_standin/mod.rs"]
 mod standin;
 
@@ -975,4 +976,45 @@ async fn listen_key_scoped_to_an_entity_shows_what_it_can() {
         .await
         .unwrap();
     assert_eq!(p.messages.len(), 1);
+}
+
+/// The shared backend contract on the stand-in; its dead letters are seeded the way the
+/// broker records them (reason and description properties on the entity's DLQ).
+struct StandInFixture {
+    s: StandIn,
+}
+
+impl contract::Fixture for StandInFixture {
+    async fn scene(
+        &self,
+        b: &dyn Backend,
+        tag: &str,
+        ready: usize,
+        dead: usize,
+    ) -> (QueueId, QueueId) {
+        self.s.create_queue(tag, 10, 30);
+        for i in 0..dead {
+            self.s
+                .seed_dlq(tag, rich_msg(i), "MaxDeliveryCountExceeded");
+        }
+        for i in 0..ready {
+            b.send(
+                &q(tag),
+                OutgoingMessage {
+                    body: format!("ready {i}").into_bytes(),
+                    ..Default::default()
+                },
+            )
+            .await
+            .expect("send");
+        }
+        (q(tag), dlq(tag))
+    }
+}
+
+#[tokio::test]
+async fn servicebus_keeps_the_backend_contract_on_the_standin() {
+    let s = StandIn::start().await;
+    let b = backend(&s).await;
+    contract::run(b.as_ref(), &StandInFixture { s }, "contract").await;
 }

@@ -9,6 +9,8 @@
 //! in this file (`move_task_*`) that answers with the documented AWS JSON 1.0 shapes. Those
 //! tests need no broker and always run.
 
+mod contract;
+
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Once};
 use std::time::Duration;
@@ -1436,4 +1438,68 @@ async fn redrive_of_selected_messages_moves_only_those() {
         "the others are visible again"
     );
     assert_eq!(st[dlq_id.as_str()].in_flight, Some(0));
+}
+
+/// The shared backend contract on moto: moto dead-letters lazily on the receive after the
+/// receive count reaches maxReceiveCount, so two receives send the messages over.
+struct SqsFixture {
+    raw: Raw,
+    prefix: String,
+}
+
+impl contract::Fixture for SqsFixture {
+    async fn scene(
+        &self,
+        _b: &dyn Backend,
+        tag: &str,
+        ready: usize,
+        dead: usize,
+    ) -> (QueueId, QueueId) {
+        let (src, dlq) = (
+            format!("{}-{tag}-src", self.prefix),
+            format!("{}-{tag}-dlq", self.prefix),
+        );
+        let (src_url, dlq_url) = self.raw.pair(&src, &dlq, 1, false).await;
+        for i in 0..dead {
+            self.raw.send(&src_url, &format!("dead {i}"), None).await;
+        }
+        for _ in 0..20 {
+            self.raw.receive_once(&src_url, 10).await;
+            let moved = self
+                .raw
+                .sqs
+                .get_queue_attributes()
+                .queue_url(&dlq_url)
+                .attribute_names(QueueAttributeName::ApproximateNumberOfMessages)
+                .send()
+                .await
+                .expect("attrs")
+                .attributes()
+                .and_then(|a| {
+                    a.get(&QueueAttributeName::ApproximateNumberOfMessages)
+                        .cloned()
+                })
+                .and_then(|v| v.parse::<usize>().ok())
+                .unwrap_or(0);
+            if moved >= dead {
+                break;
+            }
+        }
+        for i in 0..ready {
+            self.raw.send(&src_url, &format!("ready {i}"), None).await;
+        }
+        (QueueId::new(src), QueueId::new(dlq))
+    }
+}
+
+#[tokio::test]
+async fn sqs_keeps_the_backend_contract() {
+    let Some(ep) = endpoint() else { return };
+    let p = prefix();
+    let b = qdeck(&ep, &p).await;
+    let fx = SqsFixture {
+        raw: raw(&ep).await,
+        prefix: p,
+    };
+    contract::run(b.as_ref(), &fx, "contract").await;
 }

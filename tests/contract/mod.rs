@@ -129,20 +129,24 @@ pub async fn run<F: Fixture>(b: &dyn Backend, fx: &F, tag: &str) {
     tokio::time::sleep(fx.settle()).await;
     assert_eq!(figures(b, &src).await.depth, Some(0), "purged");
 
-    // An unknown queue is a clear NotFound, not a panic or a zero.
+    // An unknown queue gets no figures (never zeros): an error for it, or NotFound.
     let ghost = QueueId::new(format!("{tag}-does-not-exist"));
-    let r = b
-        .browse(
-            &ghost,
-            &BrowseRequest {
-                cursor: None,
-                max: 5,
-                force: false,
-            },
-        )
-        .await;
-    assert!(
-        matches!(r, Err(qdeck::backend::BackendError::NotFound(_))),
-        "browse of an unknown queue: {r:?}"
-    );
+    match b.stats(std::slice::from_ref(&ghost)).await {
+        Ok(batch) => {
+            assert!(
+                batch.stats.iter().all(|s| s.id != ghost),
+                "figures invented for an unknown queue: {:?}",
+                batch.stats
+            );
+            assert!(
+                batch.errors.iter().any(|(q, _)| q == &ghost),
+                "no error for an unknown queue: {:?}",
+                batch.errors
+            );
+        }
+        Err(e) => assert!(
+            matches!(e, qdeck::backend::BackendError::NotFound(_)),
+            "stats of an unknown queue: {e}"
+        ),
+    }
 }

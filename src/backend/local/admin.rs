@@ -264,21 +264,25 @@ impl LocalBackend {
         Ok(batch)
     }
 
+    /// NotFound unless `name` is a queue, on a connection the caller already holds.
+    pub(super) fn require_queue(&self, conn: &rusqlite::Connection, name: &str) -> Result<()> {
+        let n: i64 = conn
+            .query_row("SELECT COUNT(*) FROM queues WHERE name = ?1", [name], |r| {
+                r.get(0)
+            })
+            .map_err(|e| self.err(e))?;
+        if n == 0 {
+            return Err(not_found(name));
+        }
+        Ok(())
+    }
+
     /// Workers that held leases on `queue` recently, with their counts and rate.
     pub(super) fn consumers_sync(&self, queue: &QueueId) -> Result<Vec<Consumer>> {
         let now = now_ms();
         let conn = self.lock();
         let map_err = |e| self.err(e);
-        let exists: i64 = conn
-            .query_row(
-                "SELECT COUNT(*) FROM queues WHERE name = ?1",
-                [queue.as_str()],
-                |r| r.get(0),
-            )
-            .map_err(map_err)?;
-        if exists == 0 {
-            return Err(not_found(queue.as_str()));
-        }
+        self.require_queue(&conn, queue.as_str())?;
         let mut st = conn
             .prepare_cached(
                 "SELECT w.worker, w.processed, w.failed, w.last_seen_ms, w.rate,

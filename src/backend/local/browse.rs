@@ -2,7 +2,6 @@
 
 use rusqlite::params;
 
-use super::worker::not_found;
 use super::{now_ms, LocalBackend};
 use crate::backend::{BackendError, Result};
 use crate::domain::*;
@@ -19,16 +18,7 @@ impl LocalBackend {
         let now = now_ms();
         let conn = self.lock();
         let map_err = |e| self.err(e);
-        let exists: i64 = conn
-            .query_row(
-                "SELECT COUNT(*) FROM queues WHERE name = ?1",
-                [queue.as_str()],
-                |r| r.get(0),
-            )
-            .map_err(map_err)?;
-        if exists == 0 {
-            return Err(not_found(queue.as_str()));
-        }
+        self.require_queue(&conn, queue.as_str())?;
         let mut st = conn
             .prepare_cached(
                 "SELECT id, key, body, headers, enqueued_ms, visible_ms, leased_by, receive_count,

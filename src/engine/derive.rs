@@ -177,24 +177,20 @@ mod tests {
     use crate::domain::{QueueId, QueueInfo, QueueStats, StatsBatch};
     use crate::engine::store::Store;
 
-    fn feed(store: &mut Store, points: &[(i64, u64, u64, u64, u32)]) -> QueueId {
-        // (seconds, depth, enqueued_total, completed_total, consumers)
+    /// One queue fed one sample per second for `secs` seconds; `at(t)` gives the figures.
+    fn series(store: &mut Store, secs: i64, at: impl Fn(i64) -> QueueStats) -> QueueId {
         let id = QueueId::new("q");
         store.set_queues(vec![QueueInfo {
             id: id.clone(),
             ..Default::default()
         }]);
         let epoch = store.epoch_ms();
-        for &(t, depth, enq, done, consumers) in points {
+        for t in 0..=secs {
             store.apply(StatsBatch {
                 stats: vec![QueueStats {
                     id: id.clone(),
                     at_ms: epoch + t * 1000,
-                    depth: Some(depth),
-                    enqueued_total: Some(enq),
-                    completed_total: Some(done),
-                    consumers: Some(consumers),
-                    ..Default::default()
+                    ..at(t)
                 }],
                 errors: vec![],
             });
@@ -202,14 +198,25 @@ mod tests {
         id
     }
 
+    /// Counter-based samples: (depth, enqueued_total, completed_total, consumers) at second t.
+    fn counters(store: &mut Store, secs: i64, at: impl Fn(u64) -> (u64, u64, u64, u32)) -> QueueId {
+        series(store, secs, |t| {
+            let (depth, enq, done, consumers) = at(t as u64);
+            QueueStats {
+                depth: Some(depth),
+                enqueued_total: Some(enq),
+                completed_total: Some(done),
+                consumers: Some(consumers),
+                ..Default::default()
+            }
+        })
+    }
+
     #[test]
     fn ten_in_four_per_worker_needs_three_workers() {
         // One worker doing 4/s while 10/s arrive: backlog grows by 6/s.
         let mut s = Store::new(600, 600, 600.0);
-        let pts: Vec<_> = (0..=30)
-            .map(|t| (t as i64, 6 * t as u64, 10 * t as u64, 4 * t as u64, 1))
-            .collect();
-        let id = feed(&mut s, &pts);
+        let id = counters(&mut s, 30, |t| (6 * t, 10 * t, 4 * t, 1));
         let d = s.derived(&id).unwrap();
         assert_eq!(d.rate_source, RateSource::Counters);
         assert!((d.in_rate.unwrap() - 10.0).abs() < 1e-9);
@@ -235,18 +242,7 @@ mod tests {
     fn backlog_draining_by_two_per_second() {
         let mut s = Store::new(600, 600, 600.0);
         // 3 workers at 4/s each, 10/s arriving: net −2/s from a backlog of 1000.
-        let pts: Vec<_> = (0..=20)
-            .map(|t| {
-                (
-                    t as i64,
-                    1000 - 2 * t as u64,
-                    10 * t as u64,
-                    12 * t as u64,
-                    3,
-                )
-            })
-            .collect();
-        let id = feed(&mut s, &pts);
+        let id = counters(&mut s, 20, |t| (1000 - 2 * t, 10 * t, 12 * t, 3));
         let d = s.derived(&id).unwrap();
         assert_eq!(d.trend, Trend::Draining);
         assert!((d.net_rate.unwrap() + 2.0).abs() < 1e-9);
@@ -257,23 +253,10 @@ mod tests {
     #[test]
     fn depth_only_broker_gets_a_labelled_net_rate() {
         let mut s = Store::new(600, 600, 600.0);
-        let id = QueueId::new("q");
-        s.set_queues(vec![QueueInfo {
-            id: id.clone(),
+        let id = series(&mut s, 10, |t| QueueStats {
+            depth: Some(100 - 5 * t as u64),
             ..Default::default()
-        }]);
-        let epoch = s.epoch_ms();
-        for t in 0..=10 {
-            s.apply(StatsBatch {
-                stats: vec![QueueStats {
-                    id: id.clone(),
-                    at_ms: epoch + t * 1000,
-                    depth: Some(100 - 5 * t as u64),
-                    ..Default::default()
-                }],
-                errors: vec![],
-            });
-        }
+        });
         let d = s.derived(&id).unwrap();
         assert_eq!(d.rate_source, RateSource::DepthDelta);
         assert_eq!(d.in_rate, None);
@@ -285,24 +268,11 @@ mod tests {
     #[test]
     fn rising_age_with_flat_depth_is_flagged() {
         let mut s = Store::new(600, 600, 600.0);
-        let id = QueueId::new("q");
-        s.set_queues(vec![QueueInfo {
-            id: id.clone(),
+        let id = series(&mut s, 40, |t| QueueStats {
+            depth: Some(3),
+            oldest_age_secs: Some(100.0 + t as f64),
             ..Default::default()
-        }]);
-        let epoch = s.epoch_ms();
-        for t in 0..=40 {
-            s.apply(StatsBatch {
-                stats: vec![QueueStats {
-                    id: id.clone(),
-                    at_ms: epoch + t * 1000,
-                    depth: Some(3),
-                    oldest_age_secs: Some(100.0 + t as f64),
-                    ..Default::default()
-                }],
-                errors: vec![],
-            });
-        }
+        });
         assert!(s.derived(&id).unwrap().stuck);
     }
 }

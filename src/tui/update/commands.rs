@@ -1,0 +1,98 @@
+//! `:` commands. Most reuse a key's command so both paths behave alike; the rest take an
+//! argument no key can carry.
+
+use super::{dialogs, keys::run_cmd, messages, push, queues, set_status, Effect};
+use crate::domain::QueueId;
+use crate::tui::keymap::Cmd;
+use crate::tui::state::*;
+use crate::tui::theme::Theme;
+
+pub(super) fn command(st: &mut State, text: &str, fx: &mut Vec<Effect>) {
+    let mut words = text.split_whitespace();
+    let Some(head) = words.next() else {
+        return;
+    };
+    let arg: Vec<&str> = words.collect();
+    let arg = arg.join(" ");
+    match head {
+        "q" | "q!" | "quit" | "exit" => st.quit = true,
+        "help" | "h" => push(st, View::Help),
+        "dlq" => run_cmd(st, Cmd::Dlq, fx),
+        "workers" | "w" | "consumers" => run_cmd(st, Cmd::Workers, fx),
+        "browse" | "messages" | "m" => run_cmd(st, Cmd::Browse, fx),
+        "force" | "browse!" => {
+            if let Some(q) = st.context_queue().cloned() {
+                messages::start_browse(st, q, true, fx);
+            }
+        }
+        "queues" | "home" => st.stack.truncate(1),
+        "filter" => {
+            st.filter = Filter::new(&arg);
+            st.stack.truncate(1);
+            queues::rebuild_rows(st);
+        }
+        "sort" => {
+            let mut a = arg.split_whitespace();
+            match a.next().and_then(SortCol::parse) {
+                Some(c) => {
+                    st.sort = c;
+                    st.sort_desc = match a.next() {
+                        Some("asc") => false,
+                        Some("desc") => true,
+                        _ => c != SortCol::Name,
+                    };
+                    queues::rebuild_rows(st);
+                }
+                None => set_status(
+                    st,
+                    Level::Warn,
+                    format!("sort by: {}", SortCol::ALL.map(|c| c.name()).join(", ")),
+                ),
+            }
+        }
+        "theme" => match Theme::load(&arg, st.theme_dir.as_deref()) {
+            Ok(t) => {
+                st.theme = t;
+                set_status(st, Level::Info, format!("theme {arg}"));
+            }
+            Err(e) => set_status(st, Level::Warn, e),
+        },
+        "profile" | "ctx" => {
+            if arg.is_empty() || arg == st.profile {
+                let msg = format!(
+                    "profile {} ({}); profiles: {}",
+                    st.profile,
+                    st.broker,
+                    st.profiles.join(", ")
+                );
+                set_status(st, Level::Info, msg);
+            } else if !st.profiles.contains(&arg) {
+                let msg = format!(
+                    "unknown profile {arg:?}; profiles: {}",
+                    st.profiles.join(", ")
+                );
+                set_status(st, Level::Warn, msg);
+            } else if st.op.is_some() {
+                set_status(st, Level::Warn, "wait for the running operation to finish");
+            } else {
+                set_status(st, Level::Info, format!("switching to profile {arg}…"));
+                fx.push(Effect::SwitchProfile(arg));
+            }
+        }
+        "purge" => run_cmd(st, Cmd::Purge, fx),
+        "redrive" if !st.read_only => {
+            if arg.is_empty() {
+                run_cmd(st, Cmd::Redrive, fx)
+            } else if st.store.get(&QueueId::new(arg.as_str())).is_some() {
+                dialogs::open_redrive(st, Some(QueueId::new(arg)))
+            } else {
+                set_status(st, Level::Warn, format!("unknown queue {arg:?}"))
+            }
+        }
+        other => set_status(
+            st,
+            Level::Warn,
+            format!("unknown command :{other} (try :help)"),
+        ),
+    }
+}

@@ -1,0 +1,211 @@
+//! Confirm dialogs (browse with side effects, purge, redrive): opening them with the facts the
+//! user must see, and acting only once the answer is complete.
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+use super::{messages, set_status, Effect};
+use crate::backend::ProgressState;
+use crate::domain::{QueueId, RedriveRequest, RedriveTarget};
+use crate::tui::state::*;
+
+pub(super) fn open_purge(st: &mut State) {
+    if let Some(q) = st.context_queue().cloned() {
+        let count = st
+            .store
+            .get(&q)
+            .and_then(|e| e.latest.as_ref())
+            .and_then(|s| {
+                let parts = [s.depth, s.in_flight, s.delayed];
+                parts
+                    .iter()
+                    .any(|p| p.is_some())
+                    .then(|| parts.iter().flatten().sum())
+            });
+        st.dialog = Some(Dialog {
+            kind: DialogKind::Purge { queue: q, count },
+            typed: String::new(),
+            needs_name: st.protected,
+        });
+    }
+}
+
+/// Open the redrive dialog; `to` presets a target queue (`:redrive QUEUE`).
+pub(super) fn open_redrive(st: &mut State, to: Option<QueueId>) {
+    let in_msgs = matches!(st.view(), View::Messages | View::Message);
+    let Some(q) = st.context_queue().cloned() else {
+        return;
+    };
+    let Some(info) = st.store.get(&q).map(|e| e.info.clone()) else {
+        set_status(st, Level::Warn, format!("{q}: not in the queue list yet"));
+        return;
+    };
+    // Redrive moves out of a DLQ: the selected queue if it is one, else its DLQ.
+    let source = if info.is_dlq || in_msgs {
+        q.clone()
+    } else if let Some(d) = info.dlq.clone() {
+        d
+    } else {
+        set_status(
+            st,
+            Level::Warn,
+            format!("{q} has no dead-letter queue to redrive"),
+        );
+        return;
+    };
+    let mut targets = vec![RedriveTarget::Origin];
+    let sources = st
+        .store
+        .get(&source)
+        .map(|e| e.info.dlq_sources.clone())
+        .unwrap_or_default();
+    for s in sources {
+        targets.push(RedriveTarget::Queue(s));
+    }
+    if !info.is_dlq && !in_msgs && targets.len() == 1 {
+        targets.push(RedriveTarget::Queue(q.clone()));
+    }
+    let mut target = 0;
+    if let Some(to) = to {
+        let t = RedriveTarget::Queue(to);
+        target = match targets.iter().position(|x| *x == t) {
+            Some(i) => i,
+            None => {
+                targets.push(t);
+                targets.len() - 1
+            }
+        };
+    }
+    let only_ids = (in_msgs && !st.msgs.marked.is_empty())
+        .then(|| st.msgs.marked.iter().cloned().collect::<Vec<_>>());
+    let count = match &only_ids {
+        Some(v) => Some(v.len() as u64),
+        None => st
+            .store
+            .get(&source)
+            .and_then(|e| e.latest.as_ref())
+            .and_then(|s| s.depth),
+    };
+    st.dialog = Some(Dialog {
+        kind: DialogKind::Redrive {
+            source,
+            targets,
+            target,
+            rate: 0,
+            only_ids,
+            count,
+        },
+        typed: String::new(),
+        needs_name: st.protected,
+    });
+}
+
+pub(super) fn dialog_key(st: &mut State, k: KeyEvent, fx: &mut Vec<Effect>) {
+    let Some(d) = st.dialog.as_mut() else {
+        return;
+    };
+    if k.modifiers.contains(KeyModifiers::CONTROL) && k.code == KeyCode::Char('c') {
+        st.dialog = None;
+        return;
+    }
+    match k.code {
+        KeyCode::Esc => st.dialog = None,
+        KeyCode::Tab | KeyCode::BackTab => {
+            if let DialogKind::Redrive {
+                targets, target, ..
+            } = &mut d.kind
+            {
+                let n = targets.len().max(1);
+                *target = if k.code == KeyCode::Tab {
+                    (*target + 1) % n
+                } else {
+                    (*target + n - 1) % n
+                };
+            }
+        }
+        KeyCode::Up | KeyCode::Down => {
+            if let DialogKind::Redrive { rate, .. } = &mut d.kind {
+                let n = RATES.len();
+                *rate = if k.code == KeyCode::Up {
+                    (*rate + 1) % n
+                } else {
+                    (*rate + n - 1) % n
+                };
+            }
+        }
+        KeyCode::Backspace => {
+            d.typed.pop();
+        }
+        KeyCode::Char(c) if d.needs_name => d.typed.push(c),
+        KeyCode::Char('y') | KeyCode::Enter => {
+            if !d.ready() {
+                return;
+            }
+            let Some(d) = st.dialog.take() else {
+                return;
+            };
+            confirm(st, d, fx);
+        }
+        KeyCode::Char('n') => st.dialog = None,
+        _ => {}
+    }
+}
+
+fn confirm(st: &mut State, d: Dialog, fx: &mut Vec<Effect>) {
+    match d.kind {
+        DialogKind::Browse { queue, .. } => messages::start_browse(st, queue, false, fx),
+        DialogKind::Purge { queue, .. } => {
+            if st.read_only {
+                return;
+            }
+            if st.op.is_some() {
+                set_status(st, Level::Warn, "an operation is already running");
+                return;
+            }
+            st.op = Some(OpState {
+                label: format!("purge {}", queue),
+                progress: ProgressState::default(),
+                started_ms: st.now_ms,
+                cancelling: false,
+            });
+            fx.push(Effect::Purge(queue));
+        }
+        DialogKind::Redrive {
+            source,
+            targets,
+            target,
+            rate,
+            only_ids,
+            count: _,
+        } => {
+            if st.read_only {
+                return;
+            }
+            if st.op.is_some() {
+                set_status(st, Level::Warn, "an operation is already running");
+                return;
+            }
+            let target = targets
+                .get(target)
+                .cloned()
+                .unwrap_or(RedriveTarget::Origin);
+            let label = match &target {
+                RedriveTarget::Origin => format!("redrive {source} → origin"),
+                RedriveTarget::Queue(q) => format!("redrive {source} → {q}"),
+            };
+            st.op = Some(OpState {
+                label,
+                progress: ProgressState::default(),
+                started_ms: st.now_ms,
+                cancelling: false,
+            });
+            st.msgs.marked.clear();
+            fx.push(Effect::Redrive(RedriveRequest {
+                source,
+                target,
+                max: None,
+                rate: RATES.get(rate).copied().flatten(),
+                only_ids,
+            }));
+        }
+    }
+}

@@ -1,0 +1,71 @@
+//! The input line: filter and search apply as the user types; a `:` command runs on Enter.
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+use super::{commands, messages, queues, Effect};
+use crate::tui::state::*;
+
+pub(super) fn input_key(st: &mut State, k: KeyEvent, fx: &mut Vec<Effect>) {
+    let Some(inp) = st.input.as_mut() else {
+        return;
+    };
+    let ctrl = k.modifiers.contains(KeyModifiers::CONTROL);
+    match k.code {
+        KeyCode::Esc => {
+            let kind = inp.kind;
+            st.input = None;
+            // Esc in a filter clears it.
+            match kind {
+                InputKind::Filter => {
+                    st.filter = Filter::default();
+                    queues::rebuild_rows(st);
+                }
+                InputKind::Search => {
+                    st.msgs.search = Filter::default();
+                    messages::refilter_msgs(st);
+                }
+                InputKind::Command => {}
+            }
+        }
+        KeyCode::Char('c') if ctrl => st.input = None,
+        KeyCode::Char('u') if ctrl => {
+            inp.text.clear();
+            live_filter(st);
+        }
+        KeyCode::Backspace => {
+            inp.text.pop();
+            live_filter(st);
+        }
+        KeyCode::Enter => {
+            let Some(inp) = st.input.take() else {
+                return;
+            };
+            if inp.kind == InputKind::Command {
+                commands::command(st, inp.text.trim(), fx);
+            }
+        }
+        KeyCode::Char(c) if !ctrl => {
+            inp.text.push(c);
+            live_filter(st);
+        }
+        _ => {}
+    }
+}
+
+/// Filters apply as you type.
+fn live_filter(st: &mut State) {
+    let Some(inp) = &st.input else {
+        return;
+    };
+    match inp.kind {
+        InputKind::Filter => {
+            st.filter = Filter::new(&inp.text);
+            queues::rebuild_rows(st);
+        }
+        InputKind::Search => {
+            st.msgs.search = Filter::new(&inp.text);
+            messages::refilter_msgs(st);
+        }
+        InputKind::Command => {}
+    }
+}

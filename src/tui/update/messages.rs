@@ -1,0 +1,151 @@
+//! The message browser: pages arriving, search, selection, and the messages a copy or save
+//! acts on.
+
+use super::{push, set_status, Effect};
+use crate::domain::{BrowseEffect, Message, Page, QueueId};
+use crate::sanitize;
+use crate::tui::state::*;
+
+pub(super) fn page_loaded(
+    st: &mut State,
+    queue: QueueId,
+    append: bool,
+    result: Result<Page, String>,
+) {
+    if st.msgs.queue.as_ref() == Some(&queue) {
+        st.msgs.loading = false;
+        match result {
+            Ok(p) => {
+                if !append {
+                    st.msgs.messages.clear();
+                    st.msgs.cursor = Cursor::default();
+                }
+                st.msgs.messages.extend(p.messages);
+                st.msgs.next = p.next;
+                st.msgs.effect_note = p.effect_note;
+                st.msgs.error = None;
+                let ids: std::collections::BTreeSet<&str> =
+                    st.msgs.messages.iter().map(|m| m.id.as_str()).collect();
+                st.msgs.marked.retain(|m| ids.contains(m.as_str()));
+            }
+            Err(e) => st.msgs.error = Some(e),
+        }
+        refilter_msgs(st);
+        st.dirty = true;
+    }
+}
+
+pub(super) fn refilter_msgs(st: &mut State) {
+    let m = &mut st.msgs;
+    m.rows = (0..m.messages.len())
+        .filter(|&i| {
+            if !m.search.is_active() {
+                return true;
+            }
+            let msg = &m.messages[i];
+            let mut hay = format!("{} ", msg.id);
+            if let Some(d) = &msg.dead_letter {
+                hay.push_str(d.reason.as_deref().unwrap_or(""));
+                hay.push(' ');
+                hay.push_str(d.description.as_deref().unwrap_or(""));
+            }
+            for (k, v) in &msg.headers {
+                hay.push_str(&format!(" {k}={v}"));
+            }
+            hay.push(' ');
+            hay.push_str(&String::from_utf8_lossy(
+                &msg.body[..msg.body.len().min(64 * 1024)],
+            ));
+            m.search.matches(&hay)
+        })
+        .collect();
+    let page = st.page_rows();
+    st.msgs.cursor.clamp(st.msgs.rows.len(), page);
+}
+
+pub(super) fn current_msg(st: &State) -> Option<&Message> {
+    let i = match st.view() {
+        View::Message => st.body.index,
+        _ => *st.msgs.rows.get(st.msgs.cursor.sel)?,
+    };
+    st.msgs.messages.get(i)
+}
+
+pub(super) fn open_message(st: &mut State) {
+    let Some(&i) = st.msgs.rows.get(st.msgs.cursor.sel) else {
+        return;
+    };
+    let Some(m) = st.msgs.messages.get(i) else {
+        return;
+    };
+    let (kind, lines) = sanitize::body_lines(&m.body);
+    st.body = BodyState {
+        index: i,
+        kind: Some(kind),
+        lines,
+        scroll: 0,
+    };
+    push(st, View::Message);
+}
+
+pub(super) fn save(st: &State, fx: &mut Vec<Effect>) {
+    if let (Some(q), true) = (
+        st.msgs.queue.clone(),
+        matches!(st.view(), View::Messages | View::Message),
+    ) {
+        let msgs: Vec<Message> = if st.msgs.marked.is_empty() {
+            current_msg(st).into_iter().cloned().collect()
+        } else {
+            st.msgs
+                .messages
+                .iter()
+                .filter(|m| st.msgs.marked.contains(&m.id))
+                .cloned()
+                .collect()
+        };
+        if !msgs.is_empty() {
+            fx.push(Effect::Save {
+                queue: q,
+                messages: msgs,
+            });
+        }
+    }
+}
+
+pub(super) fn browse(st: &mut State, q: QueueId, fx: &mut Vec<Effect>) {
+    if let BrowseEffect::SideEffect(note) = &st.caps.browse {
+        st.dialog = Some(Dialog {
+            kind: DialogKind::Browse {
+                queue: q,
+                note: note.clone(),
+            },
+            typed: String::new(),
+            needs_name: false,
+        });
+        return;
+    }
+    if let BrowseEffect::Unsupported(why) = &st.caps.browse {
+        let why = why.clone();
+        set_status(st, Level::Warn, format!("cannot browse: {why}"));
+        return;
+    }
+    start_browse(st, q, false, fx);
+}
+
+pub(super) fn start_browse(st: &mut State, q: QueueId, force: bool, fx: &mut Vec<Effect>) {
+    st.msgs = MsgState {
+        queue: Some(q.clone()),
+        loading: true,
+        forced: force,
+        ..Default::default()
+    };
+    if st.view() == View::Message {
+        st.stack.pop();
+    }
+    push(st, View::Messages);
+    fx.push(Effect::Browse {
+        queue: q,
+        cursor: None,
+        force,
+    });
+}

@@ -1,0 +1,189 @@
+//! The pure update: `update(&mut State, Action) -> Vec<Effect>`. No I/O here; effects are
+//! carried out by the event loop (or inspected by tests).
+//!
+//! This file only routes actions; the submodules hold the logic, split by what the user is
+//! interacting with, so a change to one kind of input stays in one small file.
+
+mod commands;
+mod dialogs;
+mod input;
+mod keys;
+mod messages;
+mod queues;
+
+use crossterm::event::{KeyEvent, KeyEventKind};
+
+use super::state::*;
+use crate::backend::ProgressState;
+use crate::domain::{Consumer, Message, Page, QueueId, RedriveRequest};
+use crate::engine::poller::PollEvent;
+use crate::sanitize;
+
+// Tests and benches build the queue list without going through `update`.
+pub use queues::rebuild_rows;
+
+#[derive(Debug, Clone)]
+pub enum Action {
+    Key(KeyEvent),
+    Resize(u16, u16),
+    /// 1 s clock (unix ms).
+    Tick(i64),
+    Poll(PollEvent),
+    Page {
+        queue: QueueId,
+        append: bool,
+        result: Result<Page, String>,
+    },
+    Consumers {
+        queue: QueueId,
+        result: Result<Vec<Consumer>, String>,
+    },
+    OpProgress(ProgressState),
+    /// Summary line of a finished operation.
+    OpDone(Result<String, String>),
+    DemoWorkers(usize),
+    /// Result of a save or copy.
+    Notice(Result<String, String>),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Effect {
+    Browse {
+        queue: QueueId,
+        cursor: Option<String>,
+        force: bool,
+    },
+    Consumers(QueueId),
+    Redrive(RedriveRequest),
+    Purge(QueueId),
+    CancelOp,
+    /// Queues on screen: polled first and often.
+    Visible(Vec<QueueId>),
+    Refresh,
+    /// Copy text to the clipboard (OSC 52).
+    Copy(String),
+    /// Save messages as JSON lines.
+    Save {
+        queue: QueueId,
+        messages: Vec<Message>,
+    },
+    AddWorker,
+    RemoveWorker,
+    /// Open another profile of the same configuration.
+    SwitchProfile(String),
+}
+
+pub fn update(st: &mut State, action: Action) -> Vec<Effect> {
+    let mut fx = Vec::new();
+    match action {
+        Action::Key(k) => {
+            if k.kind == KeyEventKind::Press || k.kind == KeyEventKind::Repeat {
+                keys::key(st, k, &mut fx);
+            }
+            st.dirty = true;
+        }
+        Action::Resize(w, h) => {
+            st.size = (w, h);
+            st.dirty = true;
+        }
+        Action::Tick(now) => {
+            st.now_ms = now;
+            // Re-sorting runs over every queue: on user actions and this tick, not per batch.
+            if st.rows_dirty {
+                queues::rebuild_rows(st);
+            }
+            // The workers view follows the poll rhythm; message pages do not (browsing may
+            // have side effects on some brokers).
+            let w = &st.workers;
+            if st.view() == View::Workers
+                && !w.loading
+                && w.fetched_ms
+                    .is_none_or(|t| (now - t) as f64 >= st.refresh_secs * 1000.0)
+            {
+                if let Some(q) = w.queue.clone() {
+                    st.workers.loading = true;
+                    fx.push(Effect::Consumers(q));
+                }
+            }
+            if st
+                .status
+                .as_ref()
+                .is_some_and(|s| now - s.at_ms > 10_000 && s.level == Level::Info)
+            {
+                st.status = None;
+            }
+            // Clocks ("updated 3 s ago") move every second.
+            st.dirty = true;
+        }
+        Action::Poll(ev) => queues::poll(st, ev),
+        Action::Page {
+            queue,
+            append,
+            result,
+        } => messages::page_loaded(st, queue, append, result),
+        Action::Consumers { queue, result } => {
+            if st.workers.queue.as_ref() == Some(&queue) {
+                st.workers.loading = false;
+                st.workers.fetched_ms = Some(st.now_ms);
+                match result {
+                    Ok(l) => {
+                        st.workers.list = l;
+                        st.workers.error = None;
+                    }
+                    Err(e) => st.workers.error = Some(e),
+                }
+                st.dirty = true;
+            }
+        }
+        Action::OpProgress(p) => {
+            if let Some(op) = &mut st.op {
+                op.progress = p;
+                st.dirty = true;
+            }
+        }
+        Action::OpDone(r) => {
+            st.op = None;
+            match r {
+                Ok(t) => set_status(st, Level::Info, t),
+                Err(e) => set_status(st, Level::Error, e),
+            }
+            fx.push(Effect::Refresh);
+            if matches!(st.view(), View::Messages | View::Message) {
+                if let Some(q) = st.msgs.queue.clone() {
+                    st.msgs.loading = true;
+                    fx.push(Effect::Browse {
+                        queue: q,
+                        cursor: None,
+                        force: st.msgs.forced,
+                    });
+                }
+            }
+        }
+        Action::DemoWorkers(n) => {
+            st.demo_workers = Some(n);
+            st.dirty = true;
+        }
+        Action::Notice(r) => match r {
+            Ok(t) => set_status(st, Level::Info, t),
+            Err(e) => set_status(st, Level::Error, e),
+        },
+    }
+    fx.extend(queues::visible(st));
+    fx
+}
+
+pub fn set_status(st: &mut State, level: Level, text: impl Into<String>) {
+    st.status = Some(Status {
+        text: sanitize::clean(&text.into()).into_owned(),
+        level,
+        at_ms: st.now_ms,
+    });
+    st.dirty = true;
+}
+
+/// Opening the view already on top must not stack a copy that Back would then have to pop.
+pub(super) fn push(st: &mut State, v: View) {
+    if st.view() != v {
+        st.stack.push(v);
+    }
+}

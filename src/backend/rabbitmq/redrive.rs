@@ -96,7 +96,8 @@ async fn window_for(b: &RabbitBackend, source: &QueueId) -> u16 {
     }
 }
 
-async fn count(ch: &Channel, queue: &str, id: &QueueId) -> Result<u64> {
+/// Messages ready in `queue`, by passive declare (NotFound names the queue as the user knows it).
+pub(super) async fn count(ch: &Channel, queue: &str, id: &QueueId) -> Result<u64> {
     let q = ch
         .queue_declare(
             queue.into(),

@@ -5,10 +5,6 @@
 
 use std::time::Duration;
 
-use lapin::options::QueueDeclareOptions;
-use lapin::types::FieldTable;
-
-use super::conn::amqp_error;
 use super::mgmt::enc;
 use super::RabbitBackend;
 use crate::backend::{BackendError, OpProgress, Result};
@@ -20,19 +16,9 @@ const STALL: Duration = Duration::from_secs(60);
 async fn ready(b: &RabbitBackend, vhost: &str, queue: &str) -> Result<u64> {
     let ch = b.pool.channel(vhost).await?;
     b.calls.bump("amqp:queue.declare");
-    let q = ch
-        .queue_declare(
-            queue.into(),
-            QueueDeclareOptions {
-                passive: true,
-                ..Default::default()
-            },
-            FieldTable::default(),
-        )
-        .await
-        .map_err(|e| amqp_error(&e, &format!("queue '{queue}'")))?;
+    let n = super::redrive::count(&ch, queue, &QueueId::new(queue)).await;
     let _ = ch.close(200, "ok".into()).await;
-    Ok(q.message_count() as u64)
+    n
 }
 
 /// `Ok(None)`: the shovel plugin is not there, the caller moves client-side.

@@ -58,6 +58,17 @@ impl Env {
         p
     }
 
+    /// Standard output of a command that must succeed.
+    fn stdout(&self, args: &[&str]) -> Vec<u8> {
+        self.qdeck()
+            .args(args)
+            .assert()
+            .success()
+            .get_output()
+            .stdout
+            .clone()
+    }
+
     fn ls_json(&self) -> Vec<Value> {
         let out = self.qdeck().args(["ls", "-o", "json"]).output().unwrap();
         assert!(
@@ -219,28 +230,14 @@ fn peek_shows_hostile_and_binary_bodies_safely() {
         .write_stdin(vec![0xff, 0xfe, 0x00, 0x41])
         .assert()
         .success();
-    let out = e
-        .qdeck()
-        .args(["peek", "q", "-o", "table"])
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
+    let out = e.stdout(&["peek", "q", "-o", "table"]);
     assert!(!out.contains(&0x1b), "raw ESC reached the output");
     assert!(!out.contains(&0x07), "raw BEL reached the output");
     let text = String::from_utf8(out).unwrap();
     assert!(text.contains("␛[2J"), "{text}");
     assert!(text.contains("0x ff fe 00 41"), "{text}");
     // JSON keeps the bytes exactly: text as text, binary as base64.
-    let out = e
-        .qdeck()
-        .args(["peek", "q", "-o", "json"])
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
+    let out = e.stdout(&["peek", "q", "-o", "json"]);
     let msgs: Vec<Value> = serde_json::from_slice(&out).unwrap();
     assert_eq!(msgs[0]["body"], "\u{1b}[2J\u{1b}]0;pwned\u{7}hello");
     assert_eq!(msgs[1]["body"]["base64"], "//4AQQ==");
@@ -383,14 +380,7 @@ fn redrive_moves_to_origin_with_max_and_reports() {
             "would move 5 message(s) from q.dlq to their origin (q)",
         ));
     assert_eq!(e.depth("q.dlq"), 5);
-    let out = e
-        .qdeck()
-        .args(["redrive", "q.dlq", "--max", "3", "--yes", "-o", "json"])
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
+    let out = e.stdout(&["redrive", "q.dlq", "--max", "3", "--yes", "-o", "json"]);
     let r: Value = serde_json::from_slice(&out).unwrap();
     assert_eq!(r["moved"], 3);
     assert_eq!(r["failed"], 0);
@@ -566,14 +556,7 @@ fn send_reads_stdin_and_keeps_key_and_headers() {
         .write_stdin("from stdin")
         .assert()
         .success();
-    let out = e
-        .qdeck()
-        .args(["peek", "q", "-o", "json"])
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
+    let out = e.stdout(&["peek", "q", "-o", "json"]);
     let msgs: Vec<Value> = serde_json::from_slice(&out).unwrap();
     assert_eq!(msgs[0]["body"], "from stdin");
     assert_eq!(msgs[0]["key"], "order-7");

@@ -31,6 +31,48 @@ impl std::fmt::Display for QueueId {
     }
 }
 
+/// Which broker a backend speaks to. Code branches on this (or better, on a capability),
+/// never on a name string.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BrokerKind {
+    Local,
+    Rabbitmq,
+    Sqs,
+    Servicebus,
+    Redis,
+}
+
+impl BrokerKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BrokerKind::Local => "local",
+            BrokerKind::Rabbitmq => "rabbitmq",
+            BrokerKind::Sqs => "sqs",
+            BrokerKind::Servicebus => "servicebus",
+            BrokerKind::Redis => "redis",
+        }
+    }
+}
+
+impl std::fmt::Display for BrokerKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// How many messages a queue holds right now, for decisions (is it empty? how many will a
+/// redrive move?). `exact` is false where the broker only has an estimate (SQS's
+/// approximate figures): then no decision may refuse work because of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MessageCount {
+    /// Ready / visible / active messages.
+    pub ready: u64,
+    /// Leased / unacknowledged / locked, where known.
+    pub in_flight: Option<u64>,
+    pub exact: bool,
+}
+
 /// What flavour of queue this is, as far as it changes what the console can say or do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]
@@ -282,6 +324,20 @@ pub struct RedriveRequest {
     pub rate: Option<f64>,
     /// Only these message ids (from a browse); `None` means all.
     pub only_ids: Option<Vec<String>>,
+    /// At most this many copies sent but not yet confirmed-and-deleted at once: what a crash
+    /// may duplicate. `None`: the backend's default (stated in `--help`).
+    pub window: Option<u32>,
+}
+
+/// What a redrive would do, computed without changing anything. The dry run prints it; the
+/// real run computes the same plan, asks, and then moves at most `count.ready`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RedrivePlan {
+    /// Messages that will move (already capped by `max` and `only_ids`).
+    pub count: MessageCount,
+    pub mode: RedriveMode,
+    /// What the user should know before confirming (new message ids, side effects, caps).
+    pub notes: Vec<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

@@ -487,6 +487,7 @@ async fn redrive_to_origin_and_to_a_named_queue_with_a_limit_loses_nothing() {
         max: Some(3),
         rate: None,
         only_ids: None,
+        window: None,
     };
     assert_eq!(b.redrive_plan(&req).expect("plan"), 3);
     let rep = h
@@ -538,6 +539,7 @@ async fn redrive_without_origin_or_target_fails_clearly() {
         max: None,
         rate: None,
         only_ids: None,
+        window: None,
     };
     let err = h
         .redrive(&req, &OpProgress::detached())

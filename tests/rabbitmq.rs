@@ -616,6 +616,7 @@ async fn redrive_10000_to_origin_loses_nothing() {
         max: None,
         rate: None,
         only_ids: None,
+        window: None,
     };
     let rep = b.redrive(&req, &progress).await.expect("redrive");
     assert_eq!(rep.moved, N as u64, "{rep:?}");
@@ -634,6 +635,7 @@ async fn redrive_10000_to_origin_loses_nothing() {
         max: Some(100),
         rate: None,
         only_ids: None,
+        window: None,
     };
     let rep = b
         .redrive(&req, &OpProgress::detached())
@@ -662,6 +664,7 @@ async fn redrive_cancel_and_missing_origin_keep_messages() {
         max: None,
         rate: None,
         only_ids: None,
+        window: None,
     };
     let rep = b
         .redrive(&req, &OpProgress::detached())
@@ -679,6 +682,7 @@ async fn redrive_cancel_and_missing_origin_keep_messages() {
         max: None,
         rate: Some(50.0),
         only_ids: None,
+        window: None,
     };
     let rep = b.redrive(&req, &p).await.expect("redrive");
     assert!(rep.cancelled);
@@ -887,6 +891,7 @@ async fn bench_redrive_vs_shovel() {
             max: None,
             rate: None,
             only_ids: None,
+            window: None,
         };
         let t1 = Instant::now();
         let rep = b
@@ -942,6 +947,7 @@ async fn shovel_redrive_when_enabled() {
         max: Some(1000),
         rate: None,
         only_ids: None,
+        window: None,
     };
     let rep = b.redrive(&req, &progress).await.expect("shovel redrive");
     assert_eq!(rep.mode, "shovel");
@@ -1197,6 +1203,7 @@ async fn redrive_only_browsed_ids() {
         max: None,
         rate: None,
         only_ids: Some(ids.clone()),
+        window: None,
     };
     let rep = b
         .redrive(&req, &OpProgress::detached())
@@ -1237,6 +1244,7 @@ async fn connection_killed_mid_redrive_loses_nothing() {
         max: None,
         rate: Some(600.0),
         only_ids: None,
+        window: None,
     };
     let b2 = b.clone();
     let task = tokio::spawn(async move { b2.redrive(&req, &OpProgress::detached()).await });

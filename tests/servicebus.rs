@@ -254,6 +254,7 @@ async fn resubmit_1000_loses_nothing_and_keeps_properties() {
         max: None,
         rate: None,
         only_ids: None,
+        window: None,
     };
     let r = b.redrive(&req, &progress).await.unwrap();
     let secs = t.elapsed().as_secs_f64();
@@ -313,6 +314,7 @@ async fn resubmit_to_chosen_queue_with_max_and_selection() {
         max: Some(5),
         rate: Some(200.0),
         only_ids: None,
+        window: None,
     };
     let r = b.redrive(&req, &p).await.unwrap();
     assert_eq!(r.moved, 5);
@@ -322,6 +324,7 @@ async fn resubmit_to_chosen_queue_with_max_and_selection() {
         max: None,
         rate: None,
         only_ids: Some(vec!["msg-17".into(), "msg-12".into()]),
+        window: None,
         ..req.clone()
     };
     let r = b.redrive(&only, &p).await.unwrap();
@@ -329,6 +332,7 @@ async fn resubmit_to_chosen_queue_with_max_and_selection() {
     assert!(r.errors.is_empty(), "{r:?}");
     let gone = RedriveRequest {
         only_ids: Some(vec!["msg-17".into()]),
+        window: None,
         ..only.clone()
     };
     let r = b.redrive(&gone, &p).await.unwrap();
@@ -345,6 +349,7 @@ async fn resubmit_to_chosen_queue_with_max_and_selection() {
         max: None,
         rate: None,
         only_ids: None,
+        window: None,
         ..req
     };
     let e = b.redrive(&bad, &p).await.unwrap_err();
@@ -359,6 +364,7 @@ async fn resubmit_to_chosen_queue_with_max_and_selection() {
         max: None,
         rate: None,
         only_ids: None,
+        window: None,
     };
     let r = b.redrive(&all, &c).await.unwrap();
     assert!(r.cancelled);
@@ -378,6 +384,7 @@ async fn lost_lock_is_reported_and_message_stays_in_dlq() {
         max: None,
         rate: None,
         only_ids: None,
+        window: None,
     };
     let r = b.redrive(&req, &OpProgress::detached()).await.unwrap();
     assert_eq!((r.moved, r.possibly_duplicated), (0, 1), "{r:?}");
@@ -421,6 +428,7 @@ async fn sparse_broker_properties_still_work() {
         max: None,
         rate: None,
         only_ids: None,
+        window: None,
     };
     let r = b.redrive(&req, &OpProgress::detached()).await.unwrap();
     assert_eq!(r.moved, 3);
@@ -702,6 +710,7 @@ async fn topics_subscriptions_and_their_dlqs() {
         max: None,
         rate: None,
         only_ids: None,
+        window: None,
     };
     let e = b
         .redrive(&origin, &OpProgress::detached())
@@ -741,6 +750,7 @@ async fn entity_scoped_connection_string_lists_its_entity() {
                 max: None,
                 rate: None,
                 only_ids: Some(vec!["msg-5".into()]),
+                window: None,
             },
             &OpProgress::detached(),
         )

@@ -415,6 +415,7 @@ async fn client_side_redrive_moves_everything_and_loses_nothing() {
                 max: None,
                 rate: None,
                 only_ids: None,
+                window: None,
             },
             &progress,
         )
@@ -475,6 +476,7 @@ async fn client_side_redrive_respects_max_and_cancel() {
         max: Some(7),
         rate: Some(1000.0),
         only_ids: None,
+        window: None,
     };
     let report = b
         .redrive(&req, &OpProgress::detached())
@@ -524,6 +526,7 @@ async fn fifo_redrive_keeps_groups_and_counts() {
                 max: None,
                 rate: None,
                 only_ids: None,
+                window: None,
             },
             &OpProgress::detached(),
         )
@@ -811,6 +814,7 @@ async fn move_task_runs_natively_and_reports_progress() {
                 max: None,
                 rate: Some(50.0),
                 only_ids: None,
+                window: None,
             },
             &progress,
         )
@@ -896,6 +900,7 @@ async fn move_task_cancel_sends_cancel_with_the_handle() {
                 max: None,
                 rate: None,
                 only_ids: None,
+                window: None,
             },
             &progress,
         )
@@ -941,6 +946,7 @@ async fn move_task_500_falls_back_to_client_side_and_says_so() {
                 max: None,
                 rate: None,
                 only_ids: None,
+                window: None,
             },
             &OpProgress::detached(),
         )
@@ -1091,6 +1097,7 @@ async fn call_budget_on_moto() {
                 max: None,
                 rate: None,
                 only_ids: None,
+                window: None,
             },
             &OpProgress::detached(),
         )
@@ -1127,6 +1134,7 @@ async fn call_budget_on_moto() {
                 max: None,
                 rate: Some(1e9),
                 only_ids: None,
+                window: None,
             },
             &OpProgress::detached(),
         )
@@ -1212,6 +1220,7 @@ async fn client_side_deletes_only_confirmed_copies_and_reports_stale_receipts() 
                 max: None,
                 rate: None,
                 only_ids: None,
+                window: None,
             },
             &OpProgress::detached(),
         )
@@ -1423,6 +1432,7 @@ async fn redrive_of_selected_messages_moves_only_those() {
                 max: None,
                 rate: None,
                 only_ids: Some(pick),
+                window: None,
             },
             &OpProgress::detached(),
         )

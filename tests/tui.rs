@@ -827,8 +827,8 @@ struct Hang;
 
 #[async_trait::async_trait]
 impl Backend for Hang {
-    fn kind(&self) -> &'static str {
-        "hang"
+    fn kind(&self) -> qdeck::domain::BrokerKind {
+        qdeck::domain::BrokerKind::Local
     }
     fn capabilities(&self) -> Capabilities {
         caps()
@@ -945,6 +945,7 @@ async fn browse_and_purge_through_the_gate_on_the_local_broker() {
         config: cfg.clone(),
         file: None,
         profile: profile.clone(),
+        cli_read_only: false,
     };
     let ro = qdeck::engine::session::Session::with_backend(loaded, backend.clone());
     let st_ro = qdeck::tui::app::initial_state(&ro, None);
@@ -959,6 +960,7 @@ async fn browse_and_purge_through_the_gate_on_the_local_broker() {
         config: cfg,
         file: None,
         profile,
+        cli_read_only: false,
     };
     let rw = qdeck::engine::session::Session::with_backend(loaded, backend.clone());
     let r = rw

@@ -6,8 +6,13 @@ use std::time::Duration;
 pub enum BackendError {
     #[error("{0}")]
     NotFound(String),
+    /// Authentication failed: wrong or expired credentials.
     #[error("not authorised: {0}")]
     Auth(String),
+    /// Authenticated, but the identity lacks a right; `right` names it where known
+    /// ("configure on vhost /", "Manage claim", "sqs:ReceiveMessage").
+    #[error("{msg}")]
+    Forbidden { msg: String, right: Option<String> },
     #[error("broker unreachable: {0}")]
     Unreachable(String),
     #[error("throttled by the broker: {msg}")]
@@ -26,6 +31,9 @@ pub enum BackendError {
     /// The local store is unreadable, corrupt or locked.
     #[error("storage error: {0}")]
     Storage(String),
+    /// The broker answered something qdeck could not understand.
+    #[error("unexpected answer from the broker: {0}")]
+    Protocol(String),
     #[error("{0}")]
     Other(String),
 }
@@ -37,5 +45,21 @@ impl BackendError {
             self,
             BackendError::Unreachable(_) | BackendError::Throttled { .. }
         )
+    }
+
+    /// How long the broker asked us to wait, when it said.
+    pub fn retry_after(&self) -> Option<Duration> {
+        match self {
+            BackendError::Throttled { retry_after, .. } => *retry_after,
+            _ => None,
+        }
+    }
+
+    /// A missing right, named.
+    pub fn forbidden(msg: impl Into<String>, right: Option<&str>) -> BackendError {
+        BackendError::Forbidden {
+            msg: msg.into(),
+            right: right.map(str::to_string),
+        }
     }
 }

@@ -24,13 +24,48 @@ pub type Result<T> = std::result::Result<T, BackendError>;
 
 #[async_trait]
 pub trait Backend: Send + Sync {
-    /// "local", "rabbitmq", "sqs", "servicebus".
-    fn kind(&self) -> &'static str;
+    fn kind(&self) -> BrokerKind;
 
+    /// What the broker can do in general (the detail panel's notes, the help).
     fn capabilities(&self) -> Capabilities;
+
+    /// What the broker can do with this one queue: a RabbitMQ stream cannot be browsed, a
+    /// quorum queue counts browses toward its delivery limit, a Service Bus session queue
+    /// cannot be received over REST. Dialogs and commands describe what will really happen
+    /// from this, re-read with the queue list.
+    fn capabilities_for(&self, _queue: &QueueInfo) -> Capabilities {
+        self.capabilities()
+    }
 
     /// Names, static settings and DLQ links in both directions.
     async fn list_queues(&self) -> Result<Vec<QueueInfo>>;
+
+    /// One queue's settings and DLQ links. Backends that can address a queue directly
+    /// override this so that single-queue commands do not list (and, on SQS, pay for) every
+    /// queue. `NotFound` when it does not exist.
+    async fn describe(&self, queue: &QueueId) -> Result<QueueInfo> {
+        self.list_queues()
+            .await?
+            .into_iter()
+            .find(|q| &q.id == queue)
+            .ok_or_else(|| BackendError::NotFound(format!("unknown queue {:?}", queue.as_str())))
+    }
+
+    /// Messages in the queue now, from the most current source the broker has (RabbitMQ: a
+    /// passive declare, not the management API's cached figures). Decisions use this, never a
+    /// polled statistic.
+    async fn count(&self, queue: &QueueId) -> Result<MessageCount> {
+        let batch = self.stats(std::slice::from_ref(queue)).await?;
+        if let Some((_, e)) = batch.errors.into_iter().next() {
+            return Err(BackendError::Other(e));
+        }
+        let st = batch.stats.into_iter().next();
+        Ok(MessageCount {
+            ready: st.as_ref().and_then(|s| s.depth).unwrap_or(0),
+            in_flight: st.as_ref().and_then(|s| s.in_flight),
+            exact: false,
+        })
+    }
 
     /// Live figures, batched where the API allows. A queue that fails alone lands in
     /// `StatsBatch::errors`; the call fails as a whole only when the broker does.
@@ -46,6 +81,28 @@ pub trait Backend: Send + Sync {
 
     /// Publish one message; returns its id when the broker gives one.
     async fn send(&self, queue: &QueueId, msg: OutgoingMessage) -> Result<Option<String>>;
+
+    /// What `redrive(req)` would do, without changing anything: the same checks the real run
+    /// makes (unknown target, no recorded origin, unsupported queue) fail here the same way.
+    /// Backends with extra checks override it and call it from `redrive`.
+    async fn plan_redrive(&self, req: &RedriveRequest) -> Result<RedrivePlan> {
+        let info = self.describe(&req.source).await?;
+        if let RedriveTarget::Queue(t) = &req.target {
+            self.describe(t).await?;
+        }
+        let mut count = self.count(&req.source).await?;
+        if let Some(m) = req.max {
+            count.ready = count.ready.min(m);
+        }
+        if let Some(ids) = &req.only_ids {
+            count.ready = count.ready.min(ids.len() as u64);
+        }
+        Ok(RedrivePlan {
+            count,
+            mode: self.capabilities_for(&info).redrive,
+            notes: Vec::new(),
+        })
+    }
 
     /// Copy → broker confirms → delete. Reports progress and stops at `progress.cancelled()`.
     async fn redrive(&self, req: &RedriveRequest, progress: &OpProgress) -> Result<RedriveReport>;

@@ -93,6 +93,11 @@ pub enum Command {
         /// At most this many messages per second.
         #[arg(long)]
         rate: Option<f64>,
+        /// At most this many messages copied but not yet deleted at once. A crash (kill -9,
+        /// lost connection) may duplicate up to this many, never lose any. Default: RabbitMQ
+        /// 500, SQS 10 per batch, Service Bus 16, local broker 0 (one transaction per batch).
+        #[arg(long)]
+        window: Option<u32>,
         /// Say what would happen and change nothing.
         #[arg(long)]
         dry_run: bool,

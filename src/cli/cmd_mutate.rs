@@ -9,9 +9,9 @@ use super::confirm::confirm;
 use super::exit::{CliError, CliResult, FAILED, OK, PARTIAL};
 use super::fetch;
 use super::output::{self, name};
-use crate::backend::OpProgress;
-use crate::domain::{OutgoingMessage, RedriveReport, RedriveRequest, RedriveTarget};
+use crate::domain::{OutgoingMessage, QueueId, RedriveReport, RedriveRequest};
 use crate::engine::gate::Mutation;
+use crate::engine::ops::{self, Planned, Verdict};
 use crate::engine::session::Session;
 
 /// The gate refuses (and audits) mutations on read-only profiles before anything else runs.
@@ -65,147 +65,126 @@ pub async fn send(
     Ok(OK)
 }
 
-#[allow(clippy::too_many_arguments)]
+/// Plan, show, confirm, run: the dry run executes the same planning code as the real run and
+/// stops before the first change, so the two cannot disagree.
 pub async fn redrive(
     s: &Session,
-    dlq: &str,
-    to: Option<&str>,
-    max: Option<u64>,
-    rate: Option<f64>,
+    req: RedriveRequest,
     dry_run: bool,
     yes: bool,
     f: Format,
 ) -> CliResult {
-    if max == Some(0) {
-        return Err(CliError::usage("--max must be at least 1"));
-    }
-    if let Some(r) = rate {
-        if !(r > 0.0 && r.is_finite()) {
-            return Err(CliError::usage(
-                "--rate must be a number of messages per second above 0",
-            ));
-        }
-    }
+    let source = req.source.clone();
     if !dry_run {
-        require(s, Mutation::Redrive, dlq)?;
+        require(s, Mutation::Redrive, source.as_str())?;
     }
-    let b = s.backend.as_ref();
-    let src = fetch::find(b, dlq).await?;
-    let target = match to {
-        Some(t) => RedriveTarget::Queue(fetch::find(b, t).await?.id),
-        None => RedriveTarget::Origin,
-    };
-    let target_text = match &target {
-        RedriveTarget::Origin => match src.dlq_sources.as_slice() {
-            [one] => format!("their origin ({})", name(one.as_str())),
-            [] => "their recorded origin".to_string(),
-            many => format!(
-                "their origins ({})",
-                name(
-                    &many
-                        .iter()
-                        .map(|q| q.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                )
-            ),
-        },
-        RedriveTarget::Queue(q) => name(q.as_str()),
-    };
-    let stats = b.stats(std::slice::from_ref(&src.id)).await?;
-    let depth = stats.stats.first().and_then(|x| x.depth);
-    let count = match (depth, max) {
-        (Some(d), Some(m)) => Some(d.min(m)),
-        (d, _) => d,
-    };
-    let count_text = count.map(|c| c.to_string()).unwrap_or_else(|| "all".into());
-    let mode = b.capabilities().redrive;
-    let plan = format!(
-        "move {count_text} message(s) from {} to {target_text}{}{}",
-        name(src.id.as_str()),
-        rate.map(|r| format!(" at most {r}/s")).unwrap_or_default(),
-        match &mode {
-            crate::domain::RedriveMode::Native(m) => format!(" (server-side: {m})"),
-            _ => " (copy, confirm, then delete)".to_string(),
-        }
-    );
+    let planned = ops::plan_redrive(&s.gate, req).await?;
+    run_planned(s, planned, dry_run, yes, f, "nothing to move").await
+}
+
+pub async fn purge(s: &Session, queue: &str, dry_run: bool, yes: bool, f: Format) -> CliResult {
+    if !dry_run {
+        require(s, Mutation::Purge, queue)?;
+    }
+    let planned = ops::plan_purge(&s.gate, &QueueId::new(queue)).await?;
+    run_planned(s, planned, dry_run, yes, f, "nothing to purge").await
+}
+
+async fn run_planned(
+    s: &Session,
+    planned: Planned,
+    dry_run: bool,
+    yes: bool,
+    f: Format,
+    nothing: &str,
+) -> CliResult {
+    let plan = planned.describe();
     if dry_run {
         if f == Format::Json {
-            output::print_json(&serde_json::json!({
-                "dry_run": true, "source": src.id, "target": target, "count": count, "rate": rate,
-            }))
-            .ok();
+            output::print_json(&planned.to_json()).ok();
         } else {
             output::print(&format!("dry run: would {plan}; nothing changed\n"));
         }
         return Ok(OK);
     }
-    if count == Some(0) {
-        output::print(&format!(
-            "{} is empty; nothing to move\n",
-            name(src.id.as_str())
-        ));
+    let queue = planned.queue().clone();
+    if planned.is_empty() {
+        if f == Format::Json {
+            let empty = match &planned {
+                Planned::Redrive { .. } => ops::Outcome::Redrive(RedriveReport {
+                    mode: "none (empty)".into(),
+                    ..Default::default()
+                }),
+                Planned::Purge { .. } => ops::Outcome::Purge(crate::domain::PurgeReport {
+                    purged: Some(0),
+                    note: Some("empty".into()),
+                }),
+            };
+            output::print_json(&empty.to_json()).ok();
+        } else {
+            output::print(&format!("{} is empty; {nothing}\n", name(queue.as_str())));
+        }
         return Ok(OK);
     }
     if !yes {
-        confirm(
-            &format!("About to {plan}."),
-            src.id.as_str(),
-            s.gate.protected(),
-        )?;
+        let question = match &planned {
+            Planned::Purge { .. } => format!("About to {plan}. This cannot be undone."),
+            Planned::Redrive { .. } => format!("About to {plan}."),
+        };
+        if let Err(e) = confirm(&question, queue.as_str(), s.gate.protected()) {
+            s.gate.refuse(planned.mutation(), &queue, &e.message);
+            return Err(e);
+        }
     }
-    let req = RedriveRequest {
-        source: src.id.clone(),
-        target,
-        max,
-        rate,
-        only_ids: None,
-    };
-    let (progress, rx) = OpProgress::new();
-    let ticker = spawn_progress("redrive", rx);
-    let cancel = progress.clone();
+    let handle = ops::start(&s.gate, planned);
+    let ticker = spawn_progress(handle.mutation.name(), handle.watch());
+    let cancel = handle.cancel_handle();
     let ctrl_c = tokio::spawn(async move {
         if tokio::signal::ctrl_c().await.is_ok() {
             eprintln!("\nqdeck: cancelling after the current batch…");
             cancel.cancel();
         }
     });
-    let result = s.gate.redrive(&req, &progress).await;
+    let outcome = handle.wait().await;
     ctrl_c.abort();
     ticker.abort();
-    let report = result?;
-    print_report(&report, f);
-    Ok(redrive_code(&report))
-}
-
-fn redrive_code(r: &RedriveReport) -> u8 {
-    if r.cancelled {
-        super::exit::INTERRUPTED
-    } else if r.failed == 0 && r.possibly_duplicated == 0 {
-        OK
-    } else if r.moved > 0 {
-        PARTIAL
-    } else {
-        FAILED
+    // The progress line is cleared before the summary.
+    if std::io::stderr().is_terminal() {
+        eprint!("\r\x1b[2K");
     }
+    report(&queue, &outcome, f)
 }
 
-fn print_report(r: &RedriveReport, f: Format) {
+fn report(queue: &QueueId, outcome: &ops::Outcome, f: Format) -> CliResult {
+    if let ops::Outcome::Failed { error, progress } = outcome {
+        // Work done before the failure makes it partial, with the counts in the message.
+        if progress.done == 0 {
+            return Err(CliError::from(error.clone()));
+        }
+        if f == Format::Json {
+            output::print_json(&outcome.to_json()).ok();
+        }
+        return Err(CliError::new(PARTIAL, outcome.summary(queue)));
+    }
     if f == Format::Json {
-        output::print_json(r).ok();
-        return;
+        output::print_json(&outcome.to_json()).ok();
+    } else {
+        let line = outcome.summary(queue);
+        // The summary names the queue; the table form keeps the old "moved …" wording first.
+        let body = line.split_once(": ").map(|(_, b)| b).unwrap_or(&line);
+        output::print(&format!("{body}\n"));
+        if let ops::Outcome::Redrive(r) = outcome {
+            for e in r.errors.iter().skip(1).take(9) {
+                eprintln!("qdeck: {}", name(e));
+            }
+        }
     }
-    output::print(&format!(
-        "moved {}, failed {}, possibly duplicated {}{} ({})\n",
-        r.moved,
-        r.failed,
-        r.possibly_duplicated,
-        if r.cancelled { ", cancelled" } else { "" },
-        r.mode
-    ));
-    for e in r.errors.iter().take(10) {
-        eprintln!("qdeck: {}", name(e));
-    }
+    Ok(match outcome.verdict() {
+        Verdict::Ok => OK,
+        Verdict::Partial => PARTIAL,
+        Verdict::Failed => FAILED,
+        Verdict::Cancelled => super::exit::INTERRUPTED,
+    })
 }
 
 fn spawn_progress(
@@ -226,59 +205,4 @@ fn spawn_progress(
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
     })
-}
-
-pub async fn purge(s: &Session, queue: &str, dry_run: bool, yes: bool, f: Format) -> CliResult {
-    if !dry_run {
-        require(s, Mutation::Purge, queue)?;
-    }
-    let b = s.backend.as_ref();
-    let info = fetch::find(b, queue).await?;
-    let stats = b.stats(std::slice::from_ref(&info.id)).await?;
-    let st = stats.stats.first();
-    let depth = st.and_then(|x| x.depth);
-    let inflight = st.and_then(|x| x.in_flight);
-    let caps = b.capabilities();
-    let plan = format!(
-        "purge {} ({} ready, {} in flight){}",
-        name(info.id.as_str()),
-        output::opt(depth),
-        output::opt(inflight),
-        caps.purge_note
-            .as_deref()
-            .map(|n| format!("; note: {n}"))
-            .unwrap_or_default()
-    );
-    if dry_run {
-        if f == Format::Json {
-            output::print_json(&serde_json::json!({"dry_run": true, "queue": info.id, "depth": depth, "in_flight": inflight, "note": caps.purge_note})).ok();
-        } else {
-            output::print(&format!("dry run: would {plan}; nothing changed\n"));
-        }
-        return Ok(OK);
-    }
-    if !yes {
-        confirm(
-            &format!("About to {plan}. This cannot be undone."),
-            info.id.as_str(),
-            s.gate.protected(),
-        )?;
-    }
-    let (progress, rx) = OpProgress::new();
-    let ticker = spawn_progress("purge", rx);
-    let r = s.gate.purge(&info.id, &progress).await;
-    ticker.abort();
-    let r = r?;
-    if f == Format::Json {
-        output::print_json(&r).ok();
-    } else {
-        output::print(&format!(
-            "purged {}{}\n",
-            r.purged
-                .map(|n| format!("{n} message(s)"))
-                .unwrap_or_else(|| "(the broker gives no count)".into()),
-            r.note.map(|n| format!("; {n}")).unwrap_or_default()
-        ));
-    }
-    Ok(OK)
 }

@@ -46,12 +46,15 @@ impl From<BackendError> for CliError {
         let code = match &e {
             BackendError::NotFound(_) => NOT_FOUND,
             BackendError::Auth(_)
+            | BackendError::Forbidden { .. }
             | BackendError::Unreachable(_)
             | BackendError::Throttled { .. } => UNAVAILABLE,
             BackendError::Refused(_) => REFUSED,
             BackendError::Invalid(_) => USAGE,
             BackendError::Storage(_) => STORAGE,
-            BackendError::Unsupported(_) | BackendError::Other(_) => FAILED,
+            BackendError::Unsupported(_) | BackendError::Protocol(_) | BackendError::Other(_) => {
+                FAILED
+            }
         };
         CliError::new(code, crate::config::redact::redact(&e.to_string()))
     }

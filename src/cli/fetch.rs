@@ -95,12 +95,15 @@ pub async fn rows(
         .collect())
 }
 
-/// The one queue named `name`, or a not-found error listing close names.
+/// The one queue named `name`, addressed directly (no listing of every queue); on a miss, a
+/// not-found error listing close names.
 pub async fn find(backend: &dyn Backend, name: &str) -> Result<QueueInfo, CliError> {
-    let all = backend.list_queues().await?;
-    if let Some(q) = all.iter().find(|q| q.id.as_str() == name) {
-        return Ok(q.clone());
+    match backend.describe(&QueueId::new(name)).await {
+        Ok(q) => return Ok(q),
+        Err(crate::backend::BackendError::NotFound(_)) => {}
+        Err(e) => return Err(e.into()),
     }
+    let all = backend.list_queues().await.unwrap_or_default();
     let close: Vec<&str> = all
         .iter()
         .map(|q| q.id.as_str())
@@ -110,7 +113,10 @@ pub async fn find(backend: &dyn Backend, name: &str) -> Result<QueueInfo, CliErr
     let hint = if close.is_empty() {
         String::new()
     } else {
-        format!("; did you mean {}?", close.join(", "))
+        format!(
+            "; did you mean {}?",
+            crate::sanitize::clean(&close.join(", "))
+        )
     };
     Err(CliError::new(
         super::exit::NOT_FOUND,

@@ -21,6 +21,7 @@ use exit::{CliError, CliResult};
 use crate::backend::local::LocalHandle;
 use crate::backend::{self, Backend};
 use crate::config::{self, LoadOptions, ProfileKind};
+use crate::domain::{QueueId, RedriveRequest, RedriveTarget};
 use crate::engine::session::Session;
 
 pub async fn run(cli: Cli) -> CliResult {
@@ -92,9 +93,23 @@ pub async fn run(cli: Cli) -> CliResult {
             to,
             max,
             rate,
+            window,
             dry_run,
             yes,
-        } => cmd_mutate::redrive(s, &dlq, to.as_deref(), max, rate, dry_run, yes, f).await,
+        } => {
+            let req = RedriveRequest {
+                source: QueueId::new(dlq),
+                target: match to {
+                    Some(t) => RedriveTarget::Queue(QueueId::new(t)),
+                    None => RedriveTarget::Origin,
+                },
+                max,
+                rate,
+                only_ids: None,
+                window,
+            };
+            cmd_mutate::redrive(s, req, dry_run, yes, f).await
+        }
         Command::Purge {
             queue,
             dry_run,

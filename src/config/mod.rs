@@ -67,9 +67,21 @@ pub struct Loaded {
     /// The file that was read, if any.
     pub file: Option<PathBuf>,
     pub profile: Profile,
+    /// `--read-only` was given: it binds the whole run, whatever profile is switched to.
+    pub cli_read_only: bool,
 }
 
 impl Loaded {
+    /// Options that load another profile of the same run: same file, and `--read-only`
+    /// carried over (a switch re-derives the gate and can never weaken it).
+    pub fn options_for(&self, profile: &str) -> LoadOptions {
+        LoadOptions {
+            file: self.file.clone(),
+            profile: Some(profile.to_string()),
+            read_only: self.cli_read_only,
+        }
+    }
+
     /// True when the user has written no configuration at all (the newcomer case: the
     /// console may start the demo workload).
     pub fn is_unconfigured(&self) -> bool {
@@ -106,6 +118,7 @@ pub fn load(opts: &LoadOptions) -> Result<Loaded, ConfigError> {
         config,
         file: used,
         profile,
+        cli_read_only: opts.read_only,
     })
 }
 

@@ -16,6 +16,10 @@ pub enum Mutation {
     Redrive,
     Purge,
     Send,
+    /// `qdeck create` (local broker).
+    Create,
+    /// The demo workload: it publishes and consumes.
+    Demo,
 }
 
 impl Mutation {
@@ -24,6 +28,8 @@ impl Mutation {
             Mutation::Redrive => "redrive",
             Mutation::Purge => "purge",
             Mutation::Send => "send",
+            Mutation::Create => "create",
+            Mutation::Demo => "demo",
         }
     }
 }
@@ -77,15 +83,26 @@ impl Gate {
     /// Refuse `m` on a read-only profile, recording the refusal in the audit log.
     pub fn require(&self, m: Mutation, queue: &QueueId) -> Result<(), BackendError> {
         if self.read_only {
-            let err = BackendError::Refused(format!(
-                "profile {:?} is read-only: {} is not allowed",
-                self.profile,
-                m.name()
+            return Err(self.refuse(
+                m,
+                queue,
+                &format!(
+                    "profile {:?} is read-only: {} is not allowed",
+                    self.profile,
+                    m.name()
+                ),
             ));
-            self.record(m, queue, None, json!({}), "refused", Some(err.to_string()));
-            return Err(err);
         }
         Ok(())
+    }
+
+    /// Record a refusal decided elsewhere (no confirmation, `--yes` missing without a
+    /// terminal, an unsafe plan) and return the error to report. Every refusal of a mutation
+    /// goes through here, so every one leaves an audit line.
+    pub fn refuse(&self, m: Mutation, queue: &QueueId, why: &str) -> BackendError {
+        let err = BackendError::Refused(why.to_string());
+        self.record(m, queue, None, json!({}), "refused", Some(err.to_string()));
+        err
     }
 
     fn record(
@@ -101,7 +118,7 @@ impl Gate {
             time: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
             user: os_user(),
             profile: self.profile.clone(),
-            broker: self.backend.kind().to_string(),
+            broker: self.backend.kind().as_str().to_string(),
             queue: queue.to_string(),
             action: m.name().to_string(),
             target,
@@ -264,6 +281,7 @@ mod tests {
             max: None,
             rate: None,
             only_ids: None,
+            window: None,
         };
         assert!(matches!(
             g.redrive(&req, &p).await,

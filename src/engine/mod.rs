@@ -3,6 +3,7 @@
 pub mod audit;
 pub mod derive;
 pub mod gate;
+pub mod ops;
 pub mod poller;
 pub mod ring;
 pub mod session;

@@ -47,7 +47,7 @@ pub fn initial_state(session: &Session, demo_workers: Option<usize>) -> State {
         store,
         session.backend.capabilities(),
         &session.profile().name,
-        session.backend.kind(),
+        session.backend.kind().as_str(),
     );
     let (km, problems) = KeyMap::new(&cfg.keys);
     st.keymap = km;
@@ -354,20 +354,7 @@ impl Exec {
                 });
             }
             Effect::SwitchProfile(name) => {
-                let cur = &self.session.loaded;
-                // `--read-only` on the command line stays in force across profiles.
-                let configured_ro = cur
-                    .config
-                    .profiles
-                    .iter()
-                    .find(|p| p.name == cur.profile.name)
-                    .map(|p| p.read_only)
-                    .unwrap_or(false);
-                let opts = crate::config::LoadOptions {
-                    file: cur.file.clone(),
-                    profile: Some(name),
-                    read_only: cur.profile.read_only && !configured_ro,
-                };
+                let opts = self.session.loaded.options_for(&name);
                 let tx = self.switch_tx.clone();
                 tokio::spawn(async move {
                     let r = match crate::config::load(&opts) {
@@ -397,7 +384,7 @@ impl Exec {
     fn switch(&mut self, session: Session, old: &State) -> State {
         self.poller.stop();
         let demo = match (&self.demo, session.backend.kind()) {
-            (Some(d), "local") => Some(d.workers()),
+            (Some(d), crate::domain::BrokerKind::Local) => Some(d.workers()),
             _ => None,
         };
         let mut st = initial_state(&session, demo);

@@ -111,6 +111,7 @@ pub async fn run<F: Fixture>(b: &dyn Backend, fx: &F, tag: &str) {
         max: None,
         rate: None,
         only_ids: None,
+        window: None,
     };
     let report = b.redrive(&req, &progress).await.expect("redrive");
     assert_eq!(report.moved, dead as u64, "moved count: {report:?}");

@@ -200,8 +200,8 @@ pub fn capabilities() -> Capabilities {
 
 #[async_trait]
 impl Backend for LocalHandle {
-    fn kind(&self) -> &'static str {
-        "local"
+    fn kind(&self) -> BrokerKind {
+        BrokerKind::Local
     }
 
     fn capabilities(&self) -> Capabilities {
@@ -217,6 +217,20 @@ impl Backend for LocalHandle {
         self.0.calls.bump("local:stats");
         let q = queues.to_vec();
         self.0.blocking(move |b| b.stats_sync(&q)).await
+    }
+
+    /// SQLite's figures are the queue itself: exact.
+    async fn count(&self, queue: &QueueId) -> Result<MessageCount> {
+        let batch = self.stats(std::slice::from_ref(queue)).await?;
+        if let Some((q, e)) = batch.errors.into_iter().next() {
+            return Err(BackendError::NotFound(format!("{q}: {e}")));
+        }
+        let st = batch.stats.into_iter().next();
+        Ok(MessageCount {
+            ready: st.as_ref().and_then(|s| s.depth).unwrap_or(0),
+            in_flight: st.as_ref().and_then(|s| s.in_flight),
+            exact: true,
+        })
     }
 
     async fn consumers(&self, queue: &QueueId) -> Result<Vec<Consumer>> {
@@ -237,6 +251,25 @@ impl Backend for LocalHandle {
         self.0
             .blocking(move |b| b.send_sync(q.as_str(), &msg).map(|id| Some(id.to_string())))
             .await
+    }
+
+    /// The same checks the real run makes (`redrive_plan`), so a dry run cannot disagree.
+    async fn plan_redrive(&self, req: &RedriveRequest) -> Result<RedrivePlan> {
+        let r = req.clone();
+        let total = self.0.blocking(move |b| b.redrive_plan(&r)).await?;
+        let ready = match &req.only_ids {
+            Some(ids) => total.min(ids.len() as u64),
+            None => total,
+        };
+        Ok(RedrivePlan {
+            count: MessageCount {
+                ready: req.max.map_or(ready, |m| ready.min(m)),
+                in_flight: None,
+                exact: true,
+            },
+            mode: RedriveMode::ClientSide,
+            notes: Vec::new(),
+        })
     }
 
     async fn redrive(&self, req: &RedriveRequest, progress: &OpProgress) -> Result<RedriveReport> {

@@ -200,8 +200,8 @@ impl RabbitBackend {
 
 #[async_trait]
 impl Backend for RabbitBackend {
-    fn kind(&self) -> &'static str {
-        "rabbitmq"
+    fn kind(&self) -> BrokerKind {
+        BrokerKind::Rabbitmq
     }
 
     fn capabilities(&self) -> Capabilities {

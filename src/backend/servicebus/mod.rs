@@ -204,8 +204,8 @@ impl ServiceBus {
 
 #[async_trait]
 impl Backend for ServiceBus {
-    fn kind(&self) -> &'static str {
-        "servicebus"
+    fn kind(&self) -> BrokerKind {
+        BrokerKind::Servicebus
     }
 
     fn capabilities(&self) -> Capabilities {

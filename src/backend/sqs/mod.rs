@@ -320,8 +320,8 @@ pub(crate) fn capabilities(cloudwatch: bool) -> Capabilities {
 
 #[async_trait]
 impl Backend for SqsBackend {
-    fn kind(&self) -> &'static str {
-        "sqs"
+    fn kind(&self) -> BrokerKind {
+        BrokerKind::Sqs
     }
 
     fn capabilities(&self) -> Capabilities {

@@ -175,7 +175,7 @@ fn confirm(st: &mut State, d: Dialog, fx: &mut Vec<Effect>) {
             target,
             rate,
             only_ids,
-            count: _,
+            count,
         } => {
             if st.read_only {
                 return;
@@ -202,9 +202,12 @@ fn confirm(st: &mut State, d: Dialog, fx: &mut Vec<Effect>) {
             fx.push(Effect::Redrive(RedriveRequest {
                 source,
                 target,
-                max: None,
+                // The count the user confirmed caps the run: messages that dead-letter again
+                // while it runs are left for the next one.
+                max: count.filter(|c| *c > 0),
                 rate: RATES.get(rate).copied().flatten(),
                 only_ids,
+                window: None,
             }));
         }
     }

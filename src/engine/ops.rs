@@ -1,0 +1,358 @@
+//! Long-running operations (redrive, purge), once for both front-ends. An operation is
+//! planned first (the same code a dry run stops after), then started through the gate (read-only
+//! check, audit line) and tracked through a handle: progress, cancel, final outcome.
+//!
+//! A redrive never moves more than its plan counted when the user confirmed it: messages that
+//! dead-letter again during the run (a consumer still rejecting them) stay for the next one.
+
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use super::gate::{Gate, Mutation};
+use crate::backend::{BackendError, OpProgress, ProgressState};
+use crate::domain::{
+    MessageCount, PurgeReport, QueueId, QueueInfo, RedriveMode, RedrivePlan, RedriveReport,
+    RedriveRequest, RedriveTarget,
+};
+use crate::sanitize::clean;
+
+/// A planned operation: what will happen, computed without changing anything.
+#[derive(Debug, Clone)]
+pub enum Planned {
+    Redrive {
+        req: RedriveRequest,
+        source: QueueInfo,
+        plan: RedrivePlan,
+    },
+    Purge {
+        queue: QueueInfo,
+        count: MessageCount,
+        note: Option<String>,
+    },
+}
+
+/// Plan a redrive: the source and target exist, the backend's own checks pass (a DLQ without
+/// recorded origins refuses here exactly as the real run would), and the count comes from the
+/// broker's most current source.
+pub async fn plan_redrive(gate: &Gate, req: RedriveRequest) -> Result<Planned, BackendError> {
+    if req.max == Some(0) {
+        return Err(BackendError::Invalid("max must be at least 1".into()));
+    }
+    if let Some(r) = req.rate {
+        if !(r > 0.0 && r.is_finite()) {
+            return Err(BackendError::Invalid(
+                "rate must be a number of messages per second above 0".into(),
+            ));
+        }
+    }
+    if req.window == Some(0) {
+        return Err(BackendError::Invalid("window must be at least 1".into()));
+    }
+    let b = gate.backend();
+    let source = b.describe(&req.source).await?;
+    if let RedriveTarget::Queue(t) = &req.target {
+        if t == &req.source {
+            return Err(BackendError::Invalid(format!(
+                "cannot redrive {} into itself",
+                clean(t.as_str())
+            )));
+        }
+    }
+    let plan = b.plan_redrive(&req).await?;
+    Ok(Planned::Redrive { req, source, plan })
+}
+
+pub async fn plan_purge(gate: &Gate, queue: &QueueId) -> Result<Planned, BackendError> {
+    let b = gate.backend();
+    let info = b.describe(queue).await?;
+    let count = b.count(queue).await?;
+    let note = b.capabilities_for(&info).purge_note;
+    Ok(Planned::Purge {
+        queue: info,
+        count,
+        note,
+    })
+}
+
+impl Planned {
+    pub fn mutation(&self) -> Mutation {
+        match self {
+            Planned::Redrive { .. } => Mutation::Redrive,
+            Planned::Purge { .. } => Mutation::Purge,
+        }
+    }
+
+    pub fn queue(&self) -> &QueueId {
+        match self {
+            Planned::Redrive { source, .. } => &source.id,
+            Planned::Purge { queue, .. } => &queue.id,
+        }
+    }
+
+    /// Messages the operation will touch, and whether that figure is exact.
+    pub fn count(&self) -> MessageCount {
+        match self {
+            Planned::Redrive { plan, .. } => plan.count,
+            Planned::Purge { count, .. } => *count,
+        }
+    }
+
+    /// Nothing to do, known for certain (an estimate of zero never skips the work).
+    pub fn is_empty(&self) -> bool {
+        let c = self.count();
+        match self {
+            Planned::Redrive { .. } => c.exact && c.ready == 0,
+            Planned::Purge { .. } => c.exact && c.ready == 0 && c.in_flight.unwrap_or(0) == 0,
+        }
+    }
+
+    /// One sentence for the confirm prompt, the dialog and `--dry-run`, escaped for a terminal.
+    pub fn describe(&self) -> String {
+        let c = self.count();
+        let approx = if c.exact { "" } else { "≈" };
+        match self {
+            Planned::Redrive { req, source, plan } => {
+                let target = match &req.target {
+                    RedriveTarget::Origin => match source.dlq_sources.as_slice() {
+                        [one] => format!("their origin ({})", clean(one.as_str())),
+                        [] => "their recorded origin".to_string(),
+                        many => format!(
+                            "their origins ({})",
+                            clean(
+                                &many
+                                    .iter()
+                                    .map(|q| q.as_str())
+                                    .collect::<Vec<_>>()
+                                    .join(", ")
+                            )
+                        ),
+                    },
+                    RedriveTarget::Queue(q) => clean(q.as_str()).into_owned(),
+                };
+                let how = match &plan.mode {
+                    RedriveMode::Native(m) => format!(" (server-side: {})", clean(m)),
+                    _ => " (copy, confirm, then delete)".to_string(),
+                };
+                let mut s = format!(
+                    "move {approx}{} message(s) from {} to {target}{}{how}",
+                    c.ready,
+                    clean(source.id.as_str()),
+                    req.rate
+                        .map(|r| format!(" at most {r}/s"))
+                        .unwrap_or_default(),
+                );
+                for n in &plan.notes {
+                    s.push_str("; ");
+                    s.push_str(&clean(n));
+                }
+                s
+            }
+            Planned::Purge { queue, count, note } => format!(
+                "purge {} ({approx}{} ready, {} in flight){}",
+                clean(queue.id.as_str()),
+                count.ready,
+                count
+                    .in_flight
+                    .map(|n| n.to_string())
+                    .unwrap_or_else(|| "—".into()),
+                note.as_deref()
+                    .map(|n| format!("; note: {}", clean(n)))
+                    .unwrap_or_default()
+            ),
+        }
+    }
+
+    /// The dry run's machine-readable form.
+    pub fn to_json(&self) -> serde_json::Value {
+        match self {
+            Planned::Redrive { req, plan, .. } => serde_json::json!({
+                "dry_run": true,
+                "action": "redrive",
+                "source": req.source,
+                "target": req.target,
+                "count": plan.count.ready,
+                "exact": plan.count.exact,
+                "mode": plan.mode,
+                "rate": req.rate,
+                "notes": plan.notes,
+            }),
+            Planned::Purge { queue, count, note } => serde_json::json!({
+                "dry_run": true,
+                "action": "purge",
+                "queue": queue.id,
+                "depth": count.ready,
+                "in_flight": count.in_flight,
+                "exact": count.exact,
+                "note": note,
+            }),
+        }
+    }
+}
+
+/// How an operation ended, as both front-ends report it.
+#[derive(Debug, Clone)]
+pub enum Outcome {
+    Redrive(RedriveReport),
+    Purge(PurgeReport),
+    Failed {
+        error: BackendError,
+        progress: ProgressState,
+    },
+}
+
+/// The broad result, which the CLI maps to its exit code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    Ok,
+    Partial,
+    Failed,
+    Cancelled,
+}
+
+impl Outcome {
+    pub fn verdict(&self) -> Verdict {
+        match self {
+            Outcome::Redrive(r) if r.cancelled => Verdict::Cancelled,
+            Outcome::Redrive(r) if r.failed == 0 && r.possibly_duplicated == 0 => Verdict::Ok,
+            Outcome::Redrive(r) if r.moved > 0 => Verdict::Partial,
+            Outcome::Redrive(_) => Verdict::Failed,
+            Outcome::Purge(_) => Verdict::Ok,
+            Outcome::Failed { .. } => Verdict::Failed,
+        }
+    }
+
+    /// One line for the status bar and the restored terminal.
+    pub fn summary(&self, queue: &QueueId) -> String {
+        let q = clean(queue.as_str());
+        match self {
+            Outcome::Redrive(r) => {
+                let mut s = format!(
+                    "redrive {q}: moved {}, failed {}, possibly duplicated {}{} ({})",
+                    r.moved,
+                    r.failed,
+                    r.possibly_duplicated,
+                    if r.cancelled { ", cancelled" } else { "" },
+                    clean(&r.mode)
+                );
+                if let Some(e) = r.errors.first() {
+                    s.push_str(" — ");
+                    s.push_str(&clean(e));
+                }
+                s
+            }
+            Outcome::Purge(r) => format!(
+                "purged {q}: {}{}",
+                r.purged
+                    .map(|n| format!("{n} message(s)"))
+                    .unwrap_or_else(|| "(the broker gives no count)".into()),
+                r.note
+                    .as_deref()
+                    .map(|n| format!("; {}", clean(n)))
+                    .unwrap_or_default()
+            ),
+            Outcome::Failed { error, progress } => format!(
+                "{q}: {} (done {}, failed {} before the error)",
+                clean(&error.to_string()),
+                progress.done,
+                progress.failed
+            ),
+        }
+    }
+
+    pub fn to_json(&self) -> serde_json::Value {
+        match self {
+            Outcome::Redrive(r) => serde_json::to_value(r).unwrap_or_default(),
+            Outcome::Purge(r) => serde_json::to_value(r).unwrap_or_default(),
+            Outcome::Failed { error, progress } => serde_json::json!({
+                "error": clean(&error.to_string()),
+                "done": progress.done,
+                "failed": progress.failed,
+            }),
+        }
+    }
+}
+
+/// A running operation.
+pub struct OpHandle {
+    pub queue: QueueId,
+    pub mutation: Mutation,
+    progress: OpProgress,
+    rx: watch::Receiver<ProgressState>,
+    task: JoinHandle<Outcome>,
+}
+
+impl OpHandle {
+    pub fn progress(&self) -> ProgressState {
+        self.rx.borrow().clone()
+    }
+
+    pub fn watch(&self) -> watch::Receiver<ProgressState> {
+        self.rx.clone()
+    }
+
+    /// Ask the operation to stop after its current batch; the outcome says what was done.
+    pub fn cancel(&self) {
+        self.progress.cancel();
+    }
+
+    pub fn cancel_handle(&self) -> OpProgress {
+        self.progress.clone()
+    }
+
+    pub fn is_finished(&self) -> bool {
+        self.task.is_finished()
+    }
+
+    pub async fn wait(self) -> Outcome {
+        match self.task.await {
+            Ok(o) => o,
+            Err(e) => Outcome::Failed {
+                error: BackendError::Other(format!("operation stopped: {e}")),
+                progress: self.rx.borrow().clone(),
+            },
+        }
+    }
+}
+
+/// Start a planned operation through the gate. A redrive is capped at the planned count when
+/// that count is exact, so it ends even while its messages keep coming back to the DLQ.
+pub fn start(gate: &Gate, planned: Planned) -> OpHandle {
+    let (progress, rx) = OpProgress::new();
+    let queue = planned.queue().clone();
+    let mutation = planned.mutation();
+    let (gate, p) = (gate.clone(), progress.clone());
+    let task = tokio::spawn(async move {
+        match planned {
+            Planned::Redrive { mut req, plan, .. } => {
+                if plan.count.exact {
+                    req.max = Some(
+                        req.max
+                            .map_or(plan.count.ready, |m| m.min(plan.count.ready)),
+                    );
+                }
+                p.set_total(Some(plan.count.ready));
+                match gate.redrive(&req, &p).await {
+                    Ok(r) => Outcome::Redrive(r),
+                    Err(error) => Outcome::Failed {
+                        error,
+                        progress: p.snapshot(),
+                    },
+                }
+            }
+            Planned::Purge { queue, .. } => match gate.purge(&queue.id, &p).await {
+                Ok(r) => Outcome::Purge(r),
+                Err(error) => Outcome::Failed {
+                    error,
+                    progress: p.snapshot(),
+                },
+            },
+        }
+    });
+    OpHandle {
+        queue,
+        mutation,
+        progress,
+        rx,
+        task,
+    }
+}

@@ -39,18 +39,40 @@ fn install_panic_hook() {
             .map(|l| format!(" at {}:{}", l.file(), l.line()))
             .unwrap_or_default();
         tracing::error!("panic: {msg}{at}");
-        eprintln!(
-            "qdeck: internal error: {}{at} (this is a bug; details in {})",
-            qdeck::config::redact::redact(&msg),
+        say(&format!(
+            "qdeck: internal error: {msg}{at} (this is a bug; details in {})",
             qdeck::config::paths::state_dir()
                 .join("qdeck.log")
                 .display()
-        );
+        ));
     }));
 }
 
+/// Every line qdeck writes to stderr passes the sanitizer: an error may quote the user's own
+/// arguments (an invalid regex, an unknown flag), and those can hold escape sequences.
+fn say(line: &str) {
+    eprintln!(
+        "{}",
+        qdeck::sanitize::clean(&qdeck::config::redact::redact(line))
+    );
+}
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            use clap::error::ErrorKind;
+            let text = e.render().to_string();
+            if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+                print!("{text}");
+                return ExitCode::SUCCESS;
+            }
+            for line in text.trim_end().lines() {
+                say(line);
+            }
+            return ExitCode::from(cli::exit::USAGE);
+        }
+    };
     install_panic_hook();
     init_logging();
     let rt = match tokio::runtime::Builder::new_multi_thread()
@@ -59,14 +81,14 @@ fn main() -> ExitCode {
     {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("qdeck: error: cannot start the runtime: {e}");
+            say(&format!("qdeck: error: cannot start the runtime: {e}"));
             return ExitCode::from(cli::exit::FAILED);
         }
     };
     let code = match rt.block_on(cli::run(cli)) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("qdeck: error: {}", e.message);
+            say(&format!("qdeck: error: {}", e.message));
             e.code
         }
     };

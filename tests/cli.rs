@@ -273,8 +273,14 @@ fn destructive_commands_refuse_without_a_terminal_or_yes() {
     let audit = e.audit();
     let purge = audit
         .iter()
-        .find(|a| a["action"] == "purge")
+        .find(|a| a["action"] == "purge" && a["result"] == "ok")
         .expect("purge audited");
+    assert!(
+        audit
+            .iter()
+            .any(|a| a["action"] == "purge" && a["result"] == "refused"),
+        "the refusal without --yes is audited too"
+    );
     assert_eq!(purge["user"], "tester");
     assert_eq!(purge["profile"], "local");
     assert_eq!(purge["queue"], "q");
@@ -309,8 +315,8 @@ fn read_only_refuses_every_mutation_and_audits_the_refusal() {
     let refused: Vec<Value> = e.audit().into_iter().skip(before).collect();
     assert_eq!(
         refused.len(),
-        3,
-        "send, purge and redrive refusals are audited: {refused:?}"
+        4,
+        "send, purge, redrive and create refusals are audited: {refused:?}"
     );
     assert!(refused.iter().all(|a| a["result"] == "refused"));
 
@@ -590,4 +596,210 @@ fn unrelated_qdeck_variables_do_not_break_the_config() {
         .env("QDECK_REQUIRE_BROKERS", "1")
         .assert()
         .success();
+}
+
+#[test]
+fn every_refusal_is_audited_including_missing_yes_and_the_demo() {
+    let e = Env::new();
+    e.qdeck().args(["create", "q"]).assert().success();
+    send_n(&e, "q", 1);
+    let before = e.audit().len();
+    e.qdeck().args(["purge", "q"]).assert().code(5);
+    e.qdeck()
+        .args(["--read-only", "demo", "--duration", "1s"])
+        .assert()
+        .code(5);
+    let lines: Vec<Value> = e.audit().into_iter().skip(before).collect();
+    let got: Vec<(&str, &str)> = lines
+        .iter()
+        .map(|l| (l["action"].as_str().unwrap(), l["result"].as_str().unwrap()))
+        .collect();
+    assert_eq!(got, vec![("purge", "refused"), ("demo", "refused")]);
+    assert!(lines[0]["error"].as_str().unwrap().contains("--yes"));
+    assert_eq!(e.depth("q"), 1);
+}
+
+#[test]
+fn dry_run_and_real_run_agree_on_a_dlq_without_origins() {
+    let e = Env::new();
+    e.qdeck().args(["create", "orders"]).assert().success();
+    send_n(&e, "orders", 3);
+    let dry = e
+        .qdeck()
+        .args(["redrive", "orders", "--dry-run"])
+        .output()
+        .unwrap();
+    let real = e
+        .qdeck()
+        .args(["redrive", "orders", "--yes"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        dry.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&dry.stdout)
+    );
+    assert_eq!(dry.status.code(), real.status.code());
+    assert_eq!(dry.stderr, real.stderr);
+    assert_eq!(e.depth("orders"), 3);
+}
+
+#[test]
+fn a_redrive_moves_what_was_confirmed_even_if_more_arrives() {
+    // The dry run counts exactly what the broker holds now, and JSON stays JSON when the
+    // source is empty.
+    let e = Env::new();
+    e.qdeck()
+        .args(["create", "q", "--dlq", "q.dlq", "--max-receives", "1"])
+        .assert()
+        .success();
+    let out = e.stdout(&["redrive", "q.dlq", "--yes", "-o", "json"]);
+    let r: Value = serde_json::from_slice(&out).unwrap();
+    assert_eq!(r["moved"], 0);
+    dead_letter(&e, "q", 4);
+    let out = e.stdout(&["redrive", "q.dlq", "--dry-run", "-o", "json"]);
+    let plan: Value = serde_json::from_slice(&out).unwrap();
+    assert_eq!(plan["count"], 4);
+    assert_eq!(plan["exact"], true);
+}
+
+#[test]
+fn refused_and_failed_commands_still_answer_json() {
+    let e = Env::new();
+    e.qdeck().args(["create", "q"]).assert().success();
+    send_n(&e, "q", 1);
+    let out = e
+        .qdeck()
+        .args(["purge", "q", "-o", "json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(5));
+    let v: Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
+    assert_eq!(v["exit_code"], 5);
+    assert!(v["error"].as_str().unwrap().contains("--yes"));
+    let out = e
+        .qdeck()
+        .args(["stats", "nope", "-o", "json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(4));
+    let v: Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
+    assert_eq!(v["exit_code"], 4);
+}
+
+#[test]
+fn check_judges_the_dlq_of_every_matched_queue_and_needs_a_threshold() {
+    let e = Env::new();
+    e.qdeck()
+        .args([
+            "create",
+            "orders",
+            "--dlq",
+            "orders.dlq",
+            "--max-receives",
+            "1",
+        ])
+        .assert()
+        .success();
+    dead_letter(&e, "orders", 3);
+    // The pattern matches the source only; its DLQ is still judged.
+    e.qdeck()
+        .args(["check", "orders$", "--max-dlq", "0"])
+        .assert()
+        .code(2)
+        .stdout(predicate::str::contains("orders.dlq dlq depth 3 > 0"));
+    // A DLQ's age is not a queue age: --max-age leaves it alone, --max-dlq-age does not.
+    e.qdeck()
+        .args(["check", "--max-age", "0s"])
+        .assert()
+        .code(0);
+    e.qdeck()
+        .args(["check", "--max-dlq-age", "0s"])
+        .assert()
+        .code(2)
+        .stdout(predicate::str::contains("orders.dlq dlq age"));
+    e.qdeck()
+        .args(["check", "orders"])
+        .assert()
+        .code(3)
+        .stdout(predicate::str::contains("no threshold"));
+    // Growth is measured between runs: the first run records, the second judges.
+    e.qdeck()
+        .args(["check", "--max-dlq-growth", "1"])
+        .assert()
+        .code(0);
+    dead_letter(&e, "orders", 2);
+    e.qdeck()
+        .args(["check", "--max-dlq-growth", "1"])
+        .assert()
+        .code(2)
+        .stdout(predicate::str::contains("orders.dlq dlq growth 2 > 1"));
+    e.qdeck()
+        .args(["check", "--max-dlq-growth", "1"])
+        .assert()
+        .code(0);
+}
+
+#[test]
+fn check_perfdata_covers_every_matched_queue() {
+    let e = Env::new();
+    let b = e.local();
+    for i in 0..60 {
+        b.create_queue(&format!("q{i:02}"), &QueueOptions::default())
+            .unwrap();
+    }
+    let out = e.stdout(&["check", "--max-depth", "5"]);
+    let text = String::from_utf8(out).unwrap();
+    let perf = text.split_once(" | ").unwrap().1;
+    for i in 0..60 {
+        assert!(perf.contains(&format!("'q{i:02} depth'=0")), "{perf}");
+    }
+}
+
+#[test]
+fn user_input_in_errors_is_escaped() {
+    let e = Env::new();
+    let hostile = "(\u{1b}]0;PWNED\u{7}";
+    for args in [
+        vec!["ls", hostile],
+        vec!["stats", hostile],
+        vec!["ls", "-o", hostile],
+        vec!["ls", "--profile", hostile],
+    ] {
+        let out = e.qdeck().args(&args).output().unwrap();
+        assert!(!out.status.success());
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.stderr.contains(&0x1b) && !out.stdout.contains(&0x1b),
+            "{args:?}: {err}"
+        );
+        // clap drops escape sequences from its own messages; qdeck's show them visibly.
+        if args[1] != "-o" {
+            assert!(
+                err.contains("␛]0;PWNED"),
+                "{args:?}: the escape is shown visibly: {err}"
+            );
+        }
+    }
+}
+
+#[test]
+fn json_escapes_bidi_controls_and_machine_formats_use_plain_values() {
+    let e = Env::new();
+    let b = e.local();
+    b.create_queue("pay\u{202e}gpj.exe", &QueueOptions::default())
+        .unwrap();
+    b.create_queue("plain", &QueueOptions::default()).unwrap();
+    let out = e.stdout(&["ls", "-o", "json"]);
+    let text = String::from_utf8(out.clone()).unwrap();
+    assert!(
+        !text.contains('\u{202e}') && text.contains("\\u202e"),
+        "{text}"
+    );
+    let rows: Vec<Value> = serde_json::from_slice(&out).unwrap();
+    assert!(rows.iter().any(|r| r["name"] == "pay\u{202e}gpj.exe"));
+    let csv = String::from_utf8(e.stdout(&["ls", "plain", "-o", "csv"])).unwrap();
+    assert!(!csv.contains('—'), "{csv}");
+    assert_eq!(csv.lines().nth(1).unwrap(), "plain,0,0,0,0,,,0,");
 }

@@ -139,3 +139,56 @@ fn missing_explicit_config_file_is_an_error() {
     .unwrap_err();
     assert!(e.0.contains("does not exist"), "{}", e.0);
 }
+
+/// `--read-only` binds the whole run: switching to a writable profile keeps the gate shut.
+#[tokio::test]
+async fn read_only_flag_survives_a_profile_switch() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("config.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "audit_log = {:?}\n[[profiles]]\nname = \"ro\"\nkind = \"local\"\npath = {:?}\nread_only = true\n\n[[profiles]]\nname = \"rw\"\nkind = \"local\"\npath = {:?}\n",
+            dir.path().join("audit.log"),
+            dir.path().join("q.db"),
+            dir.path().join("q.db"),
+        ),
+    )
+    .unwrap();
+    let first = qdeck::config::load(&qdeck::config::LoadOptions {
+        file: Some(file.clone()),
+        profile: Some("ro".into()),
+        read_only: true,
+    })
+    .unwrap();
+    let switched = qdeck::config::load(&first.options_for("rw")).unwrap();
+    assert!(
+        switched.profile.read_only,
+        "--read-only carried to the new profile"
+    );
+    let s = qdeck::engine::session::Session::open(switched)
+        .await
+        .unwrap();
+    assert!(s.gate.read_only());
+    let r = s
+        .gate
+        .purge(
+            &qdeck::domain::QueueId::new("q"),
+            &qdeck::backend::OpProgress::detached(),
+        )
+        .await;
+    assert!(matches!(r, Err(qdeck::backend::BackendError::Refused(_))));
+    // Without the flag, a switch follows the new profile's own setting.
+    let plain = qdeck::config::load(&qdeck::config::LoadOptions {
+        file: Some(file),
+        profile: Some("ro".into()),
+        read_only: false,
+    })
+    .unwrap();
+    assert!(
+        !qdeck::config::load(&plain.options_for("rw"))
+            .unwrap()
+            .profile
+            .read_only
+    );
+}

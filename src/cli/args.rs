@@ -43,6 +43,14 @@ pub enum Format {
     Plain,
 }
 
+impl Format {
+    /// CSV and plain lines are read by scripts: a missing figure is an empty cell and a
+    /// duration is a number of seconds, as JSON has `null` and seconds.
+    pub fn is_machine(self) -> bool {
+        matches!(self, Format::Csv | Format::Plain | Format::Json)
+    }
+}
+
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// List queues with their live figures.
@@ -165,18 +173,47 @@ pub struct CheckArgs {
     /// WARNING when depth exceeds this.
     #[arg(long)]
     pub warn_depth: Option<u64>,
-    /// CRITICAL when the oldest message is older than this (e.g. 5m).
+    /// CRITICAL when the oldest message of a (non-DLQ) queue is older than this (e.g. 5m).
     #[arg(long, value_parser = parse_duration)]
     pub max_age: Option<std::time::Duration>,
-    /// WARNING when the oldest message is older than this.
+    /// WARNING when the oldest message of a (non-DLQ) queue is older than this.
     #[arg(long, value_parser = parse_duration)]
     pub warn_age: Option<std::time::Duration>,
-    /// CRITICAL when a DLQ holds more than this.
+    /// CRITICAL when a DLQ holds more than this: the DLQ of every matched queue, and matched
+    /// DLQs themselves.
     #[arg(long)]
     pub max_dlq: Option<u64>,
     /// WARNING when a DLQ holds more than this.
     #[arg(long)]
     pub warn_dlq: Option<u64>,
+    /// CRITICAL when the oldest message in a DLQ is older than this.
+    #[arg(long, value_parser = parse_duration)]
+    pub max_dlq_age: Option<std::time::Duration>,
+    /// WARNING when the oldest message in a DLQ is older than this.
+    #[arg(long, value_parser = parse_duration)]
+    pub warn_dlq_age: Option<std::time::Duration>,
+    /// CRITICAL when a DLQ grew by more than this since the previous check (kept in the state
+    /// directory between runs): catches new dead letters on a DLQ that is never empty.
+    #[arg(long)]
+    pub max_dlq_growth: Option<u64>,
+    /// WARNING when a DLQ grew by more than this since the previous check.
+    #[arg(long)]
+    pub warn_dlq_growth: Option<u64>,
+}
+
+impl CheckArgs {
+    pub fn has_threshold(&self) -> bool {
+        self.max_depth.is_some()
+            || self.warn_depth.is_some()
+            || self.max_age.is_some()
+            || self.warn_age.is_some()
+            || self.max_dlq.is_some()
+            || self.warn_dlq.is_some()
+            || self.max_dlq_age.is_some()
+            || self.warn_dlq_age.is_some()
+            || self.max_dlq_growth.is_some()
+            || self.warn_dlq_growth.is_some()
+    }
 }
 
 #[derive(Debug, Subcommand)]

@@ -1,5 +1,11 @@
 //! `qdeck check`: the monitoring-plugin convention. Exit 0 OK, 1 WARNING, 2 CRITICAL,
 //! 3 UNKNOWN, and one summary line (with perfdata after `|`).
+//!
+//! DLQ thresholds judge every DLQ once, whether it matched the pattern itself or is the DLQ of a
+//! matched queue: `check 'orders$' --max-dlq 0` is about `orders.dlq` too.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
 
 use super::args::CheckArgs;
 use super::exit::CliResult;
@@ -21,107 +27,240 @@ fn label(code: u8) -> &'static str {
     }
 }
 
-/// Problems found on one queue, worst first.
-fn judge(r: &QueueRow, a: &CheckArgs) -> Vec<(u8, String)> {
-    let mut out = Vec::new();
-    if let Some(e) = &r.error {
-        out.push((UNKNOWN, format!("{} {}", name(&r.name), name(e))));
-        return out;
-    }
-    let mut limit = |v: Option<f64>,
-                     warn: Option<f64>,
-                     crit: Option<f64>,
-                     what: &str,
-                     fmt: &dyn Fn(f64) -> String| {
-        if warn.is_none() && crit.is_none() {
+/// One figure against its warning and critical limits.
+struct Limit<'a> {
+    queue: &'a str,
+    what: &'static str,
+    value: Option<f64>,
+    warn: Option<f64>,
+    crit: Option<f64>,
+    secs: bool,
+}
+
+impl Limit<'_> {
+    fn judge(&self, out: &mut Vec<(u8, String)>) {
+        if self.warn.is_none() && self.crit.is_none() {
             return;
         }
-        match v {
-            None => out.push((UNKNOWN, format!("{} {what} unknown", name(&r.name)))),
-            Some(v) => {
-                if let Some(c) = crit.filter(|c| v > *c) {
-                    out.push((
-                        CRITICAL,
-                        format!("{} {what} {} > {}", name(&r.name), fmt(v), fmt(c)),
-                    ));
-                } else if let Some(w) = warn.filter(|w| v > *w) {
-                    out.push((
-                        WARNING,
-                        format!("{} {what} {} > {}", name(&r.name), fmt(v), fmt(w)),
-                    ));
-                }
+        let fmt = |v: f64| {
+            if self.secs {
+                output::human_secs(v)
+            } else {
+                format!("{v:.0}")
             }
+        };
+        let q = name(self.queue);
+        let Some(v) = self.value else {
+            out.push((UNKNOWN, format!("{q} {} unknown", self.what)));
+            return;
+        };
+        if let Some(c) = self.crit.filter(|c| v > *c) {
+            out.push((
+                CRITICAL,
+                format!("{q} {} {} > {}", self.what, fmt(v), fmt(c)),
+            ));
+        } else if let Some(w) = self.warn.filter(|w| v > *w) {
+            out.push((
+                WARNING,
+                format!("{q} {} {} > {}", self.what, fmt(v), fmt(w)),
+            ));
         }
-    };
-    let count = |v: f64| format!("{v:.0}");
-    let secs = |v: f64| output::human_secs(v);
-    limit(
-        r.depth.map(|d| d as f64),
-        a.warn_depth.map(|x| x as f64),
-        a.max_depth.map(|x| x as f64),
-        "depth",
-        &count,
-    );
-    limit(
-        r.oldest_age_secs,
-        a.warn_age.map(|d| d.as_secs_f64()),
-        a.max_age.map(|d| d.as_secs_f64()),
-        "age",
-        &secs,
-    );
-    // DLQ thresholds look at DLQs themselves and at each source's DLQ depth once.
-    if r.is_dlq {
-        limit(
-            r.depth.map(|d| d as f64),
-            a.warn_dlq.map(|x| x as f64),
-            a.max_dlq.map(|x| x as f64),
-            "dlq depth",
-            &count,
-        );
+    }
+}
+
+fn n(v: Option<u64>) -> Option<f64> {
+    v.map(|x| x as f64)
+}
+
+fn secs(d: Option<std::time::Duration>) -> Option<f64> {
+    d.map(|d| d.as_secs_f64())
+}
+
+/// What is known about one DLQ: its depth, and its age when it matched itself.
+#[derive(Default)]
+struct DlqFigures {
+    depth: Option<u64>,
+    age: Option<f64>,
+}
+
+/// Every DLQ in view, once: matched DLQs and the DLQs of matched queues.
+fn dlqs(rows: &[QueueRow]) -> BTreeMap<String, DlqFigures> {
+    let mut m: BTreeMap<String, DlqFigures> = BTreeMap::new();
+    for r in rows.iter().filter(|r| r.error.is_none()) {
+        if r.is_dlq {
+            let e = m.entry(r.name.clone()).or_default();
+            e.depth = r.depth.or(e.depth);
+            e.age = r.oldest_age_secs;
+        }
+        if let Some(d) = &r.dlq {
+            let e = m.entry(d.clone()).or_default();
+            e.depth = e.depth.or(r.dlq_depth);
+        }
+    }
+    m
+}
+
+/// DLQ depths of the previous check, per profile, for `--max-dlq-growth`.
+fn state_file(profile: &str) -> PathBuf {
+    let safe: String = profile
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    crate::config::paths::state_dir().join(format!("check-{safe}.json"))
+}
+
+fn load_previous(path: &PathBuf) -> BTreeMap<String, u64> {
+    std::fs::read_to_string(path)
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or_default()
+}
+
+fn save_current(path: &PathBuf, now: &BTreeMap<String, DlqFigures>) {
+    let depths: BTreeMap<&String, u64> = now
+        .iter()
+        .filter_map(|(k, v)| v.depth.map(|d| (k, d)))
+        .collect();
+    if let Some(dir) = path.parent() {
+        let _ = std::fs::create_dir_all(dir);
+    }
+    if let Ok(text) = serde_json::to_string(&depths) {
+        if let Err(e) = std::fs::write(path, text) {
+            tracing::warn!("cannot keep check state in {}: {e}", path.display());
+        }
+    }
+}
+
+fn judge_all(
+    rows: &[QueueRow],
+    a: &CheckArgs,
+    previous: &BTreeMap<String, u64>,
+) -> Vec<(u8, String)> {
+    let mut out = Vec::new();
+    for r in rows {
+        if let Some(e) = &r.error {
+            out.push((UNKNOWN, format!("{} {}", name(&r.name), name(e))));
+            continue;
+        }
+        if r.is_dlq {
+            continue;
+        }
+        Limit {
+            queue: &r.name,
+            what: "depth",
+            value: n(r.depth),
+            warn: n(a.warn_depth),
+            crit: n(a.max_depth),
+            secs: false,
+        }
+        .judge(&mut out);
+        Limit {
+            queue: &r.name,
+            what: "age",
+            value: r.oldest_age_secs,
+            warn: secs(a.warn_age),
+            crit: secs(a.max_age),
+            secs: true,
+        }
+        .judge(&mut out);
+    }
+    for (q, d) in &dlqs(rows) {
+        Limit {
+            queue: q,
+            what: "dlq depth",
+            value: n(d.depth),
+            warn: n(a.warn_dlq),
+            crit: n(a.max_dlq),
+            secs: false,
+        }
+        .judge(&mut out);
+        if a.max_dlq_age.is_some() || a.warn_dlq_age.is_some() {
+            // A DLQ that did not match the pattern itself has no age figure here: say so.
+            Limit {
+                queue: q,
+                what: "dlq age",
+                value: d.age.or(d.depth.filter(|x| *x == 0).map(|_| 0.0)),
+                warn: secs(a.warn_dlq_age),
+                crit: secs(a.max_dlq_age),
+                secs: true,
+            }
+            .judge(&mut out);
+        }
+        // The first run has no previous figure: growth is measured from the next one.
+        if let (Some(now), Some(before)) = (d.depth, previous.get(q)) {
+            let growth = now.saturating_sub(*before);
+            Limit {
+                queue: q,
+                what: "dlq growth",
+                value: Some(growth as f64),
+                warn: n(a.warn_dlq_growth),
+                crit: n(a.max_dlq_growth),
+                secs: false,
+            }
+            .judge(&mut out);
+        }
     }
     out.sort_by_key(|p| std::cmp::Reverse(p.0));
     out
 }
 
+/// Perfdata labels cannot hold quotes or `=`; values are plain numbers (UOM `s` for ages).
+fn perfdata(rows: &[QueueRow]) -> String {
+    let label = |q: &str, what: &str| {
+        let q = name(q).replace(['\'', '='], "_");
+        format!("'{q} {what}'")
+    };
+    let mut out = Vec::new();
+    for r in rows.iter().filter(|r| r.error.is_none()) {
+        if let Some(d) = r.depth {
+            out.push(format!("{}={d}", label(&r.name, "depth")));
+        }
+        if let Some(d) = r.dlq_depth {
+            out.push(format!("{}={d}", label(&r.name, "dlq")));
+        }
+        if let Some(a) = r.oldest_age_secs {
+            out.push(format!("{}={:.0}s", label(&r.name, "age"), a));
+        }
+    }
+    out.join(" ")
+}
+
 pub async fn check(s: &Session, a: &CheckArgs) -> CliResult {
+    let unknown = |why: &str| {
+        output::print(&format!("QDECK UNKNOWN - {why}\n"));
+        Ok(UNKNOWN)
+    };
+    if !a.has_threshold() {
+        return unknown(
+            "no threshold given (use --max-depth, --max-age, --max-dlq, --max-dlq-growth or a --warn-* form)",
+        );
+    }
     let re = match fetch::compile_pattern(a.pattern.as_deref()) {
         Ok(r) => r,
-        Err(e) => {
-            output::print(&format!("QDECK UNKNOWN - {}\n", e.message));
-            return Ok(UNKNOWN);
-        }
+        Err(e) => return unknown(&e.message),
     };
     let rows = match fetch::rows(s.backend.as_ref(), re.as_ref()).await {
         Ok(r) => r,
-        Err(e) => {
-            output::print(&format!("QDECK UNKNOWN - {}\n", e.message));
-            return Ok(UNKNOWN);
-        }
+        Err(e) => return unknown(&e.message),
     };
     if rows.is_empty() {
-        output::print("QDECK UNKNOWN - no queue matches\n");
-        return Ok(UNKNOWN);
+        return unknown("no queue matches");
     }
-    let mut problems: Vec<(u8, String)> = rows.iter().flat_map(|r| judge(r, a)).collect();
-    problems.sort_by_key(|p| std::cmp::Reverse(p.0));
+    let state = state_file(&s.profile().name);
+    let previous = load_previous(&state);
+    let problems = judge_all(&rows, a, &previous);
+    save_current(&state, &dlqs(&rows));
     // UNKNOWN ranks below CRITICAL: a known critical queue is the louder news.
-    let worst = if problems.iter().any(|p| p.0 == CRITICAL) {
-        CRITICAL
-    } else if problems.iter().any(|p| p.0 == UNKNOWN) {
-        UNKNOWN
-    } else if problems.iter().any(|p| p.0 == WARNING) {
-        WARNING
-    } else {
-        OK
-    };
-    let perf: Vec<String> = rows
-        .iter()
-        .take(50)
-        .filter_map(|r| {
-            r.depth
-                .map(|d| format!("'{}'={d}", name(&r.name).replace('\'', "")))
-        })
-        .collect();
+    let worst = [CRITICAL, UNKNOWN, WARNING]
+        .into_iter()
+        .find(|c| problems.iter().any(|p| p.0 == *c))
+        .unwrap_or(OK);
     let summary = if problems.is_empty() {
         format!("{} queue(s) within limits", rows.len())
     } else {
@@ -142,7 +281,7 @@ pub async fn check(s: &Session, a: &CheckArgs) -> CliResult {
     output::print(&format!(
         "QDECK {} - {summary} | {}\n",
         label(worst),
-        perf.join(" ")
+        perfdata(&rows)
     ));
     Ok(worst)
 }

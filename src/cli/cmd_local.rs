@@ -5,9 +5,12 @@ use std::time::Duration;
 
 use super::exit::{CliError, CliResult, OK, USAGE};
 use super::output::{self, name};
-use crate::backend::local::{KeyPolicy, LocalBackend, QueueOptions};
+use crate::backend::local::{KeyPolicy, LocalBackend, LocalHandle, QueueOptions};
 use crate::config::{Loaded, ProfileKind};
 use crate::demo::{self, DemoConfig};
+use crate::domain::QueueId;
+use crate::engine::audit::AuditLog;
+use crate::engine::gate::{Gate, Mutation};
 
 /// The local broker behind the selected profile, or a usage error for other brokers.
 pub fn open_local(loaded: &Loaded, what: &str) -> Result<Arc<LocalBackend>, CliError> {
@@ -24,6 +27,16 @@ pub fn open_local(loaded: &Loaded, what: &str) -> Result<Arc<LocalBackend>, CliE
     }
 }
 
+/// The gate for a local-broker command: the same read-only check and audit line as every other
+/// mutation.
+fn gate_for(loaded: &Loaded, local: &Arc<LocalBackend>) -> Gate {
+    Gate::new(
+        Arc::new(LocalHandle(local.clone())),
+        &loaded.profile,
+        AuditLog::new(loaded.audit_log_path()),
+    )
+}
+
 pub fn create(
     loaded: &Loaded,
     queue: &str,
@@ -32,16 +45,9 @@ pub fn create(
     lease: Duration,
     key_policy: &str,
 ) -> CliResult {
-    if loaded.profile.read_only {
-        return Err(CliError::new(
-            super::exit::REFUSED,
-            format!(
-                "profile {:?} is read-only: create is not allowed",
-                loaded.profile.name
-            ),
-        ));
-    }
     let local = open_local(loaded, "create")?;
+    let gate = gate_for(loaded, &local);
+    gate.require(Mutation::Create, &QueueId::new(queue))?;
     let policy: KeyPolicy = key_policy.parse()?;
     if lease.is_zero() {
         return Err(CliError::usage("--lease must be longer than 0"));
@@ -55,6 +61,11 @@ pub fn create(
             key_policy: policy,
         },
     )?;
+    gate.record_ok(
+        Mutation::Create,
+        &QueueId::new(queue),
+        serde_json::json!({"queues": 1}),
+    );
     output::print(&format!("created {}\n", name(queue)));
     Ok(OK)
 }
@@ -71,16 +82,14 @@ pub async fn demo(
             "--rate must be ≥ 0 and --per-worker above 0",
         ));
     }
-    if loaded.profile.read_only {
-        return Err(CliError::new(
-            super::exit::REFUSED,
-            format!(
-                "profile {:?} is read-only: the demo writes messages",
-                loaded.profile.name
-            ),
-        ));
-    }
     let local = open_local(loaded, "demo")?;
+    let gate = gate_for(loaded, &local);
+    gate.require(Mutation::Demo, &QueueId::new("*"))?;
+    gate.record_ok(
+        Mutation::Demo,
+        &QueueId::new("*"),
+        serde_json::json!({"produce_rate": rate, "workers": workers}),
+    );
     let cfg = DemoConfig {
         produce_rate: rate,
         workers,

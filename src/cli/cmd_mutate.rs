@@ -74,6 +74,17 @@ pub async fn redrive(
     yes: bool,
     f: Format,
 ) -> CliResult {
+    if req.max == Some(0) {
+        return Err(CliError::usage("--max must be at least 1"));
+    }
+    if req.rate.is_some_and(|r| !(r > 0.0 && r.is_finite())) {
+        return Err(CliError::usage(
+            "--rate must be a number of messages per second above 0",
+        ));
+    }
+    if req.window == Some(0) {
+        return Err(CliError::usage("--window must be at least 1"));
+    }
     let source = req.source.clone();
     if !dry_run {
         require(s, Mutation::Redrive, source.as_str())?;
@@ -161,18 +172,12 @@ fn report(queue: &QueueId, outcome: &ops::Outcome, f: Format) -> CliResult {
         if progress.done == 0 {
             return Err(CliError::from(error.clone()));
         }
-        if f == Format::Json {
-            output::print_json(&outcome.to_json()).ok();
-        }
         return Err(CliError::new(PARTIAL, outcome.summary(queue)));
     }
     if f == Format::Json {
         output::print_json(&outcome.to_json()).ok();
     } else {
-        let line = outcome.summary(queue);
-        // The summary names the queue; the table form keeps the old "moved …" wording first.
-        let body = line.split_once(": ").map(|(_, b)| b).unwrap_or(&line);
-        output::print(&format!("{body}\n"));
+        output::print(&format!("{}\n", outcome.line()));
         if let ops::Outcome::Redrive(r) = outcome {
             for e in r.errors.iter().skip(1).take(9) {
                 eprintln!("qdeck: {}", name(e));

@@ -3,7 +3,7 @@
 use super::args::Format;
 use super::exit::{CliResult, OK};
 use super::fetch::{self, QueueRow};
-use super::output::{self, age, name, opt, Table};
+use super::output::{self, age_in, name, opt, Table};
 use crate::domain::{BrowseRequest, QueueId};
 use crate::engine::session::Session;
 use crate::sanitize;
@@ -27,13 +27,13 @@ pub async fn ls(s: &Session, pattern: Option<&str>, f: Format) -> CliResult {
         "NOTE",
     ]);
     for r in &rows {
-        t.push(row_cells(r));
+        t.push(row_cells(r, f));
     }
     output::print(&t.render(f));
     Ok(OK)
 }
 
-fn row_cells(r: &QueueRow) -> Vec<String> {
+fn row_cells(r: &QueueRow, f: Format) -> Vec<String> {
     let note = match (&r.error, r.is_dlq) {
         (Some(e), _) => format!("error: {}", name(e)),
         (None, true) => format!("DLQ of {}", name(&r.dlq_sources.join(","))),
@@ -44,7 +44,7 @@ fn row_cells(r: &QueueRow) -> Vec<String> {
         opt(r.depth),
         opt(r.in_flight),
         opt(r.delayed),
-        age(r.oldest_age_secs),
+        age_in(r.oldest_age_secs, f),
         r.dlq.as_deref().map(name).unwrap_or_else(|| "—".into()),
         opt(r.dlq_depth),
         opt(r.consumers),
@@ -62,7 +62,7 @@ pub async fn stats(s: &Session, queue: &str, f: Format) -> CliResult {
         .iter()
         .find(|x| x.0 == info.id)
         .map(|x| x.1.clone());
-    let caps = b.capabilities();
+    let caps = b.capabilities_for(&info);
     let calls = b.api_calls().snapshot();
     if f == Format::Json {
         let v = serde_json::json!({
@@ -75,8 +75,8 @@ pub async fn stats(s: &Session, queue: &str, f: Format) -> CliResult {
         return Ok(OK);
     }
     let row = QueueRow::new(&info, st, err);
-    let mut out = String::new();
-    let mut kv = |k: &str, v: String| out.push_str(&format!("{k:<16}{v}\n"));
+    let mut pairs: Vec<(String, String)> = Vec::new();
+    let mut kv = |k: &str, v: String| pairs.push((name(k), v));
     kv("queue", name(&row.name));
     kv("kind", format!("{:?}", row.kind).to_lowercase());
     kv("depth", opt(row.depth));
@@ -85,8 +85,8 @@ pub async fn stats(s: &Session, queue: &str, f: Format) -> CliResult {
     kv(
         "oldest age",
         match &row.age_note {
-            Some(n) => format!("{} ({})", age(row.oldest_age_secs), name(n)),
-            None => age(row.oldest_age_secs),
+            Some(n) => format!("{} ({})", age_in(row.oldest_age_secs, f), name(n)),
+            None => age_in(row.oldest_age_secs, f),
         },
     );
     kv("consumers", opt(row.consumers));
@@ -102,7 +102,7 @@ pub async fn stats(s: &Session, queue: &str, f: Format) -> CliResult {
         "lease",
         info.settings
             .lease_secs
-            .map(output::human_secs)
+            .map(|l| age_in(Some(l), f))
             .unwrap_or_else(|| "—".into()),
     );
     kv("max receives", opt(info.settings.max_receives));
@@ -150,8 +150,24 @@ pub async fn stats(s: &Session, queue: &str, f: Format) -> CliResult {
             ),
         );
     }
-    output::print(&out);
+    output::print(&key_values(&pairs, f));
     Ok(OK)
+}
+
+/// `label  value` lines aligned on the longest label (a long setting name never runs into its
+/// value); tab-separated for scripts.
+fn key_values(pairs: &[(String, String)], f: Format) -> String {
+    use unicode_width::UnicodeWidthStr;
+    let w = pairs.iter().map(|(k, _)| k.width()).max().unwrap_or(0) + 2;
+    let mut out = String::new();
+    for (k, v) in pairs {
+        if f.is_machine() {
+            out.push_str(&format!("{k}\t{}\n", if v == "—" { "" } else { v }));
+        } else {
+            out.push_str(&format!("{k}{}{v}\n", " ".repeat(w - k.width())));
+        }
+    }
+    out
 }
 
 fn describe(v: &serde_json::Value) -> String {
@@ -215,7 +231,7 @@ pub async fn peek(s: &Session, queue: &str, n: usize, force: bool, f: Format) ->
         let dl = m.dead_letter.as_ref();
         t.push(vec![
             name(&m.id),
-            output::time_ms(m.enqueued_ms),
+            output::time_in(m.enqueued_ms, f),
             opt(m.receive_count),
             m.key.as_deref().map(name).unwrap_or_default(),
             dl.and_then(|d| d.reason.as_deref())
@@ -256,11 +272,14 @@ pub async fn consumers(s: &Session, queue: &str, f: Format) -> CliResult {
             name(&c.tag),
             c.peer.as_deref().map(name).unwrap_or_else(|| "—".into()),
             match c.prefetch {
-                Some(0) => "0 (unlimited!)".to_string(),
+                Some(0) if !f.is_machine() => "0 (unlimited!)".to_string(),
                 p => opt(p),
             },
             match c.ack_mode {
-                crate::domain::AckMode::Auto => "auto (loses work on crash)".to_string(),
+                crate::domain::AckMode::Auto if !f.is_machine() => {
+                    "auto (loses work on crash)".to_string()
+                }
+                crate::domain::AckMode::Auto => "auto".to_string(),
                 crate::domain::AckMode::Manual => "manual".to_string(),
                 crate::domain::AckMode::Unknown => "—".to_string(),
             },
@@ -269,7 +288,13 @@ pub async fn consumers(s: &Session, queue: &str, f: Format) -> CliResult {
             opt(c.processed),
             opt(c.failed),
             c.rate
-                .map(|r| format!("{r:.1}/s"))
+                .map(|r| {
+                    if f.is_machine() {
+                        format!("{r:.3}")
+                    } else {
+                        format!("{r:.1}/s")
+                    }
+                })
                 .unwrap_or_else(|| "—".into()),
         ]);
     }

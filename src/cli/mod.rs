@@ -24,7 +24,23 @@ use crate::config::{self, LoadOptions, ProfileKind};
 use crate::domain::{QueueId, RedriveRequest, RedriveTarget};
 use crate::engine::session::Session;
 
+/// Run one command. With `-o json`, a failure is still JSON on stdout (`error`, `exit_code`)
+/// besides the one line on stderr, so a script never parses an empty answer.
 pub async fn run(cli: Cli) -> CliResult {
+    let json = output::resolve(cli.global.output) == args::Format::Json
+        && !matches!(cli.command, Some(Command::Check(_)));
+    let r = dispatch(cli).await;
+    if let (true, Err(e)) = (json, &r) {
+        output::print_json(&serde_json::json!({
+            "error": crate::sanitize::clean(&crate::config::redact::redact(&e.message)),
+            "exit_code": e.code,
+        }))
+        .ok();
+    }
+    r
+}
+
+async fn dispatch(cli: Cli) -> CliResult {
     let opts = LoadOptions {
         file: cli.global.config.clone(),
         profile: cli.global.profile.clone(),

@@ -76,34 +76,74 @@ impl Table {
     fn plain(&self) -> String {
         let mut out = String::new();
         for r in &self.rows {
-            out.push_str(&r.join("\t"));
+            // A tab inside a cell would shift every later column.
+            let cells: Vec<String> = r
+                .iter()
+                .map(|c| machine_cell(c).replace('\t', " "))
+                .collect();
+            out.push_str(&cells.join("\t"));
             out.push('\n');
         }
         out
     }
 
     fn csv(&self) -> String {
-        let esc = |s: &str| {
-            if s.contains([',', '"', '\n']) {
-                format!("\"{}\"", s.replace('"', "\"\""))
-            } else {
-                s.to_string()
-            }
-        };
-        let mut out = self.headers.join(",");
-        out.push('\n');
+        let mut w = csv::Writer::from_writer(Vec::new());
+        let mut ok = w.write_record(&self.headers).is_ok();
         for r in &self.rows {
-            out.push_str(&r.iter().map(|c| esc(c)).collect::<Vec<_>>().join(","));
-            out.push('\n');
+            ok &= w.write_record(r.iter().map(|c| machine_cell(c))).is_ok();
         }
-        out
+        match (ok, w.into_inner()) {
+            (true, Ok(bytes)) => String::from_utf8_lossy(&bytes).into_owned(),
+            _ => String::new(),
+        }
     }
 }
 
+/// Machine formats show a missing figure as an empty cell, never as `—`.
+fn machine_cell(c: &str) -> &str {
+    if c == MISSING {
+        ""
+    } else {
+        c
+    }
+}
+
+const MISSING: &str = "—";
+
 pub fn print_json<T: Serialize + ?Sized>(v: &T) -> std::io::Result<()> {
+    let text = serde_json::to_string_pretty(v).map_err(std::io::Error::other)?;
     let mut out = std::io::stdout().lock();
-    serde_json::to_writer_pretty(&mut out, v).map_err(std::io::Error::other)?;
+    out.write_all(json_safe(&text).as_bytes())?;
     out.write_all(b"\n")
+}
+
+/// JSON from qdeck is read by people in terminals too. serde_json leaves bidi controls
+/// (U+202E reorders what a terminal shows), C1 controls, DEL and line separators raw inside
+/// strings; escape them as `\uXXXX`, which any JSON parser reads back as the same text.
+pub fn json_safe(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.chars().any(needs_json_escape) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        if needs_json_escape(c) {
+            out.push_str(&format!("\\u{:04x}", c as u32));
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+fn needs_json_escape(c: char) -> bool {
+    matches!(c,
+        '\u{7f}'..='\u{9f}'
+        | '\u{61c}'
+        | '\u{200b}'..='\u{200f}'
+        | '\u{2028}'..='\u{202e}'
+        | '\u{2060}'..='\u{2069}'
+        | '\u{feff}')
 }
 
 pub fn print(s: &str) {
@@ -112,14 +152,17 @@ pub fn print(s: &str) {
     let _ = out.write_all(s.as_bytes());
 }
 
-/// `—` for a missing figure: never a zero.
+/// `—` for a missing figure: never a zero (an empty cell in CSV and plain output).
 pub fn opt<T: std::fmt::Display>(v: Option<T>) -> String {
-    v.map(|x| x.to_string()).unwrap_or_else(|| "—".to_string())
+    v.map(|x| x.to_string())
+        .unwrap_or_else(|| MISSING.to_string())
 }
 
-pub fn age(secs: Option<f64>) -> String {
+/// An age for people (`7m21s`), or whole seconds for scripts.
+pub fn age_in(secs: Option<f64>, f: Format) -> String {
     match secs {
-        None => "—".to_string(),
+        None => MISSING.to_string(),
+        Some(s) if f.is_machine() => format!("{:.0}", s.max(0.0)),
         Some(s) => human_secs(s),
     }
 }
@@ -149,8 +192,45 @@ pub fn name(s: &str) -> String {
     sanitize::clean(s).into_owned()
 }
 
-pub fn time_ms(ms: Option<i64>) -> String {
+/// A time for people, or RFC 3339 for scripts.
+pub fn time_in(ms: Option<i64>, f: Format) -> String {
     ms.and_then(crate::domain::ms_to_datetime)
-        .map(|t| t.format("%Y-%m-%d %H:%M:%S").to_string())
-        .unwrap_or_else(|| "—".to_string())
+        .map(|t| {
+            if f.is_machine() {
+                t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+            } else {
+                t.format("%Y-%m-%d %H:%M:%S").to_string()
+            }
+        })
+        .unwrap_or_else(|| MISSING.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_escapes_bidi_and_c1_and_parses_back_to_the_same_text() {
+        let hostile = "pay\u{202e}gpj.exe \u{9b}31m \u{2066}x\u{2069} \u{7f}";
+        let text = serde_json::to_string(&serde_json::json!({ "name": hostile })).unwrap();
+        let safe = json_safe(&text);
+        assert!(safe.contains("\\u202e") && safe.contains("\\u009b") && safe.contains("\\u2066"));
+        assert!(!safe.chars().any(needs_json_escape), "{safe}");
+        let back: serde_json::Value = serde_json::from_str(&safe).unwrap();
+        assert_eq!(back["name"], hostile);
+    }
+
+    #[test]
+    fn machine_formats_leave_missing_figures_empty() {
+        let mut t = Table::new(vec!["NAME", "DEPTH", "NOTE"]);
+        t.push(vec!["a,b".into(), opt(None::<u64>), "say \"hi\"".into()]);
+        assert_eq!(
+            t.render(Format::Csv),
+            "NAME,DEPTH,NOTE\n\"a,b\",,\"say \"\"hi\"\"\"\n"
+        );
+        assert_eq!(t.render(Format::Plain), "a,b\t\tsay \"hi\"\n");
+        assert!(t.render(Format::Table).contains('—'));
+        assert_eq!(age_in(Some(441.4), Format::Csv), "441");
+        assert_eq!(age_in(Some(441.4), Format::Table), "7m21s");
+    }
 }

@@ -105,6 +105,11 @@ impl Gate {
         err
     }
 
+    /// Record a mutation done outside the backend trait (`create`, the demo).
+    pub fn record_ok(&self, m: Mutation, queue: &QueueId, counts: serde_json::Value) {
+        self.record(m, queue, None, counts, "ok", None);
+    }
+
     fn record(
         &self,
         m: Mutation,

@@ -221,13 +221,22 @@ impl Outcome {
         }
     }
 
-    /// One line for the status bar and the restored terminal.
+    /// One line for the status bar and the restored terminal, naming the queue.
     pub fn summary(&self, queue: &QueueId) -> String {
         let q = clean(queue.as_str());
         match self {
+            Outcome::Redrive(_) => format!("redrive {q}: {}", self.line()),
+            Outcome::Purge(_) => format!("purge {q}: {}", self.line()),
+            Outcome::Failed { .. } => format!("{q}: {}", self.line()),
+        }
+    }
+
+    /// The result alone, for the command that named the queue itself.
+    pub fn line(&self) -> String {
+        match self {
             Outcome::Redrive(r) => {
                 let mut s = format!(
-                    "redrive {q}: moved {}, failed {}, possibly duplicated {}{} ({})",
+                    "moved {}, failed {}, possibly duplicated {}{} ({})",
                     r.moved,
                     r.failed,
                     r.possibly_duplicated,
@@ -241,7 +250,7 @@ impl Outcome {
                 s
             }
             Outcome::Purge(r) => format!(
-                "purged {q}: {}{}",
+                "purged {}{}",
                 r.purged
                     .map(|n| format!("{n} message(s)"))
                     .unwrap_or_else(|| "(the broker gives no count)".into()),
@@ -251,7 +260,7 @@ impl Outcome {
                     .unwrap_or_default()
             ),
             Outcome::Failed { error, progress } => format!(
-                "{q}: {} (done {}, failed {} before the error)",
+                "{} (done {}, failed {} before the error)",
                 clean(&error.to_string()),
                 progress.done,
                 progress.failed

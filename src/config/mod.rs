@@ -6,6 +6,7 @@
 pub mod paths;
 pub mod profile;
 pub mod redact;
+pub mod secret;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -178,6 +179,15 @@ fn validate(c: &AppConfig, file: Option<&Path>) -> Result<(), ConfigError> {
             return Err(ConfigError(format!(
                 "{where_}: profiles[{i}].name is empty; every profile needs a name"
             )));
+        }
+        if let ProfileKind::Rabbitmq(r) = &p.kind {
+            if r.amqp_url.as_deref().is_some_and(secret::url_has_password) {
+                return Err(ConfigError(format!(
+                    "{where_}: profiles[{i}].amqp_url holds a password; keep it out of the file: \
+                     put the URL without it and name a variable with password_env (or the whole \
+                     URL with amqp_url_env)"
+                )));
+            }
         }
         if !seen.insert(p.name.as_str()) {
             return Err(ConfigError(format!(

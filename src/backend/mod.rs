@@ -5,8 +5,11 @@ pub mod api_calls;
 pub mod error;
 pub mod local;
 pub mod progress;
+#[cfg(feature = "rabbitmq")]
 pub mod rabbitmq;
+#[cfg(feature = "servicebus")]
 pub mod servicebus;
+#[cfg(feature = "sqs")]
 pub mod sqs;
 
 use std::sync::Arc;
@@ -118,8 +121,17 @@ pub trait Backend: Send + Sync {
 pub async fn build(profile: &Profile) -> Result<Arc<dyn Backend>> {
     match &profile.kind {
         ProfileKind::Local(s) => Ok(Arc::new(local::LocalHandle::open(&s.resolved_path())?)),
+        #[cfg(feature = "rabbitmq")]
         ProfileKind::Rabbitmq(s) => rabbitmq::connect(profile, s).await,
+        #[cfg(feature = "sqs")]
         ProfileKind::Sqs(s) => sqs::connect(profile, s).await,
+        #[cfg(feature = "servicebus")]
         ProfileKind::Servicebus(s) => servicebus::connect(profile, s).await,
+        #[allow(unreachable_patterns)]
+        other => Err(BackendError::Unsupported(format!(
+            "this qdeck was built without the {} backend (cargo feature {:?})",
+            other.name(),
+            other.name()
+        ))),
     }
 }

@@ -135,6 +135,7 @@ pub async fn stats(s: &Session, queue: &str, f: Format) -> CliResult {
     }
     let total = b.api_calls().total();
     kv("api calls", format!("{total} this run"));
+    #[cfg(feature = "sqs")]
     if b.kind() == crate::domain::BrokerKind::Sqs {
         // What it costs to keep this one queue's figures fresh at the profile's refresh rate.
         let refresh = s

@@ -820,3 +820,26 @@ fn json_escapes_bidi_controls_and_machine_formats_use_plain_values() {
     assert!(!csv.contains('—'), "{csv}");
     assert_eq!(csv.lines().nth(1).unwrap(), "plain,0,0,0,0,,,0,");
 }
+
+#[test]
+fn sample_adds_the_consoles_derived_figures() {
+    let e = Env::new();
+    e.qdeck().args(["create", "q"]).assert().success();
+    send_n(&e, "q", 3);
+    let out = e.stdout(&["ls", "--sample", "1s", "-o", "json"]);
+    let rows: Vec<Value> = serde_json::from_slice(&out).unwrap();
+    let d = &rows[0]["derived"];
+    assert!(d.is_object(), "{rows:?}");
+    assert!(d["trend"].is_string(), "{d}");
+    assert!(d.get("workers_needed").is_some());
+    // Without --sample the row shape is unchanged.
+    let plain: Vec<Value> = serde_json::from_slice(&e.stdout(&["ls", "-o", "json"])).unwrap();
+    assert!(plain[0].get("derived").is_none());
+    let text = String::from_utf8(e.stdout(&["stats", "q", "--sample", "1s"])).unwrap();
+    assert!(text.contains("time to drain"), "{text}");
+    e.qdeck()
+        .args(["check", "--max-stuck"])
+        .assert()
+        .code(3)
+        .stdout(predicate::str::contains("--sample"));
+}

@@ -58,9 +58,18 @@ pub enum Command {
     Ls {
         /// Only queues whose name matches this regex.
         pattern: Option<String>,
+        /// Poll twice, this far apart, and add the console's derived figures (rates, trend,
+        /// time to drain, workers needed, stuck) under `derived`, e.g. `--sample 10s`.
+        #[arg(long, value_parser = parse_duration)]
+        sample: Option<std::time::Duration>,
     },
     /// Figures, settings, DLQ links and broker notes for one queue.
-    Stats { queue: String },
+    Stats {
+        queue: String,
+        /// Poll twice, this far apart, and add the derived figures (see `ls --sample`).
+        #[arg(long, value_parser = parse_duration)]
+        sample: Option<std::time::Duration>,
+    },
     /// Show messages without removing them.
     #[command(alias = "browse")]
     Peek {
@@ -167,6 +176,13 @@ pub enum Command {
 pub struct CheckArgs {
     /// Only queues whose name matches this regex.
     pub pattern: Option<String>,
+    /// Poll twice, this far apart, so `--max-stuck` and rates can be judged.
+    #[arg(long, value_parser = parse_duration)]
+    pub sample: Option<std::time::Duration>,
+    /// CRITICAL when a queue is stuck (age of oldest rising while depth stays flat; needs
+    /// --sample).
+    #[arg(long)]
+    pub max_stuck: bool,
     /// CRITICAL when depth exceeds this.
     #[arg(long)]
     pub max_depth: Option<u64>,
@@ -213,6 +229,7 @@ impl CheckArgs {
             || self.warn_dlq_age.is_some()
             || self.max_dlq_growth.is_some()
             || self.warn_dlq_growth.is_some()
+            || self.max_stuck
     }
 }
 

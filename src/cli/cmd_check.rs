@@ -169,6 +169,12 @@ fn judge_all(
             secs: true,
         }
         .judge(&mut out);
+        if a.max_stuck && r.derived.as_ref().is_some_and(|d| d.stuck) {
+            out.push((
+                CRITICAL,
+                format!("{} stuck (age rising, depth flat)", name(&r.name)),
+            ));
+        }
     }
     for (q, d) in &dlqs(rows) {
         Limit {
@@ -245,7 +251,22 @@ pub async fn check(s: &Session, a: &CheckArgs) -> CliResult {
         Ok(r) => r,
         Err(e) => return unknown(&e.message),
     };
-    let rows = match fetch::rows(s.backend.as_ref(), re.as_ref()).await {
+    let fetched = match a.sample {
+        Some(gap) => {
+            fetch::rows_sampled(
+                s.backend.as_ref(),
+                re.as_ref(),
+                gap,
+                s.loaded.config.ui.drain_target_secs,
+            )
+            .await
+        }
+        None if a.max_stuck => Err(super::exit::CliError::usage(
+            "--max-stuck needs --sample (two polls to see age rise while depth stays flat)",
+        )),
+        None => fetch::rows(s.backend.as_ref(), re.as_ref()).await,
+    };
+    let rows = match fetched {
         Ok(r) => r,
         Err(e) => return unknown(&e.message),
     };

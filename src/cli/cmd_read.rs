@@ -1,5 +1,7 @@
 //! Read-only commands: ls, stats, peek, consumers.
 
+use std::time::Duration;
+
 use super::args::Format;
 use super::exit::{CliResult, OK};
 use super::fetch::{self, QueueRow};
@@ -8,9 +10,23 @@ use crate::domain::{BrowseRequest, QueueId};
 use crate::engine::session::Session;
 use crate::sanitize;
 
-pub async fn ls(s: &Session, pattern: Option<&str>, f: Format) -> CliResult {
+fn drain_target(s: &Session) -> f64 {
+    s.loaded.config.ui.drain_target_secs
+}
+
+pub async fn ls(
+    s: &Session,
+    pattern: Option<&str>,
+    sample: Option<Duration>,
+    f: Format,
+) -> CliResult {
     let re = fetch::compile_pattern(pattern)?;
-    let rows = fetch::rows(s.backend.as_ref(), re.as_ref()).await?;
+    let rows = match sample {
+        Some(gap) => {
+            fetch::rows_sampled(s.backend.as_ref(), re.as_ref(), gap, drain_target(s)).await?
+        }
+        None => fetch::rows(s.backend.as_ref(), re.as_ref()).await?,
+    };
     if f == Format::Json {
         output::print_json(&rows).ok();
         return Ok(OK);
@@ -26,8 +42,16 @@ pub async fn ls(s: &Session, pattern: Option<&str>, f: Format) -> CliResult {
         "CONSUMERS",
         "NOTE",
     ]);
+    if sample.is_some() {
+        t.headers
+            .extend(["IN/S", "OUT/S", "TREND", "DRAIN", "NEEDED"]);
+    }
     for r in &rows {
-        t.push(row_cells(r, f));
+        let mut cells = row_cells(r, f);
+        if let Some(d) = &r.derived {
+            cells.extend(derived_cells(d, f));
+        }
+        t.push(cells);
     }
     output::print(&t.render(f));
     Ok(OK)
@@ -52,7 +76,19 @@ fn row_cells(r: &QueueRow, f: Format) -> Vec<String> {
     ]
 }
 
-pub async fn stats(s: &Session, queue: &str, f: Format) -> CliResult {
+/// Rate, trend, time to drain and workers needed, as the console derives them.
+fn derived_cells(d: &crate::engine::derive::Derived, f: Format) -> Vec<String> {
+    let rate = |r: Option<f64>| r.map(|x| format!("{x:.1}")).unwrap_or_else(|| "—".into());
+    vec![
+        rate(d.in_rate),
+        rate(d.out_rate),
+        format!("{:?}", d.trend).to_lowercase(),
+        age_in(d.drain_secs, f),
+        opt(d.workers_needed),
+    ]
+}
+
+pub async fn stats(s: &Session, queue: &str, sample: Option<Duration>, f: Format) -> CliResult {
     let b = s.backend.as_ref();
     let info = fetch::find(b, queue).await?;
     let batch = b.stats(std::slice::from_ref(&info.id)).await?;
@@ -62,11 +98,21 @@ pub async fn stats(s: &Session, queue: &str, f: Format) -> CliResult {
         .iter()
         .find(|x| x.0 == info.id)
         .map(|x| x.1.clone());
+    let derived = match sample {
+        Some(gap) => fetch::sampled(b, vec![info.clone()], gap, drain_target(s))
+            .await?
+            .into_iter()
+            .next()
+            .and_then(|r| r.derived),
+        None => None,
+    };
     let caps = b.capabilities_for(&info);
     let calls = b.api_calls().snapshot();
     if f == Format::Json {
+        let mut row = QueueRow::new(&info, st, err);
+        row.derived = derived;
         let v = serde_json::json!({
-            "queue": QueueRow::new(&info, st, err),
+            "queue": row,
             "settings": info.settings,
             "capabilities": caps,
             "api_calls": calls,
@@ -114,6 +160,19 @@ pub async fn stats(s: &Session, queue: &str, f: Format) -> CliResult {
     }
     if let Some(e) = &row.error {
         kv("error", name(e));
+    }
+    if let Some(d) = &derived {
+        let c = derived_cells(d, f);
+        kv("in / out per s", format!("{} / {}", c[0], c[1]));
+        kv("trend", c[2].clone());
+        kv("time to drain", c[3].clone());
+        kv("workers needed", c[4].clone());
+        if let Some(a) = &d.arithmetic {
+            kv("arithmetic", name(a));
+        }
+        if d.stuck {
+            kv("stuck", "age rising while depth stays flat".into());
+        }
     }
     kv(
         "browse",

@@ -26,6 +26,9 @@ pub struct QueueRow {
     pub out_rate: Option<f64>,
     /// Why this queue has no figures (e.g. AccessDenied); null when it has.
     pub error: Option<String>,
+    /// The console's derived figures, present only with `--sample`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub derived: Option<crate::engine::derive::Derived>,
 }
 
 impl QueueRow {
@@ -46,6 +49,7 @@ impl QueueRow {
             in_rate: stats.and_then(|s| s.in_rate),
             out_rate: stats.and_then(|s| s.out_rate),
             error,
+            derived: None,
         }
     }
 }
@@ -91,6 +95,52 @@ pub async fn rows(
                 by_id.get(&i.id).copied(),
                 errs.get(&i.id).map(|e| e.to_string()),
             )
+        })
+        .collect())
+}
+
+/// `rows`, polled twice `gap` apart through the console's store, so the rows carry the same
+/// derived figures (rates, trend, time to drain, workers needed, stuck) the console shows.
+pub async fn rows_sampled(
+    backend: &dyn Backend,
+    pattern: Option<&Regex>,
+    gap: std::time::Duration,
+    drain_target_secs: f64,
+) -> Result<Vec<QueueRow>, CliError> {
+    let infos: Vec<QueueInfo> = backend
+        .list_queues()
+        .await?
+        .into_iter()
+        .filter(|q| pattern.is_none_or(|re| re.is_match(q.id.as_str())))
+        .collect();
+    sampled(backend, infos, gap, drain_target_secs).await
+}
+
+/// Two polls of these queues `gap` apart, as rows with derived figures.
+pub async fn sampled(
+    backend: &dyn Backend,
+    infos: Vec<QueueInfo>,
+    gap: std::time::Duration,
+    drain_target_secs: f64,
+) -> Result<Vec<QueueRow>, CliError> {
+    // A ring resolution no coarser than the gap, so the two polls land in separate samples.
+    let history = (gap.as_secs_f64() * 240.0).ceil().max(60.0) as u64;
+    let mut store = crate::engine::store::Store::new(history, 240, drain_target_secs);
+    let ids: Vec<QueueId> = infos.iter().map(|q| q.id.clone()).collect();
+    store.set_queues(infos);
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    store.apply(backend.stats(&ids).await?);
+    tokio::time::sleep(gap).await;
+    store.apply(backend.stats(&ids).await?);
+    Ok(store
+        .entries()
+        .iter()
+        .map(|e| {
+            let mut r = QueueRow::new(&e.info, e.latest.as_ref(), e.error.clone());
+            r.derived = store.derived(&e.info.id);
+            r
         })
         .collect())
 }

@@ -89,8 +89,8 @@ async fn dispatch(cli: Cli) -> CliResult {
     };
     let s = &session;
     match cmd {
-        Command::Ls { pattern } => cmd_read::ls(s, pattern.as_deref(), f).await,
-        Command::Stats { queue } => cmd_read::stats(s, &queue, f).await,
+        Command::Ls { pattern, sample } => cmd_read::ls(s, pattern.as_deref(), sample, f).await,
+        Command::Stats { queue, sample } => cmd_read::stats(s, &queue, sample, f).await,
         Command::Peek {
             queue,
             count,

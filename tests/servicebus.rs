@@ -476,7 +476,10 @@ async fn bad_signature_expired_token_and_listen_key_are_auth_errors() {
         !e.to_string().contains("Manage"),
         "a bad key is not a rights problem: {e}"
     );
-    assert!(e.to_string().contains("claim is empty or token is invalid"), "Azure's own detail: {e}");
+    assert!(
+        e.to_string().contains("claim is empty or token is invalid"),
+        "Azure's own detail: {e}"
+    );
     let e = wrong
         .browse(
             &dlq("a"),
@@ -517,7 +520,11 @@ async fn bad_signature_expired_token_and_listen_key_are_auth_errors() {
         matches!(e, BackendError::Forbidden { right: Some(ref r), .. } if r == "Manage"),
         "{e:?}"
     );
-    assert!(e.to_string().contains("needs the Manage right") || e.to_string().contains("need the Manage right"), "{e}");
+    assert!(
+        e.to_string().contains("needs the Manage right")
+            || e.to_string().contains("need the Manage right"),
+        "{e}"
+    );
     // Sending needs Send: named as the missing right, not as a bad key.
     let e = listen
         .send(&q("a"), OutgoingMessage::default())
@@ -1041,7 +1048,11 @@ async fn resubmit_ends_when_every_copy_dead_letters_again() {
         .await
         .unwrap();
     assert_eq!((r.moved, r.failed), (7, 0), "max honoured exactly: {r:?}");
-    assert_eq!(s.counts("loop"), (0, 20), "7 copies back in the DLQ, 13 untouched");
+    assert_eq!(
+        s.counts("loop"),
+        (0, 20),
+        "7 copies back in the DLQ, 13 untouched"
+    );
 
     // No max: the DLQ count at the start caps the run (Manage key).
     let r = b
@@ -1104,7 +1115,9 @@ async fn sequence_watermark_ends_the_run_without_a_count() {
 async fn duplicate_detection_target_gets_new_message_ids() {
     let s = StandIn::start().await;
     s.create_queue("dd", 10, 60);
-    s.configure("dd", |q| q.dup_window = Some(std::time::Duration::from_secs(600)));
+    s.configure("dd", |q| {
+        q.dup_window = Some(std::time::Duration::from_secs(600))
+    });
     let b = backend(&s).await;
     // The model: a second send with a MessageId inside the window is accepted, then dropped.
     for _ in 0..2 {
@@ -1124,7 +1137,8 @@ async fn duplicate_detection_target_gets_new_message_ids() {
     // The originals went through dd moments ago: their ids are inside the window.
     s.configure("dd", |q| {
         for i in 0..10 {
-            q.seen_ids.push((format!("msg-{i}"), std::time::Instant::now()));
+            q.seen_ids
+                .push((format!("msg-{i}"), std::time::Instant::now()));
         }
     });
     for i in 0..10 {
@@ -1155,7 +1169,11 @@ async fn duplicate_detection_target_gets_new_message_ids() {
     let originals: BTreeSet<String> = moved
         .iter()
         .map(|m| {
-            assert!(!m.message_id.starts_with("msg-"), "new id: {}", m.message_id);
+            assert!(
+                !m.message_id.starts_with("msg-"),
+                "new id: {}",
+                m.message_id
+            );
             m.custom
                 .iter()
                 .find(|(k, _)| k == "originalmessageid")
@@ -1165,7 +1183,9 @@ async fn duplicate_detection_target_gets_new_message_ids() {
         .collect();
     assert_eq!(
         originals,
-        (0..10).map(|i| format!("\"msg-{i}\"")).collect::<BTreeSet<_>>()
+        (0..10)
+            .map(|i| format!("\"msg-{i}\""))
+            .collect::<BTreeSet<_>>()
     );
     // Without duplicate detection ids are kept.
     s.create_queue("plain", 10, 60);
@@ -1211,8 +1231,14 @@ async fn session_entities_are_refused_clearly() {
         )
         .await
         .unwrap_err();
-    assert!(matches!(e, BackendError::Unsupported(ref m) if m.contains("sessions")), "{e}");
-    let e = b.purge(&q("sess"), &OpProgress::detached()).await.unwrap_err();
+    assert!(
+        matches!(e, BackendError::Unsupported(ref m) if m.contains("sessions")),
+        "{e}"
+    );
+    let e = b
+        .purge(&q("sess"), &OpProgress::detached())
+        .await
+        .unwrap_err();
     assert!(matches!(e, BackendError::Unsupported(_)), "{e}");
     assert_eq!(
         s.requests().get("peek-lock").copied().unwrap_or(0),
@@ -1220,7 +1246,10 @@ async fn session_entities_are_refused_clearly() {
         "nothing locked"
     );
     let dinfo = b.describe(&dlq("sess")).await.unwrap();
-    assert!(matches!(b.capabilities_for(&dinfo).browse, BrowseEffect::SideEffect(_)));
+    assert!(matches!(
+        b.capabilities_for(&dinfo).browse,
+        BrowseEffect::SideEffect(_)
+    ));
     let r = b
         .redrive(
             &redrive_req(dlq("sess"), RedriveTarget::Origin, None),
@@ -1229,8 +1258,16 @@ async fn session_entities_are_refused_clearly() {
         .await
         .unwrap();
     assert_eq!((r.moved, r.failed), (3, 1), "{r:?}");
-    assert!(r.errors.iter().any(|e| e.contains("SessionId")), "{:?}", r.errors);
-    assert_eq!(s.counts("sess"), (3, 1), "the message without a session stays");
+    assert!(
+        r.errors.iter().any(|e| e.contains("SessionId")),
+        "{:?}",
+        r.errors
+    );
+    assert_eq!(
+        s.counts("sess"),
+        (3, 1),
+        "the message without a session stays"
+    );
     // The broker's own refusal, for a key that cannot read settings, is a clear error too.
     let e = backend_with(&s.conn_str("ListenSend", standin::LISTEN_SEND_KEY))
         .await
@@ -1270,7 +1307,11 @@ async fn empty_receive_long_polls() {
         .unwrap();
     assert_eq!(empty.status().as_u16(), 204);
     let waiting = {
-        let (http, url, tok) = (http.clone(), format!("{base}lp/messages/head?timeout=30"), tok.clone());
+        let (http, url, tok) = (
+            http.clone(),
+            format!("{base}lp/messages/head?timeout=30"),
+            tok.clone(),
+        );
         tokio::spawn(async move {
             http.post(url)
                 .header("authorization", tok)
@@ -1291,7 +1332,11 @@ async fn empty_receive_long_polls() {
     .await
     .unwrap();
     let got = waiting.await.unwrap();
-    assert_eq!(got.status().as_u16(), 201, "the waiting receive got the late message");
+    assert_eq!(
+        got.status().as_u16(),
+        201,
+        "the waiting receive got the late message"
+    );
     assert_eq!(got.bytes().await.unwrap().as_ref(), b"late");
 }
 
@@ -1310,19 +1355,42 @@ async fn forwarded_dead_letters_link_to_their_target() {
     let list = b.list_queues().await.unwrap();
     let find = |id: &QueueId| list.iter().find(|i| &i.id == id).unwrap().clone();
     let orders = find(&q("orders"));
-    assert_eq!(orders.dlq, Some(q("central")), "linked to where dead letters go");
     assert_eq!(
-        orders.settings.extra.get("forward_dead_lettered_to").map(String::as_str),
+        orders.dlq,
+        Some(q("central")),
+        "linked to where dead letters go"
+    );
+    assert_eq!(
+        orders
+            .settings
+            .extra
+            .get("forward_dead_lettered_to")
+            .map(String::as_str),
         Some("central")
     );
     assert_eq!(find(&q("central")).dlq_sources, vec![q("orders")]);
     let inbox = find(&q("inbox"));
-    assert_eq!(inbox.settings.extra.get("forward_to").map(String::as_str), Some("orders"));
-    assert!(b.capabilities_for(&inbox).notes.iter().any(|n| n.contains("orders")));
-    assert!(b.capabilities_for(&orders).notes.iter().any(|n| n.contains("central")));
+    assert_eq!(
+        inbox.settings.extra.get("forward_to").map(String::as_str),
+        Some("orders")
+    );
+    assert!(b
+        .capabilities_for(&inbox)
+        .notes
+        .iter()
+        .any(|n| n.contains("orders")));
+    assert!(b
+        .capabilities_for(&orders)
+        .notes
+        .iter()
+        .any(|n| n.contains("central")));
     let batch = b.stats(&[q("central"), q("orders")]).await.unwrap();
     let depth = |id: &QueueId| batch.stats.iter().find(|x| &x.id == id).unwrap().depth;
-    assert_eq!(depth(&q("central")), Some(1), "the dead letter is in central");
+    assert_eq!(
+        depth(&q("central")),
+        Some(1),
+        "the dead letter is in central"
+    );
     let before = s.requests();
     let d = b.describe(&q("orders")).await.unwrap();
     let after = s.requests();
@@ -1372,7 +1440,10 @@ async fn entity_path_naming_a_missing_entity_is_not_found() {
         .await
         .unwrap();
     let e = b.list_queues().await.unwrap_err();
-    assert!(matches!(e, BackendError::NotFound(ref m) if m.contains("nowhere")), "{e}");
+    assert!(
+        matches!(e, BackendError::NotFound(ref m) if m.contains("nowhere")),
+        "{e}"
+    );
 }
 
 /// Item 7 through the built binary: `ls` with an entity-scoped Listen key shows the entity and
@@ -1406,7 +1477,10 @@ async fn cli_ls_with_entity_scoped_keys() {
                 .unwrap()
         })
     };
-    let listen = format!("{};EntityPath=solo", s.conn_str("ListenOnly", standin::LISTEN_KEY));
+    let listen = format!(
+        "{};EntityPath=solo",
+        s.conn_str("ListenOnly", standin::LISTEN_KEY)
+    );
     let out = run(listen).await.unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
@@ -1415,7 +1489,10 @@ async fn cli_ls_with_entity_scoped_keys() {
     assert_eq!(rows[0]["name"], "solo");
     assert!(rows[0]["depth"].is_null());
     assert!(
-        rows[0]["error"].as_str().unwrap_or("").contains("Manage right"),
+        rows[0]["error"]
+            .as_str()
+            .unwrap_or("")
+            .contains("Manage right"),
         "{rows:?}"
     );
     assert!(!stderr.contains(standin::LISTEN_KEY));

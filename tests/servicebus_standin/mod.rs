@@ -93,7 +93,8 @@ impl Queue {
     fn accept(&mut self, m: Msg) {
         if let Some(win) = self.dup_window {
             let now = Instant::now();
-            self.seen_ids.retain(|(_, at)| now.duration_since(*at) < win);
+            self.seen_ids
+                .retain(|(_, at)| now.duration_since(*at) < win);
             if self.seen_ids.iter().any(|(id, _)| *id == m.message_id) {
                 self.dropped_duplicates += 1;
                 return;
@@ -233,7 +234,11 @@ impl StandIn {
             .map(|s| {
                 (
                     s.to_ascii_lowercase(),
-                    Queue::new(&format!("{name}/Subscriptions/{s}"), max_delivery, lock_secs),
+                    Queue::new(
+                        &format!("{name}/Subscriptions/{s}"),
+                        max_delivery,
+                        lock_secs,
+                    ),
                 )
             })
             .collect();

@@ -289,7 +289,8 @@ mod tests {
         Resp {
             status,
             headers: HeaderMap::new(),
-            body: format!("<Error><Code>{status}</Code><Detail>{detail}</Detail></Error>").into_bytes(),
+            body: format!("<Error><Code>{status}</Code><Detail>{detail}</Detail></Error>")
+                .into_bytes(),
         }
     }
 
@@ -298,8 +299,14 @@ mod tests {
     fn a_bad_token_is_auth_and_a_missing_claim_is_forbidden_with_the_right() {
         let e = status_error(&resp(401, "claim is empty or token is invalid. TrackingId:7f29_G25, SystemTracker:x.servicebus.windows.net:$Resources/queues, Timestamp:2021-04-19T07:25:04"), "listing queues");
         assert!(matches!(e, BackendError::Auth(_)), "{e:?}");
-        let e = status_error(&resp(401, "ExpiredToken: The token is expired. TrackingId:1"), "x");
-        assert!(matches!(e, BackendError::Auth(ref m) if m.contains("expired")), "{e:?}");
+        let e = status_error(
+            &resp(401, "ExpiredToken: The token is expired. TrackingId:1"),
+            "x",
+        );
+        assert!(
+            matches!(e, BackendError::Auth(ref m) if m.contains("expired")),
+            "{e:?}"
+        );
         for (detail, right) in [
             ("Unauthorized access. 'Listen' claim(s) are required to perform this operation. Resource: 'sb://ns.servicebus.windows.net/q'. TrackingId:f_G8", "Listen"),
             ("Unauthorized access. 'Send' claim(s) are required to perform this operation.", "Send"),
@@ -315,7 +322,10 @@ mod tests {
                 other => panic!("{detail}: {other:?}"),
             }
         }
-        assert!(matches!(status_error(&resp(403, "QuotaExceeded"), "x"), BackendError::Forbidden { right: None, .. }));
+        assert!(matches!(
+            status_error(&resp(403, "QuotaExceeded"), "x"),
+            BackendError::Forbidden { right: None, .. }
+        ));
     }
 
     #[test]

@@ -5,7 +5,14 @@
 //!
 //! Runtime calls go straight over reqwest, not through `azure_messaging_servicebus` 0.21: see
 //! the comment at the top of `runtime.rs` for why (binary bodies, lenient BrokerProperties,
-//! keeping the lock URI, custom endpoints).
+//! keeping the lock URI, custom endpoints). Those crates are dev-dependencies only, kept for
+//! the test that documents their failures.
+//!
+//! Rows: queues and subscriptions with their `$DeadLetterQueue`, and topics (kind `topic`, no
+//! DLQ) for their own figures (scheduled messages wait on the topic). An entity with
+//! `ForwardDeadLetteredMessagesTo` links its DLQ to the forward target, where its dead letters
+//! really are. Counts (`CountDetails`) are the broker's own figures at the time of the GET, so
+//! `count` reports them as exact.
 //!
 //! Verified against the in-process stand-in in `tests/servicebus_standin/`, not against Azure.
 
@@ -112,7 +119,10 @@ fn settings_of(e: &QueueEntry) -> QueueSettings {
         ("Status", "status"),
         ("RequiresSession", "requires_session"),
         ("RequiresDuplicateDetection", "duplicate_detection"),
-        ("DuplicateDetectionHistoryTimeWindow", "duplicate_detection_window"),
+        (
+            "DuplicateDetectionHistoryTimeWindow",
+            "duplicate_detection_window",
+        ),
         ("EnablePartitioning", "partitioned"),
         ("DeadLetteringOnMessageExpiration", "dead_letter_on_expiry"),
         ("SubscriptionCount", "subscriptions"),

@@ -84,6 +84,8 @@ pub enum QueueKind {
     Quorum,
     Stream,
     Subscription,
+    /// A Service Bus topic: shown for its own figures (scheduled messages wait on it).
+    Topic,
 }
 
 /// Static settings read with the queue list. Unknown values are `None`.

@@ -473,8 +473,12 @@ async fn bad_signature_expired_token_and_listen_key_are_auth_errors() {
     assert!(matches!(e, BackendError::Auth(_)), "{e}");
     assert!(!e.to_string().contains("d3Jvbmcta2V5"));
     assert!(
-        !e.to_string().contains("Manage rights"),
+        !e.to_string().contains("Manage"),
         "a bad key is not a rights problem: {e}"
+    );
+    assert!(
+        e.to_string().contains("claim is empty or token is invalid"),
+        "Azure's own detail: {e}"
     );
     let e = wrong
         .browse(
@@ -512,7 +516,24 @@ async fn bad_signature_expired_token_and_listen_key_are_auth_errors() {
         .await
         .unwrap();
     let e = listen.list_queues().await.unwrap_err();
-    assert!(e.to_string().contains("Manage rights"), "{e}");
+    assert!(
+        matches!(e, BackendError::Forbidden { right: Some(ref r), .. } if r == "Manage"),
+        "{e:?}"
+    );
+    assert!(
+        e.to_string().contains("needs the Manage right")
+            || e.to_string().contains("need the Manage right"),
+        "{e}"
+    );
+    // Sending needs Send: named as the missing right, not as a bad key.
+    let e = listen
+        .send(&q("a"), OutgoingMessage::default())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(e, BackendError::Forbidden { right: Some(ref r), .. } if r == "Send"),
+        "{e:?}"
+    );
     // …but it can still browse the DLQ by name.
     assert!(listen
         .browse(
@@ -676,7 +697,11 @@ async fn topics_subscriptions_and_their_dlqs() {
     assert_eq!(info.kind, QueueKind::Subscription);
     assert_eq!(info.dlq, Some(dlq("events/Subscriptions/audit")));
     assert_eq!(info.settings.max_receives, Some(10));
-    assert_eq!(list.len(), 6, "plain + 2 subscriptions, each with its DLQ");
+    assert_eq!(
+        list.len(),
+        7,
+        "plain + 2 subscriptions, each with its DLQ, and the topic itself"
+    );
     let ids: Vec<QueueId> = list.iter().map(|i| i.id.clone()).collect();
     let batch = b.stats(&ids).await.unwrap();
     let st = |id: &QueueId| batch.stats.iter().find(|x| &x.id == id).unwrap().clone();
@@ -972,8 +997,13 @@ async fn listen_key_scoped_to_an_entity_shows_what_it_can() {
         list[0].settings.max_receives, None,
         "settings unknown without Manage"
     );
-    let e = b.stats(&ids).await.unwrap_err();
-    assert!(e.to_string().contains("Manage rights"), "{e}");
+    // The listing stands; every row says what the key cannot read.
+    let batch = b.stats(&ids).await.unwrap();
+    assert!(batch.stats.is_empty());
+    assert_eq!(batch.errors.len(), 2);
+    for (_, why) in &batch.errors {
+        assert!(why.contains("Manage right"), "{why}");
+    }
     let p = b
         .browse(
             &dlq("solo"),
@@ -986,6 +1016,491 @@ async fn listen_key_scoped_to_an_entity_shows_what_it_can() {
         .await
         .unwrap();
     assert_eq!(p.messages.len(), 1);
+}
+
+fn redrive_req(source: QueueId, target: RedriveTarget, max: Option<u64>) -> RedriveRequest {
+    RedriveRequest {
+        source,
+        target,
+        max,
+        rate: None,
+        only_ids: None,
+        window: None,
+    }
+}
+
+/// Item 2: every copy dead-letters again (a consumer rejecting everything). The run moves what
+/// was there at the start and ends; `max` is honoured exactly.
+#[tokio::test]
+async fn resubmit_ends_when_every_copy_dead_letters_again() {
+    let s = StandIn::start().await;
+    s.create_queue("loop", 10, 60);
+    for i in 0..20 {
+        s.seed_dlq("loop", rich_msg(i), "Poison");
+    }
+    s.configure("loop", |q| q.poison = true);
+    let b = backend(&s).await;
+    let r = b
+        .redrive(
+            &redrive_req(dlq("loop"), RedriveTarget::Origin, Some(7)),
+            &OpProgress::detached(),
+        )
+        .await
+        .unwrap();
+    assert_eq!((r.moved, r.failed), (7, 0), "max honoured exactly: {r:?}");
+    assert_eq!(
+        s.counts("loop"),
+        (0, 20),
+        "7 copies back in the DLQ, 13 untouched"
+    );
+
+    // No max: the DLQ count at the start caps the run (Manage key).
+    let r = b
+        .redrive(
+            &redrive_req(dlq("loop"), RedriveTarget::Origin, None),
+            &OpProgress::detached(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.moved, 20, "{r:?}");
+    assert_eq!(s.counts("loop"), (0, 20));
+}
+
+/// Item 2 without the count: a Listen+Send key cannot read the DLQ's count, so only the
+/// sequence-number watermark (copies come back with higher numbers) can end the run.
+#[tokio::test]
+async fn sequence_watermark_ends_the_run_without_a_count() {
+    let s = StandIn::start().await;
+    s.create_queue("loop2", 10, 60);
+    for i in 0..30 {
+        s.seed_dlq("loop2", rich_msg(i), "Poison");
+    }
+    s.configure("loop2", |q| q.poison = true);
+    let b = backend_with(&s.conn_str("ListenSend", standin::LISTEN_SEND_KEY))
+        .await
+        .unwrap();
+    let r = b
+        .redrive(
+            &redrive_req(dlq("loop2"), RedriveTarget::Origin, None),
+            &OpProgress::detached(),
+        )
+        .await
+        .unwrap();
+    assert_eq!((r.moved, r.failed), (30, 0), "{r:?}");
+    assert!(
+        r.errors.iter().any(|e| e.contains("sequence number")),
+        "{:?}",
+        r.errors
+    );
+    let left = s.messages("loop2", true);
+    assert_eq!(left.len(), 30);
+    assert!(left.iter().all(|m| m.lock.is_none()), "nothing left locked");
+    // Each original was moved once: every copy in the DLQ names a distinct original.
+    let originals: BTreeSet<String> = left
+        .iter()
+        .map(|m| {
+            m.custom
+                .iter()
+                .find(|(k, _)| k == "originalmessageid")
+                .map(|(_, v)| v.trim_matches('"').to_string())
+                .unwrap_or_else(|| m.message_id.clone())
+        })
+        .collect();
+    assert_eq!(originals.len(), 30);
+}
+
+/// Item 6: a target with duplicate detection gets copies with new MessageIds (the original id
+/// in OriginalMessageId), and the dialog, the report and the queue's notes say so.
+#[tokio::test]
+async fn duplicate_detection_target_gets_new_message_ids() {
+    let s = StandIn::start().await;
+    s.create_queue("dd", 10, 60);
+    s.configure("dd", |q| {
+        q.dup_window = Some(std::time::Duration::from_secs(600))
+    });
+    let b = backend(&s).await;
+    // The model: a second send with a MessageId inside the window is accepted, then dropped.
+    for _ in 0..2 {
+        b.send(
+            &q("dd"),
+            OutgoingMessage {
+                body: b"x".to_vec(),
+                headers: vec![("MessageId".into(), "same".into())],
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    }
+    assert_eq!((s.counts("dd").0, s.dropped_duplicates("dd")), (1, 1));
+    b.purge(&q("dd"), &OpProgress::detached()).await.unwrap();
+    // The originals went through dd moments ago: their ids are inside the window.
+    s.configure("dd", |q| {
+        for i in 0..10 {
+            q.seen_ids
+                .push((format!("msg-{i}"), std::time::Instant::now()));
+        }
+    });
+    for i in 0..10 {
+        s.seed_dlq("dd", rich_msg(i), "Poison");
+    }
+    let req = redrive_req(dlq("dd"), RedriveTarget::Origin, None);
+    let plan = b.plan_redrive(&req).await.unwrap();
+    assert_eq!(plan.count.ready, 10);
+    assert!(plan.count.exact);
+    assert!(
+        plan.notes.iter().any(|n| n.contains("new MessageId")),
+        "{:?}",
+        plan.notes
+    );
+    let info = b.describe(&q("dd")).await.unwrap();
+    assert!(b
+        .capabilities_for(&info)
+        .notes
+        .iter()
+        .any(|n| n.contains("new MessageId")));
+    let r = b.redrive(&req, &OpProgress::detached()).await.unwrap();
+    assert_eq!(r.moved, 10, "{r:?}");
+    assert!(r.mode.contains("new MessageId"), "{}", r.mode);
+    assert!(r.errors.iter().any(|e| e.contains("OriginalMessageId")));
+    assert_eq!(s.dropped_duplicates("dd"), 1, "no copy was dropped");
+    let moved = s.messages("dd", false);
+    assert_eq!(moved.len(), 10);
+    let originals: BTreeSet<String> = moved
+        .iter()
+        .map(|m| {
+            assert!(
+                !m.message_id.starts_with("msg-"),
+                "new id: {}",
+                m.message_id
+            );
+            m.custom
+                .iter()
+                .find(|(k, _)| k == "originalmessageid")
+                .map(|(_, v)| v.clone())
+                .expect("original id kept")
+        })
+        .collect();
+    assert_eq!(
+        originals,
+        (0..10)
+            .map(|i| format!("\"msg-{i}\""))
+            .collect::<BTreeSet<_>>()
+    );
+    // Without duplicate detection ids are kept.
+    s.create_queue("plain", 10, 60);
+    s.seed_dlq("plain", rich_msg(1), "Poison");
+    let r = b
+        .redrive(
+            &redrive_req(dlq("plain"), RedriveTarget::Origin, None),
+            &OpProgress::detached(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.moved, 1);
+    assert_eq!(s.messages("plain", false)[0].message_id, "msg-1");
+}
+
+/// Item 6: REST cannot receive from a session-enabled entity: refused before locking, with the
+/// reason; its DLQ (no sessions) browses and resubmits.
+#[tokio::test]
+async fn session_entities_are_refused_clearly() {
+    let s = StandIn::start().await;
+    s.create_queue("sess", 10, 60);
+    s.configure("sess", |q| q.requires_session = true);
+    for i in 0..3 {
+        s.seed_dlq("sess", rich_msg(i), "Poison");
+    }
+    let mut no_session = new_msg(b"no session");
+    no_session.message_id = "lonely".into();
+    s.seed_dlq("sess", no_session, "Poison");
+    let b = backend(&s).await;
+    let info = b.describe(&q("sess")).await.unwrap();
+    let caps = b.capabilities_for(&info);
+    assert!(matches!(caps.browse, BrowseEffect::Unsupported(ref w) if w.contains("sessions")));
+    assert!(matches!(caps.redrive, RedriveMode::Unsupported(_)));
+    let before = s.requests().get("peek-lock").copied().unwrap_or(0);
+    let e = b
+        .browse(
+            &q("sess"),
+            &BrowseRequest {
+                cursor: None,
+                max: 1,
+                force: true,
+            },
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(e, BackendError::Unsupported(ref m) if m.contains("sessions")),
+        "{e}"
+    );
+    let e = b
+        .purge(&q("sess"), &OpProgress::detached())
+        .await
+        .unwrap_err();
+    assert!(matches!(e, BackendError::Unsupported(_)), "{e}");
+    assert_eq!(
+        s.requests().get("peek-lock").copied().unwrap_or(0),
+        before,
+        "nothing locked"
+    );
+    let dinfo = b.describe(&dlq("sess")).await.unwrap();
+    assert!(matches!(
+        b.capabilities_for(&dinfo).browse,
+        BrowseEffect::SideEffect(_)
+    ));
+    let r = b
+        .redrive(
+            &redrive_req(dlq("sess"), RedriveTarget::Origin, None),
+            &OpProgress::detached(),
+        )
+        .await
+        .unwrap();
+    assert_eq!((r.moved, r.failed), (3, 1), "{r:?}");
+    assert!(
+        r.errors.iter().any(|e| e.contains("SessionId")),
+        "{:?}",
+        r.errors
+    );
+    assert_eq!(
+        s.counts("sess"),
+        (3, 1),
+        "the message without a session stays"
+    );
+    // The broker's own refusal, for a key that cannot read settings, is a clear error too.
+    let e = backend_with(&s.conn_str("ListenSend", standin::LISTEN_SEND_KEY))
+        .await
+        .unwrap()
+        .browse(
+            &q("sess"),
+            &BrowseRequest {
+                cursor: None,
+                max: 1,
+                force: true,
+            },
+        )
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("requires sessions"), "{e}");
+}
+
+/// Item 6: an empty receive long-polls for its timeout, as Azure does, instead of answering
+/// 204 at once: a message sent during the wait is received by the waiting call.
+#[tokio::test]
+async fn empty_receive_long_polls() {
+    let s = StandIn::start().await;
+    s.create_queue("lp", 10, 60);
+    let http = reqwest::Client::new();
+    let base = format!("http://{}/", s.addr);
+    let tok = sas_for(
+        &base,
+        "RootManageSharedAccessKey",
+        standin::MANAGE_KEY,
+        qdeck::backend::servicebus::connstr::unix_now() + 600,
+    );
+    let empty = http
+        .post(format!("{base}lp/messages/head?timeout=1"))
+        .header("authorization", &tok)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(empty.status().as_u16(), 204);
+    let waiting = {
+        let (http, url, tok) = (
+            http.clone(),
+            format!("{base}lp/messages/head?timeout=30"),
+            tok.clone(),
+        );
+        tokio::spawn(async move {
+            http.post(url)
+                .header("authorization", tok)
+                .send()
+                .await
+                .unwrap()
+        })
+    };
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let b = backend(&s).await;
+    b.send(
+        &q("lp"),
+        OutgoingMessage {
+            body: b"late".to_vec(),
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    let got = waiting.await.unwrap();
+    assert_eq!(
+        got.status().as_u16(),
+        201,
+        "the waiting receive got the late message"
+    );
+    assert_eq!(got.bytes().await.unwrap().as_ref(), b"late");
+}
+
+/// Item 7: dead letters forwarded elsewhere are linked where they really go; forwarding shows
+/// in the settings and the notes; describe is one GET.
+#[tokio::test]
+async fn forwarded_dead_letters_link_to_their_target() {
+    let s = StandIn::start().await;
+    s.create_queue("central", 10, 60);
+    s.create_queue("orders", 10, 60);
+    s.create_queue("inbox", 10, 60);
+    s.configure("orders", |q| q.forward_dlq_to = Some("central".into()));
+    s.configure("inbox", |q| q.forward_to = Some("orders".into()));
+    s.seed_dlq("orders", rich_msg(1), "Poison");
+    let b = backend(&s).await;
+    let list = b.list_queues().await.unwrap();
+    let find = |id: &QueueId| list.iter().find(|i| &i.id == id).unwrap().clone();
+    let orders = find(&q("orders"));
+    assert_eq!(
+        orders.dlq,
+        Some(q("central")),
+        "linked to where dead letters go"
+    );
+    assert_eq!(
+        orders
+            .settings
+            .extra
+            .get("forward_dead_lettered_to")
+            .map(String::as_str),
+        Some("central")
+    );
+    assert_eq!(find(&q("central")).dlq_sources, vec![q("orders")]);
+    let inbox = find(&q("inbox"));
+    assert_eq!(
+        inbox.settings.extra.get("forward_to").map(String::as_str),
+        Some("orders")
+    );
+    assert!(b
+        .capabilities_for(&inbox)
+        .notes
+        .iter()
+        .any(|n| n.contains("orders")));
+    assert!(b
+        .capabilities_for(&orders)
+        .notes
+        .iter()
+        .any(|n| n.contains("central")));
+    let batch = b.stats(&[q("central"), q("orders")]).await.unwrap();
+    let depth = |id: &QueueId| batch.stats.iter().find(|x| &x.id == id).unwrap().depth;
+    assert_eq!(
+        depth(&q("central")),
+        Some(1),
+        "the dead letter is in central"
+    );
+    let before = s.requests();
+    let d = b.describe(&q("orders")).await.unwrap();
+    let after = s.requests();
+    assert_eq!(d.dlq, Some(q("central")));
+    let n = |m: &std::collections::BTreeMap<String, u64>, k: &str| m.get(k).copied().unwrap_or(0);
+    assert_eq!(n(&after, "entry") - n(&before, "entry"), 1, "one GET");
+    assert_eq!(n(&after, "feed"), n(&before, "feed"), "no feed");
+    let c = b.count(&q("central")).await.unwrap();
+    assert_eq!((c.ready, c.exact), (1, true));
+}
+
+/// Item 7: topics are rows with their own figures: a scheduled message on a topic shows.
+#[tokio::test]
+async fn topics_are_rows_with_their_scheduled_count() {
+    assert_eq!(serde_json::to_value(QueueKind::Topic).unwrap(), "topic");
+    let s = StandIn::start().await;
+    s.create_topic("news", &["all"], 10, 60);
+    let b = backend(&s).await;
+    b.send(
+        &q("news"),
+        OutgoingMessage {
+            body: b"later".to_vec(),
+            delay: Some(std::time::Duration::from_secs(3600)),
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    let list = b.list_queues().await.unwrap();
+    let topic = list.iter().find(|i| i.id == q("news")).expect("topic row");
+    assert_eq!(topic.kind, QueueKind::Topic);
+    assert_eq!(topic.dlq, None, "a topic has no DLQ");
+    let ids: Vec<QueueId> = list.iter().map(|i| i.id.clone()).collect();
+    let batch = b.stats(&ids).await.unwrap();
+    let st = |id: &QueueId| batch.stats.iter().find(|x| &x.id == id).unwrap().clone();
+    assert_eq!(st(&q("news")).delayed, Some(1));
+    assert_eq!(st(&q("news/Subscriptions/all")).depth, Some(0));
+    let caps = b.capabilities_for(topic);
+    assert!(matches!(caps.browse, BrowseEffect::Unsupported(_)));
+}
+
+/// Item 7: an EntityPath naming a missing entity is NotFound with the entity named.
+#[tokio::test]
+async fn entity_path_naming_a_missing_entity_is_not_found() {
+    let s = StandIn::start().await;
+    let b = backend_with(&format!("{};EntityPath=nowhere", s.manage_conn_str()))
+        .await
+        .unwrap();
+    let e = b.list_queues().await.unwrap_err();
+    assert!(
+        matches!(e, BackendError::NotFound(ref m) if m.contains("nowhere")),
+        "{e}"
+    );
+}
+
+/// Item 7 through the built binary: `ls` with an entity-scoped Listen key shows the entity and
+/// what the key cannot read (exit 0); an EntityPath naming a missing entity exits 4.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cli_ls_with_entity_scoped_keys() {
+    let s = StandIn::start().await;
+    s.create_queue("solo", 10, 60);
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("config/qdeck/config.toml");
+    std::fs::create_dir_all(cfg.parent().unwrap()).unwrap();
+    std::fs::write(
+        &cfg,
+        "[[profiles]]\nname = \"sb\"\nkind = \"servicebus\"\nconnection_string_env = \"QDECK_SB_CS\"\n",
+    )
+    .unwrap();
+    let run = |cs: String| {
+        let d = dir.path().to_path_buf();
+        tokio::task::spawn_blocking(move || {
+            assert_cmd::Command::cargo_bin("qdeck")
+                .unwrap()
+                .env_clear()
+                .env("HOME", &d)
+                .env("XDG_CONFIG_HOME", d.join("config"))
+                .env("XDG_DATA_HOME", d.join("data"))
+                .env("XDG_STATE_HOME", d.join("state"))
+                .env("QDECK_SB_CS", cs)
+                .args(["--profile", "sb", "ls", "-o", "json"])
+                .timeout(std::time::Duration::from_secs(60))
+                .output()
+                .unwrap()
+        })
+    };
+    let listen = format!(
+        "{};EntityPath=solo",
+        s.conn_str("ListenOnly", standin::LISTEN_KEY)
+    );
+    let out = run(listen).await.unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let rows: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    assert_eq!(rows[0]["name"], "solo");
+    assert!(rows[0]["depth"].is_null());
+    assert!(
+        rows[0]["error"]
+            .as_str()
+            .unwrap_or("")
+            .contains("Manage right"),
+        "{rows:?}"
+    );
+    assert!(!stderr.contains(standin::LISTEN_KEY));
+    let missing = format!("{};EntityPath=ghost", s.manage_conn_str());
+    let out = run(missing).await.unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{stderr}");
+    assert!(stderr.contains("ghost"), "{stderr}");
 }
 
 /// The shared backend contract on the stand-in; its dead letters are seeded the way the

@@ -30,6 +30,8 @@ pub enum Rights {
     Manage,
     Listen,
     Send,
+    /// Listen and Send, no Manage (a custom policy).
+    ListenSend,
 }
 
 #[derive(Clone)]
@@ -54,10 +56,66 @@ pub struct Queue {
     pub max_delivery: u32,
     pub active: Vec<Msg>,
     pub dlq: Vec<Msg>,
+    pub requires_session: bool,
+    /// Duplicate detection window, when RequiresDuplicateDetection is on.
+    pub dup_window: Option<Duration>,
+    /// MessageIds accepted, with when (for duplicate detection).
+    pub seen_ids: Vec<(String, Instant)>,
+    /// Sends accepted and dropped as duplicates.
+    pub dropped_duplicates: u64,
+    pub forward_to: Option<String>,
+    pub forward_dlq_to: Option<String>,
+    /// Test hook: every message that arrives is dead-lettered at once, as by a consumer that
+    /// rejects everything (reason "Poison").
+    pub poison: bool,
+}
+
+impl Queue {
+    pub fn new(name: &str, max_delivery: u32, lock_secs: u64) -> Queue {
+        Queue {
+            name: name.to_string(),
+            lock_duration: Duration::from_secs(lock_secs),
+            max_delivery,
+            active: Vec::new(),
+            dlq: Vec::new(),
+            requires_session: false,
+            dup_window: None,
+            seen_ids: Vec::new(),
+            dropped_duplicates: 0,
+            forward_to: None,
+            forward_dlq_to: None,
+            poison: false,
+        }
+    }
+
+    /// Accept a sent message: dropped when its MessageId is a duplicate inside the window,
+    /// dead-lettered at once when the queue is poisoned.
+    fn accept(&mut self, m: Msg) {
+        if let Some(win) = self.dup_window {
+            let now = Instant::now();
+            self.seen_ids
+                .retain(|(_, at)| now.duration_since(*at) < win);
+            if self.seen_ids.iter().any(|(id, _)| *id == m.message_id) {
+                self.dropped_duplicates += 1;
+                return;
+            }
+            self.seen_ids.push((m.message_id.clone(), now));
+        }
+        if self.poison {
+            let mut dead = m;
+            dead.custom
+                .push(("deadletterreason".into(), "\"Poison\"".into()));
+            self.dlq.push(dead);
+        } else {
+            self.active.push(m);
+        }
+    }
 }
 
 pub struct Topic {
     pub name: String,
+    /// Messages scheduled on the topic, fanned out to the subscriptions when due.
+    pub scheduled: Vec<Msg>,
     /// Lower-case subscription name → subscription (its `name` is `{topic}/Subscriptions/{sub}`).
     pub subs: BTreeMap<String, Queue>,
 }
@@ -83,6 +141,7 @@ pub struct StandIn {
 
 pub const MANAGE_KEY: &str = "bWFuYWdlLWtleS1zZWNyZXQtdmFsdWU=";
 pub const LISTEN_KEY: &str = "bGlzdGVuLWtleS1zZWNyZXQtdmFsdWU=";
+pub const LISTEN_SEND_KEY: &str = "bGlzdGVuLXNlbmQta2V5LXNlY3JldA==";
 
 fn rfc1123(t: DateTime<Utc>) -> String {
     t.format("%a, %d %b %Y %H:%M:%S GMT").to_string()
@@ -98,6 +157,11 @@ impl StandIn {
                     Rights::Manage,
                 ),
                 ("ListenOnly".into(), LISTEN_KEY.into(), Rights::Listen),
+                (
+                    "ListenSend".into(),
+                    LISTEN_SEND_KEY.into(),
+                    Rights::ListenSend,
+                ),
             ],
             // Sequence numbers beyond 32 bits, as partitioned entities have.
             next_seq: (1i64 << 33) + 1,
@@ -143,14 +207,24 @@ impl StandIn {
         let mut w = self.world.lock().unwrap();
         w.queues.insert(
             name.to_ascii_lowercase(),
-            Queue {
-                name: name.to_string(),
-                lock_duration: Duration::from_secs(lock_secs),
-                max_delivery,
-                active: Vec::new(),
-                dlq: Vec::new(),
-            },
+            Queue::new(name, max_delivery, lock_secs),
         );
+    }
+
+    /// Change a queue's settings (sessions, duplicate detection, forwarding, poison).
+    pub fn configure(&self, name: &str, f: impl FnOnce(&mut Queue)) {
+        let mut w = self.world.lock().unwrap();
+        if let Some(q) = w.queues.get_mut(&name.to_ascii_lowercase()) {
+            f(q);
+        }
+    }
+
+    /// A queue's dropped-duplicate count.
+    pub fn dropped_duplicates(&self, name: &str) -> u64 {
+        let w = self.world.lock().unwrap();
+        w.queues
+            .get(&name.to_ascii_lowercase())
+            .map_or(0, |q| q.dropped_duplicates)
     }
 
     pub fn create_topic(&self, name: &str, subs: &[&str], max_delivery: u32, lock_secs: u64) {
@@ -160,13 +234,11 @@ impl StandIn {
             .map(|s| {
                 (
                     s.to_ascii_lowercase(),
-                    Queue {
-                        name: format!("{name}/Subscriptions/{s}"),
-                        lock_duration: Duration::from_secs(lock_secs),
+                    Queue::new(
+                        &format!("{name}/Subscriptions/{s}"),
                         max_delivery,
-                        active: Vec::new(),
-                        dlq: Vec::new(),
-                    },
+                        lock_secs,
+                    ),
                 )
             })
             .collect();
@@ -174,6 +246,7 @@ impl StandIn {
             name.to_ascii_lowercase(),
             Topic {
                 name: name.to_string(),
+                scheduled: Vec::new(),
                 subs,
             },
         );
@@ -203,6 +276,14 @@ impl StandIn {
             Value::String(format!("{reason} (seeded)")).to_string(),
         ));
         let lower = queue.to_ascii_lowercase();
+        let forward = w.queues.get(&lower).and_then(|q| q.forward_dlq_to.clone());
+        if let Some(f) = forward {
+            // Dead letters of this queue go to the forward target's active messages.
+            if let Some(t) = w.queues.get_mut(&f.to_ascii_lowercase()) {
+                t.active.push(msg);
+            }
+            return;
+        }
         let target = match lower.split_once("/subscriptions/") {
             Some((t, sub)) => w.topics.get_mut(t).and_then(|t| t.subs.get_mut(sub)),
             None => w.queues.get_mut(&lower),
@@ -268,7 +349,39 @@ fn error(status: u16, detail: &str) -> Response<Full<Bytes>> {
 }
 
 /// Check `Authorization: SharedAccessSignature sr=…&sig=…&se=…&skn=…`.
-fn check_sas(w: &World, auth: Option<&str>, url: &str, need: Rights) -> Result<(), &'static str> {
+fn check_sas(w: &World, auth: Option<&str>, url: &str, need: Rights) -> Result<(), String> {
+    check_sas_inner(w, auth, url, need).map_err(|e| e.to_string())?;
+    Ok(())
+}
+
+/// A valid token without the right `need` (checked after `check_token`).
+fn missing_claim(rights: Rights, need: Rights, url: &str, management: bool) -> Option<String> {
+    let ok = match (rights, need) {
+        (Rights::Manage, _) => true,
+        (Rights::ListenSend, Rights::Listen | Rights::Send) => true,
+        (r, n) => r == n,
+    };
+    if ok {
+        return None;
+    }
+    Some(if management {
+        "Manage,EntityRead claims required for this operation.".to_string()
+    } else {
+        let claim = match need {
+            Rights::Manage => "Manage",
+            Rights::Listen => "Listen",
+            Rights::Send | Rights::ListenSend => "Send",
+        };
+        format!("Unauthorized access. '{claim}' claim(s) are required to perform this operation. Resource: '{url}'.")
+    })
+}
+
+fn check_sas_inner(
+    w: &World,
+    auth: Option<&str>,
+    url: &str,
+    need: Rights,
+) -> Result<(), &'static str> {
     let tok = auth
         .and_then(|a| a.strip_prefix("SharedAccessSignature "))
         .ok_or("MissingToken: no SharedAccessSignature in Authorization.")?;
@@ -283,15 +396,16 @@ fn check_sas(w: &World, auth: Option<&str>, url: &str, need: Rights) -> Result<(
     else {
         return Err("MalformedToken: the token lacks sr, sig, se or skn.");
     };
-    let Some((_, key, rights)) = w.keys.iter().find(|(n, _, _)| n == skn) else {
-        return Err("InvalidSignature: unknown SharedAccessKeyName.");
+    // Azure answers an unknown key name and a wrong key alike.
+    let Some((_, key, _)) = w.keys.iter().find(|(n, _, _)| n == skn) else {
+        return Err("claim is empty or token is invalid.");
     };
     let mut mac = Hmac::<Sha256>::new_from_slice(key.as_bytes()).unwrap();
     mac.update(format!("{sr}\n{se}").as_bytes());
     let expect = base64::engine::general_purpose::STANDARD.encode(mac.finalize().into_bytes());
     let got = urlencoding::decode(sig).map_err(|_| "MalformedToken: bad sig encoding.")?;
     if got != expect {
-        return Err("InvalidSignature: The token has an invalid signature.");
+        return Err("claim is empty or token is invalid.");
     }
     let se: i64 = se.parse().map_err(|_| "MalformedToken: bad se.")?;
     if se < Utc::now().timestamp() {
@@ -308,16 +422,14 @@ fn check_sas(w: &World, auth: Option<&str>, url: &str, need: Rights) -> Result<(
     if !strip(&url.to_ascii_lowercase()).starts_with(&strip(&sr)) {
         return Err("InvalidAudience: the token's sr does not cover this resource.");
     }
-    let ok = match (rights, need) {
-        (Rights::Manage, _) => true,
-        (r, n) => *r == n,
-    };
-    if !ok {
-        return Err(
-            "Unauthorized access. 'Manage' claim(s) are required to perform this operation.",
-        );
-    }
+    let _ = need;
     Ok(())
+}
+
+fn rights_of(w: &World, auth: Option<&str>) -> Option<Rights> {
+    let tok = auth?.strip_prefix("SharedAccessSignature ")?;
+    let skn = tok.split('&').find_map(|kv| kv.strip_prefix("skn="))?;
+    w.keys.iter().find(|(n, _, _)| n == skn).map(|(_, _, r)| *r)
 }
 
 fn query(q: Option<&str>, k: &str) -> Option<String> {
@@ -328,6 +440,13 @@ fn query(q: Option<&str>, k: &str) -> Option<String> {
     })
 }
 
+/// Internal marker: an empty receive that may still wait.
+const WAIT_MARK: &str = "x-standin-may-wait";
+/// Longest long poll the stand-in serves (Azure's default receive timeout is 60 s).
+const MAX_WAIT: Duration = Duration::from_secs(60);
+
+/// Serve one request. An empty receive long-polls: it is retried, without holding the world,
+/// until a message arrives or its `timeout` (seconds) has passed, then answers 204.
 async fn handle(world: Arc<Mutex<World>>, req: Request<Incoming>) -> Response<Full<Bytes>> {
     let (parts, body) = req.into_parts();
     let body = body
@@ -335,6 +454,26 @@ async fn handle(world: Arc<Mutex<World>>, req: Request<Incoming>) -> Response<Fu
         .await
         .map(|b| b.to_bytes())
         .unwrap_or_default();
+    let wait = query(parts.uri.query(), "timeout")
+        .and_then(|t| t.parse::<u64>().ok())
+        .map_or(MAX_WAIT, |t| Duration::from_secs(t).min(MAX_WAIT));
+    let deadline = Instant::now() + wait;
+    loop {
+        let may_wait = Instant::now() < deadline;
+        let r = serve(&world, &parts, &body, may_wait);
+        if !r.headers().contains_key(WAIT_MARK) {
+            return r;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+fn serve(
+    world: &Arc<Mutex<World>>,
+    parts: &hyper::http::request::Parts,
+    body: &Bytes,
+    may_wait: bool,
+) -> Response<Full<Bytes>> {
     let host = parts
         .headers
         .get("host")
@@ -379,8 +518,15 @@ async fn handle(world: Arc<Mutex<World>>, req: Request<Incoming>) -> Response<Fu
     };
     if let Err(detail) = check_sas(&w, auth, &url, need) {
         *w.requests.entry("rejected".into()).or_default() += 1;
-        return error(401, detail);
+        return error(401, &detail);
     }
+    if let Some(detail) = rights_of(&w, auth)
+        .and_then(|r| missing_claim(r, need, &format!("sb://{host}{path}"), msgs_at.is_none()))
+    {
+        *w.requests.entry("rejected".into()).or_default() += 1;
+        return error(401, &detail);
+    }
+    release_due_topic_messages(&mut w);
     let Some(mi) = msgs_at else {
         // Management.
         if method != "GET" {
@@ -428,6 +574,15 @@ async fn handle(world: Arc<Mutex<World>>, req: Request<Incoming>) -> Response<Fu
             return feed(&host, &base, "Subscriptions", entries, skip, top);
         }
         *w.requests.entry("entry".into()).or_default() += 1;
+        if let [name] = segs.as_slice() {
+            if let Some(t) = w.topics.get(&name.to_ascii_lowercase()) {
+                return xml(topic_xml(t, &host).replacen(
+                    "<entry ",
+                    r#"<entry xmlns="http://www.w3.org/2005/Atom" "#,
+                    1,
+                ));
+            }
+        }
         let found = match segs.as_slice() {
             [name] => w.queues.get(&name.to_ascii_lowercase()),
             [t, s, sub] if s.eq_ignore_ascii_case("Subscriptions") => w
@@ -461,6 +616,14 @@ async fn handle(world: Arc<Mutex<World>>, req: Request<Incoming>) -> Response<Fu
                 Ok(m) => m,
                 Err(e) => return error(400, e),
             };
+            if m.visible_at.is_some_and(|v| v > Utc::now()) {
+                let mut m = m;
+                m.seq = next_seq;
+                topic.scheduled.push(m);
+                w.next_seq = next_seq + 1;
+                *w.requests.entry("send".into()).or_default() += 1;
+                return reply(201, Bytes::new());
+            }
             for sub in topic.subs.values_mut() {
                 let mut c = m.clone();
                 c.seq = next_seq;
@@ -501,9 +664,15 @@ async fn handle(world: Arc<Mutex<World>>, req: Request<Incoming>) -> Response<Fu
                 Ok(m) => m,
                 Err(e) => return error(400, e),
             };
+            if queue.requires_session && !m.props.contains_key("SessionId") {
+                return error(400, "The SessionId was not set on a message, and it cannot be sent to the entity. Entities that have session support enabled can only receive messages that have the SessionId set to a valid value.");
+            }
             next_seq += 1;
-            queue.active.push(m);
+            queue.accept(m);
             ("send", reply(201, Bytes::new()))
+        }
+        (_, [head]) if head == "head" && queue.requires_session && !dlq => {
+            return error(400, "It is not possible for an entity that requires sessions to create a non-sessionful message receiver.");
         }
         (m @ ("POST" | "DELETE"), [head]) if head == "head" => {
             let lock = m == "POST";
@@ -551,6 +720,12 @@ async fn handle(world: Arc<Mutex<World>>, req: Request<Incoming>) -> Response<Fu
             }
             let kind = if lock { "peek-lock" } else { "receive-delete" };
             match found {
+                // Nothing now: the caller long-polls until `timeout` (see `handle`).
+                None if may_wait => {
+                    let mut r = reply(204, Bytes::new());
+                    r.headers_mut().insert(WAIT_MARK, "1".parse().unwrap());
+                    return r;
+                }
                 None => (kind, reply(204, Bytes::new())),
                 Some(i) => {
                     let entity_path = if dlq {
@@ -772,8 +947,12 @@ fn entry_xml(q: &Queue, host: &str, root: bool) -> String {
         "QueueDescription"
     };
     format!(
-        r#"<entry{ns} xml:base="http://{host}/{name}?api-version=2021-05"><id>http://{host}/{name}?api-version=2021-05</id><title type="text">{title}</title><published>2026-01-01T00:00:00Z</published><updated>2026-01-01T00:00:00Z</updated><author><name>standin</name></author><link rel="self" href="../{name}?api-version=2021-05"/><content type="application/xml"><{desc} xmlns="http://schemas.microsoft.com/netservices/2010/10/servicebus/connect" xmlns:i="http://www.w3.org/2001/XMLSchema-instance"><LockDuration>PT{lock}S</LockDuration><MaxSizeInMegabytes>1024</MaxSizeInMegabytes><RequiresDuplicateDetection>false</RequiresDuplicateDetection><RequiresSession>false</RequiresSession><DefaultMessageTimeToLive>P10675199DT2H48M5.4775807S</DefaultMessageTimeToLive><DeadLetteringOnMessageExpiration>false</DeadLetteringOnMessageExpiration><DuplicateDetectionHistoryTimeWindow>PT10M</DuplicateDetectionHistoryTimeWindow><MaxDeliveryCount>{maxd}</MaxDeliveryCount><EnableBatchedOperations>true</EnableBatchedOperations><SizeInBytes>{size}</SizeInBytes><MessageCount>{total}</MessageCount><IsAnonymousAccessible>false</IsAnonymousAccessible><Status>Active</Status><CreatedAt>2026-01-01T00:00:00Z</CreatedAt><UpdatedAt>2026-01-01T00:00:00Z</UpdatedAt><AccessedAt>0001-01-01T00:00:00Z</AccessedAt><SupportOrdering>true</SupportOrdering><CountDetails xmlns:d2p1="http://schemas.microsoft.com/netservices/2011/06/servicebus"><d2p1:ActiveMessageCount>{active}</d2p1:ActiveMessageCount><d2p1:DeadLetterMessageCount>{dl}</d2p1:DeadLetterMessageCount><d2p1:ScheduledMessageCount>{scheduled}</d2p1:ScheduledMessageCount><d2p1:TransferMessageCount>0</d2p1:TransferMessageCount><d2p1:TransferDeadLetterMessageCount>0</d2p1:TransferDeadLetterMessageCount></CountDetails><AutoDeleteOnIdle>P10675199DT2H48M5.4775807S</AutoDeleteOnIdle><EnablePartitioning>false</EnablePartitioning><EntityAvailabilityStatus>Available</EntityAvailabilityStatus><EnableExpress>false</EnableExpress></{desc}></content></entry>"#,
+        r#"<entry{ns} xml:base="http://{host}/{name}?api-version=2021-05"><id>http://{host}/{name}?api-version=2021-05</id><title type="text">{title}</title><published>2026-01-01T00:00:00Z</published><updated>2026-01-01T00:00:00Z</updated><author><name>standin</name></author><link rel="self" href="../{name}?api-version=2021-05"/><content type="application/xml"><{desc} xmlns="http://schemas.microsoft.com/netservices/2010/10/servicebus/connect" xmlns:i="http://www.w3.org/2001/XMLSchema-instance"><LockDuration>PT{lock}S</LockDuration><MaxSizeInMegabytes>1024</MaxSizeInMegabytes><RequiresDuplicateDetection>{dup}</RequiresDuplicateDetection><RequiresSession>{session}</RequiresSession><DefaultMessageTimeToLive>P10675199DT2H48M5.4775807S</DefaultMessageTimeToLive><DeadLetteringOnMessageExpiration>false</DeadLetteringOnMessageExpiration><DuplicateDetectionHistoryTimeWindow>PT{window}S</DuplicateDetectionHistoryTimeWindow><MaxDeliveryCount>{maxd}</MaxDeliveryCount><EnableBatchedOperations>true</EnableBatchedOperations><SizeInBytes>{size}</SizeInBytes><MessageCount>{total}</MessageCount><IsAnonymousAccessible>false</IsAnonymousAccessible><Status>Active</Status><CreatedAt>2026-01-01T00:00:00Z</CreatedAt><UpdatedAt>2026-01-01T00:00:00Z</UpdatedAt><AccessedAt>0001-01-01T00:00:00Z</AccessedAt><SupportOrdering>true</SupportOrdering><CountDetails xmlns:d2p1="http://schemas.microsoft.com/netservices/2011/06/servicebus"><d2p1:ActiveMessageCount>{active}</d2p1:ActiveMessageCount><d2p1:DeadLetterMessageCount>{dl}</d2p1:DeadLetterMessageCount><d2p1:ScheduledMessageCount>{scheduled}</d2p1:ScheduledMessageCount><d2p1:TransferMessageCount>0</d2p1:TransferMessageCount><d2p1:TransferDeadLetterMessageCount>0</d2p1:TransferDeadLetterMessageCount></CountDetails><AutoDeleteOnIdle>P10675199DT2H48M5.4775807S</AutoDeleteOnIdle><EnablePartitioning>false</EnablePartitioning>{forward}<EntityAvailabilityStatus>Available</EntityAvailabilityStatus><EnableExpress>false</EnableExpress></{desc}></content></entry>"#,
         name = q.name,
+        dup = q.dup_window.is_some(),
+        session = q.requires_session,
+        window = q.dup_window.map_or(600, |d| d.as_secs()),
+        forward = forward_xml(q, host),
         lock = q.lock_duration.as_secs(),
         maxd = q.max_delivery,
         total = q.active.len() + q.dlq.len(),
@@ -781,12 +960,49 @@ fn entry_xml(q: &Queue, host: &str, root: bool) -> String {
     )
 }
 
+/// Forwarding settings, as full entity URIs.
+fn forward_xml(q: &Queue, host: &str) -> String {
+    let mut s = String::new();
+    if let Some(f) = &q.forward_to {
+        s.push_str(&format!("<ForwardTo>sb://{host}/{f}</ForwardTo>"));
+    }
+    if let Some(f) = &q.forward_dlq_to {
+        s.push_str(&format!(
+            "<ForwardDeadLetteredMessagesTo>sb://{host}/{f}</ForwardDeadLetteredMessagesTo>"
+        ));
+    }
+    s
+}
+
 fn topic_xml(t: &Topic, host: &str) -> String {
     format!(
-        r#"<entry xml:base="http://{host}/{name}?api-version=2021-05"><id>http://{host}/{name}?api-version=2021-05</id><title type="text">{name}</title><content type="application/xml"><TopicDescription xmlns="http://schemas.microsoft.com/netservices/2010/10/servicebus/connect" xmlns:i="http://www.w3.org/2001/XMLSchema-instance"><SizeInBytes>0</SizeInBytes><SubscriptionCount>{n}</SubscriptionCount><Status>Active</Status></TopicDescription></content></entry>"#,
+        r#"<entry xml:base="http://{host}/{name}?api-version=2021-05"><id>http://{host}/{name}?api-version=2021-05</id><title type="text">{name}</title><content type="application/xml"><TopicDescription xmlns="http://schemas.microsoft.com/netservices/2010/10/servicebus/connect" xmlns:i="http://www.w3.org/2001/XMLSchema-instance"><DefaultMessageTimeToLive>P10675199DT2H48M5.4775807S</DefaultMessageTimeToLive><MaxSizeInMegabytes>1024</MaxSizeInMegabytes><RequiresDuplicateDetection>false</RequiresDuplicateDetection><DuplicateDetectionHistoryTimeWindow>PT10M</DuplicateDetectionHistoryTimeWindow><EnableBatchedOperations>true</EnableBatchedOperations><SizeInBytes>0</SizeInBytes><Status>Active</Status><SupportOrdering>true</SupportOrdering><CountDetails xmlns:d2p1="http://schemas.microsoft.com/netservices/2011/06/servicebus"><d2p1:ActiveMessageCount>0</d2p1:ActiveMessageCount><d2p1:DeadLetterMessageCount>0</d2p1:DeadLetterMessageCount><d2p1:ScheduledMessageCount>{scheduled}</d2p1:ScheduledMessageCount><d2p1:TransferMessageCount>0</d2p1:TransferMessageCount><d2p1:TransferDeadLetterMessageCount>0</d2p1:TransferDeadLetterMessageCount></CountDetails><SubscriptionCount>{n}</SubscriptionCount><EnablePartitioning>false</EnablePartitioning></TopicDescription></content></entry>"#,
         name = t.name,
-        n = t.subs.len()
+        n = t.subs.len(),
+        scheduled = t.scheduled.len(),
     )
+}
+
+/// Scheduled topic messages that are due go to every subscription.
+fn release_due_topic_messages(w: &mut World) {
+    let now = Utc::now();
+    let mut next_seq = w.next_seq;
+    for t in w.topics.values_mut() {
+        let (due, later): (Vec<Msg>, Vec<Msg>) = std::mem::take(&mut t.scheduled)
+            .into_iter()
+            .partition(|m| m.visible_at.is_none_or(|v| v <= now));
+        t.scheduled = later;
+        for m in due {
+            for sub in t.subs.values_mut() {
+                let mut c = m.clone();
+                c.seq = next_seq;
+                c.visible_at = None;
+                next_seq += 1;
+                sub.active.push(c);
+            }
+        }
+    }
+    w.next_seq = next_seq;
 }
 
 fn feed(

@@ -154,7 +154,8 @@ fn retry_after(h: &HeaderMap) -> Option<Duration> {
     (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs.min(60.0)))
 }
 
-/// The `<Detail>` text of an Azure error body, cleaned to one short, redacted line.
+/// The `<Detail>` text of an Azure error body, cleaned to one short, redacted, terminal-safe
+/// line.
 pub fn error_detail(body: &[u8]) -> String {
     let text = String::from_utf8_lossy(body);
     let inner = match (text.find("<Detail>"), text.find("</Detail>")) {
@@ -166,18 +167,84 @@ pub fn error_detail(body: &[u8]) -> String {
         .map(|c| if c.is_control() { ' ' } else { c })
         .take(200)
         .collect();
-    redact(one.trim())
+    crate::sanitize::clean(&redact(one.trim())).into_owned()
+}
+
+/// The right a 401 names as missing. Azure answers both a bad token and a missing right with
+/// 401; only the body tells them apart: "Unauthorized access. 'Listen' claim(s) are required
+/// to perform this operation" (runtime) or "Manage,EntityRead claims required for this
+/// operation" (management) name the claims, while "claim is empty or token is invalid",
+/// "InvalidSignature: …" or "ExpiredToken: …" mean the token itself was rejected.
+pub fn required_right(body: &[u8]) -> Option<&'static str> {
+    let text = String::from_utf8_lossy(body).to_ascii_lowercase();
+    for marker in [
+        "claim(s) are required",
+        "claims are required",
+        "claims required",
+        "claim is required",
+        "claim required",
+    ] {
+        let Some(at) = text.find(marker) else {
+            continue;
+        };
+        // The claim names sit just before the marker: `'Manage'`, `Manage,EntityRead`.
+        let before = text[..at].trim_end();
+        let names = before
+            .rsplit([' ', '>', '.'])
+            .next()
+            .unwrap_or("")
+            .trim_matches(|c| c == '\'' || c == '"');
+        let listed: Vec<&str> = names
+            .split(',')
+            .map(|n| n.trim().trim_matches(|c| c == '\'' || c == '"'))
+            .collect();
+        for (right, key) in [("Manage", "manage"), ("Listen", "listen"), ("Send", "send")] {
+            if listed.contains(&key) {
+                return Some(right);
+            }
+        }
+        return Some("Manage");
+    }
+    None
+}
+
+/// The leading Azure error code of a detail ("ExpiredToken", "InvalidSignature", "40103"),
+/// when it has one.
+fn detail_code(detail: &str) -> Option<&str> {
+    let (head, _) = detail.split_once(':')?;
+    let head = head.trim();
+    (!head.is_empty() && head.len() <= 40 && head.chars().all(|c| c.is_ascii_alphanumeric()))
+        .then_some(head)
 }
 
 /// Map a failed status to an error. `what` says what was being done ("sending to orders").
+/// The variant comes from the status and, for 401, from the claims the body names; the
+/// message carries the status and Azure's own detail.
 pub fn status_error(resp: &Resp, what: &str) -> BackendError {
     let detail = error_detail(&resp.body);
     let sep = if detail.is_empty() { "" } else { ": " };
     match resp.status {
-        401 => BackendError::Auth(format!("{what}: HTTP 401{sep}{detail}")),
-        403 => BackendError::Auth(format!(
-            "{what}: HTTP 403 (forbidden or quota){sep}{detail}"
-        )),
+        401 => match required_right(&resp.body) {
+            Some(right) => BackendError::forbidden(
+                format!(
+                    "{what}: the key is valid but lacks the {right} right (HTTP 401, missing '{right}' claim){sep}{detail}"
+                ),
+                Some(right),
+            ),
+            None => {
+                let why = match detail_code(&detail) {
+                    Some(c) if c.eq_ignore_ascii_case("ExpiredToken") => "the SAS token has expired",
+                    _ => "the key or SAS token was rejected (wrong key or key name, expired or malformed token, or a token for another namespace or entity)",
+                };
+                BackendError::Auth(format!("{what}: HTTP 401, {why}{sep}{detail}"))
+            }
+        },
+        // Documented for send as "quota exceeded or message too large"; also entity disabled
+        // or a network rule. Authenticated, but not allowed.
+        403 => BackendError::forbidden(
+            format!("{what}: HTTP 403 (quota exceeded, message too large, entity disabled or blocked by a network rule){sep}{detail}"),
+            None,
+        ),
         404 | 410 => BackendError::NotFound(format!(
             "{what}: not found (HTTP {}){sep}{detail}",
             resp.status
@@ -189,8 +256,12 @@ pub fn status_error(resp: &Resp, what: &str) -> BackendError {
             ),
             retry_after: retry_after(&resp.headers),
         },
-        400 => BackendError::Invalid(format!("{what}: HTTP 400{sep}{detail}")),
-        s => BackendError::Other(format!("{what}: HTTP {s}{sep}{detail}")),
+        400 | 409 | 413 => BackendError::Invalid(format!("{what}: HTTP {}{sep}{detail}", resp.status)),
+        500 | 502 | 504 => BackendError::Unreachable(format!(
+            "{what}: HTTP {} (server error){sep}{detail}",
+            resp.status
+        )),
+        s => BackendError::Protocol(format!("{what}: HTTP {s}{sep}{detail}")),
     }
 }
 
@@ -212,5 +283,54 @@ mod tests {
         let b = b"<Error><Code>401</Code><Detail>InvalidSignature: bad\nsig=ABC. TrackingId:1</Detail></Error>";
         let d = error_detail(b);
         assert!(d.starts_with("InvalidSignature: bad sig=***"), "{d}");
+    }
+
+    fn resp(status: u16, detail: &str) -> Resp {
+        Resp {
+            status,
+            headers: HeaderMap::new(),
+            body: format!("<Error><Code>{status}</Code><Detail>{detail}</Detail></Error>")
+                .into_bytes(),
+        }
+    }
+
+    /// Bodies as Azure sends them (from issue threads quoting real responses).
+    #[test]
+    fn a_bad_token_is_auth_and_a_missing_claim_is_forbidden_with_the_right() {
+        let e = status_error(&resp(401, "claim is empty or token is invalid. TrackingId:7f29_G25, SystemTracker:x.servicebus.windows.net:$Resources/queues, Timestamp:2021-04-19T07:25:04"), "listing queues");
+        assert!(matches!(e, BackendError::Auth(_)), "{e:?}");
+        let e = status_error(
+            &resp(401, "ExpiredToken: The token is expired. TrackingId:1"),
+            "x",
+        );
+        assert!(
+            matches!(e, BackendError::Auth(ref m) if m.contains("expired")),
+            "{e:?}"
+        );
+        for (detail, right) in [
+            ("Unauthorized access. 'Listen' claim(s) are required to perform this operation. Resource: 'sb://ns.servicebus.windows.net/q'. TrackingId:f_G8", "Listen"),
+            ("Unauthorized access. 'Send' claim(s) are required to perform this operation.", "Send"),
+            ("Manage,EntityRead claims required for this operation. TrackingId:1", "Manage"),
+            ("Manage claim is required for this operation..TrackingId:1", "Manage"),
+        ] {
+            let e = status_error(&resp(401, detail), "x");
+            match e {
+                BackendError::Forbidden { right: Some(r), ref msg } => {
+                    assert_eq!(r, right, "{msg}");
+                    assert!(msg.contains(right), "{msg}");
+                }
+                other => panic!("{detail}: {other:?}"),
+            }
+        }
+        assert!(matches!(
+            status_error(&resp(403, "QuotaExceeded"), "x"),
+            BackendError::Forbidden { right: None, .. }
+        ));
+    }
+
+    #[test]
+    fn broker_text_in_errors_is_terminal_safe() {
+        let d = error_detail(b"<Error><Detail>bad \x1b[31mred\x1b[0m</Detail></Error>");
+        assert!(!d.contains('\x1b'), "{d}");
     }
 }

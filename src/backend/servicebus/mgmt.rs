@@ -19,11 +19,21 @@ const NS_ATOM: &[u8] = b"http://www.w3.org/2005/Atom";
 const NS_CONNECT: &[u8] = b"http://schemas.microsoft.com/netservices/2010/10/servicebus/connect";
 const NS_COUNTS: &[u8] = b"http://schemas.microsoft.com/netservices/2011/06/servicebus";
 
-/// One `<entry>` of the feed: the queue name, the `QueueDescription` fields as text and the
+/// Which description an entry carries.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum EntryKind {
+    #[default]
+    Queue,
+    Topic,
+    Subscription,
+}
+
+/// One `<entry>` of the feed: the entity name, its `*Description` fields as text and the
 /// `CountDetails` numbers.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct QueueEntry {
     pub name: String,
+    pub kind: EntryKind,
     pub fields: BTreeMap<String, String>,
     pub counts: BTreeMap<String, u64>,
 }
@@ -34,6 +44,26 @@ impl QueueEntry {
     }
     pub fn count(&self, k: &str) -> Option<u64> {
         self.counts.get(k).copied()
+    }
+    pub fn flag(&self, k: &str) -> bool {
+        self.fields
+            .get(k)
+            .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))
+    }
+    /// An entity-name field (`ForwardTo`, `ForwardDeadLetteredMessagesTo`) as an entity path:
+    /// Azure may answer a full URI (`sb://ns.servicebus.windows.net/target`) or a bare name.
+    pub fn entity_field(&self, k: &str) -> Option<String> {
+        let v = self.fields.get(k)?.trim();
+        let path = match v.split_once("://") {
+            Some((_, rest)) => rest.split_once('/').map(|x| x.1).unwrap_or(""),
+            None => v,
+        };
+        let path = path.split('?').next().unwrap_or("").trim_matches('/');
+        (!path.is_empty()).then(|| {
+            urlencoding::decode(path)
+                .map(|c| c.into_owned())
+                .unwrap_or_else(|_| path.to_string())
+        })
     }
 }
 
@@ -61,7 +91,7 @@ fn ns_of(r: &ResolveResult) -> Ns {
 }
 
 fn xml_err(e: impl std::fmt::Display) -> BackendError {
-    BackendError::Other(format!("management API answered with malformed XML: {e}"))
+    BackendError::Protocol(format!("management API answered with malformed XML: {e}"))
 }
 
 /// Parse a feed (or a lone entry: a single queue GET answers with `<entry>` at the root).
@@ -139,6 +169,10 @@ pub fn parse_feed(xml: &str) -> Result<FeedPage> {
                                 e.counts.insert(k.to_string(), n);
                             }
                         }
+                        (Ns::Connect, "TopicDescription", _) => e.kind = EntryKind::Topic,
+                        (Ns::Connect, "SubscriptionDescription", _) => {
+                            e.kind = EntryKind::Subscription
+                        }
                         // QueueDescription, SubscriptionDescription, TopicDescription.
                         (Ns::Connect, k, Some((Ns::Connect, p)))
                             if p.ends_with("Description") && k != "CountDetails" =>
@@ -191,17 +225,26 @@ fn skip_of(href: &str) -> Option<usize> {
     })
 }
 
-fn auth_hint(e: BackendError, rest: &Rest) -> BackendError {
+/// A missing Manage right on the management API, said in full: what the key cannot read and
+/// what it can still do. Other errors pass unchanged.
+fn manage_hint(e: BackendError, rest: &Rest) -> BackendError {
     match e {
-        // Missing rights (Azure: "'Manage' claim(s) are required"), not a bad key or token.
-        BackendError::Auth(m) if m.to_ascii_lowercase().contains("claim") => {
+        BackendError::Forbidden {
+            msg,
+            right: Some(r),
+        } if r == "Manage" => {
             let who = match &rest.info.credential {
-                super::connstr::Credential::Key { name, .. } => format!("key '{name}'"),
+                super::connstr::Credential::Key { name, .. } => {
+                    format!("key '{}'", crate::sanitize::clean(name))
+                }
                 super::connstr::Credential::Token(_) => "this SAS token".to_string(),
             };
-            BackendError::Auth(format!(
-                "{who} cannot read the management API (counts need a key with Manage rights; a Listen/Send key can still browse, resubmit and purge by queue name) — {m}"
-            ))
+            BackendError::forbidden(
+                format!(
+                    "{who} cannot read the management API (counts and settings need the Manage right; a Listen/Send key can still browse, resubmit and purge by name) — {msg}"
+                ),
+                Some("Manage"),
+            )
         }
         other => other,
     }
@@ -252,7 +295,7 @@ async fn list_feed(rest: &Rest, op: &str, base: &str, what: &str) -> Result<Vec<
         let path = format!("{base}?$skip={skip}&$top={PAGE}&api-version={API_VERSION}");
         let resp = rest.call(op, Method::GET, &path, &[], Vec::new()).await?;
         if resp.status != 200 {
-            return Err(auth_hint(status_error(&resp, what), rest));
+            return Err(manage_hint(status_error(&resp, what), rest));
         }
         let text = String::from_utf8_lossy(&resp.body);
         let page = parse_feed(&text)?;
@@ -271,7 +314,8 @@ async fn list_feed(rest: &Rest, op: &str, base: &str, what: &str) -> Result<Vec<
     Ok(out)
 }
 
-/// One queue's entry; `None` when it does not exist (Azure answers an empty feed, or 404).
+/// One entity's entry (queue, topic or `{topic}/Subscriptions/{name}`); `None` when it does
+/// not exist (Azure answers an empty feed, or 404).
 pub async fn get_queue(rest: &Rest, name: &str) -> Result<Option<QueueEntry>> {
     let path = format!("{}?api-version={API_VERSION}", entity_url_path(name));
     let resp = rest
@@ -281,8 +325,11 @@ pub async fn get_queue(rest: &Rest, name: &str) -> Result<Option<QueueEntry>> {
         return Ok(None);
     }
     if resp.status != 200 {
-        return Err(auth_hint(
-            status_error(&resp, &format!("reading queue {name}")),
+        return Err(manage_hint(
+            status_error(
+                &resp,
+                &format!("reading entity {}", crate::sanitize::clean(name)),
+            ),
             rest,
         ));
     }

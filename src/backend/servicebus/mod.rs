@@ -5,7 +5,14 @@
 //!
 //! Runtime calls go straight over reqwest, not through `azure_messaging_servicebus` 0.21: see
 //! the comment at the top of `runtime.rs` for why (binary bodies, lenient BrokerProperties,
-//! keeping the lock URI, custom endpoints).
+//! keeping the lock URI, custom endpoints). Those crates are dev-dependencies only, kept for
+//! the test that documents their failures.
+//!
+//! Rows: queues and subscriptions with their `$DeadLetterQueue`, and topics (kind `topic`, no
+//! DLQ) for their own figures (scheduled messages wait on the topic). An entity with
+//! `ForwardDeadLetteredMessagesTo` links its DLQ to the forward target, where its dead letters
+//! really are. Counts (`CountDetails`) are the broker's own figures at the time of the GET, so
+//! `count` reports them as exact.
 //!
 //! Verified against the in-process stand-in in `tests/servicebus_standin/`, not against Azure.
 
@@ -25,6 +32,7 @@ use serde_json::{Map, Value};
 use super::{ApiCalls, Backend, BackendError, OpProgress, Result};
 use crate::config::{Profile, ServicebusSettings};
 use crate::domain::*;
+use crate::sanitize;
 use http::Rest;
 use mgmt::QueueEntry;
 
@@ -91,7 +99,7 @@ fn strip_invalid(e: &BackendError) -> String {
     }
 }
 
-fn queue_info(e: &QueueEntry) -> (QueueInfo, QueueInfo) {
+fn settings_of(e: &QueueEntry) -> QueueSettings {
     let mut settings = QueueSettings {
         lease_secs: e
             .fields
@@ -111,13 +119,28 @@ fn queue_info(e: &QueueEntry) -> (QueueInfo, QueueInfo) {
         ("Status", "status"),
         ("RequiresSession", "requires_session"),
         ("RequiresDuplicateDetection", "duplicate_detection"),
+        (
+            "DuplicateDetectionHistoryTimeWindow",
+            "duplicate_detection_window",
+        ),
         ("EnablePartitioning", "partitioned"),
-        ("ForwardTo", "forward_to"),
-        ("ForwardDeadLetteredMessagesTo", "forward_dead_lettered_to"),
         ("DeadLetteringOnMessageExpiration", "dead_letter_on_expiry"),
+        ("SubscriptionCount", "subscriptions"),
     ] {
         if let Some(v) = e.fields.get(k).filter(|v| !v.is_empty()) {
-            settings.extra.insert(label.to_string(), v.clone());
+            settings
+                .extra
+                .insert(label.to_string(), sanitize::clean(v).into_owned());
+        }
+    }
+    for (k, label) in [
+        ("ForwardTo", "forward_to"),
+        ("ForwardDeadLetteredMessagesTo", "forward_dead_lettered_to"),
+    ] {
+        if let Some(v) = e.entity_field(k) {
+            settings
+                .extra
+                .insert(label.to_string(), sanitize::clean(&v).into_owned());
         }
     }
     for (k, label) in [
@@ -131,32 +154,91 @@ fn queue_info(e: &QueueEntry) -> (QueueInfo, QueueInfo) {
             settings.extra.insert(label.to_string(), n.to_string());
         }
     }
-    let dlq_id = QueueId::new(format!("{}{DLQ_SUFFIX}", e.name));
-    let kind = if is_subscription(&e.name) {
+    settings
+}
+
+/// The rows for one entity: a topic alone (it has no DLQ of its own); a queue or subscription
+/// and its `$DeadLetterQueue`. With `ForwardDeadLetteredMessagesTo`, the entity's DLQ link
+/// names the forward target, where its dead letters really go.
+fn queue_infos(e: &QueueEntry) -> Vec<QueueInfo> {
+    let settings = settings_of(e);
+    let id = QueueId::new(e.name.clone());
+    if e.kind == mgmt::EntryKind::Topic {
+        return vec![QueueInfo {
+            id,
+            kind: QueueKind::Topic,
+            is_dlq: false,
+            dlq: None,
+            dlq_sources: Vec::new(),
+            settings,
+        }];
+    }
+    let own_dlq = QueueId::new(format!("{}{DLQ_SUFFIX}", e.name));
+    let kind = if e.kind == mgmt::EntryKind::Subscription || is_subscription(&e.name) {
         QueueKind::Subscription
     } else {
         QueueKind::Standard
     };
+    let dlq_link = e
+        .entity_field("ForwardDeadLetteredMessagesTo")
+        .map(QueueId::new)
+        .unwrap_or_else(|| own_dlq.clone());
     let main = QueueInfo {
-        id: QueueId::new(e.name.clone()),
+        id: id.clone(),
         kind,
         is_dlq: false,
-        dlq: Some(dlq_id.clone()),
+        dlq: Some(dlq_link),
         dlq_sources: Vec::new(),
         settings: settings.clone(),
     };
     let dlq = QueueInfo {
-        id: dlq_id,
+        id: own_dlq,
         kind,
         is_dlq: true,
         dlq: None,
-        dlq_sources: vec![QueueId::new(e.name.clone())],
+        dlq_sources: vec![id],
         settings: QueueSettings {
             lease_secs: settings.lease_secs,
             ..Default::default()
         },
     };
-    (main, dlq)
+    vec![main, dlq]
+}
+
+/// An entity shown by name only: the key cannot read its description.
+fn name_only(entity: &str) -> QueueEntry {
+    QueueEntry {
+        name: entity.to_string(),
+        kind: if is_subscription(entity) {
+            mgmt::EntryKind::Subscription
+        } else {
+            mgmt::EntryKind::Queue
+        },
+        ..Default::default()
+    }
+}
+
+/// Rows for `entries`, with forward targets linked back to the entities that forward their
+/// dead letters to them.
+fn infos_for(entries: &[QueueEntry]) -> Vec<QueueInfo> {
+    let mut out: Vec<QueueInfo> = entries.iter().flat_map(queue_infos).collect();
+    let forwards: Vec<(QueueId, QueueId)> = out
+        .iter()
+        .filter(|q| !q.is_dlq)
+        .filter_map(|q| {
+            let d = q.dlq.as_ref()?;
+            (dlq_parent(d.as_str()).is_none()).then(|| (d.clone(), q.id.clone()))
+        })
+        .collect();
+    for (target, source) in forwards {
+        if let Some(t) = out
+            .iter_mut()
+            .find(|q| q.id.as_str().eq_ignore_ascii_case(target.as_str()))
+        {
+            t.dlq_sources.push(source);
+        }
+    }
+    out
 }
 
 fn stats_for(id: &QueueId, e: &QueueEntry, at_ms: i64) -> QueueStats {
@@ -168,17 +250,32 @@ fn stats_for(id: &QueueId, e: &QueueEntry, at_ms: i64) -> QueueStats {
         ..Default::default()
     };
     if dlq_parent(id.as_str()).is_some() {
-        QueueStats {
+        return QueueStats {
             depth: e.count("DeadLetterMessageCount"),
             ..base
-        }
+        };
+    }
+    // Dead letters forwarded elsewhere are counted on the target's row, not here.
+    let dlq_depth = if e.kind == mgmt::EntryKind::Topic
+        || e.entity_field("ForwardDeadLetteredMessagesTo").is_some()
+    {
+        None
     } else {
-        QueueStats {
-            depth: e.count("ActiveMessageCount"),
-            delayed: e.count("ScheduledMessageCount"),
-            dlq_depth: e.count("DeadLetterMessageCount"),
-            ..base
-        }
+        e.count("DeadLetterMessageCount")
+    };
+    QueueStats {
+        depth: e.count("ActiveMessageCount"),
+        delayed: e.count("ScheduledMessageCount"),
+        dlq_depth,
+        ..base
+    }
+}
+
+/// Why figures are missing for every queue of a key without the Manage right.
+fn unreadable(e: &BackendError) -> Option<String> {
+    match e {
+        BackendError::Forbidden { msg, .. } => Some(msg.clone()),
+        _ => None,
     }
 }
 
@@ -186,20 +283,83 @@ impl ServiceBus {
     /// Single-entity connection strings (EntityPath) cannot list the namespace.
     async fn entries(&self) -> Result<Vec<QueueEntry>> {
         match &self.rest.info.entity_path {
-            Some(p) => Ok(mgmt::get_queue(&self.rest, p).await?.into_iter().collect()),
+            Some(p) => match mgmt::get_queue(&self.rest, p).await? {
+                Some(e) => Ok(vec![e]),
+                None => Err(BackendError::NotFound(format!(
+                    "the connection string's EntityPath names {}, which does not exist in the namespace",
+                    sanitize::clean(p)
+                ))),
+            },
             None => {
                 let mut all = mgmt::list_all(&self.rest).await?;
                 if self.topics {
                     // One request per page of topics, then one per page of each topic's
-                    // subscriptions (the API has no namespace-wide subscription feed).
+                    // subscriptions (the API has no namespace-wide subscription feed). Topics
+                    // are rows too: scheduled messages wait on the topic, not its subscriptions.
                     for t in mgmt::list_topics(&self.rest).await? {
-                        all.extend(mgmt::list_subscriptions(&self.rest, &t.name).await?);
+                        let subs = mgmt::list_subscriptions(&self.rest, &t.name).await?;
+                        all.push(t);
+                        all.extend(subs);
                     }
                 }
                 Ok(all)
             }
         }
     }
+
+    /// The entity `queue` belongs to (itself, or the parent of a DLQ), with one GET.
+    async fn entry_of(&self, queue: &QueueId) -> Result<QueueEntry> {
+        let parent = dlq_parent(queue.as_str()).unwrap_or(queue.as_str());
+        mgmt::get_queue(&self.rest, parent).await?.ok_or_else(|| {
+            BackendError::NotFound(format!(
+                "no queue, topic or subscription named {}",
+                sanitize::clean(parent)
+            ))
+        })
+    }
+
+    /// The target's description when the key may read it: `Ok(None)` when it may not.
+    async fn target_entry(&self, target: &str) -> Result<Option<QueueEntry>> {
+        match mgmt::get_queue(&self.rest, target).await {
+            Ok(Some(e)) => Ok(Some(e)),
+            Ok(None) => Err(BackendError::NotFound(format!(
+                "no queue or topic named {} to resubmit to",
+                sanitize::clean(target)
+            ))),
+            Err(BackendError::Forbidden { .. }) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+/// Why REST cannot receive from this entity, when it cannot: session-enabled queues and
+/// subscriptions need a session receiver (their dead-letter queues do not).
+fn session_refusal(info: &QueueInfo) -> Option<String> {
+    let session = info
+        .settings
+        .extra
+        .get("requires_session")
+        .is_some_and(|v| v.eq_ignore_ascii_case("true"));
+    (session && !info.is_dlq).then(|| {
+        format!(
+            "{} requires sessions, and Service Bus REST has no session receiver: browsing, purging and receiving are refused (its dead-letter queue has no sessions and can be browsed and resubmitted)",
+            sanitize::clean(info.id.as_str())
+        )
+    })
+}
+
+/// The note shown wherever copies into `target` get a new MessageId.
+pub fn new_id_note(target: &str, known: bool) -> String {
+    let why = if known {
+        "has duplicate detection on"
+    } else {
+        "may have duplicate detection on (this key cannot read its settings)"
+    };
+    format!(
+        "{} {why}: a copy keeping the original MessageId would be accepted and then silently dropped inside the detection window, so each copy gets a new MessageId and keeps the original in the property {}",
+        sanitize::clean(target),
+        resubmit::ORIGINAL_ID_PROPERTY
+    )
 }
 
 #[async_trait]
@@ -235,29 +395,101 @@ impl Backend for ServiceBus {
         }
     }
 
+    fn capabilities_for(&self, queue: &QueueInfo) -> Capabilities {
+        let mut caps = self.capabilities();
+        let extra = &queue.settings.extra;
+        if queue.kind == QueueKind::Topic {
+            let why = "a topic holds no messages to receive: its subscriptions do".to_string();
+            caps.browse = BrowseEffect::Unsupported(why.clone());
+            caps.redrive = RedriveMode::Unsupported(why);
+            caps.purge_note = Some(
+                "A topic cannot be purged: purge its subscriptions (scheduled messages stay on the topic until due)"
+                    .into(),
+            );
+        }
+        if let Some(why) = session_refusal(queue) {
+            caps.browse = BrowseEffect::Unsupported(why.clone());
+            caps.redrive = RedriveMode::Unsupported(why.clone());
+            caps.purge_note = Some(why);
+        }
+        if extra
+            .get("duplicate_detection")
+            .is_some_and(|v| v.eq_ignore_ascii_case("true"))
+        {
+            caps.notes.push(new_id_note(queue.id.as_str(), true));
+        }
+        if let Some(t) = extra.get("forward_to") {
+            caps.notes.push(format!(
+                "Auto-forwards every message to {t}: this entity stays empty, its messages are in {t}"
+            ));
+        }
+        if let Some(t) = extra.get("forward_dead_lettered_to") {
+            caps.notes.push(format!(
+                "Forwards its dead letters to {t}: they are there, not in its own $DeadLetterQueue"
+            ));
+        }
+        caps
+    }
+
     async fn list_queues(&self) -> Result<Vec<QueueInfo>> {
         let entries = match self.entries().await {
             Ok(e) => e,
-            Err(BackendError::Auth(m)) => match &self.rest.info.entity_path {
-                // A Listen/Send key scoped to one entity: show the entity without settings.
+            // A key scoped to one entity without Manage: show the entity without settings;
+            // `stats` says per row what the key cannot read.
+            Err(e @ BackendError::Forbidden { .. }) => match &self.rest.info.entity_path {
                 Some(p) => {
-                    tracing::warn!("servicebus: {m}");
-                    vec![QueueEntry {
-                        name: p.clone(),
-                        ..Default::default()
-                    }]
+                    tracing::warn!("servicebus: {e}");
+                    vec![name_only(p)]
                 }
-                None => return Err(BackendError::Auth(m)),
+                None => return Err(e),
             },
             Err(e) => return Err(e),
         };
-        let mut out = Vec::with_capacity(entries.len() * 2);
-        for e in &entries {
-            let (m, d) = queue_info(e);
-            out.push(m);
-            out.push(d);
-        }
-        Ok(out)
+        Ok(infos_for(&entries))
+    }
+
+    /// One GET of the entity. Entities that forward their dead letters here are not known
+    /// without listing the namespace, so `dlq_sources` of a forward target stays empty.
+    async fn describe(&self, queue: &QueueId) -> Result<QueueInfo> {
+        let entry = match self.entry_of(queue).await {
+            Ok(e) => e,
+            // No Manage right: the entity by name, as the runtime will address it.
+            Err(BackendError::Forbidden { .. }) => {
+                name_only(dlq_parent(queue.as_str()).unwrap_or(queue.as_str()))
+            }
+            Err(e) => return Err(e),
+        };
+        queue_infos(&entry)
+            .into_iter()
+            .find(|q| q.id.as_str().eq_ignore_ascii_case(queue.as_str()))
+            .ok_or_else(|| {
+                BackendError::NotFound(format!(
+                    "{} has no such sub-queue (a topic has no dead-letter queue)",
+                    sanitize::clean(queue.as_str())
+                ))
+            })
+    }
+
+    /// CountDetails from one GET: the broker's own figures at the time of the request (not a
+    /// metric or a cache), so exact. ActiveMessageCount includes locked messages.
+    async fn count(&self, queue: &QueueId) -> Result<MessageCount> {
+        let e = self.entry_of(queue).await?;
+        let ready = if dlq_parent(queue.as_str()).is_some() {
+            e.count("DeadLetterMessageCount")
+        } else {
+            e.count("ActiveMessageCount")
+        };
+        let ready = ready.ok_or_else(|| {
+            BackendError::Protocol(format!(
+                "the description of {} has no CountDetails",
+                sanitize::clean(queue.as_str())
+            ))
+        })?;
+        Ok(MessageCount {
+            ready,
+            in_flight: None,
+            exact: true,
+        })
     }
 
     async fn stats(&self, queues: &[QueueId]) -> Result<StatsBatch> {
@@ -268,26 +500,47 @@ impl Backend for ServiceBus {
         parents.sort();
         parents.dedup();
         // A few queues: one GET each. More: one feed page per 100 queues in the namespace.
-        let entries: Vec<QueueEntry> = if parents.len() <= 3 {
+        let fetched: Result<Vec<QueueEntry>> = if parents.len() <= 3 {
             let mut v = Vec::new();
+            let mut failed = None;
             for p in &parents {
-                if let Some(e) = mgmt::get_queue(&self.rest, p).await? {
-                    v.push(e);
+                match mgmt::get_queue(&self.rest, p).await {
+                    Ok(Some(e)) => v.push(e),
+                    Ok(None) => {}
+                    Err(e) => {
+                        failed = Some(e);
+                        break;
+                    }
                 }
             }
-            v
+            match failed {
+                Some(e) => Err(e),
+                None => Ok(v),
+            }
         } else {
-            self.entries().await?
+            self.entries().await
+        };
+        let mut batch = StatsBatch::default();
+        let entries = match fetched {
+            Ok(e) => e,
+            // The key cannot read counts: every row says so; the listing still stands.
+            Err(e) => match unreadable(&e) {
+                Some(why) => {
+                    batch.errors = queues.iter().map(|q| (q.clone(), why.clone())).collect();
+                    return Ok(batch);
+                }
+                None => return Err(e),
+            },
         };
         let at = now_ms();
-        let mut batch = StatsBatch::default();
         for q in queues {
             let parent = dlq_parent(q.as_str()).unwrap_or(q.as_str());
             match entries.iter().find(|e| e.name.eq_ignore_ascii_case(parent)) {
                 Some(e) => batch.stats.push(stats_for(q, e, at)),
-                None => batch
-                    .errors
-                    .push((q.clone(), format!("no queue named {parent}"))),
+                None => batch.errors.push((
+                    q.clone(),
+                    format!("no entity named {}", sanitize::clean(parent)),
+                )),
             }
         }
         Ok(batch)
@@ -300,6 +553,10 @@ impl Backend for ServiceBus {
     }
 
     async fn browse(&self, queue: &QueueId, req: &BrowseRequest) -> Result<Page> {
+        // Forced browse of an active entity: refuse session entities before locking anything.
+        if req.force && dlq_parent(queue.as_str()).is_none() {
+            self.refuse_unreceivable(queue).await?;
+        }
         browse::browse(&self.rest, queue.as_str(), req).await
     }
 
@@ -344,16 +601,85 @@ impl Backend for ServiceBus {
         Ok(Some(id))
     }
 
+    async fn plan_redrive(&self, req: &RedriveRequest) -> Result<RedrivePlan> {
+        let source = self.describe(&req.source).await?;
+        if let RedriveMode::Unsupported(why) = self.capabilities_for(&source).redrive {
+            return Err(BackendError::Unsupported(why));
+        }
+        let target = resubmit::target_of(req)?;
+        let policy = self.copy_policy(&target).await?;
+        let mut count = self.count(&req.source).await?;
+        if let Some(m) = req.max {
+            count.ready = count.ready.min(m);
+        }
+        if let Some(ids) = &req.only_ids {
+            count.ready = count.ready.min(ids.len() as u64);
+        }
+        Ok(RedrivePlan {
+            count,
+            mode: RedriveMode::ClientSide,
+            notes: policy.notes,
+        })
+    }
+
     async fn redrive(&self, req: &RedriveRequest, progress: &OpProgress) -> Result<RedriveReport> {
-        resubmit::resubmit(self.rest.clone(), req, progress).await
+        let target = resubmit::target_of(req)?;
+        let policy = self.copy_policy(&target).await?;
+        resubmit::resubmit(self.rest.clone(), req, policy, progress).await
     }
 
     async fn purge(&self, queue: &QueueId, progress: &OpProgress) -> Result<PurgeReport> {
+        if dlq_parent(queue.as_str()).is_none() {
+            self.refuse_unreceivable(queue).await?;
+        }
         purge::purge(self.rest.clone(), queue.as_str(), progress).await
     }
 
     fn api_calls(&self) -> &ApiCalls {
         &self.rest.calls
+    }
+}
+
+impl ServiceBus {
+    /// Refuse, before locking anything, an entity REST cannot receive from (a session-enabled
+    /// queue or subscription, a topic). A key without Manage cannot tell: the broker decides.
+    async fn refuse_unreceivable(&self, queue: &QueueId) -> Result<()> {
+        let info = match self.describe(queue).await {
+            Ok(i) => i,
+            Err(BackendError::Forbidden { .. }) => return Ok(()),
+            Err(e) => return Err(e),
+        };
+        if let Some(why) = session_refusal(&info) {
+            return Err(BackendError::Unsupported(why));
+        }
+        if info.kind == QueueKind::Topic {
+            return Err(BackendError::Unsupported(format!(
+                "{} is a topic: it holds no messages to receive; use its subscriptions",
+                sanitize::clean(queue.as_str())
+            )));
+        }
+        Ok(())
+    }
+
+    /// How copies into `target` are made: with a new MessageId when the target has duplicate
+    /// detection on (or when the key cannot read whether it has).
+    async fn copy_policy(&self, target: &str) -> Result<resubmit::CopyPolicy> {
+        let entry = self.target_entry(target).await?;
+        let (new_ids, known) = match &entry {
+            Some(e) => (e.flag("RequiresDuplicateDetection"), true),
+            None => (true, false),
+        };
+        let mut notes = Vec::new();
+        if new_ids {
+            notes.push(new_id_note(target, known));
+        }
+        if entry.as_ref().is_some_and(|e| e.flag("RequiresSession")) {
+            notes.push(format!(
+                "{} requires sessions: copies keep their SessionId; a message without one is refused by the broker and stays in the dead-letter queue",
+                sanitize::clean(target)
+            ));
+        }
+        Ok(resubmit::CopyPolicy { new_ids, notes })
     }
 }
 

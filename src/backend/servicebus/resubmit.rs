@@ -4,8 +4,17 @@
 //! A failed send unlocks nothing until the end: the message is held locked so the loop moves on,
 //! then unlocked. A lost lock after a good send is reported as possibly duplicated (the
 //! original stays in the DLQ; the copy is in the target). Three requests per message.
+//!
+//! Bounded: at most `req.max`, at most the DLQ's count at the start, and never a message
+//! newer than the start. Copies that dead-letter again come back with new, higher sequence
+//! numbers (as does anything dead-lettered since): the first copy of a moved message seen in
+//! the DLQ sets a sequence-number watermark, and nothing at or above it is moved.
+//!
+//! On a target with duplicate detection, a copy keeping the original MessageId is accepted and
+//! then dropped inside the detection window, and completing the original would lose it: such
+//! copies get a new MessageId and carry the original in `ORIGINAL_ID_PROPERTY`.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -23,6 +32,17 @@ const EMPTY_STOP: u32 = 3;
 /// Transient failures in a row after which the run stops.
 const ERR_STOP: u32 = 5;
 const MAX_ERRORS_KEPT: usize = 20;
+/// Custom property holding the original MessageId of a copy sent with a new one.
+pub const ORIGINAL_ID_PROPERTY: &str = "OriginalMessageId";
+
+/// How copies are made, decided from the target's settings before the run.
+#[derive(Debug, Clone, Default)]
+pub struct CopyPolicy {
+    /// Give each copy a new MessageId (the target has, or may have, duplicate detection).
+    pub new_ids: bool,
+    /// Said in the dialog (plan) and in the report.
+    pub notes: Vec<String>,
+}
 
 #[derive(Default)]
 struct State {
@@ -38,6 +58,12 @@ struct State {
     /// Messages being copied right now, by key.
     in_progress: HashSet<String>,
     remaining_ids: Option<HashSet<String>>,
+    /// Identity (original MessageId) of each moved message → its sequence number.
+    moved: HashMap<String, i64>,
+    /// Lowest sequence number of a copy of ours seen back in the DLQ.
+    watermark: Option<i64>,
+    /// Messages left because they are at or above the watermark.
+    past_watermark: u64,
 }
 
 impl State {
@@ -53,6 +79,7 @@ struct Ctx {
     source: String,
     target: String,
     max: Option<u64>,
+    new_ids: bool,
     interval: Option<Duration>,
     next_slot: Mutex<Instant>,
     st: Mutex<State>,
@@ -67,21 +94,29 @@ fn key_of(m: &Received) -> String {
         .unwrap_or_default()
 }
 
-pub async fn resubmit(
-    rest: Arc<Rest>,
-    req: &RedriveRequest,
-    progress: &OpProgress,
-) -> Result<RedriveReport> {
-    let source = req.source.as_str().to_string();
-    let Some(parent) = dlq_parent(&source) else {
+/// The same message across copies: the MessageId it had before any copy got a new one.
+fn identity(m: &Received) -> Option<String> {
+    m.custom
+        .iter()
+        .find(|(k, _)| k.eq_ignore_ascii_case(ORIGINAL_ID_PROPERTY))
+        .map(|(_, v)| super::browse::unquote(v))
+        .or_else(|| m.message_id())
+}
+
+/// The entity copies go to, after the checks every resubmit makes.
+pub fn target_of(req: &RedriveRequest) -> Result<String> {
+    let source = req.source.as_str();
+    let Some(parent) = dlq_parent(source) else {
         return Err(BackendError::Invalid(format!(
-            "resubmit moves messages out of a dead-letter queue: use {source}/$DeadLetterQueue as the source"
+            "resubmit moves messages out of a dead-letter queue: use {}/$DeadLetterQueue as the source",
+            crate::sanitize::clean(source)
         )));
     };
     let target = match &req.target {
         RedriveTarget::Origin if super::is_subscription(parent) => {
             return Err(BackendError::Invalid(format!(
-                "{parent} is a subscription and cannot receive messages: choose the topic (every subscription gets a copy) or a queue as the target"
+                "{} is a subscription and cannot receive messages: choose the topic (every subscription gets a copy) or a queue as the target",
+                crate::sanitize::clean(parent)
             )))
         }
         RedriveTarget::Origin => parent.to_string(),
@@ -92,6 +127,18 @@ pub async fn resubmit(
             "Service Bus does not accept messages sent to a dead-letter queue".into(),
         ));
     }
+    Ok(target)
+}
+
+pub async fn resubmit(
+    rest: Arc<Rest>,
+    req: &RedriveRequest,
+    policy: CopyPolicy,
+    progress: &OpProgress,
+) -> Result<RedriveReport> {
+    let source = req.source.as_str().to_string();
+    let target = target_of(req)?;
+    let parent = dlq_parent(&source).unwrap_or(source.as_str()).to_string();
     if let Some(r) = req.rate {
         if !(r.is_finite() && r > 0.0) {
             return Err(BackendError::Invalid(
@@ -100,27 +147,38 @@ pub async fn resubmit(
         }
     }
     progress.phase("counting");
-    // Total from the management API when the key may read it; a Listen key just goes without.
-    if let Ok(Some(e)) = mgmt::get_queue(&rest, parent).await {
-        let n = e.count("DeadLetterMessageCount");
-        let total = match (n, req.max, &req.only_ids) {
-            (_, _, Some(ids)) => Some(ids.len() as u64),
-            (Some(n), Some(m), _) => Some(n.min(m)),
-            (n, _, _) => n,
-        };
-        progress.set_total(total);
+    // What is in the DLQ now caps the run, when the key may read it (a Listen key goes
+    // without; the watermark still stops it at copies coming back).
+    let mut max = req.max;
+    if let Ok(Some(e)) = mgmt::get_queue(&rest, &parent).await {
+        if let Some(n) = e.count("DeadLetterMessageCount") {
+            max = Some(max.map_or(n, |m| m.min(n)));
+        }
     }
+    let total = match (&req.only_ids, max) {
+        (Some(ids), Some(m)) => Some(m.min(ids.len() as u64)),
+        (Some(ids), None) => Some(ids.len() as u64),
+        (None, m) => m,
+    };
+    progress.set_total(total);
     progress.phase("resubmitting");
+    let mode = if policy.new_ids {
+        "client-side (peek-lock, send copy with a new MessageId, complete)"
+    } else {
+        "client-side (peek-lock, send copy, complete)"
+    };
     let ctx = Arc::new(Ctx {
         rest,
         source,
         target,
-        max: req.max,
+        max,
+        new_ids: policy.new_ids,
         interval: req.rate.map(|r| Duration::from_secs_f64(1.0 / r)),
         next_slot: Mutex::new(Instant::now()),
         st: Mutex::new(State {
             report: RedriveReport {
-                mode: "client-side (peek-lock, send copy, complete)".into(),
+                mode: mode.into(),
+                errors: policy.notes.iter().map(|n| format!("note: {n}")).collect(),
                 ..Default::default()
             },
             remaining_ids: req.only_ids.as_ref().map(|v| v.iter().cloned().collect()),
@@ -153,6 +211,11 @@ pub async fn resubmit(
     if lost > 0 {
         st.error(format!(
             "{lost} held message(s) could not be unlocked; they stay in the DLQ, locked until LockDuration passes"
+        ));
+    }
+    if let (Some(w), n) = (st.watermark, st.past_watermark) {
+        st.error(format!(
+            "stopped at messages dead-lettered after the start (sequence number {w} and up, {n} seen): copies that dead-lettered again and newer dead letters stay in the DLQ"
         ));
     }
     let missing = st.remaining_ids.as_ref().map_or(0, |r| r.len());
@@ -245,6 +308,28 @@ async fn worker(ctx: Arc<Ctx>) {
                 st.held.push(msg);
                 continue;
             }
+            // A copy of ours back in the DLQ (or anything after it) was not there at the start.
+            let seq_n = msg.sequence_number();
+            let ours = match (identity(&msg), seq_n) {
+                (Some(id), Some(n)) => st.moved.get(&id).is_some_and(|orig| n > *orig),
+                _ => false,
+            };
+            if ours {
+                if let Some(n) = seq_n {
+                    st.watermark = Some(st.watermark.map_or(n, |w| w.min(n)));
+                }
+            }
+            if ours || matches!((st.watermark, seq_n), (Some(w), Some(n)) if n >= w) {
+                st.claimed = st.claimed.saturating_sub(1);
+                st.past_watermark += 1;
+                st.empty_streak += 1;
+                if st.empty_streak >= EMPTY_STOP {
+                    st.stop = true;
+                }
+                st.held_seqs.insert(key);
+                st.held.push(msg);
+                continue;
+            }
             st.empty_streak = 0;
             // Browse shows MessageId, or the sequence number when there is none.
             let seq = msg.sequence_number().map(|n| n.to_string());
@@ -262,8 +347,29 @@ async fn worker(ctx: Arc<Ctx>) {
                 continue;
             }
             st.in_progress.insert(key.clone());
+            // Known before the copy exists: a copy that dead-letters at once must be
+            // recognised even while this worker is still completing its original.
+            if let (Some(id), Some(n)) = (identity(&msg), seq_n) {
+                st.moved.insert(id, n);
+            }
         }
-        let copy = Outgoing::copy_of(&msg);
+        let mut copy = Outgoing::copy_of(&msg);
+        if ctx.new_ids {
+            let had = copy
+                .custom
+                .iter()
+                .any(|(k, _)| k.eq_ignore_ascii_case(ORIGINAL_ID_PROPERTY));
+            if let (false, Some(id)) = (had, msg.message_id()) {
+                copy.custom.push((
+                    ORIGINAL_ID_PROPERTY.to_string(),
+                    serde_json::Value::String(id).to_string(),
+                ));
+            }
+            copy.props.insert(
+                "MessageId".into(),
+                serde_json::Value::String(uuid::Uuid::new_v4().to_string()),
+            );
+        }
         let sent = runtime::send(&ctx.rest, &ctx.target, &copy).await;
         let outcome = match sent {
             Ok(()) => Some(runtime::complete(&ctx.rest, &msg).await),
@@ -301,6 +407,10 @@ async fn worker(ctx: Arc<Ctx>) {
                 }
             },
             Err(e) => {
+                if let Some(id) = identity(&msg) {
+                    let mut st = ctx.st.lock().unwrap_or_else(|e| e.into_inner());
+                    st.moved.remove(&id);
+                }
                 if !note_failure(&ctx, e, Some(msg)) {
                     return;
                 }
@@ -320,7 +430,10 @@ fn note_failure(ctx: &Ctx, e: BackendError, msg: Option<Received>) -> bool {
     let mut st = ctx.st.lock().unwrap_or_else(|e| e.into_inner());
     let fatal = matches!(
         e,
-        BackendError::NotFound(_) | BackendError::Auth(_) | BackendError::Unsupported(_)
+        BackendError::NotFound(_)
+            | BackendError::Auth(_)
+            | BackendError::Forbidden { .. }
+            | BackendError::Unsupported(_)
     );
     if let Some(m) = msg {
         st.report.failed += 1;

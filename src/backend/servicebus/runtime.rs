@@ -258,7 +258,7 @@ pub async fn receive_delete(
 
 async fn on_lock(rest: &Rest, op: &str, m: Method, msg: &Received, what: &str) -> Result<()> {
     let Some(path) = msg.lock_path.as_deref() else {
-        return Err(BackendError::Other(format!(
+        return Err(BackendError::Protocol(format!(
             "cannot {what}: the broker gave no lock URI or lock token (the lock expires by itself)"
         )));
     };

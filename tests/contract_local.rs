@@ -58,9 +58,7 @@ impl contract::Fixture for LocalFixture {
             self.send(&id, format!("{tag} dead {i}")).await;
         }
         // One failed receive each sends them to the DLQ (max_receives = 1).
-        let got = local
-            .receive(&src, "fixture", dead, None)
-            .expect("receive");
+        let got = local.receive(&src, "fixture", dead, None).expect("receive");
         assert_eq!(got.len(), dead, "fixture received every message to fail");
         let receipts: Vec<String> = got.iter().map(|l| l.receipt.clone()).collect();
         local

@@ -1481,7 +1481,10 @@ impl SqsFixture {
 
     fn remember(&self, id: &QueueId, url: &str) {
         self.created.lock().unwrap().push(url.to_string());
-        self.urls.lock().unwrap().insert(id.clone(), url.to_string());
+        self.urls
+            .lock()
+            .unwrap()
+            .insert(id.clone(), url.to_string());
     }
 
     fn url(&self, id: &QueueId) -> String {

@@ -17,7 +17,12 @@ pub async fn browse_shows_every_dead_letter_and_removes_none<F: Fixture>(fx: &F)
     assert_eq!(unique.len(), 5, "each message once: {first:?}");
     for m in &seen {
         let origin = m.dead_letter.as_ref().and_then(|d| d.origin.as_ref());
-        assert_eq!(origin, Some(&s.src), "dead letter {} records its origin", m.id);
+        assert_eq!(
+            origin,
+            Some(&s.src),
+            "dead letter {} records its origin",
+            m.id
+        );
     }
     expect_count(fx, &s.dlq, 5, "browse removed nothing").await;
     let again = ids(&browse_all(b, &s.dlq, false).await);
@@ -57,7 +62,10 @@ pub async fn browse_declared_side_effect_free_changes_nothing<F: Fixture>(fx: &F
                 );
             }
             BrowseEffect::SideEffect(what) => {
-                assert!(!what.trim().is_empty(), "{q}: a side effect says what it is");
+                assert!(
+                    !what.trim().is_empty(),
+                    "{q}: a side effect says what it is"
+                );
             }
             BrowseEffect::Unsupported(why) => {
                 let r = b

@@ -74,7 +74,10 @@ pub async fn plan_matches_the_declared_capabilities<F: Fixture>(fx: &F) {
     let mut chosen = request(&s.dlq, RedriveTarget::Origin);
     chosen.only_ids = Some(vec!["any-one-id".to_string()]);
     let plan = b.plan_redrive(&chosen).await.expect("plan with ids");
-    assert!(plan.count.ready <= 1, "plan honours the selection: {plan:?}");
+    assert!(
+        plan.count.ready <= 1,
+        "plan honours the selection: {plan:?}"
+    );
 
     let ghost = QueueId::new(tag("ghost"));
     match b

@@ -13,7 +13,10 @@ pub async fn lists_dlq_links_both_ways<F: Fixture>(fx: &F) {
     let b = fx.backend();
     let s = fx.scene(&tag("links"), 1, 1).await;
     let queues = b.list_queues().await.expect("list_queues");
-    let src = queues.iter().find(|q| q.id == s.src).expect("source listed");
+    let src = queues
+        .iter()
+        .find(|q| q.id == s.src)
+        .expect("source listed");
     let dlq = queues.iter().find(|q| q.id == s.dlq).expect("DLQ listed");
     assert_eq!(src.dlq.as_ref(), Some(&s.dlq), "source names its DLQ");
     assert!(!src.is_dlq, "the source is not marked as a DLQ");
@@ -21,7 +24,11 @@ pub async fn lists_dlq_links_both_ways<F: Fixture>(fx: &F) {
     assert!(dlq.dlq_sources.contains(&s.src), "DLQ names its source");
 
     let d_src = b.describe(&s.src).await.expect("describe source");
-    assert_eq!(d_src.dlq.as_ref(), Some(&s.dlq), "describe: source names its DLQ");
+    assert_eq!(
+        d_src.dlq.as_ref(),
+        Some(&s.dlq),
+        "describe: source names its DLQ"
+    );
     let d_dlq = b.describe(&s.dlq).await.expect("describe DLQ");
     assert!(d_dlq.is_dlq, "describe: DLQ is marked as one");
     assert!(

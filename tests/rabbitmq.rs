@@ -1294,25 +1294,72 @@ async fn connection_killed_mid_redrive_loses_nothing() {
     cleanup(&ch, &[&a, &t]).await;
 }
 
-/// The shared backend contract on RabbitMQ: dead letters made by the broker (reject with
+/// The shared backend contract on RabbitMQ, with the backend as a profile gets it by default
+/// (the shovel used where it applies). Dead letters are made by the broker (reject with
 /// requeue=false into a DLX-routed queue), so `x-death` records their origin.
-struct RabbitFixture<'a> {
-    env: &'a Env,
+struct RabbitFixture {
+    env: Env,
+    backend: Arc<dyn Backend>,
+    _conn: Connection,
     ch: Channel,
+    created: std::sync::Mutex<Vec<String>>,
 }
 
-impl contract::Fixture for RabbitFixture<'_> {
-    async fn scene(
-        &self,
-        _b: &dyn Backend,
-        tag: &str,
-        ready: usize,
-        dead: usize,
-    ) -> (QueueId, QueueId) {
+impl RabbitFixture {
+    async fn setup() -> Self {
+        let env = env().unwrap_or_else(|| {
+            panic!("QDECK_TEST_AMQP_URL and QDECK_TEST_RABBITMQ_MGMT must be set for this test")
+        });
+        let backend = backend(&env).await;
+        let (conn, ch) = admin(&env).await;
+        RabbitFixture {
+            env,
+            backend,
+            _conn: conn,
+            ch,
+            created: std::sync::Mutex::new(Vec::new()),
+        }
+    }
+
+    async fn declare_tracked(&self, name: &str, a: FieldTable) {
+        self.created.lock().unwrap().push(name.to_string());
+        declare(&self.ch, name, a).await;
+    }
+
+    /// Persistent messages with unique bodies (ids derive from body and timestamp).
+    async fn publish_unique(&self, queue: &str, what: &str, n: usize) {
+        self.ch
+            .confirm_select(ConfirmSelectOptions::default())
+            .await
+            .expect("confirm.select");
+        for i in 0..n {
+            let p = BasicProperties::default()
+                .with_delivery_mode(2)
+                .with_timestamp(chrono::Utc::now().timestamp() as u64);
+            self.ch
+                .basic_publish(
+                    "".into(),
+                    queue.into(),
+                    BasicPublishOptions::default(),
+                    format!("{queue} {what} {i}").as_bytes(),
+                    p,
+                )
+                .await
+                .expect("publish");
+        }
+        self.ch.wait_for_confirms().await.expect("confirms");
+    }
+}
+
+impl contract::Fixture for RabbitFixture {
+    fn backend(&self) -> &dyn Backend {
+        self.backend.as_ref()
+    }
+
+    async fn scene(&self, tag: &str, ready: usize, dead: usize) -> contract::Scene {
         let (src, dlq) = (uniq(&format!("{tag}-src")), uniq(&format!("{tag}-dlq")));
-        declare(&self.ch, &dlq, FieldTable::default()).await;
-        declare(
-            &self.ch,
+        self.declare_tracked(&dlq, FieldTable::default()).await;
+        self.declare_tracked(
             &src,
             args(&[
                 ("x-dead-letter-exchange", s("")),
@@ -1320,13 +1367,37 @@ impl contract::Fixture for RabbitFixture<'_> {
             ]),
         )
         .await;
-        publish(&self.ch, &src, dead, true).await;
+        self.publish_unique(&src, "dead", dead).await;
         reject_all(&self.ch, &src, dead).await;
         wait_depth(&self.ch, &dlq, dead as u32).await;
-        publish(&self.ch, &src, ready, true).await;
-        wait_ready(self.env, &src, ready as u64).await;
-        wait_ready(self.env, &dlq, dead as u64).await;
-        (QueueId::new(src), QueueId::new(dlq))
+        self.publish_unique(&src, "ready", ready).await;
+        wait_ready(&self.env, &src, ready as u64).await;
+        wait_ready(&self.env, &dlq, dead as u64).await;
+        contract::Scene {
+            tag: tag.to_string(),
+            src: QueueId::new(src),
+            dlq: QueueId::new(dlq),
+            ready,
+            dead,
+        }
+    }
+
+    async fn plain_queue(&self, tag: &str) -> QueueId {
+        let name = uniq(tag);
+        self.declare_tracked(&name, FieldTable::default()).await;
+        // The management API lists a queue a moment after its declare.
+        wait_ready(&self.env, &name, 0).await;
+        QueueId::new(name)
+    }
+
+    async fn add_dead(&self, scene: &contract::Scene, n: usize) {
+        self.publish_unique(scene.dlq.as_str(), "late", n).await;
+    }
+
+    async fn cleanup(&self) {
+        let names = std::mem::take(&mut *self.created.lock().unwrap());
+        let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+        cleanup(&self.ch, &refs).await;
     }
 
     /// The management API refreshes its message counts every 5 s.
@@ -1335,11 +1406,7 @@ impl contract::Fixture for RabbitFixture<'_> {
     }
 }
 
-#[tokio::test]
-async fn rabbitmq_keeps_the_backend_contract() {
-    let Some(e) = env() else { return };
-    let b = client_side_backend(&e).await;
-    let (_c, ch) = admin(&e).await;
-    let fx = RabbitFixture { env: &e, ch };
-    contract::run(b.as_ref(), &fx, "contract").await;
-}
+contract_tests!(
+    setup = RabbitFixture::setup(),
+    ignore = "needs QDECK_TEST_AMQP_URL and QDECK_TEST_RABBITMQ_MGMT",
+);

@@ -1503,43 +1503,73 @@ async fn cli_ls_with_entity_scoped_keys() {
     assert!(stderr.contains("ghost"), "{stderr}");
 }
 
-/// The shared backend contract on the stand-in; its dead letters are seeded the way the
-/// broker records them (reason and description properties on the entity's DLQ).
+
+/// The shared backend contract on the stand-in (one per test, in-process): its dead letters
+/// are seeded the way the broker records them (reason and description properties on the
+/// entity's DLQ).
 struct StandInFixture {
     s: StandIn,
+    backend: Arc<dyn Backend>,
 }
 
-impl contract::Fixture for StandInFixture {
-    async fn scene(
-        &self,
-        b: &dyn Backend,
-        tag: &str,
-        ready: usize,
-        dead: usize,
-    ) -> (QueueId, QueueId) {
-        self.s.create_queue(tag, 10, 30);
-        for i in 0..dead {
-            self.s
-                .seed_dlq(tag, rich_msg(i), "MaxDeliveryCountExceeded");
-        }
-        for i in 0..ready {
-            b.send(
-                &q(tag),
-                OutgoingMessage {
-                    body: format!("ready {i}").into_bytes(),
-                    ..Default::default()
-                },
-            )
-            .await
-            .expect("send");
-        }
-        (q(tag), dlq(tag))
+impl StandInFixture {
+    async fn setup() -> Self {
+        let s = StandIn::start().await;
+        let backend = backend(&s).await;
+        StandInFixture { s, backend }
+    }
+
+    fn dead_letter(&self, tag: &str, what: &str, i: usize) {
+        let mut m = rich_msg(i);
+        m.message_id = format!("{tag}-{what}-{i}");
+        self.s.seed_dlq(tag, m, "MaxDeliveryCountExceeded");
     }
 }
 
-#[tokio::test]
-async fn servicebus_keeps_the_backend_contract_on_the_standin() {
-    let s = StandIn::start().await;
-    let b = backend(&s).await;
-    contract::run(b.as_ref(), &StandInFixture { s }, "contract").await;
+impl contract::Fixture for StandInFixture {
+    fn backend(&self) -> &dyn Backend {
+        self.backend.as_ref()
+    }
+
+    async fn scene(&self, tag: &str, ready: usize, dead: usize) -> contract::Scene {
+        self.s.create_queue(tag, 10, 30);
+        for i in 0..dead {
+            self.dead_letter(tag, "dead", i);
+        }
+        for i in 0..ready {
+            self.backend
+                .send(
+                    &q(tag),
+                    OutgoingMessage {
+                        body: format!("{tag} ready {i}").into_bytes(),
+                        ..Default::default()
+                    },
+                )
+                .await
+                .expect("send");
+        }
+        contract::Scene {
+            tag: tag.to_string(),
+            src: q(tag),
+            dlq: dlq(tag),
+            ready,
+            dead,
+        }
+    }
+
+    async fn plain_queue(&self, tag: &str) -> QueueId {
+        self.s.create_queue(tag, 10, 30);
+        q(tag)
+    }
+
+    async fn add_dead(&self, scene: &contract::Scene, n: usize) {
+        for i in 0..n {
+            self.dead_letter(&scene.tag, "late", i);
+        }
+    }
+
+    /// The stand-in lives and dies with the test.
+    async fn cleanup(&self) {}
 }
+
+contract_tests!(setup = StandInFixture::setup());

@@ -1451,65 +1451,132 @@ async fn redrive_of_selected_messages_moves_only_those() {
 }
 
 /// The shared backend contract on moto: moto dead-letters lazily on the receive after the
-/// receive count reaches maxReceiveCount, so two receives send the messages over.
+/// receive count reaches maxReceiveCount, so receives with visibility 0 send the messages over.
+/// Each test gets its own queue prefix (the backend lists only that prefix).
 struct SqsFixture {
     raw: Raw,
     prefix: String,
+    backend: Arc<dyn Backend>,
+    /// Queue URLs to delete afterwards.
+    created: Mutex<Vec<String>>,
+    urls: Mutex<HashMap<QueueId, String>>,
+}
+
+impl SqsFixture {
+    async fn setup() -> Self {
+        test_env();
+        let ep = std::env::var("QDECK_TEST_SQS_ENDPOINT")
+            .ok()
+            .filter(|e| !e.is_empty())
+            .expect("QDECK_TEST_SQS_ENDPOINT must name an SQS endpoint (e.g. moto_server)");
+        let prefix = prefix();
+        SqsFixture {
+            raw: raw(&ep).await,
+            backend: qdeck(&ep, &prefix).await,
+            prefix,
+            created: Mutex::new(Vec::new()),
+            urls: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn remember(&self, id: &QueueId, url: &str) {
+        self.created.lock().unwrap().push(url.to_string());
+        self.urls
+            .lock()
+            .unwrap()
+            .insert(id.clone(), url.to_string());
+    }
+
+    fn url(&self, id: &QueueId) -> String {
+        self.urls.lock().unwrap()[id].clone()
+    }
+
+    async fn visible(&self, url: &str) -> usize {
+        self.raw
+            .sqs
+            .get_queue_attributes()
+            .queue_url(url)
+            .attribute_names(QueueAttributeName::ApproximateNumberOfMessages)
+            .send()
+            .await
+            .expect("attrs")
+            .attributes()
+            .and_then(|a| {
+                a.get(&QueueAttributeName::ApproximateNumberOfMessages)
+                    .cloned()
+            })
+            .and_then(|v| v.parse::<usize>().ok())
+            .unwrap_or(0)
+    }
 }
 
 impl contract::Fixture for SqsFixture {
-    async fn scene(
-        &self,
-        _b: &dyn Backend,
-        tag: &str,
-        ready: usize,
-        dead: usize,
-    ) -> (QueueId, QueueId) {
+    fn backend(&self) -> &dyn Backend {
+        self.backend.as_ref()
+    }
+
+    async fn scene(&self, tag: &str, ready: usize, dead: usize) -> contract::Scene {
         let (src, dlq) = (
             format!("{}-{tag}-src", self.prefix),
             format!("{}-{tag}-dlq", self.prefix),
         );
         let (src_url, dlq_url) = self.raw.pair(&src, &dlq, 1, false).await;
+        let (src_id, dlq_id) = (QueueId::new(src), QueueId::new(dlq));
+        self.remember(&src_id, &src_url);
+        self.remember(&dlq_id, &dlq_url);
         for i in 0..dead {
-            self.raw.send(&src_url, &format!("dead {i}"), None).await;
+            self.raw
+                .send(&src_url, &format!("{tag} dead {i}"), None)
+                .await;
         }
-        for _ in 0..20 {
-            self.raw.receive_once(&src_url, 10).await;
-            let moved = self
-                .raw
-                .sqs
-                .get_queue_attributes()
-                .queue_url(&dlq_url)
-                .attribute_names(QueueAttributeName::ApproximateNumberOfMessages)
-                .send()
-                .await
-                .expect("attrs")
-                .attributes()
-                .and_then(|a| {
-                    a.get(&QueueAttributeName::ApproximateNumberOfMessages)
-                        .cloned()
-                })
-                .and_then(|v| v.parse::<usize>().ok())
-                .unwrap_or(0);
-            if moved >= dead {
+        for _ in 0..50 {
+            if self.visible(&dlq_url).await >= dead {
                 break;
             }
+            self.raw.receive_once(&src_url, 10).await;
         }
+        assert_eq!(self.visible(&dlq_url).await, dead, "dead-lettered by moto");
+        assert_eq!(self.visible(&src_url).await, 0, "source drained");
         for i in 0..ready {
-            self.raw.send(&src_url, &format!("ready {i}"), None).await;
+            self.raw
+                .send(&src_url, &format!("{tag} ready {i}"), None)
+                .await;
         }
-        (QueueId::new(src), QueueId::new(dlq))
+        contract::Scene {
+            tag: tag.to_string(),
+            src: src_id,
+            dlq: dlq_id,
+            ready,
+            dead,
+        }
+    }
+
+    async fn plain_queue(&self, tag: &str) -> QueueId {
+        let name = format!("{}-{tag}", self.prefix);
+        let url = self.raw.create(&name, &[]).await;
+        let id = QueueId::new(name);
+        self.remember(&id, &url);
+        id
+    }
+
+    async fn add_dead(&self, scene: &contract::Scene, n: usize) {
+        let url = self.url(&scene.dlq);
+        for i in 0..n {
+            self.raw
+                .send(&url, &format!("{} late {i}", scene.tag), None)
+                .await;
+        }
+    }
+
+    async fn cleanup(&self) {
+        let urls = std::mem::take(&mut *self.created.lock().unwrap());
+        for url in urls {
+            let _ = self.raw.sqs.delete_queue().queue_url(url).send().await;
+        }
     }
 }
 
-#[tokio::test]
-async fn sqs_keeps_the_backend_contract() {
-    let Some(ep) = endpoint() else { return };
-    let p = prefix();
-    let b = qdeck(&ep, &p).await;
-    let fx = SqsFixture {
-        raw: raw(&ep).await,
-        prefix: p,
-    };
-    contract::run(b.as_ref(), &fx, "contract").await;
-}
+contract_tests!(
+    setup = SqsFixture::setup(),
+    ignore = "needs QDECK_TEST_SQS_ENDPOINT",
+);

@@ -16,6 +16,9 @@ const NOT_RUNNING: Duration = Duration::from_secs(5);
 /// A running shovel whose source stayed empty this long will not reach its count (another
 /// consumer took the messages).
 const DRAINED: Duration = Duration::from_secs(10);
+/// A running shovel while neither the source nor the target count moves for this long has
+/// stalled (a blocked target, flow control).
+const FROZEN: Duration = Duration::from_secs(30);
 const POLL: Duration = Duration::from_millis(250);
 
 async fn ready(b: &RabbitBackend, vhost: &str, queue: &str) -> Result<u64> {
@@ -120,6 +123,10 @@ pub async fn move_with_shovel(
             .min(total)
     };
     let mut stall: Option<String> = None;
+    // Any movement of either count means the shovel works (dead letters returning to the
+    // source keep its count level while the shovel moves).
+    let mut last_counts: (Option<u64>, Option<u64>) = (Some(before), Some(dest_before));
+    let mut last_change = Instant::now();
     let mut finished = false;
     loop {
         tokio::select! {
@@ -142,6 +149,11 @@ pub async fn move_with_shovel(
             break;
         }
         let src_empty = matches!(src_now, Ok(0));
+        let now = (src_now.as_ref().ok().copied(), dest_now.as_ref().ok().copied());
+        if now != last_counts {
+            last_counts = now;
+            last_change = Instant::now();
+        }
         let done = estimate(src_now.unwrap_or(before), dest_now.unwrap_or(dest_before));
         if done > last_done {
             progress.add_done(done - last_done);
@@ -168,6 +180,12 @@ pub async fn move_with_shovel(
         }
         // Dead letters looping back keep the source from emptying, so only an empty source
         // that stays empty says the shovel has nothing left to take.
+        if stall.is_none() && !src_empty && last_change.elapsed() > FROZEN {
+            stall = Some(format!(
+                "neither queue count moved for {} s while the shovel ran",
+                FROZEN.as_secs()
+            ));
+        }
         if stall.is_none() && src_empty && last_progress.elapsed() > DRAINED {
             stall = Some(format!(
                 "the source stayed empty for {} s before the shovel reached its count (another consumer took the messages?)",
@@ -180,12 +198,21 @@ pub async fn move_with_shovel(
             break;
         }
     }
-    report.moved = if finished {
-        total
-    } else {
-        let (s, d) = tokio::join!(ready(b, vhost, src), ready(b, vhost, dest));
-        estimate(s.unwrap_or(before), d.unwrap_or(dest_before))
-    };
+    if !finished {
+        // What the stopped shovel held unacknowledged returns to the source asynchronously.
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    let (s, d) = tokio::join!(ready(b, vhost, src), ready(b, vhost, dest));
+    let counted = estimate(s.unwrap_or(before), d.unwrap_or(dest_before));
+    report.moved = if finished { total } else { counted };
+    if finished && counted < total {
+        // The shovel counts what it forwarded; a target that refuses copies (overflow
+        // reject-publish) sends them back to the source. Dead letters returning to the
+        // source and other clients also move these counts, so this is a note, not a verdict.
+        report.errors.push(format!(
+            "the shovel finished, but the queue counts show only {counted} of {total} moved (messages dead-lettered back, other clients, or a target that refused copies)"
+        ));
+    }
     if report.moved > last_done {
         progress.add_done(report.moved - last_done);
     }

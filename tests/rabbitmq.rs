@@ -1332,7 +1332,9 @@ async fn connection_killed_mid_redrive_loses_nothing() {
 
 /// Publish `n` messages whose message ids are `{prefix}-{i}`.
 async fn publish_ids(ch: &Channel, queue: &str, prefix: &str, n: usize) {
-    ch.confirm_select(ConfirmSelectOptions::default()).await.ok();
+    ch.confirm_select(ConfirmSelectOptions::default())
+        .await
+        .ok();
     for i in 0..n {
         let id = format!("{prefix}-{i}");
         ch.basic_publish(
@@ -1395,7 +1397,12 @@ async fn account(ch: &Channel, queues: &[&str], prefix: &str, n: usize) -> u64 {
         .map(|i| format!("{prefix}-{i}"))
         .filter(|id| !seen.contains_key(id))
         .collect();
-    assert!(missing.is_empty(), "lost {} message(s), e.g. {:?}", missing.len(), missing.first());
+    assert!(
+        missing.is_empty(),
+        "lost {} message(s), e.g. {:?}",
+        missing.len(),
+        missing.first()
+    );
     seen.values().map(|c| c - 1).sum()
 }
 
@@ -1443,11 +1450,19 @@ async fn close_connections_mid_way(
     }
     let mut killed = 0;
     for name in known {
-        mgmt_delete(e, &format!("/api/connections/{}", urlencoding::encode(&name))).await;
+        mgmt_delete(
+            e,
+            &format!("/api/connections/{}", urlencoding::encode(&name)),
+        )
+        .await;
         killed += 1;
     }
     for name in connections_of(e, profile).await {
-        mgmt_delete(e, &format!("/api/connections/{}", urlencoding::encode(&name))).await;
+        mgmt_delete(
+            e,
+            &format!("/api/connections/{}", urlencoding::encode(&name)),
+        )
+        .await;
         killed += 1;
     }
     killed
@@ -1484,7 +1499,10 @@ async fn count_is_exact_right_after_publishing() {
         .await
         .expect("plan");
     assert_eq!(plan.count.ready, 500);
-    let err = b.count(&QueueId::new("qdeck-test-no-such-queue")).await.expect_err("missing");
+    let err = b
+        .count(&QueueId::new("qdeck-test-no-such-queue"))
+        .await
+        .expect_err("missing");
     assert!(matches!(err, BackendError::NotFound(_)), "{err:?}");
     cleanup(&ch, &[&q, &t]).await;
 }
@@ -1506,7 +1524,10 @@ async fn reject_forever(e: &Env, queue: &str) -> (Connection, tokio::task::JoinH
         let mut n = 0;
         while let Some(Ok(d)) = consumer.next().await {
             if d.acker
-                .nack(BasicNackOptions { multiple: false, requeue: false })
+                .nack(BasicNackOptions {
+                    multiple: false,
+                    requeue: false,
+                })
                 .await
                 .is_err()
             {
@@ -1539,7 +1560,11 @@ async fn redrive_ends_although_every_message_dead_letters_again() {
         .await;
         publish(&ch, &dlq, N, false).await;
         let (rc, rejector) = reject_forever(&e, &t).await;
-        let b = if shovel { backend(&e).await } else { client_side_backend(&e).await };
+        let b = if shovel {
+            backend(&e).await
+        } else {
+            client_side_backend(&e).await
+        };
         let mut req = RedriveRequest {
             source: QueueId::new(&dlq),
             target: RedriveTarget::Queue(QueueId::new(&t)),
@@ -1548,10 +1573,13 @@ async fn redrive_ends_although_every_message_dead_letters_again() {
             only_ids: None,
             window: None,
         };
-        let rep = tokio::time::timeout(Duration::from_secs(120), b.redrive(&req, &OpProgress::detached()))
-            .await
-            .expect("the redrive ends")
-            .expect("redrive");
+        let rep = tokio::time::timeout(
+            Duration::from_secs(120),
+            b.redrive(&req, &OpProgress::detached()),
+        )
+        .await
+        .expect("the redrive ends")
+        .expect("redrive");
         eprintln!("shovel={shovel}: {rep:?}");
         assert_eq!(rep.moved, N as u64, "{rep:?}");
         assert!(!rep.cancelled);
@@ -1560,14 +1588,21 @@ async fn redrive_ends_although_every_message_dead_letters_again() {
         }
         // `max` is honoured exactly too.
         req.max = Some(37);
-        let rep = tokio::time::timeout(Duration::from_secs(120), b.redrive(&req, &OpProgress::detached()))
-            .await
-            .expect("the capped redrive ends")
-            .expect("redrive");
+        let rep = tokio::time::timeout(
+            Duration::from_secs(120),
+            b.redrive(&req, &OpProgress::detached()),
+        )
+        .await
+        .expect("the capped redrive ends")
+        .expect("redrive");
         assert_eq!(rep.moved, 37, "{rep:?}");
         rc.close(200, "done".into()).await.ok();
         let rejected = rejector.await.unwrap_or(0);
-        assert_eq!(rejected, N as u64 + 37, "every moved copy reached the target once");
+        assert_eq!(
+            rejected,
+            N as u64 + 37,
+            "every moved copy reached the target once"
+        );
         wait_depth(&ch, &dlq, N as u32).await;
         cleanup(&ch, &[&dlq, &t]).await;
     }
@@ -1609,13 +1644,19 @@ async fn window_bounds_what_a_dropped_connection_may_duplicate() {
             Ok(rep) => {
                 assert!(!rep.cancelled, "only a user cancel sets cancelled: {rep:?}");
                 assert!(rep.possibly_duplicated <= window as u64, "{rep:?}");
-                assert!(rep.possibly_duplicated >= dups, "under-reported: {dups} real, {rep:?}");
+                assert!(
+                    rep.possibly_duplicated >= dups,
+                    "under-reported: {dups} real, {rep:?}"
+                );
                 // Close to it: no more than the copies whose confirm was lost on top.
                 assert!(rep.possibly_duplicated <= dups + window as u64, "{rep:?}");
             }
             Err(err) => assert_eq!(dups, 0, "failed with {err} but left {dups} duplicates"),
         }
-        assert!(dups <= window as u64, "{dups} duplicates with window {window}");
+        assert!(
+            dups <= window as u64,
+            "{dups} duplicates with window {window}"
+        );
         cleanup(&ch, &[&a, &t]).await;
     }
 }
@@ -1630,7 +1671,12 @@ struct TempUser {
 impl TempUser {
     async fn create(e: &Env, tags: &str, perms: Option<(&str, &str, &str)>) -> TempUser {
         let name = uniq("user");
-        mgmt_put(e, &format!("/api/users/{name}"), serde_json::json!({"password": "qdeck-temp-pw", "tags": tags})).await;
+        mgmt_put(
+            e,
+            &format!("/api/users/{name}"),
+            serde_json::json!({"password": "qdeck-temp-pw", "tags": tags}),
+        )
+        .await;
         if let Some((c, w, r)) = perms {
             mgmt_put(
                 e,
@@ -1639,11 +1685,18 @@ impl TempUser {
             )
             .await;
         }
-        TempUser { mgmt: e.mgmt.clone(), admin: (e.user.clone(), e.password.clone()), name }
+        TempUser {
+            mgmt: e.mgmt.clone(),
+            admin: (e.user.clone(), e.password.clone()),
+            name,
+        }
     }
 
     async fn backend(&self, e: &Env) -> Arc<dyn Backend> {
-        let var = format!("QDECK_TEST_PW_{}", self.name.replace('-', "_").to_uppercase());
+        let var = format!(
+            "QDECK_TEST_PW_{}",
+            self.name.replace('-', "_").to_uppercase()
+        );
         #[allow(unused_unsafe)]
         unsafe {
             std::env::set_var(&var, "qdeck-temp-pw")
@@ -1661,9 +1714,16 @@ impl Drop for TempUser {
         let (u, p) = self.admin.clone();
         // Drop cannot await: a plain thread with its own small runtime.
         let _ = std::thread::spawn(move || {
-            if let Ok(rt) = tokio::runtime::Builder::new_current_thread().enable_all().build() {
+            if let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            {
                 rt.block_on(async {
-                    let _ = reqwest::Client::new().delete(url).basic_auth(u, Some(p)).send().await;
+                    let _ = reqwest::Client::new()
+                        .delete(url)
+                        .basic_auth(u, Some(p))
+                        .send()
+                        .await;
                 });
             }
         })
@@ -1687,18 +1747,30 @@ async fn missing_rights_are_forbidden_not_bad_credentials() {
     declare(&ch, &q, FieldTable::default()).await;
     publish(&ch, &q, 3, false).await;
     let qid = QueueId::new(&q);
-    let browse = BrowseRequest { cursor: None, max: 2, force: false };
+    let browse = BrowseRequest {
+        cursor: None,
+        max: 2,
+        force: false,
+    };
 
     // Tagged `management`, no permissions on the vhost at all.
     let none = TempUser::create(&e, "management", None).await;
     let b = none.backend(&e).await;
-    b.list_queues().await.expect("a management user lists (its) queues");
+    b.list_queues()
+        .await
+        .expect("a management user lists (its) queues");
     let err = b.browse(&qid, &browse).await.expect_err("no vhost access");
-    eprintln!("browse without vhost access: {err} / right: {}", right(&err));
+    eprintln!(
+        "browse without vhost access: {err} / right: {}",
+        right(&err)
+    );
     assert!(right(&err).contains("vhost /"), "{err:?}");
     let err = b.consumers(&qid).await.expect_err("no vhost access");
     assert!(right(&err).contains("vhost /"), "{err:?}");
-    let err = b.purge(&qid, &OpProgress::detached()).await.expect_err("no vhost access");
+    let err = b
+        .purge(&qid, &OpProgress::detached())
+        .await
+        .expect_err("no vhost access");
     assert!(right(&err).contains("vhost /"), "{err:?}");
 
     // Vhost access with write but no read: peek and purge name the read right.
@@ -1707,10 +1779,18 @@ async fn missing_rights_are_forbidden_not_bad_credentials() {
     let err = b.browse(&qid, &browse).await.expect_err("no read");
     eprintln!("browse without read: {err} / right: {}", right(&err));
     assert!(right(&err).starts_with("read on queue"), "{err:?}");
-    assert!(err.to_string().contains("403"), "names the broker's code: {err}");
-    let err = b.purge(&qid, &OpProgress::detached()).await.expect_err("no read");
+    assert!(
+        err.to_string().contains("403"),
+        "names the broker's code: {err}"
+    );
+    let err = b
+        .purge(&qid, &OpProgress::detached())
+        .await
+        .expect_err("no read");
     assert!(right(&err).starts_with("read on queue"), "{err:?}");
-    b.consumers(&qid).await.expect("consumers with vhost access");
+    b.consumers(&qid)
+        .await
+        .expect("consumers with vhost access");
 
     // A wrong password stays an authentication failure.
     let var = "QDECK_TEST_PW_WRONG_FOR_TEMP";
@@ -1722,9 +1802,18 @@ async fn missing_rights_are_forbidden_not_bad_credentials() {
     st.username = Some(partial.name.clone());
     st.password_env = Some(var.into());
     let b = backend_with(st).await;
-    assert!(matches!(b.browse(&qid, &browse).await, Err(BackendError::Auth(_))));
-    assert!(matches!(b.consumers(&qid).await, Err(BackendError::Auth(_))));
-    assert!(matches!(b.purge(&qid, &OpProgress::detached()).await, Err(BackendError::Auth(_))));
+    assert!(matches!(
+        b.browse(&qid, &browse).await,
+        Err(BackendError::Auth(_))
+    ));
+    assert!(matches!(
+        b.consumers(&qid).await,
+        Err(BackendError::Auth(_))
+    ));
+    assert!(matches!(
+        b.purge(&qid, &OpProgress::detached()).await,
+        Err(BackendError::Auth(_))
+    ));
     drop((none, partial));
     cleanup(&ch, &[&q]).await;
 }
@@ -1755,7 +1844,10 @@ async fn describe_addresses_one_queue_with_its_dlq_links() {
     assert_eq!(d.dlq_sources, vec![QueueId::new(&src)]);
     let listed = b.list_queues().await.expect("list");
     assert_eq!(&d, info(&listed, &dlq));
-    let err = b.describe(&QueueId::new("qdeck-test-no-such")).await.expect_err("missing");
+    let err = b
+        .describe(&QueueId::new("qdeck-test-no-such"))
+        .await
+        .expect_err("missing");
     assert!(matches!(err, BackendError::NotFound(_)), "{err:?}");
     // 3.10 gives quorum queues no default delivery limit: browse is allowed, and says why.
     let caps = b.capabilities_for(info(&listed, &src));
@@ -1789,14 +1881,23 @@ async fn a_shovel_that_loses_its_connection_is_an_error_not_a_cancel() {
         // The shovel's connections are named after it ("Shovel qdeck-move-…").
         loop {
             let conns = mgmt_get(&e, "/api/connections?columns=name,client_properties").await;
-            let hit = conns.as_array().cloned().unwrap_or_default().into_iter().find(|c| {
-                c["client_properties"]["connection_name"]
-                    .as_str()
-                    .is_some_and(|n| n.starts_with("Shovel qdeck-move-"))
-            });
+            let hit = conns
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+                .into_iter()
+                .find(|c| {
+                    c["client_properties"]["connection_name"]
+                        .as_str()
+                        .is_some_and(|n| n.starts_with("Shovel qdeck-move-"))
+                });
             if let Some(c) = hit {
                 let name = c["name"].as_str().unwrap_or("").to_string();
-                mgmt_delete(&e, &format!("/api/connections/{}", urlencoding::encode(&name))).await;
+                mgmt_delete(
+                    &e,
+                    &format!("/api/connections/{}", urlencoding::encode(&name)),
+                )
+                .await;
                 return Some(Instant::now());
             }
             if started.elapsed() > Duration::from_secs(60) {
@@ -1824,7 +1925,10 @@ async fn a_shovel_that_loses_its_connection_is_an_error_not_a_cancel() {
         }
     };
     let shovels = mgmt_get(&e, "/api/parameters/shovel/%2F").await;
-    assert!(!shovels.to_string().contains(&a), "the stalled shovel was removed: {shovels}");
+    assert!(
+        !shovels.to_string().contains(&a),
+        "the stalled shovel was removed: {shovels}"
+    );
     // Nothing lost, and the report's count is the target's.
     let deadline = Instant::now() + Duration::from_secs(30);
     while depth(&ch, &a).await + depth(&ch, &t).await < N && Instant::now() < deadline {

@@ -7,8 +7,8 @@ use lapin::options::{BasicGetOptions, BasicNackOptions, QueueDeclareOptions};
 use lapin::types::FieldTable;
 
 use super::conn::amqp_error_needing;
-use super::version::effective_delivery_limit;
 use super::headers::{delivery_count, header_list, message_id, parse_dead_letter};
+use super::version::effective_delivery_limit;
 use super::RabbitBackend;
 use crate::backend::{BackendError, Result};
 use crate::domain::*;

@@ -45,7 +45,9 @@ impl Mgmt {
             .timeout(Duration::from_secs(20))
             .connect_timeout(Duration::from_secs(5))
             .build()
-            .map_err(|e| BackendError::Other(format!("HTTP client: {}", one_line(&e.to_string()))))?;
+            .map_err(|e| {
+                BackendError::Other(format!("HTTP client: {}", one_line(&e.to_string())))
+            })?;
         Ok(Mgmt {
             http,
             base: creds.mgmt_base.clone(),
@@ -252,10 +254,19 @@ mod tests {
 
     #[test]
     fn vhost_and_right_from_paths() {
-        assert_eq!(vhost_of("/api/queues/%2F/q?columns=x").as_deref(), Some("/"));
+        assert_eq!(
+            vhost_of("/api/queues/%2F/q?columns=x").as_deref(),
+            Some("/")
+        );
         assert_eq!(vhost_of("/api/consumers/orders").as_deref(), Some("orders"));
         assert_eq!(vhost_of("/api/queues"), None);
-        assert_eq!(right_for("/api/parameters/shovel/%2F/x"), "the policymaker tag");
-        assert_eq!(right_for("/api/queues/%2F/q"), "the monitoring or management tag");
+        assert_eq!(
+            right_for("/api/parameters/shovel/%2F/x"),
+            "the policymaker tag"
+        );
+        assert_eq!(
+            right_for("/api/queues/%2F/q"),
+            "the monitoring or management tag"
+        );
     }
 }

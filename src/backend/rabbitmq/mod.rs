@@ -82,20 +82,29 @@ impl RabbitBackend {
     }
 
     /// Whether redrive to a chosen queue goes through a shovel: the profile wants it and the
-    /// plugin answers. Probed once, on the first listing or redrive.
+    /// plugin answers. Probed on first use and again with every queue listing.
     pub async fn shovel_in_use(&self) -> bool {
         if !self.use_shovel {
             return false;
         }
         if self.shovel.load(Ordering::Relaxed) == 0 {
-            let path = format!("/api/shovels/{}", enc(&self.creds.default_vhost));
-            match self.mgmt.send(reqwest::Method::GET, &path, None).await {
-                Ok(_) => self.shovel.store(1, Ordering::Relaxed),
-                Err(BackendError::NotFound(_)) => self.shovel.store(2, Ordering::Relaxed),
-                Err(_) => {}
-            }
+            self.probe_shovel().await;
         }
         self.shovel.load(Ordering::Relaxed) == 1
+    }
+
+    /// Ask the broker whether the shovel plugin (and its management part) is there now; an
+    /// inconclusive answer keeps what was known.
+    async fn probe_shovel(&self) {
+        if !self.use_shovel {
+            return;
+        }
+        let path = format!("/api/shovels/{}", enc(&self.creds.default_vhost));
+        match self.mgmt.send(reqwest::Method::GET, &path, None).await {
+            Ok(_) => self.shovel.store(1, Ordering::Relaxed),
+            Err(BackendError::NotFound(_)) => self.shovel.store(2, Ordering::Relaxed),
+            Err(_) => {}
+        }
     }
 
     /// The broker version: read once, then refreshed by `list_queues`.
@@ -335,11 +344,10 @@ impl Backend for RabbitBackend {
 
     async fn list_queues(&self) -> Result<Vec<QueueInfo>> {
         // The shovel plugin may have been enabled or disabled since the last listing.
-        self.shovel.store(0, Ordering::Relaxed);
         let (rows, topo, _, v) = tokio::join!(
             self.rows(false),
             self.topology(),
-            self.shovel_in_use(),
+            self.probe_shovel(),
             self.broker_version(true)
         );
         let rows = rows?;
@@ -375,8 +383,10 @@ impl Backend for RabbitBackend {
         {
             let mut c = self.cache();
             for r in &rows {
-                c.ids
-                    .insert(self.id_of(&r.vhost, &r.name), (r.vhost.clone(), r.name.clone()));
+                c.ids.insert(
+                    self.id_of(&r.vhost, &r.name),
+                    (r.vhost.clone(), r.name.clone()),
+                );
             }
         }
         self.linked(&rows, &topo, v)

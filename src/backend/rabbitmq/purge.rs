@@ -87,9 +87,13 @@ pub async fn send(
             props,
         )
         .await
-        .map_err(|e| amqp_error_needing(&e, &format!("publish to '{queue}'"), &write_right(&vhost)))?
+        .map_err(|e| {
+            amqp_error_needing(&e, &format!("publish to '{queue}'"), &write_right(&vhost))
+        })?
         .await
-        .map_err(|e| amqp_error_needing(&e, &format!("publish to '{queue}'"), &write_right(&vhost)))?;
+        .map_err(|e| {
+            amqp_error_needing(&e, &format!("publish to '{queue}'"), &write_right(&vhost))
+        })?;
     let _ = ch.close(200, "send done".into()).await;
     match confirm {
         lapin::Confirmation::Ack(Some(_)) => Err(BackendError::NotFound(format!(

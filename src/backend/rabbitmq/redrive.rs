@@ -103,7 +103,11 @@ async fn window_for(b: &RabbitBackend, source: &QueueId) -> u16 {
 
 /// Passive declare (NotFound names the queue as the user knows it). A failure closes the
 /// channel: callers use a throw-away one.
-pub(super) async fn declare_passive(ch: &Channel, queue: &str, id: &QueueId) -> Result<lapin::Queue> {
+pub(super) async fn declare_passive(
+    ch: &Channel,
+    queue: &str,
+    id: &QueueId,
+) -> Result<lapin::Queue> {
     ch.queue_declare(
         queue.into(),
         QueueDeclareOptions {
@@ -200,9 +204,7 @@ pub async fn redrive(
     let window = if only.is_some() {
         0
     } else {
-        window_for(b, &req.source)
-            .await
-            .min(total.min(cap) as u16)
+        window_for(b, &req.source).await.min(total.min(cap) as u16)
     };
     con_ch
         .basic_qos(window, BasicQosOptions::default())

@@ -41,9 +41,10 @@ pub enum ShovelState {
 
 /// The state of shovel `name` from a `/api/shovels/{vhost}` answer.
 pub fn shovel_state(status: &serde_json::Value, name: &str) -> ShovelState {
-    let row = status
-        .as_array()
-        .and_then(|a| a.iter().find(|s| s.get("name").and_then(|n| n.as_str()) == Some(name)));
+    let row = status.as_array().and_then(|a| {
+        a.iter()
+            .find(|s| s.get("name").and_then(|n| n.as_str()) == Some(name))
+    });
     let Some(row) = row else {
         return ShovelState::Starting;
     };
@@ -149,7 +150,10 @@ pub async fn move_with_shovel(
             break;
         }
         let src_empty = matches!(src_now, Ok(0));
-        let now = (src_now.as_ref().ok().copied(), dest_now.as_ref().ok().copied());
+        let now = (
+            src_now.as_ref().ok().copied(),
+            dest_now.as_ref().ok().copied(),
+        );
         if now != last_counts {
             last_counts = now;
             last_change = Instant::now();
@@ -250,7 +254,9 @@ mod tests {
         )
         .expect("status json");
         assert_eq!(shovel_state(&status, "a"), ShovelState::Running);
-        assert!(matches!(shovel_state(&status, "b"), ShovelState::Terminated(r) if r.contains("406")));
+        assert!(
+            matches!(shovel_state(&status, "b"), ShovelState::Terminated(r) if r.contains("406"))
+        );
         assert_eq!(shovel_state(&status, "c"), ShovelState::Starting);
         assert_eq!(shovel_state(&status, "missing"), ShovelState::Starting);
     }

@@ -163,7 +163,10 @@ mod tests {
         assert_eq!(get(&l, "orders"), None);
         assert_eq!(get(&l, "orders.classic"), None);
         let with_arg = get(&l, "payments").expect("x-delivery-limit argument");
-        assert_eq!((with_arg.limit, with_arg.source), (5, LimitSource::Argument));
+        assert_eq!(
+            (with_arg.limit, with_arg.source),
+            (5, LimitSource::Argument)
+        );
         assert!(with_arg.browse_counts);
     }
 

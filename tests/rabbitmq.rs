@@ -1906,7 +1906,8 @@ async fn a_shovel_that_loses_its_connection_is_an_error_not_a_cancel() {
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     };
-    let (rep, killed_at) = tokio::join!(b.redrive(&req, &OpProgress::detached()), killer);
+    let progress = OpProgress::detached();
+    let (rep, killed_at) = tokio::join!(b.redrive(&req, &progress), killer);
     let killed_at = killed_at.expect("the shovel's connection was listed while it moved");
     eprintln!(
         "stall reported {:.1} s after the connection was closed: {rep:?}",

@@ -74,7 +74,7 @@ if [ -n "${QDECK_BIN:-}" ] && "$QDECK_BIN" ls --help >/dev/null 2>&1; then
   QDECK_CMD=(env "${UNSET[@]}" "$QDECK_BIN" --config "$TMP/config.toml" --profile bench ls -o json)
   QDECK_LABEL="qdeck ls -o json"
 else
-  QDECK_CMD=("$TEST_BIN" bench_list_queues_json --ignored --exact --nocapture --test-threads 1)
+  QDECK_CMD=("$TEST_BIN" manual_bench_list_queues_json --ignored --exact --nocapture --test-threads 1)
   QDECK_LABEL="qdeck library list+stats (test binary)"
 fi
 
@@ -107,7 +107,7 @@ print(f"RATIO list cpu  qdeck/rabbitmqadmin = {r2:.2f}  (target <= 0.50) {'OK' i
 PY
 
 echo "== redrive of $QDECK_BENCH_MESSAGES x 1 KB: shovel move vs qdeck client-side redrive (median of ${QDECK_BENCH_ROUNDS:-3} rounds)"
-LINE="$("$TEST_BIN" bench_redrive_vs_shovel --ignored --exact --nocapture --test-threads 1 2>&1 | grep -o 'QDECK_BENCH redrive.*' || true)"
+LINE="$("$TEST_BIN" manual_bench_redrive_vs_shovel --ignored --exact --nocapture --test-threads 1 2>&1 | grep -o 'QDECK_BENCH redrive.*' || true)"
 [ -n "$LINE" ] || { echo "redrive bench failed" >&2; exit 2; }
 echo "$LINE"
 python3 - "$LINE" <<'PY'

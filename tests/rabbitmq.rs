@@ -1,8 +1,11 @@
 //! RabbitMQ backend against a real broker.
 //!
 //! Needs QDECK_TEST_AMQP_URL (e.g. amqp://guest:guest@127.0.0.1:5672/%2f) and
-//! QDECK_TEST_RABBITMQ_MGMT (e.g. http://127.0.0.1:15672) with the management plugin enabled.
-//! Unset: each test prints a notice and passes, unless QDECK_REQUIRE_BROKERS=1.
+//! QDECK_TEST_RABBITMQ_MGMT (e.g. http://127.0.0.1:15672) with the management and shovel
+//! plugins enabled. Every broker test is `#[ignore]`d (so a plain `cargo test` lists it as
+//! ignored) and fails loudly when run without the variables:
+//! `cargo test --test rabbitmq -- --include-ignored --skip manual_`.
+//! `manual_*` tests are benchmarks run by scripts/bench_rabbitmq.sh.
 
 mod contract;
 
@@ -34,7 +37,6 @@ fn env() -> Option<Env> {
         if std::env::var("QDECK_REQUIRE_BROKERS").as_deref() == Ok("1") {
             panic!("QDECK_REQUIRE_BROKERS=1 but QDECK_TEST_AMQP_URL / QDECK_TEST_RABBITMQ_MGMT are not set");
         }
-        eprintln!("skipping: set QDECK_TEST_AMQP_URL and QDECK_TEST_RABBITMQ_MGMT to run the RabbitMQ tests");
         return None;
     };
     let uri: lapin::uri::AMQPUri = url.parse().expect("QDECK_TEST_AMQP_URL parses");
@@ -53,6 +55,13 @@ fn env() -> Option<Env> {
         user,
         password,
         bare_url,
+    })
+}
+
+/// The test broker; a test that needs one fails when the variables are missing.
+fn broker() -> Env {
+    env().unwrap_or_else(|| {
+        panic!("this test needs a RabbitMQ broker: set QDECK_TEST_AMQP_URL and QDECK_TEST_RABBITMQ_MGMT")
     })
 }
 
@@ -269,8 +278,9 @@ fn info<'a>(list: &'a [QueueInfo], name: &str) -> &'a QueueInfo {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+#[ignore = "needs QDECK_TEST_AMQP_URL"]
 async fn figures_match_management_api_and_dlq_links_via_arguments() {
-    let Some(e) = env() else { return };
+    let e = broker();
     let (_c, ch) = admin(&e).await;
     let (src, dlq, qq) = (uniq("src"), uniq("dlq"), uniq("quorum"));
     declare(&ch, &dlq, FieldTable::default()).await;
@@ -356,8 +366,9 @@ async fn figures_match_management_api_and_dlq_links_via_arguments() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+#[ignore = "needs QDECK_TEST_AMQP_URL"]
 async fn dlq_link_via_policy() {
-    let Some(e) = env() else { return };
+    let e = broker();
     let (_c, ch) = admin(&e).await;
     let (src, dlq) = (uniq("psrc"), uniq("pdlq"));
     let policy = uniq("policy");
@@ -388,8 +399,9 @@ async fn dlq_link_via_policy() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+#[ignore = "needs QDECK_TEST_AMQP_URL"]
 async fn dead_lettered_messages_browse_in_place_with_x_death() {
-    let Some(e) = env() else { return };
+    let e = broker();
     let (_c, ch) = admin(&e).await;
     let (src, dlq) = (uniq("bsrc"), uniq("bdlq"));
     declare(&ch, &dlq, FieldTable::default()).await;
@@ -448,8 +460,9 @@ async fn dead_lettered_messages_browse_in_place_with_x_death() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+#[ignore = "needs QDECK_TEST_AMQP_URL"]
 async fn quorum_with_delivery_limit_refuses_browse_unless_forced() {
-    let Some(e) = env() else { return };
+    let e = broker();
     let (_c, ch) = admin(&e).await;
     let qq = uniq("qlimit");
     declare(
@@ -475,6 +488,14 @@ async fn quorum_with_delivery_limit_refuses_browse_unless_forced() {
         )
         .await;
     assert!(matches!(r, Err(BackendError::Refused(_))), "{r:?}");
+    // The per-queue capabilities say so before anyone tries, with the effective limit.
+    let listed = b.list_queues().await.expect("list");
+    let q = info(&listed, &qq);
+    assert_eq!(q.settings.max_receives, Some(3));
+    match b.capabilities_for(q).browse {
+        BrowseEffect::SideEffect(t) => assert!(t.contains("3 (x-delivery-limit argument)"), "{t}"),
+        other => panic!("{other:?}"),
+    }
     let page = b
         .browse(
             &id,
@@ -496,8 +517,9 @@ async fn quorum_with_delivery_limit_refuses_browse_unless_forced() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+#[ignore = "needs QDECK_TEST_AMQP_URL"]
 async fn consumers_show_prefetch_and_ack_mode() {
-    let Some(e) = env() else { return };
+    let e = broker();
     let (c, ch) = admin(&e).await;
     let q = uniq("workers");
     declare(&ch, &q, FieldTable::default()).await;
@@ -567,8 +589,9 @@ async fn consumers_show_prefetch_and_ack_mode() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+#[ignore = "needs QDECK_TEST_AMQP_URL"]
 async fn redrive_10000_to_origin_loses_nothing() {
-    let Some(e) = env() else { return };
+    let e = broker();
     let (_c, ch) = admin(&e).await;
     let (src, dlq) = (uniq("rsrc"), uniq("rdlq"));
     const N: usize = 10_000;
@@ -649,8 +672,9 @@ async fn redrive_10000_to_origin_loses_nothing() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+#[ignore = "needs QDECK_TEST_AMQP_URL"]
 async fn redrive_cancel_and_missing_origin_keep_messages() {
-    let Some(e) = env() else { return };
+    let e = broker();
     let (_c, ch) = admin(&e).await;
     let (q, t) = (uniq("nox"), uniq("noxt"));
     declare(&ch, &q, FieldTable::default()).await;
@@ -693,8 +717,9 @@ async fn redrive_cancel_and_missing_origin_keep_messages() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+#[ignore = "needs QDECK_TEST_AMQP_URL"]
 async fn purge_removes_ready_messages() {
-    let Some(e) = env() else { return };
+    let e = broker();
     let (_c, ch) = admin(&e).await;
     let q = uniq("purge");
     declare(&ch, &q, FieldTable::default()).await;
@@ -727,8 +752,9 @@ async fn purge_removes_ready_messages() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+#[ignore = "needs QDECK_TEST_AMQP_URL"]
 async fn wrong_password_is_an_auth_error_without_the_secret() {
-    let Some(e) = env() else { return };
+    let e = broker();
     let var = "QDECK_TEST_RABBITMQ_WRONG_PASSWORD";
     #[allow(unused_unsafe)]
     unsafe {
@@ -758,8 +784,9 @@ async fn wrong_password_is_an_auth_error_without_the_secret() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+#[ignore = "needs QDECK_TEST_AMQP_URL"]
 async fn management_plugin_off_says_so() {
-    let Some(e) = env() else { return };
+    let e = broker();
     let mut st = settings(&e);
     st.management_url = Some("http://127.0.0.1:1".into());
     let b = backend_with(st).await;
@@ -792,9 +819,9 @@ async fn management_plugin_off_says_so() {
 /// `qdeck ls -o json` done through the library: list + stats of every queue, printed as JSON
 /// to a sink. The script times the whole process.
 #[tokio::test(flavor = "multi_thread")]
-#[ignore]
-async fn bench_list_queues_json() {
-    let Some(e) = env() else { return };
+#[ignore = "benchmark: run by scripts/bench_rabbitmq.sh"]
+async fn manual_bench_list_queues_json() {
+    let e = broker();
     let b = backend(&e).await;
     let list = b.list_queues().await.expect("list");
     let ids: Vec<QueueId> = list.iter().map(|q| q.id.clone()).collect();
@@ -834,9 +861,9 @@ async fn fill(ch: &Channel, queue: &str, n: usize, size: usize) {
 /// messages" (a dynamic shovel with src-delete-after=queue-length) against qdeck's client-side
 /// redrive, on the same broker in the same run.
 #[tokio::test(flavor = "multi_thread")]
-#[ignore]
-async fn bench_redrive_vs_shovel() {
-    let Some(e) = env() else { return };
+#[ignore = "benchmark: run by scripts/bench_rabbitmq.sh"]
+async fn manual_bench_redrive_vs_shovel() {
+    let e = broker();
     let n: usize = std::env::var("QDECK_BENCH_MESSAGES")
         .ok()
         .and_then(|v| v.parse().ok())
@@ -930,8 +957,9 @@ async fn bench_redrive_vs_shovel() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+#[ignore = "needs QDECK_TEST_AMQP_URL"]
 async fn shovel_redrive_when_enabled() {
-    let Some(e) = env() else { return };
+    let e = broker();
     let (_c, ch) = admin(&e).await;
     let (a, t) = (uniq("sha"), uniq("sht"));
     declare(&ch, &a, FieldTable::default()).await;
@@ -960,8 +988,9 @@ async fn shovel_redrive_when_enabled() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+#[ignore = "needs QDECK_TEST_AMQP_URL"]
 async fn unreachable_broker_is_unreachable() {
-    let Some(e) = env() else { return };
+    let e = broker();
     let mut st = settings(&e);
     st.amqp_url = Some("amqp://guest@127.0.0.1:1/%2f".into());
     st.management_url = Some("http://127.0.0.1:1".into());
@@ -981,8 +1010,9 @@ async fn unreachable_broker_is_unreachable() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+#[ignore = "needs QDECK_TEST_AMQP_URL"]
 async fn dead_lettering_by_delivery_limit_is_reported() {
-    let Some(e) = env() else { return };
+    let e = broker();
     let (_c, ch) = admin(&e).await;
     let (src, dlq) = (uniq("dlsrc"), uniq("dldlq"));
     declare(&ch, &dlq, FieldTable::default()).await;
@@ -1048,8 +1078,9 @@ async fn dead_lettering_by_delivery_limit_is_reported() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+#[ignore = "needs QDECK_TEST_AMQP_URL"]
 async fn binary_bodies_and_big_headers_pass_through() {
-    let Some(e) = env() else { return };
+    let e = broker();
     let (_c, ch) = admin(&e).await;
     let q = uniq("bin");
     declare(&ch, &q, FieldTable::default()).await;
@@ -1098,8 +1129,9 @@ async fn binary_bodies_and_big_headers_pass_through() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+#[ignore = "needs QDECK_TEST_AMQP_URL"]
 async fn other_vhosts_are_addressed_as_vhost_slash_name() {
-    let Some(e) = env() else { return };
+    let e = broker();
     let vh = uniq("vh");
     mgmt_put(&e, &format!("/api/vhosts/{vh}"), serde_json::json!({})).await;
     mgmt_put(
@@ -1167,8 +1199,9 @@ async fn other_vhosts_are_addressed_as_vhost_slash_name() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+#[ignore = "needs QDECK_TEST_AMQP_URL"]
 async fn redrive_only_browsed_ids() {
-    let Some(e) = env() else { return };
+    let e = broker();
     let (_c, ch) = admin(&e).await;
     let (src, dlq) = (uniq("osrc"), uniq("odlq"));
     declare(&ch, &dlq, FieldTable::default()).await;
@@ -1226,8 +1259,9 @@ async fn redrive_only_browsed_ids() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+#[ignore = "needs QDECK_TEST_AMQP_URL"]
 async fn connection_killed_mid_redrive_loses_nothing() {
-    let Some(e) = env() else { return };
+    let e = broker();
     let (_c, ch) = admin(&e).await;
     let (a, t) = (uniq("kill-a"), uniq("kill-t"));
     const N: u32 = 6000;
@@ -1293,6 +1327,688 @@ async fn connection_killed_mid_redrive_loses_nothing() {
     assert!(rep.purged.is_some());
     cleanup(&ch, &[&a, &t]).await;
 }
+
+// ---- Safety: exact counts, bounded redrives, honest duplicate counts, typed errors ----
+
+/// Publish `n` messages whose message ids are `{prefix}-{i}`.
+async fn publish_ids(ch: &Channel, queue: &str, prefix: &str, n: usize) {
+    ch.confirm_select(ConfirmSelectOptions::default())
+        .await
+        .ok();
+    for i in 0..n {
+        let id = format!("{prefix}-{i}");
+        ch.basic_publish(
+            "".into(),
+            queue.into(),
+            BasicPublishOptions::default(),
+            id.as_bytes(),
+            BasicProperties::default()
+                .with_delivery_mode(2)
+                .with_message_id(id.as_str().into()),
+        )
+        .await
+        .expect("publish");
+    }
+    ch.wait_for_confirms().await.expect("confirms");
+}
+
+/// Every message id in `queue`, read by consuming the queue empty (the broker's own view).
+async fn drain_ids(ch: &Channel, queue: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    while let Some(m) = ch
+        .basic_get(queue.into(), BasicGetOptions { no_ack: true })
+        .await
+        .expect("get")
+    {
+        out.push(
+            m.delivery
+                .properties
+                .message_id()
+                .as_ref()
+                .map(|s| s.to_string())
+                .unwrap_or_default(),
+        );
+    }
+    out
+}
+
+/// How many times each id appears in the two queues; panics on a missing id.
+async fn account(ch: &Channel, queues: &[&str], prefix: &str, n: usize) -> u64 {
+    // Requeues after a dropped connection are asynchronous: let the counts settle.
+    let mut last = 0;
+    for _ in 0..50 {
+        let mut total = 0;
+        for q in queues {
+            total += depth(ch, q).await;
+        }
+        if total >= n as u32 && total == last {
+            break;
+        }
+        last = total;
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let mut seen = std::collections::HashMap::<String, u64>::new();
+    for q in queues {
+        for id in drain_ids(ch, q).await {
+            *seen.entry(id).or_default() += 1;
+        }
+    }
+    let missing: Vec<String> = (0..n)
+        .map(|i| format!("{prefix}-{i}"))
+        .filter(|id| !seen.contains_key(id))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "lost {} message(s), e.g. {:?}",
+        missing.len(),
+        missing.first()
+    );
+    seen.values().map(|c| c - 1).sum()
+}
+
+/// Names of the broker's connections called "qdeck {profile}".
+async fn connections_of(e: &Env, profile: &str) -> Vec<String> {
+    let conns = mgmt_get(e, "/api/connections?columns=name,client_properties").await;
+    conns
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .iter()
+        .filter(|c| {
+            c["client_properties"]["connection_name"].as_str() == Some(&format!("qdeck {profile}"))
+        })
+        .filter_map(|c| c["name"].as_str().map(str::to_string))
+        .collect()
+}
+
+/// Open the backend's shared AMQP connection (the one a redrive consumes on) and wait until
+/// the management API lists it, which takes a few seconds.
+async fn warm_connection(e: &Env, b: &dyn Backend, profile: &str, queue: &str) -> Vec<String> {
+    b.count(&QueueId::new(queue)).await.expect("count");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let names = connections_of(e, profile).await;
+        if !names.is_empty() || Instant::now() > deadline {
+            return names;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// Once `progress` shows `after` moved, close the given connections (and any other of the
+/// profile's the management API lists by then) from the broker side.
+async fn close_connections_mid_way(
+    e: &Env,
+    profile: &str,
+    known: Vec<String>,
+    progress: &OpProgress,
+    after: u64,
+) -> usize {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while progress.snapshot().done < after && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let mut killed = 0;
+    for name in known {
+        mgmt_delete(
+            e,
+            &format!("/api/connections/{}", urlencoding::encode(&name)),
+        )
+        .await;
+        killed += 1;
+    }
+    for name in connections_of(e, profile).await {
+        mgmt_delete(
+            e,
+            &format!("/api/connections/{}", urlencoding::encode(&name)),
+        )
+        .await;
+        killed += 1;
+    }
+    killed
+}
+
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "needs QDECK_TEST_AMQP_URL"]
+async fn count_is_exact_right_after_publishing() {
+    let e = broker();
+    let (_c, ch) = admin(&e).await;
+    let (q, t) = (uniq("count"), uniq("count-t"));
+    declare(&ch, &q, FieldTable::default()).await;
+    declare(&ch, &t, FieldTable::default()).await;
+    let b = backend(&e).await;
+    // Let the management API see the queue empty first, as a console would.
+    wait_ready(&e, &q, 0).await;
+    let _ = b.stats(&[QueueId::new(&q)]).await;
+    publish(&ch, &q, 500, false).await;
+    let c = b.count(&QueueId::new(&q)).await.expect("count");
+    assert_eq!(c.ready, 500);
+    assert!(c.exact);
+    let lagging = b.stats(&[QueueId::new(&q)]).await.expect("stats").stats[0].depth;
+    eprintln!("count() = 500 right after publishing; management API said {lagging:?}");
+    // The redrive plan (the "nothing to move?" decision) reads the same exact count.
+    let plan = b
+        .plan_redrive(&RedriveRequest {
+            source: QueueId::new(&q),
+            target: RedriveTarget::Queue(QueueId::new(&t)),
+            max: None,
+            rate: None,
+            only_ids: None,
+            window: None,
+        })
+        .await
+        .expect("plan");
+    assert_eq!(plan.count.ready, 500);
+    let err = b
+        .count(&QueueId::new("qdeck-test-no-such-queue"))
+        .await
+        .expect_err("missing");
+    assert!(matches!(err, BackendError::NotFound(_)), "{err:?}");
+    cleanup(&ch, &[&q, &t]).await;
+}
+
+/// A consumer on `queue` that rejects (requeue=false) everything, so it dead-letters back.
+async fn reject_forever(e: &Env, queue: &str) -> (Connection, tokio::task::JoinHandle<u64>) {
+    let (c, ch) = admin(e).await;
+    let mut consumer = ch
+        .basic_consume(
+            queue.into(),
+            "rejector".into(),
+            BasicConsumeOptions::default(),
+            FieldTable::default(),
+        )
+        .await
+        .expect("consume");
+    let task = tokio::spawn(async move {
+        use futures::StreamExt;
+        let mut n = 0;
+        while let Some(Ok(d)) = consumer.next().await {
+            if d.acker
+                .nack(BasicNackOptions {
+                    multiple: false,
+                    requeue: false,
+                })
+                .await
+                .is_err()
+            {
+                break;
+            }
+            n += 1;
+        }
+        n
+    });
+    (c, task)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "needs QDECK_TEST_AMQP_URL"]
+async fn redrive_ends_although_every_message_dead_letters_again() {
+    let e = broker();
+    let (_c, ch) = admin(&e).await;
+    const N: usize = 300;
+    for shovel in [false, true] {
+        let (dlq, t) = (uniq("loop-dlq"), uniq("loop-t"));
+        declare(&ch, &dlq, FieldTable::default()).await;
+        declare(
+            &ch,
+            &t,
+            args(&[
+                ("x-dead-letter-exchange", s("")),
+                ("x-dead-letter-routing-key", s(&dlq)),
+            ]),
+        )
+        .await;
+        publish(&ch, &dlq, N, false).await;
+        let (rc, rejector) = reject_forever(&e, &t).await;
+        let b = if shovel {
+            backend(&e).await
+        } else {
+            client_side_backend(&e).await
+        };
+        let mut req = RedriveRequest {
+            source: QueueId::new(&dlq),
+            target: RedriveTarget::Queue(QueueId::new(&t)),
+            max: None,
+            rate: None,
+            only_ids: None,
+            window: None,
+        };
+        let rep = tokio::time::timeout(
+            Duration::from_secs(120),
+            b.redrive(&req, &OpProgress::detached()),
+        )
+        .await
+        .expect("the redrive ends")
+        .expect("redrive");
+        eprintln!("shovel={shovel}: {rep:?}");
+        assert_eq!(rep.moved, N as u64, "{rep:?}");
+        assert!(!rep.cancelled);
+        if shovel {
+            assert_eq!(rep.mode, "shovel");
+        }
+        // `max` is honoured exactly too.
+        req.max = Some(37);
+        let rep = tokio::time::timeout(
+            Duration::from_secs(120),
+            b.redrive(&req, &OpProgress::detached()),
+        )
+        .await
+        .expect("the capped redrive ends")
+        .expect("redrive");
+        assert_eq!(rep.moved, 37, "{rep:?}");
+        rc.close(200, "done".into()).await.ok();
+        let rejected = rejector.await.unwrap_or(0);
+        assert_eq!(
+            rejected,
+            N as u64 + 37,
+            "every moved copy reached the target once"
+        );
+        wait_depth(&ch, &dlq, N as u32).await;
+        cleanup(&ch, &[&dlq, &t]).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "needs QDECK_TEST_AMQP_URL"]
+async fn window_bounds_what_a_dropped_connection_may_duplicate() {
+    let e = broker();
+    let (_c, ch) = admin(&e).await;
+    for (window, n, rate) in [(10u32, 4000usize, None), (500, 20_000, None)] {
+        let (a, t) = (uniq("win-a"), uniq("win-t"));
+        declare(&ch, &a, FieldTable::default()).await;
+        declare(&ch, &t, FieldTable::default()).await;
+        let prefix = uniq("id");
+        publish_ids(&ch, &a, &prefix, n).await;
+        let profile = uniq("drop");
+        let mut st = settings(&e);
+        st.use_shovel = Some(false);
+        let b = backend_named(&profile, st).await;
+        let req = RedriveRequest {
+            source: QueueId::new(&a),
+            target: RedriveTarget::Queue(QueueId::new(&t)),
+            max: None,
+            rate,
+            only_ids: None,
+            window: Some(window),
+        };
+        let progress = OpProgress::detached();
+        let known = warm_connection(&e, b.as_ref(), &profile, &a).await;
+        let (rep, killed) = tokio::join!(
+            b.redrive(&req, &progress),
+            close_connections_mid_way(&e, &profile, known, &progress, n as u64 / 5)
+        );
+        let dups = account(&ch, &[&a, &t], &prefix, n).await;
+        eprintln!("window {window}: closed {killed} connection(s); real duplicates {dups}; report {rep:?}");
+        assert!(killed > 0, "no connection to close");
+        match rep {
+            Ok(rep) => {
+                assert!(!rep.cancelled, "only a user cancel sets cancelled: {rep:?}");
+                assert!(rep.possibly_duplicated <= window as u64, "{rep:?}");
+                assert!(
+                    rep.possibly_duplicated >= dups,
+                    "under-reported: {dups} real, {rep:?}"
+                );
+                // Close to it: no more than the copies whose confirm was lost on top.
+                assert!(rep.possibly_duplicated <= dups + window as u64, "{rep:?}");
+            }
+            Err(err) => assert_eq!(dups, 0, "failed with {err} but left {dups} duplicates"),
+        }
+        assert!(
+            dups <= window as u64,
+            "{dups} duplicates with window {window}"
+        );
+        cleanup(&ch, &[&a, &t]).await;
+    }
+}
+
+/// A broker user that exists for one test; deleted when dropped (best effort).
+struct TempUser {
+    mgmt: String,
+    admin: (String, String),
+    name: String,
+}
+
+impl TempUser {
+    async fn create(e: &Env, tags: &str, perms: Option<(&str, &str, &str)>) -> TempUser {
+        let name = uniq("user");
+        mgmt_put(
+            e,
+            &format!("/api/users/{name}"),
+            serde_json::json!({"password": "qdeck-temp-pw", "tags": tags}),
+        )
+        .await;
+        if let Some((c, w, r)) = perms {
+            mgmt_put(
+                e,
+                &format!("/api/permissions/%2F/{name}"),
+                serde_json::json!({"configure": c, "write": w, "read": r}),
+            )
+            .await;
+        }
+        TempUser {
+            mgmt: e.mgmt.clone(),
+            admin: (e.user.clone(), e.password.clone()),
+            name,
+        }
+    }
+
+    async fn backend(&self, e: &Env) -> Arc<dyn Backend> {
+        let var = format!(
+            "QDECK_TEST_PW_{}",
+            self.name.replace('-', "_").to_uppercase()
+        );
+        #[allow(unused_unsafe)]
+        unsafe {
+            std::env::set_var(&var, "qdeck-temp-pw")
+        };
+        let mut st = settings(e);
+        st.username = Some(self.name.clone());
+        st.password_env = Some(var);
+        backend_with(st).await
+    }
+}
+
+impl Drop for TempUser {
+    fn drop(&mut self) {
+        let url = format!("{}/api/users/{}", self.mgmt, self.name);
+        let (u, p) = self.admin.clone();
+        // Drop cannot await: a plain thread with its own small runtime.
+        let _ = std::thread::spawn(move || {
+            if let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            {
+                rt.block_on(async {
+                    let _ = reqwest::Client::new()
+                        .delete(url)
+                        .basic_auth(u, Some(p))
+                        .send()
+                        .await;
+                });
+            }
+        })
+        .join();
+    }
+}
+
+fn right(err: &BackendError) -> String {
+    match err {
+        BackendError::Forbidden { right, .. } => right.clone().unwrap_or_default(),
+        other => panic!("expected Forbidden, got {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "needs QDECK_TEST_AMQP_URL"]
+async fn missing_rights_are_forbidden_not_bad_credentials() {
+    let e = broker();
+    let (_c, ch) = admin(&e).await;
+    let q = uniq("perm");
+    declare(&ch, &q, FieldTable::default()).await;
+    publish(&ch, &q, 3, false).await;
+    let qid = QueueId::new(&q);
+    let browse = BrowseRequest {
+        cursor: None,
+        max: 2,
+        force: false,
+    };
+
+    // Tagged `management`, no permissions on the vhost at all.
+    let none = TempUser::create(&e, "management", None).await;
+    let b = none.backend(&e).await;
+    b.list_queues()
+        .await
+        .expect("a management user lists (its) queues");
+    let err = b.browse(&qid, &browse).await.expect_err("no vhost access");
+    eprintln!(
+        "browse without vhost access: {err} / right: {}",
+        right(&err)
+    );
+    assert!(right(&err).contains("vhost /"), "{err:?}");
+    // The consumer listing answers a management user with what it may see (nothing here).
+    if let Err(err) = b.consumers(&qid).await {
+        assert!(right(&err).contains("vhost /"), "{err:?}");
+    }
+    let err = b
+        .purge(&qid, &OpProgress::detached())
+        .await
+        .expect_err("no vhost access");
+    assert!(right(&err).contains("vhost /"), "{err:?}");
+
+    // Vhost access with write but no read: peek and purge name the read right.
+    let partial = TempUser::create(&e, "management", Some(("", ".*", ""))).await;
+    let b = partial.backend(&e).await;
+    let err = b.browse(&qid, &browse).await.expect_err("no read");
+    eprintln!("browse without read: {err} / right: {}", right(&err));
+    assert!(right(&err).starts_with("read on queue"), "{err:?}");
+    assert!(
+        err.to_string().contains("403"),
+        "names the broker's code: {err}"
+    );
+    let err = b
+        .purge(&qid, &OpProgress::detached())
+        .await
+        .expect_err("no read");
+    assert!(right(&err).starts_with("read on queue"), "{err:?}");
+    b.consumers(&qid)
+        .await
+        .expect("consumers with vhost access");
+
+    // A wrong password stays an authentication failure.
+    let var = "QDECK_TEST_PW_WRONG_FOR_TEMP";
+    #[allow(unused_unsafe)]
+    unsafe {
+        std::env::set_var(var, "not-the-password")
+    };
+    let mut st = settings(&e);
+    st.username = Some(partial.name.clone());
+    st.password_env = Some(var.into());
+    let b = backend_with(st).await;
+    assert!(matches!(
+        b.browse(&qid, &browse).await,
+        Err(BackendError::Auth(_))
+    ));
+    assert!(matches!(
+        b.consumers(&qid).await,
+        Err(BackendError::Auth(_))
+    ));
+    assert!(matches!(
+        b.purge(&qid, &OpProgress::detached()).await,
+        Err(BackendError::Auth(_))
+    ));
+    drop((none, partial));
+    cleanup(&ch, &[&q]).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "needs QDECK_TEST_AMQP_URL"]
+async fn describe_addresses_one_queue_with_its_dlq_links() {
+    let e = broker();
+    let (_c, ch) = admin(&e).await;
+    let (src, dlq) = (uniq("desc-src"), uniq("desc-dlq"));
+    declare(&ch, &dlq, FieldTable::default()).await;
+    declare(
+        &ch,
+        &src,
+        args(&[
+            ("x-dead-letter-exchange", s("")),
+            ("x-dead-letter-routing-key", s(&dlq)),
+            ("x-queue-type", s("quorum")),
+        ]),
+    )
+    .await;
+    let b = backend(&e).await;
+    let d = b.describe(&QueueId::new(&src)).await.expect("describe src");
+    assert_eq!(d.dlq, Some(QueueId::new(&dlq)));
+    assert_eq!(d.kind, QueueKind::Quorum);
+    let d = b.describe(&QueueId::new(&dlq)).await.expect("describe dlq");
+    assert!(d.is_dlq);
+    assert_eq!(d.dlq_sources, vec![QueueId::new(&src)]);
+    let listed = b.list_queues().await.expect("list");
+    assert_eq!(&d, info(&listed, &dlq));
+    let err = b
+        .describe(&QueueId::new("qdeck-test-no-such"))
+        .await
+        .expect_err("missing");
+    assert!(matches!(err, BackendError::NotFound(_)), "{err:?}");
+    // 3.10 gives quorum queues no default delivery limit: browse is allowed, and says why.
+    let caps = b.capabilities_for(info(&listed, &src));
+    eprintln!("quorum capabilities on this broker: {:?}", caps.browse);
+    assert!(matches!(caps.browse, BrowseEffect::SideEffect(_)));
+    cleanup(&ch, &[&src, &dlq]).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "needs QDECK_TEST_AMQP_URL"]
+async fn a_shovel_that_loses_its_connection_is_an_error_not_a_cancel() {
+    let e = broker();
+    let (_c, ch) = admin(&e).await;
+    let (a, t) = (uniq("stall-a"), uniq("stall-t"));
+    declare(&ch, &a, FieldTable::default()).await;
+    declare(&ch, &t, FieldTable::default()).await;
+    // Enough that the move is still running when the management API lists its connection.
+    const N: u32 = 60_000;
+    fill(&ch, &a, N as usize, 16).await;
+    let b = backend(&e).await;
+    let req = RedriveRequest {
+        source: QueueId::new(&a),
+        target: RedriveTarget::Queue(QueueId::new(&t)),
+        max: None,
+        rate: None,
+        only_ids: None,
+        window: None,
+    };
+    let started = Instant::now();
+    let killer = async {
+        // The shovel's connections are named after it ("Shovel qdeck-move-…").
+        loop {
+            let conns = mgmt_get(&e, "/api/connections?columns=name,client_properties").await;
+            let hit = conns
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+                .into_iter()
+                .find(|c| {
+                    c["client_properties"]["connection_name"]
+                        .as_str()
+                        .is_some_and(|n| n.starts_with("Shovel qdeck-move-"))
+                });
+            if let Some(c) = hit {
+                let name = c["name"].as_str().unwrap_or("").to_string();
+                mgmt_delete(
+                    &e,
+                    &format!("/api/connections/{}", urlencoding::encode(&name)),
+                )
+                .await;
+                return Some(Instant::now());
+            }
+            if started.elapsed() > Duration::from_secs(60) {
+                return None;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    };
+    let progress = OpProgress::detached();
+    let (rep, killed_at) = tokio::join!(b.redrive(&req, &progress), killer);
+    let killed_at = killed_at.expect("the shovel's connection was listed while it moved");
+    eprintln!(
+        "stall reported {:.1} s after the connection was closed: {rep:?}",
+        killed_at.elapsed().as_secs_f64()
+    );
+    let moved = match rep {
+        Err(err) => {
+            assert!(matches!(err, BackendError::Unreachable(_)), "{err:?}");
+            0
+        }
+        Ok(rep) => {
+            assert!(!rep.cancelled, "only a user cancel sets cancelled: {rep:?}");
+            assert!(rep.failed > 0 && !rep.errors.is_empty(), "{rep:?}");
+            assert_eq!(rep.moved + rep.failed, u64::from(N), "{rep:?}");
+            rep.moved
+        }
+    };
+    let shovels = mgmt_get(&e, "/api/parameters/shovel/%2F").await;
+    assert!(
+        !shovels.to_string().contains(&a),
+        "the stalled shovel was removed: {shovels}"
+    );
+    // Nothing lost, and the report's count is the target's.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while depth(&ch, &a).await + depth(&ch, &t).await < N && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let total = depth(&ch, &a).await + depth(&ch, &t).await;
+    // Nothing lost; the shovel itself may duplicate what it held when its connection died.
+    assert!(total >= N, "lost: {total} < {N}");
+    eprintln!("after the stall: {total} messages for {N} originals");
+    let in_target = u64::from(depth(&ch, &t).await);
+    eprintln!("target holds {in_target}, report says {moved} moved");
+    // From queue counts: off by at most what the shovel held unacknowledged (its prefetch).
+    assert!(in_target.abs_diff(moved) <= 1000, "{in_target} vs {moved}");
+    cleanup(&ch, &[&a, &t]).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "needs QDECK_TEST_AMQP_URL"]
+async fn kill_9_during_a_redrive_never_loses_a_message() {
+    let e = broker();
+    let (_c, ch) = admin(&e).await;
+    let trials: usize = std::env::var("QDECK_TRIALS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(5);
+    const N: usize = 5000;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = dir.path().join("config.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[[profiles]]\nname = \"trial\"\nkind = \"rabbitmq\"\namqp_url = \"{}\"\nmanagement_url = \"{}\"\nusername = \"{}\"\npassword_env = \"QDECK_TRIAL_PASSWORD\"\nuse_shovel = false\n",
+            e.bare_url, e.mgmt, e.user
+        ),
+    )
+    .expect("config");
+    let mut worst = 0u64;
+    for trial in 0..trials {
+        let (a, t) = (uniq("k9-a"), uniq("k9-t"));
+        declare(&ch, &a, FieldTable::default()).await;
+        declare(&ch, &t, FieldTable::default()).await;
+        let prefix = uniq("id");
+        publish_ids(&ch, &a, &prefix, N).await;
+        // A random moment between start-up and the end of a ~1 s redrive.
+        let delay = Duration::from_millis(u64::from(uuid::Uuid::new_v4().as_bytes()[0]) * 6);
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_qdeck"))
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("HOME", dir.path())
+            .env("XDG_CONFIG_HOME", dir.path().join("cfg"))
+            .env("XDG_STATE_HOME", dir.path().join("state"))
+            .env("XDG_DATA_HOME", dir.path().join("data"))
+            .env("QDECK_TRIAL_PASSWORD", &e.password)
+            .args(["--config"])
+            .arg(&config)
+            .args(["--profile", "trial", "redrive", &a, "--to", &t, "--yes"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("spawn qdeck");
+        tokio::time::sleep(delay).await;
+        let finished = child.try_wait().ok().flatten();
+        let _ = child.kill(); // SIGKILL
+        let status = child.wait().expect("wait");
+        let dups = account(&ch, &[&a, &t], &prefix, N).await;
+        worst = worst.max(dups);
+        eprintln!(
+            "trial {trial}: killed after {delay:?} (finished before: {}), exit {status:?}, duplicates {dups}",
+            finished.is_some()
+        );
+        // The default window (500) bounds what a crash can duplicate.
+        assert!(dups <= 500, "{dups} duplicates");
+        cleanup(&ch, &[&a, &t]).await;
+    }
+    eprintln!("{trials} kill -9 trials: nothing lost, at most {worst} duplicated");
+}
+
 
 /// The shared backend contract on RabbitMQ, with the backend as a profile gets it by default
 /// (the shovel used where it applies). Dead letters are made by the broker (reject with

@@ -6,8 +6,9 @@
 use lapin::options::{BasicGetOptions, BasicNackOptions, QueueDeclareOptions};
 use lapin::types::FieldTable;
 
-use super::conn::amqp_error;
+use super::conn::amqp_error_needing;
 use super::headers::{delivery_count, header_list, message_id, parse_dead_letter};
+use super::version::effective_delivery_limit;
 use super::RabbitBackend;
 use crate::backend::{BackendError, Result};
 use crate::domain::*;
@@ -29,32 +30,34 @@ pub async fn browse(b: &RabbitBackend, queue: &QueueId, req: &BrowseRequest) -> 
         )));
     }
     let (vhost, name) = b.resolve(queue);
-    let limit = match b.queue_row(queue).await {
+    let (row, v) = tokio::join!(b.queue_row(queue), b.broker_version(false));
+    let limit = match row {
         Ok(row) => {
-            let limit = row.delivery_limit();
             if row.kind() == QueueKind::Stream {
                 return Err(BackendError::Unsupported(
                     "browsing streams is not supported (they need a stream consumer with an offset)".into(),
                 ));
             }
-            if row.kind() == QueueKind::Quorum && limit.is_some() && !req.force {
-                return Err(BackendError::Refused(format!(
-                    "'{queue}' is a quorum queue with delivery-limit {}: browsing returns each message with its delivery count +1, and a message at the limit would be dead-lettered or dropped; use force to browse anyway",
-                    limit.unwrap_or(0)
-                )));
+            let limit = effective_delivery_limit(&row, v);
+            if let Some(d) = limit.filter(|d| d.browse_counts) {
+                if !req.force {
+                    return Err(BackendError::Refused(format!(
+                        "'{queue}' is a quorum queue with delivery limit {}: on RabbitMQ {} browsing returns each message with nack+requeue, which adds one to its delivery count, and a message reaching the limit is dead-lettered or dropped; use --force to browse anyway",
+                        d.describe(v),
+                        v.map_or_else(|| "(version unknown)".to_string(), |v| v.to_string())
+                    )));
+                }
             }
-            if row.kind() == QueueKind::Quorum {
-                limit
-            } else {
-                None
-            }
+            limit.filter(|d| d.browse_counts).map(|d| d.limit)
         }
-        Err(e @ BackendError::NotFound(_)) | Err(e @ BackendError::Auth(_)) => return Err(e),
+        Err(e @ BackendError::NotFound(_))
+        | Err(e @ BackendError::Auth(_))
+        | Err(e @ BackendError::Forbidden { .. }) => return Err(e),
         // Management API down: the queue type is unknown, so only a forced browse proceeds.
         Err(e) if !req.force => {
             return Err(BackendError::Refused(format!(
-            "cannot tell whether '{queue}' has a delivery limit ({e}); use force to browse anyway"
-        )))
+                "cannot tell whether '{queue}' has a delivery limit ({e}); use --force to browse anyway"
+            )))
         }
         Err(_) => None,
     };
@@ -80,7 +83,11 @@ pub async fn browse(b: &RabbitBackend, queue: &QueueId, req: &BrowseRequest) -> 
                 break;
             }
             Err(e) => {
-                error = Some(amqp_error(&e, &format!("browse '{queue}'")));
+                error = Some(amqp_error_needing(
+                    &e,
+                    &format!("browse '{queue}'"),
+                    &format!("read on queue {name} in vhost {vhost}"),
+                ));
                 break;
             }
         }

@@ -183,45 +183,106 @@ impl Pool {
 
     fn connect_error(&self, vhost: &str, e: &lapin::Error) -> BackendError {
         let ep = self.creds.amqp_endpoint();
-        let text = redact(&e.to_string());
+        let user = one_line(&self.creds.username);
         match e.kind() {
-            ErrorKind::IOError(io) => BackendError::Unreachable(format!("AMQP {ep}: {}", redact(&io.to_string()))),
-            ErrorKind::ProtocolError(p) => match p.get_id() {
-                403 => BackendError::Auth(format!(
-                    "RabbitMQ at {ep} refused user '{}' (wrong username or password?)",
-                    self.creds.username
-                )),
-                530 => BackendError::NotFound(format!(
-                    "vhost '{vhost}' does not exist or user '{}' may not access it",
-                    self.creds.username
-                )),
-                _ => BackendError::Other(format!("AMQP {ep}: {text}")),
-            },
-            ErrorKind::InvalidConnectionState(_) => BackendError::Auth(format!(
-                "RabbitMQ at {ep} closed the connection during login: wrong username or password for user '{}', or no access to vhost '{vhost}'",
-                self.creds.username
+            ErrorKind::IOError(io) => {
+                BackendError::Unreachable(format!("AMQP {ep}: {}", one_line(&io.to_string())))
+            }
+            // During connection.start-ok the broker answers a failed login with ACCESS_REFUSED.
+            ErrorKind::ProtocolError(p) if p.get_id() == 403 => BackendError::Auth(format!(
+                "RabbitMQ at {ep} refused the login of user '{user}' (AMQP 403 ACCESS_REFUSED: wrong username or password)"
             )),
-            _ => BackendError::Unreachable(format!("AMQP {ep}: {text}")),
+            // connection.open: logged in, but no access to the vhost (or it does not exist).
+            ErrorKind::ProtocolError(p) if p.get_id() == 530 => BackendError::forbidden(
+                format!(
+                    "user '{user}' may not open vhost '{}' (AMQP 530 NOT_ALLOWED: {})",
+                    one_line(vhost),
+                    one_line(p.get_message().as_str())
+                ),
+                Some(&format!(
+                    "access to vhost {} (rabbitmqctl set_permissions)",
+                    one_line(vhost)
+                )),
+            ),
+            ErrorKind::ProtocolError(p) => map_reply(p.get_id(), &format!("AMQP {ep}"), p.get_message().as_str()),
+            // The broker closed the socket during the handshake without a reason: what
+            // RabbitMQ does to a failed login when the client cannot take a close frame.
+            ErrorKind::InvalidConnectionState(_) => BackendError::Auth(format!(
+                "RabbitMQ at {ep} closed the connection during login of user '{user}' (wrong username or password?)"
+            )),
+            _ => BackendError::Unreachable(format!("AMQP {ep}: {}", one_line(&e.to_string()))),
         }
+    }
+}
+
+/// Broker text made safe for one terminal line, secrets removed.
+pub fn one_line(s: &str) -> String {
+    crate::sanitize::clean(&redact(s)).into_owned()
+}
+
+/// AMQP reply code → variant; the text names the code as the broker's docs do.
+fn map_reply(code: u16, what: &str, broker_text: &str) -> BackendError {
+    let name = match code {
+        311 => "CONTENT_TOO_LARGE",
+        313 => "NO_CONSUMERS",
+        320 => "CONNECTION_FORCED",
+        402 => "INVALID_PATH",
+        403 => "ACCESS_REFUSED",
+        404 => "NOT_FOUND",
+        405 => "RESOURCE_LOCKED",
+        406 => "PRECONDITION_FAILED",
+        501 => "FRAME_ERROR",
+        502 => "SYNTAX_ERROR",
+        503 => "COMMAND_INVALID",
+        504 => "CHANNEL_ERROR",
+        505 => "UNEXPECTED_FRAME",
+        506 => "RESOURCE_ERROR",
+        530 => "NOT_ALLOWED",
+        540 => "NOT_IMPLEMENTED",
+        541 => "INTERNAL_ERROR",
+        _ => "reply",
+    };
+    let msg = format!("{what}: AMQP {code} {name}: {}", one_line(broker_text));
+    match code {
+        404 => BackendError::NotFound(msg),
+        403 | 530 => BackendError::forbidden(msg, None),
+        405 | 406 | 311 | 313 => BackendError::Refused(msg),
+        // An operator closed the connection or the broker is shutting down: try again later.
+        320 | 541 => BackendError::Unreachable(msg),
+        // Memory or disk alarm, too many channels: the broker asks us to back off.
+        506 => BackendError::Throttled {
+            msg,
+            retry_after: None,
+        },
+        _ => BackendError::Protocol(msg),
     }
 }
 
 /// Map an AMQP error on an open connection. `what` names the queue or action for the text.
 pub fn amqp_error(e: &lapin::Error, what: &str) -> BackendError {
-    let text = redact(&e.to_string());
     match e.kind() {
-        ErrorKind::ProtocolError(p) => {
-            let msg = redact(p.get_message().as_str());
-            match p.get_id() {
-                404 => BackendError::NotFound(format!("{what}: {msg}")),
-                403 => BackendError::Auth(format!("{what}: {msg}")),
-                406 => BackendError::Refused(format!("{what}: {msg}")),
-                _ => BackendError::Other(format!("{what}: {msg}")),
-            }
-        }
+        ErrorKind::ProtocolError(p) => map_reply(p.get_id(), what, p.get_message().as_str()),
         ErrorKind::IOError(_) | ErrorKind::MissingHeartbeatError => {
-            BackendError::Unreachable(format!("{what}: {text}"))
+            BackendError::Unreachable(format!("{what}: {}", one_line(&e.to_string())))
         }
-        _ => BackendError::Other(format!("{what}: {text}")),
+        ErrorKind::InvalidChannelState(..) | ErrorKind::InvalidConnectionState(_) => {
+            BackendError::Unreachable(format!(
+                "{what}: the connection or channel closed ({})",
+                one_line(&e.to_string())
+            ))
+        }
+        _ => BackendError::Protocol(format!("{what}: {}", one_line(&e.to_string()))),
+    }
+}
+
+/// As `amqp_error`, naming the permission a refused operation needs (RabbitMQ checks
+/// configure/write/read per resource; `right` is e.g. "read on queue q in vhost /").
+pub fn amqp_error_needing(e: &lapin::Error, what: &str, right: &str) -> BackendError {
+    match amqp_error(e, what) {
+        BackendError::Forbidden { msg, .. } => BackendError::Forbidden {
+            msg,
+            right: Some(format!("{right} (rabbitmqctl set_permissions)")),
+        },
+        other => other,
     }
 }

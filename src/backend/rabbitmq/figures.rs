@@ -140,12 +140,6 @@ impl QueueRow {
         }
     }
 
-    pub fn delivery_limit(&self) -> Option<u32> {
-        self.setting("delivery-limit")
-            .and_then(Value::as_u64)
-            .map(|v| v.min(u32::MAX as u64) as u32)
-    }
-
     /// The dead-letter exchange and routing key, and where they came from.
     pub fn dead_letter(&self) -> Option<(String, Option<String>, &'static str)> {
         let from_args = self.arguments.contains_key("x-dead-letter-exchange");
@@ -234,7 +228,8 @@ fn value_text(v: &Value) -> String {
 /// Static settings for the detail panel.
 pub fn settings_of(row: &QueueRow) -> QueueSettings {
     let mut s = QueueSettings {
-        max_receives: row.delivery_limit(),
+        // Filled by the caller, which knows the broker version (4.x quorum default).
+        max_receives: None,
         retention_secs: row
             .setting("message-ttl")
             .and_then(Value::as_f64)

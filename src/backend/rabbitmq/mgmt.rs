@@ -11,7 +11,7 @@ use serde::Deserialize;
 use crate::backend::{ApiCalls, BackendError, Result};
 use crate::config::redact::redact;
 
-use super::conn::Creds;
+use super::conn::{one_line, Creds};
 
 pub const PAGE_SIZE: u32 = 500;
 /// Pages fetched at once after the first.
@@ -45,7 +45,9 @@ impl Mgmt {
             .timeout(Duration::from_secs(20))
             .connect_timeout(Duration::from_secs(5))
             .build()
-            .map_err(|e| BackendError::Other(format!("HTTP client: {}", redact(&e.to_string()))))?;
+            .map_err(|e| {
+                BackendError::Other(format!("HTTP client: {}", one_line(&e.to_string())))
+            })?;
         Ok(Mgmt {
             http,
             base: creds.mgmt_base.clone(),
@@ -81,22 +83,56 @@ impl Mgmt {
             .ok()
             .and_then(|v| v.get("reason").and_then(|r| r.as_str()).map(str::to_string))
             .unwrap_or_default();
-        let reason = redact(&reason.replace(['\n', '\r'], " "));
+        let reason = one_line(&reason);
+        let base = one_line(&self.base);
+        let user = one_line(&self.user);
+        let path = one_line(path.split('?').next().unwrap_or(path));
         match status {
             StatusCode::UNAUTHORIZED => BackendError::Auth(format!(
-                "management API at {} rejected user '{}' (wrong username or password?)",
-                redact(&self.base),
-                self.user
+                "management API at {base} rejected the login of user '{user}' (HTTP 401: wrong username or password)"
             )),
-            StatusCode::FORBIDDEN => BackendError::Auth(format!(
-                "user '{}' may not use {path} (needs the management/monitoring tag or vhost access): {reason}",
-                self.user
-            )),
-            StatusCode::NOT_FOUND => BackendError::NotFound(format!("{path}: not found {reason}")),
+            StatusCode::FORBIDDEN => BackendError::forbidden(
+                format!("user '{user}' may not use {path} (HTTP 403) {reason}"),
+                Some(right_for(&path)),
+            ),
+            StatusCode::NOT_FOUND => BackendError::NotFound(format!("{path}: not found (HTTP 404) {reason}")),
+            StatusCode::TOO_MANY_REQUESTS => BackendError::Throttled {
+                msg: format!("management API {path}: HTTP 429 {reason}"),
+                retry_after: None,
+            },
             s if s.is_server_error() => {
                 BackendError::Unreachable(format!("management API {path}: HTTP {s} {reason}"))
             }
-            s => BackendError::Other(format!("management API {path}: HTTP {s} {reason}")),
+            s => BackendError::Protocol(format!("management API {path}: HTTP {s} {reason}")),
+        }
+    }
+
+    /// RabbitMQ answers 401 both to a failed login and to a user without access to the
+    /// vhost a path names. The login alone is checked with `/api/whoami`.
+    async fn unauthorized(&self, path: &str, body: &str) -> BackendError {
+        let whoami = self
+            .http
+            .get(format!("{}/api/whoami", self.base))
+            .basic_auth(&self.user, Some(&self.password))
+            .send()
+            .await;
+        self.calls.bump("mgmt:GET /api/whoami");
+        match whoami {
+            Ok(r) if r.status().is_success() => {
+                let p = one_line(path.split('?').next().unwrap_or(path));
+                let vhost = vhost_of(path).unwrap_or_else(|| "/".into());
+                BackendError::forbidden(
+                    format!(
+                        "user '{}' logged in but may not use {p} (HTTP 401 on a vhost resource)",
+                        one_line(&self.user)
+                    ),
+                    Some(&format!(
+                        "access to vhost {} (rabbitmqctl set_permissions) or the monitoring tag",
+                        one_line(&vhost)
+                    )),
+                )
+            }
+            _ => self.status_error(StatusCode::UNAUTHORIZED, path, body),
         }
     }
 
@@ -125,8 +161,12 @@ impl Mgmt {
         let status = resp.status();
         let text = resp.text().await.map_err(|e| self.map_send_error(&e))?;
         if !status.is_success() {
-            let err = self.status_error(status, path, &text);
-            if status == StatusCode::UNAUTHORIZED {
+            let err = if status == StatusCode::UNAUTHORIZED {
+                self.unauthorized(path, &text).await
+            } else {
+                self.status_error(status, path, &text)
+            };
+            if matches!(err, BackendError::Auth(_)) {
                 *self.auth_failed.lock().unwrap_or_else(|e| e.into_inner()) =
                     Some((std::time::Instant::now(), err.clone()));
             }
@@ -138,7 +178,11 @@ impl Mgmt {
     pub async fn get<T: DeserializeOwned>(&self, path: &str) -> Result<T> {
         let text = self.send(reqwest::Method::GET, path, None).await?;
         serde_json::from_str(&text).map_err(|e| {
-            BackendError::Other(format!("management API {path}: unexpected answer ({e})"))
+            BackendError::Protocol(format!(
+                "management API {}: unexpected answer ({})",
+                one_line(path),
+                one_line(&e.to_string())
+            ))
         })
     }
 
@@ -179,5 +223,50 @@ fn op_name(path: &str) -> String {
     match (parts.next(), parts.next()) {
         (Some(a), Some(b)) => format!("/{a}/{b}"),
         _ => p.to_string(),
+    }
+}
+
+/// The tag a management path needs when RabbitMQ answers 403.
+fn right_for(path: &str) -> &'static str {
+    let p = path.trim_start_matches("/api/");
+    if p.starts_with("parameters") || p.starts_with("policies") || p.starts_with("shovels") {
+        "the policymaker tag"
+    } else if p.starts_with("users") || p.starts_with("permissions") || p.starts_with("vhosts") {
+        "the administrator tag"
+    } else {
+        "the monitoring or management tag"
+    }
+}
+
+/// The vhost a vhost-scoped path names (`/api/queues/%2F/q` → `/`).
+fn vhost_of(path: &str) -> Option<String> {
+    let p = path.split('?').next().unwrap_or(path);
+    let seg = p.trim_start_matches("/api/").split('/').nth(1)?;
+    if seg.is_empty() {
+        return None;
+    }
+    urlencoding::decode(seg).ok().map(|c| c.into_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn vhost_and_right_from_paths() {
+        assert_eq!(
+            vhost_of("/api/queues/%2F/q?columns=x").as_deref(),
+            Some("/")
+        );
+        assert_eq!(vhost_of("/api/consumers/orders").as_deref(), Some("orders"));
+        assert_eq!(vhost_of("/api/queues"), None);
+        assert_eq!(
+            right_for("/api/parameters/shovel/%2F/x"),
+            "the policymaker tag"
+        );
+        assert_eq!(
+            right_for("/api/queues/%2F/q"),
+            "the monitoring or management tag"
+        );
     }
 }

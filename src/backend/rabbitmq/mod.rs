@@ -14,6 +14,7 @@ mod mgmt;
 mod purge;
 mod redrive;
 mod shovel;
+mod version;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU8, Ordering};
@@ -29,6 +30,7 @@ use crate::domain::*;
 use conn::{Creds, Pool};
 use figures::{QueueRow, Topology};
 use mgmt::{enc, Mgmt};
+use version::Version;
 
 pub use headers::parse_dead_letter;
 
@@ -58,6 +60,8 @@ pub struct RabbitBackend {
     /// Shovel plugin (with its management part): 0 not probed yet, 1 there, 2 missing.
     shovel: AtomicU8,
     cache: Mutex<Cache>,
+    /// From `/api/overview`, re-read with every queue listing (brokers get upgraded).
+    version: Mutex<Option<Version>>,
 }
 
 impl RabbitBackend {
@@ -73,24 +77,129 @@ impl RabbitBackend {
             creds,
             calls,
             cache: Mutex::new(Cache::default()),
+            version: Mutex::new(None),
         })
     }
 
     /// Whether redrive to a chosen queue goes through a shovel: the profile wants it and the
-    /// plugin answers. Probed once, on the first listing or redrive.
+    /// plugin answers. Probed on first use and again with every queue listing.
     pub async fn shovel_in_use(&self) -> bool {
         if !self.use_shovel {
             return false;
         }
         if self.shovel.load(Ordering::Relaxed) == 0 {
-            let path = format!("/api/shovels/{}", enc(&self.creds.default_vhost));
-            match self.mgmt.send(reqwest::Method::GET, &path, None).await {
-                Ok(_) => self.shovel.store(1, Ordering::Relaxed),
-                Err(BackendError::NotFound(_)) => self.shovel.store(2, Ordering::Relaxed),
-                Err(_) => {}
-            }
+            self.probe_shovel().await;
         }
         self.shovel.load(Ordering::Relaxed) == 1
+    }
+
+    /// Ask the broker whether the shovel plugin (and its management part) is there now; an
+    /// inconclusive answer keeps what was known.
+    async fn probe_shovel(&self) {
+        if !self.use_shovel {
+            return;
+        }
+        let path = format!("/api/shovels/{}", enc(&self.creds.default_vhost));
+        match self.mgmt.send(reqwest::Method::GET, &path, None).await {
+            Ok(_) => self.shovel.store(1, Ordering::Relaxed),
+            Err(BackendError::NotFound(_)) => self.shovel.store(2, Ordering::Relaxed),
+            Err(_) => {}
+        }
+    }
+
+    /// The broker version: read once, then refreshed by `list_queues`.
+    pub async fn broker_version(&self, refresh: bool) -> Option<Version> {
+        let known = *self.version.lock().unwrap_or_else(|e| e.into_inner());
+        if known.is_some() && !refresh {
+            return known;
+        }
+        let v: Option<serde_json::Value> = self
+            .mgmt
+            .get("/api/overview?columns=rabbitmq_version,product_version")
+            .await
+            .ok();
+        let read = v.as_ref().and_then(Version::from_overview);
+        let mut slot = self.version.lock().unwrap_or_else(|e| e.into_inner());
+        if read.is_some() {
+            *slot = read;
+        }
+        *slot
+    }
+
+    fn known_version(&self) -> Option<Version> {
+        *self.version.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Settings as the detail panel shows them, with the delivery limit the broker really
+    /// applies (4.x quorum default included).
+    fn settings(&self, row: &QueueRow, v: Option<Version>) -> QueueSettings {
+        let mut s = figures::settings_of(row);
+        if let Some(d) = version::effective_delivery_limit(row, v) {
+            s.max_receives = Some(d.limit);
+            s.extra.insert("delivery limit".into(), d.describe(v));
+        }
+        if let Some(v) = v {
+            s.extra.insert("broker version".into(), v.to_string());
+        }
+        s
+    }
+
+    /// Queue infos for rows of one listing, with DLQ links in both directions.
+    fn linked(&self, rows: &[QueueRow], topo: &Topology, v: Option<Version>) -> Vec<QueueInfo> {
+        let mut infos: Vec<QueueInfo> = Vec::with_capacity(rows.len());
+        let mut index: HashMap<(String, String), usize> = HashMap::new();
+        for r in rows.iter() {
+            index.insert((r.vhost.clone(), r.name.clone()), infos.len());
+            infos.push(QueueInfo {
+                id: self.id_of(&r.vhost, &r.name),
+                kind: r.kind(),
+                is_dlq: false,
+                dlq: None,
+                dlq_sources: Vec::new(),
+                settings: self.settings(r, v),
+            });
+        }
+        for (i, r) in rows.iter().enumerate() {
+            let targets = figures::resolve_dlq(r, topo);
+            let mut first = true;
+            for t in &targets {
+                let Some(&j) = index.get(&(r.vhost.clone(), t.clone())) else {
+                    continue;
+                };
+                let tid = infos[j].id.clone();
+                let src = infos[i].id.clone();
+                if first {
+                    infos[i].dlq = Some(tid);
+                    first = false;
+                }
+                infos[j].is_dlq = true;
+                if !infos[j].dlq_sources.contains(&src) {
+                    infos[j].dlq_sources.push(src);
+                }
+            }
+            if targets.len() > 1 {
+                infos[i]
+                    .settings
+                    .extra
+                    .insert("dead-letter targets".into(), targets.join(", "));
+            }
+        }
+        infos
+    }
+
+    /// Exchanges and bindings of one vhost (for one queue's DLQ links).
+    async fn vhost_topology(&self, vhost: &str) -> Topology {
+        let ve = enc(vhost);
+        let ep = format!("/api/exchanges/{ve}?columns=name,vhost,type");
+        let bp = format!(
+            "/api/bindings/{ve}?columns=source,vhost,destination,destination_type,routing_key"
+        );
+        let (ex, b) = tokio::join!(
+            self.mgmt.get::<Vec<figures::ExchangeRow>>(&ep),
+            self.mgmt.get::<Vec<figures::BindingRow>>(&bp)
+        );
+        // Without the bindings (permissions), default-exchange links still resolve.
+        Topology::new(ex.unwrap_or_default(), b.unwrap_or_default())
     }
 
     fn cache(&self) -> std::sync::MutexGuard<'_, Cache> {
@@ -234,50 +343,98 @@ impl Backend for RabbitBackend {
     }
 
     async fn list_queues(&self) -> Result<Vec<QueueInfo>> {
-        let (rows, topo, _) = tokio::join!(self.rows(false), self.topology(), self.shovel_in_use());
+        // The shovel plugin may have been enabled or disabled since the last listing.
+        let (rows, topo, _, v) = tokio::join!(
+            self.rows(false),
+            self.topology(),
+            self.probe_shovel(),
+            self.broker_version(true)
+        );
         let rows = rows?;
         // A missing bindings listing (permissions) still leaves default-exchange links.
         let topo = topo.unwrap_or_default();
-        let mut infos: Vec<QueueInfo> = Vec::with_capacity(rows.len());
-        let mut index: HashMap<(String, String), usize> = HashMap::new();
-        for r in rows.iter() {
-            index.insert((r.vhost.clone(), r.name.clone()), infos.len());
-            infos.push(QueueInfo {
-                id: self.id_of(&r.vhost, &r.name),
-                kind: r.kind(),
-                is_dlq: false,
-                dlq: None,
-                dlq_sources: Vec::new(),
-                settings: figures::settings_of(r),
-            });
-        }
-        for (i, r) in rows.iter().enumerate() {
-            let targets = figures::resolve_dlq(r, &topo);
-            let mut first = true;
-            for t in &targets {
-                let Some(&j) = index.get(&(r.vhost.clone(), t.clone())) else {
-                    continue;
-                };
-                let tid = infos[j].id.clone();
-                let src = infos[i].id.clone();
-                if first {
-                    infos[i].dlq = Some(tid);
-                    first = false;
-                }
-                infos[j].is_dlq = true;
-                if !infos[j].dlq_sources.contains(&src) {
-                    infos[j].dlq_sources.push(src);
-                }
-            }
-            if targets.len() > 1 {
-                infos[i]
-                    .settings
-                    .extra
-                    .insert("dead-letter targets".into(), targets.join(", "));
-            }
-        }
+        let infos = self.linked(&rows, &topo, v);
         self.cache().topo = topo;
         Ok(infos)
+    }
+
+    /// One queue by `GET /api/queues/VHOST/NAME`; its DLQ links need the dead-letter settings
+    /// of its vhost's queues (a light listing of one vhost: no figures) and the vhost's
+    /// exchanges and bindings.
+    async fn describe(&self, queue: &QueueId) -> Result<QueueInfo> {
+        let (vhost, name) = self.resolve(queue);
+        let peers_path = format!("/api/queues/{}", enc(&vhost));
+        let (row, peers, topo, v) = tokio::join!(
+            self.queue_row(queue),
+            self.mgmt.get_all_pages::<QueueRow>(
+                &peers_path,
+                "columns=name,vhost,type,arguments,effective_policy_definition"
+            ),
+            self.vhost_topology(&vhost),
+            self.broker_version(false)
+        );
+        let row = row?;
+        let mut rows: Vec<QueueRow> = peers
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|r| r.name != name)
+            .collect();
+        rows.push(row);
+        {
+            let mut c = self.cache();
+            for r in &rows {
+                c.ids.insert(
+                    self.id_of(&r.vhost, &r.name),
+                    (r.vhost.clone(), r.name.clone()),
+                );
+            }
+        }
+        self.linked(&rows, &topo, v)
+            .into_iter()
+            .find(|i| i.id == self.id_of(&vhost, &name))
+            .ok_or_else(|| BackendError::NotFound(format!("queue '{queue}' not found")))
+    }
+
+    /// A passive declare: the broker's own count now (ready messages only; AMQP does not
+    /// say how many are unacknowledged), not the management API's figures that lag ~5 s.
+    async fn count(&self, queue: &QueueId) -> Result<MessageCount> {
+        let (vhost, name) = self.resolve(queue);
+        let ch = self.pool.channel(&vhost).await?;
+        self.calls.bump("amqp:queue.declare");
+        let q = redrive::declare_passive(&ch, &name, queue).await;
+        let _ = ch.close(200, "ok".into()).await;
+        let q = q?;
+        Ok(MessageCount {
+            ready: q.message_count() as u64,
+            in_flight: None,
+            exact: true,
+        })
+    }
+
+    fn capabilities_for(&self, queue: &QueueInfo) -> Capabilities {
+        let mut c = self.capabilities();
+        let v = self.known_version();
+        c.browse = match queue.kind {
+            QueueKind::Stream => BrowseEffect::Unsupported(
+                "streams are read with a stream consumer and an offset, which qdeck does not do".into(),
+            ),
+            QueueKind::Quorum => match queue.settings.max_receives {
+                Some(limit) if v.is_none_or(Version::nack_counts_delivery) => BrowseEffect::SideEffect(format!(
+                    "each browsed message is returned with nack+requeue, which adds one to its delivery count on this broker; the queue dead-letters or drops a message at delivery limit {}: browsing is refused unless forced",
+                    queue.settings.extra.get("delivery limit").cloned().unwrap_or_else(|| limit.to_string())
+                )),
+                Some(limit) => BrowseEffect::SideEffect(format!(
+                    "each browsed message is returned with nack+requeue and gets the redelivered flag; on RabbitMQ 4.3+ this does not count toward the delivery limit ({limit})"
+                )),
+                None => BrowseEffect::SideEffect(
+                    "each browsed message is returned with nack+requeue: it gets the redelivered flag and its delivery count goes up by one (no delivery limit on this queue)".into(),
+                ),
+            },
+            _ => BrowseEffect::SideEffect(
+                "each browsed message is returned with nack+requeue: it gets the redelivered flag".into(),
+            ),
+        };
+        c
     }
 
     async fn stats(&self, queues: &[QueueId]) -> Result<StatsBatch> {

@@ -4,7 +4,7 @@ use lapin::options::{BasicPublishOptions, ConfirmSelectOptions, QueuePurgeOption
 use lapin::types::{AMQPValue, FieldTable, LongString};
 use lapin::BasicProperties;
 
-use super::conn::amqp_error;
+use super::conn::{amqp_error, amqp_error_needing};
 use super::RabbitBackend;
 use crate::backend::{BackendError, OpProgress, Result};
 use crate::domain::*;
@@ -23,7 +23,13 @@ pub async fn purge(
     let n = ch
         .queue_purge(name.as_str().into(), QueuePurgeOptions::default())
         .await
-        .map_err(|e| amqp_error(&e, &format!("purge '{queue}'")))?;
+        .map_err(|e| {
+            amqp_error_needing(
+                &e,
+                &format!("purge '{queue}'"),
+                &format!("read on queue {name} in vhost {vhost}"),
+            )
+        })?;
     let _ = ch.close(200, "purge done".into()).await;
     progress.add_done(n as u64);
     progress.phase("done");
@@ -81,17 +87,26 @@ pub async fn send(
             props,
         )
         .await
-        .map_err(|e| amqp_error(&e, &format!("publish to '{queue}'")))?
+        .map_err(|e| {
+            amqp_error_needing(&e, &format!("publish to '{queue}'"), &write_right(&vhost))
+        })?
         .await
-        .map_err(|e| amqp_error(&e, &format!("publish to '{queue}'")))?;
+        .map_err(|e| {
+            amqp_error_needing(&e, &format!("publish to '{queue}'"), &write_right(&vhost))
+        })?;
     let _ = ch.close(200, "send done".into()).await;
     match confirm {
         lapin::Confirmation::Ack(Some(_)) => Err(BackendError::NotFound(format!(
             "queue '{queue}' not found: the message was returned unroutable"
         ))),
         lapin::Confirmation::Ack(None) | lapin::Confirmation::NotRequested => Ok(Some(id)),
-        lapin::Confirmation::Nack(_) => Err(BackendError::Other(format!(
+        lapin::Confirmation::Nack(_) => Err(BackendError::Refused(format!(
             "the broker refused the message for '{queue}' (nack)"
         ))),
     }
+}
+
+/// Publishing through the default exchange needs write on it.
+pub fn write_right(vhost: &str) -> String {
+    format!("write on exchange amq.default in vhost {vhost}")
 }

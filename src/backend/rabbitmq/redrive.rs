@@ -21,8 +21,13 @@ use super::RabbitBackend;
 use crate::backend::{BackendError, OpProgress, Result};
 use crate::domain::*;
 
-/// Publishes in flight (and DLQ messages held unacknowledged) at most.
-const WINDOW: u16 = 5000;
+/// Copies sent but not yet confirmed-and-deleted at once, unless the request says: what a
+/// crash (kill -9, lost connection) may duplicate. 500 keeps a 1 KB redrive near the
+/// broker's own shovel speed on a local broker (confirms are pipelined; the window only has
+/// to cover one round trip of publishes) while a crash costs at most 500 duplicates.
+pub const DEFAULT_WINDOW: u32 = 500;
+/// Largest window a request may ask for.
+const MAX_WINDOW: u32 = 5000;
 /// Stop when the DLQ stays silent this long with nothing in flight (someone else drained it).
 const IDLE: Duration = Duration::from_secs(5);
 const MAX_ERRORS: usize = 10;
@@ -84,35 +89,43 @@ const UNKNOWN_SIZE_WINDOW: u16 = 2000;
 const WINDOW_BYTES: u64 = 64 * 1024 * 1024;
 
 /// Prefetch window from the source's average message size (management API), so big
-/// messages do not buffer gigabytes: at most `WINDOW`, at least 10.
+/// messages do not buffer gigabytes: at most `MAX_WINDOW`, at least 10.
 async fn window_for(b: &RabbitBackend, source: &QueueId) -> u16 {
     match b.queue_bytes(source).await {
         Some((bytes, msgs)) if msgs > 0 && bytes > 0 => {
             let avg = (bytes / msgs).max(1);
-            (WINDOW_BYTES / avg).clamp(10, WINDOW as u64) as u16
+            (WINDOW_BYTES / avg).clamp(10, MAX_WINDOW as u64) as u16
         }
         // Size unknown (new queue whose stats are not in yet, management API down).
         _ => UNKNOWN_SIZE_WINDOW,
     }
 }
 
-/// Messages ready in `queue`, by passive declare (NotFound names the queue as the user knows it).
+/// Passive declare (NotFound names the queue as the user knows it). A failure closes the
+/// channel: callers use a throw-away one.
+pub(super) async fn declare_passive(
+    ch: &Channel,
+    queue: &str,
+    id: &QueueId,
+) -> Result<lapin::Queue> {
+    ch.queue_declare(
+        queue.into(),
+        QueueDeclareOptions {
+            passive: true,
+            ..Default::default()
+        },
+        FieldTable::default(),
+    )
+    .await
+    .map_err(|e| match amqp_error(&e, &format!("queue '{id}'")) {
+        BackendError::NotFound(_) => BackendError::NotFound(format!("queue '{id}' not found")),
+        other => other,
+    })
+}
+
+/// Messages ready in `queue`, by passive declare.
 pub(super) async fn count(ch: &Channel, queue: &str, id: &QueueId) -> Result<u64> {
-    let q = ch
-        .queue_declare(
-            queue.into(),
-            QueueDeclareOptions {
-                passive: true,
-                ..Default::default()
-            },
-            FieldTable::default(),
-        )
-        .await
-        .map_err(|e| match amqp_error(&e, "") {
-            BackendError::NotFound(_) => BackendError::NotFound(format!("queue '{id}' not found")),
-            other => other,
-        })?;
-    Ok(q.message_count() as u64)
+    Ok(declare_passive(ch, queue, id).await?.message_count() as u64)
 }
 
 pub async fn redrive(
@@ -185,13 +198,13 @@ pub async fn redrive(
         .await
         .map_err(|e| amqp_error(&e, "confirm.select"))?;
     let con_ch = b.pool.channel(&vhost).await?;
+    // Copies not yet confirmed-and-deleted: what a crash may duplicate.
+    let cap = req.window.unwrap_or(DEFAULT_WINDOW).clamp(1, MAX_WINDOW) as u64;
     // With an id filter, skipped messages stay held: no prefetch limit, bounded by `total`.
     let window = if only.is_some() {
         0
     } else {
-        window_for(b, &req.source)
-            .await
-            .min(total.min(u16::MAX as u64) as u16)
+        window_for(b, &req.source).await.min(total.min(cap) as u16)
     };
     con_ch
         .basic_qos(window, BasicQosOptions::default())
@@ -221,11 +234,8 @@ pub async fn redrive(
     let mut published: u64 = 0;
     let mut matched: u64 = 0;
     let mut stopping = false;
-    let in_flight_cap = if window == 0 {
-        WINDOW as usize
-    } else {
-        window as usize
-    };
+    // Lost confirms: the copy may or may not exist, the original stays in the source.
+    let mut unconfirmed_lost: u64 = 0;
     let mut errors: Vec<String> = Vec::new();
     let note = |errors: &mut Vec<String>, e: String| {
         if errors.len() < MAX_ERRORS && !errors.contains(&e) {
@@ -244,7 +254,7 @@ pub async fn redrive(
         let wants_more = !stopping
             && taken < total
             && want.is_none_or(|w| matched < w)
-            && inflight.len() < in_flight_cap;
+            && (acks.open.len() as u64) < cap;
         let can_take = wants_more && rate_ok;
         if !wants_more && inflight.is_empty() {
             break;
@@ -273,20 +283,40 @@ pub async fn redrive(
                             note(&mut errors, e);
                         }
                         Outcome::Lost(e) => {
+                            // Not a confirmed copy: the original stays (held, requeued on
+                            // close), so it is not moved; whether a copy exists is unknown.
                             acks.open.remove(&tag);
                             acks.held.insert(tag);
-                            report.possibly_duplicated += 1;
+                            report.failed += 1;
+                            unconfirmed_lost += 1;
+                            progress.add_failed(1);
                             note(&mut errors, e);
                         }
                     }
                 }
+                let mut sent: u64 = 0;
                 for (tag, multiple, n) in acks.ready() {
                     b.calls.bump("amqp:basic.ack");
                     match con_ch.basic_ack(tag, BasicAckOptions { multiple }).await {
-                        Ok(()) => { report.moved += n; progress.add_done(n); }
+                        Ok(()) => sent += n,
                         Err(e) => {
+                            // Confirmed copy, original not removed: a duplicate.
                             report.possibly_duplicated += n;
                             note(&mut errors, format!("copied but could not remove the original: {}", amqp_error(&e, "ack")));
+                            stopping = true;
+                        }
+                    }
+                }
+                if sent > 0 {
+                    // AMQP acks have no reply: a synchronous method behind them on the same
+                    // channel (the broker handles a channel's frames in order) proves they
+                    // were applied. Until then their outcome is unknown.
+                    b.calls.bump("amqp:basic.qos");
+                    match con_ch.basic_qos(window, BasicQosOptions::default()).await {
+                        Ok(()) => { report.moved += sent; progress.add_done(sent); }
+                        Err(e) => {
+                            report.possibly_duplicated += sent;
+                            note(&mut errors, format!("copied, but whether the originals were removed is unknown: {}", amqp_error(&e, "ack")));
                             stopping = true;
                         }
                     }
@@ -383,6 +413,12 @@ pub async fn redrive(
     let _ = con_ch.close(200, "redrive done".into()).await;
     let _ = pub_ch.close(200, "redrive done".into()).await;
     b.calls.bump_by("amqp:basic.publish", published);
+    if unconfirmed_lost > 0 {
+        errors.push(format!(
+            "{unconfirmed_lost} copies were sent but never confirmed (connection lost): their originals stay in '{}', and the broker may also hold some of those copies in the target",
+            req.source
+        ));
+    }
     report.errors = errors;
     progress.phase(if report.cancelled {
         "cancelled"

@@ -1,17 +1,25 @@
 //! Server-side move with a dynamic shovel, as the management UI's "Move messages" does:
-//! `src-delete-after: queue-length` (or the max), `ack-mode: on-confirm` (the broker acks the
-//! source only after the destination confirmed). Used for redrive to a chosen queue when the
+//! `ack-mode: on-confirm` (the broker acks the source only after the destination confirmed),
+//! but with an exact `src-delete-after` and no restarts (see `move_with_shovel`). Used for redrive to a chosen queue when the
 //! profile sets `use_shovel` and no rate limit or id filter is asked for.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::mgmt::enc;
 use super::RabbitBackend;
 use crate::backend::{BackendError, OpProgress, Result};
 use crate::domain::*;
 
-/// Give up on a shovel that moved nothing for this long.
-const STALL: Duration = Duration::from_secs(60);
+/// A shovel that is not running (starting, restarting, gone from the status list) for this
+/// long has stalled: it cannot reach one end.
+const NOT_RUNNING: Duration = Duration::from_secs(5);
+/// A running shovel whose source stayed empty this long will not reach its count (another
+/// consumer took the messages).
+const DRAINED: Duration = Duration::from_secs(10);
+/// A running shovel while neither the source nor the target count moves for this long has
+/// stalled (a blocked target, flow control).
+const FROZEN: Duration = Duration::from_secs(30);
+const POLL: Duration = Duration::from_millis(250);
 
 async fn ready(b: &RabbitBackend, vhost: &str, queue: &str) -> Result<u64> {
     let ch = b.pool.channel(vhost).await?;
@@ -21,7 +29,46 @@ async fn ready(b: &RabbitBackend, vhost: &str, queue: &str) -> Result<u64> {
     n
 }
 
+/// What `/api/shovels/{vhost}` says about one shovel.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ShovelState {
+    Running,
+    /// "starting", or not listed yet: connecting, or restarting after a failure.
+    Starting,
+    /// "terminated": it stopped with an error (the reason, sanitized).
+    Terminated(String),
+}
+
+/// The state of shovel `name` from a `/api/shovels/{vhost}` answer.
+pub fn shovel_state(status: &serde_json::Value, name: &str) -> ShovelState {
+    let row = status.as_array().and_then(|a| {
+        a.iter()
+            .find(|s| s.get("name").and_then(|n| n.as_str()) == Some(name))
+    });
+    let Some(row) = row else {
+        return ShovelState::Starting;
+    };
+    match row.get("state").and_then(|s| s.as_str()) {
+        Some("running") => ShovelState::Running,
+        Some("terminated") => ShovelState::Terminated(super::conn::one_line(
+            &row.get("reason")
+                .map(|r| match r {
+                    serde_json::Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                })
+                .unwrap_or_default(),
+        )),
+        _ => ShovelState::Starting,
+    }
+}
+
 /// `Ok(None)`: the shovel plugin is not there, the caller moves client-side.
+///
+/// The shovel moves exactly `min(max, ready now)` messages (`src-delete-after` as a
+/// number, never `queue-length`, which the shovel would measure again when it starts, new
+/// dead letters included) and is never restarted (`reconnect-delay: 0`): a restarted
+/// shovel would start counting again and move more than was confirmed. A shovel that stops
+/// running is reported as an error with what moved, within a few seconds.
 pub async fn move_with_shovel(
     b: &RabbitBackend,
     vhost: &str,
@@ -31,7 +78,8 @@ pub async fn move_with_shovel(
     progress: &OpProgress,
 ) -> Result<Option<RedriveReport>> {
     let before = ready(b, vhost, src).await?;
-    ready(b, vhost, dest).await?; // the target must exist: a shovel would create it
+    // The target must exist: a shovel would create it.
+    let dest_before = ready(b, vhost, dest).await?;
     let total = max.map_or(before, |m| m.min(before));
     progress.set_total(Some(total));
     let mut report = RedriveReport {
@@ -44,30 +92,43 @@ pub async fn move_with_shovel(
     }
     let name = format!("qdeck-move-{}", uuid::Uuid::new_v4().simple());
     let path = format!("/api/parameters/shovel/{}/{}", enc(vhost), enc(&name));
+    let status_path = format!("/api/shovels/{}", enc(vhost));
     let uri = format!("amqp:///{}", enc(vhost));
-    let delete_after = match max {
-        Some(m) if m < before => serde_json::json!(m),
-        _ => serde_json::json!("queue-length"),
-    };
     let body = serde_json::json!({
         "component": "shovel", "vhost": vhost, "name": name,
         "value": {
             "src-uri": uri, "src-queue": src, "src-protocol": "amqp091",
-            "src-prefetch-count": 1000, "src-delete-after": delete_after,
+            "src-prefetch-count": 1000, "src-delete-after": total,
             "dest-uri": uri, "dest-queue": dest, "dest-protocol": "amqp091",
-            "dest-add-forward-headers": false, "ack-mode": "on-confirm"
+            "dest-add-forward-headers": false, "ack-mode": "on-confirm",
+            "reconnect-delay": 0
         }
     });
     match b.mgmt.send(reqwest::Method::PUT, &path, Some(&body)).await {
         Ok(_) => {}
+        Err(e @ BackendError::Unreachable(_)) => return Err(e),
         // No plugin, no policymaker tag, …: move client-side instead.
-        Err(BackendError::Unreachable(m)) => return Err(BackendError::Unreachable(m)),
         Err(_) => return Ok(None),
     }
     progress.phase("shovel moving");
     let cancel = progress.cancel_token();
     let mut last_done = 0u64;
-    let mut last_progress = std::time::Instant::now();
+    let mut last_progress = Instant::now();
+    let mut running_since: Option<Instant> = None;
+    let mut not_running_since = Instant::now();
+    // Estimated from the two queues (the shovel reports no count on 3.x).
+    let estimate = |src_now: u64, dest_now: u64| {
+        before
+            .saturating_sub(src_now)
+            .max(dest_now.saturating_sub(dest_before))
+            .min(total)
+    };
+    let mut stall: Option<String> = None;
+    // Any movement of either count means the shovel works (dead letters returning to the
+    // source keep its count level while the shovel moves).
+    let mut last_counts: (Option<u64>, Option<u64>) = (Some(before), Some(dest_before));
+    let mut last_change = Instant::now();
+    let mut finished = false;
     loop {
         tokio::select! {
             _ = cancel.cancelled() => {
@@ -75,42 +136,102 @@ pub async fn move_with_shovel(
                 report.cancelled = true;
                 break;
             }
-            _ = tokio::time::sleep(Duration::from_millis(250)) => {}
+            _ = tokio::time::sleep(POLL) => {}
         }
-        // The shovel deletes itself once it moved `src-delete-after` messages.
-        let gone = matches!(
-            b.mgmt.send(reqwest::Method::GET, &path, None).await,
-            Err(BackendError::NotFound(_))
+        // The shovel deletes its parameter once it moved `src-delete-after` messages.
+        let (param, status, src_now, dest_now) = tokio::join!(
+            b.mgmt.send(reqwest::Method::GET, &path, None),
+            b.mgmt.get::<serde_json::Value>(&status_path),
+            ready(b, vhost, src),
+            ready(b, vhost, dest)
         );
-        let now = ready(b, vhost, src).await.unwrap_or(before);
-        let done = before.saturating_sub(now).min(total);
+        if matches!(param, Err(BackendError::NotFound(_))) {
+            finished = true;
+            break;
+        }
+        let src_empty = matches!(src_now, Ok(0));
+        let now = (
+            src_now.as_ref().ok().copied(),
+            dest_now.as_ref().ok().copied(),
+        );
+        if now != last_counts {
+            last_counts = now;
+            last_change = Instant::now();
+        }
+        let done = estimate(src_now.unwrap_or(before), dest_now.unwrap_or(dest_before));
         if done > last_done {
             progress.add_done(done - last_done);
             last_done = done;
-            last_progress = std::time::Instant::now();
+            last_progress = Instant::now();
         }
-        if gone {
-            break;
+        let state = status.map(|s| shovel_state(&s, &name));
+        match state {
+            Ok(ShovelState::Running) => {
+                running_since.get_or_insert_with(Instant::now);
+                not_running_since = Instant::now();
+            }
+            Ok(ShovelState::Terminated(reason)) => {
+                stall = Some(format!("the shovel stopped: {reason}"));
+            }
+            Ok(ShovelState::Starting) | Err(_) => {
+                if not_running_since.elapsed() > NOT_RUNNING {
+                    stall = Some(format!(
+                        "the shovel has not been running for {} s (it cannot reach the source or the target)",
+                        NOT_RUNNING.as_secs()
+                    ));
+                }
+            }
         }
-        if last_progress.elapsed() > STALL {
-            // A shovel that cannot connect restarts forever: stop it and say so.
-            let _ = b.mgmt.send(reqwest::Method::DELETE, &path, None).await;
-            report.errors.push(format!(
-                "the shovel made no progress for {} s and was stopped (see /api/shovels)",
-                STALL.as_secs()
+        // Dead letters looping back keep the source from emptying, so only an empty source
+        // that stays empty says the shovel has nothing left to take.
+        if stall.is_none() && !src_empty && last_change.elapsed() > FROZEN {
+            stall = Some(format!(
+                "neither queue count moved for {} s while the shovel ran",
+                FROZEN.as_secs()
             ));
-            report.cancelled = true;
+        }
+        if stall.is_none() && src_empty && last_progress.elapsed() > DRAINED {
+            stall = Some(format!(
+                "the source stayed empty for {} s before the shovel reached its count (another consumer took the messages?)",
+                DRAINED.as_secs()
+            ));
+        }
+        if stall.is_some() {
+            // Stop it before it restarts and counts again.
+            let _ = b.mgmt.send(reqwest::Method::DELETE, &path, None).await;
             break;
         }
     }
-    report.moved = if report.cancelled {
-        let now = ready(b, vhost, src).await.unwrap_or(before);
-        before.saturating_sub(now).min(total)
-    } else {
-        total
-    };
+    if !finished {
+        // What the stopped shovel held unacknowledged returns to the source asynchronously.
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    let (s, d) = tokio::join!(ready(b, vhost, src), ready(b, vhost, dest));
+    let counted = estimate(s.unwrap_or(before), d.unwrap_or(dest_before));
+    report.moved = if finished { total } else { counted };
+    if finished && counted < total {
+        // The shovel counts what it forwarded; a target that refuses copies (overflow
+        // reject-publish) sends them back to the source. Dead letters returning to the
+        // source and other clients also move these counts, so this is a note, not a verdict.
+        report.errors.push(format!(
+            "the shovel finished, but the queue counts show only {counted} of {total} moved (messages dead-lettered back, other clients, or a target that refused copies)"
+        ));
+    }
     if report.moved > last_done {
         progress.add_done(report.moved - last_done);
+    }
+    if let Some(why) = stall {
+        progress.phase("stalled");
+        let msg = format!(
+            "{why}; it was stopped after moving about {} of {total} (from the queue counts); the rest stay in '{src}'",
+            report.moved
+        );
+        if report.moved == 0 {
+            return Err(BackendError::Unreachable(msg));
+        }
+        report.failed = total - report.moved;
+        report.errors.push(msg);
+        return Ok(Some(report));
     }
     progress.phase(if report.cancelled {
         "cancelled"
@@ -118,4 +239,25 @@ pub async fn move_with_shovel(
         "done"
     });
     Ok(Some(report))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shovel_states_from_the_status_list() {
+        let status: serde_json::Value = serde_json::from_str(
+            r#"[{"node":"rabbit@h","timestamp":"2026-12-02 20:00:00","name":"a","vhost":"/","type":"dynamic","state":"running","src_uri":"amqp://","dest_uri":"amqp://"},
+                {"node":"rabbit@h","timestamp":"2026-12-02 20:00:01","name":"b","vhost":"/","type":"dynamic","state":"terminated","reason":"{{badmatch,{error,{{shutdown,{server_initiated_close,406,<<\"PRECONDITION_FAILED\">>}}}}}}"},
+                {"node":"rabbit@h","name":"c","vhost":"/","type":"dynamic","state":"starting"}]"#,
+        )
+        .expect("status json");
+        assert_eq!(shovel_state(&status, "a"), ShovelState::Running);
+        assert!(
+            matches!(shovel_state(&status, "b"), ShovelState::Terminated(r) if r.contains("406"))
+        );
+        assert_eq!(shovel_state(&status, "c"), ShovelState::Starting);
+        assert_eq!(shovel_state(&status, "missing"), ShovelState::Starting);
+    }
 }

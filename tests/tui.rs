@@ -12,9 +12,9 @@ use ratatui::Terminal;
 use qdeck::backend::local::{LocalHandle, QueueOptions};
 use qdeck::backend::Backend;
 use qdeck::domain::*;
+use qdeck::engine::ops::Verdict;
 use qdeck::engine::poller::{self, PollConfig, PollEvent};
 use qdeck::engine::store::Store;
-use qdeck::engine::ops::Verdict;
 use qdeck::tui::state::{DialogKind, OpSummary, State, View};
 use qdeck::tui::theme::Theme;
 use qdeck::tui::{update, Action, Effect};
@@ -595,10 +595,7 @@ fn purge_needs_confirmation() {
     assert!(st.op.is_some());
     update(
         &mut st,
-        Action::OpDone(OpSummary::new(
-            "purged payments: 423 messages",
-            Verdict::Ok,
-        )),
+        Action::OpDone(OpSummary::new("purged payments: 423 messages", Verdict::Ok)),
     );
     assert!(st.op.is_none());
     assert!(st.status.as_ref().unwrap().text.contains("423"));
@@ -674,7 +671,8 @@ fn redrive_selected_messages() {
     }
     update(&mut st, code(KeyCode::Tab));
     update(&mut st, code(KeyCode::Up)); // 1 msg/s
-    let fx = update(&mut st, code(KeyCode::Enter));
+                                        // Enter presses the focused Cancel; y confirms.
+    let fx = update(&mut st, key('y'));
     let req = fx
         .iter()
         .find_map(|e| match e {
@@ -1289,7 +1287,10 @@ fn dialogs_keep_their_legend_at_every_size() {
         assert!(st.dialog.is_some(), "{name}: no dialog");
         for (w, h) in SIZES {
             let s = text(&draw(&st, w, h));
-            assert!(s.contains(legend), "{name} at {w}x{h} lost {legend:?}:\n{s}");
+            assert!(
+                s.contains(legend),
+                "{name} at {w}x{h} lost {legend:?}:\n{s}"
+            );
             if (w, h) != (200, 50) {
                 insta::assert_snapshot!(format!("dialog_{name}_{w}x{h}"), s);
             }
@@ -1339,7 +1340,10 @@ fn quit_during_an_operation_asks_then_exits_with_its_summary() {
         &mut st,
         Action::Key(KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL)),
     );
-    assert!(matches!(st.dialog.as_ref().map(|d| &d.kind), Some(DialogKind::Quit)));
+    assert!(matches!(
+        st.dialog.as_ref().map(|d| &d.kind),
+        Some(DialogKind::Quit)
+    ));
     let fx = update(&mut st, key('y'));
     assert!(fx.contains(&Effect::CancelOp));
     assert!(!st.quit, "waits for the summary");
@@ -1364,7 +1368,11 @@ fn consumers(now: i64) -> Vec<Consumer> {
             peer: Some(format!("10.0.0.{i}:5{i}123 pid {i}")),
             prefetch: Some(10),
             ack_mode: AckMode::Manual,
-            state: if i == 3 { "idle".into() } else { "active".into() },
+            state: if i == 3 {
+                "idle".into()
+            } else {
+                "active".into()
+            },
             holding: Some(i),
             processed: Some(100 * i),
             failed: Some(0),
@@ -1401,7 +1409,10 @@ fn filters_and_sorts_belong_to_their_view() {
     assert!(!st.filter.is_active(), "the home filter is untouched");
     // s sorts the workers; 6 sorts by RATE.
     update(&mut st, code(KeyCode::Esc));
-    assert!(!st.workers.filter.is_active(), "first Esc clears the filter");
+    assert!(
+        !st.workers.filter.is_active(),
+        "first Esc clears the filter"
+    );
     assert_eq!(st.view(), View::Workers, "…and stays in the view");
     update(&mut st, key('6'));
     assert_eq!(st.workers.sort, Some(5));
@@ -1463,14 +1474,20 @@ fn help_is_per_view_and_scrolls_to_the_end() {
 #[test]
 fn flashes_expire_and_never_cover_the_hints() {
     let mut st = populated();
-    update(&mut st, Action::Notice(Ok("copied 107 bytes (OSC 52)".into())));
+    update(
+        &mut st,
+        Action::Notice(Ok("copied 107 bytes (OSC 52)".into())),
+    );
     let s = text(&draw(&st, 80, 24));
     assert!(s.contains("copied 107 bytes"), "{s}");
     let footer = s.lines().nth(23).unwrap_or("");
     assert!(footer.contains("open"), "hints stay: {footer:?}");
     let now = st.now_ms;
     update(&mut st, Action::Tick(now + 5_000));
-    assert!(st.status.is_none(), "an info flash is gone after a few seconds");
+    assert!(
+        st.status.is_none(),
+        "an info flash is gone after a few seconds"
+    );
     // Words never run together in the footer at any width.
     for (w, h) in SIZES {
         let s = text(&draw(&st, w, h));
@@ -1484,13 +1501,19 @@ fn flashes_expire_and_never_cover_the_hints() {
 fn narrow_tables_keep_names_apart_and_dlq_reasons() {
     let mut st = populated();
     let mut qs: Vec<QueueInfo> = st.store.entries().iter().map(|e| e.info.clone()).collect();
-    qs.push(qinfo("orders-processing-eu-west", Some("orders-processing-eu-west.dlq")));
+    qs.push(qinfo(
+        "orders-processing-eu-west",
+        Some("orders-processing-eu-west.dlq"),
+    ));
     let mut d = qinfo("orders-processing-eu-west.dlq", None);
     d.is_dlq = true;
     qs.push(d);
     update(&mut st, Action::Poll(PollEvent::Queues(qs)));
     let s = text(&draw(&st, 60, 15));
-    assert!(s.contains(".dlq"), "the name keeps its end at 60 columns:\n{s}");
+    assert!(
+        s.contains(".dlq"),
+        "the name keeps its end at 60 columns:\n{s}"
+    );
     // At 80 columns the DLQ browser keeps REASON and ORIGIN.
     let mut st = populated();
     open_dlq(&mut st);

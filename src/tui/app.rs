@@ -96,10 +96,7 @@ fn init_logging() -> Option<tracing_appender::non_blocking::WorkerGuard> {
 }
 
 /// Runs until the user quits; returns the summary of the operation the user quit after.
-pub async fn run(
-    session: Session,
-    demo: Option<DemoHandle>,
-) -> anyhow::Result<Option<OpSummary>> {
+pub async fn run(session: Session, demo: Option<DemoHandle>) -> anyhow::Result<Option<OpSummary>> {
     let _log = init_logging();
     let st = initial_state(&session, demo.as_ref().map(|d| d.workers()));
     let mut terminal = ratatui::try_init()?;
@@ -337,12 +334,12 @@ impl Exec {
                     let done = match gate.purge(&queue, &p).await {
                         Ok(r) => OpSummary::new(
                             format!(
-                            "purged {queue}: {} messages{}",
-                            r.purged
-                                .map(|n| n.to_string())
-                                .unwrap_or_else(|| "?".into()),
-                            r.note
-                                .map(|n| format!(" ({})", one_line(&n)))
+                                "purged {queue}: {} messages{}",
+                                r.purged
+                                    .map(|n| n.to_string())
+                                    .unwrap_or_else(|| "?".into()),
+                                r.note
+                                    .map(|n| format!(" ({})", one_line(&n)))
                                     .unwrap_or_default()
                             ),
                             Verdict::Ok,

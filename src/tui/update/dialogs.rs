@@ -163,11 +163,7 @@ pub(super) fn dialog_key(st: &mut State, k: KeyEvent, fx: &mut Vec<Effect>) {
             // Enter presses the focused button, and Cancel has the focus by default: the key
             // people press to open things never purges. A typed queue name is deliberate
             // enough to confirm with Enter.
-            let go = if typing {
-                d.ready()
-            } else {
-                d.confirm_focused
-            };
+            let go = if typing { d.ready() } else { d.confirm_focused };
             if typing && !go {
                 return;
             }

@@ -202,6 +202,9 @@ pub(super) fn run_cmd(st: &mut State, cmd: Cmd, fx: &mut Vec<Effect>) {
         Cmd::MarkRange => {
             if st.view() == View::Messages {
                 let here = st.msgs.cursor.sel;
+                if st.msgs.rows.is_empty() {
+                    return;
+                }
                 match st.msgs.range_from.take() {
                     None => {
                         st.msgs.range_from = Some(here);
@@ -209,7 +212,8 @@ pub(super) fn run_cmd(st: &mut State, cmd: Cmd, fx: &mut Vec<Effect>) {
                     }
                     Some(from) => {
                         let (a, b) = (from.min(here), from.max(here));
-                        let ids: Vec<String> = st.msgs.rows[a..=b.min(st.msgs.rows.len().saturating_sub(1))]
+                        let ids: Vec<String> = st.msgs.rows
+                            [a.min(st.msgs.rows.len() - 1)..=b.min(st.msgs.rows.len() - 1)]
                             .iter()
                             .filter_map(|&i| st.msgs.messages.get(i).map(|m| m.id.clone()))
                             .collect();

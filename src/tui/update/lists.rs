@@ -16,10 +16,7 @@ fn msg_key(m: &Message, col: usize) -> (Option<f64>, String) {
         ),
         1 => (m.enqueued_ms.map(|t| t as f64), m.id.clone()),
         2 => (m.receive_count.map(|n| n as f64), m.id.clone()),
-        3 => (
-            None,
-            dl.and_then(|d| d.reason.clone()).unwrap_or_default(),
-        ),
+        3 => (None, dl.and_then(|d| d.reason.clone()).unwrap_or_default()),
         4 => (
             None,
             dl.and_then(|d| d.origin.as_ref().map(|q| q.to_string()))
@@ -76,12 +73,7 @@ pub fn rebuild_workers(st: &mut State) {
     let mut rows: Vec<usize> = (0..w.list.len())
         .filter(|&i| {
             let c = &w.list[i];
-            let hay = format!(
-                "{} {} {}",
-                c.tag,
-                c.peer.as_deref().unwrap_or(""),
-                c.state
-            );
+            let hay = format!("{} {} {}", c.tag, c.peer.as_deref().unwrap_or(""), c.state);
             w.filter.matches(&hay)
         })
         .collect();

@@ -219,8 +219,15 @@ pub fn render(f: &mut Frame, st: &State, area: Rect) {
     let h = info_area.height as usize;
     let mut shown: Vec<Line> = if rows.len() > h {
         // Too tall: j/k scroll, and the last row says how much is below.
-        let scroll = st.detail_scroll.min(rows.len() - h.saturating_sub(1).max(1));
-        let mut v: Vec<Line> = rows.iter().skip(scroll).take(h.saturating_sub(1)).cloned().collect();
+        let scroll = st
+            .detail_scroll
+            .min(rows.len() - h.saturating_sub(1).max(1));
+        let mut v: Vec<Line> = rows
+            .iter()
+            .skip(scroll)
+            .take(h.saturating_sub(1))
+            .cloned()
+            .collect();
         let below = rows.len() - scroll - v.len();
         v.push(Line::from(styled(
             if below > 0 {

@@ -148,8 +148,8 @@ pub fn render(f: &mut Frame, st: &State, d: &Dialog, area: Rect) {
     f.render_widget(b, r);
     let legend_h = (legend_rows.len() as u16).min(inner.height);
     let text_h = inner.height - legend_h;
-    let [ta, la] = Layout::vertical([Constraint::Length(text_h), Constraint::Length(legend_h)])
-        .areas(inner);
+    let [ta, la] =
+        Layout::vertical([Constraint::Length(text_h), Constraint::Length(legend_h)]).areas(inner);
     // Text that does not fit scrolls (PgUp/PgDn); a marker says there is more.
     let room = ta.height.saturating_sub(1) as usize;
     let fits = rows.len() < ta.height as usize;
@@ -158,7 +158,12 @@ pub fn render(f: &mut Frame, st: &State, d: &Dialog, area: Rect) {
     } else {
         d.scroll.min(rows.len().saturating_sub(room.max(1)))
     };
-    let mut shown: Vec<Line> = rows.iter().skip(scroll).take(room.max(1)).cloned().collect();
+    let mut shown: Vec<Line> = rows
+        .iter()
+        .skip(scroll)
+        .take(room.max(1))
+        .cloned()
+        .collect();
     if !fits && ta.height > 1 {
         let more = rows.len() - scroll - shown.len();
         shown.push(Line::from(styled(
@@ -194,15 +199,12 @@ fn legend<'a>(st: &State, d: &Dialog) -> Vec<Line<'a>> {
         } else {
             styled("type the name, then Enter", t.dim)
         };
-        return vec![Line::from(vec![
-            ok,
-            styled(" · Esc cancels", t.dim),
-        ])];
+        return vec![Line::from(vec![ok, styled(" · Esc cancels", t.dim)])];
     }
     vec![Line::from(vec![
         styled("[ Cancel ]", cancel_style),
         styled("  ", t.dim),
         styled(format!("[ {verb} ]"), confirm_style),
-        styled("   y confirm · n / Esc cancel · ←/→ focus", t.dim),
+        styled("  y confirm · n/Esc cancel", t.dim),
     ])]
 }

@@ -53,12 +53,7 @@ pub fn view_cmds(view: View) -> &'static [Cmd] {
             Cmd::Wide,
         ],
         View::Message => &[Cmd::Copy, Cmd::Save, Cmd::Redrive],
-        View::Workers => &[
-            Cmd::Filter,
-            Cmd::SortNext,
-            Cmd::SortReverse,
-            Cmd::Wide,
-        ],
+        View::Workers => &[Cmd::Filter, Cmd::SortNext, Cmd::SortReverse, Cmd::Wide],
         View::Help => &[],
     }
 }
@@ -155,7 +150,10 @@ pub fn lines<'a>(st: &State) -> Vec<Line<'a>> {
         (":filter RE", "filter the queue list"),
         (":sort COL [asc|desc]", "sort the current list"),
         (":theme NAME", "dark, light, mono or a file"),
-        (":profile [NAME]", "list profiles (re-reads the file) or switch"),
+        (
+            ":profile [NAME]",
+            "list profiles (re-reads the file) or switch",
+        ),
         (":redrive QUEUE", "redrive to a given queue"),
         (":purge", "purge the queue"),
         (":queues", "back to the queue list"),

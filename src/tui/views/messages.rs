@@ -265,7 +265,10 @@ pub fn render_body(f: &mut Frame, st: &State, area: Rect) {
     if meta_more > 0 {
         if let Some(last) = meta.last_mut() {
             *last = Line::from(styled(
-                format!("… {} more header lines (taller terminal to see them)", meta_more + 1),
+                format!(
+                    "… {} more header lines (taller terminal to see them)",
+                    meta_more + 1
+                ),
                 t.dim,
             ));
         }

@@ -325,7 +325,11 @@ fn fit_hints(h: &str, width: usize) -> String {
     }
     let mut out = String::new();
     for part in h.split("  ") {
-        let add = if out.is_empty() { part.chars().count() } else { part.chars().count() + 2 };
+        let add = if out.is_empty() {
+            part.chars().count()
+        } else {
+            part.chars().count() + 2
+        };
         if out.chars().count() + add > width {
             break;
         }

@@ -71,14 +71,15 @@ pub fn render(f: &mut Frame, st: &State, area: Rect) {
     };
     // Room to spare under the rows: a summary of the selected queue answers "is it draining
     // and why not" without a keypress. It goes as soon as rows need the room.
-    let need = st.rows.len() as u16 + 3;
-    let (table_area, summary_area) = if area.height >= need + SUMMARY_H && st.selected_queue().is_some() {
-        let [a, b] = Layout::vertical([Constraint::Length(need), Constraint::Min(SUMMARY_H)])
-            .areas(area);
-        (a, Some(b))
-    } else {
-        (area, None)
-    };
+    let need = st.rows.len().min(1000) as u16 + 3;
+    let (table_area, summary_area) =
+        if area.height >= need + SUMMARY_H && st.selected_queue().is_some() {
+            let [a, b] = Layout::vertical([Constraint::Length(need), Constraint::Min(SUMMARY_H)])
+                .areas(area);
+            (a, Some(b))
+        } else {
+            (area, None)
+        };
     if let Some(sa) = summary_area {
         summary(f, st, sa);
     }
@@ -235,7 +236,10 @@ fn summary(f: &mut Frame, st: &State, area: Rect) {
         styled(eta_text(&d, e.info.is_dlq), t.accent),
     ]));
     if let Some(err) = &e.error {
-        lines.push(Line::from(styled(format!("last error: {}", clean(err)), t.error)));
+        lines.push(Line::from(styled(
+            format!("last error: {}", clean(err)),
+            t.error,
+        )));
     }
     f.render_widget(Paragraph::new(lines), inner);
 }

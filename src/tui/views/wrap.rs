@@ -67,7 +67,10 @@ fn to_line(cells: Vec<(char, Style)>) -> Line<'static> {
     let mut style: Option<Style> = None;
     for (c, s) in cells {
         if style.is_some_and(|st| st != s) {
-            spans.push(Span::styled(std::mem::take(&mut text), style.unwrap_or_default()));
+            spans.push(Span::styled(
+                std::mem::take(&mut text),
+                style.unwrap_or_default(),
+            ));
         }
         style = Some(s);
         text.push(c);
@@ -93,7 +96,9 @@ mod tests {
 
     #[test]
     fn wraps_at_words_and_counts_rows() {
-        let lines = vec![Line::from("redrive to origin (each message back to the queue)")];
+        let lines = vec![Line::from(
+            "redrive to origin (each message back to the queue)",
+        )];
         let rows = wrap_lines(&lines, 20);
         assert!(rows.iter().all(|r| r.width() <= 20));
         assert_eq!(text(&rows[0]).trim_end(), "redrive to origin");

@@ -114,7 +114,7 @@ pub fn clean_mid(s: &str, max: usize) -> String {
     }
     let keep = max - 1;
     // The end usually tells names apart (`.dlq`, `-2`): it gets the larger half.
-    let head = keep / 2;
+    let head = (keep - 1) / 2;
     let tail = keep - head;
     let mut out: String = c.chars().take(head).collect();
     out.push('…');

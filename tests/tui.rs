@@ -12,9 +12,10 @@ use ratatui::Terminal;
 use qdeck::backend::local::{LocalHandle, QueueOptions};
 use qdeck::backend::Backend;
 use qdeck::domain::*;
+use qdeck::engine::ops::Verdict;
 use qdeck::engine::poller::{self, PollConfig, PollEvent};
 use qdeck::engine::store::Store;
-use qdeck::tui::state::{DialogKind, State, View};
+use qdeck::tui::state::{DialogKind, OpSummary, State, View};
 use qdeck::tui::theme::Theme;
 use qdeck::tui::{update, Action, Effect};
 
@@ -594,7 +595,7 @@ fn purge_needs_confirmation() {
     assert!(st.op.is_some());
     update(
         &mut st,
-        Action::OpDone(Ok("purged payments: 423 messages".into())),
+        Action::OpDone(OpSummary::new("purged payments: 423 messages", Verdict::Ok)),
     );
     assert!(st.op.is_none());
     assert!(st.status.as_ref().unwrap().text.contains("423"));
@@ -670,7 +671,8 @@ fn redrive_selected_messages() {
     }
     update(&mut st, code(KeyCode::Tab));
     update(&mut st, code(KeyCode::Up)); // 1 msg/s
-    let fx = update(&mut st, code(KeyCode::Enter));
+                                        // Enter presses the focused Cancel; y confirms.
+    let fx = update(&mut st, key('y'));
     let req = fx
         .iter()
         .find_map(|e| match e {
@@ -975,55 +977,11 @@ async fn browse_and_purge_through_the_gate_on_the_local_broker() {
 
 // ---------- end to end, in a pseudo-terminal ----------
 
-/// A minimal terminal emulator for the PTY test: cursor moves (`CSI r;c H`) and text; other
-/// sequences are skipped. Enough to read back what crossterm drew.
-fn screen(out: &str, w: usize, h: usize) -> String {
-    let mut grid = vec![vec![' '; w]; h];
-    let (mut r, mut c) = (0usize, 0usize);
-    let mut it = out.chars().peekable();
-    while let Some(ch) = it.next() {
-        match ch {
-            '\x1b' => match it.next() {
-                Some('[') => {
-                    let mut params = String::new();
-                    let mut fin = ' ';
-                    for x in it.by_ref() {
-                        if ('\x40'..='\x7e').contains(&x) {
-                            fin = x;
-                            break;
-                        }
-                        params.push(x);
-                    }
-                    if fin == 'H' {
-                        let mut p = params.split(';').map(|v| v.parse::<usize>().unwrap_or(1));
-                        r = p.next().unwrap_or(1).saturating_sub(1);
-                        c = p.next().unwrap_or(1).saturating_sub(1);
-                    }
-                }
-                Some(']') => {
-                    for x in it.by_ref() {
-                        if x == '\x07' {
-                            break;
-                        }
-                    }
-                }
-                _ => {}
-            },
-            '\r' => c = 0,
-            '\n' => r += 1,
-            ch if (ch as u32) < 0x20 => {}
-            ch => {
-                if r < h && c < w {
-                    grid[r][c] = ch;
-                }
-                c += 1;
-            }
-        }
-    }
-    grid.into_iter()
-        .map(|l| l.into_iter().collect::<String>())
-        .collect::<Vec<_>>()
-        .join("\n")
+/// What a terminal would show after `out` (vt100 emulates it).
+fn screen(out: &[u8], w: u16, h: u16) -> String {
+    let mut p = vt100::Parser::new(h, w, 0);
+    p.process(out);
+    p.screen().contents()
 }
 
 /// Drives the real binary: open, filter, open a DLQ, open a message, quit; the terminal is
@@ -1057,6 +1015,17 @@ fn pty_end_to_end() {
             },
         )
         .unwrap();
+        // Enough for a redrive at 1 msg/s to be running when the user quits.
+        for i in 0..30 {
+            h.0.send_sync(
+                "orders-dlq",
+                &OutgoingMessage {
+                    body: format!("dead {i}").into_bytes(),
+                    ..Default::default()
+                },
+            )
+            .unwrap();
+        }
     }
     let cfg = dir.path().join("config.toml");
     std::fs::write(
@@ -1106,7 +1075,7 @@ fn pty_end_to_end() {
     let wait_for = |needle: &str| {
         let deadline = std::time::Instant::now() + Duration::from_secs(20);
         loop {
-            let s = screen(&String::from_utf8_lossy(&out.lock().unwrap()), 80, 24);
+            let s = screen(&out.lock().unwrap(), 80, 24);
             if s.contains(needle) {
                 return;
             }
@@ -1131,8 +1100,33 @@ fn pty_end_to_end() {
     writer.write_all(b"\r").unwrap();
     writer.flush().unwrap();
     wait_for("body (text)");
-    writer.write_all(b"q").unwrap();
-    writer.flush().unwrap();
+    let send = |w: &mut Box<dyn Write + Send>, k: &[u8]| {
+        w.write_all(k).unwrap();
+        w.flush().unwrap();
+        std::thread::sleep(Duration::from_millis(150));
+    };
+    // Back to the list, open the redrive dialog: its key legend is on screen; cancel it.
+    send(&mut writer, b"\x1b");
+    wait_for("loaded");
+    send(&mut writer, b"R");
+    wait_for("y confirm");
+    send(&mut writer, b"\x1b");
+    // Help scrolled to its end shows the last : command.
+    send(&mut writer, b"?");
+    wait_for("keys of the message browser");
+    send(&mut writer, b"G");
+    wait_for(":queues");
+    send(&mut writer, b"q");
+    // A redrive at 1 msg/s, then q while it runs: qdeck asks first.
+    send(&mut writer, b"R");
+    wait_for("y confirm");
+    send(&mut writer, b"\x1b[A");
+    wait_for("1 msg/s");
+    send(&mut writer, b"y");
+    wait_for("redrive orders-dlq");
+    send(&mut writer, b"q");
+    wait_for("cancel it and quit?");
+    send(&mut writer, b"y");
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     let status = loop {
         if let Some(s) = child.try_wait().unwrap() {
@@ -1141,7 +1135,8 @@ fn pty_end_to_end() {
         assert!(std::time::Instant::now() < deadline, "qdeck did not quit");
         std::thread::sleep(Duration::from_millis(50));
     };
-    assert!(status.success(), "exit status {status:?}");
+    // The CLI's code for a cancelled redrive.
+    assert_eq!(status.exit_code(), 130, "exit status {status:?}");
     std::thread::sleep(Duration::from_millis(200));
     let bytes = out.lock().unwrap().clone();
     let s = String::from_utf8_lossy(&bytes);
@@ -1149,6 +1144,12 @@ fn pty_end_to_end() {
     let enter = s.find("\x1b[?1049h").expect("entered the alternate screen");
     let leave = s.rfind("\x1b[?1049l").expect("left the alternate screen");
     assert!(leave > enter);
+    // The summary is printed on the restored terminal.
+    let after = &s[leave..];
+    assert!(
+        after.contains("moved") && after.contains("cancelled"),
+        "summary after the console: {after:?}"
+    );
     // The body's escape sequences were shown, never sent.
     assert!(!s.contains("\x1b]0;pwned"));
     assert!(s.contains("␛]0;pwned␇"));
@@ -1165,10 +1166,35 @@ fn profile_command() {
         }
         update(st, code(KeyCode::Enter))
     };
+    // The file is re-read first: a profile added since start is seen without a restart.
     let fx = run(&mut st, "profile nope");
+    assert!(fx.contains(&Effect::ReadProfiles(Some("nope".into()))));
+    let fx = update(
+        &mut st,
+        Action::Profiles {
+            names: Ok(vec!["local".into(), "prod".into()]),
+            then: Some("nope".into()),
+        },
+    );
     assert!(!fx.iter().any(|e| matches!(e, Effect::SwitchProfile(_))));
     assert!(st.status.as_ref().unwrap().text.contains("unknown profile"));
-    let fx = run(&mut st, "profile prod");
+    let fx = run(&mut st, "profile");
+    assert!(fx.contains(&Effect::ReadProfiles(None)));
+    update(
+        &mut st,
+        Action::Profiles {
+            names: Ok(vec!["local".into(), "prod".into(), "staging".into()]),
+            then: None,
+        },
+    );
+    assert!(st.status.as_ref().unwrap().text.contains("staging"));
+    let fx = update(
+        &mut st,
+        Action::Profiles {
+            names: Ok(vec!["local".into(), "prod".into()]),
+            then: Some("prod".into()),
+        },
+    );
     assert!(fx.contains(&Effect::SwitchProfile("prod".into())));
     let fx = run(&mut st, "bogus");
     assert!(fx.iter().all(|e| matches!(e, Effect::Visible(_))));
@@ -1192,4 +1218,335 @@ fn workers_view_refreshes_on_the_tick() {
     assert!(!fx.contains(&Effect::Consumers(q.clone())));
     let fx = update(&mut st, Action::Tick(now + 2500));
     assert!(fx.contains(&Effect::Consumers(q)));
+}
+
+// ---------- the console issue: every dialog and view at every size ----------
+
+const SIZES: [(u16, u16); 3] = [(200, 50), (80, 24), (60, 15)];
+
+fn select(st: &mut State, name: &str) {
+    st.cursor.sel = st
+        .rows
+        .iter()
+        .position(|&i| st.store.entries()[i].info.id.as_str() == name)
+        .expect("row");
+}
+
+/// A state with a redrive running (1,200 of 5,000 done).
+fn running_redrive() -> State {
+    let mut st = populated();
+    select(&mut st, "orders-dlq");
+    update(&mut st, key('R'));
+    update(&mut st, key('y'));
+    assert!(st.op.is_some());
+    update(
+        &mut st,
+        Action::OpProgress(qdeck::backend::ProgressState {
+            done: 1200,
+            total: Some(5000),
+            ..Default::default()
+        }),
+    );
+    st
+}
+
+/// Every dialog, with the text each one must never lose.
+fn dialogs() -> Vec<(&'static str, State, &'static str)> {
+    let mut out = Vec::new();
+    let mut st = populated();
+    select(&mut st, "orders");
+    update(&mut st, key('P'));
+    out.push(("purge", st, "y confirm"));
+    let mut st = populated();
+    select(&mut st, "orders-dlq");
+    update(&mut st, key('R'));
+    out.push(("redrive_origin", st, "y confirm"));
+    let mut st = populated();
+    st.protected = true;
+    select(&mut st, "payments");
+    update(&mut st, key('P'));
+    out.push(("purge_protected", st, "Esc cancels"));
+    let mut st = populated();
+    st.caps.browse = BrowseEffect::SideEffect(
+        "each browse requeues the messages it reads and raises their redelivery count, which \
+         may push them to the dead-letter queue"
+            .into(),
+    );
+    select(&mut st, "orders");
+    update(&mut st, key('b'));
+    out.push(("browse_side_effect", st, "y confirm"));
+    let mut st = running_redrive();
+    update(&mut st, key('q'));
+    out.push(("quit_running", st, "y confirm"));
+    out
+}
+
+#[test]
+fn dialogs_keep_their_legend_at_every_size() {
+    for (name, st, legend) in dialogs() {
+        assert!(st.dialog.is_some(), "{name}: no dialog");
+        for (w, h) in SIZES {
+            let s = text(&draw(&st, w, h));
+            assert!(
+                s.contains(legend),
+                "{name} at {w}x{h} lost {legend:?}:\n{s}"
+            );
+            if (w, h) != (200, 50) {
+                insta::assert_snapshot!(format!("dialog_{name}_{w}x{h}"), s);
+            }
+        }
+    }
+}
+
+#[test]
+fn destructive_dialogs_never_confirm_on_enter() {
+    for q in ["orders", "orders-dlq"] {
+        for k in ['P', 'R'] {
+            let mut st = populated();
+            select(&mut st, q);
+            update(&mut st, key(k));
+            assert!(st.dialog.is_some());
+            let fx = update(&mut st, code(KeyCode::Enter));
+            assert!(
+                !fx.iter()
+                    .any(|e| matches!(e, Effect::Purge(_) | Effect::Redrive(_))),
+                "{k} then Enter on {q} acted"
+            );
+            assert!(st.dialog.is_none(), "Enter presses the focused Cancel");
+        }
+    }
+    // Moving the focus to the confirm button is a deliberate second step.
+    let mut st = populated();
+    select(&mut st, "orders");
+    update(&mut st, key('P'));
+    update(&mut st, code(KeyCode::Right));
+    let fx = update(&mut st, code(KeyCode::Enter));
+    assert!(fx.contains(&Effect::Purge(QueueId::new("orders"))));
+}
+
+#[test]
+fn quit_during_an_operation_asks_then_exits_with_its_summary() {
+    let mut st = running_redrive();
+    update(&mut st, key('q'));
+    assert!(!st.quit, "q must ask first while a redrive runs");
+    let s = text(&draw(&st, 80, 24));
+    assert!(s.contains("1,200/5,000"), "{s}");
+    assert!(s.contains("cancel it and quit?"), "{s}");
+    // n keeps it running.
+    update(&mut st, key('n'));
+    assert!(st.dialog.is_none() && !st.quit && st.op.is_some());
+    // Ctrl-C asks the same.
+    update(
+        &mut st,
+        Action::Key(KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL)),
+    );
+    assert!(matches!(
+        st.dialog.as_ref().map(|d| &d.kind),
+        Some(DialogKind::Quit)
+    ));
+    let fx = update(&mut st, key('y'));
+    assert!(fx.contains(&Effect::CancelOp));
+    assert!(!st.quit, "waits for the summary");
+    let summary = OpSummary::new(
+        "redrive orders-dlq → origin: 1200 moved, 0 failed, 0 possibly duplicated (cancelled)",
+        Verdict::Cancelled,
+    );
+    update(&mut st, Action::OpDone(summary.clone()));
+    assert!(st.quit);
+    assert_eq!(st.exit_summary, Some(summary));
+    // Nothing running: q quits at once.
+    let mut st = populated();
+    update(&mut st, key('q'));
+    assert!(st.quit && st.exit_summary.is_none());
+}
+
+fn consumers(now: i64) -> Vec<Consumer> {
+    (1..=3)
+        .map(|i| Consumer {
+            queue: QueueId::new("orders"),
+            tag: format!("worker-{i}-with-a-rather-long-consumer-tag-{i}"),
+            peer: Some(format!("10.0.0.{i}:5{i}123 pid {i}")),
+            prefetch: Some(10),
+            ack_mode: AckMode::Manual,
+            state: if i == 3 {
+                "idle".into()
+            } else {
+                "active".into()
+            },
+            holding: Some(i),
+            processed: Some(100 * i),
+            failed: Some(0),
+            rate: Some(i as f64),
+            last_seen_ms: Some(now - 1000 * i as i64),
+        })
+        .collect()
+}
+
+fn workers_state() -> State {
+    let mut st = populated();
+    select(&mut st, "orders");
+    update(&mut st, key('w'));
+    let now = st.now_ms;
+    update(
+        &mut st,
+        Action::Consumers {
+            queue: QueueId::new("orders"),
+            result: Ok(consumers(now)),
+        },
+    );
+    st
+}
+
+#[test]
+fn filters_and_sorts_belong_to_their_view() {
+    let mut st = workers_state();
+    update(&mut st, key('/'));
+    for c in "worker-2".chars() {
+        update(&mut st, key(c));
+    }
+    update(&mut st, code(KeyCode::Enter));
+    assert_eq!(st.workers.rows.len(), 1);
+    assert!(!st.filter.is_active(), "the home filter is untouched");
+    // s sorts the workers; 6 sorts by RATE.
+    update(&mut st, code(KeyCode::Esc));
+    assert!(
+        !st.workers.filter.is_active(),
+        "first Esc clears the filter"
+    );
+    assert_eq!(st.view(), View::Workers, "…and stays in the view");
+    update(&mut st, key('6'));
+    assert_eq!(st.workers.sort, Some(5));
+    let first = &st.workers.list[st.workers.rows[0]];
+    assert_eq!(first.rate, Some(3.0));
+    update(&mut st, code(KeyCode::Esc));
+    assert_eq!(st.view(), View::Queues);
+    let s = text(&draw(&st, 80, 24));
+    assert!(!s.contains("no queue matches"), "{s}");
+
+    // The message browser: Esc clears the search first.
+    let mut st = populated();
+    open_dlq(&mut st);
+    update(&mut st, key('/'));
+    update(&mut st, key('x'));
+    update(&mut st, code(KeyCode::Enter));
+    assert!(st.msgs.search.is_active());
+    update(&mut st, code(KeyCode::Esc));
+    assert_eq!(st.view(), View::Messages);
+    assert!(!st.msgs.search.is_active());
+    update(&mut st, key('3'));
+    assert_eq!(st.msgs.sort, Some(2));
+    update(&mut st, code(KeyCode::Esc));
+    assert_eq!(st.view(), View::Queues);
+}
+
+#[test]
+fn help_is_per_view_and_scrolls_to_the_end() {
+    let mut st = populated();
+    update(&mut st, Action::Resize(80, 24));
+    update(&mut st, key('?'));
+    let top = text(&draw(&st, 80, 24));
+    assert!(top.contains("keys of the queues"), "{top}");
+    // A stray key does not close it.
+    update(&mut st, key('z'));
+    assert_eq!(st.view(), View::Help);
+    update(&mut st, key('G'));
+    let end = text(&draw(&st, 80, 24));
+    assert!(end.contains(":redrive QUEUE"), "{end}");
+    assert!(end.contains(":queues"), "{end}");
+    insta::assert_snapshot!("help_80x24_end", end);
+    for k in ['k', 'j'] {
+        update(&mut st, key(k));
+    }
+    update(&mut st, key('q'));
+    assert_eq!(st.view(), View::Queues);
+    assert!(!st.quit, "q closes help, it does not quit");
+
+    // The workers view lists its own keys first.
+    let mut st = workers_state();
+    update(&mut st, key('?'));
+    let s = text(&draw(&st, 80, 24));
+    assert!(s.contains("keys of the workers"), "{s}");
+    for (w, h) in SIZES {
+        insta::assert_snapshot!(format!("help_workers_{w}x{h}"), text(&draw(&st, w, h)));
+    }
+}
+
+#[test]
+fn flashes_expire_and_never_cover_the_hints() {
+    let mut st = populated();
+    update(
+        &mut st,
+        Action::Notice(Ok("copied 107 bytes (OSC 52)".into())),
+    );
+    let s = text(&draw(&st, 80, 24));
+    assert!(s.contains("copied 107 bytes"), "{s}");
+    let footer = s.lines().nth(23).unwrap_or("");
+    assert!(footer.contains("open"), "hints stay: {footer:?}");
+    let now = st.now_ms;
+    update(&mut st, Action::Tick(now + 5_000));
+    assert!(
+        st.status.is_none(),
+        "an info flash is gone after a few seconds"
+    );
+    // Words never run together in the footer at any width.
+    for (w, h) in SIZES {
+        let s = text(&draw(&st, w, h));
+        let footer = s.lines().nth(h as usize - 1).unwrap_or("");
+        assert!(!footer.contains("copyupdated"), "{footer}");
+        assert!(!footer.contains("agoupdated"), "{footer}");
+    }
+}
+
+#[test]
+fn narrow_tables_keep_names_apart_and_dlq_reasons() {
+    let mut st = populated();
+    let mut qs: Vec<QueueInfo> = st.store.entries().iter().map(|e| e.info.clone()).collect();
+    qs.push(qinfo(
+        "orders-processing-eu-west",
+        Some("orders-processing-eu-west.dlq"),
+    ));
+    let mut d = qinfo("orders-processing-eu-west.dlq", None);
+    d.is_dlq = true;
+    qs.push(d);
+    update(&mut st, Action::Poll(PollEvent::Queues(qs)));
+    let s = text(&draw(&st, 60, 15));
+    assert!(
+        s.contains(".dlq"),
+        "the name keeps its end at 60 columns:\n{s}"
+    );
+    // At 80 columns the DLQ browser keeps REASON and ORIGIN.
+    let mut st = populated();
+    open_dlq(&mut st);
+    let s = text(&draw(&st, 80, 24));
+    assert!(s.contains("REASON") && s.contains("ORIGIN"), "{s}");
+    // Ctrl-W shows every column.
+    update(
+        &mut st,
+        Action::Key(KeyEvent::new(KeyCode::Char('w'), KeyModifiers::CONTROL)),
+    );
+    assert!(st.wide);
+    let s = text(&draw(&st, 80, 24));
+    assert!(s.contains("SIZE"), "{s}");
+}
+
+#[test]
+fn every_view_at_every_size() {
+    let mut views: Vec<(&str, State)> = vec![("queues", populated())];
+    let mut st = populated();
+    select(&mut st, "orders");
+    update(&mut st, code(KeyCode::Enter));
+    views.push(("detail", st));
+    let mut st = populated();
+    open_dlq(&mut st);
+    views.push(("messages", st.clone_view()));
+    update(&mut st, code(KeyCode::Enter));
+    views.push(("message", st));
+    views.push(("workers", workers_state()));
+    for (name, st) in &views {
+        for (w, h) in SIZES {
+            let t = draw(st, w, h);
+            assert_no_controls(&t);
+            insta::assert_snapshot!(format!("view_{name}_{w}x{h}"), text(&t));
+        }
+    }
 }

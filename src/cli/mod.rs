@@ -170,11 +170,21 @@ async fn console(opts: &LoadOptions) -> CliResult {
         _ => (backend::build(&loaded.profile).await?, None),
     };
     let session = Session::with_backend(loaded, backend);
-    crate::tui::run(session, demo).await.map_err(|e| {
+    let done = crate::tui::run(session, demo).await.map_err(|e| {
         CliError::new(
             exit::FAILED,
             crate::config::redact::redact(&format!("{e:#}")),
         )
     })?;
-    Ok(exit::OK)
+    // Quit during a redrive/purge: its summary on the restored terminal, the CLI's code.
+    let Some(s) = done else {
+        return Ok(exit::OK);
+    };
+    println!("{}", s.text);
+    Ok(match s.verdict {
+        crate::engine::ops::Verdict::Ok => exit::OK,
+        crate::engine::ops::Verdict::Partial => exit::PARTIAL,
+        crate::engine::ops::Verdict::Failed => exit::FAILED,
+        crate::engine::ops::Verdict::Cancelled => exit::INTERRUPTED,
+    })
 }

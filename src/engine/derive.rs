@@ -7,6 +7,9 @@ use super::store::{unpack, unpack_f, QueueEntry, RateSource, Sample};
 
 /// Seconds of history the rates are averaged over.
 pub const RATE_WINDOW_SECS: u32 = 60;
+/// Seconds of work at the current worker count needed before a per-worker rate is given;
+/// until then the figure reads "measuring".
+pub const MEASURE_SECS: u32 = 20;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -31,6 +34,9 @@ pub struct Derived {
     pub drain_secs: Option<f64>,
     pub workers: Option<u32>,
     pub per_worker_rate: Option<f64>,
+    /// The worker count changed too recently to know what one worker does: no per-worker
+    /// rate and no workers-needed yet.
+    pub measuring: bool,
     /// Workers needed to take in arrivals and clear the backlog within `target_secs`.
     pub workers_needed: Option<u32>,
     pub target_secs: f64,
@@ -76,10 +82,12 @@ pub fn derive(entry: &QueueEntry, target_secs: f64) -> Derived {
     let in_rate = mean(w.iter().map(|s| unpack_f(s.in_rate)));
     let out_rate = mean(w.iter().map(|s| unpack_f(s.out_rate)));
     let slope = depth_slope(&w);
-    let net_rate = slope.or(match (in_rate, out_rate) {
+    // In, out and net from the same window, so net = in − out on the screen; the depth slope
+    // only when the broker gives no rates.
+    let net_rate = match (in_rate, out_rate) {
         (Some(i), Some(o)) => Some(i - o),
-        _ => None,
-    });
+        _ => slope,
+    };
     let rate_source = match entry.rate_source {
         RateSource::Unknown | RateSource::DepthDelta if slope.is_some() => RateSource::DepthDelta,
         s => s,
@@ -98,8 +106,21 @@ pub fn derive(entry: &QueueEntry, target_secs: f64) -> Derived {
         _ => None,
     };
     let workers = entry.latest.as_ref().and_then(|s| s.consumers);
-    let per_worker_rate = match (out_rate, workers) {
-        (Some(o), Some(w)) if w > 0 && o > 0.0 => Some(o / w as f64),
+    // What one worker does, from the work done since the worker count last changed: the old
+    // count's completions divided by the new count is what read 6, then 8, after `+ +`.
+    let since = entry.workers_since.unwrap_or(0);
+    let stable: Vec<&Sample> = w
+        .iter()
+        .filter(|s| s.t >= since && unpack_f(s.out_rate).is_some())
+        .collect();
+    let stable_secs = match (stable.first(), stable.last()) {
+        (Some(a), Some(b)) => b.t - a.t,
+        _ => 0,
+    };
+    let measuring = workers.is_some_and(|n| n > 0) && stable_secs < MEASURE_SECS;
+    let stable_out = mean(stable.iter().map(|s| unpack_f(s.out_rate)));
+    let per_worker_rate = match (stable_out, workers) {
+        (Some(o), Some(n)) if !measuring && n > 0 && o > 0.0 => Some(o / n as f64),
         _ => None,
     };
     let arrivals = in_rate.or(match (out_rate, net_rate) {
@@ -108,7 +129,13 @@ pub fn derive(entry: &QueueEntry, target_secs: f64) -> Derived {
     });
     let (workers_needed, arithmetic) = match (per_worker_rate, arrivals, depth) {
         (Some(pw), Some(a), Some(d)) => {
-            let (n, text) = workers_needed(a, d, pw, target_secs);
+            let (mut n, mut text) = workers_needed(a, d, pw, target_secs);
+            // An empty queue whose workers keep up needs no more of them, whatever the
+            // division says (a rejecting consumer's rate undercounts its work).
+            if let Some(have) = workers.filter(|h| d == 0 && *h > 0 && n > *h) {
+                n = have;
+                text.push_str(&format!(" (depth 0 and keeping up: {have} is enough)"));
+            }
             (Some(n), Some(text))
         }
         _ => (None, None),
@@ -122,6 +149,7 @@ pub fn derive(entry: &QueueEntry, target_secs: f64) -> Derived {
         drain_secs,
         workers,
         per_worker_rate,
+        measuring,
         workers_needed,
         target_secs,
         arithmetic,
@@ -274,5 +302,61 @@ mod tests {
             ..Default::default()
         });
         assert!(s.derived(&id).unwrap().stuck);
+    }
+
+    /// 60 s with 1 worker at 4/s, then `+ +` at t = 60: 3 workers at 4/s each.
+    fn plus_plus(t: u64) -> (u64, u64, u64, u32) {
+        let done = if t <= 60 { 4 * t } else { 240 + 12 * (t - 60) };
+        let enq = 10 * t;
+        (enq - done, enq, done, if t < 60 { 1 } else { 3 })
+    }
+
+    #[test]
+    fn worker_count_change_mid_window_says_measuring_not_six() {
+        // Right after + +: the old 60 s of completions divided by 3 used to read 1.3/s
+        // per worker, so 6 to 8 workers "needed".
+        let mut s = Store::new(600, 600, 600.0);
+        let id = counters(&mut s, 65, plus_plus);
+        let d = s.derived(&id).unwrap();
+        assert!(d.measuring, "{d:?}");
+        assert_eq!(d.per_worker_rate, None);
+        assert_eq!(d.workers_needed, None);
+        // 25 s later the window since the change is long enough: 12/s over 3 is 4/s each.
+        let mut s = Store::new(600, 600, 600.0);
+        let id = counters(&mut s, 90, plus_plus);
+        let d = s.derived(&id).unwrap();
+        assert!(!d.measuring);
+        assert!((d.per_worker_rate.unwrap() - 4.0).abs() < 0.3, "{d:?}");
+        // (10 in/s + backlog 600/600 s) / 4 = 2.75 → 3, never 6 or 8.
+        assert_eq!(d.workers_needed, Some(3), "{:?}", d.arithmetic);
+    }
+
+    #[test]
+    fn empty_queue_that_keeps_up_never_needs_more_workers() {
+        // A consumer that rejects 10 %: acks 15.7/s of 17.4/s arriving, depth stays 0.
+        let mut s = Store::new(600, 600, 600.0);
+        let id = series(&mut s, 60, |t| QueueStats {
+            depth: Some(0),
+            consumers: Some(1),
+            in_rate: Some(17.4),
+            out_rate: Some(15.7),
+            enqueued_total: Some(17 * t as u64),
+            ..Default::default()
+        });
+        let d = s.derived(&id).unwrap();
+        assert_eq!(d.workers_needed, Some(1), "{:?}", d.arithmetic);
+    }
+
+    #[test]
+    fn net_is_in_minus_out_from_the_same_window() {
+        let mut s = Store::new(600, 600, 600.0);
+        // Depth jumps (a purge mid-window) but the rates say +6/s: net agrees with in − out.
+        let id = counters(&mut s, 40, |t| {
+            let depth = if t < 20 { 6 * t } else { 6 * (t - 20) };
+            (depth, 10 * t, 4 * t, 1)
+        });
+        let d = s.derived(&id).unwrap();
+        let (i, o, n) = (d.in_rate.unwrap(), d.out_rate.unwrap(), d.net_rate.unwrap());
+        assert!((n - (i - o)).abs() < 1e-9, "in {i} out {o} net {n}");
     }
 }

@@ -63,6 +63,9 @@ pub struct QueueEntry {
     /// Local time (ms) the latest figures arrived.
     pub updated_ms: Option<i64>,
     pub rate_source: RateSource,
+    /// History time (`Sample::t`) the consumer count last changed: per-worker figures are
+    /// measured from there, not divided across workers that were not there.
+    pub workers_since: Option<u32>,
 }
 
 #[derive(Debug)]
@@ -139,6 +142,7 @@ impl Store {
                     error: None,
                     updated_ms: None,
                     rate_source: RateSource::Unknown,
+                    workers_since: None,
                 },
             };
             self.index.insert(entry.info.id.clone(), self.entries.len());
@@ -185,6 +189,13 @@ impl Store {
             Some(last) => (sample.t as f64 - last.t as f64) >= res,
             None => true,
         };
+        let changed = match e.latest.as_ref() {
+            Some(prev) => prev.consumers != s.consumers,
+            None => true,
+        };
+        if changed {
+            e.workers_since = Some(sample.t);
+        }
         if due {
             e.history.push(sample);
         }

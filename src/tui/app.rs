@@ -13,7 +13,7 @@ use ratatui::Terminal;
 use tokio::sync::mpsc;
 
 use super::keymap::KeyMap;
-use super::state::{Level, State};
+use super::state::{Level, OpSummary, State};
 use super::theme::Theme;
 use super::update::{set_status, update, Action, Effect};
 use super::views;
@@ -21,6 +21,7 @@ use crate::backend::OpProgress;
 use crate::config::{paths, redact::redact};
 use crate::demo::DemoHandle;
 use crate::domain::{now_ms, BrowseRequest, Message, QueueId, RedriveTarget};
+use crate::engine::ops::Verdict;
 use crate::engine::poller::{self, PollConfig, PollEvent, PollerHandle};
 use crate::engine::session::Session;
 use crate::engine::store::Store;
@@ -94,7 +95,8 @@ fn init_logging() -> Option<tracing_appender::non_blocking::WorkerGuard> {
     Some(guard)
 }
 
-pub async fn run(session: Session, demo: Option<DemoHandle>) -> anyhow::Result<()> {
+/// Runs until the user quits; returns the summary of the operation the user quit after.
+pub async fn run(session: Session, demo: Option<DemoHandle>) -> anyhow::Result<Option<OpSummary>> {
     let _log = init_logging();
     let st = initial_state(&session, demo.as_ref().map(|d| d.workers()));
     let mut terminal = ratatui::try_init()?;
@@ -126,7 +128,7 @@ async fn event_loop<B: TermBackend>(
     mut st: State,
     session: Session,
     demo: Option<DemoHandle>,
-) -> anyhow::Result<()>
+) -> anyhow::Result<Option<OpSummary>>
 where
     B::Error: Send + Sync + 'static,
 {
@@ -222,7 +224,20 @@ where
     if let Some(op) = &ex.op {
         op.cancel();
     }
-    Ok(())
+    Ok(st.exit_summary.take())
+}
+
+/// The CLI's verdict for a redrive result (the same rules as `engine::ops::Outcome`).
+fn redrive_verdict(r: &crate::domain::RedriveReport) -> Verdict {
+    if r.cancelled {
+        Verdict::Cancelled
+    } else if r.failed == 0 && r.possibly_duplicated == 0 {
+        Verdict::Ok
+    } else if r.moved > 0 {
+        Verdict::Partial
+    } else {
+        Verdict::Failed
+    }
 }
 
 fn one_line(s: &str) -> String {
@@ -301,17 +316,12 @@ impl Exec {
                             if let Some(e) = r.errors.first() {
                                 s.push_str(&format!(" — {}", one_line(e)));
                             }
-                            if r.failed > 0 || r.possibly_duplicated > 0 {
-                                Err(s)
-                            } else {
-                                Ok(s)
-                            }
+                            OpSummary::new(s, redrive_verdict(&r))
                         }
-                        Err(e) => Err(format!(
-                            "redrive {}: {}",
-                            req.source,
-                            one_line(&e.to_string())
-                        )),
+                        Err(e) => OpSummary::new(
+                            format!("redrive {}: {}", req.source, one_line(&e.to_string())),
+                            Verdict::Failed,
+                        ),
                     };
                     let _ = tx.send(Action::OpDone(done)).await;
                 });
@@ -322,16 +332,22 @@ impl Exec {
                 let tx = self.tx.clone();
                 tokio::spawn(async move {
                     let done = match gate.purge(&queue, &p).await {
-                        Ok(r) => Ok(format!(
-                            "purged {queue}: {} messages{}",
-                            r.purged
-                                .map(|n| n.to_string())
-                                .unwrap_or_else(|| "?".into()),
-                            r.note
-                                .map(|n| format!(" ({})", one_line(&n)))
-                                .unwrap_or_default()
-                        )),
-                        Err(e) => Err(format!("purge {queue}: {}", one_line(&e.to_string()))),
+                        Ok(r) => OpSummary::new(
+                            format!(
+                                "purged {queue}: {} messages{}",
+                                r.purged
+                                    .map(|n| n.to_string())
+                                    .unwrap_or_else(|| "?".into()),
+                                r.note
+                                    .map(|n| format!(" ({})", one_line(&n)))
+                                    .unwrap_or_default()
+                            ),
+                            Verdict::Ok,
+                        ),
+                        Err(e) => OpSummary::new(
+                            format!("purge {queue}: {}", one_line(&e.to_string())),
+                            Verdict::Failed,
+                        ),
                     };
                     let _ = tx.send(Action::OpDone(done)).await;
                 });
@@ -364,6 +380,16 @@ impl Exec {
                         Err(e) => Err(one_line(&e.to_string())),
                     };
                     let _ = tx.send(r).await;
+                });
+            }
+            Effect::ReadProfiles(then) => {
+                let opts = self.session.loaded.options_for(&st.profile);
+                let tx = self.tx.clone();
+                tokio::task::spawn_blocking(move || {
+                    let names = crate::config::load(&opts)
+                        .map(|l| crate::config::profile_names(&l.config))
+                        .map_err(|e| one_line(&e.to_string()));
+                    let _ = tx.blocking_send(Action::Profiles { names, then });
                 });
             }
             Effect::AddWorker | Effect::RemoveWorker => {

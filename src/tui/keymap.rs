@@ -35,6 +35,8 @@ pub enum Cmd {
     Cancel,
     AddWorker,
     RemoveWorker,
+    Wide,
+    MarkRange,
 }
 
 pub struct CmdInfo {
@@ -76,7 +78,7 @@ pub const COMMANDS: &[CmdInfo] = &[
         Cmd::Command,
         "command",
         &[":"],
-        "command mode (:q :dlq :workers :theme NAME :sort COL)",
+        "command mode (see : commands below)",
         false,
     ),
     c(Cmd::Up, "up", &["k", "up"], "move up", false),
@@ -105,7 +107,13 @@ pub const COMMANDS: &[CmdInfo] = &[
         false,
     ),
     c(Cmd::Back, "back", &["esc", "h", "left"], "back", false),
-    c(Cmd::SortNext, "sort", &["s"], "sort by next column", false),
+    c(
+        Cmd::SortNext,
+        "sort",
+        &["s"],
+        "sort by the next column (1…9 sort directly)",
+        false,
+    ),
     c(
         Cmd::SortReverse,
         "sort_reverse",
@@ -145,7 +153,14 @@ pub const COMMANDS: &[CmdInfo] = &[
         Cmd::Mark,
         "mark",
         &["space"],
-        "select / unselect a message",
+        "select / unselect the message, then move down",
+        false,
+    ),
+    c(
+        Cmd::MarkRange,
+        "mark_range",
+        &["v"],
+        "range select: v, move, v selects every row between",
         false,
     ),
     c(
@@ -203,6 +218,13 @@ pub const COMMANDS: &[CmdInfo] = &[
         "remove_worker",
         &["-"],
         "demo: remove a worker",
+        false,
+    ),
+    c(
+        Cmd::Wide,
+        "wide",
+        &["ctrl-w"],
+        "wide columns on/off (hidden columns shown)",
         false,
     ),
 ];

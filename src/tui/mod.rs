@@ -15,6 +15,11 @@ pub use state::State;
 pub use update::{update, Action, Effect};
 
 /// Run the console until the user quits. `demo` is set when qdeck started its demo workload.
-pub async fn run(session: Session, demo: Option<DemoHandle>) -> anyhow::Result<()> {
+/// Returns the summary of the operation the user quit after, if any (the caller prints it on
+/// the restored terminal and exits with its code).
+pub async fn run(
+    session: Session,
+    demo: Option<DemoHandle>,
+) -> anyhow::Result<Option<state::OpSummary>> {
     app::run(session, demo).await
 }

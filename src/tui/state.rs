@@ -9,6 +9,7 @@ use super::keymap::KeyMap;
 use super::theme::Theme;
 use crate::backend::ProgressState;
 use crate::domain::{Capabilities, Consumer, Message, QueueId, RedriveTarget};
+use crate::engine::ops::Verdict;
 use crate::engine::store::Store;
 use crate::sanitize::BodyKind;
 
@@ -115,6 +116,8 @@ impl Filter {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum InputKind {
     Filter,
+    /// The workers view's own filter.
+    WorkerFilter,
     Command,
     Search,
 }
@@ -171,9 +174,19 @@ pub struct MsgState {
     /// Selected message ids (for redrive / save).
     pub marked: BTreeSet<String>,
     pub search: Filter,
+    /// Column of `MSG_SORT` the rows are sorted by; `None` keeps the broker's order.
+    pub sort: Option<usize>,
+    pub sort_desc: bool,
+    /// Row where `v` started a range selection.
+    pub range_from: Option<usize>,
     /// The next browse should pass `force`.
     pub forced: bool,
 }
+
+/// Sortable columns of the message browser, in digit order (1 = ID).
+pub const MSG_SORT: [&str; 6] = ["id", "enqueued", "rcv", "reason", "origin", "size"];
+/// Sortable columns of the workers view, in digit order.
+pub const WORKER_SORT: [&str; 7] = ["worker", "state", "hold", "done", "failed", "rate", "seen"];
 
 #[derive(Debug, Clone, Default)]
 pub struct BodyState {
@@ -188,6 +201,12 @@ pub struct BodyState {
 pub struct WorkersState {
     pub queue: Option<QueueId>,
     pub list: Vec<Consumer>,
+    /// Indices into `list` after the view's own filter and sort.
+    pub rows: Vec<usize>,
+    pub filter: Filter,
+    /// Column of `WORKER_SORT`; `None` keeps the broker's order.
+    pub sort: Option<usize>,
+    pub sort_desc: bool,
     pub loading: bool,
     pub error: Option<String>,
     pub cursor: Cursor,
@@ -223,6 +242,8 @@ pub enum DialogKind {
         queue: QueueId,
         note: String,
     },
+    /// q / Ctrl-C while an operation runs: cancel it and quit?
+    Quit,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -231,17 +252,60 @@ pub struct Dialog {
     /// What the user typed (protected profiles type the queue name).
     pub typed: String,
     pub needs_name: bool,
+    /// The Confirm button has the focus; Cancel has it when the dialog opens, so Enter (the
+    /// key people press to open things) never confirms by accident.
+    pub confirm_focused: bool,
+    /// First row of the dialog's text shown when it does not fit (the key legend never
+    /// scrolls).
+    pub scroll: usize,
 }
 
 impl Dialog {
-    pub fn queue(&self) -> &QueueId {
+    pub fn new(kind: DialogKind, needs_name: bool) -> Dialog {
+        Dialog {
+            kind,
+            typed: String::new(),
+            needs_name,
+            confirm_focused: false,
+            scroll: 0,
+        }
+    }
+    pub fn queue(&self) -> Option<&QueueId> {
         match &self.kind {
-            DialogKind::Purge { queue, .. } | DialogKind::Browse { queue, .. } => queue,
-            DialogKind::Redrive { source, .. } => source,
+            DialogKind::Purge { queue, .. } | DialogKind::Browse { queue, .. } => Some(queue),
+            DialogKind::Redrive { source, .. } => Some(source),
+            DialogKind::Quit => None,
         }
     }
     pub fn ready(&self) -> bool {
-        !self.needs_name || self.typed == self.queue().as_str()
+        !self.needs_name || self.queue().is_some_and(|q| self.typed == q.as_str())
+    }
+    /// Purge and redrive change the broker; they confirm with `y` or the typed name only.
+    pub fn destructive(&self) -> bool {
+        matches!(
+            self.kind,
+            DialogKind::Purge { .. } | DialogKind::Redrive { .. }
+        )
+    }
+}
+
+/// How a redrive or purge ended: its one-line summary and the verdict the CLI turns into
+/// its exit code.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OpSummary {
+    pub text: String,
+    pub verdict: Verdict,
+}
+
+impl OpSummary {
+    pub fn new(text: impl Into<String>, verdict: Verdict) -> OpSummary {
+        OpSummary {
+            text: text.into(),
+            verdict,
+        }
+    }
+    pub fn ok(&self) -> bool {
+        self.verdict == Verdict::Ok
     }
 }
 
@@ -297,6 +361,12 @@ pub struct State {
     pub body: BodyState,
     pub workers: WorkersState,
     pub dialog: Option<Dialog>,
+    /// First row of the help shown.
+    pub help_scroll: usize,
+    /// First row of the detail view's text when it is taller than the screen.
+    pub detail_scroll: usize,
+    /// Ctrl-W: show every column whatever the width.
+    pub wide: bool,
     pub op: Option<OpState>,
     pub status: Option<Status>,
     pub api_rate: Option<f64>,
@@ -309,6 +379,10 @@ pub struct State {
     pub size: (u16, u16),
     pub dirty: bool,
     pub quit: bool,
+    /// The user asked to quit while an operation ran: quit when its summary arrives.
+    pub quit_after_op: bool,
+    /// Summary of the operation the console quit after, for the restored terminal.
+    pub exit_summary: Option<OpSummary>,
     /// Where "save" writes (state dir); None in tests means the executor picks.
     pub export_dir: Option<PathBuf>,
 }
@@ -341,6 +415,9 @@ impl State {
             body: BodyState::default(),
             workers: WorkersState::default(),
             dialog: None,
+            help_scroll: 0,
+            detail_scroll: 0,
+            wide: false,
             op: None,
             status: None,
             api_rate: None,
@@ -351,6 +428,8 @@ impl State {
             size: (80, 24),
             dirty: true,
             quit: false,
+            quit_after_op: false,
+            exit_summary: None,
             export_dir: None,
         }
     }

@@ -290,24 +290,20 @@ impl LocalBackend {
                             AND m.queue = w.queue AND m.visible_ms > ?2),
                         (SELECT COUNT(*) FROM messages m WHERE m.leased_by = w.worker
                             AND m.queue = w.queue AND m.visible_ms <= ?2)
-                 FROM workers w WHERE w.queue = ?1 AND w.last_seen_ms > ?3
+                 FROM workers w WHERE w.queue = ?1 AND (w.last_seen_ms > ?3
+                    OR EXISTS (SELECT 1 FROM messages m WHERE m.leased_by = w.worker
+                        AND m.queue = w.queue))
                  ORDER BY w.worker",
             )
             .map_err(map_err)?;
         let rows = st
-            .query_map(params![queue.as_str(), now, now - 600_000], |r| {
+            .query_map(params![queue.as_str(), now, now - GONE_KEEP_MS], |r| {
                 let last: i64 = r.get(3)?;
                 let holding: i64 = r.get(5)?;
                 let expired: i64 = r.get(6)?;
-                let state = if expired > 0 {
-                    format!("{expired} lease(s) expired")
-                } else if holding > 0 {
-                    "busy".to_string()
-                } else if now - last < 5_000 {
-                    "idle".to_string()
-                } else {
-                    format!("quiet {}s", (now - last) / 1000)
-                };
+                let quiet = (now - last).max(0);
+                let state = worker_state(quiet, holding, expired);
+                let rate: Option<f64> = r.get(4)?;
                 Ok(Consumer {
                     queue: queue.clone(),
                     tag: r.get(0)?,
@@ -318,7 +314,7 @@ impl LocalBackend {
                     holding: Some(holding as u64),
                     processed: Some(r.get::<_, i64>(1)? as u64),
                     failed: Some(r.get::<_, i64>(2)? as u64),
-                    rate: r.get(4)?,
+                    rate: rate.map(|x| decayed_rate(x, quiet)),
                     last_seen_ms: Some(last),
                 })
             })
@@ -327,7 +323,6 @@ impl LocalBackend {
             .map_err(map_err)?;
         Ok(rows)
     }
-
     pub fn purge_sync(&self, queue: &str) -> Result<u64> {
         self.write(|tx| {
             if queue_row(tx, queue)?.is_none() {
@@ -336,5 +331,61 @@ impl LocalBackend {
             let n = tx.execute("DELETE FROM messages WHERE queue = ?1", [queue])?;
             Ok(Ok(n as u64))
         })
+    }
+}
+
+/// Workers not seen for this long are dropped from the list (unless they still hold leases).
+pub const GONE_KEEP_MS: i64 = 180_000;
+/// Seen within this long: active; within `IDLE_MS`: idle; after: gone.
+const ACTIVE_MS: i64 = 5_000;
+const IDLE_MS: i64 = 60_000;
+
+/// The worker's state as the local broker can tell it: a lease that expired without an ack
+/// means the worker crashed or lost its lease.
+fn worker_state(quiet_ms: i64, holding: i64, expired: i64) -> String {
+    if expired > 0 {
+        format!("lease lost ×{expired}")
+    } else if holding > 0 {
+        "busy".to_string()
+    } else if quiet_ms < ACTIVE_MS {
+        "active".to_string()
+    } else if quiet_ms < IDLE_MS {
+        format!("idle {}s", quiet_ms / 1000)
+    } else {
+        format!("gone {}m", quiet_ms / 60_000)
+    }
+}
+
+/// The stored rate is the worker's rate when it was last seen; a quiet worker's recent rate
+/// falls as the quiet time grows (its last work spread over the time since), and is 0 once
+/// it is gone.
+fn decayed_rate(rate: f64, quiet_ms: i64) -> f64 {
+    if quiet_ms < ACTIVE_MS {
+        rate
+    } else if quiet_ms >= IDLE_MS {
+        0.0
+    } else {
+        rate * ACTIVE_MS as f64 / quiet_ms as f64
+    }
+}
+
+#[cfg(test)]
+mod worker_tests {
+    use super::*;
+
+    #[test]
+    fn states_tell_the_dead_from_the_quiet() {
+        assert_eq!(worker_state(1_000, 0, 0), "active");
+        assert_eq!(worker_state(20_000, 1, 0), "busy");
+        assert_eq!(worker_state(20_000, 0, 0), "idle 20s");
+        assert_eq!(worker_state(120_000, 0, 0), "gone 2m");
+        assert_eq!(worker_state(120_000, 0, 1), "lease lost ×1");
+    }
+
+    #[test]
+    fn quiet_rates_decay_to_zero() {
+        assert_eq!(decayed_rate(4.0, 1_000), 4.0);
+        assert!((decayed_rate(4.0, 20_000) - 1.0).abs() < 1e-9);
+        assert_eq!(decayed_rate(4.0, 583_000), 0.0);
     }
 }

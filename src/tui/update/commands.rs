@@ -15,7 +15,8 @@ pub(super) fn command(st: &mut State, text: &str, fx: &mut Vec<Effect>) {
     let arg: Vec<&str> = words.collect();
     let arg = arg.join(" ");
     match head {
-        "q" | "q!" | "quit" | "exit" => st.quit = true,
+        "q" | "quit" | "exit" => dialogs::quit(st),
+        "q!" => st.quit = true,
         "help" | "h" => push(st, View::Help),
         "dlq" => run_cmd(st, Cmd::Dlq, fx),
         "workers" | "w" | "consumers" => run_cmd(st, Cmd::Workers, fx),
@@ -58,25 +59,13 @@ pub(super) fn command(st: &mut State, text: &str, fx: &mut Vec<Effect>) {
             Err(e) => set_status(st, Level::Warn, e),
         },
         "profile" | "ctx" => {
-            if arg.is_empty() || arg == st.profile {
-                let msg = format!(
-                    "profile {} ({}); profiles: {}",
-                    st.profile,
-                    st.broker,
-                    st.profiles.join(", ")
-                );
-                set_status(st, Level::Info, msg);
-            } else if !st.profiles.contains(&arg) {
-                let msg = format!(
-                    "unknown profile {arg:?}; profiles: {}",
-                    st.profiles.join(", ")
-                );
-                set_status(st, Level::Warn, msg);
-            } else if st.op.is_some() {
+            if st.op.is_some() && !arg.is_empty() && arg != st.profile {
                 set_status(st, Level::Warn, "wait for the running operation to finish");
             } else {
-                set_status(st, Level::Info, format!("switching to profile {arg}…"));
-                fx.push(Effect::SwitchProfile(arg));
+                // The file may have changed since start: re-read it, then list or switch.
+                fx.push(Effect::ReadProfiles(
+                    (!arg.is_empty() && arg != st.profile).then_some(arg),
+                ));
             }
         }
         "purge" => run_cmd(st, Cmd::Purge, fx),
@@ -94,5 +83,44 @@ pub(super) fn command(st: &mut State, text: &str, fx: &mut Vec<Effect>) {
             Level::Warn,
             format!("unknown command :{other} (try :help)"),
         ),
+    }
+}
+
+/// The profile list re-read from the configuration file: list it, or switch to `then`.
+pub(super) fn profiles_read(
+    st: &mut State,
+    names: Result<Vec<String>, String>,
+    then: Option<String>,
+    fx: &mut Vec<Effect>,
+) {
+    match names {
+        Ok(n) => st.profiles = n,
+        Err(e) => set_status(
+            st,
+            Level::Warn,
+            format!("cannot re-read the configuration: {e}"),
+        ),
+    }
+    match then {
+        None => {
+            let msg = format!(
+                "profile {} ({}); profiles: {}",
+                st.profile,
+                st.broker,
+                st.profiles.join(", ")
+            );
+            set_status(st, Level::Info, msg);
+        }
+        Some(arg) if !st.profiles.contains(&arg) => {
+            let msg = format!(
+                "unknown profile {arg:?}; profiles: {}",
+                st.profiles.join(", ")
+            );
+            set_status(st, Level::Warn, msg);
+        }
+        Some(arg) => {
+            set_status(st, Level::Info, format!("switching to profile {arg}…"));
+            fx.push(Effect::SwitchProfile(arg));
+        }
     }
 }

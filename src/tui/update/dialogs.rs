@@ -8,6 +8,15 @@ use crate::backend::ProgressState;
 use crate::domain::{QueueId, RedriveRequest, RedriveTarget};
 use crate::tui::state::*;
 
+/// q / Ctrl-C while an operation runs ask first; with nothing running they quit.
+pub(super) fn quit(st: &mut State) {
+    if st.op.is_some() {
+        st.dialog = Some(Dialog::new(DialogKind::Quit, false));
+    } else {
+        st.quit = true;
+    }
+}
+
 pub(super) fn open_purge(st: &mut State) {
     if let Some(q) = st.context_queue().cloned() {
         let count = st
@@ -21,11 +30,10 @@ pub(super) fn open_purge(st: &mut State) {
                     .any(|p| p.is_some())
                     .then(|| parts.iter().flatten().sum())
             });
-        st.dialog = Some(Dialog {
-            kind: DialogKind::Purge { queue: q, count },
-            typed: String::new(),
-            needs_name: st.protected,
-        });
+        st.dialog = Some(Dialog::new(
+            DialogKind::Purge { queue: q, count },
+            st.protected,
+        ));
     }
 }
 
@@ -85,8 +93,8 @@ pub(super) fn open_redrive(st: &mut State, to: Option<QueueId>) {
             .and_then(|e| e.latest.as_ref())
             .and_then(|s| s.depth),
     };
-    st.dialog = Some(Dialog {
-        kind: DialogKind::Redrive {
+    st.dialog = Some(Dialog::new(
+        DialogKind::Redrive {
             source,
             targets,
             target,
@@ -94,19 +102,21 @@ pub(super) fn open_redrive(st: &mut State, to: Option<QueueId>) {
             only_ids,
             count,
         },
-        typed: String::new(),
-        needs_name: st.protected,
-    });
+        st.protected,
+    ));
 }
 
 pub(super) fn dialog_key(st: &mut State, k: KeyEvent, fx: &mut Vec<Effect>) {
     let Some(d) = st.dialog.as_mut() else {
         return;
     };
-    if k.modifiers.contains(KeyModifiers::CONTROL) && k.code == KeyCode::Char('c') {
+    let ctrl = k.modifiers.contains(KeyModifiers::CONTROL);
+    if ctrl && k.code == KeyCode::Char('c') {
         st.dialog = None;
         return;
     }
+    // Keys that are text while a protected profile types the queue name.
+    let typing = d.needs_name;
     match k.code {
         KeyCode::Esc => st.dialog = None,
         KeyCode::Tab | KeyCode::BackTab => {
@@ -132,20 +142,37 @@ pub(super) fn dialog_key(st: &mut State, k: KeyEvent, fx: &mut Vec<Effect>) {
                 };
             }
         }
+        KeyCode::Left | KeyCode::Right => d.confirm_focused = !d.confirm_focused,
+        KeyCode::Char('h') | KeyCode::Char('l') if !typing => {
+            d.confirm_focused = !d.confirm_focused
+        }
+        KeyCode::PageDown => d.scroll += 3,
+        KeyCode::PageUp => d.scroll = d.scroll.saturating_sub(3),
         KeyCode::Backspace => {
             d.typed.pop();
         }
-        KeyCode::Char(c) if d.needs_name => d.typed.push(c),
-        KeyCode::Char('y') | KeyCode::Enter => {
-            if !d.ready() {
+        KeyCode::Char(c) if typing && !ctrl => d.typed.push(c),
+        KeyCode::Char('y') | KeyCode::Char('Y') => {
+            if d.ready() {
+                if let Some(d) = st.dialog.take() {
+                    confirm(st, d, fx);
+                }
+            }
+        }
+        KeyCode::Enter => {
+            // Enter presses the focused button, and Cancel has the focus by default: the key
+            // people press to open things never purges. A typed queue name is deliberate
+            // enough to confirm with Enter.
+            let go = if typing { d.ready() } else { d.confirm_focused };
+            if typing && !go {
                 return;
             }
-            let Some(d) = st.dialog.take() else {
-                return;
-            };
-            confirm(st, d, fx);
+            match st.dialog.take() {
+                Some(d) if go => confirm(st, d, fx),
+                _ => {}
+            }
         }
-        KeyCode::Char('n') => st.dialog = None,
+        KeyCode::Char('n') | KeyCode::Char('N') | KeyCode::Char('q') => st.dialog = None,
         _ => {}
     }
 }
@@ -153,6 +180,17 @@ pub(super) fn dialog_key(st: &mut State, k: KeyEvent, fx: &mut Vec<Effect>) {
 fn confirm(st: &mut State, d: Dialog, fx: &mut Vec<Effect>) {
     match d.kind {
         DialogKind::Browse { queue, .. } => messages::start_browse(st, queue, false, fx),
+        DialogKind::Quit => {
+            // Cancel the run; the console quits when its summary arrives.
+            st.quit_after_op = true;
+            match &mut st.op {
+                Some(op) => {
+                    op.cancelling = true;
+                    fx.push(Effect::CancelOp);
+                }
+                None => st.quit = true,
+            }
+        }
         DialogKind::Purge { queue, .. } => {
             if st.read_only {
                 return;

@@ -24,6 +24,10 @@ pub(super) fn input_key(st: &mut State, k: KeyEvent, fx: &mut Vec<Effect>) {
                     st.msgs.search = Filter::default();
                     messages::refilter_msgs(st);
                 }
+                InputKind::WorkerFilter => {
+                    st.workers.filter = Filter::default();
+                    super::lists::rebuild_workers(st);
+                }
                 InputKind::Command => {}
             }
         }
@@ -65,6 +69,10 @@ fn live_filter(st: &mut State) {
         InputKind::Search => {
             st.msgs.search = Filter::new(&inp.text);
             messages::refilter_msgs(st);
+        }
+        InputKind::WorkerFilter => {
+            st.workers.filter = Filter::new(&inp.text);
+            super::lists::rebuild_workers(st);
         }
         InputKind::Command => {}
     }

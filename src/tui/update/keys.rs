@@ -1,9 +1,9 @@
 //! Keys outside dialogs and the input line: the keymap turns them into commands, and each
 //! command does what fits the current view.
 
-use crossterm::event::KeyEvent;
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
-use super::{dialogs, input, messages, push, queues, set_status, Effect};
+use super::{dialogs, input, lists, messages, push, queues, set_status, Effect};
 use crate::tui::keymap::{Cmd, COMMANDS};
 use crate::tui::state::*;
 
@@ -17,20 +17,51 @@ pub(super) fn key(st: &mut State, k: KeyEvent, fx: &mut Vec<Effect>) {
         return;
     }
     if st.view() == View::Help {
-        st.stack.pop();
+        help_key(st, k);
         return;
     }
     let Some(cmd) = st.keymap.lookup(k) else {
+        // Digits sort the list on screen by the column whose header shows that digit.
+        if let KeyCode::Char(c @ '0'..='9') = k.code {
+            if k.modifiers.difference(KeyModifiers::SHIFT).is_empty() {
+                let n = c.to_digit(10).unwrap_or(0) as usize;
+                lists::sort_by_column(st, if n == 0 { 9 } else { n - 1 });
+            }
+        }
         return;
     };
     run_cmd(st, cmd, fx);
+}
+
+/// Help scrolls with the movement keys and closes with ?, Esc or q; other keys do nothing
+/// (a stray key must not close what the user is reading).
+fn help_key(st: &mut State, k: KeyEvent) {
+    let (page, total) = crate::tui::views::help::geometry(st, st.size);
+    let max = total.saturating_sub(page);
+    let cmd = st.keymap.lookup(k);
+    let s = &mut st.help_scroll;
+    match cmd {
+        Some(Cmd::Help) | Some(Cmd::Back) | Some(Cmd::Quit)
+            if !matches!(k.code, KeyCode::Char('h') | KeyCode::Left) =>
+        {
+            st.stack.pop();
+            st.help_scroll = 0;
+        }
+        Some(Cmd::Down) => *s = (*s + 1).min(max),
+        Some(Cmd::Up) => *s = s.saturating_sub(1),
+        Some(Cmd::PageDown) => *s = (*s + page).min(max),
+        Some(Cmd::PageUp) => *s = s.saturating_sub(page),
+        Some(Cmd::Top) => *s = 0,
+        Some(Cmd::Bottom) => *s = max,
+        _ => {}
+    }
 }
 
 fn list_len(st: &State) -> usize {
     match st.view() {
         View::Queues => st.rows.len(),
         View::Messages => st.msgs.rows.len(),
-        View::Workers => st.workers.list.len(),
+        View::Workers => st.workers.rows.len(),
         View::Message => st.body.lines.len(),
         _ => 0,
     }
@@ -43,6 +74,9 @@ fn move_sel(st: &mut State, delta: isize) {
         View::Queues => st.cursor.move_by(delta, len, page),
         View::Messages => st.msgs.cursor.move_by(delta, len, page),
         View::Workers => st.workers.cursor.move_by(delta, len, page),
+        View::Detail => {
+            st.detail_scroll = (st.detail_scroll as isize + delta).clamp(0, 200) as usize;
+        }
         View::Message => {
             let max = len.saturating_sub(page) as isize;
             st.body.scroll = (st.body.scroll as isize + delta).clamp(0, max.max(0)) as usize;
@@ -59,12 +93,15 @@ pub(super) fn run_cmd(st: &mut State, cmd: Cmd, fx: &mut Vec<Effect>) {
     }
     let page = st.page_rows() as isize;
     match cmd {
-        Cmd::Quit => st.quit = true,
+        Cmd::Quit => dialogs::quit(st),
         Cmd::Help => push(st, View::Help),
         Cmd::Filter => {
             let (kind, text) = match st.view() {
                 View::Messages => (InputKind::Search, st.msgs.search.text.clone()),
-                _ => (InputKind::Filter, st.filter.text.clone()),
+                View::Workers => (InputKind::WorkerFilter, st.workers.filter.text.clone()),
+                View::Queues => (InputKind::Filter, st.filter.text.clone()),
+                // Views without a list of their own have nothing to filter.
+                _ => return,
             };
             st.input = Some(Input { kind, text });
         }
@@ -84,6 +121,7 @@ pub(super) fn run_cmd(st: &mut State, cmd: Cmd, fx: &mut Vec<Effect>) {
             View::Queues => {
                 if let Some(q) = st.selected_queue().cloned() {
                     st.focus = Some(q);
+                    st.detail_scroll = 0;
                     push(st, View::Detail);
                 }
             }
@@ -96,17 +134,30 @@ pub(super) fn run_cmd(st: &mut State, cmd: Cmd, fx: &mut Vec<Effect>) {
             _ => {}
         },
         Cmd::Back => {
-            if st.view() == View::Queues {
-                if st.filter.is_active() {
+            // k9s: Esc first clears the view's filter (and a range being selected), then
+            // leaves the view.
+            match st.view() {
+                View::Queues if st.filter.is_active() => {
                     st.filter = Filter::default();
                     queues::rebuild_rows(st);
                 }
-            } else {
-                st.stack.pop();
+                View::Messages if st.msgs.range_from.is_some() => st.msgs.range_from = None,
+                View::Messages if st.msgs.search.is_active() => {
+                    st.msgs.search = Filter::default();
+                    messages::refilter_msgs(st);
+                }
+                View::Workers if st.workers.filter.is_active() => {
+                    st.workers.filter = Filter::default();
+                    lists::rebuild_workers(st);
+                }
+                View::Queues => {}
+                _ => {
+                    st.stack.pop();
+                }
             }
         }
-        Cmd::SortNext | Cmd::SortReverse => {
-            if st.view() == View::Queues {
+        Cmd::SortNext | Cmd::SortReverse => match st.view() {
+            View::Queues => {
                 if cmd == Cmd::SortNext {
                     st.sort = st.sort.next();
                     st.sort_desc = st.sort != SortCol::Name;
@@ -114,6 +165,63 @@ pub(super) fn run_cmd(st: &mut State, cmd: Cmd, fx: &mut Vec<Effect>) {
                     st.sort_desc = !st.sort_desc;
                 }
                 queues::rebuild_rows(st);
+            }
+            View::Messages => {
+                if cmd == Cmd::SortNext {
+                    let c = lists::sort_next(st.msgs.sort, MSG_SORT.len()).unwrap_or(0);
+                    st.msgs.sort = None;
+                    lists::sort_by_column(st, c);
+                } else {
+                    st.msgs.sort_desc = !st.msgs.sort_desc;
+                    st.msgs.sort.get_or_insert(0);
+                    messages::refilter_msgs(st);
+                }
+            }
+            View::Workers => {
+                if cmd == Cmd::SortNext {
+                    let c = lists::sort_next(st.workers.sort, WORKER_SORT.len()).unwrap_or(0);
+                    st.workers.sort = None;
+                    lists::sort_by_column(st, c);
+                } else {
+                    st.workers.sort_desc = !st.workers.sort_desc;
+                    st.workers.sort.get_or_insert(0);
+                    lists::rebuild_workers(st);
+                }
+            }
+            _ => {}
+        },
+        Cmd::Wide => {
+            st.wide = !st.wide;
+            let msg = if st.wide {
+                "wide columns on (Ctrl-W: off)"
+            } else {
+                "wide columns off"
+            };
+            set_status(st, Level::Info, msg);
+        }
+        Cmd::MarkRange => {
+            if st.view() == View::Messages {
+                let here = st.msgs.cursor.sel;
+                if st.msgs.rows.is_empty() {
+                    return;
+                }
+                match st.msgs.range_from.take() {
+                    None => {
+                        st.msgs.range_from = Some(here);
+                        set_status(st, Level::Info, "range: move, then v to select (Esc drops)");
+                    }
+                    Some(from) => {
+                        let (a, b) = (from.min(here), from.max(here));
+                        let ids: Vec<String> = st.msgs.rows
+                            [a.min(st.msgs.rows.len() - 1)..=b.min(st.msgs.rows.len() - 1)]
+                            .iter()
+                            .filter_map(|&i| st.msgs.messages.get(i).map(|m| m.id.clone()))
+                            .collect();
+                        let n = ids.len();
+                        st.msgs.marked.extend(ids);
+                        set_status(st, Level::Info, format!("{n} messages selected"));
+                    }
+                }
             }
         }
         Cmd::Browse => {
@@ -173,9 +281,18 @@ pub(super) fn run_cmd(st: &mut State, cmd: Cmd, fx: &mut Vec<Effect>) {
             if st.view() == View::Messages {
                 if let Some(m) = messages::current_msg(st) {
                     let id = m.id.clone();
-                    if !st.msgs.marked.remove(&id) {
-                        st.msgs.marked.insert(id);
-                    }
+                    let verb = if st.msgs.marked.remove(&id) {
+                        "unselected"
+                    } else {
+                        st.msgs.marked.insert(id.clone());
+                        "selected"
+                    };
+                    let n = st.msgs.marked.len();
+                    set_status(
+                        st,
+                        Level::Info,
+                        format!("{verb} {id} ({n} selected) · moved to the next row"),
+                    );
                     move_sel(st, 1);
                 }
             }
@@ -214,14 +331,21 @@ pub(super) fn run_cmd(st: &mut State, cmd: Cmd, fx: &mut Vec<Effect>) {
                 fx.push(Effect::CancelOp);
             }
         }
-        Cmd::AddWorker => {
+        Cmd::AddWorker | Cmd::RemoveWorker => {
             if st.demo_workers.is_some() {
-                fx.push(Effect::AddWorker);
-            }
-        }
-        Cmd::RemoveWorker => {
-            if st.demo_workers.is_some() {
-                fx.push(Effect::RemoveWorker);
+                fx.push(if cmd == Cmd::AddWorker {
+                    Effect::AddWorker
+                } else {
+                    Effect::RemoveWorker
+                });
+            } else {
+                // Said, not silently ignored: the demo only starts on an empty, unconfigured
+                // local broker.
+                set_status(
+                    st,
+                    Level::Warn,
+                    "+/- drive the demo's workers, and no demo runs here: start one with `qdeck demo`",
+                );
             }
         }
     }

@@ -59,8 +59,10 @@ pub(super) fn refilter_msgs(st: &mut State) {
             m.search.matches(&hay)
         })
         .collect();
+    super::lists::sort_msgs(st);
     let page = st.page_rows();
     st.msgs.cursor.clamp(st.msgs.rows.len(), page);
+    st.dirty = true;
 }
 
 pub(super) fn current_msg(st: &State) -> Option<&Message> {
@@ -114,14 +116,13 @@ pub(super) fn save(st: &State, fx: &mut Vec<Effect>) {
 
 pub(super) fn browse(st: &mut State, q: QueueId, fx: &mut Vec<Effect>) {
     if let BrowseEffect::SideEffect(note) = &st.caps.browse {
-        st.dialog = Some(Dialog {
-            kind: DialogKind::Browse {
+        st.dialog = Some(Dialog::new(
+            DialogKind::Browse {
                 queue: q,
                 note: note.clone(),
             },
-            typed: String::new(),
-            needs_name: false,
-        });
+            false,
+        ));
         return;
     }
     if let BrowseEffect::Unsupported(why) = &st.caps.browse {

@@ -8,6 +8,7 @@ mod commands;
 mod dialogs;
 mod input;
 mod keys;
+mod lists;
 mod messages;
 mod queues;
 
@@ -20,6 +21,7 @@ use crate::engine::poller::PollEvent;
 use crate::sanitize;
 
 // Tests and benches build the queue list without going through `update`.
+pub use lists::rebuild_workers;
 pub use queues::rebuild_rows;
 
 #[derive(Debug, Clone)]
@@ -39,11 +41,16 @@ pub enum Action {
         result: Result<Vec<Consumer>, String>,
     },
     OpProgress(ProgressState),
-    /// Summary line of a finished operation.
-    OpDone(Result<String, String>),
+    /// Summary of a finished operation.
+    OpDone(OpSummary),
     DemoWorkers(usize),
     /// Result of a save or copy.
     Notice(Result<String, String>),
+    /// Profile names re-read from the configuration file, and the profile to switch to.
+    Profiles {
+        names: Result<Vec<String>, String>,
+        then: Option<String>,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -71,6 +78,8 @@ pub enum Effect {
     RemoveWorker,
     /// Open another profile of the same configuration.
     SwitchProfile(String),
+    /// Re-read the profile names from the file (then switch to the named one, if any).
+    ReadProfiles(Option<String>),
 }
 
 pub fn update(st: &mut State, action: Action) -> Vec<Effect> {
@@ -105,11 +114,14 @@ pub fn update(st: &mut State, action: Action) -> Vec<Effect> {
                     fx.push(Effect::Consumers(q));
                 }
             }
-            if st
-                .status
-                .as_ref()
-                .is_some_and(|s| now - s.at_ms > 10_000 && s.level == Level::Info)
-            {
+            // Status messages are flashes: gone after a few seconds, errors a little later.
+            if st.status.as_ref().is_some_and(|s| {
+                let ttl = match s.level {
+                    Level::Info => FLASH_INFO_MS,
+                    Level::Warn | Level::Error => FLASH_WARN_MS,
+                };
+                now - s.at_ms >= ttl
+            }) {
                 st.status = None;
             }
             // Clocks ("updated 3 s ago") move every second.
@@ -132,6 +144,7 @@ pub fn update(st: &mut State, action: Action) -> Vec<Effect> {
                     }
                     Err(e) => st.workers.error = Some(e),
                 }
+                lists::rebuild_workers(st);
                 st.dirty = true;
             }
         }
@@ -143,9 +156,12 @@ pub fn update(st: &mut State, action: Action) -> Vec<Effect> {
         }
         Action::OpDone(r) => {
             st.op = None;
-            match r {
-                Ok(t) => set_status(st, Level::Info, t),
-                Err(e) => set_status(st, Level::Error, e),
+            let level = if r.ok() { Level::Info } else { Level::Error };
+            set_status(st, level, r.text.clone());
+            if st.quit_after_op {
+                st.exit_summary = Some(r);
+                st.quit = true;
+                return fx;
             }
             fx.push(Effect::Refresh);
             if matches!(st.view(), View::Messages | View::Message) {
@@ -163,6 +179,7 @@ pub fn update(st: &mut State, action: Action) -> Vec<Effect> {
             st.demo_workers = Some(n);
             st.dirty = true;
         }
+        Action::Profiles { names, then } => commands::profiles_read(st, names, then, &mut fx),
         Action::Notice(r) => match r {
             Ok(t) => set_status(st, Level::Info, t),
             Err(e) => set_status(st, Level::Error, e),
@@ -171,6 +188,10 @@ pub fn update(st: &mut State, action: Action) -> Vec<Effect> {
     fx.extend(queues::visible(st));
     fx
 }
+
+/// How long a flash stays: info, then warnings and errors.
+pub const FLASH_INFO_MS: i64 = 4_000;
+pub const FLASH_WARN_MS: i64 = 8_000;
 
 pub fn set_status(st: &mut State, level: Level, text: impl Into<String>) {
     st.status = Some(Status {

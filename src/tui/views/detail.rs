@@ -3,10 +3,11 @@
 
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::Line;
-use ratatui::widgets::{Paragraph, Sparkline, Wrap};
+use ratatui::widgets::{Paragraph, Sparkline};
 use ratatui::Frame;
 
 use super::queues::{eta_text, row_problem};
+use super::wrap::wrap_lines;
 use super::{block, fmt_age, fmt_count, fmt_rate, fmt_secs, styled};
 use crate::domain::{AgeSource, BrowseEffect, RedriveMode};
 use crate::engine::derive::Trend;
@@ -116,9 +117,16 @@ pub fn render(f: &mut Frame, st: &State, area: Rect) {
             styled(fmt_count(d.workers.map(u64::from)), t.text),
         ];
         if let Some(pw) = d.per_worker_rate {
-            w.push(styled(format!(" at {pw:.1}/s each"), t.dim));
+            w.push(styled(
+                format!(" at {pw:.1}/s each (since the count last changed)"),
+                t.dim,
+            ));
         }
         match d.workers_needed {
+            None if d.measuring => w.push(styled(
+                " · workers needed: measuring (the worker count just changed)",
+                t.dim,
+            )),
             Some(n) => w.push(styled(
                 format!(" → {n} needed to drain within {}", fmt_secs(d.target_secs)),
                 t.accent,
@@ -197,7 +205,9 @@ pub fn render(f: &mut Frame, st: &State, area: Rect) {
         lines.push(Line::from(styled(format!("· {n}"), t.dim)));
     }
 
-    let info_h = (lines.len() as u16).min(inner.height);
+    // Sized from the wrapped rows: the last notes are the ones a line count loses.
+    let rows = wrap_lines(&lines, inner.width);
+    let info_h = (rows.len() as u16).min(inner.height);
     let chart_h = inner.height.saturating_sub(info_h);
     let (info_area, chart_area) = if chart_h >= 6 {
         let [a, b] =
@@ -206,7 +216,33 @@ pub fn render(f: &mut Frame, st: &State, area: Rect) {
     } else {
         (inner, None)
     };
-    f.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), info_area);
+    let h = info_area.height as usize;
+    let mut shown: Vec<Line> = if rows.len() > h {
+        // Too tall: j/k scroll, and the last row says how much is below.
+        let scroll = st
+            .detail_scroll
+            .min(rows.len() - h.saturating_sub(1).max(1));
+        let mut v: Vec<Line> = rows
+            .iter()
+            .skip(scroll)
+            .take(h.saturating_sub(1))
+            .cloned()
+            .collect();
+        let below = rows.len() - scroll - v.len();
+        v.push(Line::from(styled(
+            if below > 0 {
+                format!("↓ {below} more lines (j/k scroll)")
+            } else {
+                "↑ k scrolls back".to_string()
+            },
+            t.dim,
+        )));
+        v
+    } else {
+        rows
+    };
+    shown.truncate(h);
+    f.render_widget(Paragraph::new(shown), info_area);
     if let Some(ca) = chart_area {
         charts(f, st, e.history.iter().copied().collect(), ca);
     }

@@ -1,10 +1,11 @@
 //! Confirmation dialogs: count and target shown; protected profiles type the queue name.
 
-use ratatui::layout::Rect;
+use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::Line;
-use ratatui::widgets::{Paragraph, Wrap};
+use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 
+use super::wrap::wrap_lines;
 use super::{block, centered, clear, fmt_count, styled};
 use crate::domain::{RedriveMode, RedriveTarget};
 use crate::sanitize::{clean, clean_short};
@@ -87,6 +88,26 @@ pub fn render(f: &mut Frame, st: &State, d: &Dialog, area: Rect) {
             };
             lines.push(Line::from(styled(how, t.dim)));
         }
+        DialogKind::Quit => {
+            title = " quit ";
+            let what = match &st.op {
+                Some(op) => {
+                    let p = &op.progress;
+                    let n = |v: u64| crate::tui::views::fmt_thousands(v);
+                    let of = p.total.map(|t| format!("/{}", n(t))).unwrap_or_default();
+                    format!("{} running: {}{of}", clean(&op.label), n(p.done))
+                }
+                None => "the operation has finished".to_string(),
+            };
+            lines.push(Line::from(vec![
+                styled(what, t.accent),
+                styled(" — cancel it and quit?", t.text),
+            ]));
+            lines.push(Line::from(styled(
+                "qdeck waits for the current batch, then prints the summary and exits.",
+                t.dim,
+            )));
+        }
         DialogKind::Browse { queue, note } => {
             title = " browse ";
             lines.push(Line::from(vec![
@@ -100,8 +121,8 @@ pub fn render(f: &mut Frame, st: &State, d: &Dialog, area: Rect) {
             )));
         }
     }
-    lines.push(Line::from(""));
     if d.needs_name {
+        lines.push(Line::from(""));
         lines.push(Line::from(styled(
             "Protected profile: type the queue name to confirm.",
             t.warn,
@@ -111,19 +132,79 @@ pub fn render(f: &mut Frame, st: &State, d: &Dialog, area: Rect) {
             styled(clean(&d.typed).into_owned(), t.title),
             styled("█", t.dim),
         ]));
-        let ok = if d.ready() { "Enter to confirm" } else { "" };
-        lines.push(Line::from(styled(format!("{ok}  Esc cancels"), t.dim)));
-    } else {
-        lines.push(Line::from(styled(
-            "y / Enter confirm · n / Esc cancel",
-            t.dim,
-        )));
     }
-    let h = lines.len() as u16 + 2;
-    let r = centered(area, 72, h);
+    let legend = legend(st, d);
+    let w = area.width.min(72);
+    let text_w = w.saturating_sub(2).max(1);
+    let rows = wrap_lines(&lines, text_w);
+    let legend_rows = wrap_lines(&legend, text_w);
+    // Border, text, a blank row, then the legend; the legend is never the part cut off.
+    let want = rows.len() + 1 + legend_rows.len() + 2;
+    let h = (want as u16).min(area.height);
+    let r = centered(area, w, h);
     clear(f, r);
     let b = block(st, Line::from(styled(title, t.title))).border_style(t.warn);
     let inner = b.inner(r);
     f.render_widget(b, r);
-    f.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), inner);
+    let legend_h = (legend_rows.len() as u16).min(inner.height);
+    let text_h = inner.height - legend_h;
+    let [ta, la] =
+        Layout::vertical([Constraint::Length(text_h), Constraint::Length(legend_h)]).areas(inner);
+    // Text that does not fit scrolls (PgUp/PgDn); a marker says there is more.
+    let room = ta.height.saturating_sub(1) as usize;
+    let fits = rows.len() < ta.height as usize;
+    let scroll = if fits {
+        0
+    } else {
+        d.scroll.min(rows.len().saturating_sub(room.max(1)))
+    };
+    let mut shown: Vec<Line> = rows
+        .iter()
+        .skip(scroll)
+        .take(room.max(1))
+        .cloned()
+        .collect();
+    if !fits && ta.height > 1 {
+        let more = rows.len() - scroll - shown.len();
+        shown.push(Line::from(styled(
+            if more > 0 {
+                format!("↓ {more} more lines (PgDn)")
+            } else {
+                "↑ PgUp for the start".to_string()
+            },
+            t.dim,
+        )));
+    }
+    f.render_widget(Paragraph::new(shown), ta);
+    f.render_widget(Paragraph::new(legend_rows), la);
+}
+
+/// The buttons and keys: Cancel has the focus when the dialog opens.
+fn legend<'a>(st: &State, d: &Dialog) -> Vec<Line<'a>> {
+    let t = &st.theme;
+    let (cancel_style, confirm_style) = if d.confirm_focused {
+        (t.dim, t.selected)
+    } else {
+        (t.selected, t.dim)
+    };
+    let verb = match &d.kind {
+        DialogKind::Purge { .. } => "purge",
+        DialogKind::Redrive { .. } => "redrive",
+        DialogKind::Browse { .. } => "browse",
+        DialogKind::Quit => "cancel it and quit",
+    };
+    if d.needs_name {
+        let ok = if d.ready() {
+            styled("Enter confirms", t.accent)
+        } else {
+            styled("type the name, then Enter", t.dim)
+        };
+        return vec![Line::from(vec![ok, styled(" · Esc cancels", t.dim)])];
+    }
+    vec![Line::from(vec![
+        styled("[ Cancel ]", cancel_style),
+        styled("  ", t.dim),
+        styled(format!("[ {verb} ]"), confirm_style),
+        styled("  y confirm · n/Esc cancel", t.dim),
+    ])]
 }

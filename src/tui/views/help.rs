@@ -1,50 +1,220 @@
-//! `?` help, generated from the keymap (so user overrides show up).
+//! `?` help, generated from the keymap (so user overrides show up): the keys of the view it
+//! was opened from first, then the keys that work everywhere, then the `:` commands. It
+//! scrolls (j/k, PgUp/PgDn, g/G) so nothing is cut at 80×24.
 
 use ratatui::layout::Rect;
 use ratatui::text::Line;
 use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 
+use super::wrap::wrap_lines;
 use super::{block, centered, clear, styled};
 use crate::tui::keymap::{Cmd, COMMANDS};
-use crate::tui::state::State;
+use crate::tui::state::{State, View};
 
-pub fn render(f: &mut Frame, st: &State, area: Rect) {
+const WIDTH: u16 = 78;
+
+/// Commands that only mean something in `view`, in the order help lists them.
+pub fn view_cmds(view: View) -> &'static [Cmd] {
+    match view {
+        View::Queues => &[
+            Cmd::Enter,
+            Cmd::Filter,
+            Cmd::SortNext,
+            Cmd::SortReverse,
+            Cmd::Browse,
+            Cmd::Dlq,
+            Cmd::Workers,
+            Cmd::Redrive,
+            Cmd::Purge,
+            Cmd::Wide,
+        ],
+        View::Detail => &[
+            Cmd::Enter,
+            Cmd::Browse,
+            Cmd::Dlq,
+            Cmd::Workers,
+            Cmd::Window,
+            Cmd::Redrive,
+            Cmd::Purge,
+        ],
+        View::Messages => &[
+            Cmd::Enter,
+            Cmd::Filter,
+            Cmd::SortNext,
+            Cmd::SortReverse,
+            Cmd::Mark,
+            Cmd::MarkRange,
+            Cmd::Copy,
+            Cmd::Save,
+            Cmd::NextPage,
+            Cmd::Redrive,
+            Cmd::Purge,
+            Cmd::Wide,
+        ],
+        View::Message => &[Cmd::Copy, Cmd::Save, Cmd::Redrive],
+        View::Workers => &[Cmd::Filter, Cmd::SortNext, Cmd::SortReverse, Cmd::Wide],
+        View::Help => &[],
+    }
+}
+
+fn view_name(v: View) -> &'static str {
+    match v {
+        View::Queues => "queues",
+        View::Detail => "queue detail",
+        View::Messages => "message browser",
+        View::Message => "message",
+        View::Workers => "workers",
+        View::Help => "help",
+    }
+}
+
+/// The view help was opened over.
+pub fn under(st: &State) -> View {
+    st.stack
+        .iter()
+        .rev()
+        .find(|v| **v != View::Help)
+        .copied()
+        .unwrap_or(View::Queues)
+}
+
+/// Every command bound to a view somewhere; the rest are global.
+fn is_view_specific(c: Cmd) -> bool {
+    [
+        View::Queues,
+        View::Detail,
+        View::Messages,
+        View::Message,
+        View::Workers,
+    ]
+    .iter()
+    .any(|v| view_cmds(*v).contains(&c))
+}
+
+fn shown(st: &State, c: Cmd) -> bool {
+    let Some(info) = COMMANDS.iter().find(|i| i.cmd == c) else {
+        return false;
+    };
+    if info.mutating && st.read_only {
+        return false;
+    }
+    !(matches!(c, Cmd::AddWorker | Cmd::RemoveWorker) && st.demo_workers.is_none())
+}
+
+pub fn lines<'a>(st: &State) -> Vec<Line<'a>> {
     let t = &st.theme;
-    let mut lines: Vec<Line> = Vec::new();
-    for c in COMMANDS {
-        if c.mutating && st.read_only {
-            continue;
-        }
-        if matches!(c.cmd, Cmd::AddWorker | Cmd::RemoveWorker) && st.demo_workers.is_none() {
-            continue;
-        }
-        let keys = st.keymap.keys(c.cmd).join(" ");
-        lines.push(Line::from(vec![
+    let view = under(st);
+    let row = |c: Cmd| -> Option<Line<'a>> {
+        let info = COMMANDS.iter().find(|i| i.cmd == c)?;
+        let keys = st.keymap.keys(c).join(" ");
+        Some(Line::from(vec![
             styled(format!("{keys:>14}  "), t.accent),
-            styled(c.help, t.text),
+            styled(info.help, t.text),
+        ]))
+    };
+    let mut out: Vec<Line> = vec![Line::from(styled(
+        format!("── keys of the {} ──", view_name(view)),
+        t.title,
+    ))];
+    out.extend(
+        view_cmds(view)
+            .iter()
+            .filter(|c| shown(st, **c))
+            .filter_map(|c| row(*c)),
+    );
+    if matches!(view, View::Queues | View::Messages) {
+        out.push(Line::from(vec![
+            styled(format!("{:>14}  ", "1…9 0"), t.accent),
+            styled("sort by the column whose header shows that digit", t.text),
         ]));
     }
-    lines.push(Line::from(""));
-    lines.push(Line::from(styled(
-        "  :q  :dlq  :workers  :browse  :force (browse despite a refusal)  :filter RE",
-        t.dim,
-    )));
-    lines.push(Line::from(styled(
-        "  :sort COL [asc|desc]  :theme NAME  :profile NAME  :redrive QUEUE",
-        t.dim,
-    )));
+    out.push(Line::from(""));
+    out.push(Line::from(styled("── everywhere ──", t.title)));
+    out.extend(
+        COMMANDS
+            .iter()
+            .map(|i| i.cmd)
+            .filter(|c| !is_view_specific(*c) && shown(st, *c))
+            .filter_map(row),
+    );
+    out.push(Line::from(""));
+    out.push(Line::from(styled("── : commands ──", t.title)));
+    let cmds: &[(&str, &str)] = &[
+        (":q", "quit (asks first while an operation runs)"),
+        (":q!", "quit at once"),
+        (":dlq", "browse the dead-letter queue"),
+        (":workers", "workers of the queue"),
+        (":browse", "browse the queue"),
+        (":force", "browse despite a refusal"),
+        (":filter RE", "filter the queue list"),
+        (":sort COL [asc|desc]", "sort the current list"),
+        (":theme NAME", "dark, light, mono or a file"),
+        (
+            ":profile [NAME]",
+            "list profiles (re-reads the file) or switch",
+        ),
+        (":redrive QUEUE", "redrive to a given queue"),
+        (":purge", "purge the queue"),
+        (":queues", "back to the queue list"),
+    ];
+    for (c, h) in cmds {
+        if st.read_only && (c.starts_with(":redrive") || c.starts_with(":purge")) {
+            continue;
+        }
+        out.push(Line::from(vec![
+            styled(format!("{c:>20}  "), t.accent),
+            styled(*h, t.text),
+        ]));
+    }
     if st.read_only {
-        lines.push(Line::from(styled(
-            "  read-only profile: no redrive, purge or cancel",
+        out.push(Line::from(""));
+        out.push(Line::from(styled(
+            "read-only profile: no redrive, purge or cancel",
             t.warn,
         )));
     }
-    let h = lines.len() as u16 + 2;
-    let r = centered(area, 78, h);
+    out
+}
+
+/// Rows of text the help box shows at once, and how many rows the help has, for a terminal of
+/// `size` (the update clamps the scroll with these).
+pub fn geometry(st: &State, size: (u16, u16)) -> (usize, usize) {
+    let w = size.0.min(WIDTH).saturating_sub(2);
+    let total = wrap_lines(&lines(st), w).len();
+    // Header, footer and the box's borders.
+    let page = (size.1 as usize).saturating_sub(4).max(1);
+    (page, total)
+}
+
+pub fn render(f: &mut Frame, st: &State, area: Rect) {
+    let t = &st.theme;
+    let w = area.width.min(WIDTH);
+    let rows = wrap_lines(&lines(st), w.saturating_sub(2));
+    let h = (rows.len() as u16 + 2).min(area.height);
+    let r = centered(area, w, h);
     clear(f, r);
-    let b = block(st, Line::from(styled(" help — any key closes ", t.title)));
+    let page = h.saturating_sub(2) as usize;
+    let scroll = st.help_scroll.min(rows.len().saturating_sub(page));
+    let pos = if rows.len() > page {
+        format!(
+            " {}-{} of {} · j/k PgUp/PgDn ",
+            scroll + 1,
+            (scroll + page).min(rows.len()),
+            rows.len()
+        )
+    } else {
+        String::new()
+    };
+    let b = block(
+        st,
+        Line::from(vec![
+            styled(" help ", t.title),
+            styled(format!("· ?/Esc/q close{pos}"), t.dim),
+        ]),
+    );
     let inner = b.inner(r);
     f.render_widget(b, r);
-    f.render_widget(Paragraph::new(lines), inner);
+    let shown: Vec<Line> = rows.into_iter().skip(scroll).take(page).collect();
+    f.render_widget(Paragraph::new(shown), inner);
 }

@@ -2,9 +2,11 @@
 
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::Line;
-use ratatui::widgets::{Cell, Paragraph, Row, Table, TableState, Wrap};
+use ratatui::widgets::{Cell, Paragraph, Row, Table, TableState};
 use ratatui::Frame;
 
+use super::columns::{clean_mid, constraints, fit, flex_width, sort_digit, Col};
+use super::wrap::wrap_lines;
 use super::{block, fmt_count, fmt_secs, styled};
 use crate::domain::Message;
 use crate::sanitize::{clean, clean_short, preview};
@@ -75,9 +77,10 @@ pub fn render_list(f: &mut Frame, st: &State, area: Rect) {
     if let Some(n) = &m.effect_note {
         notes.push(Line::from(styled(clean(n).into_owned(), t.warn)));
     }
+    let notes = wrap_lines(&notes, inner.width);
     let notes_h = (notes.len() as u16).min(inner.height.saturating_sub(2));
     let [na, ta] = Layout::vertical([Constraint::Length(notes_h), Constraint::Min(1)]).areas(inner);
-    f.render_widget(Paragraph::new(notes).wrap(Wrap { trim: true }), na);
+    f.render_widget(Paragraph::new(notes), na);
 
     if m.rows.is_empty() {
         let msg = if m.loading {
@@ -92,28 +95,37 @@ pub fn render_list(f: &mut Frame, st: &State, area: Rect) {
         f.render_widget(Paragraph::new(msg).style(t.dim), ta);
         return;
     }
-    let wide = ta.width >= 100;
-    let mut widths = vec![
-        Constraint::Length(1),
-        Constraint::Length(12),
-        Constraint::Length(14),
-        Constraint::Length(4),
+    // REASON and ORIGIN say why a message is in a DLQ: they outrank the body preview.
+    let dead = m.messages.iter().any(|x| x.dead_letter.is_some());
+    let head = |name: &str, i: usize| {
+        let mark = match m.sort {
+            Some(c) if c == i => {
+                if m.sort_desc {
+                    "↓"
+                } else {
+                    "↑"
+                }
+            }
+            _ => "",
+        };
+        format!("{name}{}{mark}", sort_digit(i))
+    };
+    let cols = vec![
+        Col::fixed("", 1, 0),
+        Col::fixed(head("ID", 0), 12, 0),
+        Col::fixed(head("ENQUEUED", 1), 14, 4),
+        Col::fixed(head("RCV", 2), 4, 2),
+        Col::fixed(head("REASON", 3), 18, if dead { 1 } else { 9 }),
+        Col::fixed(head("ORIGIN", 4), 14, if dead { 1 } else { 9 }),
+        Col::fixed(head("SIZE", 5), 6, 5),
+        Col::flex("BODY", 8, 3),
     ];
-    let mut head = vec!["", "ID", "ENQUEUED", "RCV"];
-    if wide {
-        widths.extend([Constraint::Length(18), Constraint::Length(14)]);
-        head.extend(["REASON", "ORIGIN"]);
+    let mut keep = fit(&cols, ta.width, st.wide);
+    if !dead && !st.wide {
+        keep[4] = false;
+        keep[5] = false;
     }
-    widths.extend([Constraint::Length(6), Constraint::Min(8)]);
-    head.extend(["SIZE", "BODY"]);
-    let fixed: u16 = widths
-        .iter()
-        .map(|c| match c {
-            Constraint::Length(n) => n + 1,
-            _ => 1,
-        })
-        .sum();
-    let body_w = ta.width.saturating_sub(fixed).max(8) as usize;
+    let body_w = flex_width(&cols, &keep, ta.width);
     let page = (ta.height as usize).saturating_sub(1).max(1);
     let mut cursor = m.cursor.clone();
     cursor.clamp(m.rows.len(), page);
@@ -125,32 +137,43 @@ pub fn render_list(f: &mut Frame, st: &State, area: Rect) {
         .map(|msg| {
             let marked = m.marked.contains(&msg.id);
             let dl = msg.dead_letter.as_ref();
-            let mut cells = vec![
+            let cells = vec![
                 Cell::from(styled(if marked { "●" } else { " " }, t.marked)),
-                Cell::from(clean_short(&msg.id, 12)),
+                Cell::from(clean_mid(&msg.id, 12)),
                 Cell::from(fmt_time(msg.enqueued_ms)),
                 Cell::from(fmt_count(msg.receive_count)),
-            ];
-            if wide {
-                cells.push(Cell::from(styled(
+                Cell::from(styled(
                     clean_short(dl.and_then(|d| d.reason.as_deref()).unwrap_or("—"), 18),
                     t.dlq,
-                )));
-                cells.push(Cell::from(clean_short(
+                )),
+                Cell::from(clean_mid(
                     dl.and_then(|d| d.origin.as_ref())
                         .map(|q| q.as_str())
                         .unwrap_or("—"),
                     14,
-                )));
-            }
-            cells.push(Cell::from(fmt_size(msg.body.len())));
-            cells.push(Cell::from(styled(preview(&msg.body, body_w), t.dim)));
+                )),
+                Cell::from(fmt_size(msg.body.len())),
+                Cell::from(styled(preview(&msg.body, body_w), t.dim)),
+            ];
             let style = if marked { t.marked } else { t.text };
-            Row::new(cells).style(style)
+            Row::new(
+                cells
+                    .into_iter()
+                    .zip(&keep)
+                    .filter(|(_, k)| **k)
+                    .map(|(c, _)| c),
+            )
+            .style(style)
         })
         .collect();
-    let table = Table::new(rows, widths)
-        .header(Row::new(head).style(t.header))
+    let head_row = Row::new(
+        cols.iter()
+            .zip(&keep)
+            .filter(|(_, k)| **k)
+            .map(|(c, _)| Cell::from(c.head.clone())),
+    );
+    let table = Table::new(rows, constraints(&cols, &keep))
+        .header(head_row.style(t.header))
         .row_highlight_style(t.selected)
         .column_spacing(1);
     let mut ts = TableState::default().with_selected(Some(cursor.sel - from));
@@ -228,7 +251,8 @@ pub fn render_body(f: &mut Frame, st: &State, area: Rect) {
     let b = block(st, title);
     let inner = b.inner(area);
     f.render_widget(b, area);
-    let meta = meta_lines(st, msg);
+    // Sized from the wrapped rows, so the last header is not the one lost at 80 columns.
+    let meta = wrap_lines(&meta_lines(st, msg), inner.width);
     let meta_h = (meta.len() as u16).min(inner.height / 2);
     let [ma, sep, ba] = Layout::vertical([
         Constraint::Length(meta_h),
@@ -236,7 +260,20 @@ pub fn render_body(f: &mut Frame, st: &State, area: Rect) {
         Constraint::Min(1),
     ])
     .areas(inner);
-    f.render_widget(Paragraph::new(meta).wrap(Wrap { trim: false }), ma);
+    let meta_more = meta.len().saturating_sub(meta_h as usize);
+    let mut meta: Vec<Line> = meta.into_iter().take(meta_h as usize).collect();
+    if meta_more > 0 {
+        if let Some(last) = meta.last_mut() {
+            *last = Line::from(styled(
+                format!(
+                    "… {} more header lines (taller terminal to see them)",
+                    meta_more + 1
+                ),
+                t.dim,
+            ));
+        }
+    }
+    f.render_widget(Paragraph::new(meta), ma);
     let total = st.body.lines.len();
     let h = ba.height as usize;
     let scroll = st.body.scroll.min(total.saturating_sub(h));

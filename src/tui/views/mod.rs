@@ -1,12 +1,14 @@
 //! Rendering: pure functions from `&State` to a frame. Every piece of broker text goes through
 //! `sanitize` before it reaches a span.
 
+pub mod columns;
 mod detail;
 mod dialog;
-mod help;
+pub mod help;
 mod messages;
 mod queues;
 mod workers;
+pub mod wrap;
 
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::Style;
@@ -71,7 +73,10 @@ fn header(f: &mut Frame, st: &State, area: Rect) {
     let t = &st.theme;
     let mut spans = vec![Span::styled(" qdeck ", t.badge)];
     spans.push(Span::styled(format!(" {} ", clean(&st.profile)), t.title));
-    spans.push(Span::styled(format!("{} ", st.broker), t.dim));
+    // `local local` says nothing twice: the broker kind only when the name does not say it.
+    if st.broker != st.profile {
+        spans.push(Span::styled(format!("{} ", st.broker), t.dim));
+    }
     if st.read_only {
         spans.push(Span::styled(" READ-ONLY ", t.badge_read_only));
         spans.push(Span::raw(" "));
@@ -80,11 +85,67 @@ fn header(f: &mut Frame, st: &State, area: Rect) {
         spans.push(Span::raw(" "));
     }
     if let Some(n) = st.demo_workers {
-        spans.push(Span::styled(format!(" demo · {n} workers "), t.badge_demo));
+        spans.push(Span::styled(
+            format!(" demo · {} ", plural(n as u64, "worker", "workers")),
+            t.badge_demo,
+        ));
         spans.push(Span::raw(" "));
     }
     spans.push(Span::styled(breadcrumb(st), t.accent));
-    f.render_widget(Paragraph::new(Line::from(spans)), area);
+    // A flash (or a broker error while it lasts) sits at the right of the header: it never
+    // covers the key hints in the footer.
+    let right = flash(st);
+    let rw = right
+        .as_ref()
+        .map(|(s, _)| s.chars().count() as u16 + 1)
+        .unwrap_or(0)
+        .min(area.width.saturating_sub(20));
+    let [l, r] = Layout::horizontal([Constraint::Min(1), Constraint::Length(rw)]).areas(area);
+    f.render_widget(Paragraph::new(Line::from(spans)), l);
+    if let Some((text, style)) = right {
+        let text = cut(&text, rw.saturating_sub(1) as usize);
+        f.render_widget(
+            Paragraph::new(Line::from(Span::styled(format!(" {text}"), style)))
+                .alignment(ratatui::layout::Alignment::Right),
+            r,
+        );
+    }
+}
+
+/// The flash to show now, if any: the latest status message, else a broker error.
+fn flash(st: &State) -> Option<(String, Style)> {
+    let t = &st.theme;
+    if let Some(s) = &st.status {
+        let style = match s.level {
+            Level::Info => t.accent,
+            Level::Warn => t.warn,
+            Level::Error => t.error,
+        };
+        return Some((s.text.clone(), style));
+    }
+    st.store
+        .backend_error
+        .as_ref()
+        .map(|e| (format!("broker error: {}", clean(e)), t.error))
+}
+
+/// `1 worker`, `3 workers`.
+pub fn plural(n: u64, one: &str, many: &str) -> String {
+    if n == 1 {
+        format!("1 {one}")
+    } else {
+        format!("{n} {many}")
+    }
+}
+
+/// Cut to `max` chars with `…`.
+fn cut(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        return s.to_string();
+    }
+    let mut out: String = s.chars().take(max.saturating_sub(1)).collect();
+    out.push('…');
+    out
 }
 
 fn breadcrumb(st: &State) -> String {
@@ -118,7 +179,7 @@ fn footer(f: &mut Frame, st: &State, area: Rect) {
     let t = &st.theme;
     if let Some(inp) = &st.input {
         let prefix = match inp.kind {
-            InputKind::Filter | InputKind::Search => "/",
+            InputKind::Filter | InputKind::Search | InputKind::WorkerFilter => "/",
             InputKind::Command => ":",
         };
         let mut spans = vec![
@@ -129,6 +190,7 @@ fn footer(f: &mut Frame, st: &State, area: Rect) {
         let bad = match inp.kind {
             InputKind::Filter => st.filter.literal,
             InputKind::Search => st.msgs.search.literal,
+            InputKind::WorkerFilter => st.workers.filter.literal,
             _ => false,
         };
         if bad {
@@ -138,7 +200,9 @@ fn footer(f: &mut Frame, st: &State, area: Rect) {
         return;
     }
     let right = right_status(st);
-    let rw = (right.chars().count() as u16).min(area.width / 2);
+    // Two spaces always part the hints from the clock: words never run together.
+    let rw = (right.chars().count() as u16 + 2).min(area.width / 2);
+    let right = cut(&right, rw.saturating_sub(2) as usize);
     let [l, r] = Layout::horizontal([Constraint::Min(1), Constraint::Length(rw)]).areas(area);
     let left: Line = if let Some(op) = &st.op {
         let p = &op.progress;
@@ -171,17 +235,8 @@ fn footer(f: &mut Frame, st: &State, area: Rect) {
             Span::styled(bar, t.good),
             Span::styled(format!(" {}{failed}{cancel}", clean(&p.phase)), t.text),
         ])
-    } else if let Some(s) = &st.status {
-        let style = match s.level {
-            Level::Info => t.text,
-            Level::Warn => t.warn,
-            Level::Error => t.error,
-        };
-        Line::from(Span::styled(s.text.clone(), style))
-    } else if let Some(e) = &st.store.backend_error {
-        Line::from(Span::styled(format!("broker error: {}", clean(e)), t.error))
     } else {
-        Line::from(Span::styled(hints(st), t.dim))
+        Line::from(Span::styled(fit_hints(&hints(st), l.width as usize), t.dim))
     };
     f.render_widget(Paragraph::new(left), l);
     f.render_widget(
@@ -229,7 +284,8 @@ fn hints(st: &State) -> String {
         ],
         View::Messages => vec![
             format!("{} open", k(Cmd::Enter)),
-            format!("{} select", k(Cmd::Mark)),
+            format!("{} select↓", k(Cmd::Mark)),
+            format!("{} range", k(Cmd::MarkRange)),
             format!("{} search", k(Cmd::Filter)),
             format!("{} copy", k(Cmd::Copy)),
             format!("{} save", k(Cmd::Save)),
@@ -239,7 +295,11 @@ fn hints(st: &State) -> String {
             format!("{} copy", k(Cmd::Copy)),
             format!("{} save", k(Cmd::Save)),
         ],
-        View::Workers | View::Help => vec![],
+        View::Workers => vec![
+            format!("{} filter", k(Cmd::Filter)),
+            format!("{} sort", k(Cmd::SortNext)),
+        ],
+        View::Help => vec![],
     };
     if !st.read_only && !matches!(st.view(), View::Workers | View::Help) {
         v.push(format!("{} redrive", k(Cmd::Redrive)));
@@ -256,6 +316,29 @@ fn hints(st: &State) -> String {
         v.push(format!("{} back", k(Cmd::Back)));
     }
     v.join("  ")
+}
+
+/// Whole hints only: cut at the last hint that fits, never inside one.
+fn fit_hints(h: &str, width: usize) -> String {
+    if h.chars().count() <= width {
+        return h.to_string();
+    }
+    let mut out = String::new();
+    for part in h.split("  ") {
+        let add = if out.is_empty() {
+            part.chars().count()
+        } else {
+            part.chars().count() + 2
+        };
+        if out.chars().count() + add > width {
+            break;
+        }
+        if !out.is_empty() {
+            out.push_str("  ");
+        }
+        out.push_str(part);
+    }
+    out
 }
 
 /// A bordered block with a title.
@@ -289,6 +372,19 @@ pub fn fmt_count(v: Option<u64>) -> String {
         Some(n) if n < 10_000_000 => format!("{:.0}k", n as f64 / 1e3),
         Some(n) => format!("{:.1}M", n as f64 / 1e6),
     }
+}
+
+/// 1,200 rather than 1200: progress figures are read at a glance.
+pub fn fmt_thousands(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
 }
 
 pub fn fmt_secs(s: f64) -> String {

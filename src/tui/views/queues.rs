@@ -7,6 +7,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Cell, Paragraph, Row, Table, TableState};
 use ratatui::Frame;
 
+use super::columns::{clean_mid, constraints, fit, flex_width, sort_digit, Col};
 use super::{block, fmt_age, fmt_count, fmt_rate, fmt_secs, spark, styled};
 use crate::engine::derive::{derive, Trend};
 use crate::engine::store::{unpack, QueueEntry};
@@ -62,12 +63,26 @@ pub fn render(f: &mut Frame, st: &State, area: Rect) {
         .selected_queue()
         .and_then(|q| st.store.get(q))
         .and_then(|e| row_problem(st, e).map(|p| (e, p)));
-    let (table_area, why_area) = if sel_problem.is_some() && area.height > 4 {
+    let (area, why_area) = if sel_problem.is_some() && area.height > 4 {
         let [a, b] = Layout::vertical([Constraint::Min(3), Constraint::Length(1)]).areas(area);
         (a, Some(b))
     } else {
         (area, None)
     };
+    // Room to spare under the rows: a summary of the selected queue answers "is it draining
+    // and why not" without a keypress. It goes as soon as rows need the room.
+    let need = st.rows.len().min(1000) as u16 + 3;
+    let (table_area, summary_area) =
+        if area.height >= need + SUMMARY_H && st.selected_queue().is_some() {
+            let [a, b] = Layout::vertical([Constraint::Length(need), Constraint::Min(SUMMARY_H)])
+                .areas(area);
+            (a, Some(b))
+        } else {
+            (area, None)
+        };
+    if let Some(sa) = summary_area {
+        summary(f, st, sa);
+    }
     let arrow = if st.sort_desc { "↓" } else { "↑" };
     let title = Line::from(vec![
         styled(" queues ", t.title),
@@ -107,30 +122,14 @@ pub fn render(f: &mut Frame, st: &State, area: Rect) {
         return;
     }
 
-    let wide = inner.width >= 110;
-    let mid = inner.width >= 90;
-    let mut cols: Vec<(&str, Option<SortCol>, Constraint)> = vec![
-        ("", None, Constraint::Length(1)),
-        ("QUEUE", Some(SortCol::Name), Constraint::Min(10)),
-        ("DEPTH", Some(SortCol::Depth), Constraint::Length(7)),
-        ("INFLT", Some(SortCol::InFlight), Constraint::Length(6)),
-    ];
-    if mid {
-        cols.push(("DELAY", Some(SortCol::Delayed), Constraint::Length(6)));
-    }
-    cols.push(("AGE", Some(SortCol::Age), Constraint::Length(6)));
-    cols.push(("DLQ", Some(SortCol::Dlq), Constraint::Length(6)));
-    cols.push(("IN/s", Some(SortCol::InRate), Constraint::Length(6)));
-    cols.push(("OUT/s", Some(SortCol::OutRate), Constraint::Length(6)));
-    if wide {
-        cols.push(("TREND", None, Constraint::Length(12)));
-    }
-    cols.push(("ETA", Some(SortCol::Eta), Constraint::Length(8)));
-
-    let header = Row::new(cols.iter().map(|(name, c, _)| {
-        let mark = if *c == Some(st.sort) { arrow } else { "" };
-        Cell::from(format!("{name}{mark}"))
-    }))
+    let cols = queue_cols(st);
+    let keep = fit(&cols, inner.width, st.wide);
+    let header = Row::new(
+        cols.iter()
+            .zip(&keep)
+            .filter(|(_, k)| **k)
+            .map(|(c, _)| Cell::from(c.head.clone())),
+    )
     .style(t.header);
 
     let page = (inner.height as usize).saturating_sub(1).max(1);
@@ -138,22 +137,23 @@ pub fn render(f: &mut Frame, st: &State, area: Rect) {
     cursor.clamp(st.rows.len(), page);
     let from = cursor.offset.min(st.rows.len());
     let to = (from + page).min(st.rows.len());
-    let name_w = inner.width.saturating_sub(
-        cols.iter()
-            .map(|(_, _, c)| match c {
-                Constraint::Length(n) => n + 1,
-                _ => 1,
-            })
-            .sum::<u16>(),
-    ) as usize;
+    let name_w = flex_width(&cols, &keep, inner.width);
 
     let rows: Vec<Row> = st.rows[from..to]
         .iter()
         .filter_map(|&i| st.store.entries().get(i))
-        .map(|e| queue_row(st, e, mid, wide, name_w.max(4)))
+        .map(|e| {
+            let cells = queue_row(st, e, name_w.max(4));
+            Row::new(
+                cells
+                    .into_iter()
+                    .zip(&keep)
+                    .filter(|(_, k)| **k)
+                    .map(|(c, _)| c),
+            )
+        })
         .collect();
-    let widths: Vec<Constraint> = cols.iter().map(|(_, _, c)| *c).collect();
-    let table = Table::new(rows, widths)
+    let table = Table::new(rows, constraints(&cols, &keep))
         .header(header)
         .row_highlight_style(t.selected)
         .column_spacing(1);
@@ -169,7 +169,106 @@ pub fn render(f: &mut Frame, st: &State, area: Rect) {
     }
 }
 
-fn queue_row<'a>(st: &State, e: &QueueEntry, mid: bool, wide: bool, name_w: usize) -> Row<'a> {
+/// Rows the summary pane needs (borders included).
+const SUMMARY_H: u16 = 8;
+
+/// The selected queue at a glance: depth, in-flight and age over time, DLQ, workers needed,
+/// the last error.
+fn summary(f: &mut Frame, st: &State, area: Rect) {
+    let t = &st.theme;
+    let Some(e) = st.selected_queue().and_then(|q| st.store.get(q)) else {
+        return;
+    };
+    let b = block(
+        st,
+        Line::from(vec![
+            styled(" selected ", t.dim),
+            styled(format!("{} ", clean_mid(e.info.id.as_str(), 60)), t.title),
+        ]),
+    );
+    let inner = b.inner(area);
+    f.render_widget(b, area);
+    let label_w = 14usize;
+    let n = (inner.width as usize).saturating_sub(label_w + 12).max(4);
+    let hist: Vec<_> = e.history.iter().copied().collect();
+    let tail = &hist[hist.len().saturating_sub(n)..];
+    let l = e.latest.as_ref();
+    let series = |name: &str, vals: Vec<Option<f64>>, now: String| {
+        Line::from(vec![
+            styled(format!("{name:<label_w$}"), t.dim),
+            styled(spark(&vals), t.chart),
+            styled(format!(" {now}"), t.text),
+        ])
+    };
+    let d = derive(e, st.store.drain_target_secs);
+    let mut lines = vec![
+        series(
+            "depth",
+            tail.iter().map(|s| unpack(s.depth)).collect(),
+            fmt_count(l.and_then(|s| s.depth)),
+        ),
+        series(
+            "in flight",
+            tail.iter().map(|s| unpack(s.in_flight)).collect(),
+            fmt_count(l.and_then(|s| s.in_flight)),
+        ),
+        series(
+            "oldest age",
+            tail.iter()
+                .map(|s| (!s.age_secs.is_nan()).then_some(s.age_secs as f64))
+                .collect(),
+            fmt_age(l.and_then(|s| s.oldest_age_secs)),
+        ),
+    ];
+    let dlq = match (&e.info.dlq, l.and_then(|s| s.dlq_depth)) {
+        (Some(q), n) => format!("DLQ {} holds {}", clean_mid(q.as_str(), 30), fmt_count(n)),
+        (None, Some(n)) => format!("DLQ holds {}", fmt_count(Some(n))),
+        _ => "no DLQ".into(),
+    };
+    let workers = match (d.workers, d.workers_needed) {
+        (Some(w), Some(n)) => format!("workers {w} · {n} needed"),
+        (Some(w), None) if d.measuring => format!("workers {w} · needed: measuring"),
+        (Some(w), None) => format!("workers {w}"),
+        _ => "workers —".into(),
+    };
+    lines.push(Line::from(vec![
+        styled(format!("{dlq} · {workers} · "), t.text),
+        styled(eta_text(&d, e.info.is_dlq), t.accent),
+    ]));
+    if let Some(err) = &e.error {
+        lines.push(Line::from(styled(
+            format!("last error: {}", clean(err)),
+            t.error,
+        )));
+    }
+    f.render_widget(Paragraph::new(lines), inner);
+}
+
+/// The queue table's columns: the name never goes; DEPTH, DLQ and ETA outlast the rates.
+fn queue_cols(st: &State) -> Vec<Col> {
+    let arrow = if st.sort_desc { "↓" } else { "↑" };
+    let head = |name: &str, c: SortCol| {
+        let i = SortCol::ALL.iter().position(|x| *x == c).unwrap_or(0);
+        let mark = if st.sort == c { arrow } else { "" };
+        format!("{name}{}{mark}", sort_digit(i))
+    };
+    vec![
+        Col::fixed("", 1, 0),
+        Col::flex(head("QUEUE", SortCol::Name), 14, 0),
+        Col::fixed(head("DEPTH", SortCol::Depth), 7, 0),
+        Col::fixed(head("INFLT", SortCol::InFlight), 7, 3),
+        Col::fixed(head("DELAY", SortCol::Delayed), 7, 6),
+        Col::fixed(head("AGE", SortCol::Age), 6, 2),
+        Col::fixed(head("DLQ", SortCol::Dlq), 6, 1),
+        Col::fixed(head("IN/s", SortCol::InRate), 7, 4),
+        Col::fixed(head("OUT/s", SortCol::OutRate), 7, 4),
+        Col::fixed("TREND", 12, 7),
+        Col::fixed(head("ETA", SortCol::Eta), 8, 1),
+    ]
+}
+
+/// Every cell of a row, in `queue_cols` order.
+fn queue_row<'a>(st: &State, e: &QueueEntry, name_w: usize) -> Vec<Cell<'a>> {
     let t = &st.theme;
     let l = e.latest.as_ref();
     let d = derive(e, st.store.drain_target_secs);
@@ -180,7 +279,7 @@ fn queue_row<'a>(st: &State, e: &QueueEntry, mid: bool, wide: bool, name_w: usiz
         None if d.stuck && !e.info.is_dlq => styled("?", t.warn),
         None => Span::raw(" "),
     };
-    let mut name = clean_short(e.info.id.as_str(), name_w);
+    let mut name = clean_mid(e.info.id.as_str(), name_w);
     if e.info.is_dlq && !e.info.dlq_sources.is_empty() && name.chars().count() + 4 < name_w {
         let src = e.info.dlq_sources[0].as_str();
         let more = if e.info.dlq_sources.len() > 1 {
@@ -211,13 +310,8 @@ fn queue_row<'a>(st: &State, e: &QueueEntry, mid: bool, wide: bool, name_w: usiz
         Cell::from(styled(name, name_style)),
         Cell::from(styled(fmt_count(depth), base)),
         Cell::from(styled(fmt_count(l.and_then(|s| s.in_flight)), base)),
+        Cell::from(styled(fmt_count(l.and_then(|s| s.delayed)), base)),
     ];
-    if mid {
-        cells.push(Cell::from(styled(
-            fmt_count(l.and_then(|s| s.delayed)),
-            base,
-        )));
-    }
     cells.push(Cell::from(styled(
         fmt_age(l.and_then(|s| s.oldest_age_secs)),
         base,
@@ -232,7 +326,7 @@ fn queue_row<'a>(st: &State, e: &QueueEntry, mid: bool, wide: bool, name_w: usiz
     )));
     cells.push(Cell::from(styled(fmt_rate(d.in_rate), base)));
     cells.push(Cell::from(styled(fmt_rate(d.out_rate), base)));
-    if wide {
+    {
         let n = e.history.len();
         let vals: Vec<Option<f64>> = e
             .history
@@ -249,5 +343,5 @@ fn queue_row<'a>(st: &State, e: &QueueEntry, mid: bool, wide: bool, name_w: usiz
         _ => base,
     };
     cells.push(Cell::from(styled(eta_text(&d, e.info.is_dlq), eta_style)));
-    Row::new(cells)
+    cells
 }

@@ -1,10 +1,11 @@
 //! Who consumes the queue: lease holders on the local broker, consumers elsewhere.
 
-use ratatui::layout::{Constraint, Rect};
+use ratatui::layout::Rect;
 use ratatui::text::Line;
 use ratatui::widgets::{Cell, Paragraph, Row, Table, TableState, Wrap};
 use ratatui::Frame;
 
+use super::columns::{clean_mid, constraints, fit, flex_width, sort_digit, Col};
 use super::{block, fmt_ago, fmt_count, fmt_rate, styled};
 use crate::domain::{AckMode, ConsumerListing};
 use crate::sanitize::{clean, clean_short};
@@ -21,8 +22,18 @@ pub fn render(f: &mut Frame, st: &State, area: Rect) {
     let mut title = vec![
         styled(" workers ", t.dim),
         styled(format!("{q} "), t.title),
-        styled(format!("{} ", w.list.len()), t.dim),
+        styled(
+            if w.filter.is_active() {
+                format!("{} of {} ", w.rows.len(), w.list.len())
+            } else {
+                format!("{} ", w.list.len())
+            },
+            t.dim,
+        ),
     ];
+    if w.filter.is_active() {
+        title.push(styled(format!("/{} ", clean(&w.filter.text)), t.accent));
+    }
     if w.loading {
         title.push(styled("loading… ", t.dim));
     }
@@ -50,26 +61,51 @@ pub fn render(f: &mut Frame, st: &State, area: Rect) {
         );
         return;
     }
-    if w.list.is_empty() {
-        let msg = if w.loading {
+    if w.rows.is_empty() {
+        let msg = if w.loading && w.list.is_empty() {
             "loading…"
+        } else if !w.list.is_empty() {
+            "no worker matches the filter (Esc clears it)"
         } else {
             "nobody consumes this queue right now"
         };
         f.render_widget(Paragraph::new(msg).style(t.dim), inner);
         return;
     }
-    let head = Row::new([
-        "WORKER", "STATE", "HOLD", "DONE", "FAILED", "RATE/s", "PREFETCH", "ACK", "SEEN",
-    ])
-    .style(t.header);
+    let head = |name: &str, i: usize| {
+        let mark = match w.sort {
+            Some(c) if c == i => {
+                if w.sort_desc {
+                    "↓"
+                } else {
+                    "↑"
+                }
+            }
+            _ => "",
+        };
+        format!("{name}{}{mark}", sort_digit(i))
+    };
+    let cols = vec![
+        Col::flex(head("WORKER", 0), 16, 0),
+        Col::fixed(head("STATE", 1), 12, 0),
+        Col::fixed(head("HOLD", 2), 5, 2),
+        Col::fixed(head("DONE", 3), 7, 3),
+        Col::fixed(head("FAILED", 4), 7, 3),
+        Col::fixed(head("RATE/s", 5), 7, 1),
+        Col::fixed("PREFETCH", 10, 4),
+        Col::fixed("ACK", 6, 4),
+        Col::fixed(head("SEEN", 6), 8, 2),
+    ];
+    let keep = fit(&cols, inner.width, st.wide);
+    let name_w = flex_width(&cols, &keep, inner.width);
     let page = (inner.height as usize).saturating_sub(1).max(1);
     let mut cursor = w.cursor.clone();
-    cursor.clamp(w.list.len(), page);
-    let from = cursor.offset.min(w.list.len());
-    let to = (from + page).min(w.list.len());
-    let rows: Vec<Row> = w.list[from..to]
+    cursor.clamp(w.rows.len(), page);
+    let from = cursor.offset.min(w.rows.len());
+    let to = (from + page).min(w.rows.len());
+    let rows: Vec<Row> = w.rows[from..to]
         .iter()
+        .filter_map(|&i| w.list.get(i))
         .map(|c| {
             // The seeds' warnings: unlimited prefetch and auto-ack lose or hoard messages.
             let prefetch = match c.prefetch {
@@ -82,13 +118,25 @@ pub fn render(f: &mut Frame, st: &State, area: Rect) {
                 AckMode::Auto => styled("auto!", t.warn),
                 AckMode::Unknown => styled("—", t.dim),
             };
-            let mut name = clean_short(&c.tag, 24);
-            if let Some(p) = &c.peer {
-                name = format!("{name} {}", clean_short(p, 20));
-            }
-            Row::new(vec![
+            // Tag and peer share the whole column; each keeps its distinguishing end.
+            let name = match &c.peer {
+                Some(p) => {
+                    let tag_w = (name_w * 3 / 5).max(8);
+                    let tag = clean_mid(&c.tag, tag_w);
+                    let rest = name_w.saturating_sub(tag.chars().count() + 1);
+                    format!("{tag} {}", clean_mid(p, rest))
+                }
+                None => clean_mid(&c.tag, name_w),
+            };
+            let state_style = match c.state.as_str() {
+                s if s.starts_with("crashed") || s.starts_with("lease") => t.error,
+                s if s.starts_with("gone") => t.dim,
+                s if s.starts_with("idle") || s.starts_with("quiet") => t.dim,
+                _ => t.text,
+            };
+            let cells = vec![
                 Cell::from(name),
-                Cell::from(clean_short(&c.state, 14)),
+                Cell::from(styled(clean_short(&c.state, 12), state_style)),
                 Cell::from(fmt_count(c.holding)),
                 Cell::from(fmt_count(c.processed)),
                 Cell::from(styled(
@@ -107,23 +155,25 @@ pub fn render(f: &mut Frame, st: &State, area: Rect) {
                         .map(|s| fmt_ago(st.now_ms - s))
                         .unwrap_or_else(|| "—".into()),
                 ),
-            ])
+            ];
+            Row::new(
+                cells
+                    .into_iter()
+                    .zip(&keep)
+                    .filter(|(_, k)| **k)
+                    .map(|(c, _)| c),
+            )
             .style(t.text)
         })
         .collect();
-    let widths = [
-        Constraint::Min(12),
-        Constraint::Length(14),
-        Constraint::Length(5),
-        Constraint::Length(7),
-        Constraint::Length(6),
-        Constraint::Length(6),
-        Constraint::Length(10),
-        Constraint::Length(6),
-        Constraint::Length(8),
-    ];
-    let table = Table::new(rows, widths)
-        .header(head)
+    let head_row = Row::new(
+        cols.iter()
+            .zip(&keep)
+            .filter(|(_, k)| **k)
+            .map(|(c, _)| Cell::from(c.head.clone())),
+    );
+    let table = Table::new(rows, constraints(&cols, &keep))
+        .header(head_row.style(t.header))
         .row_highlight_style(t.selected)
         .column_spacing(1);
     let mut ts = TableState::default().with_selected(Some(cursor.sel - from));

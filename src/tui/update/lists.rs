@@ -1,0 +1,140 @@
+//! Each list view keeps its own filter and sort: the queue list (`queues.rs`), the message
+//! browser and the workers view (here). `/`, `s`, `S`, the digit keys and Esc act on the list
+//! on screen, never on another view's.
+
+use std::cmp::Ordering;
+
+use crate::domain::{Consumer, Message};
+use crate::tui::state::*;
+
+fn msg_key(m: &Message, col: usize) -> (Option<f64>, String) {
+    let dl = m.dead_letter.as_ref();
+    match col {
+        0 => (
+            m.seq.map(|s| s as f64).or_else(|| m.id.parse().ok()),
+            m.id.clone(),
+        ),
+        1 => (m.enqueued_ms.map(|t| t as f64), m.id.clone()),
+        2 => (m.receive_count.map(|n| n as f64), m.id.clone()),
+        3 => (None, dl.and_then(|d| d.reason.clone()).unwrap_or_default()),
+        4 => (
+            None,
+            dl.and_then(|d| d.origin.as_ref().map(|q| q.to_string()))
+                .unwrap_or_default(),
+        ),
+        _ => (Some(m.body.len() as f64), m.id.clone()),
+    }
+}
+
+fn worker_key(c: &Consumer, col: usize) -> (Option<f64>, String) {
+    let n = |v: Option<u64>| v.map(|x| x as f64);
+    match col {
+        0 => (None, c.tag.clone()),
+        1 => (None, c.state.clone()),
+        2 => (n(c.holding), c.tag.clone()),
+        3 => (n(c.processed), c.tag.clone()),
+        4 => (n(c.failed), c.tag.clone()),
+        5 => (c.rate, c.tag.clone()),
+        _ => (c.last_seen_ms.map(|t| t as f64), c.tag.clone()),
+    }
+}
+
+/// Numbers first when both rows have one (unknown last), else text.
+fn cmp_keys(a: &(Option<f64>, String), b: &(Option<f64>, String), desc: bool) -> Ordering {
+    let o = match (a.0, b.0) {
+        (Some(x), Some(y)) => x.total_cmp(&y),
+        (Some(_), None) => return Ordering::Less,
+        (None, Some(_)) => return Ordering::Greater,
+        (None, None) => a.1.cmp(&b.1),
+    };
+    let o = if desc { o.reverse() } else { o };
+    o.then_with(|| a.1.cmp(&b.1))
+}
+
+pub(super) fn sort_msgs(st: &mut State) {
+    let Some(col) = st.msgs.sort else {
+        return;
+    };
+    let m = &mut st.msgs;
+    let desc = m.sort_desc;
+    let msgs = &m.messages;
+    m.rows
+        .sort_by(|&a, &b| cmp_keys(&msg_key(&msgs[a], col), &msg_key(&msgs[b], col), desc));
+}
+
+/// Re-filter and re-sort the workers, keeping the selected worker selected.
+pub fn rebuild_workers(st: &mut State) {
+    let w = &mut st.workers;
+    let keep = w
+        .rows
+        .get(w.cursor.sel)
+        .and_then(|&i| w.list.get(i))
+        .map(|c| c.tag.clone());
+    let mut rows: Vec<usize> = (0..w.list.len())
+        .filter(|&i| {
+            let c = &w.list[i];
+            let hay = format!("{} {} {}", c.tag, c.peer.as_deref().unwrap_or(""), c.state);
+            w.filter.matches(&hay)
+        })
+        .collect();
+    if let Some(col) = w.sort {
+        let list = &w.list;
+        let desc = w.sort_desc;
+        rows.sort_by(|&a, &b| {
+            cmp_keys(&worker_key(&list[a], col), &worker_key(&list[b], col), desc)
+        });
+    }
+    w.rows = rows;
+    if let Some(tag) = keep {
+        if let Some(p) = w.rows.iter().position(|&i| w.list[i].tag == tag) {
+            w.cursor.sel = p;
+        }
+    }
+    let page = st.page_rows();
+    st.workers.cursor.clamp(st.workers.rows.len(), page);
+    st.dirty = true;
+}
+
+/// `s`: the next column (numbers sort high first, names A→Z).
+pub(super) fn sort_next(cur: Option<usize>, n: usize) -> Option<usize> {
+    Some(cur.map(|c| (c + 1) % n).unwrap_or(0))
+}
+
+/// Sort the list on screen by its `col`-th column (0-based); the same column again reverses.
+pub(super) fn sort_by_column(st: &mut State, col: usize) {
+    match st.view() {
+        View::Queues => {
+            let Some(c) = SortCol::ALL.get(col).copied() else {
+                return;
+            };
+            if st.sort == c {
+                st.sort_desc = !st.sort_desc;
+            } else {
+                st.sort = c;
+                st.sort_desc = c != SortCol::Name;
+            }
+            super::queues::rebuild_rows(st);
+        }
+        View::Messages if col < MSG_SORT.len() => {
+            let m = &mut st.msgs;
+            if m.sort == Some(col) {
+                m.sort_desc = !m.sort_desc;
+            } else {
+                m.sort = Some(col);
+                m.sort_desc = matches!(col, 1 | 2 | 5);
+            }
+            super::messages::refilter_msgs(st);
+        }
+        View::Workers if col < WORKER_SORT.len() => {
+            let w = &mut st.workers;
+            if w.sort == Some(col) {
+                w.sort_desc = !w.sort_desc;
+            } else {
+                w.sort = Some(col);
+                w.sort_desc = col >= 2;
+            }
+            rebuild_workers(st);
+        }
+        _ => {}
+    }
+}

@@ -244,7 +244,7 @@ async fn resubmit_1000_loses_nothing_and_keeps_properties() {
         s.seed_dlq("pay", rich_msg(i), "Poison");
     }
     let b = backend(&s).await;
-    s.world.lock().unwrap().throttle_next = 6; // 429/503 at the start: backoff copes
+    s.world.lock().unwrap().throttle_next = 5; // 429/503 at the start (below MAX_ATTEMPTS): backoff copes
     let before = b.api_calls().total();
     let (progress, rx) = OpProgress::new();
     let t = Instant::now();

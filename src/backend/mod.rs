@@ -6,6 +6,7 @@ pub mod error;
 pub mod local;
 pub mod progress;
 pub mod rabbitmq;
+pub mod redis;
 pub mod servicebus;
 pub mod sqs;
 
@@ -121,5 +122,6 @@ pub async fn build(profile: &Profile) -> Result<Arc<dyn Backend>> {
         ProfileKind::Rabbitmq(s) => rabbitmq::connect(profile, s).await,
         ProfileKind::Sqs(s) => sqs::connect(profile, s).await,
         ProfileKind::Servicebus(s) => servicebus::connect(profile, s).await,
+        ProfileKind::Redis(s) => redis::connect(profile, s).await,
     }
 }

@@ -576,3 +576,187 @@ async fn url_with_password_in_the_profile_is_refused() {
     assert!(matches!(err, BackendError::Invalid(_)));
     assert!(!err.to_string().contains("secret"));
 }
+
+// ---------------------------------------------------------------------------------------
+// kill -9 of `qdeck redrive` at random moments: every job stays in exactly one place.
+
+fn trials() -> usize {
+    std::env::var("QDECK_TRIALS").ok().and_then(|v| v.parse().ok()).unwrap_or(5)
+}
+
+fn cli_config(dir: &tempfile::TempDir, db: u32, prefix: Option<&str>) -> PathBuf {
+    let path = dir.path().join("config.toml");
+    let mut text = format!(
+        "[[profiles]]\nname = \"jobs\"\nkind = \"redis\"\nurl = \"{}\"\ndb = {db}\n",
+        redis_url()
+    );
+    if let Some(p) = prefix {
+        text.push_str(&format!("prefix = \"{p}\"\n"));
+    }
+    std::fs::write(&path, text).expect("write config");
+    path
+}
+
+/// Start `qdeck redrive SOURCE -y` slowly (small batches, a rate) and kill -9 it after a
+/// random delay.
+fn kill_redrive(config: &PathBuf, source: &str, total_ms: u64) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_qdeck"))
+        .arg("--config")
+        .arg(config)
+        .arg("-p")
+        .arg("jobs")
+        .arg("redrive")
+        .arg(source)
+        .arg("--window")
+        .arg("3")
+        .arg("--rate")
+        .arg("300")
+        .arg("-y")
+        .env("XDG_STATE_HOME", config.parent().expect("dir"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start qdeck");
+    let wait = rand::random_range(0..total_ms);
+    std::thread::sleep(Duration::from_millis(wait));
+    // SIGKILL: no chance to clean up.
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+fn id_list(v: &Json, k: &str) -> Vec<String> {
+    v[k].as_array()
+        .map(|a| a.iter().filter_map(|x| x.as_str().map(str::to_string)).collect())
+        .unwrap_or_default()
+}
+
+#[tokio::test]
+#[ignore = "needs QDECK_TEST_REDIS_URL and QDECK_TEST_NODE_FIXTURES"]
+async fn bullmq_redrive_survives_kill_9() {
+    let db = 11;
+    flush(db).await;
+    let prefix = uniq("qd");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = cli_config(&dir, db, Some(&prefix));
+    let count = 150;
+    for round in 0..trials() {
+        let q = uniq("kill");
+        node(db, &prefix, &q, &["failed", &count.to_string()]);
+        let all: HashSet<String> = id_list(&node(db, &prefix, &q, &["ids"]), "failed").into_iter().collect();
+        assert_eq!(all.len(), count);
+        kill_redrive(&config, &format!("{q}/failed"), 600);
+        let ids = node(db, &prefix, &q, &["ids"]);
+        let mut seen: Vec<String> = Vec::new();
+        for state in ["failed", "wait", "prioritized", "completed", "active", "delayed"] {
+            seen.extend(id_list(&ids, state));
+        }
+        let set: HashSet<String> = seen.iter().cloned().collect();
+        assert_eq!(seen.len(), set.len(), "round {round}: a job is in two places: {ids}");
+        assert_eq!(set, all, "round {round}: a job was lost: {ids}");
+        eprintln!(
+            "round {round}: {} failed, {} waiting after kill",
+            id_list(&ids, "failed").len(),
+            id_list(&ids, "wait").len()
+        );
+    }
+    flush(db).await;
+}
+
+#[tokio::test]
+#[ignore = "needs QDECK_TEST_REDIS_URL and ruby-sidekiq"]
+async fn sidekiq_redrive_survives_kill_9() {
+    let db = 12;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = cli_config(&dir, db, None);
+    let count = 100;
+    for round in 0..trials() {
+        flush(db).await;
+        let q = uniq("kill");
+        ruby(db, &q, &["dead", &count.to_string()], &[]);
+        let all: HashSet<String> = id_list(&ruby(db, &q, &["ids"], &[]), "dead").into_iter().collect();
+        assert_eq!(all.len(), count);
+        kill_redrive(&config, "dead", 400);
+        let ids = ruby(db, &q, &["ids"], &[]);
+        let mut seen: Vec<String> = Vec::new();
+        for state in ["dead", "queue", "done"] {
+            seen.extend(id_list(&ids, state));
+        }
+        let set: HashSet<String> = seen.iter().cloned().collect();
+        assert_eq!(seen.len(), set.len(), "round {round}: a job is in two places: {ids}");
+        assert_eq!(set, all, "round {round}: a job was lost: {ids}");
+        eprintln!(
+            "round {round}: {} dead, {} queued after kill",
+            id_list(&ids, "dead").len(),
+            id_list(&ids, "queue").len()
+        );
+    }
+    flush(db).await;
+}
+
+// ---------------------------------------------------------------------------------------
+// Benchmarks, run by scripts/bench_redis.sh (they print figures, assert no timing).
+
+/// Refresh of every queue under BENCH_PREFIX: commands and round trips per refresh, time.
+#[tokio::test]
+#[ignore = "benchmark: scripts/bench_redis.sh"]
+async fn manual_bench_redis_refresh() {
+    let db: u32 = std::env::var("BENCH_DB").ok().and_then(|v| v.parse().ok()).unwrap_or(15);
+    let prefix = std::env::var("BENCH_PREFIX").expect("BENCH_PREFIX");
+    let b = backend(settings(db, Some(&prefix))).await;
+    let ids: Vec<QueueId> = b
+        .list_queues()
+        .await
+        .expect("list")
+        .into_iter()
+        .filter(|q| !q.is_dlq)
+        .map(|q| q.id)
+        .collect();
+    b.stats(&ids).await.expect("warm-up (loads the script)");
+    let calls_before = b.api_calls().snapshot();
+    let mut info = raw(db).await;
+    let stat = |s: String| -> u64 {
+        s.lines()
+            .find_map(|l| l.strip_prefix("total_commands_processed:"))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0)
+    };
+    let rounds = 10;
+    let before: String = redis::cmd("INFO").arg("stats").query_async(&mut info).await.expect("info");
+    let t0 = std::time::Instant::now();
+    for _ in 0..rounds {
+        let batch = b.stats(&ids).await.expect("stats");
+        assert_eq!(batch.stats.len(), ids.len());
+    }
+    let ms = t0.elapsed().as_secs_f64() * 1000.0 / rounds as f64;
+    let after: String = redis::cmd("INFO").arg("stats").query_async(&mut info).await.expect("info");
+    let calls_after = b.api_calls().snapshot();
+    let trips = calls_after.get("pipeline").copied().unwrap_or(0) - calls_before.get("pipeline").copied().unwrap_or(0);
+    // The INFO call itself is one command.
+    let cmds = (stat(after) - stat(before)).saturating_sub(1);
+    println!(
+        "BENCH refresh queues={} ms_per_refresh={ms:.2} round_trips_per_refresh={} commands_per_refresh={}",
+        ids.len(),
+        trips as f64 / rounds as f64,
+        cmds as f64 / rounds as f64
+    );
+}
+
+/// First page of a big failed set.
+#[tokio::test]
+#[ignore = "benchmark: scripts/bench_redis.sh"]
+async fn manual_bench_redis_browse_failed() {
+    let db: u32 = std::env::var("BENCH_DB").ok().and_then(|v| v.parse().ok()).unwrap_or(15);
+    let prefix = std::env::var("BENCH_PREFIX").expect("BENCH_PREFIX");
+    let q = std::env::var("BENCH_QUEUE").expect("BENCH_QUEUE");
+    let b = backend(settings(db, Some(&prefix))).await;
+    let id = QueueId::new(format!("{q}/failed"));
+    let depth = figures(b.as_ref(), id.as_str()).await.depth;
+    let t0 = std::time::Instant::now();
+    let page = b.browse(&id, &BrowseRequest { cursor: None, max: 50, force: false }).await.expect("browse");
+    let first = t0.elapsed().as_secs_f64() * 1000.0;
+    println!(
+        "BENCH browse failed_set={} first_page_jobs={} first_page_ms={first:.2}",
+        depth.unwrap_or(0),
+        page.messages.len()
+    );
+}

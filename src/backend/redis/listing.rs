@@ -116,7 +116,7 @@ pub async fn list(b: &RedisBackend) -> Result<Vec<QueueInfo>> {
         Some(true) => Some(sidekiq_scan(b).await?),
         None => Some(sidekiq_scan(b).await?).filter(|s| s.present),
     };
-    let both = !bull.is_empty() && sk.is_some() || b.flavors.as_ref().is_some_and(|f| f.len() > 1);
+    let both = (!bull.is_empty() && sk.is_some()) || b.flavors.as_ref().is_some_and(|f| f.len() > 1);
 
     let mut ids: HashMap<QueueId, Target> = HashMap::new();
     let mut versions = HashMap::new();

@@ -178,8 +178,9 @@ impl RedisBackend {
         self.list_queues().await?;
         self.cache().ids.get(id).cloned().ok_or_else(|| {
             BackendError::NotFound(format!(
-                "no BullMQ or Sidekiq queue {:?} in db {}",
+                "no BullMQ or Sidekiq queue {:?} at {} db {}",
                 crate::sanitize::clean_short(id.as_str(), 80),
+                self.conn.display,
                 self.conn.db()
             ))
         })

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use super::figures::{as_array, as_i64};
 use super::{RedisBackend, Target};
-use crate::backend::{BackendError, OpProgress, Result};
+use crate::backend::{Backend, BackendError, OpProgress, Result};
 use crate::domain::*;
 
 /// Jobs per script run when the request does not say (`window`). A script blocks Redis

@@ -60,7 +60,10 @@ async fn raw(db: u32) -> redis::aio::MultiplexedConnection {
 
 async fn flush(db: u32) {
     let mut c = raw(db).await;
-    let _: () = redis::cmd("FLUSHDB").query_async(&mut c).await.expect("flushdb");
+    let _: () = redis::cmd("FLUSHDB")
+        .query_async(&mut c)
+        .await
+        .expect("flushdb");
 }
 
 fn settings(db: u32, prefix: Option<&str>) -> RedisSettings {
@@ -128,7 +131,11 @@ fn ruby(db: u32, queue: &str, args: &[&str], env: &[(&str, &str)]) -> Json {
 
 fn last_json(stdout: &[u8]) -> Json {
     let text = String::from_utf8_lossy(stdout);
-    let line = text.lines().rev().find(|l| l.starts_with('{')).unwrap_or("");
+    let line = text
+        .lines()
+        .rev()
+        .find(|l| l.starts_with('{'))
+        .unwrap_or("");
     serde_json::from_str(line).unwrap_or_else(|_| panic!("no JSON answer in {text:?}"))
 }
 
@@ -193,7 +200,8 @@ async fn figures(b: &dyn Backend, q: &str) -> QueueStats {
 }
 
 fn n(v: &Json, k: &str) -> u64 {
-    v[k].as_u64().unwrap_or_else(|| panic!("{k} missing in {v}"))
+    v[k].as_u64()
+        .unwrap_or_else(|| panic!("{k} missing in {v}"))
 }
 
 async fn redrive_all(b: &dyn Backend, source: &str) -> RedriveReport {
@@ -222,9 +230,20 @@ struct BullFixture {
 }
 
 impl contract::Fixture for BullFixture {
-    async fn scene(&self, _b: &dyn Backend, tag: &str, ready: usize, dead: usize) -> (QueueId, QueueId) {
+    async fn scene(
+        &self,
+        _b: &dyn Backend,
+        tag: &str,
+        ready: usize,
+        dead: usize,
+    ) -> (QueueId, QueueId) {
         let q = uniq(tag);
-        node(self.db, &self.prefix, &q, &["contract", &ready.to_string(), &dead.to_string()]);
+        node(
+            self.db,
+            &self.prefix,
+            &q,
+            &["contract", &ready.to_string(), &dead.to_string()],
+        );
         (QueueId::new(q.clone()), QueueId::new(format!("{q}/failed")))
     }
 }
@@ -245,9 +264,20 @@ struct SidekiqFixture {
 }
 
 impl contract::Fixture for SidekiqFixture {
-    async fn scene(&self, _b: &dyn Backend, tag: &str, ready: usize, dead: usize) -> (QueueId, QueueId) {
+    async fn scene(
+        &self,
+        _b: &dyn Backend,
+        tag: &str,
+        ready: usize,
+        dead: usize,
+    ) -> (QueueId, QueueId) {
         let q = uniq(tag);
-        ruby(self.db, &q, &["contract", &ready.to_string(), &dead.to_string()], &[]);
+        ruby(
+            self.db,
+            &q,
+            &["contract", &ready.to_string(), &dead.to_string()],
+            &[],
+        );
         (QueueId::new(q), QueueId::new("dead"))
     }
 }
@@ -308,12 +338,22 @@ async fn bullmq_figures_equal_get_job_counts() {
     assert!(equal, "figures differ: {last}");
     // The scene is what it says: 3 waiting, 2 prioritized, 1 active, 2 delayed, 2 failed.
     let s = figures(b.as_ref(), &q).await;
-    assert_eq!((s.depth, s.in_flight, s.delayed, s.dlq_depth), (Some(5), Some(1), Some(2), Some(2)));
+    assert_eq!(
+        (s.depth, s.in_flight, s.delayed, s.dlq_depth),
+        (Some(5), Some(1), Some(2), Some(2))
+    );
 
     // Workers: the ones BullMQ's getWorkers finds.
     let theirs = live.ask("workers");
-    let ours = b.consumers(&QueueId::new(q.clone())).await.expect("consumers");
-    assert_eq!(ours.len(), theirs.as_array().map(Vec::len).unwrap_or(0), "{ours:?} vs {theirs}");
+    let ours = b
+        .consumers(&QueueId::new(q.clone()))
+        .await
+        .expect("consumers");
+    assert_eq!(
+        ours.len(),
+        theirs.as_array().map(Vec::len).unwrap_or(0),
+        "{ours:?} vs {theirs}"
+    );
     assert!(ours.iter().any(|c| c.tag == "qdeck-figures"), "{ours:?}");
     assert!(ours.iter().all(|c| c.peer.is_some()));
     live.stop();
@@ -327,7 +367,10 @@ async fn sidekiq_figures_equal_sidekiq_api() {
     flush(db).await;
     let q = uniq("fig");
     let mut cmd = Command::new("ruby");
-    cmd.arg(ruby_script()).arg("figures").arg(&q).env("REDIS_URL", db_url(db));
+    cmd.arg(ruby_script())
+        .arg("figures")
+        .arg(&q)
+        .env("REDIS_URL", db_url(db));
     let mut live = Live::start(cmd);
     let b = backend(settings(db, None)).await;
     b.list_queues().await.expect("list");
@@ -340,7 +383,15 @@ async fn sidekiq_figures_equal_sidekiq_api() {
         let retry = figures(b.as_ref(), "retry").await;
         let sched = figures(b.as_ref(), "scheduled").await;
         let after = live.ask("stats");
-        let got = (s.depth, retry.delayed, dead.depth, sched.delayed, s.completed_total, s.dead_lettered_total, s.dlq_depth);
+        let got = (
+            s.depth,
+            retry.delayed,
+            dead.depth,
+            sched.delayed,
+            s.completed_total,
+            s.dead_lettered_total,
+            s.dlq_depth,
+        );
         let want = (
             Some(n(&after, "queue_size")),
             Some(n(&after, "retry_size")),
@@ -355,7 +406,10 @@ async fn sidekiq_figures_equal_sidekiq_api() {
             equal = true;
             let lat = after["queue_latency"].as_f64().unwrap_or(0.0);
             let age = s.oldest_age_secs.expect("age of oldest");
-            assert!((age - lat).abs() < 2.0, "age {age} vs Sidekiq latency {lat}");
+            assert!(
+                (age - lat).abs() < 2.0,
+                "age {age} vs Sidekiq latency {lat}"
+            );
             break;
         }
         tokio::time::sleep(Duration::from_millis(300)).await;
@@ -367,13 +421,20 @@ async fn sidekiq_figures_equal_sidekiq_api() {
     // The process holding the slow job: busy, with its job, as Sidekiq::ProcessSet says.
     let st = live.ask("stats");
     let procs = st["processes"].as_array().cloned().unwrap_or_default();
-    let ours = b.consumers(&QueueId::new(q.clone())).await.expect("consumers");
+    let ours = b
+        .consumers(&QueueId::new(q.clone()))
+        .await
+        .expect("consumers");
     assert_eq!(ours.len(), procs.len(), "{ours:?} vs {procs:?}");
     let p = &ours[0];
     assert_eq!(p.tag, procs[0]["identity"].as_str().unwrap_or(""));
     assert_eq!(p.holding, Some(1));
     assert_eq!(p.prefetch, Some(1), "concurrency");
-    assert!(p.state.starts_with("busy") && p.state.contains("QdeckJob"), "{}", p.state);
+    assert!(
+        p.state.starts_with("busy") && p.state.contains("QdeckJob"),
+        "{}",
+        p.state
+    );
     live.stop();
 
     // A process whose heartbeat stopped (killed: no clean shutdown) is gone, not busy.
@@ -381,9 +442,22 @@ async fn sidekiq_figures_equal_sidekiq_api() {
     let mut c = raw(db).await;
     let ident = p.tag.clone();
     let old = (now_ms() as f64 / 1000.0) - 120.0;
-    let _: () = redis::cmd("HSET").arg(&ident).arg("beat").arg(old).query_async(&mut c).await.expect("hset");
-    let ours = b.consumers(&QueueId::new(q.clone())).await.expect("consumers");
-    assert!(ours.iter().all(|c| c.state.starts_with("gone") && c.holding == Some(0)), "{ours:?}");
+    let _: () = redis::cmd("HSET")
+        .arg(&ident)
+        .arg("beat")
+        .arg(old)
+        .query_async(&mut c)
+        .await
+        .expect("hset");
+    let ours = b
+        .consumers(&QueueId::new(q.clone()))
+        .await
+        .expect("consumers");
+    assert!(
+        ours.iter()
+            .all(|c| c.state.starts_with("gone") && c.holding == Some(0)),
+        "{ours:?}"
+    );
     flush(db).await;
 }
 
@@ -411,7 +485,12 @@ async fn bullmq_redrive_then_a_real_worker_completes_all() {
     let c = node(db, &prefix, &q, &["counts"]);
     assert_eq!((n(&c, "waiting"), n(&c, "failed")), (count, 0), "{c}");
     let w = node(db, &prefix, &q, &["work", &count.to_string()]);
-    let done: Vec<String> = w["done"].as_array().expect("done").iter().filter_map(|v| v.as_str().map(str::to_string)).collect();
+    let done: Vec<String> = w["done"]
+        .as_array()
+        .expect("done")
+        .iter()
+        .filter_map(|v| v.as_str().map(str::to_string))
+        .collect();
     let uniq_done: HashSet<String> = done.iter().cloned().collect();
     assert_eq!(done.len(), uniq_done.len(), "a job ran twice: {done:?}");
     assert_eq!(uniq_done, failed, "every retried job completed, none lost");
@@ -428,24 +507,51 @@ async fn sidekiq_redrive_then_a_real_process_completes_all() {
     let count = 12u64;
     ruby(db, &q, &["dead", &count.to_string()], &[]);
     let ids = ruby(db, &q, &["ids"], &[]);
-    let dead: HashSet<String> = ids["dead"].as_array().expect("dead").iter().filter_map(|v| v.as_str().map(str::to_string)).collect();
+    let dead: HashSet<String> = ids["dead"]
+        .as_array()
+        .expect("dead")
+        .iter()
+        .filter_map(|v| v.as_str().map(str::to_string))
+        .collect();
     assert_eq!(dead.len() as u64, count);
     let b = backend(settings(db, None)).await;
     // Browse first: each dead job names its origin queue from its payload, and nothing moves.
-    let page = b.browse(&QueueId::new("dead"), &BrowseRequest { cursor: None, max: 100, force: false }).await.expect("browse");
+    let page = b
+        .browse(
+            &QueueId::new("dead"),
+            &BrowseRequest {
+                cursor: None,
+                max: 100,
+                force: false,
+            },
+        )
+        .await
+        .expect("browse");
     assert_eq!(page.messages.len() as u64, count);
     for m in &page.messages {
         let dl = m.dead_letter.as_ref().expect("dead letter info");
         assert_eq!(dl.origin.as_ref().map(|o| o.as_str()), Some(q.as_str()));
         assert_eq!(dl.reason.as_deref(), Some("RuntimeError"));
-        assert!(m.headers.iter().any(|(k, v)| k == "class" && v == "QdeckJob"));
+        assert!(m
+            .headers
+            .iter()
+            .any(|(k, v)| k == "class" && v == "QdeckJob"));
     }
     let report = redrive_all(b.as_ref(), "dead").await;
     assert_eq!((report.moved, report.failed), (count, 0), "{report:?}");
     let st = ruby(db, &q, &["stats"], &[]);
-    assert_eq!((n(&st, "dead_size"), n(&st, "queue_size")), (0, count), "{st}");
+    assert_eq!(
+        (n(&st, "dead_size"), n(&st, "queue_size")),
+        (0, count),
+        "{st}"
+    );
     let w = ruby(db, &q, &["work", &count.to_string()], &[]);
-    let done: Vec<String> = w["done"].as_array().expect("done").iter().filter_map(|v| v.as_str().map(str::to_string)).collect();
+    let done: Vec<String> = w["done"]
+        .as_array()
+        .expect("done")
+        .iter()
+        .filter_map(|v| v.as_str().map(str::to_string))
+        .collect();
     let uniq_done: HashSet<String> = done.iter().cloned().collect();
     assert_eq!(done.len(), uniq_done.len(), "a job ran twice: {done:?}");
     assert_eq!(uniq_done, dead, "every retried job completed, none lost");
@@ -457,8 +563,27 @@ async fn sidekiq_redrive_then_a_real_process_completes_all() {
 
 async fn job_keys(db: u32, prefix: &str, q: &str) -> BTreeMap<String, ()> {
     let mut c = raw(db).await;
-    let keys: Vec<String> = redis::cmd("KEYS").arg(format!("{prefix}:{q}:*")).query_async(&mut c).await.expect("keys");
-    let fixed = ["wait", "paused", "meta", "id", "events", "failed", "completed", "active", "delayed", "prioritized", "marker", "stalled-check", "pc", "stalled"];
+    let keys: Vec<String> = redis::cmd("KEYS")
+        .arg(format!("{prefix}:{q}:*"))
+        .query_async(&mut c)
+        .await
+        .expect("keys");
+    let fixed = [
+        "wait",
+        "paused",
+        "meta",
+        "id",
+        "events",
+        "failed",
+        "completed",
+        "active",
+        "delayed",
+        "prioritized",
+        "marker",
+        "stalled-check",
+        "pc",
+        "stalled",
+    ];
     keys.into_iter()
         .filter(|k| {
             let rest = &k[prefix.len() + q.len() + 2..];
@@ -482,25 +607,87 @@ async fn bullmq_browse_is_read_only_and_purge_leaves_no_orphans() {
 
     // Browse the failed set: reason, stack trace, attempts, data; nothing changes.
     let mut c = raw(db).await;
-    let dump_before: Vec<Vec<u8>> = redis::cmd("DUMP").arg(format!("{prefix}:{q}:failed")).query_async(&mut c).await.map(|v: Vec<u8>| vec![v]).expect("dump");
-    let page = b.browse(&QueueId::new(format!("{q}/failed")), &BrowseRequest { cursor: None, max: 4, force: false }).await.expect("browse");
+    let dump_before: Vec<Vec<u8>> = redis::cmd("DUMP")
+        .arg(format!("{prefix}:{q}:failed"))
+        .query_async(&mut c)
+        .await
+        .map(|v: Vec<u8>| vec![v])
+        .expect("dump");
+    let page = b
+        .browse(
+            &QueueId::new(format!("{q}/failed")),
+            &BrowseRequest {
+                cursor: None,
+                max: 4,
+                force: false,
+            },
+        )
+        .await
+        .expect("browse");
     assert_eq!(page.messages.len(), 4);
     assert!(page.next.is_some());
     let m = &page.messages[0];
     let h: BTreeMap<_, _> = m.headers.iter().cloned().collect();
-    assert_eq!(h.get("attempts made").map(String::as_str), Some("2"), "{h:?}");
-    assert!(h.get("failed reason").is_some_and(|r| r.starts_with("boom")), "{h:?}");
-    assert!(h.get("stack trace").is_some_and(|s| s.contains("Error: boom")), "{h:?}");
-    assert!(String::from_utf8_lossy(&m.body).contains("\"i\""), "data as JSON");
-    assert_eq!(m.dead_letter.as_ref().and_then(|d| d.origin.clone()), Some(QueueId::new(q.clone())));
-    let rest = b.browse(&QueueId::new(format!("{q}/failed")), &BrowseRequest { cursor: page.next.clone(), max: 4, force: false }).await.expect("browse 2");
+    assert_eq!(
+        h.get("attempts made").map(String::as_str),
+        Some("2"),
+        "{h:?}"
+    );
+    assert!(
+        h.get("failed reason")
+            .is_some_and(|r| r.starts_with("boom")),
+        "{h:?}"
+    );
+    assert!(
+        h.get("stack trace")
+            .is_some_and(|s| s.contains("Error: boom")),
+        "{h:?}"
+    );
+    assert!(
+        String::from_utf8_lossy(&m.body).contains("\"i\""),
+        "data as JSON"
+    );
+    assert_eq!(
+        m.dead_letter.as_ref().and_then(|d| d.origin.clone()),
+        Some(QueueId::new(q.clone()))
+    );
+    let rest = b
+        .browse(
+            &QueueId::new(format!("{q}/failed")),
+            &BrowseRequest {
+                cursor: page.next.clone(),
+                max: 4,
+                force: false,
+            },
+        )
+        .await
+        .expect("browse 2");
     assert_eq!(rest.messages.len(), 2);
-    let waiting = b.browse(&QueueId::new(q.clone()), &BrowseRequest { cursor: None, max: 50, force: false }).await.expect("browse wait");
+    let waiting = b
+        .browse(
+            &QueueId::new(q.clone()),
+            &BrowseRequest {
+                cursor: None,
+                max: 50,
+                force: false,
+            },
+        )
+        .await
+        .expect("browse wait");
     assert_eq!(waiting.messages.len(), 30);
     assert!(waiting.messages[0].body.windows(3).any(|w| w == b"\"i\""));
-    let dump_after: Vec<Vec<u8>> = redis::cmd("DUMP").arg(format!("{prefix}:{q}:failed")).query_async(&mut c).await.map(|v: Vec<u8>| vec![v]).expect("dump");
+    let dump_after: Vec<Vec<u8>> = redis::cmd("DUMP")
+        .arg(format!("{prefix}:{q}:failed"))
+        .query_async(&mut c)
+        .await
+        .map(|v: Vec<u8>| vec![v])
+        .expect("dump");
     assert_eq!(dump_before, dump_after, "browse changed the failed set");
-    assert_eq!(job_keys(db, &prefix, &q).await, before_keys, "browse changed job keys");
+    assert_eq!(
+        job_keys(db, &prefix, &q).await,
+        before_keys,
+        "browse changed job keys"
+    );
 
     // Drain: the 30 waiting jobs and their hashes go; the failed ones stay whole.
     let (p, _rx) = OpProgress::new();
@@ -508,13 +695,23 @@ async fn bullmq_browse_is_read_only_and_purge_leaves_no_orphans() {
     assert_eq!(r.purged, Some(30));
     let c1 = node(db, &prefix, &q, &["counts"]);
     assert_eq!((n(&c1, "waiting"), n(&c1, "failed")), (0, 6), "{c1}");
-    assert_eq!(job_keys(db, &prefix, &q).await.len(), 6, "no orphan job hash after drain");
+    assert_eq!(
+        job_keys(db, &prefix, &q).await.len(),
+        6,
+        "no orphan job hash after drain"
+    );
     // Clean of the failed set: nothing left.
-    let r = b.purge(&QueueId::new(format!("{q}/failed")), &p).await.expect("clean failed");
+    let r = b
+        .purge(&QueueId::new(format!("{q}/failed")), &p)
+        .await
+        .expect("clean failed");
     assert_eq!(r.purged, Some(6));
     let c2 = node(db, &prefix, &q, &["counts"]);
     assert_eq!(n(&c2, "failed"), 0, "{c2}");
-    assert!(job_keys(db, &prefix, &q).await.is_empty(), "no orphan job hash after clean");
+    assert!(
+        job_keys(db, &prefix, &q).await.is_empty(),
+        "no orphan job hash after clean"
+    );
     flush(db).await;
 }
 
@@ -527,8 +724,20 @@ async fn sidekiq_purge_clears_queue_and_morgue() {
     ruby(db, &q, &["contract", "4", "3"], &[]);
     let b = backend(settings(db, None)).await;
     let (p, _rx) = OpProgress::new();
-    assert_eq!(b.purge(&QueueId::new(q.clone()), &p).await.expect("purge").purged, Some(4));
-    assert_eq!(b.purge(&QueueId::new("dead"), &p).await.expect("purge dead").purged, Some(3));
+    assert_eq!(
+        b.purge(&QueueId::new(q.clone()), &p)
+            .await
+            .expect("purge")
+            .purged,
+        Some(4)
+    );
+    assert_eq!(
+        b.purge(&QueueId::new("dead"), &p)
+            .await
+            .expect("purge dead")
+            .purged,
+        Some(3)
+    );
     let st = ruby(db, &q, &["stats"], &[]);
     assert_eq!((n(&st, "queue_size"), n(&st, "dead_size")), (0, 0), "{st}");
     flush(db).await;
@@ -545,10 +754,19 @@ async fn untested_bullmq_version_is_read_only() {
     let (prefix, q) = (uniq("qd"), uniq("ver"));
     node(db, &prefix, &q, &["failed", "2"]);
     let mut c = raw(db).await;
-    let _: () = redis::cmd("HSET").arg(format!("{prefix}:{q}:meta")).arg("version").arg("bullmq:9.1.0").query_async(&mut c).await.expect("hset");
+    let _: () = redis::cmd("HSET")
+        .arg(format!("{prefix}:{q}:meta"))
+        .arg("version")
+        .arg("bullmq:9.1.0")
+        .query_async(&mut c)
+        .await
+        .expect("hset");
     let b = backend(settings(db, Some(&prefix))).await;
     let list = b.list_queues().await.expect("list");
-    let failed = list.iter().find(|i| i.id.as_str() == format!("{q}/failed")).expect("listed");
+    let failed = list
+        .iter()
+        .find(|i| i.id.as_str() == format!("{q}/failed"))
+        .expect("listed");
     let caps = b.capabilities_for(failed);
     match &caps.redrive {
         RedriveMode::Unsupported(why) => assert!(why.contains("bullmq:9.1.0"), "{why}"),
@@ -556,13 +774,29 @@ async fn untested_bullmq_version_is_read_only() {
     }
     let (p, _rx) = OpProgress::new();
     let err = b
-        .redrive(&RedriveRequest { source: failed.id.clone(), target: RedriveTarget::Origin, max: None, rate: None, only_ids: None, window: None }, &p)
+        .redrive(
+            &RedriveRequest {
+                source: failed.id.clone(),
+                target: RedriveTarget::Origin,
+                max: None,
+                rate: None,
+                only_ids: None,
+                window: None,
+            },
+            &p,
+        )
         .await
         .expect_err("refused");
     assert!(matches!(err, BackendError::Refused(_)), "{err}");
-    assert!(matches!(b.purge(&QueueId::new(q.clone()), &p).await, Err(BackendError::Refused(_))));
+    assert!(matches!(
+        b.purge(&QueueId::new(q.clone()), &p).await,
+        Err(BackendError::Refused(_))
+    ));
     // Reading still works.
-    assert_eq!(figures(b.as_ref(), &format!("{q}/failed")).await.depth, Some(2));
+    assert_eq!(
+        figures(b.as_ref(), &format!("{q}/failed")).await.depth,
+        Some(2)
+    );
     flush(db).await;
 }
 
@@ -571,7 +805,13 @@ async fn untested_bullmq_version_is_read_only() {
 async fn url_with_password_in_the_profile_is_refused() {
     let mut s = settings(0, None);
     s.url = Some("redis://user:secret@127.0.0.1:6379".into());
-    let p = Profile { name: "x".into(), kind: ProfileKind::Redis(s), read_only: false, protected: false, refresh_secs: None };
+    let p = Profile {
+        name: "x".into(),
+        kind: ProfileKind::Redis(s),
+        read_only: false,
+        protected: false,
+        refresh_secs: None,
+    };
     let err = build(&p).await.err().expect("refused");
     assert!(matches!(err, BackendError::Invalid(_)));
     assert!(!err.to_string().contains("secret"));
@@ -581,7 +821,10 @@ async fn url_with_password_in_the_profile_is_refused() {
 // kill -9 of `qdeck redrive` at random moments: every job stays in exactly one place.
 
 fn trials() -> usize {
-    std::env::var("QDECK_TRIALS").ok().and_then(|v| v.parse().ok()).unwrap_or(5)
+    std::env::var("QDECK_TRIALS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(5)
 }
 
 fn cli_config(dir: &tempfile::TempDir, db: u32, prefix: Option<&str>) -> PathBuf {
@@ -626,7 +869,11 @@ fn kill_redrive(config: &PathBuf, source: &str, total_ms: u64) {
 
 fn id_list(v: &Json, k: &str) -> Vec<String> {
     v[k].as_array()
-        .map(|a| a.iter().filter_map(|x| x.as_str().map(str::to_string)).collect())
+        .map(|a| {
+            a.iter()
+                .filter_map(|x| x.as_str().map(str::to_string))
+                .collect()
+        })
         .unwrap_or_default()
 }
 
@@ -642,16 +889,29 @@ async fn bullmq_redrive_survives_kill_9() {
     for round in 0..trials() {
         let q = uniq("kill");
         node(db, &prefix, &q, &["failed", &count.to_string()]);
-        let all: HashSet<String> = id_list(&node(db, &prefix, &q, &["ids"]), "failed").into_iter().collect();
+        let all: HashSet<String> = id_list(&node(db, &prefix, &q, &["ids"]), "failed")
+            .into_iter()
+            .collect();
         assert_eq!(all.len(), count);
         kill_redrive(&config, &format!("{q}/failed"), 600);
         let ids = node(db, &prefix, &q, &["ids"]);
         let mut seen: Vec<String> = Vec::new();
-        for state in ["failed", "wait", "prioritized", "completed", "active", "delayed"] {
+        for state in [
+            "failed",
+            "wait",
+            "prioritized",
+            "completed",
+            "active",
+            "delayed",
+        ] {
             seen.extend(id_list(&ids, state));
         }
         let set: HashSet<String> = seen.iter().cloned().collect();
-        assert_eq!(seen.len(), set.len(), "round {round}: a job is in two places: {ids}");
+        assert_eq!(
+            seen.len(),
+            set.len(),
+            "round {round}: a job is in two places: {ids}"
+        );
         assert_eq!(set, all, "round {round}: a job was lost: {ids}");
         eprintln!(
             "round {round}: {} failed, {} waiting after kill",
@@ -673,7 +933,9 @@ async fn sidekiq_redrive_survives_kill_9() {
         flush(db).await;
         let q = uniq("kill");
         ruby(db, &q, &["dead", &count.to_string()], &[]);
-        let all: HashSet<String> = id_list(&ruby(db, &q, &["ids"], &[]), "dead").into_iter().collect();
+        let all: HashSet<String> = id_list(&ruby(db, &q, &["ids"], &[]), "dead")
+            .into_iter()
+            .collect();
         assert_eq!(all.len(), count);
         kill_redrive(&config, "dead", 400);
         let ids = ruby(db, &q, &["ids"], &[]);
@@ -682,7 +944,11 @@ async fn sidekiq_redrive_survives_kill_9() {
             seen.extend(id_list(&ids, state));
         }
         let set: HashSet<String> = seen.iter().cloned().collect();
-        assert_eq!(seen.len(), set.len(), "round {round}: a job is in two places: {ids}");
+        assert_eq!(
+            seen.len(),
+            set.len(),
+            "round {round}: a job is in two places: {ids}"
+        );
         assert_eq!(set, all, "round {round}: a job was lost: {ids}");
         eprintln!(
             "round {round}: {} dead, {} queued after kill",
@@ -700,7 +966,10 @@ async fn sidekiq_redrive_survives_kill_9() {
 #[tokio::test]
 #[ignore = "benchmark: scripts/bench_redis.sh"]
 async fn manual_bench_redis_refresh() {
-    let db: u32 = std::env::var("BENCH_DB").ok().and_then(|v| v.parse().ok()).unwrap_or(15);
+    let db: u32 = std::env::var("BENCH_DB")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(15);
     let prefix = std::env::var("BENCH_PREFIX").expect("BENCH_PREFIX");
     let b = backend(settings(db, Some(&prefix))).await;
     let ids: Vec<QueueId> = b
@@ -721,16 +990,25 @@ async fn manual_bench_redis_refresh() {
             .unwrap_or(0)
     };
     let rounds = 10;
-    let before: String = redis::cmd("INFO").arg("stats").query_async(&mut info).await.expect("info");
+    let before: String = redis::cmd("INFO")
+        .arg("stats")
+        .query_async(&mut info)
+        .await
+        .expect("info");
     let t0 = std::time::Instant::now();
     for _ in 0..rounds {
         let batch = b.stats(&ids).await.expect("stats");
         assert_eq!(batch.stats.len(), ids.len());
     }
     let ms = t0.elapsed().as_secs_f64() * 1000.0 / rounds as f64;
-    let after: String = redis::cmd("INFO").arg("stats").query_async(&mut info).await.expect("info");
+    let after: String = redis::cmd("INFO")
+        .arg("stats")
+        .query_async(&mut info)
+        .await
+        .expect("info");
     let calls_after = b.api_calls().snapshot();
-    let trips = calls_after.get("pipeline").copied().unwrap_or(0) - calls_before.get("pipeline").copied().unwrap_or(0);
+    let trips = calls_after.get("pipeline").copied().unwrap_or(0)
+        - calls_before.get("pipeline").copied().unwrap_or(0);
     // The INFO call itself is one command.
     let cmds = (stat(after) - stat(before)).saturating_sub(1);
     println!(
@@ -745,14 +1023,27 @@ async fn manual_bench_redis_refresh() {
 #[tokio::test]
 #[ignore = "benchmark: scripts/bench_redis.sh"]
 async fn manual_bench_redis_browse_failed() {
-    let db: u32 = std::env::var("BENCH_DB").ok().and_then(|v| v.parse().ok()).unwrap_or(15);
+    let db: u32 = std::env::var("BENCH_DB")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(15);
     let prefix = std::env::var("BENCH_PREFIX").expect("BENCH_PREFIX");
     let q = std::env::var("BENCH_QUEUE").expect("BENCH_QUEUE");
     let b = backend(settings(db, Some(&prefix))).await;
     let id = QueueId::new(format!("{q}/failed"));
     let depth = figures(b.as_ref(), id.as_str()).await.depth;
     let t0 = std::time::Instant::now();
-    let page = b.browse(&id, &BrowseRequest { cursor: None, max: 50, force: false }).await.expect("browse");
+    let page = b
+        .browse(
+            &id,
+            &BrowseRequest {
+                cursor: None,
+                max: 50,
+                force: false,
+            },
+        )
+        .await
+        .expect("browse");
     let first = t0.elapsed().as_secs_f64() * 1000.0;
     println!(
         "BENCH browse failed_set={} first_page_jobs={} first_page_ms={first:.2}",

@@ -111,7 +111,11 @@ pub async fn browse(b: &RedisBackend, queue: &QueueId, req: &BrowseRequest) -> R
     match target {
         Target::Bull(q) => {
             // The wait list first (what workers take next), then prioritized jobs.
-            let mut part = if part.is_empty() { "w".to_string() } else { part };
+            let mut part = if part.is_empty() {
+                "w".to_string()
+            } else {
+                part
+            };
             let mut off = off;
             let ids: Vec<String> = if part == "w" {
                 let ids = list_page(&mut cm, &b.bkey(&q, "wait"), off, max).await?;
@@ -119,7 +123,9 @@ pub async fn browse(b: &RedisBackend, queue: &QueueId, req: &BrowseRequest) -> R
                     part = "p".into();
                     off = 0;
                 }
-                ids.into_iter().map(|i| String::from_utf8_lossy(&i).into_owned()).collect()
+                ids.into_iter()
+                    .map(|i| String::from_utf8_lossy(&i).into_owned())
+                    .collect()
             } else {
                 Vec::new()
             };
@@ -129,7 +135,10 @@ pub async fn browse(b: &RedisBackend, queue: &QueueId, req: &BrowseRequest) -> R
                 let start = off;
                 let more = zset_page(&mut cm, &b.bkey(&q, "prioritized"), start, room).await?;
                 let n = more.len() as isize;
-                ids.extend(more.into_iter().map(|(m, _)| String::from_utf8_lossy(&m).into_owned()));
+                ids.extend(
+                    more.into_iter()
+                        .map(|(m, _)| String::from_utf8_lossy(&m).into_owned()),
+                );
                 page.next = (n == room).then(|| format!("p:{}", start + n));
             } else {
                 page.next = Some(format!("w:{}", off + ids.len() as isize));
@@ -175,7 +184,15 @@ pub async fn browse(b: &RedisBackend, queue: &QueueId, req: &BrowseRequest) -> R
             page.messages = members
                 .iter()
                 .map(|(m, s)| {
-                    sidekiq_job(m, *s, if dead { Some(&origin as &dyn Fn(&str) -> QueueId) } else { None })
+                    sidekiq_job(
+                        m,
+                        *s,
+                        if dead {
+                            Some(&origin as &dyn Fn(&str) -> QueueId)
+                        } else {
+                            None
+                        },
+                    )
                 })
                 .collect();
         }

@@ -18,9 +18,7 @@ pub struct Conn {
 
 fn env_var(name: &str, what: &str) -> Result<String> {
     std::env::var(name).map_err(|_| {
-        BackendError::Invalid(format!(
-            "{what}: environment variable {name} is not set"
-        ))
+        BackendError::Invalid(format!("{what}: environment variable {name} is not set"))
     })
 }
 
@@ -31,8 +29,9 @@ impl Conn {
             (None, Some(u)) => u.clone(),
             (None, None) => "redis://127.0.0.1:6379".to_string(),
         };
-        let parsed = ::redis::parse_redis_url(&url)
-            .ok_or_else(|| BackendError::Invalid("url is not a redis:// or rediss:// URL".into()))?;
+        let parsed = ::redis::parse_redis_url(&url).ok_or_else(|| {
+            BackendError::Invalid("url is not a redis:// or rediss:// URL".into())
+        })?;
         if s.url_env.is_none() && parsed.password().is_some() {
             return Err(BackendError::Invalid(
                 "the profile's url carries a password: name it with password_env (or put the whole URL in url_env)".into(),
@@ -113,12 +112,11 @@ pub fn map_err(e: RedisError) -> BackendError {
             format!("{text} (a replica: connect to the primary)"),
             Some("write on the primary"),
         ),
-        ErrorKind::Server(ServerErrorKind::BusyLoading) | ErrorKind::Server(ServerErrorKind::TryAgain) => {
-            BackendError::Throttled {
-                msg: text,
-                retry_after: None,
-            }
-        }
+        ErrorKind::Server(ServerErrorKind::BusyLoading)
+        | ErrorKind::Server(ServerErrorKind::TryAgain) => BackendError::Throttled {
+            msg: text,
+            retry_after: None,
+        },
         ErrorKind::Parse | ErrorKind::UnexpectedReturnType => BackendError::Protocol(text),
         _ if e.is_connection_dropped() || e.is_connection_refusal() || e.is_timeout() => {
             BackendError::Unreachable(text)
@@ -165,7 +163,12 @@ impl Lua {
     }
 
     /// Run once, reloading the script if the server lost it.
-    pub async fn run(&self, cm: &mut ConnectionManager, keys: &[String], args: &[String]) -> Result<Value> {
+    pub async fn run(
+        &self,
+        cm: &mut ConnectionManager,
+        keys: &[String],
+        args: &[String],
+    ) -> Result<Value> {
         let mut pipe = ::redis::pipe();
         self.add_to(&mut pipe, keys, args);
         let first: std::result::Result<Vec<Value>, RedisError> = pipe.query_async(cm).await;

@@ -12,7 +12,12 @@ use crate::domain::*;
 pub fn as_i64(v: &Value) -> Option<i64> {
     match v {
         Value::Int(i) => Some(*i),
-        Value::BulkString(b) => std::str::from_utf8(b).ok()?.trim().parse::<f64>().ok().map(|f| f as i64),
+        Value::BulkString(b) => std::str::from_utf8(b)
+            .ok()?
+            .trim()
+            .parse::<f64>()
+            .ok()
+            .map(|f| f as i64),
         Value::SimpleString(s) => s.trim().parse::<f64>().ok().map(|f| f as i64),
         Value::Double(d) => Some(*d as i64),
         _ => None,
@@ -52,7 +57,11 @@ fn age_from_ms(now: i64, ts_ms: i64) -> Option<f64> {
 /// enqueued_at of a Sidekiq payload, in ms (Sidekiq 6 writes float seconds, 7.x integer ms).
 pub fn sidekiq_time_ms(v: &serde_json::Value) -> Option<i64> {
     let f = v.as_f64()?;
-    Some(if f > 1e11 { f as i64 } else { (f * 1000.0) as i64 })
+    Some(if f > 1e11 {
+        f as i64
+    } else {
+        (f * 1000.0) as i64
+    })
 }
 
 enum Slot {
@@ -78,8 +87,20 @@ pub async fn stats(b: &RedisBackend, queues: &[QueueId]) -> Result<StatsBatch> {
     let mut slots: Vec<(QueueId, Slot)> = Vec::new();
     for id in queues {
         match b.resolve(id).await {
-            Ok(Target::Bull(q)) => slots.push((id.clone(), Slot::Bull { queue: q, failed: false })),
-            Ok(Target::BullFailed(q)) => slots.push((id.clone(), Slot::Bull { queue: q, failed: true })),
+            Ok(Target::Bull(q)) => slots.push((
+                id.clone(),
+                Slot::Bull {
+                    queue: q,
+                    failed: false,
+                },
+            )),
+            Ok(Target::BullFailed(q)) => slots.push((
+                id.clone(),
+                Slot::Bull {
+                    queue: q,
+                    failed: true,
+                },
+            )),
             Ok(Target::SkQueue(q)) => slots.push((id.clone(), Slot::SkQueue(q))),
             Ok(Target::SkDead) => slots.push((id.clone(), Slot::SkDead)),
             Ok(Target::SkRetry) => slots.push((id.clone(), Slot::SkRetry)),
@@ -116,7 +137,9 @@ pub async fn stats(b: &RedisBackend, queues: &[QueueId]) -> Result<StatsBatch> {
             }
             Slot::SkQueue(q) => {
                 let key = b.skey(&format!("queue:{q}"));
-                pipe.llen(&key).lindex(&key, -1).sismember(b.skey("queues"), q);
+                pipe.llen(&key)
+                    .lindex(&key, -1)
+                    .sismember(b.skey("queues"), q);
             }
             Slot::SkDead => {
                 pipe.zcard(b.skey("dead"))
@@ -157,7 +180,10 @@ pub async fn stats(b: &RedisBackend, queues: &[QueueId]) -> Result<StatsBatch> {
         if let Some(Value::ServerError(e)) = r.iter().find(|v| matches!(v, Value::ServerError(_))) {
             batch.errors.push((
                 id,
-                crate::sanitize::clean_short(&format!("{} {}", e.code(), e.details().unwrap_or("")), 200),
+                crate::sanitize::clean_short(
+                    &format!("{} {}", e.code(), e.details().unwrap_or("")),
+                    200,
+                ),
             ));
             continue;
         }
@@ -171,7 +197,9 @@ pub async fn stats(b: &RedisBackend, queues: &[QueueId]) -> Result<StatsBatch> {
                 let v = r.first().map(as_array).unwrap_or(&[]);
                 let n = |k: usize| v.get(k).and_then(as_i64).unwrap_or(0);
                 if n(0) == 0 && !b.cache().ids.contains_key(&id) {
-                    batch.errors.push((id, format!("no BullMQ queue {queue:?}")));
+                    batch
+                        .errors
+                        .push((id, format!("no BullMQ queue {queue:?}")));
                     continue;
                 }
                 let (wait, paused, prio, active, delayed, fail, completed) =
@@ -182,7 +210,11 @@ pub async fn stats(b: &RedisBackend, queues: &[QueueId]) -> Result<StatsBatch> {
                     st.depth = Some(fail as u64);
                     st.in_flight = Some(0);
                     st.delayed = Some(0);
-                    st.oldest_age_secs = if fail > 0 { age_from_ms(at_ms, n(12)) } else { None };
+                    st.oldest_age_secs = if fail > 0 {
+                        age_from_ms(at_ms, n(12))
+                    } else {
+                        None
+                    };
                     if fail > 0 && st.oldest_age_secs.is_none() {
                         st.age_note = Some("oldest failed job has no finish time".into());
                     }
@@ -192,7 +224,8 @@ pub async fn stats(b: &RedisBackend, queues: &[QueueId]) -> Result<StatsBatch> {
                     st.delayed = Some(delayed as u64);
                     st.dlq_depth = Some(fail as u64);
                     st.oldest_age_secs = age_from_ms(at_ms, n(11));
-                    st.completed_total = Some(if metrics >= 0 { metrics } else { completed } as u64);
+                    st.completed_total =
+                        Some(if metrics >= 0 { metrics } else { completed } as u64);
                     st.dead_lettered_total = None;
                     if is_paused {
                         st.age_note = Some("queue is paused: workers take no job".into());
@@ -234,7 +267,8 @@ pub async fn stats(b: &RedisBackend, queues: &[QueueId]) -> Result<StatsBatch> {
                     st.oldest_age_secs = None;
                 }
                 st.age_note = Some(
-                    "DLQ depth, processed and failed counters are Sidekiq's process-wide figures".into(),
+                    "DLQ depth, processed and failed counters are Sidekiq's process-wide figures"
+                        .into(),
                 );
             }
             Slot::SkDead => {

@@ -31,7 +31,9 @@ fn text(h: &HashMap<String, Vec<u8>>, k: &str) -> Option<String> {
 }
 
 fn num(h: &HashMap<String, Vec<u8>>, k: &str) -> Option<i64> {
-    text(h, k).and_then(|s| s.trim().parse::<f64>().ok()).map(|f| f as i64)
+    text(h, k)
+        .and_then(|s| s.trim().parse::<f64>().ok())
+        .map(|f| f as i64)
 }
 
 /// BullMQ keeps the stack trace as a JSON array of strings, one per failed attempt.
@@ -83,13 +85,24 @@ pub fn bull_job(id: &str, h: &HashMap<String, Vec<u8>>, origin: Option<&QueueId>
     if let Some(st) = text(h, "stacktrace") {
         let lines = trace_lines(&st);
         if !lines.is_empty() {
-            push("stack trace", lines.iter().take(TRACE_HEAD).cloned().collect::<Vec<_>>().join(" | "));
+            push(
+                "stack trace",
+                lines
+                    .iter()
+                    .take(TRACE_HEAD)
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join(" | "),
+            );
             push("stack trace (full)", lines.join("\n"));
         }
     }
     let body = h.get("data").map(|d| pretty_or_raw(d)).unwrap_or_default();
     if h.is_empty() {
-        headers.push(("note".into(), "job hash is gone (removed while browsing)".into()));
+        headers.push((
+            "note".into(),
+            "job hash is gone (removed while browsing)".into(),
+        ));
     }
     Message {
         id: clean_short(id, 200),
@@ -168,12 +181,26 @@ pub fn sidekiq_job(
     if let Some(bt) = j.get("error_backtrace") {
         match bt {
             Json::Array(lines) => {
-                let lines: Vec<String> = lines.iter().filter_map(|l| l.as_str().map(str::to_string)).collect();
-                push("backtrace", lines.iter().take(TRACE_HEAD).cloned().collect::<Vec<_>>().join(" | "));
+                let lines: Vec<String> = lines
+                    .iter()
+                    .filter_map(|l| l.as_str().map(str::to_string))
+                    .collect();
+                push(
+                    "backtrace",
+                    lines
+                        .iter()
+                        .take(TRACE_HEAD)
+                        .cloned()
+                        .collect::<Vec<_>>()
+                        .join(" | "),
+                );
                 push("backtrace (full)", lines.join("\n"));
             }
             // Sidekiq 6 stores it zlib-compressed and base64-encoded.
-            Json::String(b) => push("backtrace", format!("compressed by Sidekiq ({} bytes, not expanded)", b.len())),
+            Json::String(b) => push(
+                "backtrace",
+                format!("compressed by Sidekiq ({} bytes, not expanded)", b.len()),
+            ),
             _ => {}
         }
     }

@@ -95,7 +95,11 @@ async fn sidekiq_scan(b: &RedisBackend) -> Result<SidekiqScan> {
         let info: Option<String> = cm.hget(b.skey(p), "info").await.map_err(map_err)?;
         version = info
             .and_then(|i| serde_json::from_str::<serde_json::Value>(&i).ok())
-            .and_then(|v| v.get("version").and_then(|x| x.as_str()).map(str::to_string));
+            .and_then(|v| {
+                v.get("version")
+                    .and_then(|x| x.as_str())
+                    .map(str::to_string)
+            });
     }
     let mut queues = queues;
     queues.sort();
@@ -116,7 +120,8 @@ pub async fn list(b: &RedisBackend) -> Result<Vec<QueueInfo>> {
         Some(true) => Some(sidekiq_scan(b).await?),
         None => Some(sidekiq_scan(b).await?).filter(|s| s.present),
     };
-    let both = (!bull.is_empty() && sk.is_some()) || b.flavors.as_ref().is_some_and(|f| f.len() > 1);
+    let both =
+        (!bull.is_empty() && sk.is_some()) || b.flavors.as_ref().is_some_and(|f| f.len() > 1);
 
     let mut ids: HashMap<QueueId, Target> = HashMap::new();
     let mut versions = HashMap::new();
@@ -141,8 +146,10 @@ pub async fn list(b: &RedisBackend) -> Result<Vec<QueueInfo>> {
         });
         let mut fs = QueueSettings::default();
         fs.extra.insert("library".into(), shown);
-        fs.extra
-            .insert("holds".into(), "jobs that failed after their attempts".into());
+        fs.extra.insert(
+            "holds".into(),
+            "jobs that failed after their attempts".into(),
+        );
         out.push(QueueInfo {
             id: failed.clone(),
             kind: QueueKind::Standard,
@@ -199,8 +206,16 @@ pub async fn list(b: &RedisBackend) -> Result<Vec<QueueInfo>> {
         });
         ids.insert(dead, Target::SkDead);
         for (short, t, holds) in [
-            ("retry", Target::SkRetry, "delayed/retrying: jobs waiting for their next attempt"),
-            ("scheduled", Target::SkSchedule, "jobs scheduled with perform_in / perform_at"),
+            (
+                "retry",
+                Target::SkRetry,
+                "delayed/retrying: jobs waiting for their next attempt",
+            ),
+            (
+                "scheduled",
+                Target::SkSchedule,
+                "jobs scheduled with perform_in / perform_at",
+            ),
         ] {
             let id = b.sk_id(short, both);
             let mut s = QueueSettings::default();

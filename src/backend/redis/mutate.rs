@@ -67,10 +67,7 @@ pub async fn redrive(
         mode: MODE.into(),
         ..Default::default()
     };
-    let batch = req
-        .window
-        .map(|w| w.max(1) as u64)
-        .unwrap_or(DEFAULT_BATCH);
+    let batch = req.window.map(|w| w.max(1) as u64).unwrap_or(DEFAULT_BATCH);
     let mut ids: Option<Vec<String>> = req.only_ids.clone();
     let limit = match (&ids, req.max) {
         (Some(v), Some(m)) => (v.len() as u64).min(m),
@@ -114,7 +111,11 @@ pub async fn redrive(
                 b.scripts.bull_retry.run(&mut cm, &keys, &args).await?
             }
             Target::SkDead | Target::SkRetry => {
-                let set = if target == Target::SkDead { "dead" } else { "retry" };
+                let set = if target == Target::SkDead {
+                    "dead"
+                } else {
+                    "retry"
+                };
                 let keys = vec![b.skey(set), b.skey("queues")];
                 let now = chrono::Utc::now().timestamp_micros() as f64 / 1e6;
                 let mut args = vec![b.sk_ns.clone(), format!("{now:.6}"), n.to_string()];
@@ -151,10 +152,16 @@ pub async fn redrive(
 }
 
 fn unreachable_target() -> Result<::redis::Value> {
-    Err(BackendError::Unsupported("no redrive from this queue".into()))
+    Err(BackendError::Unsupported(
+        "no redrive from this queue".into(),
+    ))
 }
 
-pub async fn purge(b: &RedisBackend, queue: &QueueId, progress: &OpProgress) -> Result<PurgeReport> {
+pub async fn purge(
+    b: &RedisBackend,
+    queue: &QueueId,
+    progress: &OpProgress,
+) -> Result<PurgeReport> {
     let t = b.resolve(queue).await?;
     b.refuse_if_read_only(&t)?;
     let mut cm = b.conn.get().await?;
@@ -163,7 +170,11 @@ pub async fn purge(b: &RedisBackend, queue: &QueueId, progress: &OpProgress) -> 
     match &t {
         Target::Bull(q) | Target::BullFailed(q) => {
             let parts: &[(&str, &str)] = if matches!(t, Target::Bull(_)) {
-                &[("wait", "list"), ("paused", "list"), ("prioritized", "zset")]
+                &[
+                    ("wait", "list"),
+                    ("paused", "list"),
+                    ("prioritized", "zset"),
+                ]
             } else {
                 &[("failed", "zset")]
             };

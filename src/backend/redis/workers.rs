@@ -52,7 +52,10 @@ async fn bull_workers(b: &RedisBackend, id: &QueueId, q: &str) -> Result<Vec<Con
         let cmd = field("cmd").unwrap_or("");
         // A worker waiting for jobs sits in a blocking call; anything else is working.
         let state = match idle {
-            Some(s) => format!("connected, idle {s}s (last command {})", clean_short(cmd, 20)),
+            Some(s) => format!(
+                "connected, idle {s}s (last command {})",
+                clean_short(cmd, 20)
+            ),
             None => "connected".to_string(),
         };
         out.push(Consumer {
@@ -72,7 +75,11 @@ async fn bull_workers(b: &RedisBackend, id: &QueueId, q: &str) -> Result<Vec<Con
     Ok(out)
 }
 
-async fn sidekiq_processes(b: &RedisBackend, id: &QueueId, only: Option<&str>) -> Result<Vec<Consumer>> {
+async fn sidekiq_processes(
+    b: &RedisBackend,
+    id: &QueueId,
+    only: Option<&str>,
+) -> Result<Vec<Consumer>> {
     let mut cm = b.conn.get().await?;
     let procs: Vec<String> = ::redis::cmd("SMEMBERS")
         .arg(b.skey("processes"))
@@ -103,7 +110,11 @@ async fn sidekiq_processes(b: &RedisBackend, id: &QueueId, only: Option<&str>) -
             .as_ref()
             .and_then(|i| i.get("queues"))
             .and_then(|q| q.as_array())
-            .map(|a| a.iter().filter_map(|x| x.as_str().map(str::to_string)).collect())
+            .map(|a| {
+                a.iter()
+                    .filter_map(|x| x.as_str().map(str::to_string))
+                    .collect()
+            })
             .unwrap_or_default();
         if let Some(q) = only {
             if !queues.iter().any(|x| x == q) {
@@ -136,7 +147,13 @@ async fn sidekiq_processes(b: &RedisBackend, id: &QueueId, only: Option<&str>) -
         let state = if gone {
             "gone (heartbeat stopped)".to_string()
         } else {
-            let mut s = if quiet { "quiet/stopping".to_string() } else if busy.unwrap_or(0) > 0 { "busy".to_string() } else { "idle".to_string() };
+            let mut s = if quiet {
+                "quiet/stopping".to_string()
+            } else if busy.unwrap_or(0) > 0 {
+                "busy".to_string()
+            } else {
+                "idle".to_string()
+            };
             s.push_str(&format!(" · queues {}", clean_short(&queues.join(","), 80)));
             if !jobs.is_empty() {
                 s.push_str(" · ");
@@ -151,7 +168,11 @@ async fn sidekiq_processes(b: &RedisBackend, id: &QueueId, only: Option<&str>) -
             prefetch: concurrency,
             ack_mode: AckMode::Manual,
             state,
-            holding: if gone { Some(0) } else { busy.map(|v| v.max(0) as u64) },
+            holding: if gone {
+                Some(0)
+            } else {
+                busy.map(|v| v.max(0) as u64)
+            },
             processed: None,
             failed: None,
             rate: None,
@@ -183,7 +204,8 @@ fn in_progress(v: &::redis::Value, now: f64) -> Vec<String> {
     }
     let mut out = Vec::new();
     for w in pairs {
-        let Some(j) = as_string(w).and_then(|s| serde_json::from_str::<serde_json::Value>(&s).ok()) else {
+        let Some(j) = as_string(w).and_then(|s| serde_json::from_str::<serde_json::Value>(&s).ok())
+        else {
             continue;
         };
         let queue = j.get("queue").and_then(|q| q.as_str()).unwrap_or("?");

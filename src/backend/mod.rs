@@ -7,6 +7,8 @@ pub mod local;
 pub mod progress;
 #[cfg(feature = "rabbitmq")]
 pub mod rabbitmq;
+#[cfg(feature = "redis")]
+pub mod redis;
 #[cfg(feature = "servicebus")]
 pub mod servicebus;
 #[cfg(feature = "sqs")]
@@ -127,6 +129,8 @@ pub async fn build(profile: &Profile) -> Result<Arc<dyn Backend>> {
         ProfileKind::Sqs(s) => sqs::connect(profile, s).await,
         #[cfg(feature = "servicebus")]
         ProfileKind::Servicebus(s) => servicebus::connect(profile, s).await,
+        #[cfg(feature = "redis")]
+        ProfileKind::Redis(s) => redis::connect(profile, s).await,
         #[allow(unreachable_patterns)]
         other => Err(BackendError::Unsupported(format!(
             "this qdeck was built without the {} backend (cargo feature {:?})",

@@ -14,7 +14,8 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 pub use profile::{
-    LocalSettings, Profile, ProfileKind, RabbitmqSettings, ServicebusSettings, SqsSettings,
+    LocalSettings, Profile, ProfileKind, RabbitmqSettings, RedisSettings, ServicebusSettings,
+    SqsSettings,
 };
 
 const DEFAULTS: &str = include_str!("defaults.toml");

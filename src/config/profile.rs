@@ -30,6 +30,7 @@ pub enum ProfileKind {
     Rabbitmq(RabbitmqSettings),
     Sqs(SqsSettings),
     Servicebus(ServicebusSettings),
+    Redis(RedisSettings),
 }
 
 impl ProfileKind {
@@ -39,6 +40,7 @@ impl ProfileKind {
             ProfileKind::Rabbitmq(_) => "rabbitmq",
             ProfileKind::Sqs(_) => "sqs",
             ProfileKind::Servicebus(_) => "servicebus",
+            ProfileKind::Redis(_) => "redis",
         }
     }
 }
@@ -116,6 +118,35 @@ pub struct ServicebusSettings {
     /// Also list topics and their subscriptions (default true).
     #[serde(default)]
     pub topics: Option<bool>,
+}
+
+/// Redis job queues (BullMQ, Sidekiq) in one Redis database.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RedisSettings {
+    /// `redis://host:6379` or `rediss://` for TLS, without a password.
+    #[serde(default)]
+    pub url: Option<String>,
+    /// Name of an environment variable holding the whole URL (may include the password).
+    #[serde(default)]
+    pub url_env: Option<String>,
+    #[serde(default)]
+    pub username: Option<String>,
+    /// Name of an environment variable holding the password.
+    #[serde(default)]
+    pub password_env: Option<String>,
+    /// Database number (default: the URL's, else 0).
+    #[serde(default)]
+    pub db: Option<i64>,
+    /// Job libraries to show: `bullmq`, `sidekiq` (default: detected from the key schema).
+    #[serde(default)]
+    pub flavors: Option<Vec<String>>,
+    /// BullMQ's key prefix (default `bull`).
+    #[serde(default)]
+    pub prefix: Option<String>,
+    /// Sidekiq's redis-namespace, if one is used (keys then start with `NAMESPACE:`).
+    #[serde(default)]
+    pub namespace: Option<String>,
 }
 
 impl Profile {

@@ -1,0 +1,297 @@
+//! Figures for any number of queues in one pipelined round trip: one read-only EVALSHA per
+//! BullMQ queue (counts, paused flag, oldest waiting job's timestamp), plain reads for
+//! Sidekiq (list lengths and the oldest payload's enqueued_at, sorted set sizes, counters).
+
+use ::redis::Value;
+
+use super::conn::query_with_scripts;
+use super::{RedisBackend, Target};
+use crate::backend::Result;
+use crate::domain::*;
+
+pub fn as_i64(v: &Value) -> Option<i64> {
+    match v {
+        Value::Int(i) => Some(*i),
+        Value::BulkString(b) => std::str::from_utf8(b)
+            .ok()?
+            .trim()
+            .parse::<f64>()
+            .ok()
+            .map(|f| f as i64),
+        Value::SimpleString(s) => s.trim().parse::<f64>().ok().map(|f| f as i64),
+        Value::Double(d) => Some(*d as i64),
+        _ => None,
+    }
+}
+
+pub fn as_f64(v: &Value) -> Option<f64> {
+    match v {
+        Value::Int(i) => Some(*i as f64),
+        Value::BulkString(b) => std::str::from_utf8(b).ok()?.trim().parse::<f64>().ok(),
+        Value::SimpleString(s) => s.trim().parse::<f64>().ok(),
+        Value::Double(d) => Some(*d),
+        _ => None,
+    }
+}
+
+pub fn as_string(v: &Value) -> Option<String> {
+    match v {
+        Value::BulkString(b) => Some(String::from_utf8_lossy(b).into_owned()),
+        Value::SimpleString(s) => Some(s.clone()),
+        Value::Int(i) => Some(i.to_string()),
+        _ => None,
+    }
+}
+
+pub fn as_array(v: &Value) -> &[Value] {
+    match v {
+        Value::Array(a) => a,
+        _ => &[],
+    }
+}
+
+fn age_from_ms(now: i64, ts_ms: i64) -> Option<f64> {
+    (ts_ms > 0).then(|| ((now - ts_ms) as f64 / 1000.0).max(0.0))
+}
+
+/// enqueued_at of a Sidekiq payload, in ms (Sidekiq 6 writes float seconds, 7.x integer ms).
+pub fn sidekiq_time_ms(v: &serde_json::Value) -> Option<i64> {
+    let f = v.as_f64()?;
+    Some(if f > 1e11 {
+        f as i64
+    } else {
+        (f * 1000.0) as i64
+    })
+}
+
+enum Slot {
+    Bull { queue: String, failed: bool },
+    SkQueue(String),
+    SkDead,
+    SkRetry,
+    SkSchedule,
+}
+
+/// Commands each slot adds to the pipeline, in order.
+fn width(s: &Slot) -> usize {
+    match s {
+        Slot::Bull { .. } => 1,
+        Slot::SkQueue(_) => 3,
+        Slot::SkDead | Slot::SkRetry => 2,
+        Slot::SkSchedule => 1,
+    }
+}
+
+pub async fn stats(b: &RedisBackend, queues: &[QueueId]) -> Result<StatsBatch> {
+    let mut batch = StatsBatch::default();
+    let mut slots: Vec<(QueueId, Slot)> = Vec::new();
+    for id in queues {
+        match b.resolve(id).await {
+            Ok(Target::Bull(q)) => slots.push((
+                id.clone(),
+                Slot::Bull {
+                    queue: q,
+                    failed: false,
+                },
+            )),
+            Ok(Target::BullFailed(q)) => slots.push((
+                id.clone(),
+                Slot::Bull {
+                    queue: q,
+                    failed: true,
+                },
+            )),
+            Ok(Target::SkQueue(q)) => slots.push((id.clone(), Slot::SkQueue(q))),
+            Ok(Target::SkDead) => slots.push((id.clone(), Slot::SkDead)),
+            Ok(Target::SkRetry) => slots.push((id.clone(), Slot::SkRetry)),
+            Ok(Target::SkSchedule) => slots.push((id.clone(), Slot::SkSchedule)),
+            Err(e) => batch.errors.push((id.clone(), e.to_string())),
+        }
+    }
+    if slots.is_empty() {
+        return Ok(batch);
+    }
+    let any_sidekiq = slots.iter().any(|(_, s)| !matches!(s, Slot::Bull { .. }));
+    let mut pipe = ::redis::pipe();
+    pipe.ignore_errors();
+    for (_, s) in &slots {
+        match s {
+            Slot::Bull { queue, .. } => {
+                let keys: Vec<String> = [
+                    "wait",
+                    "paused",
+                    "prioritized",
+                    "active",
+                    "delayed",
+                    "failed",
+                    "completed",
+                    "meta",
+                    "metrics:completed",
+                ]
+                .iter()
+                .map(|k| b.bkey(queue, k))
+                .collect();
+                b.scripts
+                    .bull_figures
+                    .add_to(&mut pipe, &keys, &[b.bjob_prefix(queue)]);
+            }
+            Slot::SkQueue(q) => {
+                let key = b.skey(&format!("queue:{q}"));
+                pipe.llen(&key)
+                    .lindex(&key, -1)
+                    .sismember(b.skey("queues"), q);
+            }
+            Slot::SkDead => {
+                pipe.zcard(b.skey("dead"))
+                    .zrange_withscores(b.skey("dead"), 0, 0);
+            }
+            Slot::SkRetry => {
+                pipe.zcard(b.skey("retry"))
+                    .zrange_withscores(b.skey("retry"), 0, 0);
+            }
+            Slot::SkSchedule => {
+                pipe.zcard(b.skey("schedule"));
+            }
+        }
+    }
+    if any_sidekiq {
+        pipe.get(b.skey("stat:processed"))
+            .get(b.skey("stat:failed"))
+            .zcard(b.skey("dead"));
+    }
+    let mut cm = b.conn.get().await?;
+    let replies = query_with_scripts(&mut cm, &pipe, &[&b.scripts.bull_figures]).await?;
+    b.calls.bump("pipeline");
+    let at_ms = now_ms();
+    let tail = replies.len().saturating_sub(3);
+    let (processed, failed_total, dead_size) = if any_sidekiq {
+        (
+            replies.get(tail).and_then(as_i64).map(|v| v as u64),
+            replies.get(tail + 1).and_then(as_i64).map(|v| v as u64),
+            replies.get(tail + 2).and_then(as_i64).map(|v| v as u64),
+        )
+    } else {
+        (None, None, None)
+    };
+    let mut i = 0;
+    for (id, slot) in slots {
+        let r = &replies[i..(i + width(&slot)).min(replies.len())];
+        i += width(&slot);
+        if let Some(Value::ServerError(e)) = r.iter().find(|v| matches!(v, Value::ServerError(_))) {
+            batch.errors.push((
+                id,
+                crate::sanitize::clean_short(
+                    &format!("{} {}", e.code(), e.details().unwrap_or("")),
+                    200,
+                ),
+            ));
+            continue;
+        }
+        let mut st = QueueStats {
+            id: id.clone(),
+            at_ms,
+            ..Default::default()
+        };
+        match slot {
+            Slot::Bull { queue, failed } => {
+                let v = r.first().map(as_array).unwrap_or(&[]);
+                let n = |k: usize| v.get(k).and_then(as_i64).unwrap_or(0);
+                if n(0) == 0 && !b.cache().ids.contains_key(&id) {
+                    batch
+                        .errors
+                        .push((id, format!("no BullMQ queue {queue:?}")));
+                    continue;
+                }
+                let (wait, paused, prio, active, delayed, fail, completed) =
+                    (n(1), n(2), n(3), n(4), n(5), n(6), n(7));
+                let metrics = n(8);
+                let is_paused = n(9) == 1;
+                if failed {
+                    st.depth = Some(fail as u64);
+                    st.in_flight = Some(0);
+                    st.delayed = Some(0);
+                    st.oldest_age_secs = if fail > 0 {
+                        age_from_ms(at_ms, n(12))
+                    } else {
+                        None
+                    };
+                    if fail > 0 && st.oldest_age_secs.is_none() {
+                        st.age_note = Some("oldest failed job has no finish time".into());
+                    }
+                } else {
+                    st.depth = Some((wait + paused + prio) as u64);
+                    st.in_flight = Some(active as u64);
+                    st.delayed = Some(delayed as u64);
+                    st.dlq_depth = Some(fail as u64);
+                    st.oldest_age_secs = age_from_ms(at_ms, n(11));
+                    st.completed_total =
+                        Some(if metrics >= 0 { metrics } else { completed } as u64);
+                    st.dead_lettered_total = None;
+                    if is_paused {
+                        st.age_note = Some("queue is paused: workers take no job".into());
+                    } else if wait + paused == 0 && prio > 0 {
+                        st.age_note = Some("age covers the wait list only (prioritized jobs are ordered by priority)".into());
+                    }
+                    if metrics < 0 {
+                        // Completed jobs trimmed by removeOnComplete make this count shrink.
+                        st.age_note.get_or_insert_with(|| {
+                            "completed count is the completed set's size (metrics are off)".into()
+                        });
+                    }
+                }
+            }
+            Slot::SkQueue(q) => {
+                let listed = r.get(2).and_then(as_i64).unwrap_or(0) == 1;
+                let depth = r.first().and_then(as_i64).unwrap_or(0);
+                let seen = b
+                    .sk_seen
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .contains(&q);
+                if !listed && depth == 0 && !seen {
+                    batch.errors.push((id, format!("no Sidekiq queue {q:?}")));
+                    continue;
+                }
+                st.depth = Some(depth as u64);
+                st.in_flight = None;
+                st.dlq_depth = dead_size;
+                st.completed_total = processed;
+                st.dead_lettered_total = failed_total;
+                st.oldest_age_secs = r
+                    .get(1)
+                    .and_then(as_string)
+                    .and_then(|p| serde_json::from_str::<serde_json::Value>(&p).ok())
+                    .and_then(|j| j.get("enqueued_at").and_then(sidekiq_time_ms))
+                    .and_then(|ms| age_from_ms(at_ms, ms));
+                if depth == 0 {
+                    st.oldest_age_secs = None;
+                }
+                st.age_note = Some(
+                    "DLQ depth, processed and failed counters are Sidekiq's process-wide figures"
+                        .into(),
+                );
+            }
+            Slot::SkDead => {
+                st.depth = r.first().and_then(as_i64).map(|v| v as u64);
+                st.oldest_age_secs = as_array(r.get(1).unwrap_or(&Value::Nil))
+                    .get(1)
+                    .and_then(as_f64)
+                    .and_then(|s| age_from_ms(at_ms, (s * 1000.0) as i64));
+                st.completed_total = processed;
+                st.dead_lettered_total = failed_total;
+            }
+            Slot::SkRetry => {
+                // Retrying jobs are both the set's content (what a redrive moves) and delayed.
+                st.depth = r.first().and_then(as_i64).map(|v| v as u64);
+                st.delayed = st.depth;
+                st.dead_lettered_total = failed_total;
+            }
+            Slot::SkSchedule => {
+                st.depth = r.first().and_then(as_i64).map(|v| v as u64);
+                st.delayed = st.depth;
+            }
+        }
+        batch.stats.push(st);
+    }
+    Ok(batch)
+}

@@ -1,0 +1,323 @@
+//! Redis job queues: BullMQ and Sidekiq, read and changed through their own key schemas and
+//! with their own semantics (see docs in each file and shared/brokers.md).
+//!
+//! Queue ids: a BullMQ queue is its name and its failed set is `<name>/failed`; a Sidekiq
+//! queue is its name, its sorted sets are `dead` (the morgue, the DLQ of every queue),
+//! `retry` and `scheduled`. When both libraries share the database, Sidekiq ids carry a
+//! `sidekiq/` prefix so the two never collide.
+
+mod browse;
+mod conn;
+mod figures;
+mod jobs;
+mod listing;
+mod mutate;
+mod scripts;
+mod workers;
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+
+use super::{ApiCalls, Backend, BackendError, OpProgress, Result};
+use crate::config::{Profile, RedisSettings};
+use crate::domain::*;
+
+use conn::{Conn, Lua};
+
+pub async fn connect(_profile: &Profile, settings: &RedisSettings) -> Result<Arc<dyn Backend>> {
+    Ok(Arc::new(RedisBackend::new(settings)?))
+}
+
+/// BullMQ major versions whose key schema and scripts qdeck was tested against.
+pub const BULLMQ_TESTED_MAJOR: &str = "6";
+/// Sidekiq major versions tested (6.4, Debian's ruby-sidekiq).
+pub const SIDEKIQ_TESTED_MAJOR: &str = "6";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flavor {
+    Bullmq,
+    Sidekiq,
+}
+
+/// What a queue id points at.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    Bull(String),
+    BullFailed(String),
+    SkQueue(String),
+    SkDead,
+    SkRetry,
+    SkSchedule,
+}
+
+#[derive(Default)]
+struct Cache {
+    ids: HashMap<QueueId, Target>,
+    /// BullMQ queue → version field of its meta hash ("bullmq:6.7.0").
+    bull_versions: HashMap<String, String>,
+    /// Sidekiq version seen in a process heartbeat, when a process says it.
+    sidekiq_version: Option<String>,
+    both: bool,
+}
+
+struct Scripts {
+    bull_figures: Lua,
+    bull_retry: Lua,
+    bull_remove: Lua,
+    sidekiq_retry: Lua,
+}
+
+pub struct RedisBackend {
+    conn: Conn,
+    calls: Arc<ApiCalls>,
+    flavors: Option<Vec<Flavor>>,
+    /// BullMQ key prefix without the colon (`bull`).
+    bull_prefix: String,
+    /// Sidekiq key prefix: `""` or `namespace:`.
+    sk_ns: String,
+    scripts: Scripts,
+    cache: Mutex<Cache>,
+    /// Sidekiq queues this backend has seen: one just cleared (Sidekiq::Queue#clear drops
+    /// it from the `queues` set) still answers with depth 0 instead of "unknown".
+    sk_seen: Mutex<HashSet<String>>,
+}
+
+impl RedisBackend {
+    pub fn new(settings: &RedisSettings) -> Result<RedisBackend> {
+        let flavors = match &settings.flavors {
+            None => None,
+            Some(list) => {
+                let mut out = Vec::new();
+                for f in list {
+                    match f.to_ascii_lowercase().as_str() {
+                        "bullmq" => out.push(Flavor::Bullmq),
+                        "sidekiq" => out.push(Flavor::Sidekiq),
+                        "detect" => return Self::build(settings, None),
+                        other => {
+                            return Err(BackendError::Invalid(format!(
+                                "flavors: unknown job library {:?} (bullmq, sidekiq or detect)",
+                                crate::sanitize::clean_short(other, 40)
+                            )))
+                        }
+                    }
+                }
+                Some(out)
+            }
+        };
+        Self::build(settings, flavors)
+    }
+
+    fn build(settings: &RedisSettings, flavors: Option<Vec<Flavor>>) -> Result<RedisBackend> {
+        let bull_prefix = settings
+            .prefix
+            .clone()
+            .unwrap_or_else(|| "bull".to_string());
+        let sk_ns = match settings.namespace.as_deref() {
+            None | Some("") => String::new(),
+            Some(n) => format!("{n}:"),
+        };
+        Ok(RedisBackend {
+            conn: Conn::from_settings(settings)?,
+            calls: Arc::new(ApiCalls::default()),
+            flavors,
+            bull_prefix,
+            sk_ns,
+            scripts: Scripts {
+                bull_figures: Lua::new(scripts::BULL_FIGURES),
+                bull_retry: Lua::new(scripts::BULL_RETRY),
+                bull_remove: Lua::new(scripts::BULL_REMOVE_BATCH),
+                sidekiq_retry: Lua::new(scripts::SIDEKIQ_RETRY),
+            },
+            cache: Mutex::new(Cache::default()),
+            sk_seen: Mutex::new(HashSet::new()),
+        })
+    }
+
+    fn cache(&self) -> std::sync::MutexGuard<'_, Cache> {
+        self.cache.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn wants(&self, f: Flavor) -> Option<bool> {
+        self.flavors.as_ref().map(|v| v.contains(&f))
+    }
+
+    /// `bull:<queue>:<suffix>`
+    pub fn bkey(&self, queue: &str, suffix: &str) -> String {
+        format!("{}:{}:{}", self.bull_prefix, queue, suffix)
+    }
+
+    /// `bull:<queue>:` — job hashes are this plus the job id.
+    pub fn bjob_prefix(&self, queue: &str) -> String {
+        format!("{}:{}:", self.bull_prefix, queue)
+    }
+
+    pub fn skey(&self, key: &str) -> String {
+        format!("{}{}", self.sk_ns, key)
+    }
+
+    pub fn sk_id(&self, name: &str, both: bool) -> QueueId {
+        if both {
+            QueueId::new(format!("sidekiq/{name}"))
+        } else {
+            QueueId::new(name)
+        }
+    }
+
+    pub fn sk_dead_id(&self) -> QueueId {
+        let both = self.cache().both;
+        self.sk_id("dead", both)
+    }
+
+    /// What an id points at: from the last listing, else after listing again.
+    pub async fn resolve(&self, id: &QueueId) -> Result<Target> {
+        if let Some(t) = self.cache().ids.get(id) {
+            return Ok(t.clone());
+        }
+        self.list_queues().await?;
+        self.cache().ids.get(id).cloned().ok_or_else(|| {
+            BackendError::NotFound(format!(
+                "no BullMQ or Sidekiq queue {:?} at {} db {}",
+                crate::sanitize::clean_short(id.as_str(), 80),
+                self.conn.display,
+                self.conn.db()
+            ))
+        })
+    }
+
+    /// Why a queue is read-only here (an untested library version), if it is.
+    pub fn read_only_reason(&self, t: &Target) -> Option<String> {
+        let c = self.cache();
+        match t {
+            Target::Bull(q) | Target::BullFailed(q) => {
+                let v = c.bull_versions.get(q)?;
+                let num = v.rsplit(':').next().unwrap_or(v);
+                let lib = v.split(':').next().unwrap_or("");
+                let tested = lib == "bullmq" && num.split('.').next() == Some(BULLMQ_TESTED_MAJOR);
+                (!tested).then(|| {
+                    format!(
+                        "read-only: this queue was written by {}, qdeck is tested with bullmq {}.x",
+                        crate::sanitize::clean_short(v, 40),
+                        BULLMQ_TESTED_MAJOR
+                    )
+                })
+            }
+            _ => {
+                let v = c.sidekiq_version.as_ref()?;
+                (v.split('.').next() != Some(SIDEKIQ_TESTED_MAJOR)).then(|| {
+                    format!(
+                        "read-only: a Sidekiq {} process runs here, qdeck is tested with Sidekiq {}.x",
+                        crate::sanitize::clean_short(v, 20),
+                        SIDEKIQ_TESTED_MAJOR
+                    )
+                })
+            }
+        }
+    }
+
+    fn refuse_if_read_only(&self, t: &Target) -> Result<()> {
+        match self.read_only_reason(t) {
+            Some(r) => Err(BackendError::Refused(r)),
+            None => Ok(()),
+        }
+    }
+}
+
+#[async_trait]
+impl Backend for RedisBackend {
+    fn kind(&self) -> BrokerKind {
+        BrokerKind::Redis
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            browse: BrowseEffect::None,
+            redrive: RedriveMode::ClientSide,
+            age: AgeSource::Exact,
+            consumers: ConsumerListing::Listed,
+            purge_cooldown_secs: None,
+            purge_note: Some(
+                "BullMQ: drain removes waiting and prioritized jobs with their job hashes (active and delayed jobs stay); on <queue>/failed it cleans the failed set. Sidekiq: clears the queue list or the sorted set".into(),
+            ),
+            broker_rates: false,
+            notes: vec![
+                "browse reads lists, sorted sets and job hashes only: nothing changes".into(),
+                "redrive is the library's own retry (BullMQ Job#retry, Sidekiq DeadSet#retry) run by qdeck as one atomic Lua script per batch: a job is never in both places nor in neither".into(),
+                "payloads that are not JSON (e.g. pickled RQ jobs) are shown as stored bytes, never decoded".into(),
+            ],
+        }
+    }
+
+    fn capabilities_for(&self, queue: &QueueInfo) -> Capabilities {
+        let mut caps = self.capabilities();
+        let target = self.cache().ids.get(&queue.id).cloned();
+        if let Some(t) = target {
+            if let Some(reason) = self.read_only_reason(&t) {
+                caps.redrive = RedriveMode::Unsupported(reason.clone());
+                caps.notes.push(reason);
+            } else if matches!(t, Target::Bull(_) | Target::SkQueue(_) | Target::SkSchedule) {
+                caps.redrive = RedriveMode::Unsupported(
+                    "redrive starts from a failed set, the retry set or the dead set".into(),
+                );
+            }
+        }
+        caps
+    }
+
+    async fn list_queues(&self) -> Result<Vec<QueueInfo>> {
+        listing::list(self).await
+    }
+
+    async fn describe(&self, queue: &QueueId) -> Result<QueueInfo> {
+        self.resolve(queue).await?;
+        self.list_queues()
+            .await?
+            .into_iter()
+            .find(|q| &q.id == queue)
+            .ok_or_else(|| BackendError::NotFound(format!("unknown queue {:?}", queue.as_str())))
+    }
+
+    async fn count(&self, queue: &QueueId) -> Result<MessageCount> {
+        let batch = self.stats(std::slice::from_ref(queue)).await?;
+        if let Some((_, e)) = batch.errors.into_iter().next() {
+            return Err(BackendError::NotFound(e));
+        }
+        let st = batch.stats.into_iter().next();
+        Ok(MessageCount {
+            ready: st.as_ref().and_then(|s| s.depth).unwrap_or(0),
+            in_flight: st.as_ref().and_then(|s| s.in_flight),
+            exact: true,
+        })
+    }
+
+    async fn stats(&self, queues: &[QueueId]) -> Result<StatsBatch> {
+        figures::stats(self, queues).await
+    }
+
+    async fn consumers(&self, queue: &QueueId) -> Result<Vec<Consumer>> {
+        workers::consumers(self, queue).await
+    }
+
+    async fn browse(&self, queue: &QueueId, req: &BrowseRequest) -> Result<Page> {
+        browse::browse(self, queue, req).await
+    }
+
+    async fn send(&self, _queue: &QueueId, _msg: OutgoingMessage) -> Result<Option<String>> {
+        Err(BackendError::Unsupported(
+            "jobs are added with the job library's own client (BullMQ Queue#add, Sidekiq perform_async), which sets the fields its workers expect".into(),
+        ))
+    }
+
+    async fn redrive(&self, req: &RedriveRequest, progress: &OpProgress) -> Result<RedriveReport> {
+        mutate::redrive(self, req, progress).await
+    }
+
+    async fn purge(&self, queue: &QueueId, progress: &OpProgress) -> Result<PurgeReport> {
+        mutate::purge(self, queue, progress).await
+    }
+
+    fn api_calls(&self) -> &ApiCalls {
+        &self.calls
+    }
+}

@@ -2009,7 +2009,6 @@ async fn kill_9_during_a_redrive_never_loses_a_message() {
     eprintln!("{trials} kill -9 trials: nothing lost, at most {worst} duplicated");
 }
 
-
 /// The shared backend contract on RabbitMQ, with the backend as a profile gets it by default
 /// (the shovel used where it applies). Dead letters are made by the broker (reject with
 /// requeue=false into a DLX-routed queue), so `x-death` records their origin.

@@ -6,8 +6,6 @@
 //! number (2..15, see `db_for`) and flushes only that one; BullMQ tests also use a unique
 //! key prefix.
 
-mod contract;
-
 use std::collections::{BTreeMap, HashSet};
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
@@ -219,77 +217,6 @@ async fn redrive_all(b: &dyn Backend, source: &str) -> RedriveReport {
     )
     .await
     .expect("redrive")
-}
-
-// ---------------------------------------------------------------------------------------
-// The shared contract.
-
-struct BullFixture {
-    db: u32,
-    prefix: String,
-}
-
-impl contract::Fixture for BullFixture {
-    async fn scene(
-        &self,
-        _b: &dyn Backend,
-        tag: &str,
-        ready: usize,
-        dead: usize,
-    ) -> (QueueId, QueueId) {
-        let q = uniq(tag);
-        node(
-            self.db,
-            &self.prefix,
-            &q,
-            &["contract", &ready.to_string(), &dead.to_string()],
-        );
-        (QueueId::new(q.clone()), QueueId::new(format!("{q}/failed")))
-    }
-}
-
-#[tokio::test]
-#[ignore = "needs QDECK_TEST_REDIS_URL and QDECK_TEST_NODE_FIXTURES"]
-async fn bullmq_keeps_the_backend_contract() {
-    let db = 2;
-    flush(db).await;
-    let prefix = uniq("qd");
-    let b = backend(settings(db, Some(&prefix))).await;
-    contract::run(b.as_ref(), &BullFixture { db, prefix }, "contract").await;
-    flush(db).await;
-}
-
-struct SidekiqFixture {
-    db: u32,
-}
-
-impl contract::Fixture for SidekiqFixture {
-    async fn scene(
-        &self,
-        _b: &dyn Backend,
-        tag: &str,
-        ready: usize,
-        dead: usize,
-    ) -> (QueueId, QueueId) {
-        let q = uniq(tag);
-        ruby(
-            self.db,
-            &q,
-            &["contract", &ready.to_string(), &dead.to_string()],
-            &[],
-        );
-        (QueueId::new(q), QueueId::new("dead"))
-    }
-}
-
-#[tokio::test]
-#[ignore = "needs QDECK_TEST_REDIS_URL and ruby-sidekiq"]
-async fn sidekiq_keeps_the_backend_contract() {
-    let db = 3;
-    flush(db).await;
-    let b = backend(settings(db, None)).await;
-    contract::run(b.as_ref(), &SidekiqFixture { db }, "contract").await;
-    flush(db).await;
 }
 
 // ---------------------------------------------------------------------------------------

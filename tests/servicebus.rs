@@ -1503,7 +1503,6 @@ async fn cli_ls_with_entity_scoped_keys() {
     assert!(stderr.contains("ghost"), "{stderr}");
 }
 
-
 /// The shared backend contract on the stand-in (one per test, in-process): its dead letters
 /// are seeded the way the broker records them (reason and description properties on the
 /// entity's DLQ).

@@ -1105,7 +1105,9 @@ async fn redrive_ends_while_its_messages_dead_letter_again() {
         let other = LocalBackend::open(&dir.path().join("q.db")).expect("second connection");
         std::thread::spawn(move || {
             while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                let got = other.receive("q", "poison", 10, Some(LONG)).expect("receive");
+                let got = other
+                    .receive("q", "poison", 10, Some(LONG))
+                    .expect("receive");
                 if got.is_empty() {
                     std::thread::sleep(Duration::from_millis(5));
                     continue;
@@ -1227,7 +1229,9 @@ async fn redrive_killed_at_random_moments_loses_and_duplicates_nothing() {
                     .or_default() += 1;
             }
         }
-        let missing = (0..N).filter(|i| !count.contains_key(&format!("d{i}"))).count();
+        let missing = (0..N)
+            .filter(|i| !count.contains_key(&format!("d{i}")))
+            .count();
         let dup = count.values().filter(|n| **n > 1).count();
         println!("trial {trial}: killed after {delay} ms ({status}); {missing} missing, {dup} duplicated");
         assert_eq!((missing, dup), (0, 0), "trial {trial}");
@@ -1249,22 +1253,32 @@ async fn readers_work_while_another_process_holds_the_write_lock() {
     let writer = rusqlite::Connection::open(&db).expect("second connection");
     writer.execute_batch("BEGIN IMMEDIATE").expect("write lock");
     writer
-        .execute("UPDATE queues SET lease_secs = lease_secs WHERE name = 'q'", [])
+        .execute(
+            "UPDATE queues SET lease_secs = lease_secs WHERE name = 'q'",
+            [],
+        )
         .expect("write inside the transaction");
 
     let b = Arc::new(LocalBackend::open(&db).expect("open while locked"));
-    b.set_busy_timeout(Duration::from_millis(200)).expect("timeout");
+    b.set_busy_timeout(Duration::from_millis(200))
+        .expect("timeout");
     let h = LocalHandle(b.clone());
     assert_eq!(h.list_queues().await.expect("list").len(), 2);
     assert_eq!(stats(&b, "q.dlq").await.depth, Some(3));
     assert_eq!(browse_all(&b, "q.dlq").await.len(), 3);
     let info = h.describe(&QueueId::new("q.dlq")).await.expect("describe");
     assert_eq!(info.dlq_sources, vec![QueueId::new("q")]);
-    let err = b.send_sync("q", &msg("blocked")).expect_err("writes wait for the lock");
+    let err = b
+        .send_sync("q", &msg("blocked"))
+        .expect_err("writes wait for the lock");
     assert!(matches!(err, BackendError::Storage(_)), "{err:?}");
 
     // The commands users run, as separate processes.
-    for args in [vec!["ls"], vec!["peek", "q.dlq", "-n", "3"], vec!["stats", "q.dlq"]] {
+    for args in [
+        vec!["ls"],
+        vec!["peek", "q.dlq", "-n", "3"],
+        vec!["stats", "q.dlq"],
+    ] {
         let out = qdeck_cmd(dir.path(), &db)
             .args(&args)
             .output()
@@ -1323,7 +1337,10 @@ async fn a_database_in_a_read_only_directory_is_still_readable() {
     let write = b.send_sync("q", &msg("nope"));
     let caps = h.capabilities();
     if immutable {
-        let _ = std::process::Command::new("chattr").arg("-i").arg(&sub).status();
+        let _ = std::process::Command::new("chattr")
+            .arg("-i")
+            .arg(&sub)
+            .status();
     }
     let _ = std::fs::set_permissions(&sub, std::fs::Permissions::from_mode(0o755));
     assert_eq!(listed.expect("list").len(), 2);

@@ -1418,7 +1418,10 @@ fn no_credentials_names_the_chain_tried() {
     let text =
         String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{text}");
-    assert!(text.contains("test manual_no_credentials_child ... ok"), "{text}");
+    assert!(
+        text.contains("test manual_no_credentials_child ... ok"),
+        "{text}"
+    );
 }
 
 #[tokio::test]
@@ -1597,7 +1600,9 @@ async fn redrive_ends_while_its_copies_dead_letter_again() {
     assert_eq!(bodies, want, "every message in src or dlq exactly once");
     for (body, attrs) in &all {
         assert!(
-            attrs.get("x-qdeck-redrive-run").is_some_and(|v| !v.is_empty()),
+            attrs
+                .get("x-qdeck-redrive-run")
+                .is_some_and(|v| !v.is_empty()),
             "{body}: {attrs:?}"
         );
         assert_eq!(attrs.get("x-qdeck-redriven").map(String::as_str), Some("1"));

@@ -237,9 +237,7 @@ impl LocalBackend {
     fn open_err(path: &Path, e: OpenError) -> BackendError {
         match e {
             OpenError::Sqlite(e) => storage_err(path, e),
-            OpenError::Refused(why) => {
-                BackendError::Storage(format!("{}: {why}", path.display()))
-            }
+            OpenError::Refused(why) => BackendError::Storage(format!("{}: {why}", path.display())),
         }
     }
 
@@ -316,6 +314,9 @@ pub fn capabilities() -> Capabilities {
         notes: vec![
             "rates come from the broker's enqueued/completed counters".to_string(),
             "redrive copies and deletes in one transaction per batch: nothing lost or duplicated"
+                .to_string(),
+            "redrive moves only what the DLQ held when it started: messages that dead-letter \
+             again during the run stay for the next one"
                 .to_string(),
         ],
     }

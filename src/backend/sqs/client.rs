@@ -160,7 +160,9 @@ pub(crate) fn classify(code: Option<&str>, status: Option<u16>) -> Class {
         | "LimitExceededException"
         | "SlowDown" => Class::Throttled,
         "AccessDenied" | "AccessDeniedException" | "UnauthorizedOperation" => Class::Forbidden,
-        "KMS.AccessDeniedException" | "KmsAccessDenied" | "KMS.DisabledException"
+        "KMS.AccessDeniedException"
+        | "KmsAccessDenied"
+        | "KMS.DisabledException"
         | "KmsDisabled" => Class::KmsForbidden,
         "InvalidClientTokenId"
         | "UnrecognizedClientException"
@@ -274,8 +276,10 @@ where
 {
     let code = e.code().map(str::to_string);
     let status = e.raw_response().map(|r| r.status().as_u16());
-    let retry_after =
-        retry_after_header(e.raw_response().and_then(|r| r.headers().get("retry-after")));
+    let retry_after = retry_after_header(
+        e.raw_response()
+            .and_then(|r| r.headers().get("retry-after")),
+    );
     let detail = one_line(&DisplayErrorContext(e).to_string(), 300);
     let prefix = if what.is_empty() {
         op.to_string()
@@ -325,4 +329,59 @@ where
         _ => BackendError::Other(format!("{prefix}: {detail}")),
     };
     CallError { code, status, err }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn denied_actions_name_the_missing_right_and_bad_keys_are_auth() {
+        let line = || "x".to_string();
+        match error_for(
+            classify(Some("AccessDenied"), Some(403)),
+            "sqs:ReceiveMessage",
+            line(),
+            None,
+        ) {
+            BackendError::Forbidden { right, .. } => {
+                assert_eq!(right.as_deref(), Some("sqs:ReceiveMessage"))
+            }
+            other => panic!("{other:?}"),
+        }
+        match error_for(
+            classify(Some("KMS.AccessDeniedException"), Some(400)),
+            "sqs:SendMessageBatch",
+            line(),
+            None,
+        ) {
+            BackendError::Forbidden { right, .. } => {
+                assert_eq!(right.as_deref(), Some("kms:GenerateDataKey"))
+            }
+            other => panic!("{other:?}"),
+        }
+        for code in [
+            "InvalidClientTokenId",
+            "ExpiredToken",
+            "SignatureDoesNotMatch",
+        ] {
+            assert_eq!(classify(Some(code), Some(403)), Class::Auth, "{code}");
+        }
+        assert_eq!(classify(None, Some(401)), Class::Auth);
+        assert_eq!(classify(None, Some(403)), Class::Forbidden);
+    }
+
+    #[test]
+    fn throttling_carries_retry_after_when_given() {
+        let e = error_for(
+            classify(Some("RequestThrottled"), Some(400)),
+            "sqs:ListQueues",
+            "x".to_string(),
+            retry_after_header(Some("7")),
+        );
+        assert!(e.is_transient());
+        assert_eq!(e.retry_after(), Some(Duration::from_secs(7)));
+        assert_eq!(classify(None, Some(429)), Class::Throttled);
+        assert_eq!(retry_after_header(Some("soon")), None);
+    }
 }

@@ -71,7 +71,10 @@ pub(crate) fn sign(
     );
     let identity = creds.into();
     let bad = |e: &dyn std::fmt::Display| {
-        BackendError::Invalid(one_line(&format!("cannot sign CloudWatch request: {e}"), 200))
+        BackendError::Invalid(one_line(
+            &format!("cannot sign CloudWatch request: {e}"),
+            200,
+        ))
     };
     let params: aws_sigv4::http_request::SigningParams<'_> = v4::SigningParams::builder()
         .identity(&identity)

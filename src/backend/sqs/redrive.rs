@@ -17,8 +17,8 @@ use std::time::{Duration, Instant};
 
 use aws_sdk_sqs::types::{
     DeleteMessageBatchRequestEntry, Message as SqsMessage, MessageAttributeValue,
-    MessageSystemAttributeName,
-    MessageSystemAttributeNameForSends, MessageSystemAttributeValue, SendMessageBatchRequestEntry,
+    MessageSystemAttributeName, MessageSystemAttributeNameForSends, MessageSystemAttributeValue,
+    SendMessageBatchRequestEntry,
 };
 
 use super::client::{map_sdk, one_line};

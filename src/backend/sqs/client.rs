@@ -322,7 +322,7 @@ where
         }
         // Before a request is sent the only "other" failure is signing it, which needs
         // credentials: none found, or the provider (SSO, credential_process) failed.
-        SdkError::DispatchFailure(d) if d.is_other().is_some() => {
+        SdkError::DispatchFailure(d) if d.is_other() => {
             BackendError::Auth(credentials_text(profile, &detail))
         }
         SdkError::DispatchFailure(_) => BackendError::Unreachable(format!("{prefix}: {detail}")),

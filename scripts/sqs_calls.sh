@@ -35,5 +35,5 @@ if [ -z "${QDECK_TEST_SQS_ENDPOINT:-}" ]; then
 fi
 
 echo "moto at $QDECK_TEST_SQS_ENDPOINT, N=$QDECK_SQS_CALLS_N queues, $QDECK_SQS_CALLS_MESSAGES messages"
-cargo test --test sqs -- --ignored --nocapture --exact call_budget_on_moto 2>&1 \
+cargo test --test sqs -- --ignored --nocapture --exact manual_call_budget_on_moto 2>&1 \
   | grep -vE '^\s*(Compiling|Finished|Running|running)' | grep -vE '^$'

@@ -2,7 +2,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use rusqlite::params;
+use rusqlite::{params, OptionalExtension};
 
 use super::worker::{not_found, queue_row};
 use super::{now_ms, LocalBackend, QueueOptions};
@@ -142,6 +142,52 @@ impl LocalBackend {
                 }
             })
             .collect())
+    }
+
+    /// One queue's settings and the queues that dead-letter into it, without listing all.
+    pub(super) fn describe_sync(&self, queue: &QueueId) -> Result<QueueInfo> {
+        let conn = self.lock();
+        let map_err = |e| self.err(e);
+        let row = conn
+            .query_row(
+                "SELECT lease_secs, max_receives, dlq, key_policy FROM queues WHERE name = ?1",
+                [queue.as_str()],
+                |r| {
+                    Ok((
+                        r.get::<_, f64>(0)?,
+                        r.get::<_, Option<u32>>(1)?,
+                        r.get::<_, Option<String>>(2)?,
+                        r.get::<_, String>(3)?,
+                    ))
+                },
+            )
+            .optional()
+            .map_err(map_err)?;
+        let Some((lease, max, dlq, policy)) = row else {
+            return Err(not_found(queue.as_str()));
+        };
+        let dlq_sources: Vec<QueueId> = conn
+            .prepare_cached("SELECT name FROM queues WHERE dlq = ?1 ORDER BY name")
+            .map_err(map_err)?
+            .query_map([queue.as_str()], |r| r.get::<_, String>(0))
+            .map_err(map_err)?
+            .map(|n| n.map(QueueId::new))
+            .collect::<rusqlite::Result<_>>()
+            .map_err(map_err)?;
+        Ok(QueueInfo {
+            id: queue.clone(),
+            kind: QueueKind::Standard,
+            is_dlq: !dlq_sources.is_empty(),
+            dlq: dlq.map(QueueId::new),
+            dlq_sources,
+            settings: QueueSettings {
+                lease_secs: Some(lease),
+                max_receives: max,
+                retention_secs: None,
+                key_policy: Some(policy),
+                extra: BTreeMap::new(),
+            },
+        })
     }
 
     /// Figures for `queues` (all queues when empty) from one grouped scan.

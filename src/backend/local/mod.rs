@@ -88,6 +88,21 @@ pub struct LocalBackend {
     calls: ApiCalls,
     /// How long to wait for another process's lock (see `busy`).
     busy_ms: std::sync::atomic::AtomicU64,
+    /// Opened read-only: the note users see.
+    read_only: Option<String>,
+}
+
+/// Why a read-write open failed.
+enum OpenError {
+    Sqlite(rusqlite::Error),
+    /// The file is not ours to change (another application's, a newer schema).
+    Refused(String),
+}
+
+impl From<rusqlite::Error> for OpenError {
+    fn from(e: rusqlite::Error) -> Self {
+        OpenError::Sqlite(e)
+    }
 }
 
 pub(crate) fn storage_err(path: &Path, e: rusqlite::Error) -> BackendError {
@@ -110,29 +125,135 @@ pub(crate) fn now_ms() -> i64 {
     crate::domain::now_ms()
 }
 
+/// Percent-encode what a SQLite URI filename gives a meaning to.
+fn uri_path(path: &Path) -> String {
+    let mut out = String::from("file:");
+    for c in path.to_string_lossy().chars() {
+        match c {
+            '?' | '#' | '%' => out.push_str(&format!("%{:02X}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Errors after which a file that exists may still be read: qdeck may not write it or its
+/// directory (read-only mount, permissions).
+fn is_read_only_error(e: &rusqlite::Error) -> bool {
+    use rusqlite::ErrorCode;
+    matches!(
+        e.sqlite_error_code(),
+        Some(ErrorCode::ReadOnly | ErrorCode::CannotOpen | ErrorCode::PermissionDenied)
+    )
+}
+
 impl LocalBackend {
-    /// Open (creating if needed) the broker file at `path`.
+    /// Open (creating if needed) the broker file at `path`. A file that already has the
+    /// schema is opened without writing anything (no write lock is taken, so this works while
+    /// another process holds one). A file qdeck cannot write (read-only directory or mount) is
+    /// opened read-only: reads work, changes fail with `Storage`, and `read_only_note` says so.
     pub fn open(path: &Path) -> Result<Self> {
         if let Some(dir) = path.parent() {
-            if !dir.as_os_str().is_empty() {
+            if !dir.as_os_str().is_empty() && !dir.exists() {
                 std::fs::create_dir_all(dir).map_err(|e| {
                     BackendError::Storage(format!("cannot create {}: {e}", dir.display()))
                 })?;
             }
         }
-        let conn = Connection::open(path).map_err(|e| storage_err(path, e))?;
-        conn.busy_handler(Some(busy::wait))
-            .map_err(|e| storage_err(path, e))?;
+        match Self::open_writable(path) {
+            Ok(conn) => Ok(Self::with(path, conn, None)),
+            Err(OpenError::Sqlite(e)) if path.is_file() && is_read_only_error(&e) => {
+                Self::open_read_only(path)
+            }
+            Err(e) => Err(Self::open_err(path, e)),
+        }
+    }
+
+    /// Open an existing broker file for reading only (`SQLITE_OPEN_READ_ONLY`). When even
+    /// that cannot work (WAL needs its `-shm` file and the directory refuses to hold one), the
+    /// file is opened as immutable: the last checkpoint is read and later writes still in the
+    /// WAL are not seen, so figures may be stale.
+    pub fn open_read_only(path: &Path) -> Result<Self> {
+        use rusqlite::OpenFlags;
+        let ro = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let plain = Connection::open_with_flags(path, ro).and_then(|c| {
+            Self::check_readable(&c)?;
+            Ok(c)
+        });
+        let (conn, note) = match plain {
+            Ok(c) => (
+                c,
+                format!(
+                    "{} is read-only for qdeck: showing figures, changes refused",
+                    path.display()
+                ),
+            ),
+            Err(e) if is_read_only_error(&e) => {
+                let c = Connection::open_with_flags(
+                    format!("{}?immutable=1", uri_path(path)),
+                    ro | OpenFlags::SQLITE_OPEN_URI,
+                )
+                .map_err(|e| storage_err(path, e))?;
+                Self::check_readable(&c).map_err(|e| storage_err(path, e))?;
+                (
+                    c,
+                    format!(
+                        "{} opened read-only from its last checkpoint (its directory is not                          writable): figures may be stale, changes refused",
+                        path.display()
+                    ),
+                )
+            }
+            Err(e) => return Err(storage_err(path, e)),
+        };
         if let Some(why) = schema::refuse_reason(&conn).map_err(|e| storage_err(path, e))? {
             return Err(BackendError::Storage(format!("{}: {why}", path.display())));
         }
-        schema::init(&conn).map_err(|e| storage_err(path, e))?;
-        Ok(LocalBackend {
+        tracing::warn!("{note}");
+        Ok(Self::with(path, conn, Some(note)))
+    }
+
+    /// A first read: in WAL mode this is where a missing `-shm` shows.
+    fn check_readable(conn: &Connection) -> rusqlite::Result<()> {
+        conn.query_row("SELECT COUNT(*) FROM sqlite_master", [], |r| {
+            r.get::<_, i64>(0)
+        })
+        .map(|_| ())
+    }
+
+    /// Open read-write; write the schema only when the file lacks it.
+    fn open_writable(path: &Path) -> std::result::Result<Connection, OpenError> {
+        let conn = Connection::open(path)?;
+        conn.busy_handler(Some(busy::wait))?;
+        if let Some(why) = schema::refuse_reason(&conn)? {
+            return Err(OpenError::Refused(why));
+        }
+        schema::configure(&conn)?;
+        if !schema::is_current(&conn)? {
+            schema::init(&conn)?;
+        }
+        Ok(conn)
+    }
+
+    fn open_err(path: &Path, e: OpenError) -> BackendError {
+        match e {
+            OpenError::Sqlite(e) => storage_err(path, e),
+            OpenError::Refused(why) => BackendError::Storage(format!("{}: {why}", path.display())),
+        }
+    }
+
+    fn with(path: &Path, conn: Connection, read_only: Option<String>) -> Self {
+        LocalBackend {
             path: path.to_path_buf(),
             conn: Arc::new(Mutex::new(conn)),
             calls: ApiCalls::default(),
             busy_ms: std::sync::atomic::AtomicU64::new(busy::DEFAULT_TIMEOUT_MS),
-        })
+            read_only,
+        }
+    }
+
+    /// Set when the file was opened read-only: why, and whether figures may be stale.
+    pub fn read_only_note(&self) -> Option<&str> {
+        self.read_only.as_deref()
     }
 
     /// How long a call waits for another process's write lock before it fails with
@@ -194,6 +315,9 @@ pub fn capabilities() -> Capabilities {
             "rates come from the broker's enqueued/completed counters".to_string(),
             "redrive copies and deletes in one transaction per batch: nothing lost or duplicated"
                 .to_string(),
+            "redrive moves only what the DLQ held when it started: messages that dead-letter \
+             again during the run stay for the next one"
+                .to_string(),
         ],
     }
 }
@@ -205,7 +329,33 @@ impl Backend for LocalHandle {
     }
 
     fn capabilities(&self) -> Capabilities {
-        capabilities()
+        let mut c = capabilities();
+        if let Some(n) = self.0.read_only_note() {
+            c.notes.insert(0, n.to_string());
+        }
+        c
+    }
+
+    /// The queue's key policy decides what "in flight" and ordering mean for it.
+    fn capabilities_for(&self, queue: &QueueInfo) -> Capabilities {
+        let mut c = self.capabilities();
+        let policy = queue.settings.key_policy.as_deref().unwrap_or("parallel");
+        c.notes.push(match policy {
+            "exclusive" => "key policy exclusive: one message per key in flight; same-key \
+                            order is not kept, so redriven messages may run out of order"
+                .to_string(),
+            "ordered" => "key policy ordered: same-key messages run in id order; redriven \
+                          messages get new ids and run after those already queued for their key"
+                .to_string(),
+            _ => "key policy parallel: same-key messages may run at once".to_string(),
+        });
+        c
+    }
+
+    async fn describe(&self, queue: &QueueId) -> Result<QueueInfo> {
+        self.0.calls.bump("local:describe");
+        let q = queue.clone();
+        self.0.blocking(move |b| b.describe_sync(&q)).await
     }
 
     async fn list_queues(&self) -> Result<Vec<QueueInfo>> {
@@ -242,7 +392,11 @@ impl Backend for LocalHandle {
     async fn browse(&self, queue: &QueueId, req: &BrowseRequest) -> Result<Page> {
         self.0.calls.bump("local:browse");
         let (q, r) = (queue.clone(), req.clone());
-        self.0.blocking(move |b| b.browse_sync(&q, &r)).await
+        let mut page = self.0.blocking(move |b| b.browse_sync(&q, &r)).await?;
+        if let Some(n) = self.0.read_only_note() {
+            page.effect_note.get_or_insert_with(|| n.to_string());
+        }
+        Ok(page)
     }
 
     async fn send(&self, queue: &QueueId, msg: OutgoingMessage) -> Result<Option<String>> {

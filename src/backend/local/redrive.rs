@@ -1,5 +1,10 @@
 //! Redrive on the local broker: copy and delete in one transaction per batch, so a crash
 //! can neither lose nor duplicate a message. Rate-limited and cancellable between batches.
+//!
+//! A run moves only messages that were in the DLQ when it started: ids are taken from one
+//! sequence, so the highest id present at the start is a watermark, and a message that comes
+//! back (a consumer rejects it again and it dead-letters) gets a new, higher id and is left
+//! for the next run. Without this a redrive of poison messages never ends.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -91,10 +96,21 @@ impl LocalBackend {
         })
     }
 
+    /// Highest message id in `queue` now (0 when empty): the run's watermark.
+    fn redrive_watermark(&self, queue: &str) -> Result<i64> {
+        let conn = self.lock();
+        conn.query_row(
+            "SELECT COALESCE(MAX(id), 0) FROM messages WHERE queue = ?1",
+            [queue],
+            |r| r.get(0),
+        )
+        .map_err(|e| self.err(e))
+    }
+
     fn redrive_batch(
         &self,
         req: &RedriveRequest,
-        after: i64,
+        (after, upto): (i64, i64),
         limit: usize,
     ) -> Result<BatchOutcome> {
         let now = now_ms();
@@ -109,9 +125,9 @@ impl LocalBackend {
             let rows: Vec<(i64, Option<String>, Option<String>, bool)> = {
                 let mut st = tx.prepare_cached(
                     "SELECT id, dl_origin, leased_by, visible_ms > ?3 FROM messages
-                     WHERE queue = ?1 AND id > ?2 ORDER BY id LIMIT ?4",
+                     WHERE queue = ?1 AND id > ?2 AND id <= ?5 ORDER BY id LIMIT ?4",
                 )?;
-                let r = st.query_map(params![source, after, now, limit as i64], |r| {
+                let r = st.query_map(params![source, after, now, limit as i64, upto], |r| {
                     Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
                 })?;
                 r.collect::<rusqlite::Result<_>>()?
@@ -189,11 +205,16 @@ pub(super) async fn run(
             ));
         }
     }
-    let total = {
+    let (total, upto) = {
         let (b, r) = (b.clone(), req.clone());
-        tokio::task::spawn_blocking(move || b.redrive_plan(&r))
-            .await
-            .map_err(|e| BackendError::Other(e.to_string()))??
+        tokio::task::spawn_blocking(move || {
+            // Watermark first: whatever arrives after it is neither counted nor moved.
+            let upto = b.redrive_watermark(r.source.as_str())?;
+            let total = b.redrive_plan(&r)?;
+            Ok::<_, BackendError>((total, upto))
+        })
+        .await
+        .map_err(|e| BackendError::Other(e.to_string()))??
     };
     progress.set_total(Some(match &req.only_ids {
         Some(ids) => (ids.len() as u64).min(total),
@@ -225,7 +246,7 @@ pub(super) async fn run(
         }
         let out = {
             let (b, r) = (b.clone(), req.clone());
-            tokio::task::spawn_blocking(move || b.redrive_batch(&r, after, limit))
+            tokio::task::spawn_blocking(move || b.redrive_batch(&r, (after, upto), limit))
                 .await
                 .map_err(|e| BackendError::Other(e.to_string()))??
         };

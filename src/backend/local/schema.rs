@@ -41,6 +41,51 @@ pub fn refuse_reason(conn: &Connection) -> rusqlite::Result<Option<String>> {
     }
 }
 
+/// Tables and indexes `init` creates; a file holding all of them needs no write at open.
+const OBJECTS: &[&str] = &[
+    "meta",
+    "queues",
+    "messages",
+    "workers",
+    "messages_ready",
+    "messages_key",
+    "messages_lease",
+    "messages_age",
+    "messages_queue",
+];
+
+/// True when the file already has this version's schema in WAL mode, found by reading only:
+/// opening such a file must take no write lock, so `ls` and `peek` work while another process
+/// holds one (WAL lets readers proceed) and on a file qdeck may not write.
+pub fn is_current(conn: &Connection) -> rusqlite::Result<bool> {
+    let mode: String = conn.query_row("PRAGMA journal_mode", [], |r| r.get(0))?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        return Ok(false);
+    }
+    let names: Vec<String> = conn
+        .prepare("SELECT name FROM sqlite_master")?
+        .query_map([], |r| r.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
+    if !OBJECTS.iter().all(|o| names.iter().any(|n| n == o)) {
+        return Ok(false);
+    }
+    let version: Option<String> = conn
+        .query_row(
+            "SELECT value FROM meta WHERE key = 'schema_version'",
+            [],
+            |r| r.get(0),
+        )
+        .ok();
+    Ok(version.and_then(|v| v.parse::<i64>().ok()) == Some(SCHEMA_VERSION))
+}
+
+/// Per-connection settings: no write, needed on every connection.
+pub fn configure(conn: &Connection) -> rusqlite::Result<()> {
+    conn.pragma_update(None, "synchronous", "NORMAL")?;
+    conn.pragma_update(None, "foreign_keys", "OFF")?;
+    Ok(())
+}
+
 pub fn init(conn: &Connection) -> rusqlite::Result<()> {
     conn.pragma_update(None, "journal_mode", "WAL")?;
     conn.pragma_update(None, "synchronous", "NORMAL")?;

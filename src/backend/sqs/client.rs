@@ -66,6 +66,17 @@ pub(crate) fn chain_text(profile: Option<&str>) -> String {
     )
 }
 
+/// Why no request could be signed: the provider's own words plus what was tried.
+pub(crate) fn credentials_text(profile: Option<&str>, detail: &str) -> String {
+    format!(
+        "could not load AWS credentials ({detail}); {}; with SSO run `aws sso login{}`",
+        chain_text(profile),
+        profile
+            .map(|p| format!(" --profile {p}"))
+            .unwrap_or_default()
+    )
+}
+
 /// One set of clients per configured region. No network here (credentials resolve lazily).
 pub(crate) async fn build_clients(
     settings: &SqsSettings,
@@ -122,36 +133,103 @@ pub(crate) async fn build_clients(
     Ok(out)
 }
 
-/// Error codes that mean "slow down".
-fn is_throttle(code: &str) -> bool {
-    matches!(
-        code,
-        "Throttling"
-            | "ThrottlingException"
-            | "RequestThrottled"
-            | "AWS.SimpleQueueService.RequestThrottled"
-            | "TooManyRequestsException"
-            | "RequestLimitExceeded"
-            | "SlowDown"
-    )
+/// What an AWS error code (or, without one, the HTTP status) means to qdeck.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Class {
+    Throttled,
+    /// Authenticated, but the policy does not allow the action.
+    Forbidden,
+    /// A right on the queue's KMS key is missing (SSE-KMS queues).
+    KmsForbidden,
+    /// The credentials themselves were refused (unknown key, expired token, bad signature).
+    Auth,
+    MissingQueue,
+    Server,
+    Other,
 }
 
-fn is_auth(code: &str) -> bool {
-    matches!(
-        code,
-        "AccessDenied"
-            | "AccessDeniedException"
-            | "InvalidClientTokenId"
-            | "UnrecognizedClientException"
-            | "ExpiredToken"
-            | "ExpiredTokenException"
-            | "SignatureDoesNotMatch"
-            | "InvalidSecurity"
-            | "AuthFailure"
-            | "MissingAuthenticationToken"
-            | "IncompleteSignature"
-            | "KMS.AccessDeniedException"
-    )
+/// Classify by the error code AWS returned (never by message text), then by HTTP status.
+pub(crate) fn classify(code: Option<&str>, status: Option<u16>) -> Class {
+    match code.unwrap_or("") {
+        "Throttling"
+        | "ThrottlingException"
+        | "RequestThrottled"
+        | "AWS.SimpleQueueService.RequestThrottled"
+        | "TooManyRequestsException"
+        | "RequestLimitExceeded"
+        | "LimitExceededException"
+        | "SlowDown" => Class::Throttled,
+        "AccessDenied" | "AccessDeniedException" | "UnauthorizedOperation" => Class::Forbidden,
+        "KMS.AccessDeniedException"
+        | "KmsAccessDenied"
+        | "KMS.DisabledException"
+        | "KmsDisabled" => Class::KmsForbidden,
+        "InvalidClientTokenId"
+        | "UnrecognizedClientException"
+        | "ExpiredToken"
+        | "ExpiredTokenException"
+        | "RequestExpired"
+        | "SignatureDoesNotMatch"
+        | "InvalidSecurity"
+        | "AuthFailure"
+        | "MissingAuthenticationToken"
+        | "IncompleteSignature"
+        | "InvalidAccessKeyId" => Class::Auth,
+        c if is_missing_queue(c) => Class::MissingQueue,
+        _ => match status {
+            Some(429) => Class::Throttled,
+            Some(401) => Class::Auth,
+            // 403 without a code we know: the request was refused after authentication.
+            Some(403) => Class::Forbidden,
+            Some(s) if s >= 500 => Class::Server,
+            _ => Class::Other,
+        },
+    }
+}
+
+/// `Retry-After` in seconds, when the response carries one.
+pub(crate) fn retry_after_header(value: Option<&str>) -> Option<Duration> {
+    value
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .map(Duration::from_secs)
+}
+
+/// The KMS right an SQS action needs on an encrypted queue.
+fn kms_right(op: &str) -> &'static str {
+    match op {
+        "sqs:SendMessage" | "sqs:SendMessageBatch" => "kms:GenerateDataKey",
+        _ => "kms:Decrypt",
+    }
+}
+
+/// The typed error for a classified AWS error. `op` is the action ("sqs:ReceiveMessage"),
+/// named as the missing right when access is denied.
+pub(crate) fn error_for(
+    class: Class,
+    op: &str,
+    line: String,
+    retry_after: Option<Duration>,
+) -> BackendError {
+    match class {
+        Class::Throttled => BackendError::Throttled {
+            msg: format!("{line} (backing off)"),
+            retry_after,
+        },
+        Class::Forbidden => BackendError::forbidden(
+            format!("{line}: the identity lacks the right {op}"),
+            Some(op),
+        ),
+        Class::KmsForbidden => {
+            let right = kms_right(op);
+            BackendError::forbidden(
+                format!("{line}: the identity lacks {right} on the queue's KMS key"),
+                Some(right),
+            )
+        }
+        Class::Auth => BackendError::Auth(line),
+        Class::MissingQueue => BackendError::NotFound(line),
+        Class::Server | Class::Other => BackendError::Other(line),
+    }
 }
 
 pub(crate) fn is_missing_queue(code: &str) -> bool {
@@ -198,8 +276,11 @@ where
 {
     let code = e.code().map(str::to_string);
     let status = e.raw_response().map(|r| r.status().as_u16());
+    let retry_after = retry_after_header(
+        e.raw_response()
+            .and_then(|r| r.headers().get("retry-after")),
+    );
     let detail = one_line(&DisplayErrorContext(e).to_string(), 300);
-    let lower = detail.to_ascii_lowercase();
     let prefix = if what.is_empty() {
         op.to_string()
     } else {
@@ -217,17 +298,11 @@ where
                     Some(s) => format!("HTTP {s} without error details"),
                     None => detail.clone(),
                 });
-            if is_throttle(c) || status == Some(429) {
-                BackendError::Throttled {
-                    msg: format!("{prefix}: {c}: {msg} (backing off)"),
-                    retry_after: None,
+            match classify(code.as_deref(), status) {
+                Class::MissingQueue => {
+                    BackendError::NotFound(format!("queue {what} does not exist (deleted?)"))
                 }
-            } else if is_auth(c) || status == Some(403) {
-                BackendError::Auth(format!("{prefix}: {c}: {msg}"))
-            } else if is_missing_queue(c) {
-                BackendError::NotFound(format!("queue {what} does not exist (deleted?)"))
-            } else if status.is_some_and(|s| s >= 500) {
-                BackendError::Other(format!(
+                Class::Server => BackendError::Other(format!(
                     "{prefix}: server error {}{}: {msg}",
                     status.unwrap_or(500),
                     if c.is_empty() {
@@ -235,21 +310,9 @@ where
                     } else {
                         format!(" {c}")
                     }
-                ))
-            } else {
-                BackendError::Other(format!("{prefix}: {c}: {msg}"))
+                )),
+                class => error_for(class, op, format!("{prefix}: {c}: {msg}"), retry_after),
             }
-        }
-        _ if lower.contains("sso") && (lower.contains("expired") || lower.contains("token")) => {
-            BackendError::Auth(format!(
-                "AWS SSO session expired or missing: run `aws sso login{}` ({detail})",
-                profile
-                    .map(|p| format!(" --profile {p}"))
-                    .unwrap_or_default()
-            ))
-        }
-        _ if lower.contains("credential") => {
-            BackendError::Auth(format!("no AWS credentials found; {}", chain_text(profile)))
         }
         SdkError::TimeoutError(_) => {
             BackendError::Unreachable(format!("{prefix}: timed out ({detail})"))
@@ -257,8 +320,68 @@ where
         SdkError::DispatchFailure(d) if d.is_io() || d.is_timeout() => {
             BackendError::Unreachable(format!("{prefix}: {detail}"))
         }
+        // Before a request is sent the only "other" failure is signing it, which needs
+        // credentials: none found, or the provider (SSO, credential_process) failed.
+        SdkError::DispatchFailure(d) if d.is_other() => {
+            BackendError::Auth(credentials_text(profile, &detail))
+        }
         SdkError::DispatchFailure(_) => BackendError::Unreachable(format!("{prefix}: {detail}")),
         _ => BackendError::Other(format!("{prefix}: {detail}")),
     };
     CallError { code, status, err }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn denied_actions_name_the_missing_right_and_bad_keys_are_auth() {
+        let line = || "x".to_string();
+        match error_for(
+            classify(Some("AccessDenied"), Some(403)),
+            "sqs:ReceiveMessage",
+            line(),
+            None,
+        ) {
+            BackendError::Forbidden { right, .. } => {
+                assert_eq!(right.as_deref(), Some("sqs:ReceiveMessage"))
+            }
+            other => panic!("{other:?}"),
+        }
+        match error_for(
+            classify(Some("KMS.AccessDeniedException"), Some(400)),
+            "sqs:SendMessageBatch",
+            line(),
+            None,
+        ) {
+            BackendError::Forbidden { right, .. } => {
+                assert_eq!(right.as_deref(), Some("kms:GenerateDataKey"))
+            }
+            other => panic!("{other:?}"),
+        }
+        for code in [
+            "InvalidClientTokenId",
+            "ExpiredToken",
+            "SignatureDoesNotMatch",
+        ] {
+            assert_eq!(classify(Some(code), Some(403)), Class::Auth, "{code}");
+        }
+        assert_eq!(classify(None, Some(401)), Class::Auth);
+        assert_eq!(classify(None, Some(403)), Class::Forbidden);
+    }
+
+    #[test]
+    fn throttling_carries_retry_after_when_given() {
+        let e = error_for(
+            classify(Some("RequestThrottled"), Some(400)),
+            "sqs:ListQueues",
+            "x".to_string(),
+            retry_after_header(Some("7")),
+        );
+        assert!(e.is_transient());
+        assert_eq!(e.retry_after(), Some(Duration::from_secs(7)));
+        assert_eq!(classify(None, Some(429)), Class::Throttled);
+        assert_eq!(retry_after_header(Some("soon")), None);
+    }
 }

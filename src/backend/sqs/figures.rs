@@ -121,7 +121,7 @@ impl SqsBackend {
         self.fetch_attrs_as(id, meta, false).await
     }
 
-    async fn fetch_attrs_as(
+    pub(crate) async fn fetch_attrs_as(
         &self,
         id: &QueueId,
         meta: &QueueMeta,
@@ -323,6 +323,39 @@ pub(crate) async fn list_queues(b: &SqsBackend) -> Result<Vec<QueueInfo>> {
     Ok(infos)
 }
 
+/// One queue's settings and DLQ links without listing the account.
+pub(crate) async fn describe(b: &SqsBackend, id: &QueueId) -> Result<QueueInfo> {
+    let meta = b.resolve(id).await?;
+    let attrs = b.fetch_attrs_as(id, &meta, true).await?;
+    let meta = b.resolve(id).await?;
+    let dlq = meta.redrive.as_ref().and_then(|p| b.id_for_arn(&p.dlq_arn));
+    let mut settings = settings_from(&attrs, &meta);
+    // Without the right to list sources the queue is still described, with the gap said.
+    let dlq_sources = match b.dlq_sources(id).await {
+        Ok(s) => s,
+        Err(e @ BackendError::Forbidden { .. }) => {
+            settings.extra.insert(
+                "dlq_sources_error".to_string(),
+                super::client::one_line(&e.to_string(), 200),
+            );
+            Vec::new()
+        }
+        Err(e) => return Err(e),
+    };
+    Ok(QueueInfo {
+        id: id.clone(),
+        kind: if meta.fifo {
+            QueueKind::Fifo
+        } else {
+            QueueKind::Standard
+        },
+        is_dlq: !dlq_sources.is_empty(),
+        dlq,
+        dlq_sources,
+        settings,
+    })
+}
+
 pub(crate) async fn stats(b: &SqsBackend, queues: &[QueueId]) -> Result<StatsBatch> {
     let results: Vec<(QueueId, Result<Timed>)> =
         stream::iter(queues.iter().cloned().map(|id| async move {
@@ -334,12 +367,14 @@ pub(crate) async fn stats(b: &SqsBackend, queues: &[QueueId]) -> Result<StatsBat
         .await;
     if !results.is_empty() && results.iter().all(|(_, r)| r.is_err()) {
         if let Some((_, Err(e))) = results.first() {
+            // Failures of the account, not of a queue: credentials refused or missing, the
+            // endpoint down, throttling.
             if matches!(
                 e,
-                BackendError::Unreachable(_) | BackendError::Throttled { .. }
-            ) || matches!(e, BackendError::Auth(m) if m.starts_with("no AWS credentials")
-                || m.contains("SSO"))
-            {
+                BackendError::Unreachable(_)
+                    | BackendError::Throttled { .. }
+                    | BackendError::Auth(_)
+            ) {
                 return Err(e.clone());
             }
         }

@@ -328,8 +328,61 @@ impl Backend for SqsBackend {
         capabilities(self.settings.cloudwatch.unwrap_or(true))
     }
 
+    /// What browse and redrive really do with this queue: FIFO keeps group ids; a queue with
+    /// a RedrivePolicy refuses browsing unless forced (a receive can dead-letter).
+    fn capabilities_for(&self, queue: &QueueInfo) -> Capabilities {
+        let mut c = self.capabilities();
+        let redrive_policy = queue.dlq.is_some()
+            || queue.settings.max_receives.is_some()
+            || queue.settings.extra.contains_key("redrive_policy_error");
+        if redrive_policy {
+            c.browse = BrowseEffect::SideEffect(format!(
+                "refused unless forced: this queue dead-letters after {} receive(s) and \
+                 browsing receives each message once (receive count +1), which can move a \
+                 message to its DLQ",
+                queue
+                    .settings
+                    .max_receives
+                    .map_or_else(|| "some".to_string(), |m| m.to_string())
+            ));
+        }
+        if queue.kind == QueueKind::Fifo {
+            c.notes.push(
+                "FIFO: redrive keeps each message's MessageGroupId and uses the source message \
+                 id as deduplication id (a retried copy within 5 minutes is dropped by SQS); \
+                 order within a group is kept among the messages moved, after those already \
+                 queued in the target"
+                    .to_string(),
+            );
+            c.notes.push(
+                "FIFO: browsing holds each message group until the short visibility ends"
+                    .to_string(),
+            );
+        }
+        c
+    }
+
     async fn list_queues(&self) -> Result<Vec<QueueInfo>> {
         figures::list_queues(self).await
+    }
+
+    /// GetQueueUrl + GetQueueAttributes + ListDeadLetterSourceQueues: three calls whatever
+    /// the number of queues in the account. The attributes are kept for the `stats` that
+    /// usually follows (within 2 s), so `stats Q` costs no fourth call.
+    async fn describe(&self, queue: &QueueId) -> Result<QueueInfo> {
+        figures::describe(self, queue).await
+    }
+
+    /// A fresh GetQueueAttributes (never the polled figures). SQS counts are approximate.
+    async fn count(&self, queue: &QueueId) -> Result<MessageCount> {
+        let meta = self.resolve(queue).await?;
+        let attrs = self.fetch_attrs(queue, &meta).await?;
+        let n = |k: &str| attrs.get(k).and_then(|v| v.trim().parse::<u64>().ok());
+        Ok(MessageCount {
+            ready: n("ApproximateNumberOfMessages").unwrap_or(0),
+            in_flight: n("ApproximateNumberOfMessagesNotVisible"),
+            exact: false,
+        })
     }
 
     async fn stats(&self, queues: &[QueueId]) -> Result<StatsBatch> {

@@ -3,13 +3,22 @@
 //! A message whose copy landed but whose delete failed (stale receipt handle, error) is
 //! counted as possibly duplicated — never lost. Messages that failed or were not selected
 //! are held invisible during the run and made visible again at the end.
+//!
+//! Every copy is stamped with message attributes: `x-qdeck-redrive-run` (this run's id),
+//! `x-qdeck-redriven` (how many redrives the message has been through) and
+//! `x-qdeck-redriven-at` (Unix ms). A copy that dead-letters again while the run goes on comes
+//! back with a new message id; the run knows it by its run id, does not move or count it again,
+//! and holds it until the end, when it is made visible in the DLQ. With `max` the run moves at
+//! most that many (copies tried, failures included): a redrive ends even when every message
+//! it moves is rejected and dead-lettered again.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
 use aws_sdk_sqs::types::{
-    DeleteMessageBatchRequestEntry, Message as SqsMessage, MessageSystemAttributeName,
-    MessageSystemAttributeNameForSends, MessageSystemAttributeValue, SendMessageBatchRequestEntry,
+    DeleteMessageBatchRequestEntry, Message as SqsMessage, MessageAttributeValue,
+    MessageSystemAttributeName, MessageSystemAttributeNameForSends, MessageSystemAttributeValue,
+    SendMessageBatchRequestEntry,
 };
 
 use super::client::{map_sdk, one_line};
@@ -18,8 +27,18 @@ use super::{lock, ops, QueueMeta, SqsBackend};
 use crate::backend::{BackendError, OpProgress, Result};
 use crate::domain::*;
 
-/// Visibility while a batch is being copied (seconds).
+/// Visibility while a batch is being copied (seconds): also how long messages stay hidden
+/// in the DLQ after a crash mid-run. `QDECK_SQS_REDRIVE_HOLD_SECS` (10 to 43200) changes it,
+/// e.g. for crash trials that check every message afterwards.
 const REDRIVE_VISIBILITY: i32 = 120;
+
+fn hold_secs() -> i32 {
+    std::env::var("QDECK_SQS_REDRIVE_HOLD_SECS")
+        .ok()
+        .and_then(|v| v.trim().parse::<i32>().ok())
+        .filter(|s| (10..=43_200).contains(s))
+        .unwrap_or(REDRIVE_VISIBILITY)
+}
 /// SendMessageBatch payload kept under the classic 256 KiB batch limit.
 const BATCH_BYTES: usize = 256 * 1024;
 
@@ -101,15 +120,68 @@ async fn destination(
         .map_err(|e| e.to_string())
 }
 
+/// Message attributes qdeck stamps on each copy.
+pub(crate) const RUN_ATTR: &str = "x-qdeck-redrive-run";
+pub(crate) const COUNT_ATTR: &str = "x-qdeck-redriven";
+pub(crate) const AT_ATTR: &str = "x-qdeck-redriven-at";
+/// SQS allows at most 10 message attributes per message.
+const MAX_ATTRS: usize = 10;
+
+fn string_attr(v: &str) -> Option<MessageAttributeValue> {
+    MessageAttributeValue::builder()
+        .data_type("String")
+        .string_value(v)
+        .build()
+        .ok()
+}
+
+/// The message's attributes with this run's stamps: the run id first (it is what ends a run),
+/// then the count and time while the 10-attribute limit leaves room.
+fn stamped(m: &SqsMessage, run_id: &str) -> HashMap<String, MessageAttributeValue> {
+    let mut attrs: HashMap<String, MessageAttributeValue> =
+        m.message_attributes().cloned().unwrap_or_default();
+    let before = attrs
+        .get(COUNT_ATTR)
+        .and_then(|v| v.string_value())
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .unwrap_or(0);
+    for k in [RUN_ATTR, COUNT_ATTR, AT_ATTR] {
+        attrs.remove(k);
+    }
+    let stamps = [
+        (RUN_ATTR, run_id.to_string()),
+        (COUNT_ATTR, (before + 1).to_string()),
+        (AT_ATTR, now_ms().to_string()),
+    ];
+    for (k, v) in stamps {
+        if attrs.len() >= MAX_ATTRS {
+            break;
+        }
+        if let Some(v) = string_attr(&v) {
+            attrs.insert(k.to_string(), v);
+        }
+    }
+    attrs
+}
+
+/// True when `m` is a copy this run sent that has come back (dead-lettered again).
+fn sent_by(m: &SqsMessage, run_id: &str) -> bool {
+    m.message_attributes()
+        .and_then(|a| a.get(RUN_ATTR))
+        .and_then(|v| v.string_value())
+        == Some(run_id)
+}
+
 fn entry_for(
     m: &SqsMessage,
     i: usize,
     dest_fifo: bool,
+    run_id: &str,
 ) -> std::result::Result<SendMessageBatchRequestEntry, String> {
     let mut e = SendMessageBatchRequestEntry::builder()
         .id(format!("m{i}"))
         .message_body(m.body().unwrap_or_default())
-        .set_message_attributes(m.message_attributes().cloned());
+        .set_message_attributes(Some(stamped(m, run_id)));
     let sys = |k: MessageSystemAttributeName| m.attributes().and_then(|a| a.get(&k)).cloned();
     if let Some(trace) = sys(MessageSystemAttributeName::AwsTraceHeader) {
         if let Ok(v) = MessageSystemAttributeValue::builder()
@@ -167,13 +239,14 @@ async fn copy_then_delete(
     (src_id, src): (&QueueId, &QueueMeta),
     (dest_id, dest): (&QueueId, &QueueMeta),
     msgs: &[&SqsMessage],
+    run_id: &str,
     errors: &mut Vec<String>,
     hold: &mut Vec<String>,
 ) -> Tally {
     let mut t = Tally::default();
     let mut entries = Vec::with_capacity(msgs.len());
     for (i, m) in msgs.iter().enumerate() {
-        match entry_for(m, i, dest.fifo) {
+        match entry_for(m, i, dest.fifo, run_id) {
             Ok(e) => entries.push(e),
             Err(e) => {
                 t.failed += 1;
@@ -315,6 +388,8 @@ struct State {
     dests: HashSet<QueueId>,
     /// Messages asked for by receives in progress (keeps `max` exact with several loops).
     claimed: u64,
+    /// Copies of this run received back from the source (dead-lettered again).
+    returned: u64,
     stop: bool,
     fatal: Option<BackendError>,
 }
@@ -329,6 +404,9 @@ struct Run<'a> {
     /// Messages expected (source depth at start): past it, only loop 0 goes on, so the
     /// final "is it empty?" receive is made once, not once per loop.
     expected: Option<u64>,
+    /// Stamped on every copy (`RUN_ATTR`) so the run knows its own copies when they return.
+    run_id: String,
+    hold_secs: i32,
     started: Instant,
     st: std::sync::Mutex<State>,
 }
@@ -380,6 +458,8 @@ pub(crate) async fn client_side(
         wanted,
         per_batch_cap,
         expected: total,
+        run_id: uuid::Uuid::new_v4().simple().to_string(),
+        hold_secs: hold_secs(),
         started: Instant::now(),
         st: std::sync::Mutex::new(State {
             report: RedriveReport {
@@ -396,6 +476,12 @@ pub(crate) async fn client_side(
         b.invalidate(d);
     }
     let mut report = st.report;
+    if st.returned > 0 {
+        report.errors.push(format!(
+            "{} cop(ies) moved by this run dead-lettered again during it; left in {src_id}",
+            st.returned
+        ));
+    }
     if let Some(e) = st.fatal {
         if report.moved == 0 && report.failed == 0 && report.possibly_duplicated == 0 {
             return Err(e);
@@ -432,7 +518,8 @@ async fn worker(run: &Run<'_>, index: usize) {
                     return;
                 }
             }
-            let done = s.report.moved + s.report.possibly_duplicated;
+            // Failures count toward `max`: the run tries at most that many messages.
+            let done = s.report.moved + s.report.possibly_duplicated + s.report.failed;
             let remaining = req.max.map(|m| m.saturating_sub(done + s.claimed));
             if remaining == Some(0) {
                 return;
@@ -455,7 +542,7 @@ async fn worker(run: &Run<'_>, index: usize) {
             s.stop = true;
             return;
         }
-        let batch = match b.receive(src_id, src, n, REDRIVE_VISIBILITY, 1).await {
+        let batch = match b.receive(src_id, src, n, run.hold_secs, 1).await {
             Ok(v) => v,
             Err(e) => {
                 let mut s = lock(&run.st);
@@ -480,6 +567,12 @@ async fn worker(run: &Run<'_>, index: usize) {
             let mut fresh = 0usize;
             for m in &batch {
                 let mid = m.message_id().unwrap_or_default().to_string();
+                if sent_by(m, &run.run_id) {
+                    // Our own copy, dead-lettered again: not moved twice, not counted.
+                    s.returned += 1;
+                    s.hold.extend(m.receipt_handle().map(str::to_string));
+                    continue;
+                }
                 let new = s.seen.insert(mid.clone());
                 fresh += usize::from(new);
                 let selected = run.wanted.as_ref().is_none_or(|w| w.contains(&mid));
@@ -541,6 +634,7 @@ async fn worker(run: &Run<'_>, index: usize) {
                     (src_id, src),
                     (d, dest),
                     &msgs[start..end],
+                    &run.run_id,
                     &mut errors,
                     &mut hold,
                 )

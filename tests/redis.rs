@@ -18,8 +18,6 @@ use qdeck::config::{Profile, ProfileKind, RedisSettings};
 use qdeck::domain::*;
 use serde_json::Value as Json;
 
-const NEEDS: &str = "needs QDECK_TEST_REDIS_URL and QDECK_TEST_NODE_FIXTURES";
-
 fn redis_url() -> String {
     std::env::var("QDECK_TEST_REDIS_URL")
         .expect("QDECK_TEST_REDIS_URL must be set (e.g. redis://127.0.0.1:6379)")

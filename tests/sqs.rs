@@ -38,20 +38,6 @@ fn test_env() {
     });
 }
 
-fn endpoint() -> Option<String> {
-    test_env();
-    match std::env::var("QDECK_TEST_SQS_ENDPOINT") {
-        Ok(e) if !e.is_empty() => Some(e),
-        _ => {
-            if std::env::var("QDECK_REQUIRE_BROKERS").as_deref() == Ok("1") {
-                panic!("QDECK_REQUIRE_BROKERS=1 but QDECK_TEST_SQS_ENDPOINT is not set");
-            }
-            eprintln!("skipping: set QDECK_TEST_SQS_ENDPOINT (e.g. http://127.0.0.1:5055, moto_server) to run");
-            None
-        }
-    }
-}
-
 /// The moto endpoint of a test marked `#[ignore = "needs QDECK_TEST_SQS_ENDPOINT"]`: such a
 /// test runs only when asked for (`--include-ignored`), and then a missing broker fails it.
 fn require_endpoint() -> String {

@@ -561,7 +561,7 @@ fn config_path_validate_and_completions() {
         .arg(&example)
         .assert()
         .success()
-        .stdout(predicate::str::contains("valid (4 profile(s)"));
+        .stdout(predicate::str::contains("valid (5 profile(s)"));
     e.qdeck()
         .args(["completions", "bash"])
         .assert()

@@ -152,11 +152,9 @@ pub(super) fn dialog_key(st: &mut State, k: KeyEvent, fx: &mut Vec<Effect>) {
             d.typed.pop();
         }
         KeyCode::Char(c) if typing && !ctrl => d.typed.push(c),
-        KeyCode::Char('y') | KeyCode::Char('Y') => {
-            if d.ready() {
-                if let Some(d) = st.dialog.take() {
-                    confirm(st, d, fx);
-                }
+        KeyCode::Char('y') | KeyCode::Char('Y') if d.ready() => {
+            if let Some(d) = st.dialog.take() {
+                confirm(st, d, fx);
             }
         }
         KeyCode::Enter => {

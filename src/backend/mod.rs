@@ -91,22 +91,7 @@ pub trait Backend: Send + Sync {
     /// makes (unknown target, no recorded origin, unsupported queue) fail here the same way.
     /// Backends with extra checks override it and call it from `redrive`.
     async fn plan_redrive(&self, req: &RedriveRequest) -> Result<RedrivePlan> {
-        let info = self.describe(&req.source).await?;
-        if let RedriveTarget::Queue(t) = &req.target {
-            self.describe(t).await?;
-        }
-        let mut count = self.count(&req.source).await?;
-        if let Some(m) = req.max {
-            count.ready = count.ready.min(m);
-        }
-        if let Some(ids) = &req.only_ids {
-            count.ready = count.ready.min(ids.len() as u64);
-        }
-        Ok(RedrivePlan {
-            count,
-            mode: self.capabilities_for(&info).redrive,
-            notes: Vec::new(),
-        })
+        plan_redrive_checked(self, req).await
     }
 
     /// Copy → broker confirms → delete. Reports progress and stops at `progress.cancelled()`.
@@ -116,6 +101,31 @@ pub trait Backend: Send + Sync {
 
     /// API calls made so far, per operation name (SQS and CloudWatch bill per call).
     fn api_calls(&self) -> &ApiCalls;
+}
+
+/// The checks every redrive makes before it moves anything (source and target exist, an
+/// exact current count capped by `max` and the selection), with the mode `capabilities_for`
+/// declares. Backends whose mode depends on the request or the endpoint adjust the result.
+pub async fn plan_redrive_checked<B: Backend + ?Sized>(
+    b: &B,
+    req: &RedriveRequest,
+) -> Result<RedrivePlan> {
+    let info = b.describe(&req.source).await?;
+    if let RedriveTarget::Queue(t) = &req.target {
+        b.describe(t).await?;
+    }
+    let mut count = b.count(&req.source).await?;
+    if let Some(m) = req.max {
+        count.ready = count.ready.min(m);
+    }
+    if let Some(ids) = &req.only_ids {
+        count.ready = count.ready.min(ids.len() as u64);
+    }
+    Ok(RedrivePlan {
+        count,
+        mode: b.capabilities_for(&info).redrive,
+        notes: Vec::new(),
+    })
 }
 
 /// Connect the backend a profile names. Cheap for every kind: no network until first use,

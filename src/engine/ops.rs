@@ -330,38 +330,42 @@ pub fn start(gate: &Gate, planned: Planned) -> OpHandle {
     let queue = planned.queue().clone();
     let mutation = planned.mutation();
     let (gate, p) = (gate.clone(), progress.clone());
-    let task = tokio::spawn(async move {
-        match planned {
-            Planned::Redrive { mut req, plan, .. } => {
-                if plan.count.exact {
-                    req.max = Some(
-                        req.max
-                            .map_or(plan.count.ready, |m| m.min(plan.count.ready)),
-                    );
-                }
-                p.set_total(Some(plan.count.ready));
-                match gate.redrive(&req, &p).await {
-                    Ok(r) => Outcome::Redrive(r),
-                    Err(error) => Outcome::Failed {
-                        error,
-                        progress: p.snapshot(),
-                    },
-                }
-            }
-            Planned::Purge { queue, .. } => match gate.purge(&queue.id, &p).await {
-                Ok(r) => Outcome::Purge(r),
-                Err(error) => Outcome::Failed {
-                    error,
-                    progress: p.snapshot(),
-                },
-            },
-        }
-    });
+    let task = tokio::spawn(async move { run(&gate, planned, &p).await });
     OpHandle {
         queue,
         mutation,
         progress,
         rx,
         task,
+    }
+}
+
+/// Run a planned operation to its end, reporting on `p` (for a front-end that owns the
+/// progress handle itself). A redrive is capped at the planned count when that count is exact.
+pub async fn run(gate: &Gate, planned: Planned, p: &OpProgress) -> Outcome {
+    match planned {
+        Planned::Redrive { mut req, plan, .. } => {
+            if plan.count.exact {
+                req.max = Some(
+                    req.max
+                        .map_or(plan.count.ready, |m| m.min(plan.count.ready)),
+                );
+            }
+            p.set_total(Some(req.max.unwrap_or(plan.count.ready)));
+            match gate.redrive(&req, p).await {
+                Ok(r) => Outcome::Redrive(r),
+                Err(error) => Outcome::Failed {
+                    error,
+                    progress: p.snapshot(),
+                },
+            }
+        }
+        Planned::Purge { queue, .. } => match gate.purge(&queue.id, p).await {
+            Ok(r) => Outcome::Purge(r),
+            Err(error) => Outcome::Failed {
+                error,
+                progress: p.snapshot(),
+            },
+        },
     }
 }

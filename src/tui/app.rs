@@ -20,8 +20,8 @@ use super::views;
 use crate::backend::OpProgress;
 use crate::config::{paths, redact::redact};
 use crate::demo::DemoHandle;
-use crate::domain::{now_ms, BrowseRequest, Message, QueueId, RedriveTarget};
-use crate::engine::ops::Verdict;
+use crate::domain::{now_ms, BrowseRequest, Message, QueueId};
+use crate::engine::ops::{self, Outcome};
 use crate::engine::poller::{self, PollConfig, PollEvent, PollerHandle};
 use crate::engine::session::Session;
 use crate::engine::store::Store;
@@ -227,17 +227,9 @@ where
     Ok(st.exit_summary.take())
 }
 
-/// The CLI's verdict for a redrive result (the same rules as `engine::ops::Outcome`).
-fn redrive_verdict(r: &crate::domain::RedriveReport) -> Verdict {
-    if r.cancelled {
-        Verdict::Cancelled
-    } else if r.failed == 0 && r.possibly_duplicated == 0 {
-        Verdict::Ok
-    } else if r.moved > 0 {
-        Verdict::Partial
-    } else {
-        Verdict::Failed
-    }
+/// The status line and the exit summary of a finished operation.
+fn summary(outcome: &Outcome, queue: &QueueId) -> OpSummary {
+    OpSummary::new(one_line(&outcome.summary(queue)), outcome.verdict())
 }
 
 fn one_line(s: &str) -> String {
@@ -299,31 +291,17 @@ impl Exec {
                 let gate = self.session.gate.clone();
                 let tx = self.tx.clone();
                 tokio::spawn(async move {
-                    let r = gate.redrive(&req, &p).await;
-                    let to = match &req.target {
-                        RedriveTarget::Origin => "origin".to_string(),
-                        RedriveTarget::Queue(q) => q.to_string(),
+                    // Planned at confirm time from the broker's current count, the same code
+                    // as the CLI and its dry run; the count the dialog showed caps it too.
+                    let queue = req.source.clone();
+                    let outcome = match ops::plan_redrive(&gate, req).await {
+                        Ok(planned) => ops::run(&gate, planned, &p).await,
+                        Err(error) => Outcome::Failed {
+                            error,
+                            progress: p.snapshot(),
+                        },
                     };
-                    let done = match r {
-                        Ok(r) => {
-                            let mut s = format!(
-                                "redrive {} → {to}: {} moved, {} failed, {} possibly duplicated",
-                                req.source, r.moved, r.failed, r.possibly_duplicated
-                            );
-                            if r.cancelled {
-                                s.push_str(" (cancelled)");
-                            }
-                            if let Some(e) = r.errors.first() {
-                                s.push_str(&format!(" — {}", one_line(e)));
-                            }
-                            OpSummary::new(s, redrive_verdict(&r))
-                        }
-                        Err(e) => OpSummary::new(
-                            format!("redrive {}: {}", req.source, one_line(&e.to_string())),
-                            Verdict::Failed,
-                        ),
-                    };
-                    let _ = tx.send(Action::OpDone(done)).await;
+                    let _ = tx.send(Action::OpDone(summary(&outcome, &queue))).await;
                 });
             }
             Effect::Purge(queue) => {
@@ -331,25 +309,14 @@ impl Exec {
                 let gate = self.session.gate.clone();
                 let tx = self.tx.clone();
                 tokio::spawn(async move {
-                    let done = match gate.purge(&queue, &p).await {
-                        Ok(r) => OpSummary::new(
-                            format!(
-                                "purged {queue}: {} messages{}",
-                                r.purged
-                                    .map(|n| n.to_string())
-                                    .unwrap_or_else(|| "?".into()),
-                                r.note
-                                    .map(|n| format!(" ({})", one_line(&n)))
-                                    .unwrap_or_default()
-                            ),
-                            Verdict::Ok,
-                        ),
-                        Err(e) => OpSummary::new(
-                            format!("purge {queue}: {}", one_line(&e.to_string())),
-                            Verdict::Failed,
-                        ),
+                    let outcome = match ops::plan_purge(&gate, &queue).await {
+                        Ok(planned) => ops::run(&gate, planned, &p).await,
+                        Err(error) => Outcome::Failed {
+                            error,
+                            progress: p.snapshot(),
+                        },
                     };
-                    let _ = tx.send(Action::OpDone(done)).await;
+                    let _ = tx.send(Action::OpDone(summary(&outcome, &queue))).await;
                 });
             }
             Effect::CancelOp => {

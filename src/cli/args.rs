@@ -121,6 +121,52 @@ pub enum Command {
         /// Do not ask for confirmation.
         #[arg(long, short = 'y')]
         yes: bool,
+        /// Only messages matching this predicate (README "Predicates"), e.g.
+        /// 'reason = "rejected" and header.x-tenant = "acme"'. The DLQ is scanned first
+        /// (bounded by --limit / --scan-time); only the matching messages seen move.
+        #[arg(long = "where", value_name = "PRED")]
+        filter: Option<String>,
+        #[command(flatten)]
+        scan: ScanArgs,
+    },
+    /// Group a dead-letter queue's messages by failure signature (reason, error text with
+    /// numbers and ids normalised, origin), over a bounded scan.
+    Reasons {
+        dlq: String,
+        #[command(flatten)]
+        scan: ScanArgs,
+    },
+    /// Write a queue's messages to a JSON Lines file, one object per message. A browse:
+    /// nothing is removed.
+    Export {
+        queue: String,
+        /// File to write (replaced when it exists).
+        #[arg(long, short = 'f')]
+        file: PathBuf,
+        /// Only messages matching this predicate (README "Predicates").
+        #[arg(long = "where", value_name = "PRED")]
+        filter: Option<String>,
+        /// Export at most this many messages.
+        #[arg(short = 'n', long = "count")]
+        count: Option<u64>,
+        #[command(flatten)]
+        scan: ScanArgs,
+    },
+    /// Send the messages of an export file (JSON Lines) to a queue. The whole file is checked
+    /// before anything is sent.
+    Import {
+        queue: String,
+        #[arg(long, short = 'f')]
+        file: PathBuf,
+        /// At most this many messages per second.
+        #[arg(long)]
+        rate: Option<f64>,
+        /// Check the file and the queue, say what would be sent, send nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// Do not ask for confirmation.
+        #[arg(long, short = 'y')]
+        yes: bool,
     },
     /// Delete every message in a queue.
     Purge {
@@ -170,6 +216,20 @@ pub enum Command {
     },
     /// Shell completions.
     Completions { shell: clap_complete::Shell },
+}
+
+/// Bounds of the scan behind `reasons`, `export` and `--where`.
+#[derive(Debug, Args, Clone, Default)]
+pub struct ScanArgs {
+    /// Scan at most this many messages (default: [triage] scan_limit, 5000; export: all).
+    #[arg(long)]
+    pub limit: Option<u64>,
+    /// Scan for at most this long, e.g. 10s (default: [triage] scan_secs, 30 s; export: no limit).
+    #[arg(long, value_parser = parse_duration)]
+    pub scan_time: Option<std::time::Duration>,
+    /// Browse even where it could push messages toward the DLQ (as `peek --force`).
+    #[arg(long)]
+    pub force: bool,
 }
 
 #[derive(Debug, Args)]

@@ -4,13 +4,18 @@
 pub mod args;
 mod cmd_check;
 mod cmd_config;
+mod cmd_export;
+mod cmd_import;
 mod cmd_local;
 mod cmd_mutate;
 mod cmd_read;
+mod cmd_reasons;
+mod cmd_redrive_where;
 mod confirm;
 pub mod exit;
 pub mod fetch;
 pub mod output;
+mod scan;
 
 use std::io::IsTerminal;
 use std::sync::Arc;
@@ -112,6 +117,8 @@ async fn dispatch(cli: Cli) -> CliResult {
             window,
             dry_run,
             yes,
+            filter,
+            scan,
         } => {
             let req = RedriveRequest {
                 source: QueueId::new(dlq),
@@ -124,8 +131,28 @@ async fn dispatch(cli: Cli) -> CliResult {
                 only_ids: None,
                 window,
             };
-            cmd_mutate::redrive(s, req, dry_run, yes, f).await
+            match filter {
+                Some(pred) => {
+                    cmd_redrive_where::redrive_where(s, req, &pred, &scan, dry_run, yes, f).await
+                }
+                None => cmd_mutate::redrive(s, req, dry_run, yes, f).await,
+            }
         }
+        Command::Reasons { dlq, scan } => cmd_reasons::reasons(s, &dlq, &scan, f).await,
+        Command::Export {
+            queue,
+            file,
+            filter,
+            count,
+            scan,
+        } => cmd_export::export(s, &queue, &file, filter.as_deref(), count, &scan, f).await,
+        Command::Import {
+            queue,
+            file,
+            rate,
+            dry_run,
+            yes,
+        } => cmd_import::import(s, &queue, &file, rate, dry_run, yes, f).await,
         Command::Purge {
             queue,
             dry_run,

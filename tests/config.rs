@@ -16,7 +16,10 @@ fn example_config_parses_with_every_kind() {
     let text = include_str!("../config.example.toml");
     let c = config::parse_str(text).expect("config.example.toml must parse");
     let kinds: Vec<&str> = c.profiles.iter().map(|p| p.kind.name()).collect();
-    assert_eq!(kinds, vec!["local", "rabbitmq", "sqs", "servicebus", "redis"]);
+    assert_eq!(
+        kinds,
+        vec!["local", "rabbitmq", "sqs", "servicebus", "redis"]
+    );
     assert!(c.profiles.iter().any(|p| p.read_only));
     assert!(c.profiles.iter().any(|p| p.protected));
 }

@@ -78,6 +78,15 @@ pub async fn rows(
         .into_iter()
         .filter(|q| pattern.is_none_or(|re| re.is_match(q.id.as_str())))
         .collect();
+    rows_of(backend, infos).await
+}
+
+/// Figures for these queues, one row each (a queue the broker could not answer for carries
+/// its `error`).
+pub async fn rows_of(
+    backend: &dyn Backend,
+    infos: Vec<QueueInfo>,
+) -> Result<Vec<QueueRow>, CliError> {
     if infos.is_empty() {
         return Ok(Vec::new());
     }

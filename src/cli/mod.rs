@@ -10,6 +10,7 @@ mod cmd_read;
 mod confirm;
 pub mod exit;
 pub mod fetch;
+pub mod multi;
 pub mod output;
 
 use std::io::IsTerminal;
@@ -54,6 +55,9 @@ async fn dispatch(cli: Cli) -> CliResult {
         Command::Config { action } => return cmd_config::run(action, &opts, f),
         Command::Completions { shell } => return cmd_config::completions(*shell),
         _ => {}
+    }
+    if let Some(sel) = multi::selection(&cli.global) {
+        return multi::run(cmd, sel, &cli.global, &opts, f).await;
     }
     // A monitoring check reports every failure as UNKNOWN (exit 3), never as its own code.
     let is_check = matches!(cmd, Command::Check(_));

@@ -39,7 +39,7 @@ pub async fn ls(
         Some(gap) => {
             fetch::rows_sampled(s.backend.as_ref(), re.as_ref(), gap, drain_target(s)).await?
         }
-        None => fetch::rows(s.backend.as_ref(), re.as_ref()).await?,
+        None => fetch::rows_matching(s.backend.as_ref(), re.as_ref()).await?,
     };
     if f == Format::Json {
         output::print_json(&rows).ok();

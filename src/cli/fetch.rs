@@ -108,6 +108,23 @@ pub async fn rows_of(
         .collect())
 }
 
+/// `rows` for `ls`: the pattern goes to the broker where it can filter by name
+/// (`Backend::list_queues_matching`), so a few queues of a big broker cost a few rows.
+pub async fn rows_matching(
+    backend: &dyn Backend,
+    pattern: Option<&Regex>,
+) -> Result<Vec<QueueRow>, CliError> {
+    let infos = match pattern {
+        Some(re) => {
+            backend
+                .list_queues_matching(&crate::backend::QueueFilter::new(re.clone()))
+                .await?
+        }
+        None => backend.list_queues().await?,
+    };
+    rows_of(backend, infos).await
+}
+
 /// `rows`, polled twice `gap` apart through the console's store, so the rows carry the same
 /// derived figures (rates, trend, time to drain, workers needed, stuck) the console shows.
 pub async fn rows_sampled(

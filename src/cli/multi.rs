@@ -283,7 +283,7 @@ async fn ls(
                     let target = s.loaded.config.ui.drain_target_secs;
                     fetch::rows_sampled(b, re.as_ref(), gap, target).await
                 }
-                None => fetch::rows(b, re.as_ref()).await,
+                None => fetch::rows_matching(b, re.as_ref()).await,
             }
         }
     })

@@ -41,6 +41,9 @@ pub struct Global {
     /// Refuse every mutating action, whatever the profile says.
     #[arg(long, global = true)]
     pub read_only: bool,
+    /// Open the console on the fleet view: one row per configured profile.
+    #[arg(long)]
+    pub fleet: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -49,7 +49,7 @@ async fn dispatch(cli: Cli) -> CliResult {
     };
     let f = output::resolve(cli.global.output);
     let Some(cmd) = cli.command else {
-        return console(&opts).await;
+        return console(&opts, cli.global.fleet).await;
     };
     match &cmd {
         Command::Config { action } => return cmd_config::run(action, &opts, f),
@@ -147,7 +147,7 @@ async fn dispatch(cli: Cli) -> CliResult {
 
 /// No subcommand: open the console. With no configuration at all and an empty local
 /// broker, start the demo workload so a newcomer sees a moving console at once.
-async fn console(opts: &LoadOptions) -> CliResult {
+async fn console(opts: &LoadOptions, fleet: bool) -> CliResult {
     if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
         return Err(CliError::usage(
             "the console needs a terminal; for scripts use a command such as `qdeck ls` (see qdeck --help)",
@@ -174,7 +174,7 @@ async fn console(opts: &LoadOptions) -> CliResult {
         _ => (backend::build(&loaded.profile).await?, None),
     };
     let session = Session::with_backend(loaded, backend);
-    let done = crate::tui::run(session, demo).await.map_err(|e| {
+    let done = crate::tui::run(session, demo, fleet).await.map_err(|e| {
         CliError::new(
             exit::FAILED,
             crate::config::redact::redact(&format!("{e:#}")),

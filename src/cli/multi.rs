@@ -430,6 +430,7 @@ mod tests {
             config: None,
             output: None,
             read_only: false,
+            fleet: false,
         }
     }
 

@@ -22,8 +22,16 @@ pub struct Cli {
 #[derive(Debug, Args, Clone)]
 pub struct Global {
     /// Profile to use (default: `default_profile`, else the first profile, else the local broker).
+    /// `ls`, `stats` and `check` take a comma list (`-p prod,staging`) and poll them at once.
     #[arg(long, short = 'p', global = true, env = "QDECK_PROFILE")]
     pub profile: Option<String>,
+    /// `ls`, `stats` and `check` over every configured profile at once.
+    #[arg(long, global = true)]
+    pub all_profiles: bool,
+    /// With several profiles: how long one profile may take before it is reported as
+    /// unavailable (the others never wait for it).
+    #[arg(long, global = true, value_parser = parse_duration, default_value = "15s")]
+    pub profile_timeout: std::time::Duration,
     /// Config file (default: $XDG_CONFIG_HOME/qdeck/config.toml).
     #[arg(long, global = true, env = "QDECK_CONFIG")]
     pub config: Option<PathBuf>,
@@ -33,6 +41,9 @@ pub struct Global {
     /// Refuse every mutating action, whatever the profile says.
     #[arg(long, global = true)]
     pub read_only: bool,
+    /// Open the console on the fleet view: one row per configured profile.
+    #[arg(long)]
+    pub fleet: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -232,7 +243,7 @@ pub struct ScanArgs {
     pub force: bool,
 }
 
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct CheckArgs {
     /// Only queues whose name matches this regex.
     pub pattern: Option<String>,

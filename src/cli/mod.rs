@@ -14,6 +14,7 @@ mod cmd_redrive_where;
 mod confirm;
 pub mod exit;
 pub mod fetch;
+pub mod multi;
 pub mod output;
 mod scan;
 
@@ -53,12 +54,15 @@ async fn dispatch(cli: Cli) -> CliResult {
     };
     let f = output::resolve(cli.global.output);
     let Some(cmd) = cli.command else {
-        return console(&opts).await;
+        return console(&opts, cli.global.fleet).await;
     };
     match &cmd {
         Command::Config { action } => return cmd_config::run(action, &opts, f),
         Command::Completions { shell } => return cmd_config::completions(*shell),
         _ => {}
+    }
+    if let Some(sel) = multi::selection(&cli.global) {
+        return multi::run(cmd, sel, &cli.global, &opts, f).await;
     }
     // A monitoring check reports every failure as UNKNOWN (exit 3), never as its own code.
     let is_check = matches!(cmd, Command::Check(_));
@@ -170,7 +174,7 @@ async fn dispatch(cli: Cli) -> CliResult {
 
 /// No subcommand: open the console. With no configuration at all and an empty local
 /// broker, start the demo workload so a newcomer sees a moving console at once.
-async fn console(opts: &LoadOptions) -> CliResult {
+async fn console(opts: &LoadOptions, fleet: bool) -> CliResult {
     if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
         return Err(CliError::usage(
             "the console needs a terminal; for scripts use a command such as `qdeck ls` (see qdeck --help)",
@@ -197,7 +201,7 @@ async fn console(opts: &LoadOptions) -> CliResult {
         _ => (backend::build(&loaded.profile).await?, None),
     };
     let session = Session::with_backend(loaded, backend);
-    let done = crate::tui::run(session, demo).await.map_err(|e| {
+    let done = crate::tui::run(session, demo, fleet).await.map_err(|e| {
         CliError::new(
             exit::FAILED,
             crate::config::redact::redact(&format!("{e:#}")),

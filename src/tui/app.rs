@@ -13,7 +13,7 @@ use ratatui::Terminal;
 use tokio::sync::mpsc;
 
 use super::keymap::KeyMap;
-use super::state::{Level, OpSummary, State};
+use super::state::{FleetState, Level, OpSummary, State, View};
 use super::theme::Theme;
 use super::update::{set_status, update, Action, Effect};
 use super::views;
@@ -21,6 +21,7 @@ use crate::backend::OpProgress;
 use crate::config::{paths, redact::redact};
 use crate::demo::DemoHandle;
 use crate::domain::{now_ms, BrowseRequest, Message, QueueId};
+use crate::engine::fleet::{self, FleetHandle, FleetRow};
 use crate::engine::ops::{self, Outcome};
 use crate::engine::poller::{self, PollConfig, PollEvent, PollerHandle};
 use crate::engine::session::Session;
@@ -96,7 +97,12 @@ fn init_logging() -> Option<tracing_appender::non_blocking::WorkerGuard> {
 }
 
 /// Runs until the user quits; returns the summary of the operation the user quit after.
-pub async fn run(session: Session, demo: Option<DemoHandle>) -> anyhow::Result<Option<OpSummary>> {
+/// `fleet` opens on the fleet view (`qdeck --fleet`).
+pub async fn run(
+    session: Session,
+    demo: Option<DemoHandle>,
+    fleet: bool,
+) -> anyhow::Result<Option<OpSummary>> {
     let _log = init_logging();
     let st = initial_state(&session, demo.as_ref().map(|d| d.workers()));
     let mut terminal = ratatui::try_init()?;
@@ -104,7 +110,7 @@ pub async fn run(session: Session, demo: Option<DemoHandle>) -> anyhow::Result<O
     if let Ok(sz) = terminal.size() {
         tracing::info!("console started at {}x{}", sz.width, sz.height);
     }
-    let r = event_loop(&mut terminal, st, session, demo).await;
+    let r = event_loop(&mut terminal, st, session, demo, fleet).await;
     if let Err(e) = &r {
         tracing::error!("console stopped: {e}");
     }
@@ -121,6 +127,9 @@ struct Exec {
     demo: Option<DemoHandle>,
     op: Option<OpProgress>,
     export_dir: PathBuf,
+    /// Pollers of every profile, while the fleet view is open.
+    fleet: Option<FleetHandle>,
+    fleet_tx: mpsc::Sender<FleetRow>,
 }
 
 async fn event_loop<B: TermBackend>(
@@ -128,6 +137,7 @@ async fn event_loop<B: TermBackend>(
     mut st: State,
     session: Session,
     demo: Option<DemoHandle>,
+    start_fleet: bool,
 ) -> anyhow::Result<Option<OpSummary>>
 where
     B::Error: Send + Sync + 'static,
@@ -135,6 +145,7 @@ where
     let (tx, mut rx) = mpsc::channel::<Action>(256);
     let (ptx, mut prx) = mpsc::channel::<PollEvent>(64);
     let (switch_tx, mut switch_rx) = mpsc::channel::<Result<Session, String>>(2);
+    let (fleet_tx, mut fleet_rx) = mpsc::channel::<FleetRow>(64);
     let poller = poller::spawn(
         session.backend.clone(),
         PollConfig::with_refresh(st.refresh_secs),
@@ -155,7 +166,12 @@ where
         poller,
         demo,
         op: None,
+        fleet: None,
+        fleet_tx,
     };
+    if start_fleet {
+        ex.run(Effect::StartFleet, &mut st);
+    }
     let mut events = EventStream::new();
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
@@ -183,6 +199,7 @@ where
             },
             Some(a) = rx.recv() => a,
             Some(p) = prx.recv() => Action::Poll(p),
+            Some(r) = fleet_rx.recv() => Action::Fleet(r),
             Some(r) = switch_rx.recv() => {
                 match r {
                     Ok(session) => {
@@ -210,6 +227,9 @@ where
         }
         while let Ok(a) = rx.try_recv() {
             batch.push(a);
+        }
+        while let Ok(r) = fleet_rx.try_recv() {
+            batch.push(Action::Fleet(r));
         }
         for a in batch {
             for e in update(&mut st, a) {
@@ -359,6 +379,24 @@ impl Exec {
                     let _ = tx.blocking_send(Action::Profiles { names, then });
                 });
             }
+            Effect::StartFleet => {
+                let cfg = &self.session.loaded.config;
+                let mut names: Vec<String> = cfg.profiles.iter().map(|p| p.name.clone()).collect();
+                if names.is_empty() {
+                    names.push("local".to_string());
+                }
+                if self.fleet.is_none() {
+                    let loaded = self.session.loaded.clone();
+                    self.fleet = Some(fleet::spawn(
+                        move |n| loaded.options_for(n),
+                        &names,
+                        self.fleet_tx.clone(),
+                    ));
+                }
+                st.fleet = Some(FleetState::new(&names));
+                st.stack = vec![View::Fleet];
+                st.dirty = true;
+            }
             Effect::AddWorker | Effect::RemoveWorker => {
                 if let Some(d) = &self.demo {
                     if e == Effect::AddWorker {
@@ -383,6 +421,11 @@ impl Exec {
         let mut st = initial_state(&session, demo);
         st.theme = old.theme.clone();
         st.size = old.size;
+        // With the fleet view open, the new profile's queue table sits on it (Esc returns).
+        st.fleet = old.fleet.clone();
+        if st.fleet.is_some() {
+            st.stack = vec![View::Fleet, View::Queues];
+        }
         self.poller = poller::spawn(
             session.backend.clone(),
             PollConfig::with_refresh(st.refresh_secs),

@@ -128,7 +128,7 @@ impl SqsBackend {
         })
     }
 
-    fn multi_region(&self) -> bool {
+    pub(crate) fn multi_region(&self) -> bool {
         self.regions.len() > 1
     }
 
@@ -384,6 +384,13 @@ impl Backend for SqsBackend {
 
     async fn list_queues(&self) -> Result<Vec<QueueInfo>> {
         figures::list_queues(self).await
+    }
+
+    async fn list_queues_matching(
+        &self,
+        filter: &crate::backend::QueueFilter,
+    ) -> Result<Vec<QueueInfo>> {
+        figures::list_queues_filtered(self, Some(filter)).await
     }
 
     /// GetQueueUrl + GetQueueAttributes + ListDeadLetterSourceQueues: three calls whatever

@@ -51,6 +51,8 @@ pub enum Action {
         names: Result<Vec<String>, String>,
         then: Option<String>,
     },
+    /// A fleet poller's row for one profile.
+    Fleet(crate::engine::fleet::FleetRow),
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -80,6 +82,8 @@ pub enum Effect {
     SwitchProfile(String),
     /// Re-read the profile names from the file (then switch to the named one, if any).
     ReadProfiles(Option<String>),
+    /// Start polling every profile for the fleet view (`:fleet`).
+    StartFleet,
 }
 
 pub fn update(st: &mut State, action: Action) -> Vec<Effect> {
@@ -180,6 +184,12 @@ pub fn update(st: &mut State, action: Action) -> Vec<Effect> {
             st.dirty = true;
         }
         Action::Profiles { names, then } => commands::profiles_read(st, names, then, &mut fx),
+        Action::Fleet(row) => {
+            if let Some(f) = &mut st.fleet {
+                f.apply(row);
+                st.dirty = true;
+            }
+        }
         Action::Notice(r) => match r {
             Ok(t) => set_status(st, Level::Info, t),
             Err(e) => set_status(st, Level::Error, e),

@@ -55,6 +55,7 @@ pub fn view_cmds(view: View) -> &'static [Cmd] {
         View::Message => &[Cmd::Copy, Cmd::Save, Cmd::Redrive],
         View::Workers => &[Cmd::Filter, Cmd::SortNext, Cmd::SortReverse, Cmd::Wide],
         View::Help => &[],
+        View::Fleet => &[Cmd::Enter],
     }
 }
 
@@ -66,6 +67,7 @@ fn view_name(v: View) -> &'static str {
         View::Message => "message",
         View::Workers => "workers",
         View::Help => "help",
+        View::Fleet => "fleet",
     }
 }
 

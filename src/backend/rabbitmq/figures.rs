@@ -16,7 +16,9 @@ messages_ready,messages_unacknowledged,consumers,head_message_timestamp,\
 message_stats.publish,message_stats.publish_details.rate,\
 message_stats.ack,message_stats.ack_details.rate,\
 message_stats.deliver_no_ack,message_stats.deliver_no_ack_details.rate,\
-message_stats.get_no_ack,message_stats.get_no_ack_details.rate";
+message_stats.get_no_ack,message_stats.get_no_ack_details.rate,\
+message_stats.deliver_get,message_stats.deliver_get_details.rate,\
+message_stats.redeliver,message_stats.redeliver_details.rate";
 
 #[derive(Debug, Clone, Default, Deserialize)]
 pub struct Rate {
@@ -34,6 +36,10 @@ pub struct MsgStats {
     pub deliver_no_ack_details: Option<Rate>,
     pub get_no_ack: Option<u64>,
     pub get_no_ack_details: Option<Rate>,
+    pub deliver_get: Option<u64>,
+    pub deliver_get_details: Option<Rate>,
+    pub redeliver: Option<u64>,
+    pub redeliver_details: Option<Rate>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -299,17 +305,26 @@ pub fn stats_of(id: QueueId, row: &QueueRow, at_ms: i64) -> QueueStats {
     };
     let ms = row.message_stats.clone().unwrap_or_default();
     let rate = |r: &Option<Rate>| r.as_ref().and_then(|r| r.rate);
-    let completed_total = match (ms.ack, ms.deliver_no_ack, ms.get_no_ack) {
-        (None, None, None) => None,
-        (a, b, c) => Some(a.unwrap_or(0) + b.unwrap_or(0) + c.unwrap_or(0)),
+    // Work done by consumers is every message they took, whatever they answered: first
+    // deliveries (all deliveries less redeliveries) count a rejected or dead-lettered message
+    // too, which acks alone miss. Without delivery figures, acks and auto-acked deliveries.
+    let completed_total = match (ms.deliver_get, ms.redeliver) {
+        (Some(d), r) => Some(d.saturating_sub(r.unwrap_or(0))),
+        (None, _) => match (ms.ack, ms.deliver_no_ack, ms.get_no_ack) {
+            (None, None, None) => None,
+            (a, b, c) => Some(a.unwrap_or(0) + b.unwrap_or(0) + c.unwrap_or(0)),
+        },
     };
-    let out_rate = match (
-        rate(&ms.ack_details),
-        rate(&ms.deliver_no_ack_details),
-        rate(&ms.get_no_ack_details),
-    ) {
-        (None, None, None) => None,
-        (a, b, c) => Some(a.unwrap_or(0.0) + b.unwrap_or(0.0) + c.unwrap_or(0.0)),
+    let out_rate = match (rate(&ms.deliver_get_details), rate(&ms.redeliver_details)) {
+        (Some(d), r) => Some((d - r.unwrap_or(0.0)).max(0.0)),
+        (None, _) => match (
+            rate(&ms.ack_details),
+            rate(&ms.deliver_no_ack_details),
+            rate(&ms.get_no_ack_details),
+        ) {
+            (None, None, None) => None,
+            (a, b, c) => Some(a.unwrap_or(0.0) + b.unwrap_or(0.0) + c.unwrap_or(0.0)),
+        },
     };
     QueueStats {
         id,
@@ -380,5 +395,27 @@ mod tests {
         assert_eq!(s.oldest_age_secs, None);
         assert!(s.age_note.unwrap().contains("quorum"));
         assert_eq!(s.in_rate, None);
+    }
+
+    /// A consumer that acks 90 % and rejects 10 % (requeue=false, to the DLX) does the work
+    /// of all of them; acks alone would undercount its rate and overstate workers needed.
+    #[test]
+    fn rejected_messages_count_as_work() {
+        let row: QueueRow = serde_json::from_str(
+            r#"{"name":"q","vhost":"/","messages_ready":0,"message_stats":{
+                "ack":900,"ack_details":{"rate":9.0},
+                "deliver_get":1050,"deliver_get_details":{"rate":10.5},
+                "redeliver":50,"redeliver_details":{"rate":0.5}}}"#,
+        )
+        .unwrap();
+        let s = stats_of(QueueId::new("q"), &row, 1000);
+        assert_eq!(s.completed_total, Some(1000));
+        assert_eq!(s.out_rate, Some(10.0));
+        let acks_only: QueueRow = serde_json::from_str(
+            r#"{"name":"q","vhost":"/","message_stats":{"ack":900,"ack_details":{"rate":9.0}}}"#,
+        )
+        .unwrap();
+        let s = stats_of(QueueId::new("q"), &acks_only, 1000);
+        assert_eq!((s.completed_total, s.out_rate), (Some(900), Some(9.0)));
     }
 }

@@ -1975,8 +1975,9 @@ async fn kill_9_during_a_redrive_never_loses_a_message() {
         declare(&ch, &t, FieldTable::default()).await;
         let prefix = uniq("id");
         publish_ids(&ch, &a, &prefix, N).await;
-        // A random moment between start-up and the end of a ~1 s redrive.
-        let delay = Duration::from_millis(u64::from(uuid::Uuid::new_v4().as_bytes()[0]) * 6);
+        // A random moment while the redrive runs (start-up takes ~0.2 s, the move ~0.6 s
+        // here): later kills would mostly find it finished.
+        let delay = Duration::from_millis(150 + u64::from(uuid::Uuid::new_v4().as_bytes()[0]) * 3);
         let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_qdeck"))
             .env_clear()
             .env("PATH", std::env::var("PATH").unwrap_or_default())

@@ -331,6 +331,112 @@ fn read_only_refuses_every_mutation_and_audits_the_refusal() {
         .success();
 }
 
+/// Every tier against every command: allowed ones run, the rest exit 5 naming the tier and
+/// leave a "refused" audit line, and nothing reaches the broker.
+#[test]
+fn access_tiers_allow_and_refuse_each_command() {
+    let e = Env::new();
+    e.qdeck()
+        .args(["create", "q", "--dlq", "q.dlq", "--max-receives", "1"])
+        .assert()
+        .success();
+    send_n(&e, "q", 1);
+    let order = ["stats", "browse", "redrive", "full"];
+    // (command, lowest tier, audit action when refused)
+    let table: Vec<(Vec<&str>, &str, Option<&str>)> = vec![
+        (vec!["ls"], "stats", None),
+        (vec!["stats", "q"], "stats", None),
+        (vec!["consumers", "q"], "stats", None),
+        (vec!["check", "--max-depth", "1000"], "stats", None),
+        (vec!["peek", "q"], "browse", Some("browse")),
+        (vec!["send", "q", "x"], "redrive", Some("send")),
+        (
+            vec!["redrive", "q.dlq", "--yes"],
+            "redrive",
+            Some("redrive"),
+        ),
+        (vec!["purge", "q.dlq", "--yes"], "full", Some("purge")),
+        (vec!["create", "made-here"], "full", Some("create")),
+        (vec!["demo", "--duration", "0s"], "full", Some("demo")),
+    ];
+    for (ti, tier) in order.iter().enumerate() {
+        e.write_config(&format!(
+            "[[profiles]]\nname = \"t\"\nkind = \"local\"\naccess = \"{tier}\"\n"
+        ));
+        for (args, needs, action) in &table {
+            let allowed = ti >= order.iter().position(|t| t == needs).unwrap();
+            if allowed && matches!(args[0], "demo" | "create") {
+                continue; // they run a workload / leave a queue behind; refusals are the point
+            }
+            let before = e.audit().len();
+            let depth_before = e.depth("q");
+            let out = e.qdeck().args(args).output().unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            if allowed {
+                assert!(out.status.success(), "{tier} {args:?}: {err}");
+                continue;
+            }
+            assert_eq!(out.status.code(), Some(5), "{tier} {args:?}: {err}");
+            assert!(
+                err.contains(&format!("access = \"{needs}\"")) && err.contains(tier),
+                "{tier} {args:?}: {err}"
+            );
+            assert_eq!(
+                e.depth("q"),
+                depth_before,
+                "{tier} {args:?} changed nothing"
+            );
+            let new: Vec<Value> = e.audit().into_iter().skip(before).collect();
+            assert_eq!(new.len(), 1, "{tier} {args:?}: one audit line: {new:?}");
+            assert_eq!(new[0]["result"], "refused");
+            assert_eq!(new[0]["action"], action.unwrap());
+            assert_eq!(new[0]["profile"], "t");
+        }
+    }
+    // What the allowed runs did: one send per tier from redrive up.
+    assert_eq!(e.depth("q"), 3);
+    assert!(!e.ls_json().iter().any(|r| r["name"] == "made-here"));
+}
+
+/// `--read-only` caps a `full` profile at `browse`; `read_only = true` is `browse` whatever
+/// `access` says.
+#[test]
+fn read_only_caps_any_tier_at_browse() {
+    let e = Env::new();
+    e.qdeck().args(["create", "q"]).assert().success();
+    send_n(&e, "q", 1);
+    e.write_config("[[profiles]]\nname = \"t\"\nkind = \"local\"\naccess = \"full\"\n");
+    e.qdeck()
+        .args(["--read-only", "peek", "q"])
+        .assert()
+        .success();
+    e.qdeck()
+        .args(["--read-only", "send", "q", "x"])
+        .assert()
+        .code(5)
+        .stderr(predicate::str::contains("read-only"));
+    e.write_config(
+        "[[profiles]]\nname = \"t\"\nkind = \"local\"\naccess = \"full\"\nread_only = true\n",
+    );
+    e.qdeck().args(["purge", "q", "--yes"]).assert().code(5);
+    assert_eq!(e.depth("q"), 1);
+}
+
+#[test]
+fn unknown_access_value_is_a_config_error() {
+    let e = Env::new();
+    e.write_config("[[profiles]]\nname = \"t\"\nkind = \"local\"\naccess = \"admin\"\n");
+    let out = e.qdeck().args(["ls"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("profiles[0].access") && err.contains("admin"),
+        "{err}"
+    );
+    assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
+    e.qdeck().args(["config", "validate"]).assert().code(2);
+}
+
 #[test]
 fn redrive_arguments_are_validated() {
     let e = Env::new();

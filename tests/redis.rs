@@ -75,6 +75,7 @@ async fn backend(s: RedisSettings) -> Arc<dyn Backend> {
     let p = Profile {
         name: "redis-test".into(),
         kind: ProfileKind::Redis(s),
+        access: None,
         read_only: false,
         protected: false,
         refresh_secs: None,
@@ -733,6 +734,7 @@ async fn url_with_password_in_the_profile_is_refused() {
     let p = Profile {
         name: "x".into(),
         kind: ProfileKind::Redis(s),
+        access: None,
         read_only: false,
         protected: false,
         refresh_secs: None,

@@ -11,6 +11,7 @@ use ratatui::Terminal;
 
 use qdeck::backend::local::{LocalHandle, QueueOptions};
 use qdeck::backend::Backend;
+use qdeck::config::Access;
 use qdeck::domain::*;
 use qdeck::engine::ops::Verdict;
 use qdeck::engine::poller::{self, PollConfig, PollEvent};
@@ -234,7 +235,7 @@ fn snapshot_queues_states() {
     snap("queues_stale_rows", &st, 80, 14);
 
     let mut st = populated();
-    st.read_only = true;
+    st.access = Access::Browse;
     snap("queues_read_only", &st, 100, 12);
 
     let mut st = populated();
@@ -337,7 +338,7 @@ fn snapshot_dialogs() {
 #[test]
 fn snapshot_help_and_workers() {
     let mut st = populated();
-    st.read_only = true;
+    st.access = Access::Browse;
     update(&mut st, key('?'));
     snap("help_read_only", &st, 80, 40);
 
@@ -627,22 +628,97 @@ fn protected_profile_types_the_name() {
 #[test]
 fn read_only_has_no_mutating_keys() {
     let mut st = populated();
-    st.read_only = true;
-    for a in [key('P'), key('R'), key('x')] {
+    st.access = Access::Browse;
+    for (a, what) in [(key('P'), "purge"), (key('R'), "redrive")] {
         let fx = update(&mut st, a);
         assert!(st.dialog.is_none());
-        assert!(fx.iter().all(|e| matches!(e, Effect::Visible(_))));
+        // Nothing reaches the broker: the only effect is the gate's audit line.
+        assert!(
+            fx.iter()
+                .all(|e| matches!(e, Effect::Visible(_) | Effect::Refused { .. })),
+            "{fx:?}"
+        );
+        assert!(fx.iter().any(|e| matches!(e, Effect::Refused { .. })));
+        let flash = st.status.as_ref().expect("a flash says why").text.clone();
+        assert!(flash.contains(what) && flash.contains("browse"), "{flash}");
     }
+    let fx = update(&mut st, key('x'));
+    assert!(st.dialog.is_none() && !fx.contains(&Effect::CancelOp));
     update(&mut st, key(':'));
     for c in "purge".chars() {
         update(&mut st, key(c));
     }
     update(&mut st, code(KeyCode::Enter));
     assert!(st.dialog.is_none());
+    st.status = None;
     let t = draw(&st, 120, 24);
     let s = text(&t);
-    assert!(!s.contains("purge"), "{s}");
+    assert!(!s.contains("purge") && !s.contains("redrive"), "{s}");
     assert!(s.contains("READ-ONLY"));
+    // Browsing stays allowed.
+    let fx = update(&mut st, key('b'));
+    assert!(
+        fx.iter().any(|e| matches!(e, Effect::Browse { .. })),
+        "{fx:?}"
+    );
+}
+
+/// Tier `redrive`: redrive works, purge is refused with a flash.
+#[test]
+fn redrive_tier_redrives_but_never_purges() {
+    let mut st = populated();
+    st.access = Access::Redrive;
+    select(&mut st, "orders-dlq");
+    update(&mut st, key('P'));
+    assert!(st.dialog.is_none());
+    assert!(st.status.as_ref().unwrap().text.contains("full"));
+    update(&mut st, key('R'));
+    assert!(st.dialog.is_some(), "redrive opens its dialog");
+    st.dialog = None;
+    st.status = None;
+    let s = text(&draw(&st, 160, 24));
+    assert!(s.contains("redrive") && !s.contains("purge"), "{s}");
+    assert!(s.contains("NO PURGE"));
+}
+
+/// Tier `stats`: no message view opens, by key, by `:` command or by Enter on the detail.
+#[test]
+fn stats_tier_never_opens_messages() {
+    let mut st = populated();
+    st.access = Access::Stats;
+    for a in [key('b'), key('d')] {
+        let fx = update(&mut st, a);
+        assert!(!fx.iter().any(|e| matches!(e, Effect::Browse { .. })));
+        assert_eq!(st.view(), View::Queues);
+        assert!(st.status.as_ref().unwrap().text.contains("stats"));
+    }
+    for cmd in ["dlq", "browse", "force"] {
+        update(&mut st, key(':'));
+        for c in cmd.chars() {
+            update(&mut st, key(c));
+        }
+        let fx = update(&mut st, code(KeyCode::Enter));
+        assert!(
+            !fx.iter().any(|e| matches!(e, Effect::Browse { .. })),
+            ":{cmd}"
+        );
+        assert_ne!(st.view(), View::Messages);
+    }
+    // Enter opens the detail (figures); Enter there would browse, and is refused.
+    update(&mut st, code(KeyCode::Enter));
+    assert_eq!(st.view(), View::Detail);
+    let fx = update(&mut st, code(KeyCode::Enter));
+    assert!(fx.iter().any(|e| matches!(e, Effect::Refused { .. })));
+    assert_eq!(st.view(), View::Detail);
+    st.status = None;
+    let s = text(&draw(&st, 160, 24));
+    assert!(s.contains("STATS ONLY"), "{s}");
+    let footer = s.lines().last().unwrap();
+    assert!(
+        !footer.contains("browse") && !footer.contains("dlq"),
+        "{footer}"
+    );
+    assert!(footer.contains("workers"), "{footer}");
 }
 
 #[test]
@@ -951,7 +1027,7 @@ async fn browse_and_purge_through_the_gate_on_the_local_broker() {
     };
     let ro = qdeck::engine::session::Session::with_backend(loaded, backend.clone());
     let st_ro = qdeck::tui::app::initial_state(&ro, None);
-    assert!(st_ro.read_only);
+    assert!(st_ro.read_only());
     assert!(ro
         .gate
         .purge(&QueueId::new("in"), &qdeck::backend::OpProgress::detached())

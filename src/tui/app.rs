@@ -56,7 +56,7 @@ pub fn initial_state(session: &Session, demo_workers: Option<usize>) -> State {
     let (theme, theme_err) = Theme::startup(&cfg.ui.theme, Some(&dir));
     st.theme = theme;
     st.theme_dir = Some(dir);
-    st.read_only = session.gate.read_only();
+    st.access = session.gate.access();
     st.protected = session.gate.protected();
     st.demo_workers = demo_workers;
     st.profiles = crate::config::profile_names(cfg);
@@ -261,7 +261,7 @@ impl Exec {
                 cursor,
                 force,
             } => {
-                let backend = self.session.backend.clone();
+                let gate = self.session.gate.clone();
                 let tx = self.tx.clone();
                 tokio::spawn(async move {
                     let append = cursor.is_some();
@@ -270,7 +270,7 @@ impl Exec {
                         max: PAGE_SIZE,
                         force,
                     };
-                    let result = backend
+                    let result = gate
                         .browse(&queue, &req)
                         .await
                         .map_err(|e| one_line(&e.to_string()));
@@ -282,6 +282,9 @@ impl Exec {
                         })
                         .await;
                 });
+            }
+            Effect::Refused { action, queue, why } => {
+                self.session.gate.refuse(action, &queue, &why);
             }
             Effect::Consumers(queue) => {
                 let backend = self.session.backend.clone();

@@ -331,6 +331,18 @@ pub struct Status {
     pub at_ms: i64,
 }
 
+impl State {
+    /// No action that changes the broker (tier `stats` or `browse`).
+    pub fn read_only(&self) -> bool {
+        self.access < crate::config::Access::Redrive
+    }
+
+    /// Whether the tier allows a command that needs `needs`.
+    pub fn allows(&self, needs: crate::config::Access) -> bool {
+        self.access >= needs
+    }
+}
+
 pub struct State {
     pub store: Store,
     pub caps: Capabilities,
@@ -341,7 +353,8 @@ pub struct State {
     /// Every profile `:profile NAME` can switch to.
     pub profiles: Vec<String>,
     pub broker: String,
-    pub read_only: bool,
+    /// The profile's permission tier, as the gate enforces it.
+    pub access: crate::config::Access,
     pub protected: bool,
     /// Workers of the in-process demo, when it runs.
     pub demo_workers: Option<usize>,
@@ -398,7 +411,7 @@ impl State {
             profile: profile.to_string(),
             profiles: vec![profile.to_string()],
             broker: broker.to_string(),
-            read_only: false,
+            access: crate::config::Access::Full,
             protected: false,
             demo_workers: None,
             refresh_secs: 2.0,

@@ -190,7 +190,7 @@ fn confirm(st: &mut State, d: Dialog, fx: &mut Vec<Effect>) {
             }
         }
         DialogKind::Purge { queue, .. } => {
-            if st.read_only {
+            if !st.allows(crate::config::Access::Full) {
                 return;
             }
             if st.op.is_some() {
@@ -213,7 +213,7 @@ fn confirm(st: &mut State, d: Dialog, fx: &mut Vec<Effect>) {
             only_ids,
             count,
         } => {
-            if st.read_only {
+            if !st.allows(crate::config::Access::Redrive) {
                 return;
             }
             if st.op.is_some() {

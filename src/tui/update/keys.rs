@@ -4,6 +4,7 @@
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 use super::{dialogs, input, lists, messages, push, queues, set_status, Effect};
+use crate::engine::gate::Mutation;
 use crate::tui::keymap::{Cmd, COMMANDS};
 use crate::tui::state::*;
 
@@ -67,6 +68,17 @@ fn list_len(st: &State) -> usize {
     }
 }
 
+/// What the gate records when the console refuses `cmd` (keys that only move around a view
+/// the tier cannot open have nothing to record).
+fn mutation_of(cmd: Cmd) -> Option<Mutation> {
+    match cmd {
+        Cmd::Browse | Cmd::Dlq => Some(Mutation::Browse),
+        Cmd::Redrive => Some(Mutation::Redrive),
+        Cmd::Purge => Some(Mutation::Purge),
+        _ => None,
+    }
+}
+
 fn move_sel(st: &mut State, delta: isize) {
     let len = list_len(st);
     let page = st.page_rows();
@@ -86,10 +98,12 @@ fn move_sel(st: &mut State, delta: isize) {
 }
 
 pub(super) fn run_cmd(st: &mut State, cmd: Cmd, fx: &mut Vec<Effect>) {
-    let info = COMMANDS.iter().find(|c| c.cmd == cmd);
-    if info.is_some_and(|i| i.mutating) && st.read_only {
-        // Not shown and not reachable: the gate would refuse anyway.
-        return;
+    if let Some(info) = COMMANDS.iter().find(|c| c.cmd == cmd) {
+        if !st.allows(info.needs) {
+            // Not advertised, and refused here before any dialog or view opens.
+            super::refuse(st, info.name, info.needs, mutation_of(cmd), fx);
+            return;
+        }
     }
     let page = st.page_rows() as isize;
     match cmd {

@@ -16,7 +16,9 @@ use crossterm::event::{KeyEvent, KeyEventKind};
 
 use super::state::*;
 use crate::backend::ProgressState;
+use crate::config::Access;
 use crate::domain::{Consumer, Message, Page, QueueId, RedriveRequest};
+use crate::engine::gate::Mutation;
 use crate::engine::poller::PollEvent;
 use crate::sanitize;
 
@@ -80,6 +82,12 @@ pub enum Effect {
     SwitchProfile(String),
     /// Re-read the profile names from the file (then switch to the named one, if any).
     ReadProfiles(Option<String>),
+    /// The tier refused an action: the gate writes the audit line.
+    Refused {
+        action: Mutation,
+        queue: QueueId,
+        why: String,
+    },
 }
 
 pub fn update(st: &mut State, action: Action) -> Vec<Effect> {
@@ -192,6 +200,33 @@ pub fn update(st: &mut State, action: Action) -> Vec<Effect> {
 /// How long a flash stays: info, then warnings and errors.
 pub const FLASH_INFO_MS: i64 = 4_000;
 pub const FLASH_WARN_MS: i64 = 8_000;
+
+/// The tier forbids `what`: say so in a flash and have the gate audit the refusal.
+pub(super) fn refuse(
+    st: &mut State,
+    what: &str,
+    needs: Access,
+    action: Option<Mutation>,
+    fx: &mut Vec<Effect>,
+) {
+    let why = format!(
+        "{what} needs access = \"{}\"; profile {:?} has \"{}\"",
+        needs.as_str(),
+        st.profile,
+        st.access.as_str()
+    );
+    set_status(st, Level::Warn, why.clone());
+    if let Some(action) = action {
+        fx.push(Effect::Refused {
+            action,
+            queue: st
+                .context_queue()
+                .cloned()
+                .unwrap_or_else(|| QueueId::new("*")),
+            why,
+        });
+    }
+}
 
 pub fn set_status(st: &mut State, level: Level, text: impl Into<String>) {
     st.status = Some(Status {

@@ -9,6 +9,7 @@ use ratatui::Frame;
 
 use super::wrap::wrap_lines;
 use super::{block, centered, clear, styled};
+use crate::config::Access;
 use crate::tui::keymap::{Cmd, COMMANDS};
 use crate::tui::state::{State, View};
 
@@ -96,7 +97,7 @@ fn shown(st: &State, c: Cmd) -> bool {
     let Some(info) = COMMANDS.iter().find(|i| i.cmd == c) else {
         return false;
     };
-    if info.mutating && st.read_only {
+    if !st.allows(info.needs) {
         return false;
     }
     !(matches!(c, Cmd::AddWorker | Cmd::RemoveWorker) && st.demo_workers.is_none())
@@ -159,7 +160,16 @@ pub fn lines<'a>(st: &State) -> Vec<Line<'a>> {
         (":queues", "back to the queue list"),
     ];
     for (c, h) in cmds {
-        if st.read_only && (c.starts_with(":redrive") || c.starts_with(":purge")) {
+        let needs = if c.starts_with(":purge") {
+            Access::Full
+        } else if c.starts_with(":redrive") {
+            Access::Redrive
+        } else if [":dlq", ":browse", ":force"].contains(c) {
+            Access::Browse
+        } else {
+            Access::Stats
+        };
+        if !st.allows(needs) {
             continue;
         }
         out.push(Line::from(vec![
@@ -167,12 +177,9 @@ pub fn lines<'a>(st: &State) -> Vec<Line<'a>> {
             styled(*h, t.text),
         ]));
     }
-    if st.read_only {
+    if let Some(note) = tier_note(st.access) {
         out.push(Line::from(""));
-        out.push(Line::from(styled(
-            "read-only profile: no redrive, purge or cancel",
-            t.warn,
-        )));
+        out.push(Line::from(styled(note, t.warn)));
     }
     out
 }
@@ -217,4 +224,14 @@ pub fn render(f: &mut Frame, st: &State, area: Rect) {
     f.render_widget(b, r);
     let shown: Vec<Line> = rows.into_iter().skip(scroll).take(page).collect();
     f.render_widget(Paragraph::new(shown), inner);
+}
+
+/// What the profile's tier leaves out, for the end of the help.
+fn tier_note(a: Access) -> Option<&'static str> {
+    match a {
+        Access::Stats => Some("access = stats: figures only; no message bodies, redrive or purge"),
+        Access::Browse => Some("read-only profile: no redrive, purge or cancel"),
+        Access::Redrive => Some("access = redrive: no purge or delete"),
+        Access::Full => None,
+    }
 }

@@ -16,8 +16,9 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph};
 use ratatui::Frame;
 
-use super::keymap::Cmd;
+use super::keymap::{Cmd, COMMANDS};
 use super::state::{InputKind, Level, State, View};
+use crate::config::Access;
 use crate::sanitize::clean;
 
 /// Smallest area we draw the console into; below it a one-line notice.
@@ -77,8 +78,8 @@ fn header(f: &mut Frame, st: &State, area: Rect) {
     if st.broker != st.profile {
         spans.push(Span::styled(format!("{} ", st.broker), t.dim));
     }
-    if st.read_only {
-        spans.push(Span::styled(" READ-ONLY ", t.badge_read_only));
+    if let Some(b) = tier_badge(st.access) {
+        spans.push(Span::styled(b, t.badge_read_only));
         spans.push(Span::raw(" "));
     } else if st.protected {
         spans.push(Span::styled(" PROTECTED ", t.badge_protected));
@@ -265,45 +266,65 @@ fn right_status(st: &State) -> String {
     parts.join(" · ")
 }
 
+/// The header badge for a profile that cannot do everything.
+fn tier_badge(a: Access) -> Option<&'static str> {
+    match a {
+        Access::Stats => Some(" STATS ONLY "),
+        Access::Browse => Some(" READ-ONLY "),
+        Access::Redrive => Some(" NO PURGE "),
+        Access::Full => None,
+    }
+}
+
 fn hints(st: &State) -> String {
     let k = |c| st.keymap.hint(c).to_string();
-    let mut v: Vec<String> = match st.view() {
+    // Keys the tier forbids are not advertised.
+    let allowed = |c: &Cmd| {
+        COMMANDS
+            .iter()
+            .find(|i| i.cmd == *c)
+            .is_none_or(|i| st.allows(i.needs))
+    };
+    let pairs: Vec<(Cmd, &str)> = match st.view() {
         View::Queues => vec![
-            format!("{} open", k(Cmd::Enter)),
-            format!("{} filter", k(Cmd::Filter)),
-            format!("{} sort", k(Cmd::SortNext)),
-            format!("{} browse", k(Cmd::Browse)),
-            format!("{} dlq", k(Cmd::Dlq)),
-            format!("{} workers", k(Cmd::Workers)),
+            (Cmd::Enter, "open"),
+            (Cmd::Filter, "filter"),
+            (Cmd::SortNext, "sort"),
+            (Cmd::Browse, "browse"),
+            (Cmd::Dlq, "dlq"),
+            (Cmd::Workers, "workers"),
         ],
         View::Detail => vec![
-            format!("{} browse", k(Cmd::Browse)),
-            format!("{} dlq", k(Cmd::Dlq)),
-            format!("{} workers", k(Cmd::Workers)),
-            format!("{} window", k(Cmd::Window)),
+            (Cmd::Browse, "browse"),
+            (Cmd::Dlq, "dlq"),
+            (Cmd::Workers, "workers"),
+            (Cmd::Window, "window"),
         ],
         View::Messages => vec![
-            format!("{} open", k(Cmd::Enter)),
-            format!("{} select↓", k(Cmd::Mark)),
-            format!("{} range", k(Cmd::MarkRange)),
-            format!("{} search", k(Cmd::Filter)),
-            format!("{} copy", k(Cmd::Copy)),
-            format!("{} save", k(Cmd::Save)),
-            format!("{} more", k(Cmd::NextPage)),
+            (Cmd::Enter, "open"),
+            (Cmd::Mark, "select↓"),
+            (Cmd::MarkRange, "range"),
+            (Cmd::Filter, "search"),
+            (Cmd::Copy, "copy"),
+            (Cmd::Save, "save"),
+            (Cmd::NextPage, "more"),
         ],
-        View::Message => vec![
-            format!("{} copy", k(Cmd::Copy)),
-            format!("{} save", k(Cmd::Save)),
-        ],
-        View::Workers => vec![
-            format!("{} filter", k(Cmd::Filter)),
-            format!("{} sort", k(Cmd::SortNext)),
-        ],
+        View::Message => vec![(Cmd::Copy, "copy"), (Cmd::Save, "save")],
+        View::Workers => vec![(Cmd::Filter, "filter"), (Cmd::SortNext, "sort")],
         View::Help => vec![],
     };
-    if !st.read_only && !matches!(st.view(), View::Workers | View::Help) {
-        v.push(format!("{} redrive", k(Cmd::Redrive)));
-        v.push(format!("{} purge", k(Cmd::Purge)));
+    let mut v: Vec<String> = pairs
+        .into_iter()
+        .filter(|(c, _)| allowed(c))
+        .map(|(c, label)| format!("{} {label}", k(c)))
+        .collect();
+    if !matches!(st.view(), View::Workers | View::Help) {
+        if st.allows(Access::Redrive) {
+            v.push(format!("{} redrive", k(Cmd::Redrive)));
+        }
+        if st.allows(Access::Full) {
+            v.push(format!("{} purge", k(Cmd::Purge)));
+        }
     }
     if st.demo_workers.is_some() {
         v.push(format!(

@@ -949,3 +949,151 @@ fn sample_adds_the_consoles_derived_figures() {
         .code(3)
         .stdout(predicate::str::contains("--sample"));
 }
+
+// ---------- edit and resend ----------
+
+/// One message with two headers, dead-lettered from `q` into `q.dlq`; returns its id there.
+fn dead_lettered_with_headers(e: &Env) -> String {
+    e.qdeck()
+        .args(["create", "q", "--dlq", "q.dlq", "--max-receives", "1"])
+        .assert()
+        .success();
+    e.qdeck()
+        .args([
+            "send",
+            "q",
+            "hello world",
+            "-H",
+            "x-tenant=acme",
+            "-H",
+            "x-keep=1",
+            "--key",
+            "k1",
+        ])
+        .assert()
+        .success();
+    let b = e.local();
+    let got = b.receive("q", "w1", 1, None).unwrap();
+    b.nack("q", "w1", &[got[0].receipt.clone()], Duration::ZERO)
+        .unwrap();
+    let peek: Vec<Value> =
+        serde_json::from_slice(&e.stdout(&["peek", "q.dlq", "-o", "json"])).unwrap();
+    assert_eq!(peek.len(), 1);
+    peek[0]["id"].as_str().unwrap().to_string()
+}
+
+fn peek_json(e: &Env, q: &str) -> Vec<Value> {
+    serde_json::from_slice(&e.stdout(&["peek", q, "-o", "json"])).unwrap()
+}
+
+#[test]
+fn edit_sends_the_edited_copy_to_origin_then_deletes_the_original() {
+    let e = Env::new();
+    let id = dead_lettered_with_headers(&e);
+    // The "editor" changes the body and removes one header line.
+    let out = e
+        .qdeck()
+        .env("EDITOR", "sed -i -e s/hello/HELLO/ -e /^x-tenant/d")
+        .args(["edit", "q.dlq", &id, "--yes", "-o", "json"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        r["target"], "q",
+        "origin of a dead letter is its source queue"
+    );
+    assert_eq!(r["deleted"], true);
+    assert_eq!(e.depth("q.dlq"), 0, "original deleted");
+    let msgs = peek_json(&e, "q");
+    assert_eq!(msgs.len(), 1);
+    assert_eq!(msgs[0]["body"], "HELLO world");
+    assert_eq!(msgs[0]["key"], "k1");
+    let headers = msgs[0]["headers"].to_string();
+    assert!(
+        !headers.contains("x-tenant"),
+        "removed header stays removed: {headers}"
+    );
+    assert!(headers.contains("x-keep"), "{headers}");
+    // One audit line with both ids.
+    let a = e
+        .audit()
+        .into_iter()
+        .rfind(|a| a["action"] == "edit")
+        .unwrap();
+    assert_eq!(a["result"], "ok");
+    assert_eq!(a["queue"], "q.dlq");
+    assert_eq!(a["target"], "q");
+    assert_eq!(a["counts"]["original_id"], id.as_str());
+    assert_eq!(a["counts"]["new_id"], r["new_id"]);
+}
+
+#[test]
+fn edit_to_a_named_queue_and_unknown_targets() {
+    let e = Env::new();
+    let id = dead_lettered_with_headers(&e);
+    e.qdeck().args(["create", "other"]).assert().success();
+    e.qdeck()
+        .env("EDITOR", "sed -i s/hello/bye/")
+        .args(["edit", "q.dlq", &id, "--to", "nope", "--yes"])
+        .assert()
+        .code(4);
+    e.qdeck()
+        .env("EDITOR", "sed -i s/hello/bye/")
+        .args(["edit", "q.dlq", "999999", "--yes"])
+        .assert()
+        .code(4)
+        .stderr(predicate::str::contains("999999"));
+    assert_eq!(e.depth("q.dlq"), 1);
+    e.qdeck()
+        .env("EDITOR", "sed -i s/hello/bye/")
+        .args(["edit", "q.dlq", &id, "--to", "other", "--yes"])
+        .assert()
+        .success();
+    assert_eq!(peek_json(&e, "other")[0]["body"], "bye world");
+    assert_eq!(e.depth("q.dlq"), 0);
+    assert_eq!(e.depth("q"), 0);
+}
+
+/// An editor that fails, or saves nothing new, or leaves an unreadable file: nothing sent,
+/// nothing deleted, and a clear line.
+#[test]
+fn edit_sends_nothing_when_the_editor_fails_or_changes_nothing() {
+    let e = Env::new();
+    let id = dead_lettered_with_headers(&e);
+    let cases = [
+        ("sed -i s/hello/bye/ \"$1\"; false", 5, "exited with"),
+        ("true", 5, "unchanged"),
+        ("sed -i s/^x-keep/x-keep/", 5, "unchanged"),
+        ("sed -i /^+++/d", 2, "missing"),
+        ("/nonexistent/editor", 5, "exited with"),
+    ];
+    for (editor, code, says) in cases {
+        e.qdeck()
+            .env("EDITOR", editor)
+            .args(["edit", "q.dlq", &id, "--yes"])
+            .assert()
+            .code(code)
+            .stderr(predicate::str::contains(says))
+            .stderr(predicate::str::contains("nothing was sent"));
+        assert_eq!(e.depth("q.dlq"), 1, "{editor}");
+        assert_eq!(e.depth("q"), 0, "{editor}");
+    }
+    // VISUAL wins over EDITOR.
+    e.qdeck()
+        .env("VISUAL", "sed -i s/hello/visual/")
+        .env("EDITOR", "false")
+        .args(["edit", "q.dlq", &id, "--yes"])
+        .assert()
+        .success();
+    assert_eq!(peek_json(&e, "q")[0]["body"], "visual world");
+    // At tier browse the editor never opens.
+    e.write_config("[[profiles]]\nname = \"t\"\nkind = \"local\"\naccess = \"browse\"\n");
+    e.qdeck()
+        .env("EDITOR", "touch /tmp/qdeck-should-not-run")
+        .args(["edit", "q", "1", "--yes"])
+        .assert()
+        .code(5)
+        .stderr(predicate::str::contains("access = \"redrive\""));
+}

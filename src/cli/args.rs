@@ -122,6 +122,20 @@ pub enum Command {
         #[arg(long, short = 'y')]
         yes: bool,
     },
+    /// Edit one message in $VISUAL/$EDITOR (key, headers, body) and send the edited copy to
+    /// its origin or --to; the original is deleted once the broker confirmed the copy.
+    Edit {
+        queue: String,
+        /// The message id (as `peek` shows it).
+        id: String,
+        /// Send the copy here (default: the queue the message was dead-lettered from, else
+        /// the queue it is in).
+        #[arg(long)]
+        to: Option<String>,
+        /// Do not ask for confirmation after editing.
+        #[arg(long, short = 'y')]
+        yes: bool,
+    },
     /// Delete every message in a queue.
     Purge {
         queue: String,

@@ -4,6 +4,7 @@
 pub mod args;
 mod cmd_check;
 mod cmd_config;
+mod cmd_edit;
 mod cmd_local;
 mod cmd_mutate;
 mod cmd_read;
@@ -132,6 +133,9 @@ async fn dispatch(cli: Cli) -> CliResult {
             yes,
         } => cmd_mutate::purge(s, &queue, dry_run, yes, f).await,
         Command::Check(a) => cmd_check::check(s, &a).await,
+        Command::Edit { queue, id, to, yes } => {
+            cmd_edit::edit(s, &queue, &id, to.as_deref(), yes, f).await
+        }
         Command::Config { .. }
         | Command::Completions { .. }
         | Command::Create { .. }

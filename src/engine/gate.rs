@@ -144,7 +144,7 @@ impl Gate {
         self.record(m, queue, None, counts, "ok", None);
     }
 
-    fn record(
+    pub(crate) fn record(
         &self,
         m: Mutation,
         queue: &QueueId,

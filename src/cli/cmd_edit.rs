@@ -47,7 +47,7 @@ pub async fn edit(
         return Err(e);
     }
     let original = edit::find_message(&s.gate, &info.id, id).await?;
-    let draft = edit::render(b.kind(), &info.id, &original).map_err(|e| CliError::usage(e))?;
+    let draft = edit::render(b.kind(), &info.id, &original).map_err(CliError::usage)?;
     let edited = match edit::run_editor(&draft) {
         Ok(EditorOutcome::Changed(e)) => e,
         Ok(EditorOutcome::Unchanged) => {

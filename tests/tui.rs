@@ -1626,3 +1626,263 @@ fn every_view_at_every_size() {
         }
     }
 }
+
+// ---------- edit and resend ----------
+
+fn edited_copy() -> qdeck::engine::edit::Edited {
+    qdeck::engine::edit::Edited {
+        key: None,
+        headers: vec![("content-type".into(), "application/json".into())],
+        body: br#"{"order":43}"#.to_vec(),
+    }
+}
+
+#[test]
+fn edit_key_hands_the_message_to_the_editor_and_asks_for_a_typed_target() {
+    let mut st = populated();
+    open_dlq(&mut st);
+    let fx = update(&mut st, key('e'));
+    let Some(Effect::Edit { queue, message }) =
+        fx.iter().find(|e| matches!(e, Effect::Edit { .. }))
+    else {
+        panic!("no edit effect: {fx:?}");
+    };
+    assert_eq!(queue.as_str(), "orders-dlq");
+    assert_eq!(message.id, "1");
+    // The editor came back with a change: the dialog offers the origin first.
+    update(
+        &mut st,
+        Action::Edited {
+            queue: queue.clone(),
+            original: message.clone(),
+            result: Ok(qdeck::engine::edit::EditorOutcome::Changed(edited_copy())),
+        },
+    );
+    let d = st.dialog.as_ref().expect("target dialog");
+    assert!(d.needs_name, "always a typed confirmation");
+    let s = text(&draw(&st, 100, 30));
+    assert!(s.contains("edit and resend") && s.contains("orders"), "{s}");
+    assert!(s.contains("1 removed"), "x-evil was dropped: {s}");
+    // Enter and y do not confirm until the target's name is typed.
+    for a in [code(KeyCode::Enter), key('y')] {
+        let fx = update(&mut st, a);
+        assert!(!fx.iter().any(|e| matches!(e, Effect::Resend { .. })));
+    }
+    assert!(st.dialog.is_some());
+    update(&mut st, code(KeyCode::Backspace));
+    for c in "orders".chars() {
+        update(&mut st, key(c));
+    }
+    let fx = update(&mut st, code(KeyCode::Enter));
+    let resend = fx
+        .iter()
+        .find_map(|e| match e {
+            Effect::Resend {
+                source,
+                original,
+                edited,
+                target,
+            } => Some((source, original, edited, target)),
+            _ => None,
+        })
+        .expect("resend after the typed name");
+    assert_eq!(resend.0.as_str(), "orders-dlq");
+    assert_eq!(resend.1.id, "1");
+    assert_eq!(resend.2.body, br#"{"order":43}"#.to_vec());
+    assert_eq!(resend.3.as_str(), "orders", "origin of the dead letter");
+    // The result reloads the browser.
+    let fx = update(
+        &mut st,
+        Action::Resent {
+            queue: QueueId::new("orders-dlq"),
+            result: Ok("sent the edited copy".into()),
+        },
+    );
+    assert!(fx.iter().any(|e| matches!(e, Effect::Browse { .. })));
+}
+
+#[test]
+fn edit_tab_picks_another_queue_and_nothing_is_sent_without_a_change() {
+    let mut st = populated();
+    open_dlq(&mut st);
+    let m = Box::new(hostile_messages().remove(0));
+    update(
+        &mut st,
+        Action::Edited {
+            queue: QueueId::new("orders-dlq"),
+            original: m.clone(),
+            result: Ok(qdeck::engine::edit::EditorOutcome::Changed(edited_copy())),
+        },
+    );
+    update(&mut st, code(KeyCode::Tab));
+    let Some(DialogKind::Edit {
+        targets, target, ..
+    }) = st.dialog.as_ref().map(|d| &d.kind)
+    else {
+        panic!("dialog")
+    };
+    let picked = targets[*target].clone();
+    assert_ne!(picked.as_str(), "orders");
+    for c in picked.as_str().chars() {
+        update(&mut st, key(c));
+    }
+    let fx = update(&mut st, code(KeyCode::Enter));
+    assert!(fx
+        .iter()
+        .any(|e| matches!(e, Effect::Resend { target, .. } if *target == picked)));
+
+    for (result, says) in [
+        (
+            Ok(qdeck::engine::edit::EditorOutcome::Unchanged),
+            "unchanged",
+        ),
+        (
+            Err("the editor \"vi\" exited with exit status: 1; nothing was sent".to_string()),
+            "nothing was sent",
+        ),
+    ] {
+        update(
+            &mut st,
+            Action::Edited {
+                queue: QueueId::new("orders-dlq"),
+                original: m.clone(),
+                result,
+            },
+        );
+        assert!(st.dialog.is_none());
+        assert!(st.status.as_ref().unwrap().text.contains(says));
+    }
+    // Below tier redrive the key only flashes.
+    st.access = Access::Browse;
+    let fx = update(&mut st, key('e'));
+    assert!(!fx.iter().any(|e| matches!(e, Effect::Edit { .. })));
+    assert!(st.status.as_ref().unwrap().text.contains("redrive"));
+}
+
+/// The real console in a pseudo-terminal, with a non-interactive "editor": the screen is
+/// given back while it runs, and the edited copy replaces the original.
+#[test]
+fn pty_edit_and_resend() {
+    use portable_pty::{native_pty_system, CommandBuilder, PtySize};
+    use std::io::{Read, Write};
+    use std::sync::Mutex;
+
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("local.db");
+    {
+        let h = LocalHandle::open(&db).unwrap();
+        h.0.create_queue("jobs", &QueueOptions::default()).unwrap();
+        h.0.send_sync(
+            "jobs",
+            &OutgoingMessage {
+                body: b"hello world".to_vec(),
+                headers: vec![("x-drop".into(), "1".into())],
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    }
+    let cfg = dir.path().join("config.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "[ui]\nrefresh_secs = 0.5\n\n[[profiles]]\nname = \"e2e\"\nkind = \"local\"\npath = {:?}\n",
+            db.display().to_string()
+        ),
+    )
+    .unwrap();
+    let pty = native_pty_system();
+    let pair = pty
+        .openpty(PtySize {
+            rows: 24,
+            cols: 80,
+            pixel_width: 0,
+            pixel_height: 0,
+        })
+        .unwrap();
+    let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_qdeck"));
+    cmd.arg("--config");
+    cmd.arg(cfg.as_os_str());
+    for (k, sub) in [
+        ("XDG_CONFIG_HOME", "c"),
+        ("XDG_DATA_HOME", "d"),
+        ("XDG_STATE_HOME", "s"),
+    ] {
+        cmd.env(k, dir.path().join(sub));
+    }
+    cmd.env("TERM", "xterm-256color");
+    cmd.env("VISUAL", "sed -i -e s/hello/HELLO/ -e /^x-drop/d");
+    let mut child = pair.slave.spawn_command(cmd).unwrap();
+    drop(pair.slave);
+    let mut reader = pair.master.try_clone_reader().unwrap();
+    let mut writer = pair.master.take_writer().unwrap();
+    let out = Arc::new(Mutex::new(Vec::<u8>::new()));
+    let o2 = out.clone();
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = reader.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            o2.lock().unwrap().extend_from_slice(&buf[..n]);
+        }
+    });
+    let wait_for = |needle: &str| {
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            let s = screen(&out.lock().unwrap(), 80, 24);
+            if s.contains(needle) {
+                return;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "timed out waiting for {needle:?}; screen so far:\n{s}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    let send = |w: &mut Box<dyn Write + Send>, k: &[u8]| {
+        w.write_all(k).unwrap();
+        w.flush().unwrap();
+        std::thread::sleep(Duration::from_millis(150));
+    };
+    wait_for("jobs");
+    send(&mut writer, b"b");
+    wait_for("hello world");
+    let before = out.lock().unwrap().len();
+    send(&mut writer, b"e");
+    wait_for("edit and resend");
+    // The alternate screen was left for the editor and entered again.
+    let during = out.lock().unwrap()[before..].to_vec();
+    let find = |pat: &[u8]| during.windows(pat.len()).position(|w| w == pat);
+    let left = find(b"\x1b[?1049l").expect("left the alternate screen");
+    let back = find(b"\x1b[?1049h").expect("came back");
+    assert!(left < back);
+    for c in "jobs".bytes() {
+        send(&mut writer, &[c]);
+    }
+    send(&mut writer, b"\r");
+    wait_for("sent the edited copy");
+    wait_for("HELLO world");
+    send(&mut writer, b"q");
+    let _ = child.wait();
+    let h = LocalHandle::open(&db).unwrap();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let page = rt
+        .block_on(h.browse(
+            &QueueId::new("jobs"),
+            &BrowseRequest {
+                cursor: None,
+                max: 10,
+                force: false,
+            },
+        ))
+        .unwrap()
+        .messages
+        .into_iter()
+        .map(|m| (String::from_utf8_lossy(&m.body).into_owned(), m.headers))
+        .collect::<Vec<_>>();
+    assert_eq!(page.len(), 1, "original deleted: {page:?}");
+    assert_eq!(page[0].0, "HELLO world");
+    assert!(!page[0].1.iter().any(|(k, _)| k == "x-drop"), "{page:?}");
+}

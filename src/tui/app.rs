@@ -21,6 +21,7 @@ use crate::backend::OpProgress;
 use crate::config::{paths, redact::redact};
 use crate::demo::DemoHandle;
 use crate::domain::{now_ms, BrowseRequest, Message, QueueId, RedriveTarget};
+use crate::engine::edit::{self, EditorOutcome};
 use crate::engine::ops::Verdict;
 use crate::engine::poller::{self, PollConfig, PollEvent, PollerHandle};
 use crate::engine::session::Session;
@@ -121,6 +122,15 @@ struct Exec {
     demo: Option<DemoHandle>,
     op: Option<OpProgress>,
     export_dir: PathBuf,
+    /// A message to open in the editor once this batch of effects is done: the event loop
+    /// owns the terminal and the key reader it must suspend.
+    pending_edit: Option<EditJob>,
+}
+
+struct EditJob {
+    queue: QueueId,
+    message: Box<crate::domain::Message>,
+    draft: String,
 }
 
 async fn event_loop<B: TermBackend>(
@@ -155,6 +165,7 @@ where
         poller,
         demo,
         op: None,
+        pending_edit: None,
     };
     let mut events = EventStream::new();
     let mut tick = tokio::time::interval(Duration::from_secs(1));
@@ -216,6 +227,25 @@ where
                 ex.run(e, &mut st);
             }
         }
+        if let Some(job) = ex.pending_edit.take() {
+            // The key reader would steal the editor's keystrokes: it goes, and comes back
+            // after the editor.
+            drop(events);
+            let result = edit_suspended(job.draft).await;
+            events = EventStream::new();
+            // Both buffers empty: the next frame is drawn whole on the cleared screen.
+            // (`Terminal::clear` would ask the terminal for the cursor position.)
+            terminal.swap_buffers();
+            let a = Action::Edited {
+                queue: job.queue,
+                original: job.message,
+                result,
+            };
+            for e in update(&mut st, a) {
+                ex.run(e, &mut st);
+            }
+            st.dirty = true;
+        }
         if st.quit {
             break;
         }
@@ -225,6 +255,29 @@ where
         op.cancel();
     }
     Ok(st.exit_summary.take())
+}
+
+/// Leave the alternate screen and raw mode, run the editor, come back. The terminal is
+/// restored even when the editor cannot start.
+async fn edit_suspended(draft: String) -> Result<EditorOutcome, String> {
+    use crossterm::terminal::{
+        disable_raw_mode, enable_raw_mode, EnterAlternateScreen, LeaveAlternateScreen,
+    };
+    let mut out = std::io::stdout();
+    let _ = crossterm::execute!(out, LeaveAlternateScreen, crossterm::cursor::Show);
+    let _ = disable_raw_mode();
+    let r = tokio::task::spawn_blocking(move || edit::run_editor(&draft))
+        .await
+        .map_err(|e| e.to_string())
+        .and_then(|r| r.map_err(|e| e.to_string()));
+    let _ = enable_raw_mode();
+    let _ = crossterm::execute!(
+        out,
+        EnterAlternateScreen,
+        crossterm::terminal::Clear(crossterm::terminal::ClearType::All),
+        crossterm::cursor::Hide
+    );
+    r
 }
 
 /// The CLI's verdict for a redrive result (the same rules as `engine::ops::Outcome`).
@@ -278,6 +331,48 @@ impl Exec {
                         .send(Action::Page {
                             queue,
                             append,
+                            result,
+                        })
+                        .await;
+                });
+            }
+            Effect::Edit { queue, message } => {
+                let b = &self.session.backend;
+                if !b.deletes_by_id() {
+                    self.send_later(Action::Notice(Err(format!(
+                        "edit deletes the original by id, which the {} backend cannot do",
+                        b.kind().as_str()
+                    ))));
+                    return;
+                }
+                match edit::render(b.kind(), &queue, &message) {
+                    Ok(draft) => {
+                        self.pending_edit = Some(EditJob {
+                            queue,
+                            message,
+                            draft,
+                        })
+                    }
+                    Err(e) => self.send_later(Action::Notice(Err(e))),
+                }
+            }
+            Effect::Resend {
+                source,
+                original,
+                edited,
+                target,
+            } => {
+                let gate = self.session.gate.clone();
+                let tx = self.tx.clone();
+                tokio::spawn(async move {
+                    let to = RedriveTarget::Queue(target);
+                    let result = edit::resend(&gate, &source, &original, *edited, &to)
+                        .await
+                        .map(|r| r.line())
+                        .map_err(|e| format!("nothing was sent: {}", one_line(&e.to_string())));
+                    let _ = tx
+                        .send(Action::Resent {
+                            queue: source,
                             result,
                         })
                         .await;

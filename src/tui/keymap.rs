@@ -39,6 +39,7 @@ pub enum Cmd {
     RemoveWorker,
     Wide,
     MarkRange,
+    Edit,
 }
 
 pub struct CmdInfo {
@@ -220,6 +221,13 @@ pub const COMMANDS: &[CmdInfo] = &[
         Access::Redrive,
     ),
     c(Cmd::Purge, "purge", &["P"], "purge the queue", Access::Full),
+    c(
+        Cmd::Edit,
+        "edit",
+        &["e"],
+        "edit the message in $EDITOR, then send the copy and delete the original",
+        Access::Redrive,
+    ),
     c(
         Cmd::Cancel,
         "cancel",

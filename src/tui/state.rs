@@ -244,6 +244,16 @@ pub enum DialogKind {
     },
     /// q / Ctrl-C while an operation runs: cancel it and quit?
     Quit,
+    /// An edited message is back from the editor: where to send it. Always typed: the user
+    /// types the target queue's name.
+    Edit {
+        source: QueueId,
+        original: Box<crate::domain::Message>,
+        edited: Box<crate::engine::edit::Edited>,
+        /// The origin first, then the other queues of the profile.
+        targets: Vec<QueueId>,
+        target: usize,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -274,6 +284,9 @@ impl Dialog {
         match &self.kind {
             DialogKind::Purge { queue, .. } | DialogKind::Browse { queue, .. } => Some(queue),
             DialogKind::Redrive { source, .. } => Some(source),
+            DialogKind::Edit {
+                targets, target, ..
+            } => targets.get(*target),
             DialogKind::Quit => None,
         }
     }
@@ -284,7 +297,7 @@ impl Dialog {
     pub fn destructive(&self) -> bool {
         matches!(
             self.kind,
-            DialogKind::Purge { .. } | DialogKind::Redrive { .. }
+            DialogKind::Purge { .. } | DialogKind::Redrive { .. } | DialogKind::Edit { .. }
         )
     }
 }

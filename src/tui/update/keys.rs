@@ -74,6 +74,7 @@ fn mutation_of(cmd: Cmd) -> Option<Mutation> {
     match cmd {
         Cmd::Browse | Cmd::Dlq => Some(Mutation::Browse),
         Cmd::Redrive => Some(Mutation::Redrive),
+        Cmd::Edit => Some(Mutation::Edit),
         Cmd::Purge => Some(Mutation::Purge),
         _ => None,
     }
@@ -318,6 +319,7 @@ pub(super) fn run_cmd(st: &mut State, cmd: Cmd, fx: &mut Vec<Effect>) {
             }
         }
         Cmd::Save => messages::save(st, fx),
+        Cmd::Edit => messages::edit(st, fx),
         Cmd::NextPage => {
             if st.view() == View::Messages {
                 if let (Some(q), Some(c)) = (st.msgs.queue.clone(), st.msgs.next.clone()) {

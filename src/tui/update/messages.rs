@@ -131,6 +131,24 @@ pub(super) fn save(st: &State, fx: &mut Vec<Effect>) {
     }
 }
 
+/// `e` on a message: hand it to the event loop, which suspends the screen for the editor.
+pub(super) fn edit(st: &mut State, fx: &mut Vec<Effect>) {
+    if !matches!(st.view(), View::Messages | View::Message) {
+        return;
+    }
+    let (Some(q), Some(m)) = (st.msgs.queue.clone(), current_msg(st).cloned()) else {
+        return;
+    };
+    if st.op.is_some() {
+        set_status(st, Level::Warn, "an operation is already running");
+        return;
+    }
+    fx.push(Effect::Edit {
+        queue: q,
+        message: Box::new(m),
+    });
+}
+
 pub(super) fn browse(st: &mut State, q: QueueId, fx: &mut Vec<Effect>) {
     if refused(st, fx) {
         return;

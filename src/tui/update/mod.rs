@@ -18,6 +18,7 @@ use super::state::*;
 use crate::backend::ProgressState;
 use crate::config::Access;
 use crate::domain::{Consumer, Message, Page, QueueId, RedriveRequest};
+use crate::engine::edit::{Edited, EditorOutcome};
 use crate::engine::gate::Mutation;
 use crate::engine::poller::PollEvent;
 use crate::sanitize;
@@ -48,6 +49,17 @@ pub enum Action {
     DemoWorkers(usize),
     /// Result of a save or copy.
     Notice(Result<String, String>),
+    /// The editor closed on a message of `queue`.
+    Edited {
+        queue: QueueId,
+        original: Box<Message>,
+        result: Result<EditorOutcome, String>,
+    },
+    /// An edited copy was sent (or not): its one line; the browser reloads `queue`.
+    Resent {
+        queue: QueueId,
+        result: Result<String, String>,
+    },
     /// Profile names re-read from the configuration file, and the profile to switch to.
     Profiles {
         names: Result<Vec<String>, String>,
@@ -82,6 +94,18 @@ pub enum Effect {
     SwitchProfile(String),
     /// Re-read the profile names from the file (then switch to the named one, if any).
     ReadProfiles(Option<String>),
+    /// Suspend the console and open this message in the user's editor.
+    Edit {
+        queue: QueueId,
+        message: Box<Message>,
+    },
+    /// Send the edited copy to `target`, then delete the original.
+    Resend {
+        source: QueueId,
+        original: Box<Message>,
+        edited: Box<Edited>,
+        target: QueueId,
+    },
     /// The tier refused an action: the gate writes the audit line.
     Refused {
         action: Mutation,
@@ -192,6 +216,25 @@ pub fn update(st: &mut State, action: Action) -> Vec<Effect> {
             Ok(t) => set_status(st, Level::Info, t),
             Err(e) => set_status(st, Level::Error, e),
         },
+        Action::Edited {
+            queue,
+            original,
+            result,
+        } => dialogs::edited(st, queue, original, result),
+        Action::Resent { queue, result } => {
+            match result {
+                Ok(t) => set_status(st, Level::Info, t),
+                Err(e) => set_status(st, Level::Error, e),
+            }
+            if st.msgs.queue.as_ref() == Some(&queue) {
+                st.msgs.loading = true;
+                fx.push(Effect::Browse {
+                    queue,
+                    cursor: None,
+                    force: st.msgs.forced,
+                });
+            }
+        }
     }
     fx.extend(queues::visible(st));
     fx

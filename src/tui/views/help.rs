@@ -49,11 +49,12 @@ pub fn view_cmds(view: View) -> &'static [Cmd] {
             Cmd::Copy,
             Cmd::Save,
             Cmd::NextPage,
+            Cmd::Edit,
             Cmd::Redrive,
             Cmd::Purge,
             Cmd::Wide,
         ],
-        View::Message => &[Cmd::Copy, Cmd::Save, Cmd::Redrive],
+        View::Message => &[Cmd::Copy, Cmd::Save, Cmd::Edit, Cmd::Redrive],
         View::Workers => &[Cmd::Filter, Cmd::SortNext, Cmd::SortReverse, Cmd::Wide],
         View::Help => &[],
     }

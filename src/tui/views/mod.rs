@@ -336,6 +336,10 @@ fn hints(st: &State) -> String {
     if st.view() != View::Queues {
         v.push(format!("{} back", k(Cmd::Back)));
     }
+    // After the long-standing hints, so narrow footers keep those.
+    if matches!(st.view(), View::Messages | View::Message) && st.allows(Access::Redrive) {
+        v.push(format!("{} edit", k(Cmd::Edit)));
+    }
     v.join("  ")
 }
 

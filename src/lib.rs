@@ -7,4 +7,5 @@ pub mod demo;
 pub mod domain;
 pub mod engine;
 pub mod sanitize;
+pub mod triage;
 pub mod tui;

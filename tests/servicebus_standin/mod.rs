@@ -612,7 +612,7 @@ fn serve(
     // A send to a topic: every subscription gets a copy.
     if let ([t], "POST", true) = (entity.as_slice(), method.as_str(), rest.is_empty()) {
         if let Some(topic) = w2.topics.get_mut(&t.to_ascii_lowercase()) {
-            let m = match build_msg(&parts.headers, &body, 0) {
+            let m = match build_msg(&parts.headers, body, 0) {
                 Ok(m) => m,
                 Err(e) => return error(400, e),
             };
@@ -660,7 +660,7 @@ fn serve(
             if entity.len() == 3 {
                 return error(400, "cannot send to a subscription; send to its topic");
             }
-            let m = match build_msg(&parts.headers, &body, next_seq) {
+            let m = match build_msg(&parts.headers, body, next_seq) {
                 Ok(m) => m,
                 Err(e) => return error(400, e),
             };

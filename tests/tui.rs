@@ -1759,14 +1759,118 @@ fn edit_tab_picks_another_queue_and_nothing_is_sent_without_a_change() {
     assert!(st.status.as_ref().unwrap().text.contains("redrive"));
 }
 
+/// The console in a pseudo-terminal on a local broker file, with extra environment: what it
+/// wrote so far, and a writer for keys.
+struct PtyConsole {
+    child: Box<dyn portable_pty::Child + Send + Sync>,
+    writer: Box<dyn std::io::Write + Send>,
+    out: Arc<std::sync::Mutex<Vec<u8>>>,
+    _master: Box<dyn portable_pty::MasterPty + Send>,
+}
+
+impl PtyConsole {
+    fn start(dir: &std::path::Path, db: &std::path::Path, env: &[(&str, &str)]) -> PtyConsole {
+        use portable_pty::{native_pty_system, CommandBuilder, PtySize};
+        use std::io::Read;
+        let cfg = dir.join("config.toml");
+        std::fs::write(
+            &cfg,
+            format!(
+                "[ui]\nrefresh_secs = 0.5\n\n[[profiles]]\nname = \"e2e\"\nkind = \"local\"\npath = {:?}\n",
+                db.display().to_string()
+            ),
+        )
+        .unwrap();
+        let pair = native_pty_system()
+            .openpty(PtySize {
+                rows: 24,
+                cols: 80,
+                pixel_width: 0,
+                pixel_height: 0,
+            })
+            .unwrap();
+        let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_qdeck"));
+        cmd.arg("--config");
+        cmd.arg(cfg.as_os_str());
+        for (k, sub) in [
+            ("XDG_CONFIG_HOME", "c"),
+            ("XDG_DATA_HOME", "d"),
+            ("XDG_STATE_HOME", "s"),
+        ] {
+            cmd.env(k, dir.join(sub));
+        }
+        cmd.env("TERM", "xterm-256color");
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let child = pair.slave.spawn_command(cmd).unwrap();
+        drop(pair.slave);
+        let mut reader = pair.master.try_clone_reader().unwrap();
+        let writer = pair.master.take_writer().unwrap();
+        let out = Arc::new(std::sync::Mutex::new(Vec::<u8>::new()));
+        let o2 = out.clone();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = reader.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                o2.lock().unwrap().extend_from_slice(&buf[..n]);
+            }
+        });
+        PtyConsole {
+            child,
+            writer,
+            out,
+            _master: pair.master,
+        }
+    }
+
+    fn wait_for(&self, needle: &str) {
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            let s = screen(&self.out.lock().unwrap(), 80, 24);
+            if s.contains(needle) {
+                return;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "timed out waiting for {needle:?}; screen so far:\n{s}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn send(&mut self, k: &[u8]) {
+        self.writer.write_all(k).unwrap();
+        self.writer.flush().unwrap();
+        std::thread::sleep(Duration::from_millis(150));
+    }
+
+    fn quit(mut self) {
+        self.send(b"q");
+        let _ = self.child.wait();
+    }
+}
+
+fn browse_local(h: &LocalHandle, q: &str) -> Vec<Message> {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(h.browse(
+        &QueueId::new(q),
+        &BrowseRequest {
+            cursor: None,
+            max: 100,
+            force: false,
+        },
+    ))
+    .unwrap()
+    .messages
+}
+
 /// The real console in a pseudo-terminal, with a non-interactive "editor": the screen is
 /// given back while it runs, and the edited copy replaces the original.
 #[test]
 fn pty_edit_and_resend() {
-    use portable_pty::{native_pty_system, CommandBuilder, PtySize};
-    use std::io::{Read, Write};
-    use std::sync::Mutex;
-
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("local.db");
     {
@@ -1782,107 +1886,236 @@ fn pty_edit_and_resend() {
         )
         .unwrap();
     }
-    let cfg = dir.path().join("config.toml");
-    std::fs::write(
-        &cfg,
-        format!(
-            "[ui]\nrefresh_secs = 0.5\n\n[[profiles]]\nname = \"e2e\"\nkind = \"local\"\npath = {:?}\n",
-            db.display().to_string()
-        ),
-    )
-    .unwrap();
-    let pty = native_pty_system();
-    let pair = pty
-        .openpty(PtySize {
-            rows: 24,
-            cols: 80,
-            pixel_width: 0,
-            pixel_height: 0,
-        })
-        .unwrap();
-    let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_qdeck"));
-    cmd.arg("--config");
-    cmd.arg(cfg.as_os_str());
-    for (k, sub) in [
-        ("XDG_CONFIG_HOME", "c"),
-        ("XDG_DATA_HOME", "d"),
-        ("XDG_STATE_HOME", "s"),
-    ] {
-        cmd.env(k, dir.path().join(sub));
-    }
-    cmd.env("TERM", "xterm-256color");
-    cmd.env("VISUAL", "sed -i -e s/hello/HELLO/ -e /^x-drop/d");
-    let mut child = pair.slave.spawn_command(cmd).unwrap();
-    drop(pair.slave);
-    let mut reader = pair.master.try_clone_reader().unwrap();
-    let mut writer = pair.master.take_writer().unwrap();
-    let out = Arc::new(Mutex::new(Vec::<u8>::new()));
-    let o2 = out.clone();
-    std::thread::spawn(move || {
-        let mut buf = [0u8; 4096];
-        while let Ok(n) = reader.read(&mut buf) {
-            if n == 0 {
-                break;
-            }
-            o2.lock().unwrap().extend_from_slice(&buf[..n]);
-        }
-    });
-    let wait_for = |needle: &str| {
-        let deadline = std::time::Instant::now() + Duration::from_secs(20);
-        loop {
-            let s = screen(&out.lock().unwrap(), 80, 24);
-            if s.contains(needle) {
-                return;
-            }
-            assert!(
-                std::time::Instant::now() < deadline,
-                "timed out waiting for {needle:?}; screen so far:\n{s}"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    };
-    let send = |w: &mut Box<dyn Write + Send>, k: &[u8]| {
-        w.write_all(k).unwrap();
-        w.flush().unwrap();
-        std::thread::sleep(Duration::from_millis(150));
-    };
-    wait_for("jobs");
-    send(&mut writer, b"b");
-    wait_for("hello world");
-    let before = out.lock().unwrap().len();
-    send(&mut writer, b"e");
-    wait_for("edit and resend");
+    let mut c = PtyConsole::start(
+        dir.path(),
+        &db,
+        &[("VISUAL", "sed -i -e s/hello/HELLO/ -e /^x-drop/d")],
+    );
+    c.wait_for("jobs");
+    c.send(b"b");
+    c.wait_for("hello world");
+    let before = c.out.lock().unwrap().len();
+    c.send(b"e");
+    c.wait_for("edit and resend");
     // The alternate screen was left for the editor and entered again.
-    let during = out.lock().unwrap()[before..].to_vec();
+    let during = c.out.lock().unwrap()[before..].to_vec();
     let find = |pat: &[u8]| during.windows(pat.len()).position(|w| w == pat);
     let left = find(b"\x1b[?1049l").expect("left the alternate screen");
     let back = find(b"\x1b[?1049h").expect("came back");
     assert!(left < back);
-    for c in "jobs".bytes() {
-        send(&mut writer, &[c]);
+    for ch in "jobs".bytes() {
+        c.send(&[ch]);
     }
-    send(&mut writer, b"\r");
-    wait_for("sent the edited copy");
-    wait_for("HELLO world");
-    send(&mut writer, b"q");
-    let _ = child.wait();
+    c.send(b"\r");
+    c.wait_for("sent the edited copy");
+    c.wait_for("HELLO world");
+    c.quit();
     let h = LocalHandle::open(&db).unwrap();
-    let rt = tokio::runtime::Runtime::new().unwrap();
-    let page = rt
-        .block_on(h.browse(
-            &QueueId::new("jobs"),
-            &BrowseRequest {
-                cursor: None,
-                max: 10,
-                force: false,
+    let msgs = browse_local(&h, "jobs");
+    assert_eq!(msgs.len(), 1, "original deleted: {msgs:?}");
+    assert_eq!(msgs[0].body, b"HELLO world");
+    assert!(
+        !msgs[0].headers.iter().any(|(k, _)| k == "x-drop"),
+        "{msgs:?}"
+    );
+}
+
+/// Reasons on a real DLQ: groups from the local broker's dead-letter reasons, Enter shows
+/// exactly the group's messages.
+#[test]
+fn pty_reasons_view_on_the_local_broker() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("local.db");
+    {
+        let h = LocalHandle::open(&db).unwrap();
+        h.0.create_queue(
+            "orders",
+            &QueueOptions {
+                max_receives: Some(1),
+                dlq: Some("orders-dlq".into()),
+                ..Default::default()
             },
-        ))
-        .unwrap()
-        .messages
-        .into_iter()
-        .map(|m| (String::from_utf8_lossy(&m.body).into_owned(), m.headers))
-        .collect::<Vec<_>>();
-    assert_eq!(page.len(), 1, "original deleted: {page:?}");
-    assert_eq!(page[0].0, "HELLO world");
-    assert!(!page[0].1.iter().any(|(k, _)| k == "x-drop"), "{page:?}");
+        )
+        .unwrap();
+        for i in 0..5 {
+            h.0.send_sync(
+                "orders",
+                &OutgoingMessage {
+                    body: format!("order {i}").into_bytes(),
+                    ..Default::default()
+                },
+            )
+            .unwrap();
+        }
+        let got = h.0.receive("orders", "w1", 5, None).unwrap();
+        let receipts: Vec<String> = got.iter().map(|l| l.receipt.clone()).collect();
+        h.0.nack("orders", "w1", &receipts, Duration::ZERO).unwrap();
+        // Two more put straight into the DLQ: no recorded reason, a second group.
+        for i in 0..2 {
+            h.0.send_sync(
+                "orders-dlq",
+                &OutgoingMessage {
+                    body: format!("manual {i}").into_bytes(),
+                    ..Default::default()
+                },
+            )
+            .unwrap();
+        }
+        assert_eq!(browse_local(&h, "orders-dlq").len(), 7);
+    }
+    let mut c = PtyConsole::start(dir.path(), &db, &[]);
+    c.wait_for("orders-dlq");
+    c.send(b"/");
+    for ch in "dlq\r".bytes() {
+        c.send(&[ch]);
+    }
+    c.send(b"F");
+    c.wait_for("grouped all 7");
+    c.wait_for("2 groups");
+    // The largest group is first: the five dead-lettered ones.
+    c.send(b"\r");
+    c.wait_for("group:");
+    c.wait_for("5 loaded");
+    c.wait_for("order 4");
+    c.send(b"\x1b");
+    c.wait_for("reasons orders-dlq");
+    c.quit();
+}
+
+// ---------- reasons view ----------
+
+fn group(sig: &str, origin: &str, count: u64, redriven: u64) -> qdeck::triage::Group {
+    qdeck::triage::Group {
+        signature: sig.into(),
+        origin: Some(origin.into()),
+        count,
+        first_seen_ms: Some(T0 - 3_600_000),
+        last_seen_ms: Some(T0 - 60_000),
+        sample_id: "1".into(),
+        redriven,
+    }
+}
+
+#[test]
+fn reasons_view_groups_progress_cancel_and_drill_in() {
+    let mut st = populated();
+    select(&mut st, "orders");
+    // On a source queue, F groups its DLQ.
+    let fx = update(&mut st, key('F'));
+    assert!(
+        fx.contains(&Effect::Reasons(QueueId::new("orders-dlq"))),
+        "{fx:?}"
+    );
+    assert_eq!(st.view(), View::Reasons);
+    update(
+        &mut st,
+        Action::ReasonsProgress {
+            queue: QueueId::new("orders-dlq"),
+            groups: vec![
+                group("rejected: order <n> invalid \x1b[2J", "orders", 1200, 3),
+                group("max receives", "orders", 7, 0),
+            ],
+            scanned: 1207,
+            total: Some(48_553),
+        },
+    );
+    let t = draw(&st, 100, 20);
+    assert_no_controls(&t);
+    let s = text(&t);
+    assert!(s.contains("scanning 1,207 of 48,553"), "{s}");
+    assert!(s.contains("Esc cancels"), "{s}");
+    assert!(s.contains("1,200") && s.contains("↺3"), "{s}");
+    assert!(
+        s.contains("order <n> invalid ␛[2J"),
+        "broker text escaped: {s}"
+    );
+    // Esc stops the scan and keeps the view; a second Esc leaves.
+    let fx = update(&mut st, code(KeyCode::Esc));
+    assert!(fx.contains(&Effect::CancelReasons));
+    assert_eq!(st.view(), View::Reasons);
+    assert!(!st.reasons.scanning);
+    // Late pictures of the cancelled scan change nothing.
+    update(
+        &mut st,
+        Action::ReasonsProgress {
+            queue: QueueId::new("orders-dlq"),
+            groups: vec![],
+            scanned: 2000,
+            total: Some(48_553),
+        },
+    );
+    assert_eq!(st.reasons.groups.len(), 2);
+    snap("reasons_100x20", &st, 100, 20);
+    // Enter on the second group opens its messages.
+    update(&mut st, key('j'));
+    let fx = update(&mut st, code(KeyCode::Enter));
+    assert!(
+        fx.contains(&Effect::BrowseGroup {
+            queue: QueueId::new("orders-dlq"),
+            signature: "max receives".into(),
+            origin: Some("orders".into()),
+        }),
+        "{fx:?}"
+    );
+    assert_eq!(st.view(), View::Messages);
+    update(
+        &mut st,
+        Action::Page {
+            queue: QueueId::new("orders-dlq"),
+            append: false,
+            result: Ok(Page {
+                messages: hostile_messages(),
+                next: None,
+                effect_note: None,
+            }),
+        },
+    );
+    assert!(text(&draw(&st, 100, 20)).contains("group: max receives"));
+    update(&mut st, code(KeyCode::Esc));
+    assert_eq!(st.view(), View::Reasons);
+    update(&mut st, code(KeyCode::Esc));
+    assert_ne!(st.view(), View::Reasons);
+}
+
+#[test]
+fn reasons_view_final_wording_and_tier() {
+    let mut st = populated();
+    select(&mut st, "orders-dlq");
+    update(&mut st, key(':'));
+    for c in "reasons".chars() {
+        update(&mut st, key(c));
+    }
+    let fx = update(&mut st, code(KeyCode::Enter));
+    assert!(fx.contains(&Effect::Reasons(QueueId::new("orders-dlq"))));
+    let report = qdeck::triage::ReasonsReport {
+        scan: qdeck::triage::ScanSummary {
+            queue: QueueId::new("orders-dlq"),
+            scanned: 5000,
+            total: Some(48_553),
+            total_exact: true,
+            stopped: qdeck::triage::StopReason::Limit,
+            effect_note: None,
+            elapsed_ms: 900,
+        },
+        groups: vec![group("max receives", "orders", 5000, 0)],
+    };
+    update(
+        &mut st,
+        Action::ReasonsDone {
+            queue: QueueId::new("orders-dlq"),
+            result: Ok(report),
+        },
+    );
+    let s = text(&draw(&st, 120, 20));
+    assert!(
+        s.contains("grouped 5,000 of 48,553"),
+        "says it is a sample: {s}"
+    );
+    // At tier stats no scan starts.
+    let mut st = populated();
+    st.access = Access::Stats;
+    select(&mut st, "orders-dlq");
+    let fx = update(&mut st, key('F'));
+    assert!(!fx.iter().any(|e| matches!(e, Effect::Reasons(_))));
+    assert_eq!(st.view(), View::Queues);
 }

@@ -125,6 +125,8 @@ struct Exec {
     /// A message to open in the editor once this batch of effects is done: the event loop
     /// owns the terminal and the key reader it must suspend.
     pending_edit: Option<EditJob>,
+    /// The reasons scan running, to cancel.
+    reasons_op: Option<OpProgress>,
 }
 
 struct EditJob {
@@ -166,6 +168,7 @@ where
         demo,
         op: None,
         pending_edit: None,
+        reasons_op: None,
     };
     let mut events = EventStream::new();
     let mut tick = tokio::time::interval(Duration::from_secs(1));
@@ -257,6 +260,92 @@ where
     Ok(st.exit_summary.take())
 }
 
+/// Group a DLQ over the default bounded scan, sending the groups so far after each page (at
+/// most every 100 ms) so the first ones show while the rest is read.
+async fn scan_reasons(
+    gate: &crate::engine::gate::Gate,
+    queue: &QueueId,
+    progress: &OpProgress,
+    tx: &mpsc::Sender<Action>,
+) -> Result<crate::triage::ReasonsReport, String> {
+    use crate::engine::gate::Mutation;
+    use crate::triage::{scan, Grouper, ReasonsReport, ScanLimits, SignatureConfig};
+    gate.require(Mutation::Browse, queue)
+        .map_err(|e| one_line(&e.to_string()))?;
+    let mut grouper = Grouper::new(SignatureConfig::default());
+    let mut last = Instant::now() - Duration::from_secs(1);
+    let summary = scan(
+        gate.backend().as_ref(),
+        queue,
+        &ScanLimits::default(),
+        progress,
+        |page| {
+            for m in page {
+                grouper.add(m);
+            }
+            if last.elapsed() >= Duration::from_millis(100) {
+                last = Instant::now();
+                let p = progress.snapshot();
+                // A full channel only delays the next picture; the final one is awaited.
+                let _ = tx.try_send(Action::ReasonsProgress {
+                    queue: queue.clone(),
+                    groups: grouper.groups(),
+                    scanned: p.done,
+                    total: p.total,
+                });
+            }
+        },
+    )
+    .await
+    .map_err(|e| one_line(&e.to_string()))?;
+    Ok(ReasonsReport {
+        scan: summary,
+        groups: grouper.groups(),
+    })
+}
+
+/// Messages of one reasons group, for the message browser: the same bounded scan, keeping
+/// at most `PAGE_SIZE` matching messages.
+async fn group_page(
+    gate: &crate::engine::gate::Gate,
+    queue: &QueueId,
+    signature: &str,
+    origin: Option<&str>,
+) -> Result<crate::domain::Page, crate::backend::BackendError> {
+    use crate::engine::gate::Mutation;
+    use crate::triage::{scan, ScanLimits, SignatureConfig};
+    gate.require(Mutation::Browse, queue)?;
+    let cfg = SignatureConfig::default();
+    let mut messages: Vec<Message> = Vec::new();
+    let progress = OpProgress::detached();
+    let summary = scan(
+        gate.backend().as_ref(),
+        queue,
+        &ScanLimits::default(),
+        &progress,
+        |page| {
+            for m in page {
+                let s = crate::triage::signature(m, &cfg);
+                if messages.len() < PAGE_SIZE
+                    && s.text == signature
+                    && s.origin.as_deref() == origin
+                {
+                    messages.push(m.clone());
+                }
+            }
+            if messages.len() >= PAGE_SIZE {
+                progress.cancel();
+            }
+        },
+    )
+    .await?;
+    Ok(crate::domain::Page {
+        messages,
+        next: None,
+        effect_note: summary.effect_note,
+    })
+}
+
 /// Leave the alternate screen and raw mode, run the editor, come back. The terminal is
 /// restored even when the editor cannot start.
 async fn edit_suspended(draft: String) -> Result<EditorOutcome, String> {
@@ -331,6 +420,44 @@ impl Exec {
                         .send(Action::Page {
                             queue,
                             append,
+                            result,
+                        })
+                        .await;
+                });
+            }
+            Effect::Reasons(queue) => {
+                if let Some(p) = self.reasons_op.take() {
+                    p.cancel();
+                }
+                let p = OpProgress::detached();
+                self.reasons_op = Some(p.clone());
+                let gate = self.session.gate.clone();
+                let tx = self.tx.clone();
+                tokio::spawn(async move {
+                    let result = scan_reasons(&gate, &queue, &p, &tx).await;
+                    let _ = tx.send(Action::ReasonsDone { queue, result }).await;
+                });
+            }
+            Effect::CancelReasons => {
+                if let Some(p) = self.reasons_op.take() {
+                    p.cancel();
+                }
+            }
+            Effect::BrowseGroup {
+                queue,
+                signature,
+                origin,
+            } => {
+                let gate = self.session.gate.clone();
+                let tx = self.tx.clone();
+                tokio::spawn(async move {
+                    let result = group_page(&gate, &queue, &signature, origin.as_deref())
+                        .await
+                        .map_err(|e| one_line(&e.to_string()));
+                    let _ = tx
+                        .send(Action::Page {
+                            queue,
+                            append: false,
                             result,
                         })
                         .await;

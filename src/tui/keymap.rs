@@ -40,6 +40,7 @@ pub enum Cmd {
     Wide,
     MarkRange,
     Edit,
+    Reasons,
 }
 
 pub struct CmdInfo {
@@ -221,6 +222,13 @@ pub const COMMANDS: &[CmdInfo] = &[
         Access::Redrive,
     ),
     c(Cmd::Purge, "purge", &["P"], "purge the queue", Access::Full),
+    c(
+        Cmd::Reasons,
+        "reasons",
+        &["F"],
+        "failure reasons: the DLQ grouped by signature",
+        Access::Browse,
+    ),
     c(
         Cmd::Edit,
         "edit",

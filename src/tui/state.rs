@@ -21,6 +21,8 @@ pub enum View {
     Message,
     Workers,
     Help,
+    /// A DLQ grouped by failure signature.
+    Reasons,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -181,6 +183,22 @@ pub struct MsgState {
     pub range_from: Option<usize>,
     /// The next browse should pass `force`.
     pub forced: bool,
+    /// Drilled in from the reasons view: only this group's messages are shown.
+    pub group: Option<String>,
+}
+
+/// The reasons view: groups arrive while the scan runs.
+#[derive(Debug, Clone, Default)]
+pub struct ReasonsState {
+    pub queue: Option<QueueId>,
+    pub groups: Vec<crate::triage::Group>,
+    pub scanning: bool,
+    pub scanned: u64,
+    pub total: Option<u64>,
+    /// How much of the queue the groups cover, once the scan stopped ("grouped 5,000 of …").
+    pub note: Option<String>,
+    pub error: Option<String>,
+    pub cursor: Cursor,
 }
 
 /// Sortable columns of the message browser, in digit order (1 = ID).
@@ -386,6 +404,7 @@ pub struct State {
     pub msgs: MsgState,
     pub body: BodyState,
     pub workers: WorkersState,
+    pub reasons: ReasonsState,
     pub dialog: Option<Dialog>,
     /// First row of the help shown.
     pub help_scroll: usize,
@@ -440,6 +459,7 @@ impl State {
             msgs: MsgState::default(),
             body: BodyState::default(),
             workers: WorkersState::default(),
+            reasons: ReasonsState::default(),
             dialog: None,
             help_scroll: 0,
             detail_scroll: 0,
@@ -480,6 +500,7 @@ impl State {
         match self.view() {
             View::Messages | View::Message => self.msgs.queue.as_ref(),
             View::Detail | View::Workers => self.focus.as_ref(),
+            View::Reasons => self.reasons.queue.as_ref(),
             _ => self.selected_queue(),
         }
     }

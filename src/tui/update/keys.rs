@@ -3,7 +3,7 @@
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
-use super::{dialogs, input, lists, messages, push, queues, set_status, Effect};
+use super::{dialogs, input, lists, messages, push, queues, reasons, set_status, Effect};
 use crate::engine::gate::Mutation;
 use crate::tui::keymap::{Cmd, COMMANDS};
 use crate::tui::state::*;
@@ -63,6 +63,7 @@ fn list_len(st: &State) -> usize {
         View::Queues => st.rows.len(),
         View::Messages => st.msgs.rows.len(),
         View::Workers => st.workers.rows.len(),
+        View::Reasons => st.reasons.groups.len(),
         View::Message => st.body.lines.len(),
         _ => 0,
     }
@@ -72,7 +73,7 @@ fn list_len(st: &State) -> usize {
 /// the tier cannot open have nothing to record).
 fn mutation_of(cmd: Cmd) -> Option<Mutation> {
     match cmd {
-        Cmd::Browse | Cmd::Dlq => Some(Mutation::Browse),
+        Cmd::Browse | Cmd::Dlq | Cmd::Reasons => Some(Mutation::Browse),
         Cmd::Redrive => Some(Mutation::Redrive),
         Cmd::Edit => Some(Mutation::Edit),
         Cmd::Purge => Some(Mutation::Purge),
@@ -87,6 +88,7 @@ fn move_sel(st: &mut State, delta: isize) {
         View::Queues => st.cursor.move_by(delta, len, page),
         View::Messages => st.msgs.cursor.move_by(delta, len, page),
         View::Workers => st.workers.cursor.move_by(delta, len, page),
+        View::Reasons => st.reasons.cursor.move_by(delta, len, page),
         View::Detail => {
             st.detail_scroll = (st.detail_scroll as isize + delta).clamp(0, 200) as usize;
         }
@@ -146,6 +148,7 @@ pub(super) fn run_cmd(st: &mut State, cmd: Cmd, fx: &mut Vec<Effect>) {
                 }
             }
             View::Messages => messages::open_message(st),
+            View::Reasons => reasons::drill_in(st, fx),
             _ => {}
         },
         Cmd::Back => {
@@ -166,6 +169,7 @@ pub(super) fn run_cmd(st: &mut State, cmd: Cmd, fx: &mut Vec<Effect>) {
                     lists::rebuild_workers(st);
                 }
                 View::Queues => {}
+                View::Reasons => reasons::back(st, fx),
                 _ => {
                     st.stack.pop();
                 }
@@ -289,6 +293,7 @@ pub(super) fn run_cmd(st: &mut State, cmd: Cmd, fx: &mut Vec<Effect>) {
                         fx.push(Effect::Consumers(q));
                     }
                 }
+                View::Reasons => reasons::rescan(st, fx),
                 _ => {}
             }
         }
@@ -320,6 +325,7 @@ pub(super) fn run_cmd(st: &mut State, cmd: Cmd, fx: &mut Vec<Effect>) {
         }
         Cmd::Save => messages::save(st, fx),
         Cmd::Edit => messages::edit(st, fx),
+        Cmd::Reasons => reasons::open(st, fx),
         Cmd::NextPage => {
             if st.view() == View::Messages {
                 if let (Some(q), Some(c)) = (st.msgs.queue.clone(), st.msgs.next.clone()) {

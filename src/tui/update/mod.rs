@@ -11,6 +11,7 @@ mod keys;
 mod lists;
 mod messages;
 mod queues;
+mod reasons;
 
 use crossterm::event::{KeyEvent, KeyEventKind};
 
@@ -55,6 +56,17 @@ pub enum Action {
         original: Box<Message>,
         result: Result<EditorOutcome, String>,
     },
+    /// Groups so far of the reasons scan of `queue`.
+    ReasonsProgress {
+        queue: QueueId,
+        groups: Vec<crate::triage::Group>,
+        scanned: u64,
+        total: Option<u64>,
+    },
+    ReasonsDone {
+        queue: QueueId,
+        result: Result<crate::triage::ReasonsReport, String>,
+    },
     /// An edited copy was sent (or not): its one line; the browser reloads `queue`.
     Resent {
         queue: QueueId,
@@ -94,6 +106,15 @@ pub enum Effect {
     SwitchProfile(String),
     /// Re-read the profile names from the file (then switch to the named one, if any).
     ReadProfiles(Option<String>),
+    /// Scan a DLQ and group it by failure signature.
+    Reasons(QueueId),
+    CancelReasons,
+    /// The messages of one reasons group, as a page for the message browser.
+    BrowseGroup {
+        queue: QueueId,
+        signature: String,
+        origin: Option<String>,
+    },
     /// Suspend the console and open this message in the user's editor.
     Edit {
         queue: QueueId,
@@ -221,6 +242,13 @@ pub fn update(st: &mut State, action: Action) -> Vec<Effect> {
             original,
             result,
         } => dialogs::edited(st, queue, original, result),
+        Action::ReasonsProgress {
+            queue,
+            groups,
+            scanned,
+            total,
+        } => reasons::progress(st, queue, groups, scanned, total),
+        Action::ReasonsDone { queue, result } => reasons::done(st, queue, result),
         Action::Resent { queue, result } => {
             match result {
                 Ok(t) => set_status(st, Level::Info, t),

@@ -25,6 +25,7 @@ pub fn view_cmds(view: View) -> &'static [Cmd] {
             Cmd::SortReverse,
             Cmd::Browse,
             Cmd::Dlq,
+            Cmd::Reasons,
             Cmd::Workers,
             Cmd::Redrive,
             Cmd::Purge,
@@ -34,6 +35,7 @@ pub fn view_cmds(view: View) -> &'static [Cmd] {
             Cmd::Enter,
             Cmd::Browse,
             Cmd::Dlq,
+            Cmd::Reasons,
             Cmd::Workers,
             Cmd::Window,
             Cmd::Redrive,
@@ -56,6 +58,7 @@ pub fn view_cmds(view: View) -> &'static [Cmd] {
         ],
         View::Message => &[Cmd::Copy, Cmd::Save, Cmd::Edit, Cmd::Redrive],
         View::Workers => &[Cmd::Filter, Cmd::SortNext, Cmd::SortReverse, Cmd::Wide],
+        View::Reasons => &[Cmd::Enter, Cmd::Back, Cmd::Refresh, Cmd::Redrive],
         View::Help => &[],
     }
 }
@@ -68,6 +71,7 @@ fn view_name(v: View) -> &'static str {
         View::Message => "message",
         View::Workers => "workers",
         View::Help => "help",
+        View::Reasons => "reasons",
     }
 }
 
@@ -146,6 +150,7 @@ pub fn lines<'a>(st: &State) -> Vec<Line<'a>> {
         (":q", "quit (asks first while an operation runs)"),
         (":q!", "quit at once"),
         (":dlq", "browse the dead-letter queue"),
+        (":reasons", "the DLQ grouped by failure reason"),
         (":workers", "workers of the queue"),
         (":browse", "browse the queue"),
         (":force", "browse despite a refusal"),
@@ -165,7 +170,7 @@ pub fn lines<'a>(st: &State) -> Vec<Line<'a>> {
             Access::Full
         } else if c.starts_with(":redrive") {
             Access::Redrive
-        } else if [":dlq", ":browse", ":force"].contains(c) {
+        } else if [":dlq", ":browse", ":force", ":reasons"].contains(c) {
             Access::Browse
         } else {
             Access::Stats

@@ -7,6 +7,7 @@ mod dialog;
 pub mod help;
 mod messages;
 mod queues;
+mod reasons;
 mod workers;
 pub mod wrap;
 
@@ -60,6 +61,7 @@ pub fn render(f: &mut Frame, st: &State) {
         View::Messages => messages::render_list(f, st, main),
         View::Message => messages::render_body(f, st, main),
         View::Workers => workers::render(f, st, main),
+        View::Reasons => reasons::render(f, st, main),
     }
     if view == View::Help {
         help::render(f, st, main);
@@ -166,6 +168,11 @@ fn breadcrumb(st: &State) -> String {
             }
             View::Message => parts.push("message".into()),
             View::Workers => parts.push("workers".into()),
+            View::Reasons => {
+                if let Some(q) = &st.reasons.queue {
+                    parts.push(format!("reasons {}", short(q)));
+                }
+            }
             View::Help => parts.push("help".into()),
             View::Queues => {}
         }
@@ -311,6 +318,7 @@ fn hints(st: &State) -> String {
         ],
         View::Message => vec![(Cmd::Copy, "copy"), (Cmd::Save, "save")],
         View::Workers => vec![(Cmd::Filter, "filter"), (Cmd::SortNext, "sort")],
+        View::Reasons => vec![(Cmd::Enter, "messages"), (Cmd::Refresh, "rescan")],
         View::Help => vec![],
     };
     let mut v: Vec<String> = pairs

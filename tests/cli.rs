@@ -1097,3 +1097,166 @@ fn edit_sends_nothing_when_the_editor_fails_or_changes_nothing() {
         .code(5)
         .stderr(predicate::str::contains("access = \"redrive\""));
 }
+
+/// Two local brokers and a RabbitMQ nobody listens on (port 1 refuses at once).
+fn fleet(e: &Env) {
+    let d = e.dir.path();
+    e.write_config(&format!(
+        r#"
+[[profiles]]
+name = "east"
+kind = "local"
+path = "{east}"
+
+[[profiles]]
+name = "west"
+kind = "local"
+path = "{west}"
+
+[[profiles]]
+name = "gone"
+kind = "rabbitmq"
+amqp_url = "amqp://guest@127.0.0.1:1/%2f"
+management_url = "http://127.0.0.1:1"
+"#,
+        east = d.join("east.db").display(),
+        west = d.join("west.db").display(),
+    ));
+    for (p, q, n) in [
+        ("east", "orders", 3),
+        ("west", "orders", 5),
+        ("west", "mail", 1),
+    ] {
+        e.qdeck().args(["-p", p, "create", q]).assert().success();
+        for i in 0..n {
+            e.qdeck()
+                .args(["-p", p, "send", q, &format!("m{i}")])
+                .assert()
+                .success();
+        }
+    }
+}
+
+fn json_of(out: &std::process::Output) -> Vec<Value> {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|_| {
+        panic!("not JSON: {}", String::from_utf8_lossy(&out.stdout));
+    })
+}
+
+#[test]
+fn ls_over_a_profile_list_tags_rows_and_survives_a_dead_broker() {
+    let e = Env::new();
+    fleet(&e);
+    // Both live profiles answer: rows carry `profile`, exit 0.
+    let out = e
+        .qdeck()
+        .args(["ls", "-p", "east,west", "-o", "json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let rows = json_of(&out);
+    let depth = |p: &str, q: &str| {
+        rows.iter()
+            .find(|r| r["profile"] == p && r["name"] == q)
+            .and_then(|r| r["depth"].as_u64())
+    };
+    assert_eq!(rows.len(), 3);
+    assert_eq!(depth("east", "orders"), Some(3));
+    assert_eq!(depth("west", "orders"), Some(5));
+    assert_eq!(depth("west", "mail"), Some(1));
+    // Every profile, one of them dead: its error row, the others' rows, exit 3 (partial).
+    let out = e
+        .qdeck()
+        .args(["ls", "--all-profiles", "-o", "json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3));
+    let rows = json_of(&out);
+    assert_eq!(rows.iter().filter(|r| r["name"].is_string()).count(), 3);
+    let dead: Vec<&Value> = rows.iter().filter(|r| r["profile"] == "gone").collect();
+    assert_eq!(dead.len(), 1, "{rows:?}");
+    assert_eq!(dead[0]["exit_code"], 6);
+    assert!(dead[0]["error"].as_str().unwrap().len() > 3);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("profile gone:"));
+    // The table has a PROFILE column and an error row for the dead profile.
+    let out = e
+        .qdeck()
+        .args(["ls", "--all-profiles", "-o", "table"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.starts_with("PROFILE  NAME"), "{text}");
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("gone ") && l.contains("error:")),
+        "{text}"
+    );
+    // One profile named alone keeps the one-profile output: no `profile` field.
+    let out = e
+        .qdeck()
+        .args(["ls", "-p", "west", "-o", "json"])
+        .output()
+        .unwrap();
+    assert!(json_of(&out).iter().all(|r| r.get("profile").is_none()));
+    // Only the dead profile: its own exit code.
+    e.qdeck()
+        .args(["ls", "-p", "gone,gone", "-o", "json"])
+        .assert()
+        .code(6);
+    e.qdeck()
+        .args(["ls", "-p", "east,nope"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("unknown profile \"nope\""));
+    e.qdeck()
+        .args(["peek", "orders", "-p", "east,west"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("ls, stats and check only"));
+}
+
+#[test]
+fn stats_over_a_profile_list_gives_one_answer_per_profile() {
+    let e = Env::new();
+    fleet(&e);
+    let out = e
+        .qdeck()
+        .args(["stats", "mail", "--all-profiles", "-o", "json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3));
+    let rows = json_of(&out);
+    let by = |p: &str| rows.iter().find(|r| r["profile"] == p).unwrap();
+    assert_eq!(by("west")["queue"]["depth"], 1);
+    assert!(by("west")["capabilities"].is_object());
+    assert_eq!(by("east")["exit_code"], 4, "mail exists only in west");
+    assert_eq!(by("gone")["exit_code"], 6);
+}
+
+#[test]
+fn check_over_every_profile_is_one_line_with_the_worst_status() {
+    let e = Env::new();
+    fleet(&e);
+    let line = |args: &[&str]| {
+        let out = e.qdeck().args(args).output().unwrap();
+        let text = String::from_utf8(out.stdout).unwrap();
+        assert_eq!(text.lines().count(), 1, "{text}");
+        (out.status.code(), text)
+    };
+    let (code, text) = line(&["check", "-p", "east,west", "--max-depth", "10"]);
+    assert_eq!(code, Some(0), "{text}");
+    assert!(text.contains("'east/orders depth'=3") && text.contains("'west/orders depth'=5"));
+    let (code, text) = line(&["check", "-p", "east,west", "--max-depth", "4"]);
+    assert_eq!(code, Some(2), "{text}");
+    assert!(text.contains("west: orders depth 5 > 4"), "{text}");
+    // The dead broker is UNKNOWN; the live ones are still judged and still in the perfdata.
+    let (code, text) = line(&["check", "--all-profiles", "--max-depth", "10"]);
+    assert_eq!(code, Some(3), "{text}");
+    assert!(
+        text.contains("gone: ") && text.contains("'west/mail depth'=1"),
+        "{text}"
+    );
+    // A critical queue is louder than the dead broker.
+    let (code, text) = line(&["check", "--all-profiles", "--max-depth", "4"]);
+    assert_eq!(code, Some(2), "{text}");
+}

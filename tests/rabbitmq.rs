@@ -2126,3 +2126,82 @@ contract_tests!(
     setup = RabbitFixture::setup(),
     ignore = "needs QDECK_TEST_AMQP_URL and QDECK_TEST_RABBITMQ_MGMT",
 );
+
+/// `ls PATTERN` on RabbitMQ: the pattern goes to `/api/queues?name=…&use_regex=true`, so
+/// a few queues of a big vhost cost one page, and the answer is the same as filtering the
+/// whole listing (including the DLQ a matched queue dead-letters into, outside the pattern).
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "needs QDECK_TEST_AMQP_URL"]
+async fn pattern_is_filtered_by_the_broker_and_agrees_with_the_full_listing() {
+    let e = broker();
+    let (_c, ch) = admin(&e).await;
+    let tag = uniq("match");
+    let dlq = uniq("elsewhere");
+    let names: Vec<String> = (0..1100).map(|i| format!("{tag}-{i:04}")).collect();
+    declare(&ch, &dlq, FieldTable::default()).await;
+    for (i, n) in names.iter().enumerate() {
+        let a = if i == 1 {
+            args(&[
+                ("x-dead-letter-exchange", s("")),
+                ("x-dead-letter-routing-key", s(&dlq)),
+            ])
+        } else {
+            FieldTable::default()
+        };
+        declare(&ch, n, a).await;
+    }
+    publish(&ch, &dlq, 2, false).await;
+    wait_ready(&e, &dlq, 2).await;
+    let mut st = settings(&e);
+    st.vhost = Some("/".into());
+    let b = backend_with(st).await;
+    let queue_calls = |b: &Arc<dyn Backend>| {
+        b.api_calls()
+            .snapshot()
+            .get("mgmt:GET /api/queues")
+            .copied()
+            .unwrap_or(0)
+    };
+    let all = b.list_queues().await.unwrap();
+    let full_calls = queue_calls(&b);
+    for pattern in [
+        format!("^{tag}-000"),
+        format!("^{tag}-00(0[0-4])$"),
+        format!("(?i)^{}-000", tag.to_uppercase()),
+    ] {
+        let re = regex::Regex::new(&pattern).unwrap();
+        let before = queue_calls(&b);
+        let got = b
+            .list_queues_matching(&qdeck::backend::QueueFilter::new(re.clone()))
+            .await
+            .unwrap();
+        let calls = queue_calls(&b) - before;
+        let mut want: Vec<&QueueInfo> = all.iter().filter(|q| re.is_match(q.id.as_str())).collect();
+        want.sort_by(|a, b| a.id.cmp(&b.id));
+        let mut got_sorted: Vec<&QueueInfo> = got.iter().collect();
+        got_sorted.sort_by(|a, b| a.id.cmp(&b.id));
+        assert_eq!(got_sorted.len(), want.len(), "{pattern}");
+        for (g, w) in got_sorted.iter().zip(&want) {
+            assert_eq!((&g.id, &g.dlq), (&w.id, &w.dlq), "{pattern}");
+        }
+        if !pattern.starts_with("(?i)") {
+            // One filtered page, plus one for the DLQ outside the pattern.
+            assert!(
+                calls <= 2 && calls < full_calls,
+                "{pattern}: {calls} vs {full_calls}"
+            );
+        }
+        let ids: Vec<QueueId> = got.iter().map(|q| q.id.clone()).collect();
+        let batch = b.stats(&ids).await.unwrap();
+        assert!(batch.errors.is_empty(), "{:?}", batch.errors);
+        let src = batch
+            .stats
+            .iter()
+            .find(|s| s.id.as_str() == names[1])
+            .expect("source queue has figures");
+        assert_eq!(src.dlq_depth, Some(2), "{pattern}");
+    }
+    let mut all_names: Vec<&str> = names.iter().map(|s| s.as_str()).collect();
+    all_names.push(&dlq);
+    cleanup(&ch, &all_names).await;
+}

@@ -1859,3 +1859,67 @@ contract_tests!(
     setup = SqsFixture::setup(),
     ignore = "needs QDECK_TEST_SQS_ENDPOINT",
 );
+
+/// `ls PATTERN` on SQS: the pattern's literal prefix narrows ListQueues (QueueNamePrefix,
+/// inside the profile's own prefix), and attributes (one call per queue) are read only for
+/// the queues that match.
+#[tokio::test]
+#[ignore = "needs QDECK_TEST_SQS_ENDPOINT"]
+async fn pattern_narrows_the_listing_before_any_attribute_is_read() {
+    let ep = require_endpoint();
+    let p = prefix();
+    let r = raw(&ep).await;
+    let (_src, _dlq) = r
+        .pair(&format!("{p}-orders"), &format!("{p}-zdlq"), 3, false)
+        .await;
+    for n in ["orders-2", "mail-1", "mail-2"] {
+        r.create(&format!("{p}-{n}"), &[]).await;
+    }
+    let b = qdeck(&ep, &p).await;
+    let attrs = |b: &Arc<dyn Backend>| {
+        b.api_calls()
+            .snapshot()
+            .get("sqs:GetQueueAttributes")
+            .copied()
+            .unwrap_or(0)
+    };
+    let re = regex::Regex::new(&format!("^{p}-orders")).unwrap();
+    let got = b
+        .list_queues_matching(&qdeck::backend::QueueFilter::new(re))
+        .await
+        .unwrap();
+    let mut names: Vec<&str> = got.iter().map(|q| q.id.as_str()).collect();
+    names.sort();
+    assert_eq!(names, [format!("{p}-orders"), format!("{p}-orders-2")]);
+    assert_eq!(attrs(&b), 2, "attributes of the two matches only");
+    let src = got
+        .iter()
+        .find(|q| q.id.as_str() == format!("{p}-orders"))
+        .unwrap();
+    assert_eq!(
+        src.dlq.as_ref().map(|d| d.as_str().to_string()),
+        Some(format!("{p}-zdlq"))
+    );
+    // A pattern outside the profile's prefix cannot match anything: no call at all.
+    let before = b.api_calls().total();
+    let none = b
+        .list_queues_matching(&qdeck::backend::QueueFilter::new(
+            regex::Regex::new("^elsewhere").unwrap(),
+        ))
+        .await
+        .unwrap();
+    assert!(none.is_empty());
+    assert_eq!(b.api_calls().total(), before);
+    // An unanchored pattern is filtered here, with the same answer as the whole listing.
+    let all = b.list_queues().await.unwrap();
+    let re = regex::Regex::new("mail").unwrap();
+    let got = b
+        .list_queues_matching(&qdeck::backend::QueueFilter::new(re.clone()))
+        .await
+        .unwrap();
+    assert_eq!(
+        got.len(),
+        all.iter().filter(|q| re.is_match(q.id.as_str())).count()
+    );
+    assert_eq!(got.len(), 2);
+}

@@ -2119,3 +2119,161 @@ fn reasons_view_final_wording_and_tier() {
     assert!(!fx.iter().any(|e| matches!(e, Effect::Reasons(_))));
     assert_eq!(st.view(), View::Queues);
 }
+
+fn fleet_state() -> State {
+    use qdeck::engine::fleet::FleetRow;
+    let mut st = populated();
+    let names: Vec<String> = ["local", "rabbit-eu", "sqs-prod"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let mut fl = qdeck::tui::state::FleetState::new(&names);
+    let now = st.now_ms;
+    fl.apply(FleetRow {
+        profile: "local".into(),
+        kind: Some("local".into()),
+        queues: Some(4),
+        depth: Some(740),
+        dlq_depth: Some(7),
+        dlq_change: Some(2),
+        worst_age: Some((22.0, QueueId::new("orders"))),
+        growing: Some(1),
+        updated_ms: Some(now - 2_000),
+        refresh_secs: 2.0,
+        calls_per_min: Some(60.0),
+        ..Default::default()
+    });
+    fl.apply(FleetRow {
+        profile: "rabbit-eu".into(),
+        kind: Some("rabbitmq".into()),
+        error: Some("management API at http://127.0.0.1:1 is not reachable\x1b[2J".into()),
+        refresh_secs: 2.0,
+        ..Default::default()
+    });
+    fl.apply(FleetRow {
+        profile: "sqs-prod".into(),
+        kind: Some("sqs".into()),
+        queues: Some(1200),
+        depth: Some(15),
+        dlq_depth: Some(0),
+        dlq_change: Some(0),
+        growing: Some(0),
+        updated_ms: Some(now - 60_000),
+        refresh_secs: 5.0,
+        ..Default::default()
+    });
+    st.fleet = Some(fl);
+    st.stack = vec![View::Fleet];
+    st
+}
+
+#[test]
+fn fleet_view_shows_each_profile_its_error_and_staleness() {
+    let st = fleet_state();
+    snap("fleet_120x10", &st, 120, 10);
+    snap("fleet_80x24", &st, 80, 24);
+    assert_no_controls(&draw(&st, 120, 10));
+}
+
+#[test]
+fn fleet_enter_opens_a_profile_and_esc_comes_back() {
+    let mut st = fleet_state();
+    // The current profile: its queue table is already loaded, Esc returns to the fleet.
+    update(&mut st, code(KeyCode::Enter));
+    assert_eq!(st.view(), View::Queues);
+    update(&mut st, code(KeyCode::Esc));
+    assert_eq!(st.view(), View::Fleet);
+    update(&mut st, code(KeyCode::Esc));
+    assert_eq!(st.view(), View::Fleet, "Esc on the fleet stays");
+    // Another profile goes through the profile switch.
+    update(&mut st, key('j'));
+    let fx = update(&mut st, code(KeyCode::Enter));
+    assert!(
+        fx.contains(&Effect::SwitchProfile("rabbit-eu".into())),
+        "{fx:?}"
+    );
+    // `:fleet` starts the pollers only once.
+    let mut fresh = populated();
+    for c in ":fleet".chars() {
+        update(&mut fresh, key(c));
+    }
+    let fx = update(&mut fresh, code(KeyCode::Enter));
+    assert!(fx.contains(&Effect::StartFleet), "{fx:?}");
+    for c in ":fleet".chars() {
+        update(&mut st, key(c));
+    }
+    let fx = update(&mut st, code(KeyCode::Enter));
+    assert!(!fx.contains(&Effect::StartFleet));
+    assert_eq!(st.view(), View::Fleet);
+}
+
+/// Two local profiles and a RabbitMQ nobody listens on, each on its own poller: the local
+/// rows get figures while the dead one reports its error.
+#[tokio::test(flavor = "multi_thread")]
+async fn fleet_pollers_answer_around_a_dead_broker() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    for (db, n) in [("east.db", 3), ("west.db", 1)] {
+        let h = LocalHandle::open(&d.join(db)).unwrap();
+        h.0.create_queue("jobs", &QueueOptions::default()).unwrap();
+        for i in 0..n {
+            h.send(
+                &QueueId::new("jobs"),
+                OutgoingMessage {
+                    body: format!("m{i}").into_bytes(),
+                    ..Default::default()
+                },
+            )
+            .await
+            .unwrap();
+        }
+    }
+    let cfg = d.join("config.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "[[profiles]]\nname = \"east\"\nkind = \"local\"\npath = \"{}\"\nrefresh_secs = 0.5\n\
+             [[profiles]]\nname = \"gone\"\nkind = \"rabbitmq\"\namqp_url = \"amqp://guest@127.0.0.1:1/%2f\"\nmanagement_url = \"http://127.0.0.1:1\"\nrefresh_secs = 0.5\n\
+             [[profiles]]\nname = \"west\"\nkind = \"local\"\npath = \"{}\"\nrefresh_secs = 0.5\n",
+            d.join("east.db").display(),
+            d.join("west.db").display()
+        ),
+    )
+    .unwrap();
+    let names: Vec<String> = ["east", "gone", "west"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let (tx, mut rx) = tokio::sync::mpsc::channel(64);
+    let _fleet = qdeck::engine::fleet::spawn(
+        |n| qdeck::config::LoadOptions {
+            file: Some(cfg.clone()),
+            profile: Some(n.to_string()),
+            read_only: false,
+        },
+        &names,
+        tx,
+    );
+    let mut rows = std::collections::HashMap::new();
+    let got = tokio::time::timeout(Duration::from_secs(30), async {
+        while let Some(r) = rx.recv().await {
+            rows.insert(r.profile.clone(), r);
+            let live = |p: &str| rows.get(p).is_some_and(|r| r.updated_ms.is_some());
+            // Two polls of each local profile, so "growing" is known.
+            if live("east")
+                && live("west")
+                && rows["east"].growing.is_some()
+                && rows.get("gone").is_some_and(|r| r.error.is_some())
+            {
+                return true;
+            }
+        }
+        false
+    })
+    .await;
+    assert_eq!(got, Ok(true), "{rows:?}");
+    assert_eq!(rows["east"].depth, Some(3));
+    assert_eq!(rows["west"].depth, Some(1));
+    assert_eq!(rows["east"].kind.as_deref(), Some("local"));
+    assert!(rows["gone"].updated_ms.is_none());
+}

@@ -3,6 +3,7 @@
 
 pub mod api_calls;
 pub mod error;
+pub mod filter;
 pub mod local;
 pub mod progress;
 #[cfg(feature = "rabbitmq")]
@@ -20,6 +21,7 @@ use async_trait::async_trait;
 
 pub use api_calls::ApiCalls;
 pub use error::BackendError;
+pub use filter::QueueFilter;
 pub use progress::{OpProgress, ProgressState};
 
 use crate::config::{Profile, ProfileKind};
@@ -44,6 +46,14 @@ pub trait Backend: Send + Sync {
 
     /// Names, static settings and DLQ links in both directions.
     async fn list_queues(&self) -> Result<Vec<QueueInfo>>;
+
+    /// The queues whose id matches `filter`. Backends whose broker filters by name override
+    /// this to fetch less (RabbitMQ `name`+`use_regex`, SQS `QueueNamePrefix`); there, DLQ
+    /// links are those the matched queues name, so a matched DLQ whose sources do not match
+    /// may not be marked as one. The default lists everything and filters here.
+    async fn list_queues_matching(&self, filter: &QueueFilter) -> Result<Vec<QueueInfo>> {
+        Ok(filter_client_side(self.list_queues().await?, filter))
+    }
 
     /// One queue's settings and DLQ links. Backends that can address a queue directly
     /// override this so that single-queue commands do not list (and, on SQS, pay for) every
@@ -91,22 +101,7 @@ pub trait Backend: Send + Sync {
     /// makes (unknown target, no recorded origin, unsupported queue) fail here the same way.
     /// Backends with extra checks override it and call it from `redrive`.
     async fn plan_redrive(&self, req: &RedriveRequest) -> Result<RedrivePlan> {
-        let info = self.describe(&req.source).await?;
-        if let RedriveTarget::Queue(t) = &req.target {
-            self.describe(t).await?;
-        }
-        let mut count = self.count(&req.source).await?;
-        if let Some(m) = req.max {
-            count.ready = count.ready.min(m);
-        }
-        if let Some(ids) = &req.only_ids {
-            count.ready = count.ready.min(ids.len() as u64);
-        }
-        Ok(RedrivePlan {
-            count,
-            mode: self.capabilities_for(&info).redrive,
-            notes: Vec::new(),
-        })
+        plan_redrive_checked(self, req).await
     }
 
     /// Copy → broker confirms → delete. Reports progress and stops at `progress.cancelled()`.
@@ -131,6 +126,38 @@ pub trait Backend: Send + Sync {
 
     /// API calls made so far, per operation name (SQS and CloudWatch bill per call).
     fn api_calls(&self) -> &ApiCalls;
+}
+
+/// The checks every redrive makes before it moves anything (source and target exist, an
+/// exact current count capped by `max` and the selection), with the mode `capabilities_for`
+/// declares. Backends whose mode depends on the request or the endpoint adjust the result.
+pub async fn plan_redrive_checked<B: Backend + ?Sized>(
+    b: &B,
+    req: &RedriveRequest,
+) -> Result<RedrivePlan> {
+    let info = b.describe(&req.source).await?;
+    if let RedriveTarget::Queue(t) = &req.target {
+        b.describe(t).await?;
+    }
+    let mut count = b.count(&req.source).await?;
+    if let Some(m) = req.max {
+        count.ready = count.ready.min(m);
+    }
+    if let Some(ids) = &req.only_ids {
+        count.ready = count.ready.min(ids.len() as u64);
+    }
+    Ok(RedrivePlan {
+        count,
+        mode: b.capabilities_for(&info).redrive,
+        notes: Vec::new(),
+    })
+}
+
+/// The listed queues whose id matches.
+pub fn filter_client_side(all: Vec<QueueInfo>, filter: &QueueFilter) -> Vec<QueueInfo> {
+    all.into_iter()
+        .filter(|q| filter.matches(q.id.as_str()))
+        .collect()
 }
 
 /// Connect the backend a profile names. Cheap for every kind: no network until first use,

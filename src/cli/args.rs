@@ -22,8 +22,16 @@ pub struct Cli {
 #[derive(Debug, Args, Clone)]
 pub struct Global {
     /// Profile to use (default: `default_profile`, else the first profile, else the local broker).
+    /// `ls`, `stats` and `check` take a comma list (`-p prod,staging`) and poll them at once.
     #[arg(long, short = 'p', global = true, env = "QDECK_PROFILE")]
     pub profile: Option<String>,
+    /// `ls`, `stats` and `check` over every configured profile at once.
+    #[arg(long, global = true)]
+    pub all_profiles: bool,
+    /// With several profiles: how long one profile may take before it is reported as
+    /// unavailable (the others never wait for it).
+    #[arg(long, global = true, value_parser = parse_duration, default_value = "15s")]
+    pub profile_timeout: std::time::Duration,
     /// Config file (default: $XDG_CONFIG_HOME/qdeck/config.toml).
     #[arg(long, global = true, env = "QDECK_CONFIG")]
     pub config: Option<PathBuf>,
@@ -33,6 +41,9 @@ pub struct Global {
     /// Refuse every mutating action, whatever the profile says.
     #[arg(long, global = true)]
     pub read_only: bool,
+    /// Open the console on the fleet view: one row per configured profile.
+    #[arg(long)]
+    pub fleet: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -121,6 +132,52 @@ pub enum Command {
         /// Do not ask for confirmation.
         #[arg(long, short = 'y')]
         yes: bool,
+        /// Only messages matching this predicate (README "Predicates"), e.g.
+        /// 'reason = "rejected" and header.x-tenant = "acme"'. The DLQ is scanned first
+        /// (bounded by --limit / --scan-time); only the matching messages seen move.
+        #[arg(long = "where", value_name = "PRED")]
+        filter: Option<String>,
+        #[command(flatten)]
+        scan: ScanArgs,
+    },
+    /// Group a dead-letter queue's messages by failure signature (reason, error text with
+    /// numbers and ids normalised, origin), over a bounded scan.
+    Reasons {
+        dlq: String,
+        #[command(flatten)]
+        scan: ScanArgs,
+    },
+    /// Write a queue's messages to a JSON Lines file, one object per message. A browse:
+    /// nothing is removed.
+    Export {
+        queue: String,
+        /// File to write (replaced when it exists).
+        #[arg(long, short = 'f')]
+        file: PathBuf,
+        /// Only messages matching this predicate (README "Predicates").
+        #[arg(long = "where", value_name = "PRED")]
+        filter: Option<String>,
+        /// Export at most this many messages.
+        #[arg(short = 'n', long = "count")]
+        count: Option<u64>,
+        #[command(flatten)]
+        scan: ScanArgs,
+    },
+    /// Send the messages of an export file (JSON Lines) to a queue. The whole file is checked
+    /// before anything is sent.
+    Import {
+        queue: String,
+        #[arg(long, short = 'f')]
+        file: PathBuf,
+        /// At most this many messages per second.
+        #[arg(long)]
+        rate: Option<f64>,
+        /// Check the file and the queue, say what would be sent, send nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// Do not ask for confirmation.
+        #[arg(long, short = 'y')]
+        yes: bool,
     },
     /// Edit one message in $VISUAL/$EDITOR (key, headers, body) and send the edited copy to
     /// its origin or --to; the original is deleted once the broker confirmed the copy.
@@ -186,7 +243,21 @@ pub enum Command {
     Completions { shell: clap_complete::Shell },
 }
 
-#[derive(Debug, Args)]
+/// Bounds of the scan behind `reasons`, `export` and `--where`.
+#[derive(Debug, Args, Clone, Default)]
+pub struct ScanArgs {
+    /// Scan at most this many messages (default: [triage] scan_limit, 5000; export: all).
+    #[arg(long)]
+    pub limit: Option<u64>,
+    /// Scan for at most this long, e.g. 10s (default: [triage] scan_secs, 30 s; export: no limit).
+    #[arg(long, value_parser = parse_duration)]
+    pub scan_time: Option<std::time::Duration>,
+    /// Browse even where it could push messages toward the DLQ (as `peek --force`).
+    #[arg(long)]
+    pub force: bool,
+}
+
+#[derive(Debug, Clone, Args)]
 pub struct CheckArgs {
     /// Only queues whose name matches this regex.
     pub pattern: Option<String>,

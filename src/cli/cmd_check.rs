@@ -16,7 +16,7 @@ use crate::engine::session::Session;
 const OK: u8 = 0;
 const WARNING: u8 = 1;
 const CRITICAL: u8 = 2;
-const UNKNOWN: u8 = 3;
+pub(super) const UNKNOWN: u8 = 3;
 
 fn label(code: u8) -> &'static str {
     match code {
@@ -217,10 +217,14 @@ fn judge_all(
 }
 
 /// Perfdata labels cannot hold quotes or `=`; values are plain numbers (UOM `s` for ages).
-fn perfdata(rows: &[QueueRow]) -> String {
+/// With several profiles each label starts with `profile/`.
+pub(super) fn perfdata(rows: &[QueueRow], profile: Option<&str>) -> String {
     let label = |q: &str, what: &str| {
-        let q = name(q).replace(['\'', '='], "_");
-        format!("'{q} {what}'")
+        let q = match profile {
+            Some(p) => format!("{}/{}", name(p), name(q)),
+            None => name(q),
+        };
+        format!("'{} {what}'", q.replace(['\'', '='], "_"))
     };
     let mut out = Vec::new();
     for r in rows.iter().filter(|r| r.error.is_none()) {
@@ -237,20 +241,16 @@ fn perfdata(rows: &[QueueRow]) -> String {
     out.join(" ")
 }
 
-pub async fn check(s: &Session, a: &CheckArgs) -> CliResult {
-    let unknown = |why: &str| {
-        output::print(&format!("QDECK UNKNOWN - {why}\n"));
-        Ok(UNKNOWN)
-    };
-    if !a.has_threshold() {
-        return unknown(
-            "no threshold given (use --max-depth, --max-age, --max-dlq, --max-dlq-growth or a --warn-* form)",
-        );
-    }
-    let re = match fetch::compile_pattern(a.pattern.as_deref()) {
-        Ok(r) => r,
-        Err(e) => return unknown(&e.message),
-    };
+/// What one profile's check found: the queues looked at and what is wrong with them.
+pub(super) struct Judged {
+    pub rows: Vec<QueueRow>,
+    pub problems: Vec<(u8, String)>,
+}
+
+/// Fetch, judge and remember (DLQ depths for `--max-dlq-growth`) one profile. The error is
+/// the reason the check is UNKNOWN.
+pub(super) async fn judge_profile(s: &Session, a: &CheckArgs) -> Result<Judged, String> {
+    let re = fetch::compile_pattern(a.pattern.as_deref()).map_err(|e| e.message)?;
     let fetched = match a.sample {
         Some(gap) => {
             fetch::rows_sampled(
@@ -266,43 +266,83 @@ pub async fn check(s: &Session, a: &CheckArgs) -> CliResult {
         )),
         None => fetch::rows(s.backend.as_ref(), re.as_ref()).await,
     };
-    let rows = match fetched {
-        Ok(r) => r,
-        Err(e) => return unknown(&e.message),
-    };
+    let rows = fetched.map_err(|e| e.message)?;
     if rows.is_empty() {
-        return unknown("no queue matches");
+        return Ok(Judged {
+            rows,
+            problems: Vec::new(),
+        });
     }
     let state = state_file(&s.profile().name);
     let previous = load_previous(&state);
     let problems = judge_all(&rows, a, &previous);
     save_current(&state, &dlqs(&rows));
-    // UNKNOWN ranks below CRITICAL: a known critical queue is the louder news.
-    let worst = [CRITICAL, UNKNOWN, WARNING]
-        .into_iter()
-        .find(|c| problems.iter().any(|p| p.0 == *c))
-        .unwrap_or(OK);
-    let summary = if problems.is_empty() {
-        format!("{} queue(s) within limits", rows.len())
-    } else {
-        let shown: Vec<&str> = problems.iter().take(5).map(|p| p.1.as_str()).collect();
-        let more = problems.len().saturating_sub(5);
-        format!(
-            "{} problem(s) in {} queue(s): {}{}",
-            problems.len(),
-            rows.len(),
-            shown.join("; "),
-            if more > 0 {
-                format!("; and {more} more")
-            } else {
-                String::new()
-            }
-        )
+    Ok(Judged { rows, problems })
+}
+
+/// UNKNOWN ranks below CRITICAL: a known critical queue is the louder news.
+pub(super) fn rank(code: u8) -> u8 {
+    match code {
+        CRITICAL => 3,
+        UNKNOWN => 2,
+        WARNING => 1,
+        _ => 0,
+    }
+}
+
+pub(super) fn worst(problems: &[(u8, String)]) -> u8 {
+    problems
+        .iter()
+        .map(|p| p.0)
+        .max_by_key(|c| rank(*c))
+        .unwrap_or(OK)
+}
+
+/// The text between the status and the perfdata: the worst problems first, five at most.
+pub(super) fn summary(queues: usize, problems: &[(u8, String)]) -> String {
+    if problems.is_empty() {
+        return format!("{queues} queue(s) within limits");
+    }
+    let shown: Vec<&str> = problems.iter().take(5).map(|p| p.1.as_str()).collect();
+    let more = problems.len().saturating_sub(5);
+    format!(
+        "{} problem(s) in {queues} queue(s): {}{}",
+        problems.len(),
+        shown.join("; "),
+        if more > 0 {
+            format!("; and {more} more")
+        } else {
+            String::new()
+        }
+    )
+}
+
+pub(super) fn print_line(code: u8, summary: &str, perfdata: &str) {
+    output::print(&format!("QDECK {} - {summary} | {perfdata}\n", label(code)));
+}
+
+pub(super) const NO_THRESHOLD: &str = "no threshold given (use --max-depth, --max-age, --max-dlq, --max-dlq-growth or a --warn-* form)";
+
+pub async fn check(s: &Session, a: &CheckArgs) -> CliResult {
+    let unknown = |why: &str| {
+        output::print(&format!("QDECK UNKNOWN - {why}\n"));
+        Ok(UNKNOWN)
     };
-    output::print(&format!(
-        "QDECK {} - {summary} | {}\n",
-        label(worst),
-        perfdata(&rows)
-    ));
-    Ok(worst)
+    if !a.has_threshold() {
+        return unknown(NO_THRESHOLD);
+    }
+    let j = match judge_profile(s, a).await {
+        Ok(j) => j,
+        Err(e) => return unknown(&e),
+    };
+    if j.rows.is_empty() {
+        return unknown("no queue matches");
+    }
+    let code = worst(&j.problems);
+    print_line(
+        code,
+        &summary(j.rows.len(), &j.problems),
+        &perfdata(&j.rows, None),
+    );
+    Ok(code)
 }

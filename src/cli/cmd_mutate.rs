@@ -101,7 +101,7 @@ pub async fn purge(s: &Session, queue: &str, dry_run: bool, yes: bool, f: Format
     run_planned(s, planned, dry_run, yes, f, "nothing to purge").await
 }
 
-async fn run_planned(
+pub(super) async fn run_planned(
     s: &Session,
     planned: Planned,
     dry_run: bool,
@@ -192,7 +192,7 @@ fn report(queue: &QueueId, outcome: &ops::Outcome, f: Format) -> CliResult {
     })
 }
 
-fn spawn_progress(
+pub(super) fn spawn_progress(
     what: &'static str,
     mut rx: tokio::sync::watch::Receiver<crate::backend::ProgressState>,
 ) -> tokio::task::JoinHandle<()> {

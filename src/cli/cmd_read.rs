@@ -15,6 +15,20 @@ fn drain_target(s: &Session) -> f64 {
     s.loaded.config.ui.drain_target_secs
 }
 
+/// The columns of `ls`; NOTE last, where a profile's error goes in a multi-profile table.
+pub(super) const LS_HEADERS: [&str; 9] = [
+    "NAME",
+    "DEPTH",
+    "IN_FLIGHT",
+    "DELAYED",
+    "AGE",
+    "DLQ",
+    "DLQ_DEPTH",
+    "CONSUMERS",
+    "NOTE",
+];
+pub(super) const DERIVED_HEADERS: [&str; 5] = ["IN/S", "OUT/S", "TREND", "DRAIN", "NEEDED"];
+
 pub async fn ls(
     s: &Session,
     pattern: Option<&str>,
@@ -26,26 +40,15 @@ pub async fn ls(
         Some(gap) => {
             fetch::rows_sampled(s.backend.as_ref(), re.as_ref(), gap, drain_target(s)).await?
         }
-        None => fetch::rows(s.backend.as_ref(), re.as_ref()).await?,
+        None => fetch::rows_matching(s.backend.as_ref(), re.as_ref()).await?,
     };
     if f == Format::Json {
         output::print_json(&rows).ok();
         return Ok(OK);
     }
-    let mut t = Table::new(vec![
-        "NAME",
-        "DEPTH",
-        "IN_FLIGHT",
-        "DELAYED",
-        "AGE",
-        "DLQ",
-        "DLQ_DEPTH",
-        "CONSUMERS",
-        "NOTE",
-    ]);
+    let mut t = Table::new(LS_HEADERS.to_vec());
     if sample.is_some() {
-        t.headers
-            .extend(["IN/S", "OUT/S", "TREND", "DRAIN", "NEEDED"]);
+        t.headers.extend(DERIVED_HEADERS);
     }
     for r in &rows {
         let mut cells = row_cells(r, f);
@@ -58,7 +61,7 @@ pub async fn ls(
     Ok(OK)
 }
 
-fn row_cells(r: &QueueRow, f: Format) -> Vec<String> {
+pub(super) fn row_cells(r: &QueueRow, f: Format) -> Vec<String> {
     let note = match (&r.error, r.is_dlq) {
         (Some(e), _) => format!("error: {}", name(e)),
         (None, true) => format!("DLQ of {}", name(&r.dlq_sources.join(","))),
@@ -78,7 +81,7 @@ fn row_cells(r: &QueueRow, f: Format) -> Vec<String> {
 }
 
 /// Rate, trend, time to drain and workers needed, as the console derives them.
-fn derived_cells(d: &crate::engine::derive::Derived, f: Format) -> Vec<String> {
+pub(super) fn derived_cells(d: &crate::engine::derive::Derived, f: Format) -> Vec<String> {
     let rate = |r: Option<f64>| r.map(|x| format!("{x:.1}")).unwrap_or_else(|| "—".into());
     vec![
         rate(d.in_rate),

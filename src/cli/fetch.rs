@@ -78,6 +78,15 @@ pub async fn rows(
         .into_iter()
         .filter(|q| pattern.is_none_or(|re| re.is_match(q.id.as_str())))
         .collect();
+    rows_of(backend, infos).await
+}
+
+/// Figures for these queues, one row each (a queue the broker could not answer for carries
+/// its `error`).
+pub async fn rows_of(
+    backend: &dyn Backend,
+    infos: Vec<QueueInfo>,
+) -> Result<Vec<QueueRow>, CliError> {
     if infos.is_empty() {
         return Ok(Vec::new());
     }
@@ -97,6 +106,23 @@ pub async fn rows(
             )
         })
         .collect())
+}
+
+/// `rows` for `ls`: the pattern goes to the broker where it can filter by name
+/// (`Backend::list_queues_matching`), so a few queues of a big broker cost a few rows.
+pub async fn rows_matching(
+    backend: &dyn Backend,
+    pattern: Option<&Regex>,
+) -> Result<Vec<QueueRow>, CliError> {
+    let infos = match pattern {
+        Some(re) => {
+            backend
+                .list_queues_matching(&crate::backend::QueueFilter::new(re.clone()))
+                .await?
+        }
+        None => backend.list_queues().await?,
+    };
+    rows_of(backend, infos).await
 }
 
 /// `rows`, polled twice `gap` apart through the console's store, so the rows carry the same

@@ -5,13 +5,19 @@ pub mod args;
 mod cmd_check;
 mod cmd_config;
 mod cmd_edit;
+mod cmd_export;
+mod cmd_import;
 mod cmd_local;
 mod cmd_mutate;
 mod cmd_read;
+mod cmd_reasons;
+mod cmd_redrive_where;
 mod confirm;
 pub mod exit;
 pub mod fetch;
+pub mod multi;
 pub mod output;
+mod scan;
 
 use std::io::IsTerminal;
 use std::sync::Arc;
@@ -49,12 +55,15 @@ async fn dispatch(cli: Cli) -> CliResult {
     };
     let f = output::resolve(cli.global.output);
     let Some(cmd) = cli.command else {
-        return console(&opts).await;
+        return console(&opts, cli.global.fleet).await;
     };
     match &cmd {
         Command::Config { action } => return cmd_config::run(action, &opts, f),
         Command::Completions { shell } => return cmd_config::completions(*shell),
         _ => {}
+    }
+    if let Some(sel) = multi::selection(&cli.global) {
+        return multi::run(cmd, sel, &cli.global, &opts, f).await;
     }
     // A monitoring check reports every failure as UNKNOWN (exit 3), never as its own code.
     let is_check = matches!(cmd, Command::Check(_));
@@ -113,6 +122,8 @@ async fn dispatch(cli: Cli) -> CliResult {
             window,
             dry_run,
             yes,
+            filter,
+            scan,
         } => {
             let req = RedriveRequest {
                 source: QueueId::new(dlq),
@@ -125,8 +136,28 @@ async fn dispatch(cli: Cli) -> CliResult {
                 only_ids: None,
                 window,
             };
-            cmd_mutate::redrive(s, req, dry_run, yes, f).await
+            match filter {
+                Some(pred) => {
+                    cmd_redrive_where::redrive_where(s, req, &pred, &scan, dry_run, yes, f).await
+                }
+                None => cmd_mutate::redrive(s, req, dry_run, yes, f).await,
+            }
         }
+        Command::Reasons { dlq, scan } => cmd_reasons::reasons(s, &dlq, &scan, f).await,
+        Command::Export {
+            queue,
+            file,
+            filter,
+            count,
+            scan,
+        } => cmd_export::export(s, &queue, &file, filter.as_deref(), count, &scan, f).await,
+        Command::Import {
+            queue,
+            file,
+            rate,
+            dry_run,
+            yes,
+        } => cmd_import::import(s, &queue, &file, rate, dry_run, yes, f).await,
         Command::Purge {
             queue,
             dry_run,
@@ -147,7 +178,7 @@ async fn dispatch(cli: Cli) -> CliResult {
 
 /// No subcommand: open the console. With no configuration at all and an empty local
 /// broker, start the demo workload so a newcomer sees a moving console at once.
-async fn console(opts: &LoadOptions) -> CliResult {
+async fn console(opts: &LoadOptions, fleet: bool) -> CliResult {
     if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
         return Err(CliError::usage(
             "the console needs a terminal; for scripts use a command such as `qdeck ls` (see qdeck --help)",
@@ -174,7 +205,7 @@ async fn console(opts: &LoadOptions) -> CliResult {
         _ => (backend::build(&loaded.profile).await?, None),
     };
     let session = Session::with_backend(loaded, backend);
-    let done = crate::tui::run(session, demo).await.map_err(|e| {
+    let done = crate::tui::run(session, demo, fleet).await.map_err(|e| {
         CliError::new(
             exit::FAILED,
             crate::config::redact::redact(&format!("{e:#}")),

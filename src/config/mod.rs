@@ -35,6 +35,32 @@ pub struct AppConfig {
     /// Audit log file (default `$XDG_STATE_HOME/qdeck/audit.log`).
     #[serde(default)]
     pub audit_log: Option<String>,
+    /// Incident triage: how far `reasons` and `--where` scan, extra reason headers.
+    #[serde(default)]
+    pub triage: TriageConfig,
+}
+
+/// `[triage]`: bounds of the scans behind `qdeck reasons` and `--where`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TriageConfig {
+    /// Scan at most this many messages (`--limit` overrides).
+    pub scan_limit: u64,
+    /// Scan for at most this many seconds (`--scan-time` overrides).
+    pub scan_secs: f64,
+    /// Extra header names holding error text, read before the built-in ones
+    /// (x-exception-message, DeadLetterErrorDescription).
+    pub reason_headers: Vec<String>,
+}
+
+impl Default for TriageConfig {
+    fn default() -> Self {
+        TriageConfig {
+            scan_limit: 5_000,
+            scan_secs: 30.0,
+            reason_headers: Vec::new(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -208,6 +234,11 @@ fn validate(c: &AppConfig, file: Option<&Path>) -> Result<(), ConfigError> {
         return Err(ConfigError(format!(
             "{where_}: ui.refresh_secs must be at least 0.1, got {}",
             c.ui.refresh_secs
+        )));
+    }
+    if c.triage.scan_limit == 0 || !(c.triage.scan_secs > 0.0 && c.triage.scan_secs.is_finite()) {
+        return Err(ConfigError(format!(
+            "{where_}: triage.scan_limit must be at least 1 and triage.scan_secs above 0"
         )));
     }
     if let Some(d) = &c.default_profile {

@@ -24,6 +24,7 @@ pub enum Mutation {
     /// Move or copy messages to another queue.
     Move,
     Send,
+    /// `qdeck import`: publishes the messages of an export file.
     Import,
     /// Edit a message and resend it (copy, then delete the original).
     Edit,
@@ -144,6 +145,19 @@ impl Gate {
         self.record(m, queue, None, counts, "ok", None);
     }
 
+    /// Record the end of a mutation run outside the backend trait (an import): its counts,
+    /// "ok" / "partial" / "cancelled" / "error", and the first error.
+    pub fn record_outcome(
+        &self,
+        m: Mutation,
+        queue: &QueueId,
+        counts: serde_json::Value,
+        result: &str,
+        error: Option<String>,
+    ) {
+        self.record(m, queue, None, counts, result, error);
+    }
+
     pub(crate) fn record(
         &self,
         m: Mutation,
@@ -189,7 +203,24 @@ impl Gate {
         req: &RedriveRequest,
         progress: &OpProgress,
     ) -> Result<RedriveReport, BackendError> {
+        self.redrive_noted(req, None, progress).await
+    }
+
+    /// A redrive whose audit line also carries `note` (a filtered redrive: the predicate, how
+    /// many messages were scanned and how many matched), merged into its counts.
+    pub async fn redrive_noted(
+        &self,
+        req: &RedriveRequest,
+        note: Option<&serde_json::Value>,
+        progress: &OpProgress,
+    ) -> Result<RedriveReport, BackendError> {
         self.require(Mutation::Redrive, &req.source)?;
+        let with_note = |mut counts: serde_json::Value| {
+            if let (Some(serde_json::Value::Object(n)), Some(c)) = (note, counts.as_object_mut()) {
+                c.extend(n.clone());
+            }
+            counts
+        };
         let target = Some(match &req.target {
             RedriveTarget::Origin => "origin".to_string(),
             RedriveTarget::Queue(q) => q.to_string(),
@@ -207,7 +238,7 @@ impl Gate {
                     Mutation::Redrive,
                     &req.source,
                     target,
-                    json!({"moved": r.moved, "failed": r.failed, "possibly_duplicated": r.possibly_duplicated, "mode": r.mode}),
+                    with_note(json!({"moved": r.moved, "failed": r.failed, "possibly_duplicated": r.possibly_duplicated, "mode": r.mode})),
                     result,
                     r.errors.first().cloned(),
                 );
@@ -219,7 +250,7 @@ impl Gate {
                     Mutation::Redrive,
                     &req.source,
                     target,
-                    json!({"moved": p.done, "failed": p.failed}),
+                    with_note(json!({"moved": p.done, "failed": p.failed})),
                     "error",
                     Some(e.to_string()),
                 );

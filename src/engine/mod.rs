@@ -3,6 +3,7 @@
 pub mod audit;
 pub mod derive;
 pub mod edit;
+pub mod fleet;
 pub mod gate;
 pub mod ops;
 pub mod poller;

@@ -23,6 +23,8 @@ pub enum Planned {
         req: RedriveRequest,
         source: QueueInfo,
         plan: RedrivePlan,
+        /// For a filtered redrive: the predicate and scan counts, for the audit line.
+        selection: Option<serde_json::Value>,
     },
     Purge {
         queue: QueueInfo,
@@ -59,7 +61,12 @@ pub async fn plan_redrive(gate: &Gate, req: RedriveRequest) -> Result<Planned, B
         }
     }
     let plan = b.plan_redrive(&req).await?;
-    Ok(Planned::Redrive { req, source, plan })
+    Ok(Planned::Redrive {
+        req,
+        source,
+        plan,
+        selection: None,
+    })
 }
 
 pub async fn plan_purge(gate: &Gate, queue: &QueueId) -> Result<Planned, BackendError> {
@@ -111,7 +118,9 @@ impl Planned {
         let c = self.count();
         let approx = if c.exact { "" } else { "≈" };
         match self {
-            Planned::Redrive { req, source, plan } => {
+            Planned::Redrive {
+                req, source, plan, ..
+            } => {
                 let target = match &req.target {
                     RedriveTarget::Origin => match source.dlq_sources.as_slice() {
                         [one] => format!("their origin ({})", clean(one.as_str())),
@@ -330,38 +339,47 @@ pub fn start(gate: &Gate, planned: Planned) -> OpHandle {
     let queue = planned.queue().clone();
     let mutation = planned.mutation();
     let (gate, p) = (gate.clone(), progress.clone());
-    let task = tokio::spawn(async move {
-        match planned {
-            Planned::Redrive { mut req, plan, .. } => {
-                if plan.count.exact {
-                    req.max = Some(
-                        req.max
-                            .map_or(plan.count.ready, |m| m.min(plan.count.ready)),
-                    );
-                }
-                p.set_total(Some(plan.count.ready));
-                match gate.redrive(&req, &p).await {
-                    Ok(r) => Outcome::Redrive(r),
-                    Err(error) => Outcome::Failed {
-                        error,
-                        progress: p.snapshot(),
-                    },
-                }
-            }
-            Planned::Purge { queue, .. } => match gate.purge(&queue.id, &p).await {
-                Ok(r) => Outcome::Purge(r),
-                Err(error) => Outcome::Failed {
-                    error,
-                    progress: p.snapshot(),
-                },
-            },
-        }
-    });
+    let task = tokio::spawn(async move { run(&gate, planned, &p).await });
     OpHandle {
         queue,
         mutation,
         progress,
         rx,
         task,
+    }
+}
+
+/// Run a planned operation to its end, reporting on `p` (for a front-end that owns the
+/// progress handle itself). A redrive is capped at the planned count when that count is exact.
+pub async fn run(gate: &Gate, planned: Planned, p: &OpProgress) -> Outcome {
+    match planned {
+        Planned::Redrive {
+            mut req,
+            plan,
+            selection,
+            ..
+        } => {
+            if plan.count.exact {
+                req.max = Some(
+                    req.max
+                        .map_or(plan.count.ready, |m| m.min(plan.count.ready)),
+                );
+            }
+            p.set_total(Some(req.max.unwrap_or(plan.count.ready)));
+            match gate.redrive_noted(&req, selection.as_ref(), p).await {
+                Ok(r) => Outcome::Redrive(r),
+                Err(error) => Outcome::Failed {
+                    error,
+                    progress: p.snapshot(),
+                },
+            }
+        }
+        Planned::Purge { queue, .. } => match gate.purge(&queue.id, p).await {
+            Ok(r) => Outcome::Purge(r),
+            Err(error) => Outcome::Failed {
+                error,
+                progress: p.snapshot(),
+            },
+        },
     }
 }

@@ -2,6 +2,7 @@
 //! and a predicate language to select messages. Engine level: no console or CLI code here, so
 //! both front-ends build on the same functions.
 
+pub mod import;
 pub mod predicate;
 pub mod reasons;
 pub mod scan;

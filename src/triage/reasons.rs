@@ -120,6 +120,7 @@ pub async fn reasons(
         for m in page {
             grouper.add(m);
         }
+        true
     })
     .await?;
     Ok(ReasonsReport {

@@ -112,13 +112,14 @@ pub fn thousands(n: u64) -> String {
 
 /// Browse `queue` within `limits`, handing each page to `on_page` (pages never hold a message
 /// twice; a backend that samples, such as SQS, may show one again on a later page and it is
-/// skipped). Progress: `done` counts messages seen, `total` the queue's count.
+/// skipped). `on_page` returns false to stop (reported as `Limit`: the caller has enough).
+/// Progress: `done` counts messages seen, `total` the queue's count.
 pub async fn scan(
     backend: &dyn Backend,
     queue: &QueueId,
     limits: &ScanLimits,
     progress: &OpProgress,
-    mut on_page: impl FnMut(&[Message]),
+    mut on_page: impl FnMut(&[Message]) -> bool,
 ) -> Result<ScanSummary, BackendError> {
     let started = Instant::now();
     let count = backend.count(queue).await?;
@@ -161,10 +162,11 @@ pub async fn scan(
             .take(room.min(usize::MAX as u64) as usize)
             .collect();
         scanned += fresh.len() as u64;
-        if !fresh.is_empty() {
-            on_page(&fresh);
-        }
+        let more = fresh.is_empty() || on_page(&fresh);
         progress.update(|s| s.done = scanned);
+        if !more {
+            break StopReason::Limit;
+        }
         match page.next {
             Some(c) if !fresh.is_empty() => cursor = Some(c),
             _ => break StopReason::End,

@@ -64,6 +64,7 @@ pub async fn select(
             }
             ids.push(m.id.clone());
         }
+        true
     })
     .await?;
     Ok(Selection {

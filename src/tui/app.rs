@@ -13,7 +13,7 @@ use ratatui::Terminal;
 use tokio::sync::mpsc;
 
 use super::keymap::KeyMap;
-use super::state::{Level, OpSummary, State};
+use super::state::{FleetState, Level, OpSummary, State, View};
 use super::theme::Theme;
 use super::update::{set_status, update, Action, Effect};
 use super::views;
@@ -22,7 +22,8 @@ use crate::config::{paths, redact::redact};
 use crate::demo::DemoHandle;
 use crate::domain::{now_ms, BrowseRequest, Message, QueueId, RedriveTarget};
 use crate::engine::edit::{self, EditorOutcome};
-use crate::engine::ops::Verdict;
+use crate::engine::fleet::{self, FleetHandle, FleetRow};
+use crate::engine::ops::{self, Outcome};
 use crate::engine::poller::{self, PollConfig, PollEvent, PollerHandle};
 use crate::engine::session::Session;
 use crate::engine::store::Store;
@@ -97,7 +98,12 @@ fn init_logging() -> Option<tracing_appender::non_blocking::WorkerGuard> {
 }
 
 /// Runs until the user quits; returns the summary of the operation the user quit after.
-pub async fn run(session: Session, demo: Option<DemoHandle>) -> anyhow::Result<Option<OpSummary>> {
+/// `fleet` opens on the fleet view (`qdeck --fleet`).
+pub async fn run(
+    session: Session,
+    demo: Option<DemoHandle>,
+    fleet: bool,
+) -> anyhow::Result<Option<OpSummary>> {
     let _log = init_logging();
     let st = initial_state(&session, demo.as_ref().map(|d| d.workers()));
     let mut terminal = ratatui::try_init()?;
@@ -105,7 +111,7 @@ pub async fn run(session: Session, demo: Option<DemoHandle>) -> anyhow::Result<O
     if let Ok(sz) = terminal.size() {
         tracing::info!("console started at {}x{}", sz.width, sz.height);
     }
-    let r = event_loop(&mut terminal, st, session, demo).await;
+    let r = event_loop(&mut terminal, st, session, demo, fleet).await;
     if let Err(e) = &r {
         tracing::error!("console stopped: {e}");
     }
@@ -122,6 +128,9 @@ struct Exec {
     demo: Option<DemoHandle>,
     op: Option<OpProgress>,
     export_dir: PathBuf,
+    /// Pollers of every profile, while the fleet view is open.
+    fleet: Option<FleetHandle>,
+    fleet_tx: mpsc::Sender<FleetRow>,
     /// A message to open in the editor once this batch of effects is done: the event loop
     /// owns the terminal and the key reader it must suspend.
     pending_edit: Option<EditJob>,
@@ -140,6 +149,7 @@ async fn event_loop<B: TermBackend>(
     mut st: State,
     session: Session,
     demo: Option<DemoHandle>,
+    start_fleet: bool,
 ) -> anyhow::Result<Option<OpSummary>>
 where
     B::Error: Send + Sync + 'static,
@@ -147,6 +157,7 @@ where
     let (tx, mut rx) = mpsc::channel::<Action>(256);
     let (ptx, mut prx) = mpsc::channel::<PollEvent>(64);
     let (switch_tx, mut switch_rx) = mpsc::channel::<Result<Session, String>>(2);
+    let (fleet_tx, mut fleet_rx) = mpsc::channel::<FleetRow>(64);
     let poller = poller::spawn(
         session.backend.clone(),
         PollConfig::with_refresh(st.refresh_secs),
@@ -169,7 +180,12 @@ where
         op: None,
         pending_edit: None,
         reasons_op: None,
+        fleet: None,
+        fleet_tx,
     };
+    if start_fleet {
+        ex.run(Effect::StartFleet, &mut st);
+    }
     let mut events = EventStream::new();
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
@@ -197,6 +213,7 @@ where
             },
             Some(a) = rx.recv() => a,
             Some(p) = prx.recv() => Action::Poll(p),
+            Some(r) = fleet_rx.recv() => Action::Fleet(r),
             Some(r) = switch_rx.recv() => {
                 match r {
                     Ok(session) => {
@@ -224,6 +241,9 @@ where
         }
         while let Ok(a) = rx.try_recv() {
             batch.push(a);
+        }
+        while let Ok(r) = fleet_rx.try_recv() {
+            batch.push(Action::Fleet(r));
         }
         for a in batch {
             for e in update(&mut st, a) {
@@ -260,42 +280,56 @@ where
     Ok(st.exit_summary.take())
 }
 
-/// Group a DLQ over the default bounded scan, sending the groups so far after each page (at
+/// The profile's `[triage]` scan bounds and extra reason headers, as the CLI reads them.
+fn triage_settings(
+    session: &Session,
+) -> (crate::triage::ScanLimits, crate::triage::SignatureConfig) {
+    let t = &session.loaded.config.triage;
+    (
+        crate::triage::ScanLimits {
+            max_messages: Some(t.scan_limit),
+            max_time: Some(Duration::from_secs_f64(t.scan_secs)),
+            ..Default::default()
+        },
+        crate::triage::SignatureConfig {
+            extra_headers: t.reason_headers.clone(),
+        },
+    )
+}
+
+/// Group a DLQ over the configured bounded scan, sending the groups so far after each page (at
 /// most every 100 ms) so the first ones show while the rest is read.
 async fn scan_reasons(
     gate: &crate::engine::gate::Gate,
     queue: &QueueId,
+    limits: &crate::triage::ScanLimits,
+    cfg: &crate::triage::SignatureConfig,
     progress: &OpProgress,
     tx: &mpsc::Sender<Action>,
 ) -> Result<crate::triage::ReasonsReport, String> {
     use crate::engine::gate::Mutation;
-    use crate::triage::{scan, Grouper, ReasonsReport, ScanLimits, SignatureConfig};
+    use crate::triage::{scan, Grouper, ReasonsReport};
     gate.require(Mutation::Browse, queue)
         .map_err(|e| one_line(&e.to_string()))?;
-    let mut grouper = Grouper::new(SignatureConfig::default());
+    let mut grouper = Grouper::new(cfg.clone());
     let mut last = Instant::now() - Duration::from_secs(1);
-    let summary = scan(
-        gate.backend().as_ref(),
-        queue,
-        &ScanLimits::default(),
-        progress,
-        |page| {
-            for m in page {
-                grouper.add(m);
-            }
-            if last.elapsed() >= Duration::from_millis(100) {
-                last = Instant::now();
-                let p = progress.snapshot();
-                // A full channel only delays the next picture; the final one is awaited.
-                let _ = tx.try_send(Action::ReasonsProgress {
-                    queue: queue.clone(),
-                    groups: grouper.groups(),
-                    scanned: p.done,
-                    total: p.total,
-                });
-            }
-        },
-    )
+    let summary = scan(gate.backend().as_ref(), queue, limits, progress, |page| {
+        for m in page {
+            grouper.add(m);
+        }
+        if last.elapsed() >= Duration::from_millis(100) {
+            last = Instant::now();
+            let p = progress.snapshot();
+            // A full channel only delays the next picture; the final one is awaited.
+            let _ = tx.try_send(Action::ReasonsProgress {
+                queue: queue.clone(),
+                groups: grouper.groups(),
+                scanned: p.done,
+                total: p.total,
+            });
+        }
+        true
+    })
     .await
     .map_err(|e| one_line(&e.to_string()))?;
     Ok(ReasonsReport {
@@ -309,23 +343,23 @@ async fn scan_reasons(
 async fn group_page(
     gate: &crate::engine::gate::Gate,
     queue: &QueueId,
+    limits: &crate::triage::ScanLimits,
+    cfg: &crate::triage::SignatureConfig,
     signature: &str,
     origin: Option<&str>,
 ) -> Result<crate::domain::Page, crate::backend::BackendError> {
     use crate::engine::gate::Mutation;
-    use crate::triage::{scan, ScanLimits, SignatureConfig};
+    use crate::triage::scan;
     gate.require(Mutation::Browse, queue)?;
-    let cfg = SignatureConfig::default();
     let mut messages: Vec<Message> = Vec::new();
-    let progress = OpProgress::detached();
     let summary = scan(
         gate.backend().as_ref(),
         queue,
-        &ScanLimits::default(),
-        &progress,
+        limits,
+        &OpProgress::detached(),
         |page| {
             for m in page {
-                let s = crate::triage::signature(m, &cfg);
+                let s = crate::triage::signature(m, cfg);
                 if messages.len() < PAGE_SIZE
                     && s.text == signature
                     && s.origin.as_deref() == origin
@@ -333,9 +367,8 @@ async fn group_page(
                     messages.push(m.clone());
                 }
             }
-            if messages.len() >= PAGE_SIZE {
-                progress.cancel();
-            }
+            // Enough for one page: stop reading.
+            messages.len() < PAGE_SIZE
         },
     )
     .await?;
@@ -369,17 +402,9 @@ async fn edit_suspended(draft: String) -> Result<EditorOutcome, String> {
     r
 }
 
-/// The CLI's verdict for a redrive result (the same rules as `engine::ops::Outcome`).
-fn redrive_verdict(r: &crate::domain::RedriveReport) -> Verdict {
-    if r.cancelled {
-        Verdict::Cancelled
-    } else if r.failed == 0 && r.possibly_duplicated == 0 {
-        Verdict::Ok
-    } else if r.moved > 0 {
-        Verdict::Partial
-    } else {
-        Verdict::Failed
-    }
+/// The status line and the exit summary of a finished operation.
+fn summary(outcome: &Outcome, queue: &QueueId) -> OpSummary {
+    OpSummary::new(one_line(&outcome.summary(queue)), outcome.verdict())
 }
 
 fn one_line(s: &str) -> String {
@@ -433,8 +458,9 @@ impl Exec {
                 self.reasons_op = Some(p.clone());
                 let gate = self.session.gate.clone();
                 let tx = self.tx.clone();
+                let (limits, cfg) = triage_settings(&self.session);
                 tokio::spawn(async move {
-                    let result = scan_reasons(&gate, &queue, &p, &tx).await;
+                    let result = scan_reasons(&gate, &queue, &limits, &cfg, &p, &tx).await;
                     let _ = tx.send(Action::ReasonsDone { queue, result }).await;
                 });
             }
@@ -450,10 +476,12 @@ impl Exec {
             } => {
                 let gate = self.session.gate.clone();
                 let tx = self.tx.clone();
+                let (limits, cfg) = triage_settings(&self.session);
                 tokio::spawn(async move {
-                    let result = group_page(&gate, &queue, &signature, origin.as_deref())
-                        .await
-                        .map_err(|e| one_line(&e.to_string()));
+                    let result =
+                        group_page(&gate, &queue, &limits, &cfg, &signature, origin.as_deref())
+                            .await
+                            .map_err(|e| one_line(&e.to_string()));
                     let _ = tx
                         .send(Action::Page {
                             queue,
@@ -524,31 +552,17 @@ impl Exec {
                 let gate = self.session.gate.clone();
                 let tx = self.tx.clone();
                 tokio::spawn(async move {
-                    let r = gate.redrive(&req, &p).await;
-                    let to = match &req.target {
-                        RedriveTarget::Origin => "origin".to_string(),
-                        RedriveTarget::Queue(q) => q.to_string(),
+                    // Planned at confirm time from the broker's current count, the same code
+                    // as the CLI and its dry run; the count the dialog showed caps it too.
+                    let queue = req.source.clone();
+                    let outcome = match ops::plan_redrive(&gate, req).await {
+                        Ok(planned) => ops::run(&gate, planned, &p).await,
+                        Err(error) => Outcome::Failed {
+                            error,
+                            progress: p.snapshot(),
+                        },
                     };
-                    let done = match r {
-                        Ok(r) => {
-                            let mut s = format!(
-                                "redrive {} → {to}: {} moved, {} failed, {} possibly duplicated",
-                                req.source, r.moved, r.failed, r.possibly_duplicated
-                            );
-                            if r.cancelled {
-                                s.push_str(" (cancelled)");
-                            }
-                            if let Some(e) = r.errors.first() {
-                                s.push_str(&format!(" — {}", one_line(e)));
-                            }
-                            OpSummary::new(s, redrive_verdict(&r))
-                        }
-                        Err(e) => OpSummary::new(
-                            format!("redrive {}: {}", req.source, one_line(&e.to_string())),
-                            Verdict::Failed,
-                        ),
-                    };
-                    let _ = tx.send(Action::OpDone(done)).await;
+                    let _ = tx.send(Action::OpDone(summary(&outcome, &queue))).await;
                 });
             }
             Effect::Purge(queue) => {
@@ -556,25 +570,14 @@ impl Exec {
                 let gate = self.session.gate.clone();
                 let tx = self.tx.clone();
                 tokio::spawn(async move {
-                    let done = match gate.purge(&queue, &p).await {
-                        Ok(r) => OpSummary::new(
-                            format!(
-                                "purged {queue}: {} messages{}",
-                                r.purged
-                                    .map(|n| n.to_string())
-                                    .unwrap_or_else(|| "?".into()),
-                                r.note
-                                    .map(|n| format!(" ({})", one_line(&n)))
-                                    .unwrap_or_default()
-                            ),
-                            Verdict::Ok,
-                        ),
-                        Err(e) => OpSummary::new(
-                            format!("purge {queue}: {}", one_line(&e.to_string())),
-                            Verdict::Failed,
-                        ),
+                    let outcome = match ops::plan_purge(&gate, &queue).await {
+                        Ok(planned) => ops::run(&gate, planned, &p).await,
+                        Err(error) => Outcome::Failed {
+                            error,
+                            progress: p.snapshot(),
+                        },
                     };
-                    let _ = tx.send(Action::OpDone(done)).await;
+                    let _ = tx.send(Action::OpDone(summary(&outcome, &queue))).await;
                 });
             }
             Effect::CancelOp => {
@@ -617,6 +620,24 @@ impl Exec {
                     let _ = tx.blocking_send(Action::Profiles { names, then });
                 });
             }
+            Effect::StartFleet => {
+                let cfg = &self.session.loaded.config;
+                let mut names: Vec<String> = cfg.profiles.iter().map(|p| p.name.clone()).collect();
+                if names.is_empty() {
+                    names.push("local".to_string());
+                }
+                if self.fleet.is_none() {
+                    let loaded = self.session.loaded.clone();
+                    self.fleet = Some(fleet::spawn(
+                        move |n| loaded.options_for(n),
+                        &names,
+                        self.fleet_tx.clone(),
+                    ));
+                }
+                st.fleet = Some(FleetState::new(&names));
+                st.stack = vec![View::Fleet];
+                st.dirty = true;
+            }
             Effect::AddWorker | Effect::RemoveWorker => {
                 if let Some(d) = &self.demo {
                     if e == Effect::AddWorker {
@@ -641,6 +662,11 @@ impl Exec {
         let mut st = initial_state(&session, demo);
         st.theme = old.theme.clone();
         st.size = old.size;
+        // With the fleet view open, the new profile's queue table sits on it (Esc returns).
+        st.fleet = old.fleet.clone();
+        if st.fleet.is_some() {
+            st.stack = vec![View::Fleet, View::Queues];
+        }
         self.poller = poller::spawn(
             session.backend.clone(),
             PollConfig::with_refresh(st.refresh_secs),

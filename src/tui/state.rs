@@ -15,6 +15,8 @@ use crate::sanitize::BodyKind;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum View {
+    /// One row per profile (`:fleet`, `qdeck --fleet`); under the queue table when open.
+    Fleet,
     Queues,
     Detail,
     Messages,
@@ -430,6 +432,43 @@ pub struct State {
     pub exit_summary: Option<OpSummary>,
     /// Where "save" writes (state dir); None in tests means the executor picks.
     pub export_dir: Option<PathBuf>,
+    /// The fleet view's rows, once `:fleet` (or `--fleet`) started it.
+    pub fleet: Option<FleetState>,
+}
+
+/// One summary row per profile, in configuration order.
+#[derive(Debug, Clone, Default)]
+pub struct FleetState {
+    pub rows: Vec<crate::engine::fleet::FleetRow>,
+    pub cursor: Cursor,
+}
+
+impl FleetState {
+    pub fn new(profiles: &[String]) -> FleetState {
+        FleetState {
+            rows: profiles
+                .iter()
+                .map(|p| crate::engine::fleet::FleetRow {
+                    profile: p.clone(),
+                    refresh_secs: 5.0,
+                    ..Default::default()
+                })
+                .collect(),
+            cursor: Cursor::default(),
+        }
+    }
+
+    /// A poll's row replaces the profile's previous one.
+    pub fn apply(&mut self, row: crate::engine::fleet::FleetRow) {
+        match self.rows.iter_mut().find(|r| r.profile == row.profile) {
+            Some(r) => *r = row,
+            None => self.rows.push(row),
+        }
+    }
+
+    pub fn selected(&self) -> Option<&str> {
+        self.rows.get(self.cursor.sel).map(|r| r.profile.as_str())
+    }
 }
 
 impl State {
@@ -477,6 +516,7 @@ impl State {
             quit_after_op: false,
             exit_summary: None,
             export_dir: None,
+            fleet: None,
         }
     }
 

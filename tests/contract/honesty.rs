@@ -6,7 +6,7 @@ use qdeck::domain::*;
 use super::support::{assert_clean, expect_count, receive_calls, request};
 use super::{tag, Fixture};
 
-/// A redrive declared native (the broker moves the messages) makes no client-side receive,
+/// A redrive planned native (the broker moves the messages) makes no client-side receive,
 /// whichever target the user picks; one declared unsupported is refused.
 pub async fn redrive_declared_native_receives_nothing<F: Fixture>(fx: &F) {
     let b = fx.backend();
@@ -18,8 +18,21 @@ pub async fn redrive_declared_native_receives_nothing<F: Fixture>(fx: &F) {
         (&to_named, RedriveTarget::Queue(target.clone()), &target),
     ];
     for (s, goal, lands_in) in runs {
+        // The plan is what the dialog and the dry run tell the user; it may know more than
+        // the queue's general capabilities (an endpoint without move tasks, a selection).
+        let declared = b
+            .plan_redrive(&request(&s.dlq, goal.clone()))
+            .await
+            .expect("plan")
+            .mode;
         let info = b.describe(&s.dlq).await.expect("describe DLQ");
-        let declared = b.capabilities_for(&info).redrive;
+        let general = b.capabilities_for(&info).redrive;
+        assert_eq!(
+            std::mem::discriminant(&general),
+            std::mem::discriminant(&declared),
+            "after planning, the queue's capabilities ({general:?}) declare what the plan \
+             says ({declared:?})"
+        );
         let before = receive_calls(&b.api_calls().snapshot());
         let res = b
             .redrive(&request(&s.dlq, goal.clone()), &OpProgress::detached())
@@ -50,19 +63,19 @@ pub async fn redrive_declared_native_receives_nothing<F: Fixture>(fx: &F) {
     }
 }
 
-/// `plan_redrive` changes nothing, states the mode `capabilities_for` declares, counts what
+/// `plan_redrive` changes nothing, states the mode `capabilities_for` then declares, counts what
 /// the run would move after `max` and the id selection, and fails where the run would.
 pub async fn plan_matches_the_declared_capabilities<F: Fixture>(fx: &F) {
     let b = fx.backend();
     let s = fx.scene(&tag("plan"), 0, 3).await;
     expect_count(fx, &s.dlq, 3, "DLQ before planning").await;
-    let info = b.describe(&s.dlq).await.expect("describe DLQ");
-    let declared = b.capabilities_for(&info).redrive;
-
     let plan = b
         .plan_redrive(&request(&s.dlq, RedriveTarget::Origin))
         .await
         .expect("plan");
+    // Planning may learn what the endpoint lacks; the queue's capabilities then agree.
+    let info = b.describe(&s.dlq).await.expect("describe DLQ");
+    let declared = b.capabilities_for(&info).redrive;
     assert_eq!(plan.mode, declared, "plan states the declared mode");
     assert_eq!(plan.count.ready, 3, "plan counts the DLQ: {plan:?}");
 

@@ -98,23 +98,34 @@ pub async fn run_case<F: Fixture, Fut: std::future::Future<Output = ()>>(fx: &F,
 /// is not configured). `ignore` marks every generated test as needing a broker, so a laptop
 /// run shows them skipped and CI runs them with `--include-ignored`. `defects` names
 /// behaviours this backend fails because of a known defect, each with its reason; they stay
-/// ignored until the backend is fixed.
+/// ignored until the backend is fixed. `not_applicable` names behaviours that do not apply to
+/// the broker's model at all (each with the reason); no test is generated for them, and the
+/// broker's own test file checks that it refuses them clearly.
 #[macro_export]
 macro_rules! contract_tests {
     (
         setup = $setup:expr
         $(, ignore = $needs:literal)?
         $(, defects = { $($defect:ident : $why:literal),* $(,)? })?
+        $(, not_applicable = { $($na:ident : $na_why:literal),* $(,)? })?
         $(,)?
     ) => {
-        $crate::contract_tests!(@expand ($) [$setup] [$($needs)?] [$($($defect : $why),*)?]);
+        $crate::contract_tests!(
+            @expand ($) [$setup] [$($needs)?] [$($($defect : $why),*)?] [$($($na),*)?]
+        );
     };
-    (@expand ($d:tt) [$setup:expr] [$($needs:literal)?] [$($defect:ident : $why:literal),*]) => {
+    (
+        @expand ($d:tt) [$setup:expr] [$($needs:literal)?]
+        [$($defect:ident : $why:literal),*] [$($na:ident),*]
+    ) => {
         mod contract_suite {
             #[allow(unused_imports)]
             use super::*;
 
             macro_rules! case {
+                $(
+                    ($na) => {};
+                )*
                 $(
                     ($defect) => {
                         #[tokio::test(flavor = "multi_thread")]

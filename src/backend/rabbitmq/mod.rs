@@ -10,6 +10,7 @@ mod consumers;
 mod fallback;
 mod figures;
 mod headers;
+mod matching;
 mod mgmt;
 mod purge;
 mod redrive;
@@ -48,6 +49,8 @@ struct Cache {
     ids: HashMap<QueueId, (String, String)>,
     topo: Topology,
     rows: Option<(Instant, Arc<Vec<QueueRow>>)>,
+    /// Rows of the last filtered listing (matched queues and their DLQs).
+    matched: Option<(Instant, Arc<Vec<QueueRow>>)>,
 }
 
 pub struct RabbitBackend {
@@ -258,6 +261,29 @@ impl RabbitBackend {
         Ok(rows)
     }
 
+    /// The rows of a filtered listing made just now, when they hold every queue asked for
+    /// (`ls PATTERN` then asks only for those).
+    fn matched_rows_for(&self, queues: &[QueueId]) -> Option<Arc<Vec<QueueRow>>> {
+        let rows = {
+            let c = self.cache();
+            match &c.matched {
+                Some((at, rows)) if at.elapsed() < ROWS_FRESH => rows.clone(),
+                _ => return None,
+            }
+        };
+        let keys: HashSet<(&str, &str)> = rows
+            .iter()
+            .map(|r| (r.vhost.as_str(), r.name.as_str()))
+            .collect();
+        queues
+            .iter()
+            .all(|id| {
+                let (v, n) = self.resolve(id);
+                keys.contains(&(v.as_str(), n.as_str()))
+            })
+            .then(|| rows.clone())
+    }
+
     async fn topology(&self) -> Result<Topology> {
         let (ep, bp) = match &self.vhost_filter {
             Some(v) => (
@@ -437,8 +463,20 @@ impl Backend for RabbitBackend {
         c
     }
 
+    async fn list_queues_matching(
+        &self,
+        filter: &crate::backend::QueueFilter,
+    ) -> Result<Vec<QueueInfo>> {
+        self.list_matching(filter).await
+    }
+
     async fn stats(&self, queues: &[QueueId]) -> Result<StatsBatch> {
-        let rows = match self.rows(true).await {
+        let matched = self.matched_rows_for(queues);
+        let rows = match matched {
+            Some(r) => Ok(r),
+            None => self.rows(true).await,
+        };
+        let rows = match rows {
             Ok(r) => r,
             // Management API down: ready count and consumers still come over AMQP.
             Err(e @ BackendError::Unreachable(_)) => {

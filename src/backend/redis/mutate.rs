@@ -67,7 +67,12 @@ pub async fn redrive(
         mode: MODE.into(),
         ..Default::default()
     };
-    let batch = req.window.map(|w| w.max(1) as u64).unwrap_or(DEFAULT_BATCH);
+    let rate = req.rate.filter(|r| *r > 0.0 && r.is_finite());
+    let mut batch = req.window.map(|w| w.max(1) as u64).unwrap_or(DEFAULT_BATCH);
+    if let Some(r) = rate {
+        // At most one second's worth per script call, so the pace holds from the start.
+        batch = batch.min((r.floor() as u64).max(1));
+    }
     let mut ids: Option<Vec<String>> = req.only_ids.clone();
     let limit = match (&ids, req.max) {
         (Some(v), Some(m)) => (v.len() as u64).min(m),
@@ -141,10 +146,14 @@ pub async fn redrive(
         if moved == 0 && !explicit {
             break;
         }
-        if let Some(rate) = req.rate.filter(|r| *r > 0.0) {
+        if let Some(rate) = rate {
             let due = Duration::from_secs_f64(report.moved as f64 / rate);
             if let Some(wait) = due.checked_sub(started.elapsed()) {
-                tokio::time::sleep(wait).await;
+                let token = progress.cancel_token();
+                tokio::select! {
+                    _ = tokio::time::sleep(wait) => {}
+                    _ = token.cancelled() => {}
+                }
             }
         }
     }

@@ -9,7 +9,7 @@ use futures::stream::{self, StreamExt};
 
 use super::client::{is_missing_queue, map_sdk};
 use super::{lock, ops, QueueMeta, Recent, RedrivePolicy, SqsBackend};
-use crate::backend::{BackendError, Result};
+use crate::backend::{BackendError, QueueFilter, Result};
 use crate::domain::*;
 
 /// Queues read at once (SQS has no batch attribute call).
@@ -187,7 +187,7 @@ impl SqsBackend {
 
 /// All queue URLs of one region, paging with MaxResults set (without it SQS returns at most
 /// 1000 and no NextToken).
-async fn list_region(b: &SqsBackend, region: usize) -> Result<Vec<String>> {
+async fn list_region(b: &SqsBackend, region: usize, prefix: Option<&str>) -> Result<Vec<String>> {
     let mut urls = Vec::new();
     let mut token: Option<String> = None;
     loop {
@@ -197,7 +197,7 @@ async fn list_region(b: &SqsBackend, region: usize) -> Result<Vec<String>> {
             .list_queues()
             .max_results(PAGE)
             .set_next_token(token.clone());
-        if let Some(p) = &b.settings.queue_prefix {
+        if let Some(p) = prefix {
             req = req.queue_name_prefix(p);
         }
         let out = req
@@ -213,13 +213,49 @@ async fn list_region(b: &SqsBackend, region: usize) -> Result<Vec<String>> {
     Ok(urls)
 }
 
+/// The `QueueNamePrefix` to list with: the profile's `queue_prefix` narrowed by the
+/// filter's literal prefix where queue ids are plain names (one region). `Err` when the two
+/// cannot both hold: nothing can match.
+fn name_prefix(
+    b: &SqsBackend,
+    filter: Option<&QueueFilter>,
+) -> std::result::Result<Option<String>, ()> {
+    let profile = b.settings.queue_prefix.clone();
+    let wanted = filter
+        .filter(|_| !b.multi_region())
+        .and_then(|f| f.literal_prefix());
+    match (profile, wanted) {
+        (p, None) => Ok(p),
+        (None, w) => Ok(w),
+        (Some(p), Some(w)) if w.starts_with(&p) => Ok(Some(w)),
+        (Some(p), Some(w)) if p.starts_with(&w) => Ok(Some(p)),
+        _ => Err(()),
+    }
+}
+
 pub(crate) async fn list_queues(b: &SqsBackend) -> Result<Vec<QueueInfo>> {
+    list_queues_filtered(b, None).await
+}
+
+/// Queues matching `filter` (all with None). The filter narrows the listing at SQS by name
+/// prefix and is applied to the names before any attribute is read: attributes cost one
+/// call per queue.
+pub(crate) async fn list_queues_filtered(
+    b: &SqsBackend,
+    filter: Option<&QueueFilter>,
+) -> Result<Vec<QueueInfo>> {
+    let Ok(prefix) = name_prefix(b, filter) else {
+        return Ok(Vec::new());
+    };
     // 1. Names, per region.
     let mut found: Vec<(QueueId, QueueMeta)> = Vec::new();
     for region in 0..b.regions.len() {
-        for url in list_region(b, region).await? {
+        for url in list_region(b, region, prefix.as_deref()).await? {
             let name = queue_name_from_url(&url);
             let id = b.id_for(region, &name);
+            if filter.is_some_and(|f| !f.matches(id.as_str())) {
+                continue;
+            }
             found.push((
                 id,
                 QueueMeta {
@@ -234,7 +270,10 @@ pub(crate) async fn list_queues(b: &SqsBackend) -> Result<Vec<QueueInfo>> {
     }
     {
         let mut metas = lock(&b.meta);
-        metas.clear();
+        // A filtered listing keeps what is known of the other queues.
+        if filter.is_none() {
+            metas.clear();
+        }
         for (id, m) in &found {
             metas.insert(id.clone(), m.clone());
         }
@@ -310,11 +349,12 @@ pub(crate) async fn list_queues(b: &SqsBackend) -> Result<Vec<QueueInfo>> {
                 s.sort();
                 info.is_dlq = true;
                 info.dlq_sources = s.clone();
-                if let Some(m) = metas.get_mut(&info.id) {
+                if let Some(m) = metas.get_mut(&info.id).filter(|_| filter.is_none()) {
                     m.sources = s;
                 }
             }
-            if let Some(m) = metas.get_mut(&info.id) {
+            // A filtered listing has not seen every possible source.
+            if let Some(m) = metas.get_mut(&info.id).filter(|_| filter.is_none()) {
                 m.sources_known = true;
             }
         }

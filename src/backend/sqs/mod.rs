@@ -98,6 +98,9 @@ pub struct SqsBackend {
     recent: Mutex<HashMap<QueueId, Recent>>,
     age: age::AgeCache,
     purges: Mutex<HashMap<QueueId, Instant>>,
+    /// Why this endpoint cannot run move tasks, once a call has shown it (moto, some
+    /// stand-ins): redrive is then declared client-side, as it will run.
+    no_move_task: Mutex<Option<String>>,
 }
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -121,10 +124,11 @@ impl SqsBackend {
             recent: Mutex::new(HashMap::new()),
             age: age::AgeCache::default(),
             purges: Mutex::new(HashMap::new()),
+            no_move_task: Mutex::new(None),
         })
     }
 
-    fn multi_region(&self) -> bool {
+    pub(crate) fn multi_region(&self) -> bool {
         self.regions.len() > 1
     }
 
@@ -269,6 +273,15 @@ impl SqsBackend {
         Ok(out)
     }
 
+    /// Remember that the endpoint lacks move tasks.
+    pub(crate) fn note_no_move_task(&self, why: &str) {
+        *lock(&self.no_move_task) = Some(why.to_string());
+    }
+
+    pub(crate) fn move_task_known_missing(&self) -> Option<String> {
+        lock(&self.no_move_task).clone()
+    }
+
     pub(crate) fn forget(&self, id: &QueueId) {
         lock(&self.meta).remove(id);
         lock(&self.recent).remove(id);
@@ -325,7 +338,14 @@ impl Backend for SqsBackend {
     }
 
     fn capabilities(&self) -> Capabilities {
-        capabilities(self.settings.cloudwatch.unwrap_or(true))
+        let mut c = capabilities(self.settings.cloudwatch.unwrap_or(true));
+        if let Some(why) = self.move_task_known_missing() {
+            c.redrive = RedriveMode::ClientSide;
+            c.notes.push(format!(
+                "redrive runs client-side (copy → confirm → delete): {why}"
+            ));
+        }
+        c
     }
 
     /// What browse and redrive really do with this queue: FIFO keeps group ids; a queue with
@@ -366,11 +386,42 @@ impl Backend for SqsBackend {
         figures::list_queues(self).await
     }
 
+    async fn list_queues_matching(
+        &self,
+        filter: &crate::backend::QueueFilter,
+    ) -> Result<Vec<QueueInfo>> {
+        figures::list_queues_filtered(self, Some(filter)).await
+    }
+
     /// GetQueueUrl + GetQueueAttributes + ListDeadLetterSourceQueues: three calls whatever
     /// the number of queues in the account. The attributes are kept for the `stats` that
     /// usually follows (within 2 s), so `stats Q` costs no fourth call.
     async fn describe(&self, queue: &QueueId) -> Result<QueueInfo> {
         figures::describe(self, queue).await
+    }
+
+    /// The move task moves everything to each message's source or one target; a count limit
+    /// or a selection runs client-side, and so does an endpoint without move tasks (asked
+    /// once with a read-only ListMessageMoveTasks).
+    async fn plan_redrive(&self, req: &RedriveRequest) -> Result<RedrivePlan> {
+        let mut plan = crate::backend::plan_redrive_checked(self, req).await?;
+        if !matches!(plan.mode, RedriveMode::Native(_)) {
+            return Ok(plan);
+        }
+        let why = if req.only_ids.is_some() {
+            Some("selected messages are copied client-side".to_string())
+        } else if req.max.is_some() {
+            Some("a count limit runs client-side (the move task moves everything)".to_string())
+        } else {
+            let src = self.resolve_full(&req.source).await?;
+            movetask::probe(self, &src, &req.source).await?;
+            self.move_task_known_missing()
+        };
+        if let Some(why) = why {
+            plan.mode = RedriveMode::ClientSide;
+            plan.notes.push(why);
+        }
+        Ok(plan)
     }
 
     /// A fresh GetQueueAttributes (never the polled figures). SQS counts are approximate.

@@ -26,6 +26,40 @@ fn no_retry() -> aws_sdk_sqs::config::Builder {
     aws_sdk_sqs::config::Builder::default().retry_config(RetryConfig::disabled())
 }
 
+/// Ask once whether the endpoint has move tasks, with a read-only ListMessageMoveTasks; an
+/// endpoint that answers 5xx is remembered as lacking them. Other errors (permissions, a
+/// queue that is no DLQ) leave the question to the real run.
+pub(crate) async fn probe(b: &SqsBackend, src: &QueueMeta, queue: &QueueId) -> Result<()> {
+    if b.move_task_known_missing().is_some() {
+        return Ok(());
+    }
+    let Some(arn) = src.arn.clone() else {
+        return Ok(());
+    };
+    let asked = b
+        .clients(src.region)
+        .sqs
+        .list_message_move_tasks()
+        .source_arn(&arn)
+        .max_results(1)
+        .customize()
+        .config_override(no_retry())
+        .send()
+        .await;
+    if let Err(e) = asked {
+        let ce = map_sdk(ops::LIST_MOVES, queue.as_str(), &e, b.profile_name());
+        match ce.err {
+            BackendError::Unreachable(_) => return Err(ce.err),
+            _ if ce.status.is_some_and(|s| s >= 500) => b.note_no_move_task(&format!(
+                "the endpoint does not implement message move tasks (HTTP {})",
+                ce.status.unwrap_or(500)
+            )),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
 pub(crate) async fn run(
     b: &SqsBackend,
     src: &QueueMeta,
@@ -72,10 +106,14 @@ pub(crate) async fn run(
             let ce = map_sdk(ops::START_MOVE, req.source.as_str(), &e, b.profile_name());
             return match ce.err {
                 BackendError::Unreachable(_) => Err(ce.err),
-                _ if ce.status.is_some_and(|s| s >= 500) => Ok(MoveOutcome::NotSupported(format!(
-                    "the endpoint does not implement StartMessageMoveTask (HTTP {})",
-                    ce.status.unwrap_or(500)
-                ))),
+                _ if ce.status.is_some_and(|s| s >= 500) => {
+                    let why = format!(
+                        "the endpoint does not implement StartMessageMoveTask (HTTP {})",
+                        ce.status.unwrap_or(500)
+                    );
+                    b.note_no_move_task(&why);
+                    Ok(MoveOutcome::NotSupported(why))
+                }
                 other => Ok(MoveOutcome::NotSupported(format!(
                     "StartMessageMoveTask refused: {other}"
                 ))),

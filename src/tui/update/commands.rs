@@ -28,7 +28,17 @@ pub(super) fn command(st: &mut State, text: &str, fx: &mut Vec<Effect>) {
                 messages::start_browse(st, q, true, fx);
             }
         }
-        "queues" | "home" => st.stack.truncate(1),
+        "queues" | "home" => match st.stack.first() {
+            Some(View::Fleet) => st.stack.truncate(2),
+            _ => st.stack.truncate(1),
+        },
+        "fleet" => {
+            if st.fleet.is_some() {
+                st.stack = vec![View::Fleet];
+            } else {
+                fx.push(Effect::StartFleet);
+            }
+        }
         "filter" => {
             st.filter = Filter::new(&arg);
             st.stack.truncate(1);
@@ -85,6 +95,27 @@ pub(super) fn command(st: &mut State, text: &str, fx: &mut Vec<Effect>) {
             Level::Warn,
             format!("unknown command :{other} (try :help)"),
         ),
+    }
+}
+
+/// Enter on a fleet row: the queue table of that profile (through the usual profile switch;
+/// Esc comes back to the fleet).
+pub(super) fn open_fleet_row(st: &mut State, fx: &mut Vec<Effect>) {
+    let Some(name) = st
+        .fleet
+        .as_ref()
+        .and_then(|f| f.selected())
+        .map(String::from)
+    else {
+        return;
+    };
+    if name == st.profile {
+        push(st, View::Queues);
+    } else if st.op.is_some() {
+        set_status(st, Level::Warn, "wait for the running operation to finish");
+    } else {
+        set_status(st, Level::Info, format!("switching to profile {name}…"));
+        fx.push(Effect::SwitchProfile(name));
     }
 }
 

@@ -61,6 +61,7 @@ fn help_key(st: &mut State, k: KeyEvent) {
 fn list_len(st: &State) -> usize {
     match st.view() {
         View::Queues => st.rows.len(),
+        View::Fleet => st.fleet.as_ref().map_or(0, |f| f.rows.len()),
         View::Messages => st.msgs.rows.len(),
         View::Workers => st.workers.rows.len(),
         View::Reasons => st.reasons.groups.len(),
@@ -86,6 +87,11 @@ fn move_sel(st: &mut State, delta: isize) {
     let page = st.page_rows();
     match st.view() {
         View::Queues => st.cursor.move_by(delta, len, page),
+        View::Fleet => {
+            if let Some(f) = &mut st.fleet {
+                f.cursor.move_by(delta, len, page);
+            }
+        }
         View::Messages => st.msgs.cursor.move_by(delta, len, page),
         View::Workers => st.workers.cursor.move_by(delta, len, page),
         View::Reasons => st.reasons.cursor.move_by(delta, len, page),
@@ -149,6 +155,7 @@ pub(super) fn run_cmd(st: &mut State, cmd: Cmd, fx: &mut Vec<Effect>) {
             }
             View::Messages => messages::open_message(st),
             View::Reasons => reasons::drill_in(st, fx),
+            View::Fleet => super::commands::open_fleet_row(st, fx),
             _ => {}
         },
         Cmd::Back => {
@@ -168,7 +175,11 @@ pub(super) fn run_cmd(st: &mut State, cmd: Cmd, fx: &mut Vec<Effect>) {
                     st.workers.filter = Filter::default();
                     lists::rebuild_workers(st);
                 }
-                View::Queues => {}
+                // The fleet view sits under the queue table when it is open.
+                View::Queues if st.stack.len() > 1 => {
+                    st.stack.pop();
+                }
+                View::Queues | View::Fleet => {}
                 View::Reasons => reasons::back(st, fx),
                 _ => {
                     st.stack.pop();

@@ -77,6 +77,8 @@ pub enum Action {
         names: Result<Vec<String>, String>,
         then: Option<String>,
     },
+    /// A fleet poller's row for one profile.
+    Fleet(crate::engine::fleet::FleetRow),
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -133,6 +135,8 @@ pub enum Effect {
         queue: QueueId,
         why: String,
     },
+    /// Start polling every profile for the fleet view (`:fleet`).
+    StartFleet,
 }
 
 pub fn update(st: &mut State, action: Action) -> Vec<Effect> {
@@ -233,6 +237,12 @@ pub fn update(st: &mut State, action: Action) -> Vec<Effect> {
             st.dirty = true;
         }
         Action::Profiles { names, then } => commands::profiles_read(st, names, then, &mut fx),
+        Action::Fleet(row) => {
+            if let Some(f) = &mut st.fleet {
+                f.apply(row);
+                st.dirty = true;
+            }
+        }
         Action::Notice(r) => match r {
             Ok(t) => set_status(st, Level::Info, t),
             Err(e) => set_status(st, Level::Error, e),

@@ -60,6 +60,7 @@ pub fn view_cmds(view: View) -> &'static [Cmd] {
         View::Workers => &[Cmd::Filter, Cmd::SortNext, Cmd::SortReverse, Cmd::Wide],
         View::Reasons => &[Cmd::Enter, Cmd::Back, Cmd::Refresh, Cmd::Redrive],
         View::Help => &[],
+        View::Fleet => &[Cmd::Enter],
     }
 }
 
@@ -72,6 +73,7 @@ fn view_name(v: View) -> &'static str {
         View::Workers => "workers",
         View::Help => "help",
         View::Reasons => "reasons",
+        View::Fleet => "fleet",
     }
 }
 

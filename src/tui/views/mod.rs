@@ -4,6 +4,7 @@
 pub mod columns;
 mod detail;
 mod dialog;
+mod fleet;
 pub mod help;
 mod messages;
 mod queues;
@@ -56,6 +57,7 @@ pub fn render(f: &mut Frame, st: &State) {
         view
     };
     match under {
+        View::Fleet => fleet::render(f, st, main),
         View::Queues | View::Help => queues::render(f, st, main),
         View::Detail => detail::render(f, st, main),
         View::Messages => messages::render_list(f, st, main),
@@ -152,10 +154,16 @@ fn cut(s: &str, max: usize) -> String {
 }
 
 fn breadcrumb(st: &State) -> String {
+    // Under the fleet view the queue table is one step in: `fleet › queues › …`.
+    if st.view() == View::Fleet {
+        return "fleet".to_string();
+    }
+    let fleet = st.stack.first() == Some(&View::Fleet);
     let mut parts = vec!["queues".to_string()];
     let short = |q: &crate::domain::QueueId| crate::sanitize::clean_short(q.as_str(), 30);
-    for v in st.stack.iter().skip(1) {
+    for v in st.stack.iter().skip(if fleet { 2 } else { 1 }) {
         match v {
+            View::Fleet => {}
             View::Detail => {
                 if let Some(q) = &st.focus {
                     parts.push(short(q));
@@ -179,6 +187,9 @@ fn breadcrumb(st: &State) -> String {
     }
     if st.filter.is_active() {
         parts[0] = format!("queues /{}", clean(&st.filter.text));
+    }
+    if fleet {
+        parts.insert(0, "fleet".to_string());
     }
     parts.join(" › ")
 }
@@ -320,13 +331,14 @@ fn hints(st: &State) -> String {
         View::Workers => vec![(Cmd::Filter, "filter"), (Cmd::SortNext, "sort")],
         View::Reasons => vec![(Cmd::Enter, "messages"), (Cmd::Refresh, "rescan")],
         View::Help => vec![],
+        View::Fleet => vec![(Cmd::Enter, "open profile")],
     };
     let mut v: Vec<String> = pairs
         .into_iter()
         .filter(|(c, _)| allowed(c))
         .map(|(c, label)| format!("{} {label}", k(c)))
         .collect();
-    if !matches!(st.view(), View::Workers | View::Help) {
+    if !matches!(st.view(), View::Workers | View::Help | View::Fleet) {
         if st.allows(Access::Redrive) {
             v.push(format!("{} redrive", k(Cmd::Redrive)));
         }
@@ -341,7 +353,8 @@ fn hints(st: &State) -> String {
             k(Cmd::RemoveWorker)
         ));
     }
-    if st.view() != View::Queues {
+    let home = st.stack.len() == 1;
+    if !home {
         v.push(format!("{} back", k(Cmd::Back)));
     }
     // After the long-standing hints, so narrow footers keep those.

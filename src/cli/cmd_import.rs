@@ -1,0 +1,177 @@
+//! `qdeck import QUEUE --file F.jsonl`: validate the whole file (a malformed line stops
+//! everything, naming the line), check the queue exists, confirm, then send each message
+//! through the gate with a rate limit and progress.
+
+use std::io::{BufRead, IsTerminal};
+use std::path::Path;
+
+use super::args::Format;
+use super::confirm::confirm;
+use super::exit::{CliError, CliResult, FAILED, INTERRUPTED, OK, PARTIAL, USAGE};
+use super::fetch;
+use super::output::{self, name};
+use crate::backend::OpProgress;
+use crate::domain::{BrokerKind, OutgoingMessage};
+use crate::engine::gate::Mutation;
+use crate::engine::session::Session;
+use crate::triage::import::import as send_all;
+use crate::triage::transfer::Record;
+
+/// The messages of a file with their line numbers, and the header names the source broker
+/// set itself (left out).
+struct Parsed {
+    msgs: Vec<(usize, OutgoingMessage)>,
+    dropped: Vec<String>,
+}
+
+/// Every line parsed, or an error naming the first bad one.
+fn read_file(file: &Path) -> Result<Parsed, CliError> {
+    let shown = name(&file.display().to_string());
+    let f = std::fs::File::open(file)
+        .map_err(|e| CliError::usage(format!("cannot read {shown}: {e}")))?;
+    let mut msgs = Vec::new();
+    let mut dropped: Vec<String> = Vec::new();
+    for (i, line) in std::io::BufReader::new(f).lines().enumerate() {
+        let n = i + 1;
+        let line = line.map_err(|e| CliError::usage(format!("{shown} line {n}: {e}")))?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let rec = Record::parse_line(&line).map_err(|e| {
+            CliError::usage(format!("{shown} line {n}: {}; nothing was sent", name(&e)))
+        })?;
+        let (msg, left_out) = rec.to_outgoing();
+        for d in left_out {
+            if !dropped.contains(&d) {
+                dropped.push(d);
+            }
+        }
+        msgs.push((n, msg));
+    }
+    Ok(Parsed { msgs, dropped })
+}
+
+pub async fn import(
+    s: &Session,
+    queue: &str,
+    file: &Path,
+    rate: Option<f64>,
+    dry_run: bool,
+    yes: bool,
+    f: Format,
+) -> CliResult {
+    if rate.is_some_and(|r| !(r > 0.0 && r.is_finite())) {
+        return Err(CliError::usage(
+            "--rate must be a number of messages per second above 0",
+        ));
+    }
+    let Parsed { msgs, dropped } = read_file(file)?;
+    let qid = crate::domain::QueueId::new(queue);
+    if !dry_run {
+        s.gate.require(Mutation::Import, &qid)?;
+    }
+    let b = s.backend.as_ref();
+    let info = fetch::find(b, queue).await?;
+    if b.kind() == BrokerKind::Sqs {
+        if let Some((n, _)) = msgs
+            .iter()
+            .find(|(_, m)| std::str::from_utf8(&m.body).is_err())
+        {
+            return Err(CliError::new(
+                USAGE,
+                format!(
+                    "{} line {n}: the body is binary and SQS bodies are text; nothing was sent",
+                    name(&file.display().to_string())
+                ),
+            ));
+        }
+    }
+    let shown_file = name(&file.display().to_string());
+    let plan = format!(
+        "send {} message(s) from {shown_file} to {}",
+        msgs.len(),
+        name(info.id.as_str())
+    );
+    let left_out = if dropped.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "; headers the source broker set are left out: {}",
+            name(&dropped.join(", "))
+        )
+    };
+    if dry_run {
+        if f == Format::Json {
+            output::print_json(&serde_json::json!({
+                "dry_run": true,
+                "action": "import",
+                "queue": info.id,
+                "file": file.display().to_string(),
+                "count": msgs.len(),
+                "headers_left_out": dropped,
+            }))
+            .ok();
+        } else {
+            output::print(&format!("dry run: would {plan}{left_out}; nothing sent\n"));
+        }
+        return Ok(OK);
+    }
+    if msgs.is_empty() {
+        output::print(&format!(
+            "{shown_file} holds no messages; nothing to send\n"
+        ));
+        return Ok(OK);
+    }
+    if !yes {
+        if let Err(e) = confirm(
+            &format!("About to {plan}{left_out}."),
+            info.id.as_str(),
+            s.gate.protected(),
+        ) {
+            s.gate.refuse(Mutation::Import, &info.id, &e.message);
+            return Err(e);
+        }
+    }
+    let (progress, rx) = OpProgress::new();
+    let ticker = super::cmd_mutate::spawn_progress("import", rx);
+    let cancel = progress.clone();
+    let ctrl_c = tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            eprintln!("\nqdeck: stopping after the current message…");
+            cancel.cancel();
+        }
+    });
+    let r = send_all(
+        &s.gate,
+        &info.id,
+        msgs,
+        rate,
+        &file.display().to_string(),
+        &progress,
+    )
+    .await;
+    ctrl_c.abort();
+    ticker.abort();
+    if std::io::stderr().is_terminal() {
+        eprint!("\r\x1b[2K");
+    }
+    let r = r?;
+    if f == Format::Json {
+        output::print_json(&r).ok();
+    } else {
+        output::print(&format!(
+            "sent {}, failed {}{}\n",
+            r.sent,
+            r.failed,
+            if r.cancelled { ", cancelled" } else { "" }
+        ));
+    }
+    if let Some(e) = &r.error {
+        let msg = format!("{shown_file} {}; the rest was not sent", name(e));
+        return Err(CliError::new(
+            if r.sent > 0 { PARTIAL } else { FAILED },
+            msg,
+        ));
+    }
+    Ok(if r.cancelled { INTERRUPTED } else { OK })
+}

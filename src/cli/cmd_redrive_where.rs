@@ -1,0 +1,129 @@
+//! `qdeck redrive DLQ --where PRED`: scan the DLQ, match, collect ids, then redrive only those
+//! (`RedriveRequest::only_ids`, honoured by every backend). `--dry-run` prints the count and a
+//! sample of matching ids and changes nothing.
+
+use serde_json::json;
+
+use super::args::{Format, ScanArgs};
+use super::cmd_mutate::run_planned;
+use super::exit::{CliError, CliResult, INTERRUPTED, OK};
+use super::fetch;
+use super::output::{self, name};
+use super::scan;
+use crate::domain::{RedriveRequest, RedriveTarget};
+use crate::engine::gate::Mutation;
+use crate::engine::ops::{self, Planned};
+use crate::engine::session::Session;
+use crate::triage::{self, StopReason};
+
+pub async fn redrive_where(
+    s: &Session,
+    mut req: RedriveRequest,
+    pred: &str,
+    a: &ScanArgs,
+    dry_run: bool,
+    yes: bool,
+    f: Format,
+) -> CliResult {
+    let pred = scan::predicate(pred)?;
+    let limits = scan::limits(s, a, true)?;
+    if req.max == Some(0) {
+        return Err(CliError::usage("--max must be at least 1"));
+    }
+    // Matching a predicate reads bodies, so even a dry run needs tier `browse`.
+    s.gate.require(
+        if dry_run {
+            Mutation::Browse
+        } else {
+            Mutation::Redrive
+        },
+        &req.source,
+    )?;
+    let b = s.backend.as_ref();
+    // Unknown source or target: exit 4 before a single message is browsed.
+    let info = fetch::find(b, req.source.as_str()).await?;
+    if let RedriveTarget::Queue(t) = &req.target {
+        fetch::find(b, t.as_str()).await?;
+    }
+    let ctx = scan::eval_context(s);
+    let sel = scan::with_progress("scan", |p| {
+        let (pred, limits, ctx, id) = (&pred, &limits, &ctx, &info.id);
+        async move { triage::select(b, id, pred, limits, ctx, &p).await }
+    })
+    .await?;
+    scan::print_effect(&sel.scan);
+    if sel.scan.stopped == StopReason::Cancelled {
+        return Err(CliError::new(
+            INTERRUPTED,
+            "scan cancelled; nothing was changed",
+        ));
+    }
+    let mut ids = sel.ids.clone();
+    if let Some(m) = req.max {
+        ids.truncate(usize::try_from(m).unwrap_or(usize::MAX));
+    }
+    let selection = json!({
+        "predicate": pred.source(),
+        "scanned": sel.scan.scanned,
+        "matched": sel.matched,
+        "selected": ids.len(),
+        "complete": sel.scan.complete(),
+    });
+    if ids.is_empty() {
+        if f == Format::Json {
+            output::print_json(&json!({
+                "dry_run": dry_run,
+                "action": "redrive",
+                "source": info.id,
+                "count": 0,
+                "selection": selection,
+            }))
+            .ok();
+        } else {
+            output::print(&format!("{}; nothing to move\n", name(&sel.describe())));
+        }
+        return Ok(OK);
+    }
+    req.only_ids = Some(ids);
+    let mut planned = ops::plan_redrive(&s.gate, req).await?;
+    if let Planned::Redrive {
+        selection: sel_note,
+        ..
+    } = &mut planned
+    {
+        *sel_note = Some(selection.clone());
+    }
+    if dry_run {
+        if f == Format::Json {
+            let mut v = planned.to_json();
+            if let Some(o) = v.as_object_mut() {
+                o.insert("selection".into(), selection);
+                o.insert("sample_note".into(), sel.scan.sample_note("checked").into());
+                o.insert(
+                    "samples".into(),
+                    serde_json::to_value(&sel.samples).unwrap_or_default(),
+                );
+            }
+            output::print_json(&v).ok();
+        } else {
+            let mut out = format!(
+                "dry run: {}\nwould {}; nothing changed\n",
+                name(&sel.describe()),
+                planned.describe()
+            );
+            for r in &sel.samples {
+                out.push_str(&format!("  {}  {}\n", name(&r.id), name(&r.signature)));
+            }
+            if sel.matched as usize > sel.samples.len() {
+                out.push_str(&format!(
+                    "  … and {} more\n",
+                    sel.matched as usize - sel.samples.len()
+                ));
+            }
+            output::print(&out);
+        }
+        return Ok(OK);
+    }
+    eprintln!("qdeck: {}", name(&sel.describe()));
+    run_planned(s, planned, false, yes, f, "nothing to move").await
+}

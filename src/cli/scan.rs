@@ -1,0 +1,89 @@
+//! What `reasons`, `export` and `--where` share: scan bounds from flags and config, the
+//! predicate parsed with a one-line error, and a progress line that Ctrl-C cancels.
+
+use std::future::Future;
+use std::io::IsTerminal;
+use std::time::Duration;
+
+use super::args::ScanArgs;
+use super::exit::CliError;
+use crate::backend::OpProgress;
+use crate::engine::session::Session;
+use crate::triage::{EvalContext, Predicate, ScanLimits, ScanSummary, SignatureConfig};
+
+/// Browse page size for scans: large pages where the backend allows them (it clamps).
+const PAGE: usize = 1_000;
+
+/// `--where` text as a predicate; a parse error is a usage error naming the column.
+pub fn predicate(text: &str) -> Result<Predicate, CliError> {
+    Predicate::parse(text).map_err(|e| CliError::usage(format!("bad --where predicate: {e}")))
+}
+
+/// Scan bounds: the flags, else `[triage]` from the config when `bounded` (reasons,
+/// `--where`), else none (export reads the whole queue unless told otherwise).
+pub fn limits(s: &Session, a: &ScanArgs, bounded: bool) -> Result<ScanLimits, CliError> {
+    if a.limit == Some(0) {
+        return Err(CliError::usage("--limit must be at least 1"));
+    }
+    if a.scan_time.is_some_and(|t| t.is_zero()) {
+        return Err(CliError::usage("--scan-time must be above 0"));
+    }
+    let t = &s.loaded.config.triage;
+    let explicit = a.limit.is_some() || a.scan_time.is_some();
+    let (max_messages, max_time) = if bounded && !explicit {
+        (
+            Some(t.scan_limit),
+            Some(Duration::from_secs_f64(t.scan_secs)),
+        )
+    } else {
+        (a.limit, a.scan_time)
+    };
+    Ok(ScanLimits {
+        max_messages,
+        max_time,
+        page: PAGE,
+        force: a.force,
+    })
+}
+
+pub fn signature_config(s: &Session) -> SignatureConfig {
+    SignatureConfig {
+        extra_headers: s.loaded.config.triage.reason_headers.clone(),
+    }
+}
+
+pub fn eval_context(s: &Session) -> EvalContext {
+    EvalContext::now(signature_config(s))
+}
+
+/// Run a scan with a progress line on a terminal's stderr; Ctrl-C stops it after the current
+/// page and the result says it was cancelled.
+pub async fn with_progress<T, F, Fut>(what: &'static str, run: F) -> T
+where
+    F: FnOnce(OpProgress) -> Fut,
+    Fut: Future<Output = T>,
+{
+    let (progress, rx) = OpProgress::new();
+    let ticker = super::cmd_mutate::spawn_progress(what, rx);
+    let cancel = progress.clone();
+    let ctrl_c = tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            eprintln!("\nqdeck: stopping the scan after the current page…");
+            cancel.cancel();
+        }
+    });
+    let out = run(progress).await;
+    ctrl_c.abort();
+    ticker.abort();
+    if std::io::stderr().is_terminal() {
+        eprint!("\r\x1b[2K");
+    }
+    out
+}
+
+/// What browsing did to the messages (SQS receive counts), on stderr as `peek` says it.
+pub fn print_effect(summary: &ScanSummary) {
+    if let Some(n) = &summary.effect_note {
+        eprintln!("qdeck: note: {}", crate::sanitize::clean(n));
+    }
+}

@@ -1,0 +1,275 @@
+//! The fleet poller: one task per profile, each with its own session, refresh period, timeout
+//! and backoff, so a dead broker slows nobody else. Every poll becomes one summary row (the
+//! fleet view draws rows, never per-queue data, whatever the number of queues).
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::{self, LoadOptions};
+use crate::domain::{now_ms, QueueId, QueueInfo, StatsBatch};
+use crate::engine::session::Session;
+
+/// What the fleet view shows for one profile.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct FleetRow {
+    pub profile: String,
+    /// Broker kind, once the profile's configuration was read.
+    pub kind: Option<String>,
+    pub queues: Option<usize>,
+    /// Ready messages across ordinary queues (DLQs apart).
+    pub depth: Option<u64>,
+    /// Messages across the DLQs.
+    pub dlq_depth: Option<u64>,
+    /// DLQ total now minus at the previous poll.
+    pub dlq_change: Option<i64>,
+    /// The oldest message of any ordinary queue, and its queue.
+    pub worst_age: Option<(f64, QueueId)>,
+    /// Queues deeper than at the previous poll.
+    pub growing: Option<usize>,
+    /// Why the last poll failed (one line, redacted); the figures are from the last success.
+    pub error: Option<String>,
+    /// When the last poll succeeded (unix ms).
+    pub updated_ms: Option<i64>,
+    pub refresh_secs: f64,
+    pub calls_per_min: Option<f64>,
+}
+
+impl FleetRow {
+    /// No success for three refresh periods: the figures shown are old.
+    pub fn stale(&self, now_ms: i64) -> bool {
+        match self.updated_ms {
+            Some(t) => (now_ms - t) as f64 > self.refresh_secs * 3000.0,
+            None => true,
+        }
+    }
+}
+
+/// The summary of one poll. `previous` holds each queue's depth at the previous poll (for
+/// "growing") and is replaced by this poll's depths.
+pub fn summarize(
+    row: &mut FleetRow,
+    infos: &[QueueInfo],
+    batch: &StatsBatch,
+    previous: &mut HashMap<QueueId, u64>,
+) {
+    let dlqs: std::collections::HashSet<&QueueId> =
+        infos.iter().filter(|i| i.is_dlq).map(|i| &i.id).collect();
+    let (mut depth, mut dlq, mut growing) = (0u64, 0u64, 0usize);
+    let mut worst: Option<(f64, QueueId)> = None;
+    let mut now: HashMap<QueueId, u64> = HashMap::with_capacity(batch.stats.len());
+    for s in &batch.stats {
+        let d = s.depth.unwrap_or(0);
+        if dlqs.contains(&s.id) {
+            dlq += d;
+        } else {
+            depth += d;
+            if let Some(a) = s.oldest_age_secs {
+                if worst.as_ref().is_none_or(|(w, _)| a > *w) {
+                    worst = Some((a, s.id.clone()));
+                }
+            }
+        }
+        if !dlqs.contains(&s.id) && previous.get(&s.id).is_some_and(|p| d > *p) {
+            growing += 1;
+        }
+        now.insert(s.id.clone(), d);
+    }
+    let had_previous = !previous.is_empty();
+    *previous = now;
+    row.dlq_change = row
+        .dlq_depth
+        .filter(|_| had_previous)
+        .map(|before| dlq as i64 - before as i64);
+    row.queues = Some(infos.len());
+    row.depth = Some(depth);
+    row.dlq_depth = Some(dlq);
+    row.worst_age = worst;
+    row.growing = had_previous.then_some(growing);
+    row.error = None;
+    row.updated_ms = Some(now_ms());
+}
+
+/// Stops every profile's task when dropped.
+pub struct FleetHandle {
+    cancel: CancellationToken,
+}
+
+impl Drop for FleetHandle {
+    fn drop(&mut self) {
+        self.cancel.cancel();
+    }
+}
+
+const MAX_BACKOFF: Duration = Duration::from_secs(60);
+
+/// Poll every profile in `names`, each on its own task; rows arrive on `tx`.
+pub fn spawn(
+    options: impl Fn(&str) -> LoadOptions,
+    names: &[String],
+    tx: mpsc::Sender<FleetRow>,
+) -> FleetHandle {
+    let cancel = CancellationToken::new();
+    for n in names {
+        let opts = options(n);
+        let tx = tx.clone();
+        let c = cancel.clone();
+        let name = n.clone();
+        tokio::spawn(async move {
+            tokio::select! {
+                _ = c.cancelled() => {}
+                _ = poll_profile(name, opts, tx) => {}
+            }
+        });
+    }
+    FleetHandle { cancel }
+}
+
+fn one_line(s: &str) -> String {
+    config::redact::redact(s)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+async fn poll_profile(name: String, opts: LoadOptions, tx: mpsc::Sender<FleetRow>) {
+    let mut row = FleetRow {
+        profile: name,
+        refresh_secs: 5.0,
+        ..FleetRow::default()
+    };
+    let mut failures = 0u32;
+    let mut session: Option<Session> = None;
+    let mut previous: HashMap<QueueId, u64> = HashMap::new();
+    let mut calls_at: Option<(Instant, u64)> = None;
+    loop {
+        let started = Instant::now();
+        let result = poll_once(&mut row, &opts, &mut session, &mut previous).await;
+        match result {
+            Ok(()) => failures = 0,
+            Err(e) => {
+                failures += 1;
+                row.error = Some(one_line(&e));
+                // A broken session (e.g. a refused connection) is opened again next time.
+                session = None;
+            }
+        }
+        if let Some(s) = &session {
+            let total = s.backend.api_calls().total();
+            if let Some((t, before)) = calls_at {
+                let mins = t.elapsed().as_secs_f64() / 60.0;
+                if mins > 0.0 {
+                    row.calls_per_min = Some(total.saturating_sub(before) as f64 / mins);
+                }
+            }
+            calls_at = Some((Instant::now(), total));
+        }
+        if tx.send(row.clone()).await.is_err() {
+            return;
+        }
+        let period = Duration::from_secs_f64(row.refresh_secs.clamp(0.1, 3600.0));
+        let wait = if failures == 0 {
+            period.saturating_sub(started.elapsed())
+        } else {
+            (period * 2u32.saturating_pow(failures.min(8))).min(MAX_BACKOFF)
+        };
+        tokio::time::sleep(wait).await;
+    }
+}
+
+async fn poll_once(
+    row: &mut FleetRow,
+    opts: &LoadOptions,
+    session: &mut Option<Session>,
+    previous: &mut HashMap<QueueId, u64>,
+) -> Result<(), String> {
+    if session.is_none() {
+        let loaded = config::load(opts).map_err(|e| e.0)?;
+        row.refresh_secs = loaded
+            .profile
+            .refresh_secs
+            .unwrap_or(loaded.config.ui.refresh_secs);
+        row.kind = Some(loaded.profile.kind.name().to_string());
+        let timeout = poll_timeout(row.refresh_secs);
+        let s = tokio::time::timeout(timeout, Session::open(loaded))
+            .await
+            .map_err(|_| format!("no answer within {}s", timeout.as_secs()))?
+            .map_err(|e| e.to_string())?;
+        *session = Some(s);
+    }
+    let Some(s) = session.as_ref() else {
+        return Err("no session".into());
+    };
+    let timeout = poll_timeout(row.refresh_secs);
+    let b = s.backend.clone();
+    let work = async move {
+        let infos = b.list_queues().await?;
+        let ids: Vec<QueueId> = infos.iter().map(|q| q.id.clone()).collect();
+        let batch = if ids.is_empty() {
+            StatsBatch::default()
+        } else {
+            b.stats(&ids).await?
+        };
+        Ok::<_, crate::backend::BackendError>((infos, batch))
+    };
+    let (infos, batch) = tokio::time::timeout(timeout, work)
+        .await
+        .map_err(|_| format!("no answer within {}s", timeout.as_secs()))?
+        .map_err(|e| e.to_string())?;
+    summarize(row, &infos, &batch, previous);
+    Ok(())
+}
+
+/// A poll that takes longer is abandoned: the row goes stale, the others carry on.
+fn poll_timeout(refresh_secs: f64) -> Duration {
+    Duration::from_secs_f64((refresh_secs * 4.0).max(10.0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::QueueStats;
+
+    fn info(id: &str, is_dlq: bool) -> QueueInfo {
+        QueueInfo {
+            id: QueueId::new(id),
+            is_dlq,
+            ..QueueInfo::default()
+        }
+    }
+
+    fn stat(id: &str, depth: u64, age: Option<f64>) -> QueueStats {
+        QueueStats {
+            id: QueueId::new(id),
+            depth: Some(depth),
+            oldest_age_secs: age,
+            ..QueueStats::default()
+        }
+    }
+
+    #[test]
+    fn totals_keep_dlqs_apart_and_growth_needs_two_polls() {
+        let infos = vec![info("a", false), info("b", false), info("a.dlq", true)];
+        let mut prev = HashMap::new();
+        let mut row = FleetRow::default();
+        let batch = |a, b, d| StatsBatch {
+            stats: vec![
+                stat("a", a, Some(30.0)),
+                stat("b", b, Some(90.0)),
+                stat("a.dlq", d, Some(900.0)),
+            ],
+            ..StatsBatch::default()
+        };
+        summarize(&mut row, &infos, &batch(3, 4, 2), &mut prev);
+        assert_eq!(
+            (row.queues, row.depth, row.dlq_depth),
+            (Some(3), Some(7), Some(2))
+        );
+        assert_eq!(row.worst_age, Some((90.0, QueueId::new("b"))));
+        assert_eq!((row.growing, row.dlq_change), (None, None));
+        summarize(&mut row, &infos, &batch(5, 4, 5), &mut prev);
+        assert_eq!((row.growing, row.dlq_change), (Some(1), Some(3)));
+    }
+}

@@ -1,0 +1,122 @@
+//! The fleet home: one row per profile, each from its own poller. A dead or slow broker shows
+//! as its own row's error or `stale`; the figures kept are those of its last good poll.
+
+use ratatui::layout::Rect;
+use ratatui::text::Line;
+use ratatui::widgets::{Cell, Paragraph, Row, Table, TableState};
+use ratatui::Frame;
+
+use super::columns::{clean_mid, constraints, fit, flex_width, Col};
+use super::{block, fmt_age, fmt_ago, fmt_count, styled};
+use crate::sanitize::clean_short;
+use crate::tui::state::State;
+
+pub fn render(f: &mut Frame, st: &State, area: Rect) {
+    let t = &st.theme;
+    let Some(fl) = &st.fleet else {
+        return;
+    };
+    let title = Line::from(vec![
+        styled(" fleet ", t.title),
+        styled(format!("{} profiles ", fl.rows.len()), t.dim),
+    ]);
+    let b = block(st, title);
+    let inner = b.inner(area);
+    f.render_widget(b, area);
+    if fl.rows.is_empty() {
+        f.render_widget(Paragraph::new("no profile configured").style(t.dim), inner);
+        return;
+    }
+    let cols = vec![
+        Col::fixed("PROFILE", 14, 0),
+        Col::fixed("KIND", 10, 3),
+        Col::fixed("QUEUES", 7, 1),
+        Col::fixed("DEPTH", 9, 0),
+        Col::fixed("DLQ", 8, 0),
+        Col::fixed("DLQ Δ", 6, 2),
+        Col::fixed("OLDEST", 8, 1),
+        Col::fixed("IN QUEUE", 18, 2),
+        Col::fixed("GROWING", 7, 2),
+        Col::fixed("CALLS/m", 7, 4),
+        // The state takes the room left: an error is the one long text here.
+        Col::flex("STATE", 12, 0),
+    ];
+    let keep = fit(&cols, inner.width, st.wide);
+    let state_w = flex_width(&cols, &keep, inner.width);
+    let page = (inner.height as usize).saturating_sub(1).max(1);
+    let mut cursor = fl.cursor.clone();
+    cursor.clamp(fl.rows.len(), page);
+    let from = cursor.offset.min(fl.rows.len());
+    let to = (from + page).min(fl.rows.len());
+    let rows: Vec<Row> = fl.rows[from..to]
+        .iter()
+        .map(|r| {
+            let stale = r.stale(st.now_ms);
+            let (state, style) = match (&r.error, r.updated_ms) {
+                (Some(e), _) => (format!("error: {e}"), t.error),
+                (None, None) => ("connecting…".to_string(), t.dim),
+                (None, Some(_)) if stale => ("stale".to_string(), t.stale),
+                (None, Some(u)) => (format!("ok {}", fmt_ago(st.now_ms - u)), t.good),
+            };
+            let figures = if r.error.is_some() || stale {
+                t.stale
+            } else {
+                t.text
+            };
+            let dlq_style = if r.dlq_change.unwrap_or(0) > 0 {
+                t.warn
+            } else if r.dlq_depth.unwrap_or(0) > 0 {
+                t.dlq
+            } else {
+                figures
+            };
+            let cells = vec![
+                Cell::from(styled(clean_mid(&r.profile, 14), t.title)),
+                Cell::from(r.kind.clone().unwrap_or_else(|| "—".into())),
+                Cell::from(fmt_count(r.queues.map(|n| n as u64))),
+                Cell::from(styled(fmt_count(r.depth), figures)),
+                Cell::from(styled(fmt_count(r.dlq_depth), dlq_style)),
+                Cell::from(styled(
+                    r.dlq_change
+                        .map(|d| format!("{d:+}"))
+                        .unwrap_or_else(|| "—".into()),
+                    dlq_style,
+                )),
+                Cell::from(fmt_age(r.worst_age.as_ref().map(|(a, _)| *a))),
+                Cell::from(
+                    r.worst_age
+                        .as_ref()
+                        .map(|(_, q)| clean_mid(q.as_str(), 18))
+                        .unwrap_or_else(|| "—".into()),
+                ),
+                Cell::from(fmt_count(r.growing.map(|n| n as u64))),
+                Cell::from(
+                    r.calls_per_min
+                        .map(|c| format!("{c:.0}"))
+                        .unwrap_or_else(|| "—".into()),
+                ),
+                Cell::from(styled(clean_short(&state, state_w), style)),
+            ];
+            Row::new(
+                cells
+                    .into_iter()
+                    .zip(&keep)
+                    .filter(|(_, k)| **k)
+                    .map(|(c, _)| c),
+            )
+            .style(t.text)
+        })
+        .collect();
+    let head_row = Row::new(
+        cols.iter()
+            .zip(&keep)
+            .filter(|(_, k)| **k)
+            .map(|(c, _)| Cell::from(c.head.clone())),
+    );
+    let table = Table::new(rows, constraints(&cols, &keep))
+        .header(head_row.style(t.header))
+        .row_highlight_style(t.selected)
+        .column_spacing(1);
+    let mut ts = TableState::default().with_selected(Some(cursor.sel - from));
+    f.render_stateful_widget(table, inner, &mut ts);
+}

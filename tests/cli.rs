@@ -341,7 +341,14 @@ fn access_tiers_allow_and_refuse_each_command() {
         .assert()
         .success();
     send_n(&e, "q", 1);
-    let order = ["stats", "browse", "redrive", "full"];
+    // One message to import, written by an export of the default (full) profile.
+    let import = e.dir.path().join("import.jsonl");
+    e.qdeck()
+        .args(["export", "q", "--file"])
+        .arg(&import)
+        .assert()
+        .success();
+        let order = ["stats", "browse", "redrive", "full"];
     // (command, lowest tier, audit action when refused)
     let table: Vec<(Vec<&str>, &str, Option<&str>)> = vec![
         (vec!["ls"], "stats", None),
@@ -349,6 +356,14 @@ fn access_tiers_allow_and_refuse_each_command() {
         (vec!["consumers", "q"], "stats", None),
         (vec!["check", "--max-depth", "1000"], "stats", None),
         (vec!["peek", "q"], "browse", Some("browse")),
+        (vec!["reasons", "q.dlq"], "browse", Some("browse")),
+        (
+            vec!["redrive", "q.dlq", "--where", "reason = \"x\"", "--dry-run"],
+            "browse",
+            Some("browse"),
+        ),
+        (vec!["export", "q", "--file", "EXPORT"], "browse", Some("export")),
+        (vec!["import", "q", "--file", "IMPORT", "--yes"], "redrive", Some("import")),
         (vec!["send", "q", "x"], "redrive", Some("send")),
         (
             vec!["redrive", "q.dlq", "--yes"],
@@ -370,7 +385,16 @@ fn access_tiers_allow_and_refuse_each_command() {
             }
             let before = e.audit().len();
             let depth_before = e.depth("q");
-            let out = e.qdeck().args(args).output().unwrap();
+            let export = e.dir.path().join(format!("export-{tier}.jsonl"));
+            let args: Vec<String> = args
+                .iter()
+                .map(|a| match *a {
+                    "EXPORT" => export.display().to_string(),
+                    "IMPORT" => import.display().to_string(),
+                    a => a.to_string(),
+                })
+                .collect();
+            let out = e.qdeck().args(&args).output().unwrap();
             let err = String::from_utf8_lossy(&out.stderr);
             if allowed {
                 assert!(out.status.success(), "{tier} {args:?}: {err}");
@@ -393,8 +417,8 @@ fn access_tiers_allow_and_refuse_each_command() {
             assert_eq!(new[0]["profile"], "t");
         }
     }
-    // What the allowed runs did: one send per tier from redrive up.
-    assert_eq!(e.depth("q"), 3);
+    // What the allowed runs did: one send and one import per tier from redrive up.
+    assert_eq!(e.depth("q"), 5);
     assert!(!e.ls_json().iter().any(|r| r["name"] == "made-here"));
 }
 

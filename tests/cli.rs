@@ -348,7 +348,7 @@ fn access_tiers_allow_and_refuse_each_command() {
         .arg(&import)
         .assert()
         .success();
-        let order = ["stats", "browse", "redrive", "full"];
+    let order = ["stats", "browse", "redrive", "full"];
     // (command, lowest tier, audit action when refused)
     let table: Vec<(Vec<&str>, &str, Option<&str>)> = vec![
         (vec!["ls"], "stats", None),
@@ -362,8 +362,16 @@ fn access_tiers_allow_and_refuse_each_command() {
             "browse",
             Some("browse"),
         ),
-        (vec!["export", "q", "--file", "EXPORT"], "browse", Some("export")),
-        (vec!["import", "q", "--file", "IMPORT", "--yes"], "redrive", Some("import")),
+        (
+            vec!["export", "q", "--file", "EXPORT"],
+            "browse",
+            Some("export"),
+        ),
+        (
+            vec!["import", "q", "--file", "IMPORT", "--yes"],
+            "redrive",
+            Some("import"),
+        ),
         (vec!["send", "q", "x"], "redrive", Some("send")),
         (
             vec!["redrive", "q.dlq", "--yes"],

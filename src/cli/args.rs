@@ -38,7 +38,7 @@ pub struct Global {
     /// Output format (default: table on a terminal, plain lines otherwise).
     #[arg(long, short = 'o', global = true, value_enum)]
     pub output: Option<Format>,
-    /// Refuse every mutating action, whatever the profile says.
+    /// Refuse every mutating action, whatever the profile says (caps `access` at `browse`).
     #[arg(long, global = true)]
     pub read_only: bool,
     /// Open the console on the fleet view: one row per configured profile.

@@ -429,4 +429,41 @@ mod tests {
         assert_eq!(lines[3]["counts"]["purged"], 3);
         assert_eq!(lines[3]["result"], "ok");
     }
+
+    /// Each tier allows exactly the actions at or below it, and says which tier is needed.
+    #[tokio::test]
+    async fn tiers_allow_what_they_include_and_name_what_is_missing() {
+        let dir = tempfile::tempdir().unwrap();
+        let h = Arc::new(LocalHandle::open(&dir.path().join("q.db")).unwrap());
+        let all = [
+            Mutation::Browse,
+            Mutation::Export,
+            Mutation::Redrive,
+            Mutation::Move,
+            Mutation::Send,
+            Mutation::Import,
+            Mutation::Edit,
+            Mutation::Purge,
+            Mutation::Delete,
+            Mutation::Create,
+            Mutation::Demo,
+        ];
+        for tier in Access::ALL {
+            let mut p = Profile::default_local();
+            p.access = Some(tier.as_str().to_string());
+            let g = Gate::new(h.clone(), &p, AuditLog::new(dir.path().join("audit.log")));
+            assert_eq!(g.access(), tier);
+            assert_eq!(g.read_only(), tier < Access::Redrive);
+            for m in all {
+                assert_eq!(g.allows(m), tier >= m.required(), "{tier:?} {m:?}");
+                if !g.allows(m) {
+                    let e = g.require(m, &QueueId::new("q")).unwrap_err().to_string();
+                    assert!(e.contains(m.required().as_str()), "{e}");
+                }
+            }
+        }
+        assert_eq!(Mutation::Purge.required(), Access::Full);
+        assert_eq!(Mutation::Edit.required(), Access::Redrive);
+        assert_eq!(Mutation::Export.required(), Access::Browse);
+    }
 }

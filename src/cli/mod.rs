@@ -192,7 +192,10 @@ async fn console(opts: &LoadOptions, fleet: bool) -> CliResult {
             )?);
             let handle = LocalHandle(local.clone());
             let empty = handle.list_queues().await?.is_empty();
-            let demo = if loaded.is_unconfigured() && empty && !loaded.profile.read_only {
+            let demo = if loaded.is_unconfigured()
+                && empty
+                && loaded.profile.effective_access() == crate::config::Access::Full
+            {
                 Some(
                     crate::demo::DemoHandle::start(local, crate::demo::DemoConfig::default())
                         .map_err(|e| CliError::new(exit::FAILED, e.to_string()))?,

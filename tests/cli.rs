@@ -1122,12 +1122,14 @@ fn edit_sends_nothing_when_the_editor_fails_or_changes_nothing() {
     assert_eq!(peek_json(&e, "q")[0]["body"], "visual world");
     // At tier browse the editor never opens.
     e.write_config("[[profiles]]\nname = \"t\"\nkind = \"local\"\naccess = \"browse\"\n");
+    let ran = e.dir.path().join("editor-ran");
     e.qdeck()
-        .env("EDITOR", "touch /tmp/qdeck-should-not-run")
+        .env("EDITOR", format!("touch {} ; true", ran.display()))
         .args(["edit", "q", "1", "--yes"])
         .assert()
         .code(5)
         .stderr(predicate::str::contains("access = \"redrive\""));
+    assert!(!ran.exists(), "the editor never opened");
 }
 
 /// Two local brokers and a RabbitMQ nobody listens on (port 1 refuses at once).

@@ -331,6 +331,144 @@ fn read_only_refuses_every_mutation_and_audits_the_refusal() {
         .success();
 }
 
+/// Every tier against every command: allowed ones run, the rest exit 5 naming the tier and
+/// leave a "refused" audit line, and nothing reaches the broker.
+#[test]
+fn access_tiers_allow_and_refuse_each_command() {
+    let e = Env::new();
+    e.qdeck()
+        .args(["create", "q", "--dlq", "q.dlq", "--max-receives", "1"])
+        .assert()
+        .success();
+    send_n(&e, "q", 1);
+    // One message to import, written by an export of the default (full) profile.
+    let import = e.dir.path().join("import.jsonl");
+    e.qdeck()
+        .args(["export", "q", "--file"])
+        .arg(&import)
+        .assert()
+        .success();
+    let order = ["stats", "browse", "redrive", "full"];
+    // (command, lowest tier, audit action when refused)
+    let table: Vec<(Vec<&str>, &str, Option<&str>)> = vec![
+        (vec!["ls"], "stats", None),
+        (vec!["stats", "q"], "stats", None),
+        (vec!["consumers", "q"], "stats", None),
+        (vec!["check", "--max-depth", "1000"], "stats", None),
+        (vec!["peek", "q"], "browse", Some("browse")),
+        (vec!["reasons", "q.dlq"], "browse", Some("browse")),
+        (
+            vec!["redrive", "q.dlq", "--where", "reason = \"x\"", "--dry-run"],
+            "browse",
+            Some("browse"),
+        ),
+        (
+            vec!["export", "q", "--file", "EXPORT"],
+            "browse",
+            Some("export"),
+        ),
+        (
+            vec!["import", "q", "--file", "IMPORT", "--yes"],
+            "redrive",
+            Some("import"),
+        ),
+        (vec!["send", "q", "x"], "redrive", Some("send")),
+        (
+            vec!["redrive", "q.dlq", "--yes"],
+            "redrive",
+            Some("redrive"),
+        ),
+        (vec!["purge", "q.dlq", "--yes"], "full", Some("purge")),
+        (vec!["create", "made-here"], "full", Some("create")),
+        (vec!["demo", "--duration", "0s"], "full", Some("demo")),
+    ];
+    for (ti, tier) in order.iter().enumerate() {
+        e.write_config(&format!(
+            "[[profiles]]\nname = \"t\"\nkind = \"local\"\naccess = \"{tier}\"\n"
+        ));
+        for (args, needs, action) in &table {
+            let allowed = ti >= order.iter().position(|t| t == needs).unwrap();
+            if allowed && matches!(args[0], "demo" | "create") {
+                continue; // they run a workload / leave a queue behind; refusals are the point
+            }
+            let before = e.audit().len();
+            let depth_before = e.depth("q");
+            let export = e.dir.path().join(format!("export-{tier}.jsonl"));
+            let args: Vec<String> = args
+                .iter()
+                .map(|a| match *a {
+                    "EXPORT" => export.display().to_string(),
+                    "IMPORT" => import.display().to_string(),
+                    a => a.to_string(),
+                })
+                .collect();
+            let out = e.qdeck().args(&args).output().unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            if allowed {
+                assert!(out.status.success(), "{tier} {args:?}: {err}");
+                continue;
+            }
+            assert_eq!(out.status.code(), Some(5), "{tier} {args:?}: {err}");
+            assert!(
+                err.contains(&format!("access = \"{needs}\"")) && err.contains(tier),
+                "{tier} {args:?}: {err}"
+            );
+            assert_eq!(
+                e.depth("q"),
+                depth_before,
+                "{tier} {args:?} changed nothing"
+            );
+            let new: Vec<Value> = e.audit().into_iter().skip(before).collect();
+            assert_eq!(new.len(), 1, "{tier} {args:?}: one audit line: {new:?}");
+            assert_eq!(new[0]["result"], "refused");
+            assert_eq!(new[0]["action"], action.unwrap());
+            assert_eq!(new[0]["profile"], "t");
+        }
+    }
+    // What the allowed runs did: one send and one import per tier from redrive up.
+    assert_eq!(e.depth("q"), 5);
+    assert!(!e.ls_json().iter().any(|r| r["name"] == "made-here"));
+}
+
+/// `--read-only` caps a `full` profile at `browse`; `read_only = true` is `browse` whatever
+/// `access` says.
+#[test]
+fn read_only_caps_any_tier_at_browse() {
+    let e = Env::new();
+    e.qdeck().args(["create", "q"]).assert().success();
+    send_n(&e, "q", 1);
+    e.write_config("[[profiles]]\nname = \"t\"\nkind = \"local\"\naccess = \"full\"\n");
+    e.qdeck()
+        .args(["--read-only", "peek", "q"])
+        .assert()
+        .success();
+    e.qdeck()
+        .args(["--read-only", "send", "q", "x"])
+        .assert()
+        .code(5)
+        .stderr(predicate::str::contains("read-only"));
+    e.write_config(
+        "[[profiles]]\nname = \"t\"\nkind = \"local\"\naccess = \"full\"\nread_only = true\n",
+    );
+    e.qdeck().args(["purge", "q", "--yes"]).assert().code(5);
+    assert_eq!(e.depth("q"), 1);
+}
+
+#[test]
+fn unknown_access_value_is_a_config_error() {
+    let e = Env::new();
+    e.write_config("[[profiles]]\nname = \"t\"\nkind = \"local\"\naccess = \"admin\"\n");
+    let out = e.qdeck().args(["ls"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("profiles[0].access") && err.contains("admin"),
+        "{err}"
+    );
+    assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
+    e.qdeck().args(["config", "validate"]).assert().code(2);
+}
+
 #[test]
 fn redrive_arguments_are_validated() {
     let e = Env::new();
@@ -842,6 +980,156 @@ fn sample_adds_the_consoles_derived_figures() {
         .assert()
         .code(3)
         .stdout(predicate::str::contains("--sample"));
+}
+
+// ---------- edit and resend ----------
+
+/// One message with two headers, dead-lettered from `q` into `q.dlq`; returns its id there.
+fn dead_lettered_with_headers(e: &Env) -> String {
+    e.qdeck()
+        .args(["create", "q", "--dlq", "q.dlq", "--max-receives", "1"])
+        .assert()
+        .success();
+    e.qdeck()
+        .args([
+            "send",
+            "q",
+            "hello world",
+            "-H",
+            "x-tenant=acme",
+            "-H",
+            "x-keep=1",
+            "--key",
+            "k1",
+        ])
+        .assert()
+        .success();
+    let b = e.local();
+    let got = b.receive("q", "w1", 1, None).unwrap();
+    b.nack("q", "w1", &[got[0].receipt.clone()], Duration::ZERO)
+        .unwrap();
+    let peek: Vec<Value> =
+        serde_json::from_slice(&e.stdout(&["peek", "q.dlq", "-o", "json"])).unwrap();
+    assert_eq!(peek.len(), 1);
+    peek[0]["id"].as_str().unwrap().to_string()
+}
+
+fn peek_json(e: &Env, q: &str) -> Vec<Value> {
+    serde_json::from_slice(&e.stdout(&["peek", q, "-o", "json"])).unwrap()
+}
+
+#[test]
+fn edit_sends_the_edited_copy_to_origin_then_deletes_the_original() {
+    let e = Env::new();
+    let id = dead_lettered_with_headers(&e);
+    // The "editor" changes the body and removes one header line.
+    let out = e
+        .qdeck()
+        .env("EDITOR", "sed -i -e s/hello/HELLO/ -e /^x-tenant/d")
+        .args(["edit", "q.dlq", &id, "--yes", "-o", "json"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        r["target"], "q",
+        "origin of a dead letter is its source queue"
+    );
+    assert_eq!(r["deleted"], true);
+    assert_eq!(e.depth("q.dlq"), 0, "original deleted");
+    let msgs = peek_json(&e, "q");
+    assert_eq!(msgs.len(), 1);
+    assert_eq!(msgs[0]["body"], "HELLO world");
+    assert_eq!(msgs[0]["key"], "k1");
+    let headers = msgs[0]["headers"].to_string();
+    assert!(
+        !headers.contains("x-tenant"),
+        "removed header stays removed: {headers}"
+    );
+    assert!(headers.contains("x-keep"), "{headers}");
+    // One audit line with both ids.
+    let a = e
+        .audit()
+        .into_iter()
+        .rfind(|a| a["action"] == "edit")
+        .unwrap();
+    assert_eq!(a["result"], "ok");
+    assert_eq!(a["queue"], "q.dlq");
+    assert_eq!(a["target"], "q");
+    assert_eq!(a["counts"]["original_id"], id.as_str());
+    assert_eq!(a["counts"]["new_id"], r["new_id"]);
+}
+
+#[test]
+fn edit_to_a_named_queue_and_unknown_targets() {
+    let e = Env::new();
+    let id = dead_lettered_with_headers(&e);
+    e.qdeck().args(["create", "other"]).assert().success();
+    e.qdeck()
+        .env("EDITOR", "sed -i s/hello/bye/")
+        .args(["edit", "q.dlq", &id, "--to", "nope", "--yes"])
+        .assert()
+        .code(4);
+    e.qdeck()
+        .env("EDITOR", "sed -i s/hello/bye/")
+        .args(["edit", "q.dlq", "999999", "--yes"])
+        .assert()
+        .code(4)
+        .stderr(predicate::str::contains("999999"));
+    assert_eq!(e.depth("q.dlq"), 1);
+    e.qdeck()
+        .env("EDITOR", "sed -i s/hello/bye/")
+        .args(["edit", "q.dlq", &id, "--to", "other", "--yes"])
+        .assert()
+        .success();
+    assert_eq!(peek_json(&e, "other")[0]["body"], "bye world");
+    assert_eq!(e.depth("q.dlq"), 0);
+    assert_eq!(e.depth("q"), 0);
+}
+
+/// An editor that fails, or saves nothing new, or leaves an unreadable file: nothing sent,
+/// nothing deleted, and a clear line.
+#[test]
+fn edit_sends_nothing_when_the_editor_fails_or_changes_nothing() {
+    let e = Env::new();
+    let id = dead_lettered_with_headers(&e);
+    let cases = [
+        ("sed -i s/hello/bye/ \"$1\"; false", 5, "exited with"),
+        ("true", 5, "unchanged"),
+        ("sed -i s/^x-keep/x-keep/", 5, "unchanged"),
+        ("sed -i /^+++/d", 2, "missing"),
+        ("/nonexistent/editor", 5, "exited with"),
+    ];
+    for (editor, code, says) in cases {
+        e.qdeck()
+            .env("EDITOR", editor)
+            .args(["edit", "q.dlq", &id, "--yes"])
+            .assert()
+            .code(code)
+            .stderr(predicate::str::contains(says))
+            .stderr(predicate::str::contains("nothing was sent"));
+        assert_eq!(e.depth("q.dlq"), 1, "{editor}");
+        assert_eq!(e.depth("q"), 0, "{editor}");
+    }
+    // VISUAL wins over EDITOR.
+    e.qdeck()
+        .env("VISUAL", "sed -i s/hello/visual/")
+        .env("EDITOR", "false")
+        .args(["edit", "q.dlq", &id, "--yes"])
+        .assert()
+        .success();
+    assert_eq!(peek_json(&e, "q")[0]["body"], "visual world");
+    // At tier browse the editor never opens.
+    e.write_config("[[profiles]]\nname = \"t\"\nkind = \"local\"\naccess = \"browse\"\n");
+    let ran = e.dir.path().join("editor-ran");
+    e.qdeck()
+        .env("EDITOR", format!("touch {} ; true", ran.display()))
+        .args(["edit", "q", "1", "--yes"])
+        .assert()
+        .code(5)
+        .stderr(predicate::str::contains("access = \"redrive\""));
+    assert!(!ran.exists(), "the editor never opened");
 }
 
 /// Two local brokers and a RabbitMQ nobody listens on (port 1 refuses at once).

@@ -20,7 +20,11 @@ fn example_config_parses_with_every_kind() {
         kinds,
         vec!["local", "rabbitmq", "sqs", "servicebus", "redis"]
     );
-    assert!(c.profiles.iter().any(|p| p.read_only));
+    assert!(c.profiles.iter().any(|p| p.access.is_some()));
+    assert!(c
+        .profiles
+        .iter()
+        .any(|p| p.effective_access() < qdeck::config::Access::Redrive));
     assert!(c.profiles.iter().any(|p| p.protected));
 }
 
@@ -194,4 +198,84 @@ async fn read_only_flag_survives_a_profile_switch() {
             .profile
             .read_only
     );
+}
+
+/// `access` tiers: the stricter of `access` and `read_only` wins, and `--read-only` caps any
+/// profile of the run at `browse`, also after a switch.
+#[test]
+fn access_tiers_and_the_read_only_alias() {
+    use qdeck::config::Access;
+    let dir = tempfile::tempdir().unwrap();
+    let f = write(
+        &dir,
+        r#"
+[[profiles]]
+name = "s"
+kind = "local"
+access = "stats"
+[[profiles]]
+name = "b"
+kind = "local"
+read_only = true
+[[profiles]]
+name = "r"
+kind = "local"
+access = "redrive"
+[[profiles]]
+name = "rf"
+kind = "local"
+access = "full"
+read_only = true
+[[profiles]]
+name = "f"
+kind = "local"
+"#,
+    );
+    let tier = |name: &str, read_only: bool| {
+        config::load(&LoadOptions {
+            file: Some(f.clone()),
+            profile: Some(name.into()),
+            read_only,
+        })
+        .unwrap()
+        .profile
+        .effective_access()
+    };
+    assert_eq!(tier("s", false), Access::Stats);
+    assert_eq!(tier("b", false), Access::Browse);
+    assert_eq!(tier("r", false), Access::Redrive);
+    assert_eq!(tier("rf", false), Access::Browse);
+    assert_eq!(tier("f", false), Access::Full);
+    // `--read-only` lowers to browse, never raises `stats`.
+    assert_eq!(tier("f", true), Access::Browse);
+    assert_eq!(tier("s", true), Access::Stats);
+    let first = config::load(&LoadOptions {
+        file: Some(f.clone()),
+        profile: Some("s".into()),
+        read_only: true,
+    })
+    .unwrap();
+    let switched = config::load(&first.options_for("f")).unwrap();
+    assert_eq!(switched.profile.effective_access(), Access::Browse);
+}
+
+#[test]
+fn unknown_access_value_names_the_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = write(
+        &dir,
+        "[[profiles]]\nname = \"a\"\nkind = \"local\"\n[[profiles]]\nname = \"b\"\nkind = \"local\"\naccess = \"write\"\n",
+    );
+    let e = config::load(&LoadOptions {
+        file: Some(f),
+        ..Default::default()
+    })
+    .unwrap_err();
+    assert!(e.0.contains("profiles[1].access"), "{}", e.0);
+    assert!(
+        e.0.contains("\"write\"") && e.0.contains("stats, browse, redrive, full"),
+        "{}",
+        e.0
+    );
+    assert!(!e.0.contains('\n'));
 }

@@ -94,6 +94,7 @@ async fn backend_named(name: &str, s: RabbitmqSettings) -> Arc<dyn Backend> {
     let profile = Profile {
         name: name.into(),
         kind: ProfileKind::Rabbitmq(s),
+        access: None,
         read_only: false,
         protected: false,
         refresh_secs: None,

@@ -77,6 +77,7 @@ async fn backend(s: RedisSettings) -> Arc<dyn Backend> {
     let p = Profile {
         name: "redis-test".into(),
         kind: ProfileKind::Redis(s),
+        access: None,
         read_only: false,
         protected: false,
         refresh_secs: None,
@@ -923,6 +924,7 @@ async fn url_with_password_in_the_profile_is_refused() {
     let p = Profile {
         name: "x".into(),
         kind: ProfileKind::Redis(s),
+        access: None,
         read_only: false,
         protected: false,
         refresh_secs: None,

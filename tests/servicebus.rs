@@ -28,6 +28,7 @@ async fn backend_opts(cs: &str, topics: Option<bool>) -> Result<Arc<dyn Backend>
             connection_string_env: var,
             topics,
         }),
+        access: None,
         read_only: false,
         protected: false,
         refresh_secs: None,
@@ -599,6 +600,7 @@ async fn malformed_connection_string_is_a_clear_redacted_error() {
             connection_string_env: "QDECK_TEST_SB_SURELY_UNSET_VAR".into(),
             ..Default::default()
         }),
+        access: None,
         read_only: false,
         protected: false,
         refresh_secs: None,

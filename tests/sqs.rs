@@ -65,6 +65,7 @@ fn profile(ep: &str, prefix: &str) -> Profile {
             queue_prefix: Some(prefix.to_string()),
             ..SqsSettings::default()
         }),
+        access: None,
         read_only: false,
         protected: false,
         refresh_secs: None,

@@ -11,6 +11,7 @@ use ratatui::Terminal;
 
 use qdeck::backend::local::{LocalHandle, QueueOptions};
 use qdeck::backend::Backend;
+use qdeck::config::Access;
 use qdeck::domain::*;
 use qdeck::engine::ops::Verdict;
 use qdeck::engine::poller::{self, PollConfig, PollEvent};
@@ -234,7 +235,7 @@ fn snapshot_queues_states() {
     snap("queues_stale_rows", &st, 80, 14);
 
     let mut st = populated();
-    st.read_only = true;
+    st.access = Access::Browse;
     snap("queues_read_only", &st, 100, 12);
 
     let mut st = populated();
@@ -337,7 +338,7 @@ fn snapshot_dialogs() {
 #[test]
 fn snapshot_help_and_workers() {
     let mut st = populated();
-    st.read_only = true;
+    st.access = Access::Browse;
     update(&mut st, key('?'));
     snap("help_read_only", &st, 80, 40);
 
@@ -627,22 +628,97 @@ fn protected_profile_types_the_name() {
 #[test]
 fn read_only_has_no_mutating_keys() {
     let mut st = populated();
-    st.read_only = true;
-    for a in [key('P'), key('R'), key('x')] {
+    st.access = Access::Browse;
+    for (a, what) in [(key('P'), "purge"), (key('R'), "redrive")] {
         let fx = update(&mut st, a);
         assert!(st.dialog.is_none());
-        assert!(fx.iter().all(|e| matches!(e, Effect::Visible(_))));
+        // Nothing reaches the broker: the only effect is the gate's audit line.
+        assert!(
+            fx.iter()
+                .all(|e| matches!(e, Effect::Visible(_) | Effect::Refused { .. })),
+            "{fx:?}"
+        );
+        assert!(fx.iter().any(|e| matches!(e, Effect::Refused { .. })));
+        let flash = st.status.as_ref().expect("a flash says why").text.clone();
+        assert!(flash.contains(what) && flash.contains("browse"), "{flash}");
     }
+    let fx = update(&mut st, key('x'));
+    assert!(st.dialog.is_none() && !fx.contains(&Effect::CancelOp));
     update(&mut st, key(':'));
     for c in "purge".chars() {
         update(&mut st, key(c));
     }
     update(&mut st, code(KeyCode::Enter));
     assert!(st.dialog.is_none());
+    st.status = None;
     let t = draw(&st, 120, 24);
     let s = text(&t);
-    assert!(!s.contains("purge"), "{s}");
+    assert!(!s.contains("purge") && !s.contains("redrive"), "{s}");
     assert!(s.contains("READ-ONLY"));
+    // Browsing stays allowed.
+    let fx = update(&mut st, key('b'));
+    assert!(
+        fx.iter().any(|e| matches!(e, Effect::Browse { .. })),
+        "{fx:?}"
+    );
+}
+
+/// Tier `redrive`: redrive works, purge is refused with a flash.
+#[test]
+fn redrive_tier_redrives_but_never_purges() {
+    let mut st = populated();
+    st.access = Access::Redrive;
+    select(&mut st, "orders-dlq");
+    update(&mut st, key('P'));
+    assert!(st.dialog.is_none());
+    assert!(st.status.as_ref().unwrap().text.contains("full"));
+    update(&mut st, key('R'));
+    assert!(st.dialog.is_some(), "redrive opens its dialog");
+    st.dialog = None;
+    st.status = None;
+    let s = text(&draw(&st, 160, 24));
+    assert!(s.contains("redrive") && !s.contains("purge"), "{s}");
+    assert!(s.contains("NO PURGE"));
+}
+
+/// Tier `stats`: no message view opens, by key, by `:` command or by Enter on the detail.
+#[test]
+fn stats_tier_never_opens_messages() {
+    let mut st = populated();
+    st.access = Access::Stats;
+    for a in [key('b'), key('d')] {
+        let fx = update(&mut st, a);
+        assert!(!fx.iter().any(|e| matches!(e, Effect::Browse { .. })));
+        assert_eq!(st.view(), View::Queues);
+        assert!(st.status.as_ref().unwrap().text.contains("stats"));
+    }
+    for cmd in ["dlq", "browse", "force"] {
+        update(&mut st, key(':'));
+        for c in cmd.chars() {
+            update(&mut st, key(c));
+        }
+        let fx = update(&mut st, code(KeyCode::Enter));
+        assert!(
+            !fx.iter().any(|e| matches!(e, Effect::Browse { .. })),
+            ":{cmd}"
+        );
+        assert_ne!(st.view(), View::Messages);
+    }
+    // Enter opens the detail (figures); Enter there would browse, and is refused.
+    update(&mut st, code(KeyCode::Enter));
+    assert_eq!(st.view(), View::Detail);
+    let fx = update(&mut st, code(KeyCode::Enter));
+    assert!(fx.iter().any(|e| matches!(e, Effect::Refused { .. })));
+    assert_eq!(st.view(), View::Detail);
+    st.status = None;
+    let s = text(&draw(&st, 160, 24));
+    assert!(s.contains("STATS ONLY"), "{s}");
+    let footer = s.lines().last().unwrap();
+    assert!(
+        !footer.contains("browse") && !footer.contains("dlq"),
+        "{footer}"
+    );
+    assert!(footer.contains("workers"), "{footer}");
 }
 
 #[test]
@@ -951,7 +1027,7 @@ async fn browse_and_purge_through_the_gate_on_the_local_broker() {
     };
     let ro = qdeck::engine::session::Session::with_backend(loaded, backend.clone());
     let st_ro = qdeck::tui::app::initial_state(&ro, None);
-    assert!(st_ro.read_only);
+    assert!(st_ro.read_only());
     assert!(ro
         .gate
         .purge(&QueueId::new("in"), &qdeck::backend::OpProgress::detached())
@@ -1549,6 +1625,499 @@ fn every_view_at_every_size() {
             insta::assert_snapshot!(format!("view_{name}_{w}x{h}"), text(&t));
         }
     }
+}
+
+// ---------- edit and resend ----------
+
+fn edited_copy() -> qdeck::engine::edit::Edited {
+    qdeck::engine::edit::Edited {
+        key: None,
+        headers: vec![("content-type".into(), "application/json".into())],
+        body: br#"{"order":43}"#.to_vec(),
+    }
+}
+
+#[test]
+fn edit_key_hands_the_message_to_the_editor_and_asks_for_a_typed_target() {
+    let mut st = populated();
+    open_dlq(&mut st);
+    let fx = update(&mut st, key('e'));
+    let Some(Effect::Edit { queue, message }) =
+        fx.iter().find(|e| matches!(e, Effect::Edit { .. }))
+    else {
+        panic!("no edit effect: {fx:?}");
+    };
+    assert_eq!(queue.as_str(), "orders-dlq");
+    assert_eq!(message.id, "1");
+    // The editor came back with a change: the dialog offers the origin first.
+    update(
+        &mut st,
+        Action::Edited {
+            queue: queue.clone(),
+            original: message.clone(),
+            result: Ok(qdeck::engine::edit::EditorOutcome::Changed(edited_copy())),
+        },
+    );
+    let d = st.dialog.as_ref().expect("target dialog");
+    assert!(d.needs_name, "always a typed confirmation");
+    let s = text(&draw(&st, 100, 30));
+    assert!(s.contains("edit and resend") && s.contains("orders"), "{s}");
+    assert!(s.contains("1 removed"), "x-evil was dropped: {s}");
+    // Enter and y do not confirm until the target's name is typed.
+    for a in [code(KeyCode::Enter), key('y')] {
+        let fx = update(&mut st, a);
+        assert!(!fx.iter().any(|e| matches!(e, Effect::Resend { .. })));
+    }
+    assert!(st.dialog.is_some());
+    update(&mut st, code(KeyCode::Backspace));
+    for c in "orders".chars() {
+        update(&mut st, key(c));
+    }
+    let fx = update(&mut st, code(KeyCode::Enter));
+    let resend = fx
+        .iter()
+        .find_map(|e| match e {
+            Effect::Resend {
+                source,
+                original,
+                edited,
+                target,
+            } => Some((source, original, edited, target)),
+            _ => None,
+        })
+        .expect("resend after the typed name");
+    assert_eq!(resend.0.as_str(), "orders-dlq");
+    assert_eq!(resend.1.id, "1");
+    assert_eq!(resend.2.body, br#"{"order":43}"#.to_vec());
+    assert_eq!(resend.3.as_str(), "orders", "origin of the dead letter");
+    // The result reloads the browser.
+    let fx = update(
+        &mut st,
+        Action::Resent {
+            queue: QueueId::new("orders-dlq"),
+            result: Ok("sent the edited copy".into()),
+        },
+    );
+    assert!(fx.iter().any(|e| matches!(e, Effect::Browse { .. })));
+}
+
+#[test]
+fn edit_tab_picks_another_queue_and_nothing_is_sent_without_a_change() {
+    let mut st = populated();
+    open_dlq(&mut st);
+    let m = Box::new(hostile_messages().remove(0));
+    update(
+        &mut st,
+        Action::Edited {
+            queue: QueueId::new("orders-dlq"),
+            original: m.clone(),
+            result: Ok(qdeck::engine::edit::EditorOutcome::Changed(edited_copy())),
+        },
+    );
+    update(&mut st, code(KeyCode::Tab));
+    let Some(DialogKind::Edit {
+        targets, target, ..
+    }) = st.dialog.as_ref().map(|d| &d.kind)
+    else {
+        panic!("dialog")
+    };
+    let picked = targets[*target].clone();
+    assert_ne!(picked.as_str(), "orders");
+    for c in picked.as_str().chars() {
+        update(&mut st, key(c));
+    }
+    let fx = update(&mut st, code(KeyCode::Enter));
+    assert!(fx
+        .iter()
+        .any(|e| matches!(e, Effect::Resend { target, .. } if *target == picked)));
+
+    for (result, says) in [
+        (
+            Ok(qdeck::engine::edit::EditorOutcome::Unchanged),
+            "unchanged",
+        ),
+        (
+            Err("the editor \"vi\" exited with exit status: 1; nothing was sent".to_string()),
+            "nothing was sent",
+        ),
+    ] {
+        update(
+            &mut st,
+            Action::Edited {
+                queue: QueueId::new("orders-dlq"),
+                original: m.clone(),
+                result,
+            },
+        );
+        assert!(st.dialog.is_none());
+        assert!(st.status.as_ref().unwrap().text.contains(says));
+    }
+    // Below tier redrive the key only flashes.
+    st.access = Access::Browse;
+    let fx = update(&mut st, key('e'));
+    assert!(!fx.iter().any(|e| matches!(e, Effect::Edit { .. })));
+    assert!(st.status.as_ref().unwrap().text.contains("redrive"));
+}
+
+/// The console in a pseudo-terminal on a local broker file, with extra environment: what it
+/// wrote so far, and a writer for keys.
+struct PtyConsole {
+    child: Box<dyn portable_pty::Child + Send + Sync>,
+    writer: Box<dyn std::io::Write + Send>,
+    out: Arc<std::sync::Mutex<Vec<u8>>>,
+    _master: Box<dyn portable_pty::MasterPty + Send>,
+}
+
+impl PtyConsole {
+    fn start(dir: &std::path::Path, db: &std::path::Path, env: &[(&str, &str)]) -> PtyConsole {
+        use portable_pty::{native_pty_system, CommandBuilder, PtySize};
+        use std::io::Read;
+        let cfg = dir.join("config.toml");
+        std::fs::write(
+            &cfg,
+            format!(
+                "[ui]\nrefresh_secs = 0.5\n\n[[profiles]]\nname = \"e2e\"\nkind = \"local\"\npath = {:?}\n",
+                db.display().to_string()
+            ),
+        )
+        .unwrap();
+        let pair = native_pty_system()
+            .openpty(PtySize {
+                rows: 24,
+                cols: 80,
+                pixel_width: 0,
+                pixel_height: 0,
+            })
+            .unwrap();
+        let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_qdeck"));
+        cmd.arg("--config");
+        cmd.arg(cfg.as_os_str());
+        for (k, sub) in [
+            ("XDG_CONFIG_HOME", "c"),
+            ("XDG_DATA_HOME", "d"),
+            ("XDG_STATE_HOME", "s"),
+        ] {
+            cmd.env(k, dir.join(sub));
+        }
+        cmd.env("TERM", "xterm-256color");
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let child = pair.slave.spawn_command(cmd).unwrap();
+        drop(pair.slave);
+        let mut reader = pair.master.try_clone_reader().unwrap();
+        let writer = pair.master.take_writer().unwrap();
+        let out = Arc::new(std::sync::Mutex::new(Vec::<u8>::new()));
+        let o2 = out.clone();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = reader.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                o2.lock().unwrap().extend_from_slice(&buf[..n]);
+            }
+        });
+        PtyConsole {
+            child,
+            writer,
+            out,
+            _master: pair.master,
+        }
+    }
+
+    fn wait_for(&self, needle: &str) {
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            let s = screen(&self.out.lock().unwrap(), 80, 24);
+            if s.contains(needle) {
+                return;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "timed out waiting for {needle:?}; screen so far:\n{s}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn send(&mut self, k: &[u8]) {
+        self.writer.write_all(k).unwrap();
+        self.writer.flush().unwrap();
+        std::thread::sleep(Duration::from_millis(150));
+    }
+
+    fn quit(mut self) {
+        self.send(b"q");
+        let _ = self.child.wait();
+    }
+}
+
+fn browse_local(h: &LocalHandle, q: &str) -> Vec<Message> {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(h.browse(
+        &QueueId::new(q),
+        &BrowseRequest {
+            cursor: None,
+            max: 100,
+            force: false,
+        },
+    ))
+    .unwrap()
+    .messages
+}
+
+/// The real console in a pseudo-terminal, with a non-interactive "editor": the screen is
+/// given back while it runs, and the edited copy replaces the original.
+#[test]
+fn pty_edit_and_resend() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("local.db");
+    {
+        let h = LocalHandle::open(&db).unwrap();
+        h.0.create_queue("jobs", &QueueOptions::default()).unwrap();
+        h.0.send_sync(
+            "jobs",
+            &OutgoingMessage {
+                body: b"hello world".to_vec(),
+                headers: vec![("x-drop".into(), "1".into())],
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    }
+    let mut c = PtyConsole::start(
+        dir.path(),
+        &db,
+        &[("VISUAL", "sed -i -e s/hello/HELLO/ -e /^x-drop/d")],
+    );
+    c.wait_for("jobs");
+    c.send(b"b");
+    c.wait_for("hello world");
+    let before = c.out.lock().unwrap().len();
+    c.send(b"e");
+    c.wait_for("edit and resend");
+    // The alternate screen was left for the editor and entered again.
+    let during = c.out.lock().unwrap()[before..].to_vec();
+    let find = |pat: &[u8]| during.windows(pat.len()).position(|w| w == pat);
+    let left = find(b"\x1b[?1049l").expect("left the alternate screen");
+    let back = find(b"\x1b[?1049h").expect("came back");
+    assert!(left < back);
+    for ch in "jobs".bytes() {
+        c.send(&[ch]);
+    }
+    c.send(b"\r");
+    c.wait_for("sent the edited copy");
+    c.wait_for("HELLO world");
+    c.quit();
+    let h = LocalHandle::open(&db).unwrap();
+    let msgs = browse_local(&h, "jobs");
+    assert_eq!(msgs.len(), 1, "original deleted: {msgs:?}");
+    assert_eq!(msgs[0].body, b"HELLO world");
+    assert!(
+        !msgs[0].headers.iter().any(|(k, _)| k == "x-drop"),
+        "{msgs:?}"
+    );
+}
+
+/// Reasons on a real DLQ: groups from the local broker's dead-letter reasons, Enter shows
+/// exactly the group's messages.
+#[test]
+fn pty_reasons_view_on_the_local_broker() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("local.db");
+    {
+        let h = LocalHandle::open(&db).unwrap();
+        h.0.create_queue(
+            "orders",
+            &QueueOptions {
+                max_receives: Some(1),
+                dlq: Some("orders-dlq".into()),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        for i in 0..5 {
+            h.0.send_sync(
+                "orders",
+                &OutgoingMessage {
+                    body: format!("order {i}").into_bytes(),
+                    ..Default::default()
+                },
+            )
+            .unwrap();
+        }
+        let got = h.0.receive("orders", "w1", 5, None).unwrap();
+        let receipts: Vec<String> = got.iter().map(|l| l.receipt.clone()).collect();
+        h.0.nack("orders", "w1", &receipts, Duration::ZERO).unwrap();
+        // Two more put straight into the DLQ: no recorded reason, a second group.
+        for i in 0..2 {
+            h.0.send_sync(
+                "orders-dlq",
+                &OutgoingMessage {
+                    body: format!("manual {i}").into_bytes(),
+                    ..Default::default()
+                },
+            )
+            .unwrap();
+        }
+        assert_eq!(browse_local(&h, "orders-dlq").len(), 7);
+    }
+    let mut c = PtyConsole::start(dir.path(), &db, &[]);
+    c.wait_for("orders-dlq");
+    c.send(b"/");
+    for ch in "dlq\r".bytes() {
+        c.send(&[ch]);
+    }
+    c.send(b"F");
+    c.wait_for("grouped all 7");
+    c.wait_for("2 groups");
+    // The largest group is first: the five dead-lettered ones.
+    c.send(b"\r");
+    c.wait_for("group:");
+    c.wait_for("5 loaded");
+    c.wait_for("order 4");
+    c.send(b"\x1b");
+    c.wait_for("reasons orders-dlq");
+    c.quit();
+}
+
+// ---------- reasons view ----------
+
+fn group(sig: &str, origin: &str, count: u64, redriven: u64) -> qdeck::triage::Group {
+    qdeck::triage::Group {
+        signature: sig.into(),
+        origin: Some(origin.into()),
+        count,
+        first_seen_ms: Some(T0 - 3_600_000),
+        last_seen_ms: Some(T0 - 60_000),
+        sample_id: "1".into(),
+        redriven,
+    }
+}
+
+#[test]
+fn reasons_view_groups_progress_cancel_and_drill_in() {
+    let mut st = populated();
+    select(&mut st, "orders");
+    // On a source queue, F groups its DLQ.
+    let fx = update(&mut st, key('F'));
+    assert!(
+        fx.contains(&Effect::Reasons(QueueId::new("orders-dlq"))),
+        "{fx:?}"
+    );
+    assert_eq!(st.view(), View::Reasons);
+    update(
+        &mut st,
+        Action::ReasonsProgress {
+            queue: QueueId::new("orders-dlq"),
+            groups: vec![
+                group("rejected: order <n> invalid \x1b[2J", "orders", 1200, 3),
+                group("max receives", "orders", 7, 0),
+            ],
+            scanned: 1207,
+            total: Some(48_553),
+        },
+    );
+    let t = draw(&st, 100, 20);
+    assert_no_controls(&t);
+    let s = text(&t);
+    assert!(s.contains("scanning 1,207 of 48,553"), "{s}");
+    assert!(s.contains("Esc cancels"), "{s}");
+    assert!(s.contains("1,200") && s.contains("↺3"), "{s}");
+    assert!(
+        s.contains("order <n> invalid ␛[2J"),
+        "broker text escaped: {s}"
+    );
+    // Esc stops the scan and keeps the view; a second Esc leaves.
+    let fx = update(&mut st, code(KeyCode::Esc));
+    assert!(fx.contains(&Effect::CancelReasons));
+    assert_eq!(st.view(), View::Reasons);
+    assert!(!st.reasons.scanning);
+    // Late pictures of the cancelled scan change nothing.
+    update(
+        &mut st,
+        Action::ReasonsProgress {
+            queue: QueueId::new("orders-dlq"),
+            groups: vec![],
+            scanned: 2000,
+            total: Some(48_553),
+        },
+    );
+    assert_eq!(st.reasons.groups.len(), 2);
+    snap("reasons_100x20", &st, 100, 20);
+    // Enter on the second group opens its messages.
+    update(&mut st, key('j'));
+    let fx = update(&mut st, code(KeyCode::Enter));
+    assert!(
+        fx.contains(&Effect::BrowseGroup {
+            queue: QueueId::new("orders-dlq"),
+            signature: "max receives".into(),
+            origin: Some("orders".into()),
+        }),
+        "{fx:?}"
+    );
+    assert_eq!(st.view(), View::Messages);
+    update(
+        &mut st,
+        Action::Page {
+            queue: QueueId::new("orders-dlq"),
+            append: false,
+            result: Ok(Page {
+                messages: hostile_messages(),
+                next: None,
+                effect_note: None,
+            }),
+        },
+    );
+    assert!(text(&draw(&st, 100, 20)).contains("group: max receives"));
+    update(&mut st, code(KeyCode::Esc));
+    assert_eq!(st.view(), View::Reasons);
+    update(&mut st, code(KeyCode::Esc));
+    assert_ne!(st.view(), View::Reasons);
+}
+
+#[test]
+fn reasons_view_final_wording_and_tier() {
+    let mut st = populated();
+    select(&mut st, "orders-dlq");
+    update(&mut st, key(':'));
+    for c in "reasons".chars() {
+        update(&mut st, key(c));
+    }
+    let fx = update(&mut st, code(KeyCode::Enter));
+    assert!(fx.contains(&Effect::Reasons(QueueId::new("orders-dlq"))));
+    let report = qdeck::triage::ReasonsReport {
+        scan: qdeck::triage::ScanSummary {
+            queue: QueueId::new("orders-dlq"),
+            scanned: 5000,
+            total: Some(48_553),
+            total_exact: true,
+            stopped: qdeck::triage::StopReason::Limit,
+            effect_note: None,
+            elapsed_ms: 900,
+        },
+        groups: vec![group("max receives", "orders", 5000, 0)],
+    };
+    update(
+        &mut st,
+        Action::ReasonsDone {
+            queue: QueueId::new("orders-dlq"),
+            result: Ok(report),
+        },
+    );
+    let s = text(&draw(&st, 120, 20));
+    assert!(
+        s.contains("grouped 5,000 of 48,553"),
+        "says it is a sample: {s}"
+    );
+    // At tier stats no scan starts.
+    let mut st = populated();
+    st.access = Access::Stats;
+    select(&mut st, "orders-dlq");
+    let fx = update(&mut st, key('F'));
+    assert!(!fx.iter().any(|e| matches!(e, Effect::Reasons(_))));
+    assert_eq!(st.view(), View::Queues);
 }
 
 fn fleet_state() -> State {

@@ -109,6 +109,21 @@ pub trait Backend: Send + Sync {
 
     async fn purge(&self, queue: &QueueId, progress: &OpProgress) -> Result<PurgeReport>;
 
+    /// Whether `delete_ids` works here. Edit-and-resend asks before it sends anything, so a
+    /// broker that cannot remove one message never ends up with both versions.
+    fn deletes_by_id(&self) -> bool {
+        false
+    }
+
+    /// Delete these messages of `queue` by id; returns how many were deleted (a message
+    /// consumed or leased meanwhile is left alone and not counted).
+    async fn delete_ids(&self, queue: &QueueId, _ids: &[String]) -> Result<u64> {
+        Err(BackendError::Unsupported(format!(
+            "{}: deleting one message by id is not available on this broker",
+            queue.as_str()
+        )))
+    }
+
     /// API calls made so far, per operation name (SQS and CloudWatch bill per call).
     fn api_calls(&self) -> &ApiCalls;
 }

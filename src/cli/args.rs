@@ -38,7 +38,7 @@ pub struct Global {
     /// Output format (default: table on a terminal, plain lines otherwise).
     #[arg(long, short = 'o', global = true, value_enum)]
     pub output: Option<Format>,
-    /// Refuse every mutating action, whatever the profile says.
+    /// Refuse every mutating action, whatever the profile says (caps `access` at `browse`).
     #[arg(long, global = true)]
     pub read_only: bool,
     /// Open the console on the fleet view: one row per configured profile.
@@ -176,6 +176,20 @@ pub enum Command {
         #[arg(long)]
         dry_run: bool,
         /// Do not ask for confirmation.
+        #[arg(long, short = 'y')]
+        yes: bool,
+    },
+    /// Edit one message in $VISUAL/$EDITOR (key, headers, body) and send the edited copy to
+    /// its origin or --to; the original is deleted once the broker confirmed the copy.
+    Edit {
+        queue: String,
+        /// The message id (as `peek` shows it).
+        id: String,
+        /// Send the copy here (default: the queue the message was dead-lettered from, else
+        /// the queue it is in).
+        #[arg(long)]
+        to: Option<String>,
+        /// Do not ask for confirmation after editing.
         #[arg(long, short = 'y')]
         yes: bool,
     },

@@ -24,6 +24,11 @@ pub async fn export(
     f: Format,
 ) -> CliResult {
     let pred = filter.map(scan::predicate).transpose()?;
+    // Export reads bodies: tier `browse` at least, refused (and audited) before any scan.
+    s.gate.require(
+        crate::engine::gate::Mutation::Export,
+        &crate::domain::QueueId::new(queue),
+    )?;
     if count == Some(0) {
         return Err(CliError::usage("-n must be at least 1"));
     }

@@ -7,6 +7,7 @@ use super::exit::{CliResult, OK};
 use super::fetch::{self, QueueRow};
 use super::output::{self, age_in, name, opt, Table};
 use crate::domain::{BrowseRequest, QueueId};
+use crate::engine::gate::Mutation;
 use crate::engine::session::Session;
 use crate::sanitize;
 
@@ -250,12 +251,16 @@ pub async fn peek(s: &Session, queue: &str, n: usize, force: bool, f: Format) ->
         return Err(super::exit::CliError::usage("-n must be at least 1"));
     }
     let b = s.backend.as_ref();
+    // The tier is checked before the queue is looked up: a `stats` profile learns nothing
+    // from peek, not even whether the name exists.
+    s.gate.require(Mutation::Browse, &QueueId::new(queue))?;
     let info = fetch::find(b, queue).await?;
     let mut messages = Vec::new();
     let mut cursor = None;
     let mut note = None;
     while messages.len() < n {
-        let page = b
+        let page = s
+            .gate
             .browse(
                 &info.id,
                 &BrowseRequest {

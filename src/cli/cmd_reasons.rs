@@ -10,6 +10,11 @@ use crate::triage::{self, StopReason};
 
 pub async fn reasons(s: &Session, dlq: &str, a: &ScanArgs, f: Format) -> CliResult {
     let limits = scan::limits(s, a, true)?;
+    // Grouping reads bodies and headers: tier `browse` at least.
+    s.gate.require(
+        crate::engine::gate::Mutation::Browse,
+        &crate::domain::QueueId::new(dlq),
+    )?;
     let b = s.backend.as_ref();
     let info = fetch::find(b, dlq).await?;
     let cfg = scan::signature_config(s);

@@ -30,9 +30,15 @@ pub async fn redrive_where(
     if req.max == Some(0) {
         return Err(CliError::usage("--max must be at least 1"));
     }
-    if !dry_run {
-        s.gate.require(Mutation::Redrive, &req.source)?;
-    }
+    // Matching a predicate reads bodies, so even a dry run needs tier `browse`.
+    s.gate.require(
+        if dry_run {
+            Mutation::Browse
+        } else {
+            Mutation::Redrive
+        },
+        &req.source,
+    )?;
     let b = s.backend.as_ref();
     // Unknown source or target: exit 4 before a single message is browsed.
     let info = fetch::find(b, req.source.as_str()).await?;

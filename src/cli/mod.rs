@@ -4,6 +4,7 @@
 pub mod args;
 mod cmd_check;
 mod cmd_config;
+mod cmd_edit;
 mod cmd_export;
 mod cmd_import;
 mod cmd_local;
@@ -163,6 +164,9 @@ async fn dispatch(cli: Cli) -> CliResult {
             yes,
         } => cmd_mutate::purge(s, &queue, dry_run, yes, f).await,
         Command::Check(a) => cmd_check::check(s, &a).await,
+        Command::Edit { queue, id, to, yes } => {
+            cmd_edit::edit(s, &queue, &id, to.as_deref(), yes, f).await
+        }
         Command::Config { .. }
         | Command::Completions { .. }
         | Command::Create { .. }
@@ -188,7 +192,10 @@ async fn console(opts: &LoadOptions, fleet: bool) -> CliResult {
             )?);
             let handle = LocalHandle(local.clone());
             let empty = handle.list_queues().await?.is_empty();
-            let demo = if loaded.is_unconfigured() && empty && !loaded.profile.read_only {
+            let demo = if loaded.is_unconfigured()
+                && empty
+                && loaded.profile.effective_access() == crate::config::Access::Full
+            {
                 Some(
                     crate::demo::DemoHandle::start(local, crate::demo::DemoConfig::default())
                         .map_err(|e| CliError::new(exit::FAILED, e.to_string()))?,

@@ -14,8 +14,8 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 pub use profile::{
-    LocalSettings, Profile, ProfileKind, RabbitmqSettings, RedisSettings, ServicebusSettings,
-    SqsSettings,
+    Access, LocalSettings, Profile, ProfileKind, RabbitmqSettings, RedisSettings,
+    ServicebusSettings, SqsSettings,
 };
 
 const DEFAULTS: &str = include_str!("defaults.toml");
@@ -85,7 +85,7 @@ pub struct LoadOptions {
     pub file: Option<PathBuf>,
     /// `--profile NAME`.
     pub profile: Option<String>,
-    /// `--read-only`: forces the selected profile read-only.
+    /// `--read-only`: caps the selected profile (and any switched to) at `browse`.
     pub read_only: bool,
 }
 
@@ -206,6 +206,13 @@ fn validate(c: &AppConfig, file: Option<&Path>) -> Result<(), ConfigError> {
             return Err(ConfigError(format!(
                 "{where_}: profiles[{i}].name is empty; every profile needs a name"
             )));
+        }
+        if let Some(a) = &p.access {
+            if Access::parse(a).is_none() {
+                return Err(ConfigError(format!(
+                    "{where_}: profiles[{i}].access = {a:?} is not one of stats, browse, redrive, full"
+                )));
+            }
         }
         if let ProfileKind::Rabbitmq(r) = &p.kind {
             if r.amqp_url.as_deref().is_some_and(secret::url_has_password) {

@@ -12,7 +12,11 @@ pub struct Profile {
     pub name: String,
     #[serde(flatten)]
     pub kind: ProfileKind,
-    /// No mutating action at all, in the console or the CLI.
+    /// What this profile may do: `stats`, `browse`, `redrive` or `full` (default `full`).
+    /// Checked in `config::validate`, so an unknown word is a config error naming the key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub access: Option<String>,
+    /// Alias for `access = "browse"`: no mutating action at all, in the console or the CLI.
     #[serde(default)]
     pub read_only: bool,
     /// Destructive actions need the queue name typed to confirm.
@@ -155,9 +159,57 @@ impl Profile {
         Profile {
             name: "local".to_string(),
             kind: ProfileKind::Local(LocalSettings::default()),
+            access: None,
             read_only: false,
             protected: false,
             refresh_secs: None,
         }
+    }
+
+    /// The tier this profile runs at: its `access`, capped at `browse` by `read_only` (from
+    /// the file or `--read-only`). Of two settings the stricter wins, so nothing can widen a
+    /// read-only profile. An unreadable `access` (only possible if validation was skipped)
+    /// counts as `stats`, the narrowest.
+    pub fn effective_access(&self) -> Access {
+        let set = match &self.access {
+            Some(a) => Access::parse(a).unwrap_or(Access::Stats),
+            None => Access::Full,
+        };
+        if self.read_only {
+            set.min(Access::Browse)
+        } else {
+            set
+        }
+    }
+}
+
+/// Permission tiers, each including the ones before it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Access {
+    /// Figures only: queue lists, depths, ages, consumers. No message bodies.
+    Stats,
+    /// Also message bodies: peek, browse, export, reasons.
+    Browse,
+    /// Also changes that keep every message: redrive, move, send, import, edit and resend.
+    Redrive,
+    /// Also changes that remove messages for good: purge, delete.
+    Full,
+}
+
+impl Access {
+    pub const ALL: [Access; 4] = [Access::Stats, Access::Browse, Access::Redrive, Access::Full];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Access::Stats => "stats",
+            Access::Browse => "browse",
+            Access::Redrive => "redrive",
+            Access::Full => "full",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Access> {
+        Access::ALL.into_iter().find(|a| a.as_str() == s)
     }
 }

@@ -1,5 +1,5 @@
-//! The single gate every mutation goes through, from the console and the CLI alike: it
-//! enforces read-only profiles and writes the audit log.
+//! The single gate every action on messages goes through, from the console and the CLI alike:
+//! it enforces the profile's permission tier (`access`) and writes the audit log.
 
 use std::sync::Arc;
 
@@ -7,32 +7,65 @@ use serde_json::json;
 
 use super::audit::{os_user, AuditEntry, AuditLog};
 use crate::backend::{Backend, BackendError, OpProgress};
+use crate::config::Access;
 use crate::domain::{
     OutgoingMessage, PurgeReport, QueueId, RedriveReport, RedriveRequest, RedriveTarget,
 };
 
+/// Everything the gate decides. Most are mutations; `Browse` and `Export` only read message
+/// bodies, which the `stats` tier forbids too.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mutation {
+    /// Peek / the console's message browser / a reasons scan: reads bodies.
+    Browse,
+    /// Write messages to a file (a browse).
+    Export,
     Redrive,
-    Purge,
+    /// Move or copy messages to another queue.
+    Move,
     Send,
+    /// `qdeck import`: publishes the messages of an export file.
+    Import,
+    /// Edit a message and resend it (copy, then delete the original).
+    Edit,
+    Purge,
+    /// Delete selected messages.
+    Delete,
     /// `qdeck create` (local broker).
     Create,
     /// The demo workload: it publishes and consumes.
     Demo,
-    /// `qdeck import`: publishes the messages of an export file.
-    Import,
 }
 
 impl Mutation {
     pub fn name(self) -> &'static str {
         match self {
+            Mutation::Browse => "browse",
+            Mutation::Export => "export",
             Mutation::Redrive => "redrive",
-            Mutation::Purge => "purge",
+            Mutation::Move => "move",
             Mutation::Send => "send",
+            Mutation::Import => "import",
+            Mutation::Edit => "edit",
+            Mutation::Purge => "purge",
+            Mutation::Delete => "delete",
             Mutation::Create => "create",
             Mutation::Demo => "demo",
-            Mutation::Import => "import",
+        }
+    }
+
+    /// The lowest tier that allows this. Actions that only add or move messages (a copy is
+    /// confirmed before the original goes) sit at `redrive`; those that can destroy messages
+    /// for good, or consume them (the demo), at `full`.
+    pub fn required(self) -> Access {
+        match self {
+            Mutation::Browse | Mutation::Export => Access::Browse,
+            Mutation::Redrive
+            | Mutation::Move
+            | Mutation::Send
+            | Mutation::Import
+            | Mutation::Edit => Access::Redrive,
+            Mutation::Purge | Mutation::Delete | Mutation::Create | Mutation::Demo => Access::Full,
         }
     }
 }
@@ -41,7 +74,7 @@ impl Mutation {
 pub struct Gate {
     backend: Arc<dyn Backend>,
     profile: String,
-    read_only: bool,
+    access: Access,
     protected: bool,
     audit: AuditLog,
 }
@@ -55,14 +88,20 @@ impl Gate {
         Gate {
             backend,
             profile: profile.name.clone(),
-            read_only: profile.read_only,
+            access: profile.effective_access(),
             protected: profile.protected,
             audit,
         }
     }
 
+    /// The profile's tier after `read_only` and `--read-only` capped it.
+    pub fn access(&self) -> Access {
+        self.access
+    }
+
+    /// Nothing that changes the broker is allowed (tier `stats` or `browse`).
     pub fn read_only(&self) -> bool {
-        self.read_only
+        self.access < Access::Redrive
     }
 
     /// Destructive actions need the queue name typed.
@@ -79,22 +118,15 @@ impl Gate {
     }
 
     /// Whether `m` is allowed at all on this profile.
-    pub fn allows(&self, _m: Mutation) -> bool {
-        !self.read_only
+    pub fn allows(&self, m: Mutation) -> bool {
+        self.access >= m.required()
     }
 
-    /// Refuse `m` on a read-only profile, recording the refusal in the audit log.
+    /// Refuse `m` when the profile's tier is below what it needs, recording the refusal in
+    /// the audit log.
     pub fn require(&self, m: Mutation, queue: &QueueId) -> Result<(), BackendError> {
-        if self.read_only {
-            return Err(self.refuse(
-                m,
-                queue,
-                &format!(
-                    "profile {:?} is read-only: {} is not allowed",
-                    self.profile,
-                    m.name()
-                ),
-            ));
+        if !self.allows(m) {
+            return Err(self.refuse(m, queue, &refusal(&self.profile, self.access, m)));
         }
         Ok(())
     }
@@ -126,7 +158,7 @@ impl Gate {
         self.record(m, queue, None, counts, result, error);
     }
 
-    fn record(
+    pub(crate) fn record(
         &self,
         m: Mutation,
         queue: &QueueId,
@@ -153,6 +185,17 @@ impl Gate {
                 self.audit.path().display()
             );
         }
+    }
+
+    /// Read a page of messages: the `stats` tier sees figures only. Not audited when allowed
+    /// (browsing changes nothing); a refusal is.
+    pub async fn browse(
+        &self,
+        queue: &QueueId,
+        req: &crate::domain::BrowseRequest,
+    ) -> Result<crate::domain::Page, BackendError> {
+        self.require(Mutation::Browse, queue)?;
+        self.backend.browse(queue, req).await
     }
 
     pub async fn redrive(
@@ -282,6 +325,24 @@ impl Gate {
     }
 }
 
+/// One line saying why: the tier, what the action needs, and the read-only wording users and
+/// scripts already know for the `browse` cap.
+fn refusal(profile: &str, access: Access, m: Mutation) -> String {
+    let need = m.required().as_str();
+    if access == Access::Browse {
+        format!(
+            "profile {profile:?} is read-only (access = \"browse\"): {} needs access = \"{need}\"",
+            m.name()
+        )
+    } else {
+        format!(
+            "profile {profile:?} has access = \"{}\": {} needs access = \"{need}\"",
+            access.as_str(),
+            m.name()
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -367,5 +428,42 @@ mod tests {
         assert_eq!(lines[3]["action"], "purge");
         assert_eq!(lines[3]["counts"]["purged"], 3);
         assert_eq!(lines[3]["result"], "ok");
+    }
+
+    /// Each tier allows exactly the actions at or below it, and says which tier is needed.
+    #[tokio::test]
+    async fn tiers_allow_what_they_include_and_name_what_is_missing() {
+        let dir = tempfile::tempdir().unwrap();
+        let h = Arc::new(LocalHandle::open(&dir.path().join("q.db")).unwrap());
+        let all = [
+            Mutation::Browse,
+            Mutation::Export,
+            Mutation::Redrive,
+            Mutation::Move,
+            Mutation::Send,
+            Mutation::Import,
+            Mutation::Edit,
+            Mutation::Purge,
+            Mutation::Delete,
+            Mutation::Create,
+            Mutation::Demo,
+        ];
+        for tier in Access::ALL {
+            let mut p = Profile::default_local();
+            p.access = Some(tier.as_str().to_string());
+            let g = Gate::new(h.clone(), &p, AuditLog::new(dir.path().join("audit.log")));
+            assert_eq!(g.access(), tier);
+            assert_eq!(g.read_only(), tier < Access::Redrive);
+            for m in all {
+                assert_eq!(g.allows(m), tier >= m.required(), "{tier:?} {m:?}");
+                if !g.allows(m) {
+                    let e = g.require(m, &QueueId::new("q")).unwrap_err().to_string();
+                    assert!(e.contains(m.required().as_str()), "{e}");
+                }
+            }
+        }
+        assert_eq!(Mutation::Purge.required(), Access::Full);
+        assert_eq!(Mutation::Edit.required(), Access::Redrive);
+        assert_eq!(Mutation::Export.required(), Access::Browse);
     }
 }

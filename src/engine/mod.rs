@@ -2,6 +2,7 @@
 
 pub mod audit;
 pub mod derive;
+pub mod edit;
 pub mod fleet;
 pub mod gate;
 pub mod ops;

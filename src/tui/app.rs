@@ -20,7 +20,8 @@ use super::views;
 use crate::backend::OpProgress;
 use crate::config::{paths, redact::redact};
 use crate::demo::DemoHandle;
-use crate::domain::{now_ms, BrowseRequest, Message, QueueId};
+use crate::domain::{now_ms, BrowseRequest, Message, QueueId, RedriveTarget};
+use crate::engine::edit::{self, EditorOutcome};
 use crate::engine::fleet::{self, FleetHandle, FleetRow};
 use crate::engine::ops::{self, Outcome};
 use crate::engine::poller::{self, PollConfig, PollEvent, PollerHandle};
@@ -57,7 +58,7 @@ pub fn initial_state(session: &Session, demo_workers: Option<usize>) -> State {
     let (theme, theme_err) = Theme::startup(&cfg.ui.theme, Some(&dir));
     st.theme = theme;
     st.theme_dir = Some(dir);
-    st.read_only = session.gate.read_only();
+    st.access = session.gate.access();
     st.protected = session.gate.protected();
     st.demo_workers = demo_workers;
     st.profiles = crate::config::profile_names(cfg);
@@ -130,6 +131,17 @@ struct Exec {
     /// Pollers of every profile, while the fleet view is open.
     fleet: Option<FleetHandle>,
     fleet_tx: mpsc::Sender<FleetRow>,
+    /// A message to open in the editor once this batch of effects is done: the event loop
+    /// owns the terminal and the key reader it must suspend.
+    pending_edit: Option<EditJob>,
+    /// The reasons scan running, to cancel.
+    reasons_op: Option<OpProgress>,
+}
+
+struct EditJob {
+    queue: QueueId,
+    message: Box<crate::domain::Message>,
+    draft: String,
 }
 
 async fn event_loop<B: TermBackend>(
@@ -166,6 +178,8 @@ where
         poller,
         demo,
         op: None,
+        pending_edit: None,
+        reasons_op: None,
         fleet: None,
         fleet_tx,
     };
@@ -236,6 +250,25 @@ where
                 ex.run(e, &mut st);
             }
         }
+        if let Some(job) = ex.pending_edit.take() {
+            // The key reader would steal the editor's keystrokes: it goes, and comes back
+            // after the editor.
+            drop(events);
+            let result = edit_suspended(job.draft).await;
+            events = EventStream::new();
+            // Both buffers empty: the next frame is drawn whole on the cleared screen.
+            // (`Terminal::clear` would ask the terminal for the cursor position.)
+            terminal.swap_buffers();
+            let a = Action::Edited {
+                queue: job.queue,
+                original: job.message,
+                result,
+            };
+            for e in update(&mut st, a) {
+                ex.run(e, &mut st);
+            }
+            st.dirty = true;
+        }
         if st.quit {
             break;
         }
@@ -245,6 +278,128 @@ where
         op.cancel();
     }
     Ok(st.exit_summary.take())
+}
+
+/// The profile's `[triage]` scan bounds and extra reason headers, as the CLI reads them.
+fn triage_settings(
+    session: &Session,
+) -> (crate::triage::ScanLimits, crate::triage::SignatureConfig) {
+    let t = &session.loaded.config.triage;
+    (
+        crate::triage::ScanLimits {
+            max_messages: Some(t.scan_limit),
+            max_time: Some(Duration::from_secs_f64(t.scan_secs)),
+            ..Default::default()
+        },
+        crate::triage::SignatureConfig {
+            extra_headers: t.reason_headers.clone(),
+        },
+    )
+}
+
+/// Group a DLQ over the configured bounded scan, sending the groups so far after each page (at
+/// most every 100 ms) so the first ones show while the rest is read.
+async fn scan_reasons(
+    gate: &crate::engine::gate::Gate,
+    queue: &QueueId,
+    limits: &crate::triage::ScanLimits,
+    cfg: &crate::triage::SignatureConfig,
+    progress: &OpProgress,
+    tx: &mpsc::Sender<Action>,
+) -> Result<crate::triage::ReasonsReport, String> {
+    use crate::engine::gate::Mutation;
+    use crate::triage::{scan, Grouper, ReasonsReport};
+    gate.require(Mutation::Browse, queue)
+        .map_err(|e| one_line(&e.to_string()))?;
+    let mut grouper = Grouper::new(cfg.clone());
+    let mut last = Instant::now() - Duration::from_secs(1);
+    let summary = scan(gate.backend().as_ref(), queue, limits, progress, |page| {
+        for m in page {
+            grouper.add(m);
+        }
+        if last.elapsed() >= Duration::from_millis(100) {
+            last = Instant::now();
+            let p = progress.snapshot();
+            // A full channel only delays the next picture; the final one is awaited.
+            let _ = tx.try_send(Action::ReasonsProgress {
+                queue: queue.clone(),
+                groups: grouper.groups(),
+                scanned: p.done,
+                total: p.total,
+            });
+        }
+        true
+    })
+    .await
+    .map_err(|e| one_line(&e.to_string()))?;
+    Ok(ReasonsReport {
+        scan: summary,
+        groups: grouper.groups(),
+    })
+}
+
+/// Messages of one reasons group, for the message browser: the same bounded scan, keeping
+/// at most `PAGE_SIZE` matching messages.
+async fn group_page(
+    gate: &crate::engine::gate::Gate,
+    queue: &QueueId,
+    limits: &crate::triage::ScanLimits,
+    cfg: &crate::triage::SignatureConfig,
+    signature: &str,
+    origin: Option<&str>,
+) -> Result<crate::domain::Page, crate::backend::BackendError> {
+    use crate::engine::gate::Mutation;
+    use crate::triage::scan;
+    gate.require(Mutation::Browse, queue)?;
+    let mut messages: Vec<Message> = Vec::new();
+    let summary = scan(
+        gate.backend().as_ref(),
+        queue,
+        limits,
+        &OpProgress::detached(),
+        |page| {
+            for m in page {
+                let s = crate::triage::signature(m, cfg);
+                if messages.len() < PAGE_SIZE
+                    && s.text == signature
+                    && s.origin.as_deref() == origin
+                {
+                    messages.push(m.clone());
+                }
+            }
+            // Enough for one page: stop reading.
+            messages.len() < PAGE_SIZE
+        },
+    )
+    .await?;
+    Ok(crate::domain::Page {
+        messages,
+        next: None,
+        effect_note: summary.effect_note,
+    })
+}
+
+/// Leave the alternate screen and raw mode, run the editor, come back. The terminal is
+/// restored even when the editor cannot start.
+async fn edit_suspended(draft: String) -> Result<EditorOutcome, String> {
+    use crossterm::terminal::{
+        disable_raw_mode, enable_raw_mode, EnterAlternateScreen, LeaveAlternateScreen,
+    };
+    let mut out = std::io::stdout();
+    let _ = crossterm::execute!(out, LeaveAlternateScreen, crossterm::cursor::Show);
+    let _ = disable_raw_mode();
+    let r = tokio::task::spawn_blocking(move || edit::run_editor(&draft))
+        .await
+        .map_err(|e| e.to_string())
+        .and_then(|r| r.map_err(|e| e.to_string()));
+    let _ = enable_raw_mode();
+    let _ = crossterm::execute!(
+        out,
+        EnterAlternateScreen,
+        crossterm::terminal::Clear(crossterm::terminal::ClearType::All),
+        crossterm::cursor::Hide
+    );
+    r
 }
 
 /// The status line and the exit summary of a finished operation.
@@ -273,7 +428,7 @@ impl Exec {
                 cursor,
                 force,
             } => {
-                let backend = self.session.backend.clone();
+                let gate = self.session.gate.clone();
                 let tx = self.tx.clone();
                 tokio::spawn(async move {
                     let append = cursor.is_some();
@@ -282,7 +437,7 @@ impl Exec {
                         max: PAGE_SIZE,
                         force,
                     };
-                    let result = backend
+                    let result = gate
                         .browse(&queue, &req)
                         .await
                         .map_err(|e| one_line(&e.to_string()));
@@ -294,6 +449,92 @@ impl Exec {
                         })
                         .await;
                 });
+            }
+            Effect::Reasons(queue) => {
+                if let Some(p) = self.reasons_op.take() {
+                    p.cancel();
+                }
+                let p = OpProgress::detached();
+                self.reasons_op = Some(p.clone());
+                let gate = self.session.gate.clone();
+                let tx = self.tx.clone();
+                let (limits, cfg) = triage_settings(&self.session);
+                tokio::spawn(async move {
+                    let result = scan_reasons(&gate, &queue, &limits, &cfg, &p, &tx).await;
+                    let _ = tx.send(Action::ReasonsDone { queue, result }).await;
+                });
+            }
+            Effect::CancelReasons => {
+                if let Some(p) = self.reasons_op.take() {
+                    p.cancel();
+                }
+            }
+            Effect::BrowseGroup {
+                queue,
+                signature,
+                origin,
+            } => {
+                let gate = self.session.gate.clone();
+                let tx = self.tx.clone();
+                let (limits, cfg) = triage_settings(&self.session);
+                tokio::spawn(async move {
+                    let result =
+                        group_page(&gate, &queue, &limits, &cfg, &signature, origin.as_deref())
+                            .await
+                            .map_err(|e| one_line(&e.to_string()));
+                    let _ = tx
+                        .send(Action::Page {
+                            queue,
+                            append: false,
+                            result,
+                        })
+                        .await;
+                });
+            }
+            Effect::Edit { queue, message } => {
+                let b = &self.session.backend;
+                if !b.deletes_by_id() {
+                    self.send_later(Action::Notice(Err(format!(
+                        "edit deletes the original by id, which the {} backend cannot do",
+                        b.kind().as_str()
+                    ))));
+                    return;
+                }
+                match edit::render(b.kind(), &queue, &message) {
+                    Ok(draft) => {
+                        self.pending_edit = Some(EditJob {
+                            queue,
+                            message,
+                            draft,
+                        })
+                    }
+                    Err(e) => self.send_later(Action::Notice(Err(e))),
+                }
+            }
+            Effect::Resend {
+                source,
+                original,
+                edited,
+                target,
+            } => {
+                let gate = self.session.gate.clone();
+                let tx = self.tx.clone();
+                tokio::spawn(async move {
+                    let to = RedriveTarget::Queue(target);
+                    let result = edit::resend(&gate, &source, &original, *edited, &to)
+                        .await
+                        .map(|r| r.line())
+                        .map_err(|e| format!("nothing was sent: {}", one_line(&e.to_string())));
+                    let _ = tx
+                        .send(Action::Resent {
+                            queue: source,
+                            result,
+                        })
+                        .await;
+                });
+            }
+            Effect::Refused { action, queue, why } => {
+                self.session.gate.refuse(action, &queue, &why);
             }
             Effect::Consumers(queue) => {
                 let backend = self.session.backend.clone();

@@ -5,6 +5,8 @@ use std::collections::BTreeMap;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
+use crate::config::Access;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Cmd {
     Quit,
@@ -37,6 +39,8 @@ pub enum Cmd {
     RemoveWorker,
     Wide,
     MarkRange,
+    Edit,
+    Reasons,
 }
 
 pub struct CmdInfo {
@@ -44,8 +48,9 @@ pub struct CmdInfo {
     pub name: &'static str,
     pub keys: &'static [&'static str],
     pub help: &'static str,
-    /// Changes the broker: hidden on read-only profiles.
-    pub mutating: bool,
+    /// The lowest permission tier the command works at: hidden from help and the footer,
+    /// and refused with a flash, below it.
+    pub needs: Access,
 }
 
 const fn c(
@@ -53,179 +58,211 @@ const fn c(
     name: &'static str,
     keys: &'static [&'static str],
     help: &'static str,
-    mutating: bool,
+    needs: Access,
 ) -> CmdInfo {
     CmdInfo {
         cmd,
         name,
         keys,
         help,
-        mutating,
+        needs,
     }
 }
 
 pub const COMMANDS: &[CmdInfo] = &[
-    c(Cmd::Quit, "quit", &["q", "ctrl-c"], "quit", false),
-    c(Cmd::Help, "help", &["?"], "this help", false),
+    c(Cmd::Quit, "quit", &["q", "ctrl-c"], "quit", Access::Stats),
+    c(Cmd::Help, "help", &["?"], "this help", Access::Stats),
     c(
         Cmd::Filter,
         "filter",
         &["/"],
         "filter rows (regex, ! inverts)",
-        false,
+        Access::Stats,
     ),
     c(
         Cmd::Command,
         "command",
         &[":"],
         "command mode (see : commands below)",
-        false,
+        Access::Stats,
     ),
-    c(Cmd::Up, "up", &["k", "up"], "move up", false),
-    c(Cmd::Down, "down", &["j", "down"], "move down", false),
-    c(Cmd::Top, "top", &["g", "home"], "first row", false),
-    c(Cmd::Bottom, "bottom", &["G", "end"], "last row", false),
+    c(Cmd::Up, "up", &["k", "up"], "move up", Access::Stats),
+    c(
+        Cmd::Down,
+        "down",
+        &["j", "down"],
+        "move down",
+        Access::Stats,
+    ),
+    c(Cmd::Top, "top", &["g", "home"], "first row", Access::Stats),
+    c(
+        Cmd::Bottom,
+        "bottom",
+        &["G", "end"],
+        "last row",
+        Access::Stats,
+    ),
     c(
         Cmd::PageUp,
         "page_up",
         &["pgup", "ctrl-b"],
         "page up",
-        false,
+        Access::Stats,
     ),
     c(
         Cmd::PageDown,
         "page_down",
         &["pgdn", "ctrl-f"],
         "page down",
-        false,
+        Access::Stats,
     ),
     c(
         Cmd::Enter,
         "enter",
         &["enter", "l", "right"],
         "open / drill in",
-        false,
+        Access::Stats,
     ),
-    c(Cmd::Back, "back", &["esc", "h", "left"], "back", false),
+    c(
+        Cmd::Back,
+        "back",
+        &["esc", "h", "left"],
+        "back",
+        Access::Stats,
+    ),
     c(
         Cmd::SortNext,
         "sort",
         &["s"],
         "sort by the next column (1…9 sort directly)",
-        false,
+        Access::Stats,
     ),
     c(
         Cmd::SortReverse,
         "sort_reverse",
         &["S"],
         "reverse sort",
-        false,
+        Access::Stats,
     ),
     c(
         Cmd::Browse,
         "browse",
         &["b"],
         "browse messages of the queue",
-        false,
+        Access::Browse,
     ),
     c(
         Cmd::Dlq,
         "dlq",
         &["d"],
         "browse the queue's dead-letter queue",
-        false,
+        Access::Browse,
     ),
     c(
         Cmd::Workers,
         "workers",
         &["w"],
         "workers consuming the queue",
-        false,
+        Access::Stats,
     ),
     c(
         Cmd::Refresh,
         "refresh",
         &["r", "ctrl-r"],
         "refresh now",
-        false,
+        Access::Stats,
     ),
     c(
         Cmd::Mark,
         "mark",
         &["space"],
         "select / unselect the message, then move down",
-        false,
+        Access::Browse,
     ),
     c(
         Cmd::MarkRange,
         "mark_range",
         &["v"],
         "range select: v, move, v selects every row between",
-        false,
+        Access::Browse,
     ),
     c(
         Cmd::Copy,
         "copy",
         &["y"],
         "copy the message body (OSC 52)",
-        false,
+        Access::Browse,
     ),
     c(
         Cmd::Save,
         "save",
         &["ctrl-s"],
         "save selected messages as JSON lines",
-        false,
+        Access::Browse,
     ),
     c(
         Cmd::NextPage,
         "next_page",
         &["n"],
         "next page of messages",
-        false,
+        Access::Browse,
     ),
     c(
         Cmd::Window,
         "window",
         &["t"],
         "chart window (1/5/10 min)",
-        false,
+        Access::Stats,
     ),
     c(
         Cmd::Redrive,
         "redrive",
         &["R"],
         "redrive (all, or the selected messages)",
-        true,
+        Access::Redrive,
     ),
-    c(Cmd::Purge, "purge", &["P"], "purge the queue", true),
+    c(Cmd::Purge, "purge", &["P"], "purge the queue", Access::Full),
+    c(
+        Cmd::Reasons,
+        "reasons",
+        &["F"],
+        "failure reasons: the DLQ grouped by signature",
+        Access::Browse,
+    ),
+    c(
+        Cmd::Edit,
+        "edit",
+        &["e"],
+        "edit the message in $EDITOR, then send the copy and delete the original",
+        Access::Redrive,
+    ),
     c(
         Cmd::Cancel,
         "cancel",
         &["x"],
         "cancel the running operation",
-        true,
+        Access::Redrive,
     ),
     c(
         Cmd::AddWorker,
         "add_worker",
         &["+"],
         "demo: add a worker",
-        false,
+        Access::Stats,
     ),
     c(
         Cmd::RemoveWorker,
         "remove_worker",
         &["-"],
         "demo: remove a worker",
-        false,
+        Access::Stats,
     ),
     c(
         Cmd::Wide,
         "wide",
         &["ctrl-w"],
         "wide columns on/off (hidden columns shown)",
-        false,
+        Access::Stats,
     ),
 ];
 

@@ -23,6 +23,8 @@ pub enum View {
     Message,
     Workers,
     Help,
+    /// A DLQ grouped by failure signature.
+    Reasons,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -183,6 +185,22 @@ pub struct MsgState {
     pub range_from: Option<usize>,
     /// The next browse should pass `force`.
     pub forced: bool,
+    /// Drilled in from the reasons view: only this group's messages are shown.
+    pub group: Option<String>,
+}
+
+/// The reasons view: groups arrive while the scan runs.
+#[derive(Debug, Clone, Default)]
+pub struct ReasonsState {
+    pub queue: Option<QueueId>,
+    pub groups: Vec<crate::triage::Group>,
+    pub scanning: bool,
+    pub scanned: u64,
+    pub total: Option<u64>,
+    /// How much of the queue the groups cover, once the scan stopped ("grouped 5,000 of …").
+    pub note: Option<String>,
+    pub error: Option<String>,
+    pub cursor: Cursor,
 }
 
 /// Sortable columns of the message browser, in digit order (1 = ID).
@@ -246,6 +264,16 @@ pub enum DialogKind {
     },
     /// q / Ctrl-C while an operation runs: cancel it and quit?
     Quit,
+    /// An edited message is back from the editor: where to send it. Always typed: the user
+    /// types the target queue's name.
+    Edit {
+        source: QueueId,
+        original: Box<crate::domain::Message>,
+        edited: Box<crate::engine::edit::Edited>,
+        /// The origin first, then the other queues of the profile.
+        targets: Vec<QueueId>,
+        target: usize,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -276,6 +304,9 @@ impl Dialog {
         match &self.kind {
             DialogKind::Purge { queue, .. } | DialogKind::Browse { queue, .. } => Some(queue),
             DialogKind::Redrive { source, .. } => Some(source),
+            DialogKind::Edit {
+                targets, target, ..
+            } => targets.get(*target),
             DialogKind::Quit => None,
         }
     }
@@ -286,7 +317,7 @@ impl Dialog {
     pub fn destructive(&self) -> bool {
         matches!(
             self.kind,
-            DialogKind::Purge { .. } | DialogKind::Redrive { .. }
+            DialogKind::Purge { .. } | DialogKind::Redrive { .. } | DialogKind::Edit { .. }
         )
     }
 }
@@ -333,6 +364,18 @@ pub struct Status {
     pub at_ms: i64,
 }
 
+impl State {
+    /// No action that changes the broker (tier `stats` or `browse`).
+    pub fn read_only(&self) -> bool {
+        self.access < crate::config::Access::Redrive
+    }
+
+    /// Whether the tier allows a command that needs `needs`.
+    pub fn allows(&self, needs: crate::config::Access) -> bool {
+        self.access >= needs
+    }
+}
+
 pub struct State {
     pub store: Store,
     pub caps: Capabilities,
@@ -343,7 +386,8 @@ pub struct State {
     /// Every profile `:profile NAME` can switch to.
     pub profiles: Vec<String>,
     pub broker: String,
-    pub read_only: bool,
+    /// The profile's permission tier, as the gate enforces it.
+    pub access: crate::config::Access,
     pub protected: bool,
     /// Workers of the in-process demo, when it runs.
     pub demo_workers: Option<usize>,
@@ -362,6 +406,7 @@ pub struct State {
     pub msgs: MsgState,
     pub body: BodyState,
     pub workers: WorkersState,
+    pub reasons: ReasonsState,
     pub dialog: Option<Dialog>,
     /// First row of the help shown.
     pub help_scroll: usize,
@@ -437,7 +482,7 @@ impl State {
             profile: profile.to_string(),
             profiles: vec![profile.to_string()],
             broker: broker.to_string(),
-            read_only: false,
+            access: crate::config::Access::Full,
             protected: false,
             demo_workers: None,
             refresh_secs: 2.0,
@@ -453,6 +498,7 @@ impl State {
             msgs: MsgState::default(),
             body: BodyState::default(),
             workers: WorkersState::default(),
+            reasons: ReasonsState::default(),
             dialog: None,
             help_scroll: 0,
             detail_scroll: 0,
@@ -494,6 +540,7 @@ impl State {
         match self.view() {
             View::Messages | View::Message => self.msgs.queue.as_ref(),
             View::Detail | View::Workers => self.focus.as_ref(),
+            View::Reasons => self.reasons.queue.as_ref(),
             _ => self.selected_queue(),
         }
     }

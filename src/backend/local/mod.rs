@@ -442,6 +442,18 @@ impl Backend for LocalHandle {
         })
     }
 
+    fn deletes_by_id(&self) -> bool {
+        true
+    }
+
+    async fn delete_ids(&self, queue: &QueueId, ids: &[String]) -> Result<u64> {
+        self.0.calls.bump("local:delete");
+        let (q, ids) = (queue.clone(), ids.to_vec());
+        self.0
+            .blocking(move |b| b.delete_ids_sync(q.as_str(), &ids))
+            .await
+    }
+
     fn api_calls(&self) -> &ApiCalls {
         &self.0.calls
     }

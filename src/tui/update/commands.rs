@@ -2,6 +2,7 @@
 //! argument no key can carry.
 
 use super::{dialogs, keys::run_cmd, messages, push, queues, set_status, Effect};
+use crate::config::Access;
 use crate::domain::QueueId;
 use crate::tui::keymap::Cmd;
 use crate::tui::state::*;
@@ -19,6 +20,7 @@ pub(super) fn command(st: &mut State, text: &str, fx: &mut Vec<Effect>) {
         "q!" => st.quit = true,
         "help" | "h" => push(st, View::Help),
         "dlq" => run_cmd(st, Cmd::Dlq, fx),
+        "reasons" | "why" => run_cmd(st, Cmd::Reasons, fx),
         "workers" | "w" | "consumers" => run_cmd(st, Cmd::Workers, fx),
         "browse" | "messages" | "m" => run_cmd(st, Cmd::Browse, fx),
         "force" | "browse!" => {
@@ -79,8 +81,8 @@ pub(super) fn command(st: &mut State, text: &str, fx: &mut Vec<Effect>) {
             }
         }
         "purge" => run_cmd(st, Cmd::Purge, fx),
-        "redrive" if !st.read_only => {
-            if arg.is_empty() {
+        "redrive" => {
+            if arg.is_empty() || !st.allows(Access::Redrive) {
                 run_cmd(st, Cmd::Redrive, fx)
             } else if st.store.get(&QueueId::new(arg.as_str())).is_some() {
                 dialogs::open_redrive(st, Some(QueueId::new(arg)))

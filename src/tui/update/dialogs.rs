@@ -6,6 +6,7 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use super::{messages, set_status, Effect};
 use crate::backend::ProgressState;
 use crate::domain::{QueueId, RedriveRequest, RedriveTarget};
+use crate::engine::edit::{self, EditorOutcome};
 use crate::tui::state::*;
 
 /// q / Ctrl-C while an operation runs ask first; with nothing running they quit.
@@ -106,6 +107,51 @@ pub(super) fn open_redrive(st: &mut State, to: Option<QueueId>) {
     ));
 }
 
+/// The editor closed: ask where to send the copy, or say why nothing will be sent.
+pub(super) fn edited(
+    st: &mut State,
+    source: QueueId,
+    original: Box<crate::domain::Message>,
+    result: Result<EditorOutcome, String>,
+) {
+    let edited = match result {
+        Ok(EditorOutcome::Changed(e)) => e,
+        Ok(EditorOutcome::Unchanged) => {
+            set_status(
+                st,
+                Level::Warn,
+                "the file was left unchanged; nothing was sent",
+            );
+            return;
+        }
+        Err(e) => {
+            set_status(st, Level::Warn, e);
+            return;
+        }
+    };
+    let origin = edit::resolve_target(&source, &original, &RedriveTarget::Origin);
+    let mut targets = vec![origin.clone()];
+    let mut others: Vec<QueueId> = st
+        .store
+        .entries()
+        .iter()
+        .map(|e| e.info.id.clone())
+        .filter(|q| *q != origin)
+        .collect();
+    others.sort();
+    targets.extend(others);
+    st.dialog = Some(Dialog::new(
+        DialogKind::Edit {
+            source,
+            original,
+            edited: Box::new(edited),
+            targets,
+            target: 0,
+        },
+        true,
+    ));
+}
+
 pub(super) fn dialog_key(st: &mut State, k: KeyEvent, fx: &mut Vec<Effect>) {
     let Some(d) = st.dialog.as_mut() else {
         return;
@@ -120,16 +166,22 @@ pub(super) fn dialog_key(st: &mut State, k: KeyEvent, fx: &mut Vec<Effect>) {
     match k.code {
         KeyCode::Esc => st.dialog = None,
         KeyCode::Tab | KeyCode::BackTab => {
-            if let DialogKind::Redrive {
-                targets, target, ..
-            } = &mut d.kind
-            {
-                let n = targets.len().max(1);
+            let cycle = |target: &mut usize, n: usize| {
+                let n = n.max(1);
                 *target = if k.code == KeyCode::Tab {
                     (*target + 1) % n
                 } else {
                     (*target + n - 1) % n
                 };
+            };
+            match &mut d.kind {
+                DialogKind::Redrive {
+                    targets, target, ..
+                } => cycle(target, targets.len()),
+                DialogKind::Edit {
+                    targets, target, ..
+                } => cycle(target, targets.len()),
+                _ => {}
             }
         }
         KeyCode::Up | KeyCode::Down => {
@@ -178,6 +230,25 @@ pub(super) fn dialog_key(st: &mut State, k: KeyEvent, fx: &mut Vec<Effect>) {
 fn confirm(st: &mut State, d: Dialog, fx: &mut Vec<Effect>) {
     match d.kind {
         DialogKind::Browse { queue, .. } => messages::start_browse(st, queue, false, fx),
+        DialogKind::Edit {
+            source,
+            original,
+            edited,
+            targets,
+            target,
+        } => {
+            if !st.allows(crate::config::Access::Redrive) {
+                return;
+            }
+            if let Some(t) = targets.get(target) {
+                fx.push(Effect::Resend {
+                    source,
+                    original,
+                    edited,
+                    target: t.clone(),
+                });
+            }
+        }
         DialogKind::Quit => {
             // Cancel the run; the console quits when its summary arrives.
             st.quit_after_op = true;
@@ -190,7 +261,7 @@ fn confirm(st: &mut State, d: Dialog, fx: &mut Vec<Effect>) {
             }
         }
         DialogKind::Purge { queue, .. } => {
-            if st.read_only {
+            if !st.allows(crate::config::Access::Full) {
                 return;
             }
             if st.op.is_some() {
@@ -213,7 +284,7 @@ fn confirm(st: &mut State, d: Dialog, fx: &mut Vec<Effect>) {
             only_ids,
             count,
         } => {
-            if st.read_only {
+            if !st.allows(crate::config::Access::Redrive) {
                 return;
             }
             if st.op.is_some() {

@@ -3,7 +3,8 @@
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
-use super::{dialogs, input, lists, messages, push, queues, set_status, Effect};
+use super::{dialogs, input, lists, messages, push, queues, reasons, set_status, Effect};
+use crate::engine::gate::Mutation;
 use crate::tui::keymap::{Cmd, COMMANDS};
 use crate::tui::state::*;
 
@@ -63,8 +64,21 @@ fn list_len(st: &State) -> usize {
         View::Fleet => st.fleet.as_ref().map_or(0, |f| f.rows.len()),
         View::Messages => st.msgs.rows.len(),
         View::Workers => st.workers.rows.len(),
+        View::Reasons => st.reasons.groups.len(),
         View::Message => st.body.lines.len(),
         _ => 0,
+    }
+}
+
+/// What the gate records when the console refuses `cmd` (keys that only move around a view
+/// the tier cannot open have nothing to record).
+fn mutation_of(cmd: Cmd) -> Option<Mutation> {
+    match cmd {
+        Cmd::Browse | Cmd::Dlq | Cmd::Reasons => Some(Mutation::Browse),
+        Cmd::Redrive => Some(Mutation::Redrive),
+        Cmd::Edit => Some(Mutation::Edit),
+        Cmd::Purge => Some(Mutation::Purge),
+        _ => None,
     }
 }
 
@@ -80,6 +94,7 @@ fn move_sel(st: &mut State, delta: isize) {
         }
         View::Messages => st.msgs.cursor.move_by(delta, len, page),
         View::Workers => st.workers.cursor.move_by(delta, len, page),
+        View::Reasons => st.reasons.cursor.move_by(delta, len, page),
         View::Detail => {
             st.detail_scroll = (st.detail_scroll as isize + delta).clamp(0, 200) as usize;
         }
@@ -92,10 +107,12 @@ fn move_sel(st: &mut State, delta: isize) {
 }
 
 pub(super) fn run_cmd(st: &mut State, cmd: Cmd, fx: &mut Vec<Effect>) {
-    let info = COMMANDS.iter().find(|c| c.cmd == cmd);
-    if info.is_some_and(|i| i.mutating) && st.read_only {
-        // Not shown and not reachable: the gate would refuse anyway.
-        return;
+    if let Some(info) = COMMANDS.iter().find(|c| c.cmd == cmd) {
+        if !st.allows(info.needs) {
+            // Not advertised, and refused here before any dialog or view opens.
+            super::refuse(st, info.name, info.needs, mutation_of(cmd), fx);
+            return;
+        }
     }
     let page = st.page_rows() as isize;
     match cmd {
@@ -137,6 +154,7 @@ pub(super) fn run_cmd(st: &mut State, cmd: Cmd, fx: &mut Vec<Effect>) {
                 }
             }
             View::Messages => messages::open_message(st),
+            View::Reasons => reasons::drill_in(st, fx),
             View::Fleet => super::commands::open_fleet_row(st, fx),
             _ => {}
         },
@@ -162,6 +180,7 @@ pub(super) fn run_cmd(st: &mut State, cmd: Cmd, fx: &mut Vec<Effect>) {
                     st.stack.pop();
                 }
                 View::Queues | View::Fleet => {}
+                View::Reasons => reasons::back(st, fx),
                 _ => {
                     st.stack.pop();
                 }
@@ -285,6 +304,7 @@ pub(super) fn run_cmd(st: &mut State, cmd: Cmd, fx: &mut Vec<Effect>) {
                         fx.push(Effect::Consumers(q));
                     }
                 }
+                View::Reasons => reasons::rescan(st, fx),
                 _ => {}
             }
         }
@@ -315,6 +335,8 @@ pub(super) fn run_cmd(st: &mut State, cmd: Cmd, fx: &mut Vec<Effect>) {
             }
         }
         Cmd::Save => messages::save(st, fx),
+        Cmd::Edit => messages::edit(st, fx),
+        Cmd::Reasons => reasons::open(st, fx),
         Cmd::NextPage => {
             if st.view() == View::Messages {
                 if let (Some(q), Some(c)) = (st.msgs.queue.clone(), st.msgs.next.clone()) {

@@ -2,9 +2,26 @@
 //! acts on.
 
 use super::{push, set_status, Effect};
+use crate::config::Access;
 use crate::domain::{BrowseEffect, Message, Page, QueueId};
+use crate::engine::gate::Mutation;
 use crate::sanitize;
 use crate::tui::state::*;
+
+/// Message views are never opened below tier `browse`.
+fn refused(st: &mut State, fx: &mut Vec<Effect>) -> bool {
+    if st.allows(Access::Browse) {
+        return false;
+    }
+    super::refuse(
+        st,
+        "browsing messages",
+        Access::Browse,
+        Some(Mutation::Browse),
+        fx,
+    );
+    true
+}
 
 pub(super) fn page_loaded(
     st: &mut State,
@@ -114,7 +131,28 @@ pub(super) fn save(st: &State, fx: &mut Vec<Effect>) {
     }
 }
 
+/// `e` on a message: hand it to the event loop, which suspends the screen for the editor.
+pub(super) fn edit(st: &mut State, fx: &mut Vec<Effect>) {
+    if !matches!(st.view(), View::Messages | View::Message) {
+        return;
+    }
+    let (Some(q), Some(m)) = (st.msgs.queue.clone(), current_msg(st).cloned()) else {
+        return;
+    };
+    if st.op.is_some() {
+        set_status(st, Level::Warn, "an operation is already running");
+        return;
+    }
+    fx.push(Effect::Edit {
+        queue: q,
+        message: Box::new(m),
+    });
+}
+
 pub(super) fn browse(st: &mut State, q: QueueId, fx: &mut Vec<Effect>) {
+    if refused(st, fx) {
+        return;
+    }
     if let BrowseEffect::SideEffect(note) = &st.caps.browse {
         st.dialog = Some(Dialog::new(
             DialogKind::Browse {
@@ -134,6 +172,9 @@ pub(super) fn browse(st: &mut State, q: QueueId, fx: &mut Vec<Effect>) {
 }
 
 pub(super) fn start_browse(st: &mut State, q: QueueId, force: bool, fx: &mut Vec<Effect>) {
+    if refused(st, fx) {
+        return;
+    }
     st.msgs = MsgState {
         queue: Some(q.clone()),
         loading: true,

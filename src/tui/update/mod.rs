@@ -11,12 +11,16 @@ mod keys;
 mod lists;
 mod messages;
 mod queues;
+mod reasons;
 
 use crossterm::event::{KeyEvent, KeyEventKind};
 
 use super::state::*;
 use crate::backend::ProgressState;
+use crate::config::Access;
 use crate::domain::{Consumer, Message, Page, QueueId, RedriveRequest};
+use crate::engine::edit::{Edited, EditorOutcome};
+use crate::engine::gate::Mutation;
 use crate::engine::poller::PollEvent;
 use crate::sanitize;
 
@@ -46,6 +50,28 @@ pub enum Action {
     DemoWorkers(usize),
     /// Result of a save or copy.
     Notice(Result<String, String>),
+    /// The editor closed on a message of `queue`.
+    Edited {
+        queue: QueueId,
+        original: Box<Message>,
+        result: Result<EditorOutcome, String>,
+    },
+    /// Groups so far of the reasons scan of `queue`.
+    ReasonsProgress {
+        queue: QueueId,
+        groups: Vec<crate::triage::Group>,
+        scanned: u64,
+        total: Option<u64>,
+    },
+    ReasonsDone {
+        queue: QueueId,
+        result: Result<crate::triage::ReasonsReport, String>,
+    },
+    /// An edited copy was sent (or not): its one line; the browser reloads `queue`.
+    Resent {
+        queue: QueueId,
+        result: Result<String, String>,
+    },
     /// Profile names re-read from the configuration file, and the profile to switch to.
     Profiles {
         names: Result<Vec<String>, String>,
@@ -82,6 +108,33 @@ pub enum Effect {
     SwitchProfile(String),
     /// Re-read the profile names from the file (then switch to the named one, if any).
     ReadProfiles(Option<String>),
+    /// Scan a DLQ and group it by failure signature.
+    Reasons(QueueId),
+    CancelReasons,
+    /// The messages of one reasons group, as a page for the message browser.
+    BrowseGroup {
+        queue: QueueId,
+        signature: String,
+        origin: Option<String>,
+    },
+    /// Suspend the console and open this message in the user's editor.
+    Edit {
+        queue: QueueId,
+        message: Box<Message>,
+    },
+    /// Send the edited copy to `target`, then delete the original.
+    Resend {
+        source: QueueId,
+        original: Box<Message>,
+        edited: Box<Edited>,
+        target: QueueId,
+    },
+    /// The tier refused an action: the gate writes the audit line.
+    Refused {
+        action: Mutation,
+        queue: QueueId,
+        why: String,
+    },
     /// Start polling every profile for the fleet view (`:fleet`).
     StartFleet,
 }
@@ -194,6 +247,32 @@ pub fn update(st: &mut State, action: Action) -> Vec<Effect> {
             Ok(t) => set_status(st, Level::Info, t),
             Err(e) => set_status(st, Level::Error, e),
         },
+        Action::Edited {
+            queue,
+            original,
+            result,
+        } => dialogs::edited(st, queue, original, result),
+        Action::ReasonsProgress {
+            queue,
+            groups,
+            scanned,
+            total,
+        } => reasons::progress(st, queue, groups, scanned, total),
+        Action::ReasonsDone { queue, result } => reasons::done(st, queue, result),
+        Action::Resent { queue, result } => {
+            match result {
+                Ok(t) => set_status(st, Level::Info, t),
+                Err(e) => set_status(st, Level::Error, e),
+            }
+            if st.msgs.queue.as_ref() == Some(&queue) {
+                st.msgs.loading = true;
+                fx.push(Effect::Browse {
+                    queue,
+                    cursor: None,
+                    force: st.msgs.forced,
+                });
+            }
+        }
     }
     fx.extend(queues::visible(st));
     fx
@@ -202,6 +281,33 @@ pub fn update(st: &mut State, action: Action) -> Vec<Effect> {
 /// How long a flash stays: info, then warnings and errors.
 pub const FLASH_INFO_MS: i64 = 4_000;
 pub const FLASH_WARN_MS: i64 = 8_000;
+
+/// The tier forbids `what`: say so in a flash and have the gate audit the refusal.
+pub(super) fn refuse(
+    st: &mut State,
+    what: &str,
+    needs: Access,
+    action: Option<Mutation>,
+    fx: &mut Vec<Effect>,
+) {
+    let why = format!(
+        "{what} needs access = \"{}\"; profile {:?} has \"{}\"",
+        needs.as_str(),
+        st.profile,
+        st.access.as_str()
+    );
+    set_status(st, Level::Warn, why.clone());
+    if let Some(action) = action {
+        fx.push(Effect::Refused {
+            action,
+            queue: st
+                .context_queue()
+                .cloned()
+                .unwrap_or_else(|| QueueId::new("*")),
+            why,
+        });
+    }
+}
 
 pub fn set_status(st: &mut State, level: Level, text: impl Into<String>) {
     st.status = Some(Status {

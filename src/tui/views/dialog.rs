@@ -108,6 +108,52 @@ pub fn render(f: &mut Frame, st: &State, d: &Dialog, area: Rect) {
                 t.dim,
             )));
         }
+        DialogKind::Edit {
+            source,
+            original,
+            edited,
+            targets,
+            target,
+        } => {
+            title = " edit and resend ";
+            lines.push(Line::from(vec![
+                styled("Send the edited copy of ", t.text),
+                styled(clean_short(&original.id, 30), t.title),
+                styled(" from ", t.text),
+                styled(clean_short(source.as_str(), 40), t.title),
+            ]));
+            let tgt = targets
+                .get(*target)
+                .map(|q| clean_short(q.as_str(), 50))
+                .unwrap_or_default();
+            let origin = if *target == 0 { "  (origin)" } else { "" };
+            lines.push(Line::from(vec![
+                styled("to  ", t.dim),
+                styled(tgt, t.accent),
+                styled(origin, t.dim),
+                styled(
+                    if targets.len() > 1 {
+                        "   (Tab: other queue)"
+                    } else {
+                        ""
+                    },
+                    t.dim,
+                ),
+            ]));
+            let removed = original
+                .headers
+                .iter()
+                .filter(|(k, _)| k != "state" && !edited.headers.iter().any(|(e, _)| e == k))
+                .count();
+            lines.push(Line::from(styled(
+                format!(
+                    "{} bytes, {} headers ({removed} removed); the original is deleted once the broker confirmed the copy",
+                    edited.body.len(),
+                    edited.headers.len()
+                ),
+                t.dim,
+            )));
+        }
         DialogKind::Browse { queue, note } => {
             title = " browse ";
             lines.push(Line::from(vec![
@@ -124,7 +170,11 @@ pub fn render(f: &mut Frame, st: &State, d: &Dialog, area: Rect) {
     if d.needs_name {
         lines.push(Line::from(""));
         lines.push(Line::from(styled(
-            "Protected profile: type the queue name to confirm.",
+            if matches!(d.kind, DialogKind::Edit { .. }) {
+                "Type the target queue's name to confirm."
+            } else {
+                "Protected profile: type the queue name to confirm."
+            },
             t.warn,
         )));
         lines.push(Line::from(vec![
@@ -191,6 +241,7 @@ fn legend<'a>(st: &State, d: &Dialog) -> Vec<Line<'a>> {
         DialogKind::Purge { .. } => "purge",
         DialogKind::Redrive { .. } => "redrive",
         DialogKind::Browse { .. } => "browse",
+        DialogKind::Edit { .. } => "send",
         DialogKind::Quit => "cancel it and quit",
     };
     if d.needs_name {

@@ -9,6 +9,7 @@ use ratatui::Frame;
 
 use super::wrap::wrap_lines;
 use super::{block, centered, clear, styled};
+use crate::config::Access;
 use crate::tui::keymap::{Cmd, COMMANDS};
 use crate::tui::state::{State, View};
 
@@ -24,6 +25,7 @@ pub fn view_cmds(view: View) -> &'static [Cmd] {
             Cmd::SortReverse,
             Cmd::Browse,
             Cmd::Dlq,
+            Cmd::Reasons,
             Cmd::Workers,
             Cmd::Redrive,
             Cmd::Purge,
@@ -33,6 +35,7 @@ pub fn view_cmds(view: View) -> &'static [Cmd] {
             Cmd::Enter,
             Cmd::Browse,
             Cmd::Dlq,
+            Cmd::Reasons,
             Cmd::Workers,
             Cmd::Window,
             Cmd::Redrive,
@@ -48,12 +51,14 @@ pub fn view_cmds(view: View) -> &'static [Cmd] {
             Cmd::Copy,
             Cmd::Save,
             Cmd::NextPage,
+            Cmd::Edit,
             Cmd::Redrive,
             Cmd::Purge,
             Cmd::Wide,
         ],
-        View::Message => &[Cmd::Copy, Cmd::Save, Cmd::Redrive],
+        View::Message => &[Cmd::Copy, Cmd::Save, Cmd::Edit, Cmd::Redrive],
         View::Workers => &[Cmd::Filter, Cmd::SortNext, Cmd::SortReverse, Cmd::Wide],
+        View::Reasons => &[Cmd::Enter, Cmd::Back, Cmd::Refresh, Cmd::Redrive],
         View::Help => &[],
         View::Fleet => &[Cmd::Enter],
     }
@@ -67,6 +72,7 @@ fn view_name(v: View) -> &'static str {
         View::Message => "message",
         View::Workers => "workers",
         View::Help => "help",
+        View::Reasons => "reasons",
         View::Fleet => "fleet",
     }
 }
@@ -98,7 +104,7 @@ fn shown(st: &State, c: Cmd) -> bool {
     let Some(info) = COMMANDS.iter().find(|i| i.cmd == c) else {
         return false;
     };
-    if info.mutating && st.read_only {
+    if !st.allows(info.needs) {
         return false;
     }
     !(matches!(c, Cmd::AddWorker | Cmd::RemoveWorker) && st.demo_workers.is_none())
@@ -146,6 +152,7 @@ pub fn lines<'a>(st: &State) -> Vec<Line<'a>> {
         (":q", "quit (asks first while an operation runs)"),
         (":q!", "quit at once"),
         (":dlq", "browse the dead-letter queue"),
+        (":reasons", "the DLQ grouped by failure reason"),
         (":workers", "workers of the queue"),
         (":browse", "browse the queue"),
         (":force", "browse despite a refusal"),
@@ -161,7 +168,16 @@ pub fn lines<'a>(st: &State) -> Vec<Line<'a>> {
         (":queues", "back to the queue list"),
     ];
     for (c, h) in cmds {
-        if st.read_only && (c.starts_with(":redrive") || c.starts_with(":purge")) {
+        let needs = if c.starts_with(":purge") {
+            Access::Full
+        } else if c.starts_with(":redrive") {
+            Access::Redrive
+        } else if [":dlq", ":browse", ":force", ":reasons"].contains(c) {
+            Access::Browse
+        } else {
+            Access::Stats
+        };
+        if !st.allows(needs) {
             continue;
         }
         out.push(Line::from(vec![
@@ -169,12 +185,9 @@ pub fn lines<'a>(st: &State) -> Vec<Line<'a>> {
             styled(*h, t.text),
         ]));
     }
-    if st.read_only {
+    if let Some(note) = tier_note(st.access) {
         out.push(Line::from(""));
-        out.push(Line::from(styled(
-            "read-only profile: no redrive, purge or cancel",
-            t.warn,
-        )));
+        out.push(Line::from(styled(note, t.warn)));
     }
     out
 }
@@ -219,4 +232,14 @@ pub fn render(f: &mut Frame, st: &State, area: Rect) {
     f.render_widget(b, r);
     let shown: Vec<Line> = rows.into_iter().skip(scroll).take(page).collect();
     f.render_widget(Paragraph::new(shown), inner);
+}
+
+/// What the profile's tier leaves out, for the end of the help.
+fn tier_note(a: Access) -> Option<&'static str> {
+    match a {
+        Access::Stats => Some("access = stats: figures only; no message bodies, redrive or purge"),
+        Access::Browse => Some("read-only profile: no redrive, purge or cancel"),
+        Access::Redrive => Some("access = redrive: no purge or delete"),
+        Access::Full => None,
+    }
 }

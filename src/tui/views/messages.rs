@@ -54,6 +54,9 @@ pub fn render_list(f: &mut Frame, st: &State, area: Rect) {
     if m.search.is_active() {
         title.push(styled(format!("/{} ", clean(&m.search.text)), t.accent));
     }
+    if let Some(g) = &m.group {
+        title.push(styled(format!("group: {} ", clean_short(g, 40)), t.accent));
+    }
     if m.loading {
         title.push(styled("loading… ", t.dim));
     }

@@ -8,6 +8,7 @@ mod fleet;
 pub mod help;
 mod messages;
 mod queues;
+mod reasons;
 mod workers;
 pub mod wrap;
 
@@ -17,8 +18,9 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph};
 use ratatui::Frame;
 
-use super::keymap::Cmd;
+use super::keymap::{Cmd, COMMANDS};
 use super::state::{InputKind, Level, State, View};
+use crate::config::Access;
 use crate::sanitize::clean;
 
 /// Smallest area we draw the console into; below it a one-line notice.
@@ -61,6 +63,7 @@ pub fn render(f: &mut Frame, st: &State) {
         View::Messages => messages::render_list(f, st, main),
         View::Message => messages::render_body(f, st, main),
         View::Workers => workers::render(f, st, main),
+        View::Reasons => reasons::render(f, st, main),
     }
     if view == View::Help {
         help::render(f, st, main);
@@ -79,8 +82,8 @@ fn header(f: &mut Frame, st: &State, area: Rect) {
     if st.broker != st.profile {
         spans.push(Span::styled(format!("{} ", st.broker), t.dim));
     }
-    if st.read_only {
-        spans.push(Span::styled(" READ-ONLY ", t.badge_read_only));
+    if let Some(b) = tier_badge(st.access) {
+        spans.push(Span::styled(b, t.badge_read_only));
         spans.push(Span::raw(" "));
     } else if st.protected {
         spans.push(Span::styled(" PROTECTED ", t.badge_protected));
@@ -173,6 +176,11 @@ fn breadcrumb(st: &State) -> String {
             }
             View::Message => parts.push("message".into()),
             View::Workers => parts.push("workers".into()),
+            View::Reasons => {
+                if let Some(q) = &st.reasons.queue {
+                    parts.push(format!("reasons {}", short(q)));
+                }
+            }
             View::Help => parts.push("help".into()),
             View::Queues => {}
         }
@@ -276,46 +284,67 @@ fn right_status(st: &State) -> String {
     parts.join(" · ")
 }
 
+/// The header badge for a profile that cannot do everything.
+fn tier_badge(a: Access) -> Option<&'static str> {
+    match a {
+        Access::Stats => Some(" STATS ONLY "),
+        Access::Browse => Some(" READ-ONLY "),
+        Access::Redrive => Some(" NO PURGE "),
+        Access::Full => None,
+    }
+}
+
 fn hints(st: &State) -> String {
     let k = |c| st.keymap.hint(c).to_string();
-    let mut v: Vec<String> = match st.view() {
+    // Keys the tier forbids are not advertised.
+    let allowed = |c: &Cmd| {
+        COMMANDS
+            .iter()
+            .find(|i| i.cmd == *c)
+            .is_none_or(|i| st.allows(i.needs))
+    };
+    let pairs: Vec<(Cmd, &str)> = match st.view() {
         View::Queues => vec![
-            format!("{} open", k(Cmd::Enter)),
-            format!("{} filter", k(Cmd::Filter)),
-            format!("{} sort", k(Cmd::SortNext)),
-            format!("{} browse", k(Cmd::Browse)),
-            format!("{} dlq", k(Cmd::Dlq)),
-            format!("{} workers", k(Cmd::Workers)),
+            (Cmd::Enter, "open"),
+            (Cmd::Filter, "filter"),
+            (Cmd::SortNext, "sort"),
+            (Cmd::Browse, "browse"),
+            (Cmd::Dlq, "dlq"),
+            (Cmd::Workers, "workers"),
         ],
         View::Detail => vec![
-            format!("{} browse", k(Cmd::Browse)),
-            format!("{} dlq", k(Cmd::Dlq)),
-            format!("{} workers", k(Cmd::Workers)),
-            format!("{} window", k(Cmd::Window)),
+            (Cmd::Browse, "browse"),
+            (Cmd::Dlq, "dlq"),
+            (Cmd::Workers, "workers"),
+            (Cmd::Window, "window"),
         ],
         View::Messages => vec![
-            format!("{} open", k(Cmd::Enter)),
-            format!("{} select↓", k(Cmd::Mark)),
-            format!("{} range", k(Cmd::MarkRange)),
-            format!("{} search", k(Cmd::Filter)),
-            format!("{} copy", k(Cmd::Copy)),
-            format!("{} save", k(Cmd::Save)),
-            format!("{} more", k(Cmd::NextPage)),
+            (Cmd::Enter, "open"),
+            (Cmd::Mark, "select↓"),
+            (Cmd::MarkRange, "range"),
+            (Cmd::Filter, "search"),
+            (Cmd::Copy, "copy"),
+            (Cmd::Save, "save"),
+            (Cmd::NextPage, "more"),
         ],
-        View::Message => vec![
-            format!("{} copy", k(Cmd::Copy)),
-            format!("{} save", k(Cmd::Save)),
-        ],
-        View::Workers => vec![
-            format!("{} filter", k(Cmd::Filter)),
-            format!("{} sort", k(Cmd::SortNext)),
-        ],
+        View::Message => vec![(Cmd::Copy, "copy"), (Cmd::Save, "save")],
+        View::Workers => vec![(Cmd::Filter, "filter"), (Cmd::SortNext, "sort")],
+        View::Reasons => vec![(Cmd::Enter, "messages"), (Cmd::Refresh, "rescan")],
         View::Help => vec![],
-        View::Fleet => vec![format!("{} open profile", k(Cmd::Enter))],
+        View::Fleet => vec![(Cmd::Enter, "open profile")],
     };
-    if !st.read_only && !matches!(st.view(), View::Workers | View::Help | View::Fleet) {
-        v.push(format!("{} redrive", k(Cmd::Redrive)));
-        v.push(format!("{} purge", k(Cmd::Purge)));
+    let mut v: Vec<String> = pairs
+        .into_iter()
+        .filter(|(c, _)| allowed(c))
+        .map(|(c, label)| format!("{} {label}", k(c)))
+        .collect();
+    if !matches!(st.view(), View::Workers | View::Help | View::Fleet) {
+        if st.allows(Access::Redrive) {
+            v.push(format!("{} redrive", k(Cmd::Redrive)));
+        }
+        if st.allows(Access::Full) {
+            v.push(format!("{} purge", k(Cmd::Purge)));
+        }
     }
     if st.demo_workers.is_some() {
         v.push(format!(
@@ -327,6 +356,10 @@ fn hints(st: &State) -> String {
     let home = st.stack.len() == 1;
     if !home {
         v.push(format!("{} back", k(Cmd::Back)));
+    }
+    // After the long-standing hints, so narrow footers keep those.
+    if matches!(st.view(), View::Messages | View::Message) && st.allows(Access::Redrive) {
+        v.push(format!("{} edit", k(Cmd::Edit)));
     }
     v.join("  ")
 }

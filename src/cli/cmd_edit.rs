@@ -1,0 +1,83 @@
+//! `qdeck edit QUEUE ID`: the CLI face of `engine::edit`. Every check that can fail runs
+//! before the editor opens, so the user never edits a message that cannot be sent.
+
+use std::io::IsTerminal;
+
+use super::args::Format;
+use super::confirm::confirm;
+use super::exit::{CliError, CliResult, FAILED, OK, PARTIAL, REFUSED, USAGE};
+use super::fetch;
+use super::output;
+use crate::domain::{QueueId, RedriveTarget};
+use crate::engine::edit::{self, EditorError, EditorOutcome};
+use crate::engine::gate::Mutation;
+use crate::engine::session::Session;
+
+pub async fn edit(
+    s: &Session,
+    queue: &str,
+    id: &str,
+    to: Option<&str>,
+    yes: bool,
+    f: Format,
+) -> CliResult {
+    let source = QueueId::new(queue);
+    s.gate.require(Mutation::Edit, &source)?;
+    let b = s.backend.as_ref();
+    let info = fetch::find(b, queue).await?;
+    let target = match to {
+        Some(t) => RedriveTarget::Queue(fetch::find(b, t).await?.id),
+        None => RedriveTarget::Origin,
+    };
+    if !b.deletes_by_id() {
+        return Err(CliError::new(
+            FAILED,
+            format!(
+                "edit deletes the original by id, which the {} backend cannot do; nothing was sent",
+                b.kind().as_str()
+            ),
+        ));
+    }
+    if !yes && !std::io::stdin().is_terminal() {
+        let e = CliError::new(
+            REFUSED,
+            "refusing without --yes: standard input is not a terminal to confirm on",
+        );
+        s.gate.refuse(Mutation::Edit, &info.id, &e.message);
+        return Err(e);
+    }
+    let original = edit::find_message(&s.gate, &info.id, id).await?;
+    let draft = edit::render(b.kind(), &info.id, &original).map_err(CliError::usage)?;
+    let edited = match edit::run_editor(&draft) {
+        Ok(EditorOutcome::Changed(e)) => e,
+        Ok(EditorOutcome::Unchanged) => {
+            return Err(CliError::new(
+                REFUSED,
+                "the file was left unchanged; nothing was sent",
+            ))
+        }
+        Err(e @ EditorError::Aborted(_)) => return Err(CliError::new(REFUSED, e.to_string())),
+        Err(e @ EditorError::Io(_)) => return Err(CliError::new(FAILED, e.to_string())),
+        Err(e @ EditorError::Malformed(_)) => return Err(CliError::new(USAGE, e.to_string())),
+    };
+    let dest = edit::resolve_target(&info.id, &original, &target);
+    if !yes {
+        let q = format!(
+            "About to send the edited copy of {} to {} and then delete the original from {}.",
+            output::name(id),
+            output::name(dest.as_str()),
+            output::name(info.id.as_str())
+        );
+        if let Err(e) = confirm(&q, dest.as_str(), s.gate.protected()) {
+            s.gate.refuse(Mutation::Edit, &info.id, &e.message);
+            return Err(e);
+        }
+    }
+    let report = edit::resend(&s.gate, &info.id, &original, edited, &target).await?;
+    if f == Format::Json {
+        output::print_json(&report).ok();
+    } else {
+        output::print(&format!("{}\n", report.line()));
+    }
+    Ok(if report.deleted { OK } else { PARTIAL })
+}

@@ -1,0 +1,435 @@
+//! Edit and resend, shared by `qdeck edit` and the console: the message becomes a small TOML
+//! block (key and headers) followed by its body, the user edits it in `$VISUAL`/`$EDITOR`,
+//! and the edited copy is sent before the original is deleted — only once the broker has
+//! confirmed the copy, so a failure can leave both versions but never neither.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::json;
+
+use super::gate::{Gate, Mutation};
+use crate::backend::BackendError;
+use crate::domain::{BrokerKind, Message, OutgoingMessage, QueueId, RedriveTarget};
+
+/// The line between the header block and the body. Everything after it is the body.
+pub const BODY_MARKER: &str = "+++ body below this line +++";
+
+/// A message as the user left it in the editor.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Edited {
+    pub key: Option<String>,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl Edited {
+    pub fn into_outgoing(self) -> OutgoingMessage {
+        OutgoingMessage {
+            body: self.body,
+            key: self.key,
+            delay: None,
+            headers: self.headers,
+        }
+    }
+}
+
+/// What came back from the editor.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EditorOutcome {
+    Changed(Edited),
+    /// Saved as it was, or not saved: nothing to send.
+    Unchanged,
+}
+
+/// Headers the broker reports about a message rather than carries with it; they are not
+/// offered for editing (sending them would make them ordinary headers).
+fn is_synthetic(kind: BrokerKind, name: &str) -> bool {
+    kind == BrokerKind::Local && name == "state"
+}
+
+/// The file the editor opens. Bodies that are not UTF-8 cannot be edited as text.
+pub fn render(kind: BrokerKind, queue: &QueueId, msg: &Message) -> Result<String, String> {
+    let body = std::str::from_utf8(&msg.body).map_err(|_| {
+        format!(
+            "message {} has a binary body; edit works on text bodies only",
+            msg.id
+        )
+    })?;
+    let mut headers = toml::Table::new();
+    for (k, v) in &msg.headers {
+        if !is_synthetic(kind, k) {
+            headers.insert(k.clone(), toml::Value::String(v.clone()));
+        }
+    }
+    let mut top = toml::Table::new();
+    if let Some(k) = &msg.key {
+        top.insert("key".into(), toml::Value::String(k.clone()));
+    }
+    top.insert("headers".into(), toml::Value::Table(headers));
+    let block = toml::to_string(&top).map_err(|e| e.to_string())?;
+    // The editor may add a final newline; `parse` takes exactly one off again.
+    Ok(format!(
+        "# qdeck edit: message {id} of {queue}\n\
+         # Change the key, the headers (delete a line to remove that header) and the body.\n\
+         # Save and quit to go on; quit without saving, or with an error, to send nothing.\n\
+         {block}{BODY_MARKER}\n{body}\n",
+        id = crate::sanitize::clean(&msg.id),
+        queue = crate::sanitize::clean(queue.as_str()),
+    ))
+}
+
+/// Read the edited file back.
+pub fn parse(text: &str) -> Result<Edited, String> {
+    let mut offset = 0;
+    let mut body_start = None;
+    for line in text.split_inclusive('\n') {
+        if line.trim_end_matches(['\n', '\r']) == BODY_MARKER {
+            body_start = Some(offset + line.len());
+            break;
+        }
+        offset += line.len();
+    }
+    let Some(start) = body_start else {
+        return Err(format!(
+            "the line {BODY_MARKER:?} is missing: it separates the headers from the body"
+        ));
+    };
+    let table: toml::Table = text[..offset].parse().map_err(|e: toml::de::Error| {
+        format!(
+            "the header block is not valid TOML: {}",
+            e.message().replace('\n', " ")
+        )
+    })?;
+    let mut key = None;
+    let mut headers = Vec::new();
+    for (k, v) in table {
+        match (k.as_str(), v) {
+            ("key", toml::Value::String(s)) => key = Some(s),
+            ("key", _) => return Err("key must be a string".into()),
+            ("headers", toml::Value::Table(t)) => {
+                for (name, value) in t {
+                    let value = match value {
+                        toml::Value::String(s) => s,
+                        toml::Value::Integer(i) => i.to_string(),
+                        toml::Value::Float(f) => f.to_string(),
+                        toml::Value::Boolean(b) => b.to_string(),
+                        _ => return Err(format!("header {name:?} must be a single value")),
+                    };
+                    headers.push((name, value));
+                }
+            }
+            ("headers", _) => return Err("headers must be a table ([headers])".into()),
+            (other, _) => {
+                return Err(format!(
+                    "unknown field {other:?} in the header block (known: key, headers)"
+                ))
+            }
+        }
+    }
+    let body = &text[start..];
+    let body = body.strip_suffix('\n').unwrap_or(body);
+    Ok(Edited {
+        key,
+        headers,
+        body: body.as_bytes().to_vec(),
+    })
+}
+
+/// Why nothing will be sent.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EditorError {
+    /// The editor could not be started, or the scratch file not written or read.
+    #[error("{0}")]
+    Io(String),
+    /// The editor exited with an error (`:cq` in vim): the user gave up.
+    #[error("{0}")]
+    Aborted(String),
+    /// The file came back in a shape that cannot be read.
+    #[error("{0}; nothing was sent")]
+    Malformed(String),
+}
+
+/// `$VISUAL`, then `$EDITOR`, then `vi`.
+pub fn editor_command() -> String {
+    ["VISUAL", "EDITOR"]
+        .iter()
+        .filter_map(|v| std::env::var(v).ok())
+        .find(|v| !v.trim().is_empty())
+        .unwrap_or_else(|| "vi".to_string())
+}
+
+/// Write `draft` to a private file, run the editor on it (through `sh`, so `EDITOR="code
+/// -w"` works), and read it back. The caller owns the terminal: it must have left raw mode
+/// and the alternate screen first.
+pub fn run_editor(draft: &str) -> Result<EditorOutcome, EditorError> {
+    let path = scratch_path();
+    write_private(&path, draft)
+        .map_err(|e| EditorError::Io(format!("cannot write {}: {e}", path.display())))?;
+    let result = run_on(&path, draft);
+    let _ = std::fs::remove_file(&path);
+    result
+}
+
+fn run_on(path: &Path, draft: &str) -> Result<EditorOutcome, EditorError> {
+    let editor = editor_command();
+    let status = Command::new("sh")
+        .arg("-c")
+        .arg(format!("{editor} \"$1\""))
+        .arg("qdeck-editor")
+        .arg(path)
+        .status()
+        .map_err(|e| EditorError::Io(format!("cannot run the editor {editor:?}: {e}")))?;
+    if !status.success() {
+        return Err(EditorError::Aborted(format!(
+            "the editor {editor:?} exited with {status}; nothing was sent"
+        )));
+    }
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| EditorError::Io(format!("cannot read the edited file back: {e}")))?;
+    if text == draft {
+        return Ok(EditorOutcome::Unchanged);
+    }
+    let edited = parse(&text).map_err(EditorError::Malformed)?;
+    if parse(draft).is_ok_and(|d| d == edited) {
+        return Ok(EditorOutcome::Unchanged);
+    }
+    Ok(EditorOutcome::Changed(edited))
+}
+
+fn scratch_path() -> PathBuf {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    std::env::temp_dir().join(format!("qdeck-edit-{}-{nanos}.toml", std::process::id()))
+}
+
+/// Bodies may hold personal data: the scratch file is readable by its owner only.
+fn write_private(path: &Path, text: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut o = std::fs::OpenOptions::new();
+    o.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        o.mode(0o600);
+    }
+    o.open(path)?.write_all(text.as_bytes())
+}
+
+/// The message `id` of `queue`, read through the gate (a browse: nothing changes). Pages
+/// through the queue until found.
+pub async fn find_message(gate: &Gate, queue: &QueueId, id: &str) -> Result<Message, BackendError> {
+    let mut cursor = None;
+    loop {
+        let page = gate
+            .browse(
+                queue,
+                &crate::domain::BrowseRequest {
+                    cursor: cursor.clone(),
+                    max: 500,
+                    force: false,
+                },
+            )
+            .await?;
+        let got = page.messages.len();
+        if let Some(m) = page.messages.into_iter().find(|m| m.id == id) {
+            return Ok(m);
+        }
+        match page.next {
+            Some(c) if got > 0 => cursor = Some(c),
+            _ => {
+                return Err(BackendError::NotFound(format!(
+                    "no message {id:?} in {:?}",
+                    queue.as_str()
+                )))
+            }
+        }
+    }
+}
+
+/// Where the edited copy goes: the named queue, or for "origin" the queue the message was
+/// dead-lettered from, else the queue it sits in (an edit in place).
+pub fn resolve_target(source: &QueueId, msg: &Message, target: &RedriveTarget) -> QueueId {
+    match target {
+        RedriveTarget::Queue(q) => q.clone(),
+        RedriveTarget::Origin => msg
+            .dead_letter
+            .as_ref()
+            .and_then(|d| d.origin.clone())
+            .unwrap_or_else(|| source.clone()),
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct EditReport {
+    pub source: QueueId,
+    pub original_id: String,
+    pub target: QueueId,
+    pub new_id: Option<String>,
+    /// The original is gone. False: the copy was sent but the original is still there (a
+    /// worker holds it, or the delete failed) — both versions exist, say so.
+    pub deleted: bool,
+    pub note: Option<String>,
+}
+
+impl EditReport {
+    pub fn line(&self) -> String {
+        let new = self.new_id.as_deref().unwrap_or("(no id)");
+        let mut s = format!(
+            "sent the edited copy of {} to {} as {new}",
+            self.original_id, self.target
+        );
+        if self.deleted {
+            s.push_str(&format!("; deleted the original from {}", self.source));
+        } else {
+            s.push_str(&format!(
+                "; the original is still in {}: {}",
+                self.source,
+                self.note.as_deref().unwrap_or("not deleted")
+            ));
+        }
+        crate::sanitize::clean(&s).into_owned()
+    }
+}
+
+/// Send the edited copy, then delete the original. Checks first, so that a refusal, a
+/// broker without delete-by-id or an unknown target sends nothing.
+pub async fn resend(
+    gate: &Gate,
+    source: &QueueId,
+    original: &Message,
+    edited: Edited,
+    target: &RedriveTarget,
+) -> Result<EditReport, BackendError> {
+    gate.require(Mutation::Edit, source)?;
+    let backend = gate.backend().clone();
+    let to = resolve_target(source, original, target);
+    let audit = |result: &str, counts: serde_json::Value, err: Option<String>| {
+        gate.record(
+            Mutation::Edit,
+            source,
+            Some(to.to_string()),
+            counts,
+            result,
+            err,
+        );
+    };
+    let checks = async {
+        if !backend.deletes_by_id() {
+            return Err(BackendError::Unsupported(format!(
+                "edit and resend deletes the original by id, which the {} backend cannot do; \
+                 nothing was sent",
+                backend.kind().as_str()
+            )));
+        }
+        backend.describe(source).await?;
+        backend.describe(&to).await?;
+        Ok(())
+    };
+    if let Err(e) = checks.await {
+        audit(
+            "error",
+            json!({"original_id": original.id}),
+            Some(e.to_string()),
+        );
+        return Err(e);
+    }
+    let new_id = match backend.send(&to, edited.into_outgoing()).await {
+        Ok(id) => id,
+        Err(e) => {
+            audit(
+                "error",
+                json!({"original_id": original.id}),
+                Some(e.to_string()),
+            );
+            return Err(e);
+        }
+    };
+    // The copy is confirmed: only now may the original go.
+    let deleted = backend
+        .delete_ids(source, std::slice::from_ref(&original.id))
+        .await;
+    let (deleted, note) = match deleted {
+        Ok(1) => (true, None),
+        Ok(_) => (
+            false,
+            Some("it was consumed, moved or leased meanwhile; check for a duplicate".to_string()),
+        ),
+        Err(e) => (false, Some(format!("delete failed: {e}"))),
+    };
+    audit(
+        if deleted { "ok" } else { "partial" },
+        json!({"original_id": original.id, "new_id": new_id, "sent": 1, "deleted": u8::from(deleted)}),
+        note.clone(),
+    );
+    Ok(EditReport {
+        source: source.clone(),
+        original_id: original.id.clone(),
+        target: to,
+        new_id,
+        deleted,
+        note,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn msg(body: &[u8]) -> Message {
+        Message {
+            id: "7".into(),
+            seq: Some(7),
+            enqueued_ms: None,
+            receive_count: None,
+            key: Some("k1".into()),
+            headers: vec![
+                ("state".into(), "ready".into()),
+                ("x-tenant".into(), "acme".into()),
+                ("content-type".into(), "application/json".into()),
+            ],
+            body: body.to_vec(),
+            dead_letter: None,
+        }
+    }
+
+    #[test]
+    fn render_then_parse_gives_the_message_back() {
+        for body in [&b"{\"a\": 1}"[..], b"two\nlines\n", b"", b"+++ body below"] {
+            let m = msg(body);
+            let text = render(BrokerKind::Local, &QueueId::new("q"), &m).unwrap();
+            let e = parse(&text).unwrap();
+            assert_eq!(e.body, body, "{text}");
+            assert_eq!(e.key.as_deref(), Some("k1"));
+            // The broker's own "state" line is not offered as a header.
+            let mut names: Vec<&str> = e.headers.iter().map(|h| h.0.as_str()).collect();
+            names.sort();
+            assert_eq!(names, vec!["content-type", "x-tenant"]);
+        }
+    }
+
+    #[test]
+    fn removed_headers_are_gone_and_bad_files_say_why() {
+        let text = render(BrokerKind::Local, &QueueId::new("q"), &msg(b"x")).unwrap();
+        let cut: String = text
+            .lines()
+            .filter(|l| !l.starts_with("x-tenant"))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        let e = parse(&cut).unwrap();
+        assert!(!e.headers.iter().any(|h| h.0 == "x-tenant"));
+        assert!(parse("key = 1\n").unwrap_err().contains("missing"));
+        let bad = format!("key = [\n{BODY_MARKER}\nbody\n");
+        assert!(parse(&bad).unwrap_err().contains("not valid TOML"));
+        let unknown = format!("delay = \"5s\"\n{BODY_MARKER}\nbody\n");
+        assert!(parse(&unknown).unwrap_err().contains("delay"));
+    }
+
+    #[test]
+    fn binary_bodies_are_not_edited() {
+        let e = render(BrokerKind::Local, &QueueId::new("q"), &msg(&[0xff, 0xfe])).unwrap_err();
+        assert!(e.contains("binary"), "{e}");
+    }
+}

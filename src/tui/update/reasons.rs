@@ -1,0 +1,128 @@
+//! The reasons view: a DLQ grouped by failure signature while a bounded scan runs; Esc
+//! cancels the scan, Enter opens the group's messages in the message browser.
+
+use super::{push, set_status, Effect};
+use crate::domain::QueueId;
+use crate::triage::{Group, ReasonsReport};
+use crate::tui::state::*;
+
+/// `F` / `:reasons`: on a DLQ its own groups; on a queue with a DLQ, the DLQ's.
+pub(super) fn open(st: &mut State, fx: &mut Vec<Effect>) {
+    let Some(q) = st.context_queue().cloned() else {
+        return;
+    };
+    let info = st.store.get(&q).map(|e| e.info.clone());
+    let dlq = match info {
+        Some(i) if i.is_dlq => q,
+        Some(i) => match i.dlq {
+            Some(d) => d,
+            None => {
+                set_status(st, Level::Warn, format!("{q} has no dead-letter queue"));
+                return;
+            }
+        },
+        // A queue the list has not shown yet: take it as asked.
+        None => q,
+    };
+    if st.reasons.scanning {
+        fx.push(Effect::CancelReasons);
+    }
+    st.reasons = ReasonsState {
+        queue: Some(dlq.clone()),
+        scanning: true,
+        ..Default::default()
+    };
+    push(st, View::Reasons);
+    fx.push(Effect::Reasons(dlq));
+}
+
+/// `r` in the view: scan the same DLQ again from the top.
+pub(super) fn rescan(st: &mut State, fx: &mut Vec<Effect>) {
+    let Some(q) = st.reasons.queue.clone() else {
+        return;
+    };
+    if st.reasons.scanning {
+        fx.push(Effect::CancelReasons);
+    }
+    st.reasons = ReasonsState {
+        queue: Some(q.clone()),
+        scanning: true,
+        ..Default::default()
+    };
+    fx.push(Effect::Reasons(q));
+}
+
+pub(super) fn progress(
+    st: &mut State,
+    queue: QueueId,
+    groups: Vec<Group>,
+    scanned: u64,
+    total: Option<u64>,
+) {
+    let r = &mut st.reasons;
+    if r.queue.as_ref() != Some(&queue) || !r.scanning {
+        return;
+    }
+    r.groups = groups;
+    r.scanned = scanned;
+    r.total = total;
+    r.cursor.clamp(r.groups.len(), 1);
+    st.dirty = true;
+}
+
+pub(super) fn done(st: &mut State, queue: QueueId, result: Result<ReasonsReport, String>) {
+    let r = &mut st.reasons;
+    if r.queue.as_ref() != Some(&queue) {
+        return;
+    }
+    r.scanning = false;
+    match result {
+        Ok(rep) => {
+            r.note = Some(rep.sample_note());
+            r.scanned = rep.scan.scanned;
+            r.total = rep.scan.total;
+            r.groups = rep.groups;
+        }
+        Err(e) => r.error = Some(e),
+    }
+    let n = r.groups.len();
+    r.cursor.clamp(n, 1);
+    st.dirty = true;
+}
+
+/// Esc while scanning stops the scan and keeps what it grouped; after that, Esc leaves.
+pub(super) fn back(st: &mut State, fx: &mut Vec<Effect>) {
+    if st.reasons.scanning {
+        st.reasons.scanning = false;
+        fx.push(Effect::CancelReasons);
+        set_status(
+            st,
+            Level::Info,
+            "scan cancelled: the groups cover what was read",
+        );
+    } else {
+        st.stack.pop();
+    }
+}
+
+/// Enter on a group: its messages (from a fresh bounded scan) in the message browser.
+pub(super) fn drill_in(st: &mut State, fx: &mut Vec<Effect>) {
+    let (Some(q), Some(g)) = (
+        st.reasons.queue.clone(),
+        st.reasons.groups.get(st.reasons.cursor.sel).cloned(),
+    ) else {
+        return;
+    };
+    st.msgs = MsgState {
+        queue: Some(q.clone()),
+        loading: true,
+        group: Some(g.signature.clone()),
+        ..Default::default()
+    };
+    push(st, View::Messages);
+    fx.push(Effect::BrowseGroup {
+        queue: q,
+        signature: g.signature,
+        origin: g.origin,
+    });
+}

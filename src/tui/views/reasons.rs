@@ -1,0 +1,123 @@
+//! The reasons view: one row per failure signature, largest first, with how far the scan got.
+
+use ratatui::layout::Rect;
+use ratatui::text::Line;
+use ratatui::widgets::{Cell, Paragraph, Row, Table, TableState, Wrap};
+use ratatui::Frame;
+
+use super::columns::{clean_mid, constraints, fit, flex_width, Col};
+use super::{block, fmt_ago, styled};
+use crate::sanitize::{clean, clean_short};
+use crate::triage::scan::thousands;
+use crate::tui::state::State;
+
+pub fn render(f: &mut Frame, st: &State, area: Rect) {
+    let t = &st.theme;
+    let r = &st.reasons;
+    let q = r
+        .queue
+        .as_ref()
+        .map(|q| clean_short(q.as_str(), 50))
+        .unwrap_or_default();
+    let mut title = vec![
+        styled(" reasons ", t.dim),
+        styled(format!("{q} "), t.title),
+        styled(format!("{} groups ", r.groups.len()), t.dim),
+    ];
+    if r.scanning {
+        let of = r
+            .total
+            .map(|n| format!(" of {}", thousands(n)))
+            .unwrap_or_default();
+        title.push(styled(
+            format!("scanning {}{of}… (Esc cancels) ", thousands(r.scanned)),
+            t.accent,
+        ));
+    } else if let Some(n) = &r.note {
+        title.push(styled(format!("{} ", clean(n)), t.dim));
+    }
+    let b = block(st, Line::from(title));
+    let inner = b.inner(area);
+    f.render_widget(b, area);
+    if let Some(e) = &r.error {
+        f.render_widget(
+            Paragraph::new(format!("cannot scan: {}", clean(e)))
+                .style(t.error)
+                .wrap(Wrap { trim: true }),
+            inner,
+        );
+        return;
+    }
+    if r.groups.is_empty() {
+        let msg = if r.scanning {
+            "reading messages…"
+        } else {
+            "no dead letters in the scan"
+        };
+        f.render_widget(Paragraph::new(msg).style(t.dim), inner);
+        return;
+    }
+    let cols = vec![
+        Col::fixed("COUNT", 7, 0),
+        Col::fixed("BACK", 5, 1),
+        Col::fixed("FIRST", 9, 2),
+        Col::fixed("LAST", 9, 2),
+        Col::fixed("ORIGIN", 16, 1),
+        Col::flex("REASON", 20, 0),
+    ];
+    let keep = fit(&cols, inner.width, st.wide);
+    let reason_w = flex_width(&cols, &keep, inner.width);
+    let page = (inner.height as usize).saturating_sub(1).max(1);
+    let mut cursor = r.cursor.clone();
+    cursor.clamp(r.groups.len(), page);
+    let from = cursor.offset.min(r.groups.len());
+    let to = (from + page).min(r.groups.len());
+    let ago = |ms: Option<i64>| {
+        ms.map(|m| fmt_ago(st.now_ms - m))
+            .unwrap_or_else(|| "—".into())
+    };
+    let rows: Vec<Row> = r.groups[from..to]
+        .iter()
+        .map(|g| {
+            // Dead letters that were redriven before and failed again: the fix did not work.
+            let back = if g.came_back_after_redrive() {
+                styled(format!("↺{}", g.redriven), t.warn)
+            } else {
+                styled("", t.dim)
+            };
+            let cells = vec![
+                Cell::from(thousands(g.count)),
+                Cell::from(back),
+                Cell::from(ago(g.first_seen_ms)),
+                Cell::from(ago(g.last_seen_ms)),
+                Cell::from(
+                    g.origin
+                        .as_deref()
+                        .map(|o| clean_short(o, 16))
+                        .unwrap_or_else(|| "—".into()),
+                ),
+                Cell::from(clean_mid(&g.signature, reason_w)),
+            ];
+            Row::new(
+                cells
+                    .into_iter()
+                    .zip(&keep)
+                    .filter(|(_, k)| **k)
+                    .map(|(c, _)| c),
+            )
+            .style(t.text)
+        })
+        .collect();
+    let head_row = Row::new(
+        cols.iter()
+            .zip(&keep)
+            .filter(|(_, k)| **k)
+            .map(|(c, _)| Cell::from(c.head.clone())),
+    );
+    let table = Table::new(rows, constraints(&cols, &keep))
+        .header(head_row.style(t.header))
+        .row_highlight_style(t.selected)
+        .column_spacing(1);
+    let mut ts = TableState::default().with_selected(Some(cursor.sel - from));
+    f.render_stateful_widget(table, inner, &mut ts);
+}

@@ -3,12 +3,16 @@
 # < 1 s, full scan < 5 s, release build), with `qdeck peek -n 1` on the same file as the
 # reference (process start, config, opening the broker). Also times the scan behind a filtered
 # redrive (`--where … --dry-run`) over the same DLQ.
-# Usage: scripts/bench_reasons.sh [MESSAGES]   (builds the release binary first)
+# Usage: scripts/bench_reasons.sh [MESSAGES]   (builds the release binary first, unless
+# QDECK_BIN names one; the local broker is in every build, so a `--no-default-features`
+# release binary measures the same code)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N="${1:-50000}"
-cargo build --release -q
-BIN="${CARGO_TARGET_DIR:-target}/release/qdeck"
+if [ -z "${QDECK_BIN:-}" ]; then
+  cargo build --release -q
+fi
+BIN="${QDECK_BIN:-${CARGO_TARGET_DIR:-target}/release/qdeck}"
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 export XDG_DATA_HOME="$WORK/data" XDG_STATE_HOME="$WORK/state" XDG_CONFIG_HOME="$WORK/config"

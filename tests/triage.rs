@@ -563,3 +563,50 @@ fn a_malformed_import_line_stops_everything_before_sending() {
         .code(5);
     assert_eq!(e.depth("dst"), 0);
 }
+
+#[test]
+fn purge_where_deletes_exactly_the_matching_messages() {
+    let e = Env::new();
+    incident(&e);
+    let pred = r#"signature ~ "^timeout""#;
+    e.qdeck()
+        .args(["purge", "orders.dlq", "--where", pred, "--dry-run"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("would delete 4 message(s)"));
+    assert_eq!(e.depth("orders.dlq"), 16);
+    // Without a terminal and without --yes: refused, audited, nothing deleted.
+    e.qdeck()
+        .args(["purge", "orders.dlq", "--where", pred])
+        .assert()
+        .code(5);
+    assert_eq!(e.depth("orders.dlq"), 16);
+    let r = e.json(&["purge", "orders.dlq", "--where", pred, "-y"]);
+    assert_eq!(
+        (r["deleted"].as_u64(), r["missing"].as_u64()),
+        (Some(4), Some(0))
+    );
+    assert_eq!(e.depth("orders.dlq"), 12);
+    let left = e.json(&["reasons", "orders.dlq"]);
+    assert_eq!(
+        groups(&left),
+        vec![
+            ("order <n> failed: customer <uuid> unknown".to_string(), 7),
+            ("max_receives exceeded".to_string(), 5),
+        ]
+    );
+    let line = e.audit().pop().unwrap();
+    assert_eq!(line["action"], "delete");
+    assert_eq!(line["counts"]["predicate"], pred);
+    assert_eq!(line["counts"]["deleted"], 4);
+    // Read-only refuses before scanning; scan flags without --where are a usage error.
+    e.qdeck()
+        .args(["--read-only", "purge", "orders.dlq", "--where", pred, "-y"])
+        .assert()
+        .code(5);
+    e.qdeck()
+        .args(["purge", "orders.dlq", "--limit", "5", "-y"])
+        .assert()
+        .code(2);
+    assert_eq!(e.depth("orders.dlq"), 12);
+}

@@ -114,6 +114,27 @@ pub trait Backend: Send + Sync {
 
     async fn purge(&self, queue: &QueueId, progress: &OpProgress) -> Result<PurgeReport>;
 
+    /// Whether `delete_ids` works on this broker (checked before scanning for a selection).
+    fn deletes_by_id(&self) -> bool {
+        false
+    }
+
+    /// Delete these messages (ids from a browse) and no others. Brokers without a delete by
+    /// id (SQS, Service Bus over REST, RabbitMQ) would need receive → match → delete, which
+    /// raises every other message's receive count or sets its redelivered flag; that is not
+    /// implemented, and they say so here.
+    async fn delete_ids(
+        &self,
+        _queue: &QueueId,
+        _ids: &[String],
+        _progress: &OpProgress,
+    ) -> Result<DeleteReport> {
+        Err(BackendError::Unsupported(format!(
+            "deleting chosen messages is implemented for the local broker only, not {}",
+            self.kind()
+        )))
+    }
+
     /// API calls made so far, per operation name (SQS and CloudWatch bill per call).
     fn api_calls(&self) -> &ApiCalls;
 }

@@ -8,7 +8,8 @@ use serde_json::json;
 use super::audit::{os_user, AuditEntry, AuditLog};
 use crate::backend::{Backend, BackendError, OpProgress};
 use crate::domain::{
-    OutgoingMessage, PurgeReport, QueueId, RedriveReport, RedriveRequest, RedriveTarget,
+    DeleteReport, OutgoingMessage, PurgeReport, QueueId, RedriveReport, RedriveRequest,
+    RedriveTarget,
 };
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -22,6 +23,8 @@ pub enum Mutation {
     Demo,
     /// `qdeck import`: publishes the messages of an export file.
     Import,
+    /// Delete chosen messages (`purge --where`).
+    Delete,
 }
 
 impl Mutation {
@@ -33,6 +36,7 @@ impl Mutation {
             Mutation::Create => "create",
             Mutation::Demo => "demo",
             Mutation::Import => "import",
+            Mutation::Delete => "delete",
         }
     }
 }
@@ -240,6 +244,57 @@ impl Gate {
                     queue,
                     None,
                     json!({}),
+                    "error",
+                    Some(e.to_string()),
+                );
+                Err(e)
+            }
+        }
+    }
+
+    /// Delete the chosen messages; the audit line carries `note` (predicate, scan counts).
+    pub async fn delete_selected(
+        &self,
+        queue: &QueueId,
+        ids: &[String],
+        note: serde_json::Value,
+        progress: &OpProgress,
+    ) -> Result<DeleteReport, BackendError> {
+        self.require(Mutation::Delete, queue)?;
+        let with_note = |mut counts: serde_json::Value| {
+            if let (serde_json::Value::Object(n), Some(c)) = (&note, counts.as_object_mut()) {
+                c.extend(n.clone());
+            }
+            counts
+        };
+        match self.backend.delete_ids(queue, ids, progress).await {
+            Ok(r) => {
+                let result = if r.cancelled {
+                    "cancelled"
+                } else if r.leased > 0 {
+                    "partial"
+                } else {
+                    "ok"
+                };
+                self.record(
+                    Mutation::Delete,
+                    queue,
+                    None,
+                    with_note(
+                        json!({"deleted": r.deleted, "missing": r.missing, "leased": r.leased}),
+                    ),
+                    result,
+                    None,
+                );
+                Ok(r)
+            }
+            Err(e) => {
+                let p = progress.snapshot();
+                self.record(
+                    Mutation::Delete,
+                    queue,
+                    None,
+                    with_note(json!({"deleted": p.done})),
                     "error",
                     Some(e.to_string()),
                 );

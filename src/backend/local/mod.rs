@@ -9,6 +9,7 @@
 mod admin;
 mod browse;
 mod busy;
+mod delete;
 mod redrive;
 mod schema;
 mod worker;
@@ -440,6 +441,26 @@ impl Backend for LocalHandle {
             purged: Some(n),
             note: None,
         })
+    }
+
+    fn deletes_by_id(&self) -> bool {
+        true
+    }
+
+    async fn delete_ids(
+        &self,
+        queue: &QueueId,
+        ids: &[String],
+        progress: &OpProgress,
+    ) -> Result<DeleteReport> {
+        self.0.calls.bump("local:delete_ids");
+        delete::run(
+            self.0.clone(),
+            queue.clone(),
+            ids.to_vec(),
+            progress.clone(),
+        )
+        .await
     }
 
     fn api_calls(&self) -> &ApiCalls {

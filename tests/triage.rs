@@ -610,3 +610,69 @@ fn purge_where_deletes_exactly_the_matching_messages() {
         .code(2);
     assert_eq!(e.depth("orders.dlq"), 12);
 }
+
+/// The engine API the console builds on: pages, bounds, cancel, incremental groups.
+#[tokio::test]
+async fn engine_scan_pages_bounds_and_cancel() {
+    use qdeck::backend::local::LocalHandle;
+    use qdeck::backend::OpProgress;
+    use qdeck::domain::QueueId;
+    use qdeck::triage::{self, Grouper, ScanLimits, SignatureConfig, StopReason};
+    let e = Env::new();
+    incident(&e);
+    let h = LocalHandle(std::sync::Arc::new(e.local()));
+    let q = QueueId::new("orders.dlq");
+    let lim = |max: Option<u64>, time: Option<Duration>| ScanLimits {
+        max_messages: max,
+        max_time: time,
+        page: 3,
+        force: false,
+    };
+    // Small pages: every message once, groups growing page by page.
+    let mut g = Grouper::new(SignatureConfig::default());
+    let mut pages = 0;
+    let s = triage::scan(&h, &q, &lim(None, None), &OpProgress::detached(), |p| {
+        pages += 1;
+        p.iter().for_each(|m| g.add(m));
+        true
+    })
+    .await
+    .unwrap();
+    assert_eq!((s.scanned, s.stopped, pages), (16, StopReason::End, 6));
+    assert_eq!(g.groups().iter().map(|x| x.count).sum::<u64>(), 16);
+    // The caller stops early: reported as a limit, a sample.
+    let s = triage::scan(&h, &q, &lim(None, None), &OpProgress::detached(), |_| false)
+        .await
+        .unwrap();
+    assert_eq!((s.scanned, s.stopped), (3, StopReason::Limit));
+    // Out of time before the first page.
+    let s = triage::scan(
+        &h,
+        &q,
+        &lim(None, Some(Duration::ZERO)),
+        &OpProgress::detached(),
+        |_| true,
+    )
+    .await
+    .unwrap();
+    assert_eq!((s.scanned, s.stopped), (0, StopReason::Time));
+    // Cancelled.
+    let p = OpProgress::detached();
+    p.cancel();
+    let s = triage::scan(&h, &q, &lim(None, None), &p, |_| true)
+        .await
+        .unwrap();
+    assert_eq!(s.stopped, StopReason::Cancelled);
+    assert!(s.sample_note("grouped").contains("cancelled"));
+    // A limit that lands exactly on the last message is the whole queue.
+    let s = triage::scan(
+        &h,
+        &q,
+        &lim(Some(16), None),
+        &OpProgress::detached(),
+        |_| true,
+    )
+    .await
+    .unwrap();
+    assert!(s.complete());
+}

@@ -54,7 +54,7 @@ impl Record {
         }
     }
 
-    /// One line of the file (no newline), with the terminal-unsafe characters escaped.
+    /// One line of the file (no newline: serde_json escapes newlines inside strings).
     pub fn to_line(&self) -> Result<String, serde_json::Error> {
         serde_json::to_string(self)
     }

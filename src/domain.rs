@@ -354,6 +354,17 @@ pub struct RedriveReport {
     pub errors: Vec<String>,
 }
 
+/// What deleting chosen messages (by id) did.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct DeleteReport {
+    pub deleted: u64,
+    /// Ids no longer in the queue (consumed, redriven or deleted since the browse).
+    pub missing: u64,
+    /// Messages a worker holds a live lease on: left in place.
+    pub leased: u64,
+    pub cancelled: bool,
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct PurgeReport {
     /// Messages removed, when the broker says.

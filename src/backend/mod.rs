@@ -109,18 +109,26 @@ pub trait Backend: Send + Sync {
 
     async fn purge(&self, queue: &QueueId, progress: &OpProgress) -> Result<PurgeReport>;
 
-    /// Whether `delete_ids` works here. Edit-and-resend asks before it sends anything, so a
-    /// broker that cannot remove one message never ends up with both versions.
+    /// Whether `delete_ids` works on this broker: checked before scanning for a selection, and
+    /// by edit-and-resend before it sends anything, so a broker that cannot remove one message
+    /// never ends up holding both versions.
     fn deletes_by_id(&self) -> bool {
         false
     }
 
-    /// Delete these messages of `queue` by id; returns how many were deleted (a message
-    /// consumed or leased meanwhile is left alone and not counted).
-    async fn delete_ids(&self, queue: &QueueId, _ids: &[String]) -> Result<u64> {
+    /// Delete these messages (ids from a browse) and no others. Brokers without a delete by
+    /// id (SQS, Service Bus over REST, RabbitMQ) would need receive → match → delete, which
+    /// raises every other message's receive count or sets its redelivered flag; that is not
+    /// implemented, and they say so here.
+    async fn delete_ids(
+        &self,
+        _queue: &QueueId,
+        _ids: &[String],
+        _progress: &OpProgress,
+    ) -> Result<DeleteReport> {
         Err(BackendError::Unsupported(format!(
-            "{}: deleting one message by id is not available on this broker",
-            queue.as_str()
+            "deleting chosen messages is implemented for the local broker only, not {}",
+            self.kind()
         )))
     }
 

@@ -193,13 +193,19 @@ pub enum Command {
         #[arg(long, short = 'y')]
         yes: bool,
     },
-    /// Delete every message in a queue.
+    /// Delete every message in a queue, or with --where only the matching ones.
     Purge {
         queue: String,
         #[arg(long)]
         dry_run: bool,
         #[arg(long, short = 'y')]
         yes: bool,
+        /// Delete only messages matching this predicate (README "Predicates"), found by a
+        /// bounded scan. Local broker only: other brokers have no delete by id.
+        #[arg(long = "where", value_name = "PRED")]
+        filter: Option<String>,
+        #[command(flatten)]
+        scan: ScanArgs,
     },
     /// Monitoring check: exit 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN, with a one-line summary.
     Check(CheckArgs),

@@ -9,6 +9,7 @@ mod cmd_export;
 mod cmd_import;
 mod cmd_local;
 mod cmd_mutate;
+mod cmd_purge_where;
 mod cmd_read;
 mod cmd_reasons;
 mod cmd_redrive_where;
@@ -140,7 +141,10 @@ async fn dispatch(cli: Cli) -> CliResult {
                 Some(pred) => {
                     cmd_redrive_where::redrive_where(s, req, &pred, &scan, dry_run, yes, f).await
                 }
-                None => cmd_mutate::redrive(s, req, dry_run, yes, f).await,
+                None => {
+                    scan::require_where(&scan)?;
+                    cmd_mutate::redrive(s, req, dry_run, yes, f).await
+                }
             }
         }
         Command::Reasons { dlq, scan } => cmd_reasons::reasons(s, &dlq, &scan, f).await,
@@ -162,7 +166,19 @@ async fn dispatch(cli: Cli) -> CliResult {
             queue,
             dry_run,
             yes,
-        } => cmd_mutate::purge(s, &queue, dry_run, yes, f).await,
+            filter: Some(pred),
+            scan,
+        } => cmd_purge_where::purge_where(s, &queue, &pred, &scan, dry_run, yes, f).await,
+        Command::Purge {
+            queue,
+            dry_run,
+            yes,
+            filter: None,
+            scan,
+        } => {
+            scan::require_where(&scan)?;
+            cmd_mutate::purge(s, &queue, dry_run, yes, f).await
+        }
         Command::Check(a) => cmd_check::check(s, &a).await,
         Command::Edit { queue, id, to, yes } => {
             cmd_edit::edit(s, &queue, &id, to.as_deref(), yes, f).await

@@ -46,6 +46,16 @@ pub fn limits(s: &Session, a: &ScanArgs, bounded: bool) -> Result<ScanLimits, Cl
     })
 }
 
+/// Scan flags mean nothing without `--where` on redrive and purge: say so rather than ignore.
+pub fn require_where(a: &ScanArgs) -> Result<(), CliError> {
+    if a.limit.is_some() || a.scan_time.is_some() || a.force {
+        return Err(CliError::usage(
+            "--limit, --scan-time and --force bound the scan of --where; give --where PRED",
+        ));
+    }
+    Ok(())
+}
+
 pub fn signature_config(s: &Session) -> SignatureConfig {
     SignatureConfig {
         extra_headers: s.loaded.config.triage.reason_headers.clone(),

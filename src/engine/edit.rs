@@ -9,7 +9,7 @@ use std::process::Command;
 use serde_json::json;
 
 use super::gate::{Gate, Mutation};
-use crate::backend::BackendError;
+use crate::backend::{BackendError, OpProgress};
 use crate::domain::{BrokerKind, Message, OutgoingMessage, QueueId, RedriveTarget};
 
 /// The line between the header block and the body. Everything after it is the body.
@@ -349,10 +349,14 @@ pub async fn resend(
     };
     // The copy is confirmed: only now may the original go.
     let deleted = backend
-        .delete_ids(source, std::slice::from_ref(&original.id))
+        .delete_ids(
+            source,
+            std::slice::from_ref(&original.id),
+            &OpProgress::detached(),
+        )
         .await;
     let (deleted, note) = match deleted {
-        Ok(1) => (true, None),
+        Ok(r) if r.deleted == 1 => (true, None),
         Ok(_) => (
             false,
             Some("it was consumed, moved or leased meanwhile; check for a duplicate".to_string()),

@@ -9,7 +9,8 @@ use super::audit::{os_user, AuditEntry, AuditLog};
 use crate::backend::{Backend, BackendError, OpProgress};
 use crate::config::Access;
 use crate::domain::{
-    OutgoingMessage, PurgeReport, QueueId, RedriveReport, RedriveRequest, RedriveTarget,
+    DeleteReport, OutgoingMessage, PurgeReport, QueueId, RedriveReport, RedriveRequest,
+    RedriveTarget,
 };
 
 /// Everything the gate decides. Most are mutations; `Browse` and `Export` only read message
@@ -283,6 +284,57 @@ impl Gate {
                     queue,
                     None,
                     json!({}),
+                    "error",
+                    Some(e.to_string()),
+                );
+                Err(e)
+            }
+        }
+    }
+
+    /// Delete the chosen messages; the audit line carries `note` (predicate, scan counts).
+    pub async fn delete_selected(
+        &self,
+        queue: &QueueId,
+        ids: &[String],
+        note: serde_json::Value,
+        progress: &OpProgress,
+    ) -> Result<DeleteReport, BackendError> {
+        self.require(Mutation::Delete, queue)?;
+        let with_note = |mut counts: serde_json::Value| {
+            if let (serde_json::Value::Object(n), Some(c)) = (&note, counts.as_object_mut()) {
+                c.extend(n.clone());
+            }
+            counts
+        };
+        match self.backend.delete_ids(queue, ids, progress).await {
+            Ok(r) => {
+                let result = if r.cancelled {
+                    "cancelled"
+                } else if r.leased > 0 {
+                    "partial"
+                } else {
+                    "ok"
+                };
+                self.record(
+                    Mutation::Delete,
+                    queue,
+                    None,
+                    with_note(
+                        json!({"deleted": r.deleted, "missing": r.missing, "leased": r.leased}),
+                    ),
+                    result,
+                    None,
+                );
+                Ok(r)
+            }
+            Err(e) => {
+                let p = progress.snapshot();
+                self.record(
+                    Mutation::Delete,
+                    queue,
+                    None,
+                    with_note(json!({"deleted": p.done})),
                     "error",
                     Some(e.to_string()),
                 );

@@ -655,7 +655,7 @@ mod tests {
             key: Some("cust-7".into()),
             headers: vec![
                 ("x-tenant".into(), "acme".into()),
-                ("attr.Region".into(), "eu".into()),
+                ("attr.Region".into(), "String: eu".into()),
                 ("x-exception-message".into(), "order 42 failed: timeout".into()),
             ],
             body: br#"{"order":{"id":"o-9","total":120.5,"paid":false,"lines":[{"sku":"A1"}]},"note":null}"#

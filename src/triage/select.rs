@@ -32,7 +32,7 @@ pub struct Selection {
 }
 
 impl Selection {
-    /// "12 of 200 scanned message(s) match; matched against all 200 message(s)".
+    /// `12 match "reason = \"x\""; checked all 200 message(s)`.
     pub fn describe(&self) -> String {
         format!(
             "{} match {:?}; {}",

@@ -37,16 +37,31 @@ pub const NO_REASON: &str = "(no reason recorded)";
 const MAX_LEN: usize = 200;
 
 /// Header value by name, ignoring ASCII case (brokers and clients disagree on case). SQS
-/// message attributes show as `attr.NAME`, so that form matches too.
+/// message attributes show as `attr.NAME` with the value as `TYPE: value`; they match by
+/// NAME and give the value alone.
 pub fn header<'a>(m: &'a Message, name: &str) -> Option<&'a str> {
-    m.headers
-        .iter()
-        .find(|(k, _)| {
-            k.eq_ignore_ascii_case(name)
-                || k.strip_prefix("attr.")
-                    .is_some_and(|s| s.eq_ignore_ascii_case(name))
-        })
-        .map(|(_, v)| v.as_str())
+    m.headers.iter().find_map(|(k, v)| {
+        if k.eq_ignore_ascii_case(name) {
+            return Some(v.as_str());
+        }
+        k.strip_prefix("attr.")
+            .filter(|s| s.eq_ignore_ascii_case(name))
+            .map(|_| sqs_attribute_value(v))
+    })
+}
+
+/// `String: acme` → `acme` (SQS message attributes as the SQS backend shows them).
+pub fn sqs_attribute_value(v: &str) -> &str {
+    match v.split_once(": ") {
+        Some((ty, rest))
+            if ["String", "Number", "Binary"]
+                .iter()
+                .any(|t| ty == *t || ty.starts_with(&format!("{t}."))) =>
+        {
+            rest
+        }
+        _ => v,
+    }
 }
 
 /// The broker's reason, from `DeadLetterInfo` or the reason headers.

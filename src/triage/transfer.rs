@@ -54,7 +54,7 @@ impl Record {
         }
     }
 
-    /// One line of the file (no newline), with the terminal-unsafe characters escaped.
+    /// One line of the file (no newline: serde_json escapes newlines inside strings).
     pub fn to_line(&self) -> Result<String, serde_json::Error> {
         serde_json::to_string(self)
     }
@@ -71,6 +71,9 @@ impl Record {
         let mut dropped = Vec::new();
         for (k, v) in &self.headers {
             match sendable(self.broker, k) {
+                Some(name) if self.broker == Some(BrokerKind::Sqs) => {
+                    headers.push((name, super::signature::sqs_attribute_value(v).to_string()))
+                }
                 Some(name) => headers.push((name, v.clone())),
                 None => dropped.push(k.clone()),
             }
@@ -104,8 +107,12 @@ const SERVICEBUS_SYSTEM: &[&str] = &[
     "PartitionKey",
 ];
 
-/// RabbitMQ properties qdeck's send sets itself, and headers the broker writes.
+/// What the RabbitMQ browse reports about the delivery, properties qdeck's send sets itself,
+/// and headers the broker writes.
 const RABBITMQ_SYSTEM: &[&str] = &[
+    "exchange",
+    "routing-key",
+    "redelivered",
     "delivery-mode",
     "message-id",
     "timestamp",
@@ -174,7 +181,10 @@ mod tests {
         };
         let (m, dropped) = rec(
             BrokerKind::Sqs,
-            &[("ApproximateReceiveCount", "3"), ("attr.x-tenant", "acme")],
+            &[
+                ("ApproximateReceiveCount", "3"),
+                ("attr.x-tenant", "String: acme"),
+            ],
         )
         .to_outgoing();
         assert_eq!(

@@ -369,27 +369,6 @@ impl LocalBackend {
             .map_err(map_err)?;
         Ok(rows)
     }
-    /// Delete messages by id in one transaction. A message a worker holds a live lease on is
-    /// left alone: its worker will ack or fail it.
-    pub fn delete_ids_sync(&self, queue: &str, ids: &[String]) -> Result<u64> {
-        let now = now_ms();
-        self.write(|tx| {
-            if queue_row(tx, queue)?.is_none() {
-                return Ok(Err(not_found(queue)));
-            }
-            let mut n = 0;
-            for id in ids {
-                let Ok(id) = id.parse::<i64>() else { continue };
-                n += tx.execute(
-                    "DELETE FROM messages WHERE queue = ?1 AND id = ?2
-                     AND NOT (leased_by IS NOT NULL AND visible_ms > ?3)",
-                    params![queue, id, now],
-                )? as u64;
-            }
-            Ok(Ok(n))
-        })
-    }
-
     pub fn purge_sync(&self, queue: &str) -> Result<u64> {
         self.write(|tx| {
             if queue_row(tx, queue)?.is_none() {

@@ -9,6 +9,7 @@
 mod admin;
 mod browse;
 mod busy;
+mod delete;
 mod redrive;
 mod schema;
 mod worker;
@@ -446,12 +447,20 @@ impl Backend for LocalHandle {
         true
     }
 
-    async fn delete_ids(&self, queue: &QueueId, ids: &[String]) -> Result<u64> {
-        self.0.calls.bump("local:delete");
-        let (q, ids) = (queue.clone(), ids.to_vec());
-        self.0
-            .blocking(move |b| b.delete_ids_sync(q.as_str(), &ids))
-            .await
+    async fn delete_ids(
+        &self,
+        queue: &QueueId,
+        ids: &[String],
+        progress: &OpProgress,
+    ) -> Result<DeleteReport> {
+        self.0.calls.bump("local:delete_ids");
+        delete::run(
+            self.0.clone(),
+            queue.clone(),
+            ids.to_vec(),
+            progress.clone(),
+        )
+        .await
     }
 
     fn api_calls(&self) -> &ApiCalls {

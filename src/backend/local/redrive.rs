@@ -138,9 +138,14 @@ impl LocalBackend {
                 errors: Vec::new(),
                 last_id: rows.last().map(|r| r.0),
             };
+            // A set, not a scan of the list per row: a filtered redrive passes thousands of ids.
+            let only: Option<std::collections::HashSet<&str>> = req
+                .only_ids
+                .as_ref()
+                .map(|ids| ids.iter().map(String::as_str).collect());
             for (id, origin, leased_by, lease_live) in rows {
-                if let Some(ids) = &req.only_ids {
-                    if !ids.iter().any(|s| s == &id.to_string()) {
+                if let Some(ids) = &only {
+                    if !ids.contains(id.to_string().as_str()) {
                         continue;
                     }
                 }

@@ -676,3 +676,53 @@ async fn engine_scan_pages_bounds_and_cancel() {
     .unwrap();
     assert!(s.complete());
 }
+
+/// A redrive stamps the copies; when they fail again the reasons view says they came back.
+#[test]
+fn messages_that_fail_again_after_a_redrive_are_marked() {
+    let e = Env::new();
+    let b = incident(&e);
+    e.qdeck()
+        .args([
+            "redrive",
+            "orders.dlq",
+            "--where",
+            "reason = 'max_receives exceeded'",
+        ])
+        .args(["--yes"])
+        .assert()
+        .success();
+    assert_eq!(e.depth("orders"), 5);
+    // The consumer still fails them: back to the DLQ after one more receive.
+    let leased = b.receive("orders", "w2", 5, None).unwrap();
+    let receipts: Vec<String> = leased.into_iter().map(|l| l.receipt).collect();
+    assert_eq!(
+        b.nack("orders", "w2", &receipts, Duration::ZERO).unwrap(),
+        5
+    );
+    let r = e.json(&["reasons", "orders.dlq"]);
+    let g = r["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["signature"] == "max_receives exceeded")
+        .cloned()
+        .expect("the group came back");
+    assert_eq!(g["count"], 5);
+    assert_eq!(g["redriven"], 5, "every one came back after a redrive: {g}");
+    let peek = e.json(&["peek", "orders.dlq", "-n", "50"]);
+    let stamped = peek
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| {
+            m["headers"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|h| h[0] == "x-qdeck-redriven" && h[1] == "1")
+        })
+        .count();
+    // Five from this redrive, plus the two the scene stamped by hand.
+    assert_eq!(stamped, 7);
+}

@@ -181,10 +181,14 @@ impl LocalBackend {
                     ));
                     continue;
                 }
+                let headers: Option<String> =
+                    tx.query_row("SELECT headers FROM messages WHERE id = ?1", [id], |r| {
+                        r.get(0)
+                    })?;
                 tx.execute(
                     "INSERT INTO messages(queue, key, body, headers, enqueued_ms, visible_ms)
-                     SELECT ?2, key, body, headers, ?3, ?3 FROM messages WHERE id = ?1",
-                    params![id, target, now],
+                     SELECT ?2, key, body, ?4, ?3, ?3 FROM messages WHERE id = ?1",
+                    params![id, target, now, stamp(headers.as_deref(), now)],
                 )?;
                 tx.execute("DELETE FROM messages WHERE id = ?1", [id])?;
                 tx.execute(
@@ -197,6 +201,27 @@ impl LocalBackend {
         })
     }
 }
+
+/// The copy's headers with the redrive stamp: `x-qdeck-redriven` counts the redrives the
+/// message has been through and `x-qdeck-redriven-at` says when (Unix ms), so a message that
+/// comes back to the DLQ shows that the fix did not work (the reasons view marks it).
+fn stamp(headers: Option<&str>, now: i64) -> String {
+    let mut h: Vec<(String, String)> = headers
+        .and_then(|j| serde_json::from_str(j).ok())
+        .unwrap_or_default();
+    let before = h
+        .iter()
+        .find(|(k, _)| k == REDRIVEN)
+        .and_then(|(_, v)| v.parse::<u64>().ok())
+        .unwrap_or(0);
+    h.retain(|(k, _)| k != REDRIVEN && k != REDRIVEN_AT);
+    h.push((REDRIVEN.to_string(), (before + 1).to_string()));
+    h.push((REDRIVEN_AT.to_string(), now.to_string()));
+    serde_json::to_string(&h).unwrap_or_else(|_| "[]".to_string())
+}
+
+const REDRIVEN: &str = "x-qdeck-redriven";
+const REDRIVEN_AT: &str = "x-qdeck-redriven-at";
 
 pub(super) async fn run(
     b: Arc<LocalBackend>,
@@ -286,4 +311,25 @@ pub(super) async fn run(
         "done"
     });
     Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::stamp;
+
+    #[test]
+    fn stamp_counts_redrives_and_keeps_other_headers() {
+        let once = stamp(Some(r#"[["trace","abc"]]"#), 1000);
+        let h: Vec<(String, String)> = serde_json::from_str(&once).unwrap();
+        assert!(h.contains(&("trace".into(), "abc".into())));
+        assert!(h.contains(&("x-qdeck-redriven".into(), "1".into())));
+        let twice: Vec<(String, String)> = serde_json::from_str(&stamp(Some(&once), 2000)).unwrap();
+        assert!(twice.contains(&("x-qdeck-redriven".into(), "2".into())));
+        assert!(twice.contains(&("x-qdeck-redriven-at".into(), "2000".into())));
+        assert_eq!(twice.len(), 3);
+        assert_eq!(
+            stamp(None, 5),
+            r#"[["x-qdeck-redriven","1"],["x-qdeck-redriven-at","5"]]"#
+        );
+    }
 }

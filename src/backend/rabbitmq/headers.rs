@@ -249,3 +249,39 @@ mod tests {
         assert_eq!(message_id(&p, b"a"), "m-1");
     }
 }
+
+/// The redriven copy's properties: `x-qdeck-redriven` counts the redrives the message has
+/// been through, `x-qdeck-redriven-at` says when (Unix ms), so the reasons view can tell a
+/// message that came back after a redrive.
+pub fn stamped(props: BasicProperties, now_ms: i64) -> BasicProperties {
+    let mut headers = props.headers().clone().unwrap_or_default();
+    let before = headers
+        .inner()
+        .get("x-qdeck-redriven")
+        .and_then(|v| value_text(v).parse::<i64>().ok())
+        .unwrap_or(0);
+    headers.insert(
+        "x-qdeck-redriven".into(),
+        AMQPValue::LongLongInt(before + 1),
+    );
+    headers.insert("x-qdeck-redriven-at".into(), AMQPValue::LongLongInt(now_ms));
+    props.with_headers(headers)
+}
+
+#[cfg(test)]
+mod stamp_tests {
+    use super::*;
+
+    #[test]
+    fn stamping_counts_and_keeps_the_rest() {
+        let mut h = FieldTable::default();
+        h.insert("trace".into(), AMQPValue::LongString("abc".into()));
+        let p = stamped(BasicProperties::default().with_headers(h), 7);
+        let p = stamped(p, 9);
+        let h = p.headers().clone().unwrap();
+        let get = |k: &str| h.inner().get(k).map(value_text);
+        assert_eq!(get("x-qdeck-redriven").as_deref(), Some("2"));
+        assert_eq!(get("x-qdeck-redriven-at").as_deref(), Some("9"));
+        assert_eq!(get("trace").as_deref(), Some("abc"));
+    }
+}

@@ -16,7 +16,7 @@ use lapin::types::FieldTable;
 use lapin::{Channel, Confirmation};
 
 use super::conn::amqp_error;
-use super::headers::{message_id, parse_dead_letter};
+use super::headers::{message_id, parse_dead_letter, stamped};
 use super::RabbitBackend;
 use crate::backend::{BackendError, OpProgress, Result};
 use crate::domain::*;
@@ -375,7 +375,7 @@ pub async fn redrive(
                             target.as_str().into(),
                             BasicPublishOptions { mandatory: true, ..Default::default() },
                             &d.data,
-                            d.properties,
+                            stamped(d.properties, now_ms()),
                         )
                         .await;
                     let outcome = match sent {

@@ -159,6 +159,7 @@ pub fn lines<'a>(st: &State) -> Vec<Line<'a>> {
         (":redrive QUEUE", "redrive to a given queue"),
         (":purge", "purge the queue"),
         (":queues", "back to the queue list"),
+        (":fleet", "every profile, one row each"),
     ];
     for (c, h) in cmds {
         if st.read_only && (c.starts_with(":redrive") || c.starts_with(":purge")) {

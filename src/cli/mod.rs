@@ -56,6 +56,14 @@ async fn dispatch(cli: Cli) -> CliResult {
     };
     let f = output::resolve(cli.global.output);
     let Some(cmd) = cli.command else {
+        // A profile list opens the console on the fleet view (one row per profile).
+        if multi::selection(&cli.global).is_some() {
+            let opts = LoadOptions {
+                profile: None,
+                ..opts
+            };
+            return console(&opts, true).await;
+        }
         return console(&opts, cli.global.fleet).await;
     };
     match &cmd {

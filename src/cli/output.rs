@@ -122,7 +122,9 @@ pub fn print_json<T: Serialize + ?Sized>(v: &T) -> std::io::Result<()> {
 /// (U+202E reorders what a terminal shows), C1 controls, DEL and line separators raw inside
 /// strings; escape them as `\uXXXX`, which any JSON parser reads back as the same text.
 pub fn json_safe(text: &str) -> std::borrow::Cow<'_, str> {
-    if !text.chars().any(needs_json_escape) {
+    // Every character escaped here is DEL or beyond ASCII: a byte scan clears the common
+    // case (100,000 queue rows are tens of MB) without decoding characters.
+    if !text.bytes().any(|b| b >= 0x7f) || !text.chars().any(needs_json_escape) {
         return std::borrow::Cow::Borrowed(text);
     }
     let mut out = String::with_capacity(text.len() + 16);

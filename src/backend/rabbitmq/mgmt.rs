@@ -14,6 +14,12 @@ use crate::config::redact::redact;
 use super::conn::{one_line, Creds};
 
 pub const PAGE_SIZE: u32 = 500;
+/// Beyond this many pages the rest comes in one unpaginated request: RabbitMQ builds and
+/// sorts the whole listing for every page, so 40 pages of a 20,000-queue vhost cost 40 full
+/// listings (measured 2.8× a plain `curl /api/queues`).
+const MAX_PAGES: u32 = 4;
+/// An unpaginated listing of a big vhost takes longer than one page.
+const LONG_TIMEOUT: Duration = Duration::from_secs(120);
 /// Pages fetched at once after the first.
 const PAGE_CONCURRENCY: usize = 4;
 
@@ -143,6 +149,16 @@ impl Mgmt {
         path: &str,
         body: Option<&serde_json::Value>,
     ) -> Result<String> {
+        self.send_within(method, path, body, None).await
+    }
+
+    async fn send_within(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<&serde_json::Value>,
+        timeout: Option<Duration>,
+    ) -> Result<String> {
         if let Some((at, e)) = &*self.auth_failed.lock().unwrap_or_else(|e| e.into_inner()) {
             if at.elapsed() < super::conn::AUTH_MEMO {
                 return Err(e.clone());
@@ -156,6 +172,9 @@ impl Mgmt {
             .basic_auth(&self.user, Some(&self.password));
         if let Some(b) = body {
             rb = rb.json(b);
+        }
+        if let Some(t) = timeout {
+            rb = rb.timeout(t);
         }
         let resp = rb.send().await.map_err(|e| self.map_send_error(&e))?;
         let status = resp.status();
@@ -176,7 +195,17 @@ impl Mgmt {
     }
 
     pub async fn get<T: DeserializeOwned>(&self, path: &str) -> Result<T> {
-        let text = self.send(reqwest::Method::GET, path, None).await?;
+        self.get_within(path, None).await
+    }
+
+    async fn get_within<T: DeserializeOwned>(
+        &self,
+        path: &str,
+        timeout: Option<Duration>,
+    ) -> Result<T> {
+        let text = self
+            .send_within(reqwest::Method::GET, path, None, timeout)
+            .await?;
         serde_json::from_str(&text).map_err(|e| {
             BackendError::Protocol(format!(
                 "management API {}: unexpected answer ({})",
@@ -198,6 +227,14 @@ impl Mgmt {
             format!("{path}?page={page}&page_size={PAGE_SIZE}&pagination=true{sep}{query}")
         };
         let first: Paged<T> = self.get(&url(1)).await?;
+        if first.page_count > MAX_PAGES {
+            let whole = if query.is_empty() {
+                path.to_string()
+            } else {
+                format!("{path}?{query}")
+            };
+            return self.get_within(&whole, Some(LONG_TIMEOUT)).await;
+        }
         let mut out = first.items;
         if first.page_count > 1 {
             let pages: Vec<Result<Paged<T>>> = futures::stream::iter(2..=first.page_count)

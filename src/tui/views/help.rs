@@ -166,6 +166,7 @@ pub fn lines<'a>(st: &State) -> Vec<Line<'a>> {
         (":redrive QUEUE", "redrive to a given queue"),
         (":purge", "purge the queue"),
         (":queues", "back to the queue list"),
+        (":fleet", "every profile, one row each"),
     ];
     for (c, h) in cmds {
         let needs = if c.starts_with(":purge") {

@@ -1294,3 +1294,121 @@ fn check_over_every_profile_is_one_line_with_the_worst_status() {
     let (code, text) = line(&["check", "--all-profiles", "--max-depth", "4"]);
     assert_eq!(code, Some(2), "{text}");
 }
+
+fn header<'a>(m: &'a Value, name: &str) -> Option<&'a str> {
+    m["headers"]
+        .as_array()?
+        .iter()
+        .find(|h| h[0] == name)
+        .and_then(|h| h[1].as_str())
+}
+
+fn scheduled_json(e: &Env, q: &str) -> Vec<Value> {
+    serde_json::from_slice(&e.stdout(&["peek", q, "--scheduled", "-o", "json"])).unwrap()
+}
+
+#[test]
+fn peek_scheduled_lists_only_delayed_messages_soonest_first_with_due_time() {
+    let e = Env::new();
+    e.qdeck().args(["create", "q"]).assert().success();
+    let before = chrono::Utc::now();
+    for (body, delay) in [("in 3h", "3h"), ("in 1h", "1h"), ("in 2h", "2h")] {
+        e.qdeck()
+            .args(["send", "q", body, "--delay", delay])
+            .assert()
+            .success();
+    }
+    send_n(&e, "q", 1);
+
+    let listed = scheduled_json(&e, "q");
+    let bodies: Vec<&str> = listed.iter().map(|m| m["body"].as_str().unwrap()).collect();
+    assert_eq!(bodies, ["in 1h", "in 2h", "in 3h"]);
+    let due = header(&listed[0], "due-at").expect("due-at header");
+    let due = chrono::DateTime::parse_from_rfc3339(due).unwrap();
+    let ahead = due.signed_duration_since(before).num_seconds();
+    assert!((3590..=3660).contains(&ahead), "due {ahead}s after send");
+    assert_eq!(header(&listed[0], "state"), Some("delayed"));
+
+    // -n pages through the listing in due order.
+    let out = e.stdout(&["peek", "q", "--scheduled", "-n", "2", "-o", "json"]);
+    let two: Vec<Value> = serde_json::from_slice(&out).unwrap();
+    assert_eq!(two.len(), 2);
+    assert_eq!(two[1]["body"], "in 2h");
+
+    let table = String::from_utf8(e.stdout(&["peek", "q", "--scheduled", "-o", "table"])).unwrap();
+    assert!(
+        table.contains("DUE_IN") && table.contains("in 1h"),
+        "{table}"
+    );
+    assert!(
+        !table.contains("msg 0"),
+        "a ready message is not scheduled: {table}"
+    );
+
+    // Plain peek is unchanged: every message, ready and delayed, in id order.
+    assert_eq!(peek_json(&e, "q").len(), 4);
+    assert_eq!(e.depth("q"), 1);
+
+    e.qdeck()
+        .args(["peek", "nope", "--scheduled"])
+        .assert()
+        .code(4)
+        .stderr(predicate::str::contains("nope"));
+}
+
+#[test]
+fn cancel_scheduled_deletes_one_delayed_message_through_the_gate() {
+    let e = Env::new();
+    e.qdeck().args(["create", "q"]).assert().success();
+    e.qdeck()
+        .args(["send", "q", "later", "--delay", "1h"])
+        .assert()
+        .success();
+    send_n(&e, "q", 1);
+    let delayed = scheduled_json(&e, "q")[0]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let ready = peek_json(&e, "q")
+        .into_iter()
+        .find(|m| m["body"] == "msg 0")
+        .unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+
+    // A ready message is not cancellable; nothing changes.
+    e.qdeck()
+        .args(["cancel-scheduled", "q", &ready, "--yes"])
+        .assert()
+        .code(4)
+        .stderr(predicate::str::contains("no delayed message"));
+    // No terminal, no --yes: refused. Read-only: refused.
+    e.qdeck()
+        .args(["cancel-scheduled", "q", &delayed])
+        .assert()
+        .code(5);
+    e.qdeck()
+        .args(["--read-only", "cancel-scheduled", "q", &delayed, "--yes"])
+        .assert()
+        .code(5);
+    assert_eq!(peek_json(&e, "q").len(), 2);
+
+    e.qdeck()
+        .args(["cancel-scheduled", "q", &delayed, "--yes"])
+        .assert()
+        .success();
+    assert!(scheduled_json(&e, "q").is_empty());
+    let left = peek_json(&e, "q");
+    assert_eq!(left.len(), 1);
+    assert_eq!(left[0]["body"], "msg 0");
+    let audit = e.audit();
+    let last = audit.last().unwrap();
+    assert_eq!(last["action"], "delete");
+    assert_eq!(last["result"], "ok");
+    assert_eq!(
+        last["counts"]["cancel_scheduled"],
+        delayed.as_str(),
+        "{last}"
+    );
+}

@@ -94,6 +94,16 @@ pub trait Backend: Send + Sync {
     /// dead-letter a message unless `req.force`.
     async fn browse(&self, queue: &QueueId, req: &BrowseRequest) -> Result<Page>;
 
+    /// Messages that wait for a future due time (delayed sends, retry back-off, scheduled
+    /// messages), each with `due-at` / `due-in` headers. A separate call from `browse` so a
+    /// backend that cannot list them refuses instead of answering with ready messages.
+    async fn browse_scheduled(&self, _queue: &QueueId, _req: &BrowseRequest) -> Result<Page> {
+        Err(BackendError::Unsupported(format!(
+            "listing scheduled or delayed messages is not implemented for {}",
+            self.kind()
+        )))
+    }
+
     /// Publish one message; returns its id when the broker gives one.
     async fn send(&self, queue: &QueueId, msg: OutgoingMessage) -> Result<Option<String>>;
 
@@ -159,6 +169,25 @@ pub async fn plan_redrive_checked<B: Backend + ?Sized>(
         mode: b.capabilities_for(&info).redrive,
         notes: Vec::new(),
     })
+}
+
+/// The refusal for brokers that count delayed messages but cannot list them: `why`, plus the
+/// broker's own count when it answers (the refusal stands either way).
+pub async fn refuse_scheduled<B: Backend + ?Sized>(
+    b: &B,
+    queue: &QueueId,
+    why: &str,
+) -> Result<Page> {
+    let delayed = b
+        .stats(std::slice::from_ref(queue))
+        .await
+        .ok()
+        .and_then(|batch| batch.stats.into_iter().next())
+        .and_then(|st| st.delayed);
+    Err(BackendError::Unsupported(match delayed {
+        Some(n) => format!("{why} ({n} now)"),
+        None => why.to_string(),
+    }))
 }
 
 /// The listed queues whose id matches.

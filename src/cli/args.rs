@@ -91,6 +91,10 @@ pub enum Command {
         /// Browse even where it could push messages toward the DLQ.
         #[arg(long)]
         force: bool,
+        /// Delayed / scheduled messages (not yet due) instead, soonest first, with their due
+        /// time. Brokers that cannot list them say so (exit 1).
+        #[arg(long, conflicts_with = "force")]
+        scheduled: bool,
     },
     /// Who consumes a queue (consumers, or workers holding leases).
     #[command(alias = "workers")]
@@ -176,6 +180,15 @@ pub enum Command {
         #[arg(long)]
         dry_run: bool,
         /// Do not ask for confirmation.
+        #[arg(long, short = 'y')]
+        yes: bool,
+    },
+    /// Cancel one delayed message (local broker): delete it before it is due. An id that is
+    /// not a delayed message of QUEUE (already due, leased, gone) changes nothing (exit 4).
+    CancelScheduled {
+        queue: String,
+        /// The message id (as `peek --scheduled` shows it).
+        id: String,
         #[arg(long, short = 'y')]
         yes: bool,
     },

@@ -13,6 +13,7 @@ mod cmd_purge_where;
 mod cmd_read;
 mod cmd_reasons;
 mod cmd_redrive_where;
+mod cmd_scheduled;
 mod confirm;
 pub mod exit;
 pub mod fetch;
@@ -114,7 +115,11 @@ async fn dispatch(cli: Cli) -> CliResult {
             queue,
             count,
             force,
-        } => cmd_read::peek(s, &queue, count, force, f).await,
+            scheduled,
+        } => match scheduled {
+            true => cmd_scheduled::peek(s, &queue, count, f).await,
+            false => cmd_read::peek(s, &queue, count, force, f).await,
+        },
         Command::Consumers { queue } => cmd_read::consumers(s, &queue, f).await,
         Command::Send {
             queue,
@@ -188,6 +193,9 @@ async fn dispatch(cli: Cli) -> CliResult {
             cmd_mutate::purge(s, &queue, dry_run, yes, f).await
         }
         Command::Check(a) => cmd_check::check(s, &a).await,
+        Command::CancelScheduled { queue, id, yes } => {
+            cmd_scheduled::cancel(s, &queue, &id, yes, f).await
+        }
         Command::Edit { queue, id, to, yes } => {
             cmd_edit::edit(s, &queue, &id, to.as_deref(), yes, f).await
         }

@@ -199,6 +199,16 @@ impl Gate {
         self.backend.browse(queue, req).await
     }
 
+    /// Read a page of delayed / scheduled messages: the same tier as `browse`.
+    pub async fn browse_scheduled(
+        &self,
+        queue: &QueueId,
+        req: &crate::domain::BrowseRequest,
+    ) -> Result<crate::domain::Page, BackendError> {
+        self.require(Mutation::Browse, queue)?;
+        self.backend.browse_scheduled(queue, req).await
+    }
+
     pub async fn redrive(
         &self,
         req: &RedriveRequest,

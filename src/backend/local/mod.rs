@@ -400,6 +400,14 @@ impl Backend for LocalHandle {
         Ok(page)
     }
 
+    async fn browse_scheduled(&self, queue: &QueueId, req: &BrowseRequest) -> Result<Page> {
+        self.0.calls.bump("local:browse_scheduled");
+        let (q, r) = (queue.clone(), req.clone());
+        self.0
+            .blocking(move |b| b.browse_scheduled_sync(&q, &r))
+            .await
+    }
+
     async fn send(&self, queue: &QueueId, msg: OutgoingMessage) -> Result<Option<String>> {
         self.0.calls.bump("local:send");
         let q = queue.clone();

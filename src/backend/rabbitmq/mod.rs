@@ -540,6 +540,14 @@ impl Backend for RabbitBackend {
         browse::browse(self, queue, req).await
     }
 
+    async fn browse_scheduled(&self, _queue: &QueueId, _req: &BrowseRequest) -> Result<Page> {
+        Err(BackendError::Unsupported(
+            "RabbitMQ cannot list delayed messages: the delayed-message plugin keeps them inside \
+             its exchange, which has no browse API"
+                .to_string(),
+        ))
+    }
+
     async fn send(&self, queue: &QueueId, msg: OutgoingMessage) -> Result<Option<String>> {
         purge::send(self, queue, msg).await
     }

@@ -560,6 +560,16 @@ impl Backend for ServiceBus {
         browse::browse(&self.rest, queue.as_str(), req).await
     }
 
+    async fn browse_scheduled(&self, queue: &QueueId, _req: &BrowseRequest) -> Result<Page> {
+        crate::backend::refuse_scheduled(
+            self,
+            queue,
+            "Service Bus REST cannot peek scheduled messages (only the AMQP client can); \
+             ScheduledMessageCount counts them",
+        )
+        .await
+    }
+
     async fn send(&self, queue: &QueueId, msg: OutgoingMessage) -> Result<Option<String>> {
         if dlq_parent(queue.as_str()).is_some() {
             return Err(BackendError::Invalid(

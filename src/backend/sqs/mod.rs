@@ -450,6 +450,15 @@ impl Backend for SqsBackend {
         browse::browse(self, queue, req).await
     }
 
+    async fn browse_scheduled(&self, queue: &QueueId, _req: &BrowseRequest) -> Result<Page> {
+        crate::backend::refuse_scheduled(
+            self,
+            queue,
+            "SQS cannot list delayed messages; ApproximateNumberOfMessagesDelayed counts them",
+        )
+        .await
+    }
+
     async fn send(&self, queue: &QueueId, msg: OutgoingMessage) -> Result<Option<String>> {
         browse::send(self, queue, msg).await
     }

@@ -295,6 +295,41 @@ async fn unknown_queue_goes_to_errors_not_the_whole_batch() {
 
 #[tokio::test]
 #[ignore = "needs QDECK_TEST_SQS_ENDPOINT"]
+async fn scheduled_listing_is_refused_with_the_reason_and_the_count() {
+    let ep = require_endpoint();
+    let p = prefix();
+    let r = raw(&ep).await;
+    r.create(&format!("{p}-d"), &[]).await;
+    let b = qdeck(&ep, &p).await;
+    let q = QueueId(format!("{p}-d"));
+    b.send(
+        &q,
+        OutgoingMessage {
+            body: b"later".to_vec(),
+            key: None,
+            delay: Some(Duration::from_secs(600)),
+            headers: Vec::new(),
+        },
+    )
+    .await
+    .expect("send delayed");
+    let req = BrowseRequest {
+        cursor: None,
+        max: 10,
+        force: false,
+    };
+    match b.browse_scheduled(&q, &req).await {
+        Err(BackendError::Unsupported(why)) => {
+            assert!(why.contains("SQS cannot list delayed messages"), "{why}");
+            assert!(why.contains("ApproximateNumberOfMessagesDelayed"), "{why}");
+            assert!(why.ends_with("(1 now)"), "the count comes along: {why}");
+        }
+        other => panic!("expected Unsupported, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+#[ignore = "needs QDECK_TEST_SQS_ENDPOINT"]
 async fn browse_refuses_near_max_receive_and_never_dead_letters() {
     let ep = require_endpoint();
     let p = prefix();

@@ -452,6 +452,34 @@ async fn bullmq_figures_equal_get_job_counts() {
         (s.depth, s.in_flight, s.delayed, s.dlq_depth),
         (Some(5), Some(1), Some(2), Some(2))
     );
+    // The two delayed jobs, soonest first, each with its due time.
+    let qid = QueueId::new(q.clone());
+    let req = BrowseRequest {
+        cursor: None,
+        max: 10,
+        force: false,
+    };
+    let delayed = b.browse_scheduled(&qid, &req).await.expect("delayed jobs");
+    let due: Vec<i64> = delayed
+        .messages
+        .iter()
+        .map(|m| {
+            let (_, at) = m
+                .headers
+                .iter()
+                .find(|(k, _)| k == "due-at")
+                .expect("due-at");
+            chrono::DateTime::parse_from_rfc3339(at)
+                .unwrap()
+                .timestamp_millis()
+        })
+        .collect();
+    assert_eq!(due.len(), 2, "{delayed:?}");
+    // The scene delays them by an hour.
+    assert!(
+        due[0] <= due[1] && due[0] > now_ms() + 3_000_000 && due[1] < now_ms() + 7_200_000,
+        "{due:?}"
+    );
 
     // Workers: the ones BullMQ's getWorkers finds.
     let theirs = live.ask("workers");
@@ -533,6 +561,26 @@ async fn sidekiq_figures_equal_sidekiq_api() {
     assert!(equal, "figures differ: {last}");
     let s = figures(b.as_ref(), &q).await;
     assert_eq!(s.depth, Some(3));
+    // Every scheduled job is listed, with its due time; a plain queue points at `scheduled`.
+    let req = BrowseRequest {
+        cursor: None,
+        max: 1000,
+        force: false,
+    };
+    let sched = b
+        .browse_scheduled(&QueueId::new("scheduled"), &req)
+        .await
+        .expect("scheduled jobs");
+    let want = n(&live.ask("stats"), "scheduled_size") as usize;
+    assert_eq!(sched.messages.len(), want);
+    assert!(sched.messages.iter().all(|m| m
+        .headers
+        .iter()
+        .any(|(k, v)| k == "due-at" && !v.is_empty())));
+    match b.browse_scheduled(&QueueId::new(q.clone()), &req).await {
+        Err(BackendError::Unsupported(why)) => assert!(why.contains("`scheduled`"), "{why}"),
+        other => panic!("expected a pointer to `scheduled`, got {other:?}"),
+    }
 
     // The process holding the slow job: busy, with its job, as Sidekiq::ProcessSet says.
     let st = live.ask("stats");

@@ -51,7 +51,7 @@ async fn list_page(
 }
 
 /// Members (and scores) of a sorted set, lowest score first.
-async fn zset_page(
+pub(super) async fn zset_page(
     cm: &mut ::redis::aio::ConnectionManager,
     key: &str,
     off: isize,
@@ -85,7 +85,7 @@ async fn zset_page(
     Ok(out)
 }
 
-async fn bull_hashes(
+pub(super) async fn bull_hashes(
     b: &RedisBackend,
     cm: &mut ::redis::aio::ConnectionManager,
     queue: &str,

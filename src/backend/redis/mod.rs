@@ -12,6 +12,7 @@ mod figures;
 mod jobs;
 mod listing;
 mod mutate;
+mod scheduled;
 mod scripts;
 mod workers;
 
@@ -301,6 +302,10 @@ impl Backend for RedisBackend {
 
     async fn browse(&self, queue: &QueueId, req: &BrowseRequest) -> Result<Page> {
         browse::browse(self, queue, req).await
+    }
+
+    async fn browse_scheduled(&self, queue: &QueueId, req: &BrowseRequest) -> Result<Page> {
+        scheduled::browse_scheduled(self, queue, req).await
     }
 
     async fn send(&self, _queue: &QueueId, _msg: OutgoingMessage) -> Result<Option<String>> {

@@ -171,6 +171,35 @@ async fn active_browse_refused_because_lock_unlock_dead_letters() {
 }
 
 #[tokio::test]
+async fn scheduled_listing_is_refused_with_the_scheduled_count() {
+    let s = StandIn::start().await;
+    s.create_queue("later", 10, 30);
+    let b = backend(&s).await;
+    b.send(
+        &q("later"),
+        OutgoingMessage {
+            body: b"x".to_vec(),
+            delay: Some(std::time::Duration::from_secs(600)),
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    let req = BrowseRequest {
+        cursor: None,
+        max: 10,
+        force: false,
+    };
+    let e = b.browse_scheduled(&q("later"), &req).await.unwrap_err();
+    assert!(matches!(e, BackendError::Unsupported(_)), "{e}");
+    let why = e.to_string();
+    assert!(
+        why.contains("ScheduledMessageCount") && why.ends_with("(1 now)"),
+        "{why}"
+    );
+}
+
+#[tokio::test]
 async fn dlq_browse_leaves_every_message_in_the_dlq() {
     let s = StandIn::start().await;
     s.create_queue("inv", 10, 30);

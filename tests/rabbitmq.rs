@@ -368,6 +368,26 @@ async fn figures_match_management_api_and_dlq_links_via_arguments() {
 
 #[tokio::test(flavor = "multi_thread")]
 #[ignore = "needs QDECK_TEST_AMQP_URL"]
+async fn scheduled_listing_is_refused_with_the_reason() {
+    let e = broker();
+    let (_c, ch) = admin(&e).await;
+    let name = uniq("sched");
+    declare(&ch, &name, FieldTable::default()).await;
+    let b = backend(&e).await;
+    let req = BrowseRequest {
+        cursor: None,
+        max: 10,
+        force: false,
+    };
+    match b.browse_scheduled(&QueueId::new(name.clone()), &req).await {
+        Err(BackendError::Unsupported(why)) => assert!(why.contains("delayed-message"), "{why}"),
+        other => panic!("expected Unsupported, got {other:?}"),
+    }
+    cleanup(&ch, &[&name]).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "needs QDECK_TEST_AMQP_URL"]
 async fn dlq_link_via_policy() {
     let e = broker();
     let (_c, ch) = admin(&e).await;

@@ -38,6 +38,25 @@ pub struct AppConfig {
     /// Incident triage: how far `reasons` and `--where` scan, extra reason headers.
     #[serde(default)]
     pub triage: TriageConfig,
+    /// The on-fire view's thresholds.
+    #[serde(default)]
+    pub fire: FireConfig,
+}
+
+/// `[fire]`: what the on-fire view counts as late.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct FireConfig {
+    /// An oldest message this old scores half the age term; twice as old scores it all.
+    pub max_age_secs: f64,
+}
+
+impl Default for FireConfig {
+    fn default() -> Self {
+        FireConfig {
+            max_age_secs: 300.0,
+        }
+    }
 }
 
 /// `[triage]`: bounds of the scans behind `qdeck reasons` and `--where`.

@@ -2,15 +2,17 @@
 //! and backoff, so a dead broker slows nobody else. Every poll becomes one summary row (the
 //! fleet view draws rows, never per-queue data, whatever the number of queues).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use crate::backend::sqs::cost;
 use crate::config::{self, LoadOptions};
 use crate::domain::{now_ms, QueueId, QueueInfo, StatsBatch};
 use crate::engine::session::Session;
+use crate::engine::severity::{severity, Signals};
 
 /// What the fleet view shows for one profile.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -35,6 +37,29 @@ pub struct FleetRow {
     pub updated_ms: Option<i64>,
     pub refresh_secs: f64,
     pub calls_per_min: Option<f64>,
+    /// SQS/CloudWatch: estimated dollars per hour at the current call rate.
+    pub usd_per_hour: Option<f64>,
+    /// The most severe queues of the last poll, worst first (at most [`FIRE_ROWS`]).
+    pub fire: Vec<FireEntry>,
+    /// `[fire] max_age_secs` of the profile's configuration.
+    pub max_age_secs: f64,
+}
+
+/// Rows each profile contributes to the on-fire view: enough to fill any screen, bounded
+/// whatever the number of queues.
+pub const FIRE_ROWS: usize = 200;
+
+/// One queue in the on-fire view.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct FireEntry {
+    pub queue: QueueId,
+    pub is_dlq: bool,
+    pub severity: f64,
+    pub depth: Option<u64>,
+    /// Depth now minus at the previous poll.
+    pub change: Option<i64>,
+    pub age_secs: Option<f64>,
+    pub out_rate: Option<f64>,
 }
 
 impl FleetRow {
@@ -60,8 +85,33 @@ pub fn summarize(
     let (mut depth, mut dlq, mut growing) = (0u64, 0u64, 0usize);
     let mut worst: Option<(f64, QueueId)> = None;
     let mut now: HashMap<QueueId, u64> = HashMap::with_capacity(batch.stats.len());
+    let max_age = if row.max_age_secs > 0.0 {
+        row.max_age_secs
+    } else {
+        300.0
+    };
+    let mut fire: Vec<FireEntry> = Vec::with_capacity(batch.stats.len());
     for s in &batch.stats {
         let d = s.depth.unwrap_or(0);
+        let is_dlq = dlqs.contains(&s.id);
+        let before = previous.get(&s.id).copied();
+        let change = before.map(|p| d as i64 - p as i64);
+        let signals = Signals {
+            dlq_rise: change.filter(|_| is_dlq),
+            age_secs: s.oldest_age_secs,
+            depth: s.depth,
+            previous_depth: before,
+            out_rate: s.out_rate,
+        };
+        fire.push(FireEntry {
+            queue: s.id.clone(),
+            is_dlq,
+            severity: severity(&signals, max_age),
+            depth: s.depth,
+            change,
+            age_secs: s.oldest_age_secs,
+            out_rate: s.out_rate,
+        });
         if dlqs.contains(&s.id) {
             dlq += d;
         } else {
@@ -78,6 +128,19 @@ pub fn summarize(
         now.insert(s.id.clone(), d);
     }
     let had_previous = !previous.is_empty();
+    // Worst first, then deepest; only the head is kept.
+    let worse = |a: &FireEntry, b: &FireEntry| {
+        b.severity
+            .total_cmp(&a.severity)
+            .then(b.depth.cmp(&a.depth))
+            .then(a.queue.as_str().cmp(b.queue.as_str()))
+    };
+    if fire.len() > FIRE_ROWS {
+        fire.select_nth_unstable_by(FIRE_ROWS - 1, worse);
+        fire.truncate(FIRE_ROWS);
+    }
+    fire.sort_by(worse);
+    row.fire = fire;
     *previous = now;
     row.dlq_change = row
         .dlq_depth
@@ -143,7 +206,7 @@ async fn poll_profile(name: String, opts: LoadOptions, tx: mpsc::Sender<FleetRow
     let mut failures = 0u32;
     let mut session: Option<Session> = None;
     let mut previous: HashMap<QueueId, u64> = HashMap::new();
-    let mut calls_at: Option<(Instant, u64)> = None;
+    let mut calls_at: Option<(Instant, BTreeMap<String, u64>)> = None;
     loop {
         let started = Instant::now();
         let result = poll_once(&mut row, &opts, &mut session, &mut previous).await;
@@ -157,14 +220,28 @@ async fn poll_profile(name: String, opts: LoadOptions, tx: mpsc::Sender<FleetRow
             }
         }
         if let Some(s) = &session {
-            let total = s.backend.api_calls().total();
-            if let Some((t, before)) = calls_at {
-                let mins = t.elapsed().as_secs_f64() / 60.0;
+            let counts = s.backend.api_calls().snapshot();
+            if let Some((t, before)) = &calls_at {
+                let elapsed = t.elapsed();
+                let since: BTreeMap<String, u64> = counts
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.saturating_sub(*before.get(k).unwrap_or(&0))))
+                    .collect();
+                let mins = elapsed.as_secs_f64() / 60.0;
                 if mins > 0.0 {
-                    row.calls_per_min = Some(total.saturating_sub(before) as f64 / mins);
+                    // Billing counters (metrics requested) are not calls.
+                    let calls: u64 = since
+                        .iter()
+                        .filter(|(k, _)| !k.starts_with("billing:"))
+                        .map(|(_, v)| v)
+                        .sum();
+                    row.calls_per_min = Some(calls as f64 / mins);
+                }
+                if row.kind.as_deref() == Some("sqs") {
+                    row.usd_per_hour = Some(cost::estimated_cost_per_hour(&since, elapsed));
                 }
             }
-            calls_at = Some((Instant::now(), total));
+            calls_at = Some((Instant::now(), counts));
         }
         if tx.send(row.clone()).await.is_err() {
             return;
@@ -192,6 +269,7 @@ async fn poll_once(
             .refresh_secs
             .unwrap_or(loaded.config.ui.refresh_secs);
         row.kind = Some(loaded.profile.kind.name().to_string());
+        row.max_age_secs = loaded.config.fire.max_age_secs;
         let timeout = poll_timeout(row.refresh_secs);
         let s = tokio::time::timeout(timeout, Session::open(loaded))
             .await

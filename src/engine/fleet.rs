@@ -222,24 +222,7 @@ async fn poll_profile(name: String, opts: LoadOptions, tx: mpsc::Sender<FleetRow
         if let Some(s) = &session {
             let counts = s.backend.api_calls().snapshot();
             if let Some((t, before)) = &calls_at {
-                let elapsed = t.elapsed();
-                let since: BTreeMap<String, u64> = counts
-                    .iter()
-                    .map(|(k, v)| (k.clone(), v.saturating_sub(*before.get(k).unwrap_or(&0))))
-                    .collect();
-                let mins = elapsed.as_secs_f64() / 60.0;
-                if mins > 0.0 {
-                    // Billing counters (metrics requested) are not calls.
-                    let calls: u64 = since
-                        .iter()
-                        .filter(|(k, _)| !k.starts_with("billing:"))
-                        .map(|(_, v)| v)
-                        .sum();
-                    row.calls_per_min = Some(calls as f64 / mins);
-                }
-                if row.kind.as_deref() == Some("sqs") {
-                    row.usd_per_hour = Some(cost::estimated_cost_per_hour(&since, elapsed));
-                }
+                budget(&mut row, before, &counts, t.elapsed());
             }
             calls_at = Some((Instant::now(), counts));
         }
@@ -253,6 +236,34 @@ async fn poll_profile(name: String, opts: LoadOptions, tx: mpsc::Sender<FleetRow
             (period * 2u32.saturating_pow(failures.min(8))).min(MAX_BACKOFF)
         };
         tokio::time::sleep(wait).await;
+    }
+}
+
+/// Calls per minute and, for SQS, estimated dollars per hour, from the API counters at the
+/// previous poll (`before`) and now, `elapsed` apart.
+pub fn budget(
+    row: &mut FleetRow,
+    before: &BTreeMap<String, u64>,
+    now: &BTreeMap<String, u64>,
+    elapsed: Duration,
+) {
+    let since: BTreeMap<String, u64> = now
+        .iter()
+        .map(|(k, v)| (k.clone(), v.saturating_sub(*before.get(k).unwrap_or(&0))))
+        .collect();
+    let mins = elapsed.as_secs_f64() / 60.0;
+    if mins <= 0.0 {
+        return;
+    }
+    // Billing counters (metrics requested) are not calls.
+    let calls: u64 = since
+        .iter()
+        .filter(|(k, _)| !k.starts_with("billing:"))
+        .map(|(_, v)| v)
+        .sum();
+    row.calls_per_min = Some(calls as f64 / mins);
+    if row.kind.as_deref() == Some("sqs") {
+        row.usd_per_hour = Some(cost::estimated_cost_per_hour(&since, elapsed));
     }
 }
 
@@ -349,5 +360,69 @@ mod tests {
         assert_eq!((row.growing, row.dlq_change), (None, None));
         summarize(&mut row, &infos, &batch(5, 4, 5), &mut prev);
         assert_eq!((row.growing, row.dlq_change), (Some(1), Some(3)));
+    }
+
+    #[test]
+    fn fire_keeps_the_worst_queues_worst_first() {
+        let mut infos: Vec<QueueInfo> =
+            (0..300).map(|i| info(&format!("q{i:03}"), false)).collect();
+        infos.push(info("jobs.dlq", true));
+        let mut prev = HashMap::new();
+        let mut row = FleetRow {
+            max_age_secs: 300.0,
+            ..FleetRow::default()
+        };
+        let batch = |dlq, old| {
+            let mut stats: Vec<QueueStats> = (0..300)
+                .map(|i| stat(&format!("q{i:03}"), 1, Some(1.0)))
+                .collect();
+            stats[7].oldest_age_secs = Some(old);
+            stats.push(stat("jobs.dlq", dlq, None));
+            StatsBatch {
+                stats,
+                ..StatsBatch::default()
+            }
+        };
+        summarize(&mut row, &infos, &batch(0, 600.0), &mut prev);
+        assert_eq!(
+            row.fire.len(),
+            FIRE_ROWS,
+            "bounded whatever the queue count"
+        );
+        assert_eq!(row.fire[0].queue.as_str(), "q007", "the old message first");
+        summarize(&mut row, &infos, &batch(12, 600.0), &mut prev);
+        let first = &row.fire[0];
+        assert_eq!((first.queue.as_str(), first.change), ("jobs.dlq", Some(12)));
+        assert!(first.is_dlq);
+        assert!(row.fire.windows(2).all(|w| w[0].severity >= w[1].severity));
+    }
+
+    #[test]
+    fn budget_prices_sqs_and_leaves_other_kinds_blank() {
+        let before: BTreeMap<String, u64> = [("sqs:GetQueueAttributes".to_string(), 100)].into();
+        let now: BTreeMap<String, u64> = [
+            ("sqs:GetQueueAttributes".to_string(), 1_100),
+            (crate::backend::sqs::ops::CW_METRICS_BILLED.to_string(), 500),
+        ]
+        .into();
+        let mut row = FleetRow {
+            kind: Some("sqs".into()),
+            ..FleetRow::default()
+        };
+        budget(&mut row, &before, &now, Duration::from_secs(60));
+        assert_eq!(
+            row.calls_per_min,
+            Some(1_000.0),
+            "billing counters are not calls"
+        );
+        // Per hour: 60 × (1,000 requests at $0.40/M + 500 metrics at $0.01/k).
+        let want = 60.0 * (1_000.0 * 0.4e-6 + 500.0 * 0.01e-3);
+        assert!((row.usd_per_hour.unwrap() - want).abs() < 1e-9);
+        let mut rabbit = FleetRow {
+            kind: Some("rabbitmq".into()),
+            ..FleetRow::default()
+        };
+        budget(&mut rabbit, &before, &now, Duration::from_secs(60));
+        assert_eq!(rabbit.usd_per_hour, None);
     }
 }

@@ -2400,4 +2400,14 @@ async fn fleet_pollers_answer_around_a_dead_broker() {
     assert_eq!(rows["west"].depth, Some(1));
     assert_eq!(rows["east"].kind.as_deref(), Some("local"));
     assert!(rows["gone"].updated_ms.is_none());
+    // The on-fire view gets each live profile's queues with the configured age threshold.
+    let east = &rows["east"];
+    assert_eq!(east.fire.len(), 1);
+    assert_eq!(
+        (east.fire[0].queue.as_str(), east.fire[0].depth),
+        ("jobs", Some(3))
+    );
+    assert_eq!(east.max_age_secs, 300.0);
+    assert!(rows["gone"].fire.is_empty());
+    assert_eq!(east.usd_per_hour, None, "only SQS profiles are priced");
 }

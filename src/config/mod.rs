@@ -260,6 +260,12 @@ fn validate(c: &AppConfig, file: Option<&Path>) -> Result<(), ConfigError> {
             "{where_}: triage.scan_limit must be at least 1 and triage.scan_secs above 0"
         )));
     }
+    if !(c.fire.max_age_secs > 0.0 && c.fire.max_age_secs.is_finite()) {
+        return Err(ConfigError(format!(
+            "{where_}: fire.max_age_secs must be above 0, got {}",
+            c.fire.max_age_secs
+        )));
+    }
     if let Some(d) = &c.default_profile {
         if !c.profiles.iter().any(|p| &p.name == d) && d != "local" {
             return Err(ConfigError(format!(

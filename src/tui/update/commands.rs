@@ -130,8 +130,10 @@ pub(super) fn open_fleet_row(st: &mut State, fx: &mut Vec<Effect>) {
 /// profile switch (which lands on that profile's queue table; Esc comes back to the fleet).
 pub(super) fn open_fire_row(st: &mut State, fx: &mut Vec<Effect>) {
     let Some((profile, queue)) = st.fleet.as_ref().and_then(|f| {
-        f.fire_rows()
-            .get(f.fire_cursor.sel)
+        // The rows may have shrunk under the cursor since it last moved: the last row is the
+        // one drawn highlighted then.
+        let rows = f.fire_rows();
+        rows.get(f.fire_cursor.sel.min(rows.len().saturating_sub(1)))
             .map(|(p, e)| (p.to_string(), e.queue.clone()))
     }) else {
         return;

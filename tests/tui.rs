@@ -2411,3 +2411,60 @@ async fn fleet_pollers_answer_around_a_dead_broker() {
     assert!(rows["gone"].fire.is_empty());
     assert_eq!(east.usd_per_hour, None, "only SQS profiles are priced");
 }
+
+/// An SQS profile on moto: its fleet row prices the calls it made (`$/h`), a local one does
+/// not.
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "needs QDECK_TEST_SQS_ENDPOINT"]
+async fn fleet_prices_sqs_calls() {
+    let ep = std::env::var("QDECK_TEST_SQS_ENDPOINT")
+        .expect("QDECK_TEST_SQS_ENDPOINT (moto) is needed: source /work/testenv.sh");
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let prefix = format!("qdfire{}", std::process::id());
+    let cfg = d.join("config.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "[[profiles]]\nname = \"aws\"\nkind = \"sqs\"\nregions = [\"us-east-1\"]\n\
+             endpoint_url = \"{ep}\"\nqueue_prefix = \"{prefix}\"\nrefresh_secs = 0.5\n\
+             [[profiles]]\nname = \"here\"\nkind = \"local\"\npath = \"{}\"\nrefresh_secs = 0.5\n",
+            d.join("here.db").display()
+        ),
+    )
+    .unwrap();
+    let names: Vec<String> = vec!["aws".into(), "here".into()];
+    let (tx, mut rx) = tokio::sync::mpsc::channel(64);
+    let _fleet = qdeck::engine::fleet::spawn(
+        |n| qdeck::config::LoadOptions {
+            file: Some(cfg.clone()),
+            profile: Some(n.to_string()),
+            read_only: false,
+        },
+        &names,
+        tx,
+    );
+    let mut rows = std::collections::HashMap::new();
+    let got = tokio::time::timeout(Duration::from_secs(30), async {
+        while let Some(r) = rx.recv().await {
+            rows.insert(r.profile.clone(), r);
+            let priced = |p: &str| rows.get(p).is_some_and(|r| r.calls_per_min.is_some());
+            if priced("aws") && priced("here") {
+                return true;
+            }
+        }
+        false
+    })
+    .await;
+    assert_eq!(got, Ok(true), "{rows:?}");
+    let aws = &rows["aws"];
+    assert!(aws.error.is_none(), "{aws:?}");
+    assert!(aws.calls_per_min.unwrap() > 0.0, "{aws:?}");
+    assert!(aws.usd_per_hour.unwrap() > 0.0, "{aws:?}");
+    println!(
+        "aws: {:.0} calls/min, ${:.6}/h",
+        aws.calls_per_min.unwrap(),
+        aws.usd_per_hour.unwrap()
+    );
+    assert_eq!(rows["here"].usd_per_hour, None);
+}

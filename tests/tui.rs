@@ -2286,6 +2286,15 @@ fn fire_view_ranks_every_profiles_queues_by_severity() {
 }
 
 #[test]
+fn help_over_the_fire_view_gives_the_formula() {
+    let mut st = fire_state();
+    update(&mut st, key('?'));
+    let s = text(&draw(&st, 80, 24));
+    assert!(s.contains("keys of the on-fire view"), "{s}");
+    assert!(s.contains("severity (SEV) = 40·G + 30·A + 30·S"), "{s}");
+}
+
+#[test]
 fn fire_view_filters_opens_and_comes_back() {
     let mut st = fire_state();
     st.stack = vec![View::Fleet];

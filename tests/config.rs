@@ -279,3 +279,14 @@ fn unknown_access_value_names_the_key() {
     );
     assert!(!e.0.contains('\n'));
 }
+
+#[test]
+fn fire_threshold_defaults_to_300s_and_rejects_nonsense() {
+    assert_eq!(config::parse_str("").unwrap().fire.max_age_secs, 300.0);
+    let c = config::parse_str("[fire]\nmax_age_secs = 60\n").unwrap();
+    assert_eq!(c.fire.max_age_secs, 60.0);
+    let e = config::parse_str("[fire]\nmax_age_secs = 0\n").unwrap_err();
+    assert!(e.0.contains("fire.max_age_secs must be above 0"), "{e}");
+    let e = config::parse_str("[fire]\nmax_age = 60\n").unwrap_err();
+    assert!(e.0.contains("max_age"), "{e}");
+}

@@ -2207,6 +2207,139 @@ fn fleet_enter_opens_a_profile_and_esc_comes_back() {
     assert_eq!(st.view(), View::Fleet);
 }
 
+fn fire_entry(
+    queue: &str,
+    is_dlq: bool,
+    severity: f64,
+    depth: u64,
+    change: Option<i64>,
+    age: Option<f64>,
+) -> qdeck::engine::fleet::FireEntry {
+    qdeck::engine::fleet::FireEntry {
+        queue: QueueId::new(queue),
+        is_dlq,
+        severity,
+        depth: Some(depth),
+        change,
+        age_secs: age,
+        out_rate: None,
+    }
+}
+
+/// The fleet of `fleet_state`, with queues on fire in two profiles and an SQS cost.
+fn fire_state() -> State {
+    let mut st = fleet_state();
+    let fl = st.fleet.as_mut().unwrap();
+    for r in &mut fl.rows {
+        r.max_age_secs = 300.0;
+        match r.profile.as_str() {
+            "local" => {
+                r.fire = vec![
+                    fire_entry("orders-dlq", true, 37.5, 7, Some(2), Some(900.0)),
+                    fire_entry("orders", false, 30.0, 700, Some(40), Some(22.0)),
+                    fire_entry("emails", false, 0.0, 40, Some(-5), Some(3.0)),
+                ];
+            }
+            "sqs-prod" => {
+                r.usd_per_hour = Some(0.0123);
+                r.calls_per_min = Some(410.0);
+                r.fire = vec![
+                    fire_entry(
+                        "billing-events-eu-west-1-invoices\x1b[31m",
+                        false,
+                        33.0,
+                        15,
+                        Some(0),
+                        Some(1_260.0),
+                    ),
+                    fire_entry("billing-dlq", true, 0.0, 0, Some(0), None),
+                ];
+            }
+            _ => {}
+        }
+    }
+    st.stack = vec![View::Fleet, View::Fire];
+    st
+}
+
+#[test]
+fn fire_view_ranks_every_profiles_queues_by_severity() {
+    let st = fire_state();
+    snap("fire_80x24", &st, 80, 24);
+    snap("fire_120x35", &st, 120, 35);
+    assert_no_controls(&draw(&st, 120, 35));
+    let fl = st.fleet.as_ref().unwrap();
+    let order: Vec<(&str, &str)> = fl
+        .fire_rows()
+        .iter()
+        .map(|(p, e)| (*p, e.queue.as_str()))
+        .collect();
+    assert_eq!(order[0], ("local", "orders-dlq"));
+    assert_eq!(order[1].0, "sqs-prod");
+    assert_eq!(order.len(), 5, "every kept queue of every profile");
+    // The fleet row shows the SQS cost per hour, blank for the other kinds.
+    let mut fleet = fire_state();
+    fleet.stack = vec![View::Fleet];
+    let s = text(&draw(&fleet, 120, 10));
+    assert!(s.contains("$/h") && s.contains("0.0123"), "{s}");
+    snap("fleet_cost_120x10", &fleet, 120, 10);
+}
+
+#[test]
+fn help_over_the_fire_view_gives_the_formula() {
+    let mut st = fire_state();
+    update(&mut st, key('?'));
+    let s = text(&draw(&st, 80, 24));
+    assert!(s.contains("keys of the on-fire view"), "{s}");
+    assert!(s.contains("severity (SEV) = 40·G + 30·A + 30·S"), "{s}");
+}
+
+#[test]
+fn fire_view_filters_opens_and_comes_back() {
+    let mut st = fire_state();
+    st.stack = vec![View::Fleet];
+    update(&mut st, key('f'));
+    assert_eq!(st.view(), View::Fire);
+    // `/` filters on profile/queue as you type; Esc clears it, a second Esc leaves.
+    update(&mut st, key('/'));
+    for c in "sqs-prod/".chars() {
+        update(&mut st, key(c));
+    }
+    update(&mut st, code(KeyCode::Enter));
+    let n = st.fleet.as_ref().unwrap().fire_rows().len();
+    assert_eq!(n, 2);
+    let s = text(&draw(&st, 120, 35));
+    assert!(!s.contains("orders-dlq"), "{s}");
+    // Enter on another profile's queue goes through the profile switch.
+    let fx = update(&mut st, code(KeyCode::Enter));
+    assert!(
+        fx.contains(&Effect::SwitchProfile("sqs-prod".into())),
+        "{fx:?}"
+    );
+    update(&mut st, code(KeyCode::Esc));
+    assert_eq!(st.fleet.as_ref().unwrap().fire_rows().len(), 5);
+    // Enter on a queue of the current profile opens its detail; Esc comes back here.
+    let fx = update(&mut st, code(KeyCode::Enter));
+    assert!(
+        !fx.iter().any(|e| matches!(e, Effect::SwitchProfile(_))),
+        "{fx:?}"
+    );
+    assert_eq!(st.view(), View::Detail);
+    assert_eq!(st.focus, Some(QueueId::new("orders-dlq")));
+    update(&mut st, code(KeyCode::Esc));
+    assert_eq!(st.view(), View::Fire);
+    update(&mut st, code(KeyCode::Esc));
+    assert_eq!(st.view(), View::Fleet);
+    // `:fire` before the fleet runs starts the pollers and opens the view over the fleet.
+    let mut fresh = populated();
+    for c in ":fire".chars() {
+        update(&mut fresh, key(c));
+    }
+    let fx = update(&mut fresh, code(KeyCode::Enter));
+    assert!(fx.contains(&Effect::StartFleet), "{fx:?}");
+    assert_eq!(fresh.stack, vec![View::Fleet, View::Fire]);
+}
+
 /// Two local profiles and a RabbitMQ nobody listens on, each on its own poller: the local
 /// rows get figures while the dead one reports its error.
 #[tokio::test(flavor = "multi_thread")]
@@ -2276,4 +2409,71 @@ async fn fleet_pollers_answer_around_a_dead_broker() {
     assert_eq!(rows["west"].depth, Some(1));
     assert_eq!(rows["east"].kind.as_deref(), Some("local"));
     assert!(rows["gone"].updated_ms.is_none());
+    // The on-fire view gets each live profile's queues with the configured age threshold.
+    let east = &rows["east"];
+    assert_eq!(east.fire.len(), 1);
+    assert_eq!(
+        (east.fire[0].queue.as_str(), east.fire[0].depth),
+        ("jobs", Some(3))
+    );
+    assert_eq!(east.max_age_secs, 300.0);
+    assert!(rows["gone"].fire.is_empty());
+    assert_eq!(east.usd_per_hour, None, "only SQS profiles are priced");
+}
+
+/// An SQS profile on moto: its fleet row prices the calls it made (`$/h`), a local one does
+/// not.
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "needs QDECK_TEST_SQS_ENDPOINT"]
+async fn fleet_prices_sqs_calls() {
+    let ep = std::env::var("QDECK_TEST_SQS_ENDPOINT")
+        .expect("QDECK_TEST_SQS_ENDPOINT (moto) is needed: source /work/testenv.sh");
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let prefix = format!("qdfire{}", std::process::id());
+    let cfg = d.join("config.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "[[profiles]]\nname = \"aws\"\nkind = \"sqs\"\nregions = [\"us-east-1\"]\n\
+             endpoint_url = \"{ep}\"\nqueue_prefix = \"{prefix}\"\nrefresh_secs = 0.5\n\
+             [[profiles]]\nname = \"here\"\nkind = \"local\"\npath = \"{}\"\nrefresh_secs = 0.5\n",
+            d.join("here.db").display()
+        ),
+    )
+    .unwrap();
+    let names: Vec<String> = vec!["aws".into(), "here".into()];
+    let (tx, mut rx) = tokio::sync::mpsc::channel(64);
+    let _fleet = qdeck::engine::fleet::spawn(
+        |n| qdeck::config::LoadOptions {
+            file: Some(cfg.clone()),
+            profile: Some(n.to_string()),
+            read_only: false,
+        },
+        &names,
+        tx,
+    );
+    let mut rows = std::collections::HashMap::new();
+    let got = tokio::time::timeout(Duration::from_secs(30), async {
+        while let Some(r) = rx.recv().await {
+            rows.insert(r.profile.clone(), r);
+            let priced = |p: &str| rows.get(p).is_some_and(|r| r.calls_per_min.is_some());
+            if priced("aws") && priced("here") {
+                return true;
+            }
+        }
+        false
+    })
+    .await;
+    assert_eq!(got, Ok(true), "{rows:?}");
+    let aws = &rows["aws"];
+    assert!(aws.error.is_none(), "{aws:?}");
+    assert!(aws.calls_per_min.unwrap() > 0.0, "{aws:?}");
+    assert!(aws.usd_per_hour.unwrap() > 0.0, "{aws:?}");
+    println!(
+        "aws: {:.0} calls/min, ${:.6}/h",
+        aws.calls_per_min.unwrap(),
+        aws.usd_per_hour.unwrap()
+    );
+    assert_eq!(rows["here"].usd_per_hour, None);
 }

@@ -38,6 +38,25 @@ pub struct AppConfig {
     /// Incident triage: how far `reasons` and `--where` scan, extra reason headers.
     #[serde(default)]
     pub triage: TriageConfig,
+    /// The on-fire view's thresholds.
+    #[serde(default)]
+    pub fire: FireConfig,
+}
+
+/// `[fire]`: what the on-fire view counts as late.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct FireConfig {
+    /// An oldest message this old scores half the age term; twice as old scores it all.
+    pub max_age_secs: f64,
+}
+
+impl Default for FireConfig {
+    fn default() -> Self {
+        FireConfig {
+            max_age_secs: 300.0,
+        }
+    }
 }
 
 /// `[triage]`: bounds of the scans behind `qdeck reasons` and `--where`.
@@ -239,6 +258,12 @@ fn validate(c: &AppConfig, file: Option<&Path>) -> Result<(), ConfigError> {
     if c.triage.scan_limit == 0 || !(c.triage.scan_secs > 0.0 && c.triage.scan_secs.is_finite()) {
         return Err(ConfigError(format!(
             "{where_}: triage.scan_limit must be at least 1 and triage.scan_secs above 0"
+        )));
+    }
+    if !(c.fire.max_age_secs > 0.0 && c.fire.max_age_secs.is_finite()) {
+        return Err(ConfigError(format!(
+            "{where_}: fire.max_age_secs must be above 0, got {}",
+            c.fire.max_age_secs
         )));
     }
     if let Some(d) = &c.default_profile {

@@ -2,15 +2,17 @@
 //! and backoff, so a dead broker slows nobody else. Every poll becomes one summary row (the
 //! fleet view draws rows, never per-queue data, whatever the number of queues).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use crate::backend::sqs::cost;
 use crate::config::{self, LoadOptions};
 use crate::domain::{now_ms, QueueId, QueueInfo, StatsBatch};
 use crate::engine::session::Session;
+use crate::engine::severity::{severity, Signals};
 
 /// What the fleet view shows for one profile.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -35,6 +37,29 @@ pub struct FleetRow {
     pub updated_ms: Option<i64>,
     pub refresh_secs: f64,
     pub calls_per_min: Option<f64>,
+    /// SQS/CloudWatch: estimated dollars per hour at the current call rate.
+    pub usd_per_hour: Option<f64>,
+    /// The most severe queues of the last poll, worst first (at most [`FIRE_ROWS`]).
+    pub fire: Vec<FireEntry>,
+    /// `[fire] max_age_secs` of the profile's configuration.
+    pub max_age_secs: f64,
+}
+
+/// Rows each profile contributes to the on-fire view: enough to fill any screen, bounded
+/// whatever the number of queues.
+pub const FIRE_ROWS: usize = 200;
+
+/// One queue in the on-fire view.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct FireEntry {
+    pub queue: QueueId,
+    pub is_dlq: bool,
+    pub severity: f64,
+    pub depth: Option<u64>,
+    /// Depth now minus at the previous poll.
+    pub change: Option<i64>,
+    pub age_secs: Option<f64>,
+    pub out_rate: Option<f64>,
 }
 
 impl FleetRow {
@@ -60,8 +85,33 @@ pub fn summarize(
     let (mut depth, mut dlq, mut growing) = (0u64, 0u64, 0usize);
     let mut worst: Option<(f64, QueueId)> = None;
     let mut now: HashMap<QueueId, u64> = HashMap::with_capacity(batch.stats.len());
+    let max_age = if row.max_age_secs > 0.0 {
+        row.max_age_secs
+    } else {
+        300.0
+    };
+    let mut fire: Vec<FireEntry> = Vec::with_capacity(batch.stats.len());
     for s in &batch.stats {
         let d = s.depth.unwrap_or(0);
+        let is_dlq = dlqs.contains(&s.id);
+        let before = previous.get(&s.id).copied();
+        let change = before.map(|p| d as i64 - p as i64);
+        let signals = Signals {
+            dlq_rise: change.filter(|_| is_dlq),
+            age_secs: s.oldest_age_secs,
+            depth: s.depth,
+            previous_depth: before,
+            out_rate: s.out_rate,
+        };
+        fire.push(FireEntry {
+            queue: s.id.clone(),
+            is_dlq,
+            severity: severity(&signals, max_age),
+            depth: s.depth,
+            change,
+            age_secs: s.oldest_age_secs,
+            out_rate: s.out_rate,
+        });
         if dlqs.contains(&s.id) {
             dlq += d;
         } else {
@@ -78,6 +128,19 @@ pub fn summarize(
         now.insert(s.id.clone(), d);
     }
     let had_previous = !previous.is_empty();
+    // Worst first, then deepest; only the head is kept.
+    let worse = |a: &FireEntry, b: &FireEntry| {
+        b.severity
+            .total_cmp(&a.severity)
+            .then(b.depth.cmp(&a.depth))
+            .then(a.queue.as_str().cmp(b.queue.as_str()))
+    };
+    if fire.len() > FIRE_ROWS {
+        fire.select_nth_unstable_by(FIRE_ROWS - 1, worse);
+        fire.truncate(FIRE_ROWS);
+    }
+    fire.sort_by(worse);
+    row.fire = fire;
     *previous = now;
     row.dlq_change = row
         .dlq_depth
@@ -143,7 +206,7 @@ async fn poll_profile(name: String, opts: LoadOptions, tx: mpsc::Sender<FleetRow
     let mut failures = 0u32;
     let mut session: Option<Session> = None;
     let mut previous: HashMap<QueueId, u64> = HashMap::new();
-    let mut calls_at: Option<(Instant, u64)> = None;
+    let mut calls_at: Option<(Instant, BTreeMap<String, u64>)> = None;
     loop {
         let started = Instant::now();
         let result = poll_once(&mut row, &opts, &mut session, &mut previous).await;
@@ -157,14 +220,11 @@ async fn poll_profile(name: String, opts: LoadOptions, tx: mpsc::Sender<FleetRow
             }
         }
         if let Some(s) = &session {
-            let total = s.backend.api_calls().total();
-            if let Some((t, before)) = calls_at {
-                let mins = t.elapsed().as_secs_f64() / 60.0;
-                if mins > 0.0 {
-                    row.calls_per_min = Some(total.saturating_sub(before) as f64 / mins);
-                }
+            let counts = s.backend.api_calls().snapshot();
+            if let Some((t, before)) = &calls_at {
+                budget(&mut row, before, &counts, t.elapsed());
             }
-            calls_at = Some((Instant::now(), total));
+            calls_at = Some((Instant::now(), counts));
         }
         if tx.send(row.clone()).await.is_err() {
             return;
@@ -176,6 +236,34 @@ async fn poll_profile(name: String, opts: LoadOptions, tx: mpsc::Sender<FleetRow
             (period * 2u32.saturating_pow(failures.min(8))).min(MAX_BACKOFF)
         };
         tokio::time::sleep(wait).await;
+    }
+}
+
+/// Calls per minute and, for SQS, estimated dollars per hour, from the API counters at the
+/// previous poll (`before`) and now, `elapsed` apart.
+pub fn budget(
+    row: &mut FleetRow,
+    before: &BTreeMap<String, u64>,
+    now: &BTreeMap<String, u64>,
+    elapsed: Duration,
+) {
+    let since: BTreeMap<String, u64> = now
+        .iter()
+        .map(|(k, v)| (k.clone(), v.saturating_sub(*before.get(k).unwrap_or(&0))))
+        .collect();
+    let mins = elapsed.as_secs_f64() / 60.0;
+    if mins <= 0.0 {
+        return;
+    }
+    // Billing counters (metrics requested) are not calls.
+    let calls: u64 = since
+        .iter()
+        .filter(|(k, _)| !k.starts_with("billing:"))
+        .map(|(_, v)| v)
+        .sum();
+    row.calls_per_min = Some(calls as f64 / mins);
+    if row.kind.as_deref() == Some("sqs") {
+        row.usd_per_hour = Some(cost::estimated_cost_per_hour(&since, elapsed));
     }
 }
 
@@ -192,6 +280,7 @@ async fn poll_once(
             .refresh_secs
             .unwrap_or(loaded.config.ui.refresh_secs);
         row.kind = Some(loaded.profile.kind.name().to_string());
+        row.max_age_secs = loaded.config.fire.max_age_secs;
         let timeout = poll_timeout(row.refresh_secs);
         let s = tokio::time::timeout(timeout, Session::open(loaded))
             .await
@@ -271,5 +360,69 @@ mod tests {
         assert_eq!((row.growing, row.dlq_change), (None, None));
         summarize(&mut row, &infos, &batch(5, 4, 5), &mut prev);
         assert_eq!((row.growing, row.dlq_change), (Some(1), Some(3)));
+    }
+
+    #[test]
+    fn fire_keeps_the_worst_queues_worst_first() {
+        let mut infos: Vec<QueueInfo> =
+            (0..300).map(|i| info(&format!("q{i:03}"), false)).collect();
+        infos.push(info("jobs.dlq", true));
+        let mut prev = HashMap::new();
+        let mut row = FleetRow {
+            max_age_secs: 300.0,
+            ..FleetRow::default()
+        };
+        let batch = |dlq, old| {
+            let mut stats: Vec<QueueStats> = (0..300)
+                .map(|i| stat(&format!("q{i:03}"), 1, Some(1.0)))
+                .collect();
+            stats[7].oldest_age_secs = Some(old);
+            stats.push(stat("jobs.dlq", dlq, None));
+            StatsBatch {
+                stats,
+                ..StatsBatch::default()
+            }
+        };
+        summarize(&mut row, &infos, &batch(0, 600.0), &mut prev);
+        assert_eq!(
+            row.fire.len(),
+            FIRE_ROWS,
+            "bounded whatever the queue count"
+        );
+        assert_eq!(row.fire[0].queue.as_str(), "q007", "the old message first");
+        summarize(&mut row, &infos, &batch(12, 600.0), &mut prev);
+        let first = &row.fire[0];
+        assert_eq!((first.queue.as_str(), first.change), ("jobs.dlq", Some(12)));
+        assert!(first.is_dlq);
+        assert!(row.fire.windows(2).all(|w| w[0].severity >= w[1].severity));
+    }
+
+    #[test]
+    fn budget_prices_sqs_and_leaves_other_kinds_blank() {
+        let before: BTreeMap<String, u64> = [("sqs:GetQueueAttributes".to_string(), 100)].into();
+        let now: BTreeMap<String, u64> = [
+            ("sqs:GetQueueAttributes".to_string(), 1_100),
+            (crate::backend::sqs::ops::CW_METRICS_BILLED.to_string(), 500),
+        ]
+        .into();
+        let mut row = FleetRow {
+            kind: Some("sqs".into()),
+            ..FleetRow::default()
+        };
+        budget(&mut row, &before, &now, Duration::from_secs(60));
+        assert_eq!(
+            row.calls_per_min,
+            Some(1_000.0),
+            "billing counters are not calls"
+        );
+        // Per hour: 60 × (1,000 requests at $0.40/M + 500 metrics at $0.01/k).
+        let want = 60.0 * (1_000.0 * 0.4e-6 + 500.0 * 0.01e-3);
+        assert!((row.usd_per_hour.unwrap() - want).abs() < 1e-9);
+        let mut rabbit = FleetRow {
+            kind: Some("rabbitmq".into()),
+            ..FleetRow::default()
+        };
+        budget(&mut rabbit, &before, &now, Duration::from_secs(60));
+        assert_eq!(rabbit.usd_per_hour, None);
     }
 }

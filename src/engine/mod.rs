@@ -9,4 +9,5 @@ pub mod ops;
 pub mod poller;
 pub mod ring;
 pub mod session;
+pub mod severity;
 pub mod store;

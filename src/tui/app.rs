@@ -635,7 +635,12 @@ impl Exec {
                     ));
                 }
                 st.fleet = Some(FleetState::new(&names));
-                st.stack = vec![View::Fleet];
+                // `:fire` asked for the on-fire view over the fleet.
+                st.stack = if st.view() == View::Fire {
+                    vec![View::Fleet, View::Fire]
+                } else {
+                    vec![View::Fleet]
+                };
                 st.dirty = true;
             }
             Effect::AddWorker | Effect::RemoveWorker => {

@@ -17,6 +17,8 @@ use crate::sanitize::BodyKind;
 pub enum View {
     /// One row per profile (`:fleet`, `qdeck --fleet`); under the queue table when open.
     Fleet,
+    /// Every profile's most severe queues in one table (`:fire`, `f` on the fleet).
+    Fire,
     Queues,
     Detail,
     Messages,
@@ -122,6 +124,8 @@ pub enum InputKind {
     Filter,
     /// The workers view's own filter.
     WorkerFilter,
+    /// The on-fire view's own filter (matches `profile/queue`).
+    FireFilter,
     Command,
     Search,
 }
@@ -441,7 +445,12 @@ pub struct State {
 pub struct FleetState {
     pub rows: Vec<crate::engine::fleet::FleetRow>,
     pub cursor: Cursor,
+    pub fire_cursor: Cursor,
+    pub fire_filter: Filter,
 }
+
+/// One row of the on-fire view: a profile and one of its queues.
+pub type FireRow<'a> = (&'a str, &'a crate::engine::fleet::FireEntry);
 
 impl FleetState {
     pub fn new(profiles: &[String]) -> FleetState {
@@ -455,7 +464,33 @@ impl FleetState {
                 })
                 .collect(),
             cursor: Cursor::default(),
+            fire_cursor: Cursor::default(),
+            fire_filter: Filter::default(),
         }
+    }
+
+    /// The on-fire table: every profile's kept queues, worst first, through the filter.
+    /// Built per frame: at most `FIRE_ROWS` per profile, so a sort of a few thousand rows.
+    pub fn fire_rows(&self) -> Vec<FireRow<'_>> {
+        let mut v: Vec<FireRow<'_>> = self
+            .rows
+            .iter()
+            .flat_map(|r| r.fire.iter().map(move |e| (r.profile.as_str(), e)))
+            .filter(|(p, e)| {
+                !self.fire_filter.is_active()
+                    || self
+                        .fire_filter
+                        .matches(&format!("{p}/{}", e.queue.as_str()))
+            })
+            .collect();
+        v.sort_by(|a, b| {
+            b.1.severity
+                .total_cmp(&a.1.severity)
+                .then(b.1.depth.cmp(&a.1.depth))
+                .then(a.0.cmp(b.0))
+                .then(a.1.queue.as_str().cmp(b.1.queue.as_str()))
+        });
+        v
     }
 
     /// A poll's row replaces the profile's previous one.

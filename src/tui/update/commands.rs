@@ -39,6 +39,13 @@ pub(super) fn command(st: &mut State, text: &str, fx: &mut Vec<Effect>) {
                 fx.push(Effect::StartFleet);
             }
         }
+        "fire" => {
+            if st.fleet.is_none() {
+                // The executor starts the pollers and keeps the on-fire view on top.
+                fx.push(Effect::StartFleet);
+            }
+            st.stack = vec![View::Fleet, View::Fire];
+        }
         "filter" => {
             st.filter = Filter::new(&arg);
             st.stack.truncate(1);
@@ -116,6 +123,30 @@ pub(super) fn open_fleet_row(st: &mut State, fx: &mut Vec<Effect>) {
     } else {
         set_status(st, Level::Info, format!("switching to profile {name}…"));
         fx.push(Effect::SwitchProfile(name));
+    }
+}
+
+/// Enter on an on-fire row: that queue's detail when it is of the current profile, else the
+/// profile switch (which lands on that profile's queue table; Esc comes back to the fleet).
+pub(super) fn open_fire_row(st: &mut State, fx: &mut Vec<Effect>) {
+    let Some((profile, queue)) = st.fleet.as_ref().and_then(|f| {
+        // The rows may have shrunk under the cursor since it last moved: the last row is the
+        // one drawn highlighted then.
+        let rows = f.fire_rows();
+        rows.get(f.fire_cursor.sel.min(rows.len().saturating_sub(1)))
+            .map(|(p, e)| (p.to_string(), e.queue.clone()))
+    }) else {
+        return;
+    };
+    if profile == st.profile {
+        st.focus = Some(queue);
+        st.detail_scroll = 0;
+        push(st, View::Detail);
+    } else if st.op.is_some() {
+        set_status(st, Level::Warn, "wait for the running operation to finish");
+    } else {
+        set_status(st, Level::Info, format!("switching to profile {profile}…"));
+        fx.push(Effect::SwitchProfile(profile));
     }
 }
 

@@ -28,6 +28,7 @@ pub(super) fn input_key(st: &mut State, k: KeyEvent, fx: &mut Vec<Effect>) {
                     st.workers.filter = Filter::default();
                     super::lists::rebuild_workers(st);
                 }
+                InputKind::FireFilter => set_fire_filter(st, ""),
                 InputKind::Command => {}
             }
         }
@@ -74,6 +75,18 @@ fn live_filter(st: &mut State) {
             st.workers.filter = Filter::new(&inp.text);
             super::lists::rebuild_workers(st);
         }
+        InputKind::FireFilter => {
+            let text = inp.text.clone();
+            set_fire_filter(st, &text);
+        }
         InputKind::Command => {}
+    }
+}
+
+/// The on-fire rows are built per frame, so a new filter only resets the cursor.
+pub(super) fn set_fire_filter(st: &mut State, text: &str) {
+    if let Some(f) = &mut st.fleet {
+        f.fire_filter = Filter::new(text);
+        f.fire_cursor = Cursor::default();
     }
 }

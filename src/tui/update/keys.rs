@@ -22,6 +22,11 @@ pub(super) fn key(st: &mut State, k: KeyEvent, fx: &mut Vec<Effect>) {
         return;
     }
     let Some(cmd) = st.keymap.lookup(k) else {
+        // `f` on the fleet: what is on fire across its profiles (unbound elsewhere).
+        if st.view() == View::Fleet && k.code == KeyCode::Char('f') && k.modifiers.is_empty() {
+            push(st, View::Fire);
+            return;
+        }
         // Digits sort the list on screen by the column whose header shows that digit.
         if let KeyCode::Char(c @ '0'..='9') = k.code {
             if k.modifiers.difference(KeyModifiers::SHIFT).is_empty() {
@@ -62,6 +67,7 @@ fn list_len(st: &State) -> usize {
     match st.view() {
         View::Queues => st.rows.len(),
         View::Fleet => st.fleet.as_ref().map_or(0, |f| f.rows.len()),
+        View::Fire => st.fleet.as_ref().map_or(0, |f| f.fire_rows().len()),
         View::Messages => st.msgs.rows.len(),
         View::Workers => st.workers.rows.len(),
         View::Reasons => st.reasons.groups.len(),
@@ -90,6 +96,11 @@ fn move_sel(st: &mut State, delta: isize) {
         View::Fleet => {
             if let Some(f) = &mut st.fleet {
                 f.cursor.move_by(delta, len, page);
+            }
+        }
+        View::Fire => {
+            if let Some(f) = &mut st.fleet {
+                f.fire_cursor.move_by(delta, len, page);
             }
         }
         View::Messages => st.msgs.cursor.move_by(delta, len, page),
@@ -123,6 +134,10 @@ pub(super) fn run_cmd(st: &mut State, cmd: Cmd, fx: &mut Vec<Effect>) {
                 View::Messages => (InputKind::Search, st.msgs.search.text.clone()),
                 View::Workers => (InputKind::WorkerFilter, st.workers.filter.text.clone()),
                 View::Queues => (InputKind::Filter, st.filter.text.clone()),
+                View::Fire => match &st.fleet {
+                    Some(f) => (InputKind::FireFilter, f.fire_filter.text.clone()),
+                    None => return,
+                },
                 // Views without a list of their own have nothing to filter.
                 _ => return,
             };
@@ -156,6 +171,7 @@ pub(super) fn run_cmd(st: &mut State, cmd: Cmd, fx: &mut Vec<Effect>) {
             View::Messages => messages::open_message(st),
             View::Reasons => reasons::drill_in(st, fx),
             View::Fleet => super::commands::open_fleet_row(st, fx),
+            View::Fire => super::commands::open_fire_row(st, fx),
             _ => {}
         },
         Cmd::Back => {
@@ -170,6 +186,9 @@ pub(super) fn run_cmd(st: &mut State, cmd: Cmd, fx: &mut Vec<Effect>) {
                 View::Messages if st.msgs.search.is_active() => {
                     st.msgs.search = Filter::default();
                     messages::refilter_msgs(st);
+                }
+                View::Fire if st.fleet.as_ref().is_some_and(|f| f.fire_filter.is_active()) => {
+                    super::input::set_fire_filter(st, "");
                 }
                 View::Workers if st.workers.filter.is_active() => {
                     st.workers.filter = Filter::default();

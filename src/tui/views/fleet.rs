@@ -31,15 +31,17 @@ pub fn render(f: &mut Frame, st: &State, area: Rect) {
         Col::fixed("PROFILE", 14, 0),
         Col::fixed("KIND", 10, 3),
         Col::fixed("QUEUES", 7, 1),
-        Col::fixed("DEPTH", 9, 0),
+        Col::fixed("DEPTH", 8, 0),
         Col::fixed("DLQ", 8, 0),
         Col::fixed("DLQ Δ", 6, 2),
         Col::fixed("OLDEST", 8, 1),
-        Col::fixed("IN QUEUE", 18, 2),
+        Col::fixed("IN QUEUE", 14, 2),
         Col::fixed("GROWING", 7, 2),
         Col::fixed("CALLS/m", 7, 4),
+        // SQS/CloudWatch bill per request; the other kinds cost nothing per call.
+        Col::fixed("$/h", 7, 4),
         // The state takes the room left: an error is the one long text here.
-        Col::flex("STATE", 12, 0),
+        Col::flex("STATE", 10, 0),
     ];
     let keep = fit(&cols, inner.width, st.wide);
     let state_w = flex_width(&cols, &keep, inner.width);
@@ -86,7 +88,7 @@ pub fn render(f: &mut Frame, st: &State, area: Rect) {
                 Cell::from(
                     r.worst_age
                         .as_ref()
-                        .map(|(_, q)| clean_mid(q.as_str(), 18))
+                        .map(|(_, q)| clean_mid(q.as_str(), 14))
                         .unwrap_or_else(|| "—".into()),
                 ),
                 Cell::from(fmt_count(r.growing.map(|n| n as u64))),
@@ -95,6 +97,7 @@ pub fn render(f: &mut Frame, st: &State, area: Rect) {
                         .map(|c| format!("{c:.0}"))
                         .unwrap_or_else(|| "—".into()),
                 ),
+                Cell::from(r.usd_per_hour.map(fmt_usd).unwrap_or_default()),
                 Cell::from(styled(clean_short(&state, state_w), style)),
             ];
             Row::new(
@@ -119,4 +122,15 @@ pub fn render(f: &mut Frame, st: &State, area: Rect) {
         .column_spacing(1);
     let mut ts = TableState::default().with_selected(Some(cursor.sel - from));
     f.render_stateful_widget(table, inner, &mut ts);
+}
+
+/// Dollars with enough digits to tell a cheap profile from a free one.
+fn fmt_usd(d: f64) -> String {
+    if d >= 10.0 {
+        format!("{d:.0}")
+    } else if d >= 0.1 {
+        format!("{d:.2}")
+    } else {
+        format!("{d:.4}")
+    }
 }

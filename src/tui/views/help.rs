@@ -15,6 +15,15 @@ use crate::tui::state::{State, View};
 
 const WIDTH: u16 = 78;
 
+/// The on-fire score, as `engine::severity` computes it.
+const FIRE_FORMULA: &[&str] = &[
+    "severity (SEV) = 40·G + 30·A + 30·S, 0‥100:",
+    "  G  DLQ depth rose since the last poll: 0.5 + log10(rise)/4, at most 1",
+    "  A  age of oldest / (2 × [fire] max_age_secs), at most 1",
+    "  S  1 when depth > 0 and rising; 0.5 when nothing goes out",
+    "     (out-rate 0, or unknown and the depth did not fall)",
+];
+
 /// Commands that only mean something in `view`, in the order help lists them.
 pub fn view_cmds(view: View) -> &'static [Cmd] {
     match view {
@@ -61,6 +70,7 @@ pub fn view_cmds(view: View) -> &'static [Cmd] {
         View::Reasons => &[Cmd::Enter, Cmd::Back, Cmd::Refresh, Cmd::Redrive],
         View::Help => &[],
         View::Fleet => &[Cmd::Enter],
+        View::Fire => &[Cmd::Enter, Cmd::Filter],
     }
 }
 
@@ -74,6 +84,7 @@ fn view_name(v: View) -> &'static str {
         View::Help => "help",
         View::Reasons => "reasons",
         View::Fleet => "fleet",
+        View::Fire => "on-fire view",
     }
 }
 
@@ -137,6 +148,17 @@ pub fn lines<'a>(st: &State) -> Vec<Line<'a>> {
             styled("sort by the column whose header shows that digit", t.text),
         ]));
     }
+    if view == View::Fleet {
+        out.push(Line::from(vec![
+            styled(format!("{:>14}  ", "f"), t.accent),
+            styled("what is on fire across the profiles", t.text),
+        ]));
+    }
+    if matches!(view, View::Fleet | View::Fire) {
+        for l in FIRE_FORMULA {
+            out.push(Line::from(styled(*l, t.dim)));
+        }
+    }
     out.push(Line::from(""));
     out.push(Line::from(styled("── everywhere ──", t.title)));
     out.extend(
@@ -167,6 +189,7 @@ pub fn lines<'a>(st: &State) -> Vec<Line<'a>> {
         (":purge", "purge the queue"),
         (":queues", "back to the queue list"),
         (":fleet", "every profile, one row each"),
+        (":fire", "every profile's most severe queues, worst first"),
     ];
     for (c, h) in cmds {
         let needs = if c.starts_with(":purge") {

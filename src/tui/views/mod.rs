@@ -4,6 +4,7 @@
 pub mod columns;
 mod detail;
 mod dialog;
+mod fire;
 mod fleet;
 pub mod help;
 mod messages;
@@ -58,6 +59,7 @@ pub fn render(f: &mut Frame, st: &State) {
     };
     match under {
         View::Fleet => fleet::render(f, st, main),
+        View::Fire => fire::render(f, st, main),
         View::Queues | View::Help => queues::render(f, st, main),
         View::Detail => detail::render(f, st, main),
         View::Messages => messages::render_list(f, st, main),
@@ -158,12 +160,16 @@ fn breadcrumb(st: &State) -> String {
     if st.view() == View::Fleet {
         return "fleet".to_string();
     }
+    if st.view() == View::Fire {
+        return "fleet › on fire".to_string();
+    }
     let fleet = st.stack.first() == Some(&View::Fleet);
     let mut parts = vec!["queues".to_string()];
     let short = |q: &crate::domain::QueueId| crate::sanitize::clean_short(q.as_str(), 30);
     for v in st.stack.iter().skip(if fleet { 2 } else { 1 }) {
         match v {
             View::Fleet => {}
+            View::Fire => parts.push("on fire".into()),
             View::Detail => {
                 if let Some(q) = &st.focus {
                     parts.push(short(q));
@@ -198,7 +204,10 @@ fn footer(f: &mut Frame, st: &State, area: Rect) {
     let t = &st.theme;
     if let Some(inp) = &st.input {
         let prefix = match inp.kind {
-            InputKind::Filter | InputKind::Search | InputKind::WorkerFilter => "/",
+            InputKind::Filter
+            | InputKind::Search
+            | InputKind::WorkerFilter
+            | InputKind::FireFilter => "/",
             InputKind::Command => ":",
         };
         let mut spans = vec![
@@ -210,6 +219,7 @@ fn footer(f: &mut Frame, st: &State, area: Rect) {
             InputKind::Filter => st.filter.literal,
             InputKind::Search => st.msgs.search.literal,
             InputKind::WorkerFilter => st.workers.filter.literal,
+            InputKind::FireFilter => st.fleet.as_ref().is_some_and(|f| f.fire_filter.literal),
             _ => false,
         };
         if bad {
@@ -332,13 +342,21 @@ fn hints(st: &State) -> String {
         View::Reasons => vec![(Cmd::Enter, "messages"), (Cmd::Refresh, "rescan")],
         View::Help => vec![],
         View::Fleet => vec![(Cmd::Enter, "open profile")],
+        View::Fire => vec![(Cmd::Enter, "open"), (Cmd::Filter, "filter")],
     };
     let mut v: Vec<String> = pairs
         .into_iter()
         .filter(|(c, _)| allowed(c))
         .map(|(c, label)| format!("{} {label}", k(c)))
         .collect();
-    if !matches!(st.view(), View::Workers | View::Help | View::Fleet) {
+    // `f` is not a keymap command: the fleet alone reads it.
+    if st.view() == View::Fleet {
+        v.push("f on fire".to_string());
+    }
+    if !matches!(
+        st.view(),
+        View::Workers | View::Help | View::Fleet | View::Fire
+    ) {
         if st.allows(Access::Redrive) {
             v.push(format!("{} redrive", k(Cmd::Redrive)));
         }

@@ -754,6 +754,55 @@ async fn purge_removes_ready_messages() {
 
 #[tokio::test(flavor = "multi_thread")]
 #[ignore = "needs QDECK_TEST_AMQP_URL"]
+async fn delete_ids_removes_only_the_chosen_messages() {
+    let e = broker();
+    let (_c, ch) = admin(&e).await;
+    let q = uniq("delids");
+    declare(&ch, &q, FieldTable::default()).await;
+    publish(&ch, &q, 10, false).await;
+    let b = backend(&e).await;
+    assert!(b.deletes_by_id());
+    let qid = QueueId::new(&q);
+    let browse = |b: Arc<dyn Backend>, qid: QueueId| async move {
+        b.browse(
+            &qid,
+            &BrowseRequest {
+                cursor: None,
+                max: 20,
+                force: false,
+            },
+        )
+        .await
+        .expect("browse")
+        .messages
+    };
+    let before = browse(b.clone(), qid.clone()).await;
+    assert_eq!(before.len(), 10);
+    let mut chosen: Vec<String> = before
+        .iter()
+        .skip(2)
+        .step_by(3)
+        .map(|m| m.id.clone())
+        .collect();
+    assert_eq!(chosen.len(), 3);
+    chosen.push("sha256:0000000000000000".to_string());
+    let rep = b
+        .delete_ids(&qid, &chosen, &OpProgress::detached())
+        .await
+        .expect("delete_ids");
+    assert_eq!((rep.deleted, rep.missing, rep.leased), (3, 1, 0));
+    assert!(!rep.cancelled);
+    wait_depth(&ch, &q, 7).await;
+    let after = browse(b.clone(), qid.clone()).await;
+    assert_eq!(after.len(), 7);
+    assert!(after.iter().all(|m| !chosen.contains(&m.id)));
+    let kept: std::collections::HashSet<&str> = after.iter().map(|m| m.id.as_str()).collect();
+    assert_eq!(kept.len(), 7, "the seven others, each once");
+    cleanup(&ch, &[&q]).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "needs QDECK_TEST_AMQP_URL"]
 async fn wrong_password_is_an_auth_error_without_the_secret() {
     let e = broker();
     let var = "QDECK_TEST_RABBITMQ_WRONG_PASSWORD";

@@ -7,6 +7,7 @@
 mod browse;
 mod conn;
 mod consumers;
+mod delete;
 mod fallback;
 mod figures;
 mod headers;
@@ -550,6 +551,22 @@ impl Backend for RabbitBackend {
 
     async fn purge(&self, queue: &QueueId, progress: &OpProgress) -> Result<PurgeReport> {
         purge::purge(self, queue, progress).await
+    }
+
+    fn deletes_by_id(&self) -> bool {
+        true
+    }
+
+    /// basic.get → ack the chosen ids, hold the rest, nack(requeue) them after the pass:
+    /// they come back redelivered (classic queues: at the back). Refused on quorum queues
+    /// with a delivery limit.
+    async fn delete_ids(
+        &self,
+        queue: &QueueId,
+        ids: &[String],
+        progress: &OpProgress,
+    ) -> Result<DeleteReport> {
+        delete::delete_ids(self, queue, ids, progress).await
     }
 
     fn api_calls(&self) -> &ApiCalls {

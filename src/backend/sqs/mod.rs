@@ -16,6 +16,7 @@ mod browse;
 mod client;
 pub mod cost;
 mod cwjson;
+mod delete;
 mod figures;
 mod movetask;
 mod purge;
@@ -460,6 +461,21 @@ impl Backend for SqsBackend {
 
     async fn purge(&self, queue: &QueueId, progress: &OpProgress) -> Result<PurgeReport> {
         purge::purge(self, queue, progress).await
+    }
+
+    fn deletes_by_id(&self) -> bool {
+        true
+    }
+
+    /// Receive → match MessageId → DeleteMessageBatch; the others are made visible again at
+    /// once (receive count +1). Refused on a queue with a RedrivePolicy.
+    async fn delete_ids(
+        &self,
+        queue: &QueueId,
+        ids: &[String],
+        progress: &OpProgress,
+    ) -> Result<DeleteReport> {
+        delete::delete_ids(self, queue, ids, progress).await
     }
 
     fn api_calls(&self) -> &ApiCalls {

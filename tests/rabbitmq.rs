@@ -513,6 +513,11 @@ async fn quorum_with_delivery_limit_refuses_browse_unless_forced() {
         .effect_note
         .unwrap_or_default()
         .contains("delivery count"));
+    // Deleting chosen messages would requeue the others: refused, nothing removed.
+    let del = b
+        .delete_ids(&id, &[page.messages[0].id.clone()], &OpProgress::detached())
+        .await;
+    assert!(matches!(del, Err(BackendError::Refused(_))), "{del:?}");
     wait_depth(&ch, &qq, 2).await;
     cleanup(&ch, &[&qq]).await;
 }

@@ -806,6 +806,62 @@ async fn delete_ids_removes_only_the_chosen_messages() {
     cleanup(&ch, &[&q]).await;
 }
 
+/// `qdeck purge QUEUE --where` as a user runs it: the scan picks the matching bodies, the
+/// delete removes exactly those, the rest stay.
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "needs QDECK_TEST_AMQP_URL"]
+async fn cli_purge_where_deletes_the_matching_messages() {
+    let e = broker();
+    let (_c, ch) = admin(&e).await;
+    let q = uniq("pwhere");
+    declare(&ch, &q, FieldTable::default()).await;
+    publish(&ch, &q, 10, false).await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cfg = dir.path().join("config/qdeck/config.toml");
+    std::fs::create_dir_all(cfg.parent().expect("parent")).expect("mkdir");
+    std::fs::write(
+        &cfg,
+        format!(
+            "[[profiles]]\nname = \"r\"\nkind = \"rabbitmq\"\namqp_url = \"{}\"\n\
+             management_url = \"{}\"\nusername = \"{}\"\npassword_env = \"{PASSWORD_VAR}\"\n",
+            e.bare_url, e.mgmt, e.user
+        ),
+    )
+    .expect("config");
+    let out = assert_cmd::Command::cargo_bin("qdeck")
+        .expect("binary")
+        .env("XDG_CONFIG_HOME", dir.path().join("config"))
+        .env("XDG_DATA_HOME", dir.path().join("data"))
+        .env("XDG_STATE_HOME", dir.path().join("state"))
+        .env(PASSWORD_VAR, &e.password)
+        .args([
+            "-p",
+            "r",
+            "purge",
+            &q,
+            "--where",
+            r#"body ~ "msg-[0-2]$""#,
+            "--yes",
+            "-o",
+            "json",
+        ])
+        .timeout(Duration::from_secs(60))
+        .output()
+        .expect("run qdeck");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_str(&stdout).expect("json");
+    assert_eq!(v["deleted"], 3, "{v}");
+    assert_eq!(v["missing"], 0, "{v}");
+    wait_depth(&ch, &q, 7).await;
+    cleanup(&ch, &[&q]).await;
+}
+
 #[tokio::test(flavor = "multi_thread")]
 #[ignore = "needs QDECK_TEST_AMQP_URL"]
 async fn wrong_password_is_an_auth_error_without_the_secret() {

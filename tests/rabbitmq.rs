@@ -493,6 +493,10 @@ async fn quorum_with_delivery_limit_refuses_browse_unless_forced() {
     let listed = b.list_queues().await.expect("list");
     let q = info(&listed, &qq);
     assert_eq!(q.settings.max_receives, Some(3));
+    assert!(
+        b.delete_refusal(q).is_some(),
+        "edit and purge --where stop up front"
+    );
     match b.capabilities_for(q).browse {
         BrowseEffect::SideEffect(t) => assert!(t.contains("3 (x-delivery-limit argument)"), "{t}"),
         other => panic!("{other:?}"),

@@ -1984,6 +1984,14 @@ async fn delete_ids_refuses_a_queue_that_dead_letters() {
         .await;
     r.send(&src, "keep", None).await;
     let b = qdeck(&ep, &p).await;
+    let info = b
+        .describe(&QueueId(format!("{p}-src")))
+        .await
+        .expect("describe");
+    assert!(
+        b.delete_refusal(&info).is_some(),
+        "edit and purge --where stop up front"
+    );
     let err = b
         .delete_ids(
             &QueueId(format!("{p}-src")),

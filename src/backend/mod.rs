@@ -116,6 +116,12 @@ pub trait Backend: Send + Sync {
         false
     }
 
+    /// Why `delete_ids` would refuse this queue (it could dead-letter messages nobody chose),
+    /// so edit-and-resend and `purge --where` stop before sending or scanning anything.
+    fn delete_refusal(&self, _queue: &QueueInfo) -> Option<String> {
+        None
+    }
+
     /// Delete these messages (ids from a browse) and no others. RabbitMQ and SQS do it by
     /// receive → match → delete, which sets every other message's redelivered flag or raises
     /// its receive count (and refuse where that could dead-letter one); Service Bus over REST

@@ -41,6 +41,9 @@ pub async fn purge_where(
         ))
         .into());
     }
+    if let Some(why) = b.delete_refusal(&info) {
+        return Err(BackendError::Refused(why).into());
+    }
     let ctx = scan::eval_context(s);
     let sel = scan::with_progress("scan", |p| {
         let (pred, limits, ctx, id) = (&pred, &limits, &ctx, &info.id);

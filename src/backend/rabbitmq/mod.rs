@@ -557,6 +557,20 @@ impl Backend for RabbitBackend {
         true
     }
 
+    fn delete_refusal(&self, queue: &QueueInfo) -> Option<String> {
+        let counts = self
+            .known_version()
+            .is_none_or(Version::nack_counts_delivery);
+        match (queue.kind, queue.settings.max_receives) {
+            (QueueKind::Quorum, Some(limit)) if counts => Some(format!(
+                "'{}' is a quorum queue with delivery limit {limit}: deleting chosen messages \
+                 requeues every other message it passes (delivery count +1): refused",
+                queue.id
+            )),
+            _ => None,
+        }
+    }
+
     /// basic.get → ack the chosen ids, hold the rest, nack(requeue) them after the pass:
     /// they come back redelivered (classic queues: at the back). Refused on quorum queues
     /// with a delivery limit.

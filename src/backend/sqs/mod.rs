@@ -467,6 +467,16 @@ impl Backend for SqsBackend {
         true
     }
 
+    fn delete_refusal(&self, queue: &QueueInfo) -> Option<String> {
+        queue.settings.max_receives.map(|n| {
+            format!(
+                "{} dead-letters after {n} receives and deleting chosen messages receives every \
+                 message it passes: refused",
+                queue.id
+            )
+        })
+    }
+
     /// Receive → match MessageId → DeleteMessageBatch; the others are made visible again at
     /// once (receive count +1). Refused on a queue with a RedrivePolicy.
     async fn delete_ids(

@@ -365,6 +365,7 @@ impl Backend for RabbitBackend {
                 "figures come from the management API, which refreshes them every 5 s by default".into(),
                 "age of oldest comes from the head message's timestamp property: only classic queues report it, and only when publishers set it".into(),
                 "redrive to origin publishes each message to its x-first-death-queue through the default exchange, with publisher confirms; the DLQ copy is acknowledged only after the confirm".into(),
+                "deleting chosen messages (purge --where, edit) reads the queue with basic.get and requeues the others after the pass: they get the redelivered flag and, on classic queues, go to the back; refused on quorum queues with a delivery limit".into(),
             ],
         }
     }

@@ -328,6 +328,7 @@ pub(crate) fn capabilities(cloudwatch: bool) -> Capabilities {
         notes: vec![
             "counts are approximate (SQS: may lag about a minute after producers stop)".to_string(),
             "every call is billed: see API calls and estimated cost".to_string(),
+            "deleting chosen messages (purge --where, edit) receives the queue and makes the others visible again at once (receive count +1); refused on a queue with a RedrivePolicy".to_string(),
         ],
     }
 }

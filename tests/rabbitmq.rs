@@ -513,6 +513,10 @@ async fn quorum_with_delivery_limit_refuses_browse_unless_forced() {
     let listed = b.list_queues().await.expect("list");
     let q = info(&listed, &qq);
     assert_eq!(q.settings.max_receives, Some(3));
+    assert!(
+        b.delete_refusal(q).is_some(),
+        "edit and purge --where stop up front"
+    );
     match b.capabilities_for(q).browse {
         BrowseEffect::SideEffect(t) => assert!(t.contains("3 (x-delivery-limit argument)"), "{t}"),
         other => panic!("{other:?}"),
@@ -533,6 +537,11 @@ async fn quorum_with_delivery_limit_refuses_browse_unless_forced() {
         .effect_note
         .unwrap_or_default()
         .contains("delivery count"));
+    // Deleting chosen messages would requeue the others: refused, nothing removed.
+    let del = b
+        .delete_ids(&id, &[page.messages[0].id.clone()], &OpProgress::detached())
+        .await;
+    assert!(matches!(del, Err(BackendError::Refused(_))), "{del:?}");
     wait_depth(&ch, &qq, 2).await;
     cleanup(&ch, &[&qq]).await;
 }
@@ -769,6 +778,111 @@ async fn purge_removes_ready_messages() {
         .expect("send");
     assert!(id.is_some());
     wait_depth(&ch, &q, 1).await;
+    cleanup(&ch, &[&q]).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "needs QDECK_TEST_AMQP_URL"]
+async fn delete_ids_removes_only_the_chosen_messages() {
+    let e = broker();
+    let (_c, ch) = admin(&e).await;
+    let q = uniq("delids");
+    declare(&ch, &q, FieldTable::default()).await;
+    publish(&ch, &q, 10, false).await;
+    let b = backend(&e).await;
+    assert!(b.deletes_by_id());
+    let qid = QueueId::new(&q);
+    let browse = |b: Arc<dyn Backend>, qid: QueueId| async move {
+        b.browse(
+            &qid,
+            &BrowseRequest {
+                cursor: None,
+                max: 20,
+                force: false,
+            },
+        )
+        .await
+        .expect("browse")
+        .messages
+    };
+    let before = browse(b.clone(), qid.clone()).await;
+    assert_eq!(before.len(), 10);
+    let mut chosen: Vec<String> = before
+        .iter()
+        .skip(2)
+        .step_by(3)
+        .map(|m| m.id.clone())
+        .collect();
+    assert_eq!(chosen.len(), 3);
+    chosen.push("sha256:0000000000000000".to_string());
+    let rep = b
+        .delete_ids(&qid, &chosen, &OpProgress::detached())
+        .await
+        .expect("delete_ids");
+    assert_eq!((rep.deleted, rep.missing, rep.leased), (3, 1, 0));
+    assert!(!rep.cancelled);
+    wait_depth(&ch, &q, 7).await;
+    let after = browse(b.clone(), qid.clone()).await;
+    assert_eq!(after.len(), 7);
+    assert!(after.iter().all(|m| !chosen.contains(&m.id)));
+    let kept: std::collections::HashSet<&str> = after.iter().map(|m| m.id.as_str()).collect();
+    assert_eq!(kept.len(), 7, "the seven others, each once");
+    cleanup(&ch, &[&q]).await;
+}
+
+/// `qdeck purge QUEUE --where` as a user runs it: the scan picks the matching bodies, the
+/// delete removes exactly those, the rest stay.
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "needs QDECK_TEST_AMQP_URL"]
+async fn cli_purge_where_deletes_the_matching_messages() {
+    let e = broker();
+    let (_c, ch) = admin(&e).await;
+    let q = uniq("pwhere");
+    declare(&ch, &q, FieldTable::default()).await;
+    publish(&ch, &q, 10, false).await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cfg = dir.path().join("config/qdeck/config.toml");
+    std::fs::create_dir_all(cfg.parent().expect("parent")).expect("mkdir");
+    std::fs::write(
+        &cfg,
+        format!(
+            "[[profiles]]\nname = \"r\"\nkind = \"rabbitmq\"\namqp_url = \"{}\"\n\
+             management_url = \"{}\"\nusername = \"{}\"\npassword_env = \"{PASSWORD_VAR}\"\n",
+            e.bare_url, e.mgmt, e.user
+        ),
+    )
+    .expect("config");
+    let out = assert_cmd::Command::cargo_bin("qdeck")
+        .expect("binary")
+        .env("XDG_CONFIG_HOME", dir.path().join("config"))
+        .env("XDG_DATA_HOME", dir.path().join("data"))
+        .env("XDG_STATE_HOME", dir.path().join("state"))
+        .env(PASSWORD_VAR, &e.password)
+        .args([
+            "-p",
+            "r",
+            "purge",
+            &q,
+            "--where",
+            r#"body ~ "msg-[0-2]$""#,
+            "--yes",
+            "-o",
+            "json",
+        ])
+        .timeout(Duration::from_secs(60))
+        .output()
+        .expect("run qdeck");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_str(&stdout).expect("json");
+    assert_eq!(v["deleted"], 3, "{v}");
+    assert_eq!(v["missing"], 0, "{v}");
+    wait_depth(&ch, &q, 7).await;
     cleanup(&ch, &[&q]).await;
 }
 

@@ -1958,3 +1958,87 @@ async fn pattern_narrows_the_listing_before_any_attribute_is_read() {
     );
     assert_eq!(got.len(), 2);
 }
+
+#[tokio::test]
+#[ignore = "needs QDECK_TEST_SQS_ENDPOINT"]
+async fn delete_ids_removes_only_the_chosen_messages() {
+    let ep = require_endpoint();
+    let p = prefix();
+    let r = raw(&ep).await;
+    let url = r.create(&format!("{p}-del"), &[]).await;
+    for i in 0..10 {
+        r.send(&url, &format!("m{i}"), None).await;
+    }
+    let b = qdeck(&ep, &p).await;
+    assert!(b.deletes_by_id());
+    let id = QueueId(format!("{p}-del"));
+    let page = b
+        .browse(
+            &id,
+            &BrowseRequest {
+                max: 10,
+                ..Default::default()
+            },
+        )
+        .await
+        .expect("browse");
+    assert_eq!(page.messages.len(), 10);
+    let chosen: Vec<&Message> = page.messages.iter().skip(1).step_by(4).collect();
+    assert_eq!(chosen.len(), 3);
+    let mut ids: Vec<String> = chosen.iter().map(|m| m.id.clone()).collect();
+    ids.push("00000000-0000-0000-0000-000000000000".to_string());
+    let rep = b
+        .delete_ids(&id, &ids, &OpProgress::detached())
+        .await
+        .expect("delete_ids");
+    assert_eq!((rep.deleted, rep.missing, rep.leased), (3, 1, 0), "{rep:?}");
+    assert!(!rep.cancelled);
+    let st = stats_of(&b, &[id.as_str()]).await;
+    assert_eq!(
+        st[id.as_str()].depth,
+        Some(7),
+        "the others are visible again"
+    );
+    assert_eq!(st[id.as_str()].in_flight, Some(0));
+    let left: Vec<String> = drain(&r, &url).await.into_iter().map(|(b, _)| b).collect();
+    assert_eq!(left.len(), 7);
+    for m in chosen {
+        let body = String::from_utf8_lossy(&m.body).to_string();
+        assert!(!left.contains(&body), "{body} was deleted");
+    }
+}
+
+#[tokio::test]
+#[ignore = "needs QDECK_TEST_SQS_ENDPOINT"]
+async fn delete_ids_refuses_a_queue_that_dead_letters() {
+    let ep = require_endpoint();
+    let p = prefix();
+    let r = raw(&ep).await;
+    let (src, _dlq) = r
+        .pair(&format!("{p}-src"), &format!("{p}-dlq"), 3, false)
+        .await;
+    r.send(&src, "keep", None).await;
+    let b = qdeck(&ep, &p).await;
+    let info = b
+        .describe(&QueueId(format!("{p}-src")))
+        .await
+        .expect("describe");
+    assert!(
+        b.delete_refusal(&info).is_some(),
+        "edit and purge --where stop up front"
+    );
+    let err = b
+        .delete_ids(
+            &QueueId(format!("{p}-src")),
+            &["x".to_string()],
+            &OpProgress::detached(),
+        )
+        .await
+        .expect_err("refused");
+    assert!(matches!(err, BackendError::Refused(_)), "{err}");
+    assert_eq!(
+        drain(&r, &src).await.len(),
+        1,
+        "nothing received or deleted"
+    );
+}

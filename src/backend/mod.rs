@@ -126,10 +126,16 @@ pub trait Backend: Send + Sync {
         false
     }
 
-    /// Delete these messages (ids from a browse) and no others. Brokers without a delete by
-    /// id (SQS, Service Bus over REST, RabbitMQ) would need receive → match → delete, which
-    /// raises every other message's receive count or sets its redelivered flag; that is not
-    /// implemented, and they say so here.
+    /// Why `delete_ids` would refuse this queue (it could dead-letter messages nobody chose),
+    /// so edit-and-resend and `purge --where` stop before sending or scanning anything.
+    fn delete_refusal(&self, _queue: &QueueInfo) -> Option<String> {
+        None
+    }
+
+    /// Delete these messages (ids from a browse) and no others. RabbitMQ and SQS do it by
+    /// receive → match → delete, which sets every other message's redelivered flag or raises
+    /// its receive count (and refuse where that could dead-letter one); Service Bus over REST
+    /// and Redis do not implement it, and say so here.
     async fn delete_ids(
         &self,
         _queue: &QueueId,
@@ -137,7 +143,7 @@ pub trait Backend: Send + Sync {
         _progress: &OpProgress,
     ) -> Result<DeleteReport> {
         Err(BackendError::Unsupported(format!(
-            "deleting chosen messages is implemented for the local broker only, not {}",
+            "deleting chosen messages is implemented for the local broker, RabbitMQ and SQS, not {}",
             self.kind()
         )))
     }

@@ -214,7 +214,7 @@ pub enum Command {
         #[arg(long, short = 'y')]
         yes: bool,
         /// Delete only messages matching this predicate (README "Predicates"), found by a
-        /// bounded scan. Local broker only: other brokers have no delete by id.
+        /// bounded scan. Local broker, RabbitMQ and SQS (README "purge --where").
         #[arg(long = "where", value_name = "PRED")]
         filter: Option<String>,
         #[command(flatten)]

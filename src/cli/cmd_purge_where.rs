@@ -1,5 +1,6 @@
 //! `qdeck purge QUEUE --where PRED`: scan, match, then delete exactly the matching messages
-//! (local broker only; other brokers declare it unsupported before anything is scanned).
+//! (local broker, RabbitMQ, SQS; other brokers declare it unsupported before anything is
+//! scanned).
 
 use std::io::IsTerminal;
 
@@ -35,11 +36,13 @@ pub async fn purge_where(
     let info = fetch::find(b, queue).await?;
     if !b.deletes_by_id() {
         return Err(BackendError::Unsupported(format!(
-            "{} has no delete by id: purge --where is implemented for the local broker only \
-             (a receive-and-match delete would raise every other message's receive count)",
+            "{} has no delete by id: purge --where works on the local broker, RabbitMQ and SQS",
             b.kind()
         ))
         .into());
+    }
+    if let Some(why) = b.delete_refusal(&info) {
+        return Err(BackendError::Refused(why).into());
     }
     let ctx = scan::eval_context(s);
     let sel = scan::with_progress("scan", |p| {

@@ -324,7 +324,10 @@ pub async fn resend(
                 backend.kind().as_str()
             )));
         }
-        backend.describe(source).await?;
+        let info = backend.describe(source).await?;
+        if let Some(why) = backend.delete_refusal(&info) {
+            return Err(BackendError::Refused(format!("{why}; nothing was sent")));
+        }
         backend.describe(&to).await?;
         Ok(())
     };

@@ -7,6 +7,7 @@
 mod browse;
 mod conn;
 mod consumers;
+mod delete;
 mod fallback;
 mod figures;
 mod headers;
@@ -364,6 +365,7 @@ impl Backend for RabbitBackend {
                 "figures come from the management API, which refreshes them every 5 s by default".into(),
                 "age of oldest comes from the head message's timestamp property: only classic queues report it, and only when publishers set it".into(),
                 "redrive to origin publishes each message to its x-first-death-queue through the default exchange, with publisher confirms; the DLQ copy is acknowledged only after the confirm".into(),
+                "deleting chosen messages (purge --where, edit) reads the queue with basic.get and requeues the others after the pass: they get the redelivered flag and, on classic queues, go to the back; refused on quorum queues with a delivery limit".into(),
             ],
         }
     }
@@ -558,6 +560,36 @@ impl Backend for RabbitBackend {
 
     async fn purge(&self, queue: &QueueId, progress: &OpProgress) -> Result<PurgeReport> {
         purge::purge(self, queue, progress).await
+    }
+
+    fn deletes_by_id(&self) -> bool {
+        true
+    }
+
+    fn delete_refusal(&self, queue: &QueueInfo) -> Option<String> {
+        let counts = self
+            .known_version()
+            .is_none_or(Version::nack_counts_delivery);
+        match (queue.kind, queue.settings.max_receives) {
+            (QueueKind::Quorum, Some(limit)) if counts => Some(format!(
+                "'{}' is a quorum queue with delivery limit {limit}: deleting chosen messages \
+                 requeues every other message it passes (delivery count +1): refused",
+                queue.id
+            )),
+            _ => None,
+        }
+    }
+
+    /// basic.get → ack the chosen ids, hold the rest, nack(requeue) them after the pass:
+    /// they come back redelivered (classic queues: at the back). Refused on quorum queues
+    /// with a delivery limit.
+    async fn delete_ids(
+        &self,
+        queue: &QueueId,
+        ids: &[String],
+        progress: &OpProgress,
+    ) -> Result<DeleteReport> {
+        delete::delete_ids(self, queue, ids, progress).await
     }
 
     fn api_calls(&self) -> &ApiCalls {

@@ -16,6 +16,7 @@ mod browse;
 mod client;
 pub mod cost;
 mod cwjson;
+mod delete;
 mod figures;
 mod movetask;
 mod purge;
@@ -327,6 +328,7 @@ pub(crate) fn capabilities(cloudwatch: bool) -> Capabilities {
         notes: vec![
             "counts are approximate (SQS: may lag about a minute after producers stop)".to_string(),
             "every call is billed: see API calls and estimated cost".to_string(),
+            "deleting chosen messages (purge --where, edit) receives the queue and makes the others visible again at once (receive count +1); refused on a queue with a RedrivePolicy".to_string(),
         ],
     }
 }
@@ -469,6 +471,31 @@ impl Backend for SqsBackend {
 
     async fn purge(&self, queue: &QueueId, progress: &OpProgress) -> Result<PurgeReport> {
         purge::purge(self, queue, progress).await
+    }
+
+    fn deletes_by_id(&self) -> bool {
+        true
+    }
+
+    fn delete_refusal(&self, queue: &QueueInfo) -> Option<String> {
+        queue.settings.max_receives.map(|n| {
+            format!(
+                "{} dead-letters after {n} receives and deleting chosen messages receives every \
+                 message it passes: refused",
+                queue.id
+            )
+        })
+    }
+
+    /// Receive → match MessageId → DeleteMessageBatch; the others are made visible again at
+    /// once (receive count +1). Refused on a queue with a RedrivePolicy.
+    async fn delete_ids(
+        &self,
+        queue: &QueueId,
+        ids: &[String],
+        progress: &OpProgress,
+    ) -> Result<DeleteReport> {
+        delete::delete_ids(self, queue, ids, progress).await
     }
 
     fn api_calls(&self) -> &ApiCalls {

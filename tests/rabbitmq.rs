@@ -1721,7 +1721,9 @@ async fn redrive_ends_although_every_message_dead_letters_again() {
         if shovel {
             assert_eq!(rep.mode, "shovel");
         }
-        // `max` is honoured exactly too.
+        // `max` is honoured exactly too, once the rejected copies are all back: the run
+        // moves at most what the DLQ holds when it starts.
+        wait_depth(&ch, &dlq, N as u32).await;
         req.max = Some(37);
         let rep = tokio::time::timeout(
             Duration::from_secs(120),

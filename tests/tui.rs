@@ -2477,3 +2477,30 @@ async fn fleet_prices_sqs_calls() {
     );
     assert_eq!(rows["here"].usd_per_hour, None);
 }
+
+/// The status line says what refreshing costs: calls per minute, and dollars per hour where
+/// the broker bills per call.
+#[test]
+fn status_line_shows_the_refresh_budget() {
+    use qdeck::engine::budget::Budget;
+    let mut st = populated();
+    st.api_rate = Some(Budget {
+        calls_per_min: 126.0,
+        usd_per_hour: Some(0.003024),
+    });
+    let screen = text(&draw(&st, 120, 30));
+    assert!(
+        screen.contains("126 calls/min · ≈$0.0030/h"),
+        "status line: {screen}"
+    );
+    st.api_rate = Some(Budget {
+        calls_per_min: 12.0,
+        usd_per_hour: None,
+    });
+    let screen = text(&draw(&st, 120, 30));
+    assert!(screen.contains("12 calls/min"), "{screen}");
+    assert!(
+        !screen.contains("/h"),
+        "no price where calls are not billed"
+    );
+}

@@ -8,9 +8,9 @@ use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::backend::sqs::cost;
+use super::budget;
 use crate::config::{self, LoadOptions};
-use crate::domain::{now_ms, QueueId, QueueInfo, StatsBatch};
+use crate::domain::{now_ms, BrokerKind, QueueId, QueueInfo, StatsBatch};
 use crate::engine::session::Session;
 use crate::engine::severity::{severity, Signals};
 
@@ -222,7 +222,7 @@ async fn poll_profile(name: String, opts: LoadOptions, tx: mpsc::Sender<FleetRow
         if let Some(s) = &session {
             let counts = s.backend.api_calls().snapshot();
             if let Some((t, before)) = &calls_at {
-                budget(&mut row, before, &counts, t.elapsed());
+                budget(&mut row, s.backend.kind(), before, &counts, t.elapsed());
             }
             calls_at = Some((Instant::now(), counts));
         }
@@ -243,27 +243,14 @@ async fn poll_profile(name: String, opts: LoadOptions, tx: mpsc::Sender<FleetRow
 /// previous poll (`before`) and now, `elapsed` apart.
 pub fn budget(
     row: &mut FleetRow,
+    kind: BrokerKind,
     before: &BTreeMap<String, u64>,
     now: &BTreeMap<String, u64>,
     elapsed: Duration,
 ) {
-    let since: BTreeMap<String, u64> = now
-        .iter()
-        .map(|(k, v)| (k.clone(), v.saturating_sub(*before.get(k).unwrap_or(&0))))
-        .collect();
-    let mins = elapsed.as_secs_f64() / 60.0;
-    if mins <= 0.0 {
-        return;
-    }
-    // Billing counters (metrics requested) are not calls.
-    let calls: u64 = since
-        .iter()
-        .filter(|(k, _)| !k.starts_with("billing:"))
-        .map(|(_, v)| v)
-        .sum();
-    row.calls_per_min = Some(calls as f64 / mins);
-    if row.kind.as_deref() == Some("sqs") {
-        row.usd_per_hour = Some(cost::estimated_cost_per_hour(&since, elapsed));
+    if let Some(b) = budget::between(kind, before, now, elapsed) {
+        row.calls_per_min = Some(b.calls_per_min);
+        row.usd_per_hour = b.usd_per_hour;
     }
 }
 
@@ -398,6 +385,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(feature = "sqs")]
     fn budget_prices_sqs_and_leaves_other_kinds_blank() {
         let before: BTreeMap<String, u64> = [("sqs:GetQueueAttributes".to_string(), 100)].into();
         let now: BTreeMap<String, u64> = [
@@ -409,7 +397,13 @@ mod tests {
             kind: Some("sqs".into()),
             ..FleetRow::default()
         };
-        budget(&mut row, &before, &now, Duration::from_secs(60));
+        budget(
+            &mut row,
+            BrokerKind::Sqs,
+            &before,
+            &now,
+            Duration::from_secs(60),
+        );
         assert_eq!(
             row.calls_per_min,
             Some(1_000.0),
@@ -422,7 +416,13 @@ mod tests {
             kind: Some("rabbitmq".into()),
             ..FleetRow::default()
         };
-        budget(&mut rabbit, &before, &now, Duration::from_secs(60));
+        budget(
+            &mut rabbit,
+            BrokerKind::Rabbitmq,
+            &before,
+            &now,
+            Duration::from_secs(60),
+        );
         assert_eq!(rabbit.usd_per_hour, None);
     }
 }

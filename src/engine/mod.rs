@@ -1,6 +1,7 @@
 //! The engine: what the console and the one-shot commands share.
 
 pub mod audit;
+pub mod budget;
 pub mod derive;
 pub mod edit;
 pub mod fleet;

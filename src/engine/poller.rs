@@ -9,13 +9,14 @@
 //!   broker makes rows stale instead of freezing anything;
 //! - API calls per minute are measured from the backend's counters and sent along.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tokio::sync::{mpsc, watch, Notify};
 use tokio_util::sync::CancellationToken;
 
+use super::budget::{self, Budget};
 use crate::backend::Backend;
 use crate::config::redact::redact;
 use crate::domain::{QueueId, QueueInfo, StatsBatch};
@@ -56,7 +57,8 @@ pub enum PollEvent {
     Busy(bool),
     /// API calls per minute over the last minute (None until a minute of data exists… or at
     /// least two samples).
-    ApiRate(f64),
+    /// API calls per minute over the last minute, and the SQS cost per hour at that pace.
+    ApiRate(Budget),
 }
 
 /// Control side of a running poller. Dropping it stops the task.
@@ -102,7 +104,7 @@ struct Poller {
     visible: watch::Receiver<Vec<QueueId>>,
     all: Vec<QueueId>,
     sweep_pos: usize,
-    calls: VecDeque<(Instant, u64)>,
+    calls: VecDeque<(Instant, BTreeMap<String, u64>)>,
 }
 
 pub fn spawn(
@@ -246,10 +248,10 @@ impl Poller {
         }
     }
 
-    fn api_rate(&mut self) -> Option<f64> {
+    fn api_rate(&mut self) -> Option<Budget> {
         let now = Instant::now();
         self.calls
-            .push_back((now, self.backend.api_calls().total()));
+            .push_back((now, self.backend.api_calls().snapshot()));
         while self
             .calls
             .front()
@@ -257,10 +259,13 @@ impl Poller {
         {
             self.calls.pop_front();
         }
-        let (t0, c0) = *self.calls.front()?;
-        let (t1, c1) = *self.calls.back()?;
-        let dt = t1.duration_since(t0).as_secs_f64();
-        (dt >= 1.0).then(|| (c1.saturating_sub(c0)) as f64 * 60.0 / dt)
+        let (t0, c0) = self.calls.front()?;
+        let (t1, c1) = self.calls.back()?;
+        let dt = t1.duration_since(*t0);
+        if dt < Duration::from_secs(1) {
+            return None;
+        }
+        budget::between(self.backend.kind(), c0, c1, dt)
     }
 }
 

@@ -420,7 +420,7 @@ pub struct State {
     pub wide: bool,
     pub op: Option<OpState>,
     pub status: Option<Status>,
-    pub api_rate: Option<f64>,
+    pub api_rate: Option<crate::engine::budget::Budget>,
     pub busy: bool,
     /// The queue list arrived at least once.
     pub listed: bool,

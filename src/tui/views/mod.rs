@@ -285,8 +285,11 @@ fn right_status(st: &State) -> String {
         None if st.store.backend_error.is_none() => parts.push("loading…".into()),
         None => {}
     }
-    if let Some(r) = st.api_rate {
-        parts.push(format!("{r:.0} calls/min"));
+    if let Some(b) = st.api_rate {
+        parts.push(format!("{:.0} calls/min", b.calls_per_min));
+        if let Some(usd) = b.usd_per_hour {
+            parts.push(format!("≈${usd:.4}/h"));
+        }
     }
     if st.op.is_none() {
         parts.push(format!("{} help", st.keymap.hint(Cmd::Help)));

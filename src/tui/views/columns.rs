@@ -122,6 +122,49 @@ pub fn clean_mid(s: &str, max: usize) -> String {
     out
 }
 
+/// A row of the kept columns' cells.
+pub fn kept_row<'a>(
+    cells: Vec<ratatui::widgets::Cell<'a>>,
+    keep: &[bool],
+) -> ratatui::widgets::Row<'a> {
+    ratatui::widgets::Row::new(
+        cells
+            .into_iter()
+            .zip(keep)
+            .filter(|(_, k)| **k)
+            .map(|(c, _)| c),
+    )
+}
+
+/// The kept columns' headings.
+pub fn header_row(cols: &[Col], keep: &[bool]) -> ratatui::widgets::Row<'static> {
+    kept_row(
+        cols.iter()
+            .map(|c| ratatui::widgets::Cell::from(c.head.clone()))
+            .collect(),
+        keep,
+    )
+}
+
+/// Draw a list view's table: kept columns, the theme's header and selection, `selected` the
+/// cursor's row among `rows`.
+pub fn render_table(
+    f: &mut ratatui::Frame,
+    area: ratatui::layout::Rect,
+    rows: Vec<ratatui::widgets::Row>,
+    header: ratatui::widgets::Row,
+    (cols, keep): (&[Col], &[bool]),
+    t: &crate::tui::theme::Theme,
+    selected: usize,
+) {
+    let table = ratatui::widgets::Table::new(rows, constraints(cols, keep))
+        .header(header)
+        .row_highlight_style(t.selected)
+        .column_spacing(1);
+    let mut ts = ratatui::widgets::TableState::default().with_selected(Some(selected));
+    f.render_stateful_widget(table, area, &mut ts);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

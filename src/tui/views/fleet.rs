@@ -3,10 +3,10 @@
 
 use ratatui::layout::Rect;
 use ratatui::text::Line;
-use ratatui::widgets::{Cell, Paragraph, Row, Table, TableState};
+use ratatui::widgets::{Cell, Paragraph, Row};
 use ratatui::Frame;
 
-use super::columns::{clean_mid, constraints, fit, flex_width, Col};
+use super::columns::{clean_mid, fit, flex_width, header_row, kept_row, render_table, Col};
 use super::{block, fmt_age, fmt_ago, fmt_count, styled};
 use crate::sanitize::clean_short;
 use crate::tui::state::State;
@@ -100,28 +100,19 @@ pub fn render(f: &mut Frame, st: &State, area: Rect) {
                 Cell::from(r.usd_per_hour.map(fmt_usd).unwrap_or_default()),
                 Cell::from(styled(clean_short(&state, state_w), style)),
             ];
-            Row::new(
-                cells
-                    .into_iter()
-                    .zip(&keep)
-                    .filter(|(_, k)| **k)
-                    .map(|(c, _)| c),
-            )
-            .style(t.text)
+            kept_row(cells, &keep).style(t.text)
         })
         .collect();
-    let head_row = Row::new(
-        cols.iter()
-            .zip(&keep)
-            .filter(|(_, k)| **k)
-            .map(|(c, _)| Cell::from(c.head.clone())),
+    let head_row = header_row(&cols, &keep);
+    render_table(
+        f,
+        inner,
+        rows,
+        head_row.style(t.header),
+        (&cols, &keep),
+        t,
+        cursor.sel - from,
     );
-    let table = Table::new(rows, constraints(&cols, &keep))
-        .header(head_row.style(t.header))
-        .row_highlight_style(t.selected)
-        .column_spacing(1);
-    let mut ts = TableState::default().with_selected(Some(cursor.sel - from));
-    f.render_stateful_widget(table, inner, &mut ts);
 }
 
 /// Dollars with enough digits to tell a cheap profile from a free one.

@@ -2,10 +2,12 @@
 
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::Line;
-use ratatui::widgets::{Cell, Paragraph, Row, Table, TableState};
+use ratatui::widgets::{Cell, Paragraph, Row};
 use ratatui::Frame;
 
-use super::columns::{clean_mid, constraints, fit, flex_width, sort_digit, Col};
+use super::columns::{
+    clean_mid, fit, flex_width, header_row, kept_row, render_table, sort_digit, Col,
+};
 use super::wrap::wrap_lines;
 use super::{block, fmt_count, fmt_secs, styled};
 use crate::domain::Message;
@@ -159,28 +161,19 @@ pub fn render_list(f: &mut Frame, st: &State, area: Rect) {
                 Cell::from(styled(preview(&msg.body, body_w), t.dim)),
             ];
             let style = if marked { t.marked } else { t.text };
-            Row::new(
-                cells
-                    .into_iter()
-                    .zip(&keep)
-                    .filter(|(_, k)| **k)
-                    .map(|(c, _)| c),
-            )
-            .style(style)
+            kept_row(cells, &keep).style(style)
         })
         .collect();
-    let head_row = Row::new(
-        cols.iter()
-            .zip(&keep)
-            .filter(|(_, k)| **k)
-            .map(|(c, _)| Cell::from(c.head.clone())),
+    let head_row = header_row(&cols, &keep);
+    render_table(
+        f,
+        ta,
+        rows,
+        head_row.style(t.header),
+        (&cols, &keep),
+        t,
+        cursor.sel - from,
     );
-    let table = Table::new(rows, constraints(&cols, &keep))
-        .header(head_row.style(t.header))
-        .row_highlight_style(t.selected)
-        .column_spacing(1);
-    let mut ts = TableState::default().with_selected(Some(cursor.sel - from));
-    f.render_stateful_widget(table, ta, &mut ts);
 }
 
 fn meta_lines<'a>(st: &State, msg: &Message) -> Vec<Line<'a>> {

@@ -4,10 +4,10 @@
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Cell, Paragraph, Row, Table, TableState};
+use ratatui::widgets::{Cell, Paragraph, Row};
 use ratatui::Frame;
 
-use super::columns::{clean_mid, constraints, fit, flex_width, sort_digit, Col};
+use super::columns::{clean_mid, fit, flex_width, kept_row, render_table, sort_digit, Col};
 use super::{block, fmt_age, fmt_count, fmt_rate, fmt_secs, spark, styled};
 use crate::engine::derive::{derive, Trend};
 use crate::engine::store::{unpack, QueueEntry};
@@ -144,21 +144,10 @@ pub fn render(f: &mut Frame, st: &State, area: Rect) {
         .filter_map(|&i| st.store.entries().get(i))
         .map(|e| {
             let cells = queue_row(st, e, name_w.max(4));
-            Row::new(
-                cells
-                    .into_iter()
-                    .zip(&keep)
-                    .filter(|(_, k)| **k)
-                    .map(|(c, _)| c),
-            )
+            kept_row(cells, &keep)
         })
         .collect();
-    let table = Table::new(rows, constraints(&cols, &keep))
-        .header(header)
-        .row_highlight_style(t.selected)
-        .column_spacing(1);
-    let mut ts = TableState::default().with_selected(Some(cursor.sel - from));
-    f.render_stateful_widget(table, inner, &mut ts);
+    render_table(f, inner, rows, header, (&cols, &keep), t, cursor.sel - from);
 
     if let (Some(a), Some((e, (_, why)))) = (why_area, sel_problem) {
         let line = Line::from(vec![

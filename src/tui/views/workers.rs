@@ -2,10 +2,12 @@
 
 use ratatui::layout::Rect;
 use ratatui::text::Line;
-use ratatui::widgets::{Cell, Paragraph, Row, Table, TableState, Wrap};
+use ratatui::widgets::{Cell, Paragraph, Row, Wrap};
 use ratatui::Frame;
 
-use super::columns::{clean_mid, constraints, fit, flex_width, sort_digit, Col};
+use super::columns::{
+    clean_mid, fit, flex_width, header_row, kept_row, render_table, sort_digit, Col,
+};
 use super::{block, fmt_ago, fmt_count, fmt_rate, styled};
 use crate::domain::{AckMode, ConsumerListing};
 use crate::sanitize::{clean, clean_short};
@@ -156,26 +158,17 @@ pub fn render(f: &mut Frame, st: &State, area: Rect) {
                         .unwrap_or_else(|| "—".into()),
                 ),
             ];
-            Row::new(
-                cells
-                    .into_iter()
-                    .zip(&keep)
-                    .filter(|(_, k)| **k)
-                    .map(|(c, _)| c),
-            )
-            .style(t.text)
+            kept_row(cells, &keep).style(t.text)
         })
         .collect();
-    let head_row = Row::new(
-        cols.iter()
-            .zip(&keep)
-            .filter(|(_, k)| **k)
-            .map(|(c, _)| Cell::from(c.head.clone())),
+    let head_row = header_row(&cols, &keep);
+    render_table(
+        f,
+        inner,
+        rows,
+        head_row.style(t.header),
+        (&cols, &keep),
+        t,
+        cursor.sel - from,
     );
-    let table = Table::new(rows, constraints(&cols, &keep))
-        .header(head_row.style(t.header))
-        .row_highlight_style(t.selected)
-        .column_spacing(1);
-    let mut ts = TableState::default().with_selected(Some(cursor.sel - from));
-    f.render_stateful_widget(table, inner, &mut ts);
 }

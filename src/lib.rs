@@ -7,5 +7,6 @@ pub mod demo;
 pub mod domain;
 pub mod engine;
 pub mod sanitize;
+pub mod tls;
 pub mod triage;
 pub mod tui;

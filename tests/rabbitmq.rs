@@ -215,7 +215,7 @@ async fn reject_all(ch: &Channel, queue: &str, n: usize) {
 }
 
 async fn mgmt_get(e: &Env, path: &str) -> serde_json::Value {
-    reqwest::Client::new()
+    http_client()
         .get(format!("{}{}", e.mgmt, path))
         .basic_auth(&e.user, Some(&e.password))
         .send()
@@ -227,7 +227,7 @@ async fn mgmt_get(e: &Env, path: &str) -> serde_json::Value {
 }
 
 async fn mgmt_put(e: &Env, path: &str, body: serde_json::Value) {
-    let r = reqwest::Client::new()
+    let r = http_client()
         .put(format!("{}{}", e.mgmt, path))
         .basic_auth(&e.user, Some(&e.password))
         .json(&body)
@@ -238,7 +238,7 @@ async fn mgmt_put(e: &Env, path: &str, body: serde_json::Value) {
 }
 
 async fn mgmt_delete(e: &Env, path: &str) {
-    let _ = reqwest::Client::new()
+    let _ = http_client()
         .delete(format!("{}{}", e.mgmt, path))
         .basic_auth(&e.user, Some(&e.password))
         .send()
@@ -1856,7 +1856,7 @@ impl Drop for TempUser {
                 .build()
             {
                 rt.block_on(async {
-                    let _ = reqwest::Client::new()
+                    let _ = http_client()
                         .delete(url)
                         .basic_auth(u, Some(p))
                         .send()
@@ -2341,4 +2341,10 @@ async fn pattern_is_filtered_by_the_broker_and_agrees_with_the_full_listing() {
     let mut all_names: Vec<&str> = names.iter().map(|s| s.as_str()).collect();
     all_names.push(&dlq);
     cleanup(&ch, &all_names).await;
+}
+
+/// A plain reqwest client; qdeck's build has no TLS provider of reqwest's own, so install it.
+fn http_client() -> reqwest::Client {
+    qdeck::tls::install_provider();
+    reqwest::Client::new()
 }

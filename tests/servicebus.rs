@@ -896,7 +896,7 @@ mod crate_routing {
 
     fn client(s: &StandIn, queue: &str) -> QueueClient {
         let http = Arc::new(Rewrite {
-            http: reqwest::Client::new(),
+            http: http_client(),
             base: format!("http://{}/", s.addr),
         });
         QueueClient::new(
@@ -1322,7 +1322,7 @@ async fn session_entities_are_refused_clearly() {
 async fn empty_receive_long_polls() {
     let s = StandIn::start().await;
     s.create_queue("lp", 10, 60);
-    let http = reqwest::Client::new();
+    let http = http_client();
     let base = format!("http://{}/", s.addr);
     let tok = sas_for(
         &base,
@@ -1603,3 +1603,9 @@ impl contract::Fixture for StandInFixture {
 }
 
 contract_tests!(setup = StandInFixture::setup());
+
+/// A plain reqwest client; qdeck's build has no TLS provider of reqwest's own, so install it.
+fn http_client() -> reqwest::Client {
+    qdeck::tls::install_provider();
+    reqwest::Client::new()
+}

@@ -85,6 +85,7 @@ struct Raw {
 
 async fn raw(ep: &str) -> Raw {
     let conf = aws_config::defaults(BehaviorVersion::latest())
+        .http_client(qdeck::tls::aws_https_client())
         .region(Region::new("us-east-1"))
         .endpoint_url(ep)
         .load()
@@ -657,7 +658,7 @@ async fn age_comes_from_seeded_cloudwatch_data_on_its_own_cadence() {
             "Unit": "Seconds"
         }]
     });
-    let resp = reqwest::Client::new()
+    let resp = http_client()
         .post(&r.ep)
         .header("content-type", "application/x-amz-json-1.0")
         .header(
@@ -2041,4 +2042,10 @@ async fn delete_ids_refuses_a_queue_that_dead_letters() {
         1,
         "nothing received or deleted"
     );
+}
+
+/// A plain reqwest client; qdeck's build has no TLS provider of reqwest's own, so install it.
+fn http_client() -> reqwest::Client {
+    qdeck::tls::install_provider();
+    reqwest::Client::new()
 }

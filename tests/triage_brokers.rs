@@ -336,6 +336,7 @@ mod sqs {
         let _ = ep_backend;
         let ep = std::env::var("QDECK_TEST_SQS_ENDPOINT").unwrap();
         let conf = aws_config::defaults(aws_config::BehaviorVersion::latest())
+            .http_client(qdeck::tls::aws_https_client())
             .region(aws_config::Region::new("us-east-1"))
             .endpoint_url(ep)
             .load()

@@ -4,7 +4,7 @@
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use rand::Rng;
+use rand::RngExt;
 
 use super::{nap, Shared, ORDERS, PAYMENTS, REPORTS};
 use crate::domain::OutgoingMessage;

@@ -5,7 +5,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use rand::Rng;
+use rand::RngExt;
 
 use super::producer::{POISON_HEADER, RUN_HEADER, SEQ_HEADER};
 use super::{nap, Shared, ORDERS, PAYMENTS, REPORTS};

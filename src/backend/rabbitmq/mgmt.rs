@@ -47,6 +47,7 @@ pub fn enc(s: &str) -> String {
 
 impl Mgmt {
     pub fn new(creds: &Creds, calls: Arc<ApiCalls>) -> Result<Mgmt> {
+        crate::tls::install_provider();
         let http = reqwest::Client::builder()
             .timeout(Duration::from_secs(20))
             .connect_timeout(Duration::from_secs(5))

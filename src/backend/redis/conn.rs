@@ -44,8 +44,7 @@ impl Conn {
             parsed.port().unwrap_or(6379)
         );
         if parsed.scheme() == "rediss" {
-            // One TLS stack: rustls with the aws-lc-rs provider, as lapin and reqwest use.
-            let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
+            crate::tls::install_provider();
         }
         let info = url
             .as_str()

@@ -41,6 +41,7 @@ pub fn entity_url_path(entity: &str) -> String {
 
 impl Rest {
     pub fn new(info: ConnInfo) -> Result<Rest> {
+        crate::tls::install_provider();
         let http = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(10))
             .timeout(Duration::from_secs(90))

@@ -86,8 +86,10 @@ pub(crate) async fn build_clients(
         .connect_timeout(Duration::from_secs(3))
         .operation_attempt_timeout(Duration::from_secs(25))
         .build();
+    let https = crate::tls::aws_https_client();
     let base = || {
         let mut l = aws_config::defaults(BehaviorVersion::latest())
+            .http_client(https.clone())
             .timeout_config(timeouts.clone())
             .retry_config(RetryConfig::standard().with_max_attempts(3));
         if let Some(p) = &settings.aws_profile {

@@ -114,6 +114,7 @@ pub async fn connect(_profile: &Profile, settings: &SqsSettings) -> Result<Arc<d
 
 impl SqsBackend {
     pub async fn new(settings: &SqsSettings) -> Result<Self> {
+        crate::tls::install_provider();
         let calls = Arc::new(ApiCalls::default());
         let regions = client::build_clients(settings, calls.clone()).await?;
         Ok(SqsBackend {

@@ -10,6 +10,8 @@
 # size, duplicate crate lines (`cargo tree -d --depth 0 -e normal | grep -c .`) and the load
 # average before the build (timings on a busy machine are noise: run it in a quiet window).
 # TIMINGS=1 adds `--timings` and keeps the HTML report; KEEP=1 keeps the worktrees and targets.
+# Cargo's CARGO_PROFILE_RELEASE_* variables pass through to every revision, so a release profile
+# candidate can be tried without a commit: CARGO_PROFILE_RELEASE_OPT_LEVEL=s $0 foot
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -74,7 +76,7 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b == 0) print "-"; else printf "%
 printf '\n%-24s %10s %8s %12s %8s %6s %8s %8s %8s\n' \
   revision build_s load binary_bytes MB dups t/ref size/ref dups/ref
 for j in $(seq 0 $((i - 1))); do
-  printf '%-24s %10.1f %8s %12d %8.1f %6d %8s %8s %8s\n' \
+  printf '%-24s %10.1f %8s %12d %8.2f %6d %8s %8s %8s\n' \
     "${NAMES[j]}" "$(awk -v ms="${SECS[j]}" 'BEGIN { print ms / 1000 }')" "${LOADS[j]}" \
     "${BYTES[j]}" "$(awk -v b="${BYTES[j]}" 'BEGIN { print b / 1000000 }')" "${DUPS[j]}" \
     "$(ratio "${SECS[j]}" "${SECS[0]}")" "$(ratio "${BYTES[j]}" "${BYTES[0]}")" \

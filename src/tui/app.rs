@@ -45,7 +45,8 @@ pub fn refresh_secs(session: &Session) -> f64 {
 /// The console's state for a session, before any figures arrive.
 pub fn initial_state(session: &Session, demo_workers: Option<usize>) -> State {
     let cfg = &session.loaded.config;
-    let store = Store::new(cfg.ui.history_secs.max(60), 240, cfg.ui.drain_target_secs);
+    let mut store = Store::new(cfg.ui.history_secs.max(60), 240, cfg.ui.drain_target_secs);
+    store.alert_age_secs = cfg.fire.max_age_secs;
     let mut st = State::new(
         store,
         session.backend.capabilities(),

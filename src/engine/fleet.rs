@@ -37,6 +37,8 @@ pub struct FleetRow {
     pub updated_ms: Option<i64>,
     pub refresh_secs: f64,
     pub calls_per_min: Option<f64>,
+    /// The profile's `max_calls_per_minute` (after defaults); `None` for no limit.
+    pub calls_budget: Option<u32>,
     /// SQS/CloudWatch: estimated dollars per hour at the current call rate.
     pub usd_per_hour: Option<f64>,
     /// The most severe queues of the last poll, worst first (at most [`FIRE_ROWS`]).
@@ -219,10 +221,17 @@ async fn poll_profile(name: String, opts: LoadOptions, tx: mpsc::Sender<FleetRow
                 session = None;
             }
         }
+        // A poll costs what the broker counted; with a budget, the next one waits until
+        // that many calls fit in it.
+        let mut paced = Duration::ZERO;
         if let Some(s) = &session {
             let counts = s.backend.api_calls().snapshot();
             if let Some((t, before)) = &calls_at {
                 budget(&mut row, s.backend.kind(), before, &counts, t.elapsed());
+                if let Some(max) = row.calls_budget {
+                    let spent = calls_between(before, &counts);
+                    paced = Duration::from_secs_f64(spent as f64 * 60.0 / max.max(1) as f64);
+                }
             }
             calls_at = Some((Instant::now(), counts));
         }
@@ -231,12 +240,20 @@ async fn poll_profile(name: String, opts: LoadOptions, tx: mpsc::Sender<FleetRow
         }
         let period = Duration::from_secs_f64(row.refresh_secs.clamp(0.1, 3600.0));
         let wait = if failures == 0 {
-            period.saturating_sub(started.elapsed())
+            period.max(paced).saturating_sub(started.elapsed())
         } else {
             (period * 2u32.saturating_pow(failures.min(8))).min(MAX_BACKOFF)
         };
         tokio::time::sleep(wait).await;
     }
+}
+
+/// Calls between two readings of the counters, billing units left out.
+fn calls_between(before: &BTreeMap<String, u64>, now: &BTreeMap<String, u64>) -> u64 {
+    now.iter()
+        .filter(|(k, _)| !k.starts_with("billing:"))
+        .map(|(k, v)| v.saturating_sub(*before.get(k).unwrap_or(&0)))
+        .sum()
 }
 
 /// Calls per minute and, for SQS, estimated dollars per hour, from the API counters at the
@@ -268,6 +285,7 @@ async fn poll_once(
             .unwrap_or(loaded.config.ui.refresh_secs);
         row.kind = Some(loaded.profile.kind.name().to_string());
         row.max_age_secs = loaded.config.fire.max_age_secs;
+        row.calls_budget = loaded.profile.calls_per_minute();
         let timeout = poll_timeout(row.refresh_secs);
         let s = tokio::time::timeout(timeout, Session::open(loaded))
             .await

@@ -126,6 +126,10 @@ pub struct SqsSettings {
     /// Seconds between CloudWatch age sweeps (default 120).
     #[serde(default)]
     pub age_interval_secs: Option<u64>,
+    /// Ordinary queues per poll whose age is read from CloudWatch, fullest first (default
+    /// 50; `0` reads every queue holding messages). DLQs holding messages always are.
+    #[serde(default)]
+    pub age_worst_n: Option<usize>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

@@ -1083,8 +1083,9 @@ async fn move_task_500_falls_back_to_client_side_and_says_so() {
 
 // ---------------------------------------------------------------------------------------
 // Call budget (run by scripts/sqs_calls.sh; ignored in normal runs, prints figures, asserts
-// only the documented budget: N GetQueueAttributes + ⌈N/1000⌉ ListQueues + ⌈N/500⌉
-// GetMetricData per full refresh; client-side redrive ≤ 0.31 calls per message moved).
+// only the documented budget: N GetQueueAttributes + ⌈N/1000⌉ ListQueues per full refresh,
+// plus ⌈M/500⌉ GetMetricData for the M queues whose age is read (none here: they are empty);
+// client-side redrive ≤ 0.31 calls per message moved).
 // ---------------------------------------------------------------------------------------
 
 fn diff(

@@ -75,6 +75,10 @@ impl Pacer {
         self.burst
     }
 
+    pub fn per_min(&self) -> f64 {
+        self.per_min
+    }
+
     fn in_last_minute(&mut self, now: Instant) -> u64 {
         while self
             .spent

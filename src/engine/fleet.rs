@@ -229,8 +229,7 @@ async fn poll_profile(name: String, opts: LoadOptions, tx: mpsc::Sender<FleetRow
             if let Some((t, before)) = &calls_at {
                 budget(&mut row, s.backend.kind(), before, &counts, t.elapsed());
                 if let Some(max) = row.calls_budget {
-                    let spent = calls_between(before, &counts);
-                    paced = Duration::from_secs_f64(spent as f64 * 60.0 / max.max(1) as f64);
+                    paced = paced_wait(calls_between(before, &counts), max);
                 }
             }
             calls_at = Some((Instant::now(), counts));
@@ -246,6 +245,12 @@ async fn poll_profile(name: String, opts: LoadOptions, tx: mpsc::Sender<FleetRow
         };
         tokio::time::sleep(wait).await;
     }
+}
+
+/// The time `spent` calls take out of a budget of `per_min` a minute: the fleet poller waits
+/// at least that long after a poll, so its rate stays within the budget.
+pub fn paced_wait(spent: u64, per_min: u32) -> Duration {
+    Duration::from_secs_f64(spent as f64 * 60.0 / per_min.max(1) as f64)
 }
 
 /// Calls between two readings of the counters, billing units left out.
@@ -341,6 +346,20 @@ mod tests {
             oldest_age_secs: age,
             ..QueueStats::default()
         }
+    }
+
+    #[test]
+    fn a_poll_waits_out_its_calls_against_the_budget() {
+        let before: BTreeMap<String, u64> = [("sqs:GetQueueAttributes".to_string(), 10)].into();
+        let now: BTreeMap<String, u64> = [
+            ("sqs:GetQueueAttributes".to_string(), 310),
+            ("billing:cloudwatch-metrics".to_string(), 500),
+        ]
+        .into();
+        let spent = calls_between(&before, &now);
+        assert_eq!(spent, 300, "billing units are not calls");
+        assert_eq!(paced_wait(spent, 600), Duration::from_secs(30));
+        assert_eq!(paced_wait(0, 600), Duration::ZERO);
     }
 
     #[test]

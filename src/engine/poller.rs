@@ -162,6 +162,8 @@ struct Poller {
     calls: VecDeque<(Instant, BTreeMap<String, u64>)>,
     pacer: Option<Pacer>,
     cost: CallCost,
+    /// Calls the last listing took.
+    list_cost: u64,
 }
 
 pub fn spawn(
@@ -191,6 +193,7 @@ pub fn spawn(
         calls: VecDeque::new(),
         pacer,
         cost,
+        list_cost: 0,
     };
     let (w, c) = (wake.clone(), cancel.clone());
     tokio::spawn(async move {
@@ -268,14 +271,24 @@ impl Poller {
         last_list: &mut Option<Instant>,
         now: Instant,
     ) -> Result<bool, PollError> {
-        let due = last_list.is_none_or(|t| now.duration_since(t) >= self.cfg.list_every);
+        let every = match &self.pacer {
+            Some(p) => relist_every(self.cfg.list_every, self.list_cost, p.per_min()),
+            None => self.cfg.list_every,
+        };
+        let due = last_list.is_none_or(|t| now.duration_since(t) >= every);
         let first = last_list.is_none() && self.all.is_empty();
-        if !due || (!first && self.allowance().is_some_and(|a| a < 1.0)) {
+        // A listing waits for a full bucket (or its own cost, when smaller).
+        let need = self
+            .pacer
+            .as_ref()
+            .map(|p| (self.list_cost.max(1) as f64).min(p.burst()));
+        let short = need.is_some_and(|n| self.allowance().is_some_and(|a| a < n));
+        if !due || (!first && short) {
             return Ok(true);
         }
         let before = self.backend.api_calls().total();
         let r = self.timed(self.backend.list_queues()).await;
-        self.pay(before);
+        self.list_cost = self.pay(before);
         let qs = r?;
         self.set_listing(&qs);
         *last_list = Some(now);
@@ -431,6 +444,16 @@ impl Poller {
         }
         budget::between(self.backend.kind(), c0, c1, dt)
     }
+}
+
+/// How often to list again under a budget of `per_min`: at least `list_every`, and rarely
+/// enough that listing (`cost` calls the last time; SQS reads each queue's attributes) takes
+/// no more than a quarter of the budget, leaving the rest to the figures.
+pub fn relist_every(list_every: Duration, cost: u64, per_min: f64) -> Duration {
+    if per_min <= 0.0 {
+        return list_every;
+    }
+    list_every.max(Duration::from_secs_f64(cost as f64 * 4.0 * 60.0 / per_min))
 }
 
 pub fn backoff(base: Duration, failures: u32, max: Duration) -> Duration {
@@ -618,6 +641,18 @@ mod tests {
         let t = PollError::Timeout(Duration::from_secs(10));
         assert_eq!(wait_after_error(&cfg, 1, &t), Duration::from_secs(4));
         assert!(t.line().contains("10 s"));
+    }
+
+    #[test]
+    fn listing_takes_at_most_a_quarter_of_the_budget() {
+        let every = Duration::from_secs(30);
+        assert_eq!(
+            relist_every(every, 1, 600.0),
+            every,
+            "a cheap listing keeps its period"
+        );
+        // 1,000 SQS queues: 1,000 calls at 600 a minute → once every 400 s.
+        assert_eq!(relist_every(every, 1_000, 600.0), Duration::from_secs(400));
     }
 
     #[test]

@@ -49,7 +49,7 @@ pub fn plan_tick<'a>(
     }
     let figures = |id: &QueueId| last.get(id).copied().unwrap_or_default();
     let mut dlq_order: Vec<&QueueId> = dlqs.iter().collect();
-    dlq_order.sort_by(|a, b| figures(b).depth.cmp(&figures(a).depth));
+    dlq_order.sort_by_key(|id| std::cmp::Reverse(figures(id).depth));
     if !dlq_order.into_iter().all(|id| plan.take(id)) {
         return (plan.out, cursor);
     }

@@ -98,6 +98,7 @@ async fn backend_named(name: &str, s: RabbitmqSettings) -> Arc<dyn Backend> {
         read_only: false,
         protected: false,
         refresh_secs: None,
+        max_calls_per_minute: None,
     };
     build(&profile).await.expect("backend builds")
 }

@@ -69,6 +69,7 @@ fn profile(ep: &str, prefix: &str) -> Profile {
         read_only: false,
         protected: false,
         refresh_secs: None,
+        max_calls_per_minute: None,
     }
 }
 
@@ -644,7 +645,9 @@ async fn age_comes_from_seeded_cloudwatch_data_on_its_own_cadence() {
     let p = prefix();
     let r = raw(&ep).await;
     let name = format!("{p}-aged");
-    r.create(&name, &[]).await;
+    let url = r.create(&name, &[]).await;
+    // Age is read only for a queue that holds a message.
+    r.send(&url, "old one", None).await;
     // aws-sdk-cloudwatch speaks only RPC v2 CBOR, which moto lacks: seed over AWS JSON 1.0
     // (moto does not check signatures).
     let when = chrono::Utc::now().timestamp() - 120;
@@ -692,6 +695,74 @@ async fn age_comes_from_seeded_cloudwatch_data_on_its_own_cadence() {
     assert_eq!(calls.get("billing:cloudwatch-metrics"), Some(&1));
     let cost = qdeck::backend::sqs::estimated_cost_usd(&calls);
     assert!(cost > 0.0);
+}
+
+#[tokio::test]
+#[ignore = "needs QDECK_TEST_SQS_ENDPOINT"]
+async fn cloudwatch_age_is_read_only_for_dlqs_and_the_fullest_queues() {
+    let ep = require_endpoint();
+    let p = prefix();
+    let r = raw(&ep).await;
+    let (src, dlq) = r
+        .pair(&format!("{p}-src"), &format!("{p}-dlq"), 5, false)
+        .await;
+    r.send(&dlq, "dead", None).await;
+    for _ in 0..3 {
+        r.send(&src, "waiting", None).await;
+    }
+    let full = r.create(&format!("{p}-full"), &[]).await;
+    for _ in 0..5 {
+        r.send(&full, "waiting", None).await;
+    }
+    r.create(&format!("{p}-empty"), &[]).await;
+    let settings = SqsSettings {
+        regions: vec!["us-east-1".to_string()],
+        endpoint_url: Some(ep.clone()),
+        queue_prefix: Some(p.clone()),
+        age_worst_n: Some(1),
+        ..SqsSettings::default()
+    };
+    let b = backend::build(&Profile {
+        kind: ProfileKind::Sqs(settings),
+        ..profile(&ep, &p)
+    })
+    .await
+    .expect("build");
+    let ids: Vec<QueueId> = b
+        .list_queues()
+        .await
+        .expect("list")
+        .into_iter()
+        .map(|q| q.id)
+        .collect();
+    assert_eq!(ids.len(), 4);
+    let before = b.api_calls().snapshot();
+    let batch = b.stats(&ids).await.expect("stats");
+    let after = b.api_calls().snapshot();
+    let billed = after
+        .get("billing:cloudwatch-metrics")
+        .copied()
+        .unwrap_or(0)
+        - before
+            .get("billing:cloudwatch-metrics")
+            .copied()
+            .unwrap_or(0);
+    assert_eq!(
+        billed, 2,
+        "the DLQ and the one fullest queue, not src or the empty one"
+    );
+    let note = |n: &str| {
+        batch
+            .stats
+            .iter()
+            .find(|s| s.id.as_str() == format!("{p}-{n}"))
+            .and_then(|s| s.age_note.clone())
+            .unwrap_or_default()
+    };
+    assert!(note("src").contains("age_worst_n"), "{}", note("src"));
+    assert!(note("empty").contains("empty"), "{}", note("empty"));
+    assert!(!note("full").contains("age_worst_n"), "{}", note("full"));
+    assert!(!note("dlq").contains("age_worst_n"), "{}", note("dlq"));
 }
 
 #[tokio::test]
@@ -1013,8 +1084,9 @@ async fn move_task_500_falls_back_to_client_side_and_says_so() {
 
 // ---------------------------------------------------------------------------------------
 // Call budget (run by scripts/sqs_calls.sh; ignored in normal runs, prints figures, asserts
-// only the documented budget: N GetQueueAttributes + ⌈N/1000⌉ ListQueues + ⌈N/500⌉
-// GetMetricData per full refresh; client-side redrive ≤ 0.31 calls per message moved).
+// only the documented budget: N GetQueueAttributes + ⌈N/1000⌉ ListQueues per full refresh,
+// plus ⌈M/500⌉ GetMetricData for the M queues whose age is read (none here: they are empty);
+// client-side redrive ≤ 0.31 calls per message moved).
 // ---------------------------------------------------------------------------------------
 
 fn diff(
@@ -1080,10 +1152,8 @@ async fn manual_call_budget_on_moto() {
     println!("full refresh (list + stats + age sweep): {full:?}");
     assert_eq!(full.get("sqs:GetQueueAttributes"), Some(&(n as u64)));
     assert_eq!(full.get("sqs:ListQueues"), Some(&(n as u64).div_ceil(1000)));
-    assert_eq!(
-        full.get("cloudwatch:GetMetricData"),
-        Some(&(n as u64).div_ceil(500))
-    );
+    // The queues are empty: their age is not worth a billed metric.
+    assert_eq!(full.get("cloudwatch:GetMetricData"), None);
     let t1 = b.api_calls().snapshot();
     b.stats(&ids).await.expect("stats");
     let again = diff(&b.api_calls().snapshot(), &t1);

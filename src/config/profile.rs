@@ -25,6 +25,10 @@ pub struct Profile {
     /// Seconds between refreshes of the queues on screen (default from `[ui] refresh_secs`).
     #[serde(default)]
     pub refresh_secs: Option<f64>,
+    /// Most API calls per minute the console's poller may make for this profile (`0`: no
+    /// limit); default from [`ProfileKind::default_calls_per_minute`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_calls_per_minute: Option<u32>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -45,6 +49,16 @@ impl ProfileKind {
             ProfileKind::Sqs(_) => "sqs",
             ProfileKind::Servicebus(_) => "servicebus",
             ProfileKind::Redis(_) => "redis",
+        }
+    }
+
+    /// The call budget when a profile sets none: SQS bills every request (and CloudWatch every
+    /// metric), so it gets a modest one (≈ $0.015/h of requests at list price); the others are
+    /// not billed per call and their figures come batched, so no limit.
+    pub fn default_calls_per_minute(&self) -> Option<u32> {
+        match self {
+            ProfileKind::Sqs(_) => Some(600),
+            _ => None,
         }
     }
 }
@@ -112,6 +126,10 @@ pub struct SqsSettings {
     /// Seconds between CloudWatch age sweeps (default 120).
     #[serde(default)]
     pub age_interval_secs: Option<u64>,
+    /// Ordinary queues per poll whose age is read from CloudWatch, fullest first (default
+    /// 50; `0` reads every queue holding messages). DLQs holding messages always are.
+    #[serde(default)]
+    pub age_worst_n: Option<usize>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -163,6 +181,17 @@ impl Profile {
             read_only: false,
             protected: false,
             refresh_secs: None,
+            max_calls_per_minute: None,
+        }
+    }
+
+    /// The poller's call budget per minute: the profile's, else its kind's default; `None`
+    /// for no limit.
+    pub fn calls_per_minute(&self) -> Option<u32> {
+        match self.max_calls_per_minute {
+            Some(0) => None,
+            Some(n) => Some(n),
+            None => self.kind.default_calls_per_minute(),
         }
     }
 

@@ -37,6 +37,8 @@ pub struct FleetRow {
     pub updated_ms: Option<i64>,
     pub refresh_secs: f64,
     pub calls_per_min: Option<f64>,
+    /// The profile's `max_calls_per_minute` (after defaults); `None` for no limit.
+    pub calls_budget: Option<u32>,
     /// SQS/CloudWatch: estimated dollars per hour at the current call rate.
     pub usd_per_hour: Option<f64>,
     /// The most severe queues of the last poll, worst first (at most [`FIRE_ROWS`]).
@@ -219,10 +221,16 @@ async fn poll_profile(name: String, opts: LoadOptions, tx: mpsc::Sender<FleetRow
                 session = None;
             }
         }
+        // A poll costs what the broker counted; with a budget, the next one waits until
+        // that many calls fit in it.
+        let mut paced = Duration::ZERO;
         if let Some(s) = &session {
             let counts = s.backend.api_calls().snapshot();
             if let Some((t, before)) = &calls_at {
                 budget(&mut row, s.backend.kind(), before, &counts, t.elapsed());
+                if let Some(max) = row.calls_budget {
+                    paced = paced_wait(calls_between(before, &counts), max);
+                }
             }
             calls_at = Some((Instant::now(), counts));
         }
@@ -231,12 +239,26 @@ async fn poll_profile(name: String, opts: LoadOptions, tx: mpsc::Sender<FleetRow
         }
         let period = Duration::from_secs_f64(row.refresh_secs.clamp(0.1, 3600.0));
         let wait = if failures == 0 {
-            period.saturating_sub(started.elapsed())
+            period.max(paced).saturating_sub(started.elapsed())
         } else {
             (period * 2u32.saturating_pow(failures.min(8))).min(MAX_BACKOFF)
         };
         tokio::time::sleep(wait).await;
     }
+}
+
+/// The time `spent` calls take out of a budget of `per_min` a minute: the fleet poller waits
+/// at least that long after a poll, so its rate stays within the budget.
+pub fn paced_wait(spent: u64, per_min: u32) -> Duration {
+    Duration::from_secs_f64(spent as f64 * 60.0 / per_min.max(1) as f64)
+}
+
+/// Calls between two readings of the counters, billing units left out.
+fn calls_between(before: &BTreeMap<String, u64>, now: &BTreeMap<String, u64>) -> u64 {
+    now.iter()
+        .filter(|(k, _)| !k.starts_with("billing:"))
+        .map(|(k, v)| v.saturating_sub(*before.get(k).unwrap_or(&0)))
+        .sum()
 }
 
 /// Calls per minute and, for SQS, estimated dollars per hour, from the API counters at the
@@ -268,6 +290,7 @@ async fn poll_once(
             .unwrap_or(loaded.config.ui.refresh_secs);
         row.kind = Some(loaded.profile.kind.name().to_string());
         row.max_age_secs = loaded.config.fire.max_age_secs;
+        row.calls_budget = loaded.profile.calls_per_minute();
         let timeout = poll_timeout(row.refresh_secs);
         let s = tokio::time::timeout(timeout, Session::open(loaded))
             .await
@@ -323,6 +346,20 @@ mod tests {
             oldest_age_secs: age,
             ..QueueStats::default()
         }
+    }
+
+    #[test]
+    fn a_poll_waits_out_its_calls_against_the_budget() {
+        let before: BTreeMap<String, u64> = [("sqs:GetQueueAttributes".to_string(), 10)].into();
+        let now: BTreeMap<String, u64> = [
+            ("sqs:GetQueueAttributes".to_string(), 310),
+            ("billing:cloudwatch-metrics".to_string(), 500),
+        ]
+        .into();
+        let spent = calls_between(&before, &now);
+        assert_eq!(spent, 300, "billing units are not calls");
+        assert_eq!(paced_wait(spent, 600), Duration::from_secs(30));
+        assert_eq!(paced_wait(0, 600), Duration::ZERO);
     }
 
     #[test]

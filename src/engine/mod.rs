@@ -9,6 +9,7 @@ pub mod gate;
 pub mod ops;
 pub mod poller;
 pub mod ring;
+pub mod schedule;
 pub mod session;
 pub mod severity;
 pub mod store;

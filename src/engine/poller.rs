@@ -3,21 +3,26 @@
 //!
 //! - `list_queues` every `list_every` (the queue list changes rarely);
 //! - stats for the visible queues every `refresh`;
-//! - the rest in chunks on a slower sweep (`sweep_every`), round-robin;
+//! - on a slower sweep (`sweep_every`): DLQs, the worst queues by their last figures, then the
+//!   rest in chunks, round-robin (see `schedule`);
+//! - with a call budget (`max_calls_per_minute`) every poll spends only what the budget has
+//!   left, measured from the backend's counters, cutting the sweep before the screen;
 //! - one request at a time: a tick that comes while a poll runs is skipped;
-//! - errors back off exponentially (up to `max_backoff`); every poll has a timeout, so a hung
-//!   broker makes rows stale instead of freezing anything;
+//! - errors back off exponentially (up to `max_backoff`), and never less than a throttled
+//!   broker's `retry_after`; every poll has a timeout, so a hung broker makes rows stale
+//!   instead of freezing anything;
 //! - API calls per minute are measured from the backend's counters and sent along.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tokio::sync::{mpsc, watch, Notify};
 use tokio_util::sync::CancellationToken;
 
-use super::budget::{self, Budget};
-use crate::backend::Backend;
+use super::budget::{self, Budget, CallCost, Pacer};
+use super::schedule::{plan_tick, LastFigures, TickShape};
+use crate::backend::{Backend, BackendError};
 use crate::config::redact::redact;
 use crate::domain::{QueueId, QueueInfo, StatsBatch};
 
@@ -31,6 +36,10 @@ pub struct PollConfig {
     pub max_backoff: Duration,
     /// A poll that takes longer is abandoned and reported as an error.
     pub timeout: Duration,
+    /// API calls a minute this poller may make; `None` for no limit.
+    pub max_calls_per_minute: Option<u32>,
+    /// Ordinary queues ranked worst by their last figures, polled on every sweep.
+    pub worst_n: usize,
 }
 
 impl PollConfig {
@@ -43,7 +52,50 @@ impl PollConfig {
             sweep_chunk: 100,
             max_backoff: Duration::from_secs(60),
             timeout: (refresh * 4).max(Duration::from_secs(10)),
+            max_calls_per_minute: None,
+            worst_n: 50,
         }
+    }
+
+    pub fn with_budget(mut self, calls_per_minute: Option<u32>) -> PollConfig {
+        self.max_calls_per_minute = calls_per_minute;
+        self
+    }
+}
+
+/// Why a poll failed, kept typed so a throttled broker's `retry_after` reaches the wait.
+#[derive(Debug, Clone)]
+pub enum PollError {
+    Backend(BackendError),
+    Timeout(Duration),
+}
+
+impl PollError {
+    /// One line, redacted, for the status line.
+    pub fn line(&self) -> String {
+        match self {
+            PollError::Backend(e) => one_line(&e.to_string()),
+            PollError::Timeout(t) => {
+                format!("no answer from the broker within {} s", t.as_secs())
+            }
+        }
+    }
+
+    pub fn retry_after(&self) -> Option<Duration> {
+        match self {
+            PollError::Backend(e) => e.retry_after(),
+            PollError::Timeout(_) => None,
+        }
+    }
+}
+
+/// How long to wait after `failures` failures in a row, the last one `err`: the backoff, and
+/// never less than the broker asked for.
+pub fn wait_after_error(cfg: &PollConfig, failures: u32, err: &PollError) -> Duration {
+    let b = backoff(cfg.refresh, failures, cfg.max_backoff);
+    match err.retry_after() {
+        Some(r) => b.max(r),
+        None => b,
     }
 }
 
@@ -103,8 +155,15 @@ struct Poller {
     tx: mpsc::Sender<PollEvent>,
     visible: watch::Receiver<Vec<QueueId>>,
     all: Vec<QueueId>,
+    known: HashSet<QueueId>,
+    dlqs: Vec<QueueId>,
+    last: HashMap<QueueId, LastFigures>,
     sweep_pos: usize,
     calls: VecDeque<(Instant, BTreeMap<String, u64>)>,
+    pacer: Option<Pacer>,
+    cost: CallCost,
+    /// Calls the last listing took.
+    list_cost: u64,
 }
 
 pub fn spawn(
@@ -115,14 +174,26 @@ pub fn spawn(
     let (vtx, vrx) = watch::channel(Vec::new());
     let wake = Arc::new(Notify::new());
     let cancel = CancellationToken::new();
+    // One sweep's worth of calls may go at once; the minute's total stays within budget.
+    let pacer = cfg.max_calls_per_minute.map(|per_min| {
+        let burst = per_min as f64 * cfg.sweep_every.as_secs_f64() / 60.0;
+        Pacer::new(per_min, burst, Instant::now())
+    });
+    let cost = CallCost::new(backend.kind(), cfg.sweep_chunk);
     let p = Poller {
         backend,
         cfg,
         tx,
         visible: vrx,
         all: Vec::new(),
+        known: HashSet::new(),
+        dlqs: Vec::new(),
+        last: HashMap::new(),
         sweep_pos: 0,
         calls: VecDeque::new(),
+        pacer,
+        cost,
+        list_cost: 0,
     };
     let (w, c) = (wake.clone(), cancel.clone());
     tokio::spawn(async move {
@@ -146,15 +217,151 @@ impl Poller {
     async fn timed<T>(
         &self,
         f: impl std::future::Future<Output = crate::backend::Result<T>>,
-    ) -> Result<T, String> {
+    ) -> Result<T, PollError> {
         match tokio::time::timeout(self.cfg.timeout, f).await {
             Ok(Ok(v)) => Ok(v),
-            Ok(Err(e)) => Err(one_line(&e.to_string())),
-            Err(_) => Err(format!(
-                "no answer from the broker within {} s",
-                self.cfg.timeout.as_secs()
-            )),
+            Ok(Err(e)) => Err(PollError::Backend(e)),
+            Err(_) => Err(PollError::Timeout(self.cfg.timeout)),
         }
+    }
+
+    /// Calls the budget allows now (`None`: no budget).
+    fn allowance(&mut self) -> Option<f64> {
+        let now = Instant::now();
+        self.pacer.as_mut().map(|p| p.available(now))
+    }
+
+    /// Pay the calls made since `before` (a reading of the backend's counter).
+    fn pay(&mut self, before: u64) -> u64 {
+        let spent = self.backend.api_calls().total().saturating_sub(before);
+        if let Some(p) = self.pacer.as_mut() {
+            p.spend(spent, Instant::now());
+        }
+        spent
+    }
+
+    fn remember(&mut self, batch: &StatsBatch) {
+        for s in &batch.stats {
+            self.last.insert(
+                s.id.clone(),
+                LastFigures {
+                    depth: s.depth,
+                    age_secs: s.oldest_age_secs,
+                    dlq_depth: s.dlq_depth,
+                },
+            );
+        }
+    }
+
+    fn set_listing(&mut self, qs: &[QueueInfo]) {
+        self.all = qs.iter().map(|q| q.id.clone()).collect();
+        self.known = self.all.iter().cloned().collect();
+        self.dlqs = qs
+            .iter()
+            .filter(|q| q.is_dlq)
+            .map(|q| q.id.clone())
+            .collect();
+        let known = &self.known;
+        self.last.retain(|id, _| known.contains(id));
+    }
+
+    /// List the queues when due and the budget has a call left (the first listing always).
+    async fn list_if_due(
+        &mut self,
+        last_list: &mut Option<Instant>,
+        now: Instant,
+    ) -> Result<bool, PollError> {
+        let every = match &self.pacer {
+            Some(p) => relist_every(self.cfg.list_every, self.list_cost, p.per_min()),
+            None => self.cfg.list_every,
+        };
+        let due = last_list.is_none_or(|t| now.duration_since(t) >= every);
+        let first = last_list.is_none() && self.all.is_empty();
+        // A listing waits for a full bucket (or its own cost, when smaller).
+        let need = self
+            .pacer
+            .as_ref()
+            .map(|p| (self.list_cost.max(1) as f64).min(p.burst()));
+        let short = need.is_some_and(|n| self.allowance().is_some_and(|a| a < n));
+        if !due || (!first && short) {
+            return Ok(true);
+        }
+        let before = self.backend.api_calls().total();
+        let r = self.timed(self.backend.list_queues()).await;
+        self.list_cost = self.pay(before);
+        let qs = r?;
+        self.set_listing(&qs);
+        *last_list = Some(now);
+        Ok(self.send(PollEvent::Queues(qs)).await)
+    }
+
+    /// Stats for this tick's queues, within the budget. `Ok(false)`: the console is gone.
+    /// Returns also how long the budget asks to wait before the next poll.
+    async fn poll_stats(
+        &mut self,
+        last_sweep: &mut Option<Instant>,
+        now: Instant,
+    ) -> Result<(bool, Duration), PollError> {
+        let visible: Vec<QueueId> = self
+            .visible
+            .borrow_and_update()
+            .iter()
+            .filter(|id| self.all.is_empty() || self.known.contains(*id))
+            .cloned()
+            .collect();
+        let per_queue = self.cost.per_queue();
+        let chunk = self.cfg.sweep_chunk.max(1);
+        let affordable = self
+            .allowance()
+            .map(|a| (a.max(0.0) / per_queue).floor() as usize);
+        // The screen is refreshed whole or not at all: when the budget cannot pay for every
+        // visible row yet (and one sweep's worth could), wait for it instead of showing a
+        // mix of fresh and old rows.
+        let need = self.cost.estimate(visible.len(), chunk);
+        if let (Some(p), Some(a)) = (self.pacer.as_mut(), affordable) {
+            if a < visible.len() && need <= p.burst() {
+                return Ok((true, p.wait_for(need, Instant::now())));
+            }
+        }
+        let sweep_due = !self.all.is_empty()
+            && last_sweep.is_none_or(|t| now.duration_since(t) >= self.cfg.sweep_every);
+        let shape = TickShape {
+            sweep: sweep_due,
+            worst_n: self.cfg.worst_n,
+            rest_n: chunk,
+            affordable,
+        };
+        let (ids, next) = plan_tick(
+            shape,
+            &visible,
+            &self.dlqs,
+            &self.all,
+            &self.last,
+            self.sweep_pos,
+        );
+        if sweep_due && (affordable.is_none() || ids.len() > visible.len()) {
+            *last_sweep = Some(now);
+            self.sweep_pos = next;
+        }
+        for part in ids.chunks(chunk) {
+            if self.allowance().is_some_and(|a| a < 1.0) {
+                break;
+            }
+            let before = self.backend.api_calls().total();
+            let r = self.timed(self.backend.stats(part)).await;
+            let spent = self.pay(before);
+            self.cost.observe(spent, part.len());
+            let batch = r?;
+            self.remember(&batch);
+            if !self.send(PollEvent::Stats(batch)).await {
+                return Ok((false, Duration::ZERO));
+            }
+        }
+        let wait = match self.pacer.as_mut() {
+            Some(p) => p.wait_for(1.0, Instant::now()),
+            None => Duration::ZERO,
+        };
+        Ok((true, wait))
     }
 
     async fn run(mut self, wake: Arc<Notify>) {
@@ -166,64 +373,31 @@ impl Poller {
             if !self.send(PollEvent::Busy(true)).await {
                 return;
             }
-            let mut result: Result<(), String> = Ok(());
-            if last_list.is_none_or(|t| now.duration_since(t) >= self.cfg.list_every) {
-                match self.timed(self.backend.list_queues()).await {
-                    Ok(qs) => {
-                        self.all = qs.iter().map(|q| q.id.clone()).collect();
-                        last_list = Some(now);
-                        if !self.send(PollEvent::Queues(qs)).await {
-                            return;
-                        }
+            let mut result = self.list_if_due(&mut last_list, now).await;
+            let mut budget_wait = Duration::ZERO;
+            if let Ok(true) = result {
+                result = match self.poll_stats(&mut last_sweep, now).await {
+                    Ok((open, w)) => {
+                        budget_wait = w;
+                        Ok(open)
                     }
-                    Err(e) => result = Err(e),
-                }
+                    Err(e) => Err(e),
+                };
             }
-            if result.is_ok() {
-                let visible = self.visible.borrow_and_update().clone();
-                let mut ids: Vec<QueueId> = visible
-                    .into_iter()
-                    .filter(|id| self.all.contains(id) || self.all.is_empty())
-                    .collect();
-                let sweep_due =
-                    last_sweep.is_none_or(|t| now.duration_since(t) >= self.cfg.sweep_every);
-                if sweep_due && !self.all.is_empty() {
-                    last_sweep = Some(now);
-                    // First sweep covers everything, in chunks; later ones a chunk at a time.
-                    let n = self.cfg.sweep_chunk.max(1);
-                    for _ in 0..n.min(self.all.len()) {
-                        let id = &self.all[self.sweep_pos % self.all.len()];
-                        self.sweep_pos = (self.sweep_pos + 1) % self.all.len();
-                        if !ids.contains(id) {
-                            ids.push(id.clone());
-                        }
-                    }
-                }
-                for chunk in ids.chunks(self.cfg.sweep_chunk.max(1)) {
-                    match self.timed(self.backend.stats(chunk)).await {
-                        Ok(batch) => {
-                            if !self.send(PollEvent::Stats(batch)).await {
-                                return;
-                            }
-                        }
-                        Err(e) => {
-                            result = Err(e);
-                            break;
-                        }
-                    }
-                }
-            }
-            let wait = match result {
-                Ok(()) => {
+            let (wait, hold) = match result {
+                Ok(false) => return,
+                Ok(true) => {
                     failures = 0;
-                    self.cfg.refresh
+                    (self.cfg.refresh.max(budget_wait), budget_wait)
                 }
                 Err(e) => {
                     failures = failures.saturating_add(1);
-                    if !self.send(PollEvent::Error(e)).await {
+                    if !self.send(PollEvent::Error(e.line())).await {
                         return;
                     }
-                    backoff(self.cfg.refresh, failures, self.cfg.max_backoff)
+                    // A throttled broker said how long to stay away: nothing shortens that.
+                    let hold = e.retry_after().unwrap_or(Duration::ZERO);
+                    (wait_after_error(&self.cfg, failures, &e), hold)
                 }
             };
             if let Some(rate) = self.api_rate() {
@@ -234,10 +408,13 @@ impl Poller {
             if !self.send(PollEvent::Busy(false)).await {
                 return;
             }
+            if !hold.is_zero() {
+                tokio::time::sleep(hold).await;
+            }
             // Sleep until the next poll, or until the visible set changes or a refresh is
             // asked for (a request made while a poll ran is kept by Notify and served now).
             tokio::select! {
-                _ = tokio::time::sleep(wait) => {}
+                _ = tokio::time::sleep(wait.saturating_sub(hold)) => {}
                 _ = wake.notified() => { last_list = None; }
                 r = self.visible.changed() => {
                     if r.is_err() { return; }
@@ -269,6 +446,16 @@ impl Poller {
     }
 }
 
+/// How often to list again under a budget of `per_min`: at least `list_every`, and rarely
+/// enough that listing (`cost` calls the last time; SQS reads each queue's attributes) takes
+/// no more than a quarter of the budget, leaving the rest to the figures.
+pub fn relist_every(list_every: Duration, cost: u64, per_min: f64) -> Duration {
+    if per_min <= 0.0 {
+        return list_every;
+    }
+    list_every.max(Duration::from_secs_f64(cost as f64 * 4.0 * 60.0 / per_min))
+}
+
 pub fn backoff(base: Duration, failures: u32, max: Duration) -> Duration {
     let f = 2u32.saturating_pow(failures.min(16));
     base.saturating_mul(f).min(max).max(base)
@@ -281,6 +468,192 @@ fn one_line(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::backend::{ApiCalls, OpProgress};
+    use crate::domain::*;
+    use std::sync::Mutex;
+
+    /// Answers the listing; throttles the first `throttle` stats calls (saying `retry_after`)
+    /// and records when every stats call came.
+    struct Throttling {
+        throttle: usize,
+        retry_after: Option<Duration>,
+        at: Mutex<Vec<Instant>>,
+        calls: ApiCalls,
+    }
+
+    fn refused<T>() -> crate::backend::Result<T> {
+        Err(BackendError::Unsupported("not in this fake".into()))
+    }
+
+    #[async_trait::async_trait]
+    impl Backend for Throttling {
+        fn kind(&self) -> BrokerKind {
+            BrokerKind::Local
+        }
+        fn capabilities(&self) -> Capabilities {
+            crate::backend::local::capabilities()
+        }
+        async fn list_queues(&self) -> crate::backend::Result<Vec<QueueInfo>> {
+            self.calls.bump("fake:list");
+            Ok(vec![QueueInfo {
+                id: QueueId::new("q"),
+                ..Default::default()
+            }])
+        }
+        async fn stats(&self, ids: &[QueueId]) -> crate::backend::Result<StatsBatch> {
+            self.calls.bump("fake:stats");
+            let n = {
+                let mut at = self.at.lock().unwrap();
+                at.push(Instant::now());
+                at.len()
+            };
+            if n <= self.throttle {
+                return Err(BackendError::Throttled {
+                    msg: "slow down".into(),
+                    retry_after: self.retry_after,
+                });
+            }
+            Ok(StatsBatch {
+                stats: ids
+                    .iter()
+                    .map(|id| QueueStats {
+                        id: id.clone(),
+                        depth: Some(1),
+                        ..Default::default()
+                    })
+                    .collect(),
+                errors: vec![],
+            })
+        }
+        async fn consumers(&self, _: &QueueId) -> crate::backend::Result<Vec<Consumer>> {
+            refused()
+        }
+        async fn browse(&self, _: &QueueId, _: &BrowseRequest) -> crate::backend::Result<Page> {
+            refused()
+        }
+        async fn send(
+            &self,
+            _: &QueueId,
+            _: OutgoingMessage,
+        ) -> crate::backend::Result<Option<String>> {
+            refused()
+        }
+        async fn redrive(
+            &self,
+            _: &RedriveRequest,
+            _: &OpProgress,
+        ) -> crate::backend::Result<RedriveReport> {
+            refused()
+        }
+        async fn purge(&self, _: &QueueId, _: &OpProgress) -> crate::backend::Result<PurgeReport> {
+            refused()
+        }
+        fn api_calls(&self) -> &ApiCalls {
+            &self.calls
+        }
+    }
+
+    /// Runs a poller on `b` (visible: `q`) until `stats_calls` stats calls were made; the
+    /// errors it reported.
+    async fn run_until(b: Arc<Throttling>, stats_calls: usize) -> Vec<String> {
+        let (tx, mut rx) = mpsc::channel(64);
+        let mut cfg = PollConfig::with_refresh(0.1);
+        cfg.sweep_every = Duration::from_secs(3600);
+        let h = spawn(b.clone(), cfg, tx);
+        h.set_visible(vec![QueueId::new("q")]);
+        let mut errors = Vec::new();
+        while b.at.lock().unwrap().len() < stats_calls {
+            match tokio::time::timeout(Duration::from_secs(30), rx.recv()).await {
+                Ok(Some(PollEvent::Error(e))) => errors.push(e),
+                Ok(Some(_)) => {}
+                _ => panic!("the poller stopped polling"),
+            }
+        }
+        h.stop();
+        errors
+    }
+
+    #[tokio::test]
+    async fn throttled_poll_waits_at_least_retry_after() {
+        let b = Arc::new(Throttling {
+            throttle: 1,
+            retry_after: Some(Duration::from_millis(1500)),
+            at: Mutex::new(Vec::new()),
+            calls: ApiCalls::default(),
+        });
+        let errors = run_until(b.clone(), 2).await;
+        assert!(errors.iter().any(|e| e.contains("throttled")), "{errors:?}");
+        let at = b.at.lock().unwrap().clone();
+        let gap = at[1].duration_since(at[0]);
+        // Backoff alone would be 0.2 s at a 0.1 s refresh.
+        assert!(gap >= Duration::from_millis(1500), "retried after {gap:?}");
+    }
+
+    #[tokio::test]
+    async fn refresh_requests_do_not_cut_a_throttle_short() {
+        let b = Arc::new(Throttling {
+            throttle: 1,
+            retry_after: Some(Duration::from_millis(1200)),
+            at: Mutex::new(Vec::new()),
+            calls: ApiCalls::default(),
+        });
+        let (tx, mut rx) = mpsc::channel(64);
+        let h = spawn(b.clone(), PollConfig::with_refresh(0.1), tx);
+        h.set_visible(vec![QueueId::new("q")]);
+        while b.at.lock().unwrap().is_empty() {
+            rx.recv().await.expect("open");
+        }
+        // Every refresh request and scroll would otherwise start a poll at once.
+        for i in 0..6 {
+            h.refresh_now();
+            h.set_visible(vec![QueueId::new("q"); 1 + i % 2]);
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        while b.at.lock().unwrap().len() < 2 {
+            let _ = tokio::time::timeout(Duration::from_secs(30), rx.recv()).await;
+        }
+        h.stop();
+        let at = b.at.lock().unwrap().clone();
+        assert!(at[1].duration_since(at[0]) >= Duration::from_millis(1200));
+    }
+
+    #[test]
+    fn wait_after_error_is_the_backoff_or_retry_after_whichever_is_longer() {
+        let cfg = PollConfig::with_refresh(2.0);
+        let throttled = |r| {
+            PollError::Backend(BackendError::Throttled {
+                msg: "x".into(),
+                retry_after: r,
+            })
+        };
+        assert_eq!(
+            wait_after_error(&cfg, 1, &throttled(Some(Duration::from_secs(30)))),
+            Duration::from_secs(30)
+        );
+        assert_eq!(
+            wait_after_error(&cfg, 1, &throttled(Some(Duration::from_millis(10)))),
+            Duration::from_secs(4)
+        );
+        assert_eq!(
+            wait_after_error(&cfg, 2, &throttled(None)),
+            Duration::from_secs(8)
+        );
+        let t = PollError::Timeout(Duration::from_secs(10));
+        assert_eq!(wait_after_error(&cfg, 1, &t), Duration::from_secs(4));
+        assert!(t.line().contains("10 s"));
+    }
+
+    #[test]
+    fn listing_takes_at_most_a_quarter_of_the_budget() {
+        let every = Duration::from_secs(30);
+        assert_eq!(
+            relist_every(every, 1, 600.0),
+            every,
+            "a cheap listing keeps its period"
+        );
+        // 1,000 SQS queues: 1,000 calls at 600 a minute → once every 400 s.
+        assert_eq!(relist_every(every, 1_000, 600.0), Duration::from_secs(400));
+    }
 
     #[test]
     fn backoff_doubles_and_caps() {

@@ -59,6 +59,17 @@ impl<T: Copy> Ring<T> {
         }
     }
 
+    /// Drop every point and give the memory back; the ring grows again from its next push.
+    pub fn free(&mut self) {
+        self.buf = Vec::new();
+        self.head = 0;
+    }
+
+    /// Bytes allocated now.
+    pub fn allocated_bytes(&self) -> usize {
+        self.buf.capacity() * std::mem::size_of::<T>()
+    }
+
     /// Bytes this ring holds at most.
     pub fn max_bytes(&self) -> usize {
         self.cap * std::mem::size_of::<T>()
@@ -78,6 +89,19 @@ mod tests {
         assert_eq!(r.iter().copied().collect::<Vec<_>>(), vec![2, 3, 4]);
         assert_eq!(r.last(), Some(&4));
         assert_eq!(r.len(), 3);
+    }
+
+    #[test]
+    fn freed_ring_holds_nothing_and_refills_in_order() {
+        let mut r = Ring::new(3);
+        for i in 0..5 {
+            r.push(i);
+        }
+        r.free();
+        assert_eq!((r.len(), r.allocated_bytes(), r.last()), (0, 0, None));
+        r.push(7);
+        r.push(8);
+        assert_eq!(r.iter().copied().collect::<Vec<_>>(), vec![7, 8]);
     }
 
     #[test]

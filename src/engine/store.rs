@@ -1,7 +1,7 @@
 //! The state store: latest figures per queue, bounded history, and the figures qdeck derives
 //! (rates, trend, time to drain, workers needed). Backends feed it; views and commands read it.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use serde::Serialize;
 
@@ -66,6 +66,9 @@ pub struct QueueEntry {
     /// History time (`Sample::t`) the consumer count last changed: per-worker figures are
     /// measured from there, not divided across workers that were not there.
     pub workers_since: Option<u32>,
+    /// Local time (ms) the queue was last on screen or alerting (or listed, for a new one):
+    /// its history ring is kept while this is within `history_secs`.
+    pub needed_ms: i64,
 }
 
 #[derive(Debug)]
@@ -83,6 +86,12 @@ pub struct Store {
     /// Error of the whole backend (unreachable, auth); rows go stale meanwhile.
     pub backend_error: Option<String>,
     pub last_ok_ms: Option<i64>,
+    /// How long a ring outlives the last time its queue was on screen or alerting.
+    history_ms: i64,
+    /// Age of oldest at which a queue counts as alerting (`[fire] max_age_secs`).
+    pub alert_age_secs: f64,
+    on_screen: HashSet<QueueId>,
+    last_freed_ms: i64,
 }
 
 impl Store {
@@ -99,6 +108,10 @@ impl Store {
             dirty: true,
             backend_error: None,
             last_ok_ms: None,
+            history_ms: history_secs as i64 * 1000,
+            alert_age_secs: 300.0,
+            on_screen: HashSet::new(),
+            last_freed_ms: 0,
         }
     }
 
@@ -129,6 +142,8 @@ impl Store {
             .map(|e| (e.info.id.clone(), e))
             .collect();
         self.index.clear();
+        // A queue new to the listing gets one `history_secs` to come on screen or alert.
+        let now = crate::domain::now_ms();
         for info in queues {
             let entry = match old.remove(&info.id) {
                 Some(mut e) => {
@@ -143,6 +158,7 @@ impl Store {
                     updated_ms: None,
                     rate_source: RateSource::Unknown,
                     workers_since: None,
+                    needed_ms: now,
                 },
             };
             self.index.insert(entry.info.id.clone(), self.entries.len());
@@ -161,6 +177,9 @@ impl Store {
                 self.entries[i].error = Some(err);
             }
         }
+        if now - self.last_freed_ms >= 1000 {
+            self.free_rings(now);
+        }
         self.backend_error = None;
         self.last_ok_ms = Some(now);
         self.dirty = true;
@@ -172,7 +191,14 @@ impl Store {
         };
         let epoch = self.epoch_ms;
         let res = self.resolution_secs;
+        let keep = self.on_screen.contains(&s.id)
+            || is_alerting(&s, self.entries[i].info.is_dlq, self.alert_age_secs);
+        let history_ms = self.history_ms;
         let e = &mut self.entries[i];
+        if keep {
+            e.needed_ms = now_ms;
+        }
+        let wanted = now_ms - e.needed_ms < history_ms;
         let (in_rate, out_rate, source) = point_rates(e.latest.as_ref(), &s);
         e.rate_source = source;
         let sample = Sample {
@@ -196,12 +222,50 @@ impl Store {
         if changed {
             e.workers_since = Some(sample.t);
         }
-        if due {
+        if due && wanted {
             e.history.push(sample);
         }
         e.latest = Some(s);
         e.error = None;
         e.updated_ms = Some(now_ms);
+    }
+
+    /// The queues on screen now: their history is kept. Those leaving the screen keep theirs
+    /// for `history_secs` more.
+    pub fn set_on_screen(&mut self, ids: &[QueueId]) {
+        let now = crate::domain::now_ms();
+        let new: HashSet<QueueId> = ids.iter().cloned().collect();
+        if new == self.on_screen {
+            return;
+        }
+        for id in self.on_screen.difference(&new) {
+            if let Some(&i) = self.index.get(id) {
+                self.entries[i].needed_ms = now;
+            }
+        }
+        self.on_screen = new;
+    }
+
+    /// Free the history of queues neither on screen nor alerting for `history_secs` (as of
+    /// `now_ms`); their latest figures stay. Runs from `apply` once a second.
+    pub fn free_rings(&mut self, now_ms: i64) {
+        self.last_freed_ms = now_ms;
+        let (screen, limit) = (&self.on_screen, self.history_ms);
+        for e in &mut self.entries {
+            if screen.contains(&e.info.id) {
+                e.needed_ms = now_ms;
+            } else if now_ms - e.needed_ms >= limit && e.history.allocated_bytes() > 0 {
+                e.history.free();
+            }
+        }
+    }
+
+    /// Queues holding history now.
+    pub fn rings_held(&self) -> usize {
+        self.entries
+            .iter()
+            .filter(|e| e.history.allocated_bytes() > 0)
+            .count()
     }
 
     /// The whole backend failed: keep figures, mark them stale with why.
@@ -224,6 +288,14 @@ impl Store {
     pub fn history_bytes_max(&self) -> usize {
         self.entries.len() * self.ring_cap * std::mem::size_of::<Sample>()
     }
+}
+
+/// Alerting enough to keep history for: a DLQ holding messages (the DLQ itself or its
+/// source queue) or a message older than the alert age.
+fn is_alerting(s: &QueueStats, is_dlq: bool, alert_age_secs: f64) -> bool {
+    (is_dlq && s.depth.is_some_and(|d| d > 0))
+        || s.dlq_depth.is_some_and(|d| d > 0)
+        || s.oldest_age_secs.is_some_and(|a| a >= alert_age_secs)
 }
 
 /// Rates at one point: the broker's own when it gives them, else counter deltas since the
@@ -295,5 +367,67 @@ mod tests {
         assert_eq!(s.len(), 2);
         assert_eq!(s.get(&QueueId::new("a")).unwrap().history.len(), 1);
         assert!(s.get(&QueueId::new("b")).is_none());
+    }
+
+    fn feed(s: &mut Store, names: &[&str], t: i64, dlq_depth: u64) {
+        for n in names {
+            let st = QueueStats {
+                id: QueueId::new(*n),
+                at_ms: t,
+                depth: Some(3),
+                dlq_depth: Some(dlq_depth),
+                ..Default::default()
+            };
+            s.apply_one(st, t);
+        }
+    }
+
+    fn points(s: &Store, name: &str) -> usize {
+        s.get(&QueueId::new(name)).unwrap().history.len()
+    }
+
+    #[test]
+    fn rings_of_queues_off_screen_are_freed_after_history_secs_figures_kept() {
+        let mut s = Store::new(60, 10, 600.0);
+        s.set_queues(vec![info("seen"), info("unseen"), info("left")]);
+        s.set_on_screen(&[QueueId::new("seen"), QueueId::new("left")]);
+        let t0 = crate::domain::now_ms();
+        let all = ["seen", "unseen", "left"];
+        for k in 0..5 {
+            feed(&mut s, &all, t0 + k * 7_000, 0);
+        }
+        assert_eq!((points(&s, "seen"), points(&s, "unseen")), (5, 5));
+        // "left" leaves the screen now: it keeps its ring for history_secs from here.
+        s.set_on_screen(&[QueueId::new("seen")]);
+        s.free_rings(t0 + 30_000);
+        assert_eq!(s.rings_held(), 3, "nothing is older than history_secs yet");
+        s.free_rings(t0 + 61_000);
+        assert_eq!(
+            points(&s, "unseen"),
+            0,
+            "not on screen for history_secs: freed"
+        );
+        assert_eq!(points(&s, "left"), 0);
+        assert_eq!(points(&s, "seen"), 5, "on screen: kept");
+        assert_eq!(s.rings_held(), 1);
+        let e = s.get(&QueueId::new("unseen")).unwrap();
+        assert_eq!(
+            e.latest.as_ref().and_then(|l| l.depth),
+            Some(3),
+            "figures kept"
+        );
+        // Polled again while nobody needs it: no ring grows back.
+        feed(&mut s, &all, t0 + 70_000, 0);
+        assert_eq!((points(&s, "unseen"), points(&s, "seen")), (0, 6));
+        // Its DLQ fills: it is alerting, so its history starts again.
+        feed(&mut s, &["unseen"], t0 + 77_000, 4);
+        feed(&mut s, &["unseen"], t0 + 84_000, 5);
+        assert_eq!(points(&s, "unseen"), 2);
+        s.free_rings(t0 + 100_000);
+        assert_eq!(
+            points(&s, "unseen"),
+            2,
+            "alerting within history_secs: kept"
+        );
     }
 }

@@ -45,7 +45,8 @@ pub fn refresh_secs(session: &Session) -> f64 {
 /// The console's state for a session, before any figures arrive.
 pub fn initial_state(session: &Session, demo_workers: Option<usize>) -> State {
     let cfg = &session.loaded.config;
-    let store = Store::new(cfg.ui.history_secs.max(60), 240, cfg.ui.drain_target_secs);
+    let mut store = Store::new(cfg.ui.history_secs.max(60), 240, cfg.ui.drain_target_secs);
+    store.alert_age_secs = cfg.fire.max_age_secs;
     let mut st = State::new(
         store,
         session.backend.capabilities(),
@@ -63,6 +64,7 @@ pub fn initial_state(session: &Session, demo_workers: Option<usize>) -> State {
     st.demo_workers = demo_workers;
     st.profiles = crate::config::profile_names(cfg);
     st.refresh_secs = refresh_secs(session);
+    st.call_budget = session.profile().calls_per_minute();
     st.export_dir = Some(paths::state_dir().join("exports"));
     if let Some(e) = theme_err.or(problems.into_iter().next()) {
         set_status(&mut st, Level::Warn, e);
@@ -160,7 +162,7 @@ where
     let (fleet_tx, mut fleet_rx) = mpsc::channel::<FleetRow>(64);
     let poller = poller::spawn(
         session.backend.clone(),
-        PollConfig::with_refresh(st.refresh_secs),
+        PollConfig::with_refresh(st.refresh_secs).with_budget(st.call_budget),
         ptx.clone(),
     );
     if let Ok(sz) = terminal.size() {
@@ -674,7 +676,7 @@ impl Exec {
         }
         self.poller = poller::spawn(
             session.backend.clone(),
-            PollConfig::with_refresh(st.refresh_secs),
+            PollConfig::with_refresh(st.refresh_secs).with_budget(st.call_budget),
             self.poll_tx.clone(),
         );
         let msg = format!("profile {} ({})", st.profile, st.broker);

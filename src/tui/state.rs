@@ -421,6 +421,8 @@ pub struct State {
     pub op: Option<OpState>,
     pub status: Option<Status>,
     pub api_rate: Option<crate::engine::budget::Budget>,
+    /// The profile's `max_calls_per_minute` (after defaults); `None` for no limit.
+    pub call_budget: Option<u32>,
     pub busy: bool,
     /// The queue list arrived at least once.
     pub listed: bool,
@@ -541,6 +543,7 @@ impl State {
             op: None,
             status: None,
             api_rate: None,
+            call_budget: None,
             busy: false,
             listed: false,
             now_ms: crate::domain::now_ms(),

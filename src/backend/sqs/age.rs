@@ -2,7 +2,7 @@
 //! Maximum, 60 s period), ≤500 queues per GetMetricData call, on its own slower cadence.
 //! The value is cached in the backend; `stats` returns it labelled as a metric with its age.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -19,6 +19,8 @@ pub(crate) const MAX_QUERIES: usize = 500;
 /// Look back this far for the latest datapoint.
 const WINDOW_SECS: i64 = 15 * 60;
 pub(crate) const DEFAULT_INTERVAL_SECS: u64 = 120;
+/// Ordinary queues per poll whose age is read (CloudWatch bills every metric).
+pub(crate) const DEFAULT_WORST_N: usize = 50;
 
 #[derive(Debug, Clone)]
 struct AgeEntry {
@@ -72,10 +74,12 @@ pub(crate) async fn fill(b: &SqsBackend, stats: &mut [QueueStats]) {
         return;
     }
     let every = interval(b);
+    let chosen = worth_reading(b, stats);
     let due: Vec<QueueId> = {
         let entries = lock(&b.age.entries);
         stats
             .iter()
+            .filter(|s| chosen.contains(&s.id))
             .filter(|s| {
                 entries
                     .get(&s.id)
@@ -96,7 +100,13 @@ pub(crate) async fn fill(b: &SqsBackend, stats: &mut [QueueStats]) {
     let entries = lock(&b.age.entries);
     let now = now_ms();
     for s in stats.iter_mut() {
-        match entries.get(&s.id) {
+        let empty = s.depth.unwrap_or(0) + s.in_flight.unwrap_or(0) == 0;
+        // A value read while it held messages says nothing once it is empty.
+        let cached = entries.get(&s.id).filter(|_| !empty);
+        match cached {
+            None if !chosen.contains(&s.id) => {
+                s.age_note = Some(skipped_note(b, s));
+            }
             None => {
                 s.age_note = Some("CloudWatch age not read yet".to_string());
             }
@@ -128,6 +138,41 @@ pub(crate) async fn fill(b: &SqsBackend, stats: &mut [QueueStats]) {
             }
         }
     }
+}
+
+/// The queues whose age is worth a billed metric: only those holding messages (an empty
+/// queue has no oldest message); of those every DLQ and the `age_worst_n` fullest others.
+fn worth_reading(b: &SqsBackend, stats: &[QueueStats]) -> HashSet<QueueId> {
+    let n = b.settings.age_worst_n.unwrap_or(DEFAULT_WORST_N);
+    let meta = lock(&b.meta);
+    let mut chosen = HashSet::new();
+    let mut ordinary: Vec<(u64, &QueueId)> = Vec::new();
+    for s in stats {
+        let held = s.depth.unwrap_or(0) + s.in_flight.unwrap_or(0);
+        if held == 0 {
+            continue;
+        }
+        let is_dlq = meta.get(&s.id).is_some_and(|m| !m.sources.is_empty());
+        if is_dlq || n == 0 {
+            chosen.insert(s.id.clone());
+        } else {
+            ordinary.push((held, &s.id));
+        }
+    }
+    ordinary.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.as_str().cmp(b.1.as_str())));
+    chosen.extend(ordinary.into_iter().take(n).map(|(_, id)| id.clone()));
+    chosen
+}
+
+fn skipped_note(b: &SqsBackend, s: &QueueStats) -> String {
+    if s.depth.unwrap_or(0) + s.in_flight.unwrap_or(0) == 0 {
+        return "queue empty: no oldest message, CloudWatch not read".to_string();
+    }
+    format!(
+        "CloudWatch age is read for DLQs and the {} fullest queues of a poll (age_worst_n); \
+         not this one yet",
+        b.settings.age_worst_n.unwrap_or(DEFAULT_WORST_N)
+    )
 }
 
 /// One GetMetricData per 500 queues per region.

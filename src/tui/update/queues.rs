@@ -76,7 +76,7 @@ pub fn rebuild_rows(st: &mut State) {
     st.dirty = true;
 }
 
-pub(super) fn visible(st: &State) -> Option<Effect> {
+pub(super) fn visible(st: &mut State) -> Option<Effect> {
     let mut ids: Vec<QueueId> = Vec::new();
     match st.view() {
         View::Queues | View::Help => {
@@ -105,6 +105,8 @@ pub(super) fn visible(st: &State) -> Option<Effect> {
             }
         }
     }
+    // What is on screen keeps its history ring; the store frees the others in time.
+    st.store.set_on_screen(&ids);
     Some(Effect::Visible(ids))
 }
 

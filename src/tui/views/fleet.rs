@@ -92,11 +92,11 @@ pub fn render(f: &mut Frame, st: &State, area: Rect) {
                         .unwrap_or_else(|| "—".into()),
                 ),
                 Cell::from(fmt_count(r.growing.map(|n| n as u64))),
-                Cell::from(
-                    r.calls_per_min
-                        .map(|c| format!("{c:.0}"))
-                        .unwrap_or_else(|| "—".into()),
-                ),
+                Cell::from(match (r.calls_per_min, r.calls_budget) {
+                    (Some(c), Some(max)) => format!("{c:.0}/{max}"),
+                    (Some(c), None) => format!("{c:.0}"),
+                    (None, _) => "—".into(),
+                }),
                 Cell::from(r.usd_per_hour.map(fmt_usd).unwrap_or_default()),
                 Cell::from(styled(clean_short(&state, state_w), style)),
             ];

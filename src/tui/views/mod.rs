@@ -286,7 +286,10 @@ fn right_status(st: &State) -> String {
         None => {}
     }
     if let Some(b) = st.api_rate {
-        parts.push(format!("{:.0} calls/min", b.calls_per_min));
+        parts.push(match st.call_budget {
+            Some(max) => format!("{:.0}/{max} calls/min", b.calls_per_min),
+            None => format!("{:.0} calls/min", b.calls_per_min),
+        });
         if let Some(usd) = b.usd_per_hour {
             parts.push(format!("≈${usd:.4}/h"));
         }

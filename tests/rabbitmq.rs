@@ -98,6 +98,7 @@ async fn backend_named(name: &str, s: RabbitmqSettings) -> Arc<dyn Backend> {
         read_only: false,
         protected: false,
         refresh_secs: None,
+        reason_headers: Vec::new(),
     };
     build(&profile).await.expect("backend builds")
 }

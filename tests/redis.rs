@@ -81,6 +81,7 @@ async fn backend(s: RedisSettings) -> Arc<dyn Backend> {
         read_only: false,
         protected: false,
         refresh_secs: None,
+        reason_headers: Vec::new(),
     };
     build(&p).await.expect("build redis backend")
 }
@@ -976,6 +977,7 @@ async fn url_with_password_in_the_profile_is_refused() {
         read_only: false,
         protected: false,
         refresh_secs: None,
+        reason_headers: Vec::new(),
     };
     let err = build(&p).await.err().expect("refused");
     assert!(matches!(err, BackendError::Invalid(_)));

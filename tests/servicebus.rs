@@ -32,6 +32,7 @@ async fn backend_opts(cs: &str, topics: Option<bool>) -> Result<Arc<dyn Backend>
         read_only: false,
         protected: false,
         refresh_secs: None,
+        reason_headers: Vec::new(),
     })
     .await
 }
@@ -633,6 +634,7 @@ async fn malformed_connection_string_is_a_clear_redacted_error() {
         read_only: false,
         protected: false,
         refresh_secs: None,
+        reason_headers: Vec::new(),
     })
     .await
     .err()

@@ -69,6 +69,7 @@ fn profile(ep: &str, prefix: &str) -> Profile {
         read_only: false,
         protected: false,
         refresh_secs: None,
+        reason_headers: Vec::new(),
     }
 }
 

@@ -179,6 +179,7 @@ mod rabbitmq {
             access: None,
             protected: false,
             refresh_secs: None,
+            reason_headers: Vec::new(),
         };
         let b = qdeck::backend::build(&profile).await.expect("backend");
         let conn = Connection::connect(&url, ConnectionProperties::default())
@@ -328,6 +329,7 @@ mod sqs {
             access: None,
             protected: false,
             refresh_secs: None,
+            reason_headers: Vec::new(),
         };
         qdeck::backend::build(&profile).await.expect("backend")
     }

@@ -25,6 +25,10 @@ pub struct Profile {
     /// Seconds between refreshes of the queues on screen (default from `[ui] refresh_secs`).
     #[serde(default)]
     pub refresh_secs: Option<f64>,
+    /// Header names holding error text on this profile's brokers (e.g. `x-error`), read by
+    /// the failure signature before `[triage] reason_headers` and the built-in ones.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reason_headers: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -163,6 +167,7 @@ impl Profile {
             read_only: false,
             protected: false,
             refresh_secs: None,
+            reason_headers: Vec::new(),
         }
     }
 

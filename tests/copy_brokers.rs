@@ -238,6 +238,8 @@ async fn rabbitmq_to_sqs_copy_keeps_bodies_and_headers_and_names_the_rest() {
     );
     let carried = names_in_report(&r, true);
     assert!(carried.contains(&"x-qdeck-message-id".to_string()), "{r}");
+    // The default exchange's empty name cannot be an SQS attribute: listed as dropped.
+    assert_eq!(names_in_report(&r, false), vec!["exchange"], "{r}");
     let mut got = drain_sqs(&sqs, &url, 3).await;
     got.sort();
     assert_eq!(got.len(), 3);

@@ -62,8 +62,12 @@ pub fn map_message(
 ) -> OutgoingMessage {
     let rec = Record::from_message(m, from, "");
     let (mut out, _) = rec.to_outgoing();
-    let mut user = std::mem::take(&mut out.headers);
-    let mut carried = Vec::new();
+    // (name in the report, name sent, value, why it was renamed): user headers first, since
+    // they are what consumers read and what SQS's attribute cap should keep.
+    let mut all: Vec<Entry> = std::mem::take(&mut out.headers)
+        .into_iter()
+        .map(|(k, v)| (k.clone(), k, v, None))
+        .collect();
     for (k, v) in &m.headers {
         if sendable(Some(from), k).is_some() {
             continue;
@@ -75,8 +79,7 @@ pub fn map_message(
             continue;
         }
         let name = format!("{CARRIED_PREFIX}{k}");
-        ledger.note(k, Some(name.clone()), "set by the source broker");
-        carried.push((name, v.clone()));
+        all.push((k.clone(), name, v.clone(), Some("set by the source broker")));
     }
     // What the source recorded about the dead-lettering is the point of copying a DLQ
     // elsewhere to reproduce: kept as data, since no target would set it.
@@ -88,35 +91,36 @@ pub fn map_message(
             ("origin", &origin),
         ] {
             if let Some(v) = v {
-                let name = format!("{CARRIED_PREFIX}dead-letter-{what}");
-                ledger.note(
-                    &format!("(dead-letter {what})"),
-                    Some(name.clone()),
-                    "recorded by the source broker",
-                );
-                carried.push((name, v.clone()));
+                all.push((
+                    format!("(dead-letter {what})"),
+                    format!("{CARRIED_PREFIX}dead-letter-{what}"),
+                    v.clone(),
+                    Some("recorded by the source broker"),
+                ));
             }
         }
     }
     if to == BrokerKind::Sqs {
-        user.retain(|(k, v)| sqs_keeps(k, v, ledger));
-        carried.retain(|(k, v)| sqs_keeps(k, v, ledger));
-        // User headers first: they are what consumers read.
-        user.extend(carried);
-        for (k, _) in user.iter().skip(SQS_MAX_ATTRIBUTES) {
-            ledger.note(k, None, "SQS takes at most 10 message attributes");
+        all.retain(|(label, name, v, _)| sqs_keeps(label, name, v, ledger));
+        for (label, ..) in all.iter().skip(SQS_MAX_ATTRIBUTES) {
+            ledger.note(label, None, "SQS takes at most 10 message attributes");
         }
-        user.truncate(SQS_MAX_ATTRIBUTES);
-    } else {
-        user.extend(carried);
+        all.truncate(SQS_MAX_ATTRIBUTES);
     }
-    out.headers = user;
+    for (label, name, _, why) in &all {
+        if let Some(why) = why {
+            ledger.note(label, Some(name.clone()), why);
+        }
+    }
+    out.headers = all.into_iter().map(|(_, n, v, _)| (n, v)).collect();
     out
 }
 
+type Entry = (String, String, String, Option<&'static str>);
+
 /// Whether SQS accepts this attribute (names of letters, digits, `_ - .`, no leading `AWS.`
 /// or `Amazon.`, up to 256 characters; a value is not empty), else noted as dropped.
-fn sqs_keeps(name: &str, value: &str, ledger: &mut HeaderLedger) -> bool {
+fn sqs_keeps(label: &str, name: &str, value: &str, ledger: &mut HeaderLedger) -> bool {
     let lower = name.to_ascii_lowercase();
     let why = if name.is_empty()
         || name.len() > 256
@@ -135,7 +139,7 @@ fn sqs_keeps(name: &str, value: &str, ledger: &mut HeaderLedger) -> bool {
     } else {
         return true;
     };
-    ledger.note(name, None, why);
+    ledger.note(label, None, why);
     false
 }
 

@@ -99,6 +99,7 @@ async fn backend_named(name: &str, s: RabbitmqSettings) -> Arc<dyn Backend> {
         protected: false,
         refresh_secs: None,
         max_calls_per_minute: None,
+        reason_headers: Vec::new(),
     };
     build(&profile).await.expect("backend builds")
 }

@@ -82,6 +82,7 @@ async fn backend(s: RedisSettings) -> Arc<dyn Backend> {
         protected: false,
         refresh_secs: None,
         max_calls_per_minute: None,
+        reason_headers: Vec::new(),
     };
     build(&p).await.expect("build redis backend")
 }
@@ -978,6 +979,7 @@ async fn url_with_password_in_the_profile_is_refused() {
         protected: false,
         refresh_secs: None,
         max_calls_per_minute: None,
+        reason_headers: Vec::new(),
     };
     let err = build(&p).await.err().expect("refused");
     assert!(matches!(err, BackendError::Invalid(_)));

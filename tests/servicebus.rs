@@ -33,6 +33,7 @@ async fn backend_opts(cs: &str, topics: Option<bool>) -> Result<Arc<dyn Backend>
         protected: false,
         refresh_secs: None,
         max_calls_per_minute: None,
+        reason_headers: Vec::new(),
     })
     .await
 }
@@ -635,6 +636,7 @@ async fn malformed_connection_string_is_a_clear_redacted_error() {
         protected: false,
         refresh_secs: None,
         max_calls_per_minute: None,
+        reason_headers: Vec::new(),
     })
     .await
     .err()

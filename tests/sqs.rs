@@ -70,6 +70,7 @@ fn profile(ep: &str, prefix: &str) -> Profile {
         protected: false,
         refresh_secs: None,
         max_calls_per_minute: None,
+        reason_headers: Vec::new(),
     }
 }
 

@@ -726,3 +726,61 @@ fn messages_that_fail_again_after_a_redrive_are_marked() {
     // Five from this redrive, plus the two the scene stamped by hand.
     assert_eq!(stamped, 7);
 }
+
+/// A profile's `reason_headers` are read first, then `[triage] reason_headers`, then the
+/// built-in error headers.
+#[test]
+fn reason_headers_per_profile_come_before_the_global_ones() {
+    let e = Env::new();
+    let b = e.local();
+    b.create_queue("jobs.dlq", &QueueOptions::default())
+        .unwrap();
+    let both = [
+        ("x-app-error", "db down after 42 tries"),
+        ("x-error", "global 1"),
+        ("x-exception-message", "builtin 1"),
+    ];
+    b.send_batch(
+        "jobs.dlq",
+        &[
+            msg(b"a", &both),
+            msg(b"b", &both[1..]),
+            msg(b"c", &both[2..]),
+        ],
+    )
+    .unwrap();
+    let cfg = e.path("config/qdeck/config.toml");
+    std::fs::create_dir_all(cfg.parent().unwrap()).unwrap();
+    let write = |profile_line: &str| {
+        std::fs::write(
+            &cfg,
+            format!(
+                "[triage]\nreason_headers = [\"x-error\"]\n\
+                 [[profiles]]\nname = \"l\"\nkind = \"local\"\n{profile_line}\n"
+            ),
+        )
+        .unwrap();
+    };
+    write("reason_headers = [\"x-app-error\"]");
+    let mut g = groups(&e.json(&["reasons", "jobs.dlq"]));
+    g.sort();
+    assert_eq!(
+        g,
+        vec![
+            ("builtin <n>".to_string(), 1),
+            ("db down after <n> tries".to_string(), 1),
+            ("global <n>".to_string(), 1),
+        ]
+    );
+    // Without the profile key, the global name wins for the first message too.
+    write("");
+    let mut g = groups(&e.json(&["reasons", "jobs.dlq"]));
+    g.sort();
+    assert_eq!(
+        g,
+        vec![
+            ("builtin <n>".to_string(), 1),
+            ("global <n>".to_string(), 2),
+        ]
+    );
+}

@@ -180,6 +180,7 @@ mod rabbitmq {
             protected: false,
             refresh_secs: None,
             max_calls_per_minute: None,
+            reason_headers: Vec::new(),
         };
         let b = qdeck::backend::build(&profile).await.expect("backend");
         let conn = Connection::connect(&url, ConnectionProperties::default())
@@ -330,6 +331,7 @@ mod sqs {
             protected: false,
             refresh_secs: None,
             max_calls_per_minute: None,
+            reason_headers: Vec::new(),
         };
         qdeck::backend::build(&profile).await.expect("backend")
     }

@@ -134,8 +134,8 @@ pub trait Backend: Send + Sync {
 
     /// Delete these messages (ids from a browse) and no others. RabbitMQ and SQS do it by
     /// receive → match → delete, which sets every other message's redelivered flag or raises
-    /// its receive count (and refuse where that could dead-letter one); Service Bus over REST
-    /// and Redis do not implement it, and say so here.
+    /// its receive count (and refuse where that could dead-letter one); Service Bus does it by
+    /// peek-lock → complete / unlock on dead-letter queues only; Redis does not implement it.
     async fn delete_ids(
         &self,
         _queue: &QueueId,
@@ -143,7 +143,7 @@ pub trait Backend: Send + Sync {
         _progress: &OpProgress,
     ) -> Result<DeleteReport> {
         Err(BackendError::Unsupported(format!(
-            "deleting chosen messages is implemented for the local broker, RabbitMQ and SQS, not {}",
+            "deleting chosen messages is implemented for the local broker, RabbitMQ, SQS and Service Bus, not {}",
             self.kind()
         )))
     }

@@ -206,6 +206,13 @@ pub enum Command {
         #[arg(long, short = 'y')]
         yes: bool,
     },
+    /// Copy messages to another queue, on this profile or on --to-profile (e.g. a Service Bus
+    /// DLQ into the local broker). The source is browsed, nothing is removed. Headers the
+    /// source broker set arrive as x-qdeck-NAME; renamed and dropped headers are listed.
+    Copy(TransferArgs),
+    /// Move messages to another queue, on this profile or on --to-profile: copy, then delete
+    /// each original once the target confirmed its copy (needs access = "full" on the source).
+    Move(TransferArgs),
     /// Delete every message in a queue, or with --where only the matching ones.
     Purge {
         queue: String,
@@ -260,6 +267,35 @@ pub enum Command {
     },
     /// Shell completions.
     Completions { shell: clap_complete::Shell },
+}
+
+/// `copy` and `move`: source (QUEUE on --profile), target, selection and pace.
+#[derive(Debug, Args, Clone)]
+pub struct TransferArgs {
+    pub queue: String,
+    /// Target queue (must exist).
+    #[arg(long)]
+    pub to: String,
+    /// Profile of the target queue (default: the source profile).
+    #[arg(long)]
+    pub to_profile: Option<String>,
+    /// Only messages matching this predicate (README "Predicates").
+    #[arg(long = "where", value_name = "PRED")]
+    pub filter: Option<String>,
+    /// At most this many messages.
+    #[arg(short = 'n', long = "count")]
+    pub count: Option<u64>,
+    /// At most this many messages per second.
+    #[arg(long)]
+    pub rate: Option<f64>,
+    /// Say how many would go and how headers map; change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Do not ask for confirmation.
+    #[arg(long, short = 'y')]
+    pub yes: bool,
+    #[command(flatten)]
+    pub scan: ScanArgs,
 }
 
 /// Bounds of the scan behind `reasons`, `export` and `--where`.

@@ -1,6 +1,6 @@
 //! `qdeck purge QUEUE --where PRED`: scan, match, then delete exactly the matching messages
-//! (local broker, RabbitMQ, SQS; other brokers declare it unsupported before anything is
-//! scanned).
+//! (local broker, RabbitMQ, SQS, Service Bus dead-letter queues; other brokers declare it
+//! unsupported before anything is scanned).
 
 use std::io::IsTerminal;
 
@@ -36,7 +36,7 @@ pub async fn purge_where(
     let info = fetch::find(b, queue).await?;
     if !b.deletes_by_id() {
         return Err(BackendError::Unsupported(format!(
-            "{} has no delete by id: purge --where works on the local broker, RabbitMQ and SQS",
+            "{} has no delete by id: purge --where works on the local broker, RabbitMQ, SQS and Service Bus dead-letter queues",
             b.kind()
         ))
         .into());

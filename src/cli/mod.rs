@@ -4,6 +4,7 @@
 pub mod args;
 mod cmd_check;
 mod cmd_config;
+mod cmd_copy;
 mod cmd_edit;
 mod cmd_export;
 mod cmd_import;
@@ -192,6 +193,8 @@ async fn dispatch(cli: Cli) -> CliResult {
             scan::require_where(&scan)?;
             cmd_mutate::purge(s, &queue, dry_run, yes, f).await
         }
+        Command::Copy(a) => cmd_copy::transfer(s, &a, false, f).await,
+        Command::Move(a) => cmd_copy::transfer(s, &a, true, f).await,
         Command::Check(a) => cmd_check::check(s, &a).await,
         Command::CancelScheduled { queue, id, yes } => {
             cmd_scheduled::cancel(s, &queue, &id, yes, f).await

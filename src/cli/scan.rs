@@ -57,9 +57,7 @@ pub fn require_where(a: &ScanArgs) -> Result<(), CliError> {
 }
 
 pub fn signature_config(s: &Session) -> SignatureConfig {
-    SignatureConfig {
-        extra_headers: s.loaded.config.triage.reason_headers.clone(),
-    }
+    SignatureConfig::for_session(&s.loaded)
 }
 
 pub fn eval_context(s: &Session) -> EvalContext {

@@ -22,8 +22,10 @@ pub enum Mutation {
     /// Write messages to a file (a browse).
     Export,
     Redrive,
-    /// Move or copy messages to another queue.
+    /// Move messages to another queue (or profile): copy, then delete the originals.
     Move,
+    /// Copy messages to another queue (or profile); the originals stay.
+    Copy,
     Send,
     /// `qdeck import`: publishes the messages of an export file.
     Import,
@@ -45,6 +47,7 @@ impl Mutation {
             Mutation::Export => "export",
             Mutation::Redrive => "redrive",
             Mutation::Move => "move",
+            Mutation::Copy => "copy",
             Mutation::Send => "send",
             Mutation::Import => "import",
             Mutation::Edit => "edit",
@@ -63,6 +66,7 @@ impl Mutation {
             Mutation::Browse | Mutation::Export => Access::Browse,
             Mutation::Redrive
             | Mutation::Move
+            | Mutation::Copy
             | Mutation::Send
             | Mutation::Import
             | Mutation::Edit => Access::Redrive,
@@ -93,6 +97,11 @@ impl Gate {
             protected: profile.protected,
             audit,
         }
+    }
+
+    /// The profile this gate guards (audit lines and cross-profile confirmations name it).
+    pub fn profile_name(&self) -> &str {
+        &self.profile
     }
 
     /// The profile's tier after `read_only` and `--read-only` capped it.
@@ -502,6 +511,7 @@ mod tests {
             Mutation::Export,
             Mutation::Redrive,
             Mutation::Move,
+            Mutation::Copy,
             Mutation::Send,
             Mutation::Import,
             Mutation::Edit,

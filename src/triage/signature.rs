@@ -21,6 +21,22 @@ pub struct SignatureConfig {
     pub extra_headers: Vec<String>,
 }
 
+impl SignatureConfig {
+    /// The profile's `reason_headers` first, then `[triage] reason_headers`: a profile knows
+    /// best what its applications write.
+    pub fn for_session(loaded: &crate::config::Loaded) -> SignatureConfig {
+        let mut extra = loaded.profile.reason_headers.clone();
+        for h in &loaded.config.triage.reason_headers {
+            if !extra.contains(h) {
+                extra.push(h.clone());
+            }
+        }
+        SignatureConfig {
+            extra_headers: extra,
+        }
+    }
+}
+
 /// A message's failure signature.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Signature {

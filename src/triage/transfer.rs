@@ -122,7 +122,7 @@ const RABBITMQ_SYSTEM: &[&str] = &[
 ];
 
 /// The header name to send for an exported one, or `None` when the source broker set it.
-fn sendable(broker: Option<BrokerKind>, name: &str) -> Option<String> {
+pub(crate) fn sendable(broker: Option<BrokerKind>, name: &str) -> Option<String> {
     let keep = |n: &str| Some(n.to_string());
     match broker {
         Some(BrokerKind::Local) if name == "state" => None,

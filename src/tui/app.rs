@@ -293,9 +293,7 @@ fn triage_settings(
             max_time: Some(Duration::from_secs_f64(t.scan_secs)),
             ..Default::default()
         },
-        crate::triage::SignatureConfig {
-            extra_headers: t.reason_headers.clone(),
-        },
+        crate::triage::SignatureConfig::for_session(&session.loaded),
     )
 }
 

@@ -31,8 +31,10 @@ pub async fn browse(rest: &Rest, entity: &str, req: &BrowseRequest) -> Result<Pa
     if req.max == 0 {
         return Ok(Page::default());
     }
-    let want = skip.saturating_add(req.max);
-    if want > MAX_DEPTH {
+    // A large page (a scan asks for 1,000) is clamped to what a browse can reach, as the
+    // other backends clamp theirs; only a cursor already past the depth is an error.
+    let want = skip.saturating_add(req.max).min(MAX_DEPTH);
+    if skip >= MAX_DEPTH {
         return Err(BackendError::Invalid(format!(
             "Service Bus REST can only browse the first {MAX_DEPTH} messages (each one up to the page is locked while it is read)"
         )));
@@ -57,11 +59,16 @@ pub async fn browse(rest: &Rest, entity: &str, req: &BrowseRequest) -> Result<Pa
             return Err(e);
         }
     }
-    let full = locked.len() == want;
+    let full = locked.len() == want && want < MAX_DEPTH;
     let mut note = format!(
         "{} message(s) were locked and unlocked to read them: their DeliveryCount went up by one",
         locked.len()
     );
+    if locked.len() == MAX_DEPTH {
+        note.push_str(&format!(
+            "; the REST browse stops at the first {MAX_DEPTH} messages"
+        ));
+    }
     if unlock_failed > 0 {
         note.push_str(&format!(
             "; {unlock_failed} could not be unlocked and stay locked until their lock expires (LockDuration)"

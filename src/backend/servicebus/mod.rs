@@ -18,11 +18,13 @@
 
 mod browse;
 pub mod connstr;
+mod delete;
 mod http;
 pub mod mgmt;
 mod purge;
 mod resubmit;
 pub mod runtime;
+mod stamp;
 
 use std::sync::Arc;
 
@@ -391,6 +393,7 @@ impl Backend for ServiceBus {
                 "Depth is ActiveMessageCount, which includes locked messages: Service Bus does not report in-flight separately".to_string(),
                 "Counts need a key with Manage rights".to_string(),
                 "Custom property names travel as HTTP headers and come back lower-cased".to_string(),
+                delete::COST.to_string(),
             ],
         }
     }
@@ -643,6 +646,32 @@ impl Backend for ServiceBus {
             self.refuse_unreceivable(queue).await?;
         }
         purge::purge(self.rest.clone(), queue.as_str(), progress).await
+    }
+
+    fn deletes_by_id(&self) -> bool {
+        true
+    }
+
+    fn delete_refusal(&self, queue: &QueueInfo) -> Option<String> {
+        dlq_parent(queue.id.as_str())
+            .is_none()
+            .then(|| format!("{}: {}; refused", queue.id, delete::COST))
+    }
+
+    /// Peek-lock → complete the chosen ids, unlock the rest (DeliveryCount +1).
+    async fn delete_ids(
+        &self,
+        queue: &QueueId,
+        ids: &[String],
+        progress: &OpProgress,
+    ) -> Result<DeleteReport> {
+        if dlq_parent(queue.as_str()).is_none() {
+            return Err(BackendError::Refused(format!(
+                "{queue}: {}; refused",
+                delete::COST
+            )));
+        }
+        delete::delete_ids(&self.rest, queue.as_str(), ids, progress).await
     }
 
     fn api_calls(&self) -> &ApiCalls {

@@ -354,6 +354,7 @@ async fn worker(ctx: Arc<Ctx>) {
             }
         }
         let mut copy = Outgoing::copy_of(&msg);
+        super::stamp::stamp_redrive(&mut copy, chrono::Utc::now().timestamp_millis());
         if ctx.new_ids {
             let had = copy
                 .custom

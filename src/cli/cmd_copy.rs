@@ -1,0 +1,282 @@
+//! `qdeck copy|move QUEUE --to TARGET [--to-profile P]`: check both gates and both queues
+//! (an unknown target is exit 4 before anything is browsed), scan the source for the
+//! messages to send, confirm naming both profiles and queues, then copy (and for a move,
+//! delete the confirmed originals) through triage::copy.
+
+use std::io::IsTerminal;
+
+use serde_json::json;
+
+use super::args::{Format, TransferArgs};
+use super::confirm::confirm;
+use super::exit::{CliError, CliResult, FAILED, INTERRUPTED, OK, PARTIAL, USAGE};
+use super::fetch;
+use super::output::{self, name};
+use super::scan;
+use crate::backend::{BackendError, OpProgress};
+use crate::config;
+use crate::domain::{BrokerKind, QueueId};
+use crate::engine::gate::Mutation;
+use crate::engine::session::Session;
+use crate::triage::copy::{self, End};
+use crate::triage::headers::HeaderChange;
+use crate::triage::StopReason;
+
+/// The target's session: the source's own, or another profile of the same config (with
+/// `--read-only` carried over, so it can never be weakened by naming another profile).
+async fn target_session(s: &Session, profile: Option<&str>) -> Result<Session, CliError> {
+    match profile {
+        Some(p) if p != s.profile().name => {
+            let loaded = config::load(&s.loaded.options_for(p))?;
+            Ok(Session::open(loaded).await?)
+        }
+        _ => Ok(s.clone()),
+    }
+}
+
+/// One line per header that did not arrive under its own name.
+fn header_lines(changes: &[HeaderChange]) -> String {
+    let mut out = String::new();
+    for c in changes {
+        let fate = match &c.to {
+            Some(to) => format!("→ {}", name(to)),
+            None => "dropped".to_string(),
+        };
+        out.push_str(&format!(
+            "  header {} {fate} ({} message(s): {})\n",
+            name(&c.name),
+            c.count,
+            c.why
+        ));
+    }
+    out
+}
+
+pub async fn transfer(s: &Session, a: &TransferArgs, moving: bool, f: Format) -> CliResult {
+    let verb = if moving { "move" } else { "copy" };
+    if a.rate.is_some_and(|r| !(r > 0.0 && r.is_finite())) {
+        return Err(CliError::usage(
+            "--rate must be a number of messages per second above 0",
+        ));
+    }
+    if a.count == Some(0) {
+        return Err(CliError::usage("-n must be at least 1"));
+    }
+    let pred = a.filter.as_deref().map(scan::predicate).transpose()?;
+    let mut limits = scan::limits(s, &a.scan, pred.is_some())?;
+    if pred.is_none() {
+        limits.max_messages = match (limits.max_messages, a.count) {
+            (Some(l), Some(n)) => Some(l.min(n)),
+            (l, n) => l.or(n),
+        };
+    }
+    let t = target_session(s, a.to_profile.as_deref()).await?;
+    let (src_q, dst_q) = (QueueId::new(&a.queue), QueueId::new(&a.to));
+    let from = End {
+        gate: &s.gate,
+        queue: &src_q,
+    };
+    let to = End {
+        gate: &t.gate,
+        queue: &dst_q,
+    };
+    if from.label() == to.label() {
+        return Err(CliError::usage(format!(
+            "{verb}: source and target are the same queue ({})",
+            name(&from.label())
+        )));
+    }
+    // A dry run reads bodies and changes nothing: `browse` on the source is all it needs.
+    if a.dry_run {
+        s.gate.require(Mutation::Browse, &src_q)?;
+    } else {
+        copy::require(from, to, moving)?;
+    }
+    // Unknown target (or source): exit 4 before a single message is browsed.
+    let dst_info = fetch::find(t.backend.as_ref(), &a.to).await?;
+    let src_info = fetch::find(s.backend.as_ref(), &a.queue).await?;
+    let from = End {
+        gate: &s.gate,
+        queue: &src_info.id,
+    };
+    let to = End {
+        gate: &t.gate,
+        queue: &dst_info.id,
+    };
+    let sb = s.backend.as_ref();
+    if moving {
+        if !sb.deletes_by_id() {
+            return Err(BackendError::Unsupported(format!(
+                "{} cannot delete chosen messages, so move cannot remove the originals; use copy",
+                sb.kind()
+            ))
+            .into());
+        }
+        if let Some(why) = sb.delete_refusal(&src_info) {
+            return Err(BackendError::Refused(why).into());
+        }
+    }
+    let ctx = scan::eval_context(s);
+    let (msgs, summary) = scan::with_progress("scan", |p| {
+        let (pred, limits, ctx) = (pred.as_ref(), &limits, &ctx);
+        async move { copy::collect(from, pred, limits, ctx, a.count, &p).await }
+    })
+    .await?;
+    scan::print_effect(&summary);
+    if summary.stopped == StopReason::Cancelled {
+        return Err(CliError::new(
+            INTERRUPTED,
+            "scan cancelled; nothing was changed",
+        ));
+    }
+    if t.backend.kind() == BrokerKind::Sqs {
+        if let Some(m) = msgs.iter().find(|m| std::str::from_utf8(&m.body).is_err()) {
+            return Err(CliError::new(
+                USAGE,
+                format!(
+                    "message {} has a binary body and SQS bodies are text; nothing was sent",
+                    name(&m.id)
+                ),
+            ));
+        }
+    }
+    let headers = copy::preview_headers(from, to, &msgs);
+    let scope = match &pred {
+        Some(p) => format!(
+            "{} match {:?}; {}",
+            msgs.len(),
+            p.source(),
+            summary.sample_note("checked")
+        ),
+        None => format!("{} message(s); {}", msgs.len(), summary.sample_note("read")),
+    };
+    let plan = format!(
+        "{verb} {} message(s) from {} ({}) to {} ({})",
+        msgs.len(),
+        name(&from.label()),
+        sb.kind(),
+        name(&to.label()),
+        t.backend.kind()
+    );
+    if a.dry_run || msgs.is_empty() {
+        if f == Format::Json {
+            output::print_json(&json!({
+                "dry_run": a.dry_run,
+                "action": verb,
+                "from": from.label(),
+                "to": to.label(),
+                "count": msgs.len(),
+                "predicate": pred.as_ref().map(|p| p.source()),
+                "scanned": summary.scanned,
+                "complete": summary.complete(),
+                "headers": headers,
+            }))
+            .ok();
+        } else if msgs.is_empty() {
+            output::print(&format!("{}; nothing to {verb}\n", name(&scope)));
+        } else {
+            output::print(&format!(
+                "dry run: {}\nwould {plan}; nothing changed\n{}",
+                name(&scope),
+                header_lines(&headers)
+            ));
+        }
+        return Ok(OK);
+    }
+    if !a.yes {
+        let cost = if moving {
+            // What deleting chosen messages does to the others, as the broker declares it.
+            let effect = sb
+                .capabilities_for(&src_info)
+                .notes
+                .into_iter()
+                .find(|n| n.starts_with("deleting chosen messages"))
+                .map(|n| format!(" Note: {n}."))
+                .unwrap_or_default();
+            format!(
+                "\nEach original is deleted after the target confirmed its copy.{}",
+                name(&effect)
+            )
+        } else {
+            String::new()
+        };
+        let question = format!(
+            "{}.\nAbout to {plan}.{cost}\n{}",
+            name(&scope),
+            header_lines(&headers)
+        );
+        // Typed confirmation when the profile that loses or gains messages is protected.
+        let typed = if moving && s.gate.protected() {
+            Some(src_info.id.as_str())
+        } else if t.gate.protected() {
+            Some(dst_info.id.as_str())
+        } else {
+            None
+        };
+        let (gate, q) = if moving {
+            (&s.gate, &src_info.id)
+        } else {
+            (&t.gate, &dst_info.id)
+        };
+        if let Err(e) = confirm(question.trim_end(), typed.unwrap_or(""), typed.is_some()) {
+            let m = if moving {
+                Mutation::Move
+            } else {
+                Mutation::Copy
+            };
+            gate.refuse(m, q, &e.message);
+            return Err(e);
+        }
+    }
+    let note = json!({
+        "predicate": pred.as_ref().map(|p| p.source()),
+        "scanned": summary.scanned,
+        "complete": summary.complete(),
+    });
+    let (progress, rx) = OpProgress::new();
+    let ticker = super::cmd_mutate::spawn_progress(verb, rx);
+    let cancel = progress.clone();
+    let ctrl_c = tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            eprintln!("\nqdeck: stopping after the current message…");
+            cancel.cancel();
+        }
+    });
+    let r = copy::transfer(from, to, msgs, moving, a.rate, note, &progress).await;
+    ctrl_c.abort();
+    ticker.abort();
+    if std::io::stderr().is_terminal() {
+        eprint!("\r\x1b[2K");
+    }
+    let r = r?;
+    if f == Format::Json {
+        output::print_json(&r).ok();
+    } else {
+        let deleted = if moving {
+            format!(
+                ", originals deleted {}, already gone {}, leased (left, now twice) {}",
+                r.deleted, r.missing, r.leased
+            )
+        } else {
+            String::new()
+        };
+        output::print(&format!(
+            "{verb}: sent {}, failed {}{deleted}{}\n{}",
+            r.sent,
+            r.failed,
+            if r.cancelled { ", cancelled" } else { "" },
+            header_lines(&r.headers)
+        ));
+    }
+    if let Some(e) = &r.error {
+        let code = if r.sent > 0 { PARTIAL } else { FAILED };
+        return Err(CliError::new(code, name(e)));
+    }
+    Ok(if r.cancelled {
+        INTERRUPTED
+    } else if r.leased > 0 {
+        PARTIAL
+    } else {
+        OK
+    })
+}

@@ -1,0 +1,241 @@
+//! Copy or move messages to another queue, on the same profile or another one (`qdeck copy`,
+//! `qdeck move`). The source is browsed (never consumed) to pick the messages; each copy is
+//! sent to the target and, for a move, only the originals whose copy the target confirmed are
+//! deleted afterwards, through the source broker's `delete_ids`. A crash in between leaves a
+//! duplicate, never a loss. Both profiles' gates are checked before anything is read or sent,
+//! and both get an audit line.
+
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use serde_json::json;
+
+use super::headers::{map_message, HeaderChange, HeaderLedger};
+use super::predicate::{EvalContext, Predicate};
+use super::scan::{scan, ScanLimits, ScanSummary};
+use crate::backend::{BackendError, OpProgress};
+use crate::domain::{Message, QueueId};
+use crate::engine::gate::{Gate, Mutation};
+
+/// One side of a transfer: a profile's gate and a queue on it.
+#[derive(Clone, Copy)]
+pub struct End<'a> {
+    pub gate: &'a Gate,
+    pub queue: &'a QueueId,
+}
+
+impl End<'_> {
+    /// `profile/queue`, as confirmations and audit lines name it.
+    pub fn label(&self) -> String {
+        format!("{}/{}", self.gate.profile_name(), self.queue)
+    }
+}
+
+/// Check every tier a transfer needs, before anything is read: `browse` on the source (it
+/// reads bodies), `redrive` on the target (it adds messages), and for a move `full` on the
+/// source (it deletes). Refusals are audited on the profile that refused.
+pub fn require(from: End<'_>, to: End<'_>, moving: bool) -> Result<(), BackendError> {
+    from.gate.require(Mutation::Browse, from.queue)?;
+    let on_target = if moving {
+        Mutation::Move
+    } else {
+        Mutation::Copy
+    };
+    to.gate.require(on_target, to.queue)?;
+    if moving {
+        from.gate.require(Mutation::Delete, from.queue)?;
+    }
+    Ok(())
+}
+
+/// The messages of a bounded scan that match `pred` (all when `None`), at most `max`.
+/// Bodies are held in memory: the scan bounds are what bound it.
+pub async fn collect(
+    from: End<'_>,
+    pred: Option<&Predicate>,
+    limits: &ScanLimits,
+    ctx: &EvalContext,
+    max: Option<u64>,
+    progress: &OpProgress,
+) -> Result<(Vec<Message>, ScanSummary), BackendError> {
+    let mut picked = Vec::new();
+    let full = |n: usize| max.is_some_and(|m| n as u64 >= m);
+    let b = from.gate.backend().as_ref();
+    let summary = scan(b, from.queue, limits, progress, |page| {
+        for m in page {
+            if full(picked.len()) {
+                return false;
+            }
+            if pred.is_none_or(|p| p.matches(m, ctx)) {
+                picked.push(m.clone());
+            }
+        }
+        !full(picked.len())
+    })
+    .await?;
+    Ok((picked, summary))
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct TransferReport {
+    pub action: &'static str,
+    pub from: String,
+    pub to: String,
+    pub selected: u64,
+    /// Copies the target confirmed.
+    pub sent: u64,
+    pub failed: u64,
+    /// Originals deleted after their copy was confirmed (move only).
+    pub deleted: u64,
+    /// Originals already gone when the delete pass looked for them.
+    pub missing: u64,
+    /// Originals a worker held a lease on: left in place, so they now exist twice.
+    pub leased: u64,
+    pub cancelled: bool,
+    /// Headers that did not arrive under their own name: renamed to `x-qdeck-*` or dropped.
+    pub headers: Vec<HeaderChange>,
+    pub error: Option<String>,
+}
+
+impl TransferReport {
+    /// "ok", "partial", "cancelled" or "error", as the audit log spells results.
+    pub fn result(&self) -> &'static str {
+        if self.failed > 0 && self.sent > 0 || self.leased > 0 {
+            "partial"
+        } else if self.failed > 0 {
+            "error"
+        } else if self.cancelled {
+            "cancelled"
+        } else {
+            "ok"
+        }
+    }
+}
+
+/// What the copies will look like: every header rename and drop over `msgs`, without sending.
+pub fn preview_headers(from: End<'_>, to: End<'_>, msgs: &[Message]) -> Vec<HeaderChange> {
+    let (fk, tk) = (from.gate.backend().kind(), to.gate.backend().kind());
+    let mut ledger = HeaderLedger::default();
+    for m in msgs {
+        map_message(m, fk, tk, &mut ledger);
+    }
+    ledger.changes()
+}
+
+/// Send a copy of each message to `to` (rate limited, cancellable), then for a move delete
+/// the originals whose copy was confirmed. The first failed send stops the sending; the
+/// originals already copied are still deleted, so nothing stays twice because of the stop.
+/// `note` (predicate, scan counts) joins both audit lines.
+#[allow(clippy::too_many_arguments)]
+pub async fn transfer(
+    from: End<'_>,
+    to: End<'_>,
+    msgs: Vec<Message>,
+    moving: bool,
+    rate: Option<f64>,
+    note: serde_json::Value,
+    progress: &OpProgress,
+) -> Result<TransferReport, BackendError> {
+    require(from, to, moving)?;
+    let (fk, tk) = (from.gate.backend().kind(), to.gate.backend().kind());
+    let mut report = TransferReport {
+        action: if moving { "move" } else { "copy" },
+        from: from.label(),
+        to: to.label(),
+        selected: msgs.len() as u64,
+        ..Default::default()
+    };
+    let mut ledger = HeaderLedger::default();
+    let mut copied = Vec::new();
+    progress.set_total(Some(msgs.len() as u64));
+    progress.phase("copying");
+    let started = Instant::now();
+    for (i, m) in msgs.iter().enumerate() {
+        if progress.cancelled() {
+            report.cancelled = true;
+            break;
+        }
+        if let Some(r) = rate.filter(|r| *r > 0.0 && r.is_finite()) {
+            let due = started + Duration::from_secs_f64(i as f64 / r);
+            tokio::time::sleep_until(due.into()).await;
+        }
+        let out = map_message(m, fk, tk, &mut ledger);
+        match to.gate.backend().send(to.queue, out).await {
+            Ok(_) => {
+                report.sent += 1;
+                progress.add_done(1);
+                copied.push(m.id.clone());
+            }
+            Err(e) => {
+                report.failed += 1;
+                progress.add_failed(1);
+                report.error = Some(format!("message {}: {e}", m.id));
+                break;
+            }
+        }
+    }
+    report.headers = ledger.changes();
+    let mut delete_error = None;
+    if moving && !copied.is_empty() {
+        progress.phase("deleting originals");
+        // Not the run's progress: a cancel must not stop the deletion of originals whose
+        // copy already exists, or they would stay twice.
+        match from
+            .gate
+            .backend()
+            .delete_ids(from.queue, &copied, &OpProgress::detached())
+            .await
+        {
+            Ok(d) => {
+                report.deleted = d.deleted;
+                report.missing = d.missing;
+                report.leased = d.leased;
+            }
+            Err(e) => delete_error = Some(e),
+        }
+    }
+    let mut counts = json!({
+        "selected": report.selected,
+        "sent": report.sent,
+        "failed": report.failed,
+        "headers_renamed": report.headers.iter().filter(|h| h.to.is_some()).count(),
+        "headers_dropped": report.headers.iter().filter(|h| h.to.is_none()).count(),
+    });
+    if moving {
+        counts["deleted"] = json!(report.deleted);
+        counts["missing"] = json!(report.missing);
+        counts["leased"] = json!(report.leased);
+    }
+    if let (serde_json::Value::Object(n), Some(c)) = (&note, counts.as_object_mut()) {
+        c.extend(n.clone());
+    }
+    let (result, error) = match &delete_error {
+        Some(e) => ("partial", Some(format!("deleting the originals: {e}"))),
+        None => (report.result(), report.error.clone()),
+    };
+    let m = if moving {
+        Mutation::Move
+    } else {
+        Mutation::Copy
+    };
+    let mut from_counts = counts.clone();
+    from_counts["direction"] = json!("out");
+    from.gate.record(
+        m,
+        from.queue,
+        Some(to.label()),
+        from_counts,
+        result,
+        error.clone(),
+    );
+    counts["direction"] = json!("in");
+    counts["source"] = json!(from.label());
+    to.gate.record(m, to.queue, None, counts, result, error);
+    if let Some(e) = delete_error {
+        report.error = Some(format!(
+            "{} copied, but deleting the originals failed (they now exist twice): {e}",
+            report.sent
+        ));
+    }
+    Ok(report)
+}

@@ -98,20 +98,23 @@ fn init_logging() -> Option<tracing_appender::non_blocking::WorkerGuard> {
 }
 
 /// Runs until the user quits; returns the summary of the operation the user quit after.
-/// `fleet` opens on the fleet view (`qdeck --fleet`).
+/// `fleet` opens on the fleet view (`qdeck --fleet`, `qdeck -p a,b`) over those profiles
+/// (empty: every configured one).
 pub async fn run(
     session: Session,
     demo: Option<DemoHandle>,
-    fleet: bool,
+    fleet: Option<Vec<String>>,
 ) -> anyhow::Result<Option<OpSummary>> {
     let _log = init_logging();
-    let st = initial_state(&session, demo.as_ref().map(|d| d.workers()));
+    let mut st = initial_state(&session, demo.as_ref().map(|d| d.workers()));
+    let start_fleet = fleet.is_some();
+    st.fleet_profiles = fleet.unwrap_or_default();
     let mut terminal = ratatui::try_init()?;
     let _guard = RestoreGuard;
     if let Ok(sz) = terminal.size() {
         tracing::info!("console started at {}x{}", sz.width, sz.height);
     }
-    let r = event_loop(&mut terminal, st, session, demo, fleet).await;
+    let r = event_loop(&mut terminal, st, session, demo, start_fleet).await;
     if let Err(e) = &r {
         tracing::error!("console stopped: {e}");
     }
@@ -621,11 +624,8 @@ impl Exec {
                 });
             }
             Effect::StartFleet => {
-                let cfg = &self.session.loaded.config;
-                let mut names: Vec<String> = cfg.profiles.iter().map(|p| p.name.clone()).collect();
-                if names.is_empty() {
-                    names.push("local".to_string());
-                }
+                let names =
+                    fleet::profiles_to_poll(&self.session.loaded.config, &st.fleet_profiles);
                 if self.fleet.is_none() {
                     let loaded = self.session.loaded.clone();
                     self.fleet = Some(fleet::spawn(
@@ -669,6 +669,7 @@ impl Exec {
         st.size = old.size;
         // With the fleet view open, the new profile's queue table sits on it (Esc returns).
         st.fleet = old.fleet.clone();
+        st.fleet_profiles = old.fleet_profiles.clone();
         if st.fleet.is_some() {
             st.stack = vec![View::Fleet, View::Queues];
         }

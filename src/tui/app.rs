@@ -12,6 +12,7 @@ use ratatui::backend::Backend as TermBackend;
 use ratatui::Terminal;
 use tokio::sync::mpsc;
 
+use super::frame_stats::FrameStats;
 use super::keymap::KeyMap;
 use super::state::{FleetState, Level, OpSummary, State, View};
 use super::theme::Theme;
@@ -193,11 +194,14 @@ where
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     let mut last_draw: Option<Instant> = None;
+    let mut frames = FrameStats::default();
     loop {
         if st.dirty {
             let due = last_draw.is_none_or(|t| t.elapsed() >= FRAME);
             if due {
+                let t = Instant::now();
                 terminal.draw(|f| views::render(f, &st))?;
+                frames.drawn(t.elapsed(), st.size);
                 st.dirty = false;
                 last_draw = Some(Instant::now());
             }
@@ -215,7 +219,12 @@ where
                 None => break,
             },
             Some(a) = rx.recv() => a,
-            Some(p) = prx.recv() => Action::Poll(p),
+            Some(p) = prx.recv() => {
+                if let PollEvent::Queues(q) = &p {
+                    frames.list_arrived(Instant::now(), q.len());
+                }
+                Action::Poll(p)
+            }
             Some(r) = fleet_rx.recv() => Action::Fleet(r),
             Some(r) = switch_rx.recv() => {
                 match r {
@@ -240,6 +249,9 @@ where
         // Coalesce whatever else is ready into this frame.
         let mut batch = vec![first];
         while let Ok(p) = prx.try_recv() {
+            if let PollEvent::Queues(q) = &p {
+                frames.list_arrived(Instant::now(), q.len());
+            }
             batch.push(Action::Poll(p));
         }
         while let Ok(a) = rx.try_recv() {
@@ -276,6 +288,7 @@ where
             break;
         }
     }
+    frames.flush();
     ex.poller.stop();
     if let Some(op) = &ex.op {
         op.cancel();

@@ -2,6 +2,7 @@
 //! and themes. Broker text goes through `crate::sanitize`.
 
 pub mod app;
+pub mod frame_stats;
 pub mod keymap;
 pub mod state;
 pub mod theme;

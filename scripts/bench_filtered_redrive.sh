@@ -6,6 +6,8 @@
 #   path) in the same go. Rate = messages moved / wall time, process start to exit.
 #   Target: filtered rate >= 0.5x the full rate; nothing lost (every message is in its DLQ or
 #   its target); exactly the matching ones moved, the non-matching left in the DLQ.
+# Known limit: the RabbitMQ scan behind --where browses (basic.get + requeue) and refuses past
+# 5,000 messages, so the default 50,000 stops there with exit 5; QDECK_BENCH_MESSAGES=5000 runs.
 # Everything lives in a vhost of its own (qdeck-bench-fr-PID), deleted at exit.
 #
 # Env: QDECK_BIN (default target/release/qdeck, built when missing),

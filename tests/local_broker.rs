@@ -1354,3 +1354,46 @@ async fn a_database_in_a_read_only_directory_is_still_readable() {
         "writes are refused: {write:?}"
     );
 }
+
+/// A few queues asked for by name among many get the same figures as a full scan gives them
+/// (depth, DLQ depth, age of oldest), and a name that does not exist is an error, not a row.
+#[tokio::test]
+async fn stats_by_name_match_the_full_scan() {
+    let (_d, b) = broker();
+    for i in 0..50 {
+        queue(&b, &format!("other-{i:02}"));
+    }
+    queue_with(
+        &b,
+        "jobs",
+        QueueOptions {
+            dlq: Some("jobs-dlq".into()),
+            ..Default::default()
+        },
+    );
+    for i in 0..3 {
+        b.send_sync("jobs", &msg(&format!("j{i}"))).unwrap();
+    }
+    b.send_sync("jobs-dlq", &msg("dead")).unwrap();
+    b.send_sync("other-07", &msg("x")).unwrap();
+    let h = LocalHandle(b.clone());
+    let all = h.stats(&[]).await.unwrap();
+    let asked = h
+        .stats(&[QueueId::new("jobs"), QueueId::new("nope")])
+        .await
+        .unwrap();
+    assert_eq!(asked.stats.len(), 1, "{asked:?}");
+    assert_eq!(asked.errors.len(), 1);
+    assert_eq!(asked.errors[0].0, QueueId::new("nope"));
+    let one = &asked.stats[0];
+    let full = all.stats.iter().find(|s| s.id.as_str() == "jobs").unwrap();
+    assert_eq!(
+        (one.depth, one.dlq_depth, one.enqueued_total),
+        (Some(3), Some(1), Some(3))
+    );
+    assert_eq!(
+        (one.depth, one.dlq_depth, one.enqueued_total),
+        (full.depth, full.dlq_depth, full.enqueued_total)
+    );
+    assert!(one.oldest_age_secs.is_some());
+}

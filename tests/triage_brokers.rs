@@ -297,6 +297,66 @@ mod rabbitmq {
                 .ok();
         }
     }
+
+    /// The CLI caps a filtered redrive at the selected count (`max` = ids); the matching
+    /// messages sit behind non-matching ones, and every one of them still moves.
+    #[tokio::test]
+    #[ignore = "needs QDECK_TEST_AMQP_URL and QDECK_TEST_RABBITMQ_MGMT"]
+    async fn rabbitmq_filtered_redrive_capped_at_the_selection_reaches_the_queue_end() {
+        let (b, ch, _conn) = setup().await;
+        let (dlq, to) = (uniq("capdlq"), uniq("capto"));
+        declare(&ch, &dlq, None).await;
+        declare(&ch, &to, None).await;
+        for i in 0..10 {
+            let tenant = if i % 5 == 4 { "acme" } else { "other" };
+            b.send(
+                &QueueId::new(&dlq),
+                out(format!("m{i}").as_bytes(), &[("x-tenant", tenant)]),
+            )
+            .await
+            .unwrap();
+        }
+        wait_count(b.as_ref(), &dlq, 10).await;
+        let pred = Predicate::parse(r#"header.x-tenant = "acme""#).unwrap();
+        let ctx = EvalContext::now(SignatureConfig::default());
+        let sel = triage::select(
+            b.as_ref(),
+            &QueueId::new(&dlq),
+            &pred,
+            &limits(),
+            &ctx,
+            &OpProgress::detached(),
+        )
+        .await
+        .expect("select");
+        assert_eq!(sel.ids.len(), 2);
+        let req = RedriveRequest {
+            source: QueueId::new(&dlq),
+            target: RedriveTarget::Queue(QueueId::new(&to)),
+            max: Some(2),
+            rate: None,
+            only_ids: Some(sel.ids.clone()),
+            window: None,
+        };
+        let r = b
+            .redrive(&req, &OpProgress::detached())
+            .await
+            .expect("redrive");
+        assert_eq!((r.moved, r.failed), (2, 0), "{r:?}");
+        wait_count(b.as_ref(), &to, 2).await;
+        wait_count(b.as_ref(), &dlq, 8).await;
+        let moved: Vec<Vec<u8>> = scan_all(b.as_ref(), &to)
+            .await
+            .into_iter()
+            .map(|m| m.body)
+            .collect();
+        assert_eq!(moved, vec![b"m4".to_vec(), b"m9".to_vec()]);
+        for q in [&dlq, &to] {
+            ch.queue_delete(q.as_str().into(), QueueDeleteOptions::default())
+                .await
+                .ok();
+        }
+    }
 }
 
 #[cfg(feature = "sqs")]

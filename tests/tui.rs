@@ -2504,3 +2504,221 @@ fn status_line_shows_the_refresh_budget() {
         "no price where calls are not billed"
     );
 }
+
+/// Leaving the on-fire view for the queue table (`:queues`) reads `fleet › queues`; a queue
+/// opened from the on-fire view reads `fleet › on fire › QUEUE`, and help over the fleet
+/// `fleet › help`.
+#[test]
+fn header_breadcrumb_follows_the_fleet_and_on_fire_views() {
+    let header = |st: &State| {
+        text(&draw(st, 120, 35))
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .to_string()
+    };
+    let mut st = fire_state();
+    assert!(header(&st).contains("fleet › on fire"), "{}", header(&st));
+    for c in ":queues".chars() {
+        update(&mut st, key(c));
+    }
+    update(&mut st, code(KeyCode::Enter));
+    assert_eq!(st.stack, vec![View::Fleet, View::Queues]);
+    let h = header(&st);
+    assert!(
+        h.contains("fleet › queues") && !h.contains("on fire"),
+        "{h}"
+    );
+    // Into a queue of this profile from the on-fire view, and back.
+    let mut st = fire_state();
+    update(&mut st, code(KeyCode::Enter));
+    assert_eq!(st.view(), View::Detail);
+    let h = header(&st);
+    assert!(h.contains("fleet › on fire › orders-dlq"), "{h}");
+    update(&mut st, code(KeyCode::Esc));
+    update(&mut st, code(KeyCode::Esc));
+    assert_eq!(st.view(), View::Fleet);
+    let h = header(&st);
+    assert!(h.contains("fleet") && !h.contains("on fire"), "{h}");
+    update(&mut st, key('?'));
+    let h = header(&st);
+    assert!(h.contains("fleet › help") && !h.contains("queues"), "{h}");
+    // `:filter` from the on-fire view lands on the filtered queue table over the fleet.
+    let mut st = fire_state();
+    for c in ":filter ord".chars() {
+        update(&mut st, key(c));
+    }
+    update(&mut st, code(KeyCode::Enter));
+    assert_eq!(st.stack, vec![View::Fleet, View::Queues]);
+    assert!(
+        header(&st).contains("fleet › queues /ord"),
+        "{}",
+        header(&st)
+    );
+}
+
+/// A queue whose oldest message is old and that nobody consumes ranks on the fleet's first
+/// poll of the real local broker: no second sample is needed for age or "no consumer".
+#[tokio::test(flavor = "multi_thread")]
+async fn fire_ranks_an_old_idle_queue_on_the_first_poll() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("fire.db");
+    {
+        let h = LocalHandle::open(&db).unwrap();
+        for q in ["stale", "fresh", "empty"] {
+            h.0.create_queue(q, &QueueOptions::default()).unwrap();
+        }
+        for q in ["stale", "fresh"] {
+            h.0.send_sync(
+                q,
+                &OutgoingMessage {
+                    body: b"m".to_vec(),
+                    ..Default::default()
+                },
+            )
+            .unwrap();
+        }
+    }
+    // Fifteen minutes old, as if it had waited that long.
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute(
+        "UPDATE messages SET enqueued_ms = enqueued_ms - 900000 WHERE queue = 'stale'",
+        [],
+    )
+    .unwrap();
+    drop(conn);
+    let cfg = dir.path().join("config.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "[fire]\nmax_age_secs = 300\n[[profiles]]\nname = \"here\"\nkind = \"local\"\npath = {:?}\nrefresh_secs = 30\n",
+            db.display().to_string()
+        ),
+    )
+    .unwrap();
+    let (tx, mut rx) = tokio::sync::mpsc::channel(8);
+    let _fleet = qdeck::engine::fleet::spawn(
+        |n| qdeck::config::LoadOptions {
+            file: Some(cfg.clone()),
+            profile: Some(n.to_string()),
+            read_only: false,
+        },
+        &["here".to_string()],
+        tx,
+    );
+    let first = tokio::time::timeout(Duration::from_secs(20), rx.recv())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(first.error.is_none(), "{first:?}");
+    assert_eq!(first.growing, None, "this is the first poll");
+    let sev = |q: &str| {
+        first
+            .fire
+            .iter()
+            .find(|e| e.queue.as_str() == q)
+            .map(|e| e.severity)
+            .unwrap()
+    };
+    assert_eq!(first.fire[0].queue.as_str(), "stale", "{:?}", first.fire);
+    // Age 900 s against 2 × 300 s: the whole age term (30), and no consumer (15).
+    assert!((sev("stale") - 45.0).abs() < 0.5, "{}", sev("stale"));
+    assert!((sev("fresh") - 15.0).abs() < 0.5, "{}", sev("fresh"));
+    assert_eq!(sev("empty"), 0.0);
+}
+
+/// `qdeck -p east,local` opens the fleet view with exactly the listed profiles, the implicit
+/// `local` one included, and none of the others configured.
+#[test]
+fn pty_profile_list_opens_the_fleet_with_every_listed_profile() {
+    use portable_pty::{native_pty_system, CommandBuilder, PtySize};
+    use std::io::{Read, Write};
+    use std::sync::Mutex;
+
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let cfg = d.join("config.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "[ui]\nrefresh_secs = 0.5\n\
+             [[profiles]]\nname = \"east\"\nkind = \"local\"\npath = {:?}\n\
+             [[profiles]]\nname = \"west\"\nkind = \"local\"\npath = {:?}\n\
+             [[profiles]]\nname = \"north\"\nkind = \"local\"\npath = {:?}\n",
+            d.join("east.db").display().to_string(),
+            d.join("west.db").display().to_string(),
+            d.join("north.db").display().to_string(),
+        ),
+    )
+    .unwrap();
+    let pair = native_pty_system()
+        .openpty(PtySize {
+            rows: 24,
+            cols: 100,
+            pixel_width: 0,
+            pixel_height: 0,
+        })
+        .unwrap();
+    let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_qdeck"));
+    for a in ["--config", cfg.to_str().unwrap(), "-p", "east,local,north"] {
+        cmd.arg(a);
+    }
+    for (k, sub) in [
+        ("XDG_CONFIG_HOME", "c"),
+        ("XDG_DATA_HOME", "d"),
+        ("XDG_STATE_HOME", "s"),
+    ] {
+        cmd.env(k, d.join(sub));
+    }
+    cmd.env("TERM", "xterm-256color");
+    let mut child = pair.slave.spawn_command(cmd).unwrap();
+    drop(pair.slave);
+    let mut reader = pair.master.try_clone_reader().unwrap();
+    let mut writer = pair.master.take_writer().unwrap();
+    let out = Arc::new(Mutex::new(Vec::<u8>::new()));
+    let o2 = out.clone();
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = reader.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            o2.lock().unwrap().extend_from_slice(&buf[..n]);
+        }
+    });
+    // Every listed row reports a successful poll of its own broker.
+    let first_word = |l: &str| {
+        l.trim_start_matches('│')
+            .split_whitespace()
+            .next()
+            .map(String::from)
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let s = loop {
+        let s = screen(&out.lock().unwrap(), 100, 24);
+        let rows = |p: &str| {
+            s.lines()
+                .any(|l| first_word(l).as_deref() == Some(p) && l.contains("ok "))
+        };
+        if rows("east") && rows("local") && rows("north") {
+            break s;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "timed out waiting for the three rows; screen so far:\n{s}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(
+        !s.lines()
+            .any(|l| l.split_whitespace().next() == Some("west")),
+        "west was not listed:\n{s}"
+    );
+    writer.write_all(b":q!\r").unwrap();
+    writer.flush().unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while child.try_wait().unwrap().is_none() {
+        assert!(std::time::Instant::now() < deadline, "qdeck did not quit");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}

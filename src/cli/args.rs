@@ -41,7 +41,8 @@ pub struct Global {
     /// Refuse every mutating action, whatever the profile says (caps `access` at `browse`).
     #[arg(long, global = true)]
     pub read_only: bool,
-    /// Open the console on the fleet view: one row per configured profile.
+    /// Open the console on the fleet view: one row per configured profile (with no command,
+    /// `-p a,b` opens it on the listed profiles only).
     #[arg(long)]
     pub fleet: bool,
 }

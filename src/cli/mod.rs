@@ -58,15 +58,21 @@ async fn dispatch(cli: Cli) -> CliResult {
     };
     let f = output::resolve(cli.global.output);
     let Some(cmd) = cli.command else {
-        // A profile list opens the console on the fleet view (one row per profile).
-        if multi::selection(&cli.global).is_some() {
-            let opts = LoadOptions {
+        // A profile list opens the console on the fleet view with one row per listed profile,
+        // on the first of them.
+        if let Some(sel) = multi::selection(&cli.global) {
+            let any = LoadOptions {
                 profile: None,
+                ..opts.clone()
+            };
+            let names = multi::resolve(&config::load(&any)?.config, &sel)?;
+            let opts = LoadOptions {
+                profile: names.first().cloned(),
                 ..opts
             };
-            return console(&opts, true).await;
+            return console(&opts, Some(names)).await;
         }
-        return console(&opts, cli.global.fleet).await;
+        return console(&opts, cli.global.fleet.then(Vec::new)).await;
     };
     match &cmd {
         Command::Config { action } => return cmd_config::run(action, &opts, f),
@@ -213,7 +219,7 @@ async fn dispatch(cli: Cli) -> CliResult {
 
 /// No subcommand: open the console. With no configuration at all and an empty local
 /// broker, start the demo workload so a newcomer sees a moving console at once.
-async fn console(opts: &LoadOptions, fleet: bool) -> CliResult {
+async fn console(opts: &LoadOptions, fleet: Option<Vec<String>>) -> CliResult {
     if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
         return Err(CliError::usage(
             "the console needs a terminal; for scripts use a command such as `qdeck ls` (see qdeck --help)",

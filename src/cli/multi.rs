@@ -36,7 +36,7 @@ pub fn selection(g: &Global) -> Option<Selection> {
 }
 
 /// The profile names to poll, in the order given (configured order for `--all-profiles`).
-fn resolve(c: &config::AppConfig, sel: &Selection) -> Result<Vec<String>, CliError> {
+pub(crate) fn resolve(c: &config::AppConfig, sel: &Selection) -> Result<Vec<String>, CliError> {
     let known = config::profile_names(c);
     match sel {
         Selection::All if c.profiles.is_empty() => Ok(vec!["local".to_string()]),

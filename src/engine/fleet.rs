@@ -104,6 +104,7 @@ pub fn summarize(
             depth: s.depth,
             previous_depth: before,
             out_rate: s.out_rate,
+            consumers: s.consumers,
         };
         fire.push(FireEntry {
             queue: s.id.clone(),
@@ -155,6 +156,26 @@ pub fn summarize(
     row.growing = had_previous.then_some(growing);
     row.error = None;
     row.updated_ms = Some(now_ms());
+}
+
+/// The profiles the fleet view polls: the ones the user named (`-p a,b`, in that order, the
+/// implicit `local` included), else every configured profile, else the local broker.
+pub fn profiles_to_poll(cfg: &config::AppConfig, chosen: &[String]) -> Vec<String> {
+    if !chosen.is_empty() {
+        let mut out: Vec<String> = Vec::with_capacity(chosen.len());
+        for n in chosen {
+            if !out.contains(n) {
+                out.push(n.clone());
+            }
+        }
+        return out;
+    }
+    let names: Vec<String> = cfg.profiles.iter().map(|p| p.name.clone()).collect();
+    if names.is_empty() {
+        vec!["local".to_string()]
+    } else {
+        names
+    }
 }
 
 /// Stops every profile's task when dropped.

@@ -6,9 +6,12 @@
 //!                  else min(1, 0.5 + log10(rise) / 4)   (1 → 0.5, 10 → 0.75, 100+ → 1)
 //! A  age:          min(1, age of oldest / (2 × max_age)) (at the threshold → 0.5)
 //! S  not draining: 1 when depth > 0 and rose since the previous poll;
-//!                  0.5 when depth > 0 and nothing goes out (out-rate 0, or unknown and the
-//!                  depth did not fall); else 0
+//!                  0.5 when depth > 0 and nothing goes out (out-rate 0, no consumer, or
+//!                  out-rate unknown and the depth did not fall); else 0
 //! ```
+//!
+//! A and the "nothing goes out" half of S need one poll only, so a queue with an old message
+//! or no consumer ranks on the first poll; only G and "rising" wait for a second one.
 //!
 //! A growing DLQ weighs most because it means messages are failing right now; an old message
 //! and a queue that does not drain each say the consumers are behind.
@@ -24,6 +27,8 @@ pub struct Signals {
     pub previous_depth: Option<u64>,
     /// Messages per second leaving the queue, when the broker says.
     pub out_rate: Option<f64>,
+    /// Consumers attached, when the broker says.
+    pub consumers: Option<u32>,
 }
 
 /// The score of the module doc, 0 ‥ 100. `max_age_secs` is `[fire] max_age_secs`.
@@ -39,10 +44,12 @@ pub fn severity(s: &Signals, max_age_secs: f64) -> f64 {
     let depth = s.depth.unwrap_or(0);
     let rose = s.previous_depth.is_some_and(|p| depth > p);
     let fell = s.previous_depth.is_some_and(|p| depth < p);
-    let stuck = match s.out_rate {
-        Some(r) => r <= 0.0,
-        None => s.previous_depth.is_some() && !fell,
-    };
+    // Known from one poll: nobody consumes, or the broker's own out-rate is 0.
+    let stuck = s.consumers == Some(0)
+        || match s.out_rate {
+            Some(r) => r <= 0.0,
+            None => s.previous_depth.is_some() && !fell,
+        };
     let n = if depth == 0 {
         0.0
     } else if rose {
@@ -107,8 +114,31 @@ mod tests {
         assert_eq!(
             severity(&q(5, None, None), 300.0),
             0.0,
-            "first poll: no trend yet"
+            "first poll, rate unknown: no trend yet"
         );
+        assert_eq!(
+            severity(&q(5, None, Some(0.0)), 300.0),
+            15.0,
+            "first poll, the broker says nothing goes out"
+        );
+        let idle = |consumers| Signals {
+            depth: Some(5),
+            consumers: Some(consumers),
+            ..Signals::default()
+        };
+        assert_eq!(severity(&idle(0), 300.0), 15.0, "first poll, no consumer");
+        assert_eq!(severity(&idle(2), 300.0), 0.0, "first poll, consumers");
+    }
+
+    #[test]
+    fn an_old_message_with_no_consumer_ranks_from_one_poll() {
+        let s = Signals {
+            depth: Some(3),
+            age_secs: Some(900.0),
+            consumers: Some(0),
+            ..Signals::default()
+        };
+        assert_eq!(severity(&s, 300.0), 30.0 + 15.0);
     }
 
     #[test]

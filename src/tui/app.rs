@@ -12,6 +12,7 @@ use ratatui::backend::Backend as TermBackend;
 use ratatui::Terminal;
 use tokio::sync::mpsc;
 
+use super::frame_stats::FrameStats;
 use super::keymap::KeyMap;
 use super::state::{FleetState, Level, OpSummary, State, View};
 use super::theme::Theme;
@@ -100,20 +101,23 @@ fn init_logging() -> Option<tracing_appender::non_blocking::WorkerGuard> {
 }
 
 /// Runs until the user quits; returns the summary of the operation the user quit after.
-/// `fleet` opens on the fleet view (`qdeck --fleet`).
+/// `fleet` opens on the fleet view (`qdeck --fleet`, `qdeck -p a,b`) over those profiles
+/// (empty: every configured one).
 pub async fn run(
     session: Session,
     demo: Option<DemoHandle>,
-    fleet: bool,
+    fleet: Option<Vec<String>>,
 ) -> anyhow::Result<Option<OpSummary>> {
     let _log = init_logging();
-    let st = initial_state(&session, demo.as_ref().map(|d| d.workers()));
+    let mut st = initial_state(&session, demo.as_ref().map(|d| d.workers()));
+    let start_fleet = fleet.is_some();
+    st.fleet_profiles = fleet.unwrap_or_default();
     let mut terminal = ratatui::try_init()?;
     let _guard = RestoreGuard;
     if let Ok(sz) = terminal.size() {
         tracing::info!("console started at {}x{}", sz.width, sz.height);
     }
-    let r = event_loop(&mut terminal, st, session, demo, fleet).await;
+    let r = event_loop(&mut terminal, st, session, demo, start_fleet).await;
     if let Err(e) = &r {
         tracing::error!("console stopped: {e}");
     }
@@ -192,11 +196,14 @@ where
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     let mut last_draw: Option<Instant> = None;
+    let mut frames = FrameStats::default();
     loop {
         if st.dirty {
             let due = last_draw.is_none_or(|t| t.elapsed() >= FRAME);
             if due {
+                let t = Instant::now();
                 terminal.draw(|f| views::render(f, &st))?;
+                frames.drawn(t.elapsed(), st.size);
                 st.dirty = false;
                 last_draw = Some(Instant::now());
             }
@@ -214,7 +221,12 @@ where
                 None => break,
             },
             Some(a) = rx.recv() => a,
-            Some(p) = prx.recv() => Action::Poll(p),
+            Some(p) = prx.recv() => {
+                if let PollEvent::Queues(q) = &p {
+                    frames.list_arrived(Instant::now(), q.len());
+                }
+                Action::Poll(p)
+            }
             Some(r) = fleet_rx.recv() => Action::Fleet(r),
             Some(r) = switch_rx.recv() => {
                 match r {
@@ -239,6 +251,9 @@ where
         // Coalesce whatever else is ready into this frame.
         let mut batch = vec![first];
         while let Ok(p) = prx.try_recv() {
+            if let PollEvent::Queues(q) = &p {
+                frames.list_arrived(Instant::now(), q.len());
+            }
             batch.push(Action::Poll(p));
         }
         while let Ok(a) = rx.try_recv() {
@@ -275,6 +290,7 @@ where
             break;
         }
     }
+    frames.flush();
     ex.poller.stop();
     if let Some(op) = &ex.op {
         op.cancel();
@@ -621,11 +637,8 @@ impl Exec {
                 });
             }
             Effect::StartFleet => {
-                let cfg = &self.session.loaded.config;
-                let mut names: Vec<String> = cfg.profiles.iter().map(|p| p.name.clone()).collect();
-                if names.is_empty() {
-                    names.push("local".to_string());
-                }
+                let names =
+                    fleet::profiles_to_poll(&self.session.loaded.config, &st.fleet_profiles);
                 if self.fleet.is_none() {
                     let loaded = self.session.loaded.clone();
                     self.fleet = Some(fleet::spawn(
@@ -669,6 +682,7 @@ impl Exec {
         st.size = old.size;
         // With the fleet view open, the new profile's queue table sits on it (Esc returns).
         st.fleet = old.fleet.clone();
+        st.fleet_profiles = old.fleet_profiles.clone();
         if st.fleet.is_some() {
             st.stack = vec![View::Fleet, View::Queues];
         }

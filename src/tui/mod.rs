@@ -2,6 +2,7 @@
 //! and themes. Broker text goes through `crate::sanitize`.
 
 pub mod app;
+pub mod frame_stats;
 pub mod keymap;
 pub mod state;
 pub mod theme;
@@ -17,11 +18,12 @@ pub use update::{update, Action, Effect};
 /// Run the console until the user quits. `demo` is set when qdeck started its demo workload.
 /// Returns the summary of the operation the user quit after, if any (the caller prints it on
 /// the restored terminal and exits with its code).
-/// `fleet` opens on the fleet view (one row per profile).
+/// `fleet` opens on the fleet view with one row per named profile (empty: every configured
+/// profile); `:fleet` later polls the same list.
 pub async fn run(
     session: Session,
     demo: Option<DemoHandle>,
-    fleet: bool,
+    fleet: Option<Vec<String>>,
 ) -> anyhow::Result<Option<state::OpSummary>> {
     app::run(session, demo, fleet).await
 }

@@ -440,6 +440,8 @@ pub struct State {
     pub export_dir: Option<PathBuf>,
     /// The fleet view's rows, once `:fleet` (or `--fleet`) started it.
     pub fleet: Option<FleetState>,
+    /// The profiles named on the command line (`-p a,b`) for the fleet view; empty: all.
+    pub fleet_profiles: Vec<String>,
 }
 
 /// One summary row per profile, in configuration order.
@@ -555,6 +557,7 @@ impl State {
             exit_summary: None,
             export_dir: None,
             fleet: None,
+            fleet_profiles: Vec::new(),
         }
     }
 

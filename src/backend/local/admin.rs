@@ -195,18 +195,40 @@ impl LocalBackend {
         let now = now_ms();
         let conn = self.lock();
         let map_err = |e| self.err(e);
-        let mut q = conn
-            .prepare_cached(
+        type Meta = (String, Option<String>, i64, i64, i64);
+        let row = |r: &rusqlite::Row<'_>| -> rusqlite::Result<Meta> {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+        };
+        // The console asks for the rows on screen and a sweep chunk: look those up by name
+        // rather than reading every queue (100,000 rows) for each small batch.
+        let meta: Vec<Meta> = if !queues.is_empty() && queues.len() <= BY_NAME_MAX {
+            let mut q = conn
+                .prepare_cached(
+                    "SELECT name, dlq, enqueued_total, completed_total, dead_lettered_total
+                     FROM queues WHERE name = ?1",
+                )
+                .map_err(map_err)?;
+            let mut v = Vec::with_capacity(queues.len());
+            for id in queues {
+                if let Some(m) = q
+                    .query_row([id.as_str()], row)
+                    .optional()
+                    .map_err(map_err)?
+                {
+                    v.push(m);
+                }
+            }
+            v
+        } else {
+            conn.prepare_cached(
                 "SELECT name, dlq, enqueued_total, completed_total, dead_lettered_total FROM queues",
             )
-            .map_err(map_err)?;
-        let meta: Vec<(String, Option<String>, i64, i64, i64)> = q
-            .query_map([], |r| {
-                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
-            })
+            .map_err(map_err)?
+            .query_map([], row)
             .map_err(map_err)?
             .collect::<rusqlite::Result<_>>()
-            .map_err(map_err)?;
+            .map_err(map_err)?
+        };
         // Index-only counts, so a poll costs little even with a deep queue: visible and
         // not-visible from `messages_ready`, leased among the not-visible from the partial
         // `messages_lease` index, age of oldest from `messages_age` per non-empty queue.
@@ -240,11 +262,18 @@ impl LocalBackend {
             .prepare_cached("SELECT MIN(enqueued_ms) FROM messages WHERE queue = ?1")
             .map_err(map_err)?;
         let mut counts: HashMap<String, (u64, u64, u64, Option<i64>)> = HashMap::new();
+        // Age of oldest only for the queues asked for (DLQs need their counts only).
+        let asked: Option<std::collections::HashSet<&str>> =
+            (!queues.is_empty()).then(|| queues.iter().map(|q| q.as_str()).collect());
         for (queue, ready, hidden) in visible {
             let inflight = leased.get(&queue).copied().unwrap_or(0).min(hidden);
-            let oldest: Option<i64> = oldest_st
-                .query_row([&queue], |r| r.get(0))
-                .map_err(map_err)?;
+            let oldest: Option<i64> = if asked.as_ref().is_none_or(|a| a.contains(queue.as_str())) {
+                oldest_st
+                    .query_row([&queue], |r| r.get(0))
+                    .map_err(map_err)?
+            } else {
+                None
+            };
             counts.insert(queue, (ready, inflight, hidden - inflight, oldest));
         }
         let consumers: HashMap<String, u32> = conn
@@ -383,6 +412,8 @@ impl LocalBackend {
 /// Workers not seen for this long are dropped from the list (unless they still hold leases).
 pub const GONE_KEEP_MS: i64 = 180_000;
 /// Seen within this long: active; within `IDLE_MS`: idle; after: gone.
+/// Up to this many queues asked for, their settings are read by name, not by a full scan.
+const BY_NAME_MAX: usize = 1_000;
 const ACTIVE_MS: i64 = 5_000;
 const IDLE_MS: i64 = 60_000;
 

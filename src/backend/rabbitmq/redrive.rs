@@ -178,14 +178,18 @@ pub async fn redrive(
         count(&probe, t, tid).await?;
     }
     let _ = probe.close(200, "ok".into()).await;
-    let total = req.max.map_or(available, |m| m.min(available));
+    // `max` caps the messages moved. Without an id filter that is the deliveries taken; with
+    // one, the matching messages may sit anywhere in the queue, so every message there now is
+    // passed (skipped ones held) until `max` of them matched.
+    let max_moved = req.max.map_or(available, |m| m.min(available));
     let only: Option<HashSet<&str>> = req
         .only_ids
         .as_ref()
         .map(|v| v.iter().map(String::as_str).collect());
+    let total = if only.is_some() { available } else { max_moved };
     progress.set_total(Some(match &only {
-        Some(ids) => (ids.len() as u64).min(total),
-        None => total,
+        Some(ids) => (ids.len() as u64).min(max_moved),
+        None => max_moved,
     }));
     if total == 0 {
         progress.phase("done");
@@ -242,7 +246,7 @@ pub async fn redrive(
             errors.push(e);
         }
     };
-    let want = only.as_ref().map(|o| o.len() as u64);
+    let want = only.as_ref().map(|o| (o.len() as u64).min(max_moved));
     // Rate limit without burst credit: each publish is due 1/rate after the previous one.
     let gap = req.rate.map(|r| Duration::from_secs_f64(1.0 / r));
     let mut next_due: Option<Instant> = None;

@@ -28,10 +28,7 @@ pub(super) fn command(st: &mut State, text: &str, fx: &mut Vec<Effect>) {
                 messages::start_browse(st, q, true, fx);
             }
         }
-        "queues" | "home" => match st.stack.first() {
-            Some(View::Fleet) => st.stack.truncate(2),
-            _ => st.stack.truncate(1),
-        },
+        "queues" | "home" => home(st),
         "fleet" => {
             if st.fleet.is_some() {
                 st.stack = vec![View::Fleet];
@@ -48,7 +45,7 @@ pub(super) fn command(st: &mut State, text: &str, fx: &mut Vec<Effect>) {
         }
         "filter" => {
             st.filter = Filter::new(&arg);
-            st.stack.truncate(1);
+            home(st);
             queues::rebuild_rows(st);
         }
         "sort" => {
@@ -107,6 +104,16 @@ pub(super) fn command(st: &mut State, text: &str, fx: &mut Vec<Effect>) {
 
 /// Enter on a fleet row: the queue table of that profile (through the usual profile switch;
 /// Esc comes back to the fleet).
+/// Back to the queue table: over the fleet when the fleet is open (`fleet › queues`), whatever
+/// view (the on-fire one included) was on top.
+fn home(st: &mut State) {
+    st.stack = if st.stack.first() == Some(&View::Fleet) {
+        vec![View::Fleet, View::Queues]
+    } else {
+        vec![View::Queues]
+    };
+}
+
 pub(super) fn open_fleet_row(st: &mut State, fx: &mut Vec<Effect>) {
     let Some(name) = st
         .fleet

@@ -21,7 +21,7 @@ const FIRE_FORMULA: &[&str] = &[
     "  G  DLQ depth rose since the last poll: 0.5 + log10(rise)/4, at most 1",
     "  A  age of oldest / (2 × [fire] max_age_secs), at most 1",
     "  S  1 when depth > 0 and rising; 0.5 when nothing goes out",
-    "     (out-rate 0, or unknown and the depth did not fall)",
+    "     (out-rate 0, no consumer, or out-rate unknown and depth not falling)",
 ];
 
 /// Commands that only mean something in `view`, in the order help lists them.

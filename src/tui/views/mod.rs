@@ -155,21 +155,20 @@ fn cut(s: &str, max: usize) -> String {
     out
 }
 
+/// The path to the view on top, one part per view on the stack (`fleet › on fire › orders`,
+/// `fleet › queues /ord › messages orders-dlq`): built from the stack itself, so whatever
+/// was left or opened, the header names what is under the view.
 fn breadcrumb(st: &State) -> String {
-    // Under the fleet view the queue table is one step in: `fleet › queues › …`.
-    if st.view() == View::Fleet {
-        return "fleet".to_string();
-    }
-    if st.view() == View::Fire {
-        return "fleet › on fire".to_string();
-    }
-    let fleet = st.stack.first() == Some(&View::Fleet);
-    let mut parts = vec!["queues".to_string()];
     let short = |q: &crate::domain::QueueId| crate::sanitize::clean_short(q.as_str(), 30);
-    for v in st.stack.iter().skip(if fleet { 2 } else { 1 }) {
+    let mut parts: Vec<String> = Vec::with_capacity(st.stack.len());
+    for v in &st.stack {
         match v {
-            View::Fleet => {}
+            View::Fleet => parts.push("fleet".into()),
             View::Fire => parts.push("on fire".into()),
+            View::Queues if st.filter.is_active() => {
+                parts.push(format!("queues /{}", clean(&st.filter.text)))
+            }
+            View::Queues => parts.push("queues".into()),
             View::Detail => {
                 if let Some(q) = &st.focus {
                     parts.push(short(q));
@@ -188,14 +187,7 @@ fn breadcrumb(st: &State) -> String {
                 }
             }
             View::Help => parts.push("help".into()),
-            View::Queues => {}
         }
-    }
-    if st.filter.is_active() {
-        parts[0] = format!("queues /{}", clean(&st.filter.text));
-    }
-    if fleet {
-        parts.insert(0, "fleet".to_string());
     }
     parts.join(" › ")
 }

@@ -30,6 +30,7 @@ async fn backend(s: &StandIn) -> Arc<dyn Backend> {
         read_only: false,
         protected: false,
         refresh_secs: None,
+        max_calls_per_minute: None,
         reason_headers: Vec::new(),
     })
     .await

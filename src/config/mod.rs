@@ -312,7 +312,10 @@ pub fn validate_file(path: &Path) -> Result<AppConfig, ConfigError> {
 
 /// Parse a configuration text (used by `config validate` and the example-config test).
 pub fn parse_str(text: &str) -> Result<AppConfig, ConfigError> {
-    let dir = std::env::temp_dir().join(format!("qdeck-parse-{}", std::process::id()));
+    // One directory per call: tests parse in parallel threads of one process.
+    static CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("qdeck-parse-{}-{n}", std::process::id()));
     let _ = std::fs::create_dir_all(&dir);
     let f = dir.join("config.toml");
     std::fs::write(&f, text).map_err(|e| ConfigError(e.to_string()))?;

@@ -99,6 +99,7 @@ fn qdeck(dir: &Path, b: &Brokers, args: &[&str]) -> Value {
 
 async fn sqs_client(ep: &str) -> aws_sdk_sqs::Client {
     let conf = aws_config::defaults(aws_config::BehaviorVersion::latest())
+        .http_client(qdeck::tls::aws_https_client())
         .region(aws_config::Region::new("us-east-1"))
         .endpoint_url(ep)
         .credentials_provider(aws_sdk_sqs::config::Credentials::new(

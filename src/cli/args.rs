@@ -139,7 +139,8 @@ pub enum Command {
         yes: bool,
         /// Only messages matching this predicate (README "Predicates"), e.g.
         /// 'reason = "rejected" and header.x-tenant = "acme"'. The DLQ is scanned first
-        /// (bounded by --limit / --scan-time); only the matching messages seen move.
+        /// (bounded by --limit / --scan-time); only the matching messages seen move. Any of
+        /// them not moved (gone since the scan) count as failed: exit 3, or 1 if none moved.
         #[arg(long = "where", value_name = "PRED")]
         filter: Option<String>,
         #[command(flatten)]

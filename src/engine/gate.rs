@@ -246,7 +246,12 @@ impl Gate {
             RedriveTarget::Queue(q) => q.to_string(),
         });
         match self.backend.redrive(req, progress).await {
-            Ok(r) => {
+            Ok(mut r) => {
+                // Also in `ops::run` (with the uncapped selection): here so the audit agrees.
+                if let Some(ids) = &req.only_ids {
+                    let n = ids.len() as u64;
+                    super::ops::account_for_selection(&mut r, req.max.map_or(n, |m| m.min(n)));
+                }
                 let result = if r.cancelled {
                     "cancelled"
                 } else if r.failed > 0 || r.possibly_duplicated > 0 {

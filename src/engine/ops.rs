@@ -349,6 +349,23 @@ pub fn start(gate: &Gate, planned: Planned) -> OpHandle {
     }
 }
 
+/// A redrive of chosen messages must move every one of them: those neither moved nor
+/// reported failed (gone from the DLQ, or the backend stopped early) count as failed, so
+/// the outcome is partial, never a silent success.
+pub fn account_for_selection(r: &mut RedriveReport, selected: u64) {
+    let missing = selected.saturating_sub(r.moved + r.failed);
+    if missing == 0 || r.cancelled {
+        return;
+    }
+    r.failed += missing;
+    r.errors.insert(
+        0,
+        format!(
+            "{missing} of the {selected} selected message(s) were not moved: no longer in the source queue, or the redrive stopped before reaching them"
+        ),
+    );
+}
+
 /// Run a planned operation to its end, reporting on `p` (for a front-end that owns the
 /// progress handle itself). A redrive is capped at the planned count when that count is exact.
 pub async fn run(gate: &Gate, planned: Planned, p: &OpProgress) -> Outcome {
@@ -359,6 +376,11 @@ pub async fn run(gate: &Gate, planned: Planned, p: &OpProgress) -> Outcome {
             selection,
             ..
         } => {
+            // The selection as the caller capped it, before the plan's count caps `max`.
+            let selected = req.only_ids.as_ref().map(|ids| {
+                req.max
+                    .map_or(ids.len() as u64, |m| m.min(ids.len() as u64))
+            });
             if plan.count.exact {
                 req.max = Some(
                     req.max
@@ -367,7 +389,12 @@ pub async fn run(gate: &Gate, planned: Planned, p: &OpProgress) -> Outcome {
             }
             p.set_total(Some(req.max.unwrap_or(plan.count.ready)));
             match gate.redrive_noted(&req, selection.as_ref(), p).await {
-                Ok(r) => Outcome::Redrive(r),
+                Ok(mut r) => {
+                    if let Some(n) = selected {
+                        account_for_selection(&mut r, n);
+                    }
+                    Outcome::Redrive(r)
+                }
                 Err(error) => Outcome::Failed {
                     error,
                     progress: p.snapshot(),
@@ -381,5 +408,34 @@ pub async fn run(gate: &Gate, planned: Planned, p: &OpProgress) -> Outcome {
                 progress: p.snapshot(),
             },
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn selected_but_not_moved_makes_the_outcome_partial() {
+        let mut r = RedriveReport {
+            moved: 608,
+            ..Default::default()
+        };
+        account_for_selection(&mut r, 1000);
+        assert_eq!(r.failed, 392);
+        assert!(r.errors[0].starts_with("392 of the 1000 selected"));
+        assert_eq!(Outcome::Redrive(r).verdict(), Verdict::Partial);
+
+        let mut none = RedriveReport::default();
+        account_for_selection(&mut none, 3);
+        assert_eq!(Outcome::Redrive(none).verdict(), Verdict::Failed);
+
+        let mut all = RedriveReport {
+            moved: 2,
+            failed: 1,
+            ..Default::default()
+        };
+        account_for_selection(&mut all, 3);
+        assert_eq!((all.failed, all.errors.len()), (1, 0));
     }
 }

@@ -30,6 +30,9 @@ pub const DEFAULT_WINDOW: u32 = 500;
 const MAX_WINDOW: u32 = 5000;
 /// Stop when the DLQ stays silent this long with nothing in flight (someone else drained it).
 const IDLE: Duration = Duration::from_secs(5);
+/// With an id filter, a pause this long makes us ask the broker whether any message is still
+/// ready: none ready (twice in a row) means every message there reached us.
+const QUIET: Duration = Duration::from_millis(300);
 const MAX_ERRORS: usize = 10;
 
 /// What became of one copy.
@@ -177,7 +180,7 @@ pub async fn redrive(
         b.calls.bump("amqp:queue.declare");
         count(&probe, t, tid).await?;
     }
-    let _ = probe.close(200, "ok".into()).await;
+    // The probe stays open: an id-filtered redrive asks it whether the queue is drained.
     // `max` caps the messages moved. Without an id filter that is the deliveries taken; with
     // one, the matching messages may sit anywhere in the queue, so every message there now is
     // passed (skipped ones held) until `max` of them matched.
@@ -186,12 +189,16 @@ pub async fn redrive(
         .only_ids
         .as_ref()
         .map(|v| v.iter().map(String::as_str).collect());
-    let total = if only.is_some() { available } else { max_moved };
+    // With an id filter the count taken before the scan's requeues settled (or before new
+    // dead letters) is no bound: we pass messages until every selected one matched or the
+    // broker has no ready message left for us.
+    let total = if only.is_some() { u64::MAX } else { max_moved };
     progress.set_total(Some(match &only {
         Some(ids) => (ids.len() as u64).min(max_moved),
         None => max_moved,
     }));
-    if total == 0 {
+    if available == 0 || max_moved == 0 {
+        let _ = probe.close(200, "ok".into()).await;
         progress.phase("done");
         return Ok(report);
     }
@@ -204,7 +211,7 @@ pub async fn redrive(
     let con_ch = b.pool.channel(&vhost).await?;
     // Copies not yet confirmed-and-deleted: what a crash may duplicate.
     let cap = req.window.unwrap_or(DEFAULT_WINDOW).clamp(1, MAX_WINDOW) as u64;
-    // With an id filter, skipped messages stay held: no prefetch limit, bounded by `total`.
+    // With an id filter, skipped messages stay held: no prefetch limit, bounded by the depth.
     let window = if only.is_some() {
         0
     } else {
@@ -250,6 +257,9 @@ pub async fn redrive(
     // Rate limit without burst credit: each publish is due 1/rate after the previous one.
     let gap = req.rate.map(|r| Duration::from_secs_f64(1.0 / r));
     let mut next_due: Option<Instant> = None;
+    // Id filter: when a delivery last arrived, and whether the last quiet check found none ready.
+    let mut last_delivery = Instant::now();
+    let mut seen_drained = false;
 
     loop {
         // Rate limit: wait until the next publish is due.
@@ -337,6 +347,8 @@ pub async fn redrive(
                     None => { stopping = true; continue; }
                 };
                 taken += 1;
+                last_delivery = Instant::now();
+                seen_drained = false;
                 let tag = d.delivery_tag;
                 if let Some(ids) = &only {
                     if !ids.contains(message_id(&d.properties, &d.data).as_str()) {
@@ -400,7 +412,24 @@ pub async fn redrive(
                 });
             }
             _ = tokio::time::sleep_until(due.unwrap_or(start).into()), if wants_more && !rate_ok => {}
-            _ = tokio::time::sleep(IDLE), if can_take && inflight.is_empty() => {
+            _ = tokio::time::sleep(QUIET), if can_take && inflight.is_empty() && only.is_some() => {
+                // Everything we were sent is held, so "none ready" means we saw the whole queue.
+                b.calls.bump("amqp:queue.declare");
+                match count(&probe, &src, &req.source).await {
+                    Ok(0) if seen_drained => stopping = true,
+                    Ok(0) => seen_drained = true,
+                    Ok(_) => seen_drained = false,
+                    Err(e) => {
+                        note(&mut errors, format!("could not tell whether the queue is drained: {e}"));
+                        stopping = true;
+                    }
+                }
+                if !stopping && last_delivery.elapsed() >= IDLE {
+                    note(&mut errors, format!("'{}' sent nothing for {} s although messages are ready there: stopped", req.source, IDLE.as_secs()));
+                    stopping = true;
+                }
+            }
+            _ = tokio::time::sleep(IDLE), if can_take && inflight.is_empty() && only.is_none() => {
                 // Nothing arrives although the count said so: another consumer took them.
                 stopping = true;
             }
@@ -416,6 +445,7 @@ pub async fn redrive(
     // Closing requeues whatever we still hold (skipped, failed, prefetched but unused).
     let _ = con_ch.close(200, "redrive done".into()).await;
     let _ = pub_ch.close(200, "redrive done".into()).await;
+    let _ = probe.close(200, "ok".into()).await;
     b.calls.bump_by("amqp:basic.publish", published);
     if unconfirmed_lost > 0 {
         errors.push(format!(

@@ -2002,26 +2002,88 @@ async fn describe_addresses_one_queue_with_its_dlq_links() {
 async fn a_shovel_that_loses_its_connection_is_an_error_not_a_cancel() {
     let e = broker();
     let (_c, ch) = admin(&e).await;
-    let (a, t) = (uniq("stall-a"), uniq("stall-t"));
-    declare(&ch, &a, FieldTable::default()).await;
-    declare(&ch, &t, FieldTable::default()).await;
-    // Enough that the move is still running when the management API lists its connection.
-    const N: u32 = 60_000;
-    fill(&ch, &a, N as usize, 16).await;
-    let b = backend(&e).await;
+    // The management API lists a new connection only at its next statistics tick (every 5 s
+    // by default), so a fast machine can finish a small move before its connection is seen.
+    // A move that finished first proves nothing here: try again with more messages.
+    let mut attempt = None;
+    for n in [60_000u32, 240_000] {
+        let (a, t) = (uniq("stall-a"), uniq("stall-t"));
+        declare(&ch, &a, FieldTable::default()).await;
+        declare(&ch, &t, FieldTable::default()).await;
+        fill(&ch, &a, n as usize, 16).await;
+        match move_and_kill_the_shovel_connection(&e, &a, &t).await {
+            Some(rep) => {
+                attempt = Some((a, t, n, rep));
+                break;
+            }
+            None => {
+                eprintln!("the move of {n} ended before its connection was listed; trying more");
+                cleanup(&ch, &[&a, &t]).await;
+            }
+        }
+    }
+    let (a, t, n, rep) =
+        attempt.expect("the shovel's connection was listed while it moved (240,000 messages)");
+    let moved = match rep {
+        Err(err) => {
+            assert!(matches!(err, BackendError::Unreachable(_)), "{err:?}");
+            0
+        }
+        Ok(rep) => {
+            assert!(!rep.cancelled, "only a user cancel sets cancelled: {rep:?}");
+            assert!(rep.failed > 0 && !rep.errors.is_empty(), "{rep:?}");
+            assert_eq!(rep.moved + rep.failed, u64::from(n), "{rep:?}");
+            rep.moved
+        }
+    };
+    let shovels = mgmt_get(&e, "/api/parameters/shovel/%2F").await;
+    assert!(
+        !shovels.to_string().contains(&a),
+        "the stalled shovel was removed: {shovels}"
+    );
+    // Nothing lost, and the report's count is the target's.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while depth(&ch, &a).await + depth(&ch, &t).await < n && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let total = depth(&ch, &a).await + depth(&ch, &t).await;
+    // Nothing lost; the shovel itself may duplicate what it held when its connection died.
+    assert!(total >= n, "lost: {total} < {n}");
+    eprintln!("after the stall: {total} messages for {n} originals");
+    let in_target = u64::from(depth(&ch, &t).await);
+    eprintln!("target holds {in_target}, report says {moved} moved");
+    // From queue counts: off by at most what the shovel held unacknowledged (its prefetch).
+    assert!(in_target.abs_diff(moved) <= 1000, "{in_target} vs {moved}");
+    cleanup(&ch, &[&a, &t]).await;
+}
+
+/// Runs a shovel move from `a` to `t` and closes the shovel's connection through the
+/// management API as soon as it is listed. `None` when the move ended first.
+async fn move_and_kill_the_shovel_connection(
+    e: &Env,
+    a: &str,
+    t: &str,
+) -> Option<qdeck::backend::Result<RedriveReport>> {
+    let b = backend(e).await;
     let req = RedriveRequest {
-        source: QueueId::new(&a),
-        target: RedriveTarget::Queue(QueueId::new(&t)),
+        source: QueueId::new(a),
+        target: RedriveTarget::Queue(QueueId::new(t)),
         max: None,
         rate: None,
         only_ids: None,
         window: None,
     };
-    let started = Instant::now();
+    let ended = std::sync::atomic::AtomicBool::new(false);
+    let progress = OpProgress::detached();
+    let mover = async {
+        let rep = b.redrive(&req, &progress).await;
+        ended.store(true, std::sync::atomic::Ordering::SeqCst);
+        rep
+    };
     let killer = async {
         // The shovel's connections are named after it ("Shovel qdeck-move-…").
-        loop {
-            let conns = mgmt_get(&e, "/api/connections?columns=name,client_properties").await;
+        while !ended.load(std::sync::atomic::Ordering::SeqCst) {
+            let conns = mgmt_get(e, "/api/connections?columns=name,client_properties").await;
             let hit = conns
                 .as_array()
                 .cloned()
@@ -2035,56 +2097,23 @@ async fn a_shovel_that_loses_its_connection_is_an_error_not_a_cancel() {
             if let Some(c) = hit {
                 let name = c["name"].as_str().unwrap_or("").to_string();
                 mgmt_delete(
-                    &e,
+                    e,
                     &format!("/api/connections/{}", urlencoding::encode(&name)),
                 )
                 .await;
                 return Some(Instant::now());
             }
-            if started.elapsed() > Duration::from_secs(60) {
-                return None;
-            }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
+        None
     };
-    let progress = OpProgress::detached();
-    let (rep, killed_at) = tokio::join!(b.redrive(&req, &progress), killer);
-    let killed_at = killed_at.expect("the shovel's connection was listed while it moved");
+    let (rep, killed_at) = tokio::join!(mover, killer);
+    let killed_at = killed_at?;
     eprintln!(
         "stall reported {:.1} s after the connection was closed: {rep:?}",
         killed_at.elapsed().as_secs_f64()
     );
-    let moved = match rep {
-        Err(err) => {
-            assert!(matches!(err, BackendError::Unreachable(_)), "{err:?}");
-            0
-        }
-        Ok(rep) => {
-            assert!(!rep.cancelled, "only a user cancel sets cancelled: {rep:?}");
-            assert!(rep.failed > 0 && !rep.errors.is_empty(), "{rep:?}");
-            assert_eq!(rep.moved + rep.failed, u64::from(N), "{rep:?}");
-            rep.moved
-        }
-    };
-    let shovels = mgmt_get(&e, "/api/parameters/shovel/%2F").await;
-    assert!(
-        !shovels.to_string().contains(&a),
-        "the stalled shovel was removed: {shovels}"
-    );
-    // Nothing lost, and the report's count is the target's.
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while depth(&ch, &a).await + depth(&ch, &t).await < N && Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-    let total = depth(&ch, &a).await + depth(&ch, &t).await;
-    // Nothing lost; the shovel itself may duplicate what it held when its connection died.
-    assert!(total >= N, "lost: {total} < {N}");
-    eprintln!("after the stall: {total} messages for {N} originals");
-    let in_target = u64::from(depth(&ch, &t).await);
-    eprintln!("target holds {in_target}, report says {moved} moved");
-    // From queue counts: off by at most what the shovel held unacknowledged (its prefetch).
-    assert!(in_target.abs_diff(moved) <= 1000, "{in_target} vs {moved}");
-    cleanup(&ch, &[&a, &t]).await;
+    Some(rep)
 }
 
 #[tokio::test(flavor = "multi_thread")]

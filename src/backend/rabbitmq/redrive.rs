@@ -2,6 +2,10 @@
 //! publisher confirms (many in flight), and ack the DLQ message only after its copy is
 //! confirmed. Messages that cannot be moved stay unacknowledged and return to the DLQ when
 //! the channel closes. A crash mid-way may duplicate, never lose.
+//!
+//! Two filters ride on the same loop: chosen ids (`only_ids`, from a scan), and a predicate
+//! tested on each delivery (`redrive_matching`, a one-pass `redrive --where`). Either way the
+//! messages passed over stay unacknowledged until the channel closes, so none is read twice.
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::time::{Duration, Instant};
@@ -15,10 +19,11 @@ use lapin::options::{
 use lapin::types::FieldTable;
 use lapin::{Channel, Confirmation};
 
+use super::browse::message_of;
 use super::conn::amqp_error;
 use super::headers::{message_id, parse_dead_letter, stamped};
 use super::RabbitBackend;
-use crate::backend::{BackendError, OpProgress, Result};
+use crate::backend::{BackendError, MessageFilter, OpProgress, Result};
 use crate::domain::*;
 
 /// Copies sent but not yet confirmed-and-deleted at once, unless the request says: what a
@@ -136,6 +141,26 @@ pub async fn redrive(
     req: &RedriveRequest,
     progress: &OpProgress,
 ) -> Result<RedriveReport> {
+    run(b, req, None, progress).await
+}
+
+/// A one-pass filtered redrive (checks in `one_pass`).
+pub async fn redrive_matching(
+    b: &RabbitBackend,
+    req: &RedriveRequest,
+    filter: &MessageFilter,
+    progress: &OpProgress,
+) -> Result<RedriveReport> {
+    super::one_pass::check(b, req, filter).await?;
+    run(b, req, Some(filter), progress).await
+}
+
+async fn run(
+    b: &RabbitBackend,
+    req: &RedriveRequest,
+    matching: Option<&MessageFilter>,
+    progress: &OpProgress,
+) -> Result<RedriveReport> {
     let (vhost, src) = b.resolve(&req.source);
     let fixed: Option<String> = match &req.target {
         RedriveTarget::Origin => None,
@@ -159,7 +184,8 @@ pub async fn redrive(
             return Err(BackendError::Invalid("rate must be above 0".into()));
         }
     }
-    let shovel = fixed.is_some() && req.rate.is_none() && req.only_ids.is_none();
+    let shovel =
+        fixed.is_some() && req.rate.is_none() && req.only_ids.is_none() && matching.is_none();
     if let (true, Some(dest)) = (shovel && b.shovel_in_use().await, &fixed) {
         if let Some(rep) =
             super::shovel::move_with_shovel(b, &vhost, &src, dest, req.max, progress).await?
@@ -189,15 +215,31 @@ pub async fn redrive(
         .only_ids
         .as_ref()
         .map(|v| v.iter().map(String::as_str).collect());
+    // With a predicate, the pass examines the messages ready now (they come first: the ones
+    // passed over are held, so none comes round again) and `max` caps the matches.
+    let examine = matching.map(|f| f.max_examined.map_or(available, |l| l.min(available)));
+    if let Some(n) = examine {
+        super::one_pass::check_size(b, &req.source, n).await?;
+    }
     // With an id filter the count taken before the scan's requeues settled (or before new
     // dead letters) is no bound: we pass messages until every selected one matched or the
     // broker has no ready message left for us.
-    let total = if only.is_some() { u64::MAX } else { max_moved };
-    progress.set_total(Some(match &only {
-        Some(ids) => (ids.len() as u64).min(max_moved),
-        None => max_moved,
-    }));
-    if available == 0 || max_moved == 0 {
+    let total = match (&only, examine) {
+        (Some(_), _) => u64::MAX,
+        (None, Some(n)) => n,
+        (None, None) => max_moved,
+    };
+    progress.set_total(match (&only, examine) {
+        (Some(ids), _) => Some((ids.len() as u64).min(max_moved)),
+        // How many will match is not known until the pass ends.
+        (None, Some(_)) => None,
+        (None, None) => Some(max_moved),
+    });
+    if examine.is_some() {
+        report.examined = Some(0);
+        report.matched = Some(0);
+    }
+    if available == 0 || max_moved == 0 || examine == Some(0) {
         let _ = probe.close(200, "ok".into()).await;
         progress.phase("done");
         return Ok(report);
@@ -211,8 +253,9 @@ pub async fn redrive(
     let con_ch = b.pool.channel(&vhost).await?;
     // Copies not yet confirmed-and-deleted: what a crash may duplicate.
     let cap = req.window.unwrap_or(DEFAULT_WINDOW).clamp(1, MAX_WINDOW) as u64;
-    // With an id filter, skipped messages stay held: no prefetch limit, bounded by the depth.
-    let window = if only.is_some() {
+    // With a filter, skipped messages stay held: no prefetch limit (a prefetch counts held
+    // messages, and stops at 65,535), bounded by the depth (`one_pass` caps the predicate's).
+    let window = if only.is_some() || matching.is_some() {
         0
     } else {
         window_for(b, &req.source).await.min(total.min(cap) as u16)
@@ -253,7 +296,11 @@ pub async fn redrive(
             errors.push(e);
         }
     };
-    let want = only.as_ref().map(|o| (o.len() as u64).min(max_moved));
+    let want = match (&only, matching) {
+        (Some(o), _) => Some((o.len() as u64).min(max_moved)),
+        (None, Some(_)) => req.max,
+        (None, None) => None,
+    };
     // Rate limit without burst credit: each publish is due 1/rate after the previous one.
     let gap = req.rate.map(|r| Duration::from_secs_f64(1.0 / r));
     let mut next_due: Option<Instant> = None;
@@ -337,7 +384,7 @@ pub async fn redrive(
                 }
             }
             d = consumer.next(), if can_take => {
-                let d = match d {
+                let mut d = match d {
                     Some(Ok(d)) => d,
                     Some(Err(e)) => {
                         note(&mut errors, amqp_error(&e, "consume").to_string());
@@ -355,6 +402,22 @@ pub async fn redrive(
                         acks.held.insert(tag); // requeued when the channel closes
                         continue;
                     }
+                    matched += 1;
+                }
+                if let Some(f) = matching {
+                    // The body goes into the message tested and comes back for the copy; a
+                    // message passed over is dropped here and only its tag stays.
+                    let body = std::mem::take(&mut d.data);
+                    let m = message_of(&d, body, taken as i64 - 1);
+                    let hit = f.matches(&m);
+                    if taken % 1000 == 0 {
+                        progress.phase(&format!("examined {taken} of {total}, {} matched", matched + u64::from(hit)));
+                    }
+                    if !hit {
+                        acks.held.insert(tag); // requeued when the channel closes
+                        continue;
+                    }
+                    d.data = m.body;
                     matched += 1;
                 }
                 let target = match &fixed {
@@ -454,6 +517,10 @@ pub async fn redrive(
         ));
     }
     report.errors = errors;
+    if examine.is_some() {
+        report.examined = Some(taken);
+        report.matched = Some(matched);
+    }
     progress.phase(if report.cancelled {
         "cancelled"
     } else {

@@ -27,7 +27,7 @@ pub enum Planned {
         selection: Option<serde_json::Value>,
         /// A one-pass filtered redrive: the backend tests each message as it reads the source
         /// (`Backend::redrive_matching`); `plan.count` is then the messages it will examine.
-        filter: Option<MessageFilter>,
+        filter: Option<Box<MessageFilter>>,
     },
     Purge {
         queue: QueueInfo,
@@ -107,7 +107,7 @@ pub async fn plan_redrive_matching(
         }
         plan.mode = RedriveMode::ClientSide;
         plan.notes.push(effect);
-        *f = Some(filter);
+        *f = Some(Box::new(filter));
     }
     Ok(planned)
 }

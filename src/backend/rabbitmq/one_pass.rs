@@ -11,6 +11,7 @@
 //!   ends, bodies included (it may page them to disk), and closes a channel whose oldest
 //!   delivery stays unacknowledged past its `consumer_timeout` (30 min by default): the held
 //!   messages then return early, nothing is lost, and the report carries the error.
+//!
 //! So a pass examines at most `MAX_EXAMINED` messages and `MAX_BYTES` of them; beyond, it is
 //! refused before anything moves and `--limit` examines the first part of the queue.
 

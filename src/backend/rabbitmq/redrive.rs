@@ -410,7 +410,7 @@ async fn run(
                     let body = std::mem::take(&mut d.data);
                     let m = message_of(&d, body, taken as i64 - 1);
                     let hit = f.matches(&m);
-                    if taken % 1000 == 0 {
+                    if taken.is_multiple_of(1000) {
                         progress.phase(&format!("examined {taken} of {total}, {} matched", matched + u64::from(hit)));
                     }
                     if !hit {

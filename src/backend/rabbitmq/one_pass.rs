@@ -4,9 +4,11 @@
 //! headers and properties and gain the redelivered flag, as after a browse.
 //!
 //! What that costs, and why the pass is capped:
-//! - qdeck keeps only the delivery tag of a held message (the body is dropped once tested);
-//!   deliveries the broker has pushed and the loop has not tested yet sit in the client's
-//!   buffer (no prefetch limit: a prefetch counts held messages and stops at 65,535).
+//! - qdeck keeps only the delivery tag of a held message (the body is dropped once tested).
+//!   The pass consumes on channels of at most 2,000 unacknowledged messages each (`LANE` in
+//!   redrive.rs), opening the next when one is mostly held, so deliveries pushed but not yet
+//!   tested are bounded by the prefetch credit left (a few thousand bodies), and a pass of
+//!   `MAX_EXAMINED` uses under 200 channels (RabbitMQ's default channel_max is 2,047).
 //! - The broker keeps every held message as unacknowledged on one channel until the pass
 //!   ends, bodies included (it may page them to disk), and closes a channel whose oldest
 //!   delivery stays unacknowledged past its `consumer_timeout` (30 min by default): the held

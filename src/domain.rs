@@ -352,6 +352,12 @@ pub struct RedriveReport {
     pub mode: String,
     pub cancelled: bool,
     pub errors: Vec<String>,
+    /// A one-pass filtered redrive: messages it tested against the predicate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub examined: Option<u64>,
+    /// A one-pass filtered redrive: messages that matched (moved + failed among them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub matched: Option<u64>,
 }
 
 /// What deleting chosen messages (by id) did.

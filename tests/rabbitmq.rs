@@ -888,6 +888,88 @@ async fn cli_purge_where_deletes_the_matching_messages() {
     cleanup(&ch, &[&q]).await;
 }
 
+/// `qdeck redrive DLQ --where` as a user runs it on RabbitMQ: one pass, exactly the matching
+/// messages move, the JSON report and the audit line give the examined and matched counts.
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "needs QDECK_TEST_AMQP_URL"]
+async fn cli_redrive_where_moves_the_matching_messages_in_one_pass() {
+    let e = broker();
+    let (_c, ch) = admin(&e).await;
+    let (q, to) = (uniq("rwhere"), uniq("rwhereto"));
+    declare(&ch, &q, FieldTable::default()).await;
+    declare(&ch, &to, FieldTable::default()).await;
+    publish(&ch, &q, 10, false).await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cfg = dir.path().join("config/qdeck/config.toml");
+    std::fs::create_dir_all(cfg.parent().expect("parent")).expect("mkdir");
+    std::fs::write(
+        &cfg,
+        format!(
+            "[[profiles]]\nname = \"r\"\nkind = \"rabbitmq\"\namqp_url = \"{}\"\n\
+             management_url = \"{}\"\nusername = \"{}\"\npassword_env = \"{PASSWORD_VAR}\"\n",
+            e.bare_url, e.mgmt, e.user
+        ),
+    )
+    .expect("config");
+    let pred = r#"body ~ "msg-[0-2]$""#;
+    let out = assert_cmd::Command::cargo_bin("qdeck")
+        .expect("binary")
+        .env("XDG_CONFIG_HOME", dir.path().join("config"))
+        .env("XDG_DATA_HOME", dir.path().join("data"))
+        .env("XDG_STATE_HOME", dir.path().join("state"))
+        .env(PASSWORD_VAR, &e.password)
+        .args([
+            "-p", "r", "redrive", &q, "--to", &to, "--where", pred, "--yes", "-o", "json",
+        ])
+        .timeout(Duration::from_secs(60))
+        .output()
+        .expect("run qdeck");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_str(&stdout).expect("json");
+    assert_eq!(
+        (&v["moved"], &v["failed"], &v["matched"], &v["examined"]),
+        (&3.into(), &0.into(), &3.into(), &10.into()),
+        "{v}"
+    );
+    wait_depth(&ch, &to, 3).await;
+    wait_depth(&ch, &q, 7).await;
+    let audit = walk(dir.path())
+        .into_iter()
+        .find(|p| p.file_name().is_some_and(|n| n == "audit.log"))
+        .expect("an audit log");
+    let line = std::fs::read_to_string(audit).expect("audit");
+    let entry: serde_json::Value = serde_json::from_str(line.trim()).expect("one line");
+    assert_eq!(
+        (
+            &entry["result"],
+            &entry["counts"]["predicate"],
+            &entry["counts"]["matched"]
+        ),
+        (&"ok".into(), &pred.into(), &3.into()),
+        "{line}"
+    );
+    cleanup(&ch, &[&q, &to]).await;
+}
+
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
+
 #[tokio::test(flavor = "multi_thread")]
 #[ignore = "needs QDECK_TEST_AMQP_URL"]
 async fn wrong_password_is_an_auth_error_without_the_secret() {

@@ -151,7 +151,17 @@ mod rabbitmq {
 
     const PASSWORD_VAR: &str = "QDECK_TEST_TRIAGE_RABBITMQ_PASSWORD";
 
-    async fn setup() -> (std::sync::Arc<dyn Backend>, lapin::Channel, Connection) {
+    pub(super) async fn setup() -> (std::sync::Arc<dyn Backend>, lapin::Channel, Connection) {
+        let (b, ch, conn, _) = setup_with_profile().await;
+        (b, ch, conn)
+    }
+
+    pub(super) async fn setup_with_profile() -> (
+        std::sync::Arc<dyn Backend>,
+        lapin::Channel,
+        Connection,
+        Profile,
+    ) {
         let url = std::env::var("QDECK_TEST_AMQP_URL")
             .expect("this test needs QDECK_TEST_AMQP_URL and QDECK_TEST_RABBITMQ_MGMT");
         let mgmt = std::env::var("QDECK_TEST_RABBITMQ_MGMT").expect("QDECK_TEST_RABBITMQ_MGMT");
@@ -187,10 +197,10 @@ mod rabbitmq {
             .await
             .expect("amqp");
         let ch = conn.create_channel().await.expect("channel");
-        (b, ch, conn)
+        (b, ch, conn, profile)
     }
 
-    async fn declare(ch: &lapin::Channel, q: &str, dlq: Option<&str>) {
+    pub(super) async fn declare(ch: &lapin::Channel, q: &str, dlq: Option<&str>) {
         let mut args = FieldTable::default();
         if let Some(d) = dlq {
             let s = |v: &str| AMQPValue::LongString(LongString::from(v.as_bytes()));
@@ -430,6 +440,10 @@ mod rabbitmq {
         }
     }
 }
+
+#[cfg(feature = "rabbitmq")]
+#[path = "triage_brokers/one_pass.rs"]
+mod one_pass;
 
 #[cfg(feature = "sqs")]
 mod sqs {

@@ -5,6 +5,7 @@ pub mod api_calls;
 pub mod error;
 pub mod filter;
 pub mod local;
+pub mod message_filter;
 pub mod progress;
 #[cfg(feature = "rabbitmq")]
 pub mod rabbitmq;
@@ -22,6 +23,7 @@ use async_trait::async_trait;
 pub use api_calls::ApiCalls;
 pub use error::BackendError;
 pub use filter::QueueFilter;
+pub use message_filter::MessageFilter;
 pub use progress::{OpProgress, ProgressState};
 
 use crate::config::{Profile, ProfileKind};
@@ -116,6 +118,30 @@ pub trait Backend: Send + Sync {
 
     /// Copy → broker confirms → delete. Reports progress and stops at `progress.cancelled()`.
     async fn redrive(&self, req: &RedriveRequest, progress: &OpProgress) -> Result<RedriveReport>;
+
+    /// Whether `redrive_matching` works on this queue: `Some(what reading leaves on the
+    /// messages that do not match)`, for the confirmation. A filtered redrive then reads the
+    /// source once, testing each message as it arrives, instead of scanning it for ids first.
+    fn redrives_matching(&self, _queue: &QueueInfo) -> Option<String> {
+        None
+    }
+
+    /// Copy → confirm → delete the messages of `req.source` that pass `filter`, in one pass
+    /// over the messages ready at the start (or `filter.max_examined` of them); `req.max`
+    /// caps the matching ones moved. The others are left in the source (the side effect of
+    /// reading them is the one `capabilities().browse` declares). The report's `examined`
+    /// and `matched` say how far the pass got.
+    async fn redrive_matching(
+        &self,
+        _req: &RedriveRequest,
+        _filter: &MessageFilter,
+        _progress: &OpProgress,
+    ) -> Result<RedriveReport> {
+        Err(BackendError::Unsupported(format!(
+            "a one-pass filtered redrive is not implemented for {}",
+            self.kind()
+        )))
+    }
 
     async fn purge(&self, queue: &QueueId, progress: &OpProgress) -> Result<PurgeReport>;
 

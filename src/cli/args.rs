@@ -138,9 +138,11 @@ pub enum Command {
         #[arg(long, short = 'y')]
         yes: bool,
         /// Only messages matching this predicate (README "Predicates"), e.g.
-        /// 'reason = "rejected" and header.x-tenant = "acme"'. The DLQ is scanned first
-        /// (bounded by --limit / --scan-time); only the matching messages seen move. Any of
-        /// them not moved (gone since the scan) count as failed: exit 3, or 1 if none moved.
+        /// 'reason = "rejected" and header.x-tenant = "acme"'. RabbitMQ reads the DLQ once and
+        /// moves matching messages as it meets them (--limit: examine the first N; the others
+        /// return with the redelivered flag). Elsewhere, and with --scan-time, the DLQ is
+        /// scanned first (bounded by --limit / --scan-time) and only the matching messages
+        /// seen move; any of them not moved count as failed: exit 3, or 1 if none moved.
         #[arg(long = "where", value_name = "PRED")]
         filter: Option<String>,
         #[command(flatten)]

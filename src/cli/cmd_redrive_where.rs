@@ -1,6 +1,9 @@
-//! `qdeck redrive DLQ --where PRED`: scan the DLQ, match, collect ids, then redrive only those
-//! (`RedriveRequest::only_ids`, honoured by every backend). `--dry-run` prints the count and a
-//! sample of matching ids and changes nothing.
+//! `qdeck redrive DLQ --where PRED`. Where the backend can test messages as it consumes
+//! (`Backend::redrives_matching`: RabbitMQ), the real run reads the DLQ once and moves the
+//! matching messages as it meets them. Elsewhere, and for `--dry-run` and `--scan-time`, it
+//! scans the DLQ, matches, collects ids, then redrives only those (`RedriveRequest::only_ids`,
+//! honoured by every backend). `--dry-run` prints the count and a sample of matching ids and
+//! changes nothing.
 
 use serde_json::json;
 
@@ -10,6 +13,7 @@ use super::exit::{CliError, CliResult, INTERRUPTED, OK};
 use super::fetch;
 use super::output::{self, name};
 use super::scan;
+use crate::backend::MessageFilter;
 use crate::domain::{RedriveRequest, RedriveTarget};
 use crate::engine::gate::Mutation;
 use crate::engine::ops::{self, Planned};
@@ -46,6 +50,17 @@ pub async fn redrive_where(
         fetch::find(b, t.as_str()).await?;
     }
     let ctx = scan::eval_context(s);
+    // `--scan-time` bounds a scan by time, which a pass that must end on a known message count
+    // does not honour: that request keeps the scan-then-move path.
+    if !dry_run && a.scan_time.is_none() && b.redrives_matching(&info).is_some() {
+        let text = pred.source().to_string();
+        let mut filter = MessageFilter::new(text, move |m| pred.matches(m, &ctx));
+        filter.max_examined = a.limit;
+        filter.force = a.force;
+        // The gate's audit line carries the predicate and the pass's examined/matched counts.
+        let planned = ops::plan_redrive_matching(&s.gate, req, filter).await?;
+        return run_planned(s, planned, false, yes, f, "nothing to move").await;
+    }
     let sel = scan::with_progress("scan", |p| {
         let (pred, limits, ctx, id) = (&pred, &limits, &ctx, &info.id);
         async move { triage::select(b, id, pred, limits, ctx, &p).await }

@@ -234,10 +234,38 @@ impl Gate {
         note: Option<&serde_json::Value>,
         progress: &OpProgress,
     ) -> Result<RedriveReport, BackendError> {
+        self.redrive_audited(req, None, note, progress).await
+    }
+
+    /// A one-pass filtered redrive (`Backend::redrive_matching`): the same tier check and
+    /// audit line as any redrive, with the examined and matched counts of the pass.
+    pub async fn redrive_matching(
+        &self,
+        req: &RedriveRequest,
+        filter: &crate::backend::MessageFilter,
+        note: Option<&serde_json::Value>,
+        progress: &OpProgress,
+    ) -> Result<RedriveReport, BackendError> {
+        self.redrive_audited(req, Some(filter), note, progress)
+            .await
+    }
+
+    async fn redrive_audited(
+        &self,
+        req: &RedriveRequest,
+        filter: Option<&crate::backend::MessageFilter>,
+        note: Option<&serde_json::Value>,
+        progress: &OpProgress,
+    ) -> Result<RedriveReport, BackendError> {
         self.require(Mutation::Redrive, &req.source)?;
         let with_note = |mut counts: serde_json::Value| {
-            if let (Some(serde_json::Value::Object(n)), Some(c)) = (note, counts.as_object_mut()) {
-                c.extend(n.clone());
+            if let Some(c) = counts.as_object_mut() {
+                if let Some(f) = filter {
+                    c.insert("predicate".into(), f.source.clone().into());
+                }
+                if let Some(serde_json::Value::Object(n)) = note {
+                    c.extend(n.clone());
+                }
             }
             counts
         };
@@ -245,7 +273,11 @@ impl Gate {
             RedriveTarget::Origin => "origin".to_string(),
             RedriveTarget::Queue(q) => q.to_string(),
         });
-        match self.backend.redrive(req, progress).await {
+        let run = match filter {
+            Some(f) => self.backend.redrive_matching(req, f, progress).await,
+            None => self.backend.redrive(req, progress).await,
+        };
+        match run {
             Ok(mut r) => {
                 // Also in `ops::run` (with the uncapped selection): here so the audit agrees.
                 if let Some(ids) = &req.only_ids {
@@ -263,7 +295,7 @@ impl Gate {
                     Mutation::Redrive,
                     &req.source,
                     target,
-                    with_note(json!({"moved": r.moved, "failed": r.failed, "possibly_duplicated": r.possibly_duplicated, "mode": r.mode})),
+                    with_note(pass_counts(&r, json!({"moved": r.moved, "failed": r.failed, "possibly_duplicated": r.possibly_duplicated, "mode": r.mode}))),
                     result,
                     r.errors.first().cloned(),
                 );
@@ -399,6 +431,19 @@ impl Gate {
             }
         }
     }
+}
+
+/// The audit counts of a redrive, with how far a one-pass filtered redrive read.
+fn pass_counts(r: &RedriveReport, mut counts: serde_json::Value) -> serde_json::Value {
+    if let Some(c) = counts.as_object_mut() {
+        if let Some(n) = r.examined {
+            c.insert("examined".into(), n.into());
+        }
+        if let Some(n) = r.matched {
+            c.insert("matched".into(), n.into());
+        }
+    }
+    counts
 }
 
 /// One line saying why: the tier, what the action needs, and the read-only wording users and

@@ -9,7 +9,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use super::gate::{Gate, Mutation};
-use crate::backend::{BackendError, OpProgress, ProgressState};
+use crate::backend::{BackendError, MessageFilter, OpProgress, ProgressState};
 use crate::domain::{
     MessageCount, PurgeReport, QueueId, QueueInfo, RedriveMode, RedrivePlan, RedriveReport,
     RedriveRequest, RedriveTarget,
@@ -25,6 +25,9 @@ pub enum Planned {
         plan: RedrivePlan,
         /// For a filtered redrive: the predicate and scan counts, for the audit line.
         selection: Option<serde_json::Value>,
+        /// A one-pass filtered redrive: the backend tests each message as it reads the source
+        /// (`Backend::redrive_matching`); `plan.count` is then the messages it will examine.
+        filter: Option<Box<MessageFilter>>,
     },
     Purge {
         queue: QueueInfo,
@@ -66,7 +69,47 @@ pub async fn plan_redrive(gate: &Gate, req: RedriveRequest) -> Result<Planned, B
         source,
         plan,
         selection: None,
+        filter: None,
     })
+}
+
+/// Plan a one-pass filtered redrive where the backend offers one (`redrives_matching`):
+/// the count is the messages the pass will examine (those ready now, at most
+/// `filter.max_examined`), `req.max` caps the matching ones moved, and the notes say what
+/// reading the others does to them.
+pub async fn plan_redrive_matching(
+    gate: &Gate,
+    mut req: RedriveRequest,
+    filter: MessageFilter,
+) -> Result<Planned, BackendError> {
+    if req.max == Some(0) {
+        return Err(BackendError::Invalid("max must be at least 1".into()));
+    }
+    let max = req.max.take();
+    let mut planned = plan_redrive(gate, req).await?;
+    if let Planned::Redrive {
+        req,
+        source,
+        plan,
+        filter: f,
+        ..
+    } = &mut planned
+    {
+        let Some(effect) = gate.backend().redrives_matching(source) else {
+            return Err(BackendError::Unsupported(format!(
+                "a one-pass filtered redrive is not available for {}",
+                clean(source.id.as_str())
+            )));
+        };
+        req.max = max;
+        if let Some(l) = filter.max_examined {
+            plan.count.ready = plan.count.ready.min(l);
+        }
+        plan.mode = RedriveMode::ClientSide;
+        plan.notes.push(effect);
+        *f = Some(Box::new(filter));
+    }
+    Ok(planned)
 }
 
 pub async fn plan_purge(gate: &Gate, queue: &QueueId) -> Result<Planned, BackendError> {
@@ -119,7 +162,11 @@ impl Planned {
         let approx = if c.exact { "" } else { "≈" };
         match self {
             Planned::Redrive {
-                req, source, plan, ..
+                req,
+                source,
+                plan,
+                filter,
+                ..
             } => {
                 let target = match &req.target {
                     RedriveTarget::Origin => match source.dlq_sources.as_slice() {
@@ -142,14 +189,26 @@ impl Planned {
                     RedriveMode::Native(m) => format!(" (server-side: {})", clean(m)),
                     _ => " (copy, confirm, then delete)".to_string(),
                 };
-                let mut s = format!(
-                    "move {approx}{} message(s) from {} to {target}{}{how}",
-                    c.ready,
-                    clean(source.id.as_str()),
-                    req.rate
-                        .map(|r| format!(" at most {r}/s"))
-                        .unwrap_or_default(),
-                );
+                let rate = req
+                    .rate
+                    .map(|r| format!(" at most {r}/s"))
+                    .unwrap_or_default();
+                let mut s = match filter {
+                    None => format!(
+                        "move {approx}{} message(s) from {} to {target}{rate}{how}",
+                        c.ready,
+                        clean(source.id.as_str()),
+                    ),
+                    Some(f) => format!(
+                        "move the message(s) matching {} among the {approx}{} ready in {} to {target}{}{rate}{how}, reading the queue once",
+                        clean(&format!("{:?}", f.source)),
+                        c.ready,
+                        clean(source.id.as_str()),
+                        req.max
+                            .map(|m| format!(" (at most {m})"))
+                            .unwrap_or_default(),
+                    ),
+                };
                 for n in &plan.notes {
                     s.push_str("; ");
                     s.push_str(&clean(n));
@@ -252,6 +311,9 @@ impl Outcome {
                     if r.cancelled { ", cancelled" } else { "" },
                     clean(&r.mode)
                 );
+                if let (Some(m), Some(e)) = (r.matched, r.examined) {
+                    s.push_str(&format!("; {m} of {e} examined matched"));
+                }
                 if let Some(e) = r.errors.first() {
                     s.push_str(" — ");
                     s.push_str(&clean(e));
@@ -371,9 +433,29 @@ pub fn account_for_selection(r: &mut RedriveReport, selected: u64) {
 pub async fn run(gate: &Gate, planned: Planned, p: &OpProgress) -> Outcome {
     match planned {
         Planned::Redrive {
+            req,
+            selection,
+            filter: Some(filter),
+            ..
+        } => {
+            // The pass bounds itself by what is ready when it starts; `max` caps the matches.
+            p.set_total(None);
+            match gate
+                .redrive_matching(&req, &filter, selection.as_ref(), p)
+                .await
+            {
+                Ok(r) => Outcome::Redrive(r),
+                Err(error) => Outcome::Failed {
+                    error,
+                    progress: p.snapshot(),
+                },
+            }
+        }
+        Planned::Redrive {
             mut req,
             plan,
             selection,
+            filter: None,
             ..
         } => {
             // The selection as the caller capped it, before the plan's count caps `max`.

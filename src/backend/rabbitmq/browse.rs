@@ -144,35 +144,15 @@ pub async fn browse(b: &RabbitBackend, queue: &QueueId, req: &BrowseRequest) -> 
         .into_iter()
         .enumerate()
         .skip(skip)
-        .map(|(pos, d)| {
-            let p = &d.properties;
-            let count = delivery_count(p);
-            if let (Some(l), Some(c)) = (limit, count) {
+        .map(|(pos, mut d)| {
+            let body = std::mem::take(&mut d.data);
+            let m = message_of(&d, body, pos as i64);
+            if let (Some(l), Some(c)) = (limit, m.receive_count) {
                 if c + 1 >= l as u64 {
                     at_limit += 1;
                 }
             }
-            let mut headers = vec![
-                ("exchange".to_string(), d.exchange.as_str().to_string()),
-                (
-                    "routing-key".to_string(),
-                    d.routing_key.as_str().to_string(),
-                ),
-                ("redelivered".to_string(), d.redelivered.to_string()),
-            ];
-            headers.extend(header_list(p));
-            Message {
-                id: message_id(p, &d.data),
-                seq: Some(pos as i64),
-                enqueued_ms: p
-                    .timestamp()
-                    .map(|t| (t.min(i64::MAX as u64 / 1000) as i64) * 1000),
-                receive_count: count,
-                key: None,
-                headers,
-                dead_letter: parse_dead_letter(p),
-                body: d.data,
-            }
+            m
         })
         .collect();
     let next = if returned == skip + max && remaining > 0 {
@@ -196,4 +176,31 @@ pub async fn browse(b: &RabbitBackend, queue: &QueueId, req: &BrowseRequest) -> 
         next,
         effect_note: Some(note),
     })
+}
+
+/// A delivery as qdeck shows it (browse) and tests it (a one-pass filtered redrive): `body` is
+/// the delivery's data, taken out by the caller so a redrive can hand it back for the copy.
+pub(super) fn message_of(d: &lapin::message::Delivery, body: Vec<u8>, seq: i64) -> Message {
+    let p = &d.properties;
+    let mut headers = vec![
+        ("exchange".to_string(), d.exchange.as_str().to_string()),
+        (
+            "routing-key".to_string(),
+            d.routing_key.as_str().to_string(),
+        ),
+        ("redelivered".to_string(), d.redelivered.to_string()),
+    ];
+    headers.extend(header_list(p));
+    Message {
+        id: message_id(p, &body),
+        seq: Some(seq),
+        enqueued_ms: p
+            .timestamp()
+            .map(|t| (t.min(i64::MAX as u64 / 1000) as i64) * 1000),
+        receive_count: delivery_count(p),
+        key: None,
+        headers,
+        dead_letter: parse_dead_letter(p),
+        body,
+    }
 }

@@ -13,6 +13,7 @@ mod figures;
 mod headers;
 mod matching;
 mod mgmt;
+mod one_pass;
 mod purge;
 mod redrive;
 mod shovel;
@@ -25,7 +26,7 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 
-use super::{ApiCalls, Backend, BackendError, OpProgress, Result};
+use super::{ApiCalls, Backend, BackendError, MessageFilter, OpProgress, Result};
 use crate::config::{Profile, RabbitmqSettings};
 use crate::domain::*;
 
@@ -556,6 +557,19 @@ impl Backend for RabbitBackend {
 
     async fn redrive(&self, req: &RedriveRequest, progress: &OpProgress) -> Result<RedriveReport> {
         redrive::redrive(self, req, progress).await
+    }
+
+    fn redrives_matching(&self, queue: &QueueInfo) -> Option<String> {
+        (queue.kind != QueueKind::Stream).then(|| one_pass::EFFECT.to_string())
+    }
+
+    async fn redrive_matching(
+        &self,
+        req: &RedriveRequest,
+        filter: &MessageFilter,
+        progress: &OpProgress,
+    ) -> Result<RedriveReport> {
+        redrive::redrive_matching(self, req, filter, progress).await
     }
 
     async fn purge(&self, queue: &QueueId, progress: &OpProgress) -> Result<PurgeReport> {

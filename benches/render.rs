@@ -9,7 +9,7 @@ use ratatui::Terminal;
 
 use qdeck::domain::{QueueId, QueueInfo, QueueStats, StatsBatch};
 use qdeck::engine::store::Store;
-use qdeck::tui::state::{State, View};
+use qdeck::tui::state::{SortCol, State, View};
 use qdeck::tui::{update, Action};
 
 fn state(n: usize) -> State {
@@ -142,6 +142,19 @@ fn bench(c: &mut Criterion) {
                 .expect("draw");
         })
     });
+    g.finish();
+
+    // Sorted by a live figure, the rows are re-sorted over every queue once a tick (not per
+    // frame): what that tick costs the UI thread at 100,000 queues.
+    let mut g = c.benchmark_group("resort");
+    g.sample_size(20);
+    let mut st = state(100_000);
+    for sort in [SortCol::Depth, SortCol::Eta] {
+        st.sort = sort;
+        g.bench_function(format!("{}_100000", sort.name()), |b| {
+            b.iter(|| qdeck::tui::update::rebuild_rows(&mut st))
+        });
+    }
     g.finish();
 }
 

@@ -110,8 +110,55 @@ fn memory_report() {
     drop(store);
 }
 
+/// CPU time this thread has run, in ns (Linux schedstat). Unlike wall time it does not grow
+/// while other processes hold the cores, so figures from a busy machine still compare.
+fn thread_cpu_ns() -> Option<u64> {
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
+/// Mean CPU time of `f` over `times` runs, in µs.
+fn cpu_us(times: u32, mut f: impl FnMut()) -> Option<f64> {
+    let start = thread_cpu_ns()?;
+    for _ in 0..times {
+        f();
+    }
+    Some((thread_cpu_ns()? - start) as f64 / 1e3 / times as f64)
+}
+
+/// CPU per full frame at 100 queues (a full table, the reference) and at 100,000, and per
+/// re-sort of 100,000 by ETA (printed, with the 100,000 / 100 frame ratio of the same run).
+fn cpu_report() {
+    let frame = |st: &State| {
+        let mut term = Terminal::new(TestBackend::new(200, 50)).expect("terminal");
+        cpu_us(2000, || {
+            term.clear().expect("clear");
+            term.draw(|f| qdeck::tui::views::render(f, st))
+                .expect("draw");
+        })
+    };
+    let small = frame(&state(100));
+    let mut big = state(100_000);
+    let large = frame(&big);
+    big.sort = SortCol::Eta;
+    let resort = cpu_us(5, || qdeck::tui::update::rebuild_rows(&mut big));
+    if let (Some(s), Some(l), Some(r)) = (small, large, resort) {
+        println!(
+            "cpu per frame at 200x50: 100 queues {s:.0} us, 100,000 queues {l:.0} us ({:.2}x); \
+             re-sort of 100,000 by ETA {:.1} ms",
+            l / s,
+            r / 1e3
+        );
+    }
+}
+
 fn bench(c: &mut Criterion) {
     memory_report();
+    cpu_report();
     let mut g = c.benchmark_group("render_200x50");
     for n in [10usize, 100, 10_000, 100_000] {
         let st = state(n);

@@ -1,5 +1,5 @@
-//! Full-frame render of the queue table at 200×50 with 10 and 10,000 queues. The cost must
-//! depend on the rows visible, not on the number of queues.
+//! Full-frame render of the queue table at 200×50 with 10 to 100,000 queues. The cost must
+//! depend on the rows visible, not on the number of queues (issue 14: < 2 ms at 100,000).
 //!
 //! cargo bench --bench render
 
@@ -9,7 +9,7 @@ use ratatui::Terminal;
 
 use qdeck::domain::{QueueId, QueueInfo, QueueStats, StatsBatch};
 use qdeck::engine::store::Store;
-use qdeck::tui::state::{State, View};
+use qdeck::tui::state::{SortCol, State, View};
 use qdeck::tui::{update, Action};
 
 fn state(n: usize) -> State {
@@ -110,10 +110,57 @@ fn memory_report() {
     drop(store);
 }
 
+/// CPU time this thread has run, in ns (Linux schedstat). Unlike wall time it does not grow
+/// while other processes hold the cores, so figures from a busy machine still compare.
+fn thread_cpu_ns() -> Option<u64> {
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
+/// Mean CPU time of `f` over `times` runs, in µs.
+fn cpu_us(times: u32, mut f: impl FnMut()) -> Option<f64> {
+    let start = thread_cpu_ns()?;
+    for _ in 0..times {
+        f();
+    }
+    Some((thread_cpu_ns()? - start) as f64 / 1e3 / times as f64)
+}
+
+/// CPU per full frame at 100 queues (a full table, the reference) and at 100,000, and per
+/// re-sort of 100,000 by ETA (printed, with the 100,000 / 100 frame ratio of the same run).
+fn cpu_report() {
+    let frame = |st: &State| {
+        let mut term = Terminal::new(TestBackend::new(200, 50)).expect("terminal");
+        cpu_us(2000, || {
+            term.clear().expect("clear");
+            term.draw(|f| qdeck::tui::views::render(f, st))
+                .expect("draw");
+        })
+    };
+    let small = frame(&state(100));
+    let mut big = state(100_000);
+    let large = frame(&big);
+    big.sort = SortCol::Eta;
+    let resort = cpu_us(5, || qdeck::tui::update::rebuild_rows(&mut big));
+    if let (Some(s), Some(l), Some(r)) = (small, large, resort) {
+        println!(
+            "cpu per frame at 200x50: 100 queues {s:.0} us, 100,000 queues {l:.0} us ({:.2}x); \
+             re-sort of 100,000 by ETA {:.1} ms",
+            l / s,
+            r / 1e3
+        );
+    }
+}
+
 fn bench(c: &mut Criterion) {
     memory_report();
+    cpu_report();
     let mut g = c.benchmark_group("render_200x50");
-    for n in [10usize, 100, 10_000] {
+    for n in [10usize, 100, 10_000, 100_000] {
         let st = state(n);
         let mut term = Terminal::new(TestBackend::new(200, 50)).expect("terminal");
         g.bench_function(format!("queues_{n}"), |b| {
@@ -142,6 +189,19 @@ fn bench(c: &mut Criterion) {
                 .expect("draw");
         })
     });
+    g.finish();
+
+    // Sorted by a live figure, the rows are re-sorted over every queue once a tick (not per
+    // frame): what that tick costs the UI thread at 100,000 queues.
+    let mut g = c.benchmark_group("resort");
+    g.sample_size(20);
+    let mut st = state(100_000);
+    for sort in [SortCol::Depth, SortCol::Eta] {
+        st.sort = sort;
+        g.bench_function(format!("{}_100000", sort.name()), |b| {
+            b.iter(|| qdeck::tui::update::rebuild_rows(&mut st))
+        });
+    }
     g.finish();
 }
 

@@ -10,44 +10,43 @@ use qdeck::backend::local::{LocalBackend, QueueOptions};
 use qdeck::domain::OutgoingMessage;
 use serde_json::Value;
 
+mod common;
+
 struct Env {
     dir: tempfile::TempDir,
 }
 
 impl Env {
-    /// Two local profiles, `a` (default) and `b`, each its own broker file; `b_extra` and
-    /// `a_extra` are added to the profiles (e.g. an access tier).
-    fn new(a_extra: &str, b_extra: &str) -> Env {
+    /// Two local profiles, `a` (default) and `b`, each its own broker file; `a_extra` and
+    /// `b_extra` are added to the profiles (e.g. an access tier). Seeded as `seed` says.
+    fn seeded(a_extra: &str, b_extra: &str) -> Env {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path();
         std::fs::create_dir_all(d.join("a")).unwrap();
         std::fs::create_dir_all(d.join("b")).unwrap();
-        std::fs::write(
-            d.join("config.toml"),
-            format!(
-                "default_profile = \"a\"\n\
-                 [[profiles]]\nname = \"a\"\nkind = \"local\"\npath = \"{}\"\n{a_extra}\n\
-                 [[profiles]]\nname = \"b\"\nkind = \"local\"\npath = \"{}\"\n{b_extra}\n",
-                d.join("a/q.db").display(),
-                d.join("b/q.db").display()
-            ),
-        )
-        .unwrap();
-        Env { dir }
+        common::write_config(
+            d,
+            "a",
+            &[
+                common::local_profile("a", &d.join("a/q.db"), a_extra),
+                common::local_profile("b", &d.join("b/q.db"), b_extra),
+            ],
+        );
+        let e = Env { dir };
+        seed(&e);
+        e
     }
 
     fn qdeck(&self) -> Command {
-        let mut c = Command::cargo_bin("qdeck").unwrap();
-        let d = self.dir.path();
-        c.env_clear()
-            .env("PATH", std::env::var("PATH").unwrap_or_default())
-            .env("HOME", d)
-            .env("USER", "tester")
-            .env("QDECK_CONFIG", d.join("config.toml"))
-            .env("XDG_CONFIG_HOME", d.join("config"))
-            .env("XDG_DATA_HOME", d.join("data"))
-            .env("XDG_STATE_HOME", d.join("state"))
-            .timeout(Duration::from_secs(120));
+        common::qdeck(self.dir.path())
+    }
+
+    /// `qdeck VERB orders.dlq --to replay --to-profile b` followed by `more`: a copy or move
+    /// of the seeded dead letters into profile b.
+    fn to_b(&self, verb: &str, more: &[&str]) -> Command {
+        let mut c = self.qdeck();
+        c.args([verb, "orders.dlq", "--to", "replay", "--to-profile", "b"])
+            .args(more);
         c
     }
 
@@ -99,6 +98,16 @@ fn msg(body: &[u8], headers: &[(&str, &str)]) -> OutgoingMessage {
             .collect(),
         ..Default::default()
     }
+}
+
+/// The JSON report of a run that must succeed (its stderr shown if it did not).
+fn json_ok(out: std::process::Output) -> Value {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
 }
 
 /// Body bytes of a record (text or base64).
@@ -169,29 +178,8 @@ fn seed(e: &Env) {
 
 #[test]
 fn copy_across_profiles_keeps_bodies_and_headers_and_lists_what_it_renamed() {
-    let e = Env::new("", "");
-    seed(&e);
-    let out = e
-        .qdeck()
-        .args([
-            "copy",
-            "orders.dlq",
-            "--to",
-            "replay",
-            "--to-profile",
-            "b",
-            "-y",
-            "-o",
-            "json",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let e = Env::seeded("", "");
+    let r = json_ok(e.to_b("copy", &["-y", "-o", "json"]).output().unwrap());
     assert_eq!(
         (r["sent"].as_u64(), r["failed"].as_u64()),
         (Some(5), Some(0))
@@ -267,21 +255,10 @@ fn copy_across_profiles_keeps_bodies_and_headers_and_lists_what_it_renamed() {
 
 #[test]
 fn move_with_where_moves_only_the_matching_and_leaves_the_rest() {
-    let e = Env::new("", "");
-    seed(&e);
+    let e = Env::seeded("", "");
+    let acme = "header.x-tenant = \"acme\"";
     let dry = e
-        .qdeck()
-        .args([
-            "move",
-            "orders.dlq",
-            "--to",
-            "replay",
-            "--to-profile",
-            "b",
-            "--where",
-            "header.x-tenant = \"acme\"",
-            "--dry-run",
-        ])
+        .to_b("move", &["--where", acme, "--dry-run"])
         .output()
         .unwrap();
     assert!(dry.status.success());
@@ -291,29 +268,11 @@ fn move_with_where_moves_only_the_matching_and_leaves_the_rest() {
         "{text}"
     );
     assert_eq!(e.export("b", "replay").len(), 0, "a dry run sends nothing");
-    let out = e
-        .qdeck()
-        .args([
-            "move",
-            "orders.dlq",
-            "--to",
-            "replay",
-            "--to-profile",
-            "b",
-            "--where",
-            "header.x-tenant = \"acme\"",
-            "-y",
-            "-o",
-            "json",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let r = json_ok(
+        e.to_b("move", &["--where", acme, "-y", "-o", "json"])
+            .output()
+            .unwrap(),
     );
-    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(
         (r["sent"].as_u64(), r["deleted"].as_u64()),
         (Some(3), Some(3))
@@ -344,8 +303,7 @@ fn move_with_where_moves_only_the_matching_and_leaves_the_rest() {
 
 #[test]
 fn a_missing_target_is_exit_4_before_anything_is_read() {
-    let e = Env::new("", "");
-    seed(&e);
+    let e = Env::seeded("", "");
     for cmd in ["copy", "move"] {
         e.qdeck()
             .args([cmd, "orders.dlq", "--to", "nope", "--to-profile", "b", "-y"])
@@ -381,67 +339,24 @@ fn a_missing_target_is_exit_4_before_anything_is_read() {
 #[test]
 fn tiers_on_both_profiles_gate_copy_and_move() {
     // Target browse-only: no copy into it.
-    let e = Env::new("", "access = \"browse\"");
-    seed(&e);
-    e.qdeck()
-        .args([
-            "copy",
-            "orders.dlq",
-            "--to",
-            "replay",
-            "--to-profile",
-            "b",
-            "-y",
-        ])
+    let e = Env::seeded("", "access = \"browse\"");
+    e.to_b("copy", &["-y"])
         .assert()
         .code(5)
         .stderr(predicates::str::contains("\"b\"").and(predicates::str::contains("redrive")));
     // Source at redrive: copy out is fine, move out (it deletes) is not.
-    let e = Env::new("access = \"redrive\"", "");
-    seed(&e);
-    e.qdeck()
-        .args([
-            "move",
-            "orders.dlq",
-            "--to",
-            "replay",
-            "--to-profile",
-            "b",
-            "-y",
-        ])
+    let e = Env::seeded("access = \"redrive\"", "");
+    e.to_b("move", &["-y"])
         .assert()
         .code(5)
         .stderr(predicates::str::contains("full"));
     assert_eq!(e.export("b", "replay").len(), 0);
-    e.qdeck()
-        .args([
-            "copy",
-            "orders.dlq",
-            "--to",
-            "replay",
-            "--to-profile",
-            "b",
-            "-y",
-        ])
-        .assert()
-        .success();
+    e.to_b("copy", &["-y"]).assert().success();
     assert_eq!(e.export("b", "replay").len(), 5);
     assert_eq!(e.export("a", "orders.dlq").len(), 5);
     // Source stats-only: its bodies cannot be read, not even for a dry run.
-    let e = Env::new("access = \"stats\"", "");
-    seed(&e);
-    e.qdeck()
-        .args([
-            "copy",
-            "orders.dlq",
-            "--to",
-            "replay",
-            "--to-profile",
-            "b",
-            "--dry-run",
-        ])
-        .assert()
-        .code(5);
+    let e = Env::seeded("access = \"stats\"", "");
+    e.to_b("copy", &["--dry-run"]).assert().code(5);
     let refused = e.audit();
     assert!(
         refused.iter().any(|l| l["result"] == "refused"),

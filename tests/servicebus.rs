@@ -1,6 +1,7 @@
 //! Service Bus backend against the in-process stand-in (tests/servicebus_standin): no Azure,
 //! no env var needed. Verified against the stand-in, not against Azure.
 
+mod common;
 mod contract;
 #[path = "servicebus_standin/mod.rs"]
 mod standin;
@@ -10,32 +11,16 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use qdeck::backend::{build, Backend, BackendError, OpProgress};
-use qdeck::config::{Profile, ProfileKind, ServicebusSettings};
 use qdeck::domain::*;
 use serde_json::Value;
 use standin::{new_msg, StandIn};
 
 async fn backend_with(cs: &str) -> Result<Arc<dyn Backend>, BackendError> {
-    backend_opts(cs, None).await
+    common::servicebus_backend("sb-test", cs, None).await
 }
 
 async fn backend_opts(cs: &str, topics: Option<bool>) -> Result<Arc<dyn Backend>, BackendError> {
-    let var = format!("QDECK_TEST_SB_{}", uuid::Uuid::new_v4().simple());
-    std::env::set_var(&var, cs);
-    build(&Profile {
-        name: "sb-test".into(),
-        kind: ProfileKind::Servicebus(ServicebusSettings {
-            connection_string_env: var,
-            topics,
-        }),
-        access: None,
-        read_only: false,
-        protected: false,
-        refresh_secs: None,
-        max_calls_per_minute: None,
-        reason_headers: Vec::new(),
-    })
-    .await
+    common::servicebus_backend("sb-test", cs, topics).await
 }
 
 async fn backend(s: &StandIn) -> Arc<dyn Backend> {
@@ -625,19 +610,11 @@ async fn malformed_connection_string_is_a_clear_redacted_error() {
         assert!(m.contains("malformed Service Bus connection string"), "{m}");
         assert!(!m.contains("TOPSECRETKEY"), "{m}");
     }
-    let e = build(&Profile {
-        name: "p".into(),
-        kind: ProfileKind::Servicebus(ServicebusSettings {
-            connection_string_env: "QDECK_TEST_SB_SURELY_UNSET_VAR".into(),
-            ..Default::default()
-        }),
-        access: None,
-        read_only: false,
-        protected: false,
-        refresh_secs: None,
-        max_calls_per_minute: None,
-        reason_headers: Vec::new(),
-    })
+    let e = build(&common::servicebus(
+        "p",
+        "QDECK_TEST_SB_SURELY_UNSET_VAR",
+        None,
+    ))
     .await
     .err()
     .expect("must fail");

@@ -3,14 +3,14 @@
 //! `purge --where` and `move --where` delete exactly the chosen dead letters and release the
 //! rest, and redriven copies carry the redrive stamp the reasons view reads.
 
+mod common;
 #[path = "servicebus_standin/mod.rs"]
 mod standin;
 
 use std::path::Path;
 use std::sync::Arc;
 
-use qdeck::backend::{build, Backend, OpProgress};
-use qdeck::config::{Profile, ProfileKind, ServicebusSettings};
+use qdeck::backend::{Backend, OpProgress};
 use qdeck::domain::*;
 use qdeck::triage::{self, ScanLimits, SignatureConfig};
 use standin::{new_msg, StandIn};
@@ -18,23 +18,9 @@ use standin::{new_msg, StandIn};
 const DLQ: &str = "orders/$DeadLetterQueue";
 
 async fn backend(s: &StandIn) -> Arc<dyn Backend> {
-    let var = format!("QDECK_TEST_SB_{}", uuid::Uuid::new_v4().simple());
-    std::env::set_var(&var, s.manage_conn_str());
-    build(&Profile {
-        name: "sb".into(),
-        kind: ProfileKind::Servicebus(ServicebusSettings {
-            connection_string_env: var,
-            topics: None,
-        }),
-        access: None,
-        read_only: false,
-        protected: false,
-        refresh_secs: None,
-        max_calls_per_minute: None,
-        reason_headers: Vec::new(),
-    })
-    .await
-    .expect("backend")
+    common::servicebus_backend("sb", &s.manage_conn_str(), None)
+        .await
+        .expect("backend")
 }
 
 /// orders (MaxDeliveryCount 2) with 6 dead letters: tenants t0, t1, t2, t0, t1, t2.
@@ -59,36 +45,21 @@ fn tenant(m: &standin::Msg) -> String {
 /// Run qdeck with a config holding the stand-in as profile `sb` (default) and a local
 /// broker as profile `lo`, off the runtime so the stand-in keeps serving.
 async fn qdeck(s: &StandIn, dir: &Path, args: &[&str]) -> std::process::Output {
-    let cfg = dir.join("config.toml");
-    std::fs::write(
-        &cfg,
-        format!(
-            "default_profile = \"sb\"\n\
-             [[profiles]]\nname = \"sb\"\nkind = \"servicebus\"\nconnection_string_env = \"QDECK_SB_CS\"\n\
-             [[profiles]]\nname = \"lo\"\nkind = \"local\"\npath = \"{}\"\n",
-            dir.join("lo.db").display()
-        ),
-    )
-    .unwrap();
-    let (d, cs) = (dir.to_path_buf(), s.manage_conn_str());
-    let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
-    tokio::task::spawn_blocking(move || {
-        assert_cmd::Command::cargo_bin("qdeck")
-            .unwrap()
-            .env_clear()
-            .env("HOME", &d)
-            .env("QDECK_CONFIG", d.join("config.toml"))
-            .env("XDG_CONFIG_HOME", d.join("config"))
-            .env("XDG_DATA_HOME", d.join("data"))
-            .env("XDG_STATE_HOME", d.join("state"))
-            .env("QDECK_SB_CS", cs)
-            .args(&args)
-            .timeout(std::time::Duration::from_secs(60))
-            .output()
-            .unwrap()
-    })
-    .await
-    .unwrap()
+    common::write_config(
+        dir,
+        "sb",
+        &[
+            common::servicebus_profile("sb", "QDECK_SB_CS"),
+            common::local_profile("lo", &dir.join("lo.db"), ""),
+        ],
+    );
+    let mut cmd = common::qdeck(dir);
+    cmd.env("QDECK_SB_CS", s.manage_conn_str())
+        .args(args)
+        .timeout(std::time::Duration::from_secs(60));
+    tokio::task::spawn_blocking(move || cmd.output().unwrap())
+        .await
+        .unwrap()
 }
 
 #[tokio::test]
@@ -129,8 +100,11 @@ async fn purge_where_deletes_exactly_the_selected_dead_letters_and_releases_the_
     assert_eq!(s.counts("orders"), (0, 4));
 }
 
+/// `purge --where`, `move` and `edit` all delete chosen messages by id, which on an active
+/// Service Bus queue would raise every other message's DeliveryCount: each is refused (exit 5)
+/// before a single message is locked, and before an editor would open.
 #[tokio::test]
-async fn purge_where_on_an_active_queue_is_refused_before_anything_is_locked() {
+async fn deleting_chosen_messages_of_an_active_queue_is_refused_before_anything_is_locked() {
     let s = StandIn::start().await;
     seed(&s);
     let b = backend(&s).await;
@@ -145,24 +119,27 @@ async fn purge_where_on_an_active_queue_is_refused_before_anything_is_locked() {
     .unwrap();
     let before = s.requests().get("peek-lock").copied().unwrap_or(0);
     let dir = tempfile::tempdir().unwrap();
-    let out = qdeck(
-        &s,
-        dir.path(),
-        &[
-            "purge",
-            "orders",
-            "--where",
-            "body ~ \"live\"",
-            "--force",
-            "-y",
-        ],
-    )
-    .await;
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(5), "{stderr}");
-    assert!(stderr.contains("DeliveryCount +1"), "{stderr}");
-    assert_eq!(s.requests().get("peek-lock").copied().unwrap_or(0), before);
+    qdeck_local_queue(dir.path(), "repro");
+    let live = ["--where", "body ~ \"live\"", "--force", "-y"];
+    let to_local = ["--to", "repro", "--to-profile", "lo"];
+    let commands: [Vec<&str>; 3] = [
+        [&["purge", "orders"][..], &live].concat(),
+        [&["move", "orders"][..], &to_local, &live].concat(),
+        vec!["edit", "orders", "msg-0", "--yes"],
+    ];
+    for args in commands {
+        let out = qdeck(&s, dir.path(), &args).await;
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(5), "{args:?}: {stderr}");
+        assert!(stderr.contains("DeliveryCount +1"), "{args:?}: {stderr}");
+        assert_eq!(
+            s.requests().get("peek-lock").copied().unwrap_or(0),
+            before,
+            "{args:?}"
+        );
+    }
     assert_eq!(s.messages("orders", false)[0].delivery_count, 0);
+    assert_eq!(s.messages("orders", false).len(), 1);
 }
 
 #[tokio::test]

@@ -13,7 +13,7 @@ use super::exit::{CliError, CliResult, FAILED, INTERRUPTED, OK, PARTIAL, USAGE};
 use super::fetch;
 use super::output::{self, name};
 use super::scan;
-use crate::backend::{BackendError, OpProgress};
+use crate::backend::OpProgress;
 use crate::config;
 use crate::domain::{BrokerKind, QueueId};
 use crate::engine::gate::Mutation;
@@ -105,16 +105,7 @@ pub async fn transfer(s: &Session, a: &TransferArgs, moving: bool, f: Format) ->
     };
     let sb = s.backend.as_ref();
     if moving {
-        if !sb.deletes_by_id() {
-            return Err(BackendError::Unsupported(format!(
-                "{} cannot delete chosen messages, so move cannot remove the originals; use copy",
-                sb.kind()
-            ))
-            .into());
-        }
-        if let Some(why) = sb.delete_refusal(&src_info) {
-            return Err(BackendError::Refused(why).into());
-        }
+        fetch::require_delete_by_id(sb, &src_info, "move", "use copy")?;
     }
     let ctx = scan::eval_context(s);
     let (msgs, summary) = scan::with_progress("scan", |p| {

@@ -29,15 +29,8 @@ pub async fn edit(
         Some(t) => RedriveTarget::Queue(fetch::find(b, t).await?.id),
         None => RedriveTarget::Origin,
     };
-    if !b.deletes_by_id() {
-        return Err(CliError::new(
-            FAILED,
-            format!(
-                "edit deletes the original by id, which the {} backend cannot do; nothing was sent",
-                b.kind().as_str()
-            ),
-        ));
-    }
+    // Before the editor opens: an edit that could never replace the original is refused here.
+    fetch::require_delete_by_id(b, &info, "edit", "nothing was sent")?;
     if !yes && !std::io::stdin().is_terminal() {
         let e = CliError::new(
             REFUSED,

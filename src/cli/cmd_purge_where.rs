@@ -12,7 +12,7 @@ use super::exit::{CliError, CliResult, FAILED, INTERRUPTED, OK, PARTIAL};
 use super::fetch;
 use super::output::{self, name};
 use super::scan;
-use crate::backend::{BackendError, OpProgress};
+use crate::backend::OpProgress;
 use crate::engine::gate::Mutation;
 use crate::engine::session::Session;
 use crate::triage::{self, StopReason};
@@ -34,16 +34,12 @@ pub async fn purge_where(
     }
     let b = s.backend.as_ref();
     let info = fetch::find(b, queue).await?;
-    if !b.deletes_by_id() {
-        return Err(BackendError::Unsupported(format!(
-            "{} has no delete by id: purge --where works on the local broker, RabbitMQ, SQS and Service Bus dead-letter queues",
-            b.kind()
-        ))
-        .into());
-    }
-    if let Some(why) = b.delete_refusal(&info) {
-        return Err(BackendError::Refused(why).into());
-    }
+    fetch::require_delete_by_id(
+        b,
+        &info,
+        "purge --where",
+        "it works on the local broker, RabbitMQ, SQS and Service Bus dead-letter queues",
+    )?;
     let ctx = scan::eval_context(s);
     let sel = scan::with_progress("scan", |p| {
         let (pred, limits, ctx, id) = (&pred, &limits, &ctx, &info.id);

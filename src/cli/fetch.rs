@@ -199,3 +199,25 @@ pub async fn find(backend: &dyn Backend, name: &str) -> Result<QueueInfo, CliErr
         format!("unknown queue {:?}{hint}", crate::sanitize::clean(name)),
     ))
 }
+
+/// Stop before anything is scanned or sent when `action` has to delete chosen messages of
+/// `info` and the broker cannot (no delete by id: exit 1, `instead` says what to do) or
+/// would refuse on this queue (it could dead-letter messages nobody chose: exit 5).
+pub fn require_delete_by_id(
+    backend: &dyn Backend,
+    info: &QueueInfo,
+    action: &str,
+    instead: &str,
+) -> Result<(), CliError> {
+    if !backend.deletes_by_id() {
+        return Err(crate::backend::BackendError::Unsupported(format!(
+            "{action} deletes chosen messages by id, which the {} backend cannot do; {instead}",
+            backend.kind()
+        ))
+        .into());
+    }
+    if let Some(why) = backend.delete_refusal(info) {
+        return Err(crate::backend::BackendError::Refused(why).into());
+    }
+    Ok(())
+}

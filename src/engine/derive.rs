@@ -68,29 +68,56 @@ fn window(entry: &QueueEntry) -> Vec<Sample> {
         .collect()
 }
 
-/// Net rate from the first and last depth in the window.
-fn depth_slope(w: &[Sample]) -> Option<f64> {
-    let with_depth: Vec<&Sample> = w.iter().filter(|s| unpack(s.depth).is_some()).collect();
-    let (a, b) = (with_depth.first()?, with_depth.last()?);
-    let dt = b.t as f64 - a.t as f64;
-    (dt >= 1.0).then(|| (b.depth as f64 - a.depth as f64) / dt)
+/// The rate figures alone: what sorting the queue table by a rate or by ETA needs, for every
+/// queue on each refresh. One pass over the window and no allocation, where `derive` builds
+/// the whole panel; `derive` takes these from here, so the two never disagree.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Rates {
+    pub in_rate: Option<f64>,
+    pub out_rate: Option<f64>,
+    /// Change of depth per second from the first and last depth in the window.
+    pub depth_slope: Option<f64>,
+    pub net_rate: Option<f64>,
+    pub trend: Trend,
+    pub drain_secs: Option<f64>,
 }
 
-pub fn derive(entry: &QueueEntry, target_secs: f64) -> Derived {
-    let w = window(entry);
-    // The first point has no counter delta yet; skip points without rates.
-    let in_rate = mean(w.iter().map(|s| unpack_f(s.in_rate)));
-    let out_rate = mean(w.iter().map(|s| unpack_f(s.out_rate)));
-    let slope = depth_slope(&w);
+pub fn rates(entry: &QueueEntry) -> Rates {
+    let (mut in_sum, mut in_n, mut out_sum, mut out_n) = (0.0, 0usize, 0.0, 0usize);
+    let (mut first, mut last): (Option<&Sample>, Option<&Sample>) = (None, None);
+    if let Some(newest) = entry.history.last() {
+        let from = newest.t.saturating_sub(RATE_WINDOW_SECS);
+        // Points are pushed in time order, so the window is the newest `n`: found from the
+        // end, then summed oldest first as `window` does (the same sums to the last bit).
+        let h = &entry.history;
+        let n = h.iter().rev().take_while(|s| s.t >= from).count();
+        for s in h.iter().skip(h.len() - n) {
+            // The first point has no counter delta yet; points without rates are skipped.
+            if let Some(x) = unpack_f(s.in_rate) {
+                in_sum += x;
+                in_n += 1;
+            }
+            if let Some(x) = unpack_f(s.out_rate) {
+                out_sum += x;
+                out_n += 1;
+            }
+            if unpack(s.depth).is_some() {
+                first.get_or_insert(s);
+                last = Some(s);
+            }
+        }
+    }
+    let in_rate = (in_n > 0).then(|| in_sum / in_n as f64);
+    let out_rate = (out_n > 0).then(|| out_sum / out_n as f64);
+    let depth_slope = first.zip(last).and_then(|(a, b)| {
+        let dt = b.t as f64 - a.t as f64;
+        (dt >= 1.0).then(|| (b.depth as f64 - a.depth as f64) / dt)
+    });
     // In, out and net from the same window, so net = in − out on the screen; the depth slope
     // only when the broker gives no rates.
     let net_rate = match (in_rate, out_rate) {
         (Some(i), Some(o)) => Some(i - o),
-        _ => slope,
-    };
-    let rate_source = match entry.rate_source {
-        RateSource::Unknown | RateSource::DepthDelta if slope.is_some() => RateSource::DepthDelta,
-        s => s,
+        _ => depth_slope,
     };
     let depth = entry.latest.as_ref().and_then(|s| s.depth);
     let eps = 0.05;
@@ -105,6 +132,33 @@ pub fn derive(entry: &QueueEntry, target_secs: f64) -> Derived {
         (Some(d), Some(n)) if n < -eps => Some(d as f64 / -n),
         _ => None,
     };
+    Rates {
+        in_rate,
+        out_rate,
+        depth_slope,
+        net_rate,
+        trend,
+        drain_secs,
+    }
+}
+
+pub fn derive(entry: &QueueEntry, target_secs: f64) -> Derived {
+    let w = window(entry);
+    let Rates {
+        in_rate,
+        out_rate,
+        depth_slope,
+        net_rate,
+        trend,
+        drain_secs,
+    } = rates(entry);
+    let rate_source = match entry.rate_source {
+        RateSource::Unknown | RateSource::DepthDelta if depth_slope.is_some() => {
+            RateSource::DepthDelta
+        }
+        s => s,
+    };
+    let depth = entry.latest.as_ref().and_then(|s| s.depth);
     let workers = entry.latest.as_ref().and_then(|s| s.consumers);
     // What one worker does, from the work done since the worker count last changed: the old
     // count's completions divided by the new count is what read 6, then 8, after `+ +`.
@@ -358,5 +412,38 @@ mod tests {
         let d = s.derived(&id).unwrap();
         let (i, o, n) = (d.in_rate.unwrap(), d.out_rate.unwrap(), d.net_rate.unwrap());
         assert!((n - (i - o)).abs() < 1e-9, "in {i} out {o} net {n}");
+    }
+
+    /// The table sorts by `rates` and shows `derive`: a queue must sort where its figures say.
+    #[test]
+    fn rates_for_sorting_are_the_figures_derive_shows() {
+        let mut s = Store::new(600, 600, 600.0);
+        let growing = counters(&mut s, 90, |t| (6 * t, 10 * t, 4 * t, 1));
+        let mut s2 = Store::new(600, 600, 600.0);
+        let draining = counters(&mut s2, 90, |t| (1000 - 2 * t, 10 * t, 12 * t, 3));
+        let mut s3 = Store::new(600, 600, 600.0);
+        let depth_only = series(&mut s3, 10, |t| QueueStats {
+            depth: Some(100 - 5 * t as u64),
+            ..Default::default()
+        });
+        let mut s4 = Store::new(600, 600, 600.0);
+        let nothing = series(&mut s4, 10, |_| QueueStats::default());
+        for (store, id) in [
+            (&s, growing),
+            (&s2, draining),
+            (&s3, depth_only),
+            (&s4, nothing),
+        ] {
+            let e = store.get(&id).unwrap();
+            let (r, d) = (rates(e), derive(e, store.drain_target_secs));
+            assert_eq!(
+                (r.in_rate, r.out_rate, r.net_rate, r.trend, r.drain_secs),
+                (d.in_rate, d.out_rate, d.net_rate, d.trend, d.drain_secs)
+            );
+        }
+        assert_eq!(
+            rates(s4.get(&QueueId::new("q")).unwrap()).trend,
+            Trend::Unknown
+        );
     }
 }

@@ -25,8 +25,10 @@ pub fn rebuild_rows(st: &mut State) {
             SortCol::Delayed => l.and_then(|s| f(s.delayed)),
             SortCol::Age => l.and_then(|s| s.oldest_age_secs),
             SortCol::Dlq => l.and_then(|s| f(s.dlq_depth)),
+            // Only the rates: the whole of `derive` for every queue made a tick at 100,000
+            // queues sorted by ETA take a fifth of a second.
             SortCol::InRate | SortCol::OutRate | SortCol::Eta => {
-                let d = crate::engine::derive::derive(e, st.store.drain_target_secs);
+                let d = crate::engine::derive::rates(e);
                 match st.sort {
                     SortCol::InRate => d.in_rate,
                     SortCol::OutRate => d.out_rate,

@@ -1,0 +1,82 @@
+//! Set-up shared by integration tests: a qdeck command sealed off from the caller's own config
+//! and state, config files with several profiles, and Service Bus profiles and backends.
+
+// Each test crate compiles this whole module and uses only its part.
+#![allow(dead_code)]
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use qdeck::backend::{build, Backend, BackendError};
+use qdeck::config::{Profile, ProfileKind, ServicebusSettings};
+
+/// `qdeck` reading and writing only under `dir`: the config at `dir/config.toml`, HOME and the
+/// XDG directories below `dir`, nothing from the caller's environment but PATH.
+pub fn qdeck(dir: &Path) -> assert_cmd::Command {
+    let mut c = assert_cmd::Command::cargo_bin("qdeck").unwrap();
+    c.env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", dir)
+        .env("USER", "tester")
+        .env("QDECK_CONFIG", dir.join("config.toml"))
+        .env("XDG_CONFIG_HOME", dir.join("config"))
+        .env("XDG_DATA_HOME", dir.join("data"))
+        .env("XDG_STATE_HOME", dir.join("state"))
+        .timeout(Duration::from_secs(120));
+    c
+}
+
+/// Write `dir/config.toml` with `default` as the default profile and one `[[profiles]]` table
+/// per entry of `profiles` (as made by `local_profile` or `servicebus_profile`).
+pub fn write_config(dir: &Path, default: &str, profiles: &[String]) {
+    let mut toml = format!("default_profile = \"{default}\"\n");
+    for p in profiles {
+        toml.push_str("[[profiles]]\n");
+        toml.push_str(p);
+    }
+    std::fs::write(dir.join("config.toml"), toml).unwrap();
+}
+
+/// A local broker profile at `db`; `extra` adds lines to its table (e.g. an access tier).
+pub fn local_profile(name: &str, db: &Path, extra: &str) -> String {
+    format!(
+        "name = \"{name}\"\nkind = \"local\"\npath = \"{}\"\n{extra}\n",
+        db.display()
+    )
+}
+
+/// A Service Bus profile whose connection string is in the environment variable `env`.
+pub fn servicebus_profile(name: &str, env: &str) -> String {
+    format!("name = \"{name}\"\nkind = \"servicebus\"\nconnection_string_env = \"{env}\"\n")
+}
+
+/// The `Profile` a config gives a Service Bus namespace: every setting at its default but the
+/// connection string's variable and `topics`.
+pub fn servicebus(name: &str, connection_string_env: &str, topics: Option<bool>) -> Profile {
+    Profile {
+        name: name.into(),
+        kind: ProfileKind::Servicebus(ServicebusSettings {
+            connection_string_env: connection_string_env.into(),
+            topics,
+        }),
+        access: None,
+        read_only: false,
+        protected: false,
+        refresh_secs: None,
+        max_calls_per_minute: None,
+        reason_headers: Vec::new(),
+    }
+}
+
+/// A Service Bus backend on connection string `cs`, passed through a variable of its own so
+/// tests running in parallel never read each other's.
+pub async fn servicebus_backend(
+    name: &str,
+    cs: &str,
+    topics: Option<bool>,
+) -> Result<Arc<dyn Backend>, BackendError> {
+    let var = format!("QDECK_TEST_SB_{}", uuid::Uuid::new_v4().simple());
+    std::env::set_var(&var, cs);
+    build(&servicebus(name, &var, topics)).await
+}

@@ -1817,6 +1817,9 @@ async fn redrive_ends_although_every_message_dead_letters_again() {
         .expect("the capped redrive ends")
         .expect("redrive");
         assert_eq!(rep.moved, 37, "{rep:?}");
+        // The rejector takes the copies after the redrive returned (it ends at the broker's
+        // confirm): only when all 37 are back in the DLQ has it seen every one of them.
+        wait_depth(&ch, &dlq, N as u32).await;
         rc.close(200, "done".into()).await.ok();
         let rejected = rejector.await.unwrap_or(0);
         assert_eq!(
@@ -1824,7 +1827,6 @@ async fn redrive_ends_although_every_message_dead_letters_again() {
             N as u64 + 37,
             "every moved copy reached the target once"
         );
-        wait_depth(&ch, &dlq, N as u32).await;
         cleanup(&ch, &[&dlq, &t]).await;
     }
 }

@@ -3,8 +3,6 @@
 //! messages to send, confirm naming both profiles and queues, then copy (and for a move,
 //! delete the confirmed originals) through triage::copy.
 
-use std::io::IsTerminal;
-
 use serde_json::json;
 
 use super::args::{Format, TransferArgs};
@@ -12,8 +10,8 @@ use super::confirm::confirm;
 use super::exit::{CliError, CliResult, FAILED, INTERRUPTED, OK, PARTIAL, USAGE};
 use super::fetch;
 use super::output::{self, name};
+use super::progress_line::with_progress;
 use super::scan;
-use crate::backend::OpProgress;
 use crate::config;
 use crate::domain::{BrokerKind, QueueId};
 use crate::engine::gate::Mutation;
@@ -224,22 +222,12 @@ pub async fn transfer(s: &Session, a: &TransferArgs, moving: bool, f: Format) ->
         "scanned": summary.scanned,
         "complete": summary.complete(),
     });
-    let (progress, rx) = OpProgress::new();
-    let ticker = super::cmd_mutate::spawn_progress(verb, rx);
-    let cancel = progress.clone();
-    let ctrl_c = tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            eprintln!("\nqdeck: stopping after the current message…");
-            cancel.cancel();
-        }
-    });
-    let r = copy::transfer(from, to, msgs, moving, a.rate, note, &progress).await;
-    ctrl_c.abort();
-    ticker.abort();
-    if std::io::stderr().is_terminal() {
-        eprint!("\r\x1b[2K");
-    }
-    let r = r?;
+    let r = with_progress(
+        verb,
+        "stopping after the current message…",
+        |p| async move { copy::transfer(from, to, msgs, moving, a.rate, note, &p).await },
+    )
+    .await?;
     if f == Format::Json {
         output::print_json(&r).ok();
     } else {

@@ -2,7 +2,7 @@
 //! everything, naming the line), check the queue exists, confirm, then send each message
 //! through the gate with a rate limit and progress.
 
-use std::io::{BufRead, IsTerminal};
+use std::io::BufRead;
 use std::path::Path;
 
 use super::args::Format;
@@ -10,7 +10,7 @@ use super::confirm::confirm;
 use super::exit::{CliError, CliResult, FAILED, INTERRUPTED, OK, PARTIAL, USAGE};
 use super::fetch;
 use super::output::{self, name};
-use crate::backend::OpProgress;
+use super::progress_line::with_progress;
 use crate::domain::{BrokerKind, OutgoingMessage};
 use crate::engine::gate::Mutation;
 use crate::engine::session::Session;
@@ -132,30 +132,12 @@ pub async fn import(
             return Err(e);
         }
     }
-    let (progress, rx) = OpProgress::new();
-    let ticker = super::cmd_mutate::spawn_progress("import", rx);
-    let cancel = progress.clone();
-    let ctrl_c = tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            eprintln!("\nqdeck: stopping after the current message…");
-            cancel.cancel();
-        }
-    });
-    let r = send_all(
-        &s.gate,
-        &info.id,
-        msgs,
-        rate,
-        &file.display().to_string(),
-        &progress,
-    )
-    .await;
-    ctrl_c.abort();
-    ticker.abort();
-    if std::io::stderr().is_terminal() {
-        eprint!("\r\x1b[2K");
-    }
-    let r = r?;
+    let source = file.display().to_string();
+    let r = with_progress("import", "stopping after the current message…", |p| {
+        let (gate, id, source) = (&s.gate, &info.id, &source);
+        async move { send_all(gate, id, msgs, rate, source, &p).await }
+    })
+    .await?;
     if f == Format::Json {
         output::print_json(&r).ok();
     } else {

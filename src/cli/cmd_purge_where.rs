@@ -2,8 +2,6 @@
 //! (local broker, RabbitMQ, SQS, Service Bus dead-letter queues; other brokers declare it
 //! unsupported before anything is scanned).
 
-use std::io::IsTerminal;
-
 use serde_json::json;
 
 use super::args::{Format, ScanArgs};
@@ -11,8 +9,8 @@ use super::confirm::confirm;
 use super::exit::{CliError, CliResult, FAILED, INTERRUPTED, OK, PARTIAL};
 use super::fetch;
 use super::output::{self, name};
+use super::progress_line::with_progress;
 use super::scan;
-use crate::backend::OpProgress;
 use crate::engine::gate::Mutation;
 use crate::engine::session::Session;
 use crate::triage::{self, StopReason};
@@ -98,25 +96,11 @@ pub async fn purge_where(
             return Err(e);
         }
     }
-    let (progress, rx) = OpProgress::new();
-    let ticker = super::cmd_mutate::spawn_progress("delete", rx);
-    let cancel = progress.clone();
-    let ctrl_c = tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            eprintln!("\nqdeck: cancelling after the current batch…");
-            cancel.cancel();
-        }
-    });
-    let r = s
-        .gate
-        .delete_selected(&info.id, &sel.ids, note, &progress)
-        .await;
-    ctrl_c.abort();
-    ticker.abort();
-    if std::io::stderr().is_terminal() {
-        eprint!("\r\x1b[2K");
-    }
-    let r = r?;
+    let r = with_progress("delete", "cancelling after the current batch…", |p| {
+        let (gate, id, ids) = (&s.gate, &info.id, &sel.ids);
+        async move { gate.delete_selected(id, ids, note, &p).await }
+    })
+    .await?;
     if f == Format::Json {
         output::print_json(&r).ok();
     } else {

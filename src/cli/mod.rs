@@ -20,6 +20,7 @@ pub mod exit;
 pub mod fetch;
 pub mod multi;
 pub mod output;
+mod progress_line;
 mod scan;
 
 use std::io::IsTerminal;

@@ -2,7 +2,6 @@
 //! predicate parsed with a one-line error, and a progress line that Ctrl-C cancels.
 
 use std::future::Future;
-use std::io::IsTerminal;
 use std::time::Duration;
 
 use super::args::ScanArgs;
@@ -71,22 +70,8 @@ where
     F: FnOnce(OpProgress) -> Fut,
     Fut: Future<Output = T>,
 {
-    let (progress, rx) = OpProgress::new();
-    let ticker = super::cmd_mutate::spawn_progress(what, rx);
-    let cancel = progress.clone();
-    let ctrl_c = tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            eprintln!("\nqdeck: stopping the scan after the current page…");
-            cancel.cancel();
-        }
-    });
-    let out = run(progress).await;
-    ctrl_c.abort();
-    ticker.abort();
-    if std::io::stderr().is_terminal() {
-        eprint!("\r\x1b[2K");
-    }
-    out
+    super::progress_line::with_progress(what, "stopping the scan after the current page…", run)
+        .await
 }
 
 /// What browsing did to the messages (SQS receive counts), on stderr as `peek` says it.

@@ -571,6 +571,67 @@ fn visible_queues_are_reported() {
     assert_eq!(vis.len(), 4);
 }
 
+/// Every queue row the table draws is in the visible set the poller serves first, at the top,
+/// in the middle and at the end of a long list, with and without a problem line under it.
+#[test]
+fn every_row_drawn_is_reported_visible() {
+    let mut st = populated();
+    let mut qs: Vec<QueueInfo> = (0..300)
+        .map(|i| qinfo(&format!("bulk-{i:03}"), None))
+        .collect();
+    qs.push(qinfo("orders", Some("orders-dlq")));
+    st.store.set_queues(qs);
+    qdeck::tui::update::rebuild_rows(&mut st);
+    for (w, h) in [(200u16, 50u16), (80, 24), (60, 15)] {
+        update(&mut st, Action::Resize(w, h));
+        for keys in [
+            &[][..],
+            &[KeyCode::PageDown, KeyCode::PageDown],
+            &[KeyCode::End],
+        ] {
+            update(&mut st, code(KeyCode::Home));
+            let mut vis = None;
+            for k in keys {
+                for fx in update(&mut st, code(*k)) {
+                    if let Effect::Visible(v) = fx {
+                        vis = Some(v);
+                    }
+                }
+            }
+            let vis = vis.or_else(|| {
+                update(&mut st, code(KeyCode::Down))
+                    .into_iter()
+                    .chain(update(&mut st, code(KeyCode::Up)))
+                    .filter_map(|fx| match fx {
+                        Effect::Visible(v) => Some(v),
+                        _ => None,
+                    })
+                    .next_back()
+            });
+            let vis = vis.expect("a visible set");
+            let screen = text(&draw(&st, w, h));
+            let drawn: Vec<&str> = screen
+                .lines()
+                .filter_map(|l| l.split_whitespace().find(|t| t.starts_with("bulk-")))
+                .collect();
+            assert!(drawn.len() > 3, "{w}x{h} {keys:?}: rows drawn\n{screen}");
+            for q in &drawn {
+                assert!(
+                    vis.iter().any(|v| v.as_str() == *q),
+                    "{w}x{h} after {keys:?}: {q} is drawn but not reported visible ({} reported)\n{screen}",
+                    vis.len()
+                );
+            }
+            assert!(
+                vis.len() <= drawn.len() + 2,
+                "{w}x{h}: {} reported for {} drawn",
+                vis.len(),
+                drawn.len()
+            );
+        }
+    }
+}
+
 #[test]
 fn purge_needs_confirmation() {
     let mut st = populated();
@@ -1984,13 +2045,15 @@ fn pty_reasons_view_on_the_local_broker() {
 
 // ---------- reasons view ----------
 
-fn group(sig: &str, origin: &str, count: u64, redriven: u64) -> qdeck::triage::Group {
+/// A group first seen an hour and last seen a minute before `now` (the state's clock, so the
+/// "ago" columns do not drift with the date the tests run on).
+fn group(now: i64, sig: &str, origin: &str, count: u64, redriven: u64) -> qdeck::triage::Group {
     qdeck::triage::Group {
         signature: sig.into(),
         origin: Some(origin.into()),
         count,
-        first_seen_ms: Some(T0 - 3_600_000),
-        last_seen_ms: Some(T0 - 60_000),
+        first_seen_ms: Some(now - 3_600_000),
+        last_seen_ms: Some(now - 60_000),
         sample_id: "1".into(),
         redriven,
     }
@@ -2007,13 +2070,20 @@ fn reasons_view_groups_progress_cancel_and_drill_in() {
         "{fx:?}"
     );
     assert_eq!(st.view(), View::Reasons);
+    let now = st.now_ms;
     update(
         &mut st,
         Action::ReasonsProgress {
             queue: QueueId::new("orders-dlq"),
             groups: vec![
-                group("rejected: order <n> invalid \x1b[2J", "orders", 1200, 3),
-                group("max receives", "orders", 7, 0),
+                group(
+                    now,
+                    "rejected: order <n> invalid \x1b[2J",
+                    "orders",
+                    1200,
+                    3,
+                ),
+                group(now, "max receives", "orders", 7, 0),
             ],
             scanned: 1207,
             total: Some(48_553),
@@ -2097,7 +2167,7 @@ fn reasons_view_final_wording_and_tier() {
             effect_note: None,
             elapsed_ms: 900,
         },
-        groups: vec![group("max receives", "orders", 5000, 0)],
+        groups: vec![group(st.now_ms, "max receives", "orders", 5000, 0)],
     };
     update(
         &mut st,

@@ -24,7 +24,7 @@ use super::budget::{self, Budget, CallCost, Pacer};
 use super::schedule::{plan_tick, LastFigures, TickShape};
 use crate::backend::{Backend, BackendError};
 use crate::config::redact::redact;
-use crate::domain::{QueueId, QueueInfo, StatsBatch};
+use crate::domain::{BrokerKind, QueueId, QueueInfo, StatsBatch};
 
 #[derive(Debug, Clone)]
 pub struct PollConfig {
@@ -166,11 +166,21 @@ struct Poller {
     list_cost: u64,
 }
 
+/// RabbitMQ's stats call reads the management API's listing of every queue, whatever it is
+/// asked for: one call can carry the figures of them all. Asking a hundred at a time made each
+/// sweep chunk a full listing and left a 20,000-queue broker hours from its last figure.
+fn one_call_covers_all(kind: BrokerKind) -> bool {
+    kind == BrokerKind::Rabbitmq
+}
+
 pub fn spawn(
     backend: Arc<dyn Backend>,
-    cfg: PollConfig,
+    mut cfg: PollConfig,
     tx: mpsc::Sender<PollEvent>,
 ) -> PollerHandle {
+    if one_call_covers_all(backend.kind()) {
+        cfg.sweep_chunk = usize::MAX;
+    }
     let (vtx, vrx) = watch::channel(Vec::new());
     let wake = Arc::new(Notify::new());
     let cancel = CancellationToken::new();
@@ -479,6 +489,27 @@ mod tests {
         retry_after: Option<Duration>,
         at: Mutex<Vec<Instant>>,
         calls: ApiCalls,
+        kind: BrokerKind,
+        /// Queues listed besides `q`, and how many queues each stats call asked for.
+        others: usize,
+        asked: Mutex<Vec<usize>>,
+    }
+
+    fn fake(
+        kind: BrokerKind,
+        others: usize,
+        throttle: usize,
+        retry_after: Option<Duration>,
+    ) -> Throttling {
+        Throttling {
+            throttle,
+            retry_after,
+            at: Mutex::new(Vec::new()),
+            calls: ApiCalls::default(),
+            kind,
+            others,
+            asked: Mutex::new(Vec::new()),
+        }
     }
 
     fn refused<T>() -> crate::backend::Result<T> {
@@ -488,20 +519,25 @@ mod tests {
     #[async_trait::async_trait]
     impl Backend for Throttling {
         fn kind(&self) -> BrokerKind {
-            BrokerKind::Local
+            self.kind
         }
         fn capabilities(&self) -> Capabilities {
             crate::backend::local::capabilities()
         }
         async fn list_queues(&self) -> crate::backend::Result<Vec<QueueInfo>> {
             self.calls.bump("fake:list");
-            Ok(vec![QueueInfo {
-                id: QueueId::new("q"),
-                ..Default::default()
-            }])
+            let names = std::iter::once("q".to_string())
+                .chain((0..self.others).map(|i| format!("other-{i:05}")));
+            Ok(names
+                .map(|n| QueueInfo {
+                    id: QueueId::new(n),
+                    ..Default::default()
+                })
+                .collect())
         }
         async fn stats(&self, ids: &[QueueId]) -> crate::backend::Result<StatsBatch> {
             self.calls.bump("fake:stats");
+            self.asked.lock().unwrap().push(ids.len());
             let n = {
                 let mut at = self.at.lock().unwrap();
                 at.push(Instant::now());
@@ -575,12 +611,12 @@ mod tests {
 
     #[tokio::test]
     async fn throttled_poll_waits_at_least_retry_after() {
-        let b = Arc::new(Throttling {
-            throttle: 1,
-            retry_after: Some(Duration::from_millis(1500)),
-            at: Mutex::new(Vec::new()),
-            calls: ApiCalls::default(),
-        });
+        let b = Arc::new(fake(
+            BrokerKind::Local,
+            0,
+            1,
+            Some(Duration::from_millis(1500)),
+        ));
         let errors = run_until(b.clone(), 2).await;
         assert!(errors.iter().any(|e| e.contains("throttled")), "{errors:?}");
         let at = b.at.lock().unwrap().clone();
@@ -591,12 +627,12 @@ mod tests {
 
     #[tokio::test]
     async fn refresh_requests_do_not_cut_a_throttle_short() {
-        let b = Arc::new(Throttling {
-            throttle: 1,
-            retry_after: Some(Duration::from_millis(1200)),
-            at: Mutex::new(Vec::new()),
-            calls: ApiCalls::default(),
-        });
+        let b = Arc::new(fake(
+            BrokerKind::Local,
+            0,
+            1,
+            Some(Duration::from_millis(1200)),
+        ));
         let (tx, mut rx) = mpsc::channel(64);
         let h = spawn(b.clone(), PollConfig::with_refresh(0.1), tx);
         h.set_visible(vec![QueueId::new("q")]);
@@ -615,6 +651,23 @@ mod tests {
         h.stop();
         let at = b.at.lock().unwrap().clone();
         assert!(at[1].duration_since(at[0]) >= Duration::from_millis(1200));
+    }
+
+    /// The first poll is a sweep: on RabbitMQ it asks for every listed queue in one stats call
+    /// (one listing either way); elsewhere the rows on screen and a chunk of the rest.
+    #[tokio::test]
+    async fn a_rabbitmq_sweep_covers_every_queue_in_one_call() {
+        for (kind, want_all) in [(BrokerKind::Rabbitmq, true), (BrokerKind::Local, false)] {
+            let b = Arc::new(fake(kind, 5000, 0, None));
+            run_until(b.clone(), 1).await;
+            let asked = b.asked.lock().unwrap().clone();
+            if want_all {
+                assert_eq!(asked[0], 5001, "{kind:?}: {asked:?}");
+            } else {
+                assert!(asked.iter().all(|n| *n <= 100), "{kind:?}: {asked:?}");
+                assert!(asked.iter().sum::<usize>() < 5001, "{kind:?}: {asked:?}");
+            }
+        }
     }
 
     #[test]

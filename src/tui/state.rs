@@ -400,6 +400,9 @@ pub struct State {
     /// Indices into `store.entries()`, filtered and sorted.
     pub rows: Vec<usize>,
     pub rows_dirty: bool,
+    /// Rows of the last sort on a figure that had no figure yet (sorted last); said in the
+    /// title, so a partial sort over a large broker is not taken for the whole truth.
+    pub sort_unknown: usize,
     pub cursor: Cursor,
     pub sort: SortCol,
     pub sort_desc: bool,
@@ -528,6 +531,7 @@ impl State {
             stack: vec![View::Queues],
             rows: Vec::new(),
             rows_dirty: true,
+            sort_unknown: 0,
             cursor: Cursor::default(),
             sort: SortCol::Name,
             sort_desc: false,

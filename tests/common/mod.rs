@@ -4,6 +4,8 @@
 // Each test crate compiles this whole module and uses only its part.
 #![allow(dead_code)]
 
+pub mod pty;
+
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;

@@ -42,6 +42,7 @@ pub fn rebuild_rows(st: &mut State) {
         // Unknown figures sort last either way.
         v.unwrap_or(f64::NAN)
     };
+    st.sort_unknown = 0;
     if st.sort == SortCol::Name {
         rows.sort_by(|&a, &b| entries[a].info.id.cmp(&entries[b].info.id));
         if st.sort_desc {
@@ -49,6 +50,7 @@ pub fn rebuild_rows(st: &mut State) {
         }
     } else {
         let mut keyed: Vec<(f64, usize)> = rows.iter().map(|&i| (key(i), i)).collect();
+        st.sort_unknown = keyed.iter().filter(|k| k.0.is_nan()).count();
         let desc = st.sort_desc;
         keyed.sort_by(|a, b| match (a.0.is_nan(), b.0.is_nan()) {
             (true, true) => entries[a.1].info.id.cmp(&entries[b.1].info.id),
@@ -82,8 +84,13 @@ pub(super) fn visible(st: &mut State) -> Option<Effect> {
     let mut ids: Vec<QueueId> = Vec::new();
     match st.view() {
         View::Queues | View::Help => {
-            let page = st.page_rows();
-            let from = st.cursor.offset.min(st.rows.len());
+            // The table is one row taller than `page_rows` when no problem line sits under
+            // it, and the view places its rows by clamping a copy of the cursor: report that
+            // taller page placed the same way, so no row drawn waits for the sweep.
+            let page = st.page_rows() + 1;
+            let mut c = st.cursor.clone();
+            c.clamp(st.rows.len(), page);
+            let from = c.offset.min(st.rows.len());
             let to = (from + page).min(st.rows.len());
             for &i in &st.rows[from..to] {
                 if let Some(e) = st.store.entries().get(i) {

@@ -8,7 +8,7 @@ use ratatui::widgets::{Cell, Paragraph, Row};
 use ratatui::Frame;
 
 use super::columns::{clean_mid, fit, flex_width, kept_row, render_table, sort_digit, Col};
-use super::{block, fmt_age, fmt_count, fmt_rate, fmt_secs, spark, styled};
+use super::{block, fmt_age, fmt_count, fmt_rate, fmt_secs, fmt_thousands, spark, styled};
 use crate::engine::derive::{derive, Trend};
 use crate::engine::store::{unpack, QueueEntry};
 use crate::sanitize::{clean, clean_short};
@@ -84,7 +84,7 @@ pub fn render(f: &mut Frame, st: &State, area: Rect) {
         summary(f, st, sa);
     }
     let arrow = if st.sort_desc { "↓" } else { "↑" };
-    let title = Line::from(vec![
+    let mut title = vec![
         styled(" queues ", t.title),
         styled(
             format!(
@@ -95,7 +95,17 @@ pub fn render(f: &mut Frame, st: &State, area: Rect) {
             ),
             t.dim,
         ),
-    ]);
+    ];
+    if st.sort_unknown > 0 {
+        title.push(styled(
+            format!(
+                "· {} without figures yet, sorted last ",
+                fmt_thousands(st.sort_unknown as u64)
+            ),
+            t.warn,
+        ));
+    }
+    let title = Line::from(title);
     let b = block(st, title);
     let inner = b.inner(table_area);
     f.render_widget(b, table_area);

@@ -5,6 +5,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+mod common;
+use common::pty::Console;
+
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;
@@ -1114,21 +1117,10 @@ async fn browse_and_purge_through_the_gate_on_the_local_broker() {
 
 // ---------- end to end, in a pseudo-terminal ----------
 
-/// What a terminal would show after `out` (vt100 emulates it).
-fn screen(out: &[u8], w: u16, h: u16) -> String {
-    let mut p = vt100::Parser::new(h, w, 0);
-    p.process(out);
-    p.screen().contents()
-}
-
 /// Drives the real binary: open, filter, open a DLQ, open a message, quit; the terminal is
 /// restored (alternate screen left) and no raw escape sequence from a body reaches it.
 #[test]
 fn pty_end_to_end() {
-    use portable_pty::{native_pty_system, CommandBuilder, PtySize};
-    use std::io::{Read, Write};
-    use std::sync::Mutex;
-
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("local.db");
     {
@@ -1164,118 +1156,41 @@ fn pty_end_to_end() {
             .unwrap();
         }
     }
-    let cfg = dir.path().join("config.toml");
-    std::fs::write(
-        &cfg,
-        format!(
-            "[ui]\nrefresh_secs = 0.5\n\n[[profiles]]\nname = \"e2e\"\nkind = \"local\"\npath = {:?}\n",
-            db.display().to_string()
-        ),
-    )
-    .unwrap();
-
-    let pty = native_pty_system();
-    let pair = pty
-        .openpty(PtySize {
-            rows: 24,
-            cols: 80,
-            pixel_width: 0,
-            pixel_height: 0,
-        })
-        .unwrap();
-    let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_qdeck"));
-    cmd.arg("--config");
-    cmd.arg(cfg.as_os_str());
-    for (k, sub) in [
-        ("XDG_CONFIG_HOME", "c"),
-        ("XDG_DATA_HOME", "d"),
-        ("XDG_STATE_HOME", "s"),
-    ] {
-        cmd.env(k, dir.path().join(sub));
-    }
-    cmd.env("TERM", "xterm-256color");
-    let mut child = pair.slave.spawn_command(cmd).unwrap();
-    drop(pair.slave);
-    let mut reader = pair.master.try_clone_reader().unwrap();
-    let mut writer = pair.master.take_writer().unwrap();
-    let out = Arc::new(Mutex::new(Vec::<u8>::new()));
-    let o2 = out.clone();
-    std::thread::spawn(move || {
-        let mut buf = [0u8; 4096];
-        while let Ok(n) = reader.read(&mut buf) {
-            if n == 0 {
-                break;
-            }
-            o2.lock().unwrap().extend_from_slice(&buf[..n]);
-        }
-    });
-    let wait_for = |needle: &str| {
-        let deadline = std::time::Instant::now() + Duration::from_secs(20);
-        loop {
-            let s = screen(&out.lock().unwrap(), 80, 24);
-            if s.contains(needle) {
-                return;
-            }
-            assert!(
-                std::time::Instant::now() < deadline,
-                "timed out waiting for {needle:?}; screen so far:\n{s}"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    };
-    wait_for("payments");
-    for k in ["/", "o", "r", "d", "\r"] {
-        writer.write_all(k.as_bytes()).unwrap();
-        writer.flush().unwrap();
-        std::thread::sleep(Duration::from_millis(80));
-    }
-    wait_for("queues /ord");
-    writer.write_all(b"d").unwrap();
-    writer.flush().unwrap();
-    wait_for("messages orders-dlq");
-    wait_for("poison");
-    writer.write_all(b"\r").unwrap();
-    writer.flush().unwrap();
-    wait_for("body (text)");
-    let send = |w: &mut Box<dyn Write + Send>, k: &[u8]| {
-        w.write_all(k).unwrap();
-        w.flush().unwrap();
-        std::thread::sleep(Duration::from_millis(150));
-    };
+    let mut c = local_console(dir.path(), &db, &[]);
+    c.wait_for("payments");
+    c.type_keys("/ord\r");
+    c.wait_for("queues /ord");
+    c.send(b"d");
+    c.wait_for("messages orders-dlq");
+    c.wait_for("poison");
+    c.send(b"\r");
+    c.wait_for("body (text)");
     // Back to the list, open the redrive dialog: its key legend is on screen; cancel it.
-    send(&mut writer, b"\x1b");
-    wait_for("loaded");
-    send(&mut writer, b"R");
-    wait_for("y confirm");
-    send(&mut writer, b"\x1b");
+    c.send(b"\x1b");
+    c.wait_for("loaded");
+    c.send(b"R");
+    c.wait_for("y confirm");
+    c.send(b"\x1b");
     // Help scrolled to its end shows the last : command.
-    send(&mut writer, b"?");
-    wait_for("keys of the message browser");
-    send(&mut writer, b"G");
-    wait_for(":queues");
-    send(&mut writer, b"q");
+    c.send(b"?");
+    c.wait_for("keys of the message browser");
+    c.send(b"G");
+    c.wait_for(":queues");
+    c.send(b"q");
     // A redrive at 1 msg/s, then q while it runs: qdeck asks first.
-    send(&mut writer, b"R");
-    wait_for("y confirm");
-    send(&mut writer, b"\x1b[A");
-    wait_for("1 msg/s");
-    send(&mut writer, b"y");
-    wait_for("redrive orders-dlq");
-    send(&mut writer, b"q");
-    wait_for("cancel it and quit?");
-    send(&mut writer, b"y");
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        assert!(std::time::Instant::now() < deadline, "qdeck did not quit");
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    c.send(b"R");
+    c.wait_for("y confirm");
+    c.send(b"\x1b[A");
+    c.wait_for("1 msg/s");
+    c.send(b"y");
+    c.wait_for("redrive orders-dlq");
+    c.send(b"q");
+    c.wait_for("cancel it and quit?");
+    c.send(b"y");
     // The CLI's code for a cancelled redrive.
-    assert_eq!(status.exit_code(), 130, "exit status {status:?}");
+    assert_eq!(c.wait_exit(Duration::from_secs(10)), 130);
     std::thread::sleep(Duration::from_millis(200));
-    let bytes = out.lock().unwrap().clone();
+    let bytes = c.raw();
     let s = String::from_utf8_lossy(&bytes);
     // Terminal restored: the alternate screen was left after it was entered.
     let enter = s.find("\x1b[?1049h").expect("entered the alternate screen");
@@ -1820,98 +1735,19 @@ fn edit_tab_picks_another_queue_and_nothing_is_sent_without_a_change() {
     assert!(st.status.as_ref().unwrap().text.contains("redrive"));
 }
 
-/// The console in a pseudo-terminal on a local broker file, with extra environment: what it
-/// wrote so far, and a writer for keys.
-struct PtyConsole {
-    child: Box<dyn portable_pty::Child + Send + Sync>,
-    writer: Box<dyn std::io::Write + Send>,
-    out: Arc<std::sync::Mutex<Vec<u8>>>,
-    _master: Box<dyn portable_pty::MasterPty + Send>,
-}
-
-impl PtyConsole {
-    fn start(dir: &std::path::Path, db: &std::path::Path, env: &[(&str, &str)]) -> PtyConsole {
-        use portable_pty::{native_pty_system, CommandBuilder, PtySize};
-        use std::io::Read;
-        let cfg = dir.join("config.toml");
-        std::fs::write(
-            &cfg,
-            format!(
-                "[ui]\nrefresh_secs = 0.5\n\n[[profiles]]\nname = \"e2e\"\nkind = \"local\"\npath = {:?}\n",
-                db.display().to_string()
-            ),
-        )
-        .unwrap();
-        let pair = native_pty_system()
-            .openpty(PtySize {
-                rows: 24,
-                cols: 80,
-                pixel_width: 0,
-                pixel_height: 0,
-            })
-            .unwrap();
-        let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_qdeck"));
-        cmd.arg("--config");
-        cmd.arg(cfg.as_os_str());
-        for (k, sub) in [
-            ("XDG_CONFIG_HOME", "c"),
-            ("XDG_DATA_HOME", "d"),
-            ("XDG_STATE_HOME", "s"),
-        ] {
-            cmd.env(k, dir.join(sub));
-        }
-        cmd.env("TERM", "xterm-256color");
-        for (k, v) in env {
-            cmd.env(k, v);
-        }
-        let child = pair.slave.spawn_command(cmd).unwrap();
-        drop(pair.slave);
-        let mut reader = pair.master.try_clone_reader().unwrap();
-        let writer = pair.master.take_writer().unwrap();
-        let out = Arc::new(std::sync::Mutex::new(Vec::<u8>::new()));
-        let o2 = out.clone();
-        std::thread::spawn(move || {
-            let mut buf = [0u8; 4096];
-            while let Ok(n) = reader.read(&mut buf) {
-                if n == 0 {
-                    break;
-                }
-                o2.lock().unwrap().extend_from_slice(&buf[..n]);
-            }
-        });
-        PtyConsole {
-            child,
-            writer,
-            out,
-            _master: pair.master,
-        }
-    }
-
-    fn wait_for(&self, needle: &str) {
-        let deadline = std::time::Instant::now() + Duration::from_secs(20);
-        loop {
-            let s = screen(&self.out.lock().unwrap(), 80, 24);
-            if s.contains(needle) {
-                return;
-            }
-            assert!(
-                std::time::Instant::now() < deadline,
-                "timed out waiting for {needle:?}; screen so far:\n{s}"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    fn send(&mut self, k: &[u8]) {
-        self.writer.write_all(k).unwrap();
-        self.writer.flush().unwrap();
-        std::thread::sleep(Duration::from_millis(150));
-    }
-
-    fn quit(mut self) {
-        self.send(b"q");
-        let _ = self.child.wait();
-    }
+/// The console in an 80×24 pseudo-terminal on a local broker file (profile `e2e`, refreshed
+/// every 0.5 s), with extra environment.
+fn local_console(dir: &std::path::Path, db: &std::path::Path, env: &[(&str, &str)]) -> Console {
+    let cfg = dir.join("config.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "[ui]\nrefresh_secs = 0.5\n\n[[profiles]]\nname = \"e2e\"\nkind = \"local\"\npath = {:?}\n",
+            db.display().to_string()
+        ),
+    )
+    .unwrap();
+    Console::spawn(dir, &["--config", cfg.to_str().unwrap()], env, 80, 24)
 }
 
 fn browse_local(h: &LocalHandle, q: &str) -> Vec<Message> {
@@ -1947,7 +1783,7 @@ fn pty_edit_and_resend() {
         )
         .unwrap();
     }
-    let mut c = PtyConsole::start(
+    let mut c = local_console(
         dir.path(),
         &db,
         &[("VISUAL", "sed -i -e s/hello/HELLO/ -e /^x-drop/d")],
@@ -1955,11 +1791,11 @@ fn pty_edit_and_resend() {
     c.wait_for("jobs");
     c.send(b"b");
     c.wait_for("hello world");
-    let before = c.out.lock().unwrap().len();
+    let before = c.raw().len();
     c.send(b"e");
     c.wait_for("edit and resend");
     // The alternate screen was left for the editor and entered again.
-    let during = c.out.lock().unwrap()[before..].to_vec();
+    let during = c.raw()[before..].to_vec();
     let find = |pat: &[u8]| during.windows(pat.len()).position(|w| w == pat);
     let left = find(b"\x1b[?1049l").expect("left the alternate screen");
     let back = find(b"\x1b[?1049h").expect("came back");
@@ -2024,7 +1860,7 @@ fn pty_reasons_view_on_the_local_broker() {
         }
         assert_eq!(browse_local(&h, "orders-dlq").len(), 7);
     }
-    let mut c = PtyConsole::start(dir.path(), &db, &[]);
+    let mut c = local_console(dir.path(), &db, &[]);
     c.wait_for("orders-dlq");
     c.send(b"/");
     for ch in "dlq\r".bytes() {
@@ -2701,10 +2537,6 @@ async fn fire_ranks_an_old_idle_queue_on_the_first_poll() {
 /// `local` one included, and none of the others configured.
 #[test]
 fn pty_profile_list_opens_the_fleet_with_every_listed_profile() {
-    use portable_pty::{native_pty_system, CommandBuilder, PtySize};
-    use std::io::{Read, Write};
-    use std::sync::Mutex;
-
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let cfg = d.join("config.toml");
@@ -2721,41 +2553,13 @@ fn pty_profile_list_opens_the_fleet_with_every_listed_profile() {
         ),
     )
     .unwrap();
-    let pair = native_pty_system()
-        .openpty(PtySize {
-            rows: 24,
-            cols: 100,
-            pixel_width: 0,
-            pixel_height: 0,
-        })
-        .unwrap();
-    let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_qdeck"));
-    for a in ["--config", cfg.to_str().unwrap(), "-p", "east,local,north"] {
-        cmd.arg(a);
-    }
-    for (k, sub) in [
-        ("XDG_CONFIG_HOME", "c"),
-        ("XDG_DATA_HOME", "d"),
-        ("XDG_STATE_HOME", "s"),
-    ] {
-        cmd.env(k, d.join(sub));
-    }
-    cmd.env("TERM", "xterm-256color");
-    let mut child = pair.slave.spawn_command(cmd).unwrap();
-    drop(pair.slave);
-    let mut reader = pair.master.try_clone_reader().unwrap();
-    let mut writer = pair.master.take_writer().unwrap();
-    let out = Arc::new(Mutex::new(Vec::<u8>::new()));
-    let o2 = out.clone();
-    std::thread::spawn(move || {
-        let mut buf = [0u8; 4096];
-        while let Ok(n) = reader.read(&mut buf) {
-            if n == 0 {
-                break;
-            }
-            o2.lock().unwrap().extend_from_slice(&buf[..n]);
-        }
-    });
+    let mut c = Console::spawn(
+        d,
+        &["--config", cfg.to_str().unwrap(), "-p", "east,local,north"],
+        &[],
+        100,
+        24,
+    );
     // Every listed row reports a successful poll of its own broker.
     let first_word = |l: &str| {
         l.trim_start_matches('│')
@@ -2763,32 +2567,25 @@ fn pty_profile_list_opens_the_fleet_with_every_listed_profile() {
             .next()
             .map(String::from)
     };
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    let s = loop {
-        let s = screen(&out.lock().unwrap(), 100, 24);
-        let rows = |p: &str| {
-            s.lines()
-                .any(|l| first_word(l).as_deref() == Some(p) && l.contains("ok "))
-        };
-        if rows("east") && rows("local") && rows("north") {
-            break s;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "timed out waiting for the three rows; screen so far:\n{s}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let s = c
+        .poll_until(Duration::from_secs(20), |s| {
+            let rows = |p: &str| {
+                s.lines()
+                    .any(|l| first_word(l).as_deref() == Some(p) && l.contains("ok "))
+            };
+            rows("east") && rows("local") && rows("north")
+        })
+        .unwrap_or_else(|| {
+            panic!(
+                "timed out waiting for the three rows; screen so far:\n{}",
+                c.screen()
+            )
+        });
     assert!(
         !s.lines()
             .any(|l| l.split_whitespace().next() == Some("west")),
         "west was not listed:\n{s}"
     );
-    writer.write_all(b":q!\r").unwrap();
-    writer.flush().unwrap();
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while child.try_wait().unwrap().is_none() {
-        assert!(std::time::Instant::now() < deadline, "qdeck did not quit");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    c.type_keys(":q!\r");
+    c.wait_exit(Duration::from_secs(10));
 }

@@ -81,15 +81,22 @@ impl Console {
         p.screen().contents()
     }
 
-    pub fn send(&mut self, keys: &[u8]) {
+    fn write(&mut self, keys: &[u8]) {
         self.writer.write_all(keys).unwrap();
         self.writer.flush().unwrap();
+    }
+
+    /// Sends `keys` in one write, then gives the console a moment (a lone Esc followed at
+    /// once by another byte would read as Alt and that key).
+    pub fn send(&mut self, keys: &[u8]) {
+        self.write(keys);
+        std::thread::sleep(Duration::from_millis(150));
     }
 
     /// Types `keys` one at a time, as a person would (a paste would arrive as one read).
     pub fn type_keys(&mut self, keys: &str) {
         for k in keys.chars() {
-            self.send(k.to_string().as_bytes());
+            self.write(k.to_string().as_bytes());
             std::thread::sleep(Duration::from_millis(40));
         }
     }
@@ -109,9 +116,9 @@ impl Console {
         }
     }
 
-    /// The first screen that contains `needle`; fails the test after `within`.
-    pub fn wait_for(&self, needle: &str, within: Duration) -> String {
-        self.poll_until(within, |s| s.contains(needle))
+    /// The first screen that contains `needle`; fails the test after 20 s.
+    pub fn wait_for(&self, needle: &str) -> String {
+        self.poll_until(Duration::from_secs(20), |s| s.contains(needle))
             .unwrap_or_else(|| {
                 panic!(
                     "timed out waiting for {needle:?}; screen so far:\n{}",
@@ -130,6 +137,12 @@ impl Console {
             assert!(Instant::now() < deadline, "qdeck did not quit");
             std::thread::sleep(Duration::from_millis(50));
         }
+    }
+
+    /// Quits with `q` (the queue list's quit key) and waits for the process to end.
+    pub fn quit(mut self) {
+        self.send(b"q");
+        let _ = self.child.wait();
     }
 }
 

@@ -19,7 +19,9 @@
 # Env: QDECK_BIN (default target/release/qdeck, built when missing),
 #      QDECK_BENCH_MESSAGES (default 50000), QDECK_BENCH_EVERY (1 in N matches, default 5),
 #      QDECK_TEST_AMQP_URL (default amqp://guest:guest@127.0.0.1:5672/%2f),
-#      QDECK_TEST_RABBITMQ_MGMT (default http://127.0.0.1:15672).
+#      QDECK_TEST_RABBITMQ_MGMT (default http://127.0.0.1:15672),
+#      QDECK_BENCH_WRAP (a command prefix for the filtered run, e.g.
+#      "perf record -g -o /tmp/fr.perf" with an unstripped binary).
 # Needs: curl, python3.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -27,6 +29,7 @@ cd "$(dirname "$0")/.."
 N="${QDECK_BENCH_MESSAGES:-50000}"
 EVERY="${QDECK_BENCH_EVERY:-5}"
 BIN="${QDECK_BIN:-target/release/qdeck}"
+WRAP="${QDECK_BENCH_WRAP:-}"
 AMQP_URL="${QDECK_TEST_AMQP_URL:-amqp://guest:guest@127.0.0.1:5672/%2f}"
 MGMT="${QDECK_TEST_RABBITMQ_MGMT:-http://127.0.0.1:15672}"
 MGMT="${MGMT%/}"
@@ -135,7 +138,8 @@ PY
 }
 
 echo "== filtered redrive: jobs-dlq -> jobs where header.x-tenant = \"acme\" ($MATCH of $N)"
-read -r FILT_S FILT_RC < <(timed "$BIN" -p bench redrive jobs-dlq --to jobs --where 'header.x-tenant = "acme"' -y)
+# shellcheck disable=SC2086 # $WRAP is a command prefix, split on purpose
+read -r FILT_S FILT_RC < <(timed $WRAP "$BIN" -p bench redrive jobs-dlq --to jobs --where 'header.x-tenant = "acme"' -y)
 tail -n 3 "$TMP/out"
 [ "$FILT_RC" = 0 ] || { echo "filtered redrive exited $FILT_RC" >&2; exit 1; }
 echo "== full redrive: jobs-dlq-copy -> jobs-copy ($N)"

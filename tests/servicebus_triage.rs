@@ -45,6 +45,16 @@ fn tenant(m: &standin::Msg) -> String {
 /// Run qdeck with a config holding the stand-in as profile `sb` (default) and a local
 /// broker as profile `lo`, off the runtime so the stand-in keeps serving.
 async fn qdeck(s: &StandIn, dir: &Path, args: &[&str]) -> std::process::Output {
+    qdeck_with(s, dir, &[], args).await
+}
+
+/// As `qdeck`, with extra environment (an editor, say).
+async fn qdeck_with(
+    s: &StandIn,
+    dir: &Path,
+    env: &[(&str, &str)],
+    args: &[&str],
+) -> std::process::Output {
     common::write_config(
         dir,
         "sb",
@@ -54,6 +64,7 @@ async fn qdeck(s: &StandIn, dir: &Path, args: &[&str]) -> std::process::Output {
         ],
     );
     let mut cmd = common::qdeck(dir);
+    cmd.envs(env.iter().copied());
     cmd.env("QDECK_SB_CS", s.manage_conn_str())
         .args(args)
         .timeout(std::time::Duration::from_secs(60));
@@ -277,4 +288,53 @@ async fn redriven_copies_are_stamped_and_marked_when_they_dead_letter_again() {
         .custom
         .iter()
         .any(|(k, v)| k == "x-qdeck-redriven" && v == "2")));
+}
+
+/// Edit and resend on a Service Bus DLQ: the edited copy goes to the dead letter's origin
+/// with the properties the user kept and without the one removed; only then is the original
+/// completed, and the other dead letters are released unchanged but for their delivery count.
+#[tokio::test]
+async fn edit_resends_the_edited_copy_to_origin_then_completes_the_dead_letter() {
+    let s = StandIn::start().await;
+    seed(&s);
+    s.create_queue("elsewhere", 2, 30);
+    let dir = tempfile::tempdir().unwrap();
+    let out = qdeck_with(
+        &s,
+        dir.path(),
+        &[("EDITOR", "sed -i -e s/order/ORDER/ -e /^tenant/d")],
+        &["edit", DLQ, "msg-1", "--yes", "-o", "json"],
+    )
+    .await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(r["target"], "orders", "{r}");
+    assert_eq!(r["deleted"], true, "{r}");
+    let copies = s.messages("orders", false);
+    assert_eq!(copies.len(), 1, "one copy in the origin");
+    assert_eq!(copies[0].body, b"{\"ORDER\":1}");
+    assert!(
+        !copies[0].custom.iter().any(|(k, _)| k == "tenant"),
+        "the removed property stays removed: {:?}",
+        copies[0].custom
+    );
+    let mut left: Vec<String> = s
+        .messages("orders", true)
+        .iter()
+        .map(|m| m.message_id.clone())
+        .collect();
+    left.sort();
+    assert_eq!(left, vec!["msg-0", "msg-2", "msg-3", "msg-4", "msg-5"]);
+    // An editor that changes nothing sends nothing and deletes nothing.
+    let out = qdeck_with(
+        &s,
+        dir.path(),
+        &[("EDITOR", "true")],
+        &["edit", DLQ, "msg-2", "--to", "elsewhere", "--yes"],
+    )
+    .await;
+    assert_ne!(out.status.code(), Some(0));
+    assert!(s.messages("elsewhere", false).is_empty());
+    assert_eq!(s.messages("orders", true).len(), 5);
 }

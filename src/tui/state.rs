@@ -144,6 +144,18 @@ pub struct Cursor {
 }
 
 impl Cursor {
+    /// Where a table `height` cells tall (its header row included) shows `len` rows with this
+    /// cursor: the cursor clamped to its page, and the first and one-past-last rows drawn. The
+    /// views draw with it and the poller's visible set is taken with it, so the rows drawn are
+    /// the rows polled first.
+    pub fn placed(&self, len: usize, height: usize) -> (Cursor, usize, usize) {
+        let page = height.saturating_sub(1).max(1);
+        let mut c = self.clone();
+        c.clamp(len, page);
+        let from = c.offset.min(len);
+        (c, from, (from + page).min(len))
+    }
+
     /// Keep `sel` within `len` and visible in a window of `page` rows.
     pub fn clamp(&mut self, len: usize, page: usize) {
         let page = page.max(1);

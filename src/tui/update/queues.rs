@@ -85,13 +85,9 @@ pub(super) fn visible(st: &mut State) -> Option<Effect> {
     match st.view() {
         View::Queues | View::Help => {
             // The table is one row taller than `page_rows` when no problem line sits under
-            // it, and the view places its rows by clamping a copy of the cursor: report that
-            // taller page placed the same way, so no row drawn waits for the sweep.
-            let page = st.page_rows() + 1;
-            let mut c = st.cursor.clone();
-            c.clamp(st.rows.len(), page);
-            let from = c.offset.min(st.rows.len());
-            let to = (from + page).min(st.rows.len());
+            // it: report that taller table, placed as the view places it, so no row drawn
+            // waits for the sweep.
+            let (_, from, to) = st.cursor.placed(st.rows.len(), st.page_rows() + 2);
             for &i in &st.rows[from..to] {
                 if let Some(e) = st.store.entries().get(i) {
                     ids.push(e.info.id.clone());

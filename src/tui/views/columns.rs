@@ -101,6 +101,17 @@ pub fn sort_digit(i: usize) -> &'static str {
     D.get(i).copied().unwrap_or("")
 }
 
+/// A sortable column's header: its name, the digit that sorts by it, and the direction arrow
+/// when the table is sorted by it (`DEPTH²↓`).
+pub fn sort_head(name: &str, i: usize, sorted_by: Option<usize>, desc: bool) -> String {
+    let mark = match sorted_by {
+        Some(c) if c == i && desc => "↓",
+        Some(c) if c == i => "↑",
+        _ => "",
+    };
+    format!("{name}{}{mark}", sort_digit(i))
+}
+
 /// Clean and cut in the middle, keeping both ends: `orders` and `orders.dlq` stay apart at
 /// any width (`ord…s.dlq`).
 pub fn clean_mid(s: &str, max: usize) -> String {

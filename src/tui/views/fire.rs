@@ -52,11 +52,7 @@ pub fn render(f: &mut Frame, st: &State, area: Rect) {
     ];
     let keep = fit(&cols, inner.width, st.wide);
     let queue_w = flex_width(&cols, &keep, inner.width);
-    let page = (inner.height as usize).saturating_sub(1).max(1);
-    let mut cursor = fl.fire_cursor.clone();
-    cursor.clamp(rows_all.len(), page);
-    let from = cursor.offset.min(rows_all.len());
-    let to = (from + page).min(rows_all.len());
+    let (cursor, from, to) = fl.fire_cursor.placed(rows_all.len(), inner.height as usize);
     let max_age = |p: &str| {
         fl.rows
             .iter()

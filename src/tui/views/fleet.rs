@@ -45,11 +45,7 @@ pub fn render(f: &mut Frame, st: &State, area: Rect) {
     ];
     let keep = fit(&cols, inner.width, st.wide);
     let state_w = flex_width(&cols, &keep, inner.width);
-    let page = (inner.height as usize).saturating_sub(1).max(1);
-    let mut cursor = fl.cursor.clone();
-    cursor.clamp(fl.rows.len(), page);
-    let from = cursor.offset.min(fl.rows.len());
-    let to = (from + page).min(fl.rows.len());
+    let (cursor, from, to) = fl.cursor.placed(fl.rows.len(), inner.height as usize);
     let rows: Vec<Row> = fl.rows[from..to]
         .iter()
         .map(|r| {

@@ -6,7 +6,7 @@ use ratatui::widgets::{Cell, Paragraph, Row};
 use ratatui::Frame;
 
 use super::columns::{
-    clean_mid, fit, flex_width, header_row, kept_row, render_table, sort_digit, Col,
+    clean_mid, fit, flex_width, header_row, kept_row, render_table, sort_head, Col,
 };
 use super::wrap::wrap_lines;
 use super::{block, fmt_count, fmt_secs, styled};
@@ -102,19 +102,7 @@ pub fn render_list(f: &mut Frame, st: &State, area: Rect) {
     }
     // REASON and ORIGIN say why a message is in a DLQ: they outrank the body preview.
     let dead = m.messages.iter().any(|x| x.dead_letter.is_some());
-    let head = |name: &str, i: usize| {
-        let mark = match m.sort {
-            Some(c) if c == i => {
-                if m.sort_desc {
-                    "↓"
-                } else {
-                    "↑"
-                }
-            }
-            _ => "",
-        };
-        format!("{name}{}{mark}", sort_digit(i))
-    };
+    let head = |name: &str, i: usize| sort_head(name, i, m.sort, m.sort_desc);
     let cols = vec![
         Col::fixed("", 1, 0),
         Col::fixed(head("ID", 0), 12, 0),
@@ -131,11 +119,7 @@ pub fn render_list(f: &mut Frame, st: &State, area: Rect) {
         keep[5] = false;
     }
     let body_w = flex_width(&cols, &keep, ta.width);
-    let page = (ta.height as usize).saturating_sub(1).max(1);
-    let mut cursor = m.cursor.clone();
-    cursor.clamp(m.rows.len(), page);
-    let from = cursor.offset.min(m.rows.len());
-    let to = (from + page).min(m.rows.len());
+    let (cursor, from, to) = m.cursor.placed(m.rows.len(), ta.height as usize);
     let rows: Vec<Row> = m.rows[from..to]
         .iter()
         .filter_map(|&i| m.messages.get(i))

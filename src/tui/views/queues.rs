@@ -7,7 +7,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Cell, Paragraph, Row};
 use ratatui::Frame;
 
-use super::columns::{clean_mid, fit, flex_width, kept_row, render_table, sort_digit, Col};
+use super::columns::{clean_mid, fit, flex_width, kept_row, render_table, sort_head, Col};
 use super::{block, fmt_age, fmt_count, fmt_rate, fmt_secs, fmt_thousands, spark, styled};
 use crate::engine::derive::{derive, Trend};
 use crate::engine::store::{unpack, QueueEntry};
@@ -142,11 +142,7 @@ pub fn render(f: &mut Frame, st: &State, area: Rect) {
     )
     .style(t.header);
 
-    let page = (inner.height as usize).saturating_sub(1).max(1);
-    let mut cursor = st.cursor.clone();
-    cursor.clamp(st.rows.len(), page);
-    let from = cursor.offset.min(st.rows.len());
-    let to = (from + page).min(st.rows.len());
+    let (cursor, from, to) = st.cursor.placed(st.rows.len(), inner.height as usize);
     let name_w = flex_width(&cols, &keep, inner.width);
 
     let rows: Vec<Row> = st.rows[from..to]
@@ -245,12 +241,8 @@ fn summary(f: &mut Frame, st: &State, area: Rect) {
 
 /// The queue table's columns: the name never goes; DEPTH, DLQ and ETA outlast the rates.
 fn queue_cols(st: &State) -> Vec<Col> {
-    let arrow = if st.sort_desc { "↓" } else { "↑" };
-    let head = |name: &str, c: SortCol| {
-        let i = SortCol::ALL.iter().position(|x| *x == c).unwrap_or(0);
-        let mark = if st.sort == c { arrow } else { "" };
-        format!("{name}{}{mark}", sort_digit(i))
-    };
+    let pos = |c: SortCol| SortCol::ALL.iter().position(|x| *x == c).unwrap_or(0);
+    let head = |name: &str, c: SortCol| sort_head(name, pos(c), Some(pos(st.sort)), st.sort_desc);
     vec![
         Col::fixed("", 1, 0),
         Col::flex(head("QUEUE", SortCol::Name), 14, 0),

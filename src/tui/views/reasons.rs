@@ -67,11 +67,7 @@ pub fn render(f: &mut Frame, st: &State, area: Rect) {
     ];
     let keep = fit(&cols, inner.width, st.wide);
     let reason_w = flex_width(&cols, &keep, inner.width);
-    let page = (inner.height as usize).saturating_sub(1).max(1);
-    let mut cursor = r.cursor.clone();
-    cursor.clamp(r.groups.len(), page);
-    let from = cursor.offset.min(r.groups.len());
-    let to = (from + page).min(r.groups.len());
+    let (cursor, from, to) = r.cursor.placed(r.groups.len(), inner.height as usize);
     let ago = |ms: Option<i64>| {
         ms.map(|m| fmt_ago(st.now_ms - m))
             .unwrap_or_else(|| "—".into())

@@ -6,7 +6,7 @@ use ratatui::widgets::{Cell, Paragraph, Row, Wrap};
 use ratatui::Frame;
 
 use super::columns::{
-    clean_mid, fit, flex_width, header_row, kept_row, render_table, sort_digit, Col,
+    clean_mid, fit, flex_width, header_row, kept_row, render_table, sort_head, Col,
 };
 use super::{block, fmt_ago, fmt_count, fmt_rate, styled};
 use crate::domain::{AckMode, ConsumerListing};
@@ -74,19 +74,7 @@ pub fn render(f: &mut Frame, st: &State, area: Rect) {
         f.render_widget(Paragraph::new(msg).style(t.dim), inner);
         return;
     }
-    let head = |name: &str, i: usize| {
-        let mark = match w.sort {
-            Some(c) if c == i => {
-                if w.sort_desc {
-                    "↓"
-                } else {
-                    "↑"
-                }
-            }
-            _ => "",
-        };
-        format!("{name}{}{mark}", sort_digit(i))
-    };
+    let head = |name: &str, i: usize| sort_head(name, i, w.sort, w.sort_desc);
     let cols = vec![
         Col::flex(head("WORKER", 0), 16, 0),
         Col::fixed(head("STATE", 1), 12, 0),
@@ -100,11 +88,7 @@ pub fn render(f: &mut Frame, st: &State, area: Rect) {
     ];
     let keep = fit(&cols, inner.width, st.wide);
     let name_w = flex_width(&cols, &keep, inner.width);
-    let page = (inner.height as usize).saturating_sub(1).max(1);
-    let mut cursor = w.cursor.clone();
-    cursor.clamp(w.rows.len(), page);
-    let from = cursor.offset.min(w.rows.len());
-    let to = (from + page).min(w.rows.len());
+    let (cursor, from, to) = w.cursor.placed(w.rows.len(), inner.height as usize);
     let rows: Vec<Row> = w.rows[from..to]
         .iter()
         .filter_map(|&i| w.list.get(i))

@@ -910,6 +910,115 @@ async fn sidekiq_purge_clears_queue_and_morgue() {
 }
 
 // ---------------------------------------------------------------------------------------
+// Deleting chosen jobs (purge --where, move, edit).
+
+async fn ids_in(b: &dyn Backend, q: &str) -> Vec<String> {
+    let page = b
+        .browse(
+            &QueueId::new(q),
+            &BrowseRequest {
+                cursor: None,
+                max: 100,
+                force: false,
+            },
+        )
+        .await
+        .expect("browse");
+    page.messages.into_iter().map(|m| m.id).collect()
+}
+
+/// Chosen failed BullMQ jobs go with their hashes, the others stay whole, an id gone since the
+/// browse is counted missing; a waiting queue is refused (a worker may take the job meanwhile).
+#[tokio::test]
+#[ignore = "needs QDECK_TEST_REDIS_URL and QDECK_TEST_NODE_FIXTURES"]
+async fn bullmq_delete_ids_removes_exactly_the_chosen_failed_jobs() {
+    let db = 13;
+    flush(db).await;
+    let (prefix, q) = (uniq("qd"), uniq("del"));
+    node(db, &prefix, &q, &["failed", "6", "1"]);
+    node(db, &prefix, &q, &["waiting", "3"]);
+    let b = backend(settings(db, Some(&prefix))).await;
+    assert!(b.deletes_by_id());
+    let failed = format!("{q}/failed");
+    let ids = ids_in(b.as_ref(), &failed).await;
+    assert_eq!(ids.len(), 6);
+    let chosen = vec![ids[1].clone(), ids[4].clone(), "no-such-job".to_string()];
+    let r = b
+        .delete_ids(
+            &QueueId::new(failed.clone()),
+            &chosen,
+            &OpProgress::detached(),
+        )
+        .await
+        .expect("delete_ids");
+    assert_eq!((r.deleted, r.missing), (2, 1), "{r:?}");
+    let mut left = ids_in(b.as_ref(), &failed).await;
+    left.sort();
+    let mut want: Vec<String> = ids
+        .iter()
+        .filter(|i| !chosen.contains(i))
+        .cloned()
+        .collect();
+    want.sort();
+    assert_eq!(left, want);
+    let c = node(db, &prefix, &q, &["counts"]);
+    assert_eq!((n(&c, "failed"), n(&c, "waiting")), (4, 3), "{c}");
+    assert_eq!(
+        job_keys(db, &prefix, &q).await.len(),
+        7,
+        "the chosen jobs' hashes went with them, no others"
+    );
+    let waiting = b
+        .delete_ids(
+            &QueueId::new(q.clone()),
+            &ids_in(b.as_ref(), &q).await,
+            &OpProgress::detached(),
+        )
+        .await;
+    assert!(
+        matches!(&waiting, Err(BackendError::Refused(m)) if m.contains("failed, dead, retry or schedule")),
+        "{waiting:?}"
+    );
+    assert_eq!(n(&node(db, &prefix, &q, &["counts"]), "waiting"), 3);
+    flush(db).await;
+}
+
+/// `qdeck purge DEAD --where` on Sidekiq's dead set: exactly the matching jobs go, through the
+/// CLI's scan, confirmation and audit; the rest of the morgue is untouched.
+#[tokio::test]
+#[ignore = "needs QDECK_TEST_REDIS_URL and ruby-sidekiq"]
+async fn sidekiq_purge_where_deletes_exactly_the_matching_dead_jobs() {
+    let db = 14;
+    flush(db).await;
+    let q = uniq("pw");
+    ruby(db, &q, &["contract", "0", "5"], &[]);
+    let b = backend(settings(db, None)).await;
+    let before = ids_in(b.as_ref(), "dead").await;
+    assert_eq!(before.len(), 5);
+    let victim = before[2].clone();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = cli_config(&dir, db, None);
+    let out = Command::new(env!("CARGO_BIN_EXE_qdeck"))
+        .env("XDG_STATE_HOME", dir.path().join("state"))
+        .env("XDG_DATA_HOME", dir.path().join("data"))
+        .args(["--config", config.to_str().unwrap(), "purge", "dead"])
+        .args(["--where", &format!("id = \"{victim}\""), "-y", "-o", "json"])
+        .output()
+        .expect("run qdeck");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let r: Json = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(r["deleted"], 1, "{r}");
+    let mut after = ids_in(b.as_ref(), "dead").await;
+    after.sort();
+    let mut want: Vec<String> = before.into_iter().filter(|i| *i != victim).collect();
+    want.sort();
+    assert_eq!(after, want);
+    assert_eq!(n(&ruby(db, &q, &["stats"], &[]), "dead_size"), 4);
+    flush(db).await;
+}
+
+// ---------------------------------------------------------------------------------------
 // Versions qdeck was not tested with are read-only, with the version named.
 
 #[tokio::test]

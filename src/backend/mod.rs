@@ -161,7 +161,8 @@ pub trait Backend: Send + Sync {
     /// Delete these messages (ids from a browse) and no others. RabbitMQ and SQS do it by
     /// receive → match → delete, which sets every other message's redelivered flag or raises
     /// its receive count (and refuse where that could dead-letter one); Service Bus does it by
-    /// peek-lock → complete / unlock on dead-letter queues only; Redis does not implement it.
+    /// peek-lock → complete / unlock on dead-letter queues only; Redis removes them from a failed,
+    /// dead, retry or schedule set in one script per batch.
     async fn delete_ids(
         &self,
         _queue: &QueueId,
@@ -169,7 +170,7 @@ pub trait Backend: Send + Sync {
         _progress: &OpProgress,
     ) -> Result<DeleteReport> {
         Err(BackendError::Unsupported(format!(
-            "deleting chosen messages is implemented for the local broker, RabbitMQ, SQS and Service Bus, not {}",
+            "deleting chosen messages is not implemented for {}",
             self.kind()
         )))
     }

@@ -8,6 +8,7 @@
 
 mod browse;
 mod conn;
+mod delete;
 mod figures;
 mod jobs;
 mod listing;
@@ -67,7 +68,9 @@ struct Scripts {
     bull_figures: Lua,
     bull_retry: Lua,
     bull_remove: Lua,
+    bull_remove_ids: Lua,
     sidekiq_retry: Lua,
+    sidekiq_remove: Lua,
 }
 
 pub struct RedisBackend {
@@ -129,7 +132,9 @@ impl RedisBackend {
                 bull_figures: Lua::new(scripts::BULL_FIGURES),
                 bull_retry: Lua::new(scripts::BULL_RETRY),
                 bull_remove: Lua::new(scripts::BULL_REMOVE_BATCH),
+                bull_remove_ids: Lua::new(scripts::BULL_REMOVE_IDS),
                 sidekiq_retry: Lua::new(scripts::SIDEKIQ_RETRY),
+                sidekiq_remove: Lua::new(scripts::SIDEKIQ_REMOVE_JIDS),
             },
             cache: Mutex::new(Cache::default()),
             sk_seen: Mutex::new(HashSet::new()),
@@ -320,6 +325,24 @@ impl Backend for RedisBackend {
 
     async fn purge(&self, queue: &QueueId, progress: &OpProgress) -> Result<PurgeReport> {
         mutate::purge(self, queue, progress).await
+    }
+
+    fn deletes_by_id(&self) -> bool {
+        true
+    }
+
+    fn delete_refusal(&self, queue: &QueueInfo) -> Option<String> {
+        let t = self.cache().ids.get(&queue.id).cloned();
+        delete::refusal(&queue.id, t.as_ref())
+    }
+
+    async fn delete_ids(
+        &self,
+        queue: &QueueId,
+        ids: &[String],
+        progress: &OpProgress,
+    ) -> Result<DeleteReport> {
+        delete::delete_ids(self, queue, ids, progress).await
     }
 
     fn api_calls(&self) -> &ApiCalls {

@@ -115,6 +115,46 @@ end
 return #ids
 "#;
 
+/// Remove chosen failed BullMQ jobs, as Job#remove does for a failed job: out of the failed
+/// set, then the job hash and its side keys. An id no longer in the set is left alone (it was
+/// retried or removed since the browse).
+/// KEYS: the failed set. ARGV: job key prefix, ids... Returns: removed.
+pub const BULL_REMOVE_IDS: &str = r#"
+local r = redis.call
+local prefix = ARGV[1]
+local n = 0
+for i = 2, #ARGV do
+  local id = ARGV[i]
+  if r("ZREM", KEYS[1], id) == 1 then
+    local jobKey = prefix .. id
+    local deid = r("HGET", jobKey, "deid")
+    if deid then r("DEL", prefix .. "de:" .. deid) end
+    r("DEL", jobKey, jobKey .. ":logs", jobKey .. ":dependencies", jobKey .. ":processed",
+      jobKey .. ":failed", jobKey .. ":unsuccessful", jobKey .. ":lock")
+    n = n + 1
+  end
+end
+return n
+"#;
+
+/// Remove chosen Sidekiq jobs (by jid) from a sorted set (dead, retry or schedule), as
+/// SortedEntry#delete does. Members are job payloads: the jid is read from each.
+/// KEYS: the sorted set. ARGV: jids... Returns: removed.
+pub const SIDEKIQ_REMOVE_JIDS: &str = r#"
+local r = redis.call
+local want = {}
+for i = 1, #ARGV do want[ARGV[i]] = true end
+local n = 0
+for _, m in ipairs(r("ZRANGE", KEYS[1], 0, -1)) do
+  local ok, job = pcall(cjson.decode, m)
+  if ok and type(job) == "table" and want[job.jid] then
+    n = n + r("ZREM", KEYS[1], m)
+    want[job.jid] = nil
+  end
+end
+return n
+"#;
+
 /// Retry Sidekiq jobs from a sorted set (dead or retry) to each job's own queue, as
 /// SortedEntry#retry does: retry_count down by one when present, enqueued_at = now, pushed
 /// on queue:<name> and the queue registered. The payload is edited in place rather than

@@ -1018,6 +1018,62 @@ async fn sidekiq_purge_where_deletes_exactly_the_matching_dead_jobs() {
     flush(db).await;
 }
 
+/// `qdeck cancel-scheduled scheduled JID` takes exactly that job out of Sidekiq's scheduled
+/// set before it is due; an unknown jid changes nothing (exit 4).
+#[tokio::test]
+#[ignore = "needs QDECK_TEST_REDIS_URL and ruby-sidekiq"]
+async fn sidekiq_cancel_scheduled_removes_exactly_that_job() {
+    let db = 15;
+    flush(db).await;
+    let q = uniq("cs");
+    ruby(db, &q, &["schedule", "3"], &[]);
+    let b = backend(settings(db, None)).await;
+    let req = BrowseRequest {
+        cursor: None,
+        max: 10,
+        force: false,
+    };
+    let before: Vec<String> = b
+        .browse_scheduled(&QueueId::new("scheduled"), &req)
+        .await
+        .expect("scheduled jobs")
+        .messages
+        .into_iter()
+        .map(|m| m.id)
+        .collect();
+    assert_eq!(before.len(), 3);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = cli_config(&dir, db, None);
+    let run = |id: &str| {
+        Command::new(env!("CARGO_BIN_EXE_qdeck"))
+            .env("XDG_STATE_HOME", dir.path().join("state"))
+            .env("XDG_DATA_HOME", dir.path().join("data"))
+            .args(["--config", config.to_str().unwrap()])
+            .args(["cancel-scheduled", "scheduled", id, "-y"])
+            .output()
+            .expect("run qdeck")
+    };
+    let out = run(&before[1]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = run("no-such-jid");
+    assert_eq!(out.status.code(), Some(4));
+    let after: Vec<String> = b
+        .browse_scheduled(&QueueId::new("scheduled"), &req)
+        .await
+        .expect("scheduled jobs")
+        .messages
+        .into_iter()
+        .map(|m| m.id)
+        .collect();
+    assert_eq!(after, vec![before[0].clone(), before[2].clone()]);
+    assert_eq!(n(&ruby(db, &q, &["stats"], &[]), "scheduled_size"), 2);
+    flush(db).await;
+}
+
 // ---------------------------------------------------------------------------------------
 // Versions qdeck was not tested with are read-only, with the version named.
 

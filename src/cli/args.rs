@@ -187,7 +187,8 @@ pub enum Command {
         #[arg(long, short = 'y')]
         yes: bool,
     },
-    /// Cancel one delayed message (local broker): delete it before it is due. An id that is
+    /// Cancel one delayed message (local broker, Sidekiq's scheduled set): delete it before it
+    /// is due. An id that is
     /// not a delayed message of QUEUE (already due, leased, gone) changes nothing (exit 4).
     CancelScheduled {
         queue: String,

@@ -76,7 +76,7 @@ pub async fn cancel(s: &Session, queue: &str, id: &str, yes: bool, f: Format) ->
     let info = fetch::find(s.backend.as_ref(), queue).await?;
     if !s.backend.deletes_by_id() {
         let why = format!(
-            "cancelling a scheduled message is implemented for the local broker only, not {}",
+            "cancelling a scheduled message deletes it by id, which the {} backend cannot do",
             s.backend.kind()
         );
         s.gate.refuse(Mutation::Delete, &info.id, &why);

@@ -984,10 +984,11 @@ async fn bullmq_delete_ids_removes_exactly_the_chosen_failed_jobs() {
 }
 
 /// `qdeck purge DEAD --where` on Sidekiq's dead set: exactly the matching jobs go, through the
-/// CLI's scan, confirmation and audit; the rest of the morgue is untouched.
+/// CLI's scan, confirmation and audit; the rest of the morgue is untouched. Then the rest are
+/// redriven and die again: their payloads carry qdeck's stamp, which the reasons view counts.
 #[tokio::test]
 #[ignore = "needs QDECK_TEST_REDIS_URL and ruby-sidekiq"]
-async fn sidekiq_purge_where_deletes_exactly_the_matching_dead_jobs() {
+async fn sidekiq_purge_where_then_redrive_stamps_what_dies_again() {
     let db = 14;
     flush(db).await;
     let q = uniq("pw");
@@ -1015,6 +1016,34 @@ async fn sidekiq_purge_where_deletes_exactly_the_matching_dead_jobs() {
     want.sort();
     assert_eq!(after, want);
     assert_eq!(n(&ruby(db, &q, &["stats"], &[]), "dead_size"), 4);
+
+    let r = redrive_all(b.as_ref(), "dead").await;
+    assert_eq!(r.moved, 4, "{r:?}");
+    let st = ruby(db, &q, &["refail", "4"], &[]);
+    assert_eq!(n(&st, "dead_size"), 4, "{st}");
+    let page = b
+        .browse(
+            &QueueId::new("dead"),
+            &BrowseRequest {
+                cursor: None,
+                max: 10,
+                force: false,
+            },
+        )
+        .await
+        .expect("browse");
+    let mut g = qdeck::triage::Grouper::new(Default::default());
+    for m in &page.messages {
+        let h: BTreeMap<_, _> = m.headers.iter().cloned().collect();
+        assert_eq!(
+            h.get("x-qdeck-redriven").map(String::as_str),
+            Some("1"),
+            "{h:?}"
+        );
+        assert!(h.contains_key("x-qdeck-redriven-at"), "{h:?}");
+        g.add(m);
+    }
+    assert_eq!(g.groups().iter().map(|g| g.redriven).sum::<u64>(), 4);
     flush(db).await;
 }
 
@@ -1072,6 +1101,54 @@ async fn sidekiq_cancel_scheduled_removes_exactly_that_job() {
     assert_eq!(after, vec![before[0].clone(), before[2].clone()]);
     assert_eq!(n(&ruby(db, &q, &["stats"], &[]), "scheduled_size"), 2);
     flush(db).await;
+}
+
+/// Redriven BullMQ jobs carry qdeck's stamp in their hash (fields BullMQ does not read); when
+/// a worker with the bug still there fails them again, browse shows the stamp and the reasons
+/// view counts the group as back after a redrive.
+#[tokio::test]
+#[ignore = "needs QDECK_TEST_REDIS_URL and QDECK_TEST_NODE_FIXTURES"]
+async fn bullmq_redriven_jobs_are_stamped_and_marked_when_they_fail_again() {
+    let (prefix, q) = (uniq("qs"), uniq("st"));
+    node(2, &prefix, &q, &["failed", "4"]);
+    let b = backend(settings(2, Some(&prefix))).await;
+    let failed = format!("{q}/failed");
+    let r = redrive_all(b.as_ref(), &failed).await;
+    assert_eq!(r.moved, 4, "{r:?}");
+    let c = node(2, &prefix, &q, &["refail", "4"]);
+    assert_eq!(n(&c, "failed"), 4, "{c}");
+    let page = b
+        .browse(
+            &QueueId::new(failed.clone()),
+            &BrowseRequest {
+                cursor: None,
+                max: 10,
+                force: false,
+            },
+        )
+        .await
+        .expect("browse");
+    assert_eq!(page.messages.len(), 4);
+    for m in &page.messages {
+        let h: BTreeMap<_, _> = m.headers.iter().cloned().collect();
+        assert_eq!(
+            h.get("x-qdeck-redriven").map(String::as_str),
+            Some("1"),
+            "{h:?}"
+        );
+        assert!(h.contains_key("x-qdeck-redriven-at"), "{h:?}");
+    }
+    let mut g = qdeck::triage::Grouper::new(Default::default());
+    for m in &page.messages {
+        g.add(m);
+    }
+    let groups = g.groups();
+    assert_eq!(
+        groups.iter().map(|g| g.redriven).sum::<u64>(),
+        4,
+        "{groups:?}"
+    );
+    node(2, &prefix, &q, &["obliterate"]);
 }
 
 // ---------------------------------------------------------------------------------------

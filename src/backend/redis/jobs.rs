@@ -78,6 +78,13 @@ pub fn bull_job(id: &str, h: &HashMap<String, Vec<u8>>, origin: Option<&QueueId>
     if let Some(d) = num(h, "delay").filter(|d| *d > 0) {
         push("delay ms", d.to_string());
     }
+    // qdeck's redrive stamp, under the header names every backend uses (count, Unix ms).
+    if let Some(n) = num(h, "qdeckRedriven").filter(|n| *n > 0) {
+        push("x-qdeck-redriven", n.to_string());
+        if let Some(at) = num(h, "qdeckRedrivenAt") {
+            push("x-qdeck-redriven-at", at.to_string());
+        }
+    }
     let reason = text(h, "failedReason");
     if let Some(r) = &reason {
         push("failed reason", r.clone());
@@ -169,6 +176,16 @@ pub fn sidekiq_job(
     }
     if let Some(sc) = score {
         push("score (run/died at)", iso((sc * 1000.0) as i64));
+    }
+    if let Some(n) = j
+        .get("qdeck_redriven")
+        .and_then(Json::as_i64)
+        .filter(|n| *n > 0)
+    {
+        push("x-qdeck-redriven", n.to_string());
+        if let Some(at) = j.get("qdeck_redriven_at").and_then(Json::as_i64) {
+            push("x-qdeck-redriven-at", at.to_string());
+        }
     }
     let reason = s("error_class");
     let message = s("error_message");

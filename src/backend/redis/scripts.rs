@@ -57,10 +57,16 @@ if not maxEvents then
   r("HSET", KEYS[3], "opts.maxLenEvents", maxEvents)
 end
 local moved, missing = 0, 0
+local t = r("TIME")
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 for _, id in ipairs(ids) do
   local jobKey = prefix .. id
   if r("EXISTS", jobKey) == 1 and r("ZREM", KEYS[1], id) == 1 then
     r("HDEL", jobKey, "finishedOn", "processedOn", "failedReason")
+    -- qdeck's redrive stamp (fields BullMQ does not read): how often and when, so a job that
+    -- fails again shows it came back after a redrive.
+    r("HINCRBY", jobKey, "qdeckRedriven", 1)
+    r("HSET", jobKey, "qdeckRedrivenAt", now)
     local priority = tonumber(r("HGET", jobKey, "priority")) or 0
     if priority == 0 then
       local push = "LPUSH"
@@ -197,10 +203,18 @@ for _, m in ipairs(members) do
     local rc = tonumber(job.retry_count)
     if rc then out = set_number(out, "retry_count", tostring(rc - 1)) end
     out = set_number(out, "enqueued_at", now)
+    -- qdeck's redrive stamp (keys Sidekiq carries along untouched): how often and when (ms).
+    local stamped = (tonumber(job.qdeck_redriven) or 0) + 1
+    local at = math.floor(tonumber(now) * 1000)
+    out = set_number(out, "qdeck_redriven", tostring(stamped))
+    out = set_number(out, "qdeck_redriven_at", string.format("%d", at))
     local ok2, check = pcall(cjson.decode, out)
-    if not ok2 or check.jid ~= job.jid or (rc and tonumber(check.retry_count) ~= rc - 1) then
+    if not ok2 or check.jid ~= job.jid or (rc and tonumber(check.retry_count) ~= rc - 1)
+      or tonumber(check.qdeck_redriven) ~= stamped then
       if rc then job.retry_count = rc - 1 end
       job.enqueued_at = tonumber(now)
+      job.qdeck_redriven = stamped
+      job.qdeck_redriven_at = at
       out = cjson.encode(job)
     end
     r("SADD", KEYS[2], job.queue)

@@ -8,6 +8,8 @@
 
 mod contract;
 
+mod common;
+
 use std::collections::{BTreeMap, HashSet};
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
@@ -912,19 +914,41 @@ async fn sidekiq_purge_clears_queue_and_morgue() {
 // ---------------------------------------------------------------------------------------
 // Deleting chosen jobs (purge --where, move, edit).
 
+/// The first 100 messages of `q`, by a browse.
+async fn first_page(b: &dyn Backend, q: &str) -> Vec<Message> {
+    b.browse(
+        &QueueId::new(q),
+        &BrowseRequest {
+            cursor: None,
+            max: 100,
+            force: false,
+        },
+    )
+    .await
+    .expect("browse")
+    .messages
+}
+
 async fn ids_in(b: &dyn Backend, q: &str) -> Vec<String> {
-    let page = b
-        .browse(
-            &QueueId::new(q),
-            &BrowseRequest {
-                cursor: None,
-                max: 100,
-                force: false,
-            },
-        )
-        .await
-        .expect("browse");
-    page.messages.into_iter().map(|m| m.id).collect()
+    first_page(b, q).await.into_iter().map(|m| m.id).collect()
+}
+
+/// Every message carries the redrive stamp once, and the reasons grouper counts them all as
+/// back after a redrive.
+fn assert_stamped_once(messages: &[Message]) {
+    let mut g = qdeck::triage::Grouper::new(Default::default());
+    for m in messages {
+        let h: BTreeMap<_, _> = m.headers.iter().cloned().collect();
+        assert_eq!(
+            h.get("x-qdeck-redriven").map(String::as_str),
+            Some("1"),
+            "{h:?}"
+        );
+        assert!(h.contains_key("x-qdeck-redriven-at"), "{h:?}");
+        g.add(m);
+    }
+    let redriven: u64 = g.groups().iter().map(|g| g.redriven).sum();
+    assert_eq!(redriven, messages.len() as u64);
 }
 
 /// Chosen failed BullMQ jobs go with their hashes, the others stay whole, an id gone since the
@@ -998,12 +1022,17 @@ async fn sidekiq_purge_where_then_redrive_stamps_what_dies_again() {
     assert_eq!(before.len(), 5);
     let victim = before[2].clone();
     let dir = tempfile::tempdir().expect("tempdir");
-    let config = cli_config(&dir, db, None);
-    let out = Command::new(env!("CARGO_BIN_EXE_qdeck"))
-        .env("XDG_STATE_HOME", dir.path().join("state"))
-        .env("XDG_DATA_HOME", dir.path().join("data"))
-        .args(["--config", config.to_str().unwrap(), "purge", "dead"])
-        .args(["--where", &format!("id = \"{victim}\""), "-y", "-o", "json"])
+    cli_config(&dir, db, None);
+    let out = common::qdeck(dir.path())
+        .args([
+            "purge",
+            "dead",
+            "--where",
+            &format!("id = \"{victim}\""),
+            "-y",
+            "-o",
+            "json",
+        ])
         .output()
         .expect("run qdeck");
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -1021,29 +1050,9 @@ async fn sidekiq_purge_where_then_redrive_stamps_what_dies_again() {
     assert_eq!(r.moved, 4, "{r:?}");
     let st = ruby(db, &q, &["refail", "4"], &[]);
     assert_eq!(n(&st, "dead_size"), 4, "{st}");
-    let page = b
-        .browse(
-            &QueueId::new("dead"),
-            &BrowseRequest {
-                cursor: None,
-                max: 10,
-                force: false,
-            },
-        )
-        .await
-        .expect("browse");
-    let mut g = qdeck::triage::Grouper::new(Default::default());
-    for m in &page.messages {
-        let h: BTreeMap<_, _> = m.headers.iter().cloned().collect();
-        assert_eq!(
-            h.get("x-qdeck-redriven").map(String::as_str),
-            Some("1"),
-            "{h:?}"
-        );
-        assert!(h.contains_key("x-qdeck-redriven-at"), "{h:?}");
-        g.add(m);
-    }
-    assert_eq!(g.groups().iter().map(|g| g.redriven).sum::<u64>(), 4);
+    let dead = first_page(b.as_ref(), "dead").await;
+    assert_eq!(dead.len(), 4);
+    assert_stamped_once(&dead);
     flush(db).await;
 }
 
@@ -1072,12 +1081,9 @@ async fn sidekiq_cancel_scheduled_removes_exactly_that_job() {
         .collect();
     assert_eq!(before.len(), 3);
     let dir = tempfile::tempdir().expect("tempdir");
-    let config = cli_config(&dir, db, None);
+    cli_config(&dir, db, None);
     let run = |id: &str| {
-        Command::new(env!("CARGO_BIN_EXE_qdeck"))
-            .env("XDG_STATE_HOME", dir.path().join("state"))
-            .env("XDG_DATA_HOME", dir.path().join("data"))
-            .args(["--config", config.to_str().unwrap()])
+        common::qdeck(dir.path())
             .args(["cancel-scheduled", "scheduled", id, "-y"])
             .output()
             .expect("run qdeck")
@@ -1117,37 +1123,9 @@ async fn bullmq_redriven_jobs_are_stamped_and_marked_when_they_fail_again() {
     assert_eq!(r.moved, 4, "{r:?}");
     let c = node(2, &prefix, &q, &["refail", "4"]);
     assert_eq!(n(&c, "failed"), 4, "{c}");
-    let page = b
-        .browse(
-            &QueueId::new(failed.clone()),
-            &BrowseRequest {
-                cursor: None,
-                max: 10,
-                force: false,
-            },
-        )
-        .await
-        .expect("browse");
-    assert_eq!(page.messages.len(), 4);
-    for m in &page.messages {
-        let h: BTreeMap<_, _> = m.headers.iter().cloned().collect();
-        assert_eq!(
-            h.get("x-qdeck-redriven").map(String::as_str),
-            Some("1"),
-            "{h:?}"
-        );
-        assert!(h.contains_key("x-qdeck-redriven-at"), "{h:?}");
-    }
-    let mut g = qdeck::triage::Grouper::new(Default::default());
-    for m in &page.messages {
-        g.add(m);
-    }
-    let groups = g.groups();
-    assert_eq!(
-        groups.iter().map(|g| g.redriven).sum::<u64>(),
-        4,
-        "{groups:?}"
-    );
+    let again = first_page(b.as_ref(), &failed).await;
+    assert_eq!(again.len(), 4);
+    assert_stamped_once(&again);
     node(2, &prefix, &q, &["obliterate"]);
 }
 

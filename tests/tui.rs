@@ -635,6 +635,23 @@ fn every_row_drawn_is_reported_visible() {
     }
 }
 
+/// A sort on a figure that some queues lack says how many, in full where the title has room
+/// and in short where not, at every size.
+#[test]
+fn partial_sort_is_said_in_the_title_at_every_size() {
+    let mut st = populated();
+    st.sort = qdeck::tui::state::SortCol::Depth;
+    st.sort_unknown = 2901;
+    for (w, h, want) in [
+        (120u16, 40u16, "2,901 without figures yet, sorted last"),
+        (80, 24, "2,901 without figures yet, sorted last"),
+        (60, 15, "2,901 unpolled"),
+    ] {
+        let screen = text(&draw(&st, w, h));
+        assert!(screen.contains(want), "{w}x{h}:\n{screen}");
+    }
+}
+
 #[test]
 fn purge_needs_confirmation() {
     let mut st = populated();

@@ -97,13 +97,16 @@ pub fn render(f: &mut Frame, st: &State, area: Rect) {
         ),
     ];
     if st.sort_unknown > 0 {
-        title.push(styled(
-            format!(
-                "· {} without figures yet, sorted last ",
-                fmt_thousands(st.sort_unknown as u64)
-            ),
-            t.warn,
-        ));
+        // The whole sentence where it fits, the count and its meaning in short where not.
+        let n = fmt_thousands(st.sort_unknown as u64);
+        let used: usize = title.iter().map(|s| s.width()).sum();
+        let long = format!("· {n} without figures yet, sorted last ");
+        let text = if used + long.chars().count() + 4 <= table_area.width as usize {
+            long
+        } else {
+            format!("· {n} unpolled ")
+        };
+        title.push(styled(text, t.warn));
     }
     let title = Line::from(title);
     let b = block(st, title);

@@ -855,6 +855,123 @@ fn redrive_selected_messages() {
     snap("redrive_progress", &st, 80, 12);
 }
 
+/// `D` in the browser: the selection goes to be planned first (the broker's refusal or its
+/// note on the other messages), the dialog shows count, ids and note, `y` runs it.
+#[test]
+fn delete_selected_messages_plans_asks_then_runs() {
+    let mut st = populated();
+    open_dlq(&mut st);
+    update(&mut st, key(' '));
+    update(&mut st, key(' '));
+    let fx = update(&mut st, key('D'));
+    let (queue, ids) = fx
+        .iter()
+        .find_map(|e| match e {
+            Effect::Delete {
+                queue,
+                ids,
+                run: false,
+            } => Some((queue.clone(), ids.clone())),
+            _ => None,
+        })
+        .expect("D asks for a plan first");
+    assert_eq!(queue.as_str(), "orders-dlq");
+    assert_eq!(ids, vec!["1".to_string(), "2".to_string()]);
+    assert!(st.dialog.is_none(), "no dialog before the plan");
+    update(
+        &mut st,
+        Action::DeletePlanned {
+            queue: queue.clone(),
+            ids: ids.clone(),
+            result: Ok(Some(
+                "every other message read gets the redelivered flag".into(),
+            )),
+        },
+    );
+    let s = text(&draw(&st, 80, 24));
+    assert!(s.contains("Delete 2 message(s) from orders-dlq"), "{s}");
+    assert!(s.contains("ids 1, 2"), "{s}");
+    assert!(s.contains("redelivered flag"), "{s}");
+    // Enter presses the focused Cancel.
+    let fx = update(&mut st, code(KeyCode::Enter));
+    assert!(st.dialog.is_none() && fx.iter().all(|e| !matches!(e, Effect::Delete { .. })));
+    update(&mut st, key('D'));
+    update(
+        &mut st,
+        Action::DeletePlanned {
+            queue,
+            ids,
+            result: Ok(None),
+        },
+    );
+    let fx = update(&mut st, key('y'));
+    assert!(
+        fx.iter()
+            .any(|e| matches!(e, Effect::Delete { run: true, ids, .. } if ids.len() == 2)),
+        "{fx:?}"
+    );
+    assert!(st.op.is_some());
+    assert!(
+        st.msgs.marked.is_empty(),
+        "deleted ids are no longer selected"
+    );
+    // One operation at a time.
+    let fx = update(&mut st, key('D'));
+    assert!(fx.iter().all(|e| !matches!(e, Effect::Delete { .. })));
+    assert!(st.status.as_ref().unwrap().text.contains("already running"));
+}
+
+/// A broker that cannot delete these messages says so in a flash; no dialog opens. Below tier
+/// `full` the key is refused and audited.
+#[test]
+fn delete_refusals_are_said_not_asked() {
+    let mut st = populated();
+    open_dlq(&mut st);
+    update(&mut st, key('D'));
+    update(
+        &mut st,
+        Action::DeletePlanned {
+            queue: QueueId::new("orders-dlq"),
+            ids: vec!["1".into()],
+            result: Err("a quorum queue with delivery limit 5: refused".into()),
+        },
+    );
+    assert!(st.dialog.is_none());
+    let flash = &st.status.as_ref().unwrap().text;
+    assert!(flash.contains("cannot delete from orders-dlq") && flash.contains("quorum"));
+
+    st.access = Access::Redrive;
+    let fx = update(&mut st, key('D'));
+    assert!(fx.iter().all(|e| !matches!(e, Effect::Delete { .. })));
+    assert!(
+        fx.iter().any(|e| matches!(e, Effect::Refused { .. })),
+        "{fx:?}"
+    );
+}
+
+/// `A` selects what the browser shows: after a search, exactly the matches; again, none.
+#[test]
+fn select_all_takes_the_search_matches() {
+    let mut st = populated();
+    open_dlq(&mut st);
+    for c in "/order".chars() {
+        update(&mut st, key(c));
+    }
+    update(&mut st, code(KeyCode::Enter));
+    assert_eq!(st.msgs.rows.len(), 1);
+    update(&mut st, key('A'));
+    let want: std::collections::BTreeSet<String> = st
+        .msgs
+        .rows
+        .iter()
+        .map(|&i| st.msgs.messages[i].id.clone())
+        .collect();
+    assert_eq!(st.msgs.marked, want);
+    assert!(st.status.as_ref().unwrap().text.contains("1 selected"));
+    update(&mut st, key('A'));
+    assert!(st.msgs.marked.is_empty());
+}
+
 #[test]
 fn search_copy_and_save() {
     let mut st = populated();
@@ -1834,49 +1951,53 @@ fn pty_edit_and_resend() {
     );
 }
 
+/// `orders-dlq` on a local broker at `db`: five messages dead-lettered from `orders` (one
+/// reason, a group) and two sent to it directly (no reason, a second group).
+fn seed_dead_letters(db: &std::path::Path) {
+    let h = LocalHandle::open(db).unwrap();
+    h.0.create_queue(
+        "orders",
+        &QueueOptions {
+            max_receives: Some(1),
+            dlq: Some("orders-dlq".into()),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    for i in 0..5 {
+        h.0.send_sync(
+            "orders",
+            &OutgoingMessage {
+                body: format!("order {i}").into_bytes(),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    }
+    let got = h.0.receive("orders", "w1", 5, None).unwrap();
+    let receipts: Vec<String> = got.iter().map(|l| l.receipt.clone()).collect();
+    h.0.nack("orders", "w1", &receipts, Duration::ZERO).unwrap();
+    // Two more put straight into the DLQ: no recorded reason, a second group.
+    for i in 0..2 {
+        h.0.send_sync(
+            "orders-dlq",
+            &OutgoingMessage {
+                body: format!("manual {i}").into_bytes(),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    }
+    assert_eq!(browse_local(&h, "orders-dlq").len(), 7);
+}
+
 /// Reasons on a real DLQ: groups from the local broker's dead-letter reasons, Enter shows
 /// exactly the group's messages.
 #[test]
 fn pty_reasons_view_on_the_local_broker() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("local.db");
-    {
-        let h = LocalHandle::open(&db).unwrap();
-        h.0.create_queue(
-            "orders",
-            &QueueOptions {
-                max_receives: Some(1),
-                dlq: Some("orders-dlq".into()),
-                ..Default::default()
-            },
-        )
-        .unwrap();
-        for i in 0..5 {
-            h.0.send_sync(
-                "orders",
-                &OutgoingMessage {
-                    body: format!("order {i}").into_bytes(),
-                    ..Default::default()
-                },
-            )
-            .unwrap();
-        }
-        let got = h.0.receive("orders", "w1", 5, None).unwrap();
-        let receipts: Vec<String> = got.iter().map(|l| l.receipt.clone()).collect();
-        h.0.nack("orders", "w1", &receipts, Duration::ZERO).unwrap();
-        // Two more put straight into the DLQ: no recorded reason, a second group.
-        for i in 0..2 {
-            h.0.send_sync(
-                "orders-dlq",
-                &OutgoingMessage {
-                    body: format!("manual {i}").into_bytes(),
-                    ..Default::default()
-                },
-            )
-            .unwrap();
-        }
-        assert_eq!(browse_local(&h, "orders-dlq").len(), 7);
-    }
+    seed_dead_letters(&db);
     let mut c = local_console(dir.path(), &db, &[]);
     c.wait_for("orders-dlq");
     c.send(b"/");
@@ -1894,6 +2015,43 @@ fn pty_reasons_view_on_the_local_broker() {
     c.send(b"\x1b");
     c.wait_for("reasons orders-dlq");
     c.quit();
+}
+
+/// Incident flow on a real DLQ: reasons, Enter on the largest group, `A` selects its
+/// messages, `D` plans and asks, `y` deletes exactly them; the other group stays, and the
+/// audit log has the line.
+#[test]
+fn pty_delete_a_reasons_group_on_the_local_broker() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("local.db");
+    seed_dead_letters(&db);
+    let mut c = local_console(dir.path(), &db, &[]);
+    c.wait_for("orders-dlq");
+    c.type_keys("/dlq\r");
+    c.send(b"F");
+    c.wait_for("grouped all 7");
+    c.send(b"\r");
+    c.wait_for("5 loaded");
+    c.send(b"A");
+    c.wait_for("5 selected");
+    c.send(b"D");
+    c.wait_for("Delete 5 message(s) from orders-dlq");
+    c.send(b"y");
+    c.wait_for("deleted 5, already gone 0");
+    c.quit();
+    let h = LocalHandle::open(&db).unwrap();
+    let left: Vec<String> = browse_local(&h, "orders-dlq")
+        .iter()
+        .map(|m| String::from_utf8_lossy(&m.body).into_owned())
+        .collect();
+    assert_eq!(left, vec!["manual 0".to_string(), "manual 1".to_string()]);
+    let audit = std::fs::read_to_string(dir.path().join("s/qdeck/audit.log")).unwrap_or_default();
+    assert!(
+        audit
+            .lines()
+            .any(|l| l.contains("\"delete\"") && l.contains("\"deleted\":5")),
+        "{audit}"
+    );
 }
 
 // ---------- reasons view ----------

@@ -61,27 +61,14 @@ pub trait Backend: Send + Sync {
     /// override this so that single-queue commands do not list (and, on SQS, pay for) every
     /// queue. `NotFound` when it does not exist.
     async fn describe(&self, queue: &QueueId) -> Result<QueueInfo> {
-        self.list_queues()
-            .await?
-            .into_iter()
-            .find(|q| &q.id == queue)
-            .ok_or_else(|| BackendError::NotFound(format!("unknown queue {:?}", queue.as_str())))
+        find_listed(self, queue).await
     }
 
     /// Messages in the queue now, from the most current source the broker has (RabbitMQ: a
     /// passive declare, not the management API's cached figures). Decisions use this, never a
     /// polled statistic.
     async fn count(&self, queue: &QueueId) -> Result<MessageCount> {
-        let batch = self.stats(std::slice::from_ref(queue)).await?;
-        if let Some((_, e)) = batch.errors.into_iter().next() {
-            return Err(BackendError::Other(e));
-        }
-        let st = batch.stats.into_iter().next();
-        Ok(MessageCount {
-            ready: st.as_ref().and_then(|s| s.depth).unwrap_or(0),
-            in_flight: st.as_ref().and_then(|s| s.in_flight),
-            exact: false,
-        })
+        count_from_stats(self, queue, BackendError::Other, false).await
     }
 
     /// Live figures, batched where the API allows. A queue that fails alone lands in
@@ -155,6 +142,13 @@ pub trait Backend: Send + Sync {
     /// Why `delete_ids` would refuse this queue (it could dead-letter messages nobody chose),
     /// so edit-and-resend and `purge --where` stop before sending or scanning anything.
     fn delete_refusal(&self, _queue: &QueueInfo) -> Option<String> {
+        None
+    }
+
+    /// What deleting chosen messages does to the other messages of this queue, for the
+    /// confirmation (RabbitMQ's redelivered flag, SQS receive counts, Service Bus delivery
+    /// counts); `None` where the others are not touched.
+    fn delete_note(&self, _queue: &QueueInfo) -> Option<String> {
         None
     }
 
@@ -250,4 +244,33 @@ pub async fn build(profile: &Profile) -> Result<Arc<dyn Backend>> {
             other.name()
         ))),
     }
+}
+
+/// `queue`'s entry in the full queue list, for backends that cannot address one queue alone.
+pub(crate) async fn find_listed<B: Backend + ?Sized>(b: &B, queue: &QueueId) -> Result<QueueInfo> {
+    b.list_queues()
+        .await?
+        .into_iter()
+        .find(|q| &q.id == queue)
+        .ok_or_else(|| BackendError::NotFound(format!("unknown queue {:?}", queue.as_str())))
+}
+
+/// A count read from one queue's statistics: `exact` when those come from the broker's own
+/// data rather than a cached figure; a per-queue error becomes `on_error`.
+pub(crate) async fn count_from_stats<B: Backend + ?Sized>(
+    b: &B,
+    queue: &QueueId,
+    on_error: fn(String) -> BackendError,
+    exact: bool,
+) -> Result<MessageCount> {
+    let batch = b.stats(std::slice::from_ref(queue)).await?;
+    if let Some((_, e)) = batch.errors.into_iter().next() {
+        return Err(on_error(e));
+    }
+    let st = batch.stats.into_iter().next();
+    Ok(MessageCount {
+        ready: st.as_ref().and_then(|s| s.depth).unwrap_or(0),
+        in_flight: st.as_ref().and_then(|s| s.in_flight),
+        exact,
+    })
 }

@@ -18,7 +18,6 @@ use crate::engine::gate::Mutation;
 use crate::engine::session::Session;
 use crate::triage::copy::{self, End};
 use crate::triage::headers::HeaderChange;
-use crate::triage::StopReason;
 
 /// The target's session: the source's own, or another profile of the same config (with
 /// `--read-only` carried over, so it can never be weakened by naming another profile).
@@ -111,13 +110,7 @@ pub async fn transfer(s: &Session, a: &TransferArgs, moving: bool, f: Format) ->
         async move { copy::collect(from, pred, limits, ctx, a.count, &p).await }
     })
     .await?;
-    scan::print_effect(&summary);
-    if summary.stopped == StopReason::Cancelled {
-        return Err(CliError::new(
-            INTERRUPTED,
-            "scan cancelled; nothing was changed",
-        ));
-    }
+    scan::finished(&summary)?;
     if t.backend.kind() == BrokerKind::Sqs {
         if let Some(m) = msgs.iter().find(|m| std::str::from_utf8(&m.body).is_err()) {
             return Err(CliError::new(

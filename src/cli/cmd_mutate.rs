@@ -130,6 +130,7 @@ pub(super) async fn run_planned(
                     purged: Some(0),
                     note: Some("empty".into()),
                 }),
+                Planned::Delete { .. } => ops::Outcome::Delete(Default::default()),
             };
             output::print_json(&empty.to_json()).ok();
         } else {
@@ -140,7 +141,7 @@ pub(super) async fn run_planned(
     if !yes {
         let question = match &planned {
             Planned::Purge { .. } => format!("About to {plan}. This cannot be undone."),
-            Planned::Redrive { .. } => format!("About to {plan}."),
+            Planned::Redrive { .. } | Planned::Delete { .. } => format!("About to {plan}."),
         };
         if let Err(e) = confirm(&question, queue.as_str(), s.gate.protected()) {
             s.gate.refuse(planned.mutation(), &queue, &e.message);

@@ -5,15 +5,14 @@
 use serde_json::json;
 
 use super::args::{Format, ScanArgs};
-use super::confirm::confirm;
-use super::exit::{CliError, CliResult, FAILED, INTERRUPTED, OK, PARTIAL};
+use super::cmd_mutate::run_planned;
+use super::exit::{CliResult, OK};
 use super::fetch;
 use super::output::{self, name};
-use super::progress_line::with_progress;
 use super::scan;
 use crate::engine::gate::Mutation;
+use crate::engine::ops;
 use crate::engine::session::Session;
-use crate::triage::{self, StopReason};
 
 pub async fn purge_where(
     s: &Session,
@@ -39,18 +38,7 @@ pub async fn purge_where(
         "it works on the local broker, RabbitMQ, SQS and Service Bus dead-letter queues",
     )?;
     let ctx = scan::eval_context(s);
-    let sel = scan::with_progress("scan", |p| {
-        let (pred, limits, ctx, id) = (&pred, &limits, &ctx, &info.id);
-        async move { triage::select(b, id, pred, limits, ctx, &p).await }
-    })
-    .await?;
-    scan::print_effect(&sel.scan);
-    if sel.scan.stopped == StopReason::Cancelled {
-        return Err(CliError::new(
-            INTERRUPTED,
-            "scan cancelled; nothing was changed",
-        ));
-    }
+    let sel = scan::select(b, &info.id, &pred, &limits, &ctx).await?;
     let note = json!({
         "predicate": pred.source(),
         "scanned": sel.scan.scanned,
@@ -85,40 +73,8 @@ pub async fn purge_where(
         }
         return Ok(OK);
     }
-    if !yes {
-        let question = format!(
-            "{}.\nAbout to delete {} message(s) from {q}. This cannot be undone.",
-            name(&sel.describe()),
-            sel.matched
-        );
-        if let Err(e) = confirm(&question, info.id.as_str(), s.gate.protected()) {
-            s.gate.refuse(Mutation::Delete, &info.id, &e.message);
-            return Err(e);
-        }
-    }
-    let r = with_progress("delete", "cancelling after the current batch…", |p| {
-        let (gate, id, ids) = (&s.gate, &info.id, &sel.ids);
-        async move { gate.delete_selected(id, ids, note, &p).await }
-    })
-    .await?;
-    if f == Format::Json {
-        output::print_json(&r).ok();
-    } else {
-        output::print(&format!(
-            "deleted {}, already gone {}, leased by a worker (left) {}{}\n",
-            r.deleted,
-            r.missing,
-            r.leased,
-            if r.cancelled { ", cancelled" } else { "" }
-        ));
-    }
-    Ok(if r.cancelled {
-        INTERRUPTED
-    } else if r.leased > 0 && r.deleted > 0 {
-        PARTIAL
-    } else if r.leased > 0 {
-        FAILED
-    } else {
-        OK
-    })
+    // The same plan, gate, progress, cancel and report as every other operation.
+    let planned = ops::plan_delete(&s.gate, &info.id, sel.ids.clone(), note).await?;
+    eprintln!("qdeck: {}", name(&sel.describe()));
+    run_planned(s, planned, false, yes, f, "nothing to delete").await
 }

@@ -9,7 +9,7 @@ use serde_json::json;
 
 use super::args::{Format, ScanArgs};
 use super::cmd_mutate::run_planned;
-use super::exit::{CliError, CliResult, INTERRUPTED, OK};
+use super::exit::{CliError, CliResult, OK};
 use super::fetch;
 use super::output::{self, name};
 use super::scan;
@@ -18,7 +18,6 @@ use crate::domain::{RedriveRequest, RedriveTarget};
 use crate::engine::gate::Mutation;
 use crate::engine::ops::{self, Planned};
 use crate::engine::session::Session;
-use crate::triage::{self, StopReason};
 
 pub async fn redrive_where(
     s: &Session,
@@ -61,18 +60,7 @@ pub async fn redrive_where(
         let planned = ops::plan_redrive_matching(&s.gate, req, filter).await?;
         return run_planned(s, planned, false, yes, f, "nothing to move").await;
     }
-    let sel = scan::with_progress("scan", |p| {
-        let (pred, limits, ctx, id) = (&pred, &limits, &ctx, &info.id);
-        async move { triage::select(b, id, pred, limits, ctx, &p).await }
-    })
-    .await?;
-    scan::print_effect(&sel.scan);
-    if sel.scan.stopped == StopReason::Cancelled {
-        return Err(CliError::new(
-            INTERRUPTED,
-            "scan cancelled; nothing was changed",
-        ));
-    }
+    let sel = scan::select(b, &info.id, &pred, &limits, &ctx).await?;
     let mut ids = sel.ids.clone();
     if let Some(m) = req.max {
         ids.truncate(usize::try_from(m).unwrap_or(usize::MAX));

@@ -5,10 +5,13 @@ use std::future::Future;
 use std::time::Duration;
 
 use super::args::ScanArgs;
-use super::exit::CliError;
-use crate::backend::OpProgress;
+use super::exit::{CliError, INTERRUPTED};
+use crate::backend::{Backend, OpProgress};
+use crate::domain::QueueId;
 use crate::engine::session::Session;
-use crate::triage::{EvalContext, Predicate, ScanLimits, ScanSummary, SignatureConfig};
+use crate::triage::{
+    EvalContext, Predicate, ScanLimits, ScanSummary, Selection, SignatureConfig, StopReason,
+};
 
 /// Browse page size for scans: large pages where the backend allows them (it clamps).
 const PAGE: usize = 1_000;
@@ -79,4 +82,33 @@ pub fn print_effect(summary: &ScanSummary) {
     if let Some(n) = &summary.effect_note {
         eprintln!("qdeck: note: {}", crate::sanitize::clean(n));
     }
+}
+
+/// Says what the scan did to the messages, and ends the command (exit 130) when the scan was
+/// cancelled: nothing has been changed by then, and a partial selection must not be acted on.
+pub fn finished(summary: &ScanSummary) -> Result<(), CliError> {
+    print_effect(summary);
+    if summary.stopped == StopReason::Cancelled {
+        return Err(CliError::new(
+            INTERRUPTED,
+            "scan cancelled; nothing was changed",
+        ));
+    }
+    Ok(())
+}
+
+/// The scanned messages of `queue` that match `pred`, with a progress line; see [`finished`].
+pub async fn select(
+    b: &dyn Backend,
+    queue: &QueueId,
+    pred: &Predicate,
+    limits: &ScanLimits,
+    ctx: &EvalContext,
+) -> Result<Selection, CliError> {
+    let sel = with_progress("scan", |p| async move {
+        crate::triage::select(b, queue, pred, limits, ctx, &p).await
+    })
+    .await?;
+    finished(&sel.scan)?;
+    Ok(sel)
 }

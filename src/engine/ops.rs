@@ -1,4 +1,5 @@
-//! Long-running operations (redrive, purge), once for both front-ends. An operation is
+//! Long-running operations (redrive, purge, deleting chosen messages), once for both
+//! front-ends. An operation is
 //! planned first (the same code a dry run stops after), then started through the gate (read-only
 //! check, audit line) and tracked through a handle: progress, cancel, final outcome.
 //!
@@ -11,8 +12,8 @@ use tokio::task::JoinHandle;
 use super::gate::{Gate, Mutation};
 use crate::backend::{BackendError, MessageFilter, OpProgress, ProgressState};
 use crate::domain::{
-    MessageCount, PurgeReport, QueueId, QueueInfo, RedriveMode, RedrivePlan, RedriveReport,
-    RedriveRequest, RedriveTarget,
+    DeleteReport, MessageCount, PurgeReport, QueueId, QueueInfo, RedriveMode, RedrivePlan,
+    RedriveReport, RedriveRequest, RedriveTarget,
 };
 use crate::sanitize::clean;
 
@@ -33,6 +34,16 @@ pub enum Planned {
         queue: QueueInfo,
         count: MessageCount,
         note: Option<String>,
+    },
+    /// Delete exactly these messages (ids from a browse or a scan) and no others.
+    Delete {
+        queue: QueueInfo,
+        ids: Vec<String>,
+        /// What the deletion does to the other messages (`Backend::delete_note`).
+        note: Option<String>,
+        /// How the ids were chosen (predicate and scan counts, or the console's selection),
+        /// for the audit line.
+        selection: serde_json::Value,
     },
 }
 
@@ -124,18 +135,46 @@ pub async fn plan_purge(gate: &Gate, queue: &QueueId) -> Result<Planned, Backend
     })
 }
 
+/// Plan deleting chosen messages: refused up front where the backend cannot delete by id or
+/// where reading past the others could dead-letter one, before anything is read.
+pub async fn plan_delete(
+    gate: &Gate,
+    queue: &QueueId,
+    ids: Vec<String>,
+    selection: serde_json::Value,
+) -> Result<Planned, BackendError> {
+    let b = gate.backend();
+    if !b.deletes_by_id() {
+        return Err(BackendError::Unsupported(format!(
+            "deleting chosen messages needs delete by id, which the {} backend cannot do",
+            b.kind()
+        )));
+    }
+    let info = b.describe(queue).await?;
+    if let Some(why) = b.delete_refusal(&info) {
+        return Err(BackendError::Refused(why));
+    }
+    Ok(Planned::Delete {
+        note: b.delete_note(&info),
+        queue: info,
+        ids,
+        selection,
+    })
+}
+
 impl Planned {
     pub fn mutation(&self) -> Mutation {
         match self {
             Planned::Redrive { .. } => Mutation::Redrive,
             Planned::Purge { .. } => Mutation::Purge,
+            Planned::Delete { .. } => Mutation::Delete,
         }
     }
 
     pub fn queue(&self) -> &QueueId {
         match self {
             Planned::Redrive { source, .. } => &source.id,
-            Planned::Purge { queue, .. } => &queue.id,
+            Planned::Purge { queue, .. } | Planned::Delete { queue, .. } => &queue.id,
         }
     }
 
@@ -144,6 +183,11 @@ impl Planned {
         match self {
             Planned::Redrive { plan, .. } => plan.count,
             Planned::Purge { count, .. } => *count,
+            Planned::Delete { ids, .. } => MessageCount {
+                ready: ids.len() as u64,
+                in_flight: None,
+                exact: true,
+            },
         }
     }
 
@@ -151,7 +195,7 @@ impl Planned {
     pub fn is_empty(&self) -> bool {
         let c = self.count();
         match self {
-            Planned::Redrive { .. } => c.exact && c.ready == 0,
+            Planned::Redrive { .. } | Planned::Delete { .. } => c.exact && c.ready == 0,
             Planned::Purge { .. } => c.exact && c.ready == 0 && c.in_flight.unwrap_or(0) == 0,
         }
     }
@@ -227,6 +271,16 @@ impl Planned {
                     .map(|n| format!("; note: {}", clean(n)))
                     .unwrap_or_default()
             ),
+            Planned::Delete {
+                queue, ids, note, ..
+            } => format!(
+                "delete {} chosen message(s) from {}; this cannot be undone{}",
+                ids.len(),
+                clean(queue.id.as_str()),
+                note.as_deref()
+                    .map(|n| format!("; note: {}", clean(n)))
+                    .unwrap_or_default()
+            ),
         }
     }
 
@@ -253,6 +307,19 @@ impl Planned {
                 "exact": count.exact,
                 "note": note,
             }),
+            Planned::Delete {
+                queue,
+                ids,
+                note,
+                selection,
+            } => serde_json::json!({
+                "dry_run": true,
+                "action": "delete",
+                "queue": queue.id,
+                "count": ids.len(),
+                "selection": selection,
+                "note": note,
+            }),
         }
     }
 }
@@ -262,6 +329,7 @@ impl Planned {
 pub enum Outcome {
     Redrive(RedriveReport),
     Purge(PurgeReport),
+    Delete(DeleteReport),
     Failed {
         error: BackendError,
         progress: ProgressState,
@@ -285,6 +353,12 @@ impl Outcome {
             Outcome::Redrive(r) if r.moved > 0 => Verdict::Partial,
             Outcome::Redrive(_) => Verdict::Failed,
             Outcome::Purge(_) => Verdict::Ok,
+            // A message a worker holds is left in place: the deletion did not do all it was
+            // asked. Ids already gone are not a failure: nothing chosen is left.
+            Outcome::Delete(r) if r.cancelled => Verdict::Cancelled,
+            Outcome::Delete(r) if r.leased == 0 => Verdict::Ok,
+            Outcome::Delete(r) if r.deleted > 0 => Verdict::Partial,
+            Outcome::Delete(_) => Verdict::Failed,
             Outcome::Failed { .. } => Verdict::Failed,
         }
     }
@@ -295,6 +369,7 @@ impl Outcome {
         match self {
             Outcome::Redrive(_) => format!("redrive {q}: {}", self.line()),
             Outcome::Purge(_) => format!("purge {q}: {}", self.line()),
+            Outcome::Delete(_) => format!("delete from {q}: {}", self.line()),
             Outcome::Failed { .. } => format!("{q}: {}", self.line()),
         }
     }
@@ -330,6 +405,13 @@ impl Outcome {
                     .map(|n| format!("; {}", clean(n)))
                     .unwrap_or_default()
             ),
+            Outcome::Delete(r) => format!(
+                "deleted {}, already gone {}, leased by a worker (left) {}{}",
+                r.deleted,
+                r.missing,
+                r.leased,
+                if r.cancelled { ", cancelled" } else { "" }
+            ),
             Outcome::Failed { error, progress } => format!(
                 "{} (done {}, failed {} before the error)",
                 clean(&error.to_string()),
@@ -343,6 +425,7 @@ impl Outcome {
         match self {
             Outcome::Redrive(r) => serde_json::to_value(r).unwrap_or_default(),
             Outcome::Purge(r) => serde_json::to_value(r).unwrap_or_default(),
+            Outcome::Delete(r) => serde_json::to_value(r).unwrap_or_default(),
             Outcome::Failed { error, progress } => serde_json::json!({
                 "error": clean(&error.to_string()),
                 "done": progress.done,
@@ -490,6 +573,21 @@ pub async fn run(gate: &Gate, planned: Planned, p: &OpProgress) -> Outcome {
                 progress: p.snapshot(),
             },
         },
+        Planned::Delete {
+            queue,
+            ids,
+            selection,
+            ..
+        } => {
+            p.set_total(Some(ids.len() as u64));
+            match gate.delete_selected(&queue.id, &ids, selection, p).await {
+                Ok(r) => Outcome::Delete(r),
+                Err(error) => Outcome::Failed {
+                    error,
+                    progress: p.snapshot(),
+                },
+            }
+        }
     }
 }
 

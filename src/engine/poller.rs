@@ -34,7 +34,9 @@ pub struct PollConfig {
     /// Queues per stats call in the sweep.
     pub sweep_chunk: usize,
     pub max_backoff: Duration,
-    /// A poll that takes longer is abandoned and reported as an error.
+    /// A poll that takes longer is abandoned and reported as an error; the next one waits
+    /// twice as long, up to [`MAX_POLL_TIMEOUT`] (a broker with 100,000 queues may need
+    /// longer than any fixed figure to list them, and must still get listed).
     pub timeout: Duration,
     /// API calls a minute this poller may make; `None` for no limit.
     pub max_calls_per_minute: Option<u32>,
@@ -63,11 +65,15 @@ impl PollConfig {
     }
 }
 
+/// The longest a poll may take once earlier ones timed out.
+pub const MAX_POLL_TIMEOUT: Duration = Duration::from_secs(120);
+
 /// Why a poll failed, kept typed so a throttled broker's `retry_after` reaches the wait.
 #[derive(Debug, Clone)]
 pub enum PollError {
     Backend(BackendError),
-    Timeout(Duration),
+    /// No answer within the first duration; the next poll waits the second.
+    Timeout(Duration, Duration),
 }
 
 impl PollError {
@@ -75,7 +81,12 @@ impl PollError {
     pub fn line(&self) -> String {
         match self {
             PollError::Backend(e) => one_line(&e.to_string()),
-            PollError::Timeout(t) => {
+            PollError::Timeout(t, next) if next > t => format!(
+                "no answer from the broker within {} s (the next poll waits up to {} s)",
+                t.as_secs(),
+                next.as_secs()
+            ),
+            PollError::Timeout(t, _) => {
                 format!("no answer from the broker within {} s", t.as_secs())
             }
         }
@@ -84,7 +95,7 @@ impl PollError {
     pub fn retry_after(&self) -> Option<Duration> {
         match self {
             PollError::Backend(e) => e.retry_after(),
-            PollError::Timeout(_) => None,
+            PollError::Timeout(..) => None,
         }
     }
 }
@@ -164,6 +175,8 @@ struct Poller {
     cost: CallCost,
     /// Calls the last listing took.
     list_cost: u64,
+    /// The poll timeout now, in ms: doubled after each timeout (see `PollConfig::timeout`).
+    timeout_ms: std::sync::atomic::AtomicU64,
 }
 
 /// RabbitMQ's stats call reads the management API's listing of every queue, whatever it is
@@ -190,6 +203,7 @@ pub fn spawn(
         Pacer::new(per_min, burst, Instant::now())
     });
     let cost = CallCost::new(backend.kind(), cfg.sweep_chunk);
+    let timeout_ms = std::sync::atomic::AtomicU64::new(cfg.timeout.as_millis() as u64);
     let p = Poller {
         backend,
         cfg,
@@ -204,6 +218,7 @@ pub fn spawn(
         pacer,
         cost,
         list_cost: 0,
+        timeout_ms,
     };
     let (w, c) = (wake.clone(), cancel.clone());
     tokio::spawn(async move {
@@ -228,10 +243,17 @@ impl Poller {
         &self,
         f: impl std::future::Future<Output = crate::backend::Result<T>>,
     ) -> Result<T, PollError> {
-        match tokio::time::timeout(self.cfg.timeout, f).await {
+        use std::sync::atomic::Ordering::Relaxed;
+        let limit = Duration::from_millis(self.timeout_ms.load(Relaxed));
+        match tokio::time::timeout(limit, f).await {
             Ok(Ok(v)) => Ok(v),
             Ok(Err(e)) => Err(PollError::Backend(e)),
-            Err(_) => Err(PollError::Timeout(self.cfg.timeout)),
+            Err(_) => {
+                // It stays raised: a broker that once needed longer will again.
+                let next = (limit * 2).min(MAX_POLL_TIMEOUT.max(limit));
+                self.timeout_ms.store(next.as_millis() as u64, Relaxed);
+                Err(PollError::Timeout(limit, next))
+            }
         }
     }
 
@@ -493,6 +515,8 @@ mod tests {
         /// Queues listed besides `q`, and how many queues each stats call asked for.
         others: usize,
         asked: Mutex<Vec<usize>>,
+        /// How long each listing takes.
+        list_delay: Duration,
     }
 
     fn fake(
@@ -509,6 +533,7 @@ mod tests {
             kind,
             others,
             asked: Mutex::new(Vec::new()),
+            list_delay: Duration::ZERO,
         }
     }
 
@@ -526,6 +551,7 @@ mod tests {
         }
         async fn list_queues(&self) -> crate::backend::Result<Vec<QueueInfo>> {
             self.calls.bump("fake:list");
+            tokio::time::sleep(self.list_delay).await;
             let names = std::iter::once("q".to_string())
                 .chain((0..self.others).map(|i| format!("other-{i:05}")));
             Ok(names
@@ -670,6 +696,48 @@ mod tests {
         }
     }
 
+    /// A listing slower than the timeout is not abandoned for ever: the next poll waits twice
+    /// as long, so the list arrives and the status said why it was late.
+    #[tokio::test]
+    async fn a_slow_listing_gets_a_longer_timeout_next_time() {
+        let mut b = fake(BrokerKind::Rabbitmq, 0, 0, None);
+        b.list_delay = Duration::from_millis(300);
+        let b = Arc::new(b);
+        let (tx, mut rx) = mpsc::channel(64);
+        let mut cfg = PollConfig::with_refresh(0.1);
+        cfg.timeout = Duration::from_millis(200);
+        let h = spawn(b.clone(), cfg, tx);
+        let mut errors = Vec::new();
+        loop {
+            match tokio::time::timeout(Duration::from_secs(30), rx.recv()).await {
+                Ok(Some(PollEvent::Error(e))) => {
+                    errors.push(e);
+                    assert!(errors.len() < 4, "the list never arrived: {errors:?}");
+                }
+                Ok(Some(PollEvent::Queues(qs))) => {
+                    assert_eq!(qs.len(), 1);
+                    break;
+                }
+                Ok(Some(_)) => {}
+                _ => panic!("the list never arrived; errors: {errors:?}"),
+            }
+        }
+        h.stop();
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert!(errors[0].contains("no answer"), "{errors:?}");
+    }
+
+    #[test]
+    fn a_timeout_says_how_long_the_next_poll_waits() {
+        let t = PollError::Timeout(Duration::from_secs(10), Duration::from_secs(20));
+        assert_eq!(
+            t.line(),
+            "no answer from the broker within 10 s (the next poll waits up to 20 s)"
+        );
+        let capped = PollError::Timeout(MAX_POLL_TIMEOUT, MAX_POLL_TIMEOUT);
+        assert_eq!(capped.line(), "no answer from the broker within 120 s");
+    }
+
     #[test]
     fn wait_after_error_is_the_backoff_or_retry_after_whichever_is_longer() {
         let cfg = PollConfig::with_refresh(2.0);
@@ -691,7 +759,7 @@ mod tests {
             wait_after_error(&cfg, 2, &throttled(None)),
             Duration::from_secs(8)
         );
-        let t = PollError::Timeout(Duration::from_secs(10));
+        let t = PollError::Timeout(Duration::from_secs(10), Duration::from_secs(20));
         assert_eq!(wait_after_error(&cfg, 1, &t), Duration::from_secs(4));
         assert!(t.line().contains("10 s"));
     }

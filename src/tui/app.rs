@@ -596,6 +596,48 @@ impl Exec {
                     let _ = tx.send(Action::OpDone(summary(&outcome, &queue))).await;
                 });
             }
+            Effect::Delete {
+                queue,
+                ids,
+                run: false,
+            } => {
+                let gate = self.session.gate.clone();
+                let tx = self.tx.clone();
+                tokio::spawn(async move {
+                    let result =
+                        match ops::plan_delete(&gate, &queue, ids.clone(), serde_json::json!({}))
+                            .await
+                        {
+                            Ok(ops::Planned::Delete { note, .. }) => Ok(note),
+                            Ok(_) => Ok(None),
+                            Err(e) => Err(one_line(&e.to_string())),
+                        };
+                    let _ = tx.send(Action::DeletePlanned { queue, ids, result }).await;
+                });
+            }
+            Effect::Delete {
+                queue,
+                ids,
+                run: true,
+            } => {
+                let p = self.start_op();
+                let gate = self.session.gate.clone();
+                let tx = self.tx.clone();
+                tokio::spawn(async move {
+                    // Planned again at confirm time: the queue may have changed since the
+                    // dialog opened, and the refusal must hold for what really runs.
+                    let selection =
+                        serde_json::json!({"selected": ids.len(), "chosen_in": "console"});
+                    let outcome = match ops::plan_delete(&gate, &queue, ids, selection).await {
+                        Ok(planned) => ops::run(&gate, planned, &p).await,
+                        Err(error) => Outcome::Failed {
+                            error,
+                            progress: p.snapshot(),
+                        },
+                    };
+                    let _ = tx.send(Action::OpDone(summary(&outcome, &queue))).await;
+                });
+            }
             Effect::CancelOp => {
                 if let Some(op) = &self.op {
                     op.cancel();

@@ -41,6 +41,8 @@ pub enum Cmd {
     MarkRange,
     Edit,
     Reasons,
+    SelectAll,
+    Delete,
 }
 
 pub struct CmdInfo {
@@ -187,6 +189,13 @@ pub const COMMANDS: &[CmdInfo] = &[
         Access::Browse,
     ),
     c(
+        Cmd::SelectAll,
+        "select_all",
+        &["A"],
+        "select every message shown (all the search's matches); again: unselect them",
+        Access::Browse,
+    ),
+    c(
         Cmd::Copy,
         "copy",
         &["y"],
@@ -222,6 +231,13 @@ pub const COMMANDS: &[CmdInfo] = &[
         Access::Redrive,
     ),
     c(Cmd::Purge, "purge", &["P"], "purge the queue", Access::Full),
+    c(
+        Cmd::Delete,
+        "delete",
+        &["D"],
+        "delete the selected messages (or the one under the cursor)",
+        Access::Full,
+    ),
     c(
         Cmd::Reasons,
         "reasons",

@@ -278,6 +278,13 @@ pub enum DialogKind {
         queue: QueueId,
         note: String,
     },
+    /// Delete exactly these messages; `note` says what that does to the queue's other
+    /// messages on this broker (from the same plan the CLI makes).
+    Delete {
+        queue: QueueId,
+        ids: Vec<String>,
+        note: Option<String>,
+    },
     /// q / Ctrl-C while an operation runs: cancel it and quit?
     Quit,
     /// An edited message is back from the editor: where to send it. Always typed: the user
@@ -318,7 +325,9 @@ impl Dialog {
     }
     pub fn queue(&self) -> Option<&QueueId> {
         match &self.kind {
-            DialogKind::Purge { queue, .. } | DialogKind::Browse { queue, .. } => Some(queue),
+            DialogKind::Purge { queue, .. }
+            | DialogKind::Browse { queue, .. }
+            | DialogKind::Delete { queue, .. } => Some(queue),
             DialogKind::Redrive { source, .. } => Some(source),
             DialogKind::Edit {
                 targets, target, ..
@@ -329,11 +338,15 @@ impl Dialog {
     pub fn ready(&self) -> bool {
         !self.needs_name || self.queue().is_some_and(|q| self.typed == q.as_str())
     }
-    /// Purge and redrive change the broker; they confirm with `y` or the typed name only.
+    /// Purge, delete and redrive change the broker; they confirm with `y` or the typed name
+    /// only.
     pub fn destructive(&self) -> bool {
         matches!(
             self.kind,
-            DialogKind::Purge { .. } | DialogKind::Redrive { .. } | DialogKind::Edit { .. }
+            DialogKind::Purge { .. }
+                | DialogKind::Redrive { .. }
+                | DialogKind::Edit { .. }
+                | DialogKind::Delete { .. }
         )
     }
 }

@@ -3,8 +3,7 @@
 //! flag; quorum delivery count +1) is declared in the capabilities; quorum queues with a
 //! delivery limit are refused unless forced.
 
-use lapin::options::{BasicGetOptions, BasicNackOptions, QueueDeclareOptions};
-use lapin::types::FieldTable;
+use lapin::options::{BasicGetOptions, BasicNackOptions};
 
 use super::conn::amqp_error_needing;
 use super::headers::{delivery_count, header_list, message_id, parse_dead_letter};
@@ -109,27 +108,8 @@ pub async fn browse(b: &RabbitBackend, queue: &QueueId, req: &BrowseRequest) -> 
     // The broker requeues asynchronously (quorum queues through their log): wait, briefly,
     // until the queue counts them again, so "browse returned" means "messages are back".
     if !got.is_empty() {
-        let want = remaining as u64 + got.len() as u64;
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(3);
-        while std::time::Instant::now() < deadline {
-            b.calls.bump("amqp:queue.declare");
-            match ch
-                .queue_declare(
-                    name.as_str().into(),
-                    QueueDeclareOptions {
-                        passive: true,
-                        ..Default::default()
-                    },
-                    FieldTable::default(),
-                )
-                .await
-            {
-                Ok(q) if q.consumer_count() == 0 && (q.message_count() as u64) < want => {
-                    tokio::time::sleep(std::time::Duration::from_millis(20)).await
-                }
-                _ => break,
-            }
-        }
+        super::delete::wait_requeued(b, &ch, name.as_str(), remaining as u64 + got.len() as u64)
+            .await;
     }
     let _ = ch.close(200, "browse done".into()).await;
     if let Some(e) = error {

@@ -141,9 +141,10 @@ pub async fn delete_ids(
     Ok(r)
 }
 
-/// The broker requeues asynchronously: wait briefly until the queue counts the returned
-/// messages again, so "delete returned" means "the others are back".
-async fn wait_requeued(b: &RabbitBackend, ch: &lapin::Channel, name: &str, want: u64) {
+/// The broker requeues asynchronously (quorum queues through their log): wait, at most 3 s,
+/// until the queue counts `want` messages again, so "browse/delete returned" means "the
+/// returned messages are back".
+pub(super) async fn wait_requeued(b: &RabbitBackend, ch: &lapin::Channel, name: &str, want: u64) {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(3);
     while std::time::Instant::now() < deadline {
         b.calls.bump("amqp:queue.declare");

@@ -580,6 +580,15 @@ impl Backend for RabbitBackend {
         true
     }
 
+    fn delete_note(&self, _queue: &QueueInfo) -> Option<String> {
+        Some(
+            "deleting reads the queue until the chosen messages are found; every other message \
+             read is held and then returned with the redelivered flag (classic queues: at the \
+             back of the queue)"
+                .into(),
+        )
+    }
+
     fn delete_refusal(&self, queue: &QueueInfo) -> Option<String> {
         let counts = self
             .known_version()

@@ -277,24 +277,12 @@ impl Backend for RedisBackend {
 
     async fn describe(&self, queue: &QueueId) -> Result<QueueInfo> {
         self.resolve(queue).await?;
-        self.list_queues()
-            .await?
-            .into_iter()
-            .find(|q| &q.id == queue)
-            .ok_or_else(|| BackendError::NotFound(format!("unknown queue {:?}", queue.as_str())))
+        crate::backend::find_listed(self, queue).await
     }
 
+    /// Exact: the figures are the lengths of the job library's own keys.
     async fn count(&self, queue: &QueueId) -> Result<MessageCount> {
-        let batch = self.stats(std::slice::from_ref(queue)).await?;
-        if let Some((_, e)) = batch.errors.into_iter().next() {
-            return Err(BackendError::NotFound(e));
-        }
-        let st = batch.stats.into_iter().next();
-        Ok(MessageCount {
-            ready: st.as_ref().and_then(|s| s.depth).unwrap_or(0),
-            in_flight: st.as_ref().and_then(|s| s.in_flight),
-            exact: true,
-        })
+        crate::backend::count_from_stats(self, queue, BackendError::NotFound, true).await
     }
 
     async fn stats(&self, queues: &[QueueId]) -> Result<StatsBatch> {

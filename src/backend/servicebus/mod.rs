@@ -652,6 +652,10 @@ impl Backend for ServiceBus {
         true
     }
 
+    fn delete_note(&self, _queue: &QueueInfo) -> Option<String> {
+        Some(delete::COST.into())
+    }
+
     fn delete_refusal(&self, queue: &QueueInfo) -> Option<String> {
         dlq_parent(queue.id.as_str())
             .is_none()

@@ -478,6 +478,14 @@ impl Backend for SqsBackend {
         true
     }
 
+    fn delete_note(&self, _queue: &QueueInfo) -> Option<String> {
+        Some(
+            "deleting receives the queue until the chosen messages are found; every other \
+             message received gets its receive count raised by one and is visible again at once"
+                .into(),
+        )
+    }
+
     fn delete_refusal(&self, queue: &QueueInfo) -> Option<String> {
         queue.settings.max_receives.map(|n| {
             format!(

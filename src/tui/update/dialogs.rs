@@ -107,6 +107,31 @@ pub(super) fn open_redrive(st: &mut State, to: Option<QueueId>) {
     ));
 }
 
+/// The plan for deleting chosen messages came back: ask, with what it does to the others, or
+/// say why the broker cannot. Dropped when the user has left that queue's messages meanwhile.
+pub(super) fn open_delete(
+    st: &mut State,
+    queue: QueueId,
+    ids: Vec<String>,
+    result: Result<Option<String>, String>,
+) {
+    if st.msgs.queue.as_ref() != Some(&queue)
+        || !matches!(st.view(), View::Messages | View::Message)
+    {
+        return;
+    }
+    match result {
+        Ok(note) => {
+            st.status = None;
+            st.dialog = Some(Dialog::new(
+                DialogKind::Delete { queue, ids, note },
+                st.protected,
+            ));
+        }
+        Err(e) => set_status(st, Level::Warn, format!("cannot delete from {queue}: {e}")),
+    }
+}
+
 /// The editor closed: ask where to send the copy, or say why nothing will be sent.
 pub(super) fn edited(
     st: &mut State,
@@ -259,6 +284,27 @@ fn confirm(st: &mut State, d: Dialog, fx: &mut Vec<Effect>) {
                 }
                 None => st.quit = true,
             }
+        }
+        DialogKind::Delete { queue, ids, .. } => {
+            if !st.allows(crate::config::Access::Full) {
+                return;
+            }
+            if st.op.is_some() {
+                set_status(st, Level::Warn, "an operation is already running");
+                return;
+            }
+            st.op = Some(OpState {
+                label: format!("delete {} from {queue}", ids.len()),
+                progress: ProgressState::default(),
+                started_ms: st.now_ms,
+                cancelling: false,
+            });
+            st.msgs.marked.retain(|m| !ids.contains(m));
+            fx.push(Effect::Delete {
+                queue,
+                ids,
+                run: true,
+            });
         }
         DialogKind::Purge { queue, .. } => {
             if !st.allows(crate::config::Access::Full) {

@@ -84,6 +84,7 @@ fn mutation_of(cmd: Cmd) -> Option<Mutation> {
         Cmd::Redrive => Some(Mutation::Redrive),
         Cmd::Edit => Some(Mutation::Edit),
         Cmd::Purge => Some(Mutation::Purge),
+        Cmd::Delete => Some(Mutation::Delete),
         _ => None,
     }
 }
@@ -377,6 +378,8 @@ pub(super) fn run_cmd(st: &mut State, cmd: Cmd, fx: &mut Vec<Effect>) {
         }
         Cmd::Redrive => dialogs::open_redrive(st, None),
         Cmd::Purge => dialogs::open_purge(st),
+        Cmd::Delete => messages::plan_delete(st, fx),
+        Cmd::SelectAll => messages::select_all(st),
         Cmd::Cancel => {
             if let Some(op) = &mut st.op {
                 op.cancelling = true;

@@ -90,6 +90,82 @@ pub(super) fn current_msg(st: &State) -> Option<&Message> {
     st.msgs.messages.get(i)
 }
 
+/// `A`: select every message the browser shows (the search's matches); when all of them are
+/// selected already, unselect them.
+pub(super) fn select_all(st: &mut State) {
+    if st.view() != View::Messages {
+        return;
+    }
+    let shown: Vec<String> = st
+        .msgs
+        .rows
+        .iter()
+        .filter_map(|&i| st.msgs.messages.get(i))
+        .map(|m| m.id.clone())
+        .collect();
+    if shown.is_empty() {
+        return;
+    }
+    let all = shown.iter().all(|id| st.msgs.marked.contains(id));
+    if all {
+        for id in &shown {
+            st.msgs.marked.remove(id);
+        }
+    } else {
+        st.msgs.marked.extend(shown.iter().cloned());
+    }
+    let n = st.msgs.marked.len();
+    let more = if st.msgs.next.is_some() {
+        " (more pages not loaded: n loads the next)"
+    } else {
+        ""
+    };
+    let verb = if all { "unselected" } else { "selected" };
+    set_status(
+        st,
+        Level::Info,
+        format!("{verb} the {} shown · {n} selected{more}", shown.len()),
+    );
+}
+
+/// `D`: the selected messages (in the list) or the one open (or under the cursor) go to be
+/// planned; the dialog opens with the plan's note, or a flash says why the broker cannot.
+pub(super) fn plan_delete(st: &mut State, fx: &mut Vec<Effect>) {
+    if !matches!(st.view(), View::Messages | View::Message) {
+        set_status(
+            st,
+            Level::Warn,
+            "D deletes chosen messages: open the message browser first (b or d)",
+        );
+        return;
+    }
+    if st.op.is_some() {
+        set_status(st, Level::Warn, "an operation is already running");
+        return;
+    }
+    let Some(queue) = st.msgs.queue.clone() else {
+        return;
+    };
+    let ids: Vec<String> = if st.view() == View::Messages && !st.msgs.marked.is_empty() {
+        st.msgs.marked.iter().cloned().collect()
+    } else {
+        match current_msg(st) {
+            Some(m) => vec![m.id.clone()],
+            None => return,
+        }
+    };
+    set_status(
+        st,
+        Level::Info,
+        format!("checking what deleting {} message(s) does…", ids.len()),
+    );
+    fx.push(Effect::Delete {
+        queue,
+        ids,
+        run: false,
+    });
+}
+
 pub(super) fn open_message(st: &mut State) {
     let Some(&i) = st.msgs.rows.get(st.msgs.cursor.sel) else {
         return;

@@ -67,6 +67,12 @@ pub enum Action {
         queue: QueueId,
         result: Result<crate::triage::ReasonsReport, String>,
     },
+    /// The plan for deleting chosen messages: the note for the dialog, or why it is refused.
+    DeletePlanned {
+        queue: QueueId,
+        ids: Vec<String>,
+        result: Result<Option<String>, String>,
+    },
     /// An edited copy was sent (or not): its one line; the browser reloads `queue`.
     Resent {
         queue: QueueId,
@@ -91,6 +97,13 @@ pub enum Effect {
     Consumers(QueueId),
     Redrive(RedriveRequest),
     Purge(QueueId),
+    /// Plan deleting these messages (the backend's refusal or its note on the others), then
+    /// ask; `run`: the user confirmed, delete them.
+    Delete {
+        queue: QueueId,
+        ids: Vec<String>,
+        run: bool,
+    },
     CancelOp,
     /// Queues on screen: polled first and often.
     Visible(Vec<QueueId>),
@@ -259,6 +272,9 @@ pub fn update(st: &mut State, action: Action) -> Vec<Effect> {
             total,
         } => reasons::progress(st, queue, groups, scanned, total),
         Action::ReasonsDone { queue, result } => reasons::done(st, queue, result),
+        Action::DeletePlanned { queue, ids, result } => {
+            dialogs::open_delete(st, queue, ids, result)
+        }
         Action::Resent { queue, result } => {
             match result {
                 Ok(t) => set_status(st, Level::Info, t),

@@ -157,6 +157,19 @@ pub fn header_row(cols: &[Col], keep: &[bool]) -> ratatui::widgets::Row<'static>
     )
 }
 
+/// Draw a list view's table under the plain header of its kept columns.
+pub fn render_plain_table(
+    f: &mut ratatui::Frame,
+    area: ratatui::layout::Rect,
+    rows: Vec<ratatui::widgets::Row>,
+    (cols, keep): (&[Col], &[bool]),
+    t: &crate::tui::theme::Theme,
+    selected: usize,
+) {
+    let header = header_row(cols, keep).style(t.header);
+    render_table(f, area, rows, header, (cols, keep), t, selected);
+}
+
 /// Draw a list view's table: kept columns, the theme's header and selection, `selected` the
 /// cursor's row among `rows`.
 pub fn render_table(

@@ -154,6 +154,29 @@ pub fn render(f: &mut Frame, st: &State, d: &Dialog, area: Rect) {
                 t.dim,
             )));
         }
+        DialogKind::Delete { queue, ids, note } => {
+            title = " delete ";
+            lines.push(Line::from(vec![
+                styled(format!("Delete {} message(s) from ", ids.len()), t.text),
+                styled(clean_short(queue.as_str(), 50), t.title),
+                styled("?", t.text),
+            ]));
+            lines.push(Line::from(styled(
+                "They are gone for good; no other message is deleted.",
+                t.warn,
+            )));
+            let mut shown: Vec<String> = ids.iter().take(4).map(|i| clean_short(i, 24)).collect();
+            if ids.len() > shown.len() {
+                shown.push(format!("… and {} more", ids.len() - shown.len()));
+            }
+            lines.push(Line::from(vec![
+                styled("ids ", t.dim),
+                styled(shown.join(", "), t.accent),
+            ]));
+            if let Some(n) = note {
+                lines.push(Line::from(styled(clean(n).into_owned(), t.dim)));
+            }
+        }
         DialogKind::Browse { queue, note } => {
             title = " browse ";
             lines.push(Line::from(vec![
@@ -239,6 +262,7 @@ fn legend<'a>(st: &State, d: &Dialog) -> Vec<Line<'a>> {
     };
     let verb = match &d.kind {
         DialogKind::Purge { .. } => "purge",
+        DialogKind::Delete { .. } => "delete",
         DialogKind::Redrive { .. } => "redrive",
         DialogKind::Browse { .. } => "browse",
         DialogKind::Edit { .. } => "send",

@@ -7,7 +7,7 @@ use ratatui::text::Line;
 use ratatui::widgets::{Cell, Paragraph, Row};
 use ratatui::Frame;
 
-use super::columns::{clean_mid, fit, flex_width, header_row, kept_row, render_table, Col};
+use super::columns::{clean_mid, fit, flex_width, kept_row, render_plain_table, Col};
 use super::{block, fmt_age, fmt_count, fmt_rate, styled};
 use crate::sanitize::clean;
 use crate::tui::state::State;
@@ -100,14 +100,5 @@ pub fn render(f: &mut Frame, st: &State, area: Rect) {
             kept_row(cells, &keep).style(t.text)
         })
         .collect();
-    let head_row = header_row(&cols, &keep);
-    render_table(
-        f,
-        inner,
-        rows,
-        head_row.style(t.header),
-        (&cols, &keep),
-        t,
-        cursor.sel - from,
-    );
+    render_plain_table(f, inner, rows, (&cols, &keep), t, cursor.sel - from);
 }

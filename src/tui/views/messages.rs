@@ -5,9 +5,7 @@ use ratatui::text::Line;
 use ratatui::widgets::{Cell, Paragraph, Row};
 use ratatui::Frame;
 
-use super::columns::{
-    clean_mid, fit, flex_width, header_row, kept_row, render_table, sort_head, Col,
-};
+use super::columns::{clean_mid, fit, flex_width, kept_row, render_plain_table, sort_head, Col};
 use super::wrap::wrap_lines;
 use super::{block, fmt_count, fmt_secs, styled};
 use crate::domain::Message;
@@ -148,16 +146,7 @@ pub fn render_list(f: &mut Frame, st: &State, area: Rect) {
             kept_row(cells, &keep).style(style)
         })
         .collect();
-    let head_row = header_row(&cols, &keep);
-    render_table(
-        f,
-        ta,
-        rows,
-        head_row.style(t.header),
-        (&cols, &keep),
-        t,
-        cursor.sel - from,
-    );
+    render_plain_table(f, ta, rows, (&cols, &keep), t, cursor.sel - from);
 }
 
 fn meta_lines<'a>(st: &State, msg: &Message) -> Vec<Line<'a>> {

@@ -155,6 +155,20 @@ async fn declare(ch: &Channel, name: &str, a: FieldTable) {
     .expect("declare");
 }
 
+/// `dlq`, and `queue` dead-lettering into it through the default exchange.
+async fn declare_with_dlq(ch: &Channel, queue: &str, dlq: &str) {
+    declare(ch, dlq, FieldTable::default()).await;
+    declare(
+        ch,
+        queue,
+        args(&[
+            ("x-dead-letter-exchange", s("")),
+            ("x-dead-letter-routing-key", s(dlq)),
+        ]),
+    )
+    .await;
+}
+
 async fn publish(ch: &Channel, queue: &str, n: usize, timestamp: bool) {
     ch.confirm_select(ConfirmSelectOptions::default())
         .await
@@ -286,16 +300,7 @@ async fn figures_match_management_api_and_dlq_links_via_arguments() {
     let e = broker();
     let (_c, ch) = admin(&e).await;
     let (src, dlq, qq) = (uniq("src"), uniq("dlq"), uniq("quorum"));
-    declare(&ch, &dlq, FieldTable::default()).await;
-    declare(
-        &ch,
-        &src,
-        args(&[
-            ("x-dead-letter-exchange", s("")),
-            ("x-dead-letter-routing-key", s(&dlq)),
-        ]),
-    )
-    .await;
+    declare_with_dlq(&ch, &src, &dlq).await;
     declare(
         &ch,
         &qq,
@@ -427,16 +432,7 @@ async fn dead_lettered_messages_browse_in_place_with_x_death() {
     let e = broker();
     let (_c, ch) = admin(&e).await;
     let (src, dlq) = (uniq("bsrc"), uniq("bdlq"));
-    declare(&ch, &dlq, FieldTable::default()).await;
-    declare(
-        &ch,
-        &src,
-        args(&[
-            ("x-dead-letter-exchange", s("")),
-            ("x-dead-letter-routing-key", s(&dlq)),
-        ]),
-    )
-    .await;
+    declare_with_dlq(&ch, &src, &dlq).await;
     publish(&ch, &src, 7, true).await;
     reject_all(&ch, &src, 7).await;
     wait_depth(&ch, &dlq, 7).await;
@@ -627,16 +623,7 @@ async fn redrive_10000_to_origin_loses_nothing() {
     let (_c, ch) = admin(&e).await;
     let (src, dlq) = (uniq("rsrc"), uniq("rdlq"));
     const N: usize = 10_000;
-    declare(&ch, &dlq, FieldTable::default()).await;
-    declare(
-        &ch,
-        &src,
-        args(&[
-            ("x-dead-letter-exchange", s("")),
-            ("x-dead-letter-routing-key", s(&dlq)),
-        ]),
-    )
-    .await;
+    declare_with_dlq(&ch, &src, &dlq).await;
     publish(&ch, &src, N, false).await;
     // Dead-letter them all by reject, in bulk.
     let rc = _c.create_channel().await.expect("channel");
@@ -1423,16 +1410,7 @@ async fn redrive_only_browsed_ids() {
     let e = broker();
     let (_c, ch) = admin(&e).await;
     let (src, dlq) = (uniq("osrc"), uniq("odlq"));
-    declare(&ch, &dlq, FieldTable::default()).await;
-    declare(
-        &ch,
-        &src,
-        args(&[
-            ("x-dead-letter-exchange", s("")),
-            ("x-dead-letter-routing-key", s(&dlq)),
-        ]),
-    )
-    .await;
+    declare_with_dlq(&ch, &src, &dlq).await;
     publish(&ch, &src, 10, false).await;
     reject_all(&ch, &src, 10).await;
     wait_depth(&ch, &dlq, 10).await;

@@ -949,6 +949,100 @@ fn delete_refusals_are_said_not_asked() {
     );
 }
 
+/// `:copy QUEUE [PROFILE]` in the browser: the chosen messages go to be checked first; the
+/// dialog names both ends, `y` runs it. An unknown profile or a missing queue name is said.
+#[test]
+fn copy_command_checks_then_asks() {
+    let mut st = populated();
+    st.profiles = vec!["local".into(), "other".into()];
+    open_dlq(&mut st);
+    update(&mut st, key(' '));
+    update(&mut st, key(' '));
+    for (cmd, said) in [
+        (":copy\r", "usage: :copy QUEUE [PROFILE]"),
+        (":copy orders nowhere\r", "unknown profile \"nowhere\""),
+    ] {
+        for ch in cmd.chars() {
+            let a = if ch == '\r' {
+                code(KeyCode::Enter)
+            } else {
+                key(ch)
+            };
+            let fx = update(&mut st, a);
+            assert!(fx.iter().all(|e| !matches!(e, Effect::PlanTransfer { .. })));
+        }
+        assert!(st.status.as_ref().unwrap().text.contains(said), "{cmd}");
+    }
+    let mut planned = None;
+    for ch in ":copy repro other\r".chars() {
+        let a = if ch == '\r' {
+            code(KeyCode::Enter)
+        } else {
+            key(ch)
+        };
+        for e in update(&mut st, a) {
+            if let Effect::PlanTransfer {
+                messages,
+                to,
+                to_profile,
+                moving,
+                ..
+            } = e
+            {
+                planned = Some((messages.len(), to, to_profile, moving));
+            }
+        }
+    }
+    assert_eq!(
+        planned,
+        Some((2, QueueId::new("repro"), Some("other".to_string()), false))
+    );
+    let ask = qdeck::tui::state::TransferAsk {
+        source: QueueId::new("orders-dlq"),
+        messages: hostile_messages().into_iter().take(2).collect(),
+        to: QueueId::new("repro"),
+        to_profile: Some("other".into()),
+        moving: false,
+        from_label: "local/orders-dlq (local)".into(),
+        to_label: "other/repro (sqs)".into(),
+        header_lines: vec![
+            "header x-death → x-qdeck-x-death (2 message(s): no such attribute)".into(),
+        ],
+        delete_note: None,
+        typed: None,
+    };
+    update(&mut st, Action::TransferPlanned(Ok(Box::new(ask))));
+    let s = text(&draw(&st, 100, 24));
+    assert!(
+        s.contains("Copy 2 message(s) from local/orders-dlq (local)"),
+        "{s}"
+    );
+    assert!(
+        s.contains("other/repro (sqs)") && s.contains("x-qdeck-x-death"),
+        "{s}"
+    );
+    let fx = update(&mut st, key('y'));
+    assert!(fx
+        .iter()
+        .any(|e| matches!(e, Effect::Transfer(t) if t.messages.len() == 2)));
+    assert!(st.op.is_some());
+    // Below tier `redrive` the command is refused and audited.
+    st.op = None;
+    st.access = Access::Browse;
+    let mut refused = false;
+    for ch in ":copy repro\r".chars() {
+        let a = if ch == '\r' {
+            code(KeyCode::Enter)
+        } else {
+            key(ch)
+        };
+        refused |= update(&mut st, a)
+            .iter()
+            .any(|e| matches!(e, Effect::Refused { .. }));
+    }
+    assert!(refused);
+}
+
 /// `A` selects what the browser shows: after a search, exactly the matches; again, none.
 #[test]
 fn select_all_takes_the_search_matches() {
@@ -2052,6 +2146,92 @@ fn pty_delete_a_reasons_group_on_the_local_broker() {
             .any(|l| l.contains("\"delete\"") && l.contains("\"deleted\":5")),
         "{audit}"
     );
+}
+
+/// `:copy QUEUE PROFILE` and `:move QUEUE` from the browser on real local brokers: the copy
+/// lands on the other profile's queue and the source keeps every message; the move empties the
+/// source into a queue of the same profile; both audited.
+#[test]
+fn pty_copy_to_another_profile_and_move_within_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db_a, db_b) = (dir.path().join("a.db"), dir.path().join("b.db"));
+    seed_dead_letters(&db_a);
+    LocalHandle::open(&db_a)
+        .unwrap()
+        .0
+        .create_queue("orders-replay", &QueueOptions::default())
+        .unwrap();
+    LocalHandle::open(&db_b)
+        .unwrap()
+        .0
+        .create_queue("repro", &QueueOptions::default())
+        .unwrap();
+    let cfg = dir.path().join("config.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "[ui]\nrefresh_secs = 0.5\n\n[[profiles]]\nname = \"a\"\nkind = \"local\"\npath = {:?}\n\n[[profiles]]\nname = \"b\"\nkind = \"local\"\npath = {:?}\n",
+            db_a.display().to_string(),
+            db_b.display().to_string()
+        ),
+    )
+    .unwrap();
+    let mut c = Console::spawn(
+        dir.path(),
+        &["--config", cfg.to_str().unwrap(), "-p", "a"],
+        &[],
+        100,
+        30,
+    );
+    c.wait_for("orders-dlq");
+    c.type_keys("/dlq\r");
+    c.send(b"b");
+    c.wait_for("7 loaded");
+    c.send(b"A");
+    c.wait_for("7 selected");
+    c.type_keys(":copy repro b\r");
+    c.wait_for("Copy 7 message(s) from a/orders-dlq (local)");
+    c.wait_for("to  b/repro (local)");
+    c.send(b"y");
+    c.wait_for("copy → b/repro: sent 7, failed 0");
+    // A copy keeps the selection (a move or a delete clears it).
+    c.type_keys(":move orders-replay\r");
+    c.wait_for("Move 7 message(s) from a/orders-dlq (local)");
+    c.wait_for("Each original is deleted after the target confirmed its copy.");
+    c.send(b"y");
+    c.wait_for("originals deleted 7, already gone 0");
+    c.quit();
+    let bodies = |db: &std::path::Path, q: &str| {
+        let mut v: Vec<String> = browse_local(&LocalHandle::open(db).unwrap(), q)
+            .iter()
+            .map(|m| String::from_utf8_lossy(&m.body).into_owned())
+            .collect();
+        v.sort();
+        v
+    };
+    let all: Vec<String> = {
+        let mut v: Vec<String> = (0..5)
+            .map(|i| format!("order {i}"))
+            .chain((0..2).map(|i| format!("manual {i}")))
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(bodies(&db_b, "repro"), all, "the copy on profile b");
+    assert_eq!(bodies(&db_a, "orders-replay"), all, "the move on profile a");
+    assert!(
+        bodies(&db_a, "orders-dlq").is_empty(),
+        "the move emptied the DLQ"
+    );
+    let audit = std::fs::read_to_string(dir.path().join("s/qdeck/audit.log")).unwrap_or_default();
+    for action in ["\"copy\"", "\"move\""] {
+        assert!(
+            audit
+                .lines()
+                .any(|l| l.contains(action) && l.contains("\"sent\":7")),
+            "{action}: {audit}"
+        );
+    }
 }
 
 // ---------- reasons view ----------

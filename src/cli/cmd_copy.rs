@@ -7,13 +7,13 @@ use serde_json::json;
 
 use super::args::{Format, TransferArgs};
 use super::confirm::confirm;
-use super::exit::{CliError, CliResult, FAILED, INTERRUPTED, OK, PARTIAL, USAGE};
+use super::exit::{CliError, CliResult, FAILED, INTERRUPTED, OK, PARTIAL};
 use super::fetch;
 use super::output::{self, name};
 use super::progress_line::with_progress;
 use super::scan;
 use crate::config;
-use crate::domain::{BrokerKind, QueueId};
+use crate::domain::QueueId;
 use crate::engine::gate::Mutation;
 use crate::engine::session::Session;
 use crate::triage::copy::{self, End};
@@ -33,20 +33,10 @@ async fn target_session(s: &Session, profile: Option<&str>) -> Result<Session, C
 
 /// One line per header that did not arrive under its own name.
 fn header_lines(changes: &[HeaderChange]) -> String {
-    let mut out = String::new();
-    for c in changes {
-        let fate = match &c.to {
-            Some(to) => format!("→ {}", name(to)),
-            None => "dropped".to_string(),
-        };
-        out.push_str(&format!(
-            "  header {} {fate} ({} message(s): {})\n",
-            name(&c.name),
-            c.count,
-            c.why
-        ));
-    }
-    out
+    changes
+        .iter()
+        .map(|c| format!("  {}\n", name(&c.line())))
+        .collect()
 }
 
 pub async fn transfer(s: &Session, a: &TransferArgs, moving: bool, f: Format) -> CliResult {
@@ -111,18 +101,8 @@ pub async fn transfer(s: &Session, a: &TransferArgs, moving: bool, f: Format) ->
     })
     .await?;
     scan::finished(&summary)?;
-    if t.backend.kind() == BrokerKind::Sqs {
-        if let Some(m) = msgs.iter().find(|m| std::str::from_utf8(&m.body).is_err()) {
-            return Err(CliError::new(
-                USAGE,
-                format!(
-                    "message {} has a binary body and SQS bodies are text; nothing was sent",
-                    name(&m.id)
-                ),
-            ));
-        }
-    }
-    let headers = copy::preview_headers(from, to, &msgs);
+    let checked = copy::check(from, to, &msgs, moving).await?;
+    let headers = checked.headers;
     let scope = match &pred {
         Some(p) => format!(
             "{} match {:?}; {}",
@@ -168,11 +148,8 @@ pub async fn transfer(s: &Session, a: &TransferArgs, moving: bool, f: Format) ->
     if !a.yes {
         let cost = if moving {
             // What deleting chosen messages does to the others, as the broker declares it.
-            let effect = sb
-                .capabilities_for(&src_info)
-                .notes
-                .into_iter()
-                .find(|n| n.starts_with("deleting chosen messages"))
+            let effect = checked
+                .delete_note
                 .map(|n| format!(" Note: {n}."))
                 .unwrap_or_default();
             format!(
@@ -188,13 +165,7 @@ pub async fn transfer(s: &Session, a: &TransferArgs, moving: bool, f: Format) ->
             header_lines(&headers)
         );
         // Typed confirmation when the profile that loses or gains messages is protected.
-        let typed = if moving && s.gate.protected() {
-            Some(src_info.id.as_str())
-        } else if t.gate.protected() {
-            Some(dst_info.id.as_str())
-        } else {
-            None
-        };
+        let typed = checked.typed.as_ref().map(|q| q.as_str());
         let (gate, q) = if moving {
             (&s.gate, &src_info.id)
         } else {

@@ -112,6 +112,65 @@ impl TransferReport {
     }
 }
 
+/// What a transfer of chosen messages will do, checked before anything is sent.
+#[derive(Debug, Clone)]
+pub struct TransferCheck {
+    /// Every header rename and drop the copies will carry.
+    pub headers: Vec<HeaderChange>,
+    /// A move: what deleting the originals does to the source's other messages.
+    pub delete_note: Option<String>,
+    /// The queue whose name a protected profile types to confirm: the source of a move on a
+    /// protected profile, else the target on a protected profile.
+    pub typed: Option<QueueId>,
+}
+
+/// Checks a transfer of `msgs` can go ahead, changing nothing: the target exists (`NotFound`),
+/// a move's source can delete these messages by id (refusals as `purge --where` gives them),
+/// and an SQS target gets text bodies only. The tiers are [`require`]'s, checked by `transfer`.
+pub async fn check(
+    from: End<'_>,
+    to: End<'_>,
+    msgs: &[Message],
+    moving: bool,
+) -> Result<TransferCheck, BackendError> {
+    let (fb, tb) = (from.gate.backend(), to.gate.backend());
+    tb.describe(to.queue).await?;
+    let mut delete_note = None;
+    if moving {
+        if !fb.deletes_by_id() {
+            return Err(BackendError::Unsupported(format!(
+                "move deletes the originals by id, which the {} backend cannot do; use copy",
+                fb.kind()
+            )));
+        }
+        let info = fb.describe(from.queue).await?;
+        if let Some(why) = fb.delete_refusal(&info) {
+            return Err(BackendError::Refused(why));
+        }
+        delete_note = fb.delete_note(&info);
+    }
+    if tb.kind() == crate::domain::BrokerKind::Sqs {
+        if let Some(m) = msgs.iter().find(|m| std::str::from_utf8(&m.body).is_err()) {
+            return Err(BackendError::Invalid(format!(
+                "message {} has a binary body and SQS bodies are text; nothing was sent",
+                crate::sanitize::clean(&m.id)
+            )));
+        }
+    }
+    let typed = if moving && from.gate.protected() {
+        Some(from.queue.clone())
+    } else if to.gate.protected() {
+        Some(to.queue.clone())
+    } else {
+        None
+    };
+    Ok(TransferCheck {
+        headers: preview_headers(from, to, msgs),
+        delete_note,
+        typed,
+    })
+}
+
 /// What the copies will look like: every header rename and drop over `msgs`, without sending.
 pub fn preview_headers(from: End<'_>, to: End<'_>, msgs: &[Message]) -> Vec<HeaderChange> {
     let (fk, tk) = (from.gate.backend().kind(), to.gate.backend().kind());

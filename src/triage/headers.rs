@@ -26,6 +26,20 @@ pub struct HeaderChange {
     pub count: u64,
 }
 
+impl HeaderChange {
+    /// `header NAME → NEW (N message(s): why)`, or `… dropped …`; not escaped.
+    pub fn line(&self) -> String {
+        let fate = match &self.to {
+            Some(to) => format!("→ {to}"),
+            None => "dropped".to_string(),
+        };
+        format!(
+            "header {} {fate} ({} message(s): {})",
+            self.name, self.count, self.why
+        )
+    }
+}
+
 /// Counts per (name, outcome), in name order for a stable report.
 #[derive(Debug, Default)]
 pub struct HeaderLedger(BTreeMap<(String, Option<String>), (String, u64)>);

@@ -638,6 +638,30 @@ impl Exec {
                     let _ = tx.send(Action::OpDone(summary(&outcome, &queue))).await;
                 });
             }
+            Effect::PlanTransfer {
+                source,
+                messages,
+                to,
+                to_profile,
+                moving,
+            } => {
+                let own = self.session.clone();
+                let tx = self.tx.clone();
+                tokio::spawn(async move {
+                    let r =
+                        super::transfer::plan(&own, source, messages, to, to_profile, moving).await;
+                    let _ = tx.send(Action::TransferPlanned(r)).await;
+                });
+            }
+            Effect::Transfer(ask) => {
+                let p = self.start_op();
+                let own = self.session.clone();
+                let tx = self.tx.clone();
+                tokio::spawn(async move {
+                    let done = super::transfer::run(&own, *ask, &p).await;
+                    let _ = tx.send(Action::OpDone(done)).await;
+                });
+            }
             Effect::CancelOp => {
                 if let Some(op) = &self.op {
                     op.cancel();

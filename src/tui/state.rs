@@ -285,6 +285,8 @@ pub enum DialogKind {
         ids: Vec<String>,
         note: Option<String>,
     },
+    /// Copy or move chosen messages, checked by the app and waiting for the user.
+    Transfer(Box<TransferAsk>),
     /// q / Ctrl-C while an operation runs: cancel it and quit?
     Quit,
     /// An edited message is back from the editor: where to send it. Always typed: the user
@@ -297,6 +299,27 @@ pub enum DialogKind {
         targets: Vec<QueueId>,
         target: usize,
     },
+}
+
+/// A copy or move of chosen messages (`:copy` / `:move`), checked before it is asked: the
+/// target exists, a move's source can delete them, SQS gets text bodies; what the copies'
+/// headers become and what the deletion does to the others.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TransferAsk {
+    pub source: QueueId,
+    pub messages: Vec<crate::domain::Message>,
+    pub to: QueueId,
+    /// Another profile of the configuration; `None`: this one.
+    pub to_profile: Option<String>,
+    pub moving: bool,
+    /// Both ends as `profile/queue (kind)`.
+    pub from_label: String,
+    pub to_label: String,
+    /// One line per header that does not arrive under its own name.
+    pub header_lines: Vec<String>,
+    pub delete_note: Option<String>,
+    /// The queue name a protected profile types to confirm.
+    pub typed: Option<QueueId>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -332,6 +355,7 @@ impl Dialog {
             DialogKind::Edit {
                 targets, target, ..
             } => targets.get(*target),
+            DialogKind::Transfer(t) => t.typed.as_ref(),
             DialogKind::Quit => None,
         }
     }
@@ -347,6 +371,7 @@ impl Dialog {
                 | DialogKind::Redrive { .. }
                 | DialogKind::Edit { .. }
                 | DialogKind::Delete { .. }
+                | DialogKind::Transfer(_)
         )
     }
 }

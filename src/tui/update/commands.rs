@@ -85,6 +85,7 @@ pub(super) fn command(st: &mut State, text: &str, fx: &mut Vec<Effect>) {
             }
         }
         "purge" => run_cmd(st, Cmd::Purge, fx),
+        "copy" | "move" => messages::plan_transfer(st, &arg, head == "move", fx),
         "redrive" => {
             if arg.is_empty() || !st.allows(Access::Redrive) {
                 run_cmd(st, Cmd::Redrive, fx)

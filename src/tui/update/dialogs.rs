@@ -132,6 +132,21 @@ pub(super) fn open_delete(
     }
 }
 
+/// The checked copy/move came back: ask, or say why it cannot go ahead.
+pub(super) fn open_transfer(st: &mut State, result: Result<Box<TransferAsk>, String>) {
+    match result {
+        Ok(t) => {
+            if st.msgs.queue.as_ref() != Some(&t.source) {
+                return;
+            }
+            st.status = None;
+            let typed = t.typed.is_some();
+            st.dialog = Some(Dialog::new(DialogKind::Transfer(t), typed));
+        }
+        Err(e) => set_status(st, Level::Warn, e),
+    }
+}
+
 /// The editor closed: ask where to send the copy, or say why nothing will be sent.
 pub(super) fn edited(
     st: &mut State,
@@ -284,6 +299,31 @@ fn confirm(st: &mut State, d: Dialog, fx: &mut Vec<Effect>) {
                 }
                 None => st.quit = true,
             }
+        }
+        DialogKind::Transfer(t) => {
+            let need = if t.moving {
+                crate::config::Access::Full
+            } else {
+                crate::config::Access::Redrive
+            };
+            if !st.allows(need) {
+                return;
+            }
+            if st.op.is_some() {
+                set_status(st, Level::Warn, "an operation is already running");
+                return;
+            }
+            let verb = if t.moving { "move" } else { "copy" };
+            st.op = Some(OpState {
+                label: format!("{verb} {} → {}", t.messages.len(), t.to_label),
+                progress: ProgressState::default(),
+                started_ms: st.now_ms,
+                cancelling: false,
+            });
+            if t.moving {
+                st.msgs.marked.clear();
+            }
+            fx.push(Effect::Transfer(t));
         }
         DialogKind::Delete { queue, ids, .. } => {
             if !st.allows(crate::config::Access::Full) {

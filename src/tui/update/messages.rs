@@ -166,6 +166,85 @@ pub(super) fn plan_delete(st: &mut State, fx: &mut Vec<Effect>) {
     });
 }
 
+/// The messages an action on "the selection" takes: the selected ones in the list, else the
+/// one open or under the cursor.
+fn chosen(st: &State) -> Vec<Message> {
+    if st.view() == View::Messages && !st.msgs.marked.is_empty() {
+        st.msgs
+            .messages
+            .iter()
+            .filter(|m| st.msgs.marked.contains(&m.id))
+            .cloned()
+            .collect()
+    } else {
+        current_msg(st).into_iter().cloned().collect()
+    }
+}
+
+/// `:copy QUEUE [PROFILE]` / `:move QUEUE [PROFILE]` in the message browser: the chosen
+/// messages go to be checked (target, tiers, a move's deletion); the dialog opens with that.
+pub(super) fn plan_transfer(st: &mut State, arg: &str, moving: bool, fx: &mut Vec<Effect>) {
+    let verb = if moving { "move" } else { "copy" };
+    if !matches!(st.view(), View::Messages | View::Message) {
+        set_status(
+            st,
+            Level::Warn,
+            format!(":{verb} acts on chosen messages: open the message browser first (b or d)"),
+        );
+        return;
+    }
+    let need = if moving {
+        Access::Full
+    } else {
+        Access::Redrive
+    };
+    if !st.allows(need) {
+        let m = if moving {
+            Mutation::Move
+        } else {
+            Mutation::Copy
+        };
+        super::refuse(st, verb, need, Some(m), fx);
+        return;
+    }
+    let mut words = arg.split_whitespace();
+    let (Some(to), profile, None) = (words.next(), words.next(), words.next()) else {
+        set_status(st, Level::Warn, format!("usage: :{verb} QUEUE [PROFILE]"));
+        return;
+    };
+    if let Some(p) = profile.filter(|p| !st.profiles.iter().any(|x| x == p)) {
+        let msg = format!(
+            "unknown profile {p:?}; profiles: {}",
+            st.profiles.join(", ")
+        );
+        set_status(st, Level::Warn, msg);
+        return;
+    }
+    if st.op.is_some() {
+        set_status(st, Level::Warn, "an operation is already running");
+        return;
+    }
+    let Some(source) = st.msgs.queue.clone() else {
+        return;
+    };
+    let messages = chosen(st);
+    if messages.is_empty() {
+        return;
+    }
+    set_status(
+        st,
+        Level::Info,
+        format!("checking the {verb} of {} message(s)…", messages.len()),
+    );
+    fx.push(Effect::PlanTransfer {
+        source,
+        messages,
+        to: QueueId::new(to),
+        to_profile: profile.filter(|p| *p != st.profile).map(String::from),
+        moving,
+    });
+}
+
 pub(super) fn open_message(st: &mut State) {
     let Some(&i) = st.msgs.rows.get(st.msgs.cursor.sel) else {
         return;
@@ -188,16 +267,7 @@ pub(super) fn save(st: &State, fx: &mut Vec<Effect>) {
         st.msgs.queue.clone(),
         matches!(st.view(), View::Messages | View::Message),
     ) {
-        let msgs: Vec<Message> = if st.msgs.marked.is_empty() {
-            current_msg(st).into_iter().cloned().collect()
-        } else {
-            st.msgs
-                .messages
-                .iter()
-                .filter(|m| st.msgs.marked.contains(&m.id))
-                .cloned()
-                .collect()
-        };
+        let msgs = chosen(st);
         if !msgs.is_empty() {
             fx.push(Effect::Save {
                 queue: q,

@@ -73,6 +73,8 @@ pub enum Action {
         ids: Vec<String>,
         result: Result<Option<String>, String>,
     },
+    /// The checked copy/move, or why it cannot go ahead.
+    TransferPlanned(Result<Box<TransferAsk>, String>),
     /// An edited copy was sent (or not): its one line; the browser reloads `queue`.
     Resent {
         queue: QueueId,
@@ -104,6 +106,16 @@ pub enum Effect {
         ids: Vec<String>,
         run: bool,
     },
+    /// Check a copy/move of these messages (`:copy` / `:move`), then ask.
+    PlanTransfer {
+        source: QueueId,
+        messages: Vec<Message>,
+        to: QueueId,
+        to_profile: Option<String>,
+        moving: bool,
+    },
+    /// The user confirmed the copy/move.
+    Transfer(Box<TransferAsk>),
     CancelOp,
     /// Queues on screen: polled first and often.
     Visible(Vec<QueueId>),
@@ -275,6 +287,7 @@ pub fn update(st: &mut State, action: Action) -> Vec<Effect> {
         Action::DeletePlanned { queue, ids, result } => {
             dialogs::open_delete(st, queue, ids, result)
         }
+        Action::TransferPlanned(result) => dialogs::open_transfer(st, result),
         Action::Resent { queue, result } => {
             match result {
                 Ok(t) => set_status(st, Level::Info, t),

@@ -154,6 +154,33 @@ pub fn render(f: &mut Frame, st: &State, d: &Dialog, area: Rect) {
                 t.dim,
             )));
         }
+        DialogKind::Transfer(tr) => {
+            let verb = if tr.moving { "Move" } else { "Copy" };
+            title = if tr.moving { " move " } else { " copy " };
+            lines.push(Line::from(vec![
+                styled(
+                    format!("{verb} {} message(s) from ", tr.messages.len()),
+                    t.text,
+                ),
+                styled(clean_short(&tr.from_label, 50), t.title),
+            ]));
+            lines.push(Line::from(vec![
+                styled("to  ", t.dim),
+                styled(clean_short(&tr.to_label, 60), t.accent),
+            ]));
+            if tr.moving {
+                lines.push(Line::from(styled(
+                    "Each original is deleted after the target confirmed its copy.",
+                    t.warn,
+                )));
+                if let Some(n) = &tr.delete_note {
+                    lines.push(Line::from(styled(clean(n).into_owned(), t.dim)));
+                }
+            }
+            for h in &tr.header_lines {
+                lines.push(Line::from(styled(clean(h).into_owned(), t.dim)));
+            }
+        }
         DialogKind::Delete { queue, ids, note } => {
             title = " delete ";
             lines.push(Line::from(vec![
@@ -195,6 +222,12 @@ pub fn render(f: &mut Frame, st: &State, d: &Dialog, area: Rect) {
         lines.push(Line::from(styled(
             if matches!(d.kind, DialogKind::Edit { .. }) {
                 "Type the target queue's name to confirm."
+            } else if let DialogKind::Transfer(tr) = &d.kind {
+                if tr.typed.as_ref() == Some(&tr.to) {
+                    "Protected profile: type the target queue's name to confirm."
+                } else {
+                    "Protected profile: type the queue name to confirm."
+                }
             } else {
                 "Protected profile: type the queue name to confirm."
             },
@@ -263,6 +296,8 @@ fn legend<'a>(st: &State, d: &Dialog) -> Vec<Line<'a>> {
     let verb = match &d.kind {
         DialogKind::Purge { .. } => "purge",
         DialogKind::Delete { .. } => "delete",
+        DialogKind::Transfer(t) if t.moving => "move",
+        DialogKind::Transfer(_) => "copy",
         DialogKind::Redrive { .. } => "redrive",
         DialogKind::Browse { .. } => "browse",
         DialogKind::Edit { .. } => "send",

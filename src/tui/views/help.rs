@@ -188,15 +188,23 @@ pub fn lines<'a>(st: &State) -> Vec<Line<'a>> {
             "list profiles (re-reads the file) or switch",
         ),
         (":redrive QUEUE", "redrive to a given queue"),
+        (
+            ":copy Q [PROFILE]",
+            "copy the selection to Q (of any profile)",
+        ),
+        (
+            ":move Q [PROFILE]",
+            "the same, deleting each confirmed original",
+        ),
         (":purge", "purge the queue"),
         (":queues", "back to the queue list"),
         (":fleet", "every profile, one row each"),
         (":fire", "every profile's most severe queues, worst first"),
     ];
     for (c, h) in cmds {
-        let needs = if c.starts_with(":purge") {
+        let needs = if c.starts_with(":purge") || c.starts_with(":move") {
             Access::Full
-        } else if c.starts_with(":redrive") {
+        } else if c.starts_with(":redrive") || c.starts_with(":copy") {
             Access::Redrive
         } else if [":dlq", ":browse", ":force", ":reasons"].contains(c) {
             Access::Browse

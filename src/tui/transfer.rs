@@ -1,0 +1,133 @@
+//! `:copy` / `:move` from the message browser, on the event loop's side: check the transfer
+//! with the same code as `qdeck copy|move` (tiers of both profiles, target exists, a move's
+//! deletion, SQS text bodies), then run it through `triage::copy::transfer`, which audits on
+//! both profiles and deletes an original only after its copy was confirmed.
+
+use super::state::{OpSummary, TransferAsk};
+use crate::backend::OpProgress;
+use crate::config::redact::redact;
+use crate::domain::{Message, QueueId};
+use crate::engine::ops::Verdict;
+use crate::engine::session::Session;
+use crate::triage::copy::{self, End};
+
+fn one_line(s: &str) -> String {
+    redact(s).split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+fn verb(moving: bool) -> &'static str {
+    if moving {
+        "move"
+    } else {
+        "copy"
+    }
+}
+
+/// The target's session: this one, or another profile of the same configuration (opened
+/// with the same command-line options, so `--read-only` holds there too).
+async fn target_session(own: &Session, profile: Option<&str>) -> Result<Session, String> {
+    match profile {
+        Some(p) if p != own.profile().name => {
+            let loaded = crate::config::load(&own.loaded.options_for(p))
+                .map_err(|e| format!("profile {p}: {}", one_line(&e.to_string())))?;
+            Session::open(loaded)
+                .await
+                .map_err(|e| format!("profile {p}: {}", one_line(&e.to_string())))
+        }
+        _ => Ok(own.clone()),
+    }
+}
+
+/// Checks the copy/move of `messages` and describes it for the dialog; nothing is sent.
+pub async fn plan(
+    own: &Session,
+    source: QueueId,
+    messages: Vec<Message>,
+    to: QueueId,
+    to_profile: Option<String>,
+    moving: bool,
+) -> Result<Box<TransferAsk>, String> {
+    let v = verb(moving);
+    let t = target_session(own, to_profile.as_deref()).await?;
+    let from = End {
+        gate: &own.gate,
+        queue: &source,
+    };
+    let dst = End {
+        gate: &t.gate,
+        queue: &to,
+    };
+    if from.label() == dst.label() {
+        return Err(format!("{v}: source and target are the same queue"));
+    }
+    let fail =
+        |e: crate::backend::BackendError| format!("cannot {v}: {}", one_line(&e.to_string()));
+    copy::require(from, dst, moving).map_err(fail)?;
+    let checked = copy::check(from, dst, &messages, moving)
+        .await
+        .map_err(fail)?;
+    Ok(Box::new(TransferAsk {
+        from_label: format!("{} ({})", from.label(), own.backend.kind()),
+        to_label: format!("{} ({})", dst.label(), t.backend.kind()),
+        header_lines: checked.headers.iter().map(|h| h.line()).collect(),
+        delete_note: checked.delete_note,
+        typed: checked.typed,
+        source,
+        messages,
+        to,
+        to_profile,
+        moving,
+    }))
+}
+
+/// Runs a confirmed copy/move; the one line and verdict the status bar shows.
+pub async fn run(own: &Session, ask: TransferAsk, p: &OpProgress) -> OpSummary {
+    let v = verb(ask.moving);
+    let t = match target_session(own, ask.to_profile.as_deref()).await {
+        Ok(t) => t,
+        Err(e) => return OpSummary::new(format!("{v}: nothing was sent: {e}"), Verdict::Failed),
+    };
+    let from = End {
+        gate: &own.gate,
+        queue: &ask.source,
+    };
+    let dst = End {
+        gate: &t.gate,
+        queue: &ask.to,
+    };
+    let note = serde_json::json!({"selected": ask.messages.len(), "chosen_in": "console"});
+    let r = match copy::transfer(from, dst, ask.messages, ask.moving, None, note, p).await {
+        Ok(r) => r,
+        Err(e) => {
+            return OpSummary::new(
+                format!("{v}: nothing was sent: {}", one_line(&e.to_string())),
+                Verdict::Failed,
+            )
+        }
+    };
+    let mut text = format!(
+        "{v} → {}: sent {}, failed {}",
+        one_line(&r.to),
+        r.sent,
+        r.failed
+    );
+    if ask.moving {
+        text.push_str(&format!(
+            ", originals deleted {}, already gone {}, leased (left, now twice) {}",
+            r.deleted, r.missing, r.leased
+        ));
+    }
+    if r.cancelled {
+        text.push_str(", cancelled");
+    }
+    if let Some(e) = &r.error {
+        text.push_str(&format!(" — {}", one_line(e)));
+    }
+    let verdict = match r.result() {
+        "ok" => Verdict::Ok,
+        "partial" => Verdict::Partial,
+        "cancelled" => Verdict::Cancelled,
+        _ => Verdict::Failed,
+    };
+    OpSummary::new(text, verdict)
+}

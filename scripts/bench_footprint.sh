@@ -12,6 +12,7 @@
 # TIMINGS=1 adds `--timings` and keeps the HTML report; KEEP=1 keeps the worktrees and targets.
 # Cargo's CARGO_PROFILE_RELEASE_* variables pass through to every revision, so a release profile
 # candidate can be tried without a commit: CARGO_PROFILE_RELEASE_OPT_LEVEL=s $0 foot
+# FEATURES=rabbitmq builds with only those backends (--no-default-features --features ...).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -50,6 +51,7 @@ for rev in "$@"; do
   load=$(cut -d' ' -f1 /proc/loadavg)
   extra=()
   [ "${TIMINGS:-0}" = 1 ] && extra=(--timings)
+  [ -n "${FEATURES+x}" ] && extra+=(--no-default-features --features "$FEATURES")
   echo "== $rev: clean release build (load $load, $(nproc) cores)" >&2
   start=$(date +%s%N)
   (cd "$tree" && CARGO_TARGET_DIR="$target" cargo build --release --locked --offline -q "${extra[@]}")

@@ -267,6 +267,25 @@ pub(super) fn dialog_key(st: &mut State, k: KeyEvent, fx: &mut Vec<Effect>) {
     }
 }
 
+/// A confirmed operation starts when the tier allows it and no other one runs (said in a
+/// flash); its label shows in the status line until it ends.
+fn begin_op(st: &mut State, need: crate::config::Access, label: String) -> bool {
+    if !st.allows(need) {
+        return false;
+    }
+    if st.op.is_some() {
+        set_status(st, Level::Warn, "an operation is already running");
+        return false;
+    }
+    st.op = Some(OpState {
+        label,
+        progress: ProgressState::default(),
+        started_ms: st.now_ms,
+        cancelling: false,
+    });
+    true
+}
+
 fn confirm(st: &mut State, d: Dialog, fx: &mut Vec<Effect>) {
     match d.kind {
         DialogKind::Browse { queue, .. } => messages::start_browse(st, queue, false, fx),
@@ -306,39 +325,24 @@ fn confirm(st: &mut State, d: Dialog, fx: &mut Vec<Effect>) {
             } else {
                 crate::config::Access::Redrive
             };
-            if !st.allows(need) {
-                return;
-            }
-            if st.op.is_some() {
-                set_status(st, Level::Warn, "an operation is already running");
-                return;
-            }
             let verb = if t.moving { "move" } else { "copy" };
-            st.op = Some(OpState {
-                label: format!("{verb} {} → {}", t.messages.len(), t.to_label),
-                progress: ProgressState::default(),
-                started_ms: st.now_ms,
-                cancelling: false,
-            });
+            if !begin_op(
+                st,
+                need,
+                format!("{verb} {} → {}", t.messages.len(), t.to_label),
+            ) {
+                return;
+            }
             if t.moving {
                 st.msgs.marked.clear();
             }
             fx.push(Effect::Transfer(t));
         }
         DialogKind::Delete { queue, ids, .. } => {
-            if !st.allows(crate::config::Access::Full) {
+            let label = format!("delete {} from {queue}", ids.len());
+            if !begin_op(st, crate::config::Access::Full, label) {
                 return;
             }
-            if st.op.is_some() {
-                set_status(st, Level::Warn, "an operation is already running");
-                return;
-            }
-            st.op = Some(OpState {
-                label: format!("delete {} from {queue}", ids.len()),
-                progress: ProgressState::default(),
-                started_ms: st.now_ms,
-                cancelling: false,
-            });
             st.msgs.marked.retain(|m| !ids.contains(m));
             fx.push(Effect::Delete {
                 queue,
@@ -347,19 +351,9 @@ fn confirm(st: &mut State, d: Dialog, fx: &mut Vec<Effect>) {
             });
         }
         DialogKind::Purge { queue, .. } => {
-            if !st.allows(crate::config::Access::Full) {
+            if !begin_op(st, crate::config::Access::Full, format!("purge {queue}")) {
                 return;
             }
-            if st.op.is_some() {
-                set_status(st, Level::Warn, "an operation is already running");
-                return;
-            }
-            st.op = Some(OpState {
-                label: format!("purge {}", queue),
-                progress: ProgressState::default(),
-                started_ms: st.now_ms,
-                cancelling: false,
-            });
             fx.push(Effect::Purge(queue));
         }
         DialogKind::Redrive {
@@ -370,13 +364,6 @@ fn confirm(st: &mut State, d: Dialog, fx: &mut Vec<Effect>) {
             only_ids,
             count,
         } => {
-            if !st.allows(crate::config::Access::Redrive) {
-                return;
-            }
-            if st.op.is_some() {
-                set_status(st, Level::Warn, "an operation is already running");
-                return;
-            }
             let target = targets
                 .get(target)
                 .cloned()
@@ -385,12 +372,9 @@ fn confirm(st: &mut State, d: Dialog, fx: &mut Vec<Effect>) {
                 RedriveTarget::Origin => format!("redrive {source} → origin"),
                 RedriveTarget::Queue(q) => format!("redrive {source} → {q}"),
             };
-            st.op = Some(OpState {
-                label,
-                progress: ProgressState::default(),
-                started_ms: st.now_ms,
-                cancelling: false,
-            });
+            if !begin_op(st, crate::config::Access::Redrive, label) {
+                return;
+            }
             st.msgs.marked.clear();
             fx.push(Effect::Redrive(RedriveRequest {
                 source,

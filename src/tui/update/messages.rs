@@ -146,14 +146,10 @@ pub(super) fn plan_delete(st: &mut State, fx: &mut Vec<Effect>) {
     let Some(queue) = st.msgs.queue.clone() else {
         return;
     };
-    let ids: Vec<String> = if st.view() == View::Messages && !st.msgs.marked.is_empty() {
-        st.msgs.marked.iter().cloned().collect()
-    } else {
-        match current_msg(st) {
-            Some(m) => vec![m.id.clone()],
-            None => return,
-        }
-    };
+    let ids: Vec<String> = chosen(st).into_iter().map(|m| m.id).collect();
+    if ids.is_empty() {
+        return;
+    }
     set_status(
         st,
         Level::Info,

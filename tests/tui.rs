@@ -892,6 +892,8 @@ fn delete_selected_messages_plans_asks_then_runs() {
     assert!(s.contains("Delete 2 message(s) from orders-dlq"), "{s}");
     assert!(s.contains("ids 1, 2"), "{s}");
     assert!(s.contains("redelivered flag"), "{s}");
+    snap("dialog_delete_80x24", &st, 80, 24);
+    snap("dialog_delete_60x15", &st, 60, 15);
     // Enter presses the focused Cancel.
     let fx = update(&mut st, code(KeyCode::Enter));
     assert!(st.dialog.is_none() && fx.iter().all(|e| !matches!(e, Effect::Delete { .. })));
@@ -1021,6 +1023,8 @@ fn copy_command_checks_then_asks() {
         s.contains("other/repro (sqs)") && s.contains("x-qdeck-x-death"),
         "{s}"
     );
+    snap("dialog_copy_80x24", &st, 80, 24);
+    snap("dialog_copy_60x15", &st, 60, 15);
     let fx = update(&mut st, key('y'));
     assert!(fx
         .iter()

@@ -12,23 +12,19 @@ use super::fetch;
 use super::output::{self, name};
 use super::progress_line::with_progress;
 use super::scan;
-use crate::config;
 use crate::domain::QueueId;
 use crate::engine::gate::Mutation;
-use crate::engine::session::Session;
+use crate::engine::session::{OpenError, Session};
 use crate::triage::copy::{self, End};
 use crate::triage::headers::HeaderChange;
 
 /// The target's session: the source's own, or another profile of the same config (with
 /// `--read-only` carried over, so it can never be weakened by naming another profile).
 async fn target_session(s: &Session, profile: Option<&str>) -> Result<Session, CliError> {
-    match profile {
-        Some(p) if p != s.profile().name => {
-            let loaded = config::load(&s.loaded.options_for(p))?;
-            Ok(Session::open(loaded).await?)
-        }
-        _ => Ok(s.clone()),
-    }
+    s.for_profile(profile).await.map_err(|e| match e {
+        OpenError::Config(e) => e.into(),
+        OpenError::Backend(e) => e.into(),
+    })
 }
 
 /// One line per header that did not arrive under its own name.

@@ -37,4 +37,44 @@ impl Session {
     pub fn profile(&self) -> &Profile {
         &self.loaded.profile
     }
+
+    /// Another profile of the same configuration, opened with this session's command-line
+    /// options (so `--read-only` holds there too), or this session for its own name or `None`.
+    pub async fn for_profile(&self, profile: Option<&str>) -> Result<Session, OpenError> {
+        match profile {
+            Some(p) if p != self.profile().name => {
+                let loaded = crate::config::load(&self.loaded.options_for(p))?;
+                Ok(Session::open(loaded).await?)
+            }
+            _ => Ok(self.clone()),
+        }
+    }
+}
+
+/// Why another profile could not be opened: its configuration, or its broker.
+#[derive(Debug)]
+pub enum OpenError {
+    Config(crate::config::ConfigError),
+    Backend(BackendError),
+}
+
+impl From<crate::config::ConfigError> for OpenError {
+    fn from(e: crate::config::ConfigError) -> Self {
+        OpenError::Config(e)
+    }
+}
+
+impl From<BackendError> for OpenError {
+    fn from(e: BackendError) -> Self {
+        OpenError::Backend(e)
+    }
+}
+
+impl std::fmt::Display for OpenError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            OpenError::Config(e) => write!(f, "{}", e.0),
+            OpenError::Backend(e) => write!(f, "{e}"),
+        }
+    }
 }

@@ -23,19 +23,12 @@ fn verb(moving: bool) -> &'static str {
     }
 }
 
-/// The target's session: this one, or another profile of the same configuration (opened
-/// with the same command-line options, so `--read-only` holds there too).
+/// The target's session (`Session::for_profile`), errors as one redacted line.
 async fn target_session(own: &Session, profile: Option<&str>) -> Result<Session, String> {
-    match profile {
-        Some(p) if p != own.profile().name => {
-            let loaded = crate::config::load(&own.loaded.options_for(p))
-                .map_err(|e| format!("profile {p}: {}", one_line(&e.to_string())))?;
-            Session::open(loaded)
-                .await
-                .map_err(|e| format!("profile {p}: {}", one_line(&e.to_string())))
-        }
-        _ => Ok(own.clone()),
-    }
+    own.for_profile(profile).await.map_err(|e| {
+        let p = profile.unwrap_or_default();
+        format!("profile {p}: {}", one_line(&e.to_string()))
+    })
 }
 
 /// Checks the copy/move of `messages` and describes it for the dialog; nothing is sent.

@@ -131,25 +131,10 @@ pub(super) fn select_all(st: &mut State) {
 /// `D`: the selected messages (in the list) or the one open (or under the cursor) go to be
 /// planned; the dialog opens with the plan's note, or a flash says why the broker cannot.
 pub(super) fn plan_delete(st: &mut State, fx: &mut Vec<Effect>) {
-    if !matches!(st.view(), View::Messages | View::Message) {
-        set_status(
-            st,
-            Level::Warn,
-            "D deletes chosen messages: open the message browser first (b or d)",
-        );
-        return;
-    }
-    if st.op.is_some() {
-        set_status(st, Level::Warn, "an operation is already running");
-        return;
-    }
-    let Some(queue) = st.msgs.queue.clone() else {
+    let Some((queue, msgs)) = chosen_for(st, "D deletes") else {
         return;
     };
-    let ids: Vec<String> = chosen(st).into_iter().map(|m| m.id).collect();
-    if ids.is_empty() {
-        return;
-    }
+    let ids: Vec<String> = msgs.into_iter().map(|m| m.id).collect();
     set_status(
         st,
         Level::Info,
@@ -160,6 +145,24 @@ pub(super) fn plan_delete(st: &mut State, fx: &mut Vec<Effect>) {
         ids,
         run: false,
     });
+}
+
+/// The browsed queue and the chosen messages for an action that starts an operation, or a
+/// flash saying why not (not in the message browser: `what` names the action; another
+/// operation running); `None` also when nothing is there to choose.
+fn chosen_for(st: &mut State, what: &str) -> Option<(QueueId, Vec<Message>)> {
+    if !matches!(st.view(), View::Messages | View::Message) {
+        let msg = format!("{what} chosen messages: open the message browser first (b or d)");
+        set_status(st, Level::Warn, msg);
+        return None;
+    }
+    if st.op.is_some() {
+        set_status(st, Level::Warn, "an operation is already running");
+        return None;
+    }
+    let queue = st.msgs.queue.clone()?;
+    let msgs = chosen(st);
+    (!msgs.is_empty()).then_some((queue, msgs))
 }
 
 /// The messages an action on "the selection" takes: the selected ones in the list, else the
@@ -181,14 +184,6 @@ fn chosen(st: &State) -> Vec<Message> {
 /// messages go to be checked (target, tiers, a move's deletion); the dialog opens with that.
 pub(super) fn plan_transfer(st: &mut State, arg: &str, moving: bool, fx: &mut Vec<Effect>) {
     let verb = if moving { "move" } else { "copy" };
-    if !matches!(st.view(), View::Messages | View::Message) {
-        set_status(
-            st,
-            Level::Warn,
-            format!(":{verb} acts on chosen messages: open the message browser first (b or d)"),
-        );
-        return;
-    }
     let need = if moving {
         Access::Full
     } else {
@@ -216,17 +211,9 @@ pub(super) fn plan_transfer(st: &mut State, arg: &str, moving: bool, fx: &mut Ve
         set_status(st, Level::Warn, msg);
         return;
     }
-    if st.op.is_some() {
-        set_status(st, Level::Warn, "an operation is already running");
-        return;
-    }
-    let Some(source) = st.msgs.queue.clone() else {
+    let Some((source, messages)) = chosen_for(st, &format!(":{verb} acts on")) else {
         return;
     };
-    let messages = chosen(st);
-    if messages.is_empty() {
-        return;
-    }
     set_status(
         st,
         Level::Info,

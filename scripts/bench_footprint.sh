@@ -13,6 +13,9 @@
 # Cargo's CARGO_PROFILE_RELEASE_* variables pass through to every revision, so a release profile
 # candidate can be tried without a commit: CARGO_PROFILE_RELEASE_OPT_LEVEL=s $0 foot
 # FEATURES=rabbitmq builds with only those backends (--no-default-features --features ...).
+# Per-package settings ([profile.release.package.NAME]) have no such variable: commit the
+# candidate on a branch and pass the branch; KEEP=1 keeps each stripped binary for
+# QDECK_BIN=... scripts/bench_console.sh, which tells whether the console got slower.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

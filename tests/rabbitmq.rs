@@ -829,27 +829,9 @@ async fn cli_purge_where_deletes_the_matching_messages() {
     let q = uniq("pwhere");
     declare(&ch, &q, FieldTable::default()).await;
     publish(&ch, &q, 10, false).await;
-    let dir = tempfile::tempdir().expect("tempdir");
-    let cfg = dir.path().join("config/qdeck/config.toml");
-    std::fs::create_dir_all(cfg.parent().expect("parent")).expect("mkdir");
-    std::fs::write(
-        &cfg,
-        format!(
-            "[[profiles]]\nname = \"r\"\nkind = \"rabbitmq\"\namqp_url = \"{}\"\n\
-             management_url = \"{}\"\nusername = \"{}\"\npassword_env = \"{PASSWORD_VAR}\"\n",
-            e.bare_url, e.mgmt, e.user
-        ),
-    )
-    .expect("config");
-    let out = assert_cmd::Command::cargo_bin("qdeck")
-        .expect("binary")
-        .env("XDG_CONFIG_HOME", dir.path().join("config"))
-        .env("XDG_DATA_HOME", dir.path().join("data"))
-        .env("XDG_STATE_HOME", dir.path().join("state"))
-        .env(PASSWORD_VAR, &e.password)
-        .args([
-            "-p",
-            "r",
+    let (out, _dir) = run_cli(
+        &e,
+        &[
             "purge",
             &q,
             "--where",
@@ -857,10 +839,8 @@ async fn cli_purge_where_deletes_the_matching_messages() {
             "--yes",
             "-o",
             "json",
-        ])
-        .timeout(Duration::from_secs(60))
-        .output()
-        .expect("run qdeck");
+        ],
+    );
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(
         out.status.code(),
@@ -886,31 +866,13 @@ async fn cli_redrive_where_moves_the_matching_messages_in_one_pass() {
     declare(&ch, &q, FieldTable::default()).await;
     declare(&ch, &to, FieldTable::default()).await;
     publish(&ch, &q, 10, false).await;
-    let dir = tempfile::tempdir().expect("tempdir");
-    let cfg = dir.path().join("config/qdeck/config.toml");
-    std::fs::create_dir_all(cfg.parent().expect("parent")).expect("mkdir");
-    std::fs::write(
-        &cfg,
-        format!(
-            "[[profiles]]\nname = \"r\"\nkind = \"rabbitmq\"\namqp_url = \"{}\"\n\
-             management_url = \"{}\"\nusername = \"{}\"\npassword_env = \"{PASSWORD_VAR}\"\n",
-            e.bare_url, e.mgmt, e.user
-        ),
-    )
-    .expect("config");
     let pred = r#"body ~ "msg-[0-2]$""#;
-    let out = assert_cmd::Command::cargo_bin("qdeck")
-        .expect("binary")
-        .env("XDG_CONFIG_HOME", dir.path().join("config"))
-        .env("XDG_DATA_HOME", dir.path().join("data"))
-        .env("XDG_STATE_HOME", dir.path().join("state"))
-        .env(PASSWORD_VAR, &e.password)
-        .args([
-            "-p", "r", "redrive", &q, "--to", &to, "--where", pred, "--yes", "-o", "json",
-        ])
-        .timeout(Duration::from_secs(60))
-        .output()
-        .expect("run qdeck");
+    let (out, dir) = run_cli(
+        &e,
+        &[
+            "redrive", &q, "--to", &to, "--where", pred, "--yes", "-o", "json",
+        ],
+    );
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(
         out.status.code(),
@@ -942,6 +904,87 @@ async fn cli_redrive_where_moves_the_matching_messages_in_one_pass() {
         "{line}"
     );
     cleanup(&ch, &[&q, &to]).await;
+}
+
+/// `qdeck -p r ARGS` as a user runs it, with a profile `r` for the test broker in a config of
+/// its own; the directory (config, data, state: the audit log) lives as long as the caller
+/// keeps it.
+fn run_cli(e: &Env, args: &[&str]) -> (std::process::Output, tempfile::TempDir) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cfg = dir.path().join("config/qdeck/config.toml");
+    std::fs::create_dir_all(cfg.parent().expect("parent")).expect("mkdir");
+    std::fs::write(
+        &cfg,
+        format!(
+            "[[profiles]]\nname = \"r\"\nkind = \"rabbitmq\"\namqp_url = \"{}\"\n\
+             management_url = \"{}\"\nusername = \"{}\"\npassword_env = \"{PASSWORD_VAR}\"\n",
+            e.bare_url, e.mgmt, e.user
+        ),
+    )
+    .expect("config");
+    let out = assert_cmd::Command::cargo_bin("qdeck")
+        .expect("binary")
+        .env("XDG_CONFIG_HOME", dir.path().join("config"))
+        .env("XDG_DATA_HOME", dir.path().join("data"))
+        .env("XDG_STATE_HOME", dir.path().join("state"))
+        .env(PASSWORD_VAR, &e.password)
+        .args(["-p", "r"])
+        .args(args)
+        .timeout(Duration::from_secs(60))
+        .output()
+        .expect("run qdeck");
+    (out, dir)
+}
+
+/// `qdeck import` into a queue that refuses publishes past its length (x-max-length 5,
+/// reject-publish): the batch is published at once, the broker confirms five and nacks three,
+/// and the report says so — five sent, three failed, the first failure at line 6 — with
+/// exactly five messages in the queue.
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "needs QDECK_TEST_AMQP_URL"]
+async fn cli_import_reports_each_message_the_broker_refused() {
+    let e = broker();
+    let (_c, ch) = admin(&e).await;
+    let q = uniq("capped");
+    let mut args = FieldTable::default();
+    args.insert("x-max-length".into(), AMQPValue::LongInt(5));
+    args.insert(
+        "x-overflow".into(),
+        AMQPValue::LongString(LongString::from("reject-publish")),
+    );
+    declare(&ch, &q, args).await;
+    let file = tempfile::NamedTempFile::new().expect("file");
+    let lines: Vec<String> = (1..=8)
+        .map(|i| format!(r#"{{"body": "line {i}", "headers": [["x-line", "{i}"]]}}"#))
+        .collect();
+    std::fs::write(file.path(), lines.join("\n")).expect("write");
+    let path = file.path().to_string_lossy().to_string();
+    let (out, _dir) = run_cli(&e, &["import", &q, "-f", &path, "--yes", "-o", "json"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "partial: {stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The report, then the error as a JSON document of its own.
+    let docs: Vec<serde_json::Value> = serde_json::Deserializer::from_str(&stdout)
+        .into_iter()
+        .collect::<Result<_, _>>()
+        .expect("json documents");
+    let v = &docs[0];
+    assert_eq!(docs[1]["exit_code"], 3, "{stdout}");
+    assert_eq!(
+        (&v["sent"], &v["failed"], &v["failed_line"]),
+        (&5.into(), &3.into(), &6.into()),
+        "{v}"
+    );
+    assert!(
+        v["error"].as_str().is_some_and(|e| e.contains("nack")),
+        "{v}"
+    );
+    wait_depth(&ch, &q, 5).await;
+    cleanup(&ch, &[&q]).await;
 }
 
 fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {

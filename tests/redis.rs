@@ -303,6 +303,8 @@ mod bullmq_contract {
             redrive_honours_max: "its second half redrives to a named queue",
             redrive_moves_at_most_the_count_at_start: "redrives to a named queue",
             redrive_declared_native_receives_nothing: "redrives to a named queue",
+            send_many_delivers_every_message_once: "jobs are added with the library's own client",
+            send_many_to_a_missing_queue_sends_nothing: "jobs are added with the library's own client",
         },
     );
 }
@@ -368,6 +370,8 @@ mod sidekiq_contract {
             redrive_honours_max: "its second half redrives to a named queue",
             redrive_moves_at_most_the_count_at_start: "redrives to a named queue",
             redrive_declared_native_receives_nothing: "redrives to a named queue",
+            send_many_delivers_every_message_once: "jobs are added with the library's own client",
+            send_many_to_a_missing_queue_sends_nothing: "jobs are added with the library's own client",
         },
     );
 }
@@ -401,6 +405,15 @@ async fn redrive_to_another_queue_is_refused_with_the_reason() {
         }
         let left = b.count(&s.dlq).await.expect("count").ready;
         assert_eq!(left, 2, "nothing moved from {}", s.dlq);
+        // Sending (one or a batch) is the library's own client's job: refused, nothing added.
+        let batch = vec![OutgoingMessage::default(); 3];
+        let answers = b.send_many(&s.dlq, batch).await;
+        assert_eq!(answers.len(), 1, "a refusal ends the batch: {answers:?}");
+        match &answers[0] {
+            Err(BackendError::Unsupported(why)) => assert!(why.contains("own client"), "{why}"),
+            other => panic!("send_many to {}: {other:?}", s.dlq),
+        }
+        assert_eq!(b.count(&s.dlq).await.expect("count").ready, 2);
     }
     bull.cleanup().await;
     sk.cleanup().await;

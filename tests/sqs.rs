@@ -2120,3 +2120,56 @@ fn http_client() -> reqwest::Client {
     qdeck::tls::install_provider();
     reqwest::Client::new()
 }
+
+/// `send_many` on SQS: ten messages a SendMessageBatch call (no SendMessage), a body SQS
+/// cannot carry (not UTF-8) answered alone without stopping the others, and on a FIFO queue
+/// every message arrives with its group.
+#[tokio::test]
+#[ignore = "needs QDECK_TEST_SQS_ENDPOINT"]
+async fn send_many_batches_ten_a_call_and_refuses_only_the_bad_entry() {
+    let ep = require_endpoint();
+    let p = prefix();
+    let r = raw(&ep).await;
+    r.create(&format!("{p}-batch"), &[]).await;
+    r.create(
+        &format!("{p}-batch.fifo"),
+        &[(QueueAttributeName::FifoQueue, "true".to_string())],
+    )
+    .await;
+    let b = qdeck(&ep, &p).await;
+    let msg = |i: usize| OutgoingMessage {
+        body: format!("batch {i}").into_bytes(),
+        key: Some(format!("g{}", i % 3)),
+        headers: vec![("x-seq".to_string(), i.to_string())],
+        ..Default::default()
+    };
+    let mut msgs: Vec<OutgoingMessage> = (0..25).map(msg).collect();
+    msgs[12].body = vec![0xff, 0xfe, 0x00];
+    let q = QueueId::new(format!("{p}-batch"));
+    let before = b.api_calls().snapshot();
+    let answers = b.send_many(&q, msgs).await;
+    assert_eq!(answers.len(), 25, "one answer per message");
+    for (i, a) in answers.iter().enumerate() {
+        match (i, a) {
+            (12, Err(BackendError::Invalid(why))) => assert!(why.contains("UTF-8"), "{why}"),
+            (12, other) => panic!("the binary body was not refused: {other:?}"),
+            (_, Ok(Some(_))) => {}
+            (_, other) => panic!("message {i}: {other:?}"),
+        }
+    }
+    let after = b.api_calls().snapshot();
+    let calls =
+        |op: &str| after.get(op).copied().unwrap_or(0) - before.get(op).copied().unwrap_or(0);
+    assert_eq!(
+        calls("sqs:SendMessageBatch"),
+        3,
+        "24 entries, ten a call: {after:?}"
+    );
+    assert_eq!(calls("sqs:SendMessage"), 0, "{after:?}");
+    assert_eq!(b.count(&q).await.expect("count").ready, 24);
+
+    let fifo = QueueId::new(format!("{p}-batch.fifo"));
+    let answers = b.send_many(&fifo, (0..12).map(msg).collect()).await;
+    assert!(answers.iter().all(Result::is_ok), "{answers:?}");
+    assert_eq!(b.count(&fifo).await.expect("count").ready, 12);
+}

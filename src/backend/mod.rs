@@ -96,6 +96,29 @@ pub trait Backend: Send + Sync {
     /// Publish one message; returns its id when the broker gives one.
     async fn send(&self, queue: &QueueId, msg: OutgoingMessage) -> Result<Option<String>>;
 
+    /// Publish several messages to one queue, in order, as one batch where the broker has one
+    /// (a transaction, pipelined confirms, SendMessageBatch). The answer has one entry per
+    /// message tried, in the order given: its id, or why that one was not sent. A failure
+    /// that would repeat for every message (queue gone, connection lost) ends the batch, and
+    /// the messages not tried are absent from the answer. Default: one `send` each, stopping
+    /// at the first failure.
+    async fn send_many(
+        &self,
+        queue: &QueueId,
+        msgs: Vec<OutgoingMessage>,
+    ) -> Vec<Result<Option<String>>> {
+        let mut out = Vec::with_capacity(msgs.len());
+        for m in msgs {
+            let r = self.send(queue, m).await;
+            let stop = r.is_err();
+            out.push(r);
+            if stop {
+                break;
+            }
+        }
+        out
+    }
+
     /// What `redrive(req)` would do, without changing anything: the same checks the real run
     /// makes (unknown target, no recorded origin, unsupported queue) fail here the same way.
     /// Backends with extra checks override it and call it from `redrive`.

@@ -182,11 +182,9 @@ pub async fn transfer(s: &Session, a: &TransferArgs, moving: bool, f: Format) ->
         "scanned": summary.scanned,
         "complete": summary.complete(),
     });
-    let r = with_progress(
-        verb,
-        "stopping after the current message…",
-        |p| async move { copy::transfer(from, to, msgs, moving, a.rate, note, &p).await },
-    )
+    let r = with_progress(verb, "stopping after the current batch…", |p| async move {
+        copy::transfer(from, to, msgs, moving, a.rate, note, &p).await
+    })
     .await?;
     if f == Format::Json {
         output::print_json(&r).ok();

@@ -133,7 +133,7 @@ pub async fn import(
         }
     }
     let source = file.display().to_string();
-    let r = with_progress("import", "stopping after the current message…", |p| {
+    let r = with_progress("import", "stopping after the current batch…", |p| {
         let (gate, id, source) = (&s.gate, &info.id, &source);
         async move { send_all(gate, id, msgs, rate, source, &p).await }
     })

@@ -5,11 +5,12 @@
 //! duplicate, never a loss. Both profiles' gates are checked before anything is read or sent,
 //! and both get an audit line.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use serde::Serialize;
 use serde_json::json;
 
+use super::batches::{batch_len, send_batch};
 use super::headers::{map_message, HeaderChange, HeaderLedger};
 use super::predicate::{EvalContext, Predicate};
 use super::scan::{scan, ScanLimits, ScanSummary};
@@ -181,9 +182,10 @@ pub fn preview_headers(from: End<'_>, to: End<'_>, msgs: &[Message]) -> Vec<Head
     ledger.changes()
 }
 
-/// Send a copy of each message to `to` (rate limited, cancellable), then for a move delete
-/// the originals whose copy was confirmed. The first failed send stops the sending; the
-/// originals already copied are still deleted, so nothing stays twice because of the stop.
+/// Send a copy of each message to `to` in batches (rate limited, cancellable), then for a
+/// move delete the originals whose copy was confirmed. The first batch with a failed send
+/// stops the sending; the originals already copied (in that batch too) are still deleted, so
+/// nothing stays twice because of the stop.
 /// `note` (predicate, scan counts) joins both audit lines.
 #[allow(clippy::too_many_arguments)]
 pub async fn transfer(
@@ -209,28 +211,24 @@ pub async fn transfer(
     progress.set_total(Some(msgs.len() as u64));
     progress.phase("copying");
     let started = Instant::now();
-    for (i, m) in msgs.iter().enumerate() {
+    for (k, chunk) in msgs.chunks(batch_len(rate)).enumerate() {
         if progress.cancelled() {
             report.cancelled = true;
             break;
         }
-        if let Some(r) = rate.filter(|r| *r > 0.0 && r.is_finite()) {
-            let due = started + Duration::from_secs_f64(i as f64 / r);
-            tokio::time::sleep_until(due.into()).await;
-        }
-        let out = map_message(m, fk, tk, &mut ledger);
-        match to.gate.backend().send(to.queue, out).await {
-            Ok(_) => {
-                report.sent += 1;
-                progress.add_done(1);
-                copied.push(m.id.clone());
-            }
-            Err(e) => {
-                report.failed += 1;
-                progress.add_failed(1);
-                report.error = Some(format!("message {}: {e}", m.id));
-                break;
-            }
+        let batch = chunk
+            .iter()
+            .map(|m| map_message(m, fk, tk, &mut ledger))
+            .collect();
+        let done = k * batch_len(rate);
+        let backend = to.gate.backend().as_ref();
+        let o = send_batch(backend, to.queue, batch, done, started, rate, progress).await;
+        report.sent += o.sent.len() as u64;
+        report.failed += o.failed as u64;
+        copied.extend(o.sent.iter().map(|&i| chunk[i].id.clone()));
+        if let Some((i, e)) = o.first_error {
+            report.error = Some(format!("message {}: {e}", chunk[i].id));
+            break;
         }
     }
     report.headers = ledger.changes();

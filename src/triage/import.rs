@@ -1,8 +1,9 @@
 //! Publish the messages of an export file through the gate: the read-only check first, then
-//! one send each (rate limited, cancellable, progress), one audit line for the whole run.
-//! The first failed send stops the run: what was sent is reported, the rest stays unsent.
+//! batches of sends (rate limited, cancellable, progress), one audit line for the whole run.
+//! The first batch with a failed send stops the run: what was sent is reported (within that
+//! batch, messages after the failed one may have been sent), the rest stays unsent.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use serde::Serialize;
 use serde_json::json;
@@ -10,6 +11,7 @@ use serde_json::json;
 use crate::backend::{BackendError, OpProgress};
 use crate::domain::{OutgoingMessage, QueueId};
 use crate::engine::gate::{Gate, Mutation};
+use crate::triage::batches::{batch_len, send_batch};
 
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct ImportReport {
@@ -36,27 +38,36 @@ pub async fn import(
     progress.phase("sending");
     let started = Instant::now();
     let mut report = ImportReport::default();
-    for (i, (line, msg)) in msgs.into_iter().enumerate() {
+    let per = batch_len(rate);
+    let mut rest = msgs.into_iter();
+    let mut done = 0;
+    loop {
+        let (lines, batch): (Vec<usize>, Vec<OutgoingMessage>) = rest.by_ref().take(per).unzip();
+        if batch.is_empty() {
+            break;
+        }
         if progress.cancelled() {
             report.cancelled = true;
             break;
         }
-        if let Some(r) = rate.filter(|r| *r > 0.0 && r.is_finite()) {
-            let due = started + Duration::from_secs_f64(i as f64 / r);
-            tokio::time::sleep_until(due.into()).await;
-        }
-        match gate.backend().send(queue, msg).await {
-            Ok(_) => {
-                report.sent += 1;
-                progress.add_done(1);
-            }
-            Err(e) => {
-                report.failed += 1;
-                progress.add_failed(1);
-                report.failed_line = Some(line);
-                report.error = Some(format!("line {line}: {e}"));
-                break;
-            }
+        let o = send_batch(
+            gate.backend().as_ref(),
+            queue,
+            batch,
+            done,
+            started,
+            rate,
+            progress,
+        )
+        .await;
+        done += lines.len();
+        report.sent += o.sent.len() as u64;
+        report.failed += o.failed as u64;
+        if let Some((i, e)) = o.first_error {
+            let line = lines[i];
+            report.failed_line = Some(line);
+            report.error = Some(format!("line {line}: {e}"));
+            break;
         }
     }
     let result = if report.failed > 0 && report.sent > 0 {

@@ -2,6 +2,7 @@
 //! and a predicate language to select messages. Engine level: no console or CLI code here, so
 //! both front-ends build on the same functions.
 
+pub mod batches;
 pub mod copy;
 pub mod headers;
 pub mod import;

@@ -12,6 +12,7 @@ pub mod browse;
 pub mod honesty;
 pub mod listing;
 pub mod redrive;
+pub mod send;
 pub mod support;
 pub mod throttle;
 
@@ -28,6 +29,9 @@ pub mod cases {
     pub use super::honesty::*;
     pub use super::listing::*;
     pub use super::redrive::*;
+    // Not used where every send case is not applicable (the job libraries).
+    #[allow(unused_imports)]
+    pub use super::send::*;
     pub use super::throttle::*;
 }
 
@@ -163,6 +167,8 @@ macro_rules! contract_tests {
             case!(redrive_cancel_leaves_everything_accounted_for);
             case!(redrive_declared_native_receives_nothing);
             case!(plan_matches_the_declared_capabilities);
+            case!(send_many_delivers_every_message_once);
+            case!(send_many_to_a_missing_queue_sends_nothing);
         }
     };
 }

@@ -416,6 +416,24 @@ impl Backend for LocalHandle {
             .await
     }
 
+    /// One transaction: all are sent or none.
+    async fn send_many(
+        &self,
+        queue: &QueueId,
+        msgs: Vec<OutgoingMessage>,
+    ) -> Vec<Result<Option<String>>> {
+        self.0.calls.bump("local:send");
+        let q = queue.clone();
+        match self
+            .0
+            .blocking(move |b| b.send_ids(q.as_str(), &msgs))
+            .await
+        {
+            Ok(ids) => ids.into_iter().map(|id| Ok(Some(id.to_string()))).collect(),
+            Err(e) => vec![Err(e)],
+        }
+    }
+
     /// The same checks the real run makes (`redrive_plan`), so a dry run cannot disagree.
     async fn plan_redrive(&self, req: &RedriveRequest) -> Result<RedrivePlan> {
         let r = req.clone();

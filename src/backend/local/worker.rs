@@ -180,6 +180,20 @@ impl LocalBackend {
 
     /// Publish many messages in one transaction.
     pub fn send_batch(&self, queue: &str, msgs: &[OutgoingMessage]) -> Result<usize> {
+        self.send_ids(queue, msgs).map(|ids| ids.len())
+    }
+
+    /// Publish many messages in one transaction; returns their ids in order. All or none.
+    pub fn send_ids(&self, queue: &str, msgs: &[OutgoingMessage]) -> Result<Vec<i64>> {
+        let headers = msgs
+            .iter()
+            .map(|m| {
+                (!m.headers.is_empty())
+                    .then(|| serde_json::to_string(&m.headers))
+                    .transpose()
+                    .map_err(|e| BackendError::Other(e.to_string()))
+            })
+            .collect::<Result<Vec<_>>>()?;
         let now = now_ms();
         self.write(|tx| {
             if queue_row(tx, queue)?.is_none() {
@@ -189,17 +203,17 @@ impl LocalBackend {
                 "INSERT INTO messages(queue, key, body, headers, enqueued_ms, visible_ms)
                  VALUES(?1, ?2, ?3, ?4, ?5, ?6)",
             )?;
-            for m in msgs {
-                let headers = (!m.headers.is_empty())
-                    .then(|| serde_json::to_string(&m.headers).unwrap_or_default());
+            let mut ids = Vec::with_capacity(msgs.len());
+            for (m, h) in msgs.iter().zip(&headers) {
                 let visible = now + m.delay.map(|d| d.as_millis() as i64).unwrap_or(0);
-                st.execute(params![queue, m.key, m.body, headers, now, visible])?;
+                st.execute(params![queue, m.key, m.body, h, now, visible])?;
+                ids.push(tx.last_insert_rowid());
             }
             tx.execute(
                 "UPDATE queues SET enqueued_total = enqueued_total + ?2 WHERE name = ?1",
                 params![queue, msgs.len() as i64],
             )?;
-            Ok(Ok(msgs.len()))
+            Ok(Ok(ids))
         })
     }
 

@@ -14,6 +14,7 @@ mod headers;
 mod matching;
 mod mgmt;
 mod one_pass;
+mod publish;
 mod purge;
 mod redrive;
 mod shovel;
@@ -552,7 +553,16 @@ impl Backend for RabbitBackend {
     }
 
     async fn send(&self, queue: &QueueId, msg: OutgoingMessage) -> Result<Option<String>> {
-        purge::send(self, queue, msg).await
+        publish::send(self, queue, msg).await
+    }
+
+    /// One channel, every confirm in flight at once.
+    async fn send_many(
+        &self,
+        queue: &QueueId,
+        msgs: Vec<OutgoingMessage>,
+    ) -> Vec<Result<Option<String>>> {
+        publish::send_many(self, queue, msgs).await
     }
 
     async fn redrive(&self, req: &RedriveRequest, progress: &OpProgress) -> Result<RedriveReport> {

@@ -21,6 +21,7 @@ mod figures;
 mod movetask;
 mod purge;
 mod redrive;
+mod send;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -463,7 +464,16 @@ impl Backend for SqsBackend {
     }
 
     async fn send(&self, queue: &QueueId, msg: OutgoingMessage) -> Result<Option<String>> {
-        browse::send(self, queue, msg).await
+        send::send(self, queue, msg).await
+    }
+
+    /// SendMessageBatch: ten messages a call.
+    async fn send_many(
+        &self,
+        queue: &QueueId,
+        msgs: Vec<OutgoingMessage>,
+    ) -> Vec<Result<Option<String>>> {
+        send::send_many(self, queue, msgs).await
     }
 
     async fn redrive(&self, req: &RedriveRequest, progress: &OpProgress) -> Result<RedriveReport> {

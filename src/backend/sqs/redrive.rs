@@ -40,7 +40,7 @@ fn hold_secs() -> i32 {
         .unwrap_or(REDRIVE_VISIBILITY)
 }
 /// SendMessageBatch payload kept under the classic 256 KiB batch limit.
-const BATCH_BYTES: usize = 256 * 1024;
+pub(crate) const BATCH_BYTES: usize = 256 * 1024;
 
 pub(crate) async fn redrive(
     b: &SqsBackend,

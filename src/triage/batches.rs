@@ -53,8 +53,8 @@ pub async fn send_batch(
         failed: 0,
         first_error: None,
     };
-    let answered = answers.len();
-    for (i, a) in answers.into_iter().enumerate() {
+    let answered = answers.len().min(len);
+    for (i, a) in answers.into_iter().take(len).enumerate() {
         match a {
             Ok(_) => {
                 out.sent.push(i);

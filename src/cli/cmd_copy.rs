@@ -207,7 +207,7 @@ pub async fn transfer(s: &Session, a: &TransferArgs, moving: bool, f: Format) ->
     }
     if let Some(e) = &r.error {
         let code = if r.sent > 0 { PARTIAL } else { FAILED };
-        return Err(CliError::new(code, name(e)));
+        return Err(CliError::after_report(code, name(e)));
     }
     Ok(if r.cancelled {
         INTERRUPTED

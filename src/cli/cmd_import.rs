@@ -150,7 +150,7 @@ pub async fn import(
     }
     if let Some(e) = &r.error {
         let msg = format!("{shown_file} {}; the rest was not sent", name(e));
-        return Err(CliError::new(
+        return Err(CliError::after_report(
             if r.sent > 0 { PARTIAL } else { FAILED },
             msg,
         ));

@@ -26,6 +26,9 @@ pub const INTERRUPTED: u8 = 130;
 pub struct CliError {
     pub code: u8,
     pub message: String,
+    /// The command already printed its report (which carries the error): with `-o json`
+    /// nothing more goes to stdout, so the answer stays one JSON document.
+    pub reported: bool,
 }
 
 impl CliError {
@@ -33,6 +36,15 @@ impl CliError {
         CliError {
             code,
             message: message.into(),
+            reported: false,
+        }
+    }
+
+    /// A failure whose report the command has printed already (a partial import or copy).
+    pub fn after_report(code: u8, message: impl Into<String>) -> Self {
+        CliError {
+            reported: true,
+            ..Self::new(code, message)
         }
     }
 

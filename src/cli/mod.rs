@@ -36,12 +36,21 @@ use crate::domain::{QueueId, RedriveRequest, RedriveTarget};
 use crate::engine::session::Session;
 
 /// Run one command. With `-o json`, a failure is still JSON on stdout (`error`, `exit_code`)
-/// besides the one line on stderr, so a script never parses an empty answer.
+/// besides the one line on stderr, so a script never parses an empty answer; a failure whose
+/// report was printed (it carries `error`) adds nothing, so stdout stays one JSON document.
 pub async fn run(cli: Cli) -> CliResult {
     let json = output::resolve(cli.global.output) == args::Format::Json
         && !matches!(cli.command, Some(Command::Check(_)));
     let r = dispatch(cli).await;
-    if let (true, Err(e)) = (json, &r) {
+    if let (
+        true,
+        Err(
+            e @ CliError {
+                reported: false, ..
+            },
+        ),
+    ) = (json, &r)
+    {
         output::print_json(&serde_json::json!({
             "error": crate::sanitize::clean(&crate::config::redact::redact(&e.message)),
             "exit_code": e.code,

@@ -373,6 +373,43 @@ async fn figures_match_management_api_and_dlq_links_via_arguments() {
     cleanup(&ch, &[&src, &dlq, &qq]).await;
 }
 
+/// A delayed send needs a plugin qdeck does not use: refused alone, and in a batch the
+/// messages before it are sent and none after it.
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "needs QDECK_TEST_AMQP_URL"]
+async fn a_delayed_send_is_refused_where_it_stands() {
+    let e = broker();
+    let (_c, ch) = admin(&e).await;
+    let name = uniq("delayed");
+    declare(&ch, &name, FieldTable::default()).await;
+    let b = backend(&e).await;
+    let q = QueueId::new(name.clone());
+    let msg = |delay: Option<Duration>| OutgoingMessage {
+        body: b"later".to_vec(),
+        delay,
+        ..Default::default()
+    };
+    match b.send(&q, msg(Some(Duration::from_secs(30)))).await {
+        Err(BackendError::Unsupported(why)) => assert!(why.contains("delayed-message"), "{why}"),
+        other => panic!("expected Unsupported, got {other:?}"),
+    }
+    let batch = vec![
+        msg(None),
+        msg(None),
+        msg(Some(Duration::from_secs(30))),
+        msg(None),
+    ];
+    let answers = b.send_many(&q, batch).await;
+    assert_eq!(answers.len(), 3, "{answers:?}");
+    assert!(answers[0].is_ok() && answers[1].is_ok(), "{answers:?}");
+    assert!(
+        matches!(answers[2], Err(BackendError::Unsupported(_))),
+        "{answers:?}"
+    );
+    wait_depth(&ch, &name, 2).await;
+    cleanup(&ch, &[&name]).await;
+}
+
 #[tokio::test(flavor = "multi_thread")]
 #[ignore = "needs QDECK_TEST_AMQP_URL"]
 async fn scheduled_listing_is_refused_with_the_reason() {
@@ -936,6 +973,18 @@ fn run_cli(e: &Env, args: &[&str]) -> (std::process::Output, tempfile::TempDir) 
     (out, dir)
 }
 
+/// A queue that holds at most `max` messages and nacks every publish past that
+/// (x-overflow reject-publish): a broker-side refusal of single messages within a batch.
+async fn declare_capped(ch: &Channel, name: &str, max: i32) {
+    let mut args = FieldTable::default();
+    args.insert("x-max-length".into(), AMQPValue::LongInt(max));
+    args.insert(
+        "x-overflow".into(),
+        AMQPValue::LongString(LongString::from("reject-publish")),
+    );
+    declare(ch, name, args).await;
+}
+
 /// `qdeck import` into a queue that refuses publishes past its length (x-max-length 5,
 /// reject-publish): the batch is published at once, the broker confirms five and nacks three,
 /// and the report says so — five sent, three failed, the first failure at line 6 — with
@@ -946,13 +995,7 @@ async fn cli_import_reports_each_message_the_broker_refused() {
     let e = broker();
     let (_c, ch) = admin(&e).await;
     let q = uniq("capped");
-    let mut args = FieldTable::default();
-    args.insert("x-max-length".into(), AMQPValue::LongInt(5));
-    args.insert(
-        "x-overflow".into(),
-        AMQPValue::LongString(LongString::from("reject-publish")),
-    );
-    declare(&ch, &q, args).await;
+    declare_capped(&ch, &q, 5).await;
     let file = tempfile::NamedTempFile::new().expect("file");
     let lines: Vec<String> = (1..=8)
         .map(|i| format!(r#"{{"body": "line {i}", "headers": [["x-line", "{i}"]]}}"#))
@@ -991,13 +1034,7 @@ async fn cli_move_into_a_capped_queue_deletes_only_the_confirmed_originals() {
     let (_c, ch) = admin(&e).await;
     let (src, capped) = (uniq("movesrc"), uniq("movecap"));
     declare(&ch, &src, FieldTable::default()).await;
-    let mut args = FieldTable::default();
-    args.insert("x-max-length".into(), AMQPValue::LongInt(5));
-    args.insert(
-        "x-overflow".into(),
-        AMQPValue::LongString(LongString::from("reject-publish")),
-    );
-    declare(&ch, &capped, args).await;
+    declare_capped(&ch, &capped, 5).await;
     publish(&ch, &src, 8, false).await;
     wait_depth(&ch, &src, 8).await;
     let (out, _dir) = run_cli(&e, &["move", &src, "--to", &capped, "--yes", "-o", "json"]);

@@ -61,9 +61,6 @@ pub async fn send_many(
     queue: &QueueId,
     msgs: Vec<OutgoingMessage>,
 ) -> Vec<Result<Option<String>>> {
-    if msgs.is_empty() {
-        return Vec::new();
-    }
     // A delayed message is refused where it stands; the ones before it are sent.
     let sendable = msgs.iter().take_while(|m| m.delay.is_none()).count();
     let mut out = match publish_all(b, queue, &msgs[..sendable]).await {
@@ -141,9 +138,7 @@ pub async fn send(
     queue: &QueueId,
     msg: OutgoingMessage,
 ) -> Result<Option<String>> {
-    if msg.delay.is_some() {
-        return Err(delayed_refusal());
-    }
+    // A delayed message gets its refusal from `send_many`, as in a batch.
     send_many(b, queue, vec![msg])
         .await
         .pop()

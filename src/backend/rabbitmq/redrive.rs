@@ -10,7 +10,6 @@
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::time::{Duration, Instant};
 
-use futures::future::{join_all, BoxFuture};
 use futures::stream::{BoxStream, FuturesUnordered, SelectAll};
 use futures::StreamExt;
 use lapin::message::Delivery;
@@ -93,24 +92,13 @@ impl Acks {
     }
 }
 
-/// With a filter, each consuming channel holds at most `LANE` unacknowledged messages (its
-/// prefetch), and the next channel starts opening once one holds half as many passed-over
+/// With a filter, each consuming channel holds at most this many unacknowledged messages
+/// (its prefetch), and a new channel starts consuming once one holds `LANE_FULL` passed-over
 /// messages. RabbitMQ finds the message an ack names by walking the channel's list of
-/// unacknowledged deliveries from the oldest, rebuilding the list as it goes: every ack of a
-/// matching message walks past the messages held before it on its channel. Measured over
-/// 50,000 messages of which 10,000 match (`scripts/bench_filtered_redrive.sh`, RabbitMQ
-/// 3.10): lanes of 2,000 took 4.2-8 s, of 300 2.4-2.5 s, of 100 4.7-5.2 s (400 channels to
-/// open and close).
-const LANE: u16 = 300;
-
-/// Prefetch of each lane for a pass over `depth` messages: `LANE`, or more when lanes of
-/// `LANE` would take over half the channels the connection may open (the console shares it).
-fn lane_for(depth: u64, channel_max: u16) -> u16 {
-    let lanes = (u64::from(channel_max) / 2).max(1);
-    (depth / lanes)
-        .saturating_add(1)
-        .clamp(u64::from(LANE), u64::from(u16::MAX)) as u16
-}
+/// unacknowledged deliveries from the oldest: past every message held there. On one channel
+/// that holds 40,000, a 50,000-message pass took 120 s; lanes keep each ack's walk short.
+const LANE: u16 = 2000;
+const LANE_FULL: usize = 1500;
 
 /// A consuming channel and what is unacknowledged on it.
 struct Lane {
@@ -121,17 +109,17 @@ struct Lane {
 
 type Deliveries = SelectAll<BoxStream<'static, (usize, lapin::Result<Delivery>)>>;
 
-/// A consuming channel, its consumer tag and its deliveries, before it joins the pass.
-type Opened = (Channel, String, lapin::Consumer);
-
-/// Open a consuming channel with `prefetch` (0: none).
-async fn open_consumer(
+/// Open a consuming channel with `prefetch` (0: none) and add its deliveries, tagged with its
+/// index, to `all`.
+async fn open_lane(
     b: &RabbitBackend,
     vhost: &str,
     src: &str,
     id: &QueueId,
     prefetch: u16,
-) -> Result<Opened> {
+    lanes: &mut Vec<Lane>,
+    all: &mut Deliveries,
+) -> Result<()> {
     let ch = b.pool.channel(vhost).await?;
     ch.basic_qos(prefetch, BasicQosOptions::default())
         .await
@@ -147,11 +135,6 @@ async fn open_consumer(
         )
         .await
         .map_err(|e| amqp_error(&e, &format!("consume '{id}'")))?;
-    Ok((ch, tag, consumer))
-}
-
-/// Add an opened consumer to the pass: its deliveries, tagged with its lane's index, join `all`.
-fn add_lane((ch, tag, consumer): Opened, lanes: &mut Vec<Lane>, all: &mut Deliveries) {
     let idx = lanes.len();
     all.push(consumer.map(move |d| (idx, d)).boxed());
     lanes.push(Lane {
@@ -162,6 +145,7 @@ fn add_lane((ch, tag, consumer): Opened, lanes: &mut Vec<Lane>, all: &mut Delive
             held: BTreeSet::new(),
         },
     });
+    Ok(())
 }
 
 /// Prefetch window when the average message size is unknown.
@@ -329,21 +313,22 @@ async fn run(
     // number of lanes is bounded by the depth; `one_pass` caps the predicate's).
     let filtered = only.is_some() || matching.is_some();
     let window = if filtered {
-        let depth = examine.unwrap_or(available);
-        lane_for(depth, b.pool.channel_max(&vhost).await?)
+        LANE
     } else {
         window_for(b, &req.source).await.min(total.min(cap) as u16)
     };
     let mut lanes: Vec<Lane> = Vec::new();
     let mut deliveries: Deliveries = SelectAll::new();
-    add_lane(
-        open_consumer(b, &vhost, &src, &req.source, window).await?,
+    open_lane(
+        b,
+        &vhost,
+        &src,
+        &req.source,
+        window,
         &mut lanes,
         &mut deliveries,
-    );
-    // The next lane opens while the current one fills (three round trips the pass need not
-    // wait for): at most one on the way.
-    let mut opening: FuturesUnordered<BoxFuture<'_, Result<Opened>>> = FuturesUnordered::new();
+    )
+    .await?;
 
     progress.phase("copying");
     let cancel = progress.cancel_token();
@@ -375,20 +360,21 @@ async fn run(
 
     loop {
         let more_to_see = !stopping && taken < total && want.is_none_or(|w| matched < w);
-        if filtered
-            && more_to_see
-            && opening.is_empty()
-            && lanes
-                .last()
-                .is_some_and(|l| l.acks.held.len() >= usize::from(window / 2))
-        {
-            opening.push(Box::pin(open_consumer(
+        if filtered && more_to_see && lanes.last().is_some_and(|l| l.acks.held.len() >= LANE_FULL) {
+            if let Err(e) = open_lane(
                 b,
                 &vhost,
                 &src,
                 &req.source,
                 window,
-            )));
+                &mut lanes,
+                &mut deliveries,
+            )
+            .await
+            {
+                note(&mut errors, format!("stopped: {e}"));
+                stopping = true;
+            }
         }
         // Rate limit: wait until the next publish is due.
         let due = next_due;
@@ -406,20 +392,12 @@ async fn run(
                 report.cancelled = true;
                 progress.phase("cancelling: waiting for confirms");
             }
-            Some(opened) = opening.next(), if !opening.is_empty() => match opened {
-                Ok(o) => add_lane(o, &mut lanes, &mut deliveries),
-                Err(e) => {
-                    note(&mut errors, format!("stopped: {e}"));
-                    stopping = true;
-                }
-            },
             Some(first) = inflight.next(), if !inflight.is_empty() => {
                 // Take every confirm that is already in, then ack in as few frames as we can.
                 let mut batch: Vec<(usize, u64, Outcome)> = vec![first];
                 while let Some(Some(o)) = futures::FutureExt::now_or_never(inflight.next()) {
                     batch.push(o);
                 }
-                let touched: BTreeSet<usize> = batch.iter().map(|(li, _, _)| *li).collect();
                 for (li, tag, o) in batch {
                     let acks = &mut lanes[li].acks;
                     match o {
@@ -443,8 +421,7 @@ async fn run(
                         }
                     }
                 }
-                for li in touched {
-                    let lane = &mut lanes[li];
+                for lane in lanes.iter_mut() {
                     let mut sent: u64 = 0;
                     for (tag, multiple, n) in lane.acks.ready() {
                         b.calls.bump("amqp:basic.ack");
@@ -595,24 +572,16 @@ async fn run(
     }
 
     let pass_ms = start.elapsed().as_millis();
-    // A lane still opening may already consume: it is closed with the others.
-    while let Some(opened) = opening.next().await {
-        if let Ok(o) = opened {
-            add_lane(o, &mut lanes, &mut deliveries);
-        }
-    }
-    join_all(lanes.iter().map(|lane| {
-        lane.ch
+    for lane in &lanes {
+        let _ = lane
+            .ch
             .basic_cancel(lane.tag.as_str().into(), BasicCancelOptions::default())
-    }))
-    .await;
+            .await;
+    }
     // Closing requeues whatever we still hold (skipped, failed, prefetched but unused).
-    join_all(
-        lanes
-            .iter()
-            .map(|lane| lane.ch.close(200, "redrive done".into())),
-    )
-    .await;
+    for lane in &lanes {
+        let _ = lane.ch.close(200, "redrive done".into()).await;
+    }
     // Where a slow redrive spent its time (QDECK_LOG=qdeck=debug): the pass, or the requeue.
     tracing::debug!(
         "redrive of '{}': {taken} taken, {published} published over {} lanes in {pass_ms} ms; cancel and close took {} ms",
@@ -645,17 +614,6 @@ async fn run(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn lanes_never_take_more_than_half_the_channels() {
-        assert_eq!(lane_for(50_000, 2047), LANE);
-        // 250,000 held on lanes of 300 would be 834 channels: fine under 2,047, not under 128.
-        assert_eq!(lane_for(250_000, 2047), LANE);
-        let lane = lane_for(250_000, 128);
-        assert!(250_000 / u64::from(lane) < 64, "lane {lane}");
-        assert_eq!(lane_for(10, u16::MAX), LANE);
-        assert_eq!(lane_for(u64::MAX, 2), u16::MAX);
-    }
 
     #[test]
     fn acks_never_cover_a_held_message() {

@@ -10,14 +10,18 @@
 #   its target); exactly the matching ones moved, the non-matching left in the DLQ.
 # Known limit: the filtered run still has to receive every message (AMQP has no server-side
 # filter on a queue), so its moved-rate ratio is about the match fraction (1/5) times the pass
-# rate over the full rate. Measured on a shared 2-core box: pass rate 1.9-2.2x the full rate,
-# RATIO 0.37-0.44 (0.18 while other builds took the CPU), short of 0.5. One pass examines at
+# rate over the full rate. Measured on a shared 2-core box (RabbitMQ 3.10), lanes of 300
+# consumed one after another, acks proven off the pass's path: filtered pass 2.5-4.2 s, full
+# redrive 5.3-7.3 s, RATIO 0.33-0.55 over five runs (0.14-0.34 with lanes of 2,000 and acks
+# proven in line; see LANE in src/backend/rabbitmq/redrive.rs). The spread is between runs
+# of the same binary on the same day. One pass examines at
 # most 250,000 messages / 1 GiB (src/backend/rabbitmq/one_pass.rs); --limit examines the
 # first part of a deeper DLQ.
 # Everything lives in a vhost of its own (qdeck-bench-fr-PID), deleted at exit.
 #
 # Env: QDECK_BIN (default target/release/qdeck, built when missing),
 #      QDECK_BENCH_MESSAGES (default 50000), QDECK_BENCH_EVERY (1 in N matches, default 5),
+#      QDECK_BENCH_SETTLE (seconds of quiet before each timed run, default 10),
 #      QDECK_TEST_AMQP_URL (default amqp://guest:guest@127.0.0.1:5672/%2f),
 #      QDECK_TEST_RABBITMQ_MGMT (default http://127.0.0.1:15672),
 #      QDECK_BENCH_WRAP (a command prefix for the filtered run, e.g.
@@ -137,11 +141,16 @@ print(f"{time.perf_counter() - t:.3f} {rc}")
 PY
 }
 
+# The broker is still writing the fill to its message store for a while: both timed runs
+# start after a pause, so neither pays for the other's (or the fill's) leftovers.
+SETTLE="${QDECK_BENCH_SETTLE:-10}"
+sleep "$SETTLE"
 echo "== filtered redrive: jobs-dlq -> jobs where header.x-tenant = \"acme\" ($MATCH of $N)"
 # shellcheck disable=SC2086 # $WRAP is a command prefix, split on purpose
 read -r FILT_S FILT_RC < <(timed $WRAP "$BIN" -p bench redrive jobs-dlq --to jobs --where 'header.x-tenant = "acme"' -y)
 tail -n 3 "$TMP/out"
 [ "$FILT_RC" = 0 ] || { echo "filtered redrive exited $FILT_RC" >&2; exit 1; }
+sleep "$SETTLE"
 echo "== full redrive: jobs-dlq-copy -> jobs-copy ($N)"
 read -r FULL_S FULL_RC < <(timed "$BIN" -p bench redrive jobs-dlq-copy --to jobs-copy -y)
 tail -n 3 "$TMP/out"

@@ -164,6 +164,17 @@ impl Pool {
         self.channel_on(vhost, "").await
     }
 
+    /// Channels the vhost's shared connection may open (negotiated with the broker; 0 there
+    /// means no limit).
+    pub async fn channel_max(&self, vhost: &str) -> Result<u16> {
+        let max = self
+            .connection(vhost, "")
+            .await?
+            .configuration()
+            .channel_max();
+        Ok(if max == 0 { u16::MAX } else { max })
+    }
+
     /// A fresh channel on the given connection slot of the vhost.
     pub async fn channel_on(&self, vhost: &str, slot: &str) -> Result<Channel> {
         let conn = self.connection(vhost, slot).await?;

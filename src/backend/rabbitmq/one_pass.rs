@@ -5,11 +5,14 @@
 //!
 //! What that costs, and why the pass is capped:
 //! - qdeck keeps only the delivery tag of a held message (the body is dropped once tested).
-//!   The pass consumes on channels of at most 2,000 unacknowledged messages each (`LANE` in
-//!   redrive.rs), opening the next when one is mostly held, so deliveries pushed but not yet
-//!   tested are bounded by the prefetch credit left (a few thousand bodies), and a pass of
-//!   `MAX_EXAMINED` uses under 200 channels (RabbitMQ's default channel_max is 2,047).
-//! - The broker keeps every held message as unacknowledged on one channel until the pass
+//!   The pass consumes on channels of at most 300 unacknowledged messages each (`LANE` in
+//!   redrive.rs), one consumer at a time: once a lane holds half its prefetch, its consumer is
+//!   cancelled and the next lane's starts, and deliveries are examined in queue order.
+//!   Deliveries pushed but not yet tested are bounded by the prefetch credit left (a few
+//!   hundred bodies), and a pass takes at most half the channels the connection may open
+//!   (lanes grow past 300 when needed; a pass of `MAX_EXAMINED` opens under 1,000 of
+//!   RabbitMQ's default channel_max of 2,047).
+//! - The broker keeps every held message as unacknowledged on its channel until the pass
 //!   ends, bodies included (it may page them to disk), and closes a channel whose oldest
 //!   delivery stays unacknowledged past its `consumer_timeout` (30 min by default): the held
 //!   messages then return early, nothing is lost, and the report carries the error.

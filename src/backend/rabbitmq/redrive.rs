@@ -7,10 +7,11 @@
 //! tested on each delivery (`redrive_matching`, a one-pass `redrive --where`). Either way the
 //! messages passed over stay unacknowledged until the channel closes, so none is read twice.
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet, VecDeque};
 use std::time::{Duration, Instant};
 
-use futures::stream::{BoxStream, FuturesUnordered, SelectAll};
+use futures::future::{join_all, BoxFuture};
+use futures::stream::{BoxStream, FuturesUnordered};
 use futures::StreamExt;
 use lapin::message::Delivery;
 use lapin::options::{
@@ -92,38 +93,164 @@ impl Acks {
     }
 }
 
-/// With a filter, each consuming channel holds at most this many unacknowledged messages
-/// (its prefetch), and a new channel starts consuming once one holds `LANE_FULL` passed-over
-/// messages. RabbitMQ finds the message an ack names by walking the channel's list of
-/// unacknowledged deliveries from the oldest: past every message held there. On one channel
-/// that holds 40,000, a 50,000-message pass took 120 s; lanes keep each ack's walk short.
-const LANE: u16 = 2000;
-const LANE_FULL: usize = 1500;
+/// With a filter, each consuming channel holds at most `LANE` unacknowledged messages (its
+/// prefetch). RabbitMQ finds the message an ack names by walking the channel's list of
+/// unacknowledged deliveries from the oldest, rebuilding the list as it goes: every ack of a
+/// matching message walks past the messages held before it on its channel. Measured over
+/// 50,000 messages of which 10,000 match (`scripts/bench_filtered_redrive.sh`, RabbitMQ
+/// 3.10): lanes of 2,000 took 4.2-8 s, of 300 2.2-3.5 s, of 100 4.7-5.2 s (400 channels to
+/// open and close).
+///
+/// Only one lane consumes at a time, so deliveries are examined in queue order and `max` takes
+/// the first matching messages. Once a lane holds half its prefetch, its consumer is cancelled
+/// (it keeps what it holds, and what was already sent to it arrives before the cancel-ok) and
+/// the next lane's consumer starts after that; the pass goes on with the old lane's deliveries
+/// meanwhile, and takes the new lane's only once the old lane's are all examined.
+const LANE: u16 = 300;
+
+/// Prefetch of each lane for a pass over `depth` messages: `LANE`, or more when lanes of
+/// `LANE` would take over half the channels the connection may open (the console shares it).
+fn lane_for(depth: u64, channel_max: u16) -> u16 {
+    let lanes = (u64::from(channel_max) / 2).max(1);
+    (depth / lanes)
+        .saturating_add(1)
+        .clamp(u64::from(LANE), u64::from(u16::MAX)) as u16
+}
 
 /// A consuming channel and what is unacknowledged on it.
 struct Lane {
     ch: Channel,
     tag: String,
     acks: Acks,
+    /// Its consumer was cancelled: it holds what it has and is sent nothing more.
+    cancelled: bool,
+    /// Acks sent on it whose proof has not come back: the next wait for it, so a lane's acks
+    /// reach the broker in the order `Acks::ready` gave them.
+    proving: bool,
 }
 
-type Deliveries = SelectAll<BoxStream<'static, (usize, lapin::Result<Delivery>)>>;
+/// What a lane's acks and their proof came to.
+struct Proof {
+    lane: usize,
+    /// Originals the broker removed: their copies are confirmed, so they moved.
+    removed: u64,
+    /// Confirmed copies whose originals may still be in the source.
+    unknown: u64,
+    errors: Vec<String>,
+}
 
-/// Open a consuming channel with `prefetch` (0: none) and add its deliveries, tagged with its
-/// index, to `all`.
-async fn open_lane(
-    b: &RabbitBackend,
-    vhost: &str,
-    src: &str,
-    id: &QueueId,
+/// Send `acks` on `ch`, then a synchronous method behind them: AMQP acks have no reply, and
+/// the broker handles a channel's frames in order, so its reply proves they were applied.
+/// Until then their outcome is unknown.
+async fn ack_and_prove(
+    lane: usize,
+    ch: Channel,
+    acks: Vec<(u64, bool, u64)>,
     prefetch: u16,
-    lanes: &mut Vec<Lane>,
-    all: &mut Deliveries,
-) -> Result<()> {
+    calls: std::sync::Arc<crate::backend::ApiCalls>,
+) -> Proof {
+    let mut p = Proof {
+        lane,
+        removed: 0,
+        unknown: 0,
+        errors: Vec::new(),
+    };
+    let mut sent: u64 = 0;
+    for (tag, multiple, n) in acks {
+        calls.bump("amqp:basic.ack");
+        match ch.basic_ack(tag, BasicAckOptions { multiple }).await {
+            Ok(()) => sent += n,
+            Err(e) => {
+                // Confirmed copy, original not removed: a duplicate.
+                p.unknown += n;
+                p.errors.push(format!(
+                    "copied but could not remove the original: {}",
+                    amqp_error(&e, "ack")
+                ));
+            }
+        }
+    }
+    if sent > 0 {
+        calls.bump("amqp:basic.qos");
+        match ch.basic_qos(prefetch, BasicQosOptions::default()).await {
+            Ok(()) => p.removed = sent,
+            Err(e) => {
+                p.unknown += sent;
+                p.errors.push(format!(
+                    "copied, but whether the originals were removed is unknown: {}",
+                    amqp_error(&e, "ack")
+                ));
+            }
+        }
+    }
+    p
+}
+
+/// The lanes' deliveries, one lane after another: a lane's are taken only once every earlier
+/// lane's consumer has ended (its deliveries all taken), so they come in queue order.
+struct InOrder<T>(VecDeque<(usize, BoxStream<'static, T>)>);
+
+type Deliveries = InOrder<lapin::Result<Delivery>>;
+
+impl<T> InOrder<T> {
+    fn new() -> Self {
+        Self(VecDeque::new())
+    }
+
+    fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The next item and its lane; `None` once every stream so far has ended.
+    async fn next(&mut self) -> Option<(usize, T)> {
+        while let Some((li, stream)) = self.0.front_mut() {
+            if let Some(d) = stream.next().await {
+                return Some((*li, d));
+            }
+            self.0.pop_front();
+        }
+        None
+    }
+}
+
+/// A consuming channel, its consumer tag and its deliveries, before it joins the pass.
+type Opened = (Channel, String, lapin::Consumer);
+
+/// A channel for a lane, its prefetch set (0: none).
+async fn lane_channel(b: &RabbitBackend, vhost: &str, prefetch: u16) -> Result<Channel> {
     let ch = b.pool.channel(vhost).await?;
     ch.basic_qos(prefetch, BasicQosOptions::default())
         .await
         .map_err(|e| amqp_error(&e, "basic.qos"))?;
+    Ok(ch)
+}
+
+/// Cancel the consumer on `old` (tag `old_tag`) and, once the broker confirmed it, start
+/// consuming `src` on a new lane channel (opened meanwhile).
+async fn switch_lane(
+    b: &RabbitBackend,
+    vhost: &str,
+    prefetch: u16,
+    (old, old_tag): (Channel, String),
+    src: &str,
+    id: &QueueId,
+) -> Result<Opened> {
+    let cancelled = async {
+        old.basic_cancel(old_tag.as_str().into(), BasicCancelOptions::default())
+            .await
+            .map_err(|e| amqp_error(&e, "basic.cancel"))
+    };
+    let (ch, cancelled) = futures::join!(lane_channel(b, vhost, prefetch), cancelled);
+    let ch = ch?;
+    if let Err(e) = cancelled {
+        let _ = ch.close(200, "redrive done".into()).await;
+        return Err(e);
+    }
+    consume_on(b, ch, src, id).await
+}
+
+/// Start consuming `src` on `ch`.
+async fn consume_on(b: &RabbitBackend, ch: Channel, src: &str, id: &QueueId) -> Result<Opened> {
     let tag = format!("qdeck-redrive-{}", uuid::Uuid::new_v4());
     b.calls.bump("amqp:basic.consume");
     let consumer = ch
@@ -135,8 +262,13 @@ async fn open_lane(
         )
         .await
         .map_err(|e| amqp_error(&e, &format!("consume '{id}'")))?;
-    let idx = lanes.len();
-    all.push(consumer.map(move |d| (idx, d)).boxed());
+    Ok((ch, tag, consumer))
+}
+
+/// Add an opened consumer to the pass: its deliveries, tagged with its lane's index, are taken
+/// after every earlier lane's.
+fn add_lane((ch, tag, consumer): Opened, lanes: &mut Vec<Lane>, all: &mut Deliveries) {
+    all.0.push_back((lanes.len(), consumer.boxed()));
     lanes.push(Lane {
         ch,
         tag,
@@ -144,8 +276,9 @@ async fn open_lane(
             open: BTreeMap::new(),
             held: BTreeSet::new(),
         },
+        cancelled: false,
+        proving: false,
     });
-    Ok(())
 }
 
 /// Prefetch window when the average message size is unknown.
@@ -313,27 +446,27 @@ async fn run(
     // number of lanes is bounded by the depth; `one_pass` caps the predicate's).
     let filtered = only.is_some() || matching.is_some();
     let window = if filtered {
-        LANE
+        let depth = examine.unwrap_or(available);
+        lane_for(depth, b.pool.channel_max(&vhost).await?)
     } else {
         window_for(b, &req.source).await.min(total.min(cap) as u16)
     };
     let mut lanes: Vec<Lane> = Vec::new();
-    let mut deliveries: Deliveries = SelectAll::new();
-    open_lane(
-        b,
-        &vhost,
-        &src,
-        &req.source,
-        window,
+    let mut deliveries = Deliveries::new();
+    let first = lane_channel(b, &vhost, window).await?;
+    add_lane(
+        consume_on(b, first, &src, &req.source).await?,
         &mut lanes,
         &mut deliveries,
-    )
-    .await?;
+    );
+    // The switch to the next lane, while the pass goes on with the current one: at most one.
+    let mut opening: FuturesUnordered<BoxFuture<'_, Result<Opened>>> = FuturesUnordered::new();
 
     progress.phase("copying");
     let cancel = progress.cancel_token();
     let start = Instant::now();
     let mut inflight = FuturesUnordered::new();
+    let mut proofs = FuturesUnordered::new();
     let mut taken: u64 = 0;
     let mut published: u64 = 0;
     let mut matched: u64 = 0;
@@ -360,20 +493,21 @@ async fn run(
 
     loop {
         let more_to_see = !stopping && taken < total && want.is_none_or(|w| matched < w);
-        if filtered && more_to_see && lanes.last().is_some_and(|l| l.acks.held.len() >= LANE_FULL) {
-            if let Err(e) = open_lane(
-                b,
-                &vhost,
-                &src,
-                &req.source,
-                window,
-                &mut lanes,
-                &mut deliveries,
-            )
-            .await
+        if filtered && more_to_see && opening.is_empty() {
+            if let Some(last) = lanes
+                .last_mut()
+                .filter(|l| !l.cancelled && l.acks.held.len() >= usize::from(window / 2))
             {
-                note(&mut errors, format!("stopped: {e}"));
-                stopping = true;
+                last.cancelled = true;
+                let old = (last.ch.clone(), last.tag.clone());
+                opening.push(Box::pin(switch_lane(
+                    b,
+                    &vhost,
+                    window,
+                    old,
+                    &src,
+                    &req.source,
+                )));
             }
         }
         // Rate limit: wait until the next publish is due.
@@ -382,7 +516,7 @@ async fn run(
         let open: usize = lanes.iter().map(|l| l.acks.open.len()).sum();
         let wants_more = more_to_see && !stopping && (open as u64) < cap;
         let can_take = wants_more && rate_ok;
-        if !wants_more && inflight.is_empty() {
+        if !wants_more && inflight.is_empty() && proofs.is_empty() {
             break;
         }
         tokio::select! {
@@ -392,12 +526,20 @@ async fn run(
                 report.cancelled = true;
                 progress.phase("cancelling: waiting for confirms");
             }
+            Some(opened) = opening.next(), if !opening.is_empty() => match opened {
+                Ok(o) => add_lane(o, &mut lanes, &mut deliveries),
+                Err(e) => {
+                    note(&mut errors, format!("stopped: {e}"));
+                    stopping = true;
+                }
+            },
             Some(first) = inflight.next(), if !inflight.is_empty() => {
                 // Take every confirm that is already in, then ack in as few frames as we can.
                 let mut batch: Vec<(usize, u64, Outcome)> = vec![first];
                 while let Some(Some(o)) = futures::FutureExt::now_or_never(inflight.next()) {
                     batch.push(o);
                 }
+                let touched: BTreeSet<usize> = batch.iter().map(|(li, _, _)| *li).collect();
                 for (li, tag, o) in batch {
                     let acks = &mut lanes[li].acks;
                     match o {
@@ -421,37 +563,36 @@ async fn run(
                         }
                     }
                 }
-                for lane in lanes.iter_mut() {
-                    let mut sent: u64 = 0;
-                    for (tag, multiple, n) in lane.acks.ready() {
-                        b.calls.bump("amqp:basic.ack");
-                        match lane.ch.basic_ack(tag, BasicAckOptions { multiple }).await {
-                            Ok(()) => sent += n,
-                            Err(e) => {
-                                // Confirmed copy, original not removed: a duplicate.
-                                report.possibly_duplicated += n;
-                                note(&mut errors, format!("copied but could not remove the original: {}", amqp_error(&e, "ack")));
-                                stopping = true;
-                            }
-                        }
-                    }
-                    if sent > 0 {
-                        // AMQP acks have no reply: a synchronous method behind them on the same
-                        // channel (the broker handles a channel's frames in order) proves they
-                        // were applied. Until then their outcome is unknown.
-                        b.calls.bump("amqp:basic.qos");
-                        match lane.ch.basic_qos(window, BasicQosOptions::default()).await {
-                            Ok(()) => { report.moved += sent; progress.add_done(sent); }
-                            Err(e) => {
-                                report.possibly_duplicated += sent;
-                                note(&mut errors, format!("copied, but whether the originals were removed is unknown: {}", amqp_error(&e, "ack")));
-                                stopping = true;
-                            }
+                for li in touched {
+                    let lane = &mut lanes[li];
+                    if !lane.proving {
+                        let acks = lane.acks.ready();
+                        if !acks.is_empty() {
+                            lane.proving = true;
+                            proofs.push(ack_and_prove(li, lane.ch.clone(), acks, window, b.calls.clone()));
                         }
                     }
                 }
             }
-            d = deliveries.next(), if can_take => {
+            Some(p) = proofs.next(), if !proofs.is_empty() => {
+                report.moved += p.removed;
+                progress.add_done(p.removed);
+                report.possibly_duplicated += p.unknown;
+                if !p.errors.is_empty() {
+                    stopping = true;
+                }
+                for e in p.errors {
+                    note(&mut errors, e);
+                }
+                // Confirms that came in meanwhile wait for the lane's next acks.
+                let lane = &mut lanes[p.lane];
+                let acks = lane.acks.ready();
+                lane.proving = !acks.is_empty();
+                if lane.proving {
+                    proofs.push(ack_and_prove(p.lane, lane.ch.clone(), acks, window, b.calls.clone()));
+                }
+            }
+            d = deliveries.next(), if can_take && !deliveries.is_empty() => {
                 let (li, mut d) = match d {
                     Some((li, Ok(d))) => (li, d),
                     Some((_, Err(e))) => {
@@ -459,7 +600,9 @@ async fn run(
                         stopping = true;
                         continue;
                     }
-                    None => { stopping = true; continue; }
+                    // Every consumer ended: unless the next lane is on its way, the broker
+                    // cancelled ours (the queue was deleted).
+                    None => { stopping |= opening.is_empty(); continue; }
                 };
                 taken += 1;
                 last_delivery = Instant::now();
@@ -572,16 +715,24 @@ async fn run(
     }
 
     let pass_ms = start.elapsed().as_millis();
-    for lane in &lanes {
-        let _ = lane
-            .ch
+    // A lane still starting may already consume: it is closed with the others.
+    while let Some(opened) = opening.next().await {
+        if let Ok(o) = opened {
+            add_lane(o, &mut lanes, &mut deliveries);
+        }
+    }
+    join_all(lanes.iter().filter(|l| !l.cancelled).map(|lane| {
+        lane.ch
             .basic_cancel(lane.tag.as_str().into(), BasicCancelOptions::default())
-            .await;
-    }
+    }))
+    .await;
     // Closing requeues whatever we still hold (skipped, failed, prefetched but unused).
-    for lane in &lanes {
-        let _ = lane.ch.close(200, "redrive done".into()).await;
-    }
+    join_all(
+        lanes
+            .iter()
+            .map(|lane| lane.ch.close(200, "redrive done".into())),
+    )
+    .await;
     // Where a slow redrive spent its time (QDECK_LOG=qdeck=debug): the pass, or the requeue.
     tracing::debug!(
         "redrive of '{}': {taken} taken, {published} published over {} lanes in {pass_ms} ms; cancel and close took {} ms",
@@ -614,6 +765,36 @@ async fn run(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn a_later_lane_waits_for_every_earlier_one_to_end() {
+        let (tx, rx) = futures::channel::mpsc::unbounded::<u32>();
+        let mut all = InOrder::new();
+        all.0.push_back((0, rx.boxed()));
+        all.0
+            .push_back((1, futures::stream::iter([10, 11]).boxed()));
+        tx.unbounded_send(1).unwrap();
+        assert_eq!(all.next().await, Some((0, 1)));
+        // Lane 1 has items ready, but lane 0 has not ended: nothing is taken from lane 1.
+        assert!(futures::FutureExt::now_or_never(all.next()).is_none());
+        tx.unbounded_send(2).unwrap();
+        drop(tx);
+        let rest: Vec<_> = [all.next().await, all.next().await, all.next().await].into();
+        assert_eq!(rest, [Some((0, 2)), Some((1, 10)), Some((1, 11))]);
+        assert_eq!(all.next().await, None);
+        assert!(all.is_empty());
+    }
+
+    #[test]
+    fn lanes_never_take_more_than_half_the_channels() {
+        assert_eq!(lane_for(50_000, 2047), LANE);
+        // 250,000 held on lanes of 300 would be 834 channels: fine under 2,047, not under 128.
+        assert_eq!(lane_for(250_000, 2047), LANE);
+        let lane = lane_for(250_000, 128);
+        assert!(250_000 / u64::from(lane) < 64, "lane {lane}");
+        assert_eq!(lane_for(10, u16::MAX), LANE);
+        assert_eq!(lane_for(u64::MAX, 2), u16::MAX);
+    }
 
     #[test]
     fn acks_never_cover_a_held_message() {

@@ -687,7 +687,7 @@ async fn run(
                 });
             }
             _ = tokio::time::sleep_until(due.unwrap_or(start).into()), if wants_more && !rate_ok => {}
-            _ = tokio::time::sleep(QUIET), if can_take && inflight.is_empty() && only.is_some() => {
+            _ = tokio::time::sleep(QUIET), if can_take && inflight.is_empty() && opening.is_empty() && only.is_some() => {
                 // Everything we were sent is held, so "none ready" means we saw the whole queue.
                 b.calls.bump("amqp:queue.declare");
                 match count(&probe, &src, &req.source).await {
@@ -704,7 +704,7 @@ async fn run(
                     stopping = true;
                 }
             }
-            _ = tokio::time::sleep(IDLE), if can_take && inflight.is_empty() && only.is_none() => {
+            _ = tokio::time::sleep(IDLE), if can_take && inflight.is_empty() && opening.is_empty() && only.is_none() => {
                 // Nothing arrives although the count said so: another consumer took them.
                 stopping = true;
             }

@@ -15,7 +15,7 @@ snapshot() {
     [{<<(element(2, amqqueue:get_name(Q)))/binary, "/", (element(4, amqqueue:get_name(Q)))/binary>>, R}
      || Q <- rabbit_amqqueue:list(),
         P <- [amqqueue:get_pid(Q)], is_pid(P),
-        {reductions, R} <- [erlang:process_info(P, reductions)]].' 2>/dev/null | tr -d '\n '
+        {reductions, R} <- [erlang:process_info(P, reductions)]].' 2>/dev/null | tr -d '\n'
 }
 
 before="$(snapshot)"
@@ -25,7 +25,7 @@ after="$(snapshot)"
 python3 - "$before" "$after" <<'PY' >&2
 import re, sys
 def parse(s):
-    return {k: int(v) for k, v in re.findall(r'\{<<"([^"]*)">>,(\d+)\}', s)}
+    return {k: int(v) for k, v in re.findall(r'\{\s*<<"([^"]*)">>\s*,\s*(\d+)\s*\}', s)}
 a, b = parse(sys.argv[1]), parse(sys.argv[2])
 if not b:
     print("rabbitmq_queue_work: no queue figures (is rabbitmqctl allowed to reach the node?)")

@@ -22,7 +22,10 @@
 # (eprof of the queue process). Lanes of 100 and 50 did not lower the total (46.6 M, 59.6 M).
 # Measured on a shared 2-core box, lanes of 300 consumed one after another, acks proven off
 # the pass's path: RATIO 0.27-0.55 over eight single runs on one day, median 0.43 over five
-# rounds (0.38-0.45) on another (filtered 3.6-4.6 s, full 8.2-9.9 s). One pass examines at
+# rounds (0.38-0.45) on another (filtered 3.6-4.6 s, full 8.2-9.9 s). On quorum queues
+# (QDECK_BENCH_QUEUE_TYPE=quorum, same binary, same go as classic rounds of 0.48, 0.26, 0.41)
+# the pass is faster (2.0-2.1 s) but the full redrive far more so (2.2-2.8 s, 18-22k msg/s):
+# ratios 0.25, 0.28, 0.21, the pass examining at 1.1-1.4x the full rate. One pass examines at
 # most 250,000 messages / 1 GiB (src/backend/rabbitmq/one_pass.rs); --limit examines the
 # first part of a deeper DLQ.
 # Everything lives in a vhost of its own (qdeck-bench-fr-PID), deleted at exit.

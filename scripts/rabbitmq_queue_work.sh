@@ -3,6 +3,9 @@
 # (Erlang reductions). Wall time varies run to run with the broker's load; this count of work
 # does not, so it compares redrive strategies on a busy or shared machine. A classic queue is
 # one Erlang process: when it is the bottleneck, fewer reductions there mean a faster redrive.
+# Quorum queues are not counted: a quorum queue's record names a Raft member ({Name, Node}),
+# not one process, so `is_pid` leaves it out (with QDECK_BENCH_QUEUE_TYPE=quorum the bench's
+# queues do not appear; read the broker CPU line the bench prints instead).
 #   scripts/rabbitmq_queue_work.sh CMD ARGS...
 #   QDECK_BENCH_WRAP=scripts/rabbitmq_queue_work.sh scripts/bench_filtered_redrive.sh
 # Needs rabbitmqctl on this machine, allowed to reach the node (root or the rabbitmq user).

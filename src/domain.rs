@@ -9,6 +9,12 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
+mod value;
+pub use value::Value;
+
+/// Named typed values in broker order: a message's properties, headers or metadata.
+pub type Fields = Vec<(String, Value)>;
+
 /// A queue as the backend addresses it. The text is backend-defined (SQS: queue name,
 /// RabbitMQ: `vhost/name` only when several vhosts are shown, else the name; Service Bus:
 /// entity path such as `orders` or `orders/$DeadLetterQueue`).
@@ -192,7 +198,10 @@ pub struct DeadLetterInfo {
     pub at_ms: Option<i64>,
 }
 
-/// A message as browsed. Body is raw bytes; views decide between text, JSON and hex.
+/// A message as browsed, in four parts: the body, the standard properties the application
+/// set (named as the broker names them), the application headers with their types, and what
+/// the broker added (read-only: no send path sends it again). Body is raw bytes; views decide
+/// between text, JSON and hex.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Message {
     pub id: String,
@@ -201,11 +210,57 @@ pub struct Message {
     pub enqueued_ms: Option<i64>,
     pub receive_count: Option<u64>,
     pub key: Option<String>,
-    /// Headers, properties and attributes, as (name, display value), in broker order.
-    pub headers: Vec<(String, String)>,
+    /// Standard properties: AMQP basic properties (`content_type`, …), SQS
+    /// `MessageGroupId`/`MessageDeduplicationId`, Service Bus `ContentType`, `CorrelationId`, …
+    #[serde(default)]
+    pub properties: Vec<(String, Value)>,
+    /// Application headers / message attributes / custom properties, in broker order.
+    #[serde(default)]
+    pub headers: Vec<(String, Value)>,
+    /// Broker metadata: `x-death`, redelivered, exchange, routing key, SQS system attributes,
+    /// Service Bus broker-set properties, the local broker's state.
+    #[serde(default)]
+    pub meta: Vec<(String, Value)>,
     #[serde(with = "crate::domain::body_serde")]
     pub body: Vec<u8>,
     pub dead_letter: Option<DeadLetterInfo>,
+}
+
+/// Which part of a message a field belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Part {
+    Meta,
+    Property,
+    Header,
+}
+
+impl Message {
+    /// Every field as (part, name, value): metadata, then properties, then headers.
+    pub fn fields(&self) -> impl Iterator<Item = (Part, &str, &Value)> {
+        fn tag(p: Part) -> impl Fn(&(String, Value)) -> (Part, &str, &Value) {
+            move |(k, v)| (p, k.as_str(), v)
+        }
+        self.meta
+            .iter()
+            .map(tag(Part::Meta))
+            .chain(self.properties.iter().map(tag(Part::Property)))
+            .chain(self.headers.iter().map(tag(Part::Header)))
+    }
+
+    /// Every field as (name, display text), in the order of `fields`: what views, predicates
+    /// and reason signatures read.
+    pub fn text_fields(&self) -> Vec<(String, String)> {
+        self.fields()
+            .map(|(_, k, v)| (k.to_string(), v.text()))
+            .collect()
+    }
+
+    /// The display text of the first field of that name (case-insensitive), any part.
+    pub fn field_text(&self, name: &str) -> Option<String> {
+        self.fields()
+            .find(|(_, k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, _, v)| v.text())
+    }
 }
 
 /// Bodies travel in JSON as UTF-8 text when they are valid UTF-8, else as base64 with a marker.
@@ -240,13 +295,42 @@ pub mod body_serde {
     }
 }
 
-/// A message to publish (CLI `send`, the demo, tests).
-#[derive(Debug, Clone, Default)]
+/// A message to publish (CLI `send`, import, edit, copy, the demo, tests): body, standard
+/// properties and typed headers. Nothing of a browsed message's metadata goes in here.
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct OutgoingMessage {
     pub body: Vec<u8>,
     pub key: Option<String>,
     pub delay: Option<Duration>,
-    pub headers: Vec<(String, String)>,
+    /// Standard properties, named as the target broker names them.
+    pub properties: Vec<(String, Value)>,
+    pub headers: Vec<(String, Value)>,
+}
+
+impl OutgoingMessage {
+    /// A message with text headers (`qdeck send -H k=v`, the demo, tests).
+    pub fn text(body: impl Into<Vec<u8>>, headers: &[(&str, &str)]) -> OutgoingMessage {
+        OutgoingMessage {
+            body: body.into(),
+            headers: headers
+                .iter()
+                .map(|(k, v)| (k.to_string(), Value::str(*v)))
+                .collect(),
+            ..OutgoingMessage::default()
+        }
+    }
+
+    /// The message a browsed one would be sent again as: its body, key, properties and
+    /// headers; never its metadata.
+    pub fn resend(m: &Message) -> OutgoingMessage {
+        OutgoingMessage {
+            body: m.body.clone(),
+            key: m.key.clone(),
+            delay: None,
+            properties: m.properties.clone(),
+            headers: m.headers.clone(),
+        }
+    }
 }
 
 /// What browsing does to a message on this broker.

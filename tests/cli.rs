@@ -1295,10 +1295,13 @@ fn check_over_every_profile_is_one_line_with_the_worst_status() {
     assert_eq!(code, Some(2), "{text}");
 }
 
+/// A field of a message in `-o json`: the broker's metadata (state, due time), properties or
+/// headers, each a list of `[name, value]`.
 fn header<'a>(m: &'a Value, name: &str) -> Option<&'a str> {
-    m["headers"]
-        .as_array()?
+    ["meta", "properties", "headers"]
         .iter()
+        .filter_map(|part| m[part].as_array())
+        .flatten()
         .find(|h| h[0] == name)
         .and_then(|h| h[1].as_str())
 }

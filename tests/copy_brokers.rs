@@ -380,7 +380,7 @@ async fn sqs_to_local_copy_keeps_bodies_and_attributes() {
             m.headers
                 .iter()
                 .find(|(n, _)| n == k)
-                .map(|(_, v)| v.as_str())
+                .and_then(|(_, v)| v.as_str())
         };
         assert_eq!(
             get("x-tenant"),

@@ -94,7 +94,7 @@ fn msg(body: &[u8], headers: &[(&str, &str)]) -> OutgoingMessage {
         key: Some("k1".into()),
         headers: headers
             .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .map(|(k, v)| (k.to_string(), (*v).into()))
             .collect(),
         ..Default::default()
     }

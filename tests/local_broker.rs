@@ -103,6 +103,7 @@ async fn send_with_key_delay_and_headers() {
                 key: Some("order-101".into()),
                 delay: None,
                 headers: vec![("trace".into(), "abc".into()), ("x".into(), "1".into())],
+                ..Default::default()
             },
         )
         .expect("send");

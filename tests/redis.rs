@@ -481,12 +481,8 @@ async fn bullmq_figures_equal_get_job_counts() {
         .messages
         .iter()
         .map(|m| {
-            let (_, at) = m
-                .headers
-                .iter()
-                .find(|(k, _)| k == "due-at")
-                .expect("due-at");
-            chrono::DateTime::parse_from_rfc3339(at)
+            let at = m.field_text("due-at").expect("due-at");
+            chrono::DateTime::parse_from_rfc3339(&at)
                 .unwrap()
                 .timestamp_millis()
         })
@@ -590,10 +586,10 @@ async fn sidekiq_figures_equal_sidekiq_api() {
         .expect("scheduled jobs");
     let want = n(&live.ask("stats"), "scheduled_size") as usize;
     assert_eq!(sched.messages.len(), want);
-    assert!(sched.messages.iter().all(|m| m
-        .headers
+    assert!(sched
+        .messages
         .iter()
-        .any(|(k, v)| k == "due-at" && !v.is_empty())));
+        .all(|m| m.field_text("due-at").is_some_and(|v| !v.is_empty())));
     match b.browse_scheduled(&QueueId::new(q.clone()), &req).await {
         Err(BackendError::Unsupported(why)) => assert!(why.contains("`scheduled`"), "{why}"),
         other => panic!("expected a pointer to `scheduled`, got {other:?}"),
@@ -713,10 +709,7 @@ async fn sidekiq_redrive_then_a_real_process_completes_all() {
         let dl = m.dead_letter.as_ref().expect("dead letter info");
         assert_eq!(dl.origin.as_ref().map(|o| o.as_str()), Some(q.as_str()));
         assert_eq!(dl.reason.as_deref(), Some("RuntimeError"));
-        assert!(m
-            .headers
-            .iter()
-            .any(|(k, v)| k == "class" && v == "QdeckJob"));
+        assert_eq!(m.field_text("class").as_deref(), Some("QdeckJob"));
     }
     let report = redrive_all(b.as_ref(), "dead").await;
     assert_eq!((report.moved, report.failed), (count, 0), "{report:?}");
@@ -808,7 +801,7 @@ async fn bullmq_browse_is_read_only_and_purge_leaves_no_orphans() {
     assert_eq!(page.messages.len(), 4);
     assert!(page.next.is_some());
     let m = &page.messages[0];
-    let h: BTreeMap<_, _> = m.headers.iter().cloned().collect();
+    let h: BTreeMap<_, _> = m.text_fields().into_iter().collect();
     assert_eq!(
         h.get("attempts made").map(String::as_str),
         Some("2"),
@@ -951,7 +944,7 @@ async fn ids_in(b: &dyn Backend, q: &str) -> Vec<String> {
 fn assert_stamped_once(messages: &[Message]) {
     let mut g = qdeck::triage::Grouper::new(Default::default());
     for m in messages {
-        let h: BTreeMap<_, _> = m.headers.iter().cloned().collect();
+        let h: BTreeMap<_, _> = m.text_fields().into_iter().collect();
         assert_eq!(
             h.get("x-qdeck-redriven").map(String::as_str),
             Some("1"),

@@ -238,12 +238,7 @@ async fn dlq_browse_leaves_every_message_in_the_dlq() {
         m0.dead_letter.as_ref().unwrap().reason.as_deref(),
         Some("Poison")
     );
-    let h = |k: &str| {
-        m0.headers
-            .iter()
-            .find(|(n, _)| n == k)
-            .map(|(_, v)| v.clone())
-    };
+    let h = |k: &str| m0.field_text(k);
     assert_eq!(h("CorrelationId").as_deref(), Some("corr-0"));
     assert_eq!(h("tenant").as_deref(), Some("t0"));
     assert!(m0.enqueued_ms.is_some());

@@ -208,7 +208,7 @@ async fn move_with_where_takes_the_chosen_dead_letters_into_the_local_broker() {
     assert_eq!(bodies, vec!["{\"order\":2}", "{\"order\":5}"]);
     // The custom property arrives by name, the broker's dead-letter facts as x-qdeck-*.
     let h = &page.messages[0].headers;
-    let get = |k: &str| h.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
+    let get = |k: &str| h.iter().find(|(n, _)| n == k).and_then(|(_, v)| v.as_str());
     assert_eq!(get("tenant"), Some("t2"));
     assert_eq!(get("x-qdeck-dead-letter-reason"), Some("rejected"));
     assert_eq!(get("x-qdeck-dead-letter-origin"), Some("orders"));

@@ -311,7 +311,7 @@ async fn scheduled_listing_is_refused_with_the_reason_and_the_count() {
             body: b"later".to_vec(),
             key: None,
             delay: Some(Duration::from_secs(600)),
-            headers: Vec::new(),
+            ..Default::default()
         },
     )
     .await
@@ -386,15 +386,13 @@ async fn browse_refuses_near_max_receive_and_never_dead_letters() {
     let m = &page.messages[0];
     assert_eq!(m.body, b"dead-one");
     assert_eq!(m.receive_count, Some(1));
+    // System attributes are metadata; message attributes typed headers.
+    assert!(m.meta.iter().any(|(k, _)| k == "ApproximateReceiveCount"));
+    assert!(m.meta.iter().any(|(k, _)| k == "SentTimestamp"));
     assert!(m
         .headers
         .iter()
-        .any(|(k, _)| k == "ApproximateReceiveCount"));
-    assert!(m.headers.iter().any(|(k, _)| k == "SentTimestamp"));
-    assert!(m
-        .headers
-        .iter()
-        .any(|(k, v)| k == "attr.origin" && v == "String: test"));
+        .any(|(k, v)| k == "origin" && v.as_str() == Some("test")));
     assert!(page
         .effect_note
         .as_deref()
@@ -2140,7 +2138,7 @@ async fn send_many_batches_ten_a_call_and_refuses_only_the_bad_entry() {
     let msg = |i: usize| OutgoingMessage {
         body: format!("batch {i}").into_bytes(),
         key: Some(format!("g{}", i % 3)),
-        headers: vec![("x-seq".to_string(), i.to_string())],
+        headers: vec![("x-seq".to_string(), i.to_string().into())],
         ..Default::default()
     };
     let mut msgs: Vec<OutgoingMessage> = (0..25).map(msg).collect();

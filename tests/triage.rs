@@ -84,7 +84,7 @@ fn msg(body: &[u8], headers: &[(&str, &str)]) -> OutgoingMessage {
         body: body.to_vec(),
         headers: headers
             .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .map(|(k, v)| (k.to_string(), (*v).into()))
             .collect(),
         ..Default::default()
     }

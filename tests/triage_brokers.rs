@@ -61,7 +61,7 @@ fn out(body: &[u8], headers: &[(&str, &str)]) -> OutgoingMessage {
         body: body.to_vec(),
         headers: headers
             .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .map(|(k, v)| (k.to_string(), (*v).into()))
             .collect(),
         ..Default::default()
     }
@@ -71,7 +71,11 @@ fn out(body: &[u8], headers: &[(&str, &str)]) -> OutgoingMessage {
 fn essence(m: &Message, kind: BrokerKind, q: &str) -> (Vec<u8>, Vec<(String, String)>) {
     let rec = Record::parse_line(&Record::from_message(m, kind, q).to_line().unwrap()).unwrap();
     let (o, _) = rec.to_outgoing();
-    let mut h = o.headers;
+    let mut h: Vec<(String, String)> = o
+        .headers
+        .iter()
+        .map(|(k, v)| (k.clone(), v.text()))
+        .collect();
     h.sort();
     (o.body, h)
 }
@@ -430,7 +434,7 @@ mod rabbitmq {
             moved.iter().all(|m| m
                 .headers
                 .iter()
-                .any(|(k, v)| k == "x-tenant" && v == "acme")),
+                .any(|(k, v)| k == "x-tenant" && v.as_str() == Some("acme"))),
             "only matching messages moved"
         );
         for q in [&dlq, &to] {

@@ -114,6 +114,8 @@ fn hostile_messages() -> Vec<Message> {
                 ("content-type".into(), "application/json".into()),
                 ("x-evil\x1b]0;title\x07".into(), "\u{202e}gnp.exe".into()),
             ],
+            properties: Vec::new(),
+            meta: Vec::new(),
             body: br#"{"order":42,"note":"\u001b[2J","items":[1,2,3]}"#.to_vec(),
             dead_letter: Some(DeadLetterInfo {
                 reason: Some("max receives".into()),
@@ -1093,8 +1095,13 @@ fn search_copy_and_save() {
         })
         .unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let r =
-        qdeck::tui::app::save_jsonl(dir.path(), &QueueId::new("orders-dlq/../x"), &msgs).unwrap();
+    let r = qdeck::tui::app::save_jsonl(
+        dir.path(),
+        qdeck::domain::BrokerKind::Local,
+        &QueueId::new("orders-dlq/../x"),
+        &msgs,
+    )
+    .unwrap();
     assert!(r.contains("saved 1 messages"));
     let f = std::fs::read_dir(dir.path())
         .unwrap()
@@ -1102,9 +1109,18 @@ fn search_copy_and_save() {
         .unwrap()
         .unwrap()
         .path();
+    // The export format: the same record `qdeck export` writes, read back as it.
     let line = std::fs::read_to_string(f).unwrap();
-    let back: Message = serde_json::from_str(line.trim()).unwrap();
-    assert_eq!(back, msgs[0]);
+    let back = qdeck::triage::transfer::Record::parse_line(line.trim()).unwrap();
+    assert_eq!(
+        back,
+        qdeck::triage::transfer::Record::from_message(
+            &msgs[0],
+            qdeck::domain::BrokerKind::Local,
+            "orders-dlq/../x"
+        )
+    );
+    assert_eq!(back.v, Some(qdeck::triage::transfer::FORMAT));
 }
 
 #[test]
@@ -1840,6 +1856,7 @@ fn every_view_at_every_size() {
 fn edited_copy() -> qdeck::engine::edit::Edited {
     qdeck::engine::edit::Edited {
         key: None,
+        properties: Vec::new(),
         headers: vec![("content-type".into(), "application/json".into())],
         body: br#"{"order":43}"#.to_vec(),
     }

@@ -113,6 +113,11 @@ pub enum Command {
         /// Header as NAME=VALUE (repeatable).
         #[arg(long = "header", short = 'H', value_parser = parse_header)]
         headers: Vec<(String, String)>,
+        /// Standard property as NAME=VALUE, named as the broker names it (repeatable):
+        /// RabbitMQ content_type, correlation_id, …; SQS MessageGroupId; Service Bus
+        /// ContentType, CorrelationId, Label, …
+        #[arg(long = "property", short = 'P', value_parser = parse_header)]
+        properties: Vec<(String, String)>,
     },
     /// Move messages from a dead-letter queue back to their origin or to --to.
     Redrive {

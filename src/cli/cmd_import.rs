@@ -14,23 +14,27 @@ use super::progress_line::with_progress;
 use crate::domain::{BrokerKind, OutgoingMessage};
 use crate::engine::gate::Mutation;
 use crate::engine::session::Session;
+use crate::triage::headers::{map_outgoing, HeaderChange, HeaderLedger};
 use crate::triage::import::import as send_all;
 use crate::triage::transfer::Record;
 
-/// The messages of a file with their line numbers, and the header names the source broker
-/// set itself (left out).
+/// The messages of a file with their line numbers, the field names the source broker set
+/// itself (left out), and for a file from another kind of broker every field renamed or
+/// converted on the way.
 struct Parsed {
     msgs: Vec<(usize, OutgoingMessage)>,
     dropped: Vec<String>,
+    changes: Vec<HeaderChange>,
 }
 
-/// Every line parsed, or an error naming the first bad one.
-fn read_file(file: &Path) -> Result<Parsed, CliError> {
+/// Every line parsed for a `target` broker, or an error naming the first bad one.
+fn read_file(file: &Path, target: BrokerKind) -> Result<Parsed, CliError> {
     let shown = name(&file.display().to_string());
     let f = std::fs::File::open(file)
         .map_err(|e| CliError::usage(format!("cannot read {shown}: {e}")))?;
     let mut msgs = Vec::new();
     let mut dropped: Vec<String> = Vec::new();
+    let mut ledger = HeaderLedger::default();
     for (i, line) in std::io::BufReader::new(f).lines().enumerate() {
         let n = i + 1;
         let line = line.map_err(|e| CliError::usage(format!("{shown} line {n}: {e}")))?;
@@ -40,7 +44,13 @@ fn read_file(file: &Path) -> Result<Parsed, CliError> {
         let rec = Record::parse_line(&line).map_err(|e| {
             CliError::usage(format!("{shown} line {n}: {}; nothing was sent", name(&e)))
         })?;
-        let (msg, left_out) = rec.to_outgoing();
+        let (mut msg, mut left_out) = rec.to_outgoing();
+        if let Some(from) = rec.broker.filter(|k| *k != target) {
+            // Across kinds the metadata travels as x-qdeck-* headers (listed), not left out.
+            left_out.clear();
+            let dead = rec.dead_letter.as_ref();
+            msg = map_outgoing(msg, &rec.meta, dead, from, target, &mut ledger);
+        }
         for d in left_out {
             if !dropped.contains(&d) {
                 dropped.push(d);
@@ -48,7 +58,11 @@ fn read_file(file: &Path) -> Result<Parsed, CliError> {
         }
         msgs.push((n, msg));
     }
-    Ok(Parsed { msgs, dropped })
+    Ok(Parsed {
+        msgs,
+        dropped,
+        changes: ledger.changes(),
+    })
 }
 
 pub async fn import(
@@ -65,12 +79,16 @@ pub async fn import(
             "--rate must be a number of messages per second above 0",
         ));
     }
-    let Parsed { msgs, dropped } = read_file(file)?;
     let qid = crate::domain::QueueId::new(queue);
     if !dry_run {
         s.gate.require(Mutation::Import, &qid)?;
     }
     let b = s.backend.as_ref();
+    let Parsed {
+        msgs,
+        dropped,
+        changes,
+    } = read_file(file, b.kind())?;
     let info = fetch::find(b, queue).await?;
     if b.kind() == BrokerKind::Sqs {
         if let Some((n, _)) = msgs
@@ -92,14 +110,17 @@ pub async fn import(
         msgs.len(),
         name(info.id.as_str())
     );
-    let left_out = if dropped.is_empty() {
+    let mut left_out = if dropped.is_empty() {
         String::new()
     } else {
         format!(
-            "; headers the source broker set are left out: {}",
+            "; fields the source broker set are left out: {}",
             name(&dropped.join(", "))
         )
     };
+    for c in &changes {
+        left_out.push_str(&format!("; {}", name(&c.line())));
+    }
     if dry_run {
         if f == Format::Json {
             output::print_json(&serde_json::json!({
@@ -109,6 +130,7 @@ pub async fn import(
                 "file": file.display().to_string(),
                 "count": msgs.len(),
                 "headers_left_out": dropped,
+                "header_changes": changes,
             }))
             .ok();
         } else {

@@ -23,9 +23,7 @@ pub async fn send(
     s: &Session,
     queue: &str,
     body: Option<&str>,
-    key: Option<String>,
-    delay: Option<Duration>,
-    headers: Vec<(String, String)>,
+    msg: OutgoingMessage,
     f: Format,
 ) -> CliResult {
     require(s, Mutation::Send, queue)?;
@@ -47,15 +45,7 @@ pub async fn send(
     let info = fetch::find(s.backend.as_ref(), queue).await?;
     let id = s
         .gate
-        .send(
-            &info.id,
-            OutgoingMessage {
-                body,
-                key,
-                delay,
-                headers,
-            },
-        )
+        .send(&info.id, OutgoingMessage { body, ..msg })
         .await?;
     if f == Format::Json {
         output::print_json(&serde_json::json!({"queue": info.id, "id": id})).ok();

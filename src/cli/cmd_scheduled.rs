@@ -61,8 +61,8 @@ pub async fn peek(s: &Session, queue: &str, n: usize, f: Format) -> CliResult {
 
 /// The due time a backend put in the `due-at` header (RFC 3339).
 fn due_ms(m: &Message) -> Option<i64> {
-    let (_, v) = m.headers.iter().find(|(k, _)| k == "due-at")?;
-    chrono::DateTime::parse_from_rfc3339(v)
+    let v = m.field_text("due-at")?;
+    chrono::DateTime::parse_from_rfc3339(&v)
         .ok()
         .map(|t| t.timestamp_millis())
 }

@@ -32,7 +32,7 @@ use exit::{CliError, CliResult};
 use crate::backend::local::LocalHandle;
 use crate::backend::{self, Backend};
 use crate::config::{self, LoadOptions, ProfileKind};
-use crate::domain::{QueueId, RedriveRequest, RedriveTarget};
+use crate::domain::{OutgoingMessage, QueueId, RedriveRequest, RedriveTarget, Value};
 use crate::engine::session::Session;
 
 /// Run one command. With `-o json`, a failure is still JSON on stdout (`error`, `exit_code`)
@@ -144,7 +144,20 @@ async fn dispatch(cli: Cli) -> CliResult {
             key,
             delay,
             headers,
-        } => cmd_mutate::send(s, &queue, body.as_deref(), key, delay, headers, f).await,
+            properties,
+        } => {
+            let text = |v: Vec<(String, String)>| -> Vec<(String, Value)> {
+                v.into_iter().map(|(k, v)| (k, Value::String(v))).collect()
+            };
+            let msg = OutgoingMessage {
+                key,
+                delay,
+                headers: text(headers),
+                properties: text(properties),
+                ..OutgoingMessage::default()
+            };
+            cmd_mutate::send(s, &queue, body.as_deref(), msg, f).await
+        }
         Command::Redrive {
             dlq,
             to,

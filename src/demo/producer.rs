@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use rand::RngExt;
 
 use super::{nap, Shared, ORDERS, PAYMENTS, REPORTS};
-use crate::domain::OutgoingMessage;
+use crate::domain::{OutgoingMessage, Value};
 
 const TICK: Duration = Duration::from_millis(100);
 
@@ -80,8 +80,8 @@ pub(super) fn orders(shared: &Shared) {
                     )
                     .into_bytes(),
                     headers: vec![
-                        ("content-type".into(), "application/json".into()),
-                        (POISON_HEADER.into(), "true".into()),
+                        ("content-type".into(), Value::str("application/json")),
+                        (POISON_HEADER.into(), Value::str("true")),
                     ],
                     ..Default::default()
                 }
@@ -93,7 +93,7 @@ pub(super) fn orders(shared: &Shared) {
                         rng.random_range(0..100u32)
                     )
                     .into_bytes(),
-                    headers: vec![("content-type".into(), "application/json".into())],
+                    headers: vec![("content-type".into(), Value::str("application/json"))],
                     ..Default::default()
                 }
             }
@@ -116,12 +116,12 @@ pub(super) fn payments(shared: &Shared) {
             let account = format!("acct-{}", a + 1);
             let poison = rng.random::<f64>() < 0.01;
             let mut headers = vec![
-                ("content-type".to_string(), "application/json".to_string()),
-                (SEQ_HEADER.to_string(), seq[a].to_string()),
-                (RUN_HEADER.to_string(), run.clone()),
+                ("content-type".to_string(), Value::str("application/json")),
+                (SEQ_HEADER.to_string(), Value::str(seq[a].to_string())),
+                (RUN_HEADER.to_string(), Value::str(run.clone())),
             ];
             if poison {
-                headers.push((POISON_HEADER.into(), "true".into()));
+                headers.push((POISON_HEADER.into(), Value::str("true")));
             }
             OutgoingMessage {
                 body: format!(
@@ -146,7 +146,7 @@ pub(super) fn reports(shared: &Shared) {
         || 0.05,
         |n| OutgoingMessage {
             body: format!(r#"{{"report":"daily-sales","run":{n}}}"#).into_bytes(),
-            headers: vec![("content-type".into(), "application/json".into())],
+            headers: vec![("content-type".into(), Value::str("application/json"))],
             ..Default::default()
         },
     );

@@ -41,7 +41,7 @@ fn header<'a>(m: &'a Leased, name: &str) -> Option<&'a str> {
     m.headers
         .iter()
         .find(|(k, _)| k == name)
-        .map(|(_, v)| v.as_str())
+        .and_then(|(_, v)| v.as_str())
 }
 
 fn is_poison(m: &Leased) -> bool {

@@ -1,5 +1,6 @@
 //! Edit and resend, shared by `qdeck edit` and the console: the message becomes a small TOML
-//! block (key and headers) followed by its body, the user edits it in `$VISUAL`/`$EDITOR`,
+//! block (key, properties and typed headers; the broker's metadata as comments) followed by
+//! its body, the user edits it in `$VISUAL`/`$EDITOR`,
 //! and the edited copy is sent before the original is deleted — only once the broker has
 //! confirmed the copy, so a failure can leave both versions but never neither.
 
@@ -10,16 +11,17 @@ use serde_json::json;
 
 use super::gate::{Gate, Mutation};
 use crate::backend::{BackendError, OpProgress};
-use crate::domain::{BrokerKind, Message, OutgoingMessage, QueueId, RedriveTarget};
+use crate::domain::{BrokerKind, Message, OutgoingMessage, QueueId, RedriveTarget, Value};
 
 /// The line between the header block and the body. Everything after it is the body.
 pub const BODY_MARKER: &str = "+++ body below this line +++";
 
 /// A message as the user left it in the editor.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Edited {
     pub key: Option<String>,
-    pub headers: Vec<(String, String)>,
+    pub properties: Vec<(String, Value)>,
+    pub headers: Vec<(String, Value)>,
     pub body: Vec<u8>,
 }
 
@@ -29,54 +31,92 @@ impl Edited {
             body: self.body,
             key: self.key,
             delay: None,
+            properties: self.properties,
             headers: self.headers,
         }
     }
 }
 
 /// What came back from the editor.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum EditorOutcome {
     Changed(Edited),
     /// Saved as it was, or not saved: nothing to send.
     Unchanged,
 }
 
-/// Headers the broker reports about a message rather than carries with it; they are not
-/// offered for editing (sending them would make them ordinary headers).
-fn is_synthetic(kind: BrokerKind, name: &str) -> bool {
-    kind == BrokerKind::Local && name == "state"
+/// A TOML section with one `name = value` line per field, each value inline (a nested table
+/// stays on its line, so deleting the line removes the whole field).
+fn section(name: &str, fields: &[(String, Value)]) -> Result<String, String> {
+    let mut out = format!("\n[{name}]\n");
+    for (k, v) in fields {
+        let value = toml::Value::try_from(v).map_err(|e| format!("{k}: {e}"))?;
+        let bare = !k.is_empty()
+            && k.chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+        let key = if bare {
+            k.clone()
+        } else {
+            toml::Value::String(k.clone()).to_string()
+        };
+        out.push_str(&format!("{key} = {value}\n"));
+    }
+    Ok(out)
 }
 
-/// The file the editor opens. Bodies that are not UTF-8 cannot be edited as text.
-pub fn render(kind: BrokerKind, queue: &QueueId, msg: &Message) -> Result<String, String> {
+/// The file the editor opens: the key, `[properties]` and `[headers]` as TOML tables with
+/// their types, the broker's metadata as read-only comments, then the body. Bodies that are
+/// not UTF-8 cannot be edited as text.
+pub fn render(_kind: BrokerKind, queue: &QueueId, msg: &Message) -> Result<String, String> {
     let body = std::str::from_utf8(&msg.body).map_err(|_| {
         format!(
             "message {} has a binary body; edit works on text bodies only",
             msg.id
         )
     })?;
-    let mut headers = toml::Table::new();
-    for (k, v) in &msg.headers {
-        if !is_synthetic(kind, k) {
-            headers.insert(k.clone(), toml::Value::String(v.clone()));
+    let mut block = String::new();
+    if let Some(k) = &msg.key {
+        block.push_str(&format!("key = {}\n", toml::Value::String(k.clone())));
+    }
+    block.push_str(&section("properties", &msg.properties)?);
+    block.push_str(&section("headers", &msg.headers)?);
+    let mut meta = String::new();
+    if !msg.meta.is_empty() {
+        meta.push_str("# Set by the broker (not sent again):\n");
+        for (k, v) in &msg.meta {
+            meta.push_str(&format!(
+                "#   {} = {}\n",
+                crate::sanitize::clean_short(k, 60),
+                crate::sanitize::clean_short(&v.text(), 200).replace(['\n', '\r'], " ")
+            ));
         }
     }
-    let mut top = toml::Table::new();
-    if let Some(k) = &msg.key {
-        top.insert("key".into(), toml::Value::String(k.clone()));
-    }
-    top.insert("headers".into(), toml::Value::Table(headers));
-    let block = toml::to_string(&top).map_err(|e| e.to_string())?;
     // The editor may add a final newline; `parse` takes exactly one off again.
     Ok(format!(
         "# qdeck edit: message {id} of {queue}\n\
-         # Change the key, the headers (delete a line to remove that header) and the body.\n\
+         # Change the key, the properties, the headers (delete a line to remove one) and the body.\n\
+         # Values keep their types: 7, true and \"text\" as written; {{ \"$i32\" = 7 }} or\n\
+         # {{ \"$bytes\" = \"base64\" }} for the types TOML lacks.\n\
+         {meta}\
          # Save and quit to go on; quit without saving, or with an error, to send nothing.\n\
          {block}{BODY_MARKER}\n{body}\n",
         id = crate::sanitize::clean(&msg.id),
         queue = crate::sanitize::clean(queue.as_str()),
     ))
+}
+
+fn fields_of(name: &str, v: toml::Value) -> Result<Vec<(String, Value)>, String> {
+    let toml::Value::Table(t) = v else {
+        return Err(format!("{name} must be a table ([{name}])"));
+    };
+    t.into_iter()
+        .map(|(k, v)| {
+            let typed: Value = v
+                .try_into()
+                .map_err(|e: toml::de::Error| format!("{name}.{k}: {}", e.message()))?;
+            Ok((k, typed))
+        })
+        .collect()
 }
 
 /// Read the edited file back.
@@ -102,27 +142,17 @@ pub fn parse(text: &str) -> Result<Edited, String> {
         )
     })?;
     let mut key = None;
+    let mut properties = Vec::new();
     let mut headers = Vec::new();
     for (k, v) in table {
         match (k.as_str(), v) {
             ("key", toml::Value::String(s)) => key = Some(s),
             ("key", _) => return Err("key must be a string".into()),
-            ("headers", toml::Value::Table(t)) => {
-                for (name, value) in t {
-                    let value = match value {
-                        toml::Value::String(s) => s,
-                        toml::Value::Integer(i) => i.to_string(),
-                        toml::Value::Float(f) => f.to_string(),
-                        toml::Value::Boolean(b) => b.to_string(),
-                        _ => return Err(format!("header {name:?} must be a single value")),
-                    };
-                    headers.push((name, value));
-                }
-            }
-            ("headers", _) => return Err("headers must be a table ([headers])".into()),
+            ("properties", v) => properties = fields_of("properties", v)?,
+            ("headers", v) => headers = fields_of("headers", v)?,
             (other, _) => {
                 return Err(format!(
-                    "unknown field {other:?} in the header block (known: key, headers)"
+                    "unknown field {other:?} in the header block (known: key, properties, headers)"
                 ))
             }
         }
@@ -131,6 +161,7 @@ pub fn parse(text: &str) -> Result<Edited, String> {
     let body = body.strip_suffix('\n').unwrap_or(body);
     Ok(Edited {
         key,
+        properties,
         headers,
         body: body.as_bytes().to_vec(),
     })
@@ -392,10 +423,25 @@ mod tests {
             enqueued_ms: None,
             receive_count: None,
             key: Some("k1".into()),
+            properties: vec![("content_type".into(), Value::str("application/json"))],
             headers: vec![
-                ("state".into(), "ready".into()),
-                ("x-tenant".into(), "acme".into()),
-                ("content-type".into(), "application/json".into()),
+                ("x-tenant".into(), Value::str("acme")),
+                ("n".into(), Value::I32(7)),
+                ("flag".into(), Value::Bool(true)),
+                (
+                    "nested".into(),
+                    Value::Table(vec![
+                        ("a".into(), Value::I64(1)),
+                        ("b".into(), Value::str("two")),
+                    ]),
+                ),
+            ],
+            meta: vec![
+                ("state".into(), Value::str("ready")),
+                (
+                    "x-death".into(),
+                    Value::Array(vec![Value::str("line\nbreak")]),
+                ),
             ],
             body: body.to_vec(),
             dead_letter: None,
@@ -410,10 +456,15 @@ mod tests {
             let e = parse(&text).unwrap();
             assert_eq!(e.body, body, "{text}");
             assert_eq!(e.key.as_deref(), Some("k1"));
-            // The broker's own "state" line is not offered as a header.
-            let mut names: Vec<&str> = e.headers.iter().map(|h| h.0.as_str()).collect();
-            names.sort();
-            assert_eq!(names, vec!["content-type", "x-tenant"]);
+            assert_eq!(e.properties, m.properties);
+            // Every header with its type; the broker's metadata is not offered for sending.
+            let mut got = e.headers.clone();
+            let mut want = m.headers.clone();
+            got.sort_by(|a, b| a.0.cmp(&b.0));
+            want.sort_by(|a, b| a.0.cmp(&b.0));
+            assert_eq!(got, want, "{text}");
+            assert!(text.contains("#   x-death = [line␊break]"), "{text}");
+            assert!(text.contains("n = { \"$i32\" = 7 }\n"), "{text}");
         }
     }
 

@@ -7,8 +7,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::transfer::{sendable, Record};
-use crate::domain::{BrokerKind, Message, OutgoingMessage};
+use crate::domain::{BrokerKind, DeadLetterInfo, Message, OutgoingMessage, Value};
 
 /// Prefix for headers the source broker set: the target keeps them as plain data.
 pub const CARRIED_PREFIX: &str = "x-qdeck-";
@@ -66,30 +65,154 @@ impl HeaderLedger {
     }
 }
 
+/// Standard properties a broker takes on send, by the names it uses.
+pub fn properties_of(kind: BrokerKind) -> &'static [&'static str] {
+    match kind {
+        // AMQP 0-9-1 basic properties, as pika and lapin name them.
+        BrokerKind::Rabbitmq => &[
+            "content_type",
+            "content_encoding",
+            "delivery_mode",
+            "priority",
+            "correlation_id",
+            "reply_to",
+            "expiration",
+            "message_id",
+            "timestamp",
+            "type",
+            "user_id",
+            "app_id",
+            "cluster_id",
+        ],
+        BrokerKind::Sqs => &["MessageGroupId", "MessageDeduplicationId"],
+        BrokerKind::Servicebus => &[
+            "ContentType",
+            "MessageId",
+            "CorrelationId",
+            "SessionId",
+            "Label",
+            "ReplyTo",
+            "To",
+            "ReplyToSessionId",
+            "PartitionKey",
+            "TimeToLive",
+        ],
+        BrokerKind::Local | BrokerKind::Redis => &[],
+    }
+}
+
+/// Properties that mean the same on two brokers: (RabbitMQ name, Service Bus name).
+const SAME_PROPERTY: &[(&str, &str)] = &[
+    ("content_type", "ContentType"),
+    ("correlation_id", "CorrelationId"),
+    ("reply_to", "ReplyTo"),
+    ("message_id", "MessageId"),
+];
+
+/// The name a property of `from` goes under on `to`, when `to` has the same property.
+fn same_property(name: &str, from: BrokerKind, to: BrokerKind) -> Option<&'static str> {
+    use BrokerKind::{Rabbitmq, Servicebus};
+    SAME_PROPERTY.iter().find_map(|(r, s)| match (from, to) {
+        (Rabbitmq, Servicebus) if *r == name => Some(*s),
+        (Servicebus, Rabbitmq) if *s == name => Some(*r),
+        _ => None,
+    })
+}
+
+/// Metadata that is not carried even across brokers: the ordering key travels as the key,
+/// and the local broker's state and due times are computed by its browse.
+fn never_carried(from: BrokerKind, name: &str) -> bool {
+    from == BrokerKind::Local && matches!(name, "state" | "due-at" | "due-in")
+}
+
+/// Whether a header keeps its type on the target broker.
+fn keeps_type(to: BrokerKind, v: &Value) -> bool {
+    match to {
+        BrokerKind::Sqs => matches!(
+            v,
+            Value::String(_) | Value::Number(_) | Value::Bytes(_) | Value::Custom { .. }
+        ),
+        BrokerKind::Rabbitmq => !matches!(v, Value::Number(_) | Value::Custom { .. }),
+        BrokerKind::Servicebus => matches!(
+            v,
+            Value::String(_)
+                | Value::Bool(_)
+                | Value::I8(_)
+                | Value::U8(_)
+                | Value::I16(_)
+                | Value::U16(_)
+                | Value::I32(_)
+                | Value::U32(_)
+                | Value::I64(_)
+                | Value::F32(_)
+                | Value::F64(_)
+        ),
+        BrokerKind::Local | BrokerKind::Redis => true,
+    }
+}
+
 /// The message to send to a `to` broker for `m` browsed on a `from` broker, noting every
-/// header that was renamed or dropped in `ledger`.
+/// field that was renamed, changed type or dropped in `ledger`.
+///
+/// Between two brokers of one kind a message goes as it is: its properties and typed headers,
+/// never its metadata (the target sets its own). Across kinds a property the target has under
+/// another name is renamed; one it lacks, and the source's metadata, travel as `x-qdeck-NAME`
+/// headers; and what the target cannot take (SQS's attribute rules) is dropped.
 pub fn map_message(
     m: &Message,
     from: BrokerKind,
     to: BrokerKind,
     ledger: &mut HeaderLedger,
 ) -> OutgoingMessage {
-    let rec = Record::from_message(m, from, "");
-    let (mut out, _) = rec.to_outgoing();
+    map_outgoing(
+        OutgoingMessage::resend(m),
+        &m.meta,
+        m.dead_letter.as_ref(),
+        from,
+        to,
+        ledger,
+    )
+}
+
+/// `map_message` for a message that is already outgoing (an imported record), with the
+/// source's metadata and dead-letter record beside it.
+pub fn map_outgoing(
+    mut out: OutgoingMessage,
+    meta: &[(String, Value)],
+    dead_letter: Option<&DeadLetterInfo>,
+    from: BrokerKind,
+    to: BrokerKind,
+    ledger: &mut HeaderLedger,
+) -> OutgoingMessage {
+    if from == to {
+        return out;
+    }
+    let mut props = Vec::new();
     // (name in the report, name sent, value, why it was renamed): user headers first, since
     // they are what consumers read and what SQS's attribute cap should keep.
     let mut all: Vec<Entry> = std::mem::take(&mut out.headers)
         .into_iter()
         .map(|(k, v)| (k.clone(), k, v, None))
         .collect();
-    for (k, v) in &m.headers {
-        if sendable(Some(from), k).is_some() {
-            continue;
+    for (k, v) in std::mem::take(&mut out.properties) {
+        if let Some(n) = same_property(&k, from, to) {
+            ledger.note(&k, Some(n.to_string()), "the same property on the target");
+            props.push((n.to_string(), v));
+        } else if properties_of(to).contains(&k.as_str()) {
+            props.push((k, v));
+        } else {
+            let name = format!("{CARRIED_PREFIX}{k}");
+            all.push((
+                k,
+                name,
+                v,
+                Some("a property the target broker does not have"),
+            ));
         }
-        // The key travels as the key; the local broker's `state` is computed by the browse.
-        if (from == BrokerKind::Rabbitmq && k == "qdeck-key")
-            || (from == BrokerKind::Local && k == "state")
-        {
+    }
+    out.properties = props;
+    for (k, v) in meta {
+        if never_carried(from, k) {
             continue;
         }
         let name = format!("{CARRIED_PREFIX}{k}");
@@ -97,7 +220,7 @@ pub fn map_message(
     }
     // What the source recorded about the dead-lettering is the point of copying a DLQ
     // elsewhere to reproduce: kept as data, since no target would set it.
-    if let Some(d) = &m.dead_letter {
+    if let Some(d) = dead_letter {
         let origin = d.origin.as_ref().map(|q| q.to_string());
         for (what, v) in [
             ("reason", &d.reason),
@@ -108,29 +231,40 @@ pub fn map_message(
                 all.push((
                     format!("(dead-letter {what})"),
                     format!("{CARRIED_PREFIX}dead-letter-{what}"),
-                    v.clone(),
+                    Value::str(v.as_str()),
                     Some("recorded by the source broker"),
                 ));
             }
         }
     }
     if to == BrokerKind::Sqs {
-        all.retain(|(label, name, v, _)| sqs_keeps(label, name, v, ledger));
+        all.retain(|(label, name, v, _)| sqs_keeps(label, name, &v.text(), ledger));
         for (label, ..) in all.iter().skip(SQS_MAX_ATTRIBUTES) {
             ledger.note(label, None, "SQS takes at most 10 message attributes");
         }
         all.truncate(SQS_MAX_ATTRIBUTES);
     }
-    for (label, name, _, why) in &all {
+    for (label, name, v, why) in &mut all {
         if let Some(why) = why {
             ledger.note(label, Some(name.clone()), why);
+        }
+        if !keeps_type(to, v) {
+            ledger.note(
+                label,
+                Some(name.clone()),
+                &format!(
+                    "a {} value the target has no type for: sent as text",
+                    v.type_name()
+                ),
+            );
+            *v = Value::String(v.text());
         }
     }
     out.headers = all.into_iter().map(|(_, n, v, _)| (n, v)).collect();
     out
 }
 
-type Entry = (String, String, String, Option<&'static str>);
+type Entry = (String, String, Value, Option<&'static str>);
 
 /// Whether SQS accepts this attribute (names of letters, digits, `_ - .`, no leading `AWS.`
 /// or `Amazon.`, up to 256 characters; a value is not empty), else noted as dropped.
@@ -161,47 +295,82 @@ fn sqs_keeps(label: &str, name: &str, value: &str, ledger: &mut HeaderLedger) ->
 mod tests {
     use super::*;
 
+    fn pairs(h: &[(&str, &str)]) -> Vec<(String, Value)> {
+        h.iter()
+            .map(|(k, v)| (k.to_string(), (*v).into()))
+            .collect()
+    }
+
     fn msg(headers: &[(&str, &str)]) -> Message {
         Message {
             id: "1".into(),
-            seq: None,
-            enqueued_ms: None,
-            receive_count: None,
-            key: None,
-            headers: headers
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect(),
+            headers: pairs(headers),
             body: b"b".to_vec(),
-            dead_letter: None,
+            ..Message::default()
         }
     }
 
     #[test]
-    fn broker_set_headers_are_carried_under_the_prefix_and_counted() {
+    fn across_kinds_properties_are_renamed_or_carried_and_meta_is_carried() {
         let mut l = HeaderLedger::default();
-        let m = msg(&[
-            ("x-tenant", "acme"),
-            ("message-id", "u1"),
-            ("qdeck-key", "k"),
-        ]);
-        let o = map_message(&m, BrokerKind::Rabbitmq, BrokerKind::Local, &mut l);
+        let m = Message {
+            properties: vec![
+                ("content_type".into(), "application/json".into()),
+                ("app_id".into(), "billing".into()),
+            ],
+            meta: pairs(&[("redelivered", "true")]),
+            ..msg(&[("x-tenant", "acme")])
+        };
+        let o = map_message(&m, BrokerKind::Rabbitmq, BrokerKind::Servicebus, &mut l);
+        assert_eq!(o.properties, pairs(&[("ContentType", "application/json")]));
         assert_eq!(
             o.headers,
+            pairs(&[
+                ("x-tenant", "acme"),
+                ("x-qdeck-app_id", "billing"),
+                ("x-qdeck-redelivered", "true")
+            ])
+        );
+        map_message(&m, BrokerKind::Rabbitmq, BrokerKind::Servicebus, &mut l);
+        let lines: Vec<String> = l.changes().iter().map(HeaderChange::line).collect();
+        assert_eq!(
+            lines,
             vec![
-                ("x-tenant".to_string(), "acme".to_string()),
-                ("x-qdeck-message-id".to_string(), "u1".to_string())
+                "header app_id → x-qdeck-app_id (2 message(s): a property the target broker does not have)",
+                "header content_type → ContentType (2 message(s): the same property on the target)",
+                "header redelivered → x-qdeck-redelivered (2 message(s): set by the source broker)",
             ]
         );
-        map_message(&m, BrokerKind::Rabbitmq, BrokerKind::Local, &mut l);
-        assert_eq!(
-            l.changes(),
-            vec![HeaderChange {
-                name: "message-id".into(),
-                to: Some("x-qdeck-message-id".into()),
-                why: "set by the source broker".into(),
-                count: 2
-            }]
+    }
+
+    #[test]
+    fn within_one_kind_a_message_goes_as_it_is_without_its_metadata() {
+        let mut l = HeaderLedger::default();
+        let m = Message {
+            properties: vec![("priority".into(), Value::U8(5))],
+            headers: vec![("n".into(), Value::I32(7))],
+            meta: pairs(&[("x-death", "[]"), ("redelivered", "true")]),
+            ..msg(&[])
+        };
+        let o = map_message(&m, BrokerKind::Rabbitmq, BrokerKind::Rabbitmq, &mut l);
+        assert_eq!(o.properties, m.properties);
+        assert_eq!(o.headers, m.headers);
+        assert!(l.changes().is_empty());
+    }
+
+    #[test]
+    fn a_type_the_target_lacks_goes_as_text_and_is_listed() {
+        let mut l = HeaderLedger::default();
+        let m = Message {
+            headers: vec![("t".into(), Value::Table(vec![("a".into(), Value::I32(1))]))],
+            ..msg(&[])
+        };
+        let o = map_message(&m, BrokerKind::Rabbitmq, BrokerKind::Sqs, &mut l);
+        assert_eq!(o.headers, pairs(&[("t", "{a: 1}")]));
+        assert!(
+            l.changes()[0].why.contains("a table value"),
+            "{:?}",
+            l.changes()
         );
     }
 

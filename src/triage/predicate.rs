@@ -577,7 +577,10 @@ fn compare(
     json: &mut Option<Option<serde_json::Value>>,
 ) -> bool {
     match f {
-        Field::Reason => texts(op, v, &signature::reason_texts(m, &ctx.signature)),
+        Field::Reason => {
+            let r = signature::reason_texts(m, &ctx.signature);
+            texts(op, v, &r.iter().map(|s| s.as_ref()).collect::<Vec<_>>())
+        }
         Field::Signature => texts(op, v, &[&signature::signature(m, &ctx.signature).text]),
         Field::Origin => {
             let o = signature::origin(m);
@@ -588,7 +591,10 @@ fn compare(
         Field::Header(n) => texts(
             op,
             v,
-            &signature::header(m, n).into_iter().collect::<Vec<_>>(),
+            &signature::header(m, n)
+                .as_deref()
+                .into_iter()
+                .collect::<Vec<_>>(),
         ),
         Field::Body => {
             let body = String::from_utf8_lossy(&m.body);
@@ -655,7 +661,8 @@ mod tests {
             key: Some("cust-7".into()),
             headers: vec![
                 ("x-tenant".into(), "acme".into()),
-                ("attr.Region".into(), "String: eu".into()),
+                ("Region".into(), "eu".into()),
+                ("n".into(), crate::domain::Value::I32(7)),
                 ("x-exception-message".into(), "order 42 failed: timeout".into()),
             ],
             body: br#"{"order":{"id":"o-9","total":120.5,"paid":false,"lines":[{"sku":"A1"}]},"note":null}"#
@@ -703,6 +710,10 @@ mod tests {
         assert!(t(r#"header.x-tenant = "acme""#));
         assert!(t(r#"header.X-Tenant = "acme""#));
         assert!(t(r#"header.region = "eu""#));
+        // The prefix earlier versions showed SQS attributes under still finds them.
+        assert!(t(r#"header.attr.Region = "eu""#));
+        // A typed value compares as its text.
+        assert!(t(r#"header.n = "7""#));
         assert!(!t(r#"header.x-missing = "x""#));
         assert!(t(r#"header.x-missing != "x""#));
         assert!(!t(r#"header.x-missing ~ ".*""#));

@@ -135,9 +135,9 @@ mod tests {
     use crate::domain::DeadLetterInfo;
 
     fn dead(id: &str, err: &str, origin: &str, at: i64, redriven: bool) -> Message {
-        let mut headers = vec![("x-exception-message".to_string(), err.to_string())];
+        let mut headers = vec![("x-exception-message".to_string(), err.into())];
         if redriven {
-            headers.push((REDRIVEN_HEADER.to_string(), "1".to_string()));
+            headers.push((REDRIVEN_HEADER.to_string(), "1".into()));
         }
         Message {
             id: id.into(),

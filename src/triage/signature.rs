@@ -2,6 +2,7 @@
 //! the application or broker attached, and the origin queue. Texts that differ only in numbers,
 //! UUIDs, hex or quoted ids normalise to the same signature, so one bug is one group.
 
+use std::borrow::Cow;
 use std::sync::LazyLock;
 
 use regex::Regex;
@@ -52,46 +53,33 @@ pub const NO_REASON: &str = "(no reason recorded)";
 /// Longest normalised text kept; error texts with stack traces are cut here.
 const MAX_LEN: usize = 200;
 
-/// Header value by name, ignoring ASCII case (brokers and clients disagree on case). SQS
-/// message attributes show as `attr.NAME` with the value as `TYPE: value`; they match by
-/// NAME and give the value alone.
-pub fn header<'a>(m: &'a Message, name: &str) -> Option<&'a str> {
-    m.headers.iter().find_map(|(k, v)| {
-        if k.eq_ignore_ascii_case(name) {
-            return Some(v.as_str());
-        }
-        k.strip_prefix("attr.")
-            .filter(|s| s.eq_ignore_ascii_case(name))
-            .map(|_| sqs_attribute_value(v))
-    })
-}
-
-/// `String: acme` → `acme` (SQS message attributes as the SQS backend shows them).
-pub fn sqs_attribute_value(v: &str) -> &str {
-    match v.split_once(": ") {
-        Some((ty, rest))
-            if ["String", "Number", "Binary"]
-                .iter()
-                .any(|t| ty == *t || ty.starts_with(&format!("{t}."))) =>
-        {
-            rest
-        }
-        _ => v,
-    }
+/// A field's value by name, ignoring ASCII case (brokers and clients disagree on case), in
+/// any part of the message (metadata such as `x-first-death-queue`, properties, headers). A
+/// text value is borrowed; other types give their display text.
+pub fn header<'a>(m: &'a Message, name: &str) -> Option<Cow<'a, str>> {
+    // A name written with the SQS prefix of earlier versions (`attr.NAME`) finds NAME.
+    let bare = name.strip_prefix("attr.").unwrap_or(name);
+    m.fields()
+        .find(|(_, k, _)| k.eq_ignore_ascii_case(name) || k.eq_ignore_ascii_case(bare))
+        .map(|(_, _, v)| match v.as_str() {
+            Some(s) => Cow::Borrowed(s),
+            None => Cow::Owned(v.text()),
+        })
 }
 
 /// The broker's reason, from `DeadLetterInfo` or the reason headers.
-pub fn broker_reason(m: &Message) -> Option<&str> {
+pub fn broker_reason(m: &Message) -> Option<Cow<'_, str>> {
     m.dead_letter
         .as_ref()
         .and_then(|d| d.reason.as_deref())
+        .map(Cow::Borrowed)
         .or_else(|| REASON_HEADERS.iter().find_map(|h| header(m, h)))
         .filter(|s| !s.trim().is_empty())
 }
 
 /// Error text: the first of the configured headers, the error headers, then the broker's
 /// description.
-pub fn error_text<'a>(m: &'a Message, cfg: &SignatureConfig) -> Option<&'a str> {
+pub fn error_text<'a>(m: &'a Message, cfg: &SignatureConfig) -> Option<Cow<'a, str>> {
     cfg.extra_headers
         .iter()
         .map(String::as_str)
@@ -101,12 +89,13 @@ pub fn error_text<'a>(m: &'a Message, cfg: &SignatureConfig) -> Option<&'a str> 
             m.dead_letter
                 .as_ref()
                 .and_then(|d| d.description.as_deref())
+                .map(Cow::Borrowed)
         })
         .filter(|s| !s.trim().is_empty())
 }
 
 /// Every reason text the message records, raw (what `reason = "…"` compares against).
-pub fn reason_texts<'a>(m: &'a Message, cfg: &SignatureConfig) -> Vec<&'a str> {
+pub fn reason_texts<'a>(m: &'a Message, cfg: &SignatureConfig) -> Vec<Cow<'a, str>> {
     [broker_reason(m), error_text(m, cfg)]
         .into_iter()
         .flatten()
@@ -119,14 +108,14 @@ pub fn origin(m: &Message) -> Option<String> {
         .as_ref()
         .and_then(|d| d.origin.as_ref())
         .map(|q| q.to_string())
-        .or_else(|| header(m, "x-first-death-queue").map(str::to_string))
+        .or_else(|| header(m, "x-first-death-queue").map(Cow::into_owned))
 }
 
 pub fn signature(m: &Message, cfg: &SignatureConfig) -> Signature {
     let raw = match (broker_reason(m), error_text(m, cfg)) {
         (Some(r), Some(e)) if r != e => format!("{r}: {e}"),
-        (Some(r), _) => r.to_string(),
-        (None, Some(e)) => e.to_string(),
+        (Some(r), _) => r.into_owned(),
+        (None, Some(e)) => e.into_owned(),
         (None, None) => NO_REASON.to_string(),
     };
     Signature {
@@ -186,7 +175,7 @@ mod tests {
             id: "1".into(),
             headers: headers
                 .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .map(|(k, v)| (k.to_string(), (*v).into()))
                 .collect(),
             dead_letter: dl,
             ..Default::default()
@@ -273,10 +262,7 @@ mod tests {
             extra_headers: vec!["x-error".into()],
         };
         let m = msg(
-            &[
-                ("attr.X-Error", "db down 3"),
-                ("x-exception-message", "other"),
-            ],
+            &[("X-Error", "db down 3"), ("x-exception-message", "other")],
             None,
         );
         assert_eq!(signature(&m, &cfg).text, "db down <n>");

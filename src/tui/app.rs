@@ -674,8 +674,9 @@ impl Exec {
             Effect::Save { queue, messages } => {
                 let dir = self.export_dir.clone();
                 let tx = self.tx.clone();
+                let kind = self.session.backend.kind();
                 tokio::task::spawn_blocking(move || {
-                    let r = save_jsonl(&dir, &queue, &messages);
+                    let r = save_jsonl(&dir, kind, &queue, &messages);
                     let _ = tx.blocking_send(Action::Notice(r));
                 });
             }
@@ -820,9 +821,11 @@ fn file_part(q: &QueueId) -> String {
     }
 }
 
-/// Save messages as JSON lines (body as text, or base64 when binary).
+/// Save messages in the `qdeck export` format (`triage::transfer::Record` lines), so a saved
+/// file imports exactly as an exported one.
 pub fn save_jsonl(
     dir: &std::path::Path,
+    kind: crate::domain::BrokerKind,
     queue: &QueueId,
     msgs: &[Message],
 ) -> Result<String, String> {
@@ -831,7 +834,8 @@ pub fn save_jsonl(
     let path = dir.join(format!("{}-{ts}.jsonl", file_part(queue)));
     let mut buf = Vec::new();
     for m in msgs {
-        serde_json::to_writer(&mut buf, m).map_err(|e| format!("cannot encode: {e}"))?;
+        let rec = crate::triage::transfer::Record::from_message(m, kind, queue.as_str());
+        serde_json::to_writer(&mut buf, &rec).map_err(|e| format!("cannot encode: {e}"))?;
         buf.push(b'\n');
     }
     std::fs::write(&path, buf).map_err(|e| format!("cannot write {}: {e}", path.display()))?;

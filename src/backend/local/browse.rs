@@ -102,9 +102,9 @@ impl LocalBackend {
                     .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true))
                     .unwrap_or_default();
                 let secs = (due - now + 999) / 1000;
-                m.headers.insert(1, ("due-at".to_string(), at));
-                m.headers
-                    .insert(2, ("due-in".to_string(), format!("{secs}s")));
+                m.meta.insert(1, ("due-at".to_string(), Value::String(at)));
+                m.meta
+                    .insert(2, ("due-in".to_string(), Value::String(format!("{secs}s"))));
                 m
             })
             .collect();
@@ -121,7 +121,7 @@ impl LocalBackend {
 fn message_row(r: &rusqlite::Row, now: i64) -> rusqlite::Result<Message> {
     let id: i64 = r.get(0)?;
     let headers: Option<String> = r.get(3)?;
-    let mut headers: Vec<(String, String)> = headers
+    let headers: Vec<(String, Value)> = headers
         .and_then(|h| serde_json::from_str(&h).ok())
         .unwrap_or_default();
     let visible: i64 = r.get(5)?;
@@ -131,7 +131,7 @@ fn message_row(r: &rusqlite::Row, now: i64) -> rusqlite::Result<Message> {
         (None, true) => "delayed".to_string(),
         _ => "ready".to_string(),
     };
-    headers.insert(0, ("state".to_string(), state));
+
     let reason: Option<String> = r.get(8)?;
     let origin: Option<String> = r.get(9)?;
     let dead_letter = (reason.is_some() || origin.is_some()).then(|| DeadLetterInfo {
@@ -147,7 +147,9 @@ fn message_row(r: &rusqlite::Row, now: i64) -> rusqlite::Result<Message> {
         enqueued_ms: Some(r.get(4)?),
         receive_count: Some(r.get::<_, i64>(7)? as u64),
         key: r.get(1)?,
+        properties: Vec::new(),
         headers,
+        meta: vec![("state".to_string(), Value::String(state))],
         body: r.get(2)?,
         dead_letter,
     })

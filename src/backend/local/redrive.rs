@@ -206,17 +206,24 @@ impl LocalBackend {
 /// message has been through and `x-qdeck-redriven-at` says when (Unix ms), so a message that
 /// comes back to the DLQ shows that the fix did not work (the reasons view marks it).
 fn stamp(headers: Option<&str>, now: i64) -> String {
-    let mut h: Vec<(String, String)> = headers
+    // Typed headers: a copy keeps every other header's type.
+    let mut h: Vec<(String, crate::domain::Value)> = headers
         .and_then(|j| serde_json::from_str(j).ok())
         .unwrap_or_default();
     let before = h
         .iter()
         .find(|(k, _)| k == REDRIVEN)
-        .and_then(|(_, v)| v.parse::<u64>().ok())
+        .and_then(|(_, v)| v.as_i64())
         .unwrap_or(0);
     h.retain(|(k, _)| k != REDRIVEN && k != REDRIVEN_AT);
-    h.push((REDRIVEN.to_string(), (before + 1).to_string()));
-    h.push((REDRIVEN_AT.to_string(), now.to_string()));
+    h.push((
+        REDRIVEN.to_string(),
+        crate::domain::Value::String((before + 1).to_string()),
+    ));
+    h.push((
+        REDRIVEN_AT.to_string(),
+        crate::domain::Value::String(now.to_string()),
+    ));
     serde_json::to_string(&h).unwrap_or_else(|_| "[]".to_string())
 }
 
@@ -319,6 +326,8 @@ mod tests {
 
     #[test]
     fn stamp_counts_redrives_and_keeps_other_headers() {
+        let once = stamp(Some(r#"[["trace","abc"],["n",{"$i32":7}]]"#), 1000);
+        assert!(once.contains(r#"["n",{"$i32":7}]"#), "{once}");
         let once = stamp(Some(r#"[["trace","abc"]]"#), 1000);
         let h: Vec<(String, String)> = serde_json::from_str(&once).unwrap();
         assert!(h.contains(&("trace".into(), "abc".into())));

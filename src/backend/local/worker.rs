@@ -7,7 +7,7 @@ use rusqlite::{params, OptionalExtension, Transaction, TransactionBehavior};
 
 use super::{now_ms, KeyPolicy, LocalBackend};
 use crate::backend::{BackendError, Result};
-use crate::domain::OutgoingMessage;
+use crate::domain::{OutgoingMessage, Value};
 
 /// A message handed to a worker under a lease.
 #[derive(Debug, Clone, PartialEq)]
@@ -18,7 +18,7 @@ pub struct Leased {
     pub receipt: String,
     pub key: Option<String>,
     pub body: Vec<u8>,
-    pub headers: Vec<(String, String)>,
+    pub headers: Vec<(String, Value)>,
     pub receive_count: u32,
     pub enqueued_ms: i64,
 }
@@ -51,6 +51,19 @@ fn parse_receipt(r: &str) -> Result<(i64, i64)> {
     let bad = || BackendError::Invalid(format!("malformed receipt {r:?}"));
     let (a, b) = r.split_once(':').ok_or_else(bad)?;
     Ok((a.parse().map_err(|_| bad())?, b.parse().map_err(|_| bad())?))
+}
+
+/// The local broker keeps a key and headers, no standard properties: a message that carries
+/// some is refused rather than stored without them (copies from other brokers carry them as
+/// `x-qdeck-*` headers before they get here).
+fn no_properties(msg: &OutgoingMessage) -> Result<()> {
+    match msg.properties.first() {
+        None => Ok(()),
+        Some((k, _)) => Err(BackendError::Invalid(format!(
+            "the local broker keeps no message properties (given: {}); send them as headers",
+            crate::sanitize::clean_short(k, 60)
+        ))),
+    }
 }
 
 /// Most messages one `receive` call leases.
@@ -150,6 +163,7 @@ impl LocalBackend {
 
     /// Publish one message; returns its id.
     pub fn send_sync(&self, queue: &str, msg: &OutgoingMessage) -> Result<i64> {
+        no_properties(msg)?;
         let headers = if msg.headers.is_empty() {
             None
         } else {
@@ -185,6 +199,7 @@ impl LocalBackend {
 
     /// Publish many messages in one transaction; returns their ids in order. All or none.
     pub fn send_ids(&self, queue: &str, msgs: &[OutgoingMessage]) -> Result<Vec<i64>> {
+        msgs.iter().try_for_each(no_properties)?;
         let headers = msgs
             .iter()
             .map(|m| {

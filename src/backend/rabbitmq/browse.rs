@@ -6,7 +6,9 @@
 use lapin::options::{BasicGetOptions, BasicNackOptions};
 
 use super::conn::amqp_error_needing;
-use super::headers::{delivery_count, header_list, message_id, parse_dead_letter};
+use super::headers::{
+    delivery_count, header, message_id, parse_dead_letter, property_list, split_headers, to_value,
+};
 use super::version::effective_delivery_limit;
 use super::RabbitBackend;
 use crate::backend::{BackendError, Result};
@@ -162,15 +164,16 @@ pub async fn browse(b: &RabbitBackend, queue: &QueueId, req: &BrowseRequest) -> 
 /// the delivery's data, taken out by the caller so a redrive can hand it back for the copy.
 pub(super) fn message_of(d: &lapin::message::Delivery, body: Vec<u8>, seq: i64) -> Message {
     let p = &d.properties;
-    let mut headers = vec![
-        ("exchange".to_string(), d.exchange.as_str().to_string()),
+    let (headers, broker) = split_headers(p);
+    let mut meta = vec![
+        ("exchange".to_string(), Value::str(d.exchange.as_str())),
         (
             "routing-key".to_string(),
-            d.routing_key.as_str().to_string(),
+            Value::str(d.routing_key.as_str()),
         ),
-        ("redelivered".to_string(), d.redelivered.to_string()),
+        ("redelivered".to_string(), Value::Bool(d.redelivered)),
     ];
-    headers.extend(header_list(p));
+    meta.extend(broker);
     Message {
         id: message_id(p, &body),
         seq: Some(seq),
@@ -178,8 +181,10 @@ pub(super) fn message_of(d: &lapin::message::Delivery, body: Vec<u8>, seq: i64) 
             .timestamp()
             .map(|t| (t.min(i64::MAX as u64 / 1000) as i64) * 1000),
         receive_count: delivery_count(p),
-        key: None,
+        key: header(p, "qdeck-key").map(|v| to_value(v).text()),
+        properties: property_list(p),
         headers,
+        meta,
         dead_letter: parse_dead_letter(p),
         body,
     }

@@ -1,53 +1,96 @@
 //! AMQP properties and headers as display text, `x-death` as `DeadLetterInfo`, and a stable
 //! message id for messages without a `message_id` property.
 
-use lapin::types::{AMQPValue, FieldTable};
+use lapin::types::{AMQPValue, FieldArray, FieldTable, LongString};
 use lapin::BasicProperties;
 use sha2::{Digest, Sha256};
 
-use crate::domain::{DeadLetterInfo, QueueId};
+use crate::domain::{DeadLetterInfo, Fields, QueueId, Value};
 
-/// Header values as text. Broker text passes through unchanged (the views escape it);
-/// byte arrays show as hex.
+/// Header values as text, as the views show them.
 pub fn value_text(v: &AMQPValue) -> String {
+    to_value(v).text()
+}
+
+/// An AMQP field value as a typed value, every width and nesting kept.
+pub fn to_value(v: &AMQPValue) -> Value {
     match v {
-        AMQPValue::Boolean(b) => b.to_string(),
-        AMQPValue::ShortShortInt(n) => n.to_string(),
-        AMQPValue::ShortShortUInt(n) => n.to_string(),
-        AMQPValue::ShortInt(n) => n.to_string(),
-        AMQPValue::ShortUInt(n) => n.to_string(),
-        AMQPValue::LongInt(n) => n.to_string(),
-        AMQPValue::LongUInt(n) => n.to_string(),
-        AMQPValue::LongLongInt(n) => n.to_string(),
-        AMQPValue::Float(n) => n.to_string(),
-        AMQPValue::Double(n) => n.to_string(),
-        AMQPValue::DecimalValue(d) => format!("{}e-{}", d.value, d.scale),
-        AMQPValue::ShortString(s) => s.as_str().to_string(),
-        AMQPValue::LongString(s) => String::from_utf8_lossy(s.as_bytes()).into_owned(),
-        AMQPValue::FieldArray(a) => {
-            let parts: Vec<String> = a.as_slice().iter().map(value_text).collect();
-            format!("[{}]", parts.join(", "))
-        }
-        AMQPValue::Timestamp(t) => timestamp_text(*t),
-        AMQPValue::FieldTable(t) => table_text(t),
-        AMQPValue::ByteArray(b) => b.as_slice().iter().map(|x| format!("{x:02x}")).collect(),
-        AMQPValue::Void => String::new(),
+        AMQPValue::Boolean(b) => Value::Bool(*b),
+        AMQPValue::ShortShortInt(n) => Value::I8(*n),
+        AMQPValue::ShortShortUInt(n) => Value::U8(*n),
+        AMQPValue::ShortInt(n) => Value::I16(*n),
+        AMQPValue::ShortUInt(n) => Value::U16(*n),
+        AMQPValue::LongInt(n) => Value::I32(*n),
+        AMQPValue::LongUInt(n) => Value::U32(*n),
+        AMQPValue::LongLongInt(n) => Value::I64(*n),
+        AMQPValue::Float(n) => Value::F32(*n),
+        AMQPValue::Double(n) => Value::F64(*n),
+        AMQPValue::DecimalValue(d) => Value::Decimal {
+            scale: d.scale,
+            value: d.value,
+        },
+        AMQPValue::ShortString(s) => Value::String(s.as_str().to_string()),
+        // Long strings are bytes on the wire; text that is not UTF-8 stays bytes.
+        AMQPValue::LongString(s) => match std::str::from_utf8(s.as_bytes()) {
+            Ok(t) => Value::String(t.to_string()),
+            Err(_) => Value::Bytes(s.as_bytes().to_vec()),
+        },
+        AMQPValue::FieldArray(a) => Value::Array(a.as_slice().iter().map(to_value).collect()),
+        AMQPValue::Timestamp(t) => Value::Timestamp(*t),
+        AMQPValue::FieldTable(t) => Value::Table(table_values(t)),
+        AMQPValue::ByteArray(b) => Value::Bytes(b.as_slice().to_vec()),
+        AMQPValue::Void => Value::Null,
     }
 }
 
-fn table_text(t: &FieldTable) -> String {
-    let parts: Vec<String> = t
-        .inner()
+fn table_values(t: &FieldTable) -> Vec<(String, Value)> {
+    t.inner()
         .iter()
-        .map(|(k, v)| format!("{}: {}", k.as_str(), value_text(v)))
-        .collect();
-    format!("{{{}}}", parts.join(", "))
+        .map(|(k, v)| (k.as_str().to_string(), to_value(v)))
+        .collect()
 }
 
-fn timestamp_text(secs: u64) -> String {
-    chrono::DateTime::from_timestamp(secs.min(i64::MAX as u64) as i64, 0)
-        .map(|d| d.to_rfc3339())
-        .unwrap_or_else(|| secs.to_string())
+/// A typed value as the AMQP field value it came from. Types AMQP lacks (an SQS number or a
+/// custom-typed attribute from another broker) travel as their text.
+pub fn to_amqp(v: &Value) -> AMQPValue {
+    match v {
+        Value::Null => AMQPValue::Void,
+        Value::Bool(b) => AMQPValue::Boolean(*b),
+        Value::I8(n) => AMQPValue::ShortShortInt(*n),
+        Value::U8(n) => AMQPValue::ShortShortUInt(*n),
+        Value::I16(n) => AMQPValue::ShortInt(*n),
+        Value::U16(n) => AMQPValue::ShortUInt(*n),
+        Value::I32(n) => AMQPValue::LongInt(*n),
+        Value::U32(n) => AMQPValue::LongUInt(*n),
+        Value::I64(n) => AMQPValue::LongLongInt(*n),
+        Value::F32(n) => AMQPValue::Float(*n),
+        Value::F64(n) => AMQPValue::Double(*n),
+        Value::Decimal { scale, value } => AMQPValue::DecimalValue(lapin::types::DecimalValue {
+            scale: *scale,
+            value: *value,
+        }),
+        Value::String(s) => AMQPValue::LongString(LongString::from(s.as_bytes())),
+        Value::Bytes(b) => AMQPValue::ByteArray(lapin::types::ByteArray::from(b.clone())),
+        Value::Timestamp(t) => AMQPValue::Timestamp(*t),
+        Value::Array(a) => {
+            let mut out = FieldArray::default();
+            for x in a {
+                out.push(to_amqp(x));
+            }
+            AMQPValue::FieldArray(out)
+        }
+        Value::Table(t) => AMQPValue::FieldTable(to_table(t)),
+        Value::Number(n) => AMQPValue::LongString(LongString::from(n.as_bytes())),
+        Value::Custom { value, .. } => to_amqp(value),
+    }
+}
+
+pub fn to_table(t: &[(String, Value)]) -> FieldTable {
+    let mut out = FieldTable::default();
+    for (k, v) in t {
+        out.insert(k.as_str().into(), to_amqp(v));
+    }
+    out
 }
 
 fn as_u64(v: &AMQPValue) -> Option<u64> {
@@ -81,41 +124,96 @@ pub fn delivery_count(p: &BasicProperties) -> Option<u64> {
     header(p, "x-delivery-count").and_then(as_u64)
 }
 
-/// Properties then headers, as (name, text), in a fixed order.
-pub fn header_list(p: &BasicProperties) -> Vec<(String, String)> {
+/// Headers the broker writes itself: metadata, never sent again as application headers.
+pub fn is_broker_header(name: &str) -> bool {
+    name == "x-death"
+        || name.starts_with("x-first-death-")
+        || name.starts_with("x-last-death-")
+        || name == "x-delivery-count"
+        || name == "x-received-from"
+}
+
+/// The basic properties as (AMQP name, typed value), in the order of the AMQP spec.
+pub fn property_list(p: &BasicProperties) -> Vec<(String, Value)> {
     let mut out = Vec::new();
-    let mut push = |k: &str, v: Option<String>| {
+    let mut push = |k: &str, v: Option<Value>| {
         if let Some(v) = v {
             out.push((k.to_string(), v));
         }
     };
-    push(
-        "content-type",
-        p.content_type().as_ref().map(|s| s.to_string()),
-    );
-    push(
-        "content-encoding",
-        p.content_encoding().as_ref().map(|s| s.to_string()),
-    );
-    push("delivery-mode", p.delivery_mode().map(|d| d.to_string()));
-    push("priority", p.priority().map(|d| d.to_string()));
-    push(
-        "correlation-id",
-        p.correlation_id().as_ref().map(|s| s.to_string()),
-    );
-    push("reply-to", p.reply_to().as_ref().map(|s| s.to_string()));
-    push("expiration", p.expiration().as_ref().map(|s| s.to_string()));
-    push("message-id", p.message_id().as_ref().map(|s| s.to_string()));
-    push("timestamp", p.timestamp().map(timestamp_text));
-    push("type", p.kind().as_ref().map(|s| s.to_string()));
-    push("user-id", p.user_id().as_ref().map(|s| s.to_string()));
-    push("app-id", p.app_id().as_ref().map(|s| s.to_string()));
+    let s = |v: &Option<lapin::types::ShortString>| v.as_ref().map(|s| Value::str(s.as_str()));
+    push("content_type", s(p.content_type()));
+    push("content_encoding", s(p.content_encoding()));
+    push("delivery_mode", p.delivery_mode().map(Value::U8));
+    push("priority", p.priority().map(Value::U8));
+    push("correlation_id", s(p.correlation_id()));
+    push("reply_to", s(p.reply_to()));
+    push("expiration", s(p.expiration()));
+    push("message_id", s(p.message_id()));
+    push("timestamp", p.timestamp().map(Value::Timestamp));
+    push("type", s(p.kind()));
+    push("user_id", s(p.user_id()));
+    push("app_id", s(p.app_id()));
+    push("cluster_id", s(p.cluster_id()));
+    out
+}
+
+/// The header table split into (application headers, broker-written headers), typed.
+pub fn split_headers(p: &BasicProperties) -> (Fields, Fields) {
+    let mut app = Vec::new();
+    let mut broker = Vec::new();
     if let Some(h) = p.headers() {
         for (k, v) in h.inner() {
-            out.push((k.as_str().to_string(), value_text(v)));
+            let k = k.as_str();
+            // The ordering key qdeck's send sets is the message's key, shown as such.
+            if k == "qdeck-key" {
+                continue;
+            }
+            let entry = (k.to_string(), to_value(v));
+            if is_broker_header(k) {
+                broker.push(entry);
+            } else {
+                app.push(entry);
+            }
         }
     }
-    out
+    (app, broker)
+}
+
+/// The basic properties for a message to send: those given (by their AMQP names), and the
+/// headers table. A property that is not AMQP's is an error the caller maps beforehand.
+pub fn to_properties(props: &[(String, Value)], headers: FieldTable) -> BasicProperties {
+    let mut p = BasicProperties::default();
+    for (k, v) in props {
+        let text = || lapin::types::ShortString::from(v.text());
+        let num = || v.as_i64().and_then(|n| u8::try_from(n).ok());
+        p = match k.as_str() {
+            "content_type" => p.with_content_type(text()),
+            "content_encoding" => p.with_content_encoding(text()),
+            "delivery_mode" => match num() {
+                Some(n) => p.with_delivery_mode(n),
+                None => p,
+            },
+            "priority" => match num() {
+                Some(n) => p.with_priority(n),
+                None => p,
+            },
+            "correlation_id" => p.with_correlation_id(text()),
+            "reply_to" => p.with_reply_to(text()),
+            "expiration" => p.with_expiration(text()),
+            "message_id" => p.with_message_id(text()),
+            "timestamp" => match v.as_i64().and_then(|n| u64::try_from(n).ok()) {
+                Some(t) => p.with_timestamp(t),
+                None => p,
+            },
+            "type" => p.with_type(text()),
+            "user_id" => p.with_user_id(text()),
+            "app_id" => p.with_app_id(text()),
+            "cluster_id" => p.with_cluster_id(text()),
+            _ => p,
+        };
+    }
+    p.with_headers(headers)
 }
 
 /// What `x-death` and `x-first-death-*` say: reason, origin queue (the first death's queue,

@@ -71,6 +71,11 @@ pub struct RabbitBackend {
 }
 
 impl RabbitBackend {
+    /// The user qdeck connects as.
+    pub(crate) fn user(&self) -> &str {
+        &self.creds.username
+    }
+
     pub fn new(profile_name: &str, settings: &RabbitmqSettings) -> Result<RabbitBackend> {
         let creds = Creds::from_settings(settings)?;
         let calls = Arc::new(ApiCalls::default());

@@ -4,36 +4,45 @@
 
 use futures::future::join_all;
 use lapin::options::{BasicPublishOptions, ConfirmSelectOptions};
-use lapin::types::{AMQPValue, FieldTable, LongString};
+use lapin::types::{AMQPValue, LongString};
 use lapin::{BasicProperties, Confirmation};
 
 use super::conn::{amqp_error, amqp_error_needing};
+use super::headers::{to_properties, to_table};
 use super::purge::write_right;
 use super::RabbitBackend;
 use crate::backend::{BackendError, Result};
 use crate::domain::*;
 
-/// Properties of a sent message: a fresh message id, the time, persistent, the headers as
-/// strings and the ordering key as `qdeck-key`.
-fn properties(msg: &OutgoingMessage, id: &str) -> BasicProperties {
-    let mut headers = FieldTable::default();
-    for (k, v) in &msg.headers {
-        headers.insert(
-            k.as_str().into(),
-            AMQPValue::LongString(LongString::from(v.as_bytes())),
-        );
-    }
+/// Properties of a sent message: those the message carries (an edited, copied or imported
+/// message keeps its own id, time and delivery mode), typed headers, and the ordering key as
+/// `qdeck-key`. A message without an id or time gets a fresh id, the time, and persistence.
+/// `user_id` goes only when it is the connection's own user: RabbitMQ refuses any other.
+fn properties(msg: &OutgoingMessage, id: &str, user: &str) -> BasicProperties {
+    let mut headers = to_table(&msg.headers);
     if let Some(k) = &msg.key {
         headers.insert(
             "qdeck-key".into(),
             AMQPValue::LongString(LongString::from(k.as_bytes())),
         );
     }
-    BasicProperties::default()
-        .with_message_id(id.into())
-        .with_timestamp(chrono::Utc::now().timestamp().max(0) as u64)
-        .with_delivery_mode(2)
-        .with_headers(headers)
+    let own: Vec<(String, Value)> = msg
+        .properties
+        .iter()
+        .filter(|(k, v)| k != "user_id" || v.text() == user)
+        .cloned()
+        .collect();
+    let mut p = to_properties(&own, headers);
+    if p.message_id().is_none() {
+        p = p.with_message_id(id.into());
+    }
+    if p.timestamp().is_none() {
+        p = p.with_timestamp(chrono::Utc::now().timestamp().max(0) as u64);
+    }
+    if p.delivery_mode().is_none() {
+        p = p.with_delivery_mode(2);
+    }
+    p
 }
 
 fn delayed_refusal() -> BackendError {
@@ -94,7 +103,12 @@ async fn publish_all(
     let mut pending = Vec::with_capacity(msgs.len());
     let mut stopped = None;
     for msg in msgs {
-        let id = uuid::Uuid::new_v4().to_string();
+        let props = properties(msg, &uuid::Uuid::new_v4().to_string(), b.user());
+        let id = props
+            .message_id()
+            .as_ref()
+            .map(|i| i.to_string())
+            .unwrap_or_default();
         b.calls.bump("amqp:basic.publish");
         match ch
             .basic_publish(
@@ -105,7 +119,7 @@ async fn publish_all(
                     ..Default::default()
                 },
                 &msg.body,
-                properties(msg, &id),
+                props,
             )
             .await
         {

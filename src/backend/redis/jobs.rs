@@ -50,7 +50,10 @@ fn trace_lines(raw: &str) -> Vec<String> {
 /// One BullMQ job from its hash. `origin` is set when the job sits in a failed set.
 pub fn bull_job(id: &str, h: &HashMap<String, Vec<u8>>, origin: Option<&QueueId>) -> Message {
     let mut headers = Vec::new();
-    let mut push = |k: &str, v: String| headers.push((k.to_string(), clean_short(&v, 2000)));
+    // Every field is what the job library recorded: metadata (Redis jobs are never sent again
+    // through qdeck; a redrive moves the job itself).
+    let mut push =
+        |k: &str, v: String| headers.push((k.to_string(), Value::String(clean_short(&v, 2000))));
     if let Some(n) = text(h, "name") {
         push("name", n);
     }
@@ -108,7 +111,7 @@ pub fn bull_job(id: &str, h: &HashMap<String, Vec<u8>>, origin: Option<&QueueId>
     if h.is_empty() {
         headers.push((
             "note".into(),
-            "job hash is gone (removed while browsing)".into(),
+            Value::str("job hash is gone (removed while browsing)"),
         ));
     }
     Message {
@@ -117,7 +120,7 @@ pub fn bull_job(id: &str, h: &HashMap<String, Vec<u8>>, origin: Option<&QueueId>
         enqueued_ms: num(h, "timestamp"),
         receive_count: atm.map(|a| a.max(0) as u64),
         key: None,
-        headers,
+        meta: headers,
         body,
         dead_letter: origin.map(|o| DeadLetterInfo {
             reason: reason.map(|r| clean_short(&r, 500)),
@@ -126,6 +129,7 @@ pub fn bull_job(id: &str, h: &HashMap<String, Vec<u8>>, origin: Option<&QueueId>
             count: atm.map(|a| a.max(0) as u64),
             at_ms: num(h, "finishedOn"),
         }),
+        ..Message::default()
     }
 }
 
@@ -139,9 +143,9 @@ pub fn sidekiq_job(
     let Ok(Json::Object(j)) = serde_json::from_slice::<Json>(raw) else {
         return Message {
             id: format!("(not JSON, {} bytes)", raw.len()),
-            headers: vec![(
+            meta: vec![(
                 "payload".into(),
-                "not JSON: shown as stored, never decoded or unpickled".into(),
+                Value::str("not JSON: shown as stored, never decoded or unpickled"),
             )],
             body: raw.to_vec(),
             ..Default::default()
@@ -149,7 +153,10 @@ pub fn sidekiq_job(
     };
     let s = |k: &str| j.get(k).and_then(Json::as_str).map(str::to_string);
     let mut headers = Vec::new();
-    let mut push = |k: &str, v: String| headers.push((k.to_string(), clean_short(&v, 2000)));
+    // Every field is what the job library recorded: metadata (Redis jobs are never sent again
+    // through qdeck; a redrive moves the job itself).
+    let mut push =
+        |k: &str, v: String| headers.push((k.to_string(), Value::String(clean_short(&v, 2000))));
     let class = s("wrapped").or_else(|| s("class"));
     if let Some(c) = &class {
         push("class", c.clone());
@@ -232,7 +239,7 @@ pub fn sidekiq_job(
         enqueued_ms: j.get("enqueued_at").and_then(sidekiq_time_ms),
         receive_count: retry_count.map(|r| r.max(0) as u64 + 1),
         key: None,
-        headers,
+        meta: headers,
         body,
         dead_letter: origin_of.map(|f| DeadLetterInfo {
             reason: reason.map(|r| clean_short(&r, 200)),
@@ -241,5 +248,6 @@ pub fn sidekiq_job(
             count: retry_count.map(|r| r.max(0) as u64),
             at_ms: j.get("failed_at").and_then(sidekiq_time_ms),
         }),
+        ..Message::default()
     }
 }

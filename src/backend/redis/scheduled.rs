@@ -24,9 +24,9 @@ fn with_due(mut m: Message, due_ms: Option<i64>, now: i64) -> Message {
             .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true))
             .unwrap_or_default();
         let secs = ((due - now).max(0) + 999) / 1000;
-        m.headers
-            .insert(0, ("due-in".to_string(), format!("{secs}s")));
-        m.headers.insert(0, ("due-at".to_string(), at));
+        m.meta
+            .insert(0, ("due-in".to_string(), Value::String(format!("{secs}s"))));
+        m.meta.insert(0, ("due-at".to_string(), Value::String(at)));
     }
     m
 }

@@ -86,6 +86,49 @@ pub async fn browse(rest: &Rest, entity: &str, req: &BrowseRequest) -> Result<Pa
     })
 }
 
+/// Custom properties the broker sets when it dead-letters a message: metadata.
+fn is_broker_custom(name: &str) -> bool {
+    ["DeadLetterReason", "DeadLetterErrorDescription"]
+        .iter()
+        .any(|b| b.eq_ignore_ascii_case(name))
+}
+
+/// A `BrokerProperties` field as a typed value.
+fn json_value(v: &Value) -> crate::domain::Value {
+    use crate::domain::Value as V;
+    match v {
+        Value::String(s) => V::String(s.clone()),
+        Value::Bool(b) => V::Bool(*b),
+        Value::Number(n) => match n.as_i64() {
+            Some(i) => V::I64(i),
+            None => V::F64(n.as_f64().unwrap_or_default()),
+        },
+        Value::Null => V::Null,
+        other => V::String(other.to_string()),
+    }
+}
+
+/// A custom property's header value (JSON: strings quoted, numbers and booleans bare) as a
+/// typed value; a value that is not JSON is its text.
+pub fn custom_value(raw: &str) -> crate::domain::Value {
+    match serde_json::from_str::<Value>(raw) {
+        Ok(v @ (Value::String(_) | Value::Bool(_) | Value::Number(_))) => json_value(&v),
+        _ => crate::domain::Value::str(raw),
+    }
+}
+
+/// A typed value as a custom property's header value: what `custom_value` reads back.
+pub fn custom_header(v: &crate::domain::Value) -> String {
+    use crate::domain::Value as V;
+    match v {
+        V::Bool(b) => b.to_string(),
+        V::F32(_) | V::F64(_) if v.text().parse::<f64>().is_ok_and(f64::is_finite) => v.text(),
+        V::I8(_) | V::U8(_) | V::I16(_) | V::U16(_) | V::I32(_) | V::U32(_) | V::I64(_) => v.text(),
+        V::Custom { value, .. } => custom_header(value),
+        other => Value::String(other.text()).to_string(),
+    }
+}
+
 /// Custom property values are JSON in headers (strings quoted); show strings without quotes.
 pub fn unquote(v: &str) -> String {
     if v.len() >= 2 && v.starts_with('"') && v.ends_with('"') {
@@ -110,19 +153,30 @@ pub fn to_message(m: &Received, entity: &str) -> Message {
             .map(|(_, v)| unquote(v))
     };
     let seq = m.sequence_number();
-    let mut headers = Vec::new();
+    let mut properties = Vec::new();
+    let mut meta = Vec::new();
     if let Some(ct) = &m.content_type {
-        headers.push(("ContentType".to_string(), ct.clone()));
+        properties.push((
+            "ContentType".to_string(),
+            crate::domain::Value::str(ct.as_str()),
+        ));
     }
     for (k, v) in &m.props {
-        let shown = match v {
-            Value::String(s) => s.clone(),
-            other => other.to_string(),
-        };
-        headers.push((k.clone(), shown));
+        let typed = json_value(v);
+        if runtime::SETTABLE.contains(&k.as_str()) || k == "TimeToLive" {
+            properties.push((k.clone(), typed));
+        } else {
+            meta.push((k.clone(), typed));
+        }
     }
+    let mut headers = Vec::new();
     for (k, v) in &m.custom {
-        headers.push((k.clone(), unquote(v)));
+        let typed = custom_value(v);
+        if is_broker_custom(k) {
+            meta.push((k.clone(), typed));
+        } else {
+            headers.push((k.clone(), typed));
+        }
     }
     let reason = custom("DeadLetterReason").or_else(|| m.prop_str("DeadLetterReason"));
     let description =
@@ -151,7 +205,9 @@ pub fn to_message(m: &Received, entity: &str) -> Message {
         key: m
             .prop_str("SessionId")
             .or_else(|| m.prop_str("PartitionKey")),
+        properties,
         headers,
+        meta,
         body: m.body.clone(),
         dead_letter,
     }

@@ -592,17 +592,21 @@ impl Backend for ServiceBus {
                 Value::String(at.format("%a, %d %b %Y %H:%M:%S GMT").to_string()),
             );
         }
+        // The message's own MessageId is not sent again: on an entity with duplicate detection a
+        // copy under the same id would be accepted and dropped, and its original deleted.
         let mut content_type = None;
+        for (k, v) in msg.properties {
+            if k == "ContentType" {
+                content_type = Some(v.text());
+            } else if k == "TimeToLive" {
+                props.insert(k, serde_json::json!(v.as_i64().unwrap_or_default()));
+            } else if k != "MessageId" && runtime::SETTABLE.contains(&k.as_str()) {
+                props.insert(k, Value::String(v.text()));
+            }
+        }
         let mut custom = Vec::new();
         for (k, v) in msg.headers {
-            if k.eq_ignore_ascii_case("content-type") {
-                content_type = Some(v);
-            } else if runtime::SETTABLE.iter().any(|s| s.eq_ignore_ascii_case(&k)) {
-                props.insert(k, Value::String(v));
-            } else {
-                // Custom properties are JSON values in headers: strings are quoted.
-                custom.push((k, Value::String(v).to_string()));
-            }
+            custom.push((k, browse::custom_header(&v)));
         }
         let out = runtime::Outgoing {
             body: msg.body,

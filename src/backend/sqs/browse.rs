@@ -7,8 +7,8 @@ use aws_sdk_sqs::types::{
     ChangeMessageVisibilityBatchRequestEntry, Message as SqsMessage, MessageAttributeValue,
     MessageSystemAttributeName,
 };
-use base64::Engine;
 
+use super::attributes;
 use super::client::map_sdk;
 use super::{ops, QueueMeta, SqsBackend};
 use crate::backend::{BackendError, Result};
@@ -109,41 +109,31 @@ fn ts_display(ms: &str) -> String {
     }
 }
 
-pub(crate) fn attr_display(v: &MessageAttributeValue) -> String {
-    let ty = v.data_type();
-    if let Some(s) = v.string_value() {
-        format!("{ty}: {s}")
-    } else if let Some(b) = v.binary_value() {
-        format!(
-            "{ty}: base64:{}",
-            base64::engine::general_purpose::STANDARD.encode(b.as_ref())
-        )
-    } else {
-        ty.to_string()
-    }
-}
-
-/// A received SQS message as a domain message (headers: system attributes, then message
-/// attributes as `attr.NAME`).
+/// A received SQS message as a domain message: the settable system attributes (group and
+/// deduplication id) as properties, the other system attributes as metadata, and the message
+/// attributes as typed headers.
 pub(crate) fn to_message(b: &SqsBackend, m: &SqsMessage, sources: &[QueueId]) -> Message {
-    let mut headers: Vec<(String, String)> = Vec::new();
+    let mut properties = Vec::new();
+    let mut meta = Vec::new();
     if let Some(a) = m.attributes() {
         let mut sys: Vec<(&str, &String)> = a.iter().map(|(k, v)| (k.as_str(), v)).collect();
         sys.sort();
         for (k, v) in sys {
-            let shown = if k.ends_with("Timestamp") {
-                ts_display(v)
+            if crate::triage::headers::properties_of(BrokerKind::Sqs).contains(&k) {
+                properties.push((k.to_string(), Value::str(v.as_str())));
+            } else if k.ends_with("Timestamp") {
+                meta.push((k.to_string(), Value::String(ts_display(v))));
             } else {
-                v.clone()
-            };
-            headers.push((k.to_string(), shown));
+                meta.push((k.to_string(), Value::str(v.as_str())));
+            }
         }
     }
+    let mut headers = Vec::new();
     if let Some(ma) = m.message_attributes() {
         let mut attrs: Vec<(&String, &MessageAttributeValue)> = ma.iter().collect();
         attrs.sort_by(|x, y| x.0.cmp(y.0));
         for (k, v) in attrs {
-            headers.push((format!("attr.{k}"), attr_display(v)));
+            headers.push((k.clone(), attributes::to_value(v)));
         }
     }
     let src_arn = sys(m, MessageSystemAttributeName::DeadLetterQueueSourceArn);
@@ -172,7 +162,9 @@ pub(crate) fn to_message(b: &SqsBackend, m: &SqsMessage, sources: &[QueueId]) ->
         receive_count: sys(m, MessageSystemAttributeName::ApproximateReceiveCount)
             .and_then(|s| s.parse::<u64>().ok()),
         key: sys(m, MessageSystemAttributeName::MessageGroupId).map(str::to_string),
+        properties,
         headers,
+        meta,
         body: m.body().unwrap_or_default().as_bytes().to_vec(),
         dead_letter,
     }

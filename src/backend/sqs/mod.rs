@@ -12,6 +12,7 @@
 //! `cost`.
 
 mod age;
+pub(crate) mod attributes;
 mod browse;
 mod client;
 pub mod cost;

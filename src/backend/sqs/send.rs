@@ -3,7 +3,9 @@
 //! instead of 10,000. SQS answers each entry on its own: one refused entry does not stop
 //! the others of its call.
 
-use aws_sdk_sqs::types::{MessageAttributeValue, SendMessageBatchRequestEntry};
+use aws_sdk_sqs::types::SendMessageBatchRequestEntry;
+
+use super::attributes::to_attribute;
 
 use super::client::map_sdk;
 use super::redrive::BATCH_BYTES;
@@ -20,22 +22,21 @@ fn text_body(body: Vec<u8>) -> Result<String> {
     })
 }
 
-fn attribute(k: &str, v: String) -> Result<MessageAttributeValue> {
-    MessageAttributeValue::builder()
-        .data_type("String")
-        .string_value(v)
-        .build()
-        .map_err(|e| BackendError::Invalid(format!("attribute {k}: {e}")))
-}
-
-/// FIFO queues need a group (the ordering key, else "default") and a deduplication id (fresh:
-/// a send is a new message); a standard queue takes the delay instead (at most 15 min).
+/// FIFO queues need a group (the message's `MessageGroupId`, else its ordering key, else
+/// "default") and a deduplication id. The id is always fresh: a kept one would make SQS
+/// accept an edited or moved-back copy within its 5-minute window without delivering it, and
+/// the original would then be deleted. A standard queue takes the delay instead (at most 15
+/// min).
 fn group_and_dedup(meta: &QueueMeta, msg: &OutgoingMessage) -> Option<(String, String)> {
     meta.fifo.then(|| {
-        (
-            msg.key.clone().unwrap_or_else(|| "default".to_string()),
-            uuid::Uuid::new_v4().to_string(),
-        )
+        let group = msg
+            .properties
+            .iter()
+            .find(|(k, _)| k == "MessageGroupId")
+            .map(|(_, v)| v.text())
+            .or_else(|| msg.key.clone())
+            .unwrap_or_else(|| "default".to_string());
+        (group, uuid::Uuid::new_v4().to_string())
     })
 }
 
@@ -60,8 +61,8 @@ pub(crate) async fn send(
     } else if let Some(d) = delay_secs(&msg) {
         req = req.delay_seconds(d);
     }
-    for (k, v) in msg.headers {
-        req = req.message_attributes(&k, attribute(&k, v)?);
+    for (k, v) in &msg.headers {
+        req = req.message_attributes(k, to_attribute(k, v)?.0);
     }
     req = req.message_body(text_body(msg.body)?);
     b.invalidate(id);
@@ -85,9 +86,10 @@ fn entry(
         e = e.delay_seconds(d);
     }
     let mut size = 0;
-    for (k, v) in msg.headers {
-        size += k.len() + "String".len() + v.len();
-        e = e.message_attributes(&k, attribute(&k, v)?);
+    for (k, v) in &msg.headers {
+        let (a, n) = to_attribute(k, v)?;
+        size += n;
+        e = e.message_attributes(k, a);
     }
     let body = text_body(msg.body)?;
     size += body.len();

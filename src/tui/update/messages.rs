@@ -66,8 +66,8 @@ pub(super) fn refilter_msgs(st: &mut State) {
                 hay.push(' ');
                 hay.push_str(d.description.as_deref().unwrap_or(""));
             }
-            for (k, v) in &msg.headers {
-                hay.push_str(&format!(" {k}={v}"));
+            for (_, k, v) in msg.fields() {
+                hay.push_str(&format!(" {k}={}", v.text()));
             }
             hay.push(' ');
             hay.push_str(&String::from_utf8_lossy(

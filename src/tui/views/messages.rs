@@ -197,10 +197,11 @@ fn meta_lines<'a>(st: &State, msg: &Message) -> Vec<Line<'a>> {
             t.dlq,
         )));
     }
-    for (k, val) in &msg.headers {
+    for (_, k, val) in msg.fields() {
+        let val = val.text();
         v.push(Line::from(vec![
             styled(format!("{}: ", clean_short(k, 40)), t.accent),
-            styled(clean(val).into_owned(), t.text),
+            styled(clean(&val).into_owned(), t.text),
         ]));
     }
     v

@@ -75,7 +75,7 @@ fn qdeck(dir: &Path, extra: &[(&str, &str)], args: &[&str]) -> String {
         c.env(k, v);
     }
     c.args(args);
-    if args[0] != "export" {
+    if !matches!(args[0], "export" | "peek") {
         c.arg("-y");
     }
     let out = c.output().unwrap();
@@ -292,4 +292,118 @@ fn base64_decode(s: &str) -> Vec<u8> {
 fn base64_encode(b: &[u8]) -> String {
     use base64::Engine;
     base64::engine::general_purpose::STANDARD.encode(b)
+}
+
+// ------------------------------------------------------------------------------------------
+// SQS (moto), read back with boto3
+
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "needs QDECK_TEST_SQS_ENDPOINT and QDECK_TEST_PYTHON"]
+async fn sqs_every_path_keeps_typed_attributes_and_the_group() {
+    let ep = env("QDECK_TEST_SQS_ENDPOINT");
+    let dir = tempfile::tempdir().unwrap();
+    let t = uniq("sqs");
+    common::write_config(
+        dir.path(),
+        "aws",
+        &[format!(
+            "name = \"aws\"\nkind = \"sqs\"\nregions = [\"us-east-1\"]\nendpoint_url = \"{ep}\"\n\
+             queue_prefix = \"{t}\"\ncloudwatch = false\n"
+        )],
+    );
+    let aws = [
+        ("AWS_ACCESS_KEY_ID", "testing"),
+        ("AWS_SECRET_ACCESS_KEY", "testing"),
+        ("AWS_REGION", "us-east-1"),
+    ];
+    let q = |s: &str| format!("{t}-{s}");
+    let mut url = std::collections::BTreeMap::new();
+    for s in [
+        "exp",
+        "imp",
+        "cp",
+        "cp-to",
+        "mv",
+        "mv-to",
+        "ed",
+        "ed-to",
+        "rd",
+        "rd-to",
+        "wh",
+        "wh-to",
+        "f.fifo",
+        "f-to.fifo",
+    ] {
+        let u = peer("sqs_peer.py", &["create", &ep, &q(s)]).remove(0);
+        url.insert(s, u.as_str().unwrap().to_string());
+    }
+    for s in ["exp", "cp", "mv", "ed", "rd", "wh", "f.fifo"] {
+        peer("sqs_peer.py", &["publish", &ep, &url[s]]);
+    }
+    let want = peer("sqs_peer.py", &["expected"]).remove(0);
+    let run = |args: &[&str]| qdeck(dir.path(), &aws, args);
+
+    let file = dir.path().join("export.jsonl");
+    let file_s = file.to_str().unwrap();
+    run(&["export", &q("exp"), "-f", file_s]);
+    run(&["import", &q("imp"), "-f", file_s]);
+    run(&["copy", &q("cp"), "--to", &q("cp-to")]);
+    run(&["copy", &q("f.fifo"), "--to", &q("f-to.fifo")]);
+    run(&["move", &q("mv"), "--to", &q("mv-to")]);
+    let peeked: Value = serde_json::from_str(&run(&["peek", &q("ed"), "-o", "json"])).unwrap();
+    let id = peeked[0]["id"].as_str().expect("a message id").to_string();
+    let editor = one_byte_editor(dir.path());
+    qdeck(
+        dir.path(),
+        &[aws[0], aws[1], aws[2], ("EDITOR", editor.to_str().unwrap())],
+        &["edit", &q("ed"), &id, "--to", &q("ed-to")],
+    );
+    run(&["redrive", &q("rd"), "--to", &q("rd-to")]);
+    run(&[
+        "redrive",
+        &q("wh"),
+        "--to",
+        &q("wh-to"),
+        "--where",
+        r#"header.text = "acme""#,
+    ]);
+
+    let read = |s: &str| peer("sqs_peer.py", &["read", &ep, &url[s], "1"]).remove(0);
+    let same = |path: &str, got: &Value, body: &Value| {
+        assert_eq!(&got["body"], body, "{path}: body");
+        let mut attrs = got["attributes"].clone();
+        // A client-side redrive stamps its copies; nothing else is added.
+        let h = attrs.as_object_mut().unwrap();
+        let stamped = h.remove("x-qdeck-redriven").is_some();
+        h.remove("x-qdeck-redriven-at");
+        h.remove("x-qdeck-redrive-run");
+        assert_eq!(
+            attrs, want["attributes"],
+            "{path}: attributes (stamped: {stamped})"
+        );
+    };
+    for (path, s) in [
+        ("export → import", "imp"),
+        ("copy", "cp-to"),
+        ("move", "mv-to"),
+        ("redrive", "rd-to"),
+        ("redrive --where", "wh-to"),
+        ("export (the source keeps its message)", "exp"),
+        ("copy (the source keeps its message)", "cp"),
+    ] {
+        same(path, &read(s), &want["body"]);
+    }
+    let edited = Value::String(
+        want["body"]
+            .as_str()
+            .unwrap()
+            .replace("\"order\": 7", "\"order\": 8"),
+    );
+    same("edit (one byte of the body)", &read("ed-to"), &edited);
+    // FIFO: the group travels; the deduplication id is fresh (a kept one could make SQS
+    // accept a copy within its 5-minute window without delivering it).
+    let f = read("f-to.fifo");
+    same("copy between FIFO queues", &f, &want["body"]);
+    assert_eq!(f["group"], "g-1", "{f}");
+    assert!(f["dedup"].is_string() && f["dedup"] != "d-1", "{f}");
 }

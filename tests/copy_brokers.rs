@@ -238,7 +238,9 @@ async fn rabbitmq_to_sqs_copy_keeps_bodies_and_headers_and_names_the_rest() {
         "{r}"
     );
     let carried = names_in_report(&r, true);
-    assert!(carried.contains(&"x-qdeck-message-id".to_string()), "{r}");
+    // AMQP properties SQS lacks travel as x-qdeck-* attributes, listed.
+    assert!(carried.contains(&"x-qdeck-message_id".to_string()), "{r}");
+    assert!(carried.contains(&"x-qdeck-content_type".to_string()), "{r}");
     // The default exchange's empty name cannot be an SQS attribute: listed as dropped.
     assert_eq!(names_in_report(&r, false), vec!["exchange"], "{r}");
     let mut got = drain_sqs(&sqs, &url, 3).await;
@@ -258,8 +260,8 @@ async fn rabbitmq_to_sqs_copy_keeps_bodies_and_headers_and_names_the_rest() {
             .unwrap();
         let get = |k: &str| attrs.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
         assert_eq!(get("x-tenant"), Some(format!("t{i}").as_str()), "{attrs:?}");
-        assert_eq!(get("content-type"), Some("application/json"));
-        assert_eq!(get("x-qdeck-message-id"), Some(format!("mid-{i}").as_str()));
+        assert_eq!(get("x-qdeck-content_type"), Some("application/json"));
+        assert_eq!(get("x-qdeck-message_id"), Some(format!("mid-{i}").as_str()));
         // Every header the report says was renamed is there under its new name.
         for c in &carried {
             assert!(get(c).is_some(), "{c} missing from {attrs:?}");

@@ -75,7 +75,7 @@ fn qdeck(dir: &Path, extra: &[(&str, &str)], args: &[&str]) -> String {
         c.env(k, v);
     }
     c.args(args);
-    if !matches!(args[0], "export" | "peek") {
+    if !matches!(args[0], "export" | "peek" | "create") {
         c.arg("-y");
     }
     let out = c.output().unwrap();
@@ -406,4 +406,81 @@ async fn sqs_every_path_keeps_typed_attributes_and_the_group() {
     same("copy between FIFO queues", &f, &want["body"]);
     assert_eq!(f["group"], "g-1", "{f}");
     assert!(f["dedup"].is_string() && f["dedup"] != "d-1", "{f}");
+}
+
+// ------------------------------------------------------------------------------------------
+// The local broker: typed headers through every path, read back with qdeck's own export
+
+/// The headers of every record in an export file, by body.
+fn exported(dir: &Path, queue: &str) -> Vec<(String, Value)> {
+    let file = dir.join(format!("{queue}.jsonl"));
+    qdeck(dir, &[], &["export", queue, "-f", file.to_str().unwrap()]);
+    std::fs::read_to_string(&file)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let r: Value = serde_json::from_str(l).unwrap();
+            (
+                r["body"].as_str().unwrap().to_string(),
+                r["headers"].clone(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn local_every_path_keeps_typed_headers() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    common::write_config(
+        d,
+        "lo",
+        &[common::local_profile("lo", &d.join("lo.db"), "")],
+    );
+    for q in ["src", "cp", "mv", "ed", "imp"] {
+        qdeck(d, &[], &["create", q]);
+    }
+    let headers = serde_json::json!([
+        ["text", "acme"],
+        ["n", 7],
+        ["w", {"$i32": 7}],
+        ["flag", true],
+        ["raw", {"$bytes": "AAH+"}],
+        ["nested", {"a": {"$u8": 1}, "b": "two"}]
+    ]);
+    let line = serde_json::json!({"v": 2, "headers": headers, "body": "{\"order\": 7}"});
+    let file = d.join("in.jsonl");
+    std::fs::write(&file, format!("{line}\n")).unwrap();
+    qdeck(d, &[], &["import", "src", "-f", file.to_str().unwrap()]);
+    assert_eq!(
+        exported(d, "src"),
+        vec![("{\"order\": 7}".into(), headers.clone())]
+    );
+
+    qdeck(d, &[], &["copy", "src", "--to", "cp"]);
+    assert_eq!(
+        exported(d, "cp"),
+        vec![("{\"order\": 7}".into(), headers.clone())]
+    );
+    let again = d.join("src.jsonl");
+    qdeck(d, &[], &["import", "imp", "-f", again.to_str().unwrap()]);
+    assert_eq!(
+        exported(d, "imp"),
+        vec![("{\"order\": 7}".into(), headers.clone())]
+    );
+    qdeck(d, &[], &["move", "cp", "--to", "mv"]);
+    assert_eq!(
+        exported(d, "mv"),
+        vec![("{\"order\": 7}".into(), headers.clone())]
+    );
+    let editor = one_byte_editor(d);
+    let peeked: Value =
+        serde_json::from_str(&qdeck(d, &[], &["peek", "src", "-o", "json"])).unwrap();
+    let id = peeked[0]["id"].as_str().unwrap().to_string();
+    qdeck(
+        d,
+        &[("EDITOR", editor.to_str().unwrap())],
+        &["edit", "src", &id, "--to", "ed"],
+    );
+    assert_eq!(exported(d, "ed"), vec![("{\"order\": 8}".into(), headers)]);
 }

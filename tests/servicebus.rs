@@ -1132,7 +1132,7 @@ async fn duplicate_detection_target_gets_new_message_ids() {
             &q("dd"),
             OutgoingMessage {
                 body: b"x".to_vec(),
-                headers: vec![("MessageId".into(), "same".into())],
+                properties: vec![("MessageId".into(), "same".into())],
                 ..Default::default()
             },
         )

@@ -51,6 +51,7 @@ fn read_file(file: &Path, target: BrokerKind) -> Result<Parsed, CliError> {
             let dead = rec.dead_letter.as_ref();
             msg = map_outgoing(msg, &rec.meta, dead, from, target, &mut ledger);
         }
+        left_out.extend(crate::triage::headers::drop_identity(target, &mut msg));
         for d in left_out {
             if !dropped.contains(&d) {
                 dropped.push(d);

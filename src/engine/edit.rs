@@ -370,7 +370,9 @@ pub async fn resend(
         );
         return Err(e);
     }
-    let new_id = match backend.send(&to, edited.into_outgoing()).await {
+    let mut out = edited.into_outgoing();
+    crate::triage::headers::drop_identity(backend.kind(), &mut out);
+    let new_id = match backend.send(&to, out).await {
         Ok(id) => id,
         Err(e) => {
             audit(

@@ -39,23 +39,23 @@ impl HeaderChange {
     }
 }
 
-/// Counts per (name, outcome), in name order for a stable report.
+/// Counts per (name, outcome, reason), in name order for a stable report: one field can be
+/// both carried under another name and converted to text, and each is said.
 #[derive(Debug, Default)]
-pub struct HeaderLedger(BTreeMap<(String, Option<String>), (String, u64)>);
+pub struct HeaderLedger(BTreeMap<(String, Option<String>, String), u64>);
 
 impl HeaderLedger {
     fn note(&mut self, name: &str, to: Option<String>, why: &str) {
-        let e = self
+        *self
             .0
-            .entry((name.to_string(), to))
-            .or_insert_with(|| (why.to_string(), 0));
-        e.1 += 1;
+            .entry((name.to_string(), to, why.to_string()))
+            .or_insert(0) += 1;
     }
 
     pub fn changes(&self) -> Vec<HeaderChange> {
         self.0
             .iter()
-            .map(|((name, to), (why, count))| HeaderChange {
+            .map(|((name, to, why), count)| HeaderChange {
                 name: name.clone(),
                 to: to.clone(),
                 why: why.clone(),
@@ -99,6 +99,33 @@ pub fn properties_of(kind: BrokerKind) -> &'static [&'static str] {
         ],
         BrokerKind::Local | BrokerKind::Redis => &[],
     }
+}
+
+/// Properties a broker deduplicates on: a message sent again under the same one within the
+/// broker's window is accepted and never delivered (SQS FIFO's 5 minutes, Service Bus
+/// duplicate detection), so a copy, move, edit or import that kept it could delete an original
+/// whose copy the broker dropped.
+pub fn identity_properties(kind: BrokerKind) -> &'static [&'static str] {
+    match kind {
+        BrokerKind::Sqs => &["MessageDeduplicationId"],
+        BrokerKind::Servicebus => &["MessageId"],
+        _ => &[],
+    }
+}
+
+/// Take out the properties `kind` deduplicates on, for a message that is sent again (the
+/// broker then gives it a fresh one); the names taken out.
+pub fn drop_identity(kind: BrokerKind, out: &mut OutgoingMessage) -> Vec<String> {
+    let ids = identity_properties(kind);
+    let mut dropped = Vec::new();
+    out.properties.retain(|(k, _)| {
+        let keep = !ids.contains(&k.as_str());
+        if !keep {
+            dropped.push(k.clone());
+        }
+        keep
+    });
+    dropped
 }
 
 /// Properties that mean the same on two brokers: (RabbitMQ name, Service Bus name).
@@ -157,7 +184,9 @@ fn keeps_type(to: BrokerKind, v: &Value) -> bool {
 /// Between two brokers of one kind a message goes as it is: its properties and typed headers,
 /// never its metadata (the target sets its own). Across kinds a property the target has under
 /// another name is renamed; one it lacks, and the source's metadata, travel as `x-qdeck-NAME`
-/// headers; and what the target cannot take (SQS's attribute rules) is dropped.
+/// headers; and what the target cannot take (SQS's attribute rules) is dropped. On every
+/// copy the recorded dead-letter reason, description and origin go as
+/// `x-qdeck-dead-letter-*` stamps.
 pub fn map_message(
     m: &Message,
     from: BrokerKind,
@@ -184,9 +213,6 @@ pub fn map_outgoing(
     to: BrokerKind,
     ledger: &mut HeaderLedger,
 ) -> OutgoingMessage {
-    if from == to {
-        return out;
-    }
     let mut props = Vec::new();
     // (name in the report, name sent, value, why it was renamed): user headers first, since
     // they are what consumers read and what SQS's attribute cap should keep.
@@ -195,7 +221,9 @@ pub fn map_outgoing(
         .map(|(k, v)| (k.clone(), k, v, None))
         .collect();
     for (k, v) in std::mem::take(&mut out.properties) {
-        if let Some(n) = same_property(&k, from, to) {
+        if from == to {
+            props.push((k, v));
+        } else if let Some(n) = same_property(&k, from, to) {
             ledger.note(&k, Some(n.to_string()), "the same property on the target");
             props.push((n.to_string(), v));
         } else if properties_of(to).contains(&k.as_str()) {
@@ -211,8 +239,16 @@ pub fn map_outgoing(
         }
     }
     out.properties = props;
+    for name in drop_identity(to, &mut out) {
+        ledger.note(
+            &name,
+            None,
+            "the target deduplicates on it: the copy gets a fresh one",
+        );
+    }
     for (k, v) in meta {
-        if never_carried(from, k) {
+        // Within one kind the target broker sets its own.
+        if from == to || never_carried(from, k) {
             continue;
         }
         let name = format!("{CARRIED_PREFIX}{k}");
@@ -356,6 +392,17 @@ mod tests {
         assert_eq!(o.properties, m.properties);
         assert_eq!(o.headers, m.headers);
         assert!(l.changes().is_empty());
+        // The recorded dead-lettering goes as stamps, listed.
+        let dead = Message {
+            dead_letter: Some(DeadLetterInfo {
+                reason: Some("rejected".into()),
+                ..Default::default()
+            }),
+            ..m.clone()
+        };
+        let o = map_message(&dead, BrokerKind::Rabbitmq, BrokerKind::Rabbitmq, &mut l);
+        assert_eq!(o.headers.last().unwrap().0, "x-qdeck-dead-letter-reason");
+        assert_eq!(l.changes().len(), 1);
     }
 
     #[test]

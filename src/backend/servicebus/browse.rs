@@ -212,3 +212,33 @@ pub fn to_message(m: &Received, entity: &str) -> Message {
         dead_letter,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{custom_header, custom_value};
+    use crate::domain::Value;
+
+    #[test]
+    fn custom_properties_keep_their_json_type_both_ways() {
+        for (v, wire) in [
+            (Value::str("acme"), r#""acme""#),
+            (Value::str("7"), r#""7""#),
+            (Value::I64(7), "7"),
+            (Value::F64(0.25), "0.25"),
+            (Value::Bool(true), "true"),
+        ] {
+            assert_eq!(custom_header(&v), wire);
+            assert_eq!(custom_value(wire), v, "{wire}");
+        }
+        // Narrower integers go as numbers and come back as 64-bit ones; types Service Bus
+        // lacks go as text.
+        assert_eq!(
+            custom_value(&custom_header(&Value::I32(-3))),
+            Value::I64(-3)
+        );
+        let t = Value::Table(vec![("a".into(), Value::I32(1))]);
+        assert_eq!(custom_value(&custom_header(&t)), Value::str("{a: 1}"));
+        // A value that is not JSON (another client's raw header) is its text.
+        assert_eq!(custom_value("plain"), Value::str("plain"));
+    }
+}

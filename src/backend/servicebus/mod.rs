@@ -592,15 +592,15 @@ impl Backend for ServiceBus {
                 Value::String(at.format("%a, %d %b %Y %H:%M:%S GMT").to_string()),
             );
         }
-        // The message's own MessageId is not sent again: on an entity with duplicate detection a
-        // copy under the same id would be accepted and dropped, and its original deleted.
+        // A MessageId given here is sent (`qdeck send -P MessageId=…`); the paths that send a
+        // browsed message again take its id out first (`triage::headers::drop_identity`).
         let mut content_type = None;
         for (k, v) in msg.properties {
             if k == "ContentType" {
                 content_type = Some(v.text());
             } else if k == "TimeToLive" {
                 props.insert(k, serde_json::json!(v.as_i64().unwrap_or_default()));
-            } else if k != "MessageId" && runtime::SETTABLE.contains(&k.as_str()) {
+            } else if runtime::SETTABLE.contains(&k.as_str()) {
                 props.insert(k, Value::String(v.text()));
             }
         }

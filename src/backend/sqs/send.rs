@@ -23,20 +23,24 @@ fn text_body(body: Vec<u8>) -> Result<String> {
 }
 
 /// FIFO queues need a group (the message's `MessageGroupId`, else its ordering key, else
-/// "default") and a deduplication id. The id is always fresh: a kept one would make SQS
-/// accept an edited or moved-back copy within its 5-minute window without delivering it, and
-/// the original would then be deleted. A standard queue takes the delay instead (at most 15
+/// "default") and a deduplication id (the message's own, as `qdeck send -P` gives it, else
+/// fresh; the paths that send a browsed message again take its id out first, see
+/// `triage::headers::drop_identity`). A standard queue takes the delay instead (at most 15
 /// min).
 fn group_and_dedup(meta: &QueueMeta, msg: &OutgoingMessage) -> Option<(String, String)> {
     meta.fifo.then(|| {
-        let group = msg
-            .properties
-            .iter()
-            .find(|(k, _)| k == "MessageGroupId")
-            .map(|(_, v)| v.text())
+        let prop = |name: &str| {
+            msg.properties
+                .iter()
+                .find(|(k, _)| k == name)
+                .map(|(_, v)| v.text())
+        };
+        let group = prop("MessageGroupId")
             .or_else(|| msg.key.clone())
             .unwrap_or_else(|| "default".to_string());
-        (group, uuid::Uuid::new_v4().to_string())
+        let dedup =
+            prop("MessageDeduplicationId").unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+        (group, dedup)
     })
 }
 

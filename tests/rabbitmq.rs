@@ -760,7 +760,7 @@ async fn redrive_cancel_and_missing_origin_keep_messages() {
         source: QueueId::new(&q),
         target: RedriveTarget::Queue(QueueId::new(&t)),
         max: None,
-        rate: Some(50.0),
+        rate: Some(qdeck::engine::rate::Rate::fixed(50.0)),
         only_ids: None,
         window: None,
     };
@@ -1589,7 +1589,7 @@ async fn connection_killed_mid_redrive_loses_nothing() {
         source: QueueId::new(&a),
         target: RedriveTarget::Queue(QueueId::new(&t)),
         max: None,
-        rate: Some(600.0),
+        rate: Some(qdeck::engine::rate::Rate::fixed(600.0)),
         only_ids: None,
         window: None,
     };

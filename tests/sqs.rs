@@ -517,7 +517,7 @@ async fn client_side_redrive_respects_max_and_cancel() {
         source: dlq_id.clone(),
         target: RedriveTarget::Queue(src_id.clone()),
         max: Some(7),
-        rate: Some(1000.0),
+        rate: Some(qdeck::engine::rate::Rate::fixed(1000.0)),
         only_ids: None,
         window: None,
     };
@@ -928,7 +928,7 @@ async fn move_task_runs_natively_and_reports_progress() {
                 source: QueueId::new("orders-dlq"),
                 target: RedriveTarget::Origin,
                 max: None,
-                rate: Some(50.0),
+                rate: Some(qdeck::engine::rate::Rate::fixed(50.0)),
                 only_ids: None,
                 window: None,
             },
@@ -1247,7 +1247,7 @@ async fn manual_call_budget_on_moto() {
                 source: src_id.clone(),
                 target: RedriveTarget::Queue(dlq_id.clone()),
                 max: None,
-                rate: Some(1e9),
+                rate: Some(qdeck::engine::rate::Rate::fixed(1e9)),
                 only_ids: None,
                 window: None,
             },
@@ -1667,7 +1667,7 @@ async fn redrive_ends_while_its_copies_dead_letter_again() {
         target: RedriveTarget::Origin,
         max: None,
         // Batches of 5 a second: the consumer sends each batch back before the next.
-        rate: Some(5.0),
+        rate: Some(qdeck::engine::rate::Rate::fixed(5.0)),
         only_ids: None,
         window: None,
     };

@@ -840,7 +840,7 @@ fn redrive_selected_messages() {
         })
         .unwrap();
     assert_eq!(req.target, RedriveTarget::Queue(QueueId::new("orders")));
-    assert_eq!(req.rate, Some(1.0));
+    assert_eq!(req.rate, Some(qdeck::engine::rate::Rate::fixed(1.0)));
     assert_eq!(req.only_ids.unwrap().len(), 2);
     // Progress, cancel.
     update(

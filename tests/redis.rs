@@ -23,15 +23,15 @@ use qdeck::domain::*;
 use serde_json::Value as Json;
 
 fn redis_url() -> String {
-    std::env::var("QDECK_TEST_REDIS_URL")
-        .expect("QDECK_TEST_REDIS_URL must be set (e.g. redis://127.0.0.1:6379)")
+    common::broker_var("QDECK_TEST_REDIS_URL", "e.g. redis://127.0.0.1:6379")
         .trim_end_matches('/')
         .to_string()
 }
 
 fn fixtures() -> PathBuf {
-    let dir = PathBuf::from(std::env::var("QDECK_TEST_NODE_FIXTURES").expect(
-        "QDECK_TEST_NODE_FIXTURES must name tests/fixtures/redis with node_modules (npm ci)",
+    let dir = PathBuf::from(common::broker_var(
+        "QDECK_TEST_NODE_FIXTURES",
+        "tests/fixtures/redis with node_modules (npm ci)",
     ));
     assert!(
         dir.join("node_modules/bullmq").is_dir(),

@@ -11,6 +11,7 @@
 //! in this file (`move_task_*`) that answers with the documented AWS JSON 1.0 shapes. Those
 //! tests need no broker and always run.
 
+mod common;
 mod contract;
 
 use std::collections::HashMap;
@@ -42,13 +43,10 @@ fn test_env() {
 /// test runs only when asked for (`--include-ignored`), and then a missing broker fails it.
 fn require_endpoint() -> String {
     test_env();
-    match std::env::var("QDECK_TEST_SQS_ENDPOINT") {
-        Ok(e) if !e.is_empty() => e,
-        _ => panic!(
-            "QDECK_TEST_SQS_ENDPOINT is not set: start moto (moto_server -H 127.0.0.1 -p 5055) \
-             and set it to http://127.0.0.1:5055"
-        ),
-    }
+    common::broker_var(
+        "QDECK_TEST_SQS_ENDPOINT",
+        "start moto (moto_server -H 127.0.0.1 -p 5055) and set it to http://127.0.0.1:5055",
+    )
 }
 
 fn prefix() -> String {
@@ -1849,10 +1847,7 @@ struct SqsFixture {
 impl SqsFixture {
     async fn setup() -> Self {
         test_env();
-        let ep = std::env::var("QDECK_TEST_SQS_ENDPOINT")
-            .ok()
-            .filter(|e| !e.is_empty())
-            .expect("QDECK_TEST_SQS_ENDPOINT must name an SQS endpoint (e.g. moto_server)");
+        let ep = require_endpoint();
         let prefix = prefix();
         SqsFixture {
             raw: raw(&ep).await,

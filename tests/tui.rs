@@ -2733,8 +2733,7 @@ async fn fleet_pollers_answer_around_a_dead_broker() {
 #[tokio::test(flavor = "multi_thread")]
 #[ignore = "needs QDECK_TEST_SQS_ENDPOINT"]
 async fn fleet_prices_sqs_calls() {
-    let ep = std::env::var("QDECK_TEST_SQS_ENDPOINT")
-        .expect("QDECK_TEST_SQS_ENDPOINT (moto) is needed: source /work/testenv.sh");
+    let ep = common::broker_var("QDECK_TEST_SQS_ENDPOINT", "moto");
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let prefix = format!("qdfire{}", std::process::id());

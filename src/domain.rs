@@ -406,8 +406,8 @@ pub struct RedriveRequest {
     pub target: RedriveTarget,
     /// Move at most this many.
     pub max: Option<u64>,
-    /// Messages per second, at most.
-    pub rate: Option<f64>,
+    /// Messages per second, at most (checked where it was given).
+    pub rate: Option<crate::engine::rate::Rate>,
     /// Only these message ids (from a browse); `None` means all.
     pub only_ids: Option<Vec<String>>,
     /// At most this many copies sent but not yet confirmed-and-deleted at once: what a crash

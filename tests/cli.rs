@@ -481,15 +481,38 @@ fn redrive_arguments_are_validated() {
         .assert()
         .code(2)
         .stderr(predicate::str::contains("--max must be at least 1"));
+    // Every command taking --rate refuses a bad one alike, at parse time: exit 2, one wording.
+    std::fs::write(e.dir.path().join("in.jsonl"), "").unwrap();
+    let file = e.dir.path().join("in.jsonl");
+    let file = file.to_str().unwrap();
+    let commands: [&[&str]; 5] = [
+        &["redrive", "q.dlq", "--yes"],
+        &["redrive", "q.dlq", "--yes", "--where", "reason = \"x\""],
+        &["copy", "q.dlq", "--to", "q", "--yes"],
+        &["move", "q.dlq", "--to", "q", "--yes"],
+        &["import", "q", "-f", file, "--yes"],
+    ];
+    for cmd in commands {
+        for bad in ["0", "-3", "NaN", "inf", "abc", ""] {
+            let out = e
+                .qdeck()
+                .args(cmd)
+                .arg(format!("--rate={bad}"))
+                .output()
+                .unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{cmd:?} --rate={bad}: {err}");
+            assert!(
+                err.contains("--rate") && err.contains(qdeck::engine::rate::RATE_RULE),
+                "{cmd:?} --rate={bad}: {err}"
+            );
+        }
+    }
     e.qdeck()
-        .args(["redrive", "q.dlq", "--rate", "0", "--yes"])
+        .args(["redrive", "q.dlq", "--rate", "0.5", "--dry-run"])
         .assert()
-        .code(2)
-        .stderr(predicate::str::contains("--rate"));
-    e.qdeck()
-        .args(["redrive", "q.dlq", "--rate", "-3", "--yes"])
-        .assert()
-        .code(2);
+        .success()
+        .stdout(predicate::str::contains("at most 0.5/s"));
     e.qdeck()
         .args(["redrive", "q.dlq", "--max", "-1", "--yes"])
         .assert()

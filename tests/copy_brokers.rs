@@ -4,6 +4,8 @@
 
 #![cfg(all(feature = "rabbitmq", feature = "sqs"))]
 
+mod common;
+
 use std::path::Path;
 use std::time::Duration;
 
@@ -30,9 +32,9 @@ struct Brokers {
 }
 
 fn brokers() -> Brokers {
-    let amqp = std::env::var("QDECK_TEST_AMQP_URL").expect("needs QDECK_TEST_AMQP_URL");
-    let mgmt = std::env::var("QDECK_TEST_RABBITMQ_MGMT").expect("needs QDECK_TEST_RABBITMQ_MGMT");
-    let sqs = std::env::var("QDECK_TEST_SQS_ENDPOINT").expect("needs QDECK_TEST_SQS_ENDPOINT");
+    let amqp = common::broker_var("QDECK_TEST_AMQP_URL", "RabbitMQ");
+    let mgmt = common::broker_var("QDECK_TEST_RABBITMQ_MGMT", "RabbitMQ management");
+    let sqs = common::broker_var("QDECK_TEST_SQS_ENDPOINT", "moto");
     let uri: lapin::uri::AMQPUri = amqp.parse().expect("QDECK_TEST_AMQP_URL parses");
     let user = uri.authority.userinfo.username.clone();
     let bare_amqp = format!(
@@ -298,7 +300,7 @@ async fn rabbitmq_to_sqs_copy_keeps_bodies_and_headers_and_names_the_rest() {
 async fn sqs_to_local_copy_keeps_bodies_and_attributes() {
     use aws_sdk_sqs::types::MessageAttributeValue;
     let b = Brokers {
-        sqs: std::env::var("QDECK_TEST_SQS_ENDPOINT").expect("needs QDECK_TEST_SQS_ENDPOINT"),
+        sqs: common::broker_var("QDECK_TEST_SQS_ENDPOINT", "moto"),
         amqp: String::new(),
         bare_amqp: "amqp://guest@127.0.0.1:5672/%2f".into(),
         mgmt: "http://127.0.0.1:15672".into(),

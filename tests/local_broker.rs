@@ -507,7 +507,7 @@ async fn redrive_to_origin_and_to_a_named_queue_with_a_limit_loses_nothing() {
             &RedriveRequest {
                 target: RedriveTarget::Queue(QueueId::new("elsewhere")),
                 max: None,
-                rate: Some(1000.0),
+                rate: Some(qdeck::engine::rate::Rate::fixed(1000.0)),
                 ..req.clone()
             },
             &OpProgress::detached(),
@@ -573,11 +573,6 @@ async fn redrive_without_origin_or_target_fails_clearly() {
         RedriveRequest {
             target: RedriveTarget::Queue(QueueId::new("target")),
             max: Some(0),
-            ..req.clone()
-        },
-        RedriveRequest {
-            target: RedriveTarget::Queue(QueueId::new("target")),
-            rate: Some(0.0),
             ..req.clone()
         },
     ] {
@@ -1125,7 +1120,7 @@ async fn redrive_ends_while_its_messages_dead_letter_again() {
         source: QueueId::new("q.dlq"),
         target: RedriveTarget::Origin,
         max: None,
-        rate: Some(10.0),
+        rate: Some(qdeck::engine::rate::Rate::fixed(10.0)),
         only_ids: None,
         window: None,
     };

@@ -7,6 +7,7 @@
 //! `cargo test --test rabbitmq -- --include-ignored --skip manual_`.
 //! `manual_*` tests are benchmarks run by scripts/bench_rabbitmq.sh.
 
+mod common;
 mod contract;
 
 use std::sync::Arc;
@@ -30,15 +31,9 @@ struct Env {
     bare_url: String,
 }
 
-fn env() -> Option<Env> {
-    let url = std::env::var("QDECK_TEST_AMQP_URL").ok();
-    let mgmt = std::env::var("QDECK_TEST_RABBITMQ_MGMT").ok();
-    let (Some(url), Some(mgmt)) = (url, mgmt) else {
-        if std::env::var("QDECK_REQUIRE_BROKERS").as_deref() == Ok("1") {
-            panic!("QDECK_REQUIRE_BROKERS=1 but QDECK_TEST_AMQP_URL / QDECK_TEST_RABBITMQ_MGMT are not set");
-        }
-        return None;
-    };
+fn env() -> Env {
+    let url = common::broker_var("QDECK_TEST_AMQP_URL", "RabbitMQ's AMQP URL");
+    let mgmt = common::broker_var("QDECK_TEST_RABBITMQ_MGMT", "http://127.0.0.1:15672");
     let uri: lapin::uri::AMQPUri = url.parse().expect("QDECK_TEST_AMQP_URL parses");
     let user = uri.authority.userinfo.username.clone();
     let password = uri.authority.userinfo.password.clone();
@@ -49,20 +44,18 @@ fn env() -> Option<Env> {
         uri.authority.port,
         urlencoding::encode(&uri.vhost)
     );
-    Some(Env {
+    Env {
         url,
         mgmt,
         user,
         password,
         bare_url,
-    })
+    }
 }
 
 /// The test broker; a test that needs one fails when the variables are missing.
 fn broker() -> Env {
-    env().unwrap_or_else(|| {
-        panic!("this test needs a RabbitMQ broker: set QDECK_TEST_AMQP_URL and QDECK_TEST_RABBITMQ_MGMT")
-    })
+    env()
 }
 
 fn settings(e: &Env) -> RabbitmqSettings {
@@ -760,7 +753,7 @@ async fn redrive_cancel_and_missing_origin_keep_messages() {
         source: QueueId::new(&q),
         target: RedriveTarget::Queue(QueueId::new(&t)),
         max: None,
-        rate: Some(50.0),
+        rate: Some(qdeck::engine::rate::Rate::fixed(50.0)),
         only_ids: None,
         window: None,
     };
@@ -1589,7 +1582,7 @@ async fn connection_killed_mid_redrive_loses_nothing() {
         source: QueueId::new(&a),
         target: RedriveTarget::Queue(QueueId::new(&t)),
         max: None,
-        rate: Some(600.0),
+        rate: Some(qdeck::engine::rate::Rate::fixed(600.0)),
         only_ids: None,
         window: None,
     };
@@ -2369,9 +2362,7 @@ struct RabbitFixture {
 
 impl RabbitFixture {
     async fn setup() -> Self {
-        let env = env().unwrap_or_else(|| {
-            panic!("QDECK_TEST_AMQP_URL and QDECK_TEST_RABBITMQ_MGMT must be set for this test")
-        });
+        let env = env();
         let backend = backend(&env).await;
         let (conn, ch) = admin(&env).await;
         RabbitFixture {
@@ -2556,4 +2547,48 @@ async fn pattern_is_filtered_by_the_broker_and_agrees_with_the_full_listing() {
 fn http_client() -> reqwest::Client {
     qdeck::tls::install_provider();
     reqwest::Client::new()
+}
+
+/// A broker test run without its broker prints the notice `.ci/run` fails on, at the start
+/// of a line of the test log, and fails: the two cannot drift apart unnoticed. Runs this test
+/// binary again, as a child, with no RabbitMQ variables.
+#[test]
+fn a_missing_broker_prints_the_notice_ci_fails_on() {
+    const CHILD: &str = "QDECK_SKIP_NOTICE_CHILD";
+    if std::env::var_os(CHILD).is_some() {
+        env();
+        return;
+    }
+    let ci = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/.ci/run")).unwrap();
+    let pattern = ci
+        .lines()
+        .find_map(|l| l.split("grep -q \"^").nth(1)?.split('"').next())
+        .expect(".ci/run greps the test log for a line start");
+    assert_eq!(
+        pattern,
+        common::SKIP_NOTICE,
+        ".ci/run and tests/common disagree"
+    );
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "a_missing_broker_prints_the_notice_ci_fails_on"])
+        .args(["--test-threads=1", "--include-ignored"])
+        .env(CHILD, "1")
+        .env_remove("QDECK_TEST_AMQP_URL")
+        .env_remove("QDECK_TEST_RABBITMQ_MGMT")
+        .output()
+        .unwrap();
+    let log = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        !out.status.success(),
+        "a skipped broker test must fail:\n{log}"
+    );
+    let notice = log
+        .lines()
+        .find(|l| l.starts_with(pattern))
+        .unwrap_or_else(|| panic!("no line starts with {pattern:?}:\n{log}"));
+    assert!(notice.contains("QDECK_TEST_AMQP_URL"), "{notice}");
 }

@@ -23,15 +23,15 @@ use qdeck::domain::*;
 use serde_json::Value as Json;
 
 fn redis_url() -> String {
-    std::env::var("QDECK_TEST_REDIS_URL")
-        .expect("QDECK_TEST_REDIS_URL must be set (e.g. redis://127.0.0.1:6379)")
+    common::broker_var("QDECK_TEST_REDIS_URL", "e.g. redis://127.0.0.1:6379")
         .trim_end_matches('/')
         .to_string()
 }
 
 fn fixtures() -> PathBuf {
-    let dir = PathBuf::from(std::env::var("QDECK_TEST_NODE_FIXTURES").expect(
-        "QDECK_TEST_NODE_FIXTURES must name tests/fixtures/redis with node_modules (npm ci)",
+    let dir = PathBuf::from(common::broker_var(
+        "QDECK_TEST_NODE_FIXTURES",
+        "tests/fixtures/redis with node_modules (npm ci)",
     ));
     assert!(
         dir.join("node_modules/bullmq").is_dir(),
@@ -1445,4 +1445,85 @@ async fn manual_bench_redis_browse_failed() {
         depth.unwrap_or(0),
         page.messages.len()
     );
+}
+
+/// Sidekiq dead jobs as Sidekiq stores them (a sorted set of JSON payloads), written
+/// directly: the rate test needs jobs to move, not a Sidekiq process.
+async fn plant_sidekiq_dead(db: u32, queue: &str, n: usize) {
+    let mut c = raw(db).await;
+    let now = chrono::Utc::now().timestamp() as f64;
+    for i in 0..n {
+        let job = serde_json::json!({
+            "class": "QdeckJob", "args": ["fail", i], "queue": queue, "retry": 0,
+            "jid": format!("{:024x}", i + 1), "created_at": now, "enqueued_at": now,
+            "failed_at": now, "error_class": "RuntimeError", "error_message": "boom",
+        });
+        let _: () = redis::cmd("ZADD")
+            .arg("dead")
+            .arg(now + i as f64)
+            .arg(job.to_string())
+            .query_async(&mut c)
+            .await
+            .expect("zadd dead");
+    }
+}
+
+async fn zcard(db: u32, key: &str) -> u64 {
+    redis::cmd("ZCARD")
+        .arg(key)
+        .query_async(&mut raw(db).await)
+        .await
+        .expect("zcard")
+}
+
+/// Redis used to turn a bad rate into no limit at all. A bad rate now never reaches it (the
+/// CLI refuses it, with the one wording, before anything moves) and a good one paces it:
+/// 5 jobs at 2/s go in batches of at most one second's worth, so they take 2 s, where
+/// without a rate they take milliseconds.
+#[tokio::test]
+#[ignore = "needs QDECK_TEST_REDIS_URL"]
+async fn sidekiq_redrive_honours_a_rate_and_a_bad_one_is_refused() {
+    let _turn = SIDEKIQ_DB.lock().await;
+    flush(3).await;
+    plant_sidekiq_dead(3, "rated", 5).await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = cli_config(&dir, 3, None);
+    for bad in ["0", "-1", "NaN", "abc"] {
+        let out = Command::new(env!("CARGO_BIN_EXE_qdeck"))
+            .arg("--config")
+            .arg(&config)
+            .args(["-p", "jobs", "redrive", "dead", "-y"])
+            .arg(format!("--rate={bad}"))
+            .env("XDG_STATE_HOME", dir.path())
+            .output()
+            .expect("run qdeck");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "--rate={bad}: {err}");
+        assert!(err.contains(qdeck::engine::rate::RATE_RULE), "{err}");
+    }
+    assert_eq!(zcard(3, "dead").await, 5, "a refused rate moved nothing");
+
+    let b = backend(settings(3, None)).await;
+    let req = RedriveRequest {
+        source: QueueId::new("dead"),
+        target: RedriveTarget::Origin,
+        max: None,
+        rate: Some(qdeck::engine::rate::Rate::fixed(2.0)),
+        only_ids: None,
+        window: None,
+    };
+    let started = std::time::Instant::now();
+    let rep = b
+        .redrive(&req, &OpProgress::detached())
+        .await
+        .expect("redrive");
+    let took = started.elapsed();
+    assert_eq!((rep.moved, rep.failed), (5, 0), "{rep:?}");
+    assert_eq!(zcard(3, "dead").await, 0);
+    assert!(
+        took >= Duration::from_millis(1900),
+        "5 jobs at 2/s took {took:?}"
+    );
+    assert!(took < Duration::from_secs(10), "{took:?}");
+    flush(3).await;
 }

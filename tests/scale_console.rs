@@ -3,6 +3,11 @@
 //! filters, sorts and scrolls, and after each step every row on screen shows its figures within
 //! two refresh intervals. Without priority for the rows on screen that could not hold: the rest
 //! are swept under a budget of calls, which at this scale takes minutes.
+//!
+//! Both are `manual_` tests, ignored: building 100,000 queues and driving a terminal takes
+//! minutes of two cores, too much for every `cargo test` (CI skips `manual_`). Run them with
+//! `cargo test --release --test scale_console -- --ignored --nocapture` (the RabbitMQ one
+//! needs QDECK_TEST_AMQP_URL and QDECK_TEST_RABBITMQ_MGMT).
 
 mod common;
 
@@ -167,7 +172,8 @@ fn seeded(prefix: &str, width: usize, total: usize) -> Vec<(String, u64)> {
 }
 
 #[test]
-fn console_over_100000_local_queues() {
+#[ignore = "manual scale test: minutes of CPU (see the module comment)"]
+fn manual_console_over_100000_local_queues() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     const N: usize = 100_000;
     let prefix = "scale-q-";
@@ -270,8 +276,8 @@ impl Drop for Vhost {
 }
 
 #[test]
-#[ignore = "needs QDECK_TEST_AMQP_URL and QDECK_TEST_RABBITMQ_MGMT"]
-fn console_over_20000_rabbitmq_queues() {
+#[ignore = "manual scale test; needs QDECK_TEST_AMQP_URL and QDECK_TEST_RABBITMQ_MGMT"]
+fn manual_console_over_20000_rabbitmq_queues() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     const N: usize = 20_000;
     let prefix = "scale-r-";

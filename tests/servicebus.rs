@@ -324,7 +324,7 @@ async fn resubmit_to_chosen_queue_with_max_and_selection() {
         source: dlq("src"),
         target: RedriveTarget::Queue(q("other")),
         max: Some(5),
-        rate: Some(200.0),
+        rate: Some(qdeck::engine::rate::Rate::fixed(200.0)),
         only_ids: None,
         window: None,
     };

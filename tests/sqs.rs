@@ -11,6 +11,7 @@
 //! in this file (`move_task_*`) that answers with the documented AWS JSON 1.0 shapes. Those
 //! tests need no broker and always run.
 
+mod common;
 mod contract;
 
 use std::collections::HashMap;
@@ -42,13 +43,10 @@ fn test_env() {
 /// test runs only when asked for (`--include-ignored`), and then a missing broker fails it.
 fn require_endpoint() -> String {
     test_env();
-    match std::env::var("QDECK_TEST_SQS_ENDPOINT") {
-        Ok(e) if !e.is_empty() => e,
-        _ => panic!(
-            "QDECK_TEST_SQS_ENDPOINT is not set: start moto (moto_server -H 127.0.0.1 -p 5055) \
-             and set it to http://127.0.0.1:5055"
-        ),
-    }
+    common::broker_var(
+        "QDECK_TEST_SQS_ENDPOINT",
+        "start moto (moto_server -H 127.0.0.1 -p 5055) and set it to http://127.0.0.1:5055",
+    )
 }
 
 fn prefix() -> String {
@@ -517,7 +515,7 @@ async fn client_side_redrive_respects_max_and_cancel() {
         source: dlq_id.clone(),
         target: RedriveTarget::Queue(src_id.clone()),
         max: Some(7),
-        rate: Some(1000.0),
+        rate: Some(qdeck::engine::rate::Rate::fixed(1000.0)),
         only_ids: None,
         window: None,
     };
@@ -928,7 +926,7 @@ async fn move_task_runs_natively_and_reports_progress() {
                 source: QueueId::new("orders-dlq"),
                 target: RedriveTarget::Origin,
                 max: None,
-                rate: Some(50.0),
+                rate: Some(qdeck::engine::rate::Rate::fixed(50.0)),
                 only_ids: None,
                 window: None,
             },
@@ -1247,7 +1245,7 @@ async fn manual_call_budget_on_moto() {
                 source: src_id.clone(),
                 target: RedriveTarget::Queue(dlq_id.clone()),
                 max: None,
-                rate: Some(1e9),
+                rate: Some(qdeck::engine::rate::Rate::fixed(1e9)),
                 only_ids: None,
                 window: None,
             },
@@ -1667,7 +1665,7 @@ async fn redrive_ends_while_its_copies_dead_letter_again() {
         target: RedriveTarget::Origin,
         max: None,
         // Batches of 5 a second: the consumer sends each batch back before the next.
-        rate: Some(5.0),
+        rate: Some(qdeck::engine::rate::Rate::fixed(5.0)),
         only_ids: None,
         window: None,
     };
@@ -1849,10 +1847,7 @@ struct SqsFixture {
 impl SqsFixture {
     async fn setup() -> Self {
         test_env();
-        let ep = std::env::var("QDECK_TEST_SQS_ENDPOINT")
-            .ok()
-            .filter(|e| !e.is_empty())
-            .expect("QDECK_TEST_SQS_ENDPOINT must name an SQS endpoint (e.g. moto_server)");
+        let ep = require_endpoint();
         let prefix = prefix();
         SqsFixture {
             raw: raw(&ep).await,

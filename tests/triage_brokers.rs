@@ -3,6 +3,8 @@
 //! for; endpoints from the same variables as tests/rabbitmq.rs and tests/sqs.rs
 //! (`source /work/testenv.sh; cargo test --test triage_brokers -- --include-ignored`).
 
+mod common;
+
 use std::time::Duration;
 
 use qdeck::backend::{Backend, OpProgress};
@@ -166,9 +168,8 @@ mod rabbitmq {
         Connection,
         Profile,
     ) {
-        let url = std::env::var("QDECK_TEST_AMQP_URL")
-            .expect("this test needs QDECK_TEST_AMQP_URL and QDECK_TEST_RABBITMQ_MGMT");
-        let mgmt = std::env::var("QDECK_TEST_RABBITMQ_MGMT").expect("QDECK_TEST_RABBITMQ_MGMT");
+        let url = crate::common::broker_var("QDECK_TEST_AMQP_URL", "RabbitMQ");
+        let mgmt = crate::common::broker_var("QDECK_TEST_RABBITMQ_MGMT", "RabbitMQ management");
         let uri: lapin::uri::AMQPUri = url.parse().expect("QDECK_TEST_AMQP_URL parses");
         let user = uri.authority.userinfo.username.clone();
         // SAFETY of intent: set once, before any backend reads it, always to the same value.
@@ -455,8 +456,7 @@ mod sqs {
     use qdeck::config::{Profile, ProfileKind, SqsSettings};
 
     async fn setup(prefix: &str) -> std::sync::Arc<dyn Backend> {
-        let ep = std::env::var("QDECK_TEST_SQS_ENDPOINT")
-            .expect("this test needs QDECK_TEST_SQS_ENDPOINT (moto)");
+        let ep = crate::common::broker_var("QDECK_TEST_SQS_ENDPOINT", "moto");
         for (k, v) in [
             ("AWS_ACCESS_KEY_ID", "testing"),
             ("AWS_SECRET_ACCESS_KEY", "testing"),

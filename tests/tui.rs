@@ -166,19 +166,30 @@ fn snap(name: &str, st: &State, w: u16, h: u16) {
     insta::assert_snapshot!(name, text(&t));
 }
 
+/// Broker text with escape sequences was drawn in its visible form. Looking for raw controls
+/// in the buffer cannot fail: ratatui drops control characters itself, so an unescaped
+/// `ESC[2J` shows as a bare `[2J`. That remnant is what this looks for: each sequence the
+/// fixtures plant must follow a visible escape, `␛` (or `\u001b` in pretty JSON). (The raw bytes a terminal gets are checked in
+/// the PTY tests, `common::pty::foreign_controls`.)
 fn assert_no_controls(t: &Terminal<TestBackend>) {
-    let buf = t.backend().buffer();
-    for cell in buf.content() {
-        for c in cell.symbol().chars() {
-            let u = c as u32;
+    let s = text(t);
+    for planted in ["[2J", "[31m", "[H", "]0;"] {
+        for (i, _) in s.match_indices(planted) {
             assert!(
-                !(u < 0x20
-                    || u == 0x7f
-                    || (0x80..=0x9f).contains(&u)
-                    || (0x202a..=0x202e).contains(&u)),
-                "raw control {u:#x} reached the buffer"
+                s[..i].ends_with('␛') || s[..i].ends_with("\\u001b"),
+                "{planted:?} drawn without its ␛: an escape sequence was not made visible\n{s}"
             );
         }
+    }
+    for c in s.chars() {
+        let u = c as u32;
+        assert!(
+            !(u < 0x20 && c != '\n'
+                || u == 0x7f
+                || (0x80..=0x9f).contains(&u)
+                || (0x202a..=0x202e).contains(&u)),
+            "raw control {u:#x} reached the buffer"
+        );
     }
 }
 
@@ -840,7 +851,7 @@ fn redrive_selected_messages() {
         })
         .unwrap();
     assert_eq!(req.target, RedriveTarget::Queue(QueueId::new("orders")));
-    assert_eq!(req.rate, Some(1.0));
+    assert_eq!(req.rate, Some(qdeck::engine::rate::Rate::fixed(1.0)));
     assert_eq!(req.only_ids.unwrap().len(), 2);
     // Progress, cancel.
     update(
@@ -1450,9 +1461,23 @@ fn pty_end_to_end() {
         after.contains("moved") && after.contains("cancelled"),
         "summary after the console: {after:?}"
     );
-    // The body's escape sequences were shown, never sent.
+    // The body's escape sequences were shown, never sent: on the raw bytes the terminal
+    // got, since the screen a test can read (vt100, ratatui's buffer) drops them anyway.
+    let foreign = common::pty::foreign_controls(&bytes);
+    assert!(
+        foreign.is_empty(),
+        "raw controls reached the terminal: {foreign:?}"
+    );
     assert!(!s.contains("\x1b]0;pwned"));
-    assert!(s.contains("␛]0;pwned␇"));
+    assert!(!s.contains("pwned\x07"));
+    assert!(
+        !s.contains("\x1b[2J body"),
+        "the body's clear-screen reached the terminal"
+    );
+    assert!(
+        s.contains("poison ␛]0;pwned␇ ␛[2J body"),
+        "visible form on the terminal"
+    );
 }
 
 #[test]
@@ -2708,8 +2733,7 @@ async fn fleet_pollers_answer_around_a_dead_broker() {
 #[tokio::test(flavor = "multi_thread")]
 #[ignore = "needs QDECK_TEST_SQS_ENDPOINT"]
 async fn fleet_prices_sqs_calls() {
-    let ep = std::env::var("QDECK_TEST_SQS_ENDPOINT")
-        .expect("QDECK_TEST_SQS_ENDPOINT (moto) is needed: source /work/testenv.sh");
+    let ep = common::broker_var("QDECK_TEST_SQS_ENDPOINT", "moto");
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let prefix = format!("qdfire{}", std::process::id());
@@ -2964,4 +2988,24 @@ fn pty_profile_list_opens_the_fleet_with_every_listed_profile() {
     );
     c.type_keys(":q!\r");
     c.wait_exit(Duration::from_secs(10));
+}
+
+/// The raw-byte check of the PTY tests flags what broker text could smuggle in (a title
+/// change, BEL, a lone ESC, C1) and passes what the terminal library writes itself.
+#[test]
+fn foreign_controls_flags_smuggled_sequences_only() {
+    use common::pty::foreign_controls;
+    let own = "\x1b[?1049h\x1b[?25l\x1b[2J\x1b[1;1H\x1b[38;5;9m\x1b[48;2;1;2;3mqueues\x1b[0m\x1b[K\r\n\x1b[?1049l";
+    assert_eq!(foreign_controls(own.as_bytes()), Vec::<String>::new());
+    for bad in [
+        "x\x1b]0;pwned\x07y",
+        "x\x07",
+        "x\x1bPq#0;2;0;0;0\x1b\\",
+        "x\x1b",
+        "x\u{9b}2J",
+        "x\x08\x08",
+        "x\x1b[1;2$z",
+    ] {
+        assert!(!foreign_controls(bad.as_bytes()).is_empty(), "{bad:?}");
+    }
 }

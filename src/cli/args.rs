@@ -4,6 +4,8 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use crate::engine::rate::{parse_rate, Rate};
+
 #[derive(Debug, Parser)]
 #[command(
     name = "qdeck",
@@ -128,9 +130,9 @@ pub enum Command {
         /// Move at most this many.
         #[arg(long)]
         max: Option<u64>,
-        /// At most this many messages per second.
-        #[arg(long)]
-        rate: Option<f64>,
+        /// At most this many messages per second (above 0; fractions allowed).
+        #[arg(long, value_parser = parse_rate)]
+        rate: Option<Rate>,
         /// At most this many messages copied but not yet deleted at once. A crash (kill -9,
         /// lost connection) may duplicate up to this many, never lose any. Default: RabbitMQ
         /// 500, SQS 10 per batch, Service Bus 16, local broker 0 (one transaction per batch).
@@ -182,9 +184,9 @@ pub enum Command {
         queue: String,
         #[arg(long, short = 'f')]
         file: PathBuf,
-        /// At most this many messages per second.
-        #[arg(long)]
-        rate: Option<f64>,
+        /// At most this many messages per second (above 0; fractions allowed).
+        #[arg(long, value_parser = parse_rate)]
+        rate: Option<Rate>,
         /// Check the file and the queue, say what would be sent, send nothing.
         #[arg(long)]
         dry_run: bool,
@@ -295,9 +297,9 @@ pub struct TransferArgs {
     /// At most this many messages.
     #[arg(short = 'n', long = "count")]
     pub count: Option<u64>,
-    /// At most this many messages per second.
-    #[arg(long)]
-    pub rate: Option<f64>,
+    /// At most this many messages per second (above 0; fractions allowed).
+    #[arg(long, value_parser = parse_rate)]
+    pub rate: Option<Rate>,
     /// Say how many would go and how headers map; change nothing.
     #[arg(long)]
     pub dry_run: bool,

@@ -37,11 +37,6 @@ fn header_lines(changes: &[HeaderChange]) -> String {
 
 pub async fn transfer(s: &Session, a: &TransferArgs, moving: bool, f: Format) -> CliResult {
     let verb = if moving { "move" } else { "copy" };
-    if a.rate.is_some_and(|r| !(r > 0.0 && r.is_finite())) {
-        return Err(CliError::usage(
-            "--rate must be a number of messages per second above 0",
-        ));
-    }
     if a.count == Some(0) {
         return Err(CliError::usage("-n must be at least 1"));
     }

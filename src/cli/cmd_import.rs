@@ -70,16 +70,11 @@ pub async fn import(
     s: &Session,
     queue: &str,
     file: &Path,
-    rate: Option<f64>,
+    rate: Option<crate::engine::rate::Rate>,
     dry_run: bool,
     yes: bool,
     f: Format,
 ) -> CliResult {
-    if rate.is_some_and(|r| !(r > 0.0 && r.is_finite())) {
-        return Err(CliError::usage(
-            "--rate must be a number of messages per second above 0",
-        ));
-    }
     let qid = crate::domain::QueueId::new(queue);
     if !dry_run {
         s.gate.require(Mutation::Import, &qid)?;

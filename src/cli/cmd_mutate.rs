@@ -67,11 +67,6 @@ pub async fn redrive(
     if req.max == Some(0) {
         return Err(CliError::usage("--max must be at least 1"));
     }
-    if req.rate.is_some_and(|r| !(r > 0.0 && r.is_finite())) {
-        return Err(CliError::usage(
-            "--rate must be a number of messages per second above 0",
-        ));
-    }
     if req.window == Some(0) {
         return Err(CliError::usage("--window must be at least 1"));
     }

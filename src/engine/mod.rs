@@ -8,6 +8,7 @@ pub mod fleet;
 pub mod gate;
 pub mod ops;
 pub mod poller;
+pub mod rate;
 pub mod ring;
 pub mod schedule;
 pub mod session;

@@ -54,13 +54,6 @@ pub async fn plan_redrive(gate: &Gate, req: RedriveRequest) -> Result<Planned, B
     if req.max == Some(0) {
         return Err(BackendError::Invalid("max must be at least 1".into()));
     }
-    if let Some(r) = req.rate {
-        if !(r > 0.0 && r.is_finite()) {
-            return Err(BackendError::Invalid(
-                "rate must be a number of messages per second above 0".into(),
-            ));
-        }
-    }
     if req.window == Some(0) {
         return Err(BackendError::Invalid("window must be at least 1".into()));
     }

@@ -1,10 +1,11 @@
 //! Sending many messages in batches (`Backend::send_many`) at an optional rate: how many go
 //! in one batch, when each batch is due, and the answers matched back to what was sent.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::backend::{Backend, BackendError, OpProgress};
 use crate::domain::{OutgoingMessage, QueueId};
+use crate::engine::rate::{Limiter, Rate};
 
 /// Messages in one batch without a rate: enough to keep a broker's pipeline full, few enough
 /// that progress and cancel stay prompt.
@@ -12,15 +13,8 @@ const BATCH: usize = 100;
 
 /// Messages per batch: `BATCH`, or with a rate what 100 ms of it allows (at least one), so
 /// the rate holds within a tenth of a second.
-pub fn batch_len(rate: Option<f64>) -> usize {
-    match usable(rate) {
-        Some(r) => ((r / 10.0).floor() as usize).clamp(1, BATCH),
-        None => BATCH,
-    }
-}
-
-fn usable(rate: Option<f64>) -> Option<f64> {
-    rate.filter(|r| *r > 0.0 && r.is_finite())
+pub fn batch_len(rate: Option<Rate>) -> usize {
+    rate.map_or(BATCH, |r| r.batch(Duration::from_millis(100), BATCH))
 }
 
 /// What became of one batch: how many were sent, and the first failure with the position
@@ -32,21 +26,23 @@ pub struct BatchOutcome {
     pub first_error: Option<(usize, BackendError)>,
 }
 
-/// Wait until the batch starting at message `done` is due, then send it.
+/// Wait until `pace` lets the batch go, then send it; a cancel while waiting sends nothing.
 pub async fn send_batch(
     backend: &dyn Backend,
     queue: &QueueId,
     batch: Vec<OutgoingMessage>,
-    done: usize,
-    started: Instant,
-    rate: Option<f64>,
+    pace: &Limiter,
     progress: &OpProgress,
 ) -> BatchOutcome {
-    if let Some(r) = usable(rate) {
-        let due = started + Duration::from_secs_f64(done as f64 / r);
-        tokio::time::sleep_until(due.into()).await;
-    }
     let len = batch.len();
+    pace.take(len as u64, &progress.cancel_token()).await;
+    if progress.cancelled() {
+        return BatchOutcome {
+            sent: Vec::new(),
+            failed: 0,
+            first_error: None,
+        };
+    }
     let answers = backend.send_many(queue, batch).await;
     let mut out = BatchOutcome {
         sent: Vec::with_capacity(len),
@@ -84,10 +80,10 @@ mod tests {
 
     #[test]
     fn a_rate_sets_batches_of_a_tenth_of_a_second() {
+        let r = |v| Some(Rate::new(v).unwrap());
         assert_eq!(batch_len(None), 100);
-        assert_eq!(batch_len(Some(5.0)), 1);
-        assert_eq!(batch_len(Some(250.0)), 25);
-        assert_eq!(batch_len(Some(1e9)), 100);
-        assert_eq!(batch_len(Some(f64::NAN)), 100);
+        assert_eq!(batch_len(r(5.0)), 1);
+        assert_eq!(batch_len(r(250.0)), 25);
+        assert_eq!(batch_len(r(1e9)), 100);
     }
 }

@@ -5,8 +5,6 @@
 //! duplicate, never a loss. Both profiles' gates are checked before anything is read or sent,
 //! and both get an audit line.
 
-use std::time::Instant;
-
 use serde::Serialize;
 use serde_json::json;
 
@@ -17,6 +15,7 @@ use super::scan::{scan, ScanLimits, ScanSummary};
 use crate::backend::{BackendError, OpProgress};
 use crate::domain::{Message, QueueId};
 use crate::engine::gate::{Gate, Mutation};
+use crate::engine::rate::{Limiter, Rate};
 
 /// One side of a transfer: a profile's gate and a queue on it.
 #[derive(Clone, Copy)]
@@ -193,7 +192,7 @@ pub async fn transfer(
     to: End<'_>,
     msgs: Vec<Message>,
     moving: bool,
-    rate: Option<f64>,
+    rate: Option<Rate>,
     note: serde_json::Value,
     progress: &OpProgress,
 ) -> Result<TransferReport, BackendError> {
@@ -210,8 +209,8 @@ pub async fn transfer(
     let mut copied = Vec::new();
     progress.set_total(Some(msgs.len() as u64));
     progress.phase("copying");
-    let started = Instant::now();
-    for (k, chunk) in msgs.chunks(batch_len(rate)).enumerate() {
+    let pace = Limiter::new(rate);
+    for chunk in msgs.chunks(batch_len(rate)) {
         if progress.cancelled() {
             report.cancelled = true;
             break;
@@ -220,9 +219,8 @@ pub async fn transfer(
             .iter()
             .map(|m| map_message(m, fk, tk, &mut ledger))
             .collect();
-        let done = k * batch_len(rate);
         let backend = to.gate.backend().as_ref();
-        let o = send_batch(backend, to.queue, batch, done, started, rate, progress).await;
+        let o = send_batch(backend, to.queue, batch, &pace, progress).await;
         report.sent += o.sent.len() as u64;
         report.failed += o.failed as u64;
         copied.extend(o.sent.iter().map(|&i| chunk[i].id.clone()));

@@ -3,14 +3,13 @@
 //! The first batch with a failed send stops the run: what was sent is reported (within that
 //! batch, messages after the failed one may have been sent), the rest stays unsent.
 
-use std::time::Instant;
-
 use serde::Serialize;
 use serde_json::json;
 
 use crate::backend::{BackendError, OpProgress};
 use crate::domain::{OutgoingMessage, QueueId};
 use crate::engine::gate::{Gate, Mutation};
+use crate::engine::rate::{Limiter, Rate};
 use crate::triage::batches::{batch_len, send_batch};
 
 #[derive(Debug, Clone, Default, Serialize)]
@@ -29,18 +28,17 @@ pub async fn import(
     gate: &Gate,
     queue: &QueueId,
     msgs: Vec<(usize, OutgoingMessage)>,
-    rate: Option<f64>,
+    rate: Option<Rate>,
     file: &str,
     progress: &OpProgress,
 ) -> Result<ImportReport, BackendError> {
     gate.require(Mutation::Import, queue)?;
     progress.set_total(Some(msgs.len() as u64));
     progress.phase("sending");
-    let started = Instant::now();
+    let pace = Limiter::new(rate);
     let mut report = ImportReport::default();
     let per = batch_len(rate);
     let mut rest = msgs.into_iter();
-    let mut done = 0;
     loop {
         let (lines, batch): (Vec<usize>, Vec<OutgoingMessage>) = rest.by_ref().take(per).unzip();
         if batch.is_empty() {
@@ -50,17 +48,7 @@ pub async fn import(
             report.cancelled = true;
             break;
         }
-        let o = send_batch(
-            gate.backend().as_ref(),
-            queue,
-            batch,
-            done,
-            started,
-            rate,
-            progress,
-        )
-        .await;
-        done += lines.len();
+        let o = send_batch(gate.backend().as_ref(), queue, batch, &pace, progress).await;
         report.sent += o.sent.len() as u64;
         report.failed += o.failed as u64;
         if let Some((i, e)) = o.first_error {

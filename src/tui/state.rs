@@ -10,6 +10,7 @@ use super::theme::Theme;
 use crate::backend::ProgressState;
 use crate::domain::{Capabilities, Consumer, Message, QueueId, RedriveTarget};
 use crate::engine::ops::Verdict;
+use crate::engine::rate::Rate;
 use crate::engine::store::Store;
 use crate::sanitize::BodyKind;
 
@@ -250,13 +251,14 @@ pub struct WorkersState {
     pub fetched_ms: Option<i64>,
 }
 
-pub const RATES: [Option<f64>; 6] = [
+/// The console's rate choices, checked when qdeck is compiled.
+pub const RATES: [Option<Rate>; 6] = [
     None,
-    Some(1.0),
-    Some(10.0),
-    Some(50.0),
-    Some(100.0),
-    Some(500.0),
+    Some(Rate::fixed(1.0)),
+    Some(Rate::fixed(10.0)),
+    Some(Rate::fixed(50.0)),
+    Some(Rate::fixed(100.0)),
+    Some(Rate::fixed(500.0)),
 ];
 
 #[derive(Debug, Clone, PartialEq)]

@@ -13,6 +13,37 @@ use std::time::Duration;
 use qdeck::backend::{build, Backend, BackendError};
 use qdeck::config::{Profile, ProfileKind, ServicebusSettings};
 
+/// The start of the line a broker test prints when its broker is missing. `.ci/run` greps
+/// the test log for it (`^skipping:`) and fails the run; a test in tests/rabbitmq.rs checks
+/// that the two agree.
+pub const SKIP_NOTICE: &str = "skipping:";
+
+/// The value of a broker test's variable (`QDECK_TEST_AMQP_URL`, ...). Broker tests are
+/// `#[ignore]`d, so this runs only when they were asked for; a variable missing then is a
+/// skipped broker test: see `skip`.
+pub fn broker_var(name: &str, hint: &str) -> String {
+    match std::env::var(name) {
+        Ok(v) if !v.trim().is_empty() => v,
+        _ => skip(&format!("{name} is not set ({hint})")),
+    }
+}
+
+/// A broker test that cannot run here: prints the skip notice and fails the test. The notice
+/// is written to the process's stderr directly, past the test harness's capture, so it is in
+/// the log even where the failure is not (a panic in a spawned task, a harness that only
+/// shows failures with --nocapture); the leading newline puts it at the start of a line
+/// after the harness's "test NAME ... ".
+pub fn skip(why: &str) -> ! {
+    use std::io::Write;
+    let test = std::thread::current()
+        .name()
+        .unwrap_or("a broker test")
+        .to_string();
+    let line = format!("{SKIP_NOTICE} {test}: {why}");
+    let _ = std::io::stderr().write_all(format!("\n{line}\n").as_bytes());
+    panic!("{line}");
+}
+
 /// `qdeck` reading and writing only under `dir`: the config at `dir/config.toml`, HOME and the
 /// XDG directories below `dir`, nothing from the caller's environment but PATH.
 pub fn qdeck(dir: &Path) -> assert_cmd::Command {

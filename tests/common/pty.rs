@@ -146,6 +146,51 @@ impl Console {
     }
 }
 
+/// Every control in `raw` (what a terminal received) that is not one the console's terminal
+/// library writes for itself: a CSI sequence for cursor moves, colours and attributes,
+/// clearing, scrolling, screen and input modes, cursor shape; ESC 7 / ESC 8; CR and LF.
+/// Anything else (an OSC such as a title change, DCS, a lone ESC, BEL, C1 controls) can only
+/// have come from broker text written raw. A CSI of an allowed kind from broker text (a
+/// body's `ESC[2J`) passes this check: a test looks for it next to its own text.
+pub fn foreign_controls(raw: &[u8]) -> Vec<String> {
+    let s = String::from_utf8_lossy(raw);
+    let c: Vec<char> = s.chars().collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < c.len() {
+        if c[i] == '\x1b' {
+            match c.get(i + 1) {
+                Some('[') => {
+                    let mut j = i + 2;
+                    while c.get(j).is_some_and(|ch| ('\x30'..='\x3f').contains(ch)) {
+                        j += 1;
+                    }
+                    while c.get(j).is_some_and(|ch| ('\x20'..='\x2f').contains(ch)) {
+                        j += 1;
+                    }
+                    let seq: String = c[i..(j + 1).min(c.len())].iter().collect();
+                    match c.get(j) {
+                        Some(f) if "ABCDEFGHJKSTdfmhlqrstun".contains(*f) => {}
+                        _ => out.push(format!("{seq:?} at char {i}")),
+                    }
+                    i = j + 1;
+                }
+                Some('7' | '8') => i += 2,
+                other => {
+                    out.push(format!("ESC followed by {other:?} at char {i}"));
+                    i += 2;
+                }
+            }
+            continue;
+        }
+        if c[i].is_control() && c[i] != '\r' && c[i] != '\n' {
+            out.push(format!("{:?} at char {i}", c[i]));
+        }
+        i += 1;
+    }
+    out
+}
+
 impl Drop for Console {
     fn drop(&mut self) {
         if self.child.try_wait().ok().flatten().is_none() {

@@ -236,7 +236,7 @@ async fn rabbitmq_one_pass_cancelled_midway_loses_nothing() {
     let (progress, mut rx) = OpProgress::new();
     let run = {
         let mut req = request(&dlq, &to, None);
-        req.rate = Some(400.0);
+        req.rate = Some(qdeck::engine::rate::Rate::fixed(400.0));
         let (b, p): (Arc<dyn Backend>, _) = (b.clone(), progress.clone());
         tokio::spawn(async move { b.redrive_matching(&req, &filter(), &p).await })
     };

@@ -7,7 +7,7 @@
 //! for the next run. Without this a redrive of poison messages never ends.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use rusqlite::params;
 
@@ -15,6 +15,7 @@ use super::worker::{not_found, queue_row};
 use super::{now_ms, LocalBackend};
 use crate::backend::{BackendError, OpProgress, Result};
 use crate::domain::*;
+use crate::engine::rate::Limiter;
 
 const BATCH: usize = 500;
 
@@ -235,13 +236,6 @@ pub(super) async fn run(
     req: RedriveRequest,
     progress: OpProgress,
 ) -> Result<RedriveReport> {
-    if let Some(r) = req.rate {
-        if !r.is_finite() || r <= 0.0 {
-            return Err(BackendError::Invalid(
-                "rate must be greater than 0".to_string(),
-            ));
-        }
-    }
     let (total, upto) = {
         let (b, r) = (b.clone(), req.clone());
         tokio::task::spawn_blocking(move || {
@@ -262,7 +256,8 @@ pub(super) async fn run(
         mode: "client-side (copy and delete in one transaction)".to_string(),
         ..Default::default()
     };
-    let started = Instant::now();
+    let pace = Limiter::new(req.rate);
+    let cancel = progress.cancel_token();
     let mut after = 0i64;
     loop {
         if progress.cancelled() {
@@ -273,13 +268,18 @@ pub(super) async fn run(
         if remaining == Some(0) {
             break;
         }
-        // With a rate, move small batches and sleep to keep the average at or below it.
-        let mut limit = BATCH;
-        if let Some(r) = req.rate {
-            limit = limit.min((r.ceil() as usize).clamp(1, BATCH));
-        }
+        // With a rate, batches of at most one second's worth, so the pace holds from the
+        // first batch.
+        let mut limit = req
+            .rate
+            .map_or(BATCH, |r| r.batch(Duration::from_secs(1), BATCH));
         if let Some(rem) = remaining {
             limit = limit.min(rem as usize);
+        }
+        pace.take(limit as u64, &cancel).await;
+        if progress.cancelled() {
+            report.cancelled = true;
+            break;
         }
         let out = {
             let (b, r) = (b.clone(), req.clone());
@@ -299,17 +299,6 @@ pub(super) async fn run(
         match out.last_id {
             Some(id) => after = id,
             None => break,
-        }
-        if let Some(r) = req.rate {
-            let due = Duration::from_secs_f64(report.moved as f64 / r);
-            let elapsed = started.elapsed();
-            if due > elapsed {
-                let cancel = progress.cancel_token();
-                tokio::select! {
-                    _ = tokio::time::sleep(due - elapsed) => {}
-                    _ = cancel.cancelled() => {}
-                }
-            }
         }
     }
     progress.phase(if report.cancelled {

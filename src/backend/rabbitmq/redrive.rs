@@ -29,6 +29,7 @@ use super::RabbitBackend;
 use crate::backend::ApiCalls;
 use crate::backend::{BackendError, MessageFilter, OpProgress, Result};
 use crate::domain::*;
+use crate::engine::rate::Limiter;
 
 /// Copies sent but not yet confirmed-and-deleted at once, unless the request says: what a
 /// crash (kill -9, lost connection) may duplicate. 500 keeps a 1 KB redrive near the
@@ -416,11 +417,6 @@ async fn run(
             Some(tn)
         }
     };
-    if let Some(r) = req.rate {
-        if !r.is_finite() || r <= 0.0 {
-            return Err(BackendError::Invalid("rate must be above 0".into()));
-        }
-    }
     let shovel =
         fixed.is_some() && req.rate.is_none() && req.only_ids.is_none() && matching.is_none();
     if let (true, Some(dest)) = (shovel && b.shovel_in_use().await, &fixed) {
@@ -531,9 +527,7 @@ async fn run(
         (None, Some(_)) => req.max,
         (None, None) => None,
     };
-    // Rate limit without burst credit: each publish is due 1/rate after the previous one.
-    let gap = req.rate.map(|r| Duration::from_secs_f64(1.0 / r));
-    let mut next_due: Option<Instant> = None;
+    let pace = Limiter::new(req.rate);
     // Id filter: when a delivery last arrived, and whether the last quiet check found none ready.
     let mut last_delivery = Instant::now();
     let mut seen_drained = false;
@@ -558,7 +552,7 @@ async fn run(
             }
         }
         // Rate limit: wait until the next publish is due.
-        let due = next_due;
+        let due = pace.due();
         let rate_ok = due.is_none_or(|d| Instant::now() >= d);
         let open: usize = lanes.iter().map(|l| l.acks.open.len()).sum();
         let wants_more = more_to_see && !stopping && (open as u64) < cap;
@@ -690,9 +684,7 @@ async fn run(
                     stopping = true;
                     continue;
                 }
-                if let Some(g) = gap {
-                    next_due = Some(Instant::now().max(next_due.unwrap_or(start)) + g);
-                }
+                pace.reserve(1);
                 published += 1;
                 acks.open.insert(tag, false);
                 let ch = pub_ch.clone();

@@ -2,12 +2,13 @@
 //! server: a crash between batches leaves whole jobs on one side or the other. Progress,
 //! cancel and rate are checked between batches; `max` is honoured exactly.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::figures::{as_array, as_i64};
 use super::{RedisBackend, Target};
 use crate::backend::{Backend, BackendError, OpProgress, Result};
 use crate::domain::*;
+use crate::engine::rate::Limiter;
 
 /// Jobs per script run when the request does not say (`window`). A script blocks Redis
 /// while it runs; 100 jobs keep that well under a millisecond or two.
@@ -67,12 +68,13 @@ pub async fn redrive(
         mode: MODE.into(),
         ..Default::default()
     };
-    let rate = req.rate.filter(|r| *r > 0.0 && r.is_finite());
     let mut batch = req.window.map(|w| w.max(1) as u64).unwrap_or(DEFAULT_BATCH);
-    if let Some(r) = rate {
+    if let Some(r) = req.rate {
         // At most one second's worth per script call, so the pace holds from the start.
-        batch = batch.min((r.floor() as u64).max(1));
+        batch = r.batch(Duration::from_secs(1), batch as usize) as u64;
     }
+    let pace = Limiter::new(req.rate);
+    let cancel = progress.cancel_token();
     let mut ids: Option<Vec<String>> = req.only_ids.clone();
     let limit = match (&ids, req.max) {
         (Some(v), Some(m)) => (v.len() as u64).min(m),
@@ -82,7 +84,6 @@ pub async fn redrive(
     };
     progress.set_total(Some(limit));
     progress.phase("retrying");
-    let started = Instant::now();
     let mut cm = b.conn.get().await?;
     while report.moved < limit {
         if progress.cancelled() {
@@ -90,6 +91,11 @@ pub async fn redrive(
             break;
         }
         let n = batch.min(limit - report.moved);
+        pace.take(n, &cancel).await;
+        if progress.cancelled() {
+            report.cancelled = true;
+            break;
+        }
         let chunk: Vec<String> = match &mut ids {
             Some(v) if v.is_empty() => break,
             Some(v) => v.drain(..(n as usize).min(v.len())).collect(),
@@ -145,16 +151,6 @@ pub async fn redrive(
         // Nothing left to move (or only unreadable jobs): stop rather than spin.
         if moved == 0 && !explicit {
             break;
-        }
-        if let Some(rate) = rate {
-            let due = Duration::from_secs_f64(report.moved as f64 / rate);
-            if let Some(wait) = due.checked_sub(started.elapsed()) {
-                let token = progress.cancel_token();
-                tokio::select! {
-                    _ = tokio::time::sleep(wait) => {}
-                    _ = token.cancelled() => {}
-                }
-            }
         }
     }
     Ok(report)

@@ -183,7 +183,14 @@ pub fn parse_feed(xml: &str) -> Result<FeedPage> {
                     }
                 }
             }
-            Event::Eof => break,
+            Event::Eof => {
+                // A cut answer would otherwise read as a shorter list (queues missing, no
+                // error), since the reader does not require closed elements.
+                if let Some((_, open, _)) = stack.last() {
+                    return Err(xml_err(format!("the document ends inside <{open}>")));
+                }
+                break;
+            }
             _ => {}
         }
     }
@@ -404,17 +411,27 @@ mod tests {
 
     #[test]
     fn malformed_xml_is_an_error_not_a_panic() {
-        // Must return (an error or a partial page), never panic.
+        const ATOM: &str = r#"xmlns="http://www.w3.org/2005/Atom""#;
         for bad in [
-            "<feed><entry></feed>",
-            "<<<",
-            "</entry>",
-            "<feed><entry><title>x",
+            format!("<feed {ATOM}><entry></feed>"),
+            "<<<".to_string(),
+            "</entry>".to_string(),
+            // Cut off mid-entry: must not read as a page without that queue.
+            format!("<feed {ATOM}><entry><title>x"),
+            format!("<feed {ATOM}><entry><title>x</title></entry>"),
         ] {
-            if let Ok(p) = parse_feed(bad) {
-                assert!(p.entries.len() <= 1);
-            }
+            let err = parse_feed(&bad).expect_err(&bad);
+            assert!(
+                matches!(&err, BackendError::Protocol(m) if m.contains("malformed XML")),
+                "{bad}: {err:?}"
+            );
         }
-        assert!(parse_feed("</entry>").is_err());
+        // The same feed, whole, is one entry: the errors above come from the damage.
+        let whole = parse_feed(&format!(
+            "<feed {ATOM}><entry><title>x</title></entry></feed>"
+        ))
+        .expect("whole feed");
+        assert_eq!(whole.entries.len(), 1);
+        assert_eq!(whole.entries[0].name, "x");
     }
 }

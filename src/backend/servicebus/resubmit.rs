@@ -16,7 +16,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use futures::future::join_all;
 
@@ -25,6 +25,7 @@ use super::runtime::{self, Outgoing, Received};
 use super::{dlq_parent, mgmt};
 use crate::backend::{BackendError, OpProgress, Result};
 use crate::domain::*;
+use crate::engine::rate::Limiter;
 
 const WORKERS: usize = 16;
 /// Empty receives in a row (across workers) after which the DLQ counts as drained.
@@ -80,8 +81,7 @@ struct Ctx {
     target: String,
     max: Option<u64>,
     new_ids: bool,
-    interval: Option<Duration>,
-    next_slot: Mutex<Instant>,
+    pace: Limiter,
     st: Mutex<State>,
     progress: OpProgress,
 }
@@ -139,13 +139,6 @@ pub async fn resubmit(
     let source = req.source.as_str().to_string();
     let target = target_of(req)?;
     let parent = dlq_parent(&source).unwrap_or(source.as_str()).to_string();
-    if let Some(r) = req.rate {
-        if !(r.is_finite() && r > 0.0) {
-            return Err(BackendError::Invalid(
-                "rate must be a positive number".into(),
-            ));
-        }
-    }
     progress.phase("counting");
     // What is in the DLQ now caps the run, when the key may read it (a Listen key goes
     // without; the watermark still stops it at copies coming back).
@@ -173,8 +166,7 @@ pub async fn resubmit(
         target,
         max,
         new_ids: policy.new_ids,
-        interval: req.rate.map(|r| Duration::from_secs_f64(1.0 / r)),
-        next_slot: Mutex::new(Instant::now()),
+        pace: Limiter::new(req.rate),
         st: Mutex::new(State {
             report: RedriveReport {
                 mode: mode.into(),
@@ -186,11 +178,10 @@ pub async fn resubmit(
         }),
         progress: progress.clone(),
     });
-    let workers = if req.rate.is_some_and(|r| r < WORKERS as f64) {
-        (req.rate.unwrap_or(1.0).ceil() as usize).clamp(1, WORKERS)
-    } else {
-        WORKERS
-    };
+    // A slow rate needs fewer workers than slots in flight: each waits for its own slot.
+    let workers = req
+        .rate
+        .map_or(WORKERS, |r| r.batch(Duration::from_secs(1), WORKERS));
     let handles: Vec<_> = (0..workers)
         .map(|_| tokio::spawn(worker(ctx.clone())))
         .collect();
@@ -241,15 +232,7 @@ fn should_stop(ctx: &Ctx) -> bool {
 }
 
 async fn wait_rate(ctx: &Ctx) {
-    let Some(iv) = ctx.interval else { return };
-    let at = {
-        let mut next = ctx.next_slot.lock().unwrap_or_else(|e| e.into_inner());
-        let now = Instant::now();
-        let at = (*next).max(now);
-        *next = at + iv;
-        at
-    };
-    tokio::time::sleep_until(at.into()).await;
+    ctx.pace.take(1, &ctx.progress.cancel_token()).await;
 }
 
 async fn worker(ctx: Arc<Ctx>) {

@@ -29,7 +29,16 @@ pub(crate) struct CwTarget {
 /// CloudWatch endpoint: the profile's override, else AWS_ENDPOINT_URL_CLOUDWATCH, else
 /// AWS_ENDPOINT_URL, else the regional endpoint.
 pub(crate) fn endpoint_for(override_url: Option<&str>, region: &str) -> String {
-    let env = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
+    endpoint_in(override_url, region, |k| std::env::var(k).ok())
+}
+
+/// `endpoint_for` with the environment passed in, so tests do not depend on the caller's.
+fn endpoint_in(
+    override_url: Option<&str>,
+    region: &str,
+    var: impl Fn(&str) -> Option<String>,
+) -> String {
+    let env = |k: &str| var(k).filter(|v| !v.trim().is_empty());
     override_url
         .map(str::to_string)
         .or_else(|| env("AWS_ENDPOINT_URL_CLOUDWATCH"))
@@ -264,28 +273,61 @@ mod tests {
         );
     }
 
+    /// An environment holding exactly `vars`.
+    fn env_of(vars: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let vars: Vec<(String, String)> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        move |k| vars.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone())
+    }
+
     /// The override wins over the environment and the regional default.
     #[test]
     fn endpoint_override_wins() {
-        assert_eq!(endpoint_for(Some("http://x:1"), "eu-west-1"), "http://x:1");
+        let env = env_of(&[
+            ("AWS_ENDPOINT_URL_CLOUDWATCH", "http://cw:2"),
+            ("AWS_ENDPOINT_URL", "http://all:3"),
+        ]);
+        assert_eq!(
+            endpoint_in(Some("http://x:1"), "eu-west-1", env),
+            "http://x:1"
+        );
     }
 
     /// Without override or environment the regional endpoint is used (China has its own
-    /// suffix). Reads the environment only: skips the case when a variable is set.
+    /// suffix), whatever the environment of the test run holds.
     #[test]
     fn endpoint_defaults_to_regional() {
-        let set = |k: &str| std::env::var(k).is_ok_and(|v| !v.trim().is_empty());
-        if set("AWS_ENDPOINT_URL_CLOUDWATCH") || set("AWS_ENDPOINT_URL") {
-            return;
-        }
         assert_eq!(
-            endpoint_for(None, "eu-west-1"),
+            endpoint_in(None, "eu-west-1", env_of(&[])),
             "https://monitoring.eu-west-1.amazonaws.com"
         );
         assert_eq!(
-            endpoint_for(None, "cn-north-1"),
+            endpoint_in(None, "cn-north-1", env_of(&[])),
             "https://monitoring.cn-north-1.amazonaws.com.cn"
         );
+        // A blank variable is no endpoint; a variable of another service is not CloudWatch's.
+        let blank = env_of(&[
+            ("AWS_ENDPOINT_URL", "  "),
+            ("AWS_ENDPOINT_URL_SQS", "http://s:4"),
+        ]);
+        assert_eq!(
+            endpoint_in(None, "eu-west-1", blank),
+            "https://monitoring.eu-west-1.amazonaws.com"
+        );
+    }
+
+    /// The CloudWatch variable wins over the general one, which wins over the default.
+    #[test]
+    fn endpoint_variables_in_order() {
+        let both = env_of(&[
+            ("AWS_ENDPOINT_URL", "http://all:3"),
+            ("AWS_ENDPOINT_URL_CLOUDWATCH", "http://cw:2"),
+        ]);
+        assert_eq!(endpoint_in(None, "eu-west-1", both), "http://cw:2");
+        let general = env_of(&[("AWS_ENDPOINT_URL", "http://all:3")]);
+        assert_eq!(endpoint_in(None, "eu-west-1", general), "http://all:3");
     }
 }
 

@@ -82,10 +82,7 @@ pub(crate) async fn run(
             }
         },
     };
-    let rate = req
-        .rate
-        .filter(|r| *r > 0.0)
-        .map(|r| (r.floor() as i32).clamp(1, 500));
+    let rate = req.rate.map(|r| (r.per_sec().floor() as i32).clamp(1, 500));
     progress.phase("starting move task");
     // Tasks started before this (allowing for clock skew) are not ours.
     let not_before_ms = now_ms() - 120_000;

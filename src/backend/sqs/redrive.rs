@@ -13,7 +13,7 @@
 //! it moves is rejected and dead-lettered again.
 
 use std::collections::{HashMap, HashSet};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use aws_sdk_sqs::types::{
     DeleteMessageBatchRequestEntry, Message as SqsMessage, MessageAttributeValue,
@@ -26,6 +26,7 @@ use super::movetask::{self, MoveOutcome};
 use super::{lock, ops, QueueMeta, SqsBackend};
 use crate::backend::{BackendError, OpProgress, Result};
 use crate::domain::*;
+use crate::engine::rate::Limiter;
 
 /// Visibility while a batch is being copied (seconds): also how long messages stay hidden
 /// in the DLQ after a crash mid-run. `QDECK_SQS_REDRIVE_HOLD_SECS` (10 to 43200) changes it,
@@ -69,6 +70,9 @@ pub(crate) async fn redrive(
         "selected messages".to_string()
     } else if req.max.is_some() {
         "a count limit (the move task moves everything)".to_string()
+    } else if req.rate.is_some_and(|r| r.per_sec() < 1.0) {
+        // The task's MaxNumberOfMessagesPerSecond is a whole number from 1: it would go faster.
+        "a rate below 1 message per second (the move task's least)".to_string()
     } else {
         match movetask::run(b, &src, req, progress).await? {
             MoveOutcome::Done(r) => return Ok(r),
@@ -361,21 +365,6 @@ fn idx_of(entry_id: &str) -> Option<usize> {
     entry_id.strip_prefix('m').and_then(|n| n.parse().ok())
 }
 
-async fn pace(started: Instant, done: u64, rate: Option<f64>, progress: &OpProgress) {
-    let Some(r) = rate.filter(|r| *r > 0.0) else {
-        return;
-    };
-    let due = Duration::from_secs_f64(done as f64 / r);
-    let el = started.elapsed();
-    if due > el {
-        let token = progress.cancel_token();
-        tokio::select! {
-            _ = tokio::time::sleep(due - el) => {}
-            _ = token.cancelled() => {}
-        }
-    }
-}
-
 /// Copy loops run at once when no rate is set (each: receive 10 → send batch → delete batch).
 const WORKERS: usize = 4;
 
@@ -407,7 +396,8 @@ struct Run<'a> {
     /// Stamped on every copy (`RUN_ATTR`) so the run knows its own copies when they return.
     run_id: String,
     hold_secs: i32,
-    started: Instant,
+    /// Shared by the loops, so the rate holds for the run, not per loop.
+    pace: Limiter,
     st: std::sync::Mutex<State>,
 }
 
@@ -441,10 +431,9 @@ pub(crate) async fn client_side(
     };
     progress.set_total(total);
     progress.phase("copying");
-    let per_batch_cap = match req.rate {
-        Some(r) if r > 0.0 && r < 10.0 => (r.ceil() as i32).max(1),
-        _ => 10,
-    };
+    let per_batch_cap = req
+        .rate
+        .map_or(10, |r| r.batch(Duration::from_secs(1), 10) as i32);
     let workers = if req.rate.is_some() || wanted.is_some() {
         1
     } else {
@@ -460,7 +449,7 @@ pub(crate) async fn client_side(
         expected: total,
         run_id: uuid::Uuid::new_v4().simple().to_string(),
         hold_secs: hold_secs(),
-        started: Instant::now(),
+        pace: Limiter::new(req.rate),
         st: std::sync::Mutex::new(State {
             report: RedriveReport {
                 mode: "client-side".to_string(),
@@ -502,7 +491,7 @@ async fn worker(run: &Run<'_>, index: usize) {
     let src_id = &req.source;
     let mut stale_batches = 0u32;
     loop {
-        let (n, done) = {
+        let n = {
             let mut s = lock(&run.st);
             if s.stop {
                 return;
@@ -531,9 +520,9 @@ async fn worker(run: &Run<'_>, index: usize) {
                 (r.min(10) as i32).min(run.per_batch_cap)
             });
             s.claimed += n as u64;
-            (n, done)
+            n
         };
-        pace(run.started, done, req.rate, progress).await;
+        run.pace.take(n as u64, &progress.cancel_token()).await;
         let unclaim = |s: &mut State| s.claimed = s.claimed.saturating_sub(n as u64);
         if progress.cancelled() {
             let mut s = lock(&run.st);

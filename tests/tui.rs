@@ -1246,6 +1246,132 @@ impl Backend for Hang {
     }
 }
 
+/// The local broker, except that deleting by id always fails (the trait's default), as a
+/// broker lost between the copies and the deletion would.
+struct DeletesFail(Arc<LocalHandle>);
+
+#[async_trait::async_trait]
+impl Backend for DeletesFail {
+    fn kind(&self) -> qdeck::domain::BrokerKind {
+        qdeck::domain::BrokerKind::Local
+    }
+    fn capabilities(&self) -> Capabilities {
+        caps()
+    }
+    async fn list_queues(&self) -> qdeck::backend::Result<Vec<QueueInfo>> {
+        self.0.list_queues().await
+    }
+    async fn stats(&self, q: &[QueueId]) -> qdeck::backend::Result<StatsBatch> {
+        self.0.stats(q).await
+    }
+    async fn consumers(&self, q: &QueueId) -> qdeck::backend::Result<Vec<Consumer>> {
+        self.0.consumers(q).await
+    }
+    async fn browse(&self, q: &QueueId, r: &BrowseRequest) -> qdeck::backend::Result<Page> {
+        self.0.browse(q, r).await
+    }
+    async fn send(
+        &self,
+        q: &QueueId,
+        m: OutgoingMessage,
+    ) -> qdeck::backend::Result<Option<String>> {
+        self.0.send(q, m).await
+    }
+    async fn redrive(
+        &self,
+        r: &RedriveRequest,
+        p: &qdeck::backend::OpProgress,
+    ) -> qdeck::backend::Result<RedriveReport> {
+        self.0.redrive(r, p).await
+    }
+    async fn purge(
+        &self,
+        q: &QueueId,
+        p: &qdeck::backend::OpProgress,
+    ) -> qdeck::backend::Result<PurgeReport> {
+        self.0.purge(q, p).await
+    }
+    fn api_calls(&self) -> &qdeck::backend::ApiCalls {
+        self.0.api_calls()
+    }
+}
+
+/// `:move` whose copies were confirmed but whose deletes failed: the console's status line,
+/// its quit exit code and the audit log all say partial (the console said ok, exit 0, while
+/// the audit said partial and `qdeck move` exited 3).
+#[tokio::test]
+async fn console_move_whose_deletes_fail_is_partial_like_the_cli() {
+    let (dir, h) = local();
+    for q in ["dlq", "repro"] {
+        h.0.create_queue(q, &QueueOptions::default()).unwrap();
+    }
+    for body in [&b"a"[..], b"b"] {
+        let m = OutgoingMessage {
+            body: body.to_vec(),
+            ..Default::default()
+        };
+        h.0.send_sync("dlq", &m).unwrap();
+    }
+    let backend: Arc<dyn Backend> = Arc::new(DeletesFail(h.clone()));
+    let mut cfg = qdeck::config::parse_str("").unwrap();
+    cfg.audit_log = Some(dir.path().join("audit.log").display().to_string());
+    let loaded = qdeck::config::Loaded {
+        config: cfg,
+        file: None,
+        profile: qdeck::config::Profile::default_local(),
+        cli_read_only: false,
+    };
+    let session = qdeck::engine::session::Session::with_backend(loaded, backend.clone());
+    let req = BrowseRequest {
+        cursor: None,
+        max: 10,
+        force: false,
+    };
+    let messages = backend
+        .browse(&QueueId::new("dlq"), &req)
+        .await
+        .unwrap()
+        .messages;
+    let ask = qdeck::tui::state::TransferAsk {
+        source: QueueId::new("dlq"),
+        messages,
+        to: QueueId::new("repro"),
+        to_profile: None,
+        moving: true,
+        from_label: "local/dlq (local)".into(),
+        to_label: "local/repro (local)".into(),
+        header_lines: vec![],
+        delete_note: None,
+        typed: None,
+    };
+    let p = qdeck::backend::OpProgress::detached();
+    let done = qdeck::tui::transfer::run(&session, ask, &p).await;
+    assert_eq!(done.verdict, Verdict::Partial, "{}", done.text);
+
+    let mut st = populated();
+    st.quit_after_op = true;
+    update(&mut st, Action::OpDone(done));
+    let status = st.status.as_ref().unwrap();
+    assert_eq!(
+        status.level,
+        qdeck::tui::state::Level::Error,
+        "{}",
+        status.text
+    );
+    assert!(status.text.contains("exist twice"), "{}", status.text);
+    let exit = st.exit_summary.as_ref().expect("quit after the move");
+    assert_eq!(
+        qdeck::cli::exit::of_verdict(exit.verdict),
+        qdeck::cli::exit::PARTIAL
+    );
+    let audit = std::fs::read_to_string(dir.path().join("audit.log")).unwrap();
+    for line in audit.lines() {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        assert_eq!(v["result"], exit.verdict.audit_result(), "{line}");
+    }
+    assert_eq!(audit.lines().count(), 2, "{audit}");
+}
+
 #[tokio::test]
 async fn hung_broker_becomes_an_error_not_a_freeze() {
     let (tx, mut rx) = tokio::sync::mpsc::channel(64);
@@ -1903,7 +2029,7 @@ fn edit_key_hands_the_message_to_the_editor_and_asks_for_a_typed_target() {
         &mut st,
         Action::Resent {
             queue: QueueId::new("orders-dlq"),
-            result: Ok("sent the edited copy".into()),
+            done: OpSummary::new("sent the edited copy", Verdict::Ok),
         },
     );
     assert!(fx.iter().any(|e| matches!(e, Effect::Browse { .. })));

@@ -11,7 +11,7 @@ use super::fetch;
 use super::output::{self, name};
 use crate::domain::{OutgoingMessage, QueueId, RedriveReport, RedriveRequest};
 use crate::engine::gate::Mutation;
-use crate::engine::ops::{self, Planned, Verdict};
+use crate::engine::ops::{self, Planned};
 use crate::engine::session::Session;
 
 /// The gate refuses (and audits) mutations on read-only profiles before anything else runs.
@@ -185,12 +185,7 @@ fn report(queue: &QueueId, outcome: &ops::Outcome, f: Format) -> CliResult {
             }
         }
     }
-    Ok(match outcome.verdict() {
-        Verdict::Ok => OK,
-        Verdict::Partial => PARTIAL,
-        Verdict::Failed => FAILED,
-        Verdict::Cancelled => super::exit::INTERRUPTED,
-    })
+    Ok(super::exit::of_verdict(outcome.verdict()))
 }
 
 pub(super) fn spawn_progress(

@@ -2,6 +2,7 @@
 
 use crate::backend::BackendError;
 use crate::config::ConfigError;
+use crate::engine::ops::Verdict;
 
 pub const OK: u8 = 0;
 /// The operation failed (the broker refused it or an unexpected error happened).
@@ -20,6 +21,17 @@ pub const UNAVAILABLE: u8 = 6;
 pub const STORAGE: u8 = 7;
 /// Interrupted (Ctrl-C).
 pub const INTERRUPTED: u8 = 130;
+
+/// The exit code of a finished operation: the console's quit and every command take it from
+/// the one verdict, so an operation cannot exit 0 on one path and 3 on another.
+pub fn of_verdict(v: Verdict) -> u8 {
+    match v {
+        Verdict::Ok => OK,
+        Verdict::Partial => PARTIAL,
+        Verdict::Failed => FAILED,
+        Verdict::Cancelled => INTERRUPTED,
+    }
+}
 
 /// An error with the exit code it maps to. Its message is one line for stderr.
 #[derive(Debug)]
@@ -79,3 +91,16 @@ impl From<ConfigError> for CliError {
 }
 
 pub type CliResult = Result<u8, CliError>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_verdict_has_its_documented_code() {
+        assert_eq!(of_verdict(Verdict::Ok), OK);
+        assert_eq!(of_verdict(Verdict::Partial), PARTIAL);
+        assert_eq!(of_verdict(Verdict::Failed), FAILED);
+        assert_eq!(of_verdict(Verdict::Cancelled), INTERRUPTED);
+    }
+}

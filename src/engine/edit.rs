@@ -9,6 +9,7 @@ use std::process::Command;
 use serde_json::json;
 
 use super::gate::{Gate, Mutation};
+use super::ops::{Outcome, Verdict};
 use crate::backend::{BackendError, OpProgress};
 use crate::domain::{BrokerKind, Message, OutgoingMessage, QueueId, RedriveTarget};
 
@@ -306,13 +307,13 @@ pub async fn resend(
     gate.require(Mutation::Edit, source)?;
     let backend = gate.backend().clone();
     let to = resolve_target(source, original, target);
-    let audit = |result: &str, counts: serde_json::Value, err: Option<String>| {
+    let audit = |verdict: Verdict, counts: serde_json::Value, err: Option<String>| {
         gate.record(
             Mutation::Edit,
             source,
             Some(to.to_string()),
             counts,
-            result,
+            verdict,
             err,
         );
     };
@@ -333,7 +334,7 @@ pub async fn resend(
     };
     if let Err(e) = checks.await {
         audit(
-            "error",
+            Verdict::Failed,
             json!({"original_id": original.id}),
             Some(e.to_string()),
         );
@@ -343,7 +344,7 @@ pub async fn resend(
         Ok(id) => id,
         Err(e) => {
             audit(
-                "error",
+                Verdict::Failed,
                 json!({"original_id": original.id}),
                 Some(e.to_string()),
             );
@@ -366,19 +367,20 @@ pub async fn resend(
         ),
         Err(e) => (false, Some(format!("delete failed: {e}"))),
     };
-    audit(
-        if deleted { "ok" } else { "partial" },
-        json!({"original_id": original.id, "new_id": new_id, "sent": 1, "deleted": u8::from(deleted)}),
-        note.clone(),
-    );
-    Ok(EditReport {
+    let report = EditReport {
         source: source.clone(),
         original_id: original.id.clone(),
-        target: to,
+        target: to.clone(),
         new_id,
         deleted,
         note,
-    })
+    };
+    audit(
+        Outcome::Edit(report.clone()).verdict(),
+        json!({"original_id": original.id, "new_id": report.new_id, "sent": 1, "deleted": u8::from(deleted)}),
+        report.note.clone(),
+    );
+    Ok(report)
 }
 
 #[cfg(test)]

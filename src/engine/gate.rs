@@ -6,6 +6,7 @@ use std::sync::Arc;
 use serde_json::json;
 
 use super::audit::{os_user, AuditEntry, AuditLog};
+use super::ops::{Outcome, Verdict};
 use crate::backend::{Backend, BackendError, OpProgress};
 use crate::config::Access;
 use crate::domain::{
@@ -146,29 +147,31 @@ impl Gate {
     /// goes through here, so every one leaves an audit line.
     pub fn refuse(&self, m: Mutation, queue: &QueueId, why: &str) -> BackendError {
         let err = BackendError::Refused(why.to_string());
-        self.record(m, queue, None, json!({}), "refused", Some(err.to_string()));
+        self.write(m, queue, None, json!({}), "refused", Some(err.to_string()));
         err
     }
 
     /// Record a mutation done outside the backend trait (`create`, the demo).
     pub fn record_ok(&self, m: Mutation, queue: &QueueId, counts: serde_json::Value) {
-        self.record(m, queue, None, counts, "ok", None);
+        self.record(m, queue, None, counts, Verdict::Ok, None);
     }
 
-    /// Record the end of a mutation run outside the backend trait (an import): its counts,
-    /// "ok" / "partial" / "cancelled" / "error", and the first error.
-    pub fn record_outcome(
+    /// Record the end of a mutation: its counts, the verdict (`Outcome::verdict`, or `Failed`
+    /// for an error that ended it) and the first error. Taking a `Verdict` rather than a
+    /// string keeps the audit `result` from ever being decided apart from the exit code.
+    pub(crate) fn record(
         &self,
         m: Mutation,
         queue: &QueueId,
+        target: Option<String>,
         counts: serde_json::Value,
-        result: &str,
+        verdict: Verdict,
         error: Option<String>,
     ) {
-        self.record(m, queue, None, counts, result, error);
+        self.write(m, queue, target, counts, verdict.audit_result(), error);
     }
 
-    pub(crate) fn record(
+    fn write(
         &self,
         m: Mutation,
         queue: &QueueId,
@@ -284,19 +287,13 @@ impl Gate {
                     let n = ids.len() as u64;
                     super::ops::account_for_selection(&mut r, req.max.map_or(n, |m| m.min(n)));
                 }
-                let result = if r.cancelled {
-                    "cancelled"
-                } else if r.failed > 0 || r.possibly_duplicated > 0 {
-                    "partial"
-                } else {
-                    "ok"
-                };
+                let verdict = Outcome::Redrive(r.clone()).verdict();
                 self.record(
                     Mutation::Redrive,
                     &req.source,
                     target,
                     with_note(pass_counts(&r, json!({"moved": r.moved, "failed": r.failed, "possibly_duplicated": r.possibly_duplicated, "mode": r.mode}))),
-                    result,
+                    verdict,
                     r.errors.first().cloned(),
                 );
                 Ok(r)
@@ -308,7 +305,7 @@ impl Gate {
                     &req.source,
                     target,
                     with_note(json!({"moved": p.done, "failed": p.failed})),
-                    "error",
+                    Verdict::Failed,
                     Some(e.to_string()),
                 );
                 Err(e)
@@ -329,7 +326,7 @@ impl Gate {
                     queue,
                     None,
                     json!({"purged": r.purged}),
-                    "ok",
+                    Outcome::Purge(r.clone()).verdict(),
                     None,
                 );
                 Ok(r)
@@ -340,7 +337,7 @@ impl Gate {
                     queue,
                     None,
                     json!({}),
-                    "error",
+                    Verdict::Failed,
                     Some(e.to_string()),
                 );
                 Err(e)
@@ -365,13 +362,7 @@ impl Gate {
         };
         match self.backend.delete_ids(queue, ids, progress).await {
             Ok(r) => {
-                let result = if r.cancelled {
-                    "cancelled"
-                } else if r.leased > 0 {
-                    "partial"
-                } else {
-                    "ok"
-                };
+                let verdict = Outcome::Delete(r.clone()).verdict();
                 self.record(
                     Mutation::Delete,
                     queue,
@@ -379,7 +370,7 @@ impl Gate {
                     with_note(
                         json!({"deleted": r.deleted, "missing": r.missing, "leased": r.leased}),
                     ),
-                    result,
+                    verdict,
                     None,
                 );
                 Ok(r)
@@ -391,7 +382,7 @@ impl Gate {
                     queue,
                     None,
                     with_note(json!({"deleted": p.done})),
-                    "error",
+                    Verdict::Failed,
                     Some(e.to_string()),
                 );
                 Err(e)
@@ -413,7 +404,7 @@ impl Gate {
                     queue,
                     None,
                     json!({"messages": 1, "bytes": bytes}),
-                    "ok",
+                    Verdict::Ok,
                     None,
                 );
                 Ok(id)
@@ -424,7 +415,7 @@ impl Gate {
                     queue,
                     None,
                     json!({}),
-                    "error",
+                    Verdict::Failed,
                     Some(e.to_string()),
                 );
                 Err(e)
@@ -549,6 +540,47 @@ mod tests {
         assert_eq!(lines[3]["action"], "purge");
         assert_eq!(lines[3]["counts"]["purged"], 3);
         assert_eq!(lines[3]["result"], "ok");
+    }
+
+    /// The audit `result` is the verdict the exit code and the console take. A redrive that
+    /// moved nothing and failed some was audited "partial" while the CLI exited 1; a deletion
+    /// that found every chosen message leased likewise.
+    #[tokio::test]
+    async fn audit_result_is_the_outcome_verdict() {
+        use crate::engine::testing::Scripted;
+        let dir = tempfile::tempdir().unwrap();
+        let mut b = Scripted::open(dir.path());
+        b.redrive = Some(RedriveReport {
+            failed: 3,
+            errors: vec!["nack".into()],
+            ..Default::default()
+        });
+        b.delete = Some(DeleteReport {
+            leased: 2,
+            ..Default::default()
+        });
+        let log = AuditLog::new(dir.path().join("audit.log"));
+        let g = Gate::new(Arc::new(b), &Profile::default_local(), log);
+        let src = QueueId::new("src");
+        let req = RedriveRequest {
+            source: src.clone(),
+            target: RedriveTarget::Queue(QueueId::new("dst")),
+            max: None,
+            rate: None,
+            only_ids: None,
+            window: None,
+        };
+        let p = OpProgress::detached();
+        let r = Outcome::Redrive(g.redrive(&req, &p).await.unwrap());
+        let ids = ["1".to_string(), "2".to_string()];
+        let d = g.delete_selected(&src, &ids, json!({}), &p).await.unwrap();
+        let d = Outcome::Delete(d);
+        let lines = audit_lines(dir.path());
+        assert_eq!(r.verdict(), Verdict::Failed);
+        assert_eq!(lines[0]["result"], r.verdict().audit_result());
+        assert_eq!(d.verdict(), Verdict::Failed);
+        assert_eq!(lines[1]["result"], d.verdict().audit_result());
+        assert_eq!(lines[1]["result"], "error");
     }
 
     /// Each tier allows exactly the actions at or below it, and says which tier is needed.

@@ -24,7 +24,7 @@ use crate::demo::DemoHandle;
 use crate::domain::{now_ms, BrowseRequest, Message, QueueId, RedriveTarget};
 use crate::engine::edit::{self, EditorOutcome};
 use crate::engine::fleet::{self, FleetHandle, FleetRow};
-use crate::engine::ops::{self, Outcome};
+use crate::engine::ops::{self, Outcome, Verdict};
 use crate::engine::poller::{self, PollConfig, PollEvent, PollerHandle};
 use crate::engine::session::Session;
 use crate::engine::store::Store;
@@ -537,14 +537,20 @@ impl Exec {
                 let tx = self.tx.clone();
                 tokio::spawn(async move {
                     let to = RedriveTarget::Queue(target);
-                    let result = edit::resend(&gate, &source, &original, *edited, &to)
-                        .await
-                        .map(|r| r.line())
-                        .map_err(|e| format!("nothing was sent: {}", one_line(&e.to_string())));
+                    let done = match edit::resend(&gate, &source, &original, *edited, &to).await {
+                        Ok(r) => {
+                            let o = Outcome::Edit(r);
+                            OpSummary::new(one_line(&o.line()), o.verdict())
+                        }
+                        Err(e) => OpSummary::new(
+                            format!("nothing was sent: {}", one_line(&e.to_string())),
+                            Verdict::Failed,
+                        ),
+                    };
                     let _ = tx
                         .send(Action::Resent {
                             queue: source,
-                            result,
+                            done,
                         })
                         .await;
                 });

@@ -394,6 +394,15 @@ impl OpSummary {
     pub fn ok(&self) -> bool {
         self.verdict == Verdict::Ok
     }
+    /// The status line's level: anything short of `Ok` is shown as an error, so a partial
+    /// result never reads as done.
+    pub fn level(&self) -> Level {
+        if self.ok() {
+            Level::Info
+        } else {
+            Level::Error
+        }
+    }
 }
 
 #[derive(Debug, Clone)]

@@ -7,7 +7,7 @@ use super::state::{OpSummary, TransferAsk};
 use crate::backend::OpProgress;
 use crate::config::redact::redact;
 use crate::domain::{Message, QueueId};
-use crate::engine::ops::Verdict;
+use crate::engine::ops::{Outcome, Verdict};
 use crate::engine::session::Session;
 use crate::triage::copy::{self, End};
 
@@ -116,11 +116,5 @@ pub async fn run(own: &Session, ask: TransferAsk, p: &OpProgress) -> OpSummary {
     if let Some(e) = &r.error {
         text.push_str(&format!(" — {}", one_line(e)));
     }
-    let verdict = match r.result() {
-        "ok" => Verdict::Ok,
-        "partial" => Verdict::Partial,
-        "cancelled" => Verdict::Cancelled,
-        _ => Verdict::Failed,
-    };
-    OpSummary::new(text, verdict)
+    OpSummary::new(text, Outcome::Transfer(r).verdict())
 }

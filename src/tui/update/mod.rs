@@ -75,10 +75,11 @@ pub enum Action {
     },
     /// The checked copy/move, or why it cannot go ahead.
     TransferPlanned(Result<Box<TransferAsk>, String>),
-    /// An edited copy was sent (or not): its one line; the browser reloads `queue`.
+    /// An edited copy was sent (or not): its one line and verdict; the browser reloads
+    /// `queue`.
     Resent {
         queue: QueueId,
-        result: Result<String, String>,
+        done: OpSummary,
     },
     /// Profile names re-read from the configuration file, and the profile to switch to.
     Profiles {
@@ -238,8 +239,7 @@ pub fn update(st: &mut State, action: Action) -> Vec<Effect> {
         }
         Action::OpDone(r) => {
             st.op = None;
-            let level = if r.ok() { Level::Info } else { Level::Error };
-            set_status(st, level, r.text.clone());
+            set_status(st, r.level(), r.text.clone());
             if st.quit_after_op {
                 st.exit_summary = Some(r);
                 st.quit = true;
@@ -288,11 +288,8 @@ pub fn update(st: &mut State, action: Action) -> Vec<Effect> {
             dialogs::open_delete(st, queue, ids, result)
         }
         Action::TransferPlanned(result) => dialogs::open_transfer(st, result),
-        Action::Resent { queue, result } => {
-            match result {
-                Ok(t) => set_status(st, Level::Info, t),
-                Err(e) => set_status(st, Level::Error, e),
-            }
+        Action::Resent { queue, done } => {
+            set_status(st, done.level(), done.text);
             if st.msgs.queue.as_ref() == Some(&queue) {
                 st.msgs.loading = true;
                 fx.push(Effect::Browse {

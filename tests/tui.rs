@@ -1030,21 +1030,24 @@ fn copy_command_checks_then_asks() {
         .iter()
         .any(|e| matches!(e, Effect::Transfer(t) if t.messages.len() == 2)));
     assert!(st.op.is_some());
-    // Below tier `redrive` the command is refused and audited.
+    // On a `browse` profile the command goes to the planner, which checks the tiers of both
+    // profiles as `qdeck copy` does (it used to be refused here from this profile's alone).
     st.op = None;
     st.access = Access::Browse;
-    let mut refused = false;
-    for ch in ":copy repro\r".chars() {
+    let mut fx = Vec::new();
+    for ch in ":copy repro other\r".chars() {
         let a = if ch == '\r' {
             code(KeyCode::Enter)
         } else {
             key(ch)
         };
-        refused |= update(&mut st, a)
-            .iter()
-            .any(|e| matches!(e, Effect::Refused { .. }));
+        fx.extend(update(&mut st, a));
     }
-    assert!(refused);
+    assert!(
+        fx.iter().any(|e| matches!(e, Effect::PlanTransfer { .. })),
+        "{fx:?}"
+    );
+    assert!(!fx.iter().any(|e| matches!(e, Effect::Refused { .. })));
 }
 
 /// `A` selects what the browser shows: after a search, exactly the matches; again, none.
@@ -1244,6 +1247,76 @@ impl Backend for Hang {
         static C: std::sync::OnceLock<qdeck::backend::ApiCalls> = std::sync::OnceLock::new();
         C.get_or_init(Default::default)
     }
+}
+
+/// `:copy` from a profile with access = "browse" (prod) to a writable one (local) is the
+/// repro path the CLI allows: the console's planner gives the same answers as `qdeck copy`
+/// (browse on the source, redrive on the target; a move needs full on the source).
+#[tokio::test]
+async fn copy_from_a_browse_profile_is_checked_like_the_cli() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    for p in ["prod", "local"] {
+        std::fs::create_dir_all(d.join(p)).unwrap();
+    }
+    let prod = LocalHandle::open(&d.join("prod/q.db")).unwrap();
+    prod.0
+        .create_queue("orders.dlq", &QueueOptions::default())
+        .unwrap();
+    let m = OutgoingMessage {
+        body: b"{}".to_vec(),
+        ..Default::default()
+    };
+    prod.0.send_sync("orders.dlq", &m).unwrap();
+    let local = LocalHandle::open(&d.join("local/q.db")).unwrap();
+    local
+        .0
+        .create_queue("repro", &QueueOptions::default())
+        .unwrap();
+    let toml = format!(
+        "default_profile = \"prod\"\naudit_log = \"{}\"\n[[profiles]]\n{}[[profiles]]\n{}",
+        d.join("audit.log").display(),
+        common::local_profile("prod", &d.join("prod/q.db"), "access = \"browse\""),
+        common::local_profile("local", &d.join("local/q.db"), ""),
+    );
+    std::fs::write(d.join("config.toml"), toml).unwrap();
+    let loaded = qdeck::config::load(&qdeck::config::LoadOptions {
+        file: Some(d.join("config.toml")),
+        profile: None,
+        read_only: false,
+    })
+    .unwrap();
+    let own = qdeck::engine::session::Session::open(loaded).await.unwrap();
+    assert_eq!(own.gate.access(), Access::Browse);
+    let src = QueueId::new("orders.dlq");
+    let req = BrowseRequest {
+        cursor: None,
+        max: 10,
+        force: false,
+    };
+    let msgs = own.gate.browse(&src, &req).await.unwrap().messages;
+    let plan = |to: &str, profile: Option<&str>, moving: bool| {
+        qdeck::tui::transfer::plan(
+            &own,
+            src.clone(),
+            msgs.clone(),
+            QueueId::new(to),
+            profile.map(String::from),
+            moving,
+        )
+    };
+    let ask = plan("repro", Some("local"), false)
+        .await
+        .expect("prod → local");
+    assert_eq!(ask.to_label, "local/repro (local)");
+    // Onto prod itself, or a move (it deletes on prod): refused with the tier named.
+    let e = plan("orders", None, false).await.unwrap_err().to_string();
+    assert!(e.contains("copy needs access = \"redrive\""), "{e}");
+    let e = plan("repro", Some("local"), true)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("delete needs access = \"full\""), "{e}");
 }
 
 /// The local broker, except that deleting by id always fails (the trait's default), as a

@@ -73,7 +73,7 @@ impl From<BackendError> for CliError {
             | BackendError::Forbidden { .. }
             | BackendError::Unreachable(_)
             | BackendError::Throttled { .. } => UNAVAILABLE,
-            BackendError::Refused(_) => REFUSED,
+            BackendError::Refused(_) | BackendError::RefusedUnlessForced(_) => REFUSED,
             BackendError::Invalid(_) => USAGE,
             BackendError::Storage(_) => STORAGE,
             BackendError::Unsupported(_) | BackendError::Protocol(_) | BackendError::Other(_) => {

@@ -13,7 +13,7 @@ use ratatui::backend::TestBackend;
 use ratatui::Terminal;
 
 use qdeck::backend::local::{LocalHandle, QueueOptions};
-use qdeck::backend::Backend;
+use qdeck::backend::{Backend, BackendError};
 use qdeck::config::Access;
 use qdeck::domain::*;
 use qdeck::engine::ops::Verdict;
@@ -295,7 +295,9 @@ fn snapshot_messages_and_body() {
         Action::Page {
             queue: QueueId::new("orders-dlq"),
             append: false,
-            result: Err("refused: 3 messages are one receive away from their DLQ".into()),
+            result: Err(BackendError::RefusedUnlessForced(
+                "3 messages are one receive away from their DLQ".into(),
+            )),
         },
     );
     snap("messages_refused", &st, 80, 12);
@@ -308,6 +310,43 @@ fn snapshot_messages_and_body() {
         },
     );
     snap("messages_empty", &st, 80, 10);
+}
+
+/// The `:force` advice follows the refusal's type: shown for a browse refused for what it
+/// could do to the messages, not for a limit forcing cannot lift (RabbitMQ's browse window),
+/// though both read "refused: …".
+#[test]
+fn force_advice_only_for_a_refusal_force_lifts() {
+    for (err, advised) in [
+        (
+            BackendError::RefusedUnlessForced(
+                "'jobs' is a quorum queue with delivery limit 3; use --force to browse anyway"
+                    .into(),
+            ),
+            true,
+        ),
+        (
+            BackendError::Refused(
+                "browsing past the first 5000 messages would hold too many unacknowledged messages"
+                    .into(),
+            ),
+            false,
+        ),
+    ] {
+        let mut st = populated();
+        open_dlq(&mut st);
+        update(
+            &mut st,
+            Action::Page {
+                queue: QueueId::new("orders-dlq"),
+                append: false,
+                result: Err(err),
+            },
+        );
+        let s = text(&draw(&st, 100, 24));
+        assert!(s.contains("browse failed: refused: "), "{s}");
+        assert_eq!(s.contains(":force browses anyway"), advised, "{s}");
+    }
 }
 
 #[test]
@@ -935,7 +974,9 @@ fn delete_refusals_are_said_not_asked() {
         Action::DeletePlanned {
             queue: QueueId::new("orders-dlq"),
             ids: vec!["1".into()],
-            result: Err("a quorum queue with delivery limit 5: refused".into()),
+            result: Err(BackendError::Refused(
+                "a quorum queue with delivery limit 5".into(),
+            )),
         },
     );
     assert!(st.dialog.is_none());
@@ -1013,7 +1054,13 @@ fn copy_command_checks_then_asks() {
         delete_note: None,
         typed: None,
     };
-    update(&mut st, Action::TransferPlanned(Ok(Box::new(ask))));
+    update(
+        &mut st,
+        Action::TransferPlanned {
+            moving: false,
+            result: Ok(Box::new(ask)),
+        },
+    );
     let s = text(&draw(&st, 100, 24));
     assert!(
         s.contains("Copy 2 message(s) from local/orders-dlq (local)"),

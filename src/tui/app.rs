@@ -322,11 +322,10 @@ async fn scan_reasons(
     cfg: &crate::triage::SignatureConfig,
     progress: &OpProgress,
     tx: &mpsc::Sender<Action>,
-) -> Result<crate::triage::ReasonsReport, String> {
+) -> Result<crate::triage::ReasonsReport, crate::backend::BackendError> {
     use crate::engine::gate::Mutation;
     use crate::triage::{scan, Grouper, ReasonsReport};
-    gate.require(Mutation::Browse, queue)
-        .map_err(|e| one_line(&e.to_string()))?;
+    gate.require(Mutation::Browse, queue)?;
     let mut grouper = Grouper::new(cfg.clone());
     let mut last = Instant::now() - Duration::from_secs(1);
     let summary = scan(gate.backend().as_ref(), queue, limits, progress, |page| {
@@ -346,8 +345,7 @@ async fn scan_reasons(
         }
         true
     })
-    .await
-    .map_err(|e| one_line(&e.to_string()))?;
+    .await?;
     Ok(ReasonsReport {
         scan: summary,
         groups: grouper.groups(),
@@ -453,10 +451,7 @@ impl Exec {
                         max: PAGE_SIZE,
                         force,
                     };
-                    let result = gate
-                        .browse(&queue, &req)
-                        .await
-                        .map_err(|e| one_line(&e.to_string()));
+                    let result = gate.browse(&queue, &req).await;
                     let _ = tx
                         .send(Action::Page {
                             queue,
@@ -496,8 +491,7 @@ impl Exec {
                 tokio::spawn(async move {
                     let result =
                         group_page(&gate, &queue, &limits, &cfg, &signature, origin.as_deref())
-                            .await
-                            .map_err(|e| one_line(&e.to_string()));
+                            .await;
                     let _ = tx
                         .send(Action::Page {
                             queue,
@@ -562,10 +556,7 @@ impl Exec {
                 let backend = self.session.backend.clone();
                 let tx = self.tx.clone();
                 tokio::spawn(async move {
-                    let result = backend
-                        .consumers(&queue)
-                        .await
-                        .map_err(|e| one_line(&e.to_string()));
+                    let result = backend.consumers(&queue).await;
                     let _ = tx.send(Action::Consumers { queue, result }).await;
                 });
             }
@@ -616,7 +607,7 @@ impl Exec {
                         {
                             Ok(ops::Planned::Delete { note, .. }) => Ok(note),
                             Ok(_) => Ok(None),
-                            Err(e) => Err(one_line(&e.to_string())),
+                            Err(e) => Err(e),
                         };
                     let _ = tx.send(Action::DeletePlanned { queue, ids, result }).await;
                 });
@@ -654,9 +645,9 @@ impl Exec {
                 let own = self.session.clone();
                 let tx = self.tx.clone();
                 tokio::spawn(async move {
-                    let r =
+                    let result =
                         super::transfer::plan(&own, source, messages, to, to_profile, moving).await;
-                    let _ = tx.send(Action::TransferPlanned(r)).await;
+                    let _ = tx.send(Action::TransferPlanned { moving, result }).await;
                 });
             }
             Effect::Transfer(ask) => {

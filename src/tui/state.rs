@@ -7,7 +7,7 @@ use regex::Regex;
 
 use super::keymap::KeyMap;
 use super::theme::Theme;
-use crate::backend::ProgressState;
+use crate::backend::{BackendError, ProgressState};
 use crate::domain::{Capabilities, Consumer, Message, QueueId, RedriveTarget};
 use crate::engine::ops::Verdict;
 use crate::engine::store::Store;
@@ -188,7 +188,7 @@ pub struct MsgState {
     pub rows: Vec<usize>,
     pub next: Option<String>,
     pub loading: bool,
-    pub error: Option<String>,
+    pub error: Option<BackendError>,
     pub effect_note: Option<String>,
     pub cursor: Cursor,
     /// Selected message ids (for redrive / save).
@@ -215,7 +215,7 @@ pub struct ReasonsState {
     pub total: Option<u64>,
     /// How much of the queue the groups cover, once the scan stopped ("grouped 5,000 of …").
     pub note: Option<String>,
-    pub error: Option<String>,
+    pub error: Option<BackendError>,
     pub cursor: Cursor,
 }
 
@@ -244,7 +244,7 @@ pub struct WorkersState {
     pub sort: Option<usize>,
     pub sort_desc: bool,
     pub loading: bool,
-    pub error: Option<String>,
+    pub error: Option<BackendError>,
     pub cursor: Cursor,
     /// When the list last arrived (the view refreshes it every refresh period).
     pub fetched_ms: Option<i64>,
@@ -659,4 +659,13 @@ impl State {
             None => false,
         }
     }
+}
+
+/// An error as the console shows it: one line, redacted (errors promise no secrets; this
+/// holds even where one slips through a broker's message).
+pub fn error_line(e: &BackendError) -> String {
+    crate::config::redact::redact(&e.to_string())
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
 }

@@ -3,12 +3,12 @@
 //! deletion, SQS text bodies), then run it through `triage::copy::transfer`, which audits on
 //! both profiles and deletes an original only after its copy was confirmed.
 
-use super::state::{OpSummary, TransferAsk};
-use crate::backend::OpProgress;
+use super::state::{error_line, OpSummary, TransferAsk};
+use crate::backend::{BackendError, OpProgress};
 use crate::config::redact::redact;
 use crate::domain::{Message, QueueId};
 use crate::engine::ops::{Outcome, Verdict};
-use crate::engine::session::Session;
+use crate::engine::session::{OpenError, Session};
 use crate::triage::copy::{self, End};
 
 fn one_line(s: &str) -> String {
@@ -23,11 +23,13 @@ fn verb(moving: bool) -> &'static str {
     }
 }
 
-/// The target's session (`Session::for_profile`), errors as one redacted line.
-async fn target_session(own: &Session, profile: Option<&str>) -> Result<Session, String> {
-    own.for_profile(profile).await.map_err(|e| {
-        let p = profile.unwrap_or_default();
-        format!("profile {p}: {}", one_line(&e.to_string()))
+/// The target's session (`Session::for_profile`); errors name the profile. A configuration
+/// that cannot be read is bad input, as the CLI's exit code 2 has it.
+async fn target_session(own: &Session, profile: Option<&str>) -> Result<Session, BackendError> {
+    let p = format!("profile {}", profile.unwrap_or_default());
+    own.for_profile(profile).await.map_err(|e| match e {
+        OpenError::Config(c) => BackendError::Invalid(format!("{p}: {}", c.0)),
+        OpenError::Backend(b) => b.context(p),
     })
 }
 
@@ -39,8 +41,7 @@ pub async fn plan(
     to: QueueId,
     to_profile: Option<String>,
     moving: bool,
-) -> Result<Box<TransferAsk>, String> {
-    let v = verb(moving);
+) -> Result<Box<TransferAsk>, BackendError> {
     let t = target_session(own, to_profile.as_deref()).await?;
     let from = End {
         gate: &own.gate,
@@ -51,14 +52,12 @@ pub async fn plan(
         queue: &to,
     };
     if from.label() == dst.label() {
-        return Err(format!("{v}: source and target are the same queue"));
+        return Err(BackendError::Invalid(
+            "source and target are the same queue".into(),
+        ));
     }
-    let fail =
-        |e: crate::backend::BackendError| format!("cannot {v}: {}", one_line(&e.to_string()));
-    copy::require(from, dst, moving).map_err(fail)?;
-    let checked = copy::check(from, dst, &messages, moving)
-        .await
-        .map_err(fail)?;
+    copy::require(from, dst, moving)?;
+    let checked = copy::check(from, dst, &messages, moving).await?;
     Ok(Box::new(TransferAsk {
         from_label: format!("{} ({})", from.label(), own.backend.kind()),
         to_label: format!("{} ({})", dst.label(), t.backend.kind()),
@@ -78,7 +77,10 @@ pub async fn run(own: &Session, ask: TransferAsk, p: &OpProgress) -> OpSummary {
     let v = verb(ask.moving);
     let t = match target_session(own, ask.to_profile.as_deref()).await {
         Ok(t) => t,
-        Err(e) => return OpSummary::new(format!("{v}: nothing was sent: {e}"), Verdict::Failed),
+        Err(e) => {
+            let e = error_line(&e);
+            return OpSummary::new(format!("{v}: nothing was sent: {e}"), Verdict::Failed);
+        }
     };
     let from = End {
         gate: &own.gate,

@@ -2,6 +2,7 @@
 //! acts on.
 
 use super::{push, set_status, Effect};
+use crate::backend::BackendError;
 use crate::config::Access;
 use crate::domain::{BrowseEffect, Message, Page, QueueId};
 use crate::engine::gate::Mutation;
@@ -27,7 +28,7 @@ pub(super) fn page_loaded(
     st: &mut State,
     queue: QueueId,
     append: bool,
-    result: Result<Page, String>,
+    result: Result<Page, BackendError>,
 ) {
     if st.msgs.queue.as_ref() == Some(&queue) {
         st.msgs.loading = false;

@@ -16,7 +16,7 @@ mod reasons;
 use crossterm::event::{KeyEvent, KeyEventKind};
 
 use super::state::*;
-use crate::backend::ProgressState;
+use crate::backend::{BackendError, ProgressState};
 use crate::config::Access;
 use crate::domain::{Consumer, Message, Page, QueueId, RedriveRequest};
 use crate::engine::edit::{Edited, EditorOutcome};
@@ -38,11 +38,11 @@ pub enum Action {
     Page {
         queue: QueueId,
         append: bool,
-        result: Result<Page, String>,
+        result: Result<Page, BackendError>,
     },
     Consumers {
         queue: QueueId,
-        result: Result<Vec<Consumer>, String>,
+        result: Result<Vec<Consumer>, BackendError>,
     },
     OpProgress(ProgressState),
     /// Summary of a finished operation.
@@ -65,16 +65,19 @@ pub enum Action {
     },
     ReasonsDone {
         queue: QueueId,
-        result: Result<crate::triage::ReasonsReport, String>,
+        result: Result<crate::triage::ReasonsReport, BackendError>,
     },
     /// The plan for deleting chosen messages: the note for the dialog, or why it is refused.
     DeletePlanned {
         queue: QueueId,
         ids: Vec<String>,
-        result: Result<Option<String>, String>,
+        result: Result<Option<String>, BackendError>,
     },
-    /// The checked copy/move, or why it cannot go ahead.
-    TransferPlanned(Result<Box<TransferAsk>, String>),
+    /// The checked copy (`moving`: move), or why it cannot go ahead.
+    TransferPlanned {
+        moving: bool,
+        result: Result<Box<TransferAsk>, BackendError>,
+    },
     /// An edited copy was sent (or not): its one line and verdict; the browser reloads
     /// `queue`.
     Resent {
@@ -287,7 +290,7 @@ pub fn update(st: &mut State, action: Action) -> Vec<Effect> {
         Action::DeletePlanned { queue, ids, result } => {
             dialogs::open_delete(st, queue, ids, result)
         }
-        Action::TransferPlanned(result) => dialogs::open_transfer(st, result),
+        Action::TransferPlanned { moving, result } => dialogs::open_transfer(st, moving, result),
         Action::Resent { queue, done } => {
             set_status(st, done.level(), done.text);
             if st.msgs.queue.as_ref() == Some(&queue) {

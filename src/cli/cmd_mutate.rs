@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use super::args::Format;
 use super::confirm::confirm;
-use super::exit::{CliError, CliResult, FAILED, OK, PARTIAL};
+use super::exit::{CliError, CliResult, FAILED, OK};
 use super::fetch;
 use super::output::{self, name};
 use crate::domain::{OutgoingMessage, QueueId, RedriveReport, RedriveRequest};
@@ -169,11 +169,13 @@ pub(super) async fn run_planned(
 
 fn report(queue: &QueueId, outcome: &ops::Outcome, f: Format) -> CliResult {
     if let ops::Outcome::Failed { error, progress } = outcome {
-        // Work done before the failure makes it partial, with the counts in the message.
+        // Nothing done: the error's own exit code (unknown queue, unreachable…) says more than
+        // "failed". Work done before it makes it partial, with the counts in the message.
         if progress.done == 0 {
             return Err(CliError::from(error.clone()));
         }
-        return Err(CliError::new(PARTIAL, outcome.summary(queue)));
+        let code = super::exit::of_verdict(outcome.verdict());
+        return Err(CliError::new(code, outcome.summary(queue)));
     }
     if f == Format::Json {
         output::print_json(&outcome.to_json()).ok();

@@ -7,7 +7,7 @@ use serde_json::json;
 
 use super::audit::{os_user, AuditEntry, AuditLog};
 use super::ops::{Outcome, Verdict};
-use crate::backend::{Backend, BackendError, OpProgress};
+use crate::backend::{Backend, BackendError, OpProgress, ProgressState};
 use crate::config::Access;
 use crate::domain::{
     DeleteReport, OutgoingMessage, PurgeReport, QueueId, RedriveReport, RedriveRequest,
@@ -305,7 +305,7 @@ impl Gate {
                     &req.source,
                     target,
                     with_note(json!({"moved": p.done, "failed": p.failed})),
-                    Verdict::Failed,
+                    failed(&e, p),
                     Some(e.to_string()),
                 );
                 Err(e)
@@ -337,7 +337,7 @@ impl Gate {
                     queue,
                     None,
                     json!({}),
-                    Verdict::Failed,
+                    failed(&e, progress.snapshot()),
                     Some(e.to_string()),
                 );
                 Err(e)
@@ -382,7 +382,7 @@ impl Gate {
                     queue,
                     None,
                     with_note(json!({"deleted": p.done})),
-                    Verdict::Failed,
+                    failed(&e, p),
                     Some(e.to_string()),
                 );
                 Err(e)
@@ -422,6 +422,15 @@ impl Gate {
             }
         }
     }
+}
+
+/// The verdict of an operation its error ended, as `ops::run` reports it to the front-ends.
+fn failed(e: &BackendError, progress: ProgressState) -> Verdict {
+    Outcome::Failed {
+        error: e.clone(),
+        progress,
+    }
+    .verdict()
 }
 
 /// The audit counts of a redrive, with how far a one-pass filtered redrive read.
@@ -581,6 +590,35 @@ mod tests {
         assert_eq!(d.verdict(), Verdict::Failed);
         assert_eq!(lines[1]["result"], d.verdict().audit_result());
         assert_eq!(lines[1]["result"], "error");
+    }
+
+    /// A redrive its error stopped after moving some, run as both front-ends run it: partial
+    /// in the outcome (the CLI's exit 3, the console's line) and in the audit, which said
+    /// "error" while the CLI exited 3.
+    #[tokio::test]
+    async fn an_error_after_some_work_is_partial_in_the_outcome_and_the_audit() {
+        use crate::engine::ops;
+        use crate::engine::testing::Scripted;
+        let dir = tempfile::tempdir().unwrap();
+        let mut b = Scripted::open(dir.path());
+        b.redrive_fails_after = Some(4);
+        let log = AuditLog::new(dir.path().join("audit.log"));
+        let g = Gate::new(Arc::new(b), &Profile::default_local(), log);
+        let req = RedriveRequest {
+            source: QueueId::new("src"),
+            target: RedriveTarget::Queue(QueueId::new("dst")),
+            max: None,
+            rate: None,
+            only_ids: None,
+            window: None,
+        };
+        let planned = ops::plan_redrive(&g, req).await.unwrap();
+        let outcome = ops::run(&g, planned, &OpProgress::detached()).await;
+        assert!(matches!(outcome, Outcome::Failed { .. }), "{outcome:?}");
+        assert_eq!(outcome.verdict(), Verdict::Partial);
+        let lines = audit_lines(dir.path());
+        assert_eq!(lines[0]["result"], "partial");
+        assert_eq!(lines[0]["counts"]["moved"], 4);
     }
 
     /// Each tier allows exactly the actions at or below it, and says which tier is needed.

@@ -395,6 +395,8 @@ impl Outcome {
             Outcome::Import(r) if r.failed > 0 => Verdict::Failed,
             Outcome::Import(r) if r.cancelled => Verdict::Cancelled,
             Outcome::Import(_) => Verdict::Ok,
+            // Messages moved or deleted before the error stay moved or deleted.
+            Outcome::Failed { progress, .. } if progress.done > 0 => Verdict::Partial,
             Outcome::Failed { .. } => Verdict::Failed,
         }
     }
@@ -728,6 +730,19 @@ mod tests {
         assert_eq!(import(3, 0), Verdict::Ok);
         assert_eq!(import(2, 1), Verdict::Partial);
         assert_eq!(import(0, 1), Verdict::Failed);
+
+        // The CLI exited 3 for an error after some work while the console said failed.
+        let failed = |done| {
+            Outcome::Failed {
+                error: BackendError::Unreachable("connection lost".into()),
+                progress: ProgressState {
+                    done,
+                    ..Default::default()
+                },
+            }
+            .verdict()
+        };
+        assert_eq!((failed(0), failed(5)), (Verdict::Failed, Verdict::Partial));
     }
 
     #[test]

@@ -16,6 +16,8 @@ pub(crate) struct Scripted {
     pub redrive: Option<RedriveReport>,
     /// What `delete_ids` answers; `None`: it fails, as a broker gone mid-way would.
     pub delete: Option<DeleteReport>,
+    /// `redrive` moves this many, then loses the broker (before `redrive` is consulted).
+    pub redrive_fails_after: Option<u64>,
 }
 
 impl Scripted {
@@ -29,6 +31,7 @@ impl Scripted {
             inner,
             redrive: None,
             delete: None,
+            redrive_fails_after: None,
         }
     }
 }
@@ -57,6 +60,12 @@ impl Backend for Scripted {
         self.inner.send(queue, msg).await
     }
     async fn redrive(&self, req: &RedriveRequest, progress: &OpProgress) -> Result<RedriveReport> {
+        if let Some(n) = self.redrive_fails_after {
+            progress.add_done(n);
+            return Err(BackendError::Unreachable(
+                "connection lost (scripted)".into(),
+            ));
+        }
         match &self.redrive {
             Some(r) => Ok(r.clone()),
             None => self.inner.redrive(req, progress).await,

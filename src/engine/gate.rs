@@ -353,6 +353,32 @@ impl Gate {
         note: serde_json::Value,
         progress: &OpProgress,
     ) -> Result<DeleteReport, BackendError> {
+        self.delete_audited(queue, ids, note, progress, Outcome::Delete)
+            .await
+    }
+
+    /// Cancel one delayed message (delete it by id). Audited with the verdict of a cancel,
+    /// in which a message already gone was not cancelled: it became due and was delivered.
+    pub async fn cancel_scheduled(
+        &self,
+        queue: &QueueId,
+        id: &str,
+        progress: &OpProgress,
+    ) -> Result<DeleteReport, BackendError> {
+        let note = json!({"cancel_scheduled": id});
+        let ids = [id.to_string()];
+        self.delete_audited(queue, &ids, note, progress, Outcome::CancelScheduled)
+            .await
+    }
+
+    async fn delete_audited(
+        &self,
+        queue: &QueueId,
+        ids: &[String],
+        note: serde_json::Value,
+        progress: &OpProgress,
+        outcome: fn(DeleteReport) -> Outcome,
+    ) -> Result<DeleteReport, BackendError> {
         self.require(Mutation::Delete, queue)?;
         let with_note = |mut counts: serde_json::Value| {
             if let (serde_json::Value::Object(n), Some(c)) = (&note, counts.as_object_mut()) {
@@ -362,7 +388,7 @@ impl Gate {
         };
         match self.backend.delete_ids(queue, ids, progress).await {
             Ok(r) => {
-                let verdict = Outcome::Delete(r.clone()).verdict();
+                let verdict = outcome(r.clone()).verdict();
                 self.record(
                     Mutation::Delete,
                     queue,
@@ -590,6 +616,33 @@ mod tests {
         assert_eq!(d.verdict(), Verdict::Failed);
         assert_eq!(lines[1]["result"], d.verdict().audit_result());
         assert_eq!(lines[1]["result"], "error");
+    }
+
+    /// A delayed message that was delivered before its cancel reached it: not cancelled, so
+    /// "error" in the audit as in the exit code (the audit said "ok", a delete of an id
+    /// already gone, while `cancel-scheduled` exited 1).
+    #[tokio::test]
+    async fn a_cancel_that_finds_the_message_gone_is_failed_in_the_audit() {
+        use crate::engine::testing::Scripted;
+        let dir = tempfile::tempdir().unwrap();
+        let mut b = Scripted::open(dir.path());
+        b.delete = Some(DeleteReport {
+            missing: 1,
+            ..Default::default()
+        });
+        let log = AuditLog::new(dir.path().join("audit.log"));
+        let g = Gate::new(Arc::new(b), &Profile::default_local(), log);
+        let p = OpProgress::detached();
+        let r = g
+            .cancel_scheduled(&QueueId::new("src"), "7", &p)
+            .await
+            .unwrap();
+        assert_eq!(Outcome::Delete(r.clone()).verdict(), Verdict::Ok);
+        let cancel = Outcome::CancelScheduled(r);
+        assert_eq!(cancel.verdict(), Verdict::Failed);
+        let lines = audit_lines(dir.path());
+        assert_eq!(lines[0]["result"], cancel.verdict().audit_result());
+        assert_eq!(lines[0]["counts"]["cancel_scheduled"], "7");
     }
 
     /// A redrive its error stopped after moving some, run as both front-ends run it: partial

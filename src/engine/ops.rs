@@ -338,6 +338,9 @@ pub enum Outcome {
     /// An edited copy sent, and its original deleted or not.
     Edit(EditReport),
     Import(ImportReport),
+    /// A delayed message cancelled (`qdeck cancel-scheduled`): a delete of one id whose
+    /// message must not already be gone.
+    CancelScheduled(DeleteReport),
     Failed {
         error: BackendError,
         progress: ProgressState,
@@ -395,6 +398,9 @@ impl Outcome {
             Outcome::Import(r) if r.failed > 0 => Verdict::Failed,
             Outcome::Import(r) if r.cancelled => Verdict::Cancelled,
             Outcome::Import(_) => Verdict::Ok,
+            // Gone before the delete reached it means it became due and was delivered.
+            Outcome::CancelScheduled(r) if r.deleted > 0 => Verdict::Ok,
+            Outcome::CancelScheduled(_) => Verdict::Failed,
             // Messages moved or deleted before the error stay moved or deleted.
             Outcome::Failed { progress, .. } if progress.done > 0 => Verdict::Partial,
             Outcome::Failed { .. } => Verdict::Failed,
@@ -411,6 +417,7 @@ impl Outcome {
             Outcome::Transfer(r) => format!("{} → {}: {}", r.action, clean(&r.to), self.line()),
             Outcome::Edit(_) => self.line(),
             Outcome::Import(_) => format!("import into {q}: {}", self.line()),
+            Outcome::CancelScheduled(_) => format!("cancel in {q}: {}", self.line()),
             Outcome::Failed { .. } => format!("{q}: {}", self.line()),
         }
     }
@@ -481,6 +488,11 @@ impl Outcome {
                     .map(|e| format!(" — {}", clean(e)))
                     .unwrap_or_default()
             ),
+            Outcome::CancelScheduled(r) if r.deleted > 0 => "cancelled".to_string(),
+            Outcome::CancelScheduled(r) => format!(
+                "not cancelled: it became due and was taken (leased {}, missing {})",
+                r.leased, r.missing
+            ),
             Outcome::Failed { error, progress } => format!(
                 "{} (done {}, failed {} before the error)",
                 clean(&error.to_string()),
@@ -498,6 +510,7 @@ impl Outcome {
             Outcome::Transfer(r) => serde_json::to_value(r).unwrap_or_default(),
             Outcome::Edit(r) => serde_json::to_value(r).unwrap_or_default(),
             Outcome::Import(r) => serde_json::to_value(r).unwrap_or_default(),
+            Outcome::CancelScheduled(r) => serde_json::to_value(r).unwrap_or_default(),
             Outcome::Failed { error, progress } => serde_json::json!({
                 "error": clean(&error.to_string()),
                 "done": progress.done,

@@ -1480,10 +1480,7 @@ async fn console_move_whose_deletes_fail_is_partial_like_the_cli() {
     );
     assert!(status.text.contains("exist twice"), "{}", status.text);
     let exit = st.exit_summary.as_ref().expect("quit after the move");
-    assert_eq!(
-        qdeck::cli::exit::of_verdict(exit.verdict),
-        qdeck::cli::exit::PARTIAL
-    );
+    assert_eq!(exit.exit_code, qdeck::cli::exit::PARTIAL);
     let audit = std::fs::read_to_string(dir.path().join("audit.log")).unwrap();
     for line in audit.lines() {
         let v: serde_json::Value = serde_json::from_str(line).unwrap();

@@ -169,12 +169,11 @@ pub(super) async fn run_planned(
 
 fn report(queue: &QueueId, outcome: &ops::Outcome, f: Format) -> CliResult {
     if let ops::Outcome::Failed { error, progress } = outcome {
-        // Nothing done: the error's own exit code (unknown queue, unreachable…) says more than
-        // "failed". Work done before it makes it partial, with the counts in the message.
+        // Nothing done: the error alone is the message. Work done before it is in the counts.
         if progress.done == 0 {
             return Err(CliError::from(error.clone()));
         }
-        let code = super::exit::of_verdict(outcome.verdict());
+        let code = super::exit::of_outcome(outcome);
         return Err(CliError::new(code, outcome.summary(queue)));
     }
     if f == Format::Json {
@@ -187,7 +186,7 @@ fn report(queue: &QueueId, outcome: &ops::Outcome, f: Format) -> CliResult {
             }
         }
     }
-    Ok(super::exit::of_verdict(outcome.verdict()))
+    Ok(super::exit::of_outcome(outcome))
 }
 
 pub(super) fn spawn_progress(

@@ -2,7 +2,7 @@
 
 use crate::backend::BackendError;
 use crate::config::ConfigError;
-use crate::engine::ops::Verdict;
+use crate::engine::ops::{Outcome, Verdict};
 
 pub const OK: u8 = 0;
 /// The operation failed (the broker refused it or an unexpected error happened).
@@ -30,6 +30,17 @@ pub fn of_verdict(v: Verdict) -> u8 {
         Verdict::Partial => PARTIAL,
         Verdict::Failed => FAILED,
         Verdict::Cancelled => INTERRUPTED,
+    }
+}
+
+/// `of_verdict`, except that an operation its error ended before doing anything exits with
+/// that error's own code (unknown queue 4, refused 5, unreachable 6…), which says more than 1.
+pub fn of_outcome(o: &Outcome) -> u8 {
+    match o {
+        Outcome::Failed { error, .. } if o.verdict() == Verdict::Failed => {
+            CliError::from(error.clone()).code
+        }
+        _ => of_verdict(o.verdict()),
     }
 }
 
@@ -102,5 +113,22 @@ mod tests {
         assert_eq!(of_verdict(Verdict::Partial), PARTIAL);
         assert_eq!(of_verdict(Verdict::Failed), FAILED);
         assert_eq!(of_verdict(Verdict::Cancelled), INTERRUPTED);
+    }
+
+    /// The console's quit and the CLI give one code per outcome: an error before any work
+    /// keeps its own code, one after some work is partial.
+    #[test]
+    fn an_outcome_ended_by_an_error_exits_with_its_code_or_partial() {
+        let failed = |done| Outcome::Failed {
+            error: BackendError::Unreachable("connection refused".into()),
+            progress: crate::backend::ProgressState {
+                done,
+                ..Default::default()
+            },
+        };
+        assert_eq!(of_outcome(&failed(0)), UNAVAILABLE);
+        assert_eq!(of_outcome(&failed(3)), PARTIAL);
+        let quit = crate::tui::state::OpSummary::of(&failed(0), "x");
+        assert_eq!(quit.exit_code, UNAVAILABLE);
     }
 }

@@ -270,5 +270,5 @@ async fn console(opts: &LoadOptions, fleet: Option<Vec<String>>) -> CliResult {
         return Ok(exit::OK);
     };
     println!("{}", s.text);
-    Ok(exit::of_verdict(s.verdict))
+    Ok(s.exit_code)
 }

@@ -418,7 +418,7 @@ async fn edit_suspended(draft: String) -> Result<EditorOutcome, String> {
 
 /// The status line and the exit summary of a finished operation.
 fn summary(outcome: &Outcome, queue: &QueueId) -> OpSummary {
-    OpSummary::new(one_line(&outcome.summary(queue)), outcome.verdict())
+    OpSummary::of(outcome, one_line(&outcome.summary(queue)))
 }
 
 fn one_line(s: &str) -> String {
@@ -534,7 +534,7 @@ impl Exec {
                     let done = match edit::resend(&gate, &source, &original, *edited, &to).await {
                         Ok(r) => {
                             let o = Outcome::Edit(r);
-                            OpSummary::new(one_line(&o.line()), o.verdict())
+                            OpSummary::of(&o, one_line(&o.line()))
                         }
                         Err(e) => OpSummary::new(
                             format!("nothing was sent: {}", one_line(&e.to_string())),

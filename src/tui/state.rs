@@ -376,12 +376,13 @@ impl Dialog {
     }
 }
 
-/// How a redrive or purge ended: its one-line summary and the verdict the CLI turns into
-/// its exit code.
+/// How an operation ended: its one-line summary, its verdict and the exit code quitting
+/// after it gives (the CLI's for the same outcome).
 #[derive(Debug, Clone, PartialEq)]
 pub struct OpSummary {
     pub text: String,
     pub verdict: Verdict,
+    pub exit_code: u8,
 }
 
 impl OpSummary {
@@ -389,6 +390,14 @@ impl OpSummary {
         OpSummary {
             text: text.into(),
             verdict,
+            exit_code: crate::cli::exit::of_verdict(verdict),
+        }
+    }
+    pub fn of(outcome: &crate::engine::ops::Outcome, text: impl Into<String>) -> OpSummary {
+        OpSummary {
+            text: text.into(),
+            verdict: outcome.verdict(),
+            exit_code: crate::cli::exit::of_outcome(outcome),
         }
     }
     pub fn ok(&self) -> bool {

@@ -7,7 +7,7 @@ use super::state::{error_line, OpSummary, TransferAsk};
 use crate::backend::{BackendError, OpProgress};
 use crate::config::redact::redact;
 use crate::domain::{Message, QueueId};
-use crate::engine::ops::{Outcome, Verdict};
+use crate::engine::ops::Outcome;
 use crate::engine::session::{OpenError, Session};
 use crate::triage::copy::{self, End};
 
@@ -72,15 +72,23 @@ pub async fn plan(
     }))
 }
 
+/// A transfer its error stopped before anything was sent, with the exit code `qdeck copy`
+/// gives for that error.
+fn nothing_sent(verb: &str, error: BackendError, p: &OpProgress) -> OpSummary {
+    let text = format!("{verb}: nothing was sent: {}", error_line(&error));
+    let failed = Outcome::Failed {
+        error,
+        progress: p.snapshot(),
+    };
+    OpSummary::of(&failed, text)
+}
+
 /// Runs a confirmed copy/move; the one line and verdict the status bar shows.
 pub async fn run(own: &Session, ask: TransferAsk, p: &OpProgress) -> OpSummary {
     let v = verb(ask.moving);
     let t = match target_session(own, ask.to_profile.as_deref()).await {
         Ok(t) => t,
-        Err(e) => {
-            let e = error_line(&e);
-            return OpSummary::new(format!("{v}: nothing was sent: {e}"), Verdict::Failed);
-        }
+        Err(e) => return nothing_sent(v, e, p),
     };
     let from = End {
         gate: &own.gate,
@@ -93,12 +101,7 @@ pub async fn run(own: &Session, ask: TransferAsk, p: &OpProgress) -> OpSummary {
     let note = serde_json::json!({"selected": ask.messages.len(), "chosen_in": "console"});
     let r = match copy::transfer(from, dst, ask.messages, ask.moving, None, note, p).await {
         Ok(r) => r,
-        Err(e) => {
-            return OpSummary::new(
-                format!("{v}: nothing was sent: {}", one_line(&e.to_string())),
-                Verdict::Failed,
-            )
-        }
+        Err(e) => return nothing_sent(v, e, p),
     };
     let mut text = format!(
         "{v} → {}: sent {}, failed {}",

@@ -156,8 +156,8 @@ impl Gate {
         self.record(m, queue, None, counts, Verdict::Ok, None);
     }
 
-    /// Record the end of a mutation: its counts, the verdict (`Outcome::verdict`, or `Failed`
-    /// for an error that ended it) and the first error. Taking a `Verdict` rather than a
+    /// Record the end of a mutation: its counts, its `Outcome::verdict` (an error that ended
+    /// it included) and the first error. Taking a `Verdict` rather than a
     /// string keeps the audit `result` from ever being decided apart from the exit code.
     pub(crate) fn record(
         &self,

@@ -536,7 +536,10 @@ async fn quorum_with_delivery_limit_refuses_browse_unless_forced() {
             },
         )
         .await;
-    assert!(matches!(r, Err(BackendError::Refused(_))), "{r:?}");
+    assert!(
+        matches!(&r, Err(e @ BackendError::RefusedUnlessForced(_)) if e.liftable_by_force()),
+        "{r:?}"
+    );
     // The per-queue capabilities say so before anyone tries, with the effective limit.
     let listed = b.list_queues().await.expect("list");
     let q = info(&listed, &qq);
@@ -565,6 +568,23 @@ async fn quorum_with_delivery_limit_refuses_browse_unless_forced() {
         .effect_note
         .unwrap_or_default()
         .contains("delivery count"));
+    // Past the browse window the refusal is qdeck's bound: forcing does not lift it, so the
+    // console must not advise `:force`.
+    let past = b
+        .browse(
+            &id,
+            &BrowseRequest {
+                cursor: Some("4900".into()),
+                max: 200,
+                force: true,
+            },
+        )
+        .await
+        .expect_err("past the window");
+    assert!(
+        matches!(past, BackendError::Refused(_)) && !past.liftable_by_force(),
+        "{past:?}"
+    );
     // Deleting chosen messages would requeue the others: refused, nothing removed.
     let del = b
         .delete_ids(&id, &[page.messages[0].id.clone()], &OpProgress::detached())

@@ -13,7 +13,7 @@ use ratatui::backend::TestBackend;
 use ratatui::Terminal;
 
 use qdeck::backend::local::{LocalHandle, QueueOptions};
-use qdeck::backend::Backend;
+use qdeck::backend::{Backend, BackendError};
 use qdeck::config::Access;
 use qdeck::domain::*;
 use qdeck::engine::ops::Verdict;
@@ -308,7 +308,9 @@ fn snapshot_messages_and_body() {
         Action::Page {
             queue: QueueId::new("orders-dlq"),
             append: false,
-            result: Err("refused: 3 messages are one receive away from their DLQ".into()),
+            result: Err(BackendError::RefusedUnlessForced(
+                "3 messages are one receive away from their DLQ".into(),
+            )),
         },
     );
     snap("messages_refused", &st, 80, 12);
@@ -321,6 +323,43 @@ fn snapshot_messages_and_body() {
         },
     );
     snap("messages_empty", &st, 80, 10);
+}
+
+/// The `:force` advice follows the refusal's type: shown for a browse refused for what it
+/// could do to the messages, not for a limit forcing cannot lift (RabbitMQ's browse window),
+/// though both read "refused: …".
+#[test]
+fn force_advice_only_for_a_refusal_force_lifts() {
+    for (err, advised) in [
+        (
+            BackendError::RefusedUnlessForced(
+                "'jobs' is a quorum queue with delivery limit 3; use --force to browse anyway"
+                    .into(),
+            ),
+            true,
+        ),
+        (
+            BackendError::Refused(
+                "browsing past the first 5000 messages would hold too many unacknowledged messages"
+                    .into(),
+            ),
+            false,
+        ),
+    ] {
+        let mut st = populated();
+        open_dlq(&mut st);
+        update(
+            &mut st,
+            Action::Page {
+                queue: QueueId::new("orders-dlq"),
+                append: false,
+                result: Err(err),
+            },
+        );
+        let s = text(&draw(&st, 100, 24));
+        assert!(s.contains("browse failed: refused: "), "{s}");
+        assert_eq!(s.contains(":force browses anyway"), advised, "{s}");
+    }
 }
 
 #[test]
@@ -948,7 +987,9 @@ fn delete_refusals_are_said_not_asked() {
         Action::DeletePlanned {
             queue: QueueId::new("orders-dlq"),
             ids: vec!["1".into()],
-            result: Err("a quorum queue with delivery limit 5: refused".into()),
+            result: Err(BackendError::Refused(
+                "a quorum queue with delivery limit 5".into(),
+            )),
         },
     );
     assert!(st.dialog.is_none());
@@ -1026,7 +1067,13 @@ fn copy_command_checks_then_asks() {
         delete_note: None,
         typed: None,
     };
-    update(&mut st, Action::TransferPlanned(Ok(Box::new(ask))));
+    update(
+        &mut st,
+        Action::TransferPlanned {
+            moving: false,
+            result: Ok(Box::new(ask)),
+        },
+    );
     let s = text(&draw(&st, 100, 24));
     assert!(
         s.contains("Copy 2 message(s) from local/orders-dlq (local)"),
@@ -1043,21 +1090,24 @@ fn copy_command_checks_then_asks() {
         .iter()
         .any(|e| matches!(e, Effect::Transfer(t) if t.messages.len() == 2)));
     assert!(st.op.is_some());
-    // Below tier `redrive` the command is refused and audited.
+    // On a `browse` profile the command goes to the planner, which checks the tiers of both
+    // profiles as `qdeck copy` does (it used to be refused here from this profile's alone).
     st.op = None;
     st.access = Access::Browse;
-    let mut refused = false;
-    for ch in ":copy repro\r".chars() {
+    let mut fx = Vec::new();
+    for ch in ":copy repro other\r".chars() {
         let a = if ch == '\r' {
             code(KeyCode::Enter)
         } else {
             key(ch)
         };
-        refused |= update(&mut st, a)
-            .iter()
-            .any(|e| matches!(e, Effect::Refused { .. }));
+        fx.extend(update(&mut st, a));
     }
-    assert!(refused);
+    assert!(
+        fx.iter().any(|e| matches!(e, Effect::PlanTransfer { .. })),
+        "{fx:?}"
+    );
+    assert!(!fx.iter().any(|e| matches!(e, Effect::Refused { .. })));
 }
 
 /// `A` selects what the browser shows: after a search, exactly the matches; again, none.
@@ -1271,6 +1321,199 @@ impl Backend for Hang {
         static C: std::sync::OnceLock<qdeck::backend::ApiCalls> = std::sync::OnceLock::new();
         C.get_or_init(Default::default)
     }
+}
+
+/// `:copy` from a profile with access = "browse" (prod) to a writable one (local) is the
+/// repro path the CLI allows: the console's planner gives the same answers as `qdeck copy`
+/// (browse on the source, redrive on the target; a move needs full on the source).
+#[tokio::test]
+async fn copy_from_a_browse_profile_is_checked_like_the_cli() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    for p in ["prod", "local"] {
+        std::fs::create_dir_all(d.join(p)).unwrap();
+    }
+    let prod = LocalHandle::open(&d.join("prod/q.db")).unwrap();
+    prod.0
+        .create_queue("orders.dlq", &QueueOptions::default())
+        .unwrap();
+    let m = OutgoingMessage {
+        body: b"{}".to_vec(),
+        ..Default::default()
+    };
+    prod.0.send_sync("orders.dlq", &m).unwrap();
+    let local = LocalHandle::open(&d.join("local/q.db")).unwrap();
+    local
+        .0
+        .create_queue("repro", &QueueOptions::default())
+        .unwrap();
+    let toml = format!(
+        "default_profile = \"prod\"\naudit_log = \"{}\"\n[[profiles]]\n{}[[profiles]]\n{}",
+        d.join("audit.log").display(),
+        common::local_profile("prod", &d.join("prod/q.db"), "access = \"browse\""),
+        common::local_profile("local", &d.join("local/q.db"), ""),
+    );
+    std::fs::write(d.join("config.toml"), toml).unwrap();
+    let loaded = qdeck::config::load(&qdeck::config::LoadOptions {
+        file: Some(d.join("config.toml")),
+        profile: None,
+        read_only: false,
+    })
+    .unwrap();
+    let own = qdeck::engine::session::Session::open(loaded).await.unwrap();
+    assert_eq!(own.gate.access(), Access::Browse);
+    let src = QueueId::new("orders.dlq");
+    let req = BrowseRequest {
+        cursor: None,
+        max: 10,
+        force: false,
+    };
+    let msgs = own.gate.browse(&src, &req).await.unwrap().messages;
+    let plan = |to: &str, profile: Option<&str>, moving: bool| {
+        qdeck::tui::transfer::plan(
+            &own,
+            src.clone(),
+            msgs.clone(),
+            QueueId::new(to),
+            profile.map(String::from),
+            moving,
+        )
+    };
+    let ask = plan("repro", Some("local"), false)
+        .await
+        .expect("prod → local");
+    assert_eq!(ask.to_label, "local/repro (local)");
+    // Onto prod itself, or a move (it deletes on prod): refused with the tier named.
+    let e = plan("orders", None, false).await.unwrap_err().to_string();
+    assert!(e.contains("copy needs access = \"redrive\""), "{e}");
+    let e = plan("repro", Some("local"), true)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("delete needs access = \"full\""), "{e}");
+}
+
+/// The local broker, except that deleting by id always fails (the trait's default), as a
+/// broker lost between the copies and the deletion would.
+struct DeletesFail(Arc<LocalHandle>);
+
+#[async_trait::async_trait]
+impl Backend for DeletesFail {
+    fn kind(&self) -> qdeck::domain::BrokerKind {
+        qdeck::domain::BrokerKind::Local
+    }
+    fn capabilities(&self) -> Capabilities {
+        caps()
+    }
+    async fn list_queues(&self) -> qdeck::backend::Result<Vec<QueueInfo>> {
+        self.0.list_queues().await
+    }
+    async fn stats(&self, q: &[QueueId]) -> qdeck::backend::Result<StatsBatch> {
+        self.0.stats(q).await
+    }
+    async fn consumers(&self, q: &QueueId) -> qdeck::backend::Result<Vec<Consumer>> {
+        self.0.consumers(q).await
+    }
+    async fn browse(&self, q: &QueueId, r: &BrowseRequest) -> qdeck::backend::Result<Page> {
+        self.0.browse(q, r).await
+    }
+    async fn send(
+        &self,
+        q: &QueueId,
+        m: OutgoingMessage,
+    ) -> qdeck::backend::Result<Option<String>> {
+        self.0.send(q, m).await
+    }
+    async fn redrive(
+        &self,
+        r: &RedriveRequest,
+        p: &qdeck::backend::OpProgress,
+    ) -> qdeck::backend::Result<RedriveReport> {
+        self.0.redrive(r, p).await
+    }
+    async fn purge(
+        &self,
+        q: &QueueId,
+        p: &qdeck::backend::OpProgress,
+    ) -> qdeck::backend::Result<PurgeReport> {
+        self.0.purge(q, p).await
+    }
+    fn api_calls(&self) -> &qdeck::backend::ApiCalls {
+        self.0.api_calls()
+    }
+}
+
+/// `:move` whose copies were confirmed but whose deletes failed: the console's status line,
+/// its quit exit code and the audit log all say partial (the console said ok, exit 0, while
+/// the audit said partial and `qdeck move` exited 3).
+#[tokio::test]
+async fn console_move_whose_deletes_fail_is_partial_like_the_cli() {
+    let (dir, h) = local();
+    for q in ["dlq", "repro"] {
+        h.0.create_queue(q, &QueueOptions::default()).unwrap();
+    }
+    for body in [&b"a"[..], b"b"] {
+        let m = OutgoingMessage {
+            body: body.to_vec(),
+            ..Default::default()
+        };
+        h.0.send_sync("dlq", &m).unwrap();
+    }
+    let backend: Arc<dyn Backend> = Arc::new(DeletesFail(h.clone()));
+    let mut cfg = qdeck::config::parse_str("").unwrap();
+    cfg.audit_log = Some(dir.path().join("audit.log").display().to_string());
+    let loaded = qdeck::config::Loaded {
+        config: cfg,
+        file: None,
+        profile: qdeck::config::Profile::default_local(),
+        cli_read_only: false,
+    };
+    let session = qdeck::engine::session::Session::with_backend(loaded, backend.clone());
+    let req = BrowseRequest {
+        cursor: None,
+        max: 10,
+        force: false,
+    };
+    let messages = backend
+        .browse(&QueueId::new("dlq"), &req)
+        .await
+        .unwrap()
+        .messages;
+    let ask = qdeck::tui::state::TransferAsk {
+        source: QueueId::new("dlq"),
+        messages,
+        to: QueueId::new("repro"),
+        to_profile: None,
+        moving: true,
+        from_label: "local/dlq (local)".into(),
+        to_label: "local/repro (local)".into(),
+        header_lines: vec![],
+        delete_note: None,
+        typed: None,
+    };
+    let p = qdeck::backend::OpProgress::detached();
+    let done = qdeck::tui::transfer::run(&session, ask, &p).await;
+    assert_eq!(done.verdict, Verdict::Partial, "{}", done.text);
+
+    let mut st = populated();
+    st.quit_after_op = true;
+    update(&mut st, Action::OpDone(done));
+    let status = st.status.as_ref().unwrap();
+    assert_eq!(
+        status.level,
+        qdeck::tui::state::Level::Error,
+        "{}",
+        status.text
+    );
+    assert!(status.text.contains("exist twice"), "{}", status.text);
+    let exit = st.exit_summary.as_ref().expect("quit after the move");
+    assert_eq!(exit.exit_code, qdeck::cli::exit::PARTIAL);
+    let audit = std::fs::read_to_string(dir.path().join("audit.log")).unwrap();
+    for line in audit.lines() {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        assert_eq!(v["result"], exit.verdict.audit_result(), "{line}");
+    }
+    assert_eq!(audit.lines().count(), 2, "{audit}");
 }
 
 #[tokio::test]
@@ -1945,7 +2188,7 @@ fn edit_key_hands_the_message_to_the_editor_and_asks_for_a_typed_target() {
         &mut st,
         Action::Resent {
             queue: QueueId::new("orders-dlq"),
-            result: Ok("sent the edited copy".into()),
+            done: OpSummary::new("sent the edited copy", Verdict::Ok),
         },
     );
     assert!(fx.iter().any(|e| matches!(e, Effect::Browse { .. })));

@@ -22,10 +22,15 @@ pub enum BackendError {
     },
     #[error("not supported by this broker: {0}")]
     Unsupported(String),
-    /// Refused to protect messages or because of a rule (browse that could dead-letter,
-    /// purge cooldown, read-only).
+    /// Refused to protect messages or because of a rule that `--force` cannot lift (purge
+    /// cooldown, read-only, a limit of the broker or of qdeck such as RabbitMQ's browse window).
     #[error("refused: {0}")]
     Refused(String),
+    /// Refused because of what the action could do to the messages (a browse that could push
+    /// them toward their DLQ), which the user may accept: `--force` / `:force` lifts it. Its
+    /// own variant so that advice to force follows from the type, never from the wording.
+    #[error("refused: {0}")]
+    RefusedUnlessForced(String),
     #[error("invalid input: {0}")]
     Invalid(String),
     /// The local store is unreadable, corrupt or locked.
@@ -45,6 +50,36 @@ impl BackendError {
             self,
             BackendError::Unreachable(_) | BackendError::Throttled { .. }
         )
+    }
+
+    /// Whether repeating the action with `--force` (`:force` in the console) would go ahead.
+    pub fn liftable_by_force(&self) -> bool {
+        matches!(self, BackendError::RefusedUnlessForced(_))
+    }
+
+    /// The same error with `what` (the profile, the step) in front of its message; the
+    /// variant, and so the exit code and any force advice, is kept.
+    pub fn context(self, what: impl std::fmt::Display) -> BackendError {
+        let p = |m: String| format!("{what}: {m}");
+        match self {
+            BackendError::NotFound(m) => BackendError::NotFound(p(m)),
+            BackendError::Auth(m) => BackendError::Auth(p(m)),
+            BackendError::Forbidden { msg, right } => {
+                BackendError::Forbidden { msg: p(msg), right }
+            }
+            BackendError::Unreachable(m) => BackendError::Unreachable(p(m)),
+            BackendError::Throttled { msg, retry_after } => BackendError::Throttled {
+                msg: p(msg),
+                retry_after,
+            },
+            BackendError::Unsupported(m) => BackendError::Unsupported(p(m)),
+            BackendError::Refused(m) => BackendError::Refused(p(m)),
+            BackendError::RefusedUnlessForced(m) => BackendError::RefusedUnlessForced(p(m)),
+            BackendError::Invalid(m) => BackendError::Invalid(p(m)),
+            BackendError::Storage(m) => BackendError::Storage(p(m)),
+            BackendError::Protocol(m) => BackendError::Protocol(p(m)),
+            BackendError::Other(m) => BackendError::Other(p(m)),
+        }
     }
 
     /// How long the broker asked us to wait, when it said.

@@ -7,13 +7,14 @@ use serde_json::json;
 
 use super::args::{Format, TransferArgs};
 use super::confirm::confirm;
-use super::exit::{CliError, CliResult, FAILED, INTERRUPTED, OK, PARTIAL};
+use super::exit::{of_verdict, CliError, CliResult, OK};
 use super::fetch;
 use super::output::{self, name};
 use super::progress_line::with_progress;
 use super::scan;
 use crate::domain::QueueId;
 use crate::engine::gate::Mutation;
+use crate::engine::ops::Outcome;
 use crate::engine::session::{OpenError, Session};
 use crate::triage::copy::{self, End};
 use crate::triage::headers::HeaderChange;
@@ -200,15 +201,10 @@ pub async fn transfer(s: &Session, a: &TransferArgs, moving: bool, f: Format) ->
             header_lines(&r.headers)
         ));
     }
-    if let Some(e) = &r.error {
-        let code = if r.sent > 0 { PARTIAL } else { FAILED };
-        return Err(CliError::after_report(code, name(e)));
+    let error = r.error.clone();
+    let code = of_verdict(Outcome::Transfer(r).verdict());
+    if let Some(e) = error {
+        return Err(CliError::after_report(code, name(&e)));
     }
-    Ok(if r.cancelled {
-        INTERRUPTED
-    } else if r.leased > 0 {
-        PARTIAL
-    } else {
-        OK
-    })
+    Ok(code)
 }

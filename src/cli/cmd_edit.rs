@@ -5,12 +5,13 @@ use std::io::IsTerminal;
 
 use super::args::Format;
 use super::confirm::confirm;
-use super::exit::{CliError, CliResult, FAILED, OK, PARTIAL, REFUSED, USAGE};
+use super::exit::{of_verdict, CliError, CliResult, FAILED, REFUSED, USAGE};
 use super::fetch;
 use super::output;
 use crate::domain::{QueueId, RedriveTarget};
 use crate::engine::edit::{self, EditorError, EditorOutcome};
 use crate::engine::gate::Mutation;
+use crate::engine::ops::Outcome;
 use crate::engine::session::Session;
 
 pub async fn edit(
@@ -72,5 +73,5 @@ pub async fn edit(
     } else {
         output::print(&format!("{}\n", report.line()));
     }
-    Ok(if report.deleted { OK } else { PARTIAL })
+    Ok(of_verdict(Outcome::Edit(report).verdict()))
 }

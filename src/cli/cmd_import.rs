@@ -7,12 +7,13 @@ use std::path::Path;
 
 use super::args::Format;
 use super::confirm::confirm;
-use super::exit::{CliError, CliResult, FAILED, INTERRUPTED, OK, PARTIAL, USAGE};
+use super::exit::{of_verdict, CliError, CliResult, OK, USAGE};
 use super::fetch;
 use super::output::{self, name};
 use super::progress_line::with_progress;
 use crate::domain::{BrokerKind, OutgoingMessage};
 use crate::engine::gate::Mutation;
+use crate::engine::ops::Outcome;
 use crate::engine::session::Session;
 use crate::triage::headers::{map_outgoing, HeaderChange, HeaderLedger};
 use crate::triage::import::import as send_all;
@@ -166,12 +167,11 @@ pub async fn import(
             if r.cancelled { ", cancelled" } else { "" }
         ));
     }
-    if let Some(e) = &r.error {
-        let msg = format!("{shown_file} {}; the rest was not sent", name(e));
-        return Err(CliError::after_report(
-            if r.sent > 0 { PARTIAL } else { FAILED },
-            msg,
-        ));
+    let error = r.error.clone();
+    let code = of_verdict(Outcome::Import(r).verdict());
+    if let Some(e) = error {
+        let msg = format!("{shown_file} {}; the rest was not sent", name(&e));
+        return Err(CliError::after_report(code, msg));
     }
-    Ok(if r.cancelled { INTERRUPTED } else { OK })
+    Ok(code)
 }

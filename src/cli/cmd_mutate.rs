@@ -6,12 +6,12 @@ use std::time::Duration;
 
 use super::args::Format;
 use super::confirm::confirm;
-use super::exit::{CliError, CliResult, FAILED, OK, PARTIAL};
+use super::exit::{CliError, CliResult, FAILED, OK};
 use super::fetch;
 use super::output::{self, name};
 use crate::domain::{OutgoingMessage, QueueId, RedriveReport, RedriveRequest};
 use crate::engine::gate::Mutation;
-use crate::engine::ops::{self, Planned, Verdict};
+use crate::engine::ops::{self, Planned};
 use crate::engine::session::Session;
 
 /// The gate refuses (and audits) mutations on read-only profiles before anything else runs.
@@ -154,11 +154,12 @@ pub(super) async fn run_planned(
 
 fn report(queue: &QueueId, outcome: &ops::Outcome, f: Format) -> CliResult {
     if let ops::Outcome::Failed { error, progress } = outcome {
-        // Work done before the failure makes it partial, with the counts in the message.
+        // Nothing done: the error alone is the message. Work done before it is in the counts.
         if progress.done == 0 {
             return Err(CliError::from(error.clone()));
         }
-        return Err(CliError::new(PARTIAL, outcome.summary(queue)));
+        let code = super::exit::of_outcome(outcome);
+        return Err(CliError::new(code, outcome.summary(queue)));
     }
     if f == Format::Json {
         output::print_json(&outcome.to_json()).ok();
@@ -170,12 +171,7 @@ fn report(queue: &QueueId, outcome: &ops::Outcome, f: Format) -> CliResult {
             }
         }
     }
-    Ok(match outcome.verdict() {
-        Verdict::Ok => OK,
-        Verdict::Partial => PARTIAL,
-        Verdict::Failed => FAILED,
-        Verdict::Cancelled => super::exit::INTERRUPTED,
-    })
+    Ok(super::exit::of_outcome(outcome))
 }
 
 pub(super) fn spawn_progress(

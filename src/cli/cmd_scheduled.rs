@@ -2,12 +2,13 @@
 
 use super::args::Format;
 use super::confirm::confirm;
-use super::exit::{CliError, CliResult, FAILED, NOT_FOUND, OK};
+use super::exit::{of_verdict, CliError, CliResult, NOT_FOUND, OK};
 use super::fetch;
 use super::output::{self, name, opt, Table};
 use crate::backend::{BackendError, OpProgress};
 use crate::domain::{now_ms, BrowseRequest, Message, QueueId};
 use crate::engine::gate::Mutation;
+use crate::engine::ops::Outcome;
 use crate::engine::session::Session;
 use crate::sanitize;
 
@@ -105,21 +106,12 @@ pub async fn cancel(s: &Session, queue: &str, id: &str, yes: bool, f: Format) ->
         }
     }
     let (progress, _rx) = OpProgress::new();
-    let note = serde_json::json!({"cancel_scheduled": m.id});
-    let r = s
-        .gate
-        .delete_selected(&info.id, std::slice::from_ref(&m.id), note, &progress)
-        .await?;
-    if r.deleted == 0 {
-        return Err(CliError::new(
-            FAILED,
-            format!(
-                "message {} was not cancelled: it became due and was taken (leased {}, missing {})",
-                name(id),
-                r.leased,
-                r.missing
-            ),
-        ));
+    let r = s.gate.cancel_scheduled(&info.id, &m.id, &progress).await?;
+    let outcome = Outcome::CancelScheduled(r);
+    let code = of_verdict(outcome.verdict());
+    if code != OK {
+        let msg = format!("message {} was {}", name(id), outcome.line());
+        return Err(CliError::new(code, msg));
     }
     if f == Format::Json {
         output::print_json(&serde_json::json!({"queue": info.id.as_str(), "cancelled": m.id})).ok();

@@ -2,6 +2,7 @@
 
 use crate::backend::BackendError;
 use crate::config::ConfigError;
+use crate::engine::ops::{Outcome, Verdict};
 
 pub const OK: u8 = 0;
 /// The operation failed (the broker refused it or an unexpected error happened).
@@ -20,6 +21,28 @@ pub const UNAVAILABLE: u8 = 6;
 pub const STORAGE: u8 = 7;
 /// Interrupted (Ctrl-C).
 pub const INTERRUPTED: u8 = 130;
+
+/// The exit code of a finished operation: the console's quit and every command take it from
+/// the one verdict, so an operation cannot exit 0 on one path and 3 on another.
+pub fn of_verdict(v: Verdict) -> u8 {
+    match v {
+        Verdict::Ok => OK,
+        Verdict::Partial => PARTIAL,
+        Verdict::Failed => FAILED,
+        Verdict::Cancelled => INTERRUPTED,
+    }
+}
+
+/// `of_verdict`, except that an operation its error ended before doing anything exits with
+/// that error's own code (unknown queue 4, refused 5, unreachable 6…), which says more than 1.
+pub fn of_outcome(o: &Outcome) -> u8 {
+    match o {
+        Outcome::Failed { error, .. } if o.verdict() == Verdict::Failed => {
+            CliError::from(error.clone()).code
+        }
+        _ => of_verdict(o.verdict()),
+    }
+}
 
 /// An error with the exit code it maps to. Its message is one line for stderr.
 #[derive(Debug)]
@@ -61,7 +84,7 @@ impl From<BackendError> for CliError {
             | BackendError::Forbidden { .. }
             | BackendError::Unreachable(_)
             | BackendError::Throttled { .. } => UNAVAILABLE,
-            BackendError::Refused(_) => REFUSED,
+            BackendError::Refused(_) | BackendError::RefusedUnlessForced(_) => REFUSED,
             BackendError::Invalid(_) => USAGE,
             BackendError::Storage(_) => STORAGE,
             BackendError::Unsupported(_) | BackendError::Protocol(_) | BackendError::Other(_) => {
@@ -79,3 +102,33 @@ impl From<ConfigError> for CliError {
 }
 
 pub type CliResult = Result<u8, CliError>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_verdict_has_its_documented_code() {
+        assert_eq!(of_verdict(Verdict::Ok), OK);
+        assert_eq!(of_verdict(Verdict::Partial), PARTIAL);
+        assert_eq!(of_verdict(Verdict::Failed), FAILED);
+        assert_eq!(of_verdict(Verdict::Cancelled), INTERRUPTED);
+    }
+
+    /// The console's quit and the CLI give one code per outcome: an error before any work
+    /// keeps its own code, one after some work is partial.
+    #[test]
+    fn an_outcome_ended_by_an_error_exits_with_its_code_or_partial() {
+        let failed = |done| Outcome::Failed {
+            error: BackendError::Unreachable("connection refused".into()),
+            progress: crate::backend::ProgressState {
+                done,
+                ..Default::default()
+            },
+        };
+        assert_eq!(of_outcome(&failed(0)), UNAVAILABLE);
+        assert_eq!(of_outcome(&failed(3)), PARTIAL);
+        let quit = crate::tui::state::OpSummary::of(&failed(0), "x");
+        assert_eq!(quit.exit_code, UNAVAILABLE);
+    }
+}

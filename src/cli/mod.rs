@@ -283,10 +283,5 @@ async fn console(opts: &LoadOptions, fleet: Option<Vec<String>>) -> CliResult {
         return Ok(exit::OK);
     };
     println!("{}", s.text);
-    Ok(match s.verdict {
-        crate::engine::ops::Verdict::Ok => exit::OK,
-        crate::engine::ops::Verdict::Partial => exit::PARTIAL,
-        crate::engine::ops::Verdict::Failed => exit::FAILED,
-        crate::engine::ops::Verdict::Cancelled => exit::INTERRUPTED,
-    })
+    Ok(s.exit_code)
 }

@@ -458,9 +458,8 @@ mod tests {
         let t = Value::Table(every_type());
         let json = serde_json::to_string(&t).unwrap();
         assert_eq!(serde_json::from_str::<Value>(&json).unwrap(), t, "{json}");
-        let mut top = toml::Table::new();
-        top.insert("h".into(), toml::Value::try_from(&t).unwrap());
-        let text = toml::to_string(&top).unwrap();
+        // Inline, as the edit file writes each field on its line.
+        let text = format!("h = {}\n", toml::Value::try_from(&t).unwrap());
         let back: std::collections::BTreeMap<String, Value> = toml::from_str(&text).unwrap();
         let Value::Table(mut got) = back["h"].clone() else {
             panic!("{text}")

@@ -10,6 +10,7 @@ use std::process::Command;
 use serde_json::json;
 
 use super::gate::{Gate, Mutation};
+use super::ops::{Outcome, Verdict};
 use crate::backend::{BackendError, OpProgress};
 use crate::domain::{BrokerKind, Message, OutgoingMessage, QueueId, RedriveTarget, Value};
 
@@ -337,13 +338,13 @@ pub async fn resend(
     gate.require(Mutation::Edit, source)?;
     let backend = gate.backend().clone();
     let to = resolve_target(source, original, target);
-    let audit = |result: &str, counts: serde_json::Value, err: Option<String>| {
+    let audit = |verdict: Verdict, counts: serde_json::Value, err: Option<String>| {
         gate.record(
             Mutation::Edit,
             source,
             Some(to.to_string()),
             counts,
-            result,
+            verdict,
             err,
         );
     };
@@ -364,7 +365,7 @@ pub async fn resend(
     };
     if let Err(e) = checks.await {
         audit(
-            "error",
+            Verdict::Failed,
             json!({"original_id": original.id}),
             Some(e.to_string()),
         );
@@ -376,7 +377,7 @@ pub async fn resend(
         Ok(id) => id,
         Err(e) => {
             audit(
-                "error",
+                Verdict::Failed,
                 json!({"original_id": original.id}),
                 Some(e.to_string()),
             );
@@ -399,19 +400,20 @@ pub async fn resend(
         ),
         Err(e) => (false, Some(format!("delete failed: {e}"))),
     };
-    audit(
-        if deleted { "ok" } else { "partial" },
-        json!({"original_id": original.id, "new_id": new_id, "sent": 1, "deleted": u8::from(deleted)}),
-        note.clone(),
-    );
-    Ok(EditReport {
+    let report = EditReport {
         source: source.clone(),
         original_id: original.id.clone(),
-        target: to,
+        target: to.clone(),
         new_id,
         deleted,
         note,
-    })
+    };
+    audit(
+        Outcome::Edit(report.clone()).verdict(),
+        json!({"original_id": original.id, "new_id": report.new_id, "sent": 1, "deleted": u8::from(deleted)}),
+        report.note.clone(),
+    );
+    Ok(report)
 }
 
 #[cfg(test)]

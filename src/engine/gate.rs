@@ -6,7 +6,8 @@ use std::sync::Arc;
 use serde_json::json;
 
 use super::audit::{os_user, AuditEntry, AuditLog};
-use crate::backend::{Backend, BackendError, OpProgress};
+use super::ops::{Outcome, Verdict};
+use crate::backend::{Backend, BackendError, OpProgress, ProgressState};
 use crate::config::Access;
 use crate::domain::{
     DeleteReport, OutgoingMessage, PurgeReport, QueueId, RedriveReport, RedriveRequest,
@@ -146,29 +147,31 @@ impl Gate {
     /// goes through here, so every one leaves an audit line.
     pub fn refuse(&self, m: Mutation, queue: &QueueId, why: &str) -> BackendError {
         let err = BackendError::Refused(why.to_string());
-        self.record(m, queue, None, json!({}), "refused", Some(err.to_string()));
+        self.write(m, queue, None, json!({}), "refused", Some(err.to_string()));
         err
     }
 
     /// Record a mutation done outside the backend trait (`create`, the demo).
     pub fn record_ok(&self, m: Mutation, queue: &QueueId, counts: serde_json::Value) {
-        self.record(m, queue, None, counts, "ok", None);
+        self.record(m, queue, None, counts, Verdict::Ok, None);
     }
 
-    /// Record the end of a mutation run outside the backend trait (an import): its counts,
-    /// "ok" / "partial" / "cancelled" / "error", and the first error.
-    pub fn record_outcome(
+    /// Record the end of a mutation: its counts, its `Outcome::verdict` (an error that ended
+    /// it included) and the first error. Taking a `Verdict` rather than a
+    /// string keeps the audit `result` from ever being decided apart from the exit code.
+    pub(crate) fn record(
         &self,
         m: Mutation,
         queue: &QueueId,
+        target: Option<String>,
         counts: serde_json::Value,
-        result: &str,
+        verdict: Verdict,
         error: Option<String>,
     ) {
-        self.record(m, queue, None, counts, result, error);
+        self.write(m, queue, target, counts, verdict.audit_result(), error);
     }
 
-    pub(crate) fn record(
+    fn write(
         &self,
         m: Mutation,
         queue: &QueueId,
@@ -284,19 +287,13 @@ impl Gate {
                     let n = ids.len() as u64;
                     super::ops::account_for_selection(&mut r, req.max.map_or(n, |m| m.min(n)));
                 }
-                let result = if r.cancelled {
-                    "cancelled"
-                } else if r.failed > 0 || r.possibly_duplicated > 0 {
-                    "partial"
-                } else {
-                    "ok"
-                };
+                let verdict = Outcome::Redrive(r.clone()).verdict();
                 self.record(
                     Mutation::Redrive,
                     &req.source,
                     target,
                     with_note(pass_counts(&r, json!({"moved": r.moved, "failed": r.failed, "possibly_duplicated": r.possibly_duplicated, "mode": r.mode}))),
-                    result,
+                    verdict,
                     r.errors.first().cloned(),
                 );
                 Ok(r)
@@ -308,7 +305,7 @@ impl Gate {
                     &req.source,
                     target,
                     with_note(json!({"moved": p.done, "failed": p.failed})),
-                    "error",
+                    failed(&e, p),
                     Some(e.to_string()),
                 );
                 Err(e)
@@ -329,7 +326,7 @@ impl Gate {
                     queue,
                     None,
                     json!({"purged": r.purged}),
-                    "ok",
+                    Outcome::Purge(r.clone()).verdict(),
                     None,
                 );
                 Ok(r)
@@ -340,7 +337,7 @@ impl Gate {
                     queue,
                     None,
                     json!({}),
-                    "error",
+                    failed(&e, progress.snapshot()),
                     Some(e.to_string()),
                 );
                 Err(e)
@@ -356,6 +353,32 @@ impl Gate {
         note: serde_json::Value,
         progress: &OpProgress,
     ) -> Result<DeleteReport, BackendError> {
+        self.delete_audited(queue, ids, note, progress, Outcome::Delete)
+            .await
+    }
+
+    /// Cancel one delayed message (delete it by id). Audited with the verdict of a cancel,
+    /// in which a message already gone was not cancelled: it became due and was delivered.
+    pub async fn cancel_scheduled(
+        &self,
+        queue: &QueueId,
+        id: &str,
+        progress: &OpProgress,
+    ) -> Result<DeleteReport, BackendError> {
+        let note = json!({"cancel_scheduled": id});
+        let ids = [id.to_string()];
+        self.delete_audited(queue, &ids, note, progress, Outcome::CancelScheduled)
+            .await
+    }
+
+    async fn delete_audited(
+        &self,
+        queue: &QueueId,
+        ids: &[String],
+        note: serde_json::Value,
+        progress: &OpProgress,
+        outcome: fn(DeleteReport) -> Outcome,
+    ) -> Result<DeleteReport, BackendError> {
         self.require(Mutation::Delete, queue)?;
         let with_note = |mut counts: serde_json::Value| {
             if let (serde_json::Value::Object(n), Some(c)) = (&note, counts.as_object_mut()) {
@@ -365,13 +388,7 @@ impl Gate {
         };
         match self.backend.delete_ids(queue, ids, progress).await {
             Ok(r) => {
-                let result = if r.cancelled {
-                    "cancelled"
-                } else if r.leased > 0 {
-                    "partial"
-                } else {
-                    "ok"
-                };
+                let verdict = outcome(r.clone()).verdict();
                 self.record(
                     Mutation::Delete,
                     queue,
@@ -379,7 +396,7 @@ impl Gate {
                     with_note(
                         json!({"deleted": r.deleted, "missing": r.missing, "leased": r.leased}),
                     ),
-                    result,
+                    verdict,
                     None,
                 );
                 Ok(r)
@@ -391,7 +408,7 @@ impl Gate {
                     queue,
                     None,
                     with_note(json!({"deleted": p.done})),
-                    "error",
+                    failed(&e, p),
                     Some(e.to_string()),
                 );
                 Err(e)
@@ -413,7 +430,7 @@ impl Gate {
                     queue,
                     None,
                     json!({"messages": 1, "bytes": bytes}),
-                    "ok",
+                    Verdict::Ok,
                     None,
                 );
                 Ok(id)
@@ -424,13 +441,22 @@ impl Gate {
                     queue,
                     None,
                     json!({}),
-                    "error",
+                    Verdict::Failed,
                     Some(e.to_string()),
                 );
                 Err(e)
             }
         }
     }
+}
+
+/// The verdict of an operation its error ended, as `ops::run` reports it to the front-ends.
+fn failed(e: &BackendError, progress: ProgressState) -> Verdict {
+    Outcome::Failed {
+        error: e.clone(),
+        progress,
+    }
+    .verdict()
 }
 
 /// The audit counts of a redrive, with how far a one-pass filtered redrive read.
@@ -549,6 +575,103 @@ mod tests {
         assert_eq!(lines[3]["action"], "purge");
         assert_eq!(lines[3]["counts"]["purged"], 3);
         assert_eq!(lines[3]["result"], "ok");
+    }
+
+    /// The audit `result` is the verdict the exit code and the console take. A redrive that
+    /// moved nothing and failed some was audited "partial" while the CLI exited 1; a deletion
+    /// that found every chosen message leased likewise.
+    #[tokio::test]
+    async fn audit_result_is_the_outcome_verdict() {
+        use crate::engine::testing::Scripted;
+        let dir = tempfile::tempdir().unwrap();
+        let mut b = Scripted::open(dir.path());
+        b.redrive = Some(RedriveReport {
+            failed: 3,
+            errors: vec!["nack".into()],
+            ..Default::default()
+        });
+        b.delete = Some(DeleteReport {
+            leased: 2,
+            ..Default::default()
+        });
+        let log = AuditLog::new(dir.path().join("audit.log"));
+        let g = Gate::new(Arc::new(b), &Profile::default_local(), log);
+        let src = QueueId::new("src");
+        let req = RedriveRequest {
+            source: src.clone(),
+            target: RedriveTarget::Queue(QueueId::new("dst")),
+            max: None,
+            rate: None,
+            only_ids: None,
+            window: None,
+        };
+        let p = OpProgress::detached();
+        let r = Outcome::Redrive(g.redrive(&req, &p).await.unwrap());
+        let ids = ["1".to_string(), "2".to_string()];
+        let d = g.delete_selected(&src, &ids, json!({}), &p).await.unwrap();
+        let d = Outcome::Delete(d);
+        let lines = audit_lines(dir.path());
+        assert_eq!(r.verdict(), Verdict::Failed);
+        assert_eq!(lines[0]["result"], r.verdict().audit_result());
+        assert_eq!(d.verdict(), Verdict::Failed);
+        assert_eq!(lines[1]["result"], d.verdict().audit_result());
+        assert_eq!(lines[1]["result"], "error");
+    }
+
+    /// A delayed message that was delivered before its cancel reached it: not cancelled, so
+    /// "error" in the audit as in the exit code (the audit said "ok", a delete of an id
+    /// already gone, while `cancel-scheduled` exited 1).
+    #[tokio::test]
+    async fn a_cancel_that_finds_the_message_gone_is_failed_in_the_audit() {
+        use crate::engine::testing::Scripted;
+        let dir = tempfile::tempdir().unwrap();
+        let mut b = Scripted::open(dir.path());
+        b.delete = Some(DeleteReport {
+            missing: 1,
+            ..Default::default()
+        });
+        let log = AuditLog::new(dir.path().join("audit.log"));
+        let g = Gate::new(Arc::new(b), &Profile::default_local(), log);
+        let p = OpProgress::detached();
+        let r = g
+            .cancel_scheduled(&QueueId::new("src"), "7", &p)
+            .await
+            .unwrap();
+        assert_eq!(Outcome::Delete(r.clone()).verdict(), Verdict::Ok);
+        let cancel = Outcome::CancelScheduled(r);
+        assert_eq!(cancel.verdict(), Verdict::Failed);
+        let lines = audit_lines(dir.path());
+        assert_eq!(lines[0]["result"], cancel.verdict().audit_result());
+        assert_eq!(lines[0]["counts"]["cancel_scheduled"], "7");
+    }
+
+    /// A redrive its error stopped after moving some, run as both front-ends run it: partial
+    /// in the outcome (the CLI's exit 3, the console's line) and in the audit, which said
+    /// "error" while the CLI exited 3.
+    #[tokio::test]
+    async fn an_error_after_some_work_is_partial_in_the_outcome_and_the_audit() {
+        use crate::engine::ops;
+        use crate::engine::testing::Scripted;
+        let dir = tempfile::tempdir().unwrap();
+        let mut b = Scripted::open(dir.path());
+        b.redrive_fails_after = Some(4);
+        let log = AuditLog::new(dir.path().join("audit.log"));
+        let g = Gate::new(Arc::new(b), &Profile::default_local(), log);
+        let req = RedriveRequest {
+            source: QueueId::new("src"),
+            target: RedriveTarget::Queue(QueueId::new("dst")),
+            max: None,
+            rate: None,
+            only_ids: None,
+            window: None,
+        };
+        let planned = ops::plan_redrive(&g, req).await.unwrap();
+        let outcome = ops::run(&g, planned, &OpProgress::detached()).await;
+        assert!(matches!(outcome, Outcome::Failed { .. }), "{outcome:?}");
+        assert_eq!(outcome.verdict(), Verdict::Partial);
+        let lines = audit_lines(dir.path());
+        assert_eq!(lines[0]["result"], "partial");
+        assert_eq!(lines[0]["counts"]["moved"], 4);
     }
 
     /// Each tier allows exactly the actions at or below it, and says which tier is needed.

@@ -14,3 +14,5 @@ pub mod schedule;
 pub mod session;
 pub mod severity;
 pub mod store;
+#[cfg(test)]
+pub(crate) mod testing;

@@ -15,7 +15,10 @@ use crate::domain::{
     DeleteReport, MessageCount, PurgeReport, QueueId, QueueInfo, RedriveMode, RedrivePlan,
     RedriveReport, RedriveRequest, RedriveTarget,
 };
+use crate::engine::edit::EditReport;
 use crate::sanitize::clean;
+use crate::triage::copy::TransferReport;
+use crate::triage::import::ImportReport;
 
 /// A planned operation: what will happen, computed without changing anything.
 #[derive(Debug, Clone)]
@@ -323,19 +326,40 @@ pub enum Outcome {
     Redrive(RedriveReport),
     Purge(PurgeReport),
     Delete(DeleteReport),
+    /// A copy or move of chosen messages (`qdeck copy|move`, `:copy` / `:move`).
+    Transfer(TransferReport),
+    /// An edited copy sent, and its original deleted or not.
+    Edit(EditReport),
+    Import(ImportReport),
+    /// A delayed message cancelled (`qdeck cancel-scheduled`): a delete of one id whose
+    /// message must not already be gone.
+    CancelScheduled(DeleteReport),
     Failed {
         error: BackendError,
         progress: ProgressState,
     },
 }
 
-/// The broad result, which the CLI maps to its exit code.
+/// The broad result. It is the only input of the CLI's exit code, the console's status line
+/// and quit exit code, and the audit line's `result`, so no two of them can disagree.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Verdict {
     Ok,
     Partial,
     Failed,
     Cancelled,
+}
+
+impl Verdict {
+    /// The audit log's `result` (its "error" predates the verdict; scripts read it).
+    pub fn audit_result(self) -> &'static str {
+        match self {
+            Verdict::Ok => "ok",
+            Verdict::Partial => "partial",
+            Verdict::Failed => "error",
+            Verdict::Cancelled => "cancelled",
+        }
+    }
 }
 
 impl Outcome {
@@ -352,6 +376,26 @@ impl Outcome {
             Outcome::Delete(r) if r.leased == 0 => Verdict::Ok,
             Outcome::Delete(r) if r.deleted > 0 => Verdict::Partial,
             Outcome::Delete(_) => Verdict::Failed,
+            // An original left in place beside its copy (held by a worker, or its delete
+            // failed) exists twice: never a success, whatever else happened. A failed send
+            // outranks a cancel: the user must hear that something was not sent.
+            Outcome::Transfer(r) if r.leased > 0 || r.delete_failed => Verdict::Partial,
+            Outcome::Transfer(r) if r.failed > 0 && r.sent > 0 => Verdict::Partial,
+            Outcome::Transfer(r) if r.failed > 0 => Verdict::Failed,
+            Outcome::Transfer(r) if r.cancelled => Verdict::Cancelled,
+            Outcome::Transfer(_) => Verdict::Ok,
+            // The copy was sent: what is left undone is removing the original.
+            Outcome::Edit(r) if r.deleted => Verdict::Ok,
+            Outcome::Edit(_) => Verdict::Partial,
+            Outcome::Import(r) if r.failed > 0 && r.sent > 0 => Verdict::Partial,
+            Outcome::Import(r) if r.failed > 0 => Verdict::Failed,
+            Outcome::Import(r) if r.cancelled => Verdict::Cancelled,
+            Outcome::Import(_) => Verdict::Ok,
+            // Gone before the delete reached it means it became due and was delivered.
+            Outcome::CancelScheduled(r) if r.deleted > 0 => Verdict::Ok,
+            Outcome::CancelScheduled(_) => Verdict::Failed,
+            // Messages moved or deleted before the error stay moved or deleted.
+            Outcome::Failed { progress, .. } if progress.done > 0 => Verdict::Partial,
             Outcome::Failed { .. } => Verdict::Failed,
         }
     }
@@ -363,6 +407,10 @@ impl Outcome {
             Outcome::Redrive(_) => format!("redrive {q}: {}", self.line()),
             Outcome::Purge(_) => format!("purge {q}: {}", self.line()),
             Outcome::Delete(_) => format!("delete from {q}: {}", self.line()),
+            Outcome::Transfer(r) => format!("{} → {}: {}", r.action, clean(&r.to), self.line()),
+            Outcome::Edit(_) => self.line(),
+            Outcome::Import(_) => format!("import into {q}: {}", self.line()),
+            Outcome::CancelScheduled(_) => format!("cancel in {q}: {}", self.line()),
             Outcome::Failed { .. } => format!("{q}: {}", self.line()),
         }
     }
@@ -405,6 +453,39 @@ impl Outcome {
                 r.leased,
                 if r.cancelled { ", cancelled" } else { "" }
             ),
+            Outcome::Transfer(r) => {
+                let mut s = format!("sent {}, failed {}", r.sent, r.failed);
+                if r.action == "move" {
+                    s.push_str(&format!(
+                        ", originals deleted {}, already gone {}, leased (left, now twice) {}",
+                        r.deleted, r.missing, r.leased
+                    ));
+                }
+                if r.cancelled {
+                    s.push_str(", cancelled");
+                }
+                if let Some(e) = &r.error {
+                    s.push_str(" — ");
+                    s.push_str(&clean(e));
+                }
+                s
+            }
+            Outcome::Edit(r) => r.line(),
+            Outcome::Import(r) => format!(
+                "sent {}, failed {}{}{}",
+                r.sent,
+                r.failed,
+                if r.cancelled { ", cancelled" } else { "" },
+                r.error
+                    .as_deref()
+                    .map(|e| format!(" — {}", clean(e)))
+                    .unwrap_or_default()
+            ),
+            Outcome::CancelScheduled(r) if r.deleted > 0 => "cancelled".to_string(),
+            Outcome::CancelScheduled(r) => format!(
+                "not cancelled: it became due and was taken (leased {}, missing {})",
+                r.leased, r.missing
+            ),
             Outcome::Failed { error, progress } => format!(
                 "{} (done {}, failed {} before the error)",
                 clean(&error.to_string()),
@@ -419,6 +500,10 @@ impl Outcome {
             Outcome::Redrive(r) => serde_json::to_value(r).unwrap_or_default(),
             Outcome::Purge(r) => serde_json::to_value(r).unwrap_or_default(),
             Outcome::Delete(r) => serde_json::to_value(r).unwrap_or_default(),
+            Outcome::Transfer(r) => serde_json::to_value(r).unwrap_or_default(),
+            Outcome::Edit(r) => serde_json::to_value(r).unwrap_or_default(),
+            Outcome::Import(r) => serde_json::to_value(r).unwrap_or_default(),
+            Outcome::CancelScheduled(r) => serde_json::to_value(r).unwrap_or_default(),
             Outcome::Failed { error, progress } => serde_json::json!({
                 "error": clean(&error.to_string()),
                 "done": progress.done,
@@ -587,6 +672,84 @@ pub async fn run(gate: &Gate, planned: Planned, p: &OpProgress) -> Outcome {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// One verdict per outcome, read the same by the audit line: the cases where the front-
+    /// ends and the audit used to decide apart.
+    #[test]
+    fn verdicts_of_transfers_edits_and_imports() {
+        let moved = TransferReport {
+            action: "move",
+            selected: 2,
+            sent: 2,
+            ..Default::default()
+        };
+        let v = |r: &TransferReport| Outcome::Transfer(r.clone()).verdict();
+        assert_eq!(v(&moved), Verdict::Ok);
+        // Copies confirmed, originals not deleted: both exist, so partial (the console said ok).
+        let undeleted = TransferReport {
+            delete_failed: true,
+            ..moved.clone()
+        };
+        assert_eq!(v(&undeleted), Verdict::Partial);
+        assert_eq!(Verdict::Partial.audit_result(), "partial");
+        let leased = TransferReport {
+            deleted: 1,
+            leased: 1,
+            ..moved.clone()
+        };
+        assert_eq!(v(&leased), Verdict::Partial);
+        let none_sent = TransferReport {
+            sent: 0,
+            failed: 1,
+            ..moved.clone()
+        };
+        assert_eq!(v(&none_sent), Verdict::Failed);
+        assert_eq!(Verdict::Failed.audit_result(), "error");
+        let stopped = TransferReport {
+            sent: 1,
+            cancelled: true,
+            ..moved.clone()
+        };
+        assert_eq!(v(&stopped), Verdict::Cancelled);
+
+        let edit = |deleted| {
+            Outcome::Edit(EditReport {
+                source: QueueId::new("dlq"),
+                original_id: "1".into(),
+                target: QueueId::new("q"),
+                new_id: None,
+                deleted,
+                note: None,
+            })
+            .verdict()
+        };
+        assert_eq!((edit(true), edit(false)), (Verdict::Ok, Verdict::Partial));
+
+        let import = |sent, failed| {
+            Outcome::Import(ImportReport {
+                sent,
+                failed,
+                ..Default::default()
+            })
+            .verdict()
+        };
+        assert_eq!(import(3, 0), Verdict::Ok);
+        assert_eq!(import(2, 1), Verdict::Partial);
+        assert_eq!(import(0, 1), Verdict::Failed);
+
+        // The CLI exited 3 for an error after some work while the console said failed.
+        let failed = |done| {
+            Outcome::Failed {
+                error: BackendError::Unreachable("connection lost".into()),
+                progress: ProgressState {
+                    done,
+                    ..Default::default()
+                },
+            }
+            .verdict()
+        };
+        assert_eq!((failed(0), failed(5)), (Verdict::Failed, Verdict::Partial));
+    }
 
     #[test]
     fn selected_but_not_moved_makes_the_outcome_partial() {

@@ -15,6 +15,7 @@ use super::scan::{scan, ScanLimits, ScanSummary};
 use crate::backend::{BackendError, OpProgress};
 use crate::domain::{Message, QueueId};
 use crate::engine::gate::{Gate, Mutation};
+use crate::engine::ops::Outcome;
 use crate::engine::rate::{Limiter, Rate};
 
 /// One side of a transfer: a profile's gate and a queue on it.
@@ -92,24 +93,12 @@ pub struct TransferReport {
     /// Originals a worker held a lease on: left in place, so they now exist twice.
     pub leased: u64,
     pub cancelled: bool,
+    /// A move's deletion of the originals failed: every confirmed copy may now exist twice.
+    /// Its own field because `deleted` stays 0 whether the deletion failed or never ran.
+    pub delete_failed: bool,
     /// Headers that did not arrive under their own name: renamed to `x-qdeck-*` or dropped.
     pub headers: Vec<HeaderChange>,
     pub error: Option<String>,
-}
-
-impl TransferReport {
-    /// "ok", "partial", "cancelled" or "error", as the audit log spells results.
-    pub fn result(&self) -> &'static str {
-        if self.failed > 0 && self.sent > 0 || self.leased > 0 {
-            "partial"
-        } else if self.failed > 0 {
-            "error"
-        } else if self.cancelled {
-            "cancelled"
-        } else {
-            "ok"
-        }
-    }
 }
 
 /// What a transfer of chosen messages will do, checked before anything is sent.
@@ -264,9 +253,11 @@ pub async fn transfer(
     if let (serde_json::Value::Object(n), Some(c)) = (&note, counts.as_object_mut()) {
         c.extend(n.clone());
     }
-    let (result, error) = match &delete_error {
-        Some(e) => ("partial", Some(format!("deleting the originals: {e}"))),
-        None => (report.result(), report.error.clone()),
+    report.delete_failed = delete_error.is_some();
+    let verdict = Outcome::Transfer(report.clone()).verdict();
+    let error = match &delete_error {
+        Some(e) => Some(format!("deleting the originals: {e}")),
+        None => report.error.clone(),
     };
     let m = if moving {
         Mutation::Move
@@ -280,12 +271,12 @@ pub async fn transfer(
         from.queue,
         Some(to.label()),
         from_counts,
-        result,
+        verdict,
         error.clone(),
     );
     counts["direction"] = json!("in");
     counts["source"] = json!(from.label());
-    to.gate.record(m, to.queue, None, counts, result, error);
+    to.gate.record(m, to.queue, None, counts, verdict, error);
     if let Some(e) = delete_error {
         report.error = Some(format!(
             "{} copied, but deleting the originals failed (they now exist twice): {e}",
@@ -293,4 +284,61 @@ pub async fn transfer(
         ));
     }
     Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::config::Profile;
+    use crate::domain::{BrowseRequest, OutgoingMessage};
+    use crate::engine::audit::AuditLog;
+    use crate::engine::ops::Verdict;
+    use crate::engine::testing::Scripted;
+
+    /// Copies confirmed, then deleting the originals fails: the report, both audit lines and
+    /// (through `Outcome::verdict`) the exit code and the console all say partial.
+    #[tokio::test]
+    async fn a_move_whose_deletes_fail_is_partial_in_the_report_and_the_audit() {
+        let dir = tempfile::tempdir().unwrap();
+        let b = Arc::new(Scripted::open(dir.path()));
+        for body in [&b"a"[..], b"b"] {
+            let m = OutgoingMessage {
+                body: body.to_vec(),
+                ..Default::default()
+            };
+            b.inner.0.send_sync("src", &m).unwrap();
+        }
+        let log = AuditLog::new(dir.path().join("audit.log"));
+        let g = Gate::new(b.clone(), &Profile::default_local(), log);
+        let (src, dst) = (QueueId::new("src"), QueueId::new("dst"));
+        let req = BrowseRequest {
+            cursor: None,
+            max: 10,
+            force: false,
+        };
+        let msgs = g.browse(&src, &req).await.unwrap().messages;
+        let from = End {
+            gate: &g,
+            queue: &src,
+        };
+        let to = End {
+            gate: &g,
+            queue: &dst,
+        };
+        let p = OpProgress::detached();
+        let r = transfer(from, to, msgs, true, None, json!({}), &p)
+            .await
+            .unwrap();
+        assert_eq!((r.sent, r.deleted, r.delete_failed), (2, 0, true));
+        assert!(r.error.as_deref().unwrap().contains("exist twice"));
+        assert_eq!(Outcome::Transfer(r).verdict(), Verdict::Partial);
+        let audit = std::fs::read_to_string(dir.path().join("audit.log")).unwrap();
+        let results: Vec<serde_json::Value> = audit
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["result"].clone())
+            .collect();
+        assert_eq!(results, vec!["partial", "partial"]);
+    }
 }

@@ -9,6 +9,7 @@ use serde_json::json;
 use crate::backend::{BackendError, OpProgress};
 use crate::domain::{OutgoingMessage, QueueId};
 use crate::engine::gate::{Gate, Mutation};
+use crate::engine::ops::Outcome;
 use crate::engine::rate::{Limiter, Rate};
 use crate::triage::batches::{batch_len, send_batch};
 
@@ -58,20 +59,12 @@ pub async fn import(
             break;
         }
     }
-    let result = if report.failed > 0 && report.sent > 0 {
-        "partial"
-    } else if report.failed > 0 {
-        "error"
-    } else if report.cancelled {
-        "cancelled"
-    } else {
-        "ok"
-    };
-    gate.record_outcome(
+    gate.record(
         Mutation::Import,
         queue,
+        None,
         json!({"sent": report.sent, "failed": report.failed, "file": file}),
-        result,
+        Outcome::Import(report.clone()).verdict(),
         report.error.clone(),
     );
     Ok(report)

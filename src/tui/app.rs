@@ -24,7 +24,7 @@ use crate::demo::DemoHandle;
 use crate::domain::{now_ms, BrowseRequest, Message, QueueId, RedriveTarget};
 use crate::engine::edit::{self, EditorOutcome};
 use crate::engine::fleet::{self, FleetHandle, FleetRow};
-use crate::engine::ops::{self, Outcome};
+use crate::engine::ops::{self, Outcome, Verdict};
 use crate::engine::poller::{self, PollConfig, PollEvent, PollerHandle};
 use crate::engine::session::Session;
 use crate::engine::store::Store;
@@ -322,11 +322,10 @@ async fn scan_reasons(
     cfg: &crate::triage::SignatureConfig,
     progress: &OpProgress,
     tx: &mpsc::Sender<Action>,
-) -> Result<crate::triage::ReasonsReport, String> {
+) -> Result<crate::triage::ReasonsReport, crate::backend::BackendError> {
     use crate::engine::gate::Mutation;
     use crate::triage::{scan, Grouper, ReasonsReport};
-    gate.require(Mutation::Browse, queue)
-        .map_err(|e| one_line(&e.to_string()))?;
+    gate.require(Mutation::Browse, queue)?;
     let mut grouper = Grouper::new(cfg.clone());
     let mut last = Instant::now() - Duration::from_secs(1);
     let summary = scan(gate.backend().as_ref(), queue, limits, progress, |page| {
@@ -346,8 +345,7 @@ async fn scan_reasons(
         }
         true
     })
-    .await
-    .map_err(|e| one_line(&e.to_string()))?;
+    .await?;
     Ok(ReasonsReport {
         scan: summary,
         groups: grouper.groups(),
@@ -420,7 +418,7 @@ async fn edit_suspended(draft: String) -> Result<EditorOutcome, String> {
 
 /// The status line and the exit summary of a finished operation.
 fn summary(outcome: &Outcome, queue: &QueueId) -> OpSummary {
-    OpSummary::new(one_line(&outcome.summary(queue)), outcome.verdict())
+    OpSummary::of(outcome, one_line(&outcome.summary(queue)))
 }
 
 fn one_line(s: &str) -> String {
@@ -453,10 +451,7 @@ impl Exec {
                         max: PAGE_SIZE,
                         force,
                     };
-                    let result = gate
-                        .browse(&queue, &req)
-                        .await
-                        .map_err(|e| one_line(&e.to_string()));
+                    let result = gate.browse(&queue, &req).await;
                     let _ = tx
                         .send(Action::Page {
                             queue,
@@ -496,8 +491,7 @@ impl Exec {
                 tokio::spawn(async move {
                     let result =
                         group_page(&gate, &queue, &limits, &cfg, &signature, origin.as_deref())
-                            .await
-                            .map_err(|e| one_line(&e.to_string()));
+                            .await;
                     let _ = tx
                         .send(Action::Page {
                             queue,
@@ -537,14 +531,20 @@ impl Exec {
                 let tx = self.tx.clone();
                 tokio::spawn(async move {
                     let to = RedriveTarget::Queue(target);
-                    let result = edit::resend(&gate, &source, &original, *edited, &to)
-                        .await
-                        .map(|r| r.line())
-                        .map_err(|e| format!("nothing was sent: {}", one_line(&e.to_string())));
+                    let done = match edit::resend(&gate, &source, &original, *edited, &to).await {
+                        Ok(r) => {
+                            let o = Outcome::Edit(r);
+                            OpSummary::of(&o, one_line(&o.line()))
+                        }
+                        Err(e) => OpSummary::new(
+                            format!("nothing was sent: {}", one_line(&e.to_string())),
+                            Verdict::Failed,
+                        ),
+                    };
                     let _ = tx
                         .send(Action::Resent {
                             queue: source,
-                            result,
+                            done,
                         })
                         .await;
                 });
@@ -556,10 +556,7 @@ impl Exec {
                 let backend = self.session.backend.clone();
                 let tx = self.tx.clone();
                 tokio::spawn(async move {
-                    let result = backend
-                        .consumers(&queue)
-                        .await
-                        .map_err(|e| one_line(&e.to_string()));
+                    let result = backend.consumers(&queue).await;
                     let _ = tx.send(Action::Consumers { queue, result }).await;
                 });
             }
@@ -610,7 +607,7 @@ impl Exec {
                         {
                             Ok(ops::Planned::Delete { note, .. }) => Ok(note),
                             Ok(_) => Ok(None),
-                            Err(e) => Err(one_line(&e.to_string())),
+                            Err(e) => Err(e),
                         };
                     let _ = tx.send(Action::DeletePlanned { queue, ids, result }).await;
                 });
@@ -648,9 +645,9 @@ impl Exec {
                 let own = self.session.clone();
                 let tx = self.tx.clone();
                 tokio::spawn(async move {
-                    let r =
+                    let result =
                         super::transfer::plan(&own, source, messages, to, to_profile, moving).await;
-                    let _ = tx.send(Action::TransferPlanned(r)).await;
+                    let _ = tx.send(Action::TransferPlanned { moving, result }).await;
                 });
             }
             Effect::Transfer(ask) => {

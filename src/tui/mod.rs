@@ -6,7 +6,7 @@ pub mod frame_stats;
 pub mod keymap;
 pub mod state;
 pub mod theme;
-mod transfer;
+pub mod transfer;
 pub mod update;
 pub mod views;
 

@@ -7,7 +7,7 @@ use regex::Regex;
 
 use super::keymap::KeyMap;
 use super::theme::Theme;
-use crate::backend::ProgressState;
+use crate::backend::{BackendError, ProgressState};
 use crate::domain::{Capabilities, Consumer, Message, QueueId, RedriveTarget};
 use crate::engine::ops::Verdict;
 use crate::engine::rate::Rate;
@@ -189,7 +189,7 @@ pub struct MsgState {
     pub rows: Vec<usize>,
     pub next: Option<String>,
     pub loading: bool,
-    pub error: Option<String>,
+    pub error: Option<BackendError>,
     pub effect_note: Option<String>,
     pub cursor: Cursor,
     /// Selected message ids (for redrive / save).
@@ -216,7 +216,7 @@ pub struct ReasonsState {
     pub total: Option<u64>,
     /// How much of the queue the groups cover, once the scan stopped ("grouped 5,000 of …").
     pub note: Option<String>,
-    pub error: Option<String>,
+    pub error: Option<BackendError>,
     pub cursor: Cursor,
 }
 
@@ -245,7 +245,7 @@ pub struct WorkersState {
     pub sort: Option<usize>,
     pub sort_desc: bool,
     pub loading: bool,
-    pub error: Option<String>,
+    pub error: Option<BackendError>,
     pub cursor: Cursor,
     /// When the list last arrived (the view refreshes it every refresh period).
     pub fetched_ms: Option<i64>,
@@ -378,12 +378,13 @@ impl Dialog {
     }
 }
 
-/// How a redrive or purge ended: its one-line summary and the verdict the CLI turns into
-/// its exit code.
+/// How an operation ended: its one-line summary, its verdict and the exit code quitting
+/// after it gives (the CLI's for the same outcome).
 #[derive(Debug, Clone, PartialEq)]
 pub struct OpSummary {
     pub text: String,
     pub verdict: Verdict,
+    pub exit_code: u8,
 }
 
 impl OpSummary {
@@ -391,10 +392,27 @@ impl OpSummary {
         OpSummary {
             text: text.into(),
             verdict,
+            exit_code: crate::cli::exit::of_verdict(verdict),
+        }
+    }
+    pub fn of(outcome: &crate::engine::ops::Outcome, text: impl Into<String>) -> OpSummary {
+        OpSummary {
+            text: text.into(),
+            verdict: outcome.verdict(),
+            exit_code: crate::cli::exit::of_outcome(outcome),
         }
     }
     pub fn ok(&self) -> bool {
         self.verdict == Verdict::Ok
+    }
+    /// The status line's level: anything short of `Ok` is shown as an error, so a partial
+    /// result never reads as done.
+    pub fn level(&self) -> Level {
+        if self.ok() {
+            Level::Info
+        } else {
+            Level::Error
+        }
     }
 }
 
@@ -652,4 +670,13 @@ impl State {
             None => false,
         }
     }
+}
+
+/// An error as the console shows it: one line, redacted (errors promise no secrets; this
+/// holds even where one slips through a broker's message).
+pub fn error_line(e: &BackendError) -> String {
+    crate::config::redact::redact(&e.to_string())
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
 }

@@ -3,12 +3,12 @@
 //! deletion, SQS text bodies), then run it through `triage::copy::transfer`, which audits on
 //! both profiles and deletes an original only after its copy was confirmed.
 
-use super::state::{OpSummary, TransferAsk};
-use crate::backend::OpProgress;
+use super::state::{error_line, OpSummary, TransferAsk};
+use crate::backend::{BackendError, OpProgress};
 use crate::config::redact::redact;
 use crate::domain::{Message, QueueId};
-use crate::engine::ops::Verdict;
-use crate::engine::session::Session;
+use crate::engine::ops::Outcome;
+use crate::engine::session::{OpenError, Session};
 use crate::triage::copy::{self, End};
 
 fn one_line(s: &str) -> String {
@@ -23,11 +23,13 @@ fn verb(moving: bool) -> &'static str {
     }
 }
 
-/// The target's session (`Session::for_profile`), errors as one redacted line.
-async fn target_session(own: &Session, profile: Option<&str>) -> Result<Session, String> {
-    own.for_profile(profile).await.map_err(|e| {
-        let p = profile.unwrap_or_default();
-        format!("profile {p}: {}", one_line(&e.to_string()))
+/// The target's session (`Session::for_profile`); errors name the profile. A configuration
+/// that cannot be read is bad input, as the CLI's exit code 2 has it.
+async fn target_session(own: &Session, profile: Option<&str>) -> Result<Session, BackendError> {
+    let p = format!("profile {}", profile.unwrap_or_default());
+    own.for_profile(profile).await.map_err(|e| match e {
+        OpenError::Config(c) => BackendError::Invalid(format!("{p}: {}", c.0)),
+        OpenError::Backend(b) => b.context(p),
     })
 }
 
@@ -39,8 +41,7 @@ pub async fn plan(
     to: QueueId,
     to_profile: Option<String>,
     moving: bool,
-) -> Result<Box<TransferAsk>, String> {
-    let v = verb(moving);
+) -> Result<Box<TransferAsk>, BackendError> {
     let t = target_session(own, to_profile.as_deref()).await?;
     let from = End {
         gate: &own.gate,
@@ -51,14 +52,12 @@ pub async fn plan(
         queue: &to,
     };
     if from.label() == dst.label() {
-        return Err(format!("{v}: source and target are the same queue"));
+        return Err(BackendError::Invalid(
+            "source and target are the same queue".into(),
+        ));
     }
-    let fail =
-        |e: crate::backend::BackendError| format!("cannot {v}: {}", one_line(&e.to_string()));
-    copy::require(from, dst, moving).map_err(fail)?;
-    let checked = copy::check(from, dst, &messages, moving)
-        .await
-        .map_err(fail)?;
+    copy::require(from, dst, moving)?;
+    let checked = copy::check(from, dst, &messages, moving).await?;
     Ok(Box::new(TransferAsk {
         from_label: format!("{} ({})", from.label(), own.backend.kind()),
         to_label: format!("{} ({})", dst.label(), t.backend.kind()),
@@ -73,12 +72,23 @@ pub async fn plan(
     }))
 }
 
+/// A transfer its error stopped before anything was sent, with the exit code `qdeck copy`
+/// gives for that error.
+fn nothing_sent(verb: &str, error: BackendError, p: &OpProgress) -> OpSummary {
+    let text = format!("{verb}: nothing was sent: {}", error_line(&error));
+    let failed = Outcome::Failed {
+        error,
+        progress: p.snapshot(),
+    };
+    OpSummary::of(&failed, text)
+}
+
 /// Runs a confirmed copy/move; the one line and verdict the status bar shows.
 pub async fn run(own: &Session, ask: TransferAsk, p: &OpProgress) -> OpSummary {
     let v = verb(ask.moving);
     let t = match target_session(own, ask.to_profile.as_deref()).await {
         Ok(t) => t,
-        Err(e) => return OpSummary::new(format!("{v}: nothing was sent: {e}"), Verdict::Failed),
+        Err(e) => return nothing_sent(v, e, p),
     };
     let from = End {
         gate: &own.gate,
@@ -91,12 +101,7 @@ pub async fn run(own: &Session, ask: TransferAsk, p: &OpProgress) -> OpSummary {
     let note = serde_json::json!({"selected": ask.messages.len(), "chosen_in": "console"});
     let r = match copy::transfer(from, dst, ask.messages, ask.moving, None, note, p).await {
         Ok(r) => r,
-        Err(e) => {
-            return OpSummary::new(
-                format!("{v}: nothing was sent: {}", one_line(&e.to_string())),
-                Verdict::Failed,
-            )
-        }
+        Err(e) => return nothing_sent(v, e, p),
     };
     let mut text = format!(
         "{v} → {}: sent {}, failed {}",
@@ -116,11 +121,5 @@ pub async fn run(own: &Session, ask: TransferAsk, p: &OpProgress) -> OpSummary {
     if let Some(e) = &r.error {
         text.push_str(&format!(" — {}", one_line(e)));
     }
-    let verdict = match r.result() {
-        "ok" => Verdict::Ok,
-        "partial" => Verdict::Partial,
-        "cancelled" => Verdict::Cancelled,
-        _ => Verdict::Failed,
-    };
-    OpSummary::new(text, verdict)
+    OpSummary::new(text, Outcome::Transfer(r).verdict())
 }

@@ -25,6 +25,7 @@ pub async fn browse(b: &RabbitBackend, queue: &QueueId, req: &BrowseRequest) -> 
             .map_err(|_| BackendError::Invalid(format!("bad browse cursor '{c}'")))?,
     };
     let max = req.max.clamp(1, MAX_WINDOW);
+    // qdeck's own bound, not a risk to the messages: `--force` does not lift it.
     if skip + max > MAX_WINDOW {
         return Err(BackendError::Refused(format!(
             "browsing past the first {MAX_WINDOW} messages would hold too many unacknowledged messages"
@@ -42,7 +43,7 @@ pub async fn browse(b: &RabbitBackend, queue: &QueueId, req: &BrowseRequest) -> 
             let limit = effective_delivery_limit(&row, v);
             if let Some(d) = limit.filter(|d| d.browse_counts) {
                 if !req.force {
-                    return Err(BackendError::Refused(format!(
+                    return Err(BackendError::RefusedUnlessForced(format!(
                         "'{queue}' is a quorum queue with delivery limit {}: on RabbitMQ {} browsing returns each message with nack+requeue, which adds one to its delivery count, and a message reaching the limit is dead-lettered or dropped; use --force to browse anyway",
                         d.describe(v),
                         v.map_or_else(|| "(version unknown)".to_string(), |v| v.to_string())
@@ -56,7 +57,7 @@ pub async fn browse(b: &RabbitBackend, queue: &QueueId, req: &BrowseRequest) -> 
         | Err(e @ BackendError::Forbidden { .. }) => return Err(e),
         // Management API down: the queue type is unknown, so only a forced browse proceeds.
         Err(e) if !req.force => {
-            return Err(BackendError::Refused(format!(
+            return Err(BackendError::RefusedUnlessForced(format!(
                 "cannot tell whether '{queue}' has a delivery limit ({e}); use --force to browse anyway"
             )))
         }

@@ -50,7 +50,7 @@ pub async fn check(b: &RabbitBackend, req: &RedriveRequest, f: &MessageFilter) -
         | Err(e @ BackendError::Forbidden { .. }) => return Err(e),
         Err(_) if f.force => return Ok(()),
         Err(e) => {
-            return Err(BackendError::Refused(format!(
+            return Err(BackendError::RefusedUnlessForced(format!(
                 "cannot tell whether '{queue}' has a delivery limit ({e}); use --force to redrive anyway"
             )))
         }
@@ -62,7 +62,7 @@ pub async fn check(b: &RabbitBackend, req: &RedriveRequest, f: &MessageFilter) -
     }
     if let Some(d) = effective_delivery_limit(&row, v).filter(|d| d.browse_counts) {
         if !f.force {
-            return Err(BackendError::Refused(format!(
+            return Err(BackendError::RefusedUnlessForced(format!(
                 "'{queue}' is a quorum queue with delivery limit {}: a filtered redrive returns every message that does not match with requeue (delivery count +1), which could dead-letter or drop messages nobody chose; use --force to redrive anyway",
                 d.describe(v)
             )));

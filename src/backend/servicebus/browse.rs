@@ -17,7 +17,7 @@ const MAX_DEPTH: usize = 500;
 
 pub async fn browse(rest: &Rest, entity: &str, req: &BrowseRequest) -> Result<Page> {
     if dlq_parent(entity).is_none() && !req.force {
-        return Err(BackendError::Refused(format!(
+        return Err(BackendError::RefusedUnlessForced(format!(
             "browsing active queue {entity} over REST would lock and unlock each message, raising its DeliveryCount \
              toward MaxDeliveryCount and dead-lettering messages at the limit; browse {entity}/$DeadLetterQueue instead"
         )));

@@ -174,7 +174,7 @@ pub(crate) async fn browse(b: &SqsBackend, id: &QueueId, req: &BrowseRequest) ->
     let meta = b.resolve_full(id).await?;
     if !req.force {
         if let Some(p) = &meta.redrive {
-            return Err(BackendError::Refused(format!(
+            return Err(BackendError::RefusedUnlessForced(format!(
                 "browsing {id} receives each message once (receive count +1) and this queue \
                  dead-letters after {} receives: a message already received {} time(s) would \
                  lose its last attempt or move to the DLQ; SQS cannot show receive counts \
@@ -184,7 +184,7 @@ pub(crate) async fn browse(b: &SqsBackend, id: &QueueId, req: &BrowseRequest) ->
             )));
         }
         if let Some(e) = &meta.redrive_error {
-            return Err(BackendError::Refused(format!(
+            return Err(BackendError::RefusedUnlessForced(format!(
                 "browsing {id} could dead-letter messages and its RedrivePolicy cannot be read \
                  ({e}); use force to browse anyway"
             )));

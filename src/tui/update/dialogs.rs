@@ -4,7 +4,7 @@
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 use super::{messages, set_status, Effect};
-use crate::backend::ProgressState;
+use crate::backend::{BackendError, ProgressState};
 use crate::domain::{QueueId, RedriveRequest, RedriveTarget};
 use crate::engine::edit::{self, EditorOutcome};
 use crate::tui::state::*;
@@ -113,7 +113,7 @@ pub(super) fn open_delete(
     st: &mut State,
     queue: QueueId,
     ids: Vec<String>,
-    result: Result<Option<String>, String>,
+    result: Result<Option<String>, BackendError>,
 ) {
     if st.msgs.queue.as_ref() != Some(&queue)
         || !matches!(st.view(), View::Messages | View::Message)
@@ -128,12 +128,23 @@ pub(super) fn open_delete(
                 st.protected,
             ));
         }
-        Err(e) => set_status(st, Level::Warn, format!("cannot delete from {queue}: {e}")),
+        Err(e) => {
+            let why = error_line(&e);
+            set_status(
+                st,
+                Level::Warn,
+                format!("cannot delete from {queue}: {why}"),
+            )
+        }
     }
 }
 
 /// The checked copy/move came back: ask, or say why it cannot go ahead.
-pub(super) fn open_transfer(st: &mut State, result: Result<Box<TransferAsk>, String>) {
+pub(super) fn open_transfer(
+    st: &mut State,
+    moving: bool,
+    result: Result<Box<TransferAsk>, BackendError>,
+) {
     match result {
         Ok(t) => {
             if st.msgs.queue.as_ref() != Some(&t.source) {
@@ -143,7 +154,14 @@ pub(super) fn open_transfer(st: &mut State, result: Result<Box<TransferAsk>, Str
             let typed = t.typed.is_some();
             st.dialog = Some(Dialog::new(DialogKind::Transfer(t), typed));
         }
-        Err(e) => set_status(st, Level::Warn, e),
+        Err(e) => {
+            let verb = if moving { "move" } else { "copy" };
+            set_status(
+                st,
+                Level::Warn,
+                format!("cannot {verb}: {}", error_line(&e)),
+            )
+        }
     }
 }
 

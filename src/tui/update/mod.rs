@@ -16,7 +16,7 @@ mod reasons;
 use crossterm::event::{KeyEvent, KeyEventKind};
 
 use super::state::*;
-use crate::backend::ProgressState;
+use crate::backend::{BackendError, ProgressState};
 use crate::config::Access;
 use crate::domain::{Consumer, Message, Page, QueueId, RedriveRequest};
 use crate::engine::edit::{Edited, EditorOutcome};
@@ -38,11 +38,11 @@ pub enum Action {
     Page {
         queue: QueueId,
         append: bool,
-        result: Result<Page, String>,
+        result: Result<Page, BackendError>,
     },
     Consumers {
         queue: QueueId,
-        result: Result<Vec<Consumer>, String>,
+        result: Result<Vec<Consumer>, BackendError>,
     },
     OpProgress(ProgressState),
     /// Summary of a finished operation.
@@ -65,20 +65,24 @@ pub enum Action {
     },
     ReasonsDone {
         queue: QueueId,
-        result: Result<crate::triage::ReasonsReport, String>,
+        result: Result<crate::triage::ReasonsReport, BackendError>,
     },
     /// The plan for deleting chosen messages: the note for the dialog, or why it is refused.
     DeletePlanned {
         queue: QueueId,
         ids: Vec<String>,
-        result: Result<Option<String>, String>,
+        result: Result<Option<String>, BackendError>,
     },
-    /// The checked copy/move, or why it cannot go ahead.
-    TransferPlanned(Result<Box<TransferAsk>, String>),
-    /// An edited copy was sent (or not): its one line; the browser reloads `queue`.
+    /// The checked copy (`moving`: move), or why it cannot go ahead.
+    TransferPlanned {
+        moving: bool,
+        result: Result<Box<TransferAsk>, BackendError>,
+    },
+    /// An edited copy was sent (or not): its one line and verdict; the browser reloads
+    /// `queue`.
     Resent {
         queue: QueueId,
-        result: Result<String, String>,
+        done: OpSummary,
     },
     /// Profile names re-read from the configuration file, and the profile to switch to.
     Profiles {
@@ -238,8 +242,7 @@ pub fn update(st: &mut State, action: Action) -> Vec<Effect> {
         }
         Action::OpDone(r) => {
             st.op = None;
-            let level = if r.ok() { Level::Info } else { Level::Error };
-            set_status(st, level, r.text.clone());
+            set_status(st, r.level(), r.text.clone());
             if st.quit_after_op {
                 st.exit_summary = Some(r);
                 st.quit = true;
@@ -287,12 +290,9 @@ pub fn update(st: &mut State, action: Action) -> Vec<Effect> {
         Action::DeletePlanned { queue, ids, result } => {
             dialogs::open_delete(st, queue, ids, result)
         }
-        Action::TransferPlanned(result) => dialogs::open_transfer(st, result),
-        Action::Resent { queue, result } => {
-            match result {
-                Ok(t) => set_status(st, Level::Info, t),
-                Err(e) => set_status(st, Level::Error, e),
-            }
+        Action::TransferPlanned { moving, result } => dialogs::open_transfer(st, moving, result),
+        Action::Resent { queue, done } => {
+            set_status(st, done.level(), done.text);
             if st.msgs.queue.as_ref() == Some(&queue) {
                 st.msgs.loading = true;
                 fx.push(Effect::Browse {

@@ -70,7 +70,11 @@ pub(super) fn progress(
     st.dirty = true;
 }
 
-pub(super) fn done(st: &mut State, queue: QueueId, result: Result<ReasonsReport, String>) {
+pub(super) fn done(
+    st: &mut State,
+    queue: QueueId,
+    result: Result<ReasonsReport, crate::backend::BackendError>,
+) {
     let r = &mut st.reasons;
     if r.queue.as_ref() != Some(&queue) {
         return;

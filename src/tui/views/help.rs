@@ -204,9 +204,11 @@ pub fn lines<'a>(st: &State) -> Vec<Line<'a>> {
     for (c, h) in cmds {
         let needs = if c.starts_with(":purge") || c.starts_with(":move") {
             Access::Full
-        } else if c.starts_with(":redrive") || c.starts_with(":copy") {
+        } else if c.starts_with(":redrive") {
             Access::Redrive
-        } else if [":dlq", ":browse", ":force", ":reasons"].contains(c) {
+        } else if c.starts_with(":copy") // only reads here: the target's tier decides
+            || [":dlq", ":browse", ":force", ":reasons"].contains(c)
+        {
             Access::Browse
         } else {
             Access::Stats

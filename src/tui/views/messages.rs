@@ -10,7 +10,7 @@ use super::wrap::wrap_lines;
 use super::{block, fmt_count, fmt_secs, styled};
 use crate::domain::Message;
 use crate::sanitize::{clean, clean_short, preview};
-use crate::tui::state::State;
+use crate::tui::state::{error_line, State};
 
 fn fmt_time(ms: Option<i64>) -> String {
     ms.and_then(crate::domain::ms_to_datetime)
@@ -67,10 +67,10 @@ pub fn render_list(f: &mut Frame, st: &State, area: Rect) {
     let mut notes: Vec<Line> = Vec::new();
     if let Some(e) = &m.error {
         notes.push(Line::from(styled(
-            format!("browse failed: {}", clean(e)),
+            format!("browse failed: {}", clean(&error_line(e))),
             t.error,
         )));
-        if e.contains("refused") {
+        if e.liftable_by_force() {
             notes.push(Line::from(styled(
                 "browsing could push messages toward their DLQ; :force browses anyway",
                 t.warn,

@@ -9,7 +9,7 @@ use super::columns::{clean_mid, fit, flex_width, kept_row, render_plain_table, C
 use super::{block, fmt_ago, styled};
 use crate::sanitize::{clean, clean_short};
 use crate::triage::scan::thousands;
-use crate::tui::state::State;
+use crate::tui::state::{error_line, State};
 
 pub fn render(f: &mut Frame, st: &State, area: Rect) {
     let t = &st.theme;
@@ -41,7 +41,7 @@ pub fn render(f: &mut Frame, st: &State, area: Rect) {
     f.render_widget(b, area);
     if let Some(e) = &r.error {
         f.render_widget(
-            Paragraph::new(format!("cannot scan: {}", clean(e)))
+            Paragraph::new(format!("cannot scan: {}", clean(&error_line(e))))
                 .style(t.error)
                 .wrap(Wrap { trim: true }),
             inner,

@@ -9,7 +9,7 @@ use super::columns::{clean_mid, fit, flex_width, kept_row, render_plain_table, s
 use super::{block, fmt_ago, fmt_count, fmt_rate, styled};
 use crate::domain::{AckMode, ConsumerListing};
 use crate::sanitize::{clean, clean_short};
-use crate::tui::state::State;
+use crate::tui::state::{error_line, State};
 
 pub fn render(f: &mut Frame, st: &State, area: Rect) {
     let t = &st.theme;
@@ -54,7 +54,7 @@ pub fn render(f: &mut Frame, st: &State, area: Rect) {
     }
     if let Some(e) = &w.error {
         f.render_widget(
-            Paragraph::new(format!("cannot list workers: {}", clean(e)))
+            Paragraph::new(format!("cannot list workers: {}", clean(&error_line(e))))
                 .style(t.error)
                 .wrap(Wrap { trim: true }),
             inner,

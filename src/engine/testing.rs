@@ -1,0 +1,93 @@
+//! A local broker with scripted answers, for the outcomes a real broker gives only under
+//! faults (a redrive that moved nothing, a deletion that failed or found every message leased),
+//! so the verdict of each can be checked end to end through the gate.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+
+use crate::backend::local::{LocalHandle, QueueOptions};
+use crate::backend::{ApiCalls, Backend, BackendError, OpProgress, Result};
+use crate::domain::*;
+
+pub(crate) struct Scripted {
+    pub inner: Arc<LocalHandle>,
+    /// What `redrive` answers; `None`: the local broker's own redrive.
+    pub redrive: Option<RedriveReport>,
+    /// What `delete_ids` answers; `None`: it fails, as a broker gone mid-way would.
+    pub delete: Option<DeleteReport>,
+    /// `redrive` moves this many, then loses the broker (before `redrive` is consulted).
+    pub redrive_fails_after: Option<u64>,
+}
+
+impl Scripted {
+    /// A local broker in `dir` with queues `src` and `dst`.
+    pub fn open(dir: &std::path::Path) -> Scripted {
+        let inner = Arc::new(LocalHandle::open(&dir.join("q.db")).unwrap());
+        for q in ["src", "dst"] {
+            inner.0.create_queue(q, &QueueOptions::default()).unwrap();
+        }
+        Scripted {
+            inner,
+            redrive: None,
+            delete: None,
+            redrive_fails_after: None,
+        }
+    }
+}
+
+#[async_trait]
+impl Backend for Scripted {
+    fn kind(&self) -> BrokerKind {
+        BrokerKind::Local
+    }
+    fn capabilities(&self) -> Capabilities {
+        self.inner.capabilities()
+    }
+    async fn list_queues(&self) -> Result<Vec<QueueInfo>> {
+        self.inner.list_queues().await
+    }
+    async fn stats(&self, queues: &[QueueId]) -> Result<StatsBatch> {
+        self.inner.stats(queues).await
+    }
+    async fn consumers(&self, queue: &QueueId) -> Result<Vec<Consumer>> {
+        self.inner.consumers(queue).await
+    }
+    async fn browse(&self, queue: &QueueId, req: &BrowseRequest) -> Result<Page> {
+        self.inner.browse(queue, req).await
+    }
+    async fn send(&self, queue: &QueueId, msg: OutgoingMessage) -> Result<Option<String>> {
+        self.inner.send(queue, msg).await
+    }
+    async fn redrive(&self, req: &RedriveRequest, progress: &OpProgress) -> Result<RedriveReport> {
+        if let Some(n) = self.redrive_fails_after {
+            progress.add_done(n);
+            return Err(BackendError::Unreachable(
+                "connection lost (scripted)".into(),
+            ));
+        }
+        match &self.redrive {
+            Some(r) => Ok(r.clone()),
+            None => self.inner.redrive(req, progress).await,
+        }
+    }
+    async fn purge(&self, queue: &QueueId, progress: &OpProgress) -> Result<PurgeReport> {
+        self.inner.purge(queue, progress).await
+    }
+    fn deletes_by_id(&self) -> bool {
+        true
+    }
+    async fn delete_ids(
+        &self,
+        _queue: &QueueId,
+        _ids: &[String],
+        _progress: &OpProgress,
+    ) -> Result<DeleteReport> {
+        self.delete
+            .clone()
+            .ok_or_else(|| BackendError::Unreachable("connection lost (scripted)".into()))
+    }
+    fn api_calls(&self) -> &ApiCalls {
+        self.inner.api_calls()
+    }
+}

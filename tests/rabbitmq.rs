@@ -545,7 +545,10 @@ async fn quorum_with_delivery_limit_refuses_browse_unless_forced() {
     let q = info(&listed, &qq);
     assert_eq!(q.settings.max_receives, Some(3));
     assert!(
-        b.delete_refusal(q).is_some(),
+        b.deleter()
+            .expect("deletes by id")
+            .delete_refusal(q)
+            .is_some(),
         "edit and purge --where stop up front"
     );
     match b.capabilities_for(q).browse {
@@ -587,6 +590,8 @@ async fn quorum_with_delivery_limit_refuses_browse_unless_forced() {
     );
     // Deleting chosen messages would requeue the others: refused, nothing removed.
     let del = b
+        .deleter()
+        .expect("deletes by id")
         .delete_ids(&id, &[page.messages[0].id.clone()], &OpProgress::detached())
         .await;
     assert!(matches!(del, Err(BackendError::Refused(_))), "{del:?}");
@@ -829,7 +834,7 @@ async fn delete_ids_removes_only_the_chosen_messages() {
     declare(&ch, &q, FieldTable::default()).await;
     publish(&ch, &q, 10, false).await;
     let b = backend(&e).await;
-    assert!(b.deletes_by_id());
+    assert!(b.deleter().is_some());
     let qid = QueueId::new(&q);
     let browse = |b: Arc<dyn Backend>, qid: QueueId| async move {
         b.browse(
@@ -855,6 +860,8 @@ async fn delete_ids_removes_only_the_chosen_messages() {
     assert_eq!(chosen.len(), 3);
     chosen.push("sha256:0000000000000000".to_string());
     let rep = b
+        .deleter()
+        .expect("deletes by id")
         .delete_ids(&qid, &chosen, &OpProgress::detached())
         .await
         .expect("delete_ids");

@@ -968,12 +968,14 @@ async fn bullmq_delete_ids_removes_exactly_the_chosen_failed_jobs() {
     node(db, &prefix, &q, &["failed", "6", "1"]);
     node(db, &prefix, &q, &["waiting", "3"]);
     let b = backend(settings(db, Some(&prefix))).await;
-    assert!(b.deletes_by_id());
+    assert!(b.deleter().is_some());
     let failed = format!("{q}/failed");
     let ids = ids_in(b.as_ref(), &failed).await;
     assert_eq!(ids.len(), 6);
     let chosen = vec![ids[1].clone(), ids[4].clone(), "no-such-job".to_string()];
     let r = b
+        .deleter()
+        .expect("deletes by id")
         .delete_ids(
             &QueueId::new(failed.clone()),
             &chosen,
@@ -999,6 +1001,8 @@ async fn bullmq_delete_ids_removes_exactly_the_chosen_failed_jobs() {
         "the chosen jobs' hashes went with them, no others"
     );
     let waiting = b
+        .deleter()
+        .expect("deletes by id")
         .delete_ids(
             &QueueId::new(q.clone()),
             &ids_in(b.as_ref(), &q).await,

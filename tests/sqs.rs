@@ -2035,7 +2035,7 @@ async fn delete_ids_removes_only_the_chosen_messages() {
         r.send(&url, &format!("m{i}"), None).await;
     }
     let b = qdeck(&ep, &p).await;
-    assert!(b.deletes_by_id());
+    assert!(b.deleter().is_some());
     let id = QueueId(format!("{p}-del"));
     let page = b
         .browse(
@@ -2053,6 +2053,8 @@ async fn delete_ids_removes_only_the_chosen_messages() {
     let mut ids: Vec<String> = chosen.iter().map(|m| m.id.clone()).collect();
     ids.push("00000000-0000-0000-0000-000000000000".to_string());
     let rep = b
+        .deleter()
+        .expect("deletes by id")
         .delete_ids(&id, &ids, &OpProgress::detached())
         .await
         .expect("delete_ids");
@@ -2089,10 +2091,15 @@ async fn delete_ids_refuses_a_queue_that_dead_letters() {
         .await
         .expect("describe");
     assert!(
-        b.delete_refusal(&info).is_some(),
+        b.deleter()
+            .expect("deletes by id")
+            .delete_refusal(&info)
+            .is_some(),
         "edit and purge --where stop up front"
     );
     let err = b
+        .deleter()
+        .expect("deletes by id")
         .delete_ids(
             &QueueId(format!("{p}-src")),
             &["x".to_string()],

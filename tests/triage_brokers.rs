@@ -131,9 +131,11 @@ async fn filtered_redrive(b: &dyn Backend, dlq: &str, pred: &str, target: Redriv
     assert_eq!((r.failed, r.possibly_duplicated), (0, 0), "{r:?}");
     assert_eq!(r.moved, sel.matched);
     let del = b
+        .deleter()
+        .expect("deletes by id")
         .delete_ids(&QueueId::new(dlq), &sel.ids, &OpProgress::detached())
         .await;
-    if b.deletes_by_id() {
+    if b.deleter().is_some() {
         // The redriven ids left the DLQ: a delete finds none of them and touches nothing else.
         let d = del.expect("delete_ids");
         assert_eq!((d.deleted, d.missing), (0, sel.ids.len() as u64), "{d:?}");

@@ -155,41 +155,12 @@ pub trait Backend: Send + Sync {
 
     async fn purge(&self, queue: &QueueId, progress: &OpProgress) -> Result<PurgeReport>;
 
-    /// Whether `delete_ids` works on this broker: checked before scanning for a selection, and
-    /// by edit-and-resend before it sends anything, so a broker that cannot remove one message
-    /// never ends up holding both versions.
-    fn deletes_by_id(&self) -> bool {
-        false
-    }
-
-    /// Why `delete_ids` would refuse this queue (it could dead-letter messages nobody chose),
-    /// so edit-and-resend and `purge --where` stop before sending or scanning anything.
-    fn delete_refusal(&self, _queue: &QueueInfo) -> Option<String> {
+    /// Deleting chosen messages (by id from a browse), where this broker can: `None` where it
+    /// cannot, so "can it" and "do it" are one answer. Checked before scanning for a
+    /// selection, and by edit-and-resend before it sends anything, so a broker that cannot
+    /// remove one message never ends up holding both versions.
+    fn deleter(&self) -> Option<&dyn DeleteById> {
         None
-    }
-
-    /// What deleting chosen messages does to the other messages of this queue, for the
-    /// confirmation (RabbitMQ's redelivered flag, SQS receive counts, Service Bus delivery
-    /// counts); `None` where the others are not touched.
-    fn delete_note(&self, _queue: &QueueInfo) -> Option<String> {
-        None
-    }
-
-    /// Delete these messages (ids from a browse) and no others. RabbitMQ and SQS do it by
-    /// receive → match → delete, which sets every other message's redelivered flag or raises
-    /// its receive count (and refuse where that could dead-letter one); Service Bus does it by
-    /// peek-lock → complete / unlock on dead-letter queues only; Redis removes them from a failed,
-    /// dead, retry or schedule set in one script per batch.
-    async fn delete_ids(
-        &self,
-        _queue: &QueueId,
-        _ids: &[String],
-        _progress: &OpProgress,
-    ) -> Result<DeleteReport> {
-        Err(BackendError::Unsupported(format!(
-            "deleting chosen messages is not implemented for {}",
-            self.kind()
-        )))
     }
 
     /// API calls made so far, per operation name (SQS and CloudWatch bill per call).
@@ -240,6 +211,34 @@ pub async fn refuse_scheduled<B: Backend + ?Sized>(
     }))
 }
 
+/// A broker's deleting of chosen messages, the capability behind `Backend::deleter`.
+#[async_trait]
+pub trait DeleteById: Send + Sync {
+    /// Why `delete_ids` would refuse this queue (it could dead-letter messages nobody chose),
+    /// so edit-and-resend and `purge --where` stop before sending or scanning anything.
+    fn delete_refusal(&self, _queue: &QueueInfo) -> Option<String> {
+        None
+    }
+
+    /// What deleting chosen messages does to the other messages of this queue, for the
+    /// confirmation (RabbitMQ's redelivered flag, SQS receive counts, Service Bus delivery
+    /// counts); `None` where the others are not touched.
+    fn delete_note(&self, _queue: &QueueInfo) -> Option<String> {
+        None
+    }
+
+    /// Delete these messages (ids from a browse) and no others. RabbitMQ and SQS do it by
+    /// receive → match → delete, which sets every other message's redelivered flag or raises
+    /// its receive count (and refuse where that could dead-letter one); Service Bus does it by
+    /// peek-lock → complete / unlock on dead-letter queues only; Redis removes them from a
+    /// failed, dead, retry or schedule set in one script per batch.
+    async fn delete_ids(
+        &self,
+        queue: &QueueId,
+        ids: &[String],
+        progress: &OpProgress,
+    ) -> Result<DeleteReport>;
+}
 /// The listed queues whose id matches.
 pub fn filter_client_side(all: Vec<QueueInfo>, filter: &QueueFilter) -> Vec<QueueInfo> {
     all.into_iter()

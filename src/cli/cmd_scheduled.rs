@@ -75,7 +75,7 @@ pub async fn cancel(s: &Session, queue: &str, id: &str, yes: bool, f: Format) ->
     let qid = QueueId::new(queue);
     s.gate.require(Mutation::Delete, &qid)?;
     let info = fetch::find(s.backend.as_ref(), queue).await?;
-    if !s.backend.deletes_by_id() {
+    if s.backend.deleter().is_none() {
         let why = format!(
             "cancelling a scheduled message deletes it by id, which the {} backend cannot do",
             s.backend.kind()

@@ -209,14 +209,14 @@ pub fn require_delete_by_id(
     action: &str,
     instead: &str,
 ) -> Result<(), CliError> {
-    if !backend.deletes_by_id() {
+    let Some(d) = backend.deleter() else {
         return Err(crate::backend::BackendError::Unsupported(format!(
             "{action} deletes chosen messages by id, which the {} backend cannot do; {instead}",
             backend.kind()
         ))
         .into());
-    }
-    if let Some(why) = backend.delete_refusal(info) {
+    };
+    if let Some(why) = d.delete_refusal(info) {
         return Err(crate::backend::BackendError::Refused(why).into());
     }
     Ok(())

@@ -348,16 +348,17 @@ pub async fn resend(
             err,
         );
     };
+    let deleter = backend.deleter();
     let checks = async {
-        if !backend.deletes_by_id() {
+        let Some(deleter) = deleter else {
             return Err(BackendError::Unsupported(format!(
                 "edit and resend deletes the original by id, which the {} backend cannot do; \
                  nothing was sent",
                 backend.kind().as_str()
             )));
-        }
+        };
         let info = backend.describe(source).await?;
-        if let Some(why) = backend.delete_refusal(&info) {
+        if let Some(why) = deleter.delete_refusal(&info) {
             return Err(BackendError::Refused(format!("{why}; nothing was sent")));
         }
         backend.describe(&to).await?;
@@ -385,7 +386,11 @@ pub async fn resend(
         }
     };
     // The copy is confirmed: only now may the original go.
-    let deleted = backend
+    // `checks` returned early without a deleter.
+    let Some(deleter) = deleter else {
+        return Err(BackendError::Other("no deleter".into()));
+    };
+    let deleted = deleter
         .delete_ids(
             source,
             std::slice::from_ref(&original.id),

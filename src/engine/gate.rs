@@ -386,7 +386,14 @@ impl Gate {
             }
             counts
         };
-        match self.backend.delete_ids(queue, ids, progress).await {
+        let deleted = match self.backend.deleter() {
+            Some(d) => d.delete_ids(queue, ids, progress).await,
+            None => Err(BackendError::Unsupported(format!(
+                "deleting chosen messages needs delete by id, which the {} backend cannot do",
+                self.backend.kind()
+            ))),
+        };
+        match deleted {
             Ok(r) => {
                 let verdict = outcome(r.clone()).verdict();
                 self.record(

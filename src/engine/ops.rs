@@ -140,18 +140,18 @@ pub async fn plan_delete(
     selection: serde_json::Value,
 ) -> Result<Planned, BackendError> {
     let b = gate.backend();
-    if !b.deletes_by_id() {
+    let Some(d) = b.deleter() else {
         return Err(BackendError::Unsupported(format!(
             "deleting chosen messages needs delete by id, which the {} backend cannot do",
             b.kind()
         )));
-    }
+    };
     let info = b.describe(queue).await?;
-    if let Some(why) = b.delete_refusal(&info) {
+    if let Some(why) = d.delete_refusal(&info) {
         return Err(BackendError::Refused(why));
     }
     Ok(Planned::Delete {
-        note: b.delete_note(&info),
+        note: d.delete_note(&info),
         queue: info,
         ids,
         selection,

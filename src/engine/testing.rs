@@ -7,7 +7,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use crate::backend::local::{LocalHandle, QueueOptions};
-use crate::backend::{ApiCalls, Backend, BackendError, OpProgress, Result};
+use crate::backend::{ApiCalls, Backend, BackendError, DeleteById, OpProgress, Result};
 use crate::domain::*;
 
 pub(crate) struct Scripted {
@@ -74,9 +74,16 @@ impl Backend for Scripted {
     async fn purge(&self, queue: &QueueId, progress: &OpProgress) -> Result<PurgeReport> {
         self.inner.purge(queue, progress).await
     }
-    fn deletes_by_id(&self) -> bool {
-        true
+    fn deleter(&self) -> Option<&dyn DeleteById> {
+        Some(self)
     }
+    fn api_calls(&self) -> &ApiCalls {
+        self.inner.api_calls()
+    }
+}
+
+#[async_trait]
+impl DeleteById for Scripted {
     async fn delete_ids(
         &self,
         _queue: &QueueId,
@@ -86,8 +93,5 @@ impl Backend for Scripted {
         self.delete
             .clone()
             .ok_or_else(|| BackendError::Unreachable("connection lost (scripted)".into()))
-    }
-    fn api_calls(&self) -> &ApiCalls {
-        self.inner.api_calls()
     }
 }

@@ -18,6 +18,18 @@ use crate::engine::gate::{Gate, Mutation};
 use crate::engine::ops::Outcome;
 use crate::engine::rate::{Limiter, Rate};
 
+/// The source's deleter for a move, or the refusal that says to copy instead.
+fn move_deleter(
+    b: &dyn crate::backend::Backend,
+) -> Result<&dyn crate::backend::DeleteById, BackendError> {
+    b.deleter().ok_or_else(|| {
+        BackendError::Unsupported(format!(
+            "move deletes the originals by id, which the {} backend cannot do; use copy",
+            b.kind()
+        ))
+    })
+}
+
 /// One side of a transfer: a profile's gate and a queue on it.
 #[derive(Clone, Copy)]
 pub struct End<'a> {
@@ -126,17 +138,12 @@ pub async fn check(
     tb.describe(to.queue).await?;
     let mut delete_note = None;
     if moving {
-        if !fb.deletes_by_id() {
-            return Err(BackendError::Unsupported(format!(
-                "move deletes the originals by id, which the {} backend cannot do; use copy",
-                fb.kind()
-            )));
-        }
+        let d = move_deleter(fb.as_ref())?;
         let info = fb.describe(from.queue).await?;
-        if let Some(why) = fb.delete_refusal(&info) {
+        if let Some(why) = d.delete_refusal(&info) {
             return Err(BackendError::Refused(why));
         }
-        delete_note = fb.delete_note(&info);
+        delete_note = d.delete_note(&info);
     }
     if tb.kind() == crate::domain::BrokerKind::Sqs {
         if let Some(m) = msgs.iter().find(|m| std::str::from_utf8(&m.body).is_err()) {
@@ -224,12 +231,14 @@ pub async fn transfer(
         progress.phase("deleting originals");
         // Not the run's progress: a cancel must not stop the deletion of originals whose
         // copy already exists, or they would stay twice.
-        match from
-            .gate
-            .backend()
-            .delete_ids(from.queue, &copied, &OpProgress::detached())
-            .await
-        {
+        let deleted = match move_deleter(from.gate.backend().as_ref()) {
+            Ok(d) => {
+                d.delete_ids(from.queue, &copied, &OpProgress::detached())
+                    .await
+            }
+            Err(e) => Err(e),
+        };
+        match deleted {
             Ok(d) => {
                 report.deleted = d.deleted;
                 report.missing = d.missing;

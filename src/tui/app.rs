@@ -503,7 +503,7 @@ impl Exec {
             }
             Effect::Edit { queue, message } => {
                 let b = &self.session.backend;
-                if !b.deletes_by_id() {
+                if b.deleter().is_none() {
                     self.send_later(Action::Notice(Err(format!(
                         "edit deletes the original by id, which the {} backend cannot do",
                         b.kind().as_str()

@@ -23,7 +23,7 @@ use rusqlite::Connection;
 
 pub use worker::Leased;
 
-use super::{ApiCalls, Backend, BackendError, OpProgress, Result};
+use super::{ApiCalls, Backend, BackendError, DeleteById, OpProgress, Result};
 use crate::domain::*;
 
 /// How messages sharing a key may run (see the ordering seed).
@@ -469,10 +469,17 @@ impl Backend for LocalHandle {
         })
     }
 
-    fn deletes_by_id(&self) -> bool {
-        true
+    fn deleter(&self) -> Option<&dyn DeleteById> {
+        Some(self)
     }
 
+    fn api_calls(&self) -> &ApiCalls {
+        &self.0.calls
+    }
+}
+
+#[async_trait]
+impl DeleteById for LocalHandle {
     async fn delete_ids(
         &self,
         queue: &QueueId,
@@ -487,9 +494,5 @@ impl Backend for LocalHandle {
             progress.clone(),
         )
         .await
-    }
-
-    fn api_calls(&self) -> &ApiCalls {
-        &self.0.calls
     }
 }

@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 
-use super::{ApiCalls, Backend, BackendError, MessageFilter, OpProgress, Result};
+use super::{ApiCalls, Backend, BackendError, DeleteById, MessageFilter, OpProgress, Result};
 use crate::config::{Profile, RabbitmqSettings};
 use crate::domain::*;
 
@@ -591,10 +591,17 @@ impl Backend for RabbitBackend {
         purge::purge(self, queue, progress).await
     }
 
-    fn deletes_by_id(&self) -> bool {
-        true
+    fn deleter(&self) -> Option<&dyn DeleteById> {
+        Some(self)
     }
 
+    fn api_calls(&self) -> &ApiCalls {
+        &self.calls
+    }
+}
+
+#[async_trait]
+impl DeleteById for RabbitBackend {
     fn delete_note(&self, _queue: &QueueInfo) -> Option<String> {
         Some(
             "deleting reads the queue until the chosen messages are found; every other message \
@@ -628,10 +635,6 @@ impl Backend for RabbitBackend {
         progress: &OpProgress,
     ) -> Result<DeleteReport> {
         delete::delete_ids(self, queue, ids, progress).await
-    }
-
-    fn api_calls(&self) -> &ApiCalls {
-        &self.calls
     }
 }
 

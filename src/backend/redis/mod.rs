@@ -22,7 +22,7 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 
-use super::{ApiCalls, Backend, BackendError, OpProgress, Result};
+use super::{ApiCalls, Backend, BackendError, DeleteById, OpProgress, Result};
 use crate::config::{Profile, RedisSettings};
 use crate::domain::*;
 
@@ -315,10 +315,17 @@ impl Backend for RedisBackend {
         mutate::purge(self, queue, progress).await
     }
 
-    fn deletes_by_id(&self) -> bool {
-        true
+    fn deleter(&self) -> Option<&dyn DeleteById> {
+        Some(self)
     }
 
+    fn api_calls(&self) -> &ApiCalls {
+        &self.calls
+    }
+}
+
+#[async_trait]
+impl DeleteById for RedisBackend {
     fn delete_refusal(&self, queue: &QueueInfo) -> Option<String> {
         let t = self.cache().ids.get(&queue.id).cloned();
         delete::refusal(&queue.id, t.as_ref())
@@ -331,9 +338,5 @@ impl Backend for RedisBackend {
         progress: &OpProgress,
     ) -> Result<DeleteReport> {
         delete::delete_ids(self, queue, ids, progress).await
-    }
-
-    fn api_calls(&self) -> &ApiCalls {
-        &self.calls
     }
 }

@@ -31,7 +31,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde_json::{Map, Value};
 
-use super::{ApiCalls, Backend, BackendError, OpProgress, Result};
+use super::{ApiCalls, Backend, BackendError, DeleteById, OpProgress, Result};
 use crate::config::{Profile, ServicebusSettings};
 use crate::domain::*;
 use crate::sanitize;
@@ -652,10 +652,17 @@ impl Backend for ServiceBus {
         purge::purge(self.rest.clone(), queue.as_str(), progress).await
     }
 
-    fn deletes_by_id(&self) -> bool {
-        true
+    fn deleter(&self) -> Option<&dyn DeleteById> {
+        Some(self)
     }
 
+    fn api_calls(&self) -> &ApiCalls {
+        &self.rest.calls
+    }
+}
+
+#[async_trait]
+impl DeleteById for ServiceBus {
     fn delete_note(&self, _queue: &QueueInfo) -> Option<String> {
         Some(delete::COST.into())
     }
@@ -680,10 +687,6 @@ impl Backend for ServiceBus {
             )));
         }
         delete::delete_ids(&self.rest, queue.as_str(), ids, progress).await
-    }
-
-    fn api_calls(&self) -> &ApiCalls {
-        &self.rest.calls
     }
 }
 

@@ -30,7 +30,7 @@ use std::time::Instant;
 
 use async_trait::async_trait;
 
-use super::{ApiCalls, Backend, BackendError, OpProgress, Result};
+use super::{ApiCalls, Backend, BackendError, DeleteById, OpProgress, Result};
 use crate::config::{Profile, SqsSettings};
 use crate::domain::*;
 
@@ -485,10 +485,17 @@ impl Backend for SqsBackend {
         purge::purge(self, queue, progress).await
     }
 
-    fn deletes_by_id(&self) -> bool {
-        true
+    fn deleter(&self) -> Option<&dyn DeleteById> {
+        Some(self)
     }
 
+    fn api_calls(&self) -> &ApiCalls {
+        &self.calls
+    }
+}
+
+#[async_trait]
+impl DeleteById for SqsBackend {
     fn delete_note(&self, _queue: &QueueInfo) -> Option<String> {
         Some(
             "deleting receives the queue until the chosen messages are found; every other \
@@ -516,10 +523,6 @@ impl Backend for SqsBackend {
         progress: &OpProgress,
     ) -> Result<DeleteReport> {
         delete::delete_ids(self, queue, ids, progress).await
-    }
-
-    fn api_calls(&self) -> &ApiCalls {
-        &self.calls
     }
 }
 

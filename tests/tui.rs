@@ -25,6 +25,33 @@ use qdeck::tui::{update, Action, Effect};
 
 const T0: i64 = 1_764_600_000_000; // 2025-12-01T14:40:00Z
 
+/// Answer the redrive dialog's plan request among `fx` as the broker would: `n` messages,
+/// client-side, with `notes`.
+fn answer_plan(st: &mut State, fx: &[Effect], n: u64, notes: &[&str]) {
+    let req = fx
+        .iter()
+        .find_map(|e| match e {
+            Effect::PlanRedrive(r) => Some(r.clone()),
+            _ => None,
+        })
+        .expect("the dialog asks for its plan");
+    update(
+        st,
+        Action::RedrivePlanned {
+            req,
+            result: Ok(RedrivePlan {
+                count: MessageCount {
+                    ready: n,
+                    in_flight: Some(0),
+                    exact: true,
+                },
+                mode: RedriveMode::ClientSide,
+                notes: notes.iter().map(|s| s.to_string()).collect(),
+            }),
+        },
+    );
+}
+
 fn key(c: char) -> Action {
     Action::Key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE))
 }
@@ -373,7 +400,8 @@ fn snapshot_dialogs() {
     update(&mut st, key('P'));
     snap("dialog_purge", &st, 80, 24);
     update(&mut st, code(KeyCode::Esc));
-    update(&mut st, key('R'));
+    let fx = update(&mut st, key('R'));
+    answer_plan(&mut st, &fx, 7, &[]);
     snap("dialog_redrive", &st, 80, 24);
 
     let mut st = populated();
@@ -861,7 +889,8 @@ fn redrive_selected_messages() {
     update(&mut st, key(' '));
     update(&mut st, key(' '));
     assert_eq!(st.msgs.marked.len(), 2);
-    update(&mut st, key('R'));
+    let fx = update(&mut st, key('R'));
+    answer_plan(&mut st, &fx, 2, &[]);
     match &st.dialog.as_ref().unwrap().kind {
         DialogKind::Redrive {
             source,
@@ -878,7 +907,9 @@ fn redrive_selected_messages() {
         }
         other => panic!("{other:?}"),
     }
-    update(&mut st, code(KeyCode::Tab));
+    // Another target is planned again before it can run.
+    let fx = update(&mut st, code(KeyCode::Tab));
+    answer_plan(&mut st, &fx, 2, &[]);
     update(&mut st, code(KeyCode::Up)); // 1 msg/s
                                         // Enter presses the focused Cancel; y confirms.
     let fx = update(&mut st, key('y'));
@@ -1804,7 +1835,8 @@ fn select(st: &mut State, name: &str) {
 fn running_redrive() -> State {
     let mut st = populated();
     select(&mut st, "orders-dlq");
-    update(&mut st, key('R'));
+    let fx = update(&mut st, key('R'));
+    answer_plan(&mut st, &fx, 5000, &[]);
     update(&mut st, key('y'));
     assert!(st.op.is_some());
     update(
@@ -1827,7 +1859,8 @@ fn dialogs() -> Vec<(&'static str, State, &'static str)> {
     out.push(("purge", st, "y confirm"));
     let mut st = populated();
     select(&mut st, "orders-dlq");
-    update(&mut st, key('R'));
+    let fx = update(&mut st, key('R'));
+    answer_plan(&mut st, &fx, 7, &["copies get a new MessageId"]);
     out.push(("redrive_origin", st, "y confirm"));
     let mut st = populated();
     st.protected = true;
@@ -3251,4 +3284,65 @@ fn foreign_controls_flags_smuggled_sequences_only() {
     ] {
         assert!(!foreign_controls(bad.as_bytes()).is_empty(), "{bad:?}");
     }
+}
+
+/// The redrive dialog confirms the plan, not the broker's general abilities: it shows the
+/// plan's count and notes (as the CLI's prompt does), `y` waits for the plan, a refused plan
+/// never runs, and the run is capped by the count the dialog showed.
+#[test]
+fn redrive_dialog_shows_and_runs_its_own_plan() {
+    let mut st = populated();
+    select(&mut st, "orders-dlq");
+    let fx = update(&mut st, key('R'));
+    let s = text(&draw(&st, 100, 24));
+    assert!(s.contains("planning with the broker"), "{s}");
+    let fx_early = update(&mut st, key('y'));
+    assert!(
+        !fx_early.iter().any(|e| matches!(e, Effect::Redrive(_))),
+        "y before the plan runs nothing"
+    );
+    assert!(st.dialog.is_some(), "the dialog stays open");
+    answer_plan(
+        &mut st,
+        &fx,
+        6,
+        &["the target requires sessions: each copy keeps its SessionId"],
+    );
+    let s = text(&draw(&st, 100, 24));
+    assert!(s.contains("all 6 messages"), "{s}");
+    assert!(s.contains("target requires sessions"), "{s}");
+    let fx = update(&mut st, key('y'));
+    let req = fx
+        .iter()
+        .find_map(|e| match e {
+            Effect::Redrive(r) => Some(r.clone()),
+            _ => None,
+        })
+        .expect("y runs the planned redrive");
+    assert_eq!(req.max, Some(6), "capped by the count the dialog showed");
+
+    // A plan the broker refuses: the reason shows and y does nothing.
+    let mut st = populated();
+    select(&mut st, "orders-dlq");
+    let fx = update(&mut st, key('R'));
+    let req = fx
+        .iter()
+        .find_map(|e| match e {
+            Effect::PlanRedrive(r) => Some(r.clone()),
+            _ => None,
+        })
+        .unwrap();
+    update(
+        &mut st,
+        Action::RedrivePlanned {
+            req,
+            result: Err(BackendError::Refused(
+                "the target is a stream: redrive cannot delete from it".into(),
+            )),
+        },
+    );
+    let s = text(&draw(&st, 100, 24));
+    assert!(s.contains("cannot redrive") && s.contains("stream"), "{s}");
+    let fx = update(&mut st, key('y'));
+    assert!(!fx.iter().any(|e| matches!(e, Effect::Redrive(_))));
 }

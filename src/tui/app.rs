@@ -560,6 +560,20 @@ impl Exec {
                     let _ = tx.send(Action::Consumers { queue, result }).await;
                 });
             }
+            Effect::PlanRedrive(req) => {
+                let gate = self.session.gate.clone();
+                let tx = self.tx.clone();
+                tokio::spawn(async move {
+                    let result = match ops::plan_redrive(&gate, req.clone()).await {
+                        Ok(ops::Planned::Redrive { plan, .. }) => Ok(plan),
+                        Ok(_) => Err(crate::backend::BackendError::Other(
+                            "the redrive planned as another operation".into(),
+                        )),
+                        Err(e) => Err(e),
+                    };
+                    let _ = tx.send(Action::RedrivePlanned { req, result }).await;
+                });
+            }
             Effect::Redrive(req) => {
                 let p = self.start_op();
                 let gate = self.session.gate.clone();

@@ -261,6 +261,18 @@ pub const RATES: [Option<Rate>; 6] = [
     Some(Rate::fixed(500.0)),
 ];
 
+/// Where a dialog's plan stands: the dialog asks for it when it opens (and again when its
+/// target changes) and shows the plan's own count and notes, so what is confirmed is what
+/// runs.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PlanShown {
+    /// Asked for; `y` waits for the broker's answer.
+    Planning,
+    Ready(Box<crate::domain::RedrivePlan>),
+    /// Why it cannot run; `y` does nothing.
+    Refused(String),
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub enum DialogKind {
     Purge {
@@ -274,6 +286,8 @@ pub enum DialogKind {
         rate: usize,
         only_ids: Option<Vec<String>>,
         count: Option<u64>,
+        /// The plan for the target shown, made by the same code as the CLI's prompt.
+        plan: PlanShown,
     },
     /// Browsing has a side effect on this broker: say it first.
     Browse {

@@ -90,7 +90,7 @@ pub(super) fn command(st: &mut State, text: &str, fx: &mut Vec<Effect>) {
             if arg.is_empty() || !st.allows(Access::Redrive) {
                 run_cmd(st, Cmd::Redrive, fx)
             } else if st.store.get(&QueueId::new(arg.as_str())).is_some() {
-                dialogs::open_redrive(st, Some(QueueId::new(arg)))
+                dialogs::open_redrive(st, Some(QueueId::new(arg)), fx)
             } else {
                 set_status(st, Level::Warn, format!("unknown queue {arg:?}"))
             }

@@ -39,7 +39,7 @@ pub(super) fn open_purge(st: &mut State) {
 }
 
 /// Open the redrive dialog; `to` presets a target queue (`:redrive QUEUE`).
-pub(super) fn open_redrive(st: &mut State, to: Option<QueueId>) {
+pub(super) fn open_redrive(st: &mut State, to: Option<QueueId>, fx: &mut Vec<Effect>) {
     let in_msgs = matches!(st.view(), View::Messages | View::Message);
     let Some(q) = st.context_queue().cloned() else {
         return;
@@ -94,17 +94,79 @@ pub(super) fn open_redrive(st: &mut State, to: Option<QueueId>) {
             .and_then(|e| e.latest.as_ref())
             .and_then(|s| s.depth),
     };
-    st.dialog = Some(Dialog::new(
-        DialogKind::Redrive {
-            source,
-            targets,
-            target,
-            rate: 0,
-            only_ids,
-            count,
+    let kind = DialogKind::Redrive {
+        source,
+        targets,
+        target,
+        rate: 0,
+        only_ids,
+        count,
+        plan: PlanShown::Planning,
+    };
+    fx.extend(redrive_request(&kind).map(Effect::PlanRedrive));
+    st.dialog = Some(Dialog::new(kind, st.protected));
+}
+
+/// The request the redrive dialog stands for (its target, rate and selection; capped by the
+/// count it shows once planned).
+fn redrive_request(kind: &DialogKind) -> Option<RedriveRequest> {
+    let DialogKind::Redrive {
+        source,
+        targets,
+        target,
+        rate,
+        only_ids,
+        count,
+        plan,
+    } = kind
+    else {
+        return None;
+    };
+    Some(RedriveRequest {
+        source: source.clone(),
+        target: targets
+            .get(*target)
+            .cloned()
+            .unwrap_or(RedriveTarget::Origin),
+        // The count the user confirmed caps the run: messages that dead-letter again while it
+        // runs are left for the next one.
+        max: match plan {
+            PlanShown::Ready(_) => count.filter(|c| *c > 0),
+            _ => None,
         },
-        st.protected,
-    ));
+        rate: RATES.get(*rate).copied().flatten(),
+        only_ids: only_ids.clone(),
+        window: None,
+    })
+}
+
+/// The plan for the redrive dialog came back: show its count and notes, or why it cannot
+/// run. Dropped when the dialog has closed or now shows another target.
+pub(super) fn redrive_planned(
+    st: &mut State,
+    req: RedriveRequest,
+    result: Result<crate::domain::RedrivePlan, BackendError>,
+) {
+    let Some(d) = st.dialog.as_mut() else {
+        return;
+    };
+    let current = redrive_request(&d.kind);
+    let DialogKind::Redrive { count, plan, .. } = &mut d.kind else {
+        return;
+    };
+    let same = current.is_some_and(|c| {
+        c.source == req.source && c.target == req.target && c.only_ids == req.only_ids
+    });
+    if !same {
+        return;
+    }
+    match result {
+        Ok(p) => {
+            *count = Some(p.count.ready);
+            *plan = PlanShown::Ready(Box::new(p));
+        }
+        Err(e) => *plan = PlanShown::Refused(error_line(&e)),
+    }
 }
 
 /// The plan for deleting chosen messages came back: ask, with what it does to the others, or
@@ -234,8 +296,18 @@ pub(super) fn dialog_key(st: &mut State, k: KeyEvent, fx: &mut Vec<Effect>) {
             };
             match &mut d.kind {
                 DialogKind::Redrive {
-                    targets, target, ..
-                } => cycle(target, targets.len()),
+                    targets,
+                    target,
+                    plan,
+                    ..
+                } => {
+                    let before = *target;
+                    cycle(target, targets.len());
+                    if *target != before {
+                        *plan = PlanShown::Planning;
+                        fx.extend(redrive_request(&d.kind).map(Effect::PlanRedrive));
+                    }
+                }
                 DialogKind::Edit {
                     targets, target, ..
                 } => cycle(target, targets.len()),
@@ -305,6 +377,22 @@ fn begin_op(st: &mut State, need: crate::config::Access, label: String) -> bool 
 }
 
 fn confirm(st: &mut State, d: Dialog, fx: &mut Vec<Effect>) {
+    // A redrive runs only on the plan the dialog shows.
+    if let DialogKind::Redrive { plan, .. } = &d.kind {
+        let wait = match plan {
+            PlanShown::Ready(_) => None,
+            PlanShown::Planning => {
+                Some("still planning with the broker; confirm once the count shows".to_string())
+            }
+            PlanShown::Refused(why) => Some(format!("cannot redrive: {why}")),
+        };
+        if let Some(why) = wait {
+            set_status(st, Level::Warn, why);
+            st.dialog = Some(d);
+            return;
+        }
+    }
+    let request = redrive_request(&d.kind);
     match d.kind {
         DialogKind::Browse { queue, .. } => messages::start_browse(st, queue, false, fx),
         DialogKind::Edit {
@@ -374,19 +462,11 @@ fn confirm(st: &mut State, d: Dialog, fx: &mut Vec<Effect>) {
             }
             fx.push(Effect::Purge(queue));
         }
-        DialogKind::Redrive {
-            source,
-            targets,
-            target,
-            rate,
-            only_ids,
-            count,
-        } => {
-            let target = targets
-                .get(target)
-                .cloned()
-                .unwrap_or(RedriveTarget::Origin);
-            let label = match &target {
+        DialogKind::Redrive { source, .. } => {
+            let Some(req) = request else {
+                return;
+            };
+            let label = match &req.target {
                 RedriveTarget::Origin => format!("redrive {source} → origin"),
                 RedriveTarget::Queue(q) => format!("redrive {source} → {q}"),
             };
@@ -394,16 +474,7 @@ fn confirm(st: &mut State, d: Dialog, fx: &mut Vec<Effect>) {
                 return;
             }
             st.msgs.marked.clear();
-            fx.push(Effect::Redrive(RedriveRequest {
-                source,
-                target,
-                // The count the user confirmed caps the run: messages that dead-letter again
-                // while it runs are left for the next one.
-                max: count.filter(|c| *c > 0),
-                rate: RATES.get(rate).copied().flatten(),
-                only_ids,
-                window: None,
-            }));
+            fx.push(Effect::Redrive(req));
         }
     }
 }

@@ -376,7 +376,7 @@ pub(super) fn run_cmd(st: &mut State, cmd: Cmd, fx: &mut Vec<Effect>) {
                 _ => 60,
             };
         }
-        Cmd::Redrive => dialogs::open_redrive(st, None),
+        Cmd::Redrive => dialogs::open_redrive(st, None, fx),
         Cmd::Purge => dialogs::open_purge(st),
         Cmd::Delete => messages::plan_delete(st, fx),
         Cmd::SelectAll => messages::select_all(st),

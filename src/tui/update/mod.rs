@@ -67,6 +67,11 @@ pub enum Action {
         queue: QueueId,
         result: Result<crate::triage::ReasonsReport, BackendError>,
     },
+    /// The plan of the redrive dialog's request, or why it is refused.
+    RedrivePlanned {
+        req: RedriveRequest,
+        result: Result<crate::domain::RedrivePlan, BackendError>,
+    },
     /// The plan for deleting chosen messages: the note for the dialog, or why it is refused.
     DeletePlanned {
         queue: QueueId,
@@ -102,6 +107,8 @@ pub enum Effect {
     },
     Consumers(QueueId),
     Redrive(RedriveRequest),
+    /// Plan this redrive for the dialog (nothing changes).
+    PlanRedrive(RedriveRequest),
     Purge(QueueId),
     /// Plan deleting these messages (the backend's refusal or its note on the others), then
     /// ask; `run`: the user confirmed, delete them.
@@ -287,6 +294,7 @@ pub fn update(st: &mut State, action: Action) -> Vec<Effect> {
             total,
         } => reasons::progress(st, queue, groups, scanned, total),
         Action::ReasonsDone { queue, result } => reasons::done(st, queue, result),
+        Action::RedrivePlanned { req, result } => dialogs::redrive_planned(st, req, result),
         Action::DeletePlanned { queue, ids, result } => {
             dialogs::open_delete(st, queue, ids, result)
         }

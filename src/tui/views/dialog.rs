@@ -9,7 +9,7 @@ use super::wrap::wrap_lines;
 use super::{block, centered, clear, fmt_count, styled};
 use crate::domain::{RedriveMode, RedriveTarget};
 use crate::sanitize::{clean, clean_short};
-use crate::tui::state::{Dialog, DialogKind, State, RATES};
+use crate::tui::state::{Dialog, DialogKind, PlanShown, State, RATES};
 
 pub fn render(f: &mut Frame, st: &State, d: &Dialog, area: Rect) {
     let t = &st.theme;
@@ -44,6 +44,7 @@ pub fn render(f: &mut Frame, st: &State, d: &Dialog, area: Rect) {
             rate,
             only_ids,
             count,
+            plan,
         } => {
             title = " redrive ";
             let what = match only_ids {
@@ -79,14 +80,32 @@ pub fn render(f: &mut Frame, st: &State, d: &Dialog, area: Rect) {
                 styled(r, t.accent),
                 styled("   (↑/↓ to change)", t.dim),
             ]));
-            let how = match &st.caps.redrive {
-                RedriveMode::Native(s) => format!("the broker moves them ({})", clean(s)),
-                RedriveMode::ClientSide => {
-                    "copy → broker confirms → delete: a crash may duplicate, never lose".into()
+            // What the plan says, not what the broker can do in general: the plan knows this
+            // queue and this target (a Service Bus target that needs sessions, a new
+            // MessageId, a quorum queue's delivery limit).
+            match plan {
+                PlanShown::Planning => {
+                    lines.push(Line::from(styled("planning with the broker…", t.dim)))
                 }
-                RedriveMode::Unsupported(s) => format!("not supported: {}", clean(s)),
-            };
-            lines.push(Line::from(styled(how, t.dim)));
+                PlanShown::Refused(why) => lines.push(Line::from(styled(
+                    format!("cannot redrive: {}", clean(why)),
+                    t.error,
+                ))),
+                PlanShown::Ready(p) => {
+                    let how = match &p.mode {
+                        RedriveMode::Native(s) => format!("the broker moves them ({})", clean(s)),
+                        RedriveMode::ClientSide => {
+                            "copy → broker confirms → delete: a crash may duplicate, never lose"
+                                .into()
+                        }
+                        RedriveMode::Unsupported(s) => format!("not supported: {}", clean(s)),
+                    };
+                    lines.push(Line::from(styled(how, t.dim)));
+                    for n in &p.notes {
+                        lines.push(Line::from(styled(format!("· {}", clean(n)), t.warn)));
+                    }
+                }
+            }
         }
         DialogKind::Quit => {
             title = " quit ";

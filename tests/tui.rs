@@ -3346,3 +3346,44 @@ fn redrive_dialog_shows_and_runs_its_own_plan() {
     let fx = update(&mut st, key('y'));
     assert!(!fx.iter().any(|e| matches!(e, Effect::Redrive(_))));
 }
+
+/// The console asks the backend about the queue at hand, not the broker in general: a queue
+/// the backend cannot browse (a RabbitMQ stream) is refused before any dialog, one whose
+/// browse has a side effect asks first, and the others browse straight away.
+#[test]
+fn browse_decides_on_the_queues_own_capabilities() {
+    let mut st = populated();
+    st.caps.browse = BrowseEffect::None;
+    st.caps_of = Some(Arc::new(|info: &QueueInfo| {
+        let mut c = caps();
+        c.browse = match info.id.as_str() {
+            "orders" => BrowseEffect::Unsupported(
+                "orders is a stream: its messages are read by offset".into(),
+            ),
+            "payments" => BrowseEffect::SideEffect("raises the quorum delivery count".into()),
+            _ => BrowseEffect::None,
+        };
+        c
+    }));
+    select(&mut st, "orders");
+    let fx = update(&mut st, key('b'));
+    assert!(
+        !fx.iter().any(|e| matches!(e, Effect::Browse { .. })),
+        "{fx:?}"
+    );
+    assert!(st.dialog.is_none(), "no confirmation for what would fail");
+    assert!(st.status.as_ref().unwrap().text.contains("stream"));
+    select(&mut st, "payments");
+    update(&mut st, key('b'));
+    assert!(matches!(
+        st.dialog.as_ref().map(|d| &d.kind),
+        Some(DialogKind::Browse { note, .. }) if note.contains("quorum")
+    ));
+    st.dialog = None;
+    select(&mut st, "emails");
+    let fx = update(&mut st, key('b'));
+    assert!(
+        fx.iter().any(|e| matches!(e, Effect::Browse { .. })),
+        "{fx:?}"
+    );
+}

@@ -56,6 +56,10 @@ pub fn initial_state(session: &Session, demo_workers: Option<usize>) -> State {
     );
     let (km, problems) = KeyMap::new(&cfg.keys);
     st.keymap = km;
+    let backend = session.backend.clone();
+    st.caps_of = Some(std::sync::Arc::new(move |info| {
+        backend.capabilities_for(info)
+    }));
     let dir = paths::config_dir().join("themes");
     let (theme, theme_err) = Theme::startup(&cfg.ui.theme, Some(&dir));
     st.theme = theme;

@@ -464,9 +464,16 @@ impl State {
     }
 }
 
+/// The backend's capabilities for one queue (`Backend::capabilities_for`).
+pub type CapsOf = std::sync::Arc<dyn Fn(&crate::domain::QueueInfo) -> Capabilities + Send + Sync>;
+
 pub struct State {
     pub store: Store,
+    /// The broker-wide capabilities; `caps_for` gives one queue's.
     pub caps: Capabilities,
+    /// Set by the app from its backend: what this broker can do with each queue (a RabbitMQ
+    /// stream cannot be browsed, a quorum queue counts browses toward its delivery limit).
+    pub caps_of: Option<CapsOf>,
     pub keymap: KeyMap,
     pub theme: Theme,
     pub theme_dir: Option<PathBuf>,
@@ -598,10 +605,20 @@ impl FleetState {
 }
 
 impl State {
+    /// What the broker can do with queue `q`, re-read from its current listing: the
+    /// backend's per-queue answer where the app gave one, else the broker-wide capabilities.
+    pub fn caps_for(&self, q: &QueueId) -> Capabilities {
+        match (&self.caps_of, self.store.get(q)) {
+            (Some(f), Some(e)) => f(&e.info),
+            _ => self.caps.clone(),
+        }
+    }
+
     pub fn new(store: Store, caps: Capabilities, profile: &str, broker: &str) -> State {
         State {
             store,
             caps,
+            caps_of: None,
             keymap: KeyMap::default(),
             theme: Theme::dark(),
             theme_dir: None,

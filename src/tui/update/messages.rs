@@ -272,7 +272,9 @@ pub(super) fn browse(st: &mut State, q: QueueId, fx: &mut Vec<Effect>) {
     if refused(st, fx) {
         return;
     }
-    if let BrowseEffect::SideEffect(note) = &st.caps.browse {
+    // This queue's answer, not the broker's in general.
+    let caps = st.caps_for(&q);
+    if let BrowseEffect::SideEffect(note) = &caps.browse {
         st.dialog = Some(Dialog::new(
             DialogKind::Browse {
                 queue: q,
@@ -282,7 +284,7 @@ pub(super) fn browse(st: &mut State, q: QueueId, fx: &mut Vec<Effect>) {
         ));
         return;
     }
-    if let BrowseEffect::Unsupported(why) = &st.caps.browse {
+    if let BrowseEffect::Unsupported(why) = &caps.browse {
         let why = why.clone();
         set_status(st, Level::Warn, format!("cannot browse: {why}"));
         return;

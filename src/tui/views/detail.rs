@@ -57,7 +57,8 @@ pub fn render(f: &mut Frame, st: &State, area: Rect) {
         styled(fmt_count(l.and_then(|s| s.delayed)), t.text),
         styled(dlq_txt, t.dlq),
     ]));
-    let age_src = match &st.caps.age {
+    let caps = st.caps_for(q);
+    let age_src = match &caps.age {
         AgeSource::Exact => String::new(),
         AgeSource::Metric(m) => format!(" (from a metric: {})", clean(m)),
         AgeSource::Unknown(w) => format!(" (unknown: {})", clean(w)),
@@ -183,7 +184,7 @@ pub fn render(f: &mut Frame, st: &State, area: Rect) {
             t.dlq,
         )));
     }
-    let c = &st.caps;
+    let c = &caps;
     let mut notes: Vec<String> = Vec::new();
     match &c.browse {
         BrowseEffect::None => notes.push("browse is a true peek".into()),

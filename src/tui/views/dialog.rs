@@ -27,10 +27,11 @@ pub fn render(f: &mut Frame, st: &State, d: &Dialog, area: Rect) {
                 format!("This deletes {} messages for good.", fmt_count(*count)),
                 t.warn,
             )));
-            if let Some(n) = &st.caps.purge_note {
+            let caps = st.caps_for(queue);
+            if let Some(n) = &caps.purge_note {
                 lines.push(Line::from(styled(clean(n).into_owned(), t.dim)));
             }
-            if let Some(c) = st.caps.purge_cooldown_secs {
+            if let Some(c) = caps.purge_cooldown_secs {
                 lines.push(Line::from(styled(
                     format!("the broker allows one purge per {c} s"),
                     t.dim,

@@ -136,6 +136,23 @@ impl Value {
         }
     }
 
+    /// A machine number: an integer of any width or a float (not a decimal or a number kept
+    /// as text).
+    pub fn is_machine_number(&self) -> bool {
+        matches!(
+            self,
+            Value::I8(_)
+                | Value::U8(_)
+                | Value::I16(_)
+                | Value::U16(_)
+                | Value::I32(_)
+                | Value::U32(_)
+                | Value::I64(_)
+                | Value::F32(_)
+                | Value::F64(_)
+        )
+    }
+
     pub fn as_str(&self) -> Option<&str> {
         match self {
             Value::String(s) => Some(s),

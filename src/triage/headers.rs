@@ -160,20 +160,9 @@ fn keeps_type(to: BrokerKind, v: &Value) -> bool {
             Value::String(_) | Value::Number(_) | Value::Bytes(_) | Value::Custom { .. }
         ),
         BrokerKind::Rabbitmq => !matches!(v, Value::Number(_) | Value::Custom { .. }),
-        BrokerKind::Servicebus => matches!(
-            v,
-            Value::String(_)
-                | Value::Bool(_)
-                | Value::I8(_)
-                | Value::U8(_)
-                | Value::I16(_)
-                | Value::U16(_)
-                | Value::I32(_)
-                | Value::U32(_)
-                | Value::I64(_)
-                | Value::F32(_)
-                | Value::F64(_)
-        ),
+        BrokerKind::Servicebus => {
+            matches!(v, Value::String(_) | Value::Bool(_)) || v.is_machine_number()
+        }
         BrokerKind::Local | BrokerKind::Redis => true,
     }
 }

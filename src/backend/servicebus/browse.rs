@@ -122,8 +122,8 @@ pub fn custom_header(v: &crate::domain::Value) -> String {
     use crate::domain::Value as V;
     match v {
         V::Bool(b) => b.to_string(),
-        V::F32(_) | V::F64(_) if v.text().parse::<f64>().is_ok_and(f64::is_finite) => v.text(),
-        V::I8(_) | V::U8(_) | V::I16(_) | V::U16(_) | V::I32(_) | V::U32(_) | V::I64(_) => v.text(),
+        // JSON has no NaN or infinity: those go as text.
+        n if n.is_machine_number() && n.text().parse::<f64>().is_ok_and(f64::is_finite) => n.text(),
         V::Custom { value, .. } => custom_header(value),
         other => Value::String(other.text()).to_string(),
     }

@@ -38,16 +38,9 @@ fn wire(v: &Value) -> (String, Payload) {
         Value::Number(n) => ("Number".into(), Payload::Text(n.clone())),
         Value::Bytes(b) => ("Binary".into(), Payload::Bytes(b.clone())),
         Value::Custom { data_type, value } => (data_type.clone(), wire(value).1),
-        Value::I8(_)
-        | Value::U8(_)
-        | Value::I16(_)
-        | Value::U16(_)
-        | Value::I32(_)
-        | Value::U32(_)
-        | Value::I64(_)
-        | Value::F32(_)
-        | Value::F64(_)
-        | Value::Decimal { .. } => ("Number".into(), Payload::Text(v.text())),
+        v if v.is_machine_number() || matches!(v, Value::Decimal { .. }) => {
+            ("Number".into(), Payload::Text(v.text()))
+        }
         other => ("String".into(), Payload::Text(other.text())),
     }
 }

@@ -6,6 +6,8 @@
 //! (default 40000), QDECK_BENCH_BATCH (default 100), QDECK_BENCH_PROCS (default "1,4").
 //! The binary re-executes itself for the worker processes (QDECK_BENCH_CHILD set).
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test asserts by unwrapping
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};

@@ -2,6 +2,8 @@
 //! 100 MB resident), and the cost of one refresh of all of them.
 //! Run: cargo bench --bench store
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test asserts by unwrapping
+
 use std::time::Instant;
 
 use qdeck::domain::{QueueId, QueueInfo, QueueStats, StatsBatch};

@@ -1,12 +1,11 @@
 //! qdeck: a terminal operations console for message queues and their workers.
+//!
+//! The engine lives in the `qdeck-core` crate (crates/qdeck-core); its modules are re-exported
+//! here under their own names, so `qdeck::engine` and `crate::engine` mean the same thing
+//! in the console, the CLI, tests and benches.
 
-pub mod backend;
+pub use qdeck_core::{backend, config, domain, engine, sanitize, tls, triage};
+
 pub mod cli;
-pub mod config;
 pub mod demo;
-pub mod domain;
-pub mod engine;
-pub mod sanitize;
-pub mod tls;
-pub mod triage;
 pub mod tui;

@@ -1,6 +1,8 @@
 //! The poller's call budget (`max_calls_per_minute`) against the local broker: calls are
 //! counted by the backend's `ApiCalls`, the same counters the status line reads.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test asserts by unwrapping
+
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};

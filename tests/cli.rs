@@ -1,6 +1,8 @@
 //! The one-shot CLI as a user runs it: exit codes, stderr text, JSON shape, the read-only
 //! gate and the audit log. Every test gets its own XDG directories and local broker file.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test asserts by unwrapping
+
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 

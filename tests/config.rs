@@ -1,6 +1,8 @@
 //! Configuration: the example parses, layering works, bad files say where and what, secrets
 //! are redacted.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test asserts by unwrapping
+
 use std::path::PathBuf;
 
 use qdeck::config::{self, LoadOptions, ProfileKind};

@@ -1,5 +1,7 @@
 //! The backend contract suite on the embedded local broker: needs nothing, always runs.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test asserts by unwrapping
+
 mod contract;
 
 use std::time::Duration;

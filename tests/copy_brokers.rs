@@ -2,6 +2,7 @@
 //! local broker, each profile from one config file. Ignored unless asked for
 //! (`source /work/testenv.sh; cargo test --test copy_brokers -- --include-ignored`).
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test asserts by unwrapping
 #![cfg(all(feature = "rabbitmq", feature = "sqs"))]
 
 mod common;

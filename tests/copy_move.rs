@@ -2,6 +2,8 @@
 //! different directories), with --where, the gates of both profiles, and an unknown target.
 //! Each test has its own XDG directories, broker files and config.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test asserts by unwrapping
+
 use std::path::PathBuf;
 use std::time::Duration;
 

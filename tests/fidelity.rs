@@ -8,6 +8,8 @@
 //! them with QDECK_TEST_AMQP_URL, QDECK_TEST_RABBITMQ_MGMT, QDECK_TEST_SQS_ENDPOINT and
 //! QDECK_TEST_PYTHON (a Python with pika and boto3).
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test asserts by unwrapping
+
 mod common;
 
 use std::path::{Path, PathBuf};

@@ -1,6 +1,8 @@
 //! Behaviour of the embedded local broker, one test per behaviour. Runs everywhere: the
 //! broker is a SQLite file in a temp dir. The multi-process test re-executes this binary.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test asserts by unwrapping
+
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

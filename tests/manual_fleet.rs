@@ -8,6 +8,7 @@
 //! source /work/testenv.sh && cargo test --release --test manual_fleet -- --ignored --nocapture
 //! (QDECK_BENCH_PHASE_SECS sets each phase's length, default 60; refresh_secs is 1.)
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test asserts by unwrapping
 #![cfg(all(feature = "rabbitmq", feature = "sqs"))]
 
 use std::collections::HashMap;

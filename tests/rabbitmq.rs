@@ -7,6 +7,8 @@
 //! `cargo test --test rabbitmq -- --include-ignored --skip manual_`.
 //! `manual_*` tests are benchmarks run by scripts/bench_rabbitmq.sh.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test asserts by unwrapping
+
 mod common;
 mod contract;
 

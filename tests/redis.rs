@@ -6,6 +6,8 @@
 //! number (2..15, see `db_for`) and flushes only that one; BullMQ tests also use a unique
 //! key prefix.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test asserts by unwrapping
+
 mod contract;
 
 mod common;

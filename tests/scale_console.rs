@@ -9,6 +9,8 @@
 //! `cargo test --release --test scale_console -- --ignored --nocapture` (the RabbitMQ one
 //! needs QDECK_TEST_AMQP_URL and QDECK_TEST_RABBITMQ_MGMT).
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test asserts by unwrapping
+
 mod common;
 
 use std::time::{Duration, Instant};

@@ -1,6 +1,8 @@
 //! Service Bus backend against the in-process stand-in (tests/servicebus_standin): no Azure,
 //! no env var needed. Verified against the stand-in, not against Azure.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test asserts by unwrapping
+
 mod common;
 mod contract;
 #[path = "servicebus_standin/mod.rs"]

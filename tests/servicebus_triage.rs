@@ -3,6 +3,8 @@
 //! `purge --where` and `move --where` delete exactly the chosen dead letters and release the
 //! rest, and redriven copies carry the redrive stamp the reasons view reads.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test asserts by unwrapping
+
 mod common;
 #[path = "servicebus_standin/mod.rs"]
 mod standin;

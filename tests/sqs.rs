@@ -11,6 +11,8 @@
 //! in this file (`move_task_*`) that answers with the documented AWS JSON 1.0 shapes. Those
 //! tests need no broker and always run.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test asserts by unwrapping
+
 mod common;
 mod contract;
 

@@ -1,6 +1,8 @@
 //! Incident triage on the local broker, as a user runs it: `reasons`, `redrive --where`,
 //! `export` and `import`. Every test gets its own XDG directories and broker file.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test asserts by unwrapping
+
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 

@@ -3,6 +3,8 @@
 //! for; endpoints from the same variables as tests/rabbitmq.rs and tests/sqs.rs
 //! (`source /work/testenv.sh; cargo test --test triage_brokers -- --include-ignored`).
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test asserts by unwrapping
+
 mod common;
 
 use std::time::Duration;

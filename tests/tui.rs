@@ -2,6 +2,8 @@
 //! hostile broker text, tiny terminals, and the console's engine parts against the real
 //! local broker.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test asserts by unwrapping
+
 use std::sync::Arc;
 use std::time::Duration;
 

@@ -2,6 +2,8 @@
 //! SAS signatures and AWS keys.
 
 use regex::Regex;
+
+use crate::literal::regex;
 use std::sync::OnceLock;
 
 fn patterns() -> &'static [(Regex, &'static str)] {
@@ -10,21 +12,20 @@ fn patterns() -> &'static [(Regex, &'static str)] {
         vec![
             // scheme://user:password@host → scheme://user:***@host
             (
-                Regex::new(r"(?i)([a-z][a-z0-9+.-]*://[^:/@\s]*):[^@/\s]*@").unwrap(),
+                regex(r"(?i)([a-z][a-z0-9+.-]*://[^:/@\s]*):[^@/\s]*@"),
                 "$1:***@",
             ),
             (
-                Regex::new(r"(?i)(SharedAccessKey\s*=\s*)[^;\s]+").unwrap(),
+                regex(r"(?i)(SharedAccessKey\s*=\s*)[^;\s]+"),
                 "${1}***",
             ),
-            (Regex::new(r"(?i)(\bsig=)[^&\s;]+").unwrap(), "${1}***"),
+            (regex(r"(?i)(\bsig=)[^&\s;]+"), "${1}***"),
             (
-                Regex::new(r"(?i)(SharedAccessSignature\s*=\s*)[^;\s]+").unwrap(),
+                regex(r"(?i)(SharedAccessSignature\s*=\s*)[^;\s]+"),
                 "${1}***",
             ),
             (
-                Regex::new(r"(?i)(aws_secret_access_key|secret_access_key|password|passwd|token)(\s*[=:]\s*)[^\s,;]+")
-                    .unwrap(),
+                regex(r"(?i)(aws_secret_access_key|secret_access_key|password|passwd|token)(\s*[=:]\s*)[^\s,;]+"),
                 "$1$2***",
             ),
         ]

@@ -120,22 +120,23 @@ pub(crate) async fn send_many(
     let mut out: Vec<Option<Result<Option<String>>>> = (0..n).map(|_| None).collect();
     // Calls of at most ten entries and `BATCH_BYTES`; an entry SQS would refuse anyway (a
     // binary body) is answered here and not sent.
-    let mut calls: Vec<Vec<SendMessageBatchRequestEntry>> = vec![Vec::new()];
+    let mut calls: Vec<Vec<SendMessageBatchRequestEntry>> = Vec::new();
+    let mut cur: Vec<SendMessageBatchRequestEntry> = Vec::new();
     let mut bytes = 0;
     for (i, m) in msgs.into_iter().enumerate() {
         match entry(&meta, i, m) {
             Ok((e, size)) => {
-                let cur = calls.last_mut().expect("one call at least");
                 if !cur.is_empty() && (cur.len() == BATCH_ENTRIES || bytes + size > BATCH_BYTES) {
-                    calls.push(Vec::new());
+                    calls.push(std::mem::take(&mut cur));
                     bytes = 0;
                 }
                 bytes += size;
-                calls.last_mut().expect("one call at least").push(e);
+                cur.push(e);
             }
             Err(e) => out[i] = Some(Err(e)),
         }
     }
+    calls.push(cur);
     b.invalidate(id);
     for entries in calls.into_iter().filter(|c| !c.is_empty()) {
         let idx: Vec<usize> = entries.iter().filter_map(|e| index(e.id())).collect();

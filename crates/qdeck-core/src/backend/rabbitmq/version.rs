@@ -127,11 +127,15 @@ mod tests {
 
     /// Recorded shapes of `/api/overview` and `/api/queues` (trimmed to the fields qdeck
     /// reads) for a 3.13 and a 4.0 broker.
-    const OVERVIEW_3_13: &str = include_str!("../../../tests/fixtures/rabbitmq/overview-3.13.json");
-    const OVERVIEW_4_0: &str = include_str!("../../../tests/fixtures/rabbitmq/overview-4.0.json");
-    const OVERVIEW_4_3: &str = include_str!("../../../tests/fixtures/rabbitmq/overview-4.3.json");
-    const QUEUES_3_13: &str = include_str!("../../../tests/fixtures/rabbitmq/queues-3.13.json");
-    const QUEUES_4_0: &str = include_str!("../../../tests/fixtures/rabbitmq/queues-4.0.json");
+    const OVERVIEW_3_13: &str =
+        include_str!("../../../../../tests/fixtures/rabbitmq/overview-3.13.json");
+    const OVERVIEW_4_0: &str =
+        include_str!("../../../../../tests/fixtures/rabbitmq/overview-4.0.json");
+    const OVERVIEW_4_3: &str =
+        include_str!("../../../../../tests/fixtures/rabbitmq/overview-4.3.json");
+    const QUEUES_3_13: &str =
+        include_str!("../../../../../tests/fixtures/rabbitmq/queues-3.13.json");
+    const QUEUES_4_0: &str = include_str!("../../../../../tests/fixtures/rabbitmq/queues-4.0.json");
 
     fn version(json: &str) -> Option<Version> {
         Version::from_overview(&serde_json::from_str(json).expect("overview fixture"))

@@ -125,15 +125,17 @@ pub fn signature(m: &Message, cfg: &SignatureConfig) -> Signature {
 }
 
 static QUOTED: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r#""[^"\s]*\d[^"\s]*"|'[^'\s]*\d[^'\s]*'"#).unwrap());
+    LazyLock::new(|| crate::literal::regex(r#""[^"\s]*\d[^"\s]*"|'[^'\s]*\d[^'\s]*'"#));
 static UUID: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b").unwrap()
+    crate::literal::regex(r"(?i)\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b")
 });
 /// `0x…`, or a run of 8+ hex digits that has at least one digit and one letter (hashes, ids).
 static HEX: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)\b0x[0-9a-f]+\b|\b(?:[0-9a-f]*[0-9][0-9a-f]*[a-f][0-9a-f]*|[0-9a-f]*[a-f][0-9a-f]*[0-9][0-9a-f]*)\b").unwrap()
+    crate::literal::regex(
+        r"(?i)\b0x[0-9a-f]+\b|\b(?:[0-9a-f]*[0-9][0-9a-f]*[a-f][0-9a-f]*|[0-9a-f]*[a-f][0-9a-f]*[0-9][0-9a-f]*)\b",
+    )
 });
-static DIGITS: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\d+(?:\.\d+)?").unwrap());
+static DIGITS: LazyLock<Regex> = LazyLock::new(|| crate::literal::regex(r"\d+(?:\.\d+)?"));
 
 /// Replace what varies between occurrences of one failure with placeholders: quoted tokens
 /// holding a digit → `"<id>"`, UUIDs → `<uuid>`, hex → `<hex>`, numbers → `<n>`; whitespace

@@ -12,12 +12,13 @@ use super::fetch;
 use super::output::{self, name};
 use super::progress_line::with_progress;
 use super::scan;
-use crate::domain::QueueId;
+use crate::domain::{BrokerKind, QueueId};
 use crate::engine::gate::Mutation;
 use crate::engine::ops::Outcome;
 use crate::engine::session::{OpenError, Session};
-use crate::triage::copy::{self, End};
+use crate::triage::copy::{self, End, TransferCheck, TransferReport};
 use crate::triage::headers::HeaderChange;
+use crate::triage::{Predicate, ScanSummary};
 
 /// The target's session: the source's own, or another profile of the same config (with
 /// `--read-only` carried over, so it can never be weakened by naming another profile).
@@ -50,6 +51,64 @@ pub async fn transfer(s: &Session, a: &TransferArgs, moving: bool, f: Format) ->
         };
     }
     let t = target_session(s, a.to_profile.as_deref()).await?;
+    require_allowed(s, &t, a, moving)?;
+    // Unknown target (or source): exit 4 before a single message is browsed.
+    let dst_info = fetch::find(t.backend.as_ref(), &a.to).await?;
+    let src_info = fetch::find(s.backend.as_ref(), &a.queue).await?;
+    let from = End {
+        gate: &s.gate,
+        queue: &src_info.id,
+    };
+    let to = End {
+        gate: &t.gate,
+        queue: &dst_info.id,
+    };
+    if moving {
+        fetch::require_delete_by_id(s.backend.as_ref(), &src_info, "move", "use copy")?;
+    }
+    let ctx = scan::eval_context(s);
+    let (msgs, summary) = scan::with_progress("scan", |p| {
+        let (pred, limits, ctx) = (pred.as_ref(), &limits, &ctx);
+        async move { copy::collect(from, pred, limits, ctx, a.count, &p).await }
+    })
+    .await?;
+    scan::finished(&summary)?;
+    let checked = copy::check(from, to, &msgs, moving).await?;
+    let plan = Plan {
+        verb,
+        moving,
+        from,
+        to,
+        kinds: (s.backend.kind(), t.backend.kind()),
+        pred: pred.as_ref(),
+        summary: &summary,
+        count: msgs.len(),
+        checked,
+    };
+    if a.dry_run || msgs.is_empty() {
+        plan.preview(a.dry_run, f);
+        return Ok(OK);
+    }
+    if !a.yes {
+        plan.confirm()?;
+    }
+    let note = plan.note();
+    let r = with_progress(verb, "stopping after the current batch…", |p| async move {
+        copy::transfer(from, to, msgs, moving, a.rate, note, &p).await
+    })
+    .await?;
+    report(r, verb, moving, f)
+}
+
+/// Checks on the names as given, before either queue is looked up: not one queue to itself,
+/// and the gates allow it (a dry run only browses the source).
+fn require_allowed(
+    s: &Session,
+    t: &Session,
+    a: &TransferArgs,
+    moving: bool,
+) -> Result<(), CliError> {
+    let verb = if moving { "move" } else { "copy" };
     let (src_q, dst_q) = (QueueId::new(&a.queue), QueueId::new(&a.to));
     let from = End {
         gate: &s.gate,
@@ -71,77 +130,87 @@ pub async fn transfer(s: &Session, a: &TransferArgs, moving: bool, f: Format) ->
     } else {
         copy::require(from, to, moving)?;
     }
-    // Unknown target (or source): exit 4 before a single message is browsed.
-    let dst_info = fetch::find(t.backend.as_ref(), &a.to).await?;
-    let src_info = fetch::find(s.backend.as_ref(), &a.queue).await?;
-    let from = End {
-        gate: &s.gate,
-        queue: &src_info.id,
-    };
-    let to = End {
-        gate: &t.gate,
-        queue: &dst_info.id,
-    };
-    let sb = s.backend.as_ref();
-    if moving {
-        fetch::require_delete_by_id(sb, &src_info, "move", "use copy")?;
+    Ok(())
+}
+
+/// A checked transfer, and how it is put to the user before it runs.
+struct Plan<'a> {
+    verb: &'static str,
+    moving: bool,
+    from: End<'a>,
+    to: End<'a>,
+    /// The brokers of the source and of the target.
+    kinds: (BrokerKind, BrokerKind),
+    pred: Option<&'a Predicate>,
+    summary: &'a ScanSummary,
+    count: usize,
+    checked: TransferCheck,
+}
+
+impl Plan<'_> {
+    /// What the scan chose, out of how much it read.
+    fn scope(&self) -> String {
+        let count = self.count;
+        match self.pred {
+            Some(p) => format!(
+                "{count} match {:?}; {}",
+                p.source(),
+                self.summary.sample_note("checked")
+            ),
+            None => format!("{count} message(s); {}", self.summary.sample_note("read")),
+        }
     }
-    let ctx = scan::eval_context(s);
-    let (msgs, summary) = scan::with_progress("scan", |p| {
-        let (pred, limits, ctx) = (pred.as_ref(), &limits, &ctx);
-        async move { copy::collect(from, pred, limits, ctx, a.count, &p).await }
-    })
-    .await?;
-    scan::finished(&summary)?;
-    let checked = copy::check(from, to, &msgs, moving).await?;
-    let headers = checked.headers;
-    let scope = match &pred {
-        Some(p) => format!(
-            "{} match {:?}; {}",
-            msgs.len(),
-            p.source(),
-            summary.sample_note("checked")
-        ),
-        None => format!("{} message(s); {}", msgs.len(), summary.sample_note("read")),
-    };
-    let plan = format!(
-        "{verb} {} message(s) from {} ({}) to {} ({})",
-        msgs.len(),
-        name(&from.label()),
-        sb.kind(),
-        name(&to.label()),
-        t.backend.kind()
-    );
-    if a.dry_run || msgs.is_empty() {
+
+    /// `verb N message(s) from A (kind) to B (kind)`.
+    fn text(&self) -> String {
+        format!(
+            "{} {} message(s) from {} ({}) to {} ({})",
+            self.verb,
+            self.count,
+            name(&self.from.label()),
+            self.kinds.0,
+            name(&self.to.label()),
+            self.kinds.1
+        )
+    }
+
+    /// A dry run, or nothing to send: what would be done, with nothing changed.
+    fn preview(&self, dry_run: bool, f: Format) {
+        let verb = self.verb;
         if f == Format::Json {
             output::print_json(&json!({
-                "dry_run": a.dry_run,
+                "dry_run": dry_run,
                 "action": verb,
-                "from": from.label(),
-                "to": to.label(),
-                "count": msgs.len(),
-                "predicate": pred.as_ref().map(|p| p.source()),
-                "scanned": summary.scanned,
-                "complete": summary.complete(),
-                "headers": headers,
+                "from": self.from.label(),
+                "to": self.to.label(),
+                "count": self.count,
+                "predicate": self.pred.map(|p| p.source()),
+                "scanned": self.summary.scanned,
+                "complete": self.summary.complete(),
+                "headers": self.checked.headers,
             }))
             .ok();
-        } else if msgs.is_empty() {
-            output::print(&format!("{}; nothing to {verb}\n", name(&scope)));
+        } else if self.count == 0 {
+            output::print(&format!("{}; nothing to {verb}\n", name(&self.scope())));
         } else {
             output::print(&format!(
-                "dry run: {}\nwould {plan}; nothing changed\n{}",
-                name(&scope),
-                header_lines(&headers)
+                "dry run: {}\nwould {}; nothing changed\n{}",
+                name(&self.scope()),
+                self.text(),
+                header_lines(&self.checked.headers)
             ));
         }
-        return Ok(OK);
     }
-    if !a.yes {
-        let cost = if moving {
+
+    /// Ask before sending; typed when the profile that loses or gains messages is protected.
+    /// A refusal is recorded by the gate of that profile.
+    fn confirm(&self) -> Result<(), CliError> {
+        let cost = if self.moving {
             // What deleting chosen messages does to the others, as the broker declares it.
-            let effect = checked
+            let effect = self
+                .checked
                 .delete_note
+                .as_ref()
                 .map(|n| format!(" Note: {n}."))
                 .unwrap_or_default();
             format!(
@@ -152,36 +221,34 @@ pub async fn transfer(s: &Session, a: &TransferArgs, moving: bool, f: Format) ->
             String::new()
         };
         let question = format!(
-            "{}.\nAbout to {plan}.{cost}\n{}",
-            name(&scope),
-            header_lines(&headers)
+            "{}.\nAbout to {}.{cost}\n{}",
+            name(&self.scope()),
+            self.text(),
+            header_lines(&self.checked.headers)
         );
-        // Typed confirmation when the profile that loses or gains messages is protected.
-        let typed = checked.typed.as_ref().map(|q| q.as_str());
-        let (gate, q) = if moving {
-            (&s.gate, &src_info.id)
+        let typed = self.checked.typed.as_ref().map(|q| q.as_str());
+        let (end, m) = if self.moving {
+            (self.from, Mutation::Move)
         } else {
-            (&t.gate, &dst_info.id)
+            (self.to, Mutation::Copy)
         };
-        if let Err(e) = confirm(question.trim_end(), typed.unwrap_or(""), typed.is_some()) {
-            let m = if moving {
-                Mutation::Move
-            } else {
-                Mutation::Copy
-            };
-            gate.refuse(m, q, &e.message);
-            return Err(e);
-        }
+        confirm(question.trim_end(), typed.unwrap_or(""), typed.is_some()).inspect_err(|e| {
+            end.gate.refuse(m, end.queue, &e.message);
+        })
     }
-    let note = json!({
-        "predicate": pred.as_ref().map(|p| p.source()),
-        "scanned": summary.scanned,
-        "complete": summary.complete(),
-    });
-    let r = with_progress(verb, "stopping after the current batch…", |p| async move {
-        copy::transfer(from, to, msgs, moving, a.rate, note, &p).await
-    })
-    .await?;
+
+    /// Said in the audit line of the run: how the messages were chosen.
+    fn note(&self) -> serde_json::Value {
+        json!({
+            "predicate": self.pred.map(|p| p.source()),
+            "scanned": self.summary.scanned,
+            "complete": self.summary.complete(),
+        })
+    }
+}
+
+/// The result, and the exit code its verdict gives.
+fn report(r: TransferReport, verb: &str, moving: bool, f: Format) -> CliResult {
     if f == Format::Json {
         output::print_json(&r).ok();
     } else {

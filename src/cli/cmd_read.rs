@@ -6,7 +6,7 @@ use super::args::Format;
 use super::exit::{CliResult, OK};
 use super::fetch::{self, QueueRow};
 use super::output::{self, age_in, name, opt, Table};
-use crate::domain::{BrowseRequest, QueueId};
+use crate::domain::{BrowseRequest, Capabilities, QueueId, QueueSettings};
 use crate::engine::gate::Mutation;
 use crate::engine::session::Session;
 use crate::sanitize;
@@ -125,88 +125,119 @@ pub async fn stats(s: &Session, queue: &str, sample: Option<Duration>, f: Format
         return Ok(OK);
     }
     let row = QueueRow::new(&info, st, err);
-    let mut pairs: Vec<(String, String)> = Vec::new();
-    let mut kv = |k: &str, v: String| pairs.push((name(k), v));
-    kv("queue", name(&row.name));
-    kv("kind", format!("{:?}", row.kind).to_lowercase());
-    kv("depth", opt(row.depth));
-    kv("in flight", opt(row.in_flight));
-    kv("delayed", opt(row.delayed));
-    kv(
-        "oldest age",
-        match &row.age_note {
-            Some(n) => format!("{} ({})", age_in(row.oldest_age_secs, f), name(n)),
-            None => age_in(row.oldest_age_secs, f),
-        },
-    );
-    kv("consumers", opt(row.consumers));
-    kv(
-        "dlq",
-        row.dlq.as_deref().map(name).unwrap_or_else(|| "—".into()),
-    );
-    kv("dlq depth", opt(row.dlq_depth));
-    if !row.dlq_sources.is_empty() {
-        kv("dlq of", name(&row.dlq_sources.join(", ")));
-    }
-    kv(
-        "lease",
-        info.settings
-            .lease_secs
-            .map(|l| age_in(Some(l), f))
-            .unwrap_or_else(|| "—".into()),
-    );
-    kv("max receives", opt(info.settings.max_receives));
-    if let Some(p) = &info.settings.key_policy {
-        kv("key policy", name(p));
-    }
-    for (k, v) in &info.settings.extra {
-        kv(k, name(v));
-    }
-    if let Some(e) = &row.error {
-        kv("error", name(e));
-    }
+    let mut pairs = Pairs::default();
+    pairs.queue(&row, &info.settings, f);
     if let Some(d) = &derived {
-        let c = derived_cells(d, f);
-        kv("in / out per s", format!("{} / {}", c[0], c[1]));
-        kv("trend", c[2].clone());
-        kv("time to drain", c[3].clone());
-        kv("workers needed", c[4].clone());
-        if let Some(a) = &d.arithmetic {
-            kv("arithmetic", name(a));
-        }
-        if d.stuck {
-            kv("stuck", "age rising while depth stays flat".into());
-        }
+        pairs.derived(d, f);
     }
-    kv(
-        "browse",
-        describe(&serde_json::to_value(&caps.browse).unwrap_or_default()),
-    );
-    kv(
-        "redrive",
-        describe(&serde_json::to_value(&caps.redrive).unwrap_or_default()),
-    );
-    kv(
-        "age source",
-        describe(&serde_json::to_value(&caps.age).unwrap_or_default()),
-    );
-    if let Some(c) = caps.purge_cooldown_secs {
-        kv("purge cooldown", format!("{c}s"));
-    }
-    for n in &caps.notes {
-        kv("note", n.clone());
-    }
+    pairs.capabilities(&caps);
     let total = b.api_calls().total();
-    kv("api calls", format!("{total} this run"));
+    pairs.kv("api calls", format!("{total} this run"));
     #[cfg(feature = "sqs")]
     if b.kind() == crate::domain::BrokerKind::Sqs {
-        // What it costs to keep this one queue's figures fresh at the profile's refresh rate.
+        pairs.sqs_cost(s, &calls);
+    }
+    output::print(&key_values(&pairs.0, f));
+    Ok(OK)
+}
+
+/// The `label  value` lines of `stats`, labels made safe to print.
+#[derive(Default)]
+struct Pairs(Vec<(String, String)>);
+
+impl Pairs {
+    fn kv(&mut self, k: &str, v: String) {
+        self.0.push((name(k), v));
+    }
+
+    /// The queue's figures, DLQ links and settings.
+    fn queue(&mut self, row: &QueueRow, settings: &QueueSettings, f: Format) {
+        self.kv("queue", name(&row.name));
+        self.kv("kind", format!("{:?}", row.kind).to_lowercase());
+        self.kv("depth", opt(row.depth));
+        self.kv("in flight", opt(row.in_flight));
+        self.kv("delayed", opt(row.delayed));
+        self.kv(
+            "oldest age",
+            match &row.age_note {
+                Some(n) => format!("{} ({})", age_in(row.oldest_age_secs, f), name(n)),
+                None => age_in(row.oldest_age_secs, f),
+            },
+        );
+        self.kv("consumers", opt(row.consumers));
+        self.kv(
+            "dlq",
+            row.dlq.as_deref().map(name).unwrap_or_else(|| "—".into()),
+        );
+        self.kv("dlq depth", opt(row.dlq_depth));
+        if !row.dlq_sources.is_empty() {
+            self.kv("dlq of", name(&row.dlq_sources.join(", ")));
+        }
+        self.kv(
+            "lease",
+            settings
+                .lease_secs
+                .map(|l| age_in(Some(l), f))
+                .unwrap_or_else(|| "—".into()),
+        );
+        self.kv("max receives", opt(settings.max_receives));
+        if let Some(p) = &settings.key_policy {
+            self.kv("key policy", name(p));
+        }
+        for (k, v) in &settings.extra {
+            self.kv(k, name(v));
+        }
+        if let Some(e) = &row.error {
+            self.kv("error", name(e));
+        }
+    }
+
+    /// Rates, trend and drain from `--sample`.
+    fn derived(&mut self, d: &crate::engine::derive::Derived, f: Format) {
+        let c = derived_cells(d, f);
+        self.kv("in / out per s", format!("{} / {}", c[0], c[1]));
+        self.kv("trend", c[2].clone());
+        self.kv("time to drain", c[3].clone());
+        self.kv("workers needed", c[4].clone());
+        if let Some(a) = &d.arithmetic {
+            self.kv("arithmetic", name(a));
+        }
+        if d.stuck {
+            self.kv("stuck", "age rising while depth stays flat".into());
+        }
+    }
+
+    /// What the backend can do with this queue.
+    fn capabilities(&mut self, caps: &Capabilities) {
+        self.kv(
+            "browse",
+            describe(&serde_json::to_value(&caps.browse).unwrap_or_default()),
+        );
+        self.kv(
+            "redrive",
+            describe(&serde_json::to_value(&caps.redrive).unwrap_or_default()),
+        );
+        self.kv(
+            "age source",
+            describe(&serde_json::to_value(&caps.age).unwrap_or_default()),
+        );
+        if let Some(c) = caps.purge_cooldown_secs {
+            self.kv("purge cooldown", format!("{c}s"));
+        }
+        for n in &caps.notes {
+            self.kv("note", n.clone());
+        }
+    }
+
+    /// What it costs to keep this one queue's figures fresh at the profile's refresh rate.
+    #[cfg(feature = "sqs")]
+    fn sqs_cost(&mut self, s: &Session, calls: &std::collections::BTreeMap<String, u64>) {
         let refresh = s
             .profile()
             .refresh_secs
             .unwrap_or(s.loaded.config.ui.refresh_secs);
-        let per_run = crate::backend::sqs::estimated_cost_usd(&calls);
-        kv(
+        let per_run = crate::backend::sqs::estimated_cost_usd(calls);
+        self.kv(
             "est. cost",
             format!(
                 "${per_run:.7} this run; ≈ ${:.4}/hour refreshing every {refresh} s (list prices)",
@@ -214,8 +245,6 @@ pub async fn stats(s: &Session, queue: &str, sample: Option<Duration>, f: Format
             ),
         );
     }
-    output::print(&key_values(&pairs, f));
-    Ok(OK)
 }
 
 /// `label  value` lines aligned on the longest label (a long setting name never runs into its

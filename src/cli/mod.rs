@@ -68,21 +68,7 @@ async fn dispatch(cli: Cli) -> CliResult {
     };
     let f = output::resolve(cli.global.output);
     let Some(cmd) = cli.command else {
-        // A profile list opens the console on the fleet view with one row per listed profile,
-        // on the first of them.
-        if let Some(sel) = multi::selection(&cli.global) {
-            let any = LoadOptions {
-                profile: None,
-                ..opts.clone()
-            };
-            let names = multi::resolve(&config::load(&any)?.config, &sel)?;
-            let opts = LoadOptions {
-                profile: names.first().cloned(),
-                ..opts
-            };
-            return console(&opts, Some(names)).await;
-        }
-        return console(&opts, cli.global.fleet.then(Vec::new)).await;
+        return console_for(&cli.global, opts).await;
     };
     match &cmd {
         Command::Config { action } => return cmd_config::run(action, &opts, f),
@@ -124,7 +110,30 @@ async fn dispatch(cli: Cli) -> CliResult {
         Err(e) if is_check => return unknown(e.into()),
         Err(e) => return Err(e.into()),
     };
-    let s = &session;
+    on_session(&session, cmd, f).await
+}
+
+/// No subcommand. A profile list opens the console on the fleet view with one row per
+/// listed profile, on the first of them.
+async fn console_for(global: &args::Global, opts: LoadOptions) -> CliResult {
+    if let Some(sel) = multi::selection(global) {
+        let any = LoadOptions {
+            profile: None,
+            ..opts.clone()
+        };
+        let names = multi::resolve(&config::load(&any)?.config, &sel)?;
+        let opts = LoadOptions {
+            profile: names.first().cloned(),
+            ..opts
+        };
+        return console(&opts, Some(names)).await;
+    }
+    console(&opts, global.fleet.then(Vec::new)).await
+}
+
+/// The commands that work on an open session of one profile: those that read here, those
+/// that change something in `changing`.
+async fn on_session(s: &Session, cmd: Command, f: args::Format) -> CliResult {
     match cmd {
         Command::Ls { pattern, sample } => cmd_read::ls(s, pattern.as_deref(), sample, f).await,
         Command::Stats { queue, sample } => cmd_read::stats(s, &queue, sample, f).await,
@@ -138,6 +147,22 @@ async fn dispatch(cli: Cli) -> CliResult {
             false => cmd_read::peek(s, &queue, count, force, f).await,
         },
         Command::Consumers { queue } => cmd_read::consumers(s, &queue, f).await,
+        Command::Reasons { dlq, scan } => cmd_reasons::reasons(s, &dlq, &scan, f).await,
+        Command::Export {
+            queue,
+            file,
+            filter,
+            count,
+            scan,
+        } => cmd_export::export(s, &queue, &file, filter.as_deref(), count, &scan, f).await,
+        Command::Check(a) => cmd_check::check(s, &a).await,
+        cmd => changing(s, cmd, f).await,
+    }
+}
+
+/// The commands that send, move, delete or edit messages.
+async fn changing(s: &Session, cmd: Command, f: args::Format) -> CliResult {
+    match cmd {
         Command::Send {
             queue,
             body,
@@ -146,16 +171,7 @@ async fn dispatch(cli: Cli) -> CliResult {
             headers,
             properties,
         } => {
-            let text = |v: Vec<(String, String)>| -> Vec<(String, Value)> {
-                v.into_iter().map(|(k, v)| (k, Value::String(v))).collect()
-            };
-            let msg = OutgoingMessage {
-                key,
-                delay,
-                headers: text(headers),
-                properties: text(properties),
-                ..OutgoingMessage::default()
-            };
+            let msg = outgoing(key, delay, headers, properties);
             cmd_mutate::send(s, &queue, body.as_deref(), msg, f).await
         }
         Command::Redrive {
@@ -169,17 +185,7 @@ async fn dispatch(cli: Cli) -> CliResult {
             filter,
             scan,
         } => {
-            let req = RedriveRequest {
-                source: QueueId::new(dlq),
-                target: match to {
-                    Some(t) => RedriveTarget::Queue(QueueId::new(t)),
-                    None => RedriveTarget::Origin,
-                },
-                max,
-                rate,
-                only_ids: None,
-                window,
-            };
+            let req = redrive_request(dlq, to, max, rate, window);
             match filter {
                 Some(pred) => {
                     cmd_redrive_where::redrive_where(s, req, &pred, &scan, dry_run, yes, f).await
@@ -190,14 +196,6 @@ async fn dispatch(cli: Cli) -> CliResult {
                 }
             }
         }
-        Command::Reasons { dlq, scan } => cmd_reasons::reasons(s, &dlq, &scan, f).await,
-        Command::Export {
-            queue,
-            file,
-            filter,
-            count,
-            scan,
-        } => cmd_export::export(s, &queue, &file, filter.as_deref(), count, &scan, f).await,
         Command::Import {
             queue,
             file,
@@ -224,19 +222,65 @@ async fn dispatch(cli: Cli) -> CliResult {
         }
         Command::Copy(a) => cmd_copy::transfer(s, &a, false, f).await,
         Command::Move(a) => cmd_copy::transfer(s, &a, true, f).await,
-        Command::Check(a) => cmd_check::check(s, &a).await,
         Command::CancelScheduled { queue, id, yes } => {
             cmd_scheduled::cancel(s, &queue, &id, yes, f).await
         }
         Command::Edit { queue, id, to, yes } => {
             cmd_edit::edit(s, &queue, &id, to.as_deref(), yes, f).await
         }
-        Command::Config { .. }
+        Command::Ls { .. }
+        | Command::Stats { .. }
+        | Command::Peek { .. }
+        | Command::Consumers { .. }
+        | Command::Reasons { .. }
+        | Command::Export { .. }
+        | Command::Check(_)
+        | Command::Config { .. }
         | Command::Completions { .. }
         | Command::Create { .. }
         | Command::Demo { .. } => {
             unreachable!("handled above")
         }
+    }
+}
+
+/// `send`'s message: headers and properties given on the command line are text.
+fn outgoing(
+    key: Option<String>,
+    delay: Option<std::time::Duration>,
+    headers: Vec<(String, String)>,
+    properties: Vec<(String, String)>,
+) -> OutgoingMessage {
+    let text = |v: Vec<(String, String)>| -> Vec<(String, Value)> {
+        v.into_iter().map(|(k, v)| (k, Value::String(v))).collect()
+    };
+    OutgoingMessage {
+        key,
+        delay,
+        headers: text(headers),
+        properties: text(properties),
+        ..OutgoingMessage::default()
+    }
+}
+
+/// `redrive`'s request: to `--to`, else each message's origin.
+fn redrive_request(
+    dlq: String,
+    to: Option<String>,
+    max: Option<u64>,
+    rate: Option<crate::engine::rate::Rate>,
+    window: Option<u32>,
+) -> RedriveRequest {
+    RedriveRequest {
+        source: QueueId::new(dlq),
+        target: match to {
+            Some(t) => RedriveTarget::Queue(QueueId::new(t)),
+            None => RedriveTarget::Origin,
+        },
+        max,
+        rate,
+        only_ids: None,
+        window,
     }
 }
 

@@ -15,7 +15,7 @@
 //! copies get a new MessageId and carry the original in `ORIGINAL_ID_PROPERTY`.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use futures::future::join_all;
@@ -73,6 +73,44 @@ impl State {
             self.report.errors.push(e);
         }
     }
+
+    /// A receive that brought nothing to move; enough in a row and the DLQ counts as drained.
+    fn note_empty(&mut self) {
+        self.empty_streak += 1;
+        if self.empty_streak >= EMPTY_STOP {
+            self.stop = true;
+        }
+    }
+
+    /// True for a copy of ours back in the DLQ, or anything after one: neither was there at
+    /// the start. The first such copy sets the watermark.
+    fn is_past_watermark(&mut self, msg: &Received) -> bool {
+        let seq_n = msg.sequence_number();
+        let ours = match (identity(msg), seq_n) {
+            (Some(id), Some(n)) => self.moved.get(&id).is_some_and(|orig| n > *orig),
+            _ => false,
+        };
+        if ours {
+            if let Some(n) = seq_n {
+                self.watermark = Some(self.watermark.map_or(n, |w| w.min(n)));
+            }
+        }
+        ours || matches!((self.watermark, seq_n), (Some(w), Some(n)) if n >= w)
+    }
+
+    /// Whether the message is one asked for (every message is, without a selection); a
+    /// selected one is struck off the list.
+    fn select(&mut self, msg: &Received) -> bool {
+        // Browse shows MessageId, or the sequence number when there is none.
+        let seq = msg.sequence_number().map(|n| n.to_string());
+        match &mut self.remaining_ids {
+            None => true,
+            Some(r) => {
+                let by_id = msg.message_id().is_some_and(|id| r.remove(&id));
+                by_id || seq.is_some_and(|n| r.remove(&n))
+            }
+        }
+    }
 }
 
 struct Ctx {
@@ -84,6 +122,12 @@ struct Ctx {
     pace: Limiter,
     st: Mutex<State>,
     progress: OpProgress,
+}
+
+impl Ctx {
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.st.lock().unwrap_or_else(|e| e.into_inner())
+    }
 }
 
 fn key_of(m: &Received) -> String {
@@ -187,18 +231,24 @@ pub async fn resubmit(
         .collect();
     for h in handles {
         if h.await.is_err() {
-            let mut st = ctx.st.lock().unwrap_or_else(|e| e.into_inner());
+            let mut st = ctx.state();
             st.error("a resubmit worker stopped unexpectedly".into());
         }
     }
+    finish(&ctx, progress).await
+}
+
+/// After the workers: unlock what was held, say what was left and why, and the report (or
+/// the error that stopped a run that moved nothing).
+async fn finish(ctx: &Ctx, progress: &OpProgress) -> Result<RedriveReport> {
     progress.phase("unlocking held messages");
     let held = {
-        let mut st = ctx.st.lock().unwrap_or_else(|e| e.into_inner());
+        let mut st = ctx.state();
         std::mem::take(&mut st.held)
     };
     let results = join_all(held.iter().map(|m| runtime::unlock(&ctx.rest, m))).await;
     let lost = results.iter().filter(|r| r.is_err()).count();
-    let mut st = ctx.st.lock().unwrap_or_else(|e| e.into_inner());
+    let mut st = ctx.state();
     if lost > 0 {
         st.error(format!(
             "{lost} held message(s) could not be unlocked; they stay in the DLQ, locked until LockDuration passes"
@@ -227,7 +277,7 @@ pub async fn resubmit(
 }
 
 fn should_stop(ctx: &Ctx) -> bool {
-    let st = ctx.st.lock().unwrap_or_else(|e| e.into_inner());
+    let st = ctx.state();
     st.stop || ctx.progress.cancelled()
 }
 
@@ -240,17 +290,8 @@ async fn worker(ctx: Arc<Ctx>) {
         if should_stop(&ctx) {
             return;
         }
-        {
-            let mut st = ctx.st.lock().unwrap_or_else(|e| e.into_inner());
-            if let Some(m) = ctx.max {
-                if st.claimed >= m {
-                    return; // others may still be finishing their claimed messages
-                }
-            }
-            if st.remaining_ids.as_ref().is_some_and(|r| r.is_empty()) {
-                return;
-            }
-            st.claimed += 1;
+        if !claim(&ctx) {
+            return;
         }
         wait_rate(&ctx).await;
         if should_stop(&ctx) {
@@ -261,12 +302,9 @@ async fn worker(ctx: Arc<Ctx>) {
         let msg = match got {
             Ok(Some(m)) => m,
             Ok(None) => {
-                let mut st = ctx.st.lock().unwrap_or_else(|e| e.into_inner());
+                let mut st = ctx.state();
                 st.claimed = st.claimed.saturating_sub(1);
-                st.empty_streak += 1;
-                if st.empty_streak >= EMPTY_STOP {
-                    st.stop = true;
-                }
+                st.note_empty();
                 continue;
             }
             Err(e) => {
@@ -277,141 +315,150 @@ async fn worker(ctx: Arc<Ctx>) {
                 continue;
             }
         };
-        // Already held (its lock expired and it came round again), or not selected.
-        let key = key_of(&msg);
-        {
-            let mut st = ctx.st.lock().unwrap_or_else(|e| e.into_inner());
-            // In progress elsewhere means the other worker's lock was lost: do not copy twice.
-            if st.held_seqs.contains(&key) || st.in_progress.contains(&key) {
-                st.claimed = st.claimed.saturating_sub(1);
-                st.empty_streak += 1;
-                if st.empty_streak >= EMPTY_STOP {
-                    st.stop = true;
-                }
-                st.held.push(msg);
-                continue;
-            }
-            // A copy of ours back in the DLQ (or anything after it) was not there at the start.
-            let seq_n = msg.sequence_number();
-            let ours = match (identity(&msg), seq_n) {
-                (Some(id), Some(n)) => st.moved.get(&id).is_some_and(|orig| n > *orig),
-                _ => false,
-            };
-            if ours {
-                if let Some(n) = seq_n {
-                    st.watermark = Some(st.watermark.map_or(n, |w| w.min(n)));
-                }
-            }
-            if ours || matches!((st.watermark, seq_n), (Some(w), Some(n)) if n >= w) {
-                st.claimed = st.claimed.saturating_sub(1);
-                st.past_watermark += 1;
-                st.empty_streak += 1;
-                if st.empty_streak >= EMPTY_STOP {
-                    st.stop = true;
-                }
-                st.held_seqs.insert(key);
-                st.held.push(msg);
-                continue;
-            }
-            st.empty_streak = 0;
-            // Browse shows MessageId, or the sequence number when there is none.
-            let seq = msg.sequence_number().map(|n| n.to_string());
-            let selected = match &mut st.remaining_ids {
-                None => true,
-                Some(r) => {
-                    let by_id = msg.message_id().is_some_and(|id| r.remove(&id));
-                    by_id || seq.is_some_and(|n| r.remove(&n))
-                }
-            };
-            if !selected {
-                st.claimed = st.claimed.saturating_sub(1);
-                st.held_seqs.insert(key);
-                st.held.push(msg);
-                continue;
-            }
-            st.in_progress.insert(key.clone());
-            // Known before the copy exists: a copy that dead-letters at once must be
-            // recognised even while this worker is still completing its original.
-            if let (Some(id), Some(n)) = (identity(&msg), seq_n) {
-                st.moved.insert(id, n);
-            }
-        }
-        let mut copy = Outgoing::copy_of(&msg);
-        super::stamp::stamp_redrive(&mut copy, chrono::Utc::now().timestamp_millis());
-        if ctx.new_ids {
-            let had = copy
-                .custom
-                .iter()
-                .any(|(k, _)| k.eq_ignore_ascii_case(ORIGINAL_ID_PROPERTY));
-            if let (false, Some(id)) = (had, msg.message_id()) {
-                copy.custom.push((
-                    ORIGINAL_ID_PROPERTY.to_string(),
-                    serde_json::Value::String(id).to_string(),
-                ));
-            }
-            copy.props.insert(
-                "MessageId".into(),
-                serde_json::Value::String(uuid::Uuid::new_v4().to_string()),
-            );
-        }
-        let sent = runtime::send(&ctx.rest, &ctx.target, &copy).await;
-        let outcome = match sent {
-            Ok(()) => Some(runtime::complete(&ctx.rest, &msg).await),
-            Err(_) => None,
+        let Some((msg, key)) = admit(&ctx, msg) else {
+            continue;
         };
-        {
-            let mut st = ctx.st.lock().unwrap_or_else(|e| e.into_inner());
-            if !matches!(outcome, Some(Ok(()))) {
-                // Not completed: if it comes round again, do not copy it a second time.
-                st.held_seqs.insert(key.clone());
-            }
-            st.in_progress.remove(&key);
-        }
-        match sent {
-            Ok(()) => match outcome.unwrap_or(Ok(())) {
-                Ok(()) => {
-                    let mut st = ctx.st.lock().unwrap_or_else(|e| e.into_inner());
-                    st.report.moved += 1;
-                    st.err_streak = 0;
-                    drop(st);
-                    ctx.progress.add_done(1);
-                }
-                Err(e) => {
-                    let mut st = ctx.st.lock().unwrap_or_else(|e| e.into_inner());
-                    st.report.possibly_duplicated += 1;
-                    // Lock lost: if the message comes round again, do not copy it twice.
-                    st.held_seqs.insert(key_of(&msg));
-                    let id = msg.message_id().unwrap_or_default();
-                    st.error(format!(
-                        "message {id}: copied to {} but not removed from the DLQ ({e}); it may be resubmitted twice",
-                        ctx.target
-                    ));
-                    drop(st);
-                    ctx.progress.add_failed(1);
-                }
-            },
-            Err(e) => {
-                if let Some(id) = identity(&msg) {
-                    let mut st = ctx.st.lock().unwrap_or_else(|e| e.into_inner());
-                    st.moved.remove(&id);
-                }
-                if !note_failure(&ctx, e, Some(msg)) {
-                    return;
-                }
-            }
+        if !resubmit_one(&ctx, msg, key).await {
+            return;
         }
     }
 }
 
+/// Claim one message for this worker; false when the run has claimed all it may.
+fn claim(ctx: &Ctx) -> bool {
+    let mut st = ctx.state();
+    if let Some(m) = ctx.max {
+        if st.claimed >= m {
+            return false; // others may still be finishing their claimed messages
+        }
+    }
+    if st.remaining_ids.as_ref().is_some_and(|r| r.is_empty()) {
+        return false;
+    }
+    st.claimed += 1;
+    true
+}
+
+/// Decide whether a locked message is to be copied: `Some` with its key (marked in progress),
+/// or `None` when it is held until the end instead.
+fn admit(ctx: &Ctx, msg: Received) -> Option<(Received, String)> {
+    // Already held (its lock expired and it came round again), or not selected.
+    let key = key_of(&msg);
+    let mut st = ctx.state();
+    // In progress elsewhere means the other worker's lock was lost: do not copy twice.
+    if st.held_seqs.contains(&key) || st.in_progress.contains(&key) {
+        st.claimed = st.claimed.saturating_sub(1);
+        st.note_empty();
+        st.held.push(msg);
+        return None;
+    }
+    if st.is_past_watermark(&msg) {
+        st.claimed = st.claimed.saturating_sub(1);
+        st.past_watermark += 1;
+        st.note_empty();
+        st.held_seqs.insert(key);
+        st.held.push(msg);
+        return None;
+    }
+    st.empty_streak = 0;
+    if !st.select(&msg) {
+        st.claimed = st.claimed.saturating_sub(1);
+        st.held_seqs.insert(key);
+        st.held.push(msg);
+        return None;
+    }
+    st.in_progress.insert(key.clone());
+    // Known before the copy exists: a copy that dead-letters at once must be
+    // recognised even while this worker is still completing its original.
+    if let (Some(id), Some(n)) = (identity(&msg), msg.sequence_number()) {
+        st.moved.insert(id, n);
+    }
+    Some((msg, key))
+}
+
+/// The copy sent to the target: stamped, and with a new MessageId when the policy says so.
+fn copy_for(ctx: &Ctx, msg: &Received) -> Outgoing {
+    let mut copy = Outgoing::copy_of(msg);
+    super::stamp::stamp_redrive(&mut copy, chrono::Utc::now().timestamp_millis());
+    if ctx.new_ids {
+        let had = copy
+            .custom
+            .iter()
+            .any(|(k, _)| k.eq_ignore_ascii_case(ORIGINAL_ID_PROPERTY));
+        if let (false, Some(id)) = (had, msg.message_id()) {
+            copy.custom.push((
+                ORIGINAL_ID_PROPERTY.to_string(),
+                serde_json::Value::String(id).to_string(),
+            ));
+        }
+        copy.props.insert(
+            "MessageId".into(),
+            serde_json::Value::String(uuid::Uuid::new_v4().to_string()),
+        );
+    }
+    copy
+}
+
+/// Send the copy, then (only if the send succeeded) complete the original. False when the run
+/// should stop.
+async fn resubmit_one(ctx: &Ctx, msg: Received, key: String) -> bool {
+    let copy = copy_for(ctx, &msg);
+    let sent = runtime::send(&ctx.rest, &ctx.target, &copy).await;
+    let outcome = match sent {
+        Ok(()) => Some(runtime::complete(&ctx.rest, &msg).await),
+        Err(_) => None,
+    };
+    {
+        let mut st = ctx.state();
+        if !matches!(outcome, Some(Ok(()))) {
+            // Not completed: if it comes round again, do not copy it a second time.
+            st.held_seqs.insert(key.clone());
+        }
+        st.in_progress.remove(&key);
+    }
+    match sent {
+        Ok(()) => match outcome.unwrap_or(Ok(())) {
+            Ok(()) => {
+                let mut st = ctx.state();
+                st.report.moved += 1;
+                st.err_streak = 0;
+                drop(st);
+                ctx.progress.add_done(1);
+            }
+            Err(e) => {
+                let mut st = ctx.state();
+                st.report.possibly_duplicated += 1;
+                // Lock lost: if the message comes round again, do not copy it twice.
+                st.held_seqs.insert(key_of(&msg));
+                let id = msg.message_id().unwrap_or_default();
+                st.error(format!(
+                    "message {id}: copied to {} but not removed from the DLQ ({e}); it may be resubmitted twice",
+                    ctx.target
+                ));
+                drop(st);
+                ctx.progress.add_failed(1);
+            }
+        },
+        Err(e) => {
+            if let Some(id) = identity(&msg) {
+                let mut st = ctx.state();
+                st.moved.remove(&id);
+            }
+            return note_failure(ctx, e, Some(msg));
+        }
+    }
+    true
+}
+
 fn release(ctx: &Ctx) {
-    let mut st = ctx.st.lock().unwrap_or_else(|e| e.into_inner());
+    let mut st = ctx.state();
     st.claimed = st.claimed.saturating_sub(1);
 }
 
 /// Record a failure; the message (if any) is held locked until the end so the loop moves on.
 /// Returns false when the run should stop.
 fn note_failure(ctx: &Ctx, e: BackendError, msg: Option<Received>) -> bool {
-    let mut st = ctx.st.lock().unwrap_or_else(|e| e.into_inner());
+    let mut st = ctx.state();
     let fatal = matches!(
         e,
         BackendError::NotFound(_)

@@ -248,26 +248,7 @@ pub(crate) async fn list_queues_filtered(
         return Ok(Vec::new());
     };
     // 1. Names, per region.
-    let mut found: Vec<(QueueId, QueueMeta)> = Vec::new();
-    for region in 0..b.regions.len() {
-        for url in list_region(b, region, prefix.as_deref()).await? {
-            let name = queue_name_from_url(&url);
-            let id = b.id_for(region, &name);
-            if filter.is_some_and(|f| !f.matches(id.as_str())) {
-                continue;
-            }
-            found.push((
-                id,
-                QueueMeta {
-                    region,
-                    fifo: name.ends_with(".fifo"),
-                    name,
-                    url,
-                    ..QueueMeta::default()
-                },
-            ));
-        }
-    }
+    let found = list_names(b, filter, prefix.as_deref()).await?;
     {
         let mut metas = lock(&b.meta);
         // A filtered listing keeps what is known of the other queues.
@@ -287,19 +268,72 @@ pub(crate) async fn list_queues_filtered(
         .buffered(CONCURRENCY)
         .collect()
         .await;
-    if !results.is_empty() && results.iter().all(|(_, r)| r.is_err()) {
-        if let Some((_, Err(e))) = results.first() {
+    if let Some(e) = account_failure(&results) {
+        return Err(e);
+    }
+    // 3. DLQ links, both directions, from the RedrivePolicy of each source.
+    let (mut infos, sources) = linked_infos(b, &results);
+    note_sources(b, &mut infos, &sources, filter.is_none());
+    infos.sort_by(|a, b| a.id.cmp(&b.id));
+    Ok(infos)
+}
+
+/// The queues of every region whose id matches `filter`, with what their URL tells.
+async fn list_names(
+    b: &SqsBackend,
+    filter: Option<&QueueFilter>,
+    prefix: Option<&str>,
+) -> Result<Vec<(QueueId, QueueMeta)>> {
+    let mut found: Vec<(QueueId, QueueMeta)> = Vec::new();
+    for region in 0..b.regions.len() {
+        for url in list_region(b, region, prefix).await? {
+            let name = queue_name_from_url(&url);
+            let id = b.id_for(region, &name);
+            if filter.is_some_and(|f| !f.matches(id.as_str())) {
+                continue;
+            }
+            found.push((
+                id,
+                QueueMeta {
+                    region,
+                    fifo: name.ends_with(".fifo"),
+                    name,
+                    url,
+                    ..QueueMeta::default()
+                },
+            ));
+        }
+    }
+    Ok(found)
+}
+
+/// When every queue failed, and with a failure of the account rather than of a queue
+/// (credentials refused or missing, the endpoint down, throttling): that failure.
+fn account_failure<T>(results: &[(QueueId, Result<T>)]) -> Option<BackendError> {
+    if results.is_empty() || !results.iter().all(|(_, r)| r.is_err()) {
+        return None;
+    }
+    match results.first() {
+        Some((_, Err(e)))
             if matches!(
                 e,
                 BackendError::Unreachable(_)
                     | BackendError::Throttled { .. }
                     | BackendError::Auth(_)
-            ) {
-                return Err(e.clone());
-            }
+            ) =>
+        {
+            Some(e.clone())
         }
+        _ => None,
     }
-    // 3. DLQ links, both directions, from the RedrivePolicy of each source.
+}
+
+/// One `QueueInfo` per queue read, with its DLQ from its RedrivePolicy; and, inverted, the
+/// sources of each DLQ.
+fn linked_infos(
+    b: &SqsBackend,
+    results: &[(QueueId, Result<BTreeMap<String, String>>)],
+) -> (Vec<QueueInfo>, HashMap<QueueId, Vec<QueueId>>) {
     let metas: HashMap<QueueId, QueueMeta> = lock(&b.meta).clone();
     let by_arn: HashMap<String, QueueId> = metas
         .iter()
@@ -307,7 +341,7 @@ pub(crate) async fn list_queues_filtered(
         .collect();
     let mut infos: Vec<QueueInfo> = Vec::with_capacity(results.len());
     let mut sources: HashMap<QueueId, Vec<QueueId>> = HashMap::new();
-    for (id, res) in &results {
+    for (id, res) in results {
         let meta = metas.get(id).cloned().unwrap_or_default();
         let dlq = meta.redrive.as_ref().and_then(|p| {
             by_arn
@@ -341,26 +375,33 @@ pub(crate) async fn list_queues_filtered(
             settings,
         });
     }
-    {
-        let mut metas = lock(&b.meta);
-        for info in &mut infos {
-            if let Some(s) = sources.get(&info.id) {
-                let mut s = s.clone();
-                s.sort();
-                info.is_dlq = true;
-                info.dlq_sources = s.clone();
-                if let Some(m) = metas.get_mut(&info.id).filter(|_| filter.is_none()) {
-                    m.sources = s;
-                }
-            }
-            // A filtered listing has not seen every possible source.
-            if let Some(m) = metas.get_mut(&info.id).filter(|_| filter.is_none()) {
-                m.sources_known = true;
+    (infos, sources)
+}
+
+/// Mark each DLQ with its sources; a full listing (`complete`) also remembers them, and that
+/// every queue's sources are now known.
+fn note_sources(
+    b: &SqsBackend,
+    infos: &mut [QueueInfo],
+    sources: &HashMap<QueueId, Vec<QueueId>>,
+    complete: bool,
+) {
+    let mut metas = lock(&b.meta);
+    for info in infos {
+        if let Some(s) = sources.get(&info.id) {
+            let mut s = s.clone();
+            s.sort();
+            info.is_dlq = true;
+            info.dlq_sources = s.clone();
+            if let Some(m) = metas.get_mut(&info.id).filter(|_| complete) {
+                m.sources = s;
             }
         }
+        // A filtered listing has not seen every possible source.
+        if let Some(m) = metas.get_mut(&info.id).filter(|_| complete) {
+            m.sources_known = true;
+        }
     }
-    infos.sort_by(|a, b| a.id.cmp(&b.id));
-    Ok(infos)
 }
 
 /// One queue's settings and DLQ links without listing the account.
@@ -405,19 +446,8 @@ pub(crate) async fn stats(b: &SqsBackend, queues: &[QueueId]) -> Result<StatsBat
         .buffered(CONCURRENCY)
         .collect()
         .await;
-    if !results.is_empty() && results.iter().all(|(_, r)| r.is_err()) {
-        if let Some((_, Err(e))) = results.first() {
-            // Failures of the account, not of a queue: credentials refused or missing, the
-            // endpoint down, throttling.
-            if matches!(
-                e,
-                BackendError::Unreachable(_)
-                    | BackendError::Throttled { .. }
-                    | BackendError::Auth(_)
-            ) {
-                return Err(e.clone());
-            }
-        }
+    if let Some(e) = account_failure(&results) {
+        return Err(e);
     }
     let mut batch = StatsBatch::default();
     let mut depth_now: HashMap<QueueId, u64> = HashMap::new();

@@ -8,8 +8,9 @@
 //! counts into dollars at list prices.
 //!
 //! Files: `client` (SDK setup, error mapping), `figures` (list + stats), `age` (CloudWatch),
-//! `browse`, `redrive` (client-side), `movetask` (native StartMessageMoveTask), `purge`,
-//! `cost`.
+//! `browse`, `redrive` (native or client-side; the client-side copy loops in `redrive_loops`,
+//! one batch's copy → delete in `redrive_batch`), `movetask` (native StartMessageMoveTask),
+//! `purge`, `cost`.
 
 mod age;
 pub(crate) mod attributes;
@@ -22,6 +23,8 @@ mod figures;
 mod movetask;
 mod purge;
 mod redrive;
+mod redrive_batch;
+mod redrive_loops;
 mod send;
 
 use std::collections::HashMap;

@@ -87,7 +87,6 @@ async fn manual_fleet_one_broker_down() {
     let amqp = std::env::var("QDECK_TEST_AMQP_URL").expect("source /work/testenv.sh");
     let mgmt = std::env::var("QDECK_TEST_RABBITMQ_MGMT").expect("source /work/testenv.sh");
     let uri: lapin::uri::AMQPUri = amqp.parse().expect("QDECK_TEST_AMQP_URL parses");
-    std::env::set_var("QDECK_MANUAL_FLEET_PW", &uri.authority.userinfo.password);
     let phase: f64 = std::env::var("QDECK_BENCH_PHASE_SECS")
         .ok()
         .and_then(|s| s.parse().ok())
@@ -111,9 +110,10 @@ async fn manual_fleet_one_broker_down() {
             db.display().to_string()
         );
     }
+    // The password comes with the URL in QDECK_TEST_AMQP_URL, which the fleet reads itself.
     cfg += &format!(
         "[[profiles]]\nname = \"rabbit\"\nkind = \"rabbitmq\"\namqp_url_env = \"QDECK_TEST_AMQP_URL\"\n\
-         management_url = \"{mgmt}\"\nusername = \"{}\"\npassword_env = \"QDECK_MANUAL_FLEET_PW\"\n\
+         management_url = \"{mgmt}\"\nusername = \"{}\"\n\
          refresh_secs = {REFRESH_SECS}\n",
         uri.authority.userinfo.username
     );

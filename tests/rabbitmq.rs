@@ -18,7 +18,8 @@ use std::time::{Duration, Instant};
 use lapin::options::*;
 use lapin::types::{AMQPValue, FieldTable, LongString};
 use lapin::{BasicProperties, Channel, Connection, ConnectionProperties};
-use qdeck::backend::{build, Backend, BackendError, OpProgress};
+use qdeck::backend::{build_with, Backend, BackendError, OpProgress};
+use qdeck::config::secret::SecretMap;
 use qdeck::config::{Profile, ProfileKind, RabbitmqSettings};
 use qdeck::domain::*;
 
@@ -61,8 +62,6 @@ fn broker() -> Env {
 }
 
 fn settings(e: &Env) -> RabbitmqSettings {
-    // SAFETY of intent: every test sets the same value, so concurrent writers agree.
-    unsafe_set_password(&e.password);
     RabbitmqSettings {
         amqp_url: Some(e.bare_url.clone()),
         management_url: Some(e.mgmt.clone()),
@@ -72,20 +71,26 @@ fn settings(e: &Env) -> RabbitmqSettings {
     }
 }
 
-fn unsafe_set_password(p: &str) {
-    if std::env::var(PASSWORD_VAR).ok().as_deref() != Some(p) {
-        #[allow(unused_unsafe)]
-        unsafe {
-            std::env::set_var(PASSWORD_VAR, p)
-        };
-    }
+/// The variables the tests' profiles name: the broker's password in `PASSWORD_VAR`. Backends
+/// get them through a map, never the process environment the test threads share.
+fn secrets() -> SecretMap {
+    SecretMap::new().with(PASSWORD_VAR, env().password)
 }
 
 async fn backend_with(s: RabbitmqSettings) -> Arc<dyn Backend> {
     backend_named("rmq-test", s).await
 }
 
+/// A backend whose profile names `var`, holding `value`, besides the usual password.
+async fn backend_with_secret(s: RabbitmqSettings, var: &str, value: &str) -> Arc<dyn Backend> {
+    backend_built("rmq-test", s, &secrets().with(var, value)).await
+}
+
 async fn backend_named(name: &str, s: RabbitmqSettings) -> Arc<dyn Backend> {
+    backend_built(name, s, &secrets()).await
+}
+
+async fn backend_built(name: &str, s: RabbitmqSettings, secrets: &SecretMap) -> Arc<dyn Backend> {
     let profile = Profile {
         name: name.into(),
         kind: ProfileKind::Rabbitmq(s),
@@ -96,7 +101,7 @@ async fn backend_named(name: &str, s: RabbitmqSettings) -> Arc<dyn Backend> {
         max_calls_per_minute: None,
         reason_headers: Vec::new(),
     };
-    build(&profile).await.expect("backend builds")
+    build_with(&profile, secrets).await.expect("backend builds")
 }
 
 async fn backend(e: &Env) -> Arc<dyn Backend> {
@@ -1100,13 +1105,9 @@ fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
 async fn wrong_password_is_an_auth_error_without_the_secret() {
     let e = broker();
     let var = "QDECK_TEST_RABBITMQ_WRONG_PASSWORD";
-    #[allow(unused_unsafe)]
-    unsafe {
-        std::env::set_var(var, "hunter2-wrong")
-    };
     let mut st = settings(&e);
     st.password_env = Some(var.into());
-    let b = backend_with(st).await;
+    let b = backend_with_secret(st, var, "hunter2-wrong").await;
     let err = b.list_queues().await.expect_err("wrong password fails");
     assert!(matches!(err, BackendError::Auth(_)), "{err:?}");
     let text = err.to_string();
@@ -2036,14 +2037,10 @@ impl TempUser {
             "QDECK_TEST_PW_{}",
             self.name.replace('-', "_").to_uppercase()
         );
-        #[allow(unused_unsafe)]
-        unsafe {
-            std::env::set_var(&var, "qdeck-temp-pw")
-        };
         let mut st = settings(e);
         st.username = Some(self.name.clone());
-        st.password_env = Some(var);
-        backend_with(st).await
+        st.password_env = Some(var.clone());
+        backend_with_secret(st, &var, "qdeck-temp-pw").await
     }
 }
 
@@ -2135,14 +2132,10 @@ async fn missing_rights_are_forbidden_not_bad_credentials() {
 
     // A wrong password stays an authentication failure.
     let var = "QDECK_TEST_PW_WRONG_FOR_TEMP";
-    #[allow(unused_unsafe)]
-    unsafe {
-        std::env::set_var(var, "not-the-password")
-    };
     let mut st = settings(&e);
     st.username = Some(partial.name.clone());
     st.password_env = Some(var.into());
-    let b = backend_with(st).await;
+    let b = backend_with_secret(st, var, "not-the-password").await;
     assert!(matches!(
         b.browse(&qid, &browse).await,
         Err(BackendError::Auth(_))

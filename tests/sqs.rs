@@ -17,34 +17,27 @@ mod common;
 mod contract;
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, Once};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use aws_config::{BehaviorVersion, Region};
 use aws_sdk_sqs::types::{MessageAttributeValue, QueueAttributeName};
 use qdeck::backend::{self, Backend, BackendError, OpProgress};
+use qdeck::config::secret::SecretMap;
 use qdeck::config::{Profile, ProfileKind, SqsSettings};
 use qdeck::domain::*;
 
-fn test_env() {
-    static ONCE: Once = Once::new();
-    ONCE.call_once(|| {
-        for (k, v) in [
-            ("AWS_ACCESS_KEY_ID", "testing"),
-            ("AWS_SECRET_ACCESS_KEY", "testing"),
-            ("AWS_REGION", "us-east-1"),
-        ] {
-            if std::env::var_os(k).is_none() {
-                std::env::set_var(k, v);
-            }
-        }
-    });
+/// moto's keys (it takes any): handed to the backends built here, never set in the
+/// environment the test threads share.
+fn moto_keys() -> SecretMap {
+    SecretMap::new()
+        .with("AWS_ACCESS_KEY_ID", "testing")
+        .with("AWS_SECRET_ACCESS_KEY", "testing")
 }
 
 /// The moto endpoint of a test marked `#[ignore = "needs QDECK_TEST_SQS_ENDPOINT"]`: such a
 /// test runs only when asked for (`--include-ignored`), and then a missing broker fails it.
 fn require_endpoint() -> String {
-    test_env();
     common::broker_var(
         "QDECK_TEST_SQS_ENDPOINT",
         "start moto (moto_server -H 127.0.0.1 -p 5055) and set it to http://127.0.0.1:5055",
@@ -75,7 +68,7 @@ fn profile(ep: &str, prefix: &str) -> Profile {
 }
 
 async fn qdeck(ep: &str, prefix: &str) -> Arc<dyn Backend> {
-    backend::build(&profile(ep, prefix))
+    backend::build_with(&profile(ep, prefix), &moto_keys())
         .await
         .expect("build sqs backend")
 }
@@ -90,6 +83,9 @@ async fn raw(ep: &str) -> Raw {
         .http_client(qdeck::tls::aws_https_client())
         .region(Region::new("us-east-1"))
         .endpoint_url(ep)
+        .credentials_provider(aws_sdk_sqs::config::Credentials::new(
+            "testing", "testing", None, None, "moto",
+        ))
         .load()
         .await;
     Raw {
@@ -721,10 +717,13 @@ async fn cloudwatch_age_is_read_only_for_dlqs_and_the_fullest_queues() {
         age_worst_n: Some(1),
         ..SqsSettings::default()
     };
-    let b = backend::build(&Profile {
-        kind: ProfileKind::Sqs(settings),
-        ..profile(&ep, &p)
-    })
+    let b = backend::build_with(
+        &Profile {
+            kind: ProfileKind::Sqs(settings),
+            ..profile(&ep, &p)
+        },
+        &moto_keys(),
+    )
     .await
     .expect("build");
     let ids: Vec<QueueId> = b
@@ -766,7 +765,6 @@ async fn cloudwatch_age_is_read_only_for_dlqs_and_the_fullest_queues() {
 
 #[tokio::test]
 async fn unreachable_endpoint_is_reported_as_such() {
-    test_env();
     // Port 9 on loopback: nothing listens there.
     let b = qdeck("http://127.0.0.1:9", "x").await;
     let err = b.list_queues().await.expect_err("unreachable");
@@ -884,7 +882,6 @@ fn common(action: &str, ep_queue: &str) -> Option<serde_json::Value> {
 
 #[tokio::test]
 async fn move_task_runs_natively_and_reports_progress() {
-    test_env();
     let (ep, seen) = stand_in(|action, _body, nth| {
         if let Some(v) = common(action, "http://x/123456789012/orders-dlq") {
             return (200, v);
@@ -967,7 +964,6 @@ async fn move_task_runs_natively_and_reports_progress() {
 
 #[tokio::test]
 async fn move_task_cancel_sends_cancel_with_the_handle() {
-    test_env();
     let progress = OpProgress::detached();
     let p2 = progress.clone();
     let (ep, seen) = stand_in(move |action, _body, nth| {
@@ -1034,7 +1030,6 @@ async fn move_task_cancel_sends_cancel_with_the_handle() {
 
 #[tokio::test]
 async fn move_task_500_falls_back_to_client_side_and_says_so() {
-    test_env();
     // Like moto: the move-task actions answer 500; the queue is empty so client-side ends fast.
     let (ep, seen) = stand_in(|action, _body, _nth| {
         if let Some(v) = common(action, "http://x/123456789012/orders-dlq") {
@@ -1273,7 +1268,6 @@ fn url_for(body: &serde_json::Value) -> serde_json::Value {
 
 #[tokio::test]
 async fn client_side_deletes_only_confirmed_copies_and_reports_stale_receipts() {
-    test_env();
     let (ep, seen) = stand_in(|action, body, nth| match action {
         "GetQueueUrl" => (200, url_for(body)),
         "GetQueueAttributes" => (
@@ -1380,7 +1374,6 @@ async fn client_side_deletes_only_confirmed_copies_and_reports_stale_receipts() 
 
 #[tokio::test]
 async fn access_denied_on_one_queue_goes_to_errors_and_throttling_is_named() {
-    test_env();
     let (ep, seen) = stand_in(|action, body, _nth| match action {
         "GetQueueUrl" => (200, url_for(body)),
         "GetQueueAttributes" if body["QueueUrl"].as_str().unwrap_or("").ends_with("/secret") => (
@@ -1418,10 +1411,13 @@ async fn access_denied_on_one_queue_goes_to_errors_and_throttling_is_named() {
         cloudwatch: Some(false),
         ..SqsSettings::default()
     };
-    let b = backend::build(&Profile {
-        kind: ProfileKind::Sqs(settings),
-        ..profile(&ep, "x")
-    })
+    let b = backend::build_with(
+        &Profile {
+            kind: ProfileKind::Sqs(settings),
+            ..profile(&ep, "x")
+        },
+        &moto_keys(),
+    )
     .await
     .expect("build");
     let batch = b
@@ -1522,7 +1518,10 @@ async fn manual_no_credentials_child() {
     if std::env::var_os("QDECK_SQS_NO_CREDS_CHILD").is_none() {
         return;
     }
-    let b = qdeck("http://127.0.0.1:9", "x").await;
+    // The environment (stripped of AWS_* by the parent), not `moto_keys`: the SDK's chain.
+    let b = backend::build(&profile("http://127.0.0.1:9", "x"))
+        .await
+        .expect("build sqs backend");
     let err = b.list_queues().await.expect_err("no credentials");
     println!("error: {err}");
     assert!(matches!(err, BackendError::Auth(_)), "{err:?}");
@@ -1789,6 +1788,8 @@ async fn redrive_killed_at_random_moments_never_loses_a_message() {
             .env("HOME", home.path())
             .env("XDG_STATE_HOME", home.path().join("state"))
             .env("QDECK_SQS_REDRIVE_HOLD_SECS", "10")
+            .env("AWS_ACCESS_KEY_ID", "testing")
+            .env("AWS_SECRET_ACCESS_KEY", "testing")
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
             .spawn()
@@ -1848,7 +1849,6 @@ struct SqsFixture {
 
 impl SqsFixture {
     async fn setup() -> Self {
-        test_env();
         let ep = require_endpoint();
         let prefix = prefix();
         SqsFixture {

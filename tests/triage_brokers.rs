@@ -157,6 +157,7 @@ mod rabbitmq {
     use lapin::options::*;
     use lapin::types::{AMQPValue, FieldTable, LongString};
     use lapin::{Connection, ConnectionProperties};
+    use qdeck::config::secret::SecretMap;
     use qdeck::config::{Profile, ProfileKind, RabbitmqSettings};
 
     const PASSWORD_VAR: &str = "QDECK_TEST_TRIAGE_RABBITMQ_PASSWORD";
@@ -176,8 +177,7 @@ mod rabbitmq {
         let mgmt = crate::common::broker_var("QDECK_TEST_RABBITMQ_MGMT", "RabbitMQ management");
         let uri: lapin::uri::AMQPUri = url.parse().expect("QDECK_TEST_AMQP_URL parses");
         let user = uri.authority.userinfo.username.clone();
-        // SAFETY of intent: set once, before any backend reads it, always to the same value.
-        unsafe { std::env::set_var(PASSWORD_VAR, &uri.authority.userinfo.password) };
+        let secrets = SecretMap::new().with(PASSWORD_VAR, &uri.authority.userinfo.password);
         let bare = format!(
             "amqp://{user}@{}:{}/{}",
             uri.authority.host,
@@ -201,7 +201,9 @@ mod rabbitmq {
             max_calls_per_minute: None,
             reason_headers: Vec::new(),
         };
-        let b = qdeck::backend::build(&profile).await.expect("backend");
+        let b = qdeck::backend::build_with(&profile, &secrets)
+            .await
+            .expect("backend");
         let conn = Connection::connect(&url, ConnectionProperties::default())
             .await
             .expect("amqp");
@@ -457,20 +459,11 @@ mod one_pass;
 #[cfg(feature = "sqs")]
 mod sqs {
     use super::*;
+    use qdeck::config::secret::SecretMap;
     use qdeck::config::{Profile, ProfileKind, SqsSettings};
 
     async fn setup(prefix: &str) -> std::sync::Arc<dyn Backend> {
         let ep = crate::common::broker_var("QDECK_TEST_SQS_ENDPOINT", "moto");
-        for (k, v) in [
-            ("AWS_ACCESS_KEY_ID", "testing"),
-            ("AWS_SECRET_ACCESS_KEY", "testing"),
-            ("AWS_REGION", "us-east-1"),
-        ] {
-            if std::env::var_os(k).is_none() {
-                // SAFETY of intent: the same fixed values in every test.
-                unsafe { std::env::set_var(k, v) };
-            }
-        }
         let profile = Profile {
             name: "sqs-triage".into(),
             kind: ProfileKind::Sqs(SqsSettings {
@@ -487,7 +480,16 @@ mod sqs {
             max_calls_per_minute: None,
             reason_headers: Vec::new(),
         };
-        qdeck::backend::build(&profile).await.expect("backend")
+        qdeck::backend::build_with(&profile, &moto_keys())
+            .await
+            .expect("backend")
+    }
+
+    /// moto takes any key; handed over, not set in the environment the tests share.
+    fn moto_keys() -> SecretMap {
+        SecretMap::new()
+            .with("AWS_ACCESS_KEY_ID", "testing")
+            .with("AWS_SECRET_ACCESS_KEY", "testing")
     }
 
     async fn create(ep_backend: &dyn Backend, name: &str) {
@@ -497,6 +499,9 @@ mod sqs {
             .http_client(qdeck::tls::aws_https_client())
             .region(aws_config::Region::new("us-east-1"))
             .endpoint_url(ep)
+            .credentials_provider(aws_sdk_sqs::config::Credentials::new(
+                "testing", "testing", None, None, "moto",
+            ))
             .load()
             .await;
         aws_sdk_sqs::Client::new(&conf)

@@ -10,7 +10,8 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use qdeck::backend::{build, Backend, BackendError};
+use qdeck::backend::{build_with, Backend, BackendError};
+use qdeck::config::secret::SecretMap;
 use qdeck::config::{Profile, ProfileKind, ServicebusSettings};
 
 /// The start of the line a broker test prints when its broker is missing. `.ci/run` greps
@@ -102,14 +103,14 @@ pub fn servicebus(name: &str, connection_string_env: &str, topics: Option<bool>)
     }
 }
 
-/// A Service Bus backend on connection string `cs`, passed through a variable of its own so
-/// tests running in parallel never read each other's.
+/// A Service Bus backend on connection string `cs`, handed over in a secret map of its own
+/// (the process environment is shared by the tests running in parallel).
 pub async fn servicebus_backend(
     name: &str,
     cs: &str,
     topics: Option<bool>,
 ) -> Result<Arc<dyn Backend>, BackendError> {
-    let var = format!("QDECK_TEST_SB_{}", uuid::Uuid::new_v4().simple());
-    std::env::set_var(&var, cs);
-    build(&servicebus(name, &var, topics)).await
+    let var = "QDECK_TEST_SB_CONNECTION_STRING";
+    let secrets = SecretMap::new().with(var, cs);
+    build_with(&servicebus(name, var, topics), &secrets).await
 }

@@ -43,6 +43,13 @@ pub enum BackendError {
     Other(String),
 }
 
+/// A missing secret or a bad setting found while building a backend.
+impl From<crate::config::ConfigError> for BackendError {
+    fn from(e: crate::config::ConfigError) -> Self {
+        BackendError::Invalid(e.0)
+    }
+}
+
 impl BackendError {
     /// Transient errors are worth retrying with backoff.
     pub fn is_transient(&self) -> bool {

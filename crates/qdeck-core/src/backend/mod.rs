@@ -26,6 +26,7 @@ pub use filter::QueueFilter;
 pub use message_filter::MessageFilter;
 pub use progress::{OpProgress, ProgressState};
 
+use crate::config::secret::{Environment, SecretSource};
 use crate::config::{Profile, ProfileKind};
 use crate::domain::*;
 
@@ -246,19 +247,28 @@ pub fn filter_client_side(all: Vec<QueueInfo>, filter: &QueueFilter) -> Vec<Queu
         .collect()
 }
 
-/// Connect the backend a profile names. Cheap for every kind: no network until first use,
-/// except where the client library insists.
+/// Connect the backend a profile names, its secrets read from the process environment.
+/// Cheap for every kind: no network until first use, except where the client library insists.
 pub async fn build(profile: &Profile) -> Result<Arc<dyn Backend>> {
+    build_with(profile, &Environment).await
+}
+
+/// As `build`, the variables the profile names read from `secrets`. They are resolved here,
+/// once: a backend keeps the `Secret`s, never the source.
+pub async fn build_with(
+    profile: &Profile,
+    #[allow(unused_variables)] secrets: &dyn SecretSource,
+) -> Result<Arc<dyn Backend>> {
     match &profile.kind {
         ProfileKind::Local(s) => Ok(Arc::new(local::LocalHandle::open(&s.resolved_path())?)),
         #[cfg(feature = "rabbitmq")]
-        ProfileKind::Rabbitmq(s) => rabbitmq::connect(profile, s).await,
+        ProfileKind::Rabbitmq(s) => rabbitmq::connect(profile, s, secrets).await,
         #[cfg(feature = "sqs")]
-        ProfileKind::Sqs(s) => sqs::connect(profile, s).await,
+        ProfileKind::Sqs(s) => sqs::connect(profile, s, secrets).await,
         #[cfg(feature = "servicebus")]
-        ProfileKind::Servicebus(s) => servicebus::connect(profile, s).await,
+        ProfileKind::Servicebus(s) => servicebus::connect(profile, s, secrets).await,
         #[cfg(feature = "redis")]
-        ProfileKind::Redis(s) => redis::connect(profile, s).await,
+        ProfileKind::Redis(s) => redis::connect(profile, s, secrets).await,
         #[allow(unreachable_patterns)]
         other => Err(BackendError::Unsupported(format!(
             "this qdeck was built without the {} backend (cargo feature {:?})",

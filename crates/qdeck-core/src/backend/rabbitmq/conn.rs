@@ -1,6 +1,7 @@
 //! Credentials, AMQP connections (one per vhost, reconnected on demand) and error mapping.
-//! The password lives only in `Creds` and in the URI handed to lapin; it never reaches a
-//! message: every text that might hold a URL goes through `redact`.
+//! The password is a `Secret` in `Creds`, exposed only into the URI handed to lapin and the
+//! management API's Basic auth; it never reaches a message: every text that might hold a URL
+//! goes through `redact`.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -11,14 +12,16 @@ use tokio::sync::Mutex;
 
 use crate::backend::{BackendError, Result};
 use crate::config::redact::redact;
+use crate::config::secret::{Secret, SecretSource};
 use crate::config::RabbitmqSettings;
 
-/// Where and how to connect. `Debug` is hand-written so the password never prints.
+/// Where and how to connect. `Debug` is hand-written to show where, not who with what.
 #[derive(Clone)]
 pub struct Creds {
+    /// The AMQP URI without a password: `password` goes into it only when a connection opens.
     pub uri: AMQPUri,
     pub username: String,
-    pub password: String,
+    pub password: Secret,
     /// Management API base without a trailing slash.
     pub mgmt_base: String,
     /// The vhost of the AMQP URL: its queues are addressed by bare name.
@@ -37,32 +40,41 @@ impl std::fmt::Debug for Creds {
 }
 
 impl Creds {
-    /// Resolve the profile: URL from `amqp_url_env` or `amqp_url`, password from
-    /// `password_env` (overrides one in the URL), username from settings or the URL.
-    pub fn from_settings(s: &RabbitmqSettings) -> Result<Creds> {
-        let raw = match (&s.amqp_url_env, &s.amqp_url) {
-            (Some(var), _) => std::env::var(var).map_err(|_| {
-                BackendError::Invalid(format!(
-                    "environment variable {var} (amqp_url_env) is not set"
-                ))
-            })?,
-            (None, Some(u)) => u.clone(),
-            (None, None) => "amqp://127.0.0.1:5672/%2f".to_string(),
+    /// Resolve profile `profile`: URL from `amqp_url_env` or `amqp_url`, password from
+    /// `password_env` (overrides one in the URL), username from settings or the URL; the
+    /// variables are read from `secrets`.
+    pub fn from_settings(
+        profile: &str,
+        s: &RabbitmqSettings,
+        secrets: &dyn SecretSource,
+    ) -> Result<Creds> {
+        let mut uri: AMQPUri = match (&s.amqp_url_env, &s.amqp_url) {
+            // The whole URL is a secret: a parse error names the variable, never the URL.
+            (Some(var), _) => {
+                let url = secrets.require(profile, "amqp_url_env", var)?;
+                url.expose().parse().map_err(|e: String| {
+                    BackendError::Invalid(format!(
+                        "profile '{profile}': environment variable {var} (named by amqp_url_env) \
+                         is not an AMQP URL: {}",
+                        redact(&e)
+                    ))
+                })?
+            }
+            (None, url) => {
+                let raw = url.as_deref().unwrap_or("amqp://127.0.0.1:5672/%2f");
+                raw.parse().map_err(|e: String| {
+                    BackendError::Invalid(format!("bad AMQP URL {}: {}", redact(raw), redact(&e)))
+                })?
+            }
         };
-        let mut uri: AMQPUri = raw.parse().map_err(|e: String| {
-            BackendError::Invalid(format!("bad AMQP URL {}: {}", redact(&raw), redact(&e)))
-        })?;
         if let Some(u) = &s.username {
             uri.authority.userinfo.username = u.clone();
         }
-        if let Some(var) = &s.password_env {
-            let p = std::env::var(var).map_err(|_| {
-                BackendError::Invalid(format!(
-                    "environment variable {var} (password_env) is not set"
-                ))
-            })?;
-            uri.authority.userinfo.password = p;
-        }
+        let in_url = Secret::new(std::mem::take(&mut uri.authority.userinfo.password));
+        let password = match &s.password_env {
+            Some(var) => secrets.require(profile, "password_env", var)?,
+            None => in_url,
+        };
         let tls = matches!(uri.scheme, lapin::uri::AMQPScheme::AMQPS);
         let mgmt_base = match &s.management_url {
             Some(m) => m.trim_end_matches('/').to_string(),
@@ -78,7 +90,7 @@ impl Creds {
         let default_vhost = s.vhost.clone().unwrap_or_else(|| uri.vhost.clone());
         Ok(Creds {
             username: uri.authority.userinfo.username.clone(),
-            password: uri.authority.userinfo.password.clone(),
+            password,
             default_vhost,
             mgmt_base,
             uri,
@@ -133,6 +145,7 @@ impl Pool {
         }
         let mut uri = self.creds.uri.clone();
         uri.vhost = vhost.to_string();
+        uri.authority.userinfo.password = self.creds.password.expose().to_string();
         let props = ConnectionProperties::default().with_connection_name(self.name.as_str().into());
         let conn = tokio::time::timeout(
             std::time::Duration::from_secs(15),

@@ -10,6 +10,7 @@ use serde::Deserialize;
 
 use crate::backend::{ApiCalls, BackendError, Result};
 use crate::config::redact::redact;
+use crate::config::secret::Secret;
 
 use super::conn::{one_line, Creds};
 
@@ -27,7 +28,7 @@ pub struct Mgmt {
     http: reqwest::Client,
     base: String,
     user: String,
-    password: String,
+    password: Secret,
     calls: Arc<ApiCalls>,
     /// A 401, remembered for a while (see `conn::AUTH_MEMO`).
     auth_failed: std::sync::Mutex<Option<(std::time::Instant, BackendError)>>,
@@ -120,7 +121,7 @@ impl Mgmt {
         let whoami = self
             .http
             .get(format!("{}/api/whoami", self.base))
-            .basic_auth(&self.user, Some(&self.password))
+            .basic_auth(&self.user, Some(self.password.expose()))
             .send()
             .await;
         self.calls.bump("mgmt:GET /api/whoami");
@@ -170,7 +171,7 @@ impl Mgmt {
         let mut rb = self
             .http
             .request(method, format!("{}{}", self.base, path))
-            .basic_auth(&self.user, Some(&self.password));
+            .basic_auth(&self.user, Some(self.password.expose()));
         if let Some(b) = body {
             rb = rb.json(b);
         }

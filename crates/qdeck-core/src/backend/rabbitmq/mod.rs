@@ -28,6 +28,7 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 
 use super::{ApiCalls, Backend, BackendError, DeleteById, MessageFilter, OpProgress, Result};
+use crate::config::secret::SecretSource;
 use crate::config::{Profile, RabbitmqSettings};
 use crate::domain::*;
 
@@ -38,8 +39,16 @@ use version::Version;
 
 pub use headers::parse_dead_letter;
 
-pub async fn connect(profile: &Profile, settings: &RabbitmqSettings) -> Result<Arc<dyn Backend>> {
-    Ok(Arc::new(RabbitBackend::new(&profile.name, settings)?))
+pub async fn connect(
+    profile: &Profile,
+    settings: &RabbitmqSettings,
+    secrets: &dyn SecretSource,
+) -> Result<Arc<dyn Backend>> {
+    Ok(Arc::new(RabbitBackend::new(
+        &profile.name,
+        settings,
+        secrets,
+    )?))
 }
 
 /// Rows older than this are fetched again; younger ones answer `stats` right after
@@ -76,8 +85,12 @@ impl RabbitBackend {
         &self.creds.username
     }
 
-    pub fn new(profile_name: &str, settings: &RabbitmqSettings) -> Result<RabbitBackend> {
-        let creds = Creds::from_settings(settings)?;
+    pub fn new(
+        profile_name: &str,
+        settings: &RabbitmqSettings,
+        secrets: &dyn SecretSource,
+    ) -> Result<RabbitBackend> {
+        let creds = Creds::from_settings(profile_name, settings, secrets)?;
         let calls = Arc::new(ApiCalls::default());
         Ok(RabbitBackend {
             mgmt: Mgmt::new(&creds, calls.clone())?,
@@ -641,6 +654,7 @@ impl DeleteById for RabbitBackend {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::secret::SecretMap;
     use crate::config::ProfileKind;
 
     /// The profile as users write it (config.example.toml).
@@ -668,14 +682,15 @@ protected = true
         let ProfileKind::Rabbitmq(s) = &cfg.profiles[0].kind else {
             panic!("rabbitmq profile")
         };
-        std::env::set_var("QDECK_UNIT_RABBIT_PASSWORD", "s3cr3t-unit");
-        let creds = Creds::from_settings(s).expect("creds");
-        assert_eq!(creds.password, "s3cr3t-unit");
+        let secrets = SecretMap::new().with("QDECK_UNIT_RABBIT_PASSWORD", "s3cr3t-unit");
+        let creds = Creds::from_settings("unit", s, &secrets).expect("creds");
+        assert_eq!(creds.password.expose(), "s3cr3t-unit");
+        assert_eq!(creds.uri.authority.userinfo.password, "", "only at connect");
         assert_eq!(creds.username, "ops");
         assert_eq!(creds.default_vhost, "orders");
         assert_eq!(creds.mgmt_base, "https://rabbit.internal:15671");
         assert!(!format!("{creds:?}").contains("s3cr3t"));
-        let b = RabbitBackend::new("unit", s).expect("backend");
+        let b = RabbitBackend::new("unit", s, &secrets).expect("backend");
         assert_eq!(b.id_of("orders", "q1"), QueueId::new("q1"));
         assert_eq!(b.id_of("other", "q1"), QueueId::new("other/q1"));
         assert_eq!(
@@ -690,14 +705,45 @@ protected = true
             amqp_url: Some("amqp://guest@10.0.0.5:5672/%2f".into()),
             ..Default::default()
         };
-        let c = Creds::from_settings(&s).expect("creds");
+        let none = SecretMap::new();
+        let c = Creds::from_settings("unit", &s, &none).expect("creds");
         assert_eq!(c.mgmt_base, "http://10.0.0.5:15672");
         assert_eq!(c.default_vhost, "/");
         let bad = RabbitmqSettings {
             amqp_url: Some("amqp://u:pw-in-url@host:notaport/".into()),
             ..Default::default()
         };
-        let err = Creds::from_settings(&bad).expect_err("bad url").to_string();
+        let err = Creds::from_settings("unit", &bad, &none)
+            .expect_err("bad url")
+            .to_string();
         assert!(!err.contains("pw-in-url"), "{err}");
+        let from_env = RabbitmqSettings {
+            amqp_url_env: Some("QDECK_UNIT_AMQP_URL".into()),
+            ..Default::default()
+        };
+        let err = Creds::from_settings("unit", &from_env, &none)
+            .expect_err("unset")
+            .to_string();
+        assert_eq!(
+            err,
+            "invalid input: profile 'unit': environment variable QDECK_UNIT_AMQP_URL \
+             (named by amqp_url_env) is not set"
+        );
+        let bad_env = SecretMap::new().with("QDECK_UNIT_AMQP_URL", "amqp://u:pw-in-env@host:x/");
+        let err = Creds::from_settings("unit", &from_env, &bad_env)
+            .expect_err("bad url")
+            .to_string();
+        assert!(
+            err.contains("QDECK_UNIT_AMQP_URL") && !err.contains("pw-in-env"),
+            "{err}"
+        );
+        let c = Creds::from_settings(
+            "unit",
+            &from_env,
+            &SecretMap::new().with("QDECK_UNIT_AMQP_URL", "amqp://u:pw-in-env@host:5672/vh"),
+        )
+        .expect("creds");
+        assert_eq!(c.password.expose(), "pw-in-env");
+        assert_eq!(c.uri.authority.userinfo.password, "");
     }
 }

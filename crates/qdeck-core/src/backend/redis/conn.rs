@@ -7,29 +7,39 @@ use ::redis::{ErrorKind, IntoConnectionInfo, RedisError, ServerErrorKind, Value}
 use tokio::sync::OnceCell;
 
 use crate::backend::{BackendError, Result};
+use crate::config::secret::{Secret, SecretSource};
 use crate::config::RedisSettings;
 
 pub struct Conn {
-    info: ::redis::ConnectionInfo,
+    /// The profile's URL (never with a password) or the whole of `url_env`'s variable.
+    url: Secret,
+    username: Option<String>,
+    password: Option<Secret>,
+    db: i64,
     /// Host and port for messages (never the password).
     pub display: String,
     cell: OnceCell<ConnectionManager>,
 }
 
-fn env_var(name: &str, what: &str) -> Result<String> {
-    std::env::var(name).map_err(|_| {
-        BackendError::Invalid(format!("{what}: environment variable {name} is not set"))
-    })
+fn connection_info(url: &Secret) -> Result<::redis::ConnectionInfo> {
+    url.expose()
+        .into_connection_info()
+        .map_err(|e| BackendError::Invalid(format!("url: {}", e.kind_str())))
 }
 
 impl Conn {
-    pub fn from_settings(s: &RedisSettings) -> Result<Conn> {
+    /// Resolve profile `profile`, its variables read from `secrets`.
+    pub fn from_settings(
+        profile: &str,
+        s: &RedisSettings,
+        secrets: &dyn SecretSource,
+    ) -> Result<Conn> {
         let url = match (&s.url_env, &s.url) {
-            (Some(var), _) => env_var(var, "url_env")?,
-            (None, Some(u)) => u.clone(),
-            (None, None) => "redis://127.0.0.1:6379".to_string(),
+            (Some(var), _) => secrets.require(profile, "url_env", var)?,
+            (None, Some(u)) => Secret::new(u.clone()),
+            (None, None) => Secret::new("redis://127.0.0.1:6379"),
         };
-        let parsed = ::redis::parse_redis_url(&url).ok_or_else(|| {
+        let parsed = ::redis::parse_redis_url(url.expose()).ok_or_else(|| {
             BackendError::Invalid("url is not a redis:// or rediss:// URL".into())
         })?;
         if s.url_env.is_none() && parsed.password().is_some() {
@@ -46,37 +56,47 @@ impl Conn {
         if parsed.scheme() == "rediss" {
             crate::tls::install_provider();
         }
-        let info = url
-            .as_str()
-            .into_connection_info()
-            .map_err(|e| BackendError::Invalid(format!("url: {}", e.kind_str())))?;
-        let mut redis = info.redis_settings().clone();
-        if let Some(user) = &s.username {
-            redis = redis.set_username(user);
-        }
-        if let Some(var) = &s.password_env {
-            redis = redis.set_password(env_var(var, "password_env")?);
-        }
-        if let Some(db) = s.db {
-            redis = redis.set_db(db);
-        }
-        let info = info.set_redis_settings(redis);
+        let password = match &s.password_env {
+            Some(var) => Some(secrets.require(profile, "password_env", var)?),
+            None => None,
+        };
+        // Parsed now too, so a bad URL fails the build rather than the first call.
+        let db = match s.db {
+            Some(db) => db,
+            None => connection_info(&url)?.redis_settings().db(),
+        };
         Ok(Conn {
-            info,
+            url,
+            username: s.username.clone(),
+            password,
+            db,
             display,
             cell: OnceCell::new(),
         })
     }
 
+    /// What the client library connects with: the one place the password leaves its `Secret`.
+    fn connection_info(&self) -> Result<::redis::ConnectionInfo> {
+        let info = connection_info(&self.url)?;
+        let mut redis = info.redis_settings().clone().set_db(self.db);
+        if let Some(user) = &self.username {
+            redis = redis.set_username(user);
+        }
+        if let Some(p) = &self.password {
+            redis = redis.set_password(p.expose());
+        }
+        Ok(info.set_redis_settings(redis))
+    }
+
     pub fn db(&self) -> i64 {
-        self.info.redis_settings().db()
+        self.db
     }
 
     pub async fn get(&self) -> Result<ConnectionManager> {
         let cm = self
             .cell
             .get_or_try_init(|| async {
-                let client = ::redis::Client::open(self.info.clone()).map_err(map_err)?;
+                let client = ::redis::Client::open(self.connection_info()?).map_err(map_err)?;
                 ConnectionManager::new(client).await.map_err(map_err)
             })
             .await?;
@@ -209,5 +229,48 @@ fn value_is_noscript(v: &Value) -> bool {
     match v {
         Value::ServerError(e) => e.code() == "NOSCRIPT",
         _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::secret::SecretMap;
+
+    #[test]
+    fn secrets_come_from_the_source_and_reach_only_the_client_settings() {
+        let s = RedisSettings {
+            url_env: Some("QDECK_UNIT_REDIS_URL".into()),
+            password_env: Some("QDECK_UNIT_REDIS_PW".into()),
+            username: Some("ops".into()),
+            ..Default::default()
+        };
+        let secrets = SecretMap::new()
+            .with("QDECK_UNIT_REDIS_URL", "redis://u:url-pw@10.0.0.7:6380/4")
+            .with("QDECK_UNIT_REDIS_PW", "s3cr3t-unit");
+        let c = Conn::from_settings("unit", &s, &secrets).expect("conn");
+        assert_eq!(c.display, "redis://10.0.0.7:6380");
+        assert_eq!(c.db(), 4, "the URL's database");
+        let info = c.connection_info().expect("info");
+        assert_eq!(info.redis_settings().password(), Some("s3cr3t-unit"));
+        assert_eq!(info.redis_settings().username(), Some("ops"));
+        assert_eq!(info.redis_settings().db(), 4);
+
+        let err = Conn::from_settings("unit", &s, &SecretMap::new())
+            .err()
+            .expect("unset")
+            .to_string();
+        assert_eq!(
+            err,
+            "invalid input: profile 'unit': environment variable QDECK_UNIT_REDIS_URL \
+             (named by url_env) is not set"
+        );
+        let db = RedisSettings {
+            db: Some(2),
+            ..s.clone()
+        };
+        let c = Conn::from_settings("unit", &db, &secrets).expect("conn");
+        assert_eq!(c.db(), 2);
+        assert_eq!(c.connection_info().expect("info").redis_settings().db(), 2);
     }
 }

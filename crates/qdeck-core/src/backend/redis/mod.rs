@@ -23,13 +23,22 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 
 use super::{ApiCalls, Backend, BackendError, DeleteById, OpProgress, Result};
+use crate::config::secret::SecretSource;
 use crate::config::{Profile, RedisSettings};
 use crate::domain::*;
 
 use conn::{Conn, Lua};
 
-pub async fn connect(_profile: &Profile, settings: &RedisSettings) -> Result<Arc<dyn Backend>> {
-    Ok(Arc::new(RedisBackend::new(settings)?))
+pub async fn connect(
+    profile: &Profile,
+    settings: &RedisSettings,
+    secrets: &dyn SecretSource,
+) -> Result<Arc<dyn Backend>> {
+    Ok(Arc::new(RedisBackend::new(
+        &profile.name,
+        settings,
+        secrets,
+    )?))
 }
 
 /// BullMQ major versions whose key schema and scripts qdeck was tested against.
@@ -89,7 +98,11 @@ pub struct RedisBackend {
 }
 
 impl RedisBackend {
-    pub fn new(settings: &RedisSettings) -> Result<RedisBackend> {
+    pub fn new(
+        profile_name: &str,
+        settings: &RedisSettings,
+        secrets: &dyn SecretSource,
+    ) -> Result<RedisBackend> {
         let flavors = match &settings.flavors {
             None => None,
             Some(list) => {
@@ -98,7 +111,10 @@ impl RedisBackend {
                     match f.to_ascii_lowercase().as_str() {
                         "bullmq" => out.push(Flavor::Bullmq),
                         "sidekiq" => out.push(Flavor::Sidekiq),
-                        "detect" => return Self::build(settings, None),
+                        "detect" => {
+                            let conn = Conn::from_settings(profile_name, settings, secrets)?;
+                            return Self::build(settings, None, conn);
+                        }
                         other => {
                             return Err(BackendError::Invalid(format!(
                                 "flavors: unknown job library {:?} (bullmq, sidekiq or detect)",
@@ -110,10 +126,15 @@ impl RedisBackend {
                 Some(out)
             }
         };
-        Self::build(settings, flavors)
+        let conn = Conn::from_settings(profile_name, settings, secrets)?;
+        Self::build(settings, flavors, conn)
     }
 
-    fn build(settings: &RedisSettings, flavors: Option<Vec<Flavor>>) -> Result<RedisBackend> {
+    fn build(
+        settings: &RedisSettings,
+        flavors: Option<Vec<Flavor>>,
+        conn: Conn,
+    ) -> Result<RedisBackend> {
         let bull_prefix = settings
             .prefix
             .clone()
@@ -123,7 +144,7 @@ impl RedisBackend {
             Some(n) => format!("{n}:"),
         };
         Ok(RedisBackend {
-            conn: Conn::from_settings(settings)?,
+            conn,
             calls: Arc::new(ApiCalls::default()),
             flavors,
             bull_prefix,

@@ -13,14 +13,15 @@ use hmac::{Hmac, Mac};
 use sha2::Sha256;
 
 use crate::backend::BackendError;
+use crate::config::secret::Secret;
 
 /// How requests are authorised.
 #[derive(Clone)]
 pub enum Credential {
     /// Key name and key (the key's UTF-8 bytes are the HMAC key, as Azure does).
-    Key { name: String, key: String },
+    Key { name: String, key: Secret },
     /// A ready-made token (`SharedAccessSignature sr=…&sig=…&se=…&skn=…`).
-    Token(String),
+    Token(Secret),
 }
 
 impl std::fmt::Debug for Credential {
@@ -47,7 +48,8 @@ fn bad(what: &str) -> BackendError {
 }
 
 /// Parse a connection string. The message of any error names the problem, never the value.
-pub fn parse(s: &str) -> Result<ConnInfo, BackendError> {
+pub fn parse(cs: &Secret) -> Result<ConnInfo, BackendError> {
+    let s = cs.expose();
     let mut endpoint = None;
     let mut key_name = None;
     let mut key = None;
@@ -96,11 +98,12 @@ pub fn parse(s: &str) -> Result<ConnInfo, BackendError> {
             } else {
                 format!("SharedAccessSignature {tok}")
             };
-            Credential::Token(tok)
+            Credential::Token(Secret::new(tok))
         }
-        (Some(name), Some(key), _) if !name.is_empty() && !key.is_empty() => {
-            Credential::Key { name, key }
-        }
+        (Some(name), Some(key), _) if !name.is_empty() && !key.is_empty() => Credential::Key {
+            name,
+            key: Secret::new(key),
+        },
         (Some(n), _, _) if !n.is_empty() => return Err(bad("SharedAccessKey is missing or empty")),
         (_, Some(k), _) if !k.is_empty() => {
             return Err(bad("SharedAccessKeyName is missing or empty"))
@@ -149,6 +152,10 @@ pub fn unix_now() -> u64 {
 mod tests {
     use super::*;
 
+    fn parse(cs: &str) -> Result<ConnInfo, BackendError> {
+        super::parse(&Secret::new(cs))
+    }
+
     /// Worked example computed independently with Python:
     /// ```text
     /// import hmac,hashlib,base64,urllib.parse
@@ -177,7 +184,7 @@ mod tests {
         assert_eq!(c.base, "https://ns.servicebus.chinacloudapi.cn/");
         assert_eq!(c.entity_path.as_deref(), Some("q1"));
         assert!(
-            matches!(c.credential, Credential::Key { ref name, ref key } if name == "Root" && key == "k+/=")
+            matches!(c.credential, Credential::Key { ref name, ref key } if name == "Root" && key.expose() == "k+/=")
         );
         assert!(!format!("{c:?}").contains("k+/="));
     }
@@ -194,7 +201,7 @@ mod tests {
     fn sas_string_accepted() {
         let c = parse("Endpoint=sb://ns.servicebus.windows.net/;SharedAccessSignature=SharedAccessSignature sr=x&sig=y&se=1&skn=z").unwrap();
         assert!(
-            matches!(c.credential, Credential::Token(ref t) if t.starts_with("SharedAccessSignature sr=x"))
+            matches!(c.credential, Credential::Token(ref t) if t.expose().starts_with("SharedAccessSignature sr=x"))
         );
     }
 

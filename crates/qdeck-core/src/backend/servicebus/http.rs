@@ -11,6 +11,7 @@ use reqwest::Method;
 use super::connstr::{sas_token, unix_now, ConnInfo, Credential};
 use crate::backend::{ApiCalls, BackendError, Result};
 use crate::config::redact::redact;
+use crate::config::secret::Secret;
 
 const TOKEN_TTL_SECS: u64 = 3600;
 const TOKEN_REFRESH_MARGIN_SECS: u64 = 300;
@@ -26,7 +27,7 @@ pub struct Resp {
 pub struct Rest {
     http: reqwest::Client,
     pub info: ConnInfo,
-    token: Mutex<Option<(String, u64)>>,
+    token: Mutex<Option<(Secret, u64)>>,
     pub calls: ApiCalls,
 }
 
@@ -56,7 +57,7 @@ impl Rest {
         })
     }
 
-    fn auth_header(&self) -> String {
+    fn auth_header(&self) -> Secret {
         match &self.info.credential {
             Credential::Token(t) => t.clone(),
             Credential::Key { name, key } => {
@@ -75,7 +76,7 @@ impl Rest {
                     Some(e) => format!("{}{}", self.info.base, entity_url_path(e)),
                     None => self.info.base.clone(),
                 };
-                let tok = sas_token(&resource, name, key, exp);
+                let tok = Secret::new(sas_token(&resource, name, key.expose(), exp));
                 *g = Some((tok.clone(), exp));
                 tok
             }
@@ -100,7 +101,7 @@ impl Rest {
             let mut req = self
                 .http
                 .request(method.clone(), &url)
-                .header(AUTHORIZATION, self.auth_header());
+                .header(AUTHORIZATION, self.auth_header().expose());
             for (k, v) in headers {
                 req = req.header(k, v);
             }

@@ -1,7 +1,8 @@
 //! Azure Service Bus backend over REST: counts and settings from the ATOM management API
 //! (`mgmt`), runtime calls (`runtime`) for send, peek-lock, unlock, complete, renew and
 //! receive-and-delete, DLQ browse (`browse`), client-side resubmit (`resubmit`) and purge
-//! (`purge`). The connection string comes from the environment variable the profile names.
+//! (`purge`). The connection string comes from the variable the profile names, read through
+//! the `SecretSource` the backend is built with.
 //!
 //! Runtime calls go straight over reqwest, not through `azure_messaging_servicebus` 0.21: see
 //! the comment at the top of `runtime.rs` for why (binary bodies, lenient BrokerProperties,
@@ -32,6 +33,7 @@ use async_trait::async_trait;
 use serde_json::{Map, Value};
 
 use super::{ApiCalls, Backend, BackendError, DeleteById, OpProgress, Result};
+use crate::config::secret::SecretSource;
 use crate::config::{Profile, ServicebusSettings};
 use crate::domain::*;
 use crate::sanitize;
@@ -67,7 +69,11 @@ pub fn is_subscription(entity: &str) -> bool {
     entity.to_ascii_lowercase().contains("/subscriptions/")
 }
 
-pub async fn connect(profile: &Profile, settings: &ServicebusSettings) -> Result<Arc<dyn Backend>> {
+pub async fn connect(
+    profile: &Profile,
+    settings: &ServicebusSettings,
+    secrets: &dyn SecretSource,
+) -> Result<Arc<dyn Backend>> {
     let var = settings.connection_string_env.trim();
     if var.is_empty() {
         return Err(BackendError::Invalid(format!(
@@ -75,12 +81,7 @@ pub async fn connect(profile: &Profile, settings: &ServicebusSettings) -> Result
             profile.name
         )));
     }
-    let cs = std::env::var(var).map_err(|_| {
-        BackendError::Invalid(format!(
-            "profile '{}': environment variable {var} is not set (it should hold the Service Bus connection string)",
-            profile.name
-        ))
-    })?;
+    let cs = secrets.require(&profile.name, "connection_string_env", var)?;
     let info = connstr::parse(&cs).map_err(|e| {
         BackendError::Invalid(format!(
             "profile '{}', ${var}: {}",

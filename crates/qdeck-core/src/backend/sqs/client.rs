@@ -16,6 +16,7 @@ use aws_sdk_sqs::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
 
 use crate::backend::{ApiCalls, BackendError, Result};
 use crate::config::redact::redact;
+use crate::config::secret::AwsKeys;
 use crate::config::SqsSettings;
 
 /// The SQS and CloudWatch clients for one region.
@@ -80,6 +81,7 @@ pub(crate) fn credentials_text(profile: Option<&str>, detail: &str) -> String {
 /// One set of clients per configured region. No network here (credentials resolve lazily).
 pub(crate) async fn build_clients(
     settings: &SqsSettings,
+    keys: Option<AwsKeys>,
     calls: Arc<ApiCalls>,
 ) -> Result<Vec<RegionClients>> {
     let timeouts = TimeoutConfig::builder()
@@ -97,6 +99,15 @@ pub(crate) async fn build_clients(
         }
         if let Some(e) = &settings.endpoint_url {
             l = l.endpoint_url(e);
+        }
+        if let Some(k) = &keys {
+            l = l.credentials_provider(aws_sdk_sqs::config::Credentials::new(
+                &k.access_key_id,
+                k.secret_access_key.expose(),
+                k.session_token.as_ref().map(|t| t.expose().to_string()),
+                None,
+                "qdeck",
+            ));
         }
         l
     };

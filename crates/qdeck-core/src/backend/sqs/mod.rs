@@ -34,6 +34,7 @@ use std::time::Instant;
 use async_trait::async_trait;
 
 use super::{ApiCalls, Backend, BackendError, DeleteById, OpProgress, Result};
+use crate::config::secret::SecretSource;
 use crate::config::{Profile, SqsSettings};
 use crate::domain::*;
 
@@ -113,15 +114,21 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-pub async fn connect(_profile: &Profile, settings: &SqsSettings) -> Result<Arc<dyn Backend>> {
-    Ok(Arc::new(SqsBackend::new(settings).await?))
+pub async fn connect(
+    _profile: &Profile,
+    settings: &SqsSettings,
+    secrets: &dyn SecretSource,
+) -> Result<Arc<dyn Backend>> {
+    Ok(Arc::new(SqsBackend::new(settings, secrets).await?))
 }
 
 impl SqsBackend {
-    pub async fn new(settings: &SqsSettings) -> Result<Self> {
+    /// Credentials: static keys where `secrets` gives them (`SecretSource::aws_keys`), else
+    /// the AWS SDK's chain.
+    pub async fn new(settings: &SqsSettings, secrets: &dyn SecretSource) -> Result<Self> {
         crate::tls::install_provider();
         let calls = Arc::new(ApiCalls::default());
-        let regions = client::build_clients(settings, calls.clone()).await?;
+        let regions = client::build_clients(settings, secrets.aws_keys(), calls.clone()).await?;
         Ok(SqsBackend {
             regions,
             http: reqwest::Client::new(),
@@ -532,6 +539,7 @@ impl DeleteById for SqsBackend {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::secret::Environment;
 
     #[tokio::test]
     async fn several_regions_name_queues_region_slash_name() {
@@ -540,7 +548,9 @@ mod tests {
             endpoint_url: Some("http://127.0.0.1:9".into()),
             ..SqsSettings::default()
         };
-        let b = SqsBackend::new(&settings).await.expect("no network needed");
+        let b = SqsBackend::new(&settings, &Environment)
+            .await
+            .expect("no network needed");
         assert_eq!(b.id_for(1, "orders"), QueueId::new("eu-west-1/orders"));
         assert_eq!(
             b.id_for_arn("arn:aws:sqs:eu-west-1:123456789012:orders-dlq"),
@@ -568,7 +578,9 @@ mod tests {
             endpoint_url: Some("http://127.0.0.1:9".into()),
             ..SqsSettings::default()
         };
-        let b = SqsBackend::new(&settings).await.expect("no network needed");
+        let b = SqsBackend::new(&settings, &Environment)
+            .await
+            .expect("no network needed");
         assert_eq!(b.id_for(0, "orders"), QueueId::new("orders"));
         assert_eq!(
             b.id_for_arn("arn:aws:sqs:us-east-1:1:orders"),

@@ -57,14 +57,13 @@ impl QueueRow {
 pub fn compile_pattern(p: Option<&str>) -> Result<Option<Regex>, CliError> {
     p.map(|p| {
         Regex::new(p).map_err(|e| {
-            CliError::usage(format!("bad pattern {p:?}: {}", one_line(&e.to_string())))
+            CliError::usage(format!(
+                "bad pattern {p:?}: {}",
+                crate::sanitize::one_line(&e.to_string())
+            ))
         })
     })
     .transpose()
-}
-
-fn one_line(s: &str) -> String {
-    s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// List queues (optionally matching `pattern`) and fetch their figures.

@@ -60,6 +60,25 @@ pub fn clean_short(s: &str, max: usize) -> String {
     out
 }
 
+/// Text for one line of a status bar, an error row or a log: secrets redacted, each run of
+/// whitespace (line breaks included) one space, and any other control character made visible.
+/// Every error that quotes a broker or a URL goes through here.
+pub fn one_line(s: &str) -> String {
+    clean(&flatten(s)).into_owned()
+}
+
+/// `one_line`, cut to at most `max` chars (with `…` when cut).
+pub fn one_line_max(s: &str, max: usize) -> String {
+    clean_short(&flatten(s), max)
+}
+
+fn flatten(s: &str) -> String {
+    crate::config::redact::redact(s)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// Multi-line broker text: split on `\n`, each line cleaned (so `\r` shows as `␍`).
 pub fn clean_lines(s: &str) -> Vec<String> {
     s.split('\n').map(|l| clean(l).into_owned()).collect()

@@ -213,13 +213,6 @@ pub fn spawn(
     FleetHandle { cancel }
 }
 
-fn one_line(s: &str) -> String {
-    config::redact::redact(s)
-        .split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
 async fn poll_profile(name: String, opts: LoadOptions, tx: mpsc::Sender<FleetRow>) {
     let mut row = FleetRow {
         profile: name,
@@ -237,7 +230,7 @@ async fn poll_profile(name: String, opts: LoadOptions, tx: mpsc::Sender<FleetRow
             Ok(()) => failures = 0,
             Err(e) => {
                 failures += 1;
-                row.error = Some(one_line(&e));
+                row.error = Some(crate::sanitize::one_line(&e));
                 // A broken session (e.g. a refused connection) is opened again next time.
                 session = None;
             }

@@ -23,7 +23,6 @@ use tokio_util::sync::CancellationToken;
 use super::budget::{self, Budget, CallCost, Pacer};
 use super::schedule::{plan_tick, LastFigures, TickShape};
 use crate::backend::{Backend, BackendError};
-use crate::config::redact::redact;
 use crate::domain::{BrokerKind, QueueId, QueueInfo, StatsBatch};
 
 #[derive(Debug, Clone)]
@@ -80,7 +79,7 @@ impl PollError {
     /// One line, redacted, for the status line.
     pub fn line(&self) -> String {
         match self {
-            PollError::Backend(e) => one_line(&e.to_string()),
+            PollError::Backend(e) => crate::sanitize::one_line(&e.to_string()),
             PollError::Timeout(t, next) if next > t => format!(
                 "no answer from the broker within {} s (the next poll waits up to {} s)",
                 t.as_secs(),
@@ -491,10 +490,6 @@ pub fn relist_every(list_every: Duration, cost: u64, per_min: f64) -> Duration {
 pub fn backoff(base: Duration, failures: u32, max: Duration) -> Duration {
     let f = 2u32.saturating_pow(failures.min(16));
     base.saturating_mul(f).min(max).max(base)
-}
-
-fn one_line(s: &str) -> String {
-    redact(s).split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 #[cfg(test)]

@@ -3,6 +3,7 @@
 //! management API's Basic auth; it never reaches a message: every text that might hold a URL
 //! goes through `redact`.
 
+pub(crate) use crate::sanitize::one_line;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -237,11 +238,6 @@ impl Pool {
             _ => BackendError::Unreachable(format!("AMQP {ep}: {}", one_line(&e.to_string()))),
         }
     }
-}
-
-/// Broker text made safe for one terminal line, secrets removed.
-pub fn one_line(s: &str) -> String {
-    crate::sanitize::clean(&redact(s)).into_owned()
 }
 
 /// AMQP reply code → variant; the text names the code as the broker's docs do.

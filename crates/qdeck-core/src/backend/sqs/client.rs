@@ -1,6 +1,7 @@
 //! Client setup (aws-config's default credential chain, regions, endpoint override) and the
 //! mapping of SDK errors to `BackendError` (one line, redacted, no secrets).
 
+pub(crate) use crate::sanitize::one_line_max as one_line;
 use std::time::Duration;
 
 use aws_config::retry::RetryConfig;
@@ -15,7 +16,6 @@ use aws_sdk_sqs::error::BoxError;
 use aws_sdk_sqs::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
 
 use crate::backend::{ApiCalls, BackendError, Result};
-use crate::config::redact::redact;
 use crate::config::secret::AwsKeys;
 use crate::config::SqsSettings;
 
@@ -250,22 +250,6 @@ pub(crate) fn is_missing_queue(code: &str) -> bool {
         code,
         "AWS.SimpleQueueService.NonExistentQueue" | "QueueDoesNotExist" | "NonExistentQueue"
     )
-}
-
-/// One line, at most `max` chars, secrets scrubbed.
-pub(crate) fn one_line(s: &str, max: usize) -> String {
-    let flat: String = s
-        .chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect();
-    let red = redact(&flat);
-    if red.chars().count() > max {
-        let mut t: String = red.chars().take(max).collect();
-        t.push('…');
-        t
-    } else {
-        red
-    }
 }
 
 /// Facts about a failed call, extracted once so callers can branch on them.

@@ -245,7 +245,7 @@ impl<'a> Pass<'a> {
                     proofs.extend(self.lanes[li].next_proof(li, self.window, &self.b.calls));
                 }
                 d = self.deliveries.next(), if can_take && !self.deliveries.is_empty() => {
-                    // A delivery not copied is held (or the pass stops): nothing more to do.
+                    // Not copied (held, or the pass stops): straight to the next event.
                     let Some(c) = self.delivered(d) else { continue };
                     inflight.push(publish_copy(self.pub_ch.clone(), c));
                 }
@@ -265,6 +265,7 @@ impl<'a> Pass<'a> {
         self
     }
 
+    /// Keep an error for the report: the first `MAX_ERRORS` distinct ones.
     fn note(&mut self, e: String) {
         if self.errors.len() < MAX_ERRORS && !self.errors.contains(&e) {
             self.errors.push(e);

@@ -231,22 +231,7 @@ fn lex(text: &str) -> Result<Vec<Token>, PredicateError> {
             i += 1;
             continue;
         }
-        let two: String = chars[i..(i + 2).min(chars.len())].iter().collect();
-        let op = match two.as_str() {
-            "!=" => Some((Op::Ne, 2)),
-            "!~" => Some((Op::NotMatch, 2)),
-            "<=" => Some((Op::Le, 2)),
-            ">=" => Some((Op::Ge, 2)),
-            "==" => Some((Op::Eq, 2)),
-            _ => match c {
-                '=' => Some((Op::Eq, 1)),
-                '~' => Some((Op::Match, 1)),
-                '<' => Some((Op::Lt, 1)),
-                '>' => Some((Op::Gt, 1)),
-                _ => None,
-            },
-        };
-        if let Some((op, n)) = op {
+        if let Some((op, n)) = operator_at(&chars, i) {
             out.push(Token {
                 kind: Tok::Op(op),
                 col,
@@ -254,92 +239,107 @@ fn lex(text: &str) -> Result<Vec<Token>, PredicateError> {
             i += n;
             continue;
         }
-        match c {
-            '(' | ')' => {
-                out.push(Token {
-                    kind: if c == '(' { Tok::LParen } else { Tok::RParen },
-                    col,
-                });
-                i += 1;
-            }
+        let (kind, next) = match c {
+            '(' => (Tok::LParen, i + 1),
+            ')' => (Tok::RParen, i + 1),
             '"' | '\'' => {
-                let quote = c;
-                let mut s = String::new();
-                i += 1;
-                loop {
-                    match chars.get(i) {
-                        None => return Err(err(col, "string is not closed")),
-                        Some('\\') if matches!(chars.get(i + 1), Some(&q) if q == quote || q == '\\') =>
-                        {
-                            s.push(chars[i + 1]);
-                            i += 2;
-                        }
-                        Some(&q) if q == quote => {
-                            i += 1;
-                            break;
-                        }
-                        Some(&ch) => {
-                            s.push(ch);
-                            i += 1;
-                        }
-                    }
-                }
-                out.push(Token {
-                    kind: Tok::Str(s),
-                    col,
-                });
+                let (s, next) = string_at(&chars, i)?;
+                (Tok::Str(s), next)
             }
             c if c.is_ascii_digit()
                 || (c == '-' && chars.get(i + 1).is_some_and(|d| d.is_ascii_digit())) =>
             {
-                let start = i;
-                i += 1;
-                while i < chars.len() && (chars[i].is_ascii_digit() || chars[i] == '.') {
-                    i += 1;
-                }
-                let num: String = chars[start..i].iter().collect();
-                let ustart = i;
-                while i < chars.len() && chars[i].is_ascii_alphabetic() {
-                    i += 1;
-                }
-                let unit: String = chars[ustart..i].iter().collect();
-                let n: f64 = num
-                    .parse()
-                    .map_err(|_| err(col, format!("{num:?} is not a number")))?;
-                let kind = if unit.is_empty() {
-                    Tok::Num(n)
-                } else {
-                    let per = match unit.as_str() {
-                        "ms" => 1.0,
-                        "s" => 1_000.0,
-                        "m" => 60_000.0,
-                        "h" => 3_600_000.0,
-                        "d" => 86_400_000.0,
-                        _ => {
-                            return Err(err(
-                                ustart + 1,
-                                format!("unknown unit {unit:?} (use ms, s, m, h or d)"),
-                            ))
-                        }
-                    };
-                    Tok::Duration((n * per).round() as i64)
-                };
-                out.push(Token { kind, col });
+                number_at(&chars, i)?
             }
             c if c.is_alphabetic() || c == '_' => {
-                let start = i;
-                while i < chars.len() && is_word_char(chars[i]) {
-                    i += 1;
+                let mut end = i;
+                while end < chars.len() && is_word_char(chars[end]) {
+                    end += 1;
                 }
-                out.push(Token {
-                    kind: Tok::Word(chars[start..i].iter().collect()),
-                    col,
-                });
+                (Tok::Word(chars[i..end].iter().collect()), end)
             }
             other => return Err(err(col, format!("unexpected character {other:?}"))),
-        }
+        };
+        out.push(Token { kind, col });
+        i = next;
     }
     Ok(out)
+}
+
+/// The operator at `chars[i]` and its length in characters.
+fn operator_at(chars: &[char], i: usize) -> Option<(Op, usize)> {
+    let two: String = chars[i..(i + 2).min(chars.len())].iter().collect();
+    match two.as_str() {
+        "!=" => Some((Op::Ne, 2)),
+        "!~" => Some((Op::NotMatch, 2)),
+        "<=" => Some((Op::Le, 2)),
+        ">=" => Some((Op::Ge, 2)),
+        "==" => Some((Op::Eq, 2)),
+        _ => match chars[i] {
+            '=' => Some((Op::Eq, 1)),
+            '~' => Some((Op::Match, 1)),
+            '<' => Some((Op::Lt, 1)),
+            '>' => Some((Op::Gt, 1)),
+            _ => None,
+        },
+    }
+}
+
+/// The string quoted at `chars[start]` (a backslash escapes the quote and itself), and the
+/// index past its closing quote.
+fn string_at(chars: &[char], start: usize) -> Result<(String, usize), PredicateError> {
+    let quote = chars[start];
+    let mut s = String::new();
+    let mut i = start + 1;
+    loop {
+        match chars.get(i) {
+            None => return Err(err(start + 1, "string is not closed")),
+            Some('\\') if matches!(chars.get(i + 1), Some(&q) if q == quote || q == '\\') => {
+                s.push(chars[i + 1]);
+                i += 2;
+            }
+            Some(&q) if q == quote => return Ok((s, i + 1)),
+            Some(&ch) => {
+                s.push(ch);
+                i += 1;
+            }
+        }
+    }
+}
+
+/// The number at `chars[start]`, a duration when a unit follows it, and the index past it.
+fn number_at(chars: &[char], start: usize) -> Result<(Tok, usize), PredicateError> {
+    let col = start + 1;
+    let mut i = start + 1;
+    while i < chars.len() && (chars[i].is_ascii_digit() || chars[i] == '.') {
+        i += 1;
+    }
+    let num: String = chars[start..i].iter().collect();
+    let ustart = i;
+    while i < chars.len() && chars[i].is_ascii_alphabetic() {
+        i += 1;
+    }
+    let unit: String = chars[ustart..i].iter().collect();
+    let n: f64 = num
+        .parse()
+        .map_err(|_| err(col, format!("{num:?} is not a number")))?;
+    if unit.is_empty() {
+        return Ok((Tok::Num(n), i));
+    }
+    let per = match unit.as_str() {
+        "ms" => 1.0,
+        "s" => 1_000.0,
+        "m" => 60_000.0,
+        "h" => 3_600_000.0,
+        "d" => 86_400_000.0,
+        _ => {
+            return Err(err(
+                ustart + 1,
+                format!("unknown unit {unit:?} (use ms, s, m, h or d)"),
+            ))
+        }
+    };
+    Ok((Tok::Duration((n * per).round() as i64), i))
 }
 
 // ---- parser ----

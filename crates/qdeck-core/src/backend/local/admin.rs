@@ -1,6 +1,6 @@
 //! Queue management and figures for the local broker.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use rusqlite::{params, OptionalExtension};
 
@@ -194,14 +194,21 @@ impl LocalBackend {
     pub(super) fn stats_sync(&self, queues: &[QueueId]) -> Result<StatsBatch> {
         let now = now_ms();
         let conn = self.lock();
+        let meta = self.queue_rows(&conn, queues)?;
+        let counts = self.message_counts(&conn, queues, now)?;
+        let consumers = self.live_consumers(&conn, now)?;
+        Ok(stats_batch(queues, &meta, &counts, &consumers, now))
+    }
+
+    /// The `queues` rows of `queues` (all when empty); a name without a row is left out.
+    fn queue_rows(&self, conn: &rusqlite::Connection, queues: &[QueueId]) -> Result<Vec<Meta>> {
         let map_err = |e| self.err(e);
-        type Meta = (String, Option<String>, i64, i64, i64);
         let row = |r: &rusqlite::Row<'_>| -> rusqlite::Result<Meta> {
             Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
         };
         // The console asks for the rows on screen and a sweep chunk: look those up by name
         // rather than reading every queue (100,000 rows) for each small batch.
-        let meta: Vec<Meta> = if !queues.is_empty() && queues.len() <= BY_NAME_MAX {
+        Ok(if !queues.is_empty() && queues.len() <= BY_NAME_MAX {
             let mut q = conn
                 .prepare_cached(
                     "SELECT name, dlq, enqueued_total, completed_total, dead_lettered_total
@@ -228,7 +235,18 @@ impl LocalBackend {
             .map_err(map_err)?
             .collect::<rusqlite::Result<_>>()
             .map_err(map_err)?
-        };
+        })
+    }
+
+    /// Each non-empty queue's message counts at `now`, with the age of its oldest message
+    /// for the queues asked for (all when `queues` is empty; DLQs need their counts only).
+    fn message_counts(
+        &self,
+        conn: &rusqlite::Connection,
+        queues: &[QueueId],
+        now: i64,
+    ) -> Result<HashMap<String, Counts>> {
+        let map_err = |e| self.err(e);
         // Index-only counts, so a poll costs little even with a deep queue: visible and
         // not-visible from `messages_ready`, leased among the not-visible from the partial
         // `messages_lease` index, age of oldest from `messages_age` per non-empty queue.
@@ -261,9 +279,8 @@ impl LocalBackend {
         let mut oldest_st = conn
             .prepare_cached("SELECT MIN(enqueued_ms) FROM messages WHERE queue = ?1")
             .map_err(map_err)?;
-        let mut counts: HashMap<String, (u64, u64, u64, Option<i64>)> = HashMap::new();
-        // Age of oldest only for the queues asked for (DLQs need their counts only).
-        let asked: Option<std::collections::HashSet<&str>> =
+        let mut counts: HashMap<String, Counts> = HashMap::new();
+        let asked: Option<HashSet<&str>> =
             (!queues.is_empty()).then(|| queues.iter().map(|q| q.as_str()).collect());
         for (queue, ready, hidden) in visible {
             let inflight = leased.get(&queue).copied().unwrap_or(0).min(hidden);
@@ -276,67 +293,32 @@ impl LocalBackend {
             };
             counts.insert(queue, (ready, inflight, hidden - inflight, oldest));
         }
-        let consumers: HashMap<String, u32> = conn
-            .prepare_cached(
-                // A consumer polled in the last 5 s or still holds a live lease: a crashed
-                // worker drops out once its lease expires, so per-worker rates stay honest.
-                "SELECT w.queue, COUNT(*) FROM workers w
-                 WHERE w.last_seen_ms > ?1
-                    OR EXISTS (SELECT 1 FROM messages m WHERE m.leased_by = w.worker
-                               AND m.queue = w.queue AND m.visible_ms > ?2)
-                 GROUP BY w.queue",
-            )
-            .map_err(map_err)?
-            .query_map([now - 5_000, now], |r| {
-                Ok((r.get(0)?, r.get::<_, i64>(1)? as u32))
-            })
-            .map_err(map_err)?
-            .collect::<rusqlite::Result<_>>()
-            .map_err(map_err)?;
-        let wanted: Option<std::collections::HashSet<&str>> =
-            (!queues.is_empty()).then(|| queues.iter().map(|q| q.as_str()).collect());
-        let mut batch = StatsBatch::default();
-        let known: std::collections::HashSet<&str> = meta.iter().map(|m| m.0.as_str()).collect();
-        for q in queues {
-            if !known.contains(q.as_str()) {
-                batch
-                    .errors
-                    .push((q.clone(), format!("no queue named {:?}", q.as_str())));
-            }
-        }
-        for (name, dlq, enq, done, dead) in &meta {
-            if let Some(w) = &wanted {
-                if !w.contains(name.as_str()) {
-                    continue;
-                }
-            }
-            let (ready, inflight, delayed, oldest) =
-                counts.get(name).copied().unwrap_or((0, 0, 0, None));
-            let dlq_depth = dlq
-                .as_ref()
-                .map(|d| counts.get(d).map(|c| c.0 + c.1 + c.2).unwrap_or(0));
-            batch.stats.push(QueueStats {
-                id: QueueId::new(name),
-                at_ms: now,
-                depth: Some(ready),
-                in_flight: Some(inflight),
-                delayed: Some(delayed),
-                dlq_depth,
-                oldest_age_secs: Some(
-                    oldest
-                        .map(|o| ((now - o).max(0)) as f64 / 1000.0)
-                        .unwrap_or(0.0),
-                ),
-                age_note: None,
-                consumers: Some(consumers.get(name).copied().unwrap_or(0)),
-                enqueued_total: Some(*enq as u64),
-                completed_total: Some(*done as u64),
-                dead_lettered_total: Some(*dead as u64),
-                in_rate: None,
-                out_rate: None,
-            });
-        }
-        Ok(batch)
+        Ok(counts)
+    }
+
+    /// Live consumers per queue at `now`.
+    fn live_consumers(
+        &self,
+        conn: &rusqlite::Connection,
+        now: i64,
+    ) -> Result<HashMap<String, u32>> {
+        let map_err = |e| self.err(e);
+        conn.prepare_cached(
+            // A consumer polled in the last 5 s or still holds a live lease: a crashed
+            // worker drops out once its lease expires, so per-worker rates stay honest.
+            "SELECT w.queue, COUNT(*) FROM workers w
+             WHERE w.last_seen_ms > ?1
+                OR EXISTS (SELECT 1 FROM messages m WHERE m.leased_by = w.worker
+                           AND m.queue = w.queue AND m.visible_ms > ?2)
+             GROUP BY w.queue",
+        )
+        .map_err(map_err)?
+        .query_map([now - 5_000, now], |r| {
+            Ok((r.get(0)?, r.get::<_, i64>(1)? as u32))
+        })
+        .map_err(map_err)?
+        .collect::<rusqlite::Result<_>>()
+        .map_err(map_err)
     }
 
     /// NotFound unless `name` is a queue, on a connection the caller already holds.
@@ -407,6 +389,66 @@ impl LocalBackend {
             Ok(Ok(n as u64))
         })
     }
+}
+
+/// One row of `queues`: name, DLQ, enqueued, completed and dead-lettered totals.
+type Meta = (String, Option<String>, i64, i64, i64);
+/// A queue's messages: ready, in flight (leased), delayed, and when the oldest was enqueued.
+type Counts = (u64, u64, u64, Option<i64>);
+
+/// The figures of the queues asked for (all when `queues` is empty), and an error for each
+/// name asked for that is no queue.
+fn stats_batch(
+    queues: &[QueueId],
+    meta: &[Meta],
+    counts: &HashMap<String, Counts>,
+    consumers: &HashMap<String, u32>,
+    now: i64,
+) -> StatsBatch {
+    let wanted: Option<HashSet<&str>> =
+        (!queues.is_empty()).then(|| queues.iter().map(|q| q.as_str()).collect());
+    let mut batch = StatsBatch::default();
+    let known: HashSet<&str> = meta.iter().map(|m| m.0.as_str()).collect();
+    for q in queues {
+        if !known.contains(q.as_str()) {
+            batch
+                .errors
+                .push((q.clone(), format!("no queue named {:?}", q.as_str())));
+        }
+    }
+    for (name, dlq, enq, done, dead) in meta {
+        if let Some(w) = &wanted {
+            if !w.contains(name.as_str()) {
+                continue;
+            }
+        }
+        let (ready, inflight, delayed, oldest) =
+            counts.get(name).copied().unwrap_or((0, 0, 0, None));
+        let dlq_depth = dlq
+            .as_ref()
+            .map(|d| counts.get(d).map(|c| c.0 + c.1 + c.2).unwrap_or(0));
+        batch.stats.push(QueueStats {
+            id: QueueId::new(name),
+            at_ms: now,
+            depth: Some(ready),
+            in_flight: Some(inflight),
+            delayed: Some(delayed),
+            dlq_depth,
+            oldest_age_secs: Some(
+                oldest
+                    .map(|o| ((now - o).max(0)) as f64 / 1000.0)
+                    .unwrap_or(0.0),
+            ),
+            age_note: None,
+            consumers: Some(consumers.get(name).copied().unwrap_or(0)),
+            enqueued_total: Some(*enq as u64),
+            completed_total: Some(*done as u64),
+            dead_lettered_total: Some(*dead as u64),
+            in_rate: None,
+            out_rate: None,
+        });
+    }
+    batch
 }
 
 /// Workers not seen for this long are dropped from the list (unless they still hold leases).

@@ -18,6 +18,15 @@ use crate::domain::*;
 pub const MAX_WINDOW: usize = 5000;
 
 pub async fn browse(b: &RabbitBackend, queue: &QueueId, req: &BrowseRequest) -> Result<Page> {
+    let (skip, max) = window(req)?;
+    let (vhost, name) = b.resolve(queue);
+    let limit = counted_limit(b, queue, req).await?;
+    let fetched = fetch_and_return(b, queue, (&vhost, &name), skip + max).await?;
+    Ok(page_of(fetched, queue, skip, max, limit))
+}
+
+/// Messages to pass over (the cursor) and to show: `(skip, max)`.
+fn window(req: &BrowseRequest) -> Result<(usize, usize)> {
     let skip: usize = match &req.cursor {
         None => 0,
         Some(c) => c
@@ -31,9 +40,18 @@ pub async fn browse(b: &RabbitBackend, queue: &QueueId, req: &BrowseRequest) -> 
             "browsing past the first {MAX_WINDOW} messages would hold too many unacknowledged messages"
         )));
     }
-    let (vhost, name) = b.resolve(queue);
+    Ok((skip, max))
+}
+
+/// The delivery limit a browse counts against (a quorum queue's), after refusing what must be
+/// refused: streams, and unless forced, a counted limit or a queue whose type is unknown.
+async fn counted_limit(
+    b: &RabbitBackend,
+    queue: &QueueId,
+    req: &BrowseRequest,
+) -> Result<Option<u32>> {
     let (row, v) = tokio::join!(b.queue_row(queue), b.broker_version(false));
-    let limit = match row {
+    match row {
         Ok(row) => {
             if row.kind() == QueueKind::Stream {
                 return Err(BackendError::Unsupported(
@@ -50,29 +68,43 @@ pub async fn browse(b: &RabbitBackend, queue: &QueueId, req: &BrowseRequest) -> 
                     )));
                 }
             }
-            limit.filter(|d| d.browse_counts).map(|d| d.limit)
+            Ok(limit.filter(|d| d.browse_counts).map(|d| d.limit))
         }
         Err(e @ BackendError::NotFound(_))
         | Err(e @ BackendError::Auth(_))
-        | Err(e @ BackendError::Forbidden { .. }) => return Err(e),
+        | Err(e @ BackendError::Forbidden { .. }) => Err(e),
         // Management API down: the queue type is unknown, so only a forced browse proceeds.
-        Err(e) if !req.force => {
-            return Err(BackendError::RefusedUnlessForced(format!(
-                "cannot tell whether '{queue}' has a delivery limit ({e}); use --force to browse anyway"
-            )))
-        }
-        Err(_) => None,
-    };
+        Err(e) if !req.force => Err(BackendError::RefusedUnlessForced(format!(
+            "cannot tell whether '{queue}' has a delivery limit ({e}); use --force to browse anyway"
+        ))),
+        Err(_) => Ok(None),
+    }
+}
 
-    let ch = b.pool.channel(&vhost).await?;
+/// What a browse fetched (and has already returned to the queue).
+struct Fetched {
+    got: Vec<lapin::message::Delivery>,
+    /// Messages the broker said were left behind the last one fetched.
+    remaining: u32,
+}
+
+/// Get up to `n` messages without ack, then give them all back and wait until the queue
+/// counts them again. An error after some were fetched still shows those.
+async fn fetch_and_return(
+    b: &RabbitBackend,
+    queue: &QueueId,
+    (vhost, name): (&str, &str),
+    n: usize,
+) -> Result<Fetched> {
+    let ch = b.pool.channel(vhost).await?;
     b.calls.bump("amqp:basic.get");
     let mut got = Vec::new();
     let mut last_tag = None;
     let mut remaining = 0u32;
     let mut error = None;
-    for _ in 0..skip + max {
+    for _ in 0..n {
         match ch
-            .basic_get(name.as_str().into(), BasicGetOptions { no_ack: false })
+            .basic_get(name.into(), BasicGetOptions { no_ack: false })
             .await
         {
             Ok(Some(m)) => {
@@ -111,8 +143,7 @@ pub async fn browse(b: &RabbitBackend, queue: &QueueId, req: &BrowseRequest) -> 
     // The broker requeues asynchronously (quorum queues through their log): wait, briefly,
     // until the queue counts them again, so "browse returned" means "messages are back".
     if !got.is_empty() {
-        super::delete::wait_requeued(b, &ch, name.as_str(), remaining as u64 + got.len() as u64)
-            .await;
+        super::delete::wait_requeued(b, &ch, name, remaining as u64 + got.len() as u64).await;
     }
     let _ = ch.close(200, "browse done".into()).await;
     if let Some(e) = error {
@@ -120,7 +151,18 @@ pub async fn browse(b: &RabbitBackend, queue: &QueueId, req: &BrowseRequest) -> 
             return Err(e);
         }
     }
+    Ok(Fetched { got, remaining })
+}
 
+/// The page from what was fetched: the messages past `skip`, the next cursor, and the note
+/// saying what the browse did to them.
+fn page_of(
+    Fetched { got, remaining }: Fetched,
+    queue: &QueueId,
+    skip: usize,
+    max: usize,
+    limit: Option<u32>,
+) -> Page {
     let returned = got.len();
     let mut at_limit = 0usize;
     let messages: Vec<Message> = got
@@ -154,11 +196,11 @@ pub async fn browse(b: &RabbitBackend, queue: &QueueId, req: &BrowseRequest) -> 
             "; {at_limit} message(s) are at or next to the delivery limit and will be dead-lettered on their next return"
         ));
     }
-    Ok(Page {
+    Page {
         messages,
         next,
         effect_note: Some(note),
-    })
+    }
 }
 
 /// A delivery as qdeck shows it (browse) and tests it (a one-pass filtered redrive): `body` is

@@ -90,124 +90,21 @@ pub async fn move_with_shovel(
         progress.phase("done");
         return Ok(Some(report));
     }
-    let name = format!("qdeck-move-{}", uuid::Uuid::new_v4().simple());
-    let path = format!("/api/parameters/shovel/{}/{}", enc(vhost), enc(&name));
-    let status_path = format!("/api/shovels/{}", enc(vhost));
-    let uri = format!("amqp:///{}", enc(vhost));
-    let body = serde_json::json!({
-        "component": "shovel", "vhost": vhost, "name": name,
-        "value": {
-            "src-uri": uri, "src-queue": src, "src-protocol": "amqp091",
-            "src-prefetch-count": 1000, "src-delete-after": total,
-            "dest-uri": uri, "dest-queue": dest, "dest-protocol": "amqp091",
-            "dest-add-forward-headers": false, "ack-mode": "on-confirm",
-            "reconnect-delay": 0
-        }
-    });
-    match b.mgmt.send(reqwest::Method::PUT, &path, Some(&body)).await {
-        Ok(_) => {}
-        Err(e @ BackendError::Unreachable(_)) => return Err(e),
-        // No plugin, no policymaker tag, …: move client-side instead.
-        Err(_) => return Ok(None),
+    let shovel = Shovel::new(vhost, src, dest);
+    if !shovel.create(b, total).await? {
+        return Ok(None);
     }
     progress.phase("shovel moving");
-    let cancel = progress.cancel_token();
-    let mut last_done = 0u64;
-    let mut last_progress = Instant::now();
-    let mut running_since: Option<Instant> = None;
-    let mut not_running_since = Instant::now();
-    // Estimated from the two queues (the shovel reports no count on 3.x).
-    let estimate = |src_now: u64, dest_now: u64| {
-        before
-            .saturating_sub(src_now)
-            .max(dest_now.saturating_sub(dest_before))
-            .min(total)
-    };
-    let mut stall: Option<String> = None;
-    // Any movement of either count means the shovel works (dead letters returning to the
-    // source keep its count level while the shovel moves).
-    let mut last_counts: (Option<u64>, Option<u64>) = (Some(before), Some(dest_before));
-    let mut last_change = Instant::now();
-    let mut finished = false;
-    loop {
-        tokio::select! {
-            _ = cancel.cancelled() => {
-                let _ = b.mgmt.send(reqwest::Method::DELETE, &path, None).await;
-                report.cancelled = true;
-                break;
-            }
-            _ = tokio::time::sleep(POLL) => {}
-        }
-        // The shovel deletes its parameter once it moved `src-delete-after` messages.
-        let (param, status, src_now, dest_now) = tokio::join!(
-            b.mgmt.send(reqwest::Method::GET, &path, None),
-            b.mgmt.get::<serde_json::Value>(&status_path),
-            ready(b, vhost, src),
-            ready(b, vhost, dest)
-        );
-        if matches!(param, Err(BackendError::NotFound(_))) {
-            finished = true;
-            break;
-        }
-        let src_empty = matches!(src_now, Ok(0));
-        let now = (
-            src_now.as_ref().ok().copied(),
-            dest_now.as_ref().ok().copied(),
-        );
-        if now != last_counts {
-            last_counts = now;
-            last_change = Instant::now();
-        }
-        let done = estimate(src_now.unwrap_or(before), dest_now.unwrap_or(dest_before));
-        if done > last_done {
-            progress.add_done(done - last_done);
-            last_done = done;
-            last_progress = Instant::now();
-        }
-        let state = status.map(|s| shovel_state(&s, &name));
-        match state {
-            Ok(ShovelState::Running) => {
-                running_since.get_or_insert_with(Instant::now);
-                not_running_since = Instant::now();
-            }
-            Ok(ShovelState::Terminated(reason)) => {
-                stall = Some(format!("the shovel stopped: {reason}"));
-            }
-            Ok(ShovelState::Starting) | Err(_) => {
-                if not_running_since.elapsed() > NOT_RUNNING {
-                    stall = Some(format!(
-                        "the shovel has not been running for {} s (it cannot reach the source or the target)",
-                        NOT_RUNNING.as_secs()
-                    ));
-                }
-            }
-        }
-        // Dead letters looping back keep the source from emptying, so only an empty source
-        // that stays empty says the shovel has nothing left to take.
-        if stall.is_none() && !src_empty && last_change.elapsed() > FROZEN {
-            stall = Some(format!(
-                "neither queue count moved for {} s while the shovel ran",
-                FROZEN.as_secs()
-            ));
-        }
-        if stall.is_none() && src_empty && last_progress.elapsed() > DRAINED {
-            stall = Some(format!(
-                "the source stayed empty for {} s before the shovel reached its count (another consumer took the messages?)",
-                DRAINED.as_secs()
-            ));
-        }
-        if stall.is_some() {
-            // Stop it before it restarts and counts again.
-            let _ = b.mgmt.send(reqwest::Method::DELETE, &path, None).await;
-            break;
-        }
-    }
+    let mut counts = Counts::new(before, dest_before, total);
+    let end = shovel.watch(b, &mut counts, progress).await;
+    report.cancelled = matches!(end, End::Cancelled);
+    let finished = matches!(end, End::Finished);
     if !finished {
         // What the stopped shovel held unacknowledged returns to the source asynchronously.
         tokio::time::sleep(Duration::from_secs(1)).await;
     }
     let (s, d) = tokio::join!(ready(b, vhost, src), ready(b, vhost, dest));
-    let counted = estimate(s.unwrap_or(before), d.unwrap_or(dest_before));
+    let counted = counts.estimate(s.unwrap_or(before), d.unwrap_or(dest_before));
     report.moved = if finished { total } else { counted };
     if finished && counted < total {
         // The shovel counts what it forwarded; a target that refuses copies (overflow
@@ -217,10 +114,10 @@ pub async fn move_with_shovel(
             "the shovel finished, but the queue counts show only {counted} of {total} moved (messages dead-lettered back, other clients, or a target that refused copies)"
         ));
     }
-    if report.moved > last_done {
-        progress.add_done(report.moved - last_done);
+    if report.moved > counts.last_done {
+        progress.add_done(report.moved - counts.last_done);
     }
-    if let Some(why) = stall {
+    if let End::Stalled(why) = end {
         progress.phase("stalled");
         let msg = format!(
             "{why}; it was stopped after moving about {} of {total} (from the queue counts); the rest stay in '{src}'",
@@ -239,6 +136,197 @@ pub async fn move_with_shovel(
         "done"
     });
     Ok(Some(report))
+}
+
+/// How a shovel's move ended.
+enum End {
+    /// The shovel moved its count and deleted itself.
+    Finished,
+    /// The user cancelled: the shovel was deleted.
+    Cancelled,
+    /// It stopped moving (the reason): the shovel was deleted.
+    Stalled(String),
+}
+
+/// One dynamic shovel of ours and where the management API knows it.
+struct Shovel<'a> {
+    vhost: &'a str,
+    src: &'a str,
+    dest: &'a str,
+    name: String,
+    /// Its parameter, which the shovel deletes once it moved its count.
+    path: String,
+    /// The vhost's shovel status list.
+    status_path: String,
+}
+
+impl<'a> Shovel<'a> {
+    fn new(vhost: &'a str, src: &'a str, dest: &'a str) -> Self {
+        let name = format!("qdeck-move-{}", uuid::Uuid::new_v4().simple());
+        Shovel {
+            vhost,
+            src,
+            dest,
+            path: format!("/api/parameters/shovel/{}/{}", enc(vhost), enc(&name)),
+            status_path: format!("/api/shovels/{}", enc(vhost)),
+            name,
+        }
+    }
+
+    /// Create the shovel, moving `total` messages; `false` when the broker will not have it
+    /// (no plugin, no policymaker tag, …: the caller moves client-side instead).
+    async fn create(&self, b: &RabbitBackend, total: u64) -> Result<bool> {
+        let (vhost, name) = (self.vhost, &self.name);
+        let uri = format!("amqp:///{}", enc(vhost));
+        let body = serde_json::json!({
+            "component": "shovel", "vhost": vhost, "name": name,
+            "value": {
+                "src-uri": uri, "src-queue": self.src, "src-protocol": "amqp091",
+                "src-prefetch-count": 1000, "src-delete-after": total,
+                "dest-uri": uri, "dest-queue": self.dest, "dest-protocol": "amqp091",
+                "dest-add-forward-headers": false, "ack-mode": "on-confirm",
+                "reconnect-delay": 0
+            }
+        });
+        match b
+            .mgmt
+            .send(reqwest::Method::PUT, &self.path, Some(&body))
+            .await
+        {
+            Ok(_) => Ok(true),
+            Err(e @ BackendError::Unreachable(_)) => Err(e),
+            Err(_) => Ok(false),
+        }
+    }
+
+    async fn delete(&self, b: &RabbitBackend) {
+        let _ = b.mgmt.send(reqwest::Method::DELETE, &self.path, None).await;
+    }
+
+    /// Poll the shovel and both counts until it finished, the user cancelled or it stalled;
+    /// a cancelled or stalled shovel is deleted before it restarts and counts again.
+    async fn watch(&self, b: &RabbitBackend, counts: &mut Counts, progress: &OpProgress) -> End {
+        let cancel = progress.cancel_token();
+        loop {
+            tokio::select! {
+                _ = cancel.cancelled() => {
+                    self.delete(b).await;
+                    return End::Cancelled;
+                }
+                _ = tokio::time::sleep(POLL) => {}
+            }
+            // The shovel deletes its parameter once it moved `src-delete-after` messages.
+            let (param, status, src_now, dest_now) = tokio::join!(
+                b.mgmt.send(reqwest::Method::GET, &self.path, None),
+                b.mgmt.get::<serde_json::Value>(&self.status_path),
+                ready(b, self.vhost, self.src),
+                ready(b, self.vhost, self.dest)
+            );
+            if matches!(param, Err(BackendError::NotFound(_))) {
+                return End::Finished;
+            }
+            let state = status.map(|s| shovel_state(&s, &self.name));
+            if let Some(why) = counts.stall(state, src_now, dest_now, progress) {
+                self.delete(b).await;
+                return End::Stalled(why);
+            }
+        }
+    }
+}
+
+/// What the two queue counts say of a running shovel (it reports no count on 3.x).
+struct Counts {
+    before: u64,
+    dest_before: u64,
+    total: u64,
+    /// Moved so far, as reported to the progress.
+    last_done: u64,
+    last_progress: Instant,
+    not_running_since: Instant,
+    /// Any movement of either count means the shovel works (dead letters returning to the
+    /// source keep its count level while the shovel moves).
+    last_counts: (Option<u64>, Option<u64>),
+    last_change: Instant,
+}
+
+impl Counts {
+    fn new(before: u64, dest_before: u64, total: u64) -> Self {
+        Counts {
+            before,
+            dest_before,
+            total,
+            last_done: 0,
+            last_progress: Instant::now(),
+            not_running_since: Instant::now(),
+            last_counts: (Some(before), Some(dest_before)),
+            last_change: Instant::now(),
+        }
+    }
+
+    /// Messages moved, estimated from the two queues.
+    fn estimate(&self, src_now: u64, dest_now: u64) -> u64 {
+        self.before
+            .saturating_sub(src_now)
+            .max(dest_now.saturating_sub(self.dest_before))
+            .min(self.total)
+    }
+
+    /// Take one poll's state and counts; why the shovel stalled, if it did.
+    fn stall(
+        &mut self,
+        state: Result<ShovelState>,
+        src_now: Result<u64>,
+        dest_now: Result<u64>,
+        progress: &OpProgress,
+    ) -> Option<String> {
+        let src_empty = matches!(src_now, Ok(0));
+        let now = (
+            src_now.as_ref().ok().copied(),
+            dest_now.as_ref().ok().copied(),
+        );
+        if now != self.last_counts {
+            self.last_counts = now;
+            self.last_change = Instant::now();
+        }
+        let done = self.estimate(
+            src_now.unwrap_or(self.before),
+            dest_now.unwrap_or(self.dest_before),
+        );
+        if done > self.last_done {
+            progress.add_done(done - self.last_done);
+            self.last_done = done;
+            self.last_progress = Instant::now();
+        }
+        match state {
+            Ok(ShovelState::Running) => self.not_running_since = Instant::now(),
+            Ok(ShovelState::Terminated(reason)) => {
+                return Some(format!("the shovel stopped: {reason}"));
+            }
+            Ok(ShovelState::Starting) | Err(_) => {
+                if self.not_running_since.elapsed() > NOT_RUNNING {
+                    return Some(format!(
+                        "the shovel has not been running for {} s (it cannot reach the source or the target)",
+                        NOT_RUNNING.as_secs()
+                    ));
+                }
+            }
+        }
+        // Dead letters looping back keep the source from emptying, so only an empty source
+        // that stays empty says the shovel has nothing left to take.
+        if !src_empty && self.last_change.elapsed() > FROZEN {
+            return Some(format!(
+                "neither queue count moved for {} s while the shovel ran",
+                FROZEN.as_secs()
+            ));
+        }
+        if src_empty && self.last_progress.elapsed() > DRAINED {
+            return Some(format!(
+                "the source stayed empty for {} s before the shovel reached its count (another consumer took the messages?)",
+                DRAINED.as_secs()
+            ));
+        }
+        None
+    }
 }
 
 #[cfg(test)]

@@ -84,6 +84,39 @@ fn width(s: &Slot) -> usize {
 
 pub async fn stats(b: &RedisBackend, queues: &[QueueId]) -> Result<StatsBatch> {
     let mut batch = StatsBatch::default();
+    let slots = slots_for(b, queues, &mut batch.errors).await;
+    if slots.is_empty() {
+        return Ok(batch);
+    }
+    let any_sidekiq = slots.iter().any(|(_, s)| !matches!(s, Slot::Bull { .. }));
+    let pipe = pipeline(b, &slots, any_sidekiq);
+    let mut cm = b.conn.get().await?;
+    let replies = query_with_scripts(&mut cm, &pipe, &[&b.scripts.bull_figures]).await?;
+    b.calls.bump("pipeline");
+    let at_ms = now_ms();
+    let totals = if any_sidekiq {
+        SidekiqTotals::from_tail(&replies)
+    } else {
+        SidekiqTotals::default()
+    };
+    let mut i = 0;
+    for (id, slot) in slots {
+        let r = &replies[i..(i + width(&slot)).min(replies.len())];
+        i += width(&slot);
+        match figures(b, &id, slot, r, at_ms, &totals) {
+            Ok(st) => batch.stats.push(st),
+            Err(e) => batch.errors.push((id, e)),
+        }
+    }
+    Ok(batch)
+}
+
+/// What each queue is in Redis; the ones that cannot be resolved go to `errors`.
+async fn slots_for(
+    b: &RedisBackend,
+    queues: &[QueueId],
+    errors: &mut Vec<(QueueId, String)>,
+) -> Vec<(QueueId, Slot)> {
     let mut slots: Vec<(QueueId, Slot)> = Vec::new();
     for id in queues {
         match b.resolve(id).await {
@@ -105,16 +138,18 @@ pub async fn stats(b: &RedisBackend, queues: &[QueueId]) -> Result<StatsBatch> {
             Ok(Target::SkDead) => slots.push((id.clone(), Slot::SkDead)),
             Ok(Target::SkRetry) => slots.push((id.clone(), Slot::SkRetry)),
             Ok(Target::SkSchedule) => slots.push((id.clone(), Slot::SkSchedule)),
-            Err(e) => batch.errors.push((id.clone(), e.to_string())),
+            Err(e) => errors.push((id.clone(), e.to_string())),
         }
     }
-    if slots.is_empty() {
-        return Ok(batch);
-    }
-    let any_sidekiq = slots.iter().any(|(_, s)| !matches!(s, Slot::Bull { .. }));
+    slots
+}
+
+/// The commands of every slot (`width` each, in order), then Sidekiq's process-wide counters
+/// when any slot is Sidekiq's.
+fn pipeline(b: &RedisBackend, slots: &[(QueueId, Slot)], any_sidekiq: bool) -> ::redis::Pipeline {
     let mut pipe = ::redis::pipe();
     pipe.ignore_errors();
-    for (_, s) in &slots {
+    for (_, s) in slots {
         match s {
             Slot::Bull { queue, .. } => {
                 let keys: Vec<String> = [
@@ -159,139 +194,156 @@ pub async fn stats(b: &RedisBackend, queues: &[QueueId]) -> Result<StatsBatch> {
             .get(b.skey("stat:failed"))
             .zcard(b.skey("dead"));
     }
-    let mut cm = b.conn.get().await?;
-    let replies = query_with_scripts(&mut cm, &pipe, &[&b.scripts.bull_figures]).await?;
-    b.calls.bump("pipeline");
-    let at_ms = now_ms();
-    let tail = replies.len().saturating_sub(3);
-    let (processed, failed_total, dead_size) = if any_sidekiq {
-        (
-            replies.get(tail).and_then(as_i64).map(|v| v as u64),
-            replies.get(tail + 1).and_then(as_i64).map(|v| v as u64),
-            replies.get(tail + 2).and_then(as_i64).map(|v| v as u64),
-        )
-    } else {
-        (None, None, None)
-    };
-    let mut i = 0;
-    for (id, slot) in slots {
-        let r = &replies[i..(i + width(&slot)).min(replies.len())];
-        i += width(&slot);
-        if let Some(Value::ServerError(e)) = r.iter().find(|v| matches!(v, Value::ServerError(_))) {
-            batch.errors.push((
-                id,
-                crate::sanitize::clean_short(
-                    &format!("{} {}", e.code(), e.details().unwrap_or("")),
-                    200,
-                ),
-            ));
-            continue;
+    pipe
+}
+
+/// Sidekiq's process-wide figures, the last three replies of the pipeline.
+#[derive(Default)]
+struct SidekiqTotals {
+    processed: Option<u64>,
+    failed: Option<u64>,
+    dead_size: Option<u64>,
+}
+
+impl SidekiqTotals {
+    fn from_tail(replies: &[Value]) -> Self {
+        let tail = replies.len().saturating_sub(3);
+        SidekiqTotals {
+            processed: replies.get(tail).and_then(as_i64).map(|v| v as u64),
+            failed: replies.get(tail + 1).and_then(as_i64).map(|v| v as u64),
+            dead_size: replies.get(tail + 2).and_then(as_i64).map(|v| v as u64),
         }
-        let mut st = QueueStats {
-            id: id.clone(),
-            at_ms,
-            ..Default::default()
-        };
-        match slot {
-            Slot::Bull { queue, failed } => {
-                let v = r.first().map(as_array).unwrap_or(&[]);
-                let n = |k: usize| v.get(k).and_then(as_i64).unwrap_or(0);
-                if n(0) == 0 && !b.cache().ids.contains_key(&id) {
-                    batch
-                        .errors
-                        .push((id, format!("no BullMQ queue {queue:?}")));
-                    continue;
-                }
-                let (wait, paused, prio, active, delayed, fail, completed) =
-                    (n(1), n(2), n(3), n(4), n(5), n(6), n(7));
-                let metrics = n(8);
-                let is_paused = n(9) == 1;
-                if failed {
-                    st.depth = Some(fail as u64);
-                    st.in_flight = Some(0);
-                    st.delayed = Some(0);
-                    st.oldest_age_secs = if fail > 0 {
-                        age_from_ms(at_ms, n(12))
-                    } else {
-                        None
-                    };
-                    if fail > 0 && st.oldest_age_secs.is_none() {
-                        st.age_note = Some("oldest failed job has no finish time".into());
-                    }
-                } else {
-                    st.depth = Some((wait + paused + prio) as u64);
-                    st.in_flight = Some(active as u64);
-                    st.delayed = Some(delayed as u64);
-                    st.dlq_depth = Some(fail as u64);
-                    st.oldest_age_secs = age_from_ms(at_ms, n(11));
-                    st.completed_total =
-                        Some(if metrics >= 0 { metrics } else { completed } as u64);
-                    st.dead_lettered_total = None;
-                    if is_paused {
-                        st.age_note = Some("queue is paused: workers take no job".into());
-                    } else if wait + paused == 0 && prio > 0 {
-                        st.age_note = Some("age covers the wait list only (prioritized jobs are ordered by priority)".into());
-                    }
-                    if metrics < 0 {
-                        // Completed jobs trimmed by removeOnComplete make this count shrink.
-                        st.age_note.get_or_insert_with(|| {
-                            "completed count is the completed set's size (metrics are off)".into()
-                        });
-                    }
-                }
-            }
-            Slot::SkQueue(q) => {
-                let listed = r.get(2).and_then(as_i64).unwrap_or(0) == 1;
-                let depth = r.first().and_then(as_i64).unwrap_or(0);
-                let seen = b
-                    .sk_seen
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .contains(&q);
-                if !listed && depth == 0 && !seen {
-                    batch.errors.push((id, format!("no Sidekiq queue {q:?}")));
-                    continue;
-                }
-                st.depth = Some(depth as u64);
-                st.in_flight = None;
-                st.dlq_depth = dead_size;
-                st.completed_total = processed;
-                st.dead_lettered_total = failed_total;
-                st.oldest_age_secs = r
-                    .get(1)
-                    .and_then(as_string)
-                    .and_then(|p| serde_json::from_str::<serde_json::Value>(&p).ok())
-                    .and_then(|j| j.get("enqueued_at").and_then(sidekiq_time_ms))
-                    .and_then(|ms| age_from_ms(at_ms, ms));
-                if depth == 0 {
-                    st.oldest_age_secs = None;
-                }
-                st.age_note = Some(
-                    "DLQ depth, processed and failed counters are Sidekiq's process-wide figures"
-                        .into(),
-                );
-            }
-            Slot::SkDead => {
-                st.depth = r.first().and_then(as_i64).map(|v| v as u64);
-                st.oldest_age_secs = as_array(r.get(1).unwrap_or(&Value::Nil))
-                    .get(1)
-                    .and_then(as_f64)
-                    .and_then(|s| age_from_ms(at_ms, (s * 1000.0) as i64));
-                st.completed_total = processed;
-                st.dead_lettered_total = failed_total;
-            }
-            Slot::SkRetry => {
-                // Retrying jobs are both the set's content (what a redrive moves) and delayed.
-                st.depth = r.first().and_then(as_i64).map(|v| v as u64);
-                st.delayed = st.depth;
-                st.dead_lettered_total = failed_total;
-            }
-            Slot::SkSchedule => {
-                st.depth = r.first().and_then(as_i64).map(|v| v as u64);
-                st.delayed = st.depth;
-            }
-        }
-        batch.stats.push(st);
     }
-    Ok(batch)
+}
+
+/// One queue's figures from its replies `r`, or why it has none.
+fn figures(
+    b: &RedisBackend,
+    id: &QueueId,
+    slot: Slot,
+    r: &[Value],
+    at_ms: i64,
+    totals: &SidekiqTotals,
+) -> std::result::Result<QueueStats, String> {
+    if let Some(Value::ServerError(e)) = r.iter().find(|v| matches!(v, Value::ServerError(_))) {
+        return Err(crate::sanitize::clean_short(
+            &format!("{} {}", e.code(), e.details().unwrap_or("")),
+            200,
+        ));
+    }
+    let mut st = QueueStats {
+        id: id.clone(),
+        at_ms,
+        ..Default::default()
+    };
+    match slot {
+        Slot::Bull { queue, failed } => {
+            let v = r.first().map(as_array).unwrap_or(&[]);
+            let n = |k: usize| v.get(k).and_then(as_i64).unwrap_or(0);
+            if n(0) == 0 && !b.cache().ids.contains_key(id) {
+                return Err(format!("no BullMQ queue {queue:?}"));
+            }
+            if failed {
+                bull_failed_figures(&mut st, n);
+            } else {
+                bull_figures(&mut st, n);
+            }
+        }
+        Slot::SkQueue(q) => {
+            let listed = r.get(2).and_then(as_i64).unwrap_or(0) == 1;
+            let depth = r.first().and_then(as_i64).unwrap_or(0);
+            let seen = b
+                .sk_seen
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .contains(&q);
+            if !listed && depth == 0 && !seen {
+                return Err(format!("no Sidekiq queue {q:?}"));
+            }
+            sidekiq_queue_figures(&mut st, depth, r, totals);
+        }
+        Slot::SkDead => {
+            st.depth = r.first().and_then(as_i64).map(|v| v as u64);
+            st.oldest_age_secs = as_array(r.get(1).unwrap_or(&Value::Nil))
+                .get(1)
+                .and_then(as_f64)
+                .and_then(|s| age_from_ms(at_ms, (s * 1000.0) as i64));
+            st.completed_total = totals.processed;
+            st.dead_lettered_total = totals.failed;
+        }
+        Slot::SkRetry => {
+            // Retrying jobs are both the set's content (what a redrive moves) and delayed.
+            st.depth = r.first().and_then(as_i64).map(|v| v as u64);
+            st.delayed = st.depth;
+            st.dead_lettered_total = totals.failed;
+        }
+        Slot::SkSchedule => {
+            st.depth = r.first().and_then(as_i64).map(|v| v as u64);
+            st.delayed = st.depth;
+        }
+    }
+    Ok(st)
+}
+
+/// A BullMQ queue's figures from the script's reply (`n(k)`: its k-th number).
+fn bull_figures(st: &mut QueueStats, n: impl Fn(usize) -> i64) {
+    let (wait, paused, prio, active, delayed, fail, completed) =
+        (n(1), n(2), n(3), n(4), n(5), n(6), n(7));
+    let metrics = n(8);
+    let is_paused = n(9) == 1;
+    st.depth = Some((wait + paused + prio) as u64);
+    st.in_flight = Some(active as u64);
+    st.delayed = Some(delayed as u64);
+    st.dlq_depth = Some(fail as u64);
+    st.oldest_age_secs = age_from_ms(st.at_ms, n(11));
+    st.completed_total = Some(if metrics >= 0 { metrics } else { completed } as u64);
+    st.dead_lettered_total = None;
+    if is_paused {
+        st.age_note = Some("queue is paused: workers take no job".into());
+    } else if wait + paused == 0 && prio > 0 {
+        st.age_note =
+            Some("age covers the wait list only (prioritized jobs are ordered by priority)".into());
+    }
+    if metrics < 0 {
+        // Completed jobs trimmed by removeOnComplete make this count shrink.
+        st.age_note.get_or_insert_with(|| {
+            "completed count is the completed set's size (metrics are off)".into()
+        });
+    }
+}
+
+/// The figures of a BullMQ queue's failed set (its DLQ), from the same reply.
+fn bull_failed_figures(st: &mut QueueStats, n: impl Fn(usize) -> i64) {
+    let fail = n(6);
+    st.depth = Some(fail as u64);
+    st.in_flight = Some(0);
+    st.delayed = Some(0);
+    st.oldest_age_secs = if fail > 0 {
+        age_from_ms(st.at_ms, n(12))
+    } else {
+        None
+    };
+    if fail > 0 && st.oldest_age_secs.is_none() {
+        st.age_note = Some("oldest failed job has no finish time".into());
+    }
+}
+
+/// A Sidekiq queue's figures: its length, the oldest payload's age, the process-wide totals.
+fn sidekiq_queue_figures(st: &mut QueueStats, depth: i64, r: &[Value], totals: &SidekiqTotals) {
+    st.depth = Some(depth as u64);
+    st.in_flight = None;
+    st.dlq_depth = totals.dead_size;
+    st.completed_total = totals.processed;
+    st.dead_lettered_total = totals.failed;
+    st.oldest_age_secs = r
+        .get(1)
+        .and_then(as_string)
+        .and_then(|p| serde_json::from_str::<serde_json::Value>(&p).ok())
+        .and_then(|j| j.get("enqueued_at").and_then(sidekiq_time_ms))
+        .and_then(|ms| age_from_ms(st.at_ms, ms));
+    if depth == 0 {
+        st.oldest_age_secs = None;
+    }
+    st.age_note =
+        Some("DLQ depth, processed and failed counters are Sidekiq's process-wide figures".into());
 }

@@ -123,11 +123,43 @@ pub async fn list(b: &RedisBackend) -> Result<Vec<QueueInfo>> {
     let both =
         (!bull.is_empty() && sk.is_some()) || b.flavors.as_ref().is_some_and(|f| f.len() > 1);
 
-    let mut ids: HashMap<QueueId, Target> = HashMap::new();
+    let mut found = Found::default();
     let mut versions = HashMap::new();
-    let mut out = Vec::new();
     for (name, version) in &bull {
-        let id = QueueId::new(name.clone());
+        found.bull_queue(name, version);
+        if !version.is_empty() {
+            versions.insert(name.clone(), version.clone());
+        }
+    }
+    let mut sk_version = None;
+    if let Some(sk) = sk {
+        found.sidekiq(b, &sk, both);
+        sk_version = sk.version;
+    }
+    let mut c = b.cache();
+    c.ids = found.ids;
+    c.bull_versions = versions;
+    c.sidekiq_version = sk_version;
+    c.both = both;
+    Ok(found.out)
+}
+
+/// The queues listed so far, and what each id stands for in Redis.
+#[derive(Default)]
+struct Found {
+    out: Vec<QueueInfo>,
+    ids: HashMap<QueueId, Target>,
+}
+
+impl Found {
+    fn push(&mut self, info: QueueInfo, target: Target) {
+        self.ids.insert(info.id.clone(), target);
+        self.out.push(info);
+    }
+
+    /// A BullMQ queue and its failed set, which qdeck shows as its DLQ.
+    fn bull_queue(&mut self, name: &str, version: &str) {
+        let id = QueueId::new(name.to_string());
         let failed = QueueId::new(format!("{name}/failed"));
         let mut settings = QueueSettings::default();
         let shown = if version.is_empty() {
@@ -136,36 +168,35 @@ pub async fn list(b: &RedisBackend) -> Result<Vec<QueueInfo>> {
             clean_short(version, 40)
         };
         settings.extra.insert("library".into(), shown.clone());
-        out.push(QueueInfo {
+        let queue = QueueInfo {
             id: id.clone(),
             kind: QueueKind::Standard,
             is_dlq: false,
             dlq: Some(failed.clone()),
             dlq_sources: Vec::new(),
             settings,
-        });
+        };
         let mut fs = QueueSettings::default();
         fs.extra.insert("library".into(), shown);
         fs.extra.insert(
             "holds".into(),
             "jobs that failed after their attempts".into(),
         );
-        out.push(QueueInfo {
-            id: failed.clone(),
+        let failed = QueueInfo {
+            id: failed,
             kind: QueueKind::Standard,
             is_dlq: true,
             dlq: None,
-            dlq_sources: vec![id.clone()],
+            dlq_sources: vec![id],
             settings: fs,
-        });
-        ids.insert(id, Target::Bull(name.clone()));
-        ids.insert(failed, Target::BullFailed(name.clone()));
-        if !version.is_empty() {
-            versions.insert(name.clone(), version.clone());
-        }
+        };
+        self.push(queue, Target::Bull(name.to_string()));
+        self.push(failed, Target::BullFailed(name.to_string()));
     }
-    let mut sk_version = None;
-    if let Some(sk) = sk {
+
+    /// Sidekiq's queues (every one seen since the backend started, not only those in its
+    /// `queues` set now), its morgue as their DLQ, and its retry and scheduled sets.
+    fn sidekiq(&mut self, b: &RedisBackend, sk: &SidekiqScan, both: bool) {
         let mut seen = b.sk_seen.lock().unwrap_or_else(|e| e.into_inner());
         seen.extend(sk.queues.iter().cloned());
         let mut names: Vec<String> = seen.iter().cloned().collect();
@@ -177,18 +208,17 @@ pub async fn list(b: &RedisBackend) -> Result<Vec<QueueInfo>> {
             None => "Sidekiq (version not published by its processes)".to_string(),
         };
         for name in &names {
-            let id = b.sk_id(name, both);
             let mut settings = QueueSettings::default();
             settings.extra.insert("library".into(), lib.clone());
-            out.push(QueueInfo {
-                id: id.clone(),
+            let queue = QueueInfo {
+                id: b.sk_id(name, both),
                 kind: QueueKind::Standard,
                 is_dlq: false,
                 dlq: Some(dead.clone()),
                 dlq_sources: Vec::new(),
                 settings,
-            });
-            ids.insert(id, Target::SkQueue(name.clone()));
+            };
+            self.push(queue, Target::SkQueue(name.clone()));
         }
         let mut ds = QueueSettings::default();
         ds.extra.insert("library".into(), lib.clone());
@@ -196,15 +226,15 @@ pub async fn list(b: &RedisBackend) -> Result<Vec<QueueInfo>> {
             "holds".into(),
             "the morgue: jobs out of retries; each goes back to its own queue".into(),
         );
-        out.push(QueueInfo {
-            id: dead.clone(),
+        let morgue = QueueInfo {
+            id: dead,
             kind: QueueKind::Standard,
             is_dlq: true,
             dlq: None,
             dlq_sources: names.iter().map(|n| b.sk_id(n, both)).collect(),
             settings: ds,
-        });
-        ids.insert(dead, Target::SkDead);
+        };
+        self.push(morgue, Target::SkDead);
         for (short, t, holds) in [
             (
                 "retry",
@@ -217,26 +247,18 @@ pub async fn list(b: &RedisBackend) -> Result<Vec<QueueInfo>> {
                 "jobs scheduled with perform_in / perform_at",
             ),
         ] {
-            let id = b.sk_id(short, both);
             let mut s = QueueSettings::default();
             s.extra.insert("library".into(), lib.clone());
             s.extra.insert("holds".into(), holds.into());
-            out.push(QueueInfo {
-                id: id.clone(),
+            let set = QueueInfo {
+                id: b.sk_id(short, both),
                 kind: QueueKind::Standard,
                 is_dlq: false,
                 dlq: None,
                 dlq_sources: Vec::new(),
                 settings: s,
-            });
-            ids.insert(id, t);
+            };
+            self.push(set, t);
         }
-        sk_version = sk.version;
     }
-    let mut c = b.cache();
-    c.ids = ids;
-    c.bull_versions = versions;
-    c.sidekiq_version = sk_version;
-    c.both = both;
-    Ok(out)
 }

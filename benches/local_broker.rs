@@ -27,8 +27,7 @@ fn env_num(name: &str, default: usize) -> usize {
 fn unix_us() -> u128 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_micros())
-        .unwrap_or(0)
+        .map_or(0, |d| d.as_micros())
 }
 
 fn main() {

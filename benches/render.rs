@@ -171,7 +171,7 @@ fn bench(c: &mut Criterion) {
                 term.clear().expect("clear");
                 term.draw(|f| qdeck::tui::views::render(f, &st))
                     .expect("draw");
-            })
+            });
         });
     }
     // The detail view with 240-point histories.
@@ -189,7 +189,7 @@ fn bench(c: &mut Criterion) {
             term.clear().expect("clear");
             term.draw(|f| qdeck::tui::views::render(f, &st))
                 .expect("draw");
-        })
+        });
     });
     g.finish();
 
@@ -201,7 +201,7 @@ fn bench(c: &mut Criterion) {
     for sort in [SortCol::Depth, SortCol::Eta] {
         st.sort = sort;
         g.bench_function(format!("{}_100000", sort.name()), |b| {
-            b.iter(|| qdeck::tui::update::rebuild_rows(&mut st))
+            b.iter(|| qdeck::tui::update::rebuild_rows(&mut st));
         });
     }
     g.finish();

@@ -312,7 +312,10 @@ async fn max_receives_moves_the_message_to_the_dlq_with_origin_reason_and_count(
     assert_eq!(dead.len(), 2);
     for m in &dead {
         let dl = m.dead_letter.as_ref().expect("dead-letter info");
-        assert_eq!(dl.origin.as_ref().map(|q| q.as_str()), Some("q"));
+        assert_eq!(
+            dl.origin.as_ref().map(qdeck::domain::QueueId::as_str),
+            Some("q")
+        );
         assert_eq!(dl.reason.as_deref(), Some("max_receives exceeded"));
         assert_eq!(dl.count, Some(2));
         assert!(dl.at_ms.is_some());
@@ -1176,8 +1179,9 @@ fn qdeck_cmd(dir: &Path, db: &Path) -> std::process::Command {
 fn random_ms(max: u64) -> u64 {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.subsec_nanos() as u64 ^ (d.as_secs() * 2_654_435_761))
-        .unwrap_or(0);
+        .map_or(0, |d| {
+            d.subsec_nanos() as u64 ^ (d.as_secs() * 2_654_435_761)
+        });
     nanos % max.max(1)
 }
 

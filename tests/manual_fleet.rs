@@ -125,7 +125,7 @@ async fn manual_fleet_one_broker_down() {
     std::fs::write(&path, cfg).unwrap();
     let names: Vec<String> = LIVE
         .iter()
-        .map(|s| s.to_string())
+        .map(std::string::ToString::to_string)
         .chain(["sqs".to_string()])
         .collect();
     let (tx, mut rx) = tokio::sync::mpsc::channel(256);
@@ -150,11 +150,11 @@ async fn manual_fleet_one_broker_down() {
     let (down, errors) = watch(&mut rx, phase).await;
 
     assert!(
-        errors.get("sqs").is_some_and(|e| e.is_some()),
+        errors.get("sqs").is_some_and(std::option::Option::is_some),
         "the SQS row reports its dead broker: {errors:?}"
     );
     assert!(
-        down.get("sqs").map_or(0, |v| v.len()) <= 1,
+        down.get("sqs").map_or(0, std::vec::Vec::len) <= 1,
         "no successful SQS poll after moto was killed {:?} ago",
         killed.elapsed()
     );

@@ -271,7 +271,7 @@ async fn wait_ready(e: &Env, queue: &str, ready: u64) -> serde_json::Value {
         )
         .await;
         let complete = v.get("consumers").is_some() && v.get("messages_unacknowledged").is_some();
-        if (complete && v.get("messages_ready").and_then(|x| x.as_u64()) == Some(ready))
+        if (complete && v.get("messages_ready").and_then(serde_json::Value::as_u64) == Some(ready))
             || Instant::now() > deadline
         {
             return v;
@@ -321,7 +321,10 @@ async fn figures_match_management_api_and_dlq_links_via_arguments() {
     let list = b.list_queues().await.expect("list");
     let si = info(&list, &src);
     assert_eq!(si.kind, QueueKind::Classic);
-    assert_eq!(si.dlq.as_ref().map(|q| q.as_str()), Some(dlq.as_str()));
+    assert_eq!(
+        si.dlq.as_ref().map(qdeck::domain::QueueId::as_str),
+        Some(dlq.as_str())
+    );
     let di = info(&list, &dlq);
     assert!(di.is_dlq);
     assert_eq!(di.dlq_sources, vec![QueueId::new(&src)]);
@@ -492,7 +495,10 @@ async fn dead_lettered_messages_browse_in_place_with_x_death() {
     assert!(page.next.is_some());
     let m = &page.messages[0];
     let dl = m.dead_letter.as_ref().expect("x-death parsed");
-    assert_eq!(dl.origin.as_ref().map(|q| q.as_str()), Some(src.as_str()));
+    assert_eq!(
+        dl.origin.as_ref().map(qdeck::domain::QueueId::as_str),
+        Some(src.as_str())
+    );
     assert_eq!(dl.reason.as_deref(), Some("rejected"));
     assert_eq!(dl.count, Some(1));
     assert!(m.body.starts_with(b"msg-"));
@@ -1288,7 +1294,7 @@ async fn manual_bench_redrive_vs_shovel() {
         wait_ready(&e, &a, n as u64).await;
     }
     let median = |v: &mut Vec<f64>| {
-        v.sort_by(|x, y| x.total_cmp(y));
+        v.sort_by(f64::total_cmp);
         v[v.len() / 2]
     };
     let lost = n as i64 - depth(&ch, &a).await as i64;
@@ -1402,7 +1408,10 @@ async fn dead_lettering_by_delivery_limit_is_reported() {
     let list = b.list_queues().await.expect("list");
     assert_eq!(info(&list, &src).settings.max_receives, Some(1));
     assert_eq!(
-        info(&list, &src).dlq.as_ref().map(|q| q.as_str()),
+        info(&list, &src)
+            .dlq
+            .as_ref()
+            .map(qdeck::domain::QueueId::as_str),
         Some(dlq.as_str())
     );
     let page = b
@@ -1418,7 +1427,10 @@ async fn dead_lettering_by_delivery_limit_is_reported() {
         .expect("browse");
     let dl = page.messages[0].dead_letter.as_ref().expect("x-death");
     assert_eq!(dl.reason.as_deref(), Some("delivery_limit"));
-    assert_eq!(dl.origin.as_ref().map(|q| q.as_str()), Some(src.as_str()));
+    assert_eq!(
+        dl.origin.as_ref().map(qdeck::domain::QueueId::as_str),
+        Some(src.as_str())
+    );
     cleanup(&ch, &[&src, &dlq]).await;
 }
 
@@ -1701,7 +1713,7 @@ async fn drain_ids(ch: &Channel, queue: &str) -> Vec<String> {
                 .properties
                 .message_id()
                 .as_ref()
-                .map(|s| s.to_string())
+                .map(std::string::ToString::to_string)
                 .unwrap_or_default(),
         );
     }
@@ -2519,7 +2531,7 @@ async fn pattern_is_filtered_by_the_broker_and_agrees_with_the_full_listing() {
     let source = names[1].clone();
     let checks = tokio::spawn(filtered_listing_checks(b, tag, source));
     let outcome = checks.await;
-    let mut all_names: Vec<&str> = names.iter().map(|s| s.as_str()).collect();
+    let mut all_names: Vec<&str> = names.iter().map(std::string::String::as_str).collect();
     all_names.push(&dlq);
     cleanup(&ch, &all_names).await;
     if let Err(e) = outcome {

@@ -176,7 +176,9 @@ fn seeded(prefix: &str, width: usize, total: usize) -> Vec<(String, u64)> {
 #[test]
 #[ignore = "manual scale test: minutes of CPU (see the module comment)"]
 fn manual_console_over_100000_local_queues() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let _one = ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     const N: usize = 100_000;
     let prefix = "scale-q-";
     let dir = tempfile::tempdir().unwrap();
@@ -280,7 +282,9 @@ impl Drop for Vhost {
 #[test]
 #[ignore = "manual scale test; needs QDECK_TEST_AMQP_URL and QDECK_TEST_RABBITMQ_MGMT"]
 fn manual_console_over_20000_rabbitmq_queues() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let _one = ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     const N: usize = 20_000;
     let prefix = "scale-r-";
     let (Ok(url), Ok(mgmt)) = (

@@ -941,7 +941,7 @@ mod crate_routing {
         {
             let mut w = s.world.lock().unwrap();
             for q in w.queues.values_mut() {
-                for x in q.dlq.iter_mut() {
+                for x in &mut q.dlq {
                     x.lock = None;
                 }
             }
@@ -1111,8 +1111,10 @@ async fn sequence_watermark_ends_the_run_without_a_count() {
             m.custom
                 .iter()
                 .find(|(k, _)| k == "originalmessageid")
-                .map(|(_, v)| v.trim_matches('"').to_string())
-                .unwrap_or_else(|| m.message_id.clone())
+                .map_or_else(
+                    || m.message_id.clone(),
+                    |(_, v)| v.trim_matches('"').to_string(),
+                )
         })
         .collect();
     assert_eq!(originals.len(), 30);
@@ -1125,7 +1127,7 @@ async fn duplicate_detection_target_gets_new_message_ids() {
     let s = StandIn::start().await;
     s.create_queue("dd", 10, 60);
     s.configure("dd", |q| {
-        q.dup_window = Some(std::time::Duration::from_secs(600))
+        q.dup_window = Some(std::time::Duration::from_secs(600));
     });
     let b = backend(&s).await;
     // The model: a second send with a MessageId inside the window is accepted, then dropped.

@@ -286,7 +286,10 @@ async fn redriven_copies_are_stamped_and_marked_when_they_dead_letter_again() {
     .unwrap();
     let redriven: u64 = report.groups.iter().map(|g| g.redriven).sum();
     assert_eq!(redriven, 6, "{:?}", report.groups);
-    assert!(report.groups.iter().all(|g| g.came_back_after_redrive()));
+    assert!(report
+        .groups
+        .iter()
+        .all(qdeck::triage::Group::came_back_after_redrive));
     // A second redrive counts on.
     b.redrive(&req, &OpProgress::detached()).await.unwrap();
     assert!(s.messages("orders", false).iter().all(|m| m

@@ -1437,7 +1437,7 @@ async fn access_denied_on_one_queue_goes_to_errors_and_throttling_is_named() {
     // Authorization (a right is missing) and authentication (the key is refused) differ.
     match b.describe(&QueueId::new("secret")).await {
         Err(BackendError::Forbidden { right, .. }) => {
-            assert_eq!(right.as_deref(), Some("sqs:GetQueueAttributes"))
+            assert_eq!(right.as_deref(), Some("sqs:GetQueueAttributes"));
         }
         other => panic!("expected Forbidden, got {other:?}"),
     }
@@ -1830,8 +1830,9 @@ async fn redrive_killed_at_random_moments_never_loses_a_message() {
 fn random_ms(max: u64) -> u64 {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.subsec_nanos() as u64 ^ (d.as_secs() * 2_654_435_761))
-        .unwrap_or(0);
+        .map_or(0, |d| {
+            d.subsec_nanos() as u64 ^ (d.as_secs() * 2_654_435_761)
+        });
     nanos % max.max(1)
 }
 

@@ -48,7 +48,7 @@ fn answer_plan(st: &mut State, fx: &[Effect], n: u64, notes: &[&str]) {
                     exact: true,
                 },
                 mode: RedriveMode::ClientSide,
-                notes: notes.iter().map(|s| s.to_string()).collect(),
+                notes: notes.iter().map(std::string::ToString::to_string).collect(),
             }),
         },
     );
@@ -2710,7 +2710,7 @@ fn fleet_state() -> State {
     let mut st = populated();
     let names: Vec<String> = ["local", "rabbit-eu", "sqs-prod"]
         .iter()
-        .map(|s| s.to_string())
+        .map(std::string::ToString::to_string)
         .collect();
     let mut fl = qdeck::tui::state::FleetState::new(&names);
     let now = st.now_ms;
@@ -2960,7 +2960,7 @@ async fn fleet_pollers_answer_around_a_dead_broker() {
     .unwrap();
     let names: Vec<String> = ["east", "gone", "west"]
         .iter()
-        .map(|s| s.to_string())
+        .map(std::string::ToString::to_string)
         .collect();
     let (tx, mut rx) = tokio::sync::mpsc::channel(64);
     let _fleet = qdeck::engine::fleet::spawn(

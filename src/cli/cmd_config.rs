@@ -39,8 +39,7 @@ pub fn run(action: &ConfigAction, opts: &LoadOptions, f: Format) -> CliResult {
                     loaded
                         .file
                         .as_ref()
-                        .map(|p| p.display().to_string())
-                        .unwrap_or_else(|| "built-in defaults".into()),
+                        .map_or_else(|| "built-in defaults".into(), |p| p.display().to_string()),
                     loaded.profile.name
                 ));
             }

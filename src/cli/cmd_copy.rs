@@ -184,7 +184,7 @@ impl Plan<'_> {
                 "from": self.from.label(),
                 "to": self.to.label(),
                 "count": self.count,
-                "predicate": self.pred.map(|p| p.source()),
+                "predicate": self.pred.map(qdeck_core::triage::Predicate::source),
                 "scanned": self.summary.scanned,
                 "complete": self.summary.complete(),
                 "headers": self.checked.headers,
@@ -226,7 +226,11 @@ impl Plan<'_> {
             self.text(),
             header_lines(&self.checked.headers)
         );
-        let typed = self.checked.typed.as_ref().map(|q| q.as_str());
+        let typed = self
+            .checked
+            .typed
+            .as_ref()
+            .map(qdeck_core::domain::QueueId::as_str);
         let (end, m) = if self.moving {
             (self.from, Mutation::Move)
         } else {
@@ -240,7 +244,7 @@ impl Plan<'_> {
     /// Said in the audit line of the run: how the messages were chosen.
     fn note(&self) -> serde_json::Value {
         json!({
-            "predicate": self.pred.map(|p| p.source()),
+            "predicate": self.pred.map(qdeck_core::triage::Predicate::source),
             "scanned": self.summary.scanned,
             "complete": self.summary.complete(),
         })

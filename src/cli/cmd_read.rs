@@ -73,7 +73,7 @@ pub(super) fn row_cells(r: &QueueRow, f: Format) -> Vec<String> {
         opt(r.in_flight),
         opt(r.delayed),
         age_in(r.oldest_age_secs, f),
-        r.dlq.as_deref().map(name).unwrap_or_else(|| "—".into()),
+        r.dlq.as_deref().map_or_else(|| "—".into(), name),
         opt(r.dlq_depth),
         opt(r.consumers),
         note,
@@ -82,7 +82,7 @@ pub(super) fn row_cells(r: &QueueRow, f: Format) -> Vec<String> {
 
 /// Rate, trend, time to drain and workers needed, as the console derives them.
 pub(super) fn derived_cells(d: &crate::engine::derive::Derived, f: Format) -> Vec<String> {
-    let rate = |r: Option<f64>| r.map(|x| format!("{x:.1}")).unwrap_or_else(|| "—".into());
+    let rate = |r: Option<f64>| r.map_or_else(|| "—".into(), |x| format!("{x:.1}"));
     vec![
         rate(d.in_rate),
         rate(d.out_rate),
@@ -165,10 +165,7 @@ impl Pairs {
             },
         );
         self.kv("consumers", opt(row.consumers));
-        self.kv(
-            "dlq",
-            row.dlq.as_deref().map(name).unwrap_or_else(|| "—".into()),
-        );
+        self.kv("dlq", row.dlq.as_deref().map_or_else(|| "—".into(), name));
         self.kv("dlq depth", opt(row.dlq_depth));
         if !row.dlq_sources.is_empty() {
             self.kv("dlq of", name(&row.dlq_sources.join(", ")));
@@ -177,8 +174,7 @@ impl Pairs {
             "lease",
             settings
                 .lease_secs
-                .map(|l| age_in(Some(l), f))
-                .unwrap_or_else(|| "—".into()),
+                .map_or_else(|| "—".into(), |l| age_in(Some(l), f)),
         );
         self.kv("max receives", opt(settings.max_receives));
         if let Some(p) = &settings.key_policy {
@@ -367,7 +363,7 @@ pub async fn consumers(s: &Session, queue: &str, f: Format) -> CliResult {
     for c in &list {
         t.push(vec![
             name(&c.tag),
-            c.peer.as_deref().map(name).unwrap_or_else(|| "—".into()),
+            c.peer.as_deref().map_or_else(|| "—".into(), name),
             match c.prefetch {
                 Some(0) if !f.is_machine() => "0 (unlimited!)".to_string(),
                 p => opt(p),
@@ -384,15 +380,16 @@ pub async fn consumers(s: &Session, queue: &str, f: Format) -> CliResult {
             opt(c.holding),
             opt(c.processed),
             opt(c.failed),
-            c.rate
-                .map(|r| {
+            c.rate.map_or_else(
+                || "—".into(),
+                |r| {
                     if f.is_machine() {
                         format!("{r:.3}")
                     } else {
                         format!("{r:.1}/s")
                     }
-                })
-                .unwrap_or_else(|| "—".into()),
+                },
+            ),
         ]);
     }
     output::print(&t.render(f));

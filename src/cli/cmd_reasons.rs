@@ -51,7 +51,7 @@ pub async fn reasons(s: &Session, dlq: &str, a: &ScanArgs, f: Format) -> CliResu
         t.push(vec![
             g.count.to_string(),
             name(&g.signature),
-            g.origin.as_deref().map(name).unwrap_or_else(|| "—".into()),
+            g.origin.as_deref().map_or_else(|| "—".into(), name),
             output::time_in(g.first_seen_ms, f),
             output::time_in(g.last_seen_ms, f),
             name(&g.sample_id),

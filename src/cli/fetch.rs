@@ -41,10 +41,14 @@ impl QueueRow {
             delayed: stats.and_then(|s| s.delayed),
             oldest_age_secs: stats.and_then(|s| s.oldest_age_secs),
             age_note: stats.and_then(|s| s.age_note.clone()),
-            dlq: info.dlq.as_ref().map(|d| d.to_string()),
+            dlq: info.dlq.as_ref().map(std::string::ToString::to_string),
             dlq_depth: stats.and_then(|s| s.dlq_depth),
             is_dlq: info.is_dlq,
-            dlq_sources: info.dlq_sources.iter().map(|s| s.to_string()).collect(),
+            dlq_sources: info
+                .dlq_sources
+                .iter()
+                .map(std::string::ToString::to_string)
+                .collect(),
             consumers: stats.and_then(|s| s.consumers),
             in_rate: stats.and_then(|s| s.in_rate),
             out_rate: stats.and_then(|s| s.out_rate),
@@ -101,7 +105,7 @@ pub async fn rows_of(
             QueueRow::new(
                 i,
                 by_id.get(&i.id).copied(),
-                errs.get(&i.id).map(|e| e.to_string()),
+                errs.get(&i.id).map(|e| (*e).clone()),
             )
         })
         .collect())

@@ -68,7 +68,10 @@ impl Table {
         };
         line(self.headers.clone(), &mut out);
         for r in &self.rows {
-            line(r.iter().map(|s| s.as_str()).collect(), &mut out);
+            line(
+                r.iter().map(std::string::String::as_str).collect(),
+                &mut out,
+            );
         }
         out
     }
@@ -156,8 +159,7 @@ pub fn print(s: &str) {
 
 /// `—` for a missing figure: never a zero (an empty cell in CSV and plain output).
 pub fn opt<T: std::fmt::Display>(v: Option<T>) -> String {
-    v.map(|x| x.to_string())
-        .unwrap_or_else(|| MISSING.to_string())
+    v.map_or_else(|| MISSING.to_string(), |x| x.to_string())
 }
 
 /// An age for people (`7m21s`), or whole seconds for scripts.
@@ -196,15 +198,16 @@ pub fn name(s: &str) -> String {
 
 /// A time for people, or RFC 3339 for scripts.
 pub fn time_in(ms: Option<i64>, f: Format) -> String {
-    ms.and_then(crate::domain::ms_to_datetime)
-        .map(|t| {
+    ms.and_then(crate::domain::ms_to_datetime).map_or_else(
+        || MISSING.to_string(),
+        |t| {
             if f.is_machine() {
                 t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
             } else {
                 t.format("%Y-%m-%d %H:%M:%S").to_string()
             }
-        })
-        .unwrap_or_else(|| MISSING.to_string())
+        },
+    )
 }
 
 #[cfg(test)]

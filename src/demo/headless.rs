@@ -97,7 +97,7 @@ fn find<'a>(stats: &'a [QueueStats], name: &str) -> Option<&'a QueueStats> {
 }
 
 fn num(v: Option<u64>) -> String {
-    v.map(|n| n.to_string()).unwrap_or_else(|| "-".to_string())
+    v.map_or_else(|| "-".to_string(), |n| n.to_string())
 }
 
 /// Messages per second between two counter readings.
@@ -133,7 +133,7 @@ fn summary(
             }
             _ => String::new(),
         };
-        let fmt_rate = |r: Option<f64>| r.map(|r| format!("{r:.1}/s")).unwrap_or("-".into());
+        let fmt_rate = |r: Option<f64>| r.map_or("-".into(), |r| format!("{r:.1}/s"));
         let per = handle.per_worker_rate();
         let need = inr
             .filter(|_| per > 0.0)

@@ -257,7 +257,7 @@ impl DemoHandle {
 
     /// Competing workers running on `orders`.
     pub fn workers(&self) -> usize {
-        self.workers.lock().map(|w| w.len()).unwrap_or(0)
+        self.workers.lock().map_or(0, |w| w.len())
     }
 
     /// Messages per second produced onto `orders`.

@@ -49,8 +49,10 @@ pub async fn send_many_delivers_every_message_once<F: Fixture>(fx: &F) {
                 .iter()
                 .find(|(k, _)| k == "x-seq")
                 .and_then(|(_, v)| v.as_str())
-                .map(str::to_string)
-                .unwrap_or_else(|| panic!("no x-seq header on {:?}", m.headers));
+                .map_or_else(
+                    || panic!("no x-seq header on {:?}", m.headers),
+                    str::to_string,
+                );
             (seq, String::from_utf8_lossy(&m.body).into_owned())
         })
         .collect();

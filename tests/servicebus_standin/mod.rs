@@ -258,8 +258,7 @@ impl StandIn {
         w.topics
             .get(&topic.to_ascii_lowercase())
             .and_then(|t| t.subs.get(&sub.to_ascii_lowercase()))
-            .map(|q| (q.active.len(), q.dlq.len()))
-            .unwrap_or((0, 0))
+            .map_or((0, 0), |q| (q.active.len(), q.dlq.len()))
     }
 
     /// Put a message straight into a queue's DLQ, as if dead-lettered by a consumer.
@@ -298,8 +297,7 @@ impl StandIn {
         let w = self.world.lock().unwrap();
         w.queues
             .get(&queue.to_ascii_lowercase())
-            .map(|q| (q.active.len(), q.dlq.len()))
-            .unwrap_or((0, 0))
+            .map_or((0, 0), |q| (q.active.len(), q.dlq.len()))
     }
 
     pub fn messages(&self, queue: &str, dlq: bool) -> Vec<Msg> {
@@ -350,7 +348,7 @@ fn error(status: u16, detail: &str) -> Response<Full<Bytes>> {
 
 /// Check `Authorization: SharedAccessSignature sr=…&sig=…&se=…&skn=…`.
 fn check_sas(w: &World, auth: Option<&str>, url: &str, need: Rights) -> Result<(), String> {
-    check_sas_inner(w, auth, url, need).map_err(|e| e.to_string())?;
+    check_sas_inner(w, auth, url, need).map_err(std::string::ToString::to_string)?;
     Ok(())
 }
 
@@ -435,8 +433,11 @@ fn rights_of(w: &World, auth: Option<&str>) -> Option<Rights> {
 fn query(q: Option<&str>, k: &str) -> Option<String> {
     q?.split('&').find_map(|kv| {
         let (a, b) = kv.split_once('=')?;
-        (urlencoding::decode(a).ok()? == k)
-            .then(|| urlencoding::decode(b).ok().map(|s| s.into_owned()))?
+        (urlencoding::decode(a).ok()? == k).then(|| {
+            urlencoding::decode(b)
+                .ok()
+                .map(std::borrow::Cow::into_owned)
+        })?
     })
 }
 
@@ -452,7 +453,7 @@ async fn handle(world: Arc<Mutex<World>>, req: Request<Incoming>) -> Response<Fu
     let body = body
         .collect()
         .await
-        .map(|b| b.to_bytes())
+        .map(http_body_util::Collected::to_bytes)
         .unwrap_or_default();
     let wait = query(parts.uri.query(), "timeout")
         .and_then(|t| t.parse::<u64>().ok())
@@ -488,7 +489,7 @@ fn serve(
         .split('/')
         .map(|s| {
             urlencoding::decode(s)
-                .map(|c| c.into_owned())
+                .map(std::borrow::Cow::into_owned)
                 .unwrap_or_default()
         })
         .collect();
@@ -894,8 +895,7 @@ fn build_msg(headers: &hyper::HeaderMap, body: &Bytes, seq: i64) -> Result<Msg, 
         message_id: props
             .get("MessageId")
             .and_then(|v| v.as_str())
-            .map(str::to_string)
-            .unwrap_or_else(|| uuid::Uuid::new_v4().simple().to_string()),
+            .map_or_else(|| uuid::Uuid::new_v4().simple().to_string(), str::to_string),
         body: body.to_vec(),
         content_type: headers
             .get("content-type")

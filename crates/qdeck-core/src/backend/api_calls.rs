@@ -15,14 +15,17 @@ impl ApiCalls {
     }
 
     pub fn bump_by(&self, op: &str, n: u64) {
-        let mut m = self.counts.lock().unwrap_or_else(|e| e.into_inner());
+        let mut m = self
+            .counts
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         *m.entry(op.to_string()).or_default() += n;
     }
 
     pub fn snapshot(&self) -> BTreeMap<String, u64> {
         self.counts
             .lock()
-            .unwrap_or_else(|e| e.into_inner())
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
             .clone()
     }
 

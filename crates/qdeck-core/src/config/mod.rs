@@ -193,9 +193,7 @@ fn load_from(defaults: &str, file: Option<&Path>) -> Result<AppConfig, ConfigErr
             .try_parsing(true)
             .source(Some(config_env())),
     );
-    let where_ = file
-        .map(|f| f.display().to_string())
-        .unwrap_or_else(|| "configuration".to_string());
+    let where_ = file.map_or_else(|| "configuration".to_string(), |f| f.display().to_string());
     let built = b
         .build()
         .map_err(|e| ConfigError(format!("{where_}: {e}")))?;
@@ -216,9 +214,7 @@ fn config_env() -> std::collections::HashMap<String, String> {
 }
 
 fn validate(c: &AppConfig, file: Option<&Path>) -> Result<(), ConfigError> {
-    let where_ = file
-        .map(|f| f.display().to_string())
-        .unwrap_or_else(|| "configuration".to_string());
+    let where_ = file.map_or_else(|| "configuration".to_string(), |f| f.display().to_string());
     let mut seen = std::collections::BTreeSet::new();
     for (i, p) in c.profiles.iter().enumerate() {
         if p.name.trim().is_empty() {

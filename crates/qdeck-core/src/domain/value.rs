@@ -76,8 +76,7 @@ impl Value {
             Value::Bytes(b) => b.iter().map(|x| format!("{x:02x}")).collect(),
             Value::Timestamp(t) => {
                 chrono::DateTime::from_timestamp(i64::try_from(*t).unwrap_or(i64::MAX), 0)
-                    .map(|d| d.to_rfc3339())
-                    .unwrap_or_else(|| t.to_string())
+                    .map_or_else(|| t.to_string(), |d| d.to_rfc3339())
             }
             Value::Array(a) => {
                 let parts: Vec<String> = a.iter().map(Value::text).collect();

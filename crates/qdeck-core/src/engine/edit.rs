@@ -232,8 +232,7 @@ fn run_on(path: &Path, draft: &str) -> Result<EditorOutcome, EditorError> {
 fn scratch_path() -> PathBuf {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.subsec_nanos())
-        .unwrap_or(0);
+        .map_or(0, |d| d.subsec_nanos());
     std::env::temp_dir().join(format!("qdeck-edit-{}-{nanos}.toml", std::process::id()))
 }
 

@@ -217,7 +217,7 @@ impl Planned {
                             clean(
                                 &many
                                     .iter()
-                                    .map(|q| q.as_str())
+                                    .map(super::super::domain::QueueId::as_str)
                                     .collect::<Vec<_>>()
                                     .join(", ")
                             )
@@ -261,8 +261,7 @@ impl Planned {
                 count.ready,
                 count
                     .in_flight
-                    .map(|n| n.to_string())
-                    .unwrap_or_else(|| "—".into()),
+                    .map_or_else(|| "—".into(), |n| n.to_string()),
                 note.as_deref()
                     .map(|n| format!("; note: {}", clean(n)))
                     .unwrap_or_default()
@@ -438,9 +437,10 @@ impl Outcome {
             }
             Outcome::Purge(r) => format!(
                 "purged {}{}",
-                r.purged
-                    .map(|n| format!("{n} message(s)"))
-                    .unwrap_or_else(|| "(the broker gives no count)".into()),
+                r.purged.map_or_else(
+                    || "(the broker gives no count)".into(),
+                    |n| format!("{n} message(s)")
+                ),
                 r.note
                     .as_deref()
                     .map(|n| format!("; {}", clean(n)))

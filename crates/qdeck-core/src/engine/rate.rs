@@ -129,7 +129,10 @@ impl Limiter {
     /// When the next message may go; `None` without a rate.
     pub fn due(&self) -> Option<Instant> {
         self.gap?;
-        let next = *self.next.lock().unwrap_or_else(|e| e.into_inner());
+        let next = *self
+            .next
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         Some(next.unwrap_or_else(Instant::now))
     }
 
@@ -137,7 +140,10 @@ impl Limiter {
     pub fn reserve(&self, n: u64) -> Instant {
         let now = Instant::now();
         let Some(gap) = self.gap else { return now };
-        let mut next = self.next.lock().unwrap_or_else(|e| e.into_inner());
+        let mut next = self
+            .next
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         let at = next.map_or(now, |t| t.max(now));
         let span = gap
             .checked_mul(u32::try_from(n).unwrap_or(u32::MAX))

@@ -151,7 +151,7 @@ mod tests {
     }
 
     fn names(v: &[QueueId]) -> Vec<&str> {
-        v.iter().map(|i| i.as_str()).collect()
+        v.iter().map(crate::domain::QueueId::as_str).collect()
     }
 
     fn fig(depth: u64, age: Option<f64>, dlq: u64) -> LastFigures {

@@ -28,8 +28,7 @@ pub struct Sample {
 pub const MISSING: u32 = u32::MAX;
 
 fn pack(v: Option<u64>) -> u32 {
-    v.map(|x| x.min(u32::MAX as u64 - 1) as u32)
-        .unwrap_or(MISSING)
+    v.map_or(MISSING, |x| x.min(u32::MAX as u64 - 1) as u32)
 }
 
 pub fn unpack(v: u32) -> Option<f64> {
@@ -207,9 +206,9 @@ impl Store {
             in_flight: pack(s.in_flight),
             delayed: pack(s.delayed),
             dlq_depth: pack(s.dlq_depth),
-            age_secs: s.oldest_age_secs.map(|a| a as f32).unwrap_or(f32::NAN),
-            in_rate: in_rate.map(|r| r as f32).unwrap_or(f32::NAN),
-            out_rate: out_rate.map(|r| r as f32).unwrap_or(f32::NAN),
+            age_secs: s.oldest_age_secs.map_or(f32::NAN, |a| a as f32),
+            in_rate: in_rate.map_or(f32::NAN, |r| r as f32),
+            out_rate: out_rate.map_or(f32::NAN, |r| r as f32),
         };
         let due = match e.history.last() {
             Some(last) => (sample.t as f64 - last.t as f64) >= res,

@@ -246,7 +246,7 @@ pub fn map_outgoing(
     // What the source recorded about the dead-lettering is the point of copying a DLQ
     // elsewhere to reproduce: kept as data, since no target would set it.
     if let Some(d) = dead_letter {
-        let origin = d.origin.as_ref().map(|q| q.to_string());
+        let origin = d.origin.as_ref().map(std::string::ToString::to_string);
         for (what, v) in [
             ("reason", &d.reason),
             ("description", &d.description),

@@ -247,7 +247,7 @@ fn lex(text: &str) -> Result<Vec<Token>, PredicateError> {
                 (Tok::Str(s), next)
             }
             c if c.is_ascii_digit()
-                || (c == '-' && chars.get(i + 1).is_some_and(|d| d.is_ascii_digit())) =>
+                || (c == '-' && chars.get(i + 1).is_some_and(char::is_ascii_digit)) =>
             {
                 number_at(&chars, i)?
             }
@@ -579,7 +579,13 @@ fn compare(
     match f {
         Field::Reason => {
             let r = signature::reason_texts(m, &ctx.signature);
-            texts(op, v, &r.iter().map(|s| s.as_ref()).collect::<Vec<_>>())
+            texts(
+                op,
+                v,
+                &r.iter()
+                    .map(std::convert::AsRef::as_ref)
+                    .collect::<Vec<_>>(),
+            )
         }
         Field::Signature => texts(op, v, &[&signature::signature(m, &ctx.signature).text]),
         Field::Origin => {
@@ -618,7 +624,7 @@ fn compare(
             if let Value::Num(x) = v {
                 // A missing path or a value that is no number only satisfies `!=`.
                 return match found
-                    .and_then(|j| j.as_f64())
+                    .and_then(serde_json::Value::as_f64)
                     .and_then(|n| n.partial_cmp(x))
                 {
                     Some(o) => op.order(o),

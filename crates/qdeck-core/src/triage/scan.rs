@@ -138,8 +138,7 @@ pub async fn scan(
         }
         let room = limits
             .max_messages
-            .map(|m| m.saturating_sub(scanned))
-            .unwrap_or(u64::MAX);
+            .map_or(u64::MAX, |m| m.saturating_sub(scanned));
         if room == 0 {
             break StopReason::Limit;
         }

@@ -107,7 +107,7 @@ pub fn origin(m: &Message) -> Option<String> {
     m.dead_letter
         .as_ref()
         .and_then(|d| d.origin.as_ref())
-        .map(|q| q.to_string())
+        .map(std::string::ToString::to_string)
         .or_else(|| header(m, "x-first-death-queue").map(Cow::into_owned))
 }
 

@@ -111,7 +111,7 @@ impl Record {
             let text = v.text();
             match sendable(self.broker, k) {
                 Some(name) if self.broker == Some(BrokerKind::Sqs) => {
-                    headers.push((name, Value::str(v1_sqs_value(&text))))
+                    headers.push((name, Value::str(v1_sqs_value(&text))));
                 }
                 Some(name) => headers.push((name, v.clone())),
                 None => dropped.push(k.clone()),

@@ -16,7 +16,7 @@ pub fn validate_name(name: &str) -> Result<()> {
             "queue names must be 1 to 200 characters".to_string(),
         ));
     }
-    if name.chars().any(|c| c.is_control()) {
+    if name.chars().any(char::is_control) {
         return Err(BackendError::Invalid(
             "queue names must not contain control characters".to_string(),
         ));
@@ -280,8 +280,8 @@ impl LocalBackend {
             .prepare_cached("SELECT MIN(enqueued_ms) FROM messages WHERE queue = ?1")
             .map_err(map_err)?;
         let mut counts: HashMap<String, Counts> = HashMap::new();
-        let asked: Option<HashSet<&str>> =
-            (!queues.is_empty()).then(|| queues.iter().map(|q| q.as_str()).collect());
+        let asked: Option<HashSet<&str>> = (!queues.is_empty())
+            .then(|| queues.iter().map(crate::domain::QueueId::as_str).collect());
         for (queue, ready, hidden) in visible {
             let inflight = leased.get(&queue).copied().unwrap_or(0).min(hidden);
             let oldest: Option<i64> = if asked.as_ref().is_none_or(|a| a.contains(queue.as_str())) {
@@ -406,7 +406,7 @@ fn stats_batch(
     now: i64,
 ) -> StatsBatch {
     let wanted: Option<HashSet<&str>> =
-        (!queues.is_empty()).then(|| queues.iter().map(|q| q.as_str()).collect());
+        (!queues.is_empty()).then(|| queues.iter().map(crate::domain::QueueId::as_str).collect());
     let mut batch = StatsBatch::default();
     let known: HashSet<&str> = meta.iter().map(|m| m.0.as_str()).collect();
     for q in queues {
@@ -426,7 +426,7 @@ fn stats_batch(
             counts.get(name).copied().unwrap_or((0, 0, 0, None));
         let dlq_depth = dlq
             .as_ref()
-            .map(|d| counts.get(d).map(|c| c.0 + c.1 + c.2).unwrap_or(0));
+            .map(|d| counts.get(d).map_or(0, |c| c.0 + c.1 + c.2));
         batch.stats.push(QueueStats {
             id: QueueId::new(name),
             at_ms: now,
@@ -434,11 +434,7 @@ fn stats_batch(
             in_flight: Some(inflight),
             delayed: Some(delayed),
             dlq_depth,
-            oldest_age_secs: Some(
-                oldest
-                    .map(|o| ((now - o).max(0)) as f64 / 1000.0)
-                    .unwrap_or(0.0),
-            ),
+            oldest_age_secs: Some(oldest.map_or(0.0, |o| ((now - o).max(0)) as f64 / 1000.0)),
             age_note: None,
             consumers: Some(consumers.get(name).copied().unwrap_or(0)),
             enqueued_total: Some(*enq as u64),

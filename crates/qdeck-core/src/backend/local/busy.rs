@@ -35,7 +35,7 @@ fn schedule(attempt: u64) -> (u64, u64) {
 /// SQLite busy handler: true to try again, false to fail with SQLITE_BUSY.
 pub fn wait(attempt: i32) -> bool {
     let (spent_us, next_us) = schedule(attempt.max(0) as u64);
-    let limit_us = TIMEOUT_MS.with(|t| t.get()).saturating_mul(1000);
+    let limit_us = TIMEOUT_MS.with(std::cell::Cell::get).saturating_mul(1000);
     if spent_us >= limit_us {
         return false;
     }

@@ -110,7 +110,7 @@ pub(crate) fn storage_err(path: &Path, e: rusqlite::Error) -> BackendError {
     use rusqlite::ErrorCode;
     let code = e.sqlite_error_code();
     let what = match code {
-        Some(ErrorCode::DatabaseBusy) | Some(ErrorCode::DatabaseLocked) => {
+        Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => {
             "database is locked by another process; try again".to_string()
         }
         Some(ErrorCode::NotADatabase) => "file is not a qdeck database (or is corrupt)".to_string(),
@@ -272,7 +272,10 @@ impl LocalBackend {
     }
 
     fn lock(&self) -> MutexGuard<'_, Connection> {
-        let guard = self.conn.lock().unwrap_or_else(|e| e.into_inner());
+        let guard = self
+            .conn
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         // The busy handler runs on this thread while the guard is held.
         busy::set_timeout_ms(self.busy_ms.load(std::sync::atomic::Ordering::Relaxed));
         guard
@@ -361,7 +364,7 @@ impl Backend for LocalHandle {
 
     async fn list_queues(&self) -> Result<Vec<QueueInfo>> {
         self.0.calls.bump("local:list_queues");
-        self.0.blocking(|b| b.list_queues_sync()).await
+        self.0.blocking(LocalBackend::list_queues_sync).await
     }
 
     async fn stats(&self, queues: &[QueueId]) -> Result<StatsBatch> {

@@ -173,7 +173,7 @@ impl LocalBackend {
             )
         };
         let now = now_ms();
-        let visible = now + msg.delay.map(|d| d.as_millis() as i64).unwrap_or(0);
+        let visible = now + msg.delay.map_or(0, |d| d.as_millis() as i64);
         self.write(|tx| {
             if queue_row(tx, queue)?.is_none() {
                 return Ok(Err(not_found(queue)));
@@ -220,7 +220,7 @@ impl LocalBackend {
             )?;
             let mut ids = Vec::with_capacity(msgs.len());
             for (m, h) in msgs.iter().zip(&headers) {
-                let visible = now + m.delay.map(|d| d.as_millis() as i64).unwrap_or(0);
+                let visible = now + m.delay.map_or(0, |d| d.as_millis() as i64);
                 st.execute(params![queue, m.key, m.body, h, now, visible])?;
                 ids.push(tx.last_insert_rowid());
             }
@@ -257,8 +257,7 @@ impl LocalBackend {
                 return Ok(Err(not_found(queue)));
             };
             let lease_ms = lease
-                .map(|d| d.as_millis() as i64)
-                .unwrap_or((q.lease_secs * 1000.0) as i64)
+                .map_or((q.lease_secs * 1000.0) as i64, |d| d.as_millis() as i64)
                 .max(1);
             touch_worker(tx, worker, queue, now)?;
             let mut out = Vec::with_capacity(n);

@@ -70,9 +70,10 @@ async fn counted_limit(
             }
             Ok(limit.filter(|d| d.browse_counts).map(|d| d.limit))
         }
-        Err(e @ BackendError::NotFound(_))
-        | Err(e @ BackendError::Auth(_))
-        | Err(e @ BackendError::Forbidden { .. }) => Err(e),
+        Err(
+            e
+            @ (BackendError::NotFound(_) | BackendError::Auth(_) | BackendError::Forbidden { .. }),
+        ) => Err(e),
         // Management API down: the queue type is unknown, so only a forced browse proceeds.
         Err(e) if !req.force => Err(BackendError::RefusedUnlessForced(format!(
             "cannot tell whether '{queue}' has a delivery limit ({e}); use --force to browse anyway"

@@ -132,7 +132,11 @@ impl Pool {
     /// redrive publishes on its own so the broker parses publishes and acks in parallel).
     async fn connection(&self, vhost: &str, slot: &str) -> Result<Arc<Connection>> {
         let key = format!("{slot}\u{0}{vhost}");
-        if let Some((at, e)) = &*self.auth_failed.lock().unwrap_or_else(|e| e.into_inner()) {
+        if let Some((at, e)) = &*self
+            .auth_failed
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        {
             if at.elapsed() < AUTH_MEMO {
                 return Err(e.clone());
             }
@@ -162,7 +166,10 @@ impl Pool {
         .map_err(|e| {
             let err = self.connect_error(vhost, &e);
             if matches!(err, BackendError::Auth(_)) {
-                *self.auth_failed.lock().unwrap_or_else(|e| e.into_inner()) =
+                *self
+                    .auth_failed
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner) =
                     Some((std::time::Instant::now(), err.clone()));
             }
             err

@@ -30,9 +30,10 @@ pub async fn delete_ids(
     let (row, v) = tokio::join!(b.queue_row(queue), b.broker_version(false));
     let row = match row {
         Ok(row) => row,
-        Err(e @ BackendError::NotFound(_))
-        | Err(e @ BackendError::Auth(_))
-        | Err(e @ BackendError::Forbidden { .. }) => return Err(e),
+        Err(
+            e
+            @ (BackendError::NotFound(_) | BackendError::Auth(_) | BackendError::Forbidden { .. }),
+        ) => return Err(e),
         Err(e) => {
             return Err(BackendError::Refused(format!(
                 "cannot tell whether '{queue}' has a delivery limit ({e}); not deleting"
@@ -160,7 +161,7 @@ pub(super) async fn wait_requeued(b: &RabbitBackend, ch: &lapin::Channel, name: 
             .await
         {
             Ok(q) if q.consumer_count() == 0 && (q.message_count() as u64) < want => {
-                tokio::time::sleep(std::time::Duration::from_millis(20)).await
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
             }
             _ => break,
         }

@@ -191,7 +191,7 @@ pub fn resolve_dlq(row: &QueueRow, topo: &Topology) -> Vec<String> {
         };
     }
     let ekey = (row.vhost.clone(), dlx);
-    let etype = topo.exchanges.get(&ekey).map(String::as_str).unwrap_or("");
+    let etype = topo.exchanges.get(&ekey).map_or("", String::as_str);
     let mut out: Vec<String> = Vec::new();
     for (q, rk) in topo.bindings.get(&ekey).map(Vec::as_slice).unwrap_or(&[]) {
         let hit = match etype {

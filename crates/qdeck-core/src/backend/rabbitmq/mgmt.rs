@@ -161,7 +161,11 @@ impl Mgmt {
         body: Option<&serde_json::Value>,
         timeout: Option<Duration>,
     ) -> Result<String> {
-        if let Some((at, e)) = &*self.auth_failed.lock().unwrap_or_else(|e| e.into_inner()) {
+        if let Some((at, e)) = &*self
+            .auth_failed
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        {
             if at.elapsed() < super::conn::AUTH_MEMO {
                 return Err(e.clone());
             }
@@ -188,7 +192,10 @@ impl Mgmt {
                 self.status_error(status, path, &text)
             };
             if matches!(err, BackendError::Auth(_)) {
-                *self.auth_failed.lock().unwrap_or_else(|e| e.into_inner()) =
+                *self
+                    .auth_failed
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner) =
                     Some((std::time::Instant::now(), err.clone()));
             }
             return Err(err);
@@ -284,7 +291,9 @@ fn vhost_of(path: &str) -> Option<String> {
     if seg.is_empty() {
         return None;
     }
-    urlencoding::decode(seg).ok().map(|c| c.into_owned())
+    urlencoding::decode(seg)
+        .ok()
+        .map(std::borrow::Cow::into_owned)
 }
 
 #[cfg(test)]

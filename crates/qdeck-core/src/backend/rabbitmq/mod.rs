@@ -133,7 +133,10 @@ impl RabbitBackend {
 
     /// The broker version: read once, then refreshed by `list_queues`.
     pub async fn broker_version(&self, refresh: bool) -> Option<Version> {
-        let known = *self.version.lock().unwrap_or_else(|e| e.into_inner());
+        let known = *self
+            .version
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         if known.is_some() && !refresh {
             return known;
         }
@@ -143,7 +146,10 @@ impl RabbitBackend {
             .await
             .ok();
         let read = v.as_ref().and_then(Version::from_overview);
-        let mut slot = self.version.lock().unwrap_or_else(|e| e.into_inner());
+        let mut slot = self
+            .version
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         if read.is_some() {
             *slot = read;
         }
@@ -151,7 +157,10 @@ impl RabbitBackend {
     }
 
     fn known_version(&self) -> Option<Version> {
-        *self.version.lock().unwrap_or_else(|e| e.into_inner())
+        *self
+            .version
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Settings as the detail panel shows them, with the delivery limit the broker really
@@ -172,7 +181,7 @@ impl RabbitBackend {
     fn linked(&self, rows: &[QueueRow], topo: &Topology, v: Option<Version>) -> Vec<QueueInfo> {
         let mut infos: Vec<QueueInfo> = Vec::with_capacity(rows.len());
         let mut index: HashMap<(String, String), usize> = HashMap::new();
-        for r in rows.iter() {
+        for r in rows {
             index.insert((r.vhost.clone(), r.name.clone()), infos.len());
             infos.push(QueueInfo {
                 id: self.id_of(&r.vhost, &r.name),
@@ -227,7 +236,9 @@ impl RabbitBackend {
     }
 
     fn cache(&self) -> std::sync::MutexGuard<'_, Cache> {
-        self.cache.lock().unwrap_or_else(|e| e.into_inner())
+        self.cache
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     pub fn id_of(&self, vhost: &str, name: &str) -> QueueId {

@@ -45,9 +45,9 @@ pub async fn check(b: &RabbitBackend, req: &RedriveRequest, f: &MessageFilter) -
     let (row, v) = tokio::join!(b.queue_row(queue), b.broker_version(false));
     let row = match row {
         Ok(row) => row,
-        Err(e @ BackendError::NotFound(_))
-        | Err(e @ BackendError::Auth(_))
-        | Err(e @ BackendError::Forbidden { .. }) => return Err(e),
+        Err(e @
+(BackendError::NotFound(_) | BackendError::Auth(_) | BackendError::Forbidden {
+.. })) => return Err(e),
         Err(_) if f.force => return Ok(()),
         Err(e) => {
             return Err(BackendError::RefusedUnlessForced(format!(

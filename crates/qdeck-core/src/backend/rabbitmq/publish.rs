@@ -107,7 +107,7 @@ async fn publish_all(
         let id = props
             .message_id()
             .as_ref()
-            .map(|i| i.to_string())
+            .map(std::string::ToString::to_string)
             .unwrap_or_default();
         b.calls.bump("amqp:basic.publish");
         match ch

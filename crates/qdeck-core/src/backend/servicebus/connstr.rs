@@ -144,8 +144,7 @@ pub fn sas_token(resource_uri: &str, key_name: &str, key: &str, expiry_unix: u64
 pub fn unix_now() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0)
+        .map_or(0, |d| d.as_secs())
 }
 
 #[cfg(test)]

@@ -62,7 +62,10 @@ impl Rest {
             Credential::Token(t) => t.clone(),
             Credential::Key { name, key } => {
                 let now = unix_now();
-                let mut g = self.token.lock().unwrap_or_else(|e| e.into_inner());
+                let mut g = self
+                    .token
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
                 if let Some((tok, exp)) = g.as_ref() {
                     if *exp > now + TOKEN_REFRESH_MARGIN_SECS {
                         return tok.clone();

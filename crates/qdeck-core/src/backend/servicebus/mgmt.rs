@@ -55,14 +55,13 @@ impl QueueEntry {
     pub fn entity_field(&self, k: &str) -> Option<String> {
         let v = self.fields.get(k)?.trim();
         let path = match v.split_once("://") {
-            Some((_, rest)) => rest.split_once('/').map(|x| x.1).unwrap_or(""),
+            Some((_, rest)) => rest.split_once('/').map_or("", |x| x.1),
             None => v,
         };
         let path = path.split('?').next().unwrap_or("").trim_matches('/');
         (!path.is_empty()).then(|| {
             urlencoding::decode(path)
-                .map(|c| c.into_owned())
-                .unwrap_or_else(|_| path.to_string())
+                .map_or_else(|_| path.to_string(), std::borrow::Cow::into_owned)
         })
     }
 }
@@ -162,7 +161,7 @@ pub fn parse_feed(xml: &str) -> Result<FeedPage> {
                 } else if let Some(e) = cur.as_mut() {
                     match (ns, local.as_str(), parent) {
                         (Ns::Atom, "title", Some((Ns::Atom, "entry"))) => {
-                            e.name = text.trim().to_string()
+                            e.name = text.trim().to_string();
                         }
                         (Ns::Counts, k, Some((Ns::Connect, "CountDetails"))) => {
                             if let Ok(n) = text.trim().parse::<u64>() {
@@ -171,7 +170,7 @@ pub fn parse_feed(xml: &str) -> Result<FeedPage> {
                         }
                         (Ns::Connect, "TopicDescription", _) => e.kind = EntryKind::Topic,
                         (Ns::Connect, "SubscriptionDescription", _) => {
-                            e.kind = EntryKind::Subscription
+                            e.kind = EntryKind::Subscription;
                         }
                         // QueueDescription, SubscriptionDescription, TopicDescription.
                         (Ns::Connect, k, Some((Ns::Connect, p)))

@@ -184,8 +184,7 @@ fn queue_infos(e: &QueueEntry) -> Vec<QueueInfo> {
     };
     let dlq_link = e
         .entity_field("ForwardDeadLetteredMessagesTo")
-        .map(QueueId::new)
-        .unwrap_or_else(|| own_dlq.clone());
+        .map_or_else(|| own_dlq.clone(), QueueId::new);
     let main = QueueInfo {
         id: id.clone(),
         kind,

@@ -35,13 +35,13 @@ pub async fn purge(rest: Arc<Rest>, entity: &str, progress: &OpProgress) -> Resu
             tokio::spawn(async move {
                 loop {
                     {
-                        let s = st.lock().unwrap_or_else(|e| e.into_inner());
+                        let s = st.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
                         if s.stop || progress.cancelled() {
                             return;
                         }
                     }
                     let r = runtime::receive_delete(&rest, &entity, 1).await;
-                    let mut s = st.lock().unwrap_or_else(|e| e.into_inner());
+                    let mut s = st.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
                     match r {
                         Ok(Some(_)) => {
                             s.purged += 1;
@@ -71,7 +71,7 @@ pub async fn purge(rest: Arc<Rest>, entity: &str, progress: &OpProgress) -> Resu
         let _ = h.await;
     }
     progress.phase("done");
-    let mut s = st.lock().unwrap_or_else(|e| e.into_inner());
+    let mut s = st.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     let cancelled = progress.cancelled();
     match s.error.take() {
         Some(e) if s.purged == 0 => Err(e),

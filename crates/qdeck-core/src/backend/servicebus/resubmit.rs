@@ -126,7 +126,9 @@ struct Ctx {
 
 impl Ctx {
     fn state(&self) -> MutexGuard<'_, State> {
-        self.st.lock().unwrap_or_else(|e| e.into_inner())
+        self.st
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
 
@@ -259,7 +261,10 @@ async fn finish(ctx: &Ctx, progress: &OpProgress) -> Result<RedriveReport> {
             "stopped at messages dead-lettered after the start (sequence number {w} and up, {n} seen): copies that dead-lettered again and newer dead letters stay in the DLQ"
         ));
     }
-    let missing = st.remaining_ids.as_ref().map_or(0, |r| r.len());
+    let missing = st
+        .remaining_ids
+        .as_ref()
+        .map_or(0, std::collections::HashSet::len);
     if missing > 0 && !progress.cancelled() {
         st.error(format!(
             "{missing} selected message(s) were not found in the DLQ (gone, locked by another receiver, or past what one lock duration could reach)"
@@ -332,7 +337,11 @@ fn claim(ctx: &Ctx) -> bool {
             return false; // others may still be finishing their claimed messages
         }
     }
-    if st.remaining_ids.as_ref().is_some_and(|r| r.is_empty()) {
+    if st
+        .remaining_ids
+        .as_ref()
+        .is_some_and(std::collections::HashSet::is_empty)
+    {
         return false;
     }
     st.claimed += 1;

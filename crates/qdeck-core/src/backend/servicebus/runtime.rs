@@ -92,7 +92,7 @@ fn parse_received(resp: super::http::Resp, entity: &str) -> Received {
         .and_then(|v| v.to_str().ok())
         .map(str::to_string);
     let mut custom = Vec::new();
-    for (k, v) in h.iter() {
+    for (k, v) in h {
         let name = k.as_str();
         if NOT_CUSTOM.contains(&name) || name.starts_with("x-ms-") {
             continue;
@@ -115,7 +115,7 @@ fn parse_received(resp: super::http::Resp, entity: &str) -> Received {
         .get("location")
         .and_then(|v| v.to_str().ok())
         .and_then(|loc| {
-            let after_scheme = loc.split_once("://").map(|x| x.1).unwrap_or(loc);
+            let after_scheme = loc.split_once("://").map_or(loc, |x| x.1);
             let path = after_scheme.split_once('/').map(|x| x.1)?;
             (!path.is_empty()).then(|| path.to_string())
         });

@@ -262,7 +262,7 @@ async fn sweep_chunk(b: &SqsBackend, region: usize, chunk: &[(QueueId, String)])
         }
         match out.get("NextToken").and_then(Value::as_str) {
             Some(t) if !t.is_empty() && Some(t) != token.as_deref() && pages < 20 => {
-                token = Some(t.to_string())
+                token = Some(t.to_string());
             }
             _ => break,
         }

@@ -61,9 +61,10 @@ pub(crate) fn chain_text(profile: Option<&str>) -> String {
          ~/.aws/config and ~/.aws/credentials (profile {}, incl. SSO and credential_process), \
          web identity token (AWS_WEB_IDENTITY_TOKEN_FILE), ECS container credentials, \
          EC2 instance metadata",
-        profile
-            .map(|p| format!("`{p}`"))
-            .unwrap_or_else(|| "from AWS_PROFILE or `default`".to_string())
+        profile.map_or_else(
+            || "from AWS_PROFILE or `default`".to_string(),
+            |p| format!("`{p}`")
+        )
     )
 }
 
@@ -288,13 +289,13 @@ where
             let c = code.as_deref().unwrap_or("");
             // Without a parsed message the detail is a deserializer complaint about an HTML
             // or empty body: say the status instead.
-            let msg = e
-                .message()
-                .map(|m| one_line(m, 200))
-                .unwrap_or_else(|| match status {
+            let msg = e.message().map_or_else(
+                || match status {
                     Some(s) => format!("HTTP {s} without error details"),
                     None => detail.clone(),
-                });
+                },
+                |m| one_line(m, 200),
+            );
             match classify(code.as_deref(), status) {
                 Class::MissingQueue => {
                     BackendError::NotFound(format!("queue {what} does not exist (deleted?)"))
@@ -342,7 +343,7 @@ mod tests {
             None,
         ) {
             BackendError::Forbidden { right, .. } => {
-                assert_eq!(right.as_deref(), Some("sqs:ReceiveMessage"))
+                assert_eq!(right.as_deref(), Some("sqs:ReceiveMessage"));
             }
             other => panic!("{other:?}"),
         }
@@ -353,7 +354,7 @@ mod tests {
             None,
         ) {
             BackendError::Forbidden { right, .. } => {
-                assert_eq!(right.as_deref(), Some("kms:GenerateDataKey"))
+                assert_eq!(right.as_deref(), Some("kms:GenerateDataKey"));
             }
             other => panic!("{other:?}"),
         }

@@ -91,8 +91,7 @@ fn apply_attrs(meta: &mut QueueMeta, attrs: &BTreeMap<String, String>) {
     if let Some(a) = attrs.get("QueueArn") {
         meta.arn = Some(a.clone());
     }
-    meta.fifo = attrs.get("FifoQueue").map(|v| v == "true").unwrap_or(false)
-        || meta.name.ends_with(".fifo");
+    meta.fifo = attrs.get("FifoQueue").is_some_and(|v| v == "true") || meta.name.ends_with(".fifo");
     match attrs.get("RedrivePolicy").map(|s| s.trim()) {
         None | Some("") => {
             meta.redrive = None;
@@ -223,7 +222,7 @@ fn name_prefix(
     let profile = b.settings.queue_prefix.clone();
     let wanted = filter
         .filter(|_| !b.multi_region())
-        .and_then(|f| f.literal_prefix());
+        .and_then(super::super::filter::QueueFilter::literal_prefix);
     match (profile, wanted) {
         (p, None) => Ok(p),
         (None, w) => Ok(w),

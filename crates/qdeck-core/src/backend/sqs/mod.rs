@@ -111,7 +111,7 @@ pub struct SqsBackend {
 }
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 pub async fn connect(
@@ -274,7 +274,7 @@ impl SqsBackend {
             }
             match page.next_token() {
                 Some(t) if !t.is_empty() && Some(t) != token.as_deref() => {
-                    token = Some(t.to_string())
+                    token = Some(t.to_string());
                 }
                 _ => break,
             }

@@ -288,7 +288,7 @@ impl Task<'_> {
             }
             "FAILED" => {
                 // What was not moved is still in the source queue.
-                self.report.failed = to_move.map(|t| t.saturating_sub(moved)).unwrap_or(0);
+                self.report.failed = to_move.map_or(0, |t| t.saturating_sub(moved));
                 self.report.errors.push(format!(
                     "move task failed: {}",
                     entry.failure_reason().unwrap_or("no reason given")

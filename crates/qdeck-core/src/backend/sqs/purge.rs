@@ -60,7 +60,7 @@ pub(crate) async fn purge(
                 note: Some(format!(
                     "SQS purges in the background within up to 60 s; about {} message(s) were \
                      in the queue; next purge possible in {COOLDOWN_SECS} s",
-                    before.map(|n| n.to_string()).unwrap_or_else(|| "?".into())
+                    before.map_or_else(|| "?".into(), |n| n.to_string())
                 )),
             })
         }
@@ -81,8 +81,7 @@ pub(crate) async fn purge(
                 Err(BackendError::Refused(format!(
                     "purge cooldown: a purge of {id} is in progress or ran less than \
                      {COOLDOWN_SECS} s ago (PurgeQueueInProgress); try again in {}",
-                    left.map(|l| format!("{l} s"))
-                        .unwrap_or_else(|| format!("up to {COOLDOWN_SECS} s"))
+                    left.map_or_else(|| format!("up to {COOLDOWN_SECS} s"), |l| format!("{l} s"))
                 )))
             } else {
                 Err(ce.err)

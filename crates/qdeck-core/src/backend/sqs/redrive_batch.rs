@@ -93,20 +93,17 @@ fn entry_for(
 
 /// Bytes a message adds to a SendMessageBatch payload (body and attributes).
 pub(super) fn approx_size(m: &SqsMessage) -> usize {
-    let attrs: usize = m
-        .message_attributes()
-        .map(|a| {
-            a.iter()
-                .map(|(k, v)| {
-                    k.len()
-                        + v.data_type().len()
-                        + v.string_value().map(str::len).unwrap_or(0)
-                        + v.binary_value().map(|b| b.as_ref().len()).unwrap_or(0)
-                })
-                .sum()
-        })
-        .unwrap_or(0);
-    m.body().map(str::len).unwrap_or(0) + attrs
+    let attrs: usize = m.message_attributes().map_or(0, |a| {
+        a.iter()
+            .map(|(k, v)| {
+                k.len()
+                    + v.data_type().len()
+                    + v.string_value().map_or(0, str::len)
+                    + v.binary_value().map_or(0, |b| b.as_ref().len())
+            })
+            .sum()
+    });
+    m.body().map_or(0, str::len) + attrs
 }
 
 /// Outcome counters of one batch.

@@ -72,7 +72,7 @@ async fn publish_copy(ch: Channel, c: ToCopy) -> (usize, u64, Outcome) {
         // Refused before anything was sent: no copy exists.
         Err(e) => Outcome::Failed(amqp_error(&e, "publish").to_string()),
         Ok(confirm) => match confirm.await {
-            Ok(Confirmation::Ack(None)) | Ok(Confirmation::NotRequested) => Outcome::Confirmed,
+            Ok(Confirmation::Ack(None) | Confirmation::NotRequested) => Outcome::Confirmed,
             Ok(Confirmation::Ack(Some(_))) => Outcome::Failed(format!(
                 "target queue '{target}' does not exist (message returned unroutable)"
             )),

@@ -392,4 +392,44 @@ mod tests {
         assert!(!stale(Some(1_000), 5.0, 16_000));
         assert!(stale(Some(1_000), 5.0, 16_001));
     }
+
+    /// A round answers in the order asked: a profile that cannot be read, one too slow for
+    /// the timeout, and one that answers.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_round_answers_every_profile_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = dir.path().join("config.toml");
+        std::fs::write(
+            &cfg,
+            format!(
+                "[[profiles]]\nname = \"here\"\nkind = \"local\"\npath = {:?}\n\
+                 [[profiles]]\nname = \"slow\"\nkind = \"local\"\npath = {:?}\n",
+                dir.path().join("here.db").display().to_string(),
+                dir.path().join("slow.db").display().to_string(),
+            ),
+        )
+        .unwrap();
+        let options = |n: &str| LoadOptions {
+            file: Some(cfg.clone()),
+            profile: Some(n.to_string()),
+            read_only: false,
+        };
+        let names: Vec<String> = ["nope", "slow", "here"].map(String::from).to_vec();
+        let work = |s: Session| async move {
+            if s.loaded.profile.name == "slow" {
+                tokio::time::sleep(Duration::from_secs(5)).await;
+            }
+            s.backend.list_queues().await.map(|q| q.len())
+        };
+        let timeout = Timeout::Fixed(Duration::from_millis(500));
+        let answers = round(options, &names, timeout, work).await;
+        let order: Vec<&str> = answers.iter().map(|a| a.profile.as_str()).collect();
+        assert_eq!(order, names);
+        assert!(matches!(answers[0].result, Err(PollError::Config(_))));
+        assert!(answers[0].settings.is_none() && answers[0].stale(now_ms()));
+        assert!(matches!(answers[1].result, Err(PollError::Timeout(_))));
+        assert_eq!(answers[1].settings.as_ref().map(|s| s.kind), Some("local"));
+        assert_eq!(answers[2].result.as_ref().ok(), Some(&0));
+        assert!(!answers[2].stale(now_ms()));
+    }
 }

@@ -76,6 +76,12 @@ impl CliError {
     }
 }
 
+impl std::fmt::Display for CliError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
 impl From<BackendError> for CliError {
     fn from(e: BackendError) -> Self {
         let code = match &e {

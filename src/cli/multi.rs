@@ -1,8 +1,9 @@
 //! `ls`, `stats` and `check` over several profiles at once (`--profile a,b`, `--all-profiles`).
 //!
-//! Every profile is opened and polled on its own task under its own timeout, so a dead broker
-//! costs the others nothing: it becomes that profile's error row (or an UNKNOWN problem in a
-//! check) while the rest answer as usual.
+//! One round of the multi-profile poller the fleet view runs continuously: every profile is
+//! opened and polled on its own task under its own timeout, so a dead broker costs the others
+//! nothing: it becomes that profile's error row (or an UNKNOWN problem in a check) while the
+//! rest answer as usual.
 
 use std::future::Future;
 use std::time::Duration;
@@ -11,10 +12,12 @@ use serde::Serialize;
 
 use super::args::{CheckArgs, Command, Format, Global};
 use super::cmd_check;
-use super::exit::{CliError, CliResult, FAILED, OK, PARTIAL, UNAVAILABLE};
+use super::exit::{CliError, CliResult, FAILED, OK, PARTIAL, UNAVAILABLE, USAGE};
 use super::fetch::{self, QueueRow};
 use super::output::{self, name, Table};
 use crate::config::{self, LoadOptions, Loaded};
+use crate::engine::fleet;
+use crate::engine::multi_poller::{self, PollError, Timeout};
 use crate::engine::session::Session;
 
 /// Which profiles the user asked for, when it is more than the one-profile form.
@@ -39,10 +42,8 @@ pub fn selection(g: &Global) -> Option<Selection> {
 pub(crate) fn resolve(c: &config::AppConfig, sel: &Selection) -> Result<Vec<String>, CliError> {
     let known = config::profile_names(c);
     match sel {
-        Selection::All if c.profiles.is_empty() => Ok(vec!["local".to_string()]),
-        Selection::All => Ok(c.profiles.iter().map(|p| p.name.clone()).collect()),
+        Selection::All => Ok(fleet::profiles_to_poll(c, &[])),
         Selection::Named(names) => {
-            let mut out: Vec<String> = Vec::new();
             for n in names {
                 if n.is_empty() {
                     return Err(CliError::usage(
@@ -56,11 +57,8 @@ pub(crate) fn resolve(c: &config::AppConfig, sel: &Selection) -> Result<Vec<Stri
                         known.join(", ")
                     )));
                 }
-                if !out.contains(n) {
-                    out.push(n.clone());
-                }
             }
-            Ok(out)
+            Ok(fleet::profiles_to_poll(c, names))
         }
     }
 }
@@ -71,7 +69,8 @@ struct Answer<T> {
     result: Result<T, CliError>,
 }
 
-/// Run `work` against every profile concurrently, each on its own task and under `timeout`.
+/// One round of the multi-profile poller: `work` against every profile concurrently, each
+/// under `timeout`.
 async fn each<T, F, Fut>(
     base: &Loaded,
     names: &[String],
@@ -83,39 +82,42 @@ where
     Fut: Future<Output = Result<T, CliError>> + Send + 'static,
     T: Send + 'static,
 {
-    let tasks: Vec<_> = names
-        .iter()
-        .map(|n| {
-            let opts = base.options_for(n);
-            let work = work.clone();
-            let task = tokio::spawn(async move {
-                let run = async {
-                    let loaded = config::load(&opts)?;
-                    let s = Session::open(loaded).await?;
-                    work(s).await
-                };
-                match tokio::time::timeout(timeout, run).await {
-                    Ok(r) => r,
-                    Err(_) => Err(CliError::new(
-                        UNAVAILABLE,
-                        format!(
-                            "no answer within {} (--profile-timeout)",
-                            humantime::format_duration(timeout)
-                        ),
-                    )),
-                }
-            });
-            (n.clone(), task)
-        })
-        .collect();
-    let mut out = Vec::with_capacity(tasks.len());
-    for (profile, task) in tasks {
-        let result = task
-            .await
-            .unwrap_or_else(|e| Err(CliError::new(FAILED, format!("internal error: {e}"))));
-        out.push(Answer { profile, result });
+    multi_poller::round(
+        |n| base.options_for(n),
+        names,
+        Timeout::Fixed(timeout),
+        work,
+    )
+    .await
+    .into_iter()
+    .map(|a| Answer {
+        profile: a.profile,
+        result: a.result.map_err(cli_error),
+    })
+    .collect()
+}
+
+/// The exit code a profile's failure maps to; the text is the poller's, the one the fleet view
+/// shows for the same profile.
+fn cli_error(e: PollError<CliError>) -> CliError {
+    match e {
+        PollError::Work(e) => e,
+        PollError::Timeout(d) => CliError::new(
+            UNAVAILABLE,
+            format!(
+                "no answer within {} (--profile-timeout)",
+                humantime::format_duration(d)
+            ),
+        ),
+        e => {
+            let code = match &e {
+                PollError::Open(b) => CliError::from(b.clone()).code,
+                PollError::Config(_) => USAGE,
+                _ => FAILED,
+            };
+            CliError::new(code, e.message())
+        }
     }
-    out
 }
 
 /// 0 when every profile answered, 3 (partial) when some did, else the first profile's code.
@@ -274,7 +276,20 @@ async fn ls(
     f: Format,
 ) -> CliResult {
     let re = fetch::compile_pattern(pattern.as_deref())?;
-    let answers = each(base, names, timeout, move |s: Session| {
+    let answers = ls_rows(base, names, timeout, re, sample).await;
+    print_rows(&answers, sample.is_some(), f);
+    Ok(exit_code(&answers))
+}
+
+/// Every profile's queue rows, or its error.
+async fn ls_rows(
+    base: &Loaded,
+    names: &[String],
+    timeout: Duration,
+    re: Option<regex::Regex>,
+    sample: Option<Duration>,
+) -> Vec<Answer<Vec<QueueRow>>> {
+    each(base, names, timeout, move |s: Session| {
         let re = re.clone();
         async move {
             let b = s.backend.as_ref();
@@ -287,9 +302,7 @@ async fn ls(
             }
         }
     })
-    .await;
-    print_rows(&answers, sample.is_some(), f);
-    Ok(exit_code(&answers))
+    .await
 }
 
 /// One queue's row in one profile, plus what `stats -o json` says besides the figures.
@@ -456,5 +469,94 @@ mod tests {
         assert_eq!(resolve(&c, &Selection::All).unwrap(), ["a", "b"]);
         assert_eq!(resolve(&c, &named(&["a", "zz"])).unwrap_err().code, USAGE);
         assert_eq!(resolve(&c, &named(&["a", ""])).unwrap_err().code, USAGE);
+    }
+
+    /// A dead broker and a live local one, through the fleet view's poller and through
+    /// `ls -p gone,here`: the same error text for the dead one, the same queues and depths for
+    /// the live one.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn the_fleet_and_the_cli_answer_alike_for_the_same_profiles() {
+        use crate::backend::local::{LocalHandle, QueueOptions};
+        use crate::backend::Backend;
+        use crate::domain::{OutgoingMessage, QueueId};
+
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("here.db");
+        let h = LocalHandle::open(&db).unwrap();
+        for (q, n) in [("jobs", 3), ("mail", 1)] {
+            h.0.create_queue(q, &QueueOptions::default()).unwrap();
+            for i in 0..n {
+                let m = OutgoingMessage {
+                    body: format!("m{i}").into_bytes(),
+                    ..Default::default()
+                };
+                h.send(&QueueId::new(q), m).await.unwrap();
+            }
+        }
+        drop(h);
+        let cfg = dir.path().join("config.toml");
+        std::fs::write(
+            &cfg,
+            format!(
+                "[[profiles]]\nname = \"gone\"\nkind = \"rabbitmq\"\n\
+                 amqp_url = \"amqp://guest@127.0.0.1:1/%2f\"\n\
+                 management_url = \"http://127.0.0.1:1\"\nrefresh_secs = 0.5\n\
+                 [[profiles]]\nname = \"here\"\nkind = \"local\"\npath = {:?}\nrefresh_secs = 0.5\n",
+                db.display().to_string()
+            ),
+        )
+        .unwrap();
+        let base = config::load(&LoadOptions {
+            file: Some(cfg),
+            profile: None,
+            read_only: false,
+        })
+        .unwrap();
+        let names = resolve(&base.config, &Selection::All).unwrap();
+        assert_eq!(names, ["gone", "here"]);
+
+        let cli = ls_rows(&base, &names, Duration::from_secs(10), None, None).await;
+        let (tx, mut rx) = tokio::sync::mpsc::channel(16);
+        let loaded = base.clone();
+        let _fleet = fleet::spawn(move |n| loaded.options_for(n), &names, tx);
+        let mut rows = std::collections::HashMap::new();
+        tokio::time::timeout(Duration::from_secs(30), async {
+            while rows.len() < 2 {
+                let r: fleet::FleetRow = rx.recv().await.unwrap();
+                rows.insert(r.profile.clone(), r);
+            }
+        })
+        .await
+        .unwrap();
+
+        let by = |p: &str| cli.iter().find(|a| a.profile == p).unwrap();
+        let Err(dead) = &by("gone").result else {
+            panic!("the dead broker answered");
+        };
+        let fleet_error = rows["gone"].error.clone().unwrap();
+        assert_eq!(dead.message, fleet_error);
+        assert_eq!(ProfileError::new("gone", dead).error, fleet_error);
+        assert_eq!(dead.code, UNAVAILABLE);
+
+        let Ok(live) = &by("here").result else {
+            panic!("the local broker failed");
+        };
+        let here = &rows["here"];
+        assert!(here.error.is_none(), "{here:?}");
+        let mut cli_rows: Vec<(String, Option<u64>)> =
+            live.iter().map(|r| (r.name.clone(), r.depth)).collect();
+        let mut fleet_rows: Vec<(String, Option<u64>)> = here
+            .fire
+            .iter()
+            .map(|e| (e.queue.as_str().to_string(), e.depth))
+            .collect();
+        cli_rows.sort();
+        fleet_rows.sort();
+        assert_eq!(
+            cli_rows,
+            [("jobs".to_string(), Some(3)), ("mail".to_string(), Some(1))]
+        );
+        assert_eq!(fleet_rows, cli_rows);
+        assert_eq!((here.queues, here.depth), (Some(2), Some(4)));
     }
 }

@@ -1,16 +1,17 @@
-//! The fleet poller: one task per profile, each with its own session, refresh period, timeout
-//! and backoff, so a dead broker slows nobody else. Every poll becomes one summary row (the
-//! fleet view draws rows, never per-queue data, whatever the number of queues).
+//! The fleet view's rows: every profile polled by the multi-profile poller (its own session,
+//! refresh period, timeout and backoff, so a dead broker slows nobody else), each answer
+//! summed up into one row (the fleet view draws rows, never per-queue data, whatever the
+//! number of queues).
 
-use std::collections::{BTreeMap, HashMap};
-use std::time::{Duration, Instant};
+use std::collections::HashMap;
 
 use tokio::sync::mpsc;
-use tokio_util::sync::CancellationToken;
 
-use super::budget;
+use super::budget::Budget;
+use super::multi_poller::{self, Answer, PollHandle, Timeout};
+use crate::backend::BackendError;
 use crate::config::{self, LoadOptions};
-use crate::domain::{now_ms, BrokerKind, QueueId, QueueInfo, StatsBatch};
+use crate::domain::{QueueId, QueueInfo, StatsBatch};
 use crate::engine::session::Session;
 use crate::engine::severity::{severity, Signals};
 
@@ -67,10 +68,7 @@ pub struct FireEntry {
 impl FleetRow {
     /// No success for three refresh periods: the figures shown are old.
     pub fn stale(&self, now_ms: i64) -> bool {
-        match self.updated_ms {
-            Some(t) => (now_ms - t) as f64 > self.refresh_secs * 3000.0,
-            None => true,
-        }
+        multi_poller::stale(self.updated_ms, self.refresh_secs, now_ms)
     }
 }
 
@@ -155,11 +153,11 @@ pub fn summarize(
     row.worst_age = worst;
     row.growing = had_previous.then_some(growing);
     row.error = None;
-    row.updated_ms = Some(now_ms());
 }
 
-/// The profiles the fleet view polls: the ones the user named (`-p a,b`, in that order, the
-/// implicit `local` included), else every configured profile, else the local broker.
+/// The profiles the fleet view and `ls`/`stats`/`check -p a,b` poll: the ones the user named
+/// (`-p a,b`, in that order, once each, the implicit `local` included), else every configured
+/// profile, else the local broker.
 pub fn profiles_to_poll(cfg: &config::AppConfig, chosen: &[String]) -> Vec<String> {
     if !chosen.is_empty() {
         let mut out: Vec<String> = Vec::with_capacity(chosen.len());
@@ -178,166 +176,79 @@ pub fn profiles_to_poll(cfg: &config::AppConfig, chosen: &[String]) -> Vec<Strin
     }
 }
 
-/// Stops every profile's task when dropped.
-pub struct FleetHandle {
-    cancel: CancellationToken,
-}
+/// Stops every profile's poller when dropped.
+pub type FleetHandle = PollHandle;
 
-impl Drop for FleetHandle {
-    fn drop(&mut self) {
-        self.cancel.cancel();
-    }
-}
+/// What one round of the fleet reads of a profile: its queues and their figures.
+type Polled = (Vec<QueueInfo>, StatsBatch);
 
-const MAX_BACKOFF: Duration = Duration::from_secs(60);
-
-/// Poll every profile in `names`, each on its own task; rows arrive on `tx`.
+/// Poll every profile in `names` through the multi-profile poller, each at its own refresh
+/// period; every answer becomes that profile's updated row on `tx`.
 pub fn spawn(
     options: impl Fn(&str) -> LoadOptions,
     names: &[String],
     tx: mpsc::Sender<FleetRow>,
 ) -> FleetHandle {
-    let cancel = CancellationToken::new();
-    for n in names {
-        let opts = options(n);
-        let tx = tx.clone();
-        let c = cancel.clone();
-        let name = n.clone();
-        tokio::spawn(async move {
-            tokio::select! {
-                _ = c.cancelled() => {}
-                _ = poll_profile(name, opts, tx) => {}
+    let (answers_tx, mut answers) = mpsc::channel::<Answer<Polled, BackendError>>(64);
+    let handle = multi_poller::spawn(options, names, Timeout::FromRefresh, read, answers_tx);
+    tokio::spawn(async move {
+        // Each profile's row and its queue depths at the previous poll (for "growing").
+        let mut rows: HashMap<String, (FleetRow, HashMap<QueueId, u64>)> = HashMap::new();
+        while let Some(a) = answers.recv().await {
+            let (row, previous) = rows.entry(a.profile.clone()).or_insert_with(|| {
+                let row = FleetRow {
+                    profile: a.profile.clone(),
+                    refresh_secs: multi_poller::DEFAULT_REFRESH_SECS,
+                    ..FleetRow::default()
+                };
+                (row, HashMap::new())
+            });
+            apply(row, previous, a);
+            if tx.send(row.clone()).await.is_err() {
+                return;
             }
-        });
-    }
-    FleetHandle { cancel }
+        }
+    });
+    handle
 }
 
-async fn poll_profile(name: String, opts: LoadOptions, tx: mpsc::Sender<FleetRow>) {
-    let mut row = FleetRow {
-        profile: name,
-        refresh_secs: 5.0,
-        ..FleetRow::default()
+async fn read(s: Session) -> Result<Polled, BackendError> {
+    let infos = s.backend.list_queues().await?;
+    let ids: Vec<QueueId> = infos.iter().map(|q| q.id.clone()).collect();
+    let batch = if ids.is_empty() {
+        StatsBatch::default()
+    } else {
+        s.backend.stats(&ids).await?
     };
-    let mut failures = 0u32;
-    let mut session: Option<Session> = None;
-    let mut previous: HashMap<QueueId, u64> = HashMap::new();
-    let mut calls_at: Option<(Instant, BTreeMap<String, u64>)> = None;
-    loop {
-        let started = Instant::now();
-        let result = poll_once(&mut row, &opts, &mut session, &mut previous).await;
-        match result {
-            Ok(()) => failures = 0,
-            Err(e) => {
-                failures += 1;
-                row.error = Some(crate::sanitize::one_line(&e));
-                // A broken session (e.g. a refused connection) is opened again next time.
-                session = None;
-            }
-        }
-        // A poll costs what the broker counted; with a budget, the next one waits until
-        // that many calls fit in it.
-        let mut paced = Duration::ZERO;
-        if let Some(s) = &session {
-            let counts = s.backend.api_calls().snapshot();
-            if let Some((t, before)) = &calls_at {
-                budget(&mut row, s.backend.kind(), before, &counts, t.elapsed());
-                if let Some(max) = row.calls_budget {
-                    paced = paced_wait(calls_between(before, &counts), max);
-                }
-            }
-            calls_at = Some((Instant::now(), counts));
-        }
-        if tx.send(row.clone()).await.is_err() {
-            return;
-        }
-        let period = Duration::from_secs_f64(row.refresh_secs.clamp(0.1, 3600.0));
-        let wait = if failures == 0 {
-            period.max(paced).saturating_sub(started.elapsed())
-        } else {
-            (period * 2u32.saturating_pow(failures.min(8))).min(MAX_BACKOFF)
-        };
-        tokio::time::sleep(wait).await;
-    }
+    Ok((infos, batch))
 }
 
-/// The time `spent` calls take out of a budget of `per_min` a minute: the fleet poller waits
-/// at least that long after a poll, so its rate stays within the budget.
-pub fn paced_wait(spent: u64, per_min: u32) -> Duration {
-    Duration::from_secs_f64(spent as f64 * 60.0 / per_min.max(1) as f64)
-}
-
-/// Calls between two readings of the counters, billing units left out.
-fn calls_between(before: &BTreeMap<String, u64>, now: &BTreeMap<String, u64>) -> u64 {
-    now.iter()
-        .filter(|(k, _)| !k.starts_with("billing:"))
-        .map(|(k, v)| v.saturating_sub(*before.get(k).unwrap_or(&0)))
-        .sum()
-}
-
-/// Calls per minute and, for SQS, estimated dollars per hour, from the API counters at the
-/// previous poll (`before`) and now, `elapsed` apart.
-pub fn budget(
+/// A profile's row after one answer: the new figures, or the error over the last ones.
+fn apply(
     row: &mut FleetRow,
-    kind: BrokerKind,
-    before: &BTreeMap<String, u64>,
-    now: &BTreeMap<String, u64>,
-    elapsed: Duration,
+    previous: &mut HashMap<QueueId, u64>,
+    a: Answer<Polled, BackendError>,
 ) {
-    if let Some(b) = budget::between(kind, before, now, elapsed) {
+    if let Some(s) = &a.settings {
+        row.kind = Some(s.kind.to_string());
+        row.refresh_secs = s.refresh_secs;
+        row.max_age_secs = s.max_age_secs;
+        row.calls_budget = s.calls_budget;
+    }
+    match &a.result {
+        Ok((infos, batch)) => summarize(row, infos, batch, previous),
+        Err(e) => row.error = Some(e.message()),
+    }
+    row.updated_ms = a.updated_ms;
+    apply_budget(row, a.budget);
+}
+
+/// Calls per minute and, for SQS, estimated dollars per hour since the previous poll.
+fn apply_budget(row: &mut FleetRow, b: Option<Budget>) {
+    if let Some(b) = b {
         row.calls_per_min = Some(b.calls_per_min);
         row.usd_per_hour = b.usd_per_hour;
     }
-}
-
-async fn poll_once(
-    row: &mut FleetRow,
-    opts: &LoadOptions,
-    session: &mut Option<Session>,
-    previous: &mut HashMap<QueueId, u64>,
-) -> Result<(), String> {
-    if session.is_none() {
-        let loaded = config::load(opts).map_err(|e| e.0)?;
-        row.refresh_secs = loaded
-            .profile
-            .refresh_secs
-            .unwrap_or(loaded.config.ui.refresh_secs);
-        row.kind = Some(loaded.profile.kind.name().to_string());
-        row.max_age_secs = loaded.config.fire.max_age_secs;
-        row.calls_budget = loaded.profile.calls_per_minute();
-        let timeout = poll_timeout(row.refresh_secs);
-        let s = tokio::time::timeout(timeout, Session::open(loaded))
-            .await
-            .map_err(|_| format!("no answer within {}s", timeout.as_secs()))?
-            .map_err(|e| e.to_string())?;
-        *session = Some(s);
-    }
-    let Some(s) = session.as_ref() else {
-        return Err("no session".into());
-    };
-    let timeout = poll_timeout(row.refresh_secs);
-    let b = s.backend.clone();
-    let work = async move {
-        let infos = b.list_queues().await?;
-        let ids: Vec<QueueId> = infos.iter().map(|q| q.id.clone()).collect();
-        let batch = if ids.is_empty() {
-            StatsBatch::default()
-        } else {
-            b.stats(&ids).await?
-        };
-        Ok::<_, crate::backend::BackendError>((infos, batch))
-    };
-    let (infos, batch) = tokio::time::timeout(timeout, work)
-        .await
-        .map_err(|_| format!("no answer within {}s", timeout.as_secs()))?
-        .map_err(|e| e.to_string())?;
-    summarize(row, &infos, &batch, previous);
-    Ok(())
-}
-
-/// A poll that takes longer is abandoned: the row goes stale, the others carry on.
-fn poll_timeout(refresh_secs: f64) -> Duration {
-    Duration::from_secs_f64((refresh_secs * 4.0).max(10.0))
 }
 
 #[cfg(test)]
@@ -360,20 +271,6 @@ mod tests {
             oldest_age_secs: age,
             ..QueueStats::default()
         }
-    }
-
-    #[test]
-    fn a_poll_waits_out_its_calls_against_the_budget() {
-        let before: BTreeMap<String, u64> = [("sqs:GetQueueAttributes".to_string(), 10)].into();
-        let now: BTreeMap<String, u64> = [
-            ("sqs:GetQueueAttributes".to_string(), 310),
-            ("billing:cloudwatch-metrics".to_string(), 500),
-        ]
-        .into();
-        let spent = calls_between(&before, &now);
-        assert_eq!(spent, 300, "billing units are not calls");
-        assert_eq!(paced_wait(spent, 600), Duration::from_secs(30));
-        assert_eq!(paced_wait(0, 600), Duration::ZERO);
     }
 
     #[test]
@@ -438,6 +335,10 @@ mod tests {
     #[test]
     #[cfg(feature = "sqs")]
     fn budget_prices_sqs_and_leaves_other_kinds_blank() {
+        use crate::domain::BrokerKind;
+        use crate::engine::budget;
+        use std::collections::BTreeMap;
+        use std::time::Duration;
         let before: BTreeMap<String, u64> = [("sqs:GetQueueAttributes".to_string(), 100)].into();
         let now: BTreeMap<String, u64> = [
             ("sqs:GetQueueAttributes".to_string(), 1_100),
@@ -448,13 +349,8 @@ mod tests {
             kind: Some("sqs".into()),
             ..FleetRow::default()
         };
-        budget(
-            &mut row,
-            BrokerKind::Sqs,
-            &before,
-            &now,
-            Duration::from_secs(60),
-        );
+        let between = |kind| budget::between(kind, &before, &now, Duration::from_secs(60));
+        apply_budget(&mut row, between(BrokerKind::Sqs));
         assert_eq!(
             row.calls_per_min,
             Some(1_000.0),
@@ -467,13 +363,7 @@ mod tests {
             kind: Some("rabbitmq".into()),
             ..FleetRow::default()
         };
-        budget(
-            &mut rabbit,
-            BrokerKind::Rabbitmq,
-            &before,
-            &now,
-            Duration::from_secs(60),
-        );
+        apply_budget(&mut rabbit, between(BrokerKind::Rabbitmq));
         assert_eq!(rabbit.usd_per_hour, None);
     }
 }

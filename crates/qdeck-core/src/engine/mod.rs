@@ -6,6 +6,7 @@ pub mod derive;
 pub mod edit;
 pub mod fleet;
 pub mod gate;
+pub mod multi_poller;
 pub mod ops;
 pub mod poller;
 pub mod rate;

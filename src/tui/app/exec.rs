@@ -1,6 +1,7 @@
 //! The effect executor: carries out what `update` asks for. Work that talks to a broker runs
 //! on tasks (`jobs.rs`) and reports back as actions; what is left here is the executor's own
-//! bookkeeping: the poller, the session, the fleet pollers and the demo.
+//! bookkeeping: the poller, the session, the fleet pollers and the demo. It reads the state
+//! and never writes it: what it has to say goes to `update` as an action.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -16,8 +17,8 @@ use crate::domain::QueueId;
 use crate::engine::fleet::{self, FleetHandle, FleetRow};
 use crate::engine::poller::{self, PollConfig, PollEvent, PollerHandle};
 use crate::engine::session::Session;
-use crate::tui::state::{FleetState, Level, State, View};
-use crate::tui::update::{set_status, update, Action, Effect};
+use crate::tui::state::State;
+use crate::tui::update::{Action, Effect};
 
 pub(super) struct Exec {
     pub(super) session: Session,
@@ -99,7 +100,9 @@ impl Exec {
         });
     }
 
-    pub(super) fn run(&mut self, e: Effect, st: &mut State) {
+    /// Carry out `e`. Most effects report later, over the channels; the answer of one done
+    /// at once comes back here for `update` to apply.
+    pub(super) fn run(&mut self, e: Effect, st: &State) -> Option<Action> {
         match e {
             Effect::Visible(ids) => self.poller.set_visible(ids),
             Effect::Refresh => self.poller.refresh_now(),
@@ -163,10 +166,11 @@ impl Exec {
             Effect::Save { queue, messages } => self.save(queue, messages),
             Effect::SwitchProfile(name) => self.switch_profile(name),
             Effect::ReadProfiles(then) => self.read_profiles(&st.profile, then),
-            Effect::StartFleet => self.start_fleet(st),
-            Effect::AddWorker => self.demo_worker(st, true),
-            Effect::RemoveWorker => self.demo_worker(st, false),
+            Effect::StartFleet => return Some(self.start_fleet(&st.fleet_profiles)),
+            Effect::AddWorker => return self.demo_worker(true),
+            Effect::RemoveWorker => return self.demo_worker(false),
         }
+        None
     }
 
     fn save(&self, queue: QueueId, messages: Vec<crate::domain::Message>) {
@@ -206,8 +210,9 @@ impl Exec {
         });
     }
 
-    fn start_fleet(&mut self, st: &mut State) {
-        let names = fleet::profiles_to_poll(&self.session.loaded.config, &st.fleet_profiles);
+    /// Poll every profile of `wanted` (empty: all) for the fleet view.
+    fn start_fleet(&mut self, wanted: &[String]) -> Action {
+        let names = fleet::profiles_to_poll(&self.session.loaded.config, wanted);
         if self.fleet.is_none() {
             let loaded = self.session.loaded.clone();
             self.fleet = Some(fleet::spawn(
@@ -216,54 +221,37 @@ impl Exec {
                 self.fleet_tx.clone(),
             ));
         }
-        st.fleet = Some(FleetState::new(&names));
-        // `:fire` asked for the on-fire view over the fleet.
-        st.stack = if st.view() == View::Fire {
-            vec![View::Fleet, View::Fire]
+        Action::FleetStarted(names)
+    }
+
+    /// One demo worker more or fewer: the count now.
+    fn demo_worker(&mut self, add: bool) -> Option<Action> {
+        let d = self.demo.as_ref()?;
+        if add {
+            d.add_worker();
         } else {
-            vec![View::Fleet]
-        };
-        st.dirty = true;
-    }
-
-    fn demo_worker(&mut self, st: &mut State, add: bool) {
-        if let Some(d) = &self.demo {
-            if add {
-                d.add_worker();
-            } else {
-                d.remove_worker();
-            }
-            let n = d.workers();
-            let _ = update(st, Action::DemoWorkers(n));
+            d.remove_worker();
         }
+        Some(Action::DemoWorkers(d.workers()))
     }
 
-    /// Replace the session (after `:profile NAME`): new poller, fresh state, same look.
-    pub(super) fn switch(&mut self, session: Session, old: &State) -> State {
+    /// Take over the session of `:profile NAME`: its poller replaces this one's. Returns its
+    /// fresh state, for `update::switched`.
+    pub(super) fn switch(&mut self, session: Session) -> State {
         self.poller.stop();
         let demo = match (&self.demo, session.backend.kind()) {
             (Some(d), crate::domain::BrokerKind::Local) => Some(d.workers()),
             _ => None,
         };
-        let mut st = initial_state(&session, demo);
-        st.theme = old.theme.clone();
-        st.size = old.size;
-        // With the fleet view open, the new profile's queue table sits on it (Esc returns).
-        st.fleet = old.fleet.clone();
-        st.fleet_profiles = old.fleet_profiles.clone();
-        if st.fleet.is_some() {
-            st.stack = vec![View::Fleet, View::Queues];
-        }
+        let fresh = initial_state(&session, demo);
         self.poller = poller::spawn(
             session.backend.clone(),
-            PollConfig::with_refresh(st.refresh_secs).with_budget(st.call_budget),
+            PollConfig::with_refresh(fresh.refresh_secs).with_budget(fresh.call_budget),
             self.poll_tx.clone(),
         );
-        let msg = format!("profile {} ({})", st.profile, st.broker);
         self.session = session;
         self.op = None;
-        set_status(&mut st, Level::Info, msg);
-        st
+        fresh
     }
 
     pub(super) fn start_op(&mut self) -> OpProgress {

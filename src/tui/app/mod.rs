@@ -6,6 +6,7 @@ mod export;
 mod jobs;
 mod triage_scan;
 
+use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 use crossterm::event::{Event, EventStream};
@@ -229,10 +230,14 @@ fn batch(first: Action, inbox: &mut Inbox, frames: &mut FrameStats) -> Vec<Actio
     batch
 }
 
-/// Update the state with `a`, then carry out its effects.
+/// Update the state with `a`, then carry out its effects; what an effect answers at once (the
+/// fleet started, the demo's worker count) is applied in turn. Only `update` writes the state.
 fn apply(ex: &mut Exec, st: &mut State, a: Action) {
-    for e in update(st, a) {
-        ex.run(e, st);
+    let mut pending = VecDeque::from([a]);
+    while let Some(a) = pending.pop_front() {
+        for e in update(st, a) {
+            pending.extend(ex.run(e, st));
+        }
     }
 }
 
@@ -248,10 +253,12 @@ where
 {
     let (mut ex, mut inbox) = Exec::start(session, demo, &st);
     if let Ok(sz) = terminal.size() {
-        st.size = (sz.width, sz.height);
+        apply(&mut ex, &mut st, Action::Resize(sz.width, sz.height));
     }
     if start_fleet {
-        ex.run(Effect::StartFleet, &mut st);
+        if let Some(a) = ex.run(Effect::StartFleet, &st) {
+            apply(&mut ex, &mut st, a);
+        }
     }
     let mut events = EventStream::new();
     let mut tick = tokio::time::interval(Duration::from_secs(1));
@@ -269,18 +276,13 @@ where
         );
         let first = match wake.await? {
             Wake::Act(a) => a,
-            Wake::Switched(r) => {
-                match r {
-                    Ok(session) => {
-                        st = ex.switch(session, &st);
-                        // Figures of the old profile still queued are dropped.
-                        while inbox.poll.try_recv().is_ok() {}
-                    }
-                    Err(e) => set_status(&mut st, Level::Error, e),
-                }
-                st.dirty = true;
+            Wake::Switched(Ok(session)) => {
+                super::update::switched(&mut st, ex.switch(session));
+                // Figures of the old profile still queued are dropped.
+                while inbox.poll.try_recv().is_ok() {}
                 continue;
             }
+            Wake::Switched(Err(e)) => Action::Notice(Err(e)),
             Wake::Again => continue,
             Wake::Closed => break,
         };
@@ -302,7 +304,6 @@ where
                 result,
             };
             apply(&mut ex, &mut st, a);
-            st.dirty = true;
         }
         if st.quit {
             break;

@@ -159,6 +159,17 @@ pub(super) fn open_fire_row(st: &mut State, fx: &mut Vec<Effect>) {
 }
 
 /// The profile list re-read from the configuration file: list it, or switch to `then`.
+/// The fleet's pollers run: its view opens (under the on-fire view when `:fire` asked).
+pub(super) fn fleet_started(st: &mut State, names: &[String]) {
+    st.fleet = Some(FleetState::new(names));
+    st.stack = if st.view() == View::Fire {
+        vec![View::Fleet, View::Fire]
+    } else {
+        vec![View::Fleet]
+    };
+    st.dirty = true;
+}
+
 pub(super) fn profiles_read(
     st: &mut State,
     names: Result<Vec<String>, String>,

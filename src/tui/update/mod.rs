@@ -100,6 +100,8 @@ pub enum Action {
     },
     /// A fleet poller's row for one profile.
     Fleet(crate::engine::fleet::FleetRow),
+    /// The executor started polling these profiles for the fleet view.
+    FleetStarted(Vec<String>),
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -218,6 +220,7 @@ pub fn update(st: &mut State, action: Action) -> Vec<Effect> {
                 st.dirty = true;
             }
         }
+        Action::FleetStarted(names) => commands::fleet_started(st, &names),
         Action::Notice(r) => match r {
             Ok(t) => set_status(st, Level::Info, t),
             Err(e) => set_status(st, Level::Error, e),
@@ -226,7 +229,11 @@ pub fn update(st: &mut State, action: Action) -> Vec<Effect> {
             queue,
             original,
             result,
-        } => dialogs::edited(st, queue, original, result),
+        } => {
+            dialogs::edited(st, queue, original, result);
+            // The editor had the terminal: the screen is drawn again whole.
+            st.dirty = true;
+        }
         Action::ReasonsProgress {
             queue,
             groups,
@@ -243,6 +250,22 @@ pub fn update(st: &mut State, action: Action) -> Vec<Effect> {
     }
     fx.extend(queues::visible(st));
     fx
+}
+
+/// The session of `:profile NAME` opened: `fresh` is its state, which takes over this one's
+/// look, size and fleet view.
+pub fn switched(st: &mut State, mut fresh: State) {
+    fresh.theme = st.theme.clone();
+    fresh.size = st.size;
+    // With the fleet view open, the new profile's queue table sits on it (Esc returns).
+    fresh.fleet = st.fleet.take();
+    fresh.fleet_profiles = std::mem::take(&mut st.fleet_profiles);
+    if fresh.fleet.is_some() {
+        fresh.stack = vec![View::Fleet, View::Queues];
+    }
+    *st = fresh;
+    let msg = format!("profile {} ({})", st.profile, st.broker);
+    set_status(st, Level::Info, msg);
 }
 
 /// How long a flash stays: info, then warnings and errors.

@@ -223,11 +223,12 @@ fn assert_no_controls(t: &Terminal<TestBackend>) {
 fn open_dlq(st: &mut State) {
     // Select orders-dlq and browse it.
     let pos = st
+        .queues
         .rows
         .iter()
         .position(|&i| st.store.entries()[i].info.id.as_str() == "orders-dlq")
         .expect("row");
-    st.cursor.sel = pos;
+    st.queues.cursor.sel = pos;
     let fx = update(st, key('b'));
     assert!(fx
         .iter()
@@ -297,11 +298,12 @@ fn snapshot_queues_states() {
 fn snapshot_detail() {
     let mut st = populated();
     let pos = st
+        .queues
         .rows
         .iter()
         .position(|&i| st.store.entries()[i].info.id.as_str() == "orders")
         .unwrap();
-    st.cursor.sel = pos;
+    st.queues.cursor.sel = pos;
     update(&mut st, code(KeyCode::Enter));
     assert_eq!(st.view(), View::Detail);
     snap("detail_80x24", &st, 80, 24);
@@ -392,7 +394,8 @@ fn force_advice_only_for_a_refusal_force_lifts() {
 #[test]
 fn snapshot_dialogs() {
     let mut st = populated();
-    st.cursor.sel = st
+    st.queues.cursor.sel = st
+        .queues
         .rows
         .iter()
         .position(|&i| st.store.entries()[i].info.id.as_str() == "orders")
@@ -406,7 +409,8 @@ fn snapshot_dialogs() {
 
     let mut st = populated();
     st.protected = true;
-    st.cursor.sel = st
+    st.queues.cursor.sel = st
+        .queues
         .rows
         .iter()
         .position(|&i| st.store.entries()[i].info.id.as_str() == "payments")
@@ -426,7 +430,7 @@ fn snapshot_help_and_workers() {
     snap("help_read_only", &st, 80, 40);
 
     let mut st = populated();
-    st.cursor.sel = 0;
+    st.queues.cursor.sel = 0;
     let fx = update(&mut st, key('w'));
     let q = st.workers.queue.clone().unwrap();
     assert!(fx.contains(&Effect::Consumers(q.clone())));
@@ -530,7 +534,7 @@ impl CloneView for State {
         st.msgs = self.msgs.clone();
         st.body = self.body.clone();
         st.dialog = self.dialog.clone();
-        st.cursor = self.cursor.clone();
+        st.queues.cursor = self.queues.cursor.clone();
         st
     }
 }
@@ -565,22 +569,22 @@ fn no_raw_escape_reaches_the_screen() {
 #[test]
 fn navigation_and_filter() {
     let mut st = populated();
-    assert_eq!(st.rows.len(), 4);
+    assert_eq!(st.queues.rows.len(), 4);
     update(&mut st, key('j'));
-    assert_eq!(st.cursor.sel, 1);
+    assert_eq!(st.queues.cursor.sel, 1);
     update(&mut st, key('G'));
-    assert_eq!(st.cursor.sel, 3);
+    assert_eq!(st.queues.cursor.sel, 3);
     update(&mut st, key('g'));
-    assert_eq!(st.cursor.sel, 0);
+    assert_eq!(st.queues.cursor.sel, 0);
     update(&mut st, key('k'));
-    assert_eq!(st.cursor.sel, 0);
+    assert_eq!(st.queues.cursor.sel, 0);
     for c in "/ord".chars() {
         update(&mut st, key(c));
     }
-    assert_eq!(st.rows.len(), 2);
+    assert_eq!(st.queues.rows.len(), 2);
     update(&mut st, code(KeyCode::Enter));
     assert!(st.input.is_none());
-    assert_eq!(st.rows.len(), 2);
+    assert_eq!(st.queues.rows.len(), 2);
     // `!` inverts.
     update(&mut st, key('/'));
     assert_eq!(st.input.as_ref().unwrap().text, "ord");
@@ -591,15 +595,15 @@ fn navigation_and_filter() {
     for c in "!ord".chars() {
         update(&mut st, key(c));
     }
-    assert_eq!(st.rows.len(), 2);
+    assert_eq!(st.queues.rows.len(), 2);
     update(&mut st, code(KeyCode::Esc));
-    assert_eq!(st.rows.len(), 4);
+    assert_eq!(st.queues.rows.len(), 4);
     // A bad regex matches literally instead of failing.
     for c in "/(".chars() {
         update(&mut st, key(c));
     }
-    assert!(st.filter.literal);
-    assert_eq!(st.rows.len(), 0);
+    assert!(st.queues.filter.literal);
+    assert_eq!(st.queues.rows.len(), 0);
     update(&mut st, code(KeyCode::Esc));
 }
 
@@ -607,13 +611,14 @@ fn navigation_and_filter() {
 fn sort_keeps_selection() {
     let mut st = populated();
     let pos = st
+        .queues
         .rows
         .iter()
         .position(|&i| st.store.entries()[i].info.id.as_str() == "payments")
         .unwrap();
-    st.cursor.sel = pos;
+    st.queues.cursor.sel = pos;
     update(&mut st, key('s')); // depth, descending
-    let top = &st.store.entries()[st.rows[0]].info.id;
+    let top = &st.store.entries()[st.queues.rows[0]].info.id;
     assert_eq!(top.as_str(), "payments"); // 420 deep
     assert_eq!(st.selected_queue().unwrap().as_str(), "payments");
     update(&mut st, key(':'));
@@ -621,7 +626,7 @@ fn sort_keeps_selection() {
         update(&mut st, key(c));
     }
     update(&mut st, code(KeyCode::Enter));
-    assert_eq!(st.sort.name(), "eta");
+    assert_eq!(st.queues.sort.name(), "eta");
     assert_eq!(st.selected_queue().unwrap().as_str(), "payments");
 }
 
@@ -720,8 +725,8 @@ fn every_row_drawn_is_reported_visible() {
 #[test]
 fn partial_sort_is_said_in_the_title_at_every_size() {
     let mut st = populated();
-    st.sort = qdeck::tui::state::SortCol::Depth;
-    st.sort_unknown = 2901;
+    st.queues.sort = qdeck::tui::state::SortCol::Depth;
+    st.queues.sort_unknown = 2901;
     for (w, h, want) in [
         (120u16, 40u16, "2,901 without figures yet, sorted last"),
         (80, 24, "2,901 without figures yet, sorted last"),
@@ -735,7 +740,8 @@ fn partial_sort_is_said_in_the_title_at_every_size() {
 #[test]
 fn purge_needs_confirmation() {
     let mut st = populated();
-    st.cursor.sel = st
+    st.queues.cursor.sel = st
+        .queues
         .rows
         .iter()
         .position(|&i| st.store.entries()[i].info.id.as_str() == "payments")
@@ -767,7 +773,8 @@ fn purge_needs_confirmation() {
 fn protected_profile_types_the_name() {
     let mut st = populated();
     st.protected = true;
-    st.cursor.sel = st
+    st.queues.cursor.sel = st
+        .queues
         .rows
         .iter()
         .position(|&i| st.store.entries()[i].info.id.as_str() == "payments")
@@ -1235,9 +1242,9 @@ fn keymap_overrides_from_config() {
     let mut st = populated();
     st.keymap = km;
     update(&mut st, key('n'));
-    assert_eq!(st.cursor.sel, 1);
+    assert_eq!(st.queues.cursor.sel, 1);
     update(&mut st, key('j'));
-    assert_eq!(st.cursor.sel, 1);
+    assert_eq!(st.queues.cursor.sel, 1);
     update(&mut st, key('?'));
     let s = text(&draw(&st, 80, 40));
     assert!(s.contains("n  move down"), "{s}");
@@ -1300,7 +1307,7 @@ async fn poller_feeds_the_store_from_the_local_broker() {
     let e = st.store.get(&QueueId::new("jobs")).unwrap();
     assert_eq!(e.latest.as_ref().unwrap().depth, Some(5));
     assert_eq!(e.info.dlq, Some(QueueId::new("jobs-dlq")));
-    assert_eq!(st.rows.len(), 2);
+    assert_eq!(st.queues.rows.len(), 2);
     handle.stop();
 }
 
@@ -1824,7 +1831,8 @@ fn workers_view_refreshes_on_the_tick() {
 const SIZES: [(u16, u16); 3] = [(200, 50), (80, 24), (60, 15)];
 
 fn select(st: &mut State, name: &str) {
-    st.cursor.sel = st
+    st.queues.cursor.sel = st
+        .queues
         .rows
         .iter()
         .position(|&i| st.store.entries()[i].info.id.as_str() == name)
@@ -2007,7 +2015,10 @@ fn filters_and_sorts_belong_to_their_view() {
     }
     update(&mut st, code(KeyCode::Enter));
     assert_eq!(st.workers.rows.len(), 1);
-    assert!(!st.filter.is_active(), "the home filter is untouched");
+    assert!(
+        !st.queues.filter.is_active(),
+        "the home filter is untouched"
+    );
     // s sorts the workers; 6 sorts by RATE.
     update(&mut st, code(KeyCode::Esc));
     assert!(

@@ -488,16 +488,8 @@ pub struct State {
     pub demo_workers: Option<usize>,
     pub refresh_secs: f64,
     pub stack: Vec<View>,
-    /// Indices into `store.entries()`, filtered and sorted.
-    pub rows: Vec<usize>,
-    pub rows_dirty: bool,
-    /// Rows of the last sort on a figure that had no figure yet (sorted last); said in the
-    /// title, so a partial sort over a large broker is not taken for the whole truth.
-    pub sort_unknown: usize,
-    pub cursor: Cursor,
-    pub sort: SortCol,
-    pub sort_desc: bool,
-    pub filter: Filter,
+    /// The queue table.
+    pub queues: QueueList,
     pub input: Option<Input>,
     /// Queue of the detail and workers views.
     pub focus: Option<QueueId>,
@@ -506,10 +498,8 @@ pub struct State {
     pub workers: WorkersState,
     pub reasons: ReasonsState,
     pub dialog: Option<Dialog>,
-    /// First row of the help shown.
-    pub help_scroll: usize,
-    /// First row of the detail view's text when it is taller than the screen.
-    pub detail_scroll: usize,
+    pub help: HelpState,
+    pub detail: DetailState,
     /// Ctrl-W: show every column whatever the width.
     pub wide: bool,
     pub op: Option<OpState>,
@@ -521,7 +511,6 @@ pub struct State {
     /// The queue list arrived at least once.
     pub listed: bool,
     pub now_ms: i64,
-    pub chart_window_secs: u64,
     /// Terminal size, for paging.
     pub size: (u16, u16),
     pub dirty: bool,
@@ -536,6 +525,61 @@ pub struct State {
     pub fleet: Option<FleetState>,
     /// The profiles named on the command line (`-p a,b`) for the fleet view; empty: all.
     pub fleet_profiles: Vec<String>,
+}
+
+/// The queue table: which queues it shows, in what order, and where the cursor is.
+#[derive(Debug, Clone)]
+pub struct QueueList {
+    /// Indices into `store.entries()`, filtered and sorted.
+    pub rows: Vec<usize>,
+    /// The rows wait for a rebuild (figures arrived since the last sort).
+    pub rows_dirty: bool,
+    /// Rows of the last sort on a figure that had no figure yet (sorted last); said in the
+    /// title, so a partial sort over a large broker is not taken for the whole truth.
+    pub sort_unknown: usize,
+    pub cursor: Cursor,
+    pub sort: SortCol,
+    pub sort_desc: bool,
+    pub filter: Filter,
+}
+
+impl Default for QueueList {
+    fn default() -> Self {
+        QueueList {
+            rows: Vec::new(),
+            rows_dirty: true,
+            sort_unknown: 0,
+            cursor: Cursor::default(),
+            sort: SortCol::Name,
+            sort_desc: false,
+            filter: Filter::default(),
+        }
+    }
+}
+
+/// The queue detail view.
+#[derive(Debug, Clone)]
+pub struct DetailState {
+    /// First row of the text when it is taller than the screen.
+    pub scroll: usize,
+    /// The charts' window: 60, 300 or 600 s.
+    pub chart_window_secs: u64,
+}
+
+impl Default for DetailState {
+    fn default() -> Self {
+        DetailState {
+            scroll: 0,
+            chart_window_secs: 600,
+        }
+    }
+}
+
+/// The help view.
+#[derive(Debug, Clone, Default)]
+pub struct HelpState {
+    /// First row shown.
+    pub scroll: usize,
 }
 
 /// One summary row per profile, in configuration order.
@@ -630,13 +674,7 @@ impl State {
             demo_workers: None,
             refresh_secs: 2.0,
             stack: vec![View::Queues],
-            rows: Vec::new(),
-            rows_dirty: true,
-            sort_unknown: 0,
-            cursor: Cursor::default(),
-            sort: SortCol::Name,
-            sort_desc: false,
-            filter: Filter::default(),
+            queues: QueueList::default(),
             input: None,
             focus: None,
             msgs: MsgState::default(),
@@ -644,8 +682,8 @@ impl State {
             workers: WorkersState::default(),
             reasons: ReasonsState::default(),
             dialog: None,
-            help_scroll: 0,
-            detail_scroll: 0,
+            help: HelpState::default(),
+            detail: DetailState::default(),
             wide: false,
             op: None,
             status: None,
@@ -654,7 +692,6 @@ impl State {
             busy: false,
             listed: false,
             now_ms: crate::domain::now_ms(),
-            chart_window_secs: 600,
             size: (80, 24),
             dirty: true,
             quit: false,
@@ -677,7 +714,7 @@ impl State {
 
     /// The queue selected in the table.
     pub fn selected_queue(&self) -> Option<&QueueId> {
-        let i = *self.rows.get(self.cursor.sel)?;
+        let i = *self.queues.rows.get(self.queues.cursor.sel)?;
         self.store.entries().get(i).map(|e| &e.info.id)
     }
 

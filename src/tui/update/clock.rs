@@ -7,7 +7,7 @@ use crate::tui::state::*;
 pub(super) fn tick(st: &mut State, now: i64, fx: &mut Vec<Effect>) {
     st.now_ms = now;
     // Re-sorting runs over every queue: on user actions and this tick, not per batch.
-    if st.rows_dirty {
+    if st.queues.rows_dirty {
         queues::rebuild_rows(st);
     }
     // The workers view follows the poll rhythm; message pages do not (browsing may

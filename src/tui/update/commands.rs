@@ -44,7 +44,7 @@ pub(super) fn command(st: &mut State, text: &str, fx: &mut Vec<Effect>) {
             st.stack = vec![View::Fleet, View::Fire];
         }
         "filter" => {
-            st.filter = Filter::new(&arg);
+            st.queues.filter = Filter::new(&arg);
             home(st);
             queues::rebuild_rows(st);
         }
@@ -52,8 +52,8 @@ pub(super) fn command(st: &mut State, text: &str, fx: &mut Vec<Effect>) {
             let mut a = arg.split_whitespace();
             match a.next().and_then(SortCol::parse) {
                 Some(c) => {
-                    st.sort = c;
-                    st.sort_desc = match a.next() {
+                    st.queues.sort = c;
+                    st.queues.sort_desc = match a.next() {
                         Some("asc") => false,
                         Some("desc") => true,
                         _ => c != SortCol::Name,
@@ -148,7 +148,7 @@ pub(super) fn open_fire_row(st: &mut State, fx: &mut Vec<Effect>) {
     };
     if profile == st.profile {
         st.focus = Some(queue);
-        st.detail_scroll = 0;
+        st.detail.scroll = 0;
         push(st, View::Detail);
     } else if st.op.is_some() {
         set_status(st, Level::Warn, "wait for the running operation to finish");

@@ -10,7 +10,7 @@ pub(super) fn open_filter(st: &mut State) {
     let (kind, text) = match st.view() {
         View::Messages => (InputKind::Search, st.msgs.search.text.clone()),
         View::Workers => (InputKind::WorkerFilter, st.workers.filter.text.clone()),
-        View::Queues => (InputKind::Filter, st.filter.text.clone()),
+        View::Queues => (InputKind::Filter, st.queues.filter.text.clone()),
         View::Fire => match &st.fleet {
             Some(f) => (InputKind::FireFilter, f.fire_filter.text.clone()),
             None => return,
@@ -40,7 +40,7 @@ pub(super) fn input_key(st: &mut State, k: KeyEvent, fx: &mut Vec<Effect>) {
             // Esc in a filter clears it.
             match kind {
                 InputKind::Filter => {
-                    st.filter = Filter::default();
+                    st.queues.filter = Filter::default();
                     queues::rebuild_rows(st);
                 }
                 InputKind::Search => {
@@ -87,7 +87,7 @@ fn live_filter(st: &mut State) {
     };
     match inp.kind {
         InputKind::Filter => {
-            st.filter = Filter::new(&inp.text);
+            st.queues.filter = Filter::new(&inp.text);
             queues::rebuild_rows(st);
         }
         InputKind::Search => {

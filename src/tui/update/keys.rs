@@ -48,13 +48,13 @@ fn help_key(st: &mut State, k: KeyEvent) {
     let (page, total) = crate::tui::views::help::geometry(st, st.size);
     let max = total.saturating_sub(page);
     let cmd = st.keymap.lookup(k);
-    let s = &mut st.help_scroll;
+    let s = &mut st.help.scroll;
     match cmd {
         Some(Cmd::Help) | Some(Cmd::Back) | Some(Cmd::Quit)
             if !matches!(k.code, KeyCode::Char('h') | KeyCode::Left) =>
         {
             st.stack.pop();
-            st.help_scroll = 0;
+            st.help.scroll = 0;
         }
         Some(Cmd::Down) => *s = (*s + 1).min(max),
         Some(Cmd::Up) => *s = s.saturating_sub(1),
@@ -126,7 +126,7 @@ pub(super) fn run_cmd(st: &mut State, cmd: Cmd, fx: &mut Vec<Effect>) {
         Cmd::Reasons => reasons::open(st, fx),
         Cmd::NextPage => messages::next_page(st, fx),
         Cmd::Window => {
-            st.chart_window_secs = match st.chart_window_secs {
+            st.detail.chart_window_secs = match st.detail.chart_window_secs {
                 60 => 300,
                 300 => 600,
                 _ => 60,

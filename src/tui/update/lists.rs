@@ -123,10 +123,10 @@ pub(super) fn sort_cmd(st: &mut State, next_col: bool) {
     match st.view() {
         View::Queues => {
             if next_col {
-                st.sort = st.sort.next();
-                st.sort_desc = st.sort != SortCol::Name;
+                st.queues.sort = st.queues.sort.next();
+                st.queues.sort_desc = st.queues.sort != SortCol::Name;
             } else {
-                st.sort_desc = !st.sort_desc;
+                st.queues.sort_desc = !st.queues.sort_desc;
             }
             super::queues::rebuild_rows(st);
         }
@@ -168,11 +168,11 @@ pub(super) fn sort_by_column(st: &mut State, col: usize) {
             let Some(c) = SortCol::ALL.get(col).copied() else {
                 return;
             };
-            if st.sort == c {
-                st.sort_desc = !st.sort_desc;
+            if st.queues.sort == c {
+                st.queues.sort_desc = !st.queues.sort_desc;
             } else {
-                st.sort = c;
-                st.sort_desc = c != SortCol::Name;
+                st.queues.sort = c;
+                st.queues.sort_desc = c != SortCol::Name;
             }
             super::queues::rebuild_rows(st);
         }

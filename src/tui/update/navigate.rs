@@ -6,7 +6,7 @@ use crate::tui::state::*;
 
 fn list_len(st: &State) -> usize {
     match st.view() {
-        View::Queues => st.rows.len(),
+        View::Queues => st.queues.rows.len(),
         View::Fleet => st.fleet.as_ref().map_or(0, |f| f.rows.len()),
         View::Fire => st.fleet.as_ref().map_or(0, |f| f.fire_rows().len()),
         View::Messages => st.msgs.rows.len(),
@@ -21,7 +21,7 @@ pub(super) fn move_sel(st: &mut State, delta: isize) {
     let len = list_len(st);
     let page = st.page_rows();
     match st.view() {
-        View::Queues => st.cursor.move_by(delta, len, page),
+        View::Queues => st.queues.cursor.move_by(delta, len, page),
         View::Fleet => {
             if let Some(f) = &mut st.fleet {
                 f.cursor.move_by(delta, len, page);
@@ -36,7 +36,7 @@ pub(super) fn move_sel(st: &mut State, delta: isize) {
         View::Workers => st.workers.cursor.move_by(delta, len, page),
         View::Reasons => st.reasons.cursor.move_by(delta, len, page),
         View::Detail => {
-            st.detail_scroll = (st.detail_scroll as isize + delta).clamp(0, 200) as usize;
+            st.detail.scroll = (st.detail.scroll as isize + delta).clamp(0, 200) as usize;
         }
         View::Message => {
             let max = len.saturating_sub(page) as isize;
@@ -52,7 +52,7 @@ pub(super) fn enter(st: &mut State, fx: &mut Vec<Effect>) {
         View::Queues => {
             if let Some(q) = st.selected_queue().cloned() {
                 st.focus = Some(q);
-                st.detail_scroll = 0;
+                st.detail.scroll = 0;
                 push(st, View::Detail);
             }
         }
@@ -73,8 +73,8 @@ pub(super) fn enter(st: &mut State, fx: &mut Vec<Effect>) {
 /// view.
 pub(super) fn back(st: &mut State, fx: &mut Vec<Effect>) {
     match st.view() {
-        View::Queues if st.filter.is_active() => {
-            st.filter = Filter::default();
+        View::Queues if st.queues.filter.is_active() => {
+            st.queues.filter = Filter::default();
             queues::rebuild_rows(st);
         }
         View::Messages if st.msgs.range_from.is_some() => st.msgs.range_from = None,

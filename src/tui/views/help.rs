@@ -246,7 +246,7 @@ pub fn render(f: &mut Frame, st: &State, area: Rect) {
     let r = centered(area, w, h);
     clear(f, r);
     let page = h.saturating_sub(2) as usize;
-    let scroll = st.help_scroll.min(rows.len().saturating_sub(page));
+    let scroll = st.help.scroll.min(rows.len().saturating_sub(page));
     let pos = if rows.len() > page {
         format!(
             " {}-{} of {} · j/k PgUp/PgDn ",

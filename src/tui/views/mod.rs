@@ -165,8 +165,8 @@ fn breadcrumb(st: &State) -> String {
         match v {
             View::Fleet => parts.push("fleet".into()),
             View::Fire => parts.push("on fire".into()),
-            View::Queues if st.filter.is_active() => {
-                parts.push(format!("queues /{}", clean(&st.filter.text)))
+            View::Queues if st.queues.filter.is_active() => {
+                parts.push(format!("queues /{}", clean(&st.queues.filter.text)))
             }
             View::Queues => parts.push("queues".into()),
             View::Detail => {
@@ -208,7 +208,7 @@ fn footer(f: &mut Frame, st: &State, area: Rect) {
             Span::styled("█", t.dim),
         ];
         let bad = match inp.kind {
-            InputKind::Filter => st.filter.literal,
+            InputKind::Filter => st.queues.filter.literal,
             InputKind::Search => st.msgs.search.literal,
             InputKind::WorkerFilter => st.workers.filter.literal,
             InputKind::FireFilter => st.fleet.as_ref().is_some_and(|f| f.fire_filter.literal),

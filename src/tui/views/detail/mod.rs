@@ -49,7 +49,7 @@ pub fn render(f: &mut Frame, st: &State, area: Rect) {
         (inner, None)
     };
     let h = info_area.height as usize;
-    let shown = scrolled(rows, h, st.detail_scroll, t.dim);
+    let shown = scrolled(rows, h, st.detail.scroll, t.dim);
     f.render_widget(Paragraph::new(shown), info_area);
     if let Some(ca) = chart_area {
         charts(f, st, e.history.iter().copied().collect(), ca);
@@ -87,7 +87,7 @@ fn scrolled(rows: Vec<Line<'static>>, h: usize, scroll: usize, dim: Style) -> Ve
 fn charts(f: &mut Frame, st: &State, hist: Vec<Sample>, area: Rect) {
     let t = &st.theme;
     let last_t = hist.last().map(|s| s.t).unwrap_or(0);
-    let from = last_t.saturating_sub(st.chart_window_secs as u32);
+    let from = last_t.saturating_sub(st.detail.chart_window_secs as u32);
     let w: Vec<&Sample> = hist.iter().filter(|s| s.t >= from).collect();
     let [top, bottom] = Layout::vertical([Constraint::Fill(1), Constraint::Fill(1)]).areas(area);
     let [a, b] = Layout::horizontal([Constraint::Fill(1), Constraint::Fill(1)]).areas(top);
@@ -113,7 +113,7 @@ fn charts(f: &mut Frame, st: &State, hist: Vec<Sample>, area: Rect) {
                 format!(
                     "max {} · last {} ",
                     max.map(|m| m.to_string()).unwrap_or_else(|| "—".into()),
-                    fmt_secs(st.chart_window_secs as f64)
+                    fmt_secs(st.detail.chart_window_secs as f64)
                 ),
                 t.dim,
             ),

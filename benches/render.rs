@@ -52,7 +52,7 @@ fn state(n: usize) -> State {
         "bench",
         "local",
     );
-    st.listed = true;
+    st.poll.listed = true;
     st.now_ms = st.store.last_ok_ms.unwrap_or(0);
     update(&mut st, Action::Resize(200, 50));
     qdeck::tui::update::rebuild_rows(&mut st);

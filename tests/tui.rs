@@ -121,7 +121,7 @@ fn populated() -> State {
         });
     }
     let mut st = State::new(store, caps(), "local", "local");
-    st.listed = true;
+    st.poll.listed = true;
     st.now_ms = st.store.last_ok_ms.unwrap_or(T0);
     st.store.last_ok_ms = Some(st.now_ms);
     update(&mut st, Action::Resize(80, 24));
@@ -279,12 +279,12 @@ fn snapshot_queues_states() {
     snap("queues_stale_rows", &st, 80, 14);
 
     let mut st = populated();
-    st.access = Access::Browse;
+    st.session.access = Access::Browse;
     snap("queues_read_only", &st, 100, 12);
 
     let mut st = populated();
     st.demo_workers = Some(1);
-    st.protected = true;
+    st.session.protected = true;
     snap("queues_demo_protected", &st, 100, 12);
 
     let mut st = populated();
@@ -408,7 +408,7 @@ fn snapshot_dialogs() {
     snap("dialog_redrive", &st, 80, 24);
 
     let mut st = populated();
-    st.protected = true;
+    st.session.protected = true;
     st.queues.cursor.sel = st
         .queues
         .rows
@@ -425,7 +425,7 @@ fn snapshot_dialogs() {
 #[test]
 fn snapshot_help_and_workers() {
     let mut st = populated();
-    st.access = Access::Browse;
+    st.session.access = Access::Browse;
     update(&mut st, key('?'));
     snap("help_read_only", &st, 80, 40);
 
@@ -772,7 +772,7 @@ fn purge_needs_confirmation() {
 #[test]
 fn protected_profile_types_the_name() {
     let mut st = populated();
-    st.protected = true;
+    st.session.protected = true;
     st.queues.cursor.sel = st
         .queues
         .rows
@@ -796,7 +796,7 @@ fn protected_profile_types_the_name() {
 #[test]
 fn read_only_has_no_mutating_keys() {
     let mut st = populated();
-    st.access = Access::Browse;
+    st.session.access = Access::Browse;
     for (a, what) in [(key('P'), "purge"), (key('R'), "redrive")] {
         let fx = update(&mut st, a);
         assert!(st.dialog.is_none());
@@ -835,7 +835,7 @@ fn read_only_has_no_mutating_keys() {
 #[test]
 fn redrive_tier_redrives_but_never_purges() {
     let mut st = populated();
-    st.access = Access::Redrive;
+    st.session.access = Access::Redrive;
     select(&mut st, "orders-dlq");
     update(&mut st, key('P'));
     assert!(st.dialog.is_none());
@@ -853,7 +853,7 @@ fn redrive_tier_redrives_but_never_purges() {
 #[test]
 fn stats_tier_never_opens_messages() {
     let mut st = populated();
-    st.access = Access::Stats;
+    st.session.access = Access::Stats;
     for a in [key('b'), key('d')] {
         let fx = update(&mut st, a);
         assert!(!fx.iter().any(|e| matches!(e, Effect::Browse { .. })));
@@ -1034,7 +1034,7 @@ fn delete_refusals_are_said_not_asked() {
     let flash = &st.status.as_ref().unwrap().text;
     assert!(flash.contains("cannot delete from orders-dlq") && flash.contains("quorum"));
 
-    st.access = Access::Redrive;
+    st.session.access = Access::Redrive;
     let fx = update(&mut st, key('D'));
     assert!(fx.iter().all(|e| !matches!(e, Effect::Delete { .. })));
     assert!(
@@ -1048,7 +1048,7 @@ fn delete_refusals_are_said_not_asked() {
 #[test]
 fn copy_command_checks_then_asks() {
     let mut st = populated();
-    st.profiles = vec!["local".into(), "other".into()];
+    st.session.profiles = vec!["local".into(), "other".into()];
     open_dlq(&mut st);
     update(&mut st, key(' '));
     update(&mut st, key(' '));
@@ -1131,7 +1131,7 @@ fn copy_command_checks_then_asks() {
     // On a `browse` profile the command goes to the planner, which checks the tiers of both
     // profiles as `qdeck copy` does (it used to be refused here from this profile's alone).
     st.op = None;
-    st.access = Access::Browse;
+    st.session.access = Access::Browse;
     let mut fx = Vec::new();
     for ch in ":copy repro other\r".chars() {
         let a = if ch == '\r' {
@@ -1764,7 +1764,7 @@ fn pty_end_to_end() {
 #[test]
 fn profile_command() {
     let mut st = populated();
-    st.profiles = vec!["local".into(), "prod".into()];
+    st.session.profiles = vec!["local".into(), "prod".into()];
     let run = |st: &mut State, cmd: &str| {
         update(st, key(':'));
         for c in cmd.chars() {
@@ -1871,7 +1871,7 @@ fn dialogs() -> Vec<(&'static str, State, &'static str)> {
     answer_plan(&mut st, &fx, 7, &["copies get a new MessageId"]);
     out.push(("redrive_origin", st, "y confirm"));
     let mut st = populated();
-    st.protected = true;
+    st.session.protected = true;
     select(&mut st, "payments");
     update(&mut st, key('P'));
     out.push(("purge_protected", st, "Esc cancels"));
@@ -2290,7 +2290,7 @@ fn edit_tab_picks_another_queue_and_nothing_is_sent_without_a_change() {
         assert!(st.status.as_ref().unwrap().text.contains(says));
     }
     // Below tier redrive the key only flashes.
-    st.access = Access::Browse;
+    st.session.access = Access::Browse;
     let fx = update(&mut st, key('e'));
     assert!(!fx.iter().any(|e| matches!(e, Effect::Edit { .. })));
     assert!(st.status.as_ref().unwrap().text.contains("redrive"));
@@ -2707,7 +2707,7 @@ fn reasons_view_final_wording_and_tier() {
     );
     // At tier stats no scan starts.
     let mut st = populated();
-    st.access = Access::Stats;
+    st.session.access = Access::Stats;
     select(&mut st, "orders-dlq");
     let fx = update(&mut st, key('F'));
     assert!(!fx.iter().any(|e| matches!(e, Effect::Reasons(_))));
@@ -3077,7 +3077,7 @@ async fn fleet_prices_sqs_calls() {
 fn status_line_shows_the_refresh_budget() {
     use qdeck::engine::budget::Budget;
     let mut st = populated();
-    st.api_rate = Some(Budget {
+    st.poll.api_rate = Some(Budget {
         calls_per_min: 126.0,
         usd_per_hour: Some(0.003024),
     });
@@ -3086,7 +3086,7 @@ fn status_line_shows_the_refresh_budget() {
         screen.contains("126 calls/min · ≈$0.0030/h"),
         "status line: {screen}"
     );
-    st.api_rate = Some(Budget {
+    st.poll.api_rate = Some(Budget {
         calls_per_min: 12.0,
         usd_per_hour: None,
     });

@@ -455,12 +455,12 @@ pub struct Status {
 impl State {
     /// No action that changes the broker (tier `stats` or `browse`).
     pub fn read_only(&self) -> bool {
-        self.access < crate::config::Access::Redrive
+        self.session.access < crate::config::Access::Redrive
     }
 
     /// Whether the tier allows a command that needs `needs`.
     pub fn allows(&self, needs: crate::config::Access) -> bool {
-        self.access >= needs
+        self.session.access >= needs
     }
 }
 
@@ -476,17 +476,12 @@ pub struct State {
     pub caps_of: Option<CapsOf>,
     pub keymap: KeyMap,
     pub theme: Theme,
-    pub theme_dir: Option<PathBuf>,
-    pub profile: String,
-    /// Every profile `:profile NAME` can switch to.
-    pub profiles: Vec<String>,
-    pub broker: String,
-    /// The profile's permission tier, as the gate enforces it.
-    pub access: crate::config::Access,
-    pub protected: bool,
+    /// The profile and its settings.
+    pub session: SessionInfo,
+    /// What the poller last said about itself.
+    pub poll: PollStatus,
     /// Workers of the in-process demo, when it runs.
     pub demo_workers: Option<usize>,
-    pub refresh_secs: f64,
     pub stack: Vec<View>,
     /// The queue table.
     pub queues: QueueList,
@@ -504,12 +499,6 @@ pub struct State {
     pub wide: bool,
     pub op: Option<OpState>,
     pub status: Option<Status>,
-    pub api_rate: Option<crate::engine::budget::Budget>,
-    /// The profile's `max_calls_per_minute` (after defaults); `None` for no limit.
-    pub call_budget: Option<u32>,
-    pub busy: bool,
-    /// The queue list arrived at least once.
-    pub listed: bool,
     pub now_ms: i64,
     /// Terminal size, for paging.
     pub size: (u16, u16),
@@ -519,12 +508,55 @@ pub struct State {
     pub quit_after_op: bool,
     /// Summary of the operation the console quit after, for the restored terminal.
     pub exit_summary: Option<OpSummary>,
-    /// Where "save" writes (state dir); None in tests means the executor picks.
-    pub export_dir: Option<PathBuf>,
     /// The fleet view's rows, once `:fleet` (or `--fleet`) started it.
     pub fleet: Option<FleetState>,
+}
+
+/// The profile the console runs on and its settings: set when the session opens, and only
+/// `profiles` changes after (`:profile` re-reads them).
+#[derive(Debug, Clone)]
+pub struct SessionInfo {
+    pub profile: String,
+    /// Every profile `:profile NAME` can switch to.
+    pub profiles: Vec<String>,
+    pub broker: String,
+    /// The profile's permission tier, as the gate enforces it.
+    pub access: crate::config::Access,
+    pub protected: bool,
+    pub refresh_secs: f64,
+    /// The profile's `max_calls_per_minute` (after defaults); `None` for no limit.
+    pub call_budget: Option<u32>,
+    /// Where "save" writes (state dir); None in tests means the executor picks.
+    pub export_dir: Option<PathBuf>,
+    pub theme_dir: Option<PathBuf>,
     /// The profiles named on the command line (`-p a,b`) for the fleet view; empty: all.
     pub fleet_profiles: Vec<String>,
+}
+
+impl SessionInfo {
+    pub fn new(profile: &str, broker: &str) -> SessionInfo {
+        SessionInfo {
+            profile: profile.to_string(),
+            profiles: vec![profile.to_string()],
+            broker: broker.to_string(),
+            access: crate::config::Access::Full,
+            protected: false,
+            refresh_secs: 2.0,
+            call_budget: None,
+            export_dir: None,
+            theme_dir: None,
+            fleet_profiles: Vec::new(),
+        }
+    }
+}
+
+/// The poller's own state, for the header and the status line.
+#[derive(Debug, Clone, Default)]
+pub struct PollStatus {
+    pub api_rate: Option<crate::engine::budget::Budget>,
+    pub busy: bool,
+    /// The queue list arrived at least once.
+    pub listed: bool,
 }
 
 /// The queue table: which queues it shows, in what order, and where the cursor is.
@@ -665,14 +697,9 @@ impl State {
             caps_of: None,
             keymap: KeyMap::default(),
             theme: Theme::dark(),
-            theme_dir: None,
-            profile: profile.to_string(),
-            profiles: vec![profile.to_string()],
-            broker: broker.to_string(),
-            access: crate::config::Access::Full,
-            protected: false,
+            session: SessionInfo::new(profile, broker),
+            poll: PollStatus::default(),
             demo_workers: None,
-            refresh_secs: 2.0,
             stack: vec![View::Queues],
             queues: QueueList::default(),
             input: None,
@@ -687,19 +714,13 @@ impl State {
             wide: false,
             op: None,
             status: None,
-            api_rate: None,
-            call_budget: None,
-            busy: false,
-            listed: false,
             now_ms: crate::domain::now_ms(),
             size: (80, 24),
             dirty: true,
             quit: false,
             quit_after_op: false,
             exit_summary: None,
-            export_dir: None,
             fleet: None,
-            fleet_profiles: Vec::new(),
         }
     }
 
@@ -734,7 +755,9 @@ impl State {
             return true;
         }
         match updated_ms {
-            Some(t) => (self.now_ms - t) as f64 > (self.refresh_secs * 2.5 * 1000.0).max(5000.0),
+            Some(t) => {
+                (self.now_ms - t) as f64 > (self.session.refresh_secs * 2.5 * 1000.0).max(5000.0)
+            }
             None => false,
         }
     }

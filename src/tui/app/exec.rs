@@ -64,11 +64,12 @@ impl Exec {
         let (fleet_tx, fleet) = mpsc::channel::<FleetRow>(64);
         let poller = poller::spawn(
             session.backend.clone(),
-            PollConfig::with_refresh(st.refresh_secs).with_budget(st.call_budget),
+            PollConfig::with_refresh(st.session.refresh_secs).with_budget(st.session.call_budget),
             poll_tx.clone(),
         );
         let ex = Exec {
             export_dir: st
+                .session
                 .export_dir
                 .clone()
                 .unwrap_or_else(|| paths::state_dir().join("exports")),
@@ -165,8 +166,8 @@ impl Exec {
             }
             Effect::Save { queue, messages } => self.save(queue, messages),
             Effect::SwitchProfile(name) => self.switch_profile(name),
-            Effect::ReadProfiles(then) => self.read_profiles(&st.profile, then),
-            Effect::StartFleet => return Some(self.start_fleet(&st.fleet_profiles)),
+            Effect::ReadProfiles(then) => self.read_profiles(&st.session.profile, then),
+            Effect::StartFleet => return Some(self.start_fleet(&st.session.fleet_profiles)),
             Effect::AddWorker => return self.demo_worker(true),
             Effect::RemoveWorker => return self.demo_worker(false),
         }
@@ -246,7 +247,8 @@ impl Exec {
         let fresh = initial_state(&session, demo);
         self.poller = poller::spawn(
             session.backend.clone(),
-            PollConfig::with_refresh(fresh.refresh_secs).with_budget(fresh.call_budget),
+            PollConfig::with_refresh(fresh.session.refresh_secs)
+                .with_budget(fresh.session.call_budget),
             self.poll_tx.clone(),
         );
         self.session = session;

@@ -64,14 +64,14 @@ pub fn initial_state(session: &Session, demo_workers: Option<usize>) -> State {
     let dir = paths::config_dir().join("themes");
     let (theme, theme_err) = Theme::startup(&cfg.ui.theme, Some(&dir));
     st.theme = theme;
-    st.theme_dir = Some(dir);
-    st.access = session.gate.access();
-    st.protected = session.gate.protected();
+    st.session.theme_dir = Some(dir);
+    st.session.access = session.gate.access();
+    st.session.protected = session.gate.protected();
     st.demo_workers = demo_workers;
-    st.profiles = crate::config::profile_names(cfg);
-    st.refresh_secs = refresh_secs(session);
-    st.call_budget = session.profile().calls_per_minute();
-    st.export_dir = Some(paths::state_dir().join("exports"));
+    st.session.profiles = crate::config::profile_names(cfg);
+    st.session.refresh_secs = refresh_secs(session);
+    st.session.call_budget = session.profile().calls_per_minute();
+    st.session.export_dir = Some(paths::state_dir().join("exports"));
     if let Some(e) = theme_err.or(problems.into_iter().next()) {
         set_status(&mut st, Level::Warn, e);
     }
@@ -116,7 +116,7 @@ pub async fn run(
     let _log = init_logging();
     let mut st = initial_state(&session, demo.as_ref().map(|d| d.workers()));
     let start_fleet = fleet.is_some();
-    st.fleet_profiles = fleet.unwrap_or_default();
+    st.session.fleet_profiles = fleet.unwrap_or_default();
     let mut terminal = ratatui::try_init()?;
     let _guard = RestoreGuard;
     if let Ok(sz) = terminal.size() {

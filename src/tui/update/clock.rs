@@ -16,7 +16,7 @@ pub(super) fn tick(st: &mut State, now: i64, fx: &mut Vec<Effect>) {
     if st.view() == View::Workers
         && !w.loading
         && w.fetched_ms
-            .is_none_or(|t| (now - t) as f64 >= st.refresh_secs * 1000.0)
+            .is_none_or(|t| (now - t) as f64 >= st.session.refresh_secs * 1000.0)
     {
         if let Some(q) = w.queue.clone() {
             st.workers.loading = true;

@@ -33,7 +33,7 @@ pub(super) fn open_purge(st: &mut State) {
             });
         st.dialog = Some(Dialog::new(
             DialogKind::Purge { queue: q, count },
-            st.protected,
+            st.session.protected,
         ));
     }
 }
@@ -104,7 +104,7 @@ pub(super) fn open_redrive(st: &mut State, to: Option<QueueId>, fx: &mut Vec<Eff
         plan: PlanShown::Planning,
     };
     fx.extend(redrive_request(&kind).map(Effect::PlanRedrive));
-    st.dialog = Some(Dialog::new(kind, st.protected));
+    st.dialog = Some(Dialog::new(kind, st.session.protected));
 }
 
 /// The request the redrive dialog stands for (its target, rate and selection; capped by the
@@ -187,7 +187,7 @@ pub(super) fn open_delete(
             st.status = None;
             st.dialog = Some(Dialog::new(
                 DialogKind::Delete { queue, ids, note },
-                st.protected,
+                st.session.protected,
             ));
         }
         Err(e) => {

@@ -155,10 +155,10 @@ pub(super) fn plan_transfer(st: &mut State, arg: &str, moving: bool, fx: &mut Ve
         set_status(st, Level::Warn, format!("usage: :{verb} QUEUE [PROFILE]"));
         return;
     };
-    if let Some(p) = profile.filter(|p| !st.profiles.iter().any(|x| x == p)) {
+    if let Some(p) = profile.filter(|p| !st.session.profiles.iter().any(|x| x == p)) {
         let msg = format!(
             "unknown profile {p:?}; profiles: {}",
-            st.profiles.join(", ")
+            st.session.profiles.join(", ")
         );
         set_status(st, Level::Warn, msg);
         return;
@@ -175,7 +175,9 @@ pub(super) fn plan_transfer(st: &mut State, arg: &str, moving: bool, fx: &mut Ve
         source,
         messages,
         to: QueueId::new(to),
-        to_profile: profile.filter(|p| *p != st.profile).map(String::from),
+        to_profile: profile
+            .filter(|p| *p != st.session.profile)
+            .map(String::from),
         moving,
     });
 }

@@ -259,12 +259,12 @@ pub fn switched(st: &mut State, mut fresh: State) {
     fresh.size = st.size;
     // With the fleet view open, the new profile's queue table sits on it (Esc returns).
     fresh.fleet = st.fleet.take();
-    fresh.fleet_profiles = std::mem::take(&mut st.fleet_profiles);
+    fresh.session.fleet_profiles = std::mem::take(&mut st.session.fleet_profiles);
     if fresh.fleet.is_some() {
         fresh.stack = vec![View::Fleet, View::Queues];
     }
     *st = fresh;
-    let msg = format!("profile {} ({})", st.profile, st.broker);
+    let msg = format!("profile {} ({})", st.session.profile, st.session.broker);
     set_status(st, Level::Info, msg);
 }
 
@@ -283,8 +283,8 @@ pub(super) fn refuse(
     let why = format!(
         "{what} needs access = \"{}\"; profile {:?} has \"{}\"",
         needs.as_str(),
-        st.profile,
-        st.access.as_str()
+        st.session.profile,
+        st.session.access.as_str()
     );
     set_status(st, Level::Warn, why.clone());
     if let Some(action) = action {

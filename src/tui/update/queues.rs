@@ -123,7 +123,7 @@ pub(super) fn poll(st: &mut State, ev: PollEvent) {
     match ev {
         PollEvent::Queues(qs) => {
             st.store.set_queues(qs);
-            st.listed = true;
+            st.poll.listed = true;
             rebuild_rows(st);
         }
         PollEvent::Stats(b) => {
@@ -135,8 +135,8 @@ pub(super) fn poll(st: &mut State, ev: PollEvent) {
             }
         }
         PollEvent::Error(e) => st.store.backend_failed(e),
-        PollEvent::Busy(b) => st.busy = b,
-        PollEvent::ApiRate(r) => st.api_rate = Some(r),
+        PollEvent::Busy(b) => st.poll.busy = b,
+        PollEvent::ApiRate(r) => st.poll.api_rate = Some(r),
     }
     st.dirty = true;
 }

@@ -221,7 +221,7 @@ pub fn lines<'a>(st: &State) -> Vec<Line<'a>> {
             styled(*h, t.text),
         ]));
     }
-    if let Some(note) = tier_note(st.access) {
+    if let Some(note) = tier_note(st.session.access) {
         out.push(Line::from(""));
         out.push(Line::from(styled(note, t.warn)));
     }

@@ -642,7 +642,7 @@ fn drill_in_and_back_with_breadcrumb() {
     update(&mut st, code(KeyCode::Esc));
     assert_eq!(st.view(), View::Queues);
     update(&mut st, key('q'));
-    assert!(st.quit);
+    assert!(st.exit.quit);
 }
 
 #[test]
@@ -1534,7 +1534,7 @@ async fn console_move_whose_deletes_fail_is_partial_like_the_cli() {
     assert_eq!(done.verdict, Verdict::Partial, "{}", done.text);
 
     let mut st = populated();
-    st.quit_after_op = true;
+    st.exit.after_op = true;
     update(&mut st, Action::OpDone(done));
     let status = st.status.as_ref().unwrap();
     assert_eq!(
@@ -1544,7 +1544,7 @@ async fn console_move_whose_deletes_fail_is_partial_like_the_cli() {
         status.text
     );
     assert!(status.text.contains("exist twice"), "{}", status.text);
-    let exit = st.exit_summary.as_ref().expect("quit after the move");
+    let exit = st.exit.summary.as_ref().expect("quit after the move");
     assert_eq!(exit.exit_code, qdeck::cli::exit::PARTIAL);
     let audit = std::fs::read_to_string(dir.path().join("audit.log")).unwrap();
     for line in audit.lines() {
@@ -1937,13 +1937,13 @@ fn destructive_dialogs_never_confirm_on_enter() {
 fn quit_during_an_operation_asks_then_exits_with_its_summary() {
     let mut st = running_redrive();
     update(&mut st, key('q'));
-    assert!(!st.quit, "q must ask first while a redrive runs");
+    assert!(!st.exit.quit, "q must ask first while a redrive runs");
     let s = text(&draw(&st, 80, 24));
     assert!(s.contains("1,200/5,000"), "{s}");
     assert!(s.contains("cancel it and quit?"), "{s}");
     // n keeps it running.
     update(&mut st, key('n'));
-    assert!(st.dialog.is_none() && !st.quit && st.op.is_some());
+    assert!(st.dialog.is_none() && !st.exit.quit && st.op.is_some());
     // Ctrl-C asks the same.
     update(
         &mut st,
@@ -1955,18 +1955,18 @@ fn quit_during_an_operation_asks_then_exits_with_its_summary() {
     ));
     let fx = update(&mut st, key('y'));
     assert!(fx.contains(&Effect::CancelOp));
-    assert!(!st.quit, "waits for the summary");
+    assert!(!st.exit.quit, "waits for the summary");
     let summary = OpSummary::new(
         "redrive orders-dlq → origin: 1200 moved, 0 failed, 0 possibly duplicated (cancelled)",
         Verdict::Cancelled,
     );
     update(&mut st, Action::OpDone(summary.clone()));
-    assert!(st.quit);
-    assert_eq!(st.exit_summary, Some(summary));
+    assert!(st.exit.quit);
+    assert_eq!(st.exit.summary, Some(summary));
     // Nothing running: q quits at once.
     let mut st = populated();
     update(&mut st, key('q'));
-    assert!(st.quit && st.exit_summary.is_none());
+    assert!(st.exit.quit && st.exit.summary.is_none());
 }
 
 fn consumers(now: i64) -> Vec<Consumer> {
@@ -2071,7 +2071,7 @@ fn help_is_per_view_and_scrolls_to_the_end() {
     }
     update(&mut st, key('q'));
     assert_eq!(st.view(), View::Queues);
-    assert!(!st.quit, "q closes help, it does not quit");
+    assert!(!st.exit.quit, "q closes help, it does not quit");
 
     // The workers view lists its own keys first.
     let mut st = workers_state();

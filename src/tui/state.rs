@@ -503,11 +503,8 @@ pub struct State {
     /// Terminal size, for paging.
     pub size: (u16, u16),
     pub dirty: bool,
-    pub quit: bool,
-    /// The user asked to quit while an operation ran: quit when its summary arrives.
-    pub quit_after_op: bool,
-    /// Summary of the operation the console quit after, for the restored terminal.
-    pub exit_summary: Option<OpSummary>,
+    /// Whether and how the console quits.
+    pub exit: ExitState,
     /// The fleet view's rows, once `:fleet` (or `--fleet`) started it.
     pub fleet: Option<FleetState>,
 }
@@ -548,6 +545,17 @@ impl SessionInfo {
             fleet_profiles: Vec::new(),
         }
     }
+}
+
+/// Quitting: now, or once the running operation's summary arrives.
+#[derive(Debug, Clone, Default)]
+pub struct ExitState {
+    /// The event loop stops after this batch.
+    pub quit: bool,
+    /// The user asked to quit while an operation ran: quit when its summary arrives.
+    pub after_op: bool,
+    /// Summary of the operation the console quit after, for the restored terminal.
+    pub summary: Option<OpSummary>,
 }
 
 /// The poller's own state, for the header and the status line.
@@ -717,9 +725,7 @@ impl State {
             now_ms: crate::domain::now_ms(),
             size: (80, 24),
             dirty: true,
-            quit: false,
-            quit_after_op: false,
-            exit_summary: None,
+            exit: ExitState::default(),
             fleet: None,
         }
     }

@@ -305,7 +305,7 @@ where
             };
             apply(&mut ex, &mut st, a);
         }
-        if st.quit {
+        if st.exit.quit {
             break;
         }
     }
@@ -314,7 +314,7 @@ where
     if let Some(op) = &ex.op {
         op.cancel();
     }
-    Ok(st.exit_summary.take())
+    Ok(st.exit.summary.take())
 }
 
 /// Leave the alternate screen and raw mode, run the editor, come back. The terminal is

@@ -17,7 +17,7 @@ pub(super) fn command(st: &mut State, text: &str, fx: &mut Vec<Effect>) {
     let arg = arg.join(" ");
     match head {
         "q" | "quit" | "exit" => dialogs::quit(st),
-        "q!" => st.quit = true,
+        "q!" => st.exit.quit = true,
         "help" | "h" => push(st, View::Help),
         "dlq" => run_cmd(st, Cmd::Dlq, fx),
         "reasons" | "why" => run_cmd(st, Cmd::Reasons, fx),

@@ -14,7 +14,7 @@ pub(super) fn quit(st: &mut State) {
     if st.op.is_some() {
         st.dialog = Some(Dialog::new(DialogKind::Quit, false));
     } else {
-        st.quit = true;
+        st.exit.quit = true;
     }
 }
 
@@ -416,13 +416,13 @@ fn confirm(st: &mut State, d: Dialog, fx: &mut Vec<Effect>) {
         }
         DialogKind::Quit => {
             // Cancel the run; the console quits when its summary arrives.
-            st.quit_after_op = true;
+            st.exit.after_op = true;
             match &mut st.op {
                 Some(op) => {
                     op.cancelling = true;
                     fx.push(Effect::CancelOp);
                 }
-                None => st.quit = true,
+                None => st.exit.quit = true,
             }
         }
         DialogKind::Transfer(t) => {

@@ -17,9 +17,9 @@ pub(super) fn progress(st: &mut State, p: ProgressState) {
 pub(super) fn done(st: &mut State, r: OpSummary, fx: &mut Vec<Effect>) -> bool {
     st.op = None;
     set_status(st, r.level(), r.text.clone());
-    if st.quit_after_op {
-        st.exit_summary = Some(r);
-        st.quit = true;
+    if st.exit.after_op {
+        st.exit.summary = Some(r);
+        st.exit.quit = true;
         return true;
     }
     fx.push(Effect::Refresh);

@@ -526,8 +526,6 @@ pub struct SessionInfo {
     /// Where "save" writes (state dir); None in tests means the executor picks.
     pub export_dir: Option<PathBuf>,
     pub theme_dir: Option<PathBuf>,
-    /// The profiles named on the command line (`-p a,b`) for the fleet view; empty: all.
-    pub fleet_profiles: Vec<String>,
 }
 
 impl SessionInfo {
@@ -542,7 +540,6 @@ impl SessionInfo {
             call_budget: None,
             export_dir: None,
             theme_dir: None,
-            fleet_profiles: Vec::new(),
         }
     }
 }

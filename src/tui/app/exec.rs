@@ -1,7 +1,8 @@
 //! The effect executor: carries out what `update` asks for. Work that talks to a broker runs
 //! on tasks (`jobs.rs`) and reports back as actions; what is left here is the executor's own
-//! bookkeeping: the poller, the session, the fleet pollers and the demo. It reads the state
-//! and never writes it: what it has to say goes to `update` as an action.
+//! bookkeeping: the poller, the session, the fleet pollers and the demo. It never touches the
+//! state (beyond reading the settings it starts from): what it has to say goes to `update` as
+//! an action.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -32,6 +33,9 @@ pub(super) struct Exec {
     export_dir: PathBuf,
     /// Pollers of every profile, while the fleet view is open.
     fleet: Option<FleetHandle>,
+    /// The profiles named on the command line (`-p a,b`) for the fleet view; empty: all.
+    /// They outlive a `:profile` switch.
+    fleet_profiles: Vec<String>,
     fleet_tx: mpsc::Sender<FleetRow>,
     /// A message to open in the editor once this batch of effects is done: the event loop
     /// owns the terminal and the key reader it must suspend.
@@ -57,7 +61,13 @@ pub(super) struct Inbox {
 
 impl Exec {
     /// The executor for `session`, its poller started, and the channels it reports on.
-    pub(super) fn start(session: Session, demo: Option<DemoHandle>, st: &State) -> (Exec, Inbox) {
+    /// `fleet_profiles`: the profiles the fleet view polls (empty: every configured one).
+    pub(super) fn start(
+        session: Session,
+        demo: Option<DemoHandle>,
+        fleet_profiles: Vec<String>,
+        st: &State,
+    ) -> (Exec, Inbox) {
         let (tx, rx) = mpsc::channel::<Action>(256);
         let (poll_tx, poll) = mpsc::channel::<PollEvent>(64);
         let (switch_tx, switch) = mpsc::channel::<Result<Session, String>>(2);
@@ -83,6 +93,7 @@ impl Exec {
             pending_edit: None,
             reasons_op: None,
             fleet: None,
+            fleet_profiles,
             fleet_tx,
         };
         let inbox = Inbox {
@@ -103,7 +114,7 @@ impl Exec {
 
     /// Carry out `e`. Most effects report later, over the channels; the answer of one done
     /// at once comes back here for `update` to apply.
-    pub(super) fn run(&mut self, e: Effect, st: &State) -> Option<Action> {
+    pub(super) fn run(&mut self, e: Effect) -> Option<Action> {
         match e {
             Effect::Visible(ids) => self.poller.set_visible(ids),
             Effect::Refresh => self.poller.refresh_now(),
@@ -166,8 +177,8 @@ impl Exec {
             }
             Effect::Save { queue, messages } => self.save(queue, messages),
             Effect::SwitchProfile(name) => self.switch_profile(name),
-            Effect::ReadProfiles(then) => self.read_profiles(&st.session.profile, then),
-            Effect::StartFleet => return Some(self.start_fleet(&st.session.fleet_profiles)),
+            Effect::ReadProfiles(then) => self.read_profiles(then),
+            Effect::StartFleet => return Some(self.start_fleet()),
             Effect::AddWorker => return self.demo_worker(true),
             Effect::RemoveWorker => return self.demo_worker(false),
         }
@@ -199,9 +210,12 @@ impl Exec {
         });
     }
 
-    /// Re-read the profile names from the file `profile` was loaded from.
-    fn read_profiles(&self, profile: &str, then: Option<String>) {
-        let opts = self.session.loaded.options_for(profile);
+    /// Re-read the profile names from the file this profile was loaded from.
+    fn read_profiles(&self, then: Option<String>) {
+        let opts = self
+            .session
+            .loaded
+            .options_for(&self.session.profile().name);
         let tx = self.tx.clone();
         tokio::task::spawn_blocking(move || {
             let names = crate::config::load(&opts)
@@ -211,9 +225,9 @@ impl Exec {
         });
     }
 
-    /// Poll every profile of `wanted` (empty: all) for the fleet view.
-    fn start_fleet(&mut self, wanted: &[String]) -> Action {
-        let names = fleet::profiles_to_poll(&self.session.loaded.config, wanted);
+    /// Poll the fleet view's profiles.
+    fn start_fleet(&mut self) -> Action {
+        let names = fleet::profiles_to_poll(&self.session.loaded.config, &self.fleet_profiles);
         if self.fleet.is_none() {
             let loaded = self.session.loaded.clone();
             self.fleet = Some(fleet::spawn(

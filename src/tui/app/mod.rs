@@ -114,15 +114,13 @@ pub async fn run(
     fleet: Option<Vec<String>>,
 ) -> anyhow::Result<Option<OpSummary>> {
     let _log = init_logging();
-    let mut st = initial_state(&session, demo.as_ref().map(|d| d.workers()));
-    let start_fleet = fleet.is_some();
-    st.session.fleet_profiles = fleet.unwrap_or_default();
+    let st = initial_state(&session, demo.as_ref().map(|d| d.workers()));
     let mut terminal = ratatui::try_init()?;
     let _guard = RestoreGuard;
     if let Ok(sz) = terminal.size() {
         tracing::info!("console started at {}x{}", sz.width, sz.height);
     }
-    let r = event_loop(&mut terminal, st, session, demo, start_fleet).await;
+    let r = event_loop(&mut terminal, st, session, demo, fleet).await;
     if let Err(e) = &r {
         tracing::error!("console stopped: {e}");
     }
@@ -236,7 +234,7 @@ fn apply(ex: &mut Exec, st: &mut State, a: Action) {
     let mut pending = VecDeque::from([a]);
     while let Some(a) = pending.pop_front() {
         for e in update(st, a) {
-            pending.extend(ex.run(e, st));
+            pending.extend(ex.run(e));
         }
     }
 }
@@ -246,17 +244,18 @@ async fn event_loop<B: TermBackend>(
     mut st: State,
     session: Session,
     demo: Option<DemoHandle>,
-    start_fleet: bool,
+    fleet: Option<Vec<String>>,
 ) -> anyhow::Result<Option<OpSummary>>
 where
     B::Error: Send + Sync + 'static,
 {
-    let (mut ex, mut inbox) = Exec::start(session, demo, &st);
+    let start_fleet = fleet.is_some();
+    let (mut ex, mut inbox) = Exec::start(session, demo, fleet.unwrap_or_default(), &st);
     if let Ok(sz) = terminal.size() {
         apply(&mut ex, &mut st, Action::Resize(sz.width, sz.height));
     }
     if start_fleet {
-        if let Some(a) = ex.run(Effect::StartFleet, &st) {
+        if let Some(a) = ex.run(Effect::StartFleet) {
             apply(&mut ex, &mut st, a);
         }
     }

@@ -259,7 +259,6 @@ pub fn switched(st: &mut State, mut fresh: State) {
     fresh.size = st.size;
     // With the fleet view open, the new profile's queue table sits on it (Esc returns).
     fresh.fleet = st.fleet.take();
-    fresh.session.fleet_profiles = std::mem::take(&mut st.session.fleet_profiles);
     if fresh.fleet.is_some() {
         fresh.stack = vec![View::Fleet, View::Queues];
     }

@@ -1657,6 +1657,52 @@ async fn browse_and_purge_through_the_gate_on_the_local_broker() {
 
 // ---------- end to end, in a pseudo-terminal ----------
 
+/// `:profile NAME` in the real binary lists the new profile's queues, also with the fleet
+/// view open under it (`--fleet`), and Esc goes back to the fleet. The old profile's figures
+/// must not be taken for the new one's, nor the new poller's first list be dropped with them.
+#[test]
+fn pty_profile_switch_lists_the_new_profile() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a.db"), dir.path().join("b.db"));
+    for (db, q) in [(&a, "alpha-q"), (&b, "beta-q")] {
+        let h = LocalHandle::open(db).unwrap();
+        h.0.create_queue(q, &QueueOptions::default()).unwrap();
+    }
+    let cfg = dir.path().join("config.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "[ui]\nrefresh_secs = 0.5\n\n[[profiles]]\nname = \"pa\"\nkind = \"local\"\npath = {:?}\n\n\
+             [[profiles]]\nname = \"pb\"\nkind = \"local\"\npath = {:?}\n",
+            a.display().to_string(),
+            b.display().to_string()
+        ),
+    )
+    .unwrap();
+    let cfg = cfg.to_str().unwrap();
+
+    let mut c = Console::spawn(dir.path(), &["--config", cfg, "-p", "pa"], &[], 100, 30);
+    c.wait_for("alpha-q");
+    c.type_keys(":profile pb\r");
+    c.wait_for("beta-q");
+    c.type_keys(":q!\r");
+    assert_eq!(c.wait_exit(Duration::from_secs(10)), 0);
+
+    let mut c = Console::spawn(dir.path(), &["--config", cfg, "--fleet"], &[], 100, 30);
+    c.wait_for("fleet 2 profiles");
+    c.type_keys(":profile pb\r");
+    c.wait_for("beta-q");
+    c.send(b"\x1b");
+    let fleet = c
+        .poll_until(Duration::from_secs(10), |s| {
+            s.contains("fleet 2 profiles") && s.contains("alpha-q") && s.contains("beta-q")
+        })
+        .unwrap_or_else(|| panic!("back on the fleet with both rows:\n{}", c.screen()));
+    assert!(!fleet.contains("connecting"), "{fleet}");
+    c.type_keys(":q!\r");
+    assert_eq!(c.wait_exit(Duration::from_secs(10)), 0);
+}
+
 /// Drives the real binary: open, filter, open a DLQ, open a message, quit; the terminal is
 /// restored (alternate screen left) and no raw escape sequence from a body reaches it.
 #[test]

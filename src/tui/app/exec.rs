@@ -21,11 +21,13 @@ use crate::engine::session::Session;
 use crate::tui::state::State;
 use crate::tui::update::{Action, Effect};
 
+/// Poll events waiting for the event loop.
+const POLL_QUEUE: usize = 64;
+
 pub(super) struct Exec {
     pub(super) session: Session,
     /// Sessions opened by `:profile NAME`.
     switch_tx: mpsc::Sender<Result<Session, String>>,
-    poll_tx: mpsc::Sender<PollEvent>,
     pub(super) tx: mpsc::Sender<Action>,
     pub(super) poller: PollerHandle,
     demo: Option<DemoHandle>,
@@ -69,13 +71,13 @@ impl Exec {
         st: &State,
     ) -> (Exec, Inbox) {
         let (tx, rx) = mpsc::channel::<Action>(256);
-        let (poll_tx, poll) = mpsc::channel::<PollEvent>(64);
+        let (poll_tx, poll) = mpsc::channel::<PollEvent>(POLL_QUEUE);
         let (switch_tx, switch) = mpsc::channel::<Result<Session, String>>(2);
         let (fleet_tx, fleet) = mpsc::channel::<FleetRow>(64);
         let poller = poller::spawn(
             session.backend.clone(),
             PollConfig::with_refresh(st.session.refresh_secs).with_budget(st.session.call_budget),
-            poll_tx.clone(),
+            poll_tx,
         );
         let ex = Exec {
             export_dir: st
@@ -85,7 +87,6 @@ impl Exec {
                 .unwrap_or_else(|| paths::state_dir().join("exports")),
             session,
             switch_tx,
-            poll_tx,
             tx,
             poller,
             demo,
@@ -251,23 +252,26 @@ impl Exec {
     }
 
     /// Take over the session of `:profile NAME`: its poller replaces this one's. Returns its
-    /// fresh state, for `update::switched`.
-    pub(super) fn switch(&mut self, session: Session) -> State {
+    /// fresh state, for `update::switched`, and the new poller's channel: the old profile's
+    /// figures still queued go with the old one, and none of the new one's can be taken for
+    /// them (draining a shared channel could drop the new poller's first queue list).
+    pub(super) fn switch(&mut self, session: Session) -> (State, mpsc::Receiver<PollEvent>) {
         self.poller.stop();
         let demo = match (&self.demo, session.backend.kind()) {
             (Some(d), crate::domain::BrokerKind::Local) => Some(d.workers()),
             _ => None,
         };
         let fresh = initial_state(&session, demo);
+        let (poll_tx, poll) = mpsc::channel::<PollEvent>(POLL_QUEUE);
         self.poller = poller::spawn(
             session.backend.clone(),
             PollConfig::with_refresh(fresh.session.refresh_secs)
                 .with_budget(fresh.session.call_budget),
-            self.poll_tx.clone(),
+            poll_tx,
         );
         self.session = session;
         self.op = None;
-        fresh
+        (fresh, poll)
     }
 
     pub(super) fn start_op(&mut self) -> OpProgress {

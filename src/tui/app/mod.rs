@@ -276,9 +276,9 @@ where
         let first = match wake.await? {
             Wake::Act(a) => a,
             Wake::Switched(Ok(session)) => {
-                super::update::switched(&mut st, ex.switch(session));
-                // Figures of the old profile still queued are dropped.
-                while inbox.poll.try_recv().is_ok() {}
+                let (fresh, poll) = ex.switch(session);
+                inbox.poll = poll;
+                super::update::switched(&mut st, fresh);
                 continue;
             }
             Wake::Switched(Err(e)) => Action::Notice(Err(e)),

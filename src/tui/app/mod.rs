@@ -313,7 +313,7 @@ where
     if let Some(op) = &ex.op {
         op.cancel();
     }
-    Ok(st.exit.summary.take())
+    Ok(st.exit.summary)
 }
 
 /// Leave the alternate screen and raw mode, run the editor, come back. The terminal is

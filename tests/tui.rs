@@ -123,7 +123,7 @@ fn populated() -> State {
         });
     }
     let mut st = State::new(store, caps(), "local", "local");
-    st.listed = true;
+    st.poll.listed = true;
     st.now_ms = st.store.last_ok_ms.unwrap_or(T0);
     st.store.last_ok_ms = Some(st.now_ms);
     update(&mut st, Action::Resize(80, 24));
@@ -225,11 +225,12 @@ fn assert_no_controls(t: &Terminal<TestBackend>) {
 fn open_dlq(st: &mut State) {
     // Select orders-dlq and browse it.
     let pos = st
+        .queues
         .rows
         .iter()
         .position(|&i| st.store.entries()[i].info.id.as_str() == "orders-dlq")
         .expect("row");
-    st.cursor.sel = pos;
+    st.queues.cursor.sel = pos;
     let fx = update(st, key('b'));
     assert!(fx
         .iter()
@@ -280,12 +281,12 @@ fn snapshot_queues_states() {
     snap("queues_stale_rows", &st, 80, 14);
 
     let mut st = populated();
-    st.access = Access::Browse;
+    st.session.access = Access::Browse;
     snap("queues_read_only", &st, 100, 12);
 
     let mut st = populated();
     st.demo_workers = Some(1);
-    st.protected = true;
+    st.session.protected = true;
     snap("queues_demo_protected", &st, 100, 12);
 
     let mut st = populated();
@@ -299,11 +300,12 @@ fn snapshot_queues_states() {
 fn snapshot_detail() {
     let mut st = populated();
     let pos = st
+        .queues
         .rows
         .iter()
         .position(|&i| st.store.entries()[i].info.id.as_str() == "orders")
         .unwrap();
-    st.cursor.sel = pos;
+    st.queues.cursor.sel = pos;
     update(&mut st, code(KeyCode::Enter));
     assert_eq!(st.view(), View::Detail);
     snap("detail_80x24", &st, 80, 24);
@@ -394,7 +396,8 @@ fn force_advice_only_for_a_refusal_force_lifts() {
 #[test]
 fn snapshot_dialogs() {
     let mut st = populated();
-    st.cursor.sel = st
+    st.queues.cursor.sel = st
+        .queues
         .rows
         .iter()
         .position(|&i| st.store.entries()[i].info.id.as_str() == "orders")
@@ -407,8 +410,9 @@ fn snapshot_dialogs() {
     snap("dialog_redrive", &st, 80, 24);
 
     let mut st = populated();
-    st.protected = true;
-    st.cursor.sel = st
+    st.session.protected = true;
+    st.queues.cursor.sel = st
+        .queues
         .rows
         .iter()
         .position(|&i| st.store.entries()[i].info.id.as_str() == "payments")
@@ -423,12 +427,12 @@ fn snapshot_dialogs() {
 #[test]
 fn snapshot_help_and_workers() {
     let mut st = populated();
-    st.access = Access::Browse;
+    st.session.access = Access::Browse;
     update(&mut st, key('?'));
     snap("help_read_only", &st, 80, 40);
 
     let mut st = populated();
-    st.cursor.sel = 0;
+    st.queues.cursor.sel = 0;
     let fx = update(&mut st, key('w'));
     let q = st.workers.queue.clone().unwrap();
     assert!(fx.contains(&Effect::Consumers(q.clone())));
@@ -532,7 +536,7 @@ impl CloneView for State {
         st.msgs = self.msgs.clone();
         st.body = self.body.clone();
         st.dialog = self.dialog.clone();
-        st.cursor = self.cursor.clone();
+        st.queues.cursor = self.queues.cursor.clone();
         st
     }
 }
@@ -567,22 +571,22 @@ fn no_raw_escape_reaches_the_screen() {
 #[test]
 fn navigation_and_filter() {
     let mut st = populated();
-    assert_eq!(st.rows.len(), 4);
+    assert_eq!(st.queues.rows.len(), 4);
     update(&mut st, key('j'));
-    assert_eq!(st.cursor.sel, 1);
+    assert_eq!(st.queues.cursor.sel, 1);
     update(&mut st, key('G'));
-    assert_eq!(st.cursor.sel, 3);
+    assert_eq!(st.queues.cursor.sel, 3);
     update(&mut st, key('g'));
-    assert_eq!(st.cursor.sel, 0);
+    assert_eq!(st.queues.cursor.sel, 0);
     update(&mut st, key('k'));
-    assert_eq!(st.cursor.sel, 0);
+    assert_eq!(st.queues.cursor.sel, 0);
     for c in "/ord".chars() {
         update(&mut st, key(c));
     }
-    assert_eq!(st.rows.len(), 2);
+    assert_eq!(st.queues.rows.len(), 2);
     update(&mut st, code(KeyCode::Enter));
     assert!(st.input.is_none());
-    assert_eq!(st.rows.len(), 2);
+    assert_eq!(st.queues.rows.len(), 2);
     // `!` inverts.
     update(&mut st, key('/'));
     assert_eq!(st.input.as_ref().unwrap().text, "ord");
@@ -593,15 +597,15 @@ fn navigation_and_filter() {
     for c in "!ord".chars() {
         update(&mut st, key(c));
     }
-    assert_eq!(st.rows.len(), 2);
+    assert_eq!(st.queues.rows.len(), 2);
     update(&mut st, code(KeyCode::Esc));
-    assert_eq!(st.rows.len(), 4);
+    assert_eq!(st.queues.rows.len(), 4);
     // A bad regex matches literally instead of failing.
     for c in "/(".chars() {
         update(&mut st, key(c));
     }
-    assert!(st.filter.literal);
-    assert_eq!(st.rows.len(), 0);
+    assert!(st.queues.filter.literal);
+    assert_eq!(st.queues.rows.len(), 0);
     update(&mut st, code(KeyCode::Esc));
 }
 
@@ -609,13 +613,14 @@ fn navigation_and_filter() {
 fn sort_keeps_selection() {
     let mut st = populated();
     let pos = st
+        .queues
         .rows
         .iter()
         .position(|&i| st.store.entries()[i].info.id.as_str() == "payments")
         .unwrap();
-    st.cursor.sel = pos;
+    st.queues.cursor.sel = pos;
     update(&mut st, key('s')); // depth, descending
-    let top = &st.store.entries()[st.rows[0]].info.id;
+    let top = &st.store.entries()[st.queues.rows[0]].info.id;
     assert_eq!(top.as_str(), "payments"); // 420 deep
     assert_eq!(st.selected_queue().unwrap().as_str(), "payments");
     update(&mut st, key(':'));
@@ -623,7 +628,7 @@ fn sort_keeps_selection() {
         update(&mut st, key(c));
     }
     update(&mut st, code(KeyCode::Enter));
-    assert_eq!(st.sort.name(), "eta");
+    assert_eq!(st.queues.sort.name(), "eta");
     assert_eq!(st.selected_queue().unwrap().as_str(), "payments");
 }
 
@@ -639,7 +644,7 @@ fn drill_in_and_back_with_breadcrumb() {
     update(&mut st, code(KeyCode::Esc));
     assert_eq!(st.view(), View::Queues);
     update(&mut st, key('q'));
-    assert!(st.quit);
+    assert!(st.exit.quit);
 }
 
 #[test]
@@ -722,8 +727,8 @@ fn every_row_drawn_is_reported_visible() {
 #[test]
 fn partial_sort_is_said_in_the_title_at_every_size() {
     let mut st = populated();
-    st.sort = qdeck::tui::state::SortCol::Depth;
-    st.sort_unknown = 2901;
+    st.queues.sort = qdeck::tui::state::SortCol::Depth;
+    st.queues.sort_unknown = 2901;
     for (w, h, want) in [
         (120u16, 40u16, "2,901 without figures yet, sorted last"),
         (80, 24, "2,901 without figures yet, sorted last"),
@@ -737,7 +742,8 @@ fn partial_sort_is_said_in_the_title_at_every_size() {
 #[test]
 fn purge_needs_confirmation() {
     let mut st = populated();
-    st.cursor.sel = st
+    st.queues.cursor.sel = st
+        .queues
         .rows
         .iter()
         .position(|&i| st.store.entries()[i].info.id.as_str() == "payments")
@@ -768,8 +774,9 @@ fn purge_needs_confirmation() {
 #[test]
 fn protected_profile_types_the_name() {
     let mut st = populated();
-    st.protected = true;
-    st.cursor.sel = st
+    st.session.protected = true;
+    st.queues.cursor.sel = st
+        .queues
         .rows
         .iter()
         .position(|&i| st.store.entries()[i].info.id.as_str() == "payments")
@@ -791,7 +798,7 @@ fn protected_profile_types_the_name() {
 #[test]
 fn read_only_has_no_mutating_keys() {
     let mut st = populated();
-    st.access = Access::Browse;
+    st.session.access = Access::Browse;
     for (a, what) in [(key('P'), "purge"), (key('R'), "redrive")] {
         let fx = update(&mut st, a);
         assert!(st.dialog.is_none());
@@ -830,7 +837,7 @@ fn read_only_has_no_mutating_keys() {
 #[test]
 fn redrive_tier_redrives_but_never_purges() {
     let mut st = populated();
-    st.access = Access::Redrive;
+    st.session.access = Access::Redrive;
     select(&mut st, "orders-dlq");
     update(&mut st, key('P'));
     assert!(st.dialog.is_none());
@@ -848,7 +855,7 @@ fn redrive_tier_redrives_but_never_purges() {
 #[test]
 fn stats_tier_never_opens_messages() {
     let mut st = populated();
-    st.access = Access::Stats;
+    st.session.access = Access::Stats;
     for a in [key('b'), key('d')] {
         let fx = update(&mut st, a);
         assert!(!fx.iter().any(|e| matches!(e, Effect::Browse { .. })));
@@ -1029,7 +1036,7 @@ fn delete_refusals_are_said_not_asked() {
     let flash = &st.status.as_ref().unwrap().text;
     assert!(flash.contains("cannot delete from orders-dlq") && flash.contains("quorum"));
 
-    st.access = Access::Redrive;
+    st.session.access = Access::Redrive;
     let fx = update(&mut st, key('D'));
     assert!(fx.iter().all(|e| !matches!(e, Effect::Delete { .. })));
     assert!(
@@ -1043,7 +1050,7 @@ fn delete_refusals_are_said_not_asked() {
 #[test]
 fn copy_command_checks_then_asks() {
     let mut st = populated();
-    st.profiles = vec!["local".into(), "other".into()];
+    st.session.profiles = vec!["local".into(), "other".into()];
     open_dlq(&mut st);
     update(&mut st, key(' '));
     update(&mut st, key(' '));
@@ -1126,7 +1133,7 @@ fn copy_command_checks_then_asks() {
     // On a `browse` profile the command goes to the planner, which checks the tiers of both
     // profiles as `qdeck copy` does (it used to be refused here from this profile's alone).
     st.op = None;
-    st.access = Access::Browse;
+    st.session.access = Access::Browse;
     let mut fx = Vec::new();
     for ch in ":copy repro other\r".chars() {
         let a = if ch == '\r' {
@@ -1237,9 +1244,9 @@ fn keymap_overrides_from_config() {
     let mut st = populated();
     st.keymap = km;
     update(&mut st, key('n'));
-    assert_eq!(st.cursor.sel, 1);
+    assert_eq!(st.queues.cursor.sel, 1);
     update(&mut st, key('j'));
-    assert_eq!(st.cursor.sel, 1);
+    assert_eq!(st.queues.cursor.sel, 1);
     update(&mut st, key('?'));
     let s = text(&draw(&st, 80, 40));
     assert!(s.contains("n  move down"), "{s}");
@@ -1302,7 +1309,7 @@ async fn poller_feeds_the_store_from_the_local_broker() {
     let e = st.store.get(&QueueId::new("jobs")).unwrap();
     assert_eq!(e.latest.as_ref().unwrap().depth, Some(5));
     assert_eq!(e.info.dlq, Some(QueueId::new("jobs-dlq")));
-    assert_eq!(st.rows.len(), 2);
+    assert_eq!(st.queues.rows.len(), 2);
     handle.stop();
 }
 
@@ -1529,7 +1536,7 @@ async fn console_move_whose_deletes_fail_is_partial_like_the_cli() {
     assert_eq!(done.verdict, Verdict::Partial, "{}", done.text);
 
     let mut st = populated();
-    st.quit_after_op = true;
+    st.exit.after_op = true;
     update(&mut st, Action::OpDone(done));
     let status = st.status.as_ref().unwrap();
     assert_eq!(
@@ -1539,7 +1546,7 @@ async fn console_move_whose_deletes_fail_is_partial_like_the_cli() {
         status.text
     );
     assert!(status.text.contains("exist twice"), "{}", status.text);
-    let exit = st.exit_summary.as_ref().expect("quit after the move");
+    let exit = st.exit.summary.as_ref().expect("quit after the move");
     assert_eq!(exit.exit_code, qdeck::cli::exit::PARTIAL);
     let audit = std::fs::read_to_string(dir.path().join("audit.log")).unwrap();
     for line in audit.lines() {
@@ -1652,6 +1659,52 @@ async fn browse_and_purge_through_the_gate_on_the_local_broker() {
 
 // ---------- end to end, in a pseudo-terminal ----------
 
+/// `:profile NAME` in the real binary lists the new profile's queues, also with the fleet
+/// view open under it (`--fleet`), and Esc goes back to the fleet. The old profile's figures
+/// must not be taken for the new one's, nor the new poller's first list be dropped with them.
+#[test]
+fn pty_profile_switch_lists_the_new_profile() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a.db"), dir.path().join("b.db"));
+    for (db, q) in [(&a, "alpha-q"), (&b, "beta-q")] {
+        let h = LocalHandle::open(db).unwrap();
+        h.0.create_queue(q, &QueueOptions::default()).unwrap();
+    }
+    let cfg = dir.path().join("config.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "[ui]\nrefresh_secs = 0.5\n\n[[profiles]]\nname = \"pa\"\nkind = \"local\"\npath = {:?}\n\n\
+             [[profiles]]\nname = \"pb\"\nkind = \"local\"\npath = {:?}\n",
+            a.display().to_string(),
+            b.display().to_string()
+        ),
+    )
+    .unwrap();
+    let cfg = cfg.to_str().unwrap();
+
+    let mut c = Console::spawn(dir.path(), &["--config", cfg, "-p", "pa"], &[], 100, 30);
+    c.wait_for("alpha-q");
+    c.type_keys(":profile pb\r");
+    c.wait_for("beta-q");
+    c.type_keys(":q!\r");
+    assert_eq!(c.wait_exit(Duration::from_secs(10)), 0);
+
+    let mut c = Console::spawn(dir.path(), &["--config", cfg, "--fleet"], &[], 100, 30);
+    c.wait_for("fleet 2 profiles");
+    c.type_keys(":profile pb\r");
+    c.wait_for("beta-q");
+    c.send(b"\x1b");
+    let fleet = c
+        .poll_until(Duration::from_secs(10), |s| {
+            s.contains("fleet 2 profiles") && s.contains("alpha-q") && s.contains("beta-q")
+        })
+        .unwrap_or_else(|| panic!("back on the fleet with both rows:\n{}", c.screen()));
+    assert!(!fleet.contains("connecting"), "{fleet}");
+    c.type_keys(":q!\r");
+    assert_eq!(c.wait_exit(Duration::from_secs(10)), 0);
+}
+
 /// Drives the real binary: open, filter, open a DLQ, open a message, quit; the terminal is
 /// restored (alternate screen left) and no raw escape sequence from a body reaches it.
 #[test]
@@ -1759,7 +1812,7 @@ fn pty_end_to_end() {
 #[test]
 fn profile_command() {
     let mut st = populated();
-    st.profiles = vec!["local".into(), "prod".into()];
+    st.session.profiles = vec!["local".into(), "prod".into()];
     let run = |st: &mut State, cmd: &str| {
         update(st, key(':'));
         for c in cmd.chars() {
@@ -1826,7 +1879,8 @@ fn workers_view_refreshes_on_the_tick() {
 const SIZES: [(u16, u16); 3] = [(200, 50), (80, 24), (60, 15)];
 
 fn select(st: &mut State, name: &str) {
-    st.cursor.sel = st
+    st.queues.cursor.sel = st
+        .queues
         .rows
         .iter()
         .position(|&i| st.store.entries()[i].info.id.as_str() == name)
@@ -1865,7 +1919,7 @@ fn dialogs() -> Vec<(&'static str, State, &'static str)> {
     answer_plan(&mut st, &fx, 7, &["copies get a new MessageId"]);
     out.push(("redrive_origin", st, "y confirm"));
     let mut st = populated();
-    st.protected = true;
+    st.session.protected = true;
     select(&mut st, "payments");
     update(&mut st, key('P'));
     out.push(("purge_protected", st, "Esc cancels"));
@@ -1931,13 +1985,13 @@ fn destructive_dialogs_never_confirm_on_enter() {
 fn quit_during_an_operation_asks_then_exits_with_its_summary() {
     let mut st = running_redrive();
     update(&mut st, key('q'));
-    assert!(!st.quit, "q must ask first while a redrive runs");
+    assert!(!st.exit.quit, "q must ask first while a redrive runs");
     let s = text(&draw(&st, 80, 24));
     assert!(s.contains("1,200/5,000"), "{s}");
     assert!(s.contains("cancel it and quit?"), "{s}");
     // n keeps it running.
     update(&mut st, key('n'));
-    assert!(st.dialog.is_none() && !st.quit && st.op.is_some());
+    assert!(st.dialog.is_none() && !st.exit.quit && st.op.is_some());
     // Ctrl-C asks the same.
     update(
         &mut st,
@@ -1949,18 +2003,18 @@ fn quit_during_an_operation_asks_then_exits_with_its_summary() {
     ));
     let fx = update(&mut st, key('y'));
     assert!(fx.contains(&Effect::CancelOp));
-    assert!(!st.quit, "waits for the summary");
+    assert!(!st.exit.quit, "waits for the summary");
     let summary = OpSummary::new(
         "redrive orders-dlq → origin: 1200 moved, 0 failed, 0 possibly duplicated (cancelled)",
         Verdict::Cancelled,
     );
     update(&mut st, Action::OpDone(summary.clone()));
-    assert!(st.quit);
-    assert_eq!(st.exit_summary, Some(summary));
+    assert!(st.exit.quit);
+    assert_eq!(st.exit.summary, Some(summary));
     // Nothing running: q quits at once.
     let mut st = populated();
     update(&mut st, key('q'));
-    assert!(st.quit && st.exit_summary.is_none());
+    assert!(st.exit.quit && st.exit.summary.is_none());
 }
 
 fn consumers(now: i64) -> Vec<Consumer> {
@@ -2009,7 +2063,10 @@ fn filters_and_sorts_belong_to_their_view() {
     }
     update(&mut st, code(KeyCode::Enter));
     assert_eq!(st.workers.rows.len(), 1);
-    assert!(!st.filter.is_active(), "the home filter is untouched");
+    assert!(
+        !st.queues.filter.is_active(),
+        "the home filter is untouched"
+    );
     // s sorts the workers; 6 sorts by RATE.
     update(&mut st, code(KeyCode::Esc));
     assert!(
@@ -2062,7 +2119,7 @@ fn help_is_per_view_and_scrolls_to_the_end() {
     }
     update(&mut st, key('q'));
     assert_eq!(st.view(), View::Queues);
-    assert!(!st.quit, "q closes help, it does not quit");
+    assert!(!st.exit.quit, "q closes help, it does not quit");
 
     // The workers view lists its own keys first.
     let mut st = workers_state();
@@ -2281,7 +2338,7 @@ fn edit_tab_picks_another_queue_and_nothing_is_sent_without_a_change() {
         assert!(st.status.as_ref().unwrap().text.contains(says));
     }
     // Below tier redrive the key only flashes.
-    st.access = Access::Browse;
+    st.session.access = Access::Browse;
     let fx = update(&mut st, key('e'));
     assert!(!fx.iter().any(|e| matches!(e, Effect::Edit { .. })));
     assert!(st.status.as_ref().unwrap().text.contains("redrive"));
@@ -2698,7 +2755,7 @@ fn reasons_view_final_wording_and_tier() {
     );
     // At tier stats no scan starts.
     let mut st = populated();
-    st.access = Access::Stats;
+    st.session.access = Access::Stats;
     select(&mut st, "orders-dlq");
     let fx = update(&mut st, key('F'));
     assert!(!fx.iter().any(|e| matches!(e, Effect::Reasons(_))));
@@ -3068,7 +3125,7 @@ async fn fleet_prices_sqs_calls() {
 fn status_line_shows_the_refresh_budget() {
     use qdeck::engine::budget::Budget;
     let mut st = populated();
-    st.api_rate = Some(Budget {
+    st.poll.api_rate = Some(Budget {
         calls_per_min: 126.0,
         usd_per_hour: Some(0.003024),
     });
@@ -3077,7 +3134,7 @@ fn status_line_shows_the_refresh_budget() {
         screen.contains("126 calls/min · ≈$0.0030/h"),
         "status line: {screen}"
     );
-    st.api_rate = Some(Budget {
+    st.poll.api_rate = Some(Budget {
         calls_per_min: 12.0,
         usd_per_hour: None,
     });

@@ -455,12 +455,12 @@ pub struct Status {
 impl State {
     /// No action that changes the broker (tier `stats` or `browse`).
     pub fn read_only(&self) -> bool {
-        self.access < crate::config::Access::Redrive
+        self.session.access < crate::config::Access::Redrive
     }
 
     /// Whether the tier allows a command that needs `needs`.
     pub fn allows(&self, needs: crate::config::Access) -> bool {
-        self.access >= needs
+        self.session.access >= needs
     }
 }
 
@@ -476,28 +476,15 @@ pub struct State {
     pub caps_of: Option<CapsOf>,
     pub keymap: KeyMap,
     pub theme: Theme,
-    pub theme_dir: Option<PathBuf>,
-    pub profile: String,
-    /// Every profile `:profile NAME` can switch to.
-    pub profiles: Vec<String>,
-    pub broker: String,
-    /// The profile's permission tier, as the gate enforces it.
-    pub access: crate::config::Access,
-    pub protected: bool,
+    /// The profile and its settings.
+    pub session: SessionInfo,
+    /// What the poller last said about itself.
+    pub poll: PollStatus,
     /// Workers of the in-process demo, when it runs.
     pub demo_workers: Option<usize>,
-    pub refresh_secs: f64,
     pub stack: Vec<View>,
-    /// Indices into `store.entries()`, filtered and sorted.
-    pub rows: Vec<usize>,
-    pub rows_dirty: bool,
-    /// Rows of the last sort on a figure that had no figure yet (sorted last); said in the
-    /// title, so a partial sort over a large broker is not taken for the whole truth.
-    pub sort_unknown: usize,
-    pub cursor: Cursor,
-    pub sort: SortCol,
-    pub sort_desc: bool,
-    pub filter: Filter,
+    /// The queue table.
+    pub queues: QueueList,
     pub input: Option<Input>,
     /// Queue of the detail and workers views.
     pub focus: Option<QueueId>,
@@ -506,36 +493,130 @@ pub struct State {
     pub workers: WorkersState,
     pub reasons: ReasonsState,
     pub dialog: Option<Dialog>,
-    /// First row of the help shown.
-    pub help_scroll: usize,
-    /// First row of the detail view's text when it is taller than the screen.
-    pub detail_scroll: usize,
+    pub help: HelpState,
+    pub detail: DetailState,
     /// Ctrl-W: show every column whatever the width.
     pub wide: bool,
     pub op: Option<OpState>,
     pub status: Option<Status>,
-    pub api_rate: Option<crate::engine::budget::Budget>,
-    /// The profile's `max_calls_per_minute` (after defaults); `None` for no limit.
-    pub call_budget: Option<u32>,
-    pub busy: bool,
-    /// The queue list arrived at least once.
-    pub listed: bool,
     pub now_ms: i64,
-    pub chart_window_secs: u64,
     /// Terminal size, for paging.
     pub size: (u16, u16),
     pub dirty: bool,
-    pub quit: bool,
-    /// The user asked to quit while an operation ran: quit when its summary arrives.
-    pub quit_after_op: bool,
-    /// Summary of the operation the console quit after, for the restored terminal.
-    pub exit_summary: Option<OpSummary>,
-    /// Where "save" writes (state dir); None in tests means the executor picks.
-    pub export_dir: Option<PathBuf>,
+    /// Whether and how the console quits.
+    pub exit: ExitState,
     /// The fleet view's rows, once `:fleet` (or `--fleet`) started it.
     pub fleet: Option<FleetState>,
-    /// The profiles named on the command line (`-p a,b`) for the fleet view; empty: all.
-    pub fleet_profiles: Vec<String>,
+}
+
+/// The profile the console runs on and its settings: set when the session opens, and only
+/// `profiles` changes after (`:profile` re-reads them).
+#[derive(Debug, Clone)]
+pub struct SessionInfo {
+    pub profile: String,
+    /// Every profile `:profile NAME` can switch to.
+    pub profiles: Vec<String>,
+    pub broker: String,
+    /// The profile's permission tier, as the gate enforces it.
+    pub access: crate::config::Access,
+    pub protected: bool,
+    pub refresh_secs: f64,
+    /// The profile's `max_calls_per_minute` (after defaults); `None` for no limit.
+    pub call_budget: Option<u32>,
+    /// Where "save" writes (state dir); None in tests means the executor picks.
+    pub export_dir: Option<PathBuf>,
+    pub theme_dir: Option<PathBuf>,
+}
+
+impl SessionInfo {
+    pub fn new(profile: &str, broker: &str) -> SessionInfo {
+        SessionInfo {
+            profile: profile.to_string(),
+            profiles: vec![profile.to_string()],
+            broker: broker.to_string(),
+            access: crate::config::Access::Full,
+            protected: false,
+            refresh_secs: 2.0,
+            call_budget: None,
+            export_dir: None,
+            theme_dir: None,
+        }
+    }
+}
+
+/// Quitting: now, or once the running operation's summary arrives.
+#[derive(Debug, Clone, Default)]
+pub struct ExitState {
+    /// The event loop stops after this batch.
+    pub quit: bool,
+    /// The user asked to quit while an operation ran: quit when its summary arrives.
+    pub after_op: bool,
+    /// Summary of the operation the console quit after, for the restored terminal.
+    pub summary: Option<OpSummary>,
+}
+
+/// The poller's own state, for the header and the status line.
+#[derive(Debug, Clone, Default)]
+pub struct PollStatus {
+    pub api_rate: Option<crate::engine::budget::Budget>,
+    pub busy: bool,
+    /// The queue list arrived at least once.
+    pub listed: bool,
+}
+
+/// The queue table: which queues it shows, in what order, and where the cursor is.
+#[derive(Debug, Clone)]
+pub struct QueueList {
+    /// Indices into `store.entries()`, filtered and sorted.
+    pub rows: Vec<usize>,
+    /// The rows wait for a rebuild (figures arrived since the last sort).
+    pub rows_dirty: bool,
+    /// Rows of the last sort on a figure that had no figure yet (sorted last); said in the
+    /// title, so a partial sort over a large broker is not taken for the whole truth.
+    pub sort_unknown: usize,
+    pub cursor: Cursor,
+    pub sort: SortCol,
+    pub sort_desc: bool,
+    pub filter: Filter,
+}
+
+impl Default for QueueList {
+    fn default() -> Self {
+        QueueList {
+            rows: Vec::new(),
+            rows_dirty: true,
+            sort_unknown: 0,
+            cursor: Cursor::default(),
+            sort: SortCol::Name,
+            sort_desc: false,
+            filter: Filter::default(),
+        }
+    }
+}
+
+/// The queue detail view.
+#[derive(Debug, Clone)]
+pub struct DetailState {
+    /// First row of the text when it is taller than the screen.
+    pub scroll: usize,
+    /// The charts' window: 60, 300 or 600 s.
+    pub chart_window_secs: u64,
+}
+
+impl Default for DetailState {
+    fn default() -> Self {
+        DetailState {
+            scroll: 0,
+            chart_window_secs: 600,
+        }
+    }
+}
+
+/// The help view.
+#[derive(Debug, Clone, Default)]
+pub struct HelpState {
+    /// First row shown.
+    pub scroll: usize,
 }
 
 /// One summary row per profile, in configuration order.
@@ -621,22 +702,11 @@ impl State {
             caps_of: None,
             keymap: KeyMap::default(),
             theme: Theme::dark(),
-            theme_dir: None,
-            profile: profile.to_string(),
-            profiles: vec![profile.to_string()],
-            broker: broker.to_string(),
-            access: crate::config::Access::Full,
-            protected: false,
+            session: SessionInfo::new(profile, broker),
+            poll: PollStatus::default(),
             demo_workers: None,
-            refresh_secs: 2.0,
             stack: vec![View::Queues],
-            rows: Vec::new(),
-            rows_dirty: true,
-            sort_unknown: 0,
-            cursor: Cursor::default(),
-            sort: SortCol::Name,
-            sort_desc: false,
-            filter: Filter::default(),
+            queues: QueueList::default(),
             input: None,
             focus: None,
             msgs: MsgState::default(),
@@ -644,25 +714,16 @@ impl State {
             workers: WorkersState::default(),
             reasons: ReasonsState::default(),
             dialog: None,
-            help_scroll: 0,
-            detail_scroll: 0,
+            help: HelpState::default(),
+            detail: DetailState::default(),
             wide: false,
             op: None,
             status: None,
-            api_rate: None,
-            call_budget: None,
-            busy: false,
-            listed: false,
             now_ms: crate::domain::now_ms(),
-            chart_window_secs: 600,
             size: (80, 24),
             dirty: true,
-            quit: false,
-            quit_after_op: false,
-            exit_summary: None,
-            export_dir: None,
+            exit: ExitState::default(),
             fleet: None,
-            fleet_profiles: Vec::new(),
         }
     }
 
@@ -677,7 +738,7 @@ impl State {
 
     /// The queue selected in the table.
     pub fn selected_queue(&self) -> Option<&QueueId> {
-        let i = *self.rows.get(self.cursor.sel)?;
+        let i = *self.queues.rows.get(self.queues.cursor.sel)?;
         self.store.entries().get(i).map(|e| &e.info.id)
     }
 
@@ -697,7 +758,9 @@ impl State {
             return true;
         }
         match updated_ms {
-            Some(t) => (self.now_ms - t) as f64 > (self.refresh_secs * 2.5 * 1000.0).max(5000.0),
+            Some(t) => {
+                (self.now_ms - t) as f64 > (self.session.refresh_secs * 2.5 * 1000.0).max(5000.0)
+            }
             None => false,
         }
     }

@@ -17,7 +17,7 @@ pub(super) fn command(st: &mut State, text: &str, fx: &mut Vec<Effect>) {
     let arg = arg.join(" ");
     match head {
         "q" | "quit" | "exit" => dialogs::quit(st),
-        "q!" => st.quit = true,
+        "q!" => st.exit.quit = true,
         "help" | "h" => push(st, View::Help),
         "dlq" => run_cmd(st, Cmd::Dlq, fx),
         "reasons" | "why" => run_cmd(st, Cmd::Reasons, fx),
@@ -44,7 +44,7 @@ pub(super) fn command(st: &mut State, text: &str, fx: &mut Vec<Effect>) {
             st.stack = vec![View::Fleet, View::Fire];
         }
         "filter" => {
-            st.filter = Filter::new(&arg);
+            st.queues.filter = Filter::new(&arg);
             home(st);
             queues::rebuild_rows(st);
         }
@@ -52,8 +52,8 @@ pub(super) fn command(st: &mut State, text: &str, fx: &mut Vec<Effect>) {
             let mut a = arg.split_whitespace();
             match a.next().and_then(SortCol::parse) {
                 Some(c) => {
-                    st.sort = c;
-                    st.sort_desc = match a.next() {
+                    st.queues.sort = c;
+                    st.queues.sort_desc = match a.next() {
                         Some("asc") => false,
                         Some("desc") => true,
                         _ => c != SortCol::Name,
@@ -67,7 +67,7 @@ pub(super) fn command(st: &mut State, text: &str, fx: &mut Vec<Effect>) {
                 ),
             }
         }
-        "theme" => match Theme::load(&arg, st.theme_dir.as_deref()) {
+        "theme" => match Theme::load(&arg, st.session.theme_dir.as_deref()) {
             Ok(t) => {
                 st.theme = t;
                 set_status(st, Level::Info, format!("theme {arg}"));
@@ -75,12 +75,12 @@ pub(super) fn command(st: &mut State, text: &str, fx: &mut Vec<Effect>) {
             Err(e) => set_status(st, Level::Warn, e),
         },
         "profile" | "ctx" => {
-            if st.op.is_some() && !arg.is_empty() && arg != st.profile {
+            if st.op.is_some() && !arg.is_empty() && arg != st.session.profile {
                 set_status(st, Level::Warn, "wait for the running operation to finish");
             } else {
                 // The file may have changed since start: re-read it, then list or switch.
                 fx.push(Effect::ReadProfiles(
-                    (!arg.is_empty() && arg != st.profile).then_some(arg),
+                    (!arg.is_empty() && arg != st.session.profile).then_some(arg),
                 ));
             }
         }
@@ -124,7 +124,7 @@ pub(super) fn open_fleet_row(st: &mut State, fx: &mut Vec<Effect>) {
     else {
         return;
     };
-    if name == st.profile {
+    if name == st.session.profile {
         push(st, View::Queues);
     } else if st.op.is_some() {
         set_status(st, Level::Warn, "wait for the running operation to finish");
@@ -146,9 +146,9 @@ pub(super) fn open_fire_row(st: &mut State, fx: &mut Vec<Effect>) {
     }) else {
         return;
     };
-    if profile == st.profile {
+    if profile == st.session.profile {
         st.focus = Some(queue);
-        st.detail_scroll = 0;
+        st.detail.scroll = 0;
         push(st, View::Detail);
     } else if st.op.is_some() {
         set_status(st, Level::Warn, "wait for the running operation to finish");
@@ -159,6 +159,17 @@ pub(super) fn open_fire_row(st: &mut State, fx: &mut Vec<Effect>) {
 }
 
 /// The profile list re-read from the configuration file: list it, or switch to `then`.
+/// The fleet's pollers run: its view opens (under the on-fire view when `:fire` asked).
+pub(super) fn fleet_started(st: &mut State, names: &[String]) {
+    st.fleet = Some(FleetState::new(names));
+    st.stack = if st.view() == View::Fire {
+        vec![View::Fleet, View::Fire]
+    } else {
+        vec![View::Fleet]
+    };
+    st.dirty = true;
+}
+
 pub(super) fn profiles_read(
     st: &mut State,
     names: Result<Vec<String>, String>,
@@ -166,7 +177,7 @@ pub(super) fn profiles_read(
     fx: &mut Vec<Effect>,
 ) {
     match names {
-        Ok(n) => st.profiles = n,
+        Ok(n) => st.session.profiles = n,
         Err(e) => set_status(
             st,
             Level::Warn,
@@ -177,16 +188,16 @@ pub(super) fn profiles_read(
         None => {
             let msg = format!(
                 "profile {} ({}); profiles: {}",
-                st.profile,
-                st.broker,
-                st.profiles.join(", ")
+                st.session.profile,
+                st.session.broker,
+                st.session.profiles.join(", ")
             );
             set_status(st, Level::Info, msg);
         }
-        Some(arg) if !st.profiles.contains(&arg) => {
+        Some(arg) if !st.session.profiles.contains(&arg) => {
             let msg = format!(
                 "unknown profile {arg:?}; profiles: {}",
-                st.profiles.join(", ")
+                st.session.profiles.join(", ")
             );
             set_status(st, Level::Warn, msg);
         }

@@ -14,7 +14,7 @@ pub(super) fn quit(st: &mut State) {
     if st.op.is_some() {
         st.dialog = Some(Dialog::new(DialogKind::Quit, false));
     } else {
-        st.quit = true;
+        st.exit.quit = true;
     }
 }
 
@@ -33,7 +33,7 @@ pub(super) fn open_purge(st: &mut State) {
             });
         st.dialog = Some(Dialog::new(
             DialogKind::Purge { queue: q, count },
-            st.protected,
+            st.session.protected,
         ));
     }
 }
@@ -104,7 +104,7 @@ pub(super) fn open_redrive(st: &mut State, to: Option<QueueId>, fx: &mut Vec<Eff
         plan: PlanShown::Planning,
     };
     fx.extend(redrive_request(&kind).map(Effect::PlanRedrive));
-    st.dialog = Some(Dialog::new(kind, st.protected));
+    st.dialog = Some(Dialog::new(kind, st.session.protected));
 }
 
 /// The request the redrive dialog stands for (its target, rate and selection; capped by the
@@ -187,7 +187,7 @@ pub(super) fn open_delete(
             st.status = None;
             st.dialog = Some(Dialog::new(
                 DialogKind::Delete { queue, ids, note },
-                st.protected,
+                st.session.protected,
             ));
         }
         Err(e) => {
@@ -378,19 +378,10 @@ fn begin_op(st: &mut State, need: crate::config::Access, label: String) -> bool 
 
 fn confirm(st: &mut State, d: Dialog, fx: &mut Vec<Effect>) {
     // A redrive runs only on the plan the dialog shows.
-    if let DialogKind::Redrive { plan, .. } = &d.kind {
-        let wait = match plan {
-            PlanShown::Ready(_) => None,
-            PlanShown::Planning => {
-                Some("still planning with the broker; confirm once the count shows".to_string())
-            }
-            PlanShown::Refused(why) => Some(format!("cannot redrive: {why}")),
-        };
-        if let Some(why) = wait {
-            set_status(st, Level::Warn, why);
-            st.dialog = Some(d);
-            return;
-        }
+    if let Some(why) = redrive_not_ready(&d.kind) {
+        set_status(st, Level::Warn, why);
+        st.dialog = Some(d);
+        return;
     }
     let request = redrive_request(&d.kind);
     match d.kind {
@@ -414,48 +405,9 @@ fn confirm(st: &mut State, d: Dialog, fx: &mut Vec<Effect>) {
                 });
             }
         }
-        DialogKind::Quit => {
-            // Cancel the run; the console quits when its summary arrives.
-            st.quit_after_op = true;
-            match &mut st.op {
-                Some(op) => {
-                    op.cancelling = true;
-                    fx.push(Effect::CancelOp);
-                }
-                None => st.quit = true,
-            }
-        }
-        DialogKind::Transfer(t) => {
-            let need = if t.moving {
-                crate::config::Access::Full
-            } else {
-                crate::config::Access::Redrive
-            };
-            let verb = if t.moving { "move" } else { "copy" };
-            if !begin_op(
-                st,
-                need,
-                format!("{verb} {} → {}", t.messages.len(), t.to_label),
-            ) {
-                return;
-            }
-            if t.moving {
-                st.msgs.marked.clear();
-            }
-            fx.push(Effect::Transfer(t));
-        }
-        DialogKind::Delete { queue, ids, .. } => {
-            let label = format!("delete {} from {queue}", ids.len());
-            if !begin_op(st, crate::config::Access::Full, label) {
-                return;
-            }
-            st.msgs.marked.retain(|m| !ids.contains(m));
-            fx.push(Effect::Delete {
-                queue,
-                ids,
-                run: true,
-            });
-        }
+        DialogKind::Quit => confirm_quit(st, fx),
+        DialogKind::Transfer(t) => confirm_transfer(st, t, fx),
+        DialogKind::Delete { queue, ids, .. } => confirm_delete(st, queue, ids, fx),
         DialogKind::Purge { queue, .. } => {
             if !begin_op(st, crate::config::Access::Full, format!("purge {queue}")) {
                 return;
@@ -463,18 +415,80 @@ fn confirm(st: &mut State, d: Dialog, fx: &mut Vec<Effect>) {
             fx.push(Effect::Purge(queue));
         }
         DialogKind::Redrive { source, .. } => {
-            let Some(req) = request else {
-                return;
-            };
-            let label = match &req.target {
-                RedriveTarget::Origin => format!("redrive {source} → origin"),
-                RedriveTarget::Queue(q) => format!("redrive {source} → {q}"),
-            };
-            if !begin_op(st, crate::config::Access::Redrive, label) {
-                return;
+            if let Some(req) = request {
+                confirm_redrive(st, &source, req, fx);
             }
-            st.msgs.marked.clear();
-            fx.push(Effect::Redrive(req));
         }
     }
+}
+
+/// Why a redrive dialog cannot be confirmed yet: its plan is still coming, or refused.
+fn redrive_not_ready(kind: &DialogKind) -> Option<String> {
+    let DialogKind::Redrive { plan, .. } = kind else {
+        return None;
+    };
+    match plan {
+        PlanShown::Ready(_) => None,
+        PlanShown::Planning => {
+            Some("still planning with the broker; confirm once the count shows".to_string())
+        }
+        PlanShown::Refused(why) => Some(format!("cannot redrive: {why}")),
+    }
+}
+
+fn confirm_quit(st: &mut State, fx: &mut Vec<Effect>) {
+    // Cancel the run; the console quits when its summary arrives.
+    st.exit.after_op = true;
+    match &mut st.op {
+        Some(op) => {
+            op.cancelling = true;
+            fx.push(Effect::CancelOp);
+        }
+        None => st.exit.quit = true,
+    }
+}
+
+fn confirm_transfer(st: &mut State, t: Box<TransferAsk>, fx: &mut Vec<Effect>) {
+    let need = if t.moving {
+        crate::config::Access::Full
+    } else {
+        crate::config::Access::Redrive
+    };
+    let verb = if t.moving { "move" } else { "copy" };
+    if !begin_op(
+        st,
+        need,
+        format!("{verb} {} → {}", t.messages.len(), t.to_label),
+    ) {
+        return;
+    }
+    if t.moving {
+        st.msgs.marked.clear();
+    }
+    fx.push(Effect::Transfer(t));
+}
+
+fn confirm_delete(st: &mut State, queue: QueueId, ids: Vec<String>, fx: &mut Vec<Effect>) {
+    let label = format!("delete {} from {queue}", ids.len());
+    if !begin_op(st, crate::config::Access::Full, label) {
+        return;
+    }
+    st.msgs.marked.retain(|m| !ids.contains(m));
+    fx.push(Effect::Delete {
+        queue,
+        ids,
+        run: true,
+    });
+}
+
+fn confirm_redrive(st: &mut State, source: &QueueId, req: RedriveRequest, fx: &mut Vec<Effect>) {
+    let label = match &req.target {
+        RedriveTarget::Origin => format!("redrive {source} → origin"),
+        RedriveTarget::Queue(q) => format!("redrive {source} → {q}"),
+    };
+    if !begin_op(st, crate::config::Access::Redrive, label) {
+        return;
+    }
+    st.msgs.marked.clear();
+    fx.push(Effect::Redrive(req));
 }

@@ -5,6 +5,29 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use super::{commands, messages, queues, Effect};
 use crate::tui::state::*;
 
+/// `/` opens the filter (the search, in the browser) of the list on screen, with its text.
+pub(super) fn open_filter(st: &mut State) {
+    let (kind, text) = match st.view() {
+        View::Messages => (InputKind::Search, st.msgs.search.text.clone()),
+        View::Workers => (InputKind::WorkerFilter, st.workers.filter.text.clone()),
+        View::Queues => (InputKind::Filter, st.queues.filter.text.clone()),
+        View::Fire => match &st.fleet {
+            Some(f) => (InputKind::FireFilter, f.fire_filter.text.clone()),
+            None => return,
+        },
+        // Views without a list of their own have nothing to filter.
+        _ => return,
+    };
+    st.input = Some(Input { kind, text });
+}
+
+pub(super) fn open_command(st: &mut State) {
+    st.input = Some(Input {
+        kind: InputKind::Command,
+        text: String::new(),
+    })
+}
+
 pub(super) fn input_key(st: &mut State, k: KeyEvent, fx: &mut Vec<Effect>) {
     let Some(inp) = st.input.as_mut() else {
         return;
@@ -17,7 +40,7 @@ pub(super) fn input_key(st: &mut State, k: KeyEvent, fx: &mut Vec<Effect>) {
             // Esc in a filter clears it.
             match kind {
                 InputKind::Filter => {
-                    st.filter = Filter::default();
+                    st.queues.filter = Filter::default();
                     queues::rebuild_rows(st);
                 }
                 InputKind::Search => {
@@ -64,7 +87,7 @@ fn live_filter(st: &mut State) {
     };
     match inp.kind {
         InputKind::Filter => {
-            st.filter = Filter::new(&inp.text);
+            st.queues.filter = Filter::new(&inp.text);
             queues::rebuild_rows(st);
         }
         InputKind::Search => {

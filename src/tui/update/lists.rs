@@ -4,7 +4,8 @@
 
 use std::cmp::Ordering;
 
-use crate::domain::{Consumer, Message};
+use crate::backend::BackendError;
+use crate::domain::{Consumer, Message, QueueId};
 use crate::tui::state::*;
 
 fn msg_key(m: &Message, col: usize) -> (Option<f64>, String) {
@@ -62,6 +63,28 @@ pub(super) fn sort_msgs(st: &mut State) {
         .sort_by(|&a, &b| cmp_keys(&msg_key(&msgs[a], col), &msg_key(&msgs[b], col), desc));
 }
 
+/// The consumers of `queue` arrived (or failed): shown if the workers view is still on it.
+pub(super) fn workers_loaded(
+    st: &mut State,
+    queue: QueueId,
+    result: Result<Vec<Consumer>, BackendError>,
+) {
+    if st.workers.queue.as_ref() != Some(&queue) {
+        return;
+    }
+    st.workers.loading = false;
+    st.workers.fetched_ms = Some(st.now_ms);
+    match result {
+        Ok(l) => {
+            st.workers.list = l;
+            st.workers.error = None;
+        }
+        Err(e) => st.workers.error = Some(e),
+    }
+    rebuild_workers(st);
+    st.dirty = true;
+}
+
 /// Re-filter and re-sort the workers, keeping the selected worker selected.
 pub fn rebuild_workers(st: &mut State) {
     let w = &mut st.workers;
@@ -95,6 +118,44 @@ pub fn rebuild_workers(st: &mut State) {
     st.dirty = true;
 }
 
+/// `s` sorts the list on screen by its next column, `S` reverses the order.
+pub(super) fn sort_cmd(st: &mut State, next_col: bool) {
+    match st.view() {
+        View::Queues => {
+            if next_col {
+                st.queues.sort = st.queues.sort.next();
+                st.queues.sort_desc = st.queues.sort != SortCol::Name;
+            } else {
+                st.queues.sort_desc = !st.queues.sort_desc;
+            }
+            super::queues::rebuild_rows(st);
+        }
+        View::Messages => {
+            if next_col {
+                let c = sort_next(st.msgs.sort, MSG_SORT.len()).unwrap_or(0);
+                st.msgs.sort = None;
+                sort_by_column(st, c);
+            } else {
+                st.msgs.sort_desc = !st.msgs.sort_desc;
+                st.msgs.sort.get_or_insert(0);
+                super::messages::refilter_msgs(st);
+            }
+        }
+        View::Workers => {
+            if next_col {
+                let c = sort_next(st.workers.sort, WORKER_SORT.len()).unwrap_or(0);
+                st.workers.sort = None;
+                sort_by_column(st, c);
+            } else {
+                st.workers.sort_desc = !st.workers.sort_desc;
+                st.workers.sort.get_or_insert(0);
+                rebuild_workers(st);
+            }
+        }
+        _ => {}
+    }
+}
+
 /// `s`: the next column (numbers sort high first, names A→Z).
 pub(super) fn sort_next(cur: Option<usize>, n: usize) -> Option<usize> {
     Some(cur.map(|c| (c + 1) % n).unwrap_or(0))
@@ -107,11 +168,11 @@ pub(super) fn sort_by_column(st: &mut State, col: usize) {
             let Some(c) = SortCol::ALL.get(col).copied() else {
                 return;
             };
-            if st.sort == c {
-                st.sort_desc = !st.sort_desc;
+            if st.queues.sort == c {
+                st.queues.sort_desc = !st.queues.sort_desc;
             } else {
-                st.sort = c;
-                st.sort_desc = c != SortCol::Name;
+                st.queues.sort = c;
+                st.queues.sort_desc = c != SortCol::Name;
             }
             super::queues::rebuild_rows(st);
         }

@@ -91,44 +91,6 @@ pub(super) fn current_msg(st: &State) -> Option<&Message> {
     st.msgs.messages.get(i)
 }
 
-/// `A`: select every message the browser shows (the search's matches); when all of them are
-/// selected already, unselect them.
-pub(super) fn select_all(st: &mut State) {
-    if st.view() != View::Messages {
-        return;
-    }
-    let shown: Vec<String> = st
-        .msgs
-        .rows
-        .iter()
-        .filter_map(|&i| st.msgs.messages.get(i))
-        .map(|m| m.id.clone())
-        .collect();
-    if shown.is_empty() {
-        return;
-    }
-    let all = shown.iter().all(|id| st.msgs.marked.contains(id));
-    if all {
-        for id in &shown {
-            st.msgs.marked.remove(id);
-        }
-    } else {
-        st.msgs.marked.extend(shown.iter().cloned());
-    }
-    let n = st.msgs.marked.len();
-    let more = if st.msgs.next.is_some() {
-        " (more pages not loaded: n loads the next)"
-    } else {
-        ""
-    };
-    let verb = if all { "unselected" } else { "selected" };
-    set_status(
-        st,
-        Level::Info,
-        format!("{verb} the {} shown · {n} selected{more}", shown.len()),
-    );
-}
-
 /// `D`: the selected messages (in the list) or the one open (or under the cursor) go to be
 /// planned; the dialog opens with the plan's note, or a flash says why the broker cannot.
 pub(super) fn plan_delete(st: &mut State, fx: &mut Vec<Effect>) {
@@ -193,10 +155,10 @@ pub(super) fn plan_transfer(st: &mut State, arg: &str, moving: bool, fx: &mut Ve
         set_status(st, Level::Warn, format!("usage: :{verb} QUEUE [PROFILE]"));
         return;
     };
-    if let Some(p) = profile.filter(|p| !st.profiles.iter().any(|x| x == p)) {
+    if let Some(p) = profile.filter(|p| !st.session.profiles.iter().any(|x| x == p)) {
         let msg = format!(
             "unknown profile {p:?}; profiles: {}",
-            st.profiles.join(", ")
+            st.session.profiles.join(", ")
         );
         set_status(st, Level::Warn, msg);
         return;
@@ -213,7 +175,9 @@ pub(super) fn plan_transfer(st: &mut State, arg: &str, moving: bool, fx: &mut Ve
         source,
         messages,
         to: QueueId::new(to),
-        to_profile: profile.filter(|p| *p != st.profile).map(String::from),
+        to_profile: profile
+            .filter(|p| *p != st.session.profile)
+            .map(String::from),
         moving,
     });
 }
@@ -292,6 +256,37 @@ pub(super) fn browse(st: &mut State, q: QueueId, fx: &mut Vec<Effect>) {
     start_browse(st, q, false, fx);
 }
 
+/// The dead-letter queue of the queue in context (itself when it is one).
+pub(super) fn browse_dlq(st: &mut State, fx: &mut Vec<Effect>) {
+    let Some(q) = st.context_queue().cloned() else {
+        return;
+    };
+    let info = st.store.get(&q).map(|e| e.info.clone());
+    match info {
+        Some(i) if i.is_dlq => browse(st, q, fx),
+        Some(i) => match i.dlq {
+            Some(d) => browse(st, d, fx),
+            None => set_status(st, Level::Warn, format!("{q} has no dead-letter queue")),
+        },
+        None => {}
+    }
+}
+
+/// `n`: the browser's next page, appended.
+pub(super) fn next_page(st: &mut State, fx: &mut Vec<Effect>) {
+    if st.view() != View::Messages {
+        return;
+    }
+    if let (Some(q), Some(c)) = (st.msgs.queue.clone(), st.msgs.next.clone()) {
+        st.msgs.loading = true;
+        fx.push(Effect::Browse {
+            queue: q,
+            cursor: Some(c),
+            force: st.msgs.forced,
+        });
+    }
+}
+
 pub(super) fn start_browse(st: &mut State, q: QueueId, force: bool, fx: &mut Vec<Effect>) {
     if refused(st, fx) {
         return;
@@ -310,5 +305,15 @@ pub(super) fn start_browse(st: &mut State, q: QueueId, force: bool, fx: &mut Vec
         queue: q,
         cursor: None,
         force,
+    });
+}
+
+/// The browser's queue again from its first page, as it was opened (forced or not).
+pub(super) fn reload(st: &mut State, q: QueueId, fx: &mut Vec<Effect>) {
+    st.msgs.loading = true;
+    fx.push(Effect::Browse {
+        queue: q,
+        cursor: None,
+        force: st.msgs.forced,
     });
 }

@@ -4,14 +4,18 @@
 //! This file only routes actions; the submodules hold the logic, split by what the user is
 //! interacting with, so a change to one kind of input stays in one small file.
 
+mod clock;
 mod commands;
 mod dialogs;
 mod input;
 mod keys;
 mod lists;
 mod messages;
+mod navigate;
+mod ops;
 mod queues;
 mod reasons;
+mod selection;
 
 use crossterm::event::{KeyEvent, KeyEventKind};
 
@@ -96,6 +100,8 @@ pub enum Action {
     },
     /// A fleet poller's row for one profile.
     Fleet(crate::engine::fleet::FleetRow),
+    /// The executor started polling these profiles for the fleet view.
+    FleetStarted(Vec<String>),
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -188,83 +194,19 @@ pub fn update(st: &mut State, action: Action) -> Vec<Effect> {
             st.size = (w, h);
             st.dirty = true;
         }
-        Action::Tick(now) => {
-            st.now_ms = now;
-            // Re-sorting runs over every queue: on user actions and this tick, not per batch.
-            if st.rows_dirty {
-                queues::rebuild_rows(st);
-            }
-            // The workers view follows the poll rhythm; message pages do not (browsing may
-            // have side effects on some brokers).
-            let w = &st.workers;
-            if st.view() == View::Workers
-                && !w.loading
-                && w.fetched_ms
-                    .is_none_or(|t| (now - t) as f64 >= st.refresh_secs * 1000.0)
-            {
-                if let Some(q) = w.queue.clone() {
-                    st.workers.loading = true;
-                    fx.push(Effect::Consumers(q));
-                }
-            }
-            // Status messages are flashes: gone after a few seconds, errors a little later.
-            if st.status.as_ref().is_some_and(|s| {
-                let ttl = match s.level {
-                    Level::Info => FLASH_INFO_MS,
-                    Level::Warn | Level::Error => FLASH_WARN_MS,
-                };
-                now - s.at_ms >= ttl
-            }) {
-                st.status = None;
-            }
-            // Clocks ("updated 3 s ago") move every second.
-            st.dirty = true;
-        }
+        Action::Tick(now) => clock::tick(st, now, &mut fx),
         Action::Poll(ev) => queues::poll(st, ev),
         Action::Page {
             queue,
             append,
             result,
         } => messages::page_loaded(st, queue, append, result),
-        Action::Consumers { queue, result } => {
-            if st.workers.queue.as_ref() == Some(&queue) {
-                st.workers.loading = false;
-                st.workers.fetched_ms = Some(st.now_ms);
-                match result {
-                    Ok(l) => {
-                        st.workers.list = l;
-                        st.workers.error = None;
-                    }
-                    Err(e) => st.workers.error = Some(e),
-                }
-                lists::rebuild_workers(st);
-                st.dirty = true;
-            }
-        }
-        Action::OpProgress(p) => {
-            if let Some(op) = &mut st.op {
-                op.progress = p;
-                st.dirty = true;
-            }
-        }
+        Action::Consumers { queue, result } => lists::workers_loaded(st, queue, result),
+        Action::OpProgress(p) => ops::progress(st, p),
         Action::OpDone(r) => {
-            st.op = None;
-            set_status(st, r.level(), r.text.clone());
-            if st.quit_after_op {
-                st.exit_summary = Some(r);
-                st.quit = true;
+            // Quitting after the operation: nothing more is asked of the broker.
+            if ops::done(st, r, &mut fx) {
                 return fx;
-            }
-            fx.push(Effect::Refresh);
-            if matches!(st.view(), View::Messages | View::Message) {
-                if let Some(q) = st.msgs.queue.clone() {
-                    st.msgs.loading = true;
-                    fx.push(Effect::Browse {
-                        queue: q,
-                        cursor: None,
-                        force: st.msgs.forced,
-                    });
-                }
             }
         }
         Action::DemoWorkers(n) => {
@@ -278,6 +220,7 @@ pub fn update(st: &mut State, action: Action) -> Vec<Effect> {
                 st.dirty = true;
             }
         }
+        Action::FleetStarted(names) => commands::fleet_started(st, &names),
         Action::Notice(r) => match r {
             Ok(t) => set_status(st, Level::Info, t),
             Err(e) => set_status(st, Level::Error, e),
@@ -286,7 +229,11 @@ pub fn update(st: &mut State, action: Action) -> Vec<Effect> {
             queue,
             original,
             result,
-        } => dialogs::edited(st, queue, original, result),
+        } => {
+            dialogs::edited(st, queue, original, result);
+            // The editor had the terminal: the screen is drawn again whole.
+            st.dirty = true;
+        }
         Action::ReasonsProgress {
             queue,
             groups,
@@ -299,20 +246,25 @@ pub fn update(st: &mut State, action: Action) -> Vec<Effect> {
             dialogs::open_delete(st, queue, ids, result)
         }
         Action::TransferPlanned { moving, result } => dialogs::open_transfer(st, moving, result),
-        Action::Resent { queue, done } => {
-            set_status(st, done.level(), done.text);
-            if st.msgs.queue.as_ref() == Some(&queue) {
-                st.msgs.loading = true;
-                fx.push(Effect::Browse {
-                    queue,
-                    cursor: None,
-                    force: st.msgs.forced,
-                });
-            }
-        }
+        Action::Resent { queue, done } => ops::resent(st, queue, done, &mut fx),
     }
     fx.extend(queues::visible(st));
     fx
+}
+
+/// The session of `:profile NAME` opened: `fresh` is its state, which takes over this one's
+/// look, size and fleet view.
+pub fn switched(st: &mut State, mut fresh: State) {
+    fresh.theme = st.theme.clone();
+    fresh.size = st.size;
+    // With the fleet view open, the new profile's queue table sits on it (Esc returns).
+    fresh.fleet = st.fleet.take();
+    if fresh.fleet.is_some() {
+        fresh.stack = vec![View::Fleet, View::Queues];
+    }
+    *st = fresh;
+    let msg = format!("profile {} ({})", st.session.profile, st.session.broker);
+    set_status(st, Level::Info, msg);
 }
 
 /// How long a flash stays: info, then warnings and errors.
@@ -330,8 +282,8 @@ pub(super) fn refuse(
     let why = format!(
         "{what} needs access = \"{}\"; profile {:?} has \"{}\"",
         needs.as_str(),
-        st.profile,
-        st.access.as_str()
+        st.session.profile,
+        st.session.access.as_str()
     );
     set_status(st, Level::Warn, why.clone());
     if let Some(action) = action {

@@ -12,13 +12,13 @@ pub fn rebuild_rows(st: &mut State) {
     let keep = st.selected_queue().cloned();
     let entries = st.store.entries();
     let mut rows: Vec<usize> = (0..entries.len())
-        .filter(|&i| st.filter.matches(entries[i].info.id.as_str()))
+        .filter(|&i| st.queues.filter.matches(entries[i].info.id.as_str()))
         .collect();
     let key = |i: usize| -> f64 {
         let e = &entries[i];
         let l = e.latest.as_ref();
         let f = |v: Option<u64>| v.map(|x| x as f64);
-        let v = match st.sort {
+        let v = match st.queues.sort {
             SortCol::Name => None,
             SortCol::Depth => l.and_then(|s| f(s.depth)),
             SortCol::InFlight => l.and_then(|s| f(s.in_flight)),
@@ -29,7 +29,7 @@ pub fn rebuild_rows(st: &mut State) {
             // queues sorted by ETA take a fifth of a second.
             SortCol::InRate | SortCol::OutRate | SortCol::Eta => {
                 let d = crate::engine::derive::rates(e);
-                match st.sort {
+                match st.queues.sort {
                     SortCol::InRate => d.in_rate,
                     SortCol::OutRate => d.out_rate,
                     _ => match d.trend {
@@ -42,16 +42,16 @@ pub fn rebuild_rows(st: &mut State) {
         // Unknown figures sort last either way.
         v.unwrap_or(f64::NAN)
     };
-    st.sort_unknown = 0;
-    if st.sort == SortCol::Name {
+    st.queues.sort_unknown = 0;
+    if st.queues.sort == SortCol::Name {
         rows.sort_by(|&a, &b| entries[a].info.id.cmp(&entries[b].info.id));
-        if st.sort_desc {
+        if st.queues.sort_desc {
             rows.reverse();
         }
     } else {
         let mut keyed: Vec<(f64, usize)> = rows.iter().map(|&i| (key(i), i)).collect();
-        st.sort_unknown = keyed.iter().filter(|k| k.0.is_nan()).count();
-        let desc = st.sort_desc;
+        st.queues.sort_unknown = keyed.iter().filter(|k| k.0.is_nan()).count();
+        let desc = st.queues.sort_desc;
         keyed.sort_by(|a, b| match (a.0.is_nan(), b.0.is_nan()) {
             (true, true) => entries[a.1].info.id.cmp(&entries[b.1].info.id),
             (true, false) => std::cmp::Ordering::Greater,
@@ -64,19 +64,20 @@ pub fn rebuild_rows(st: &mut State) {
         });
         rows = keyed.into_iter().map(|(_, i)| i).collect();
     }
-    st.rows = rows;
-    st.rows_dirty = false;
+    st.queues.rows = rows;
+    st.queues.rows_dirty = false;
     if let Some(id) = keep {
         if let Some(p) = st
+            .queues
             .rows
             .iter()
             .position(|&i| st.store.entries()[i].info.id == id)
         {
-            st.cursor.sel = p;
+            st.queues.cursor.sel = p;
         }
     }
     let page = st.page_rows();
-    st.cursor.clamp(st.rows.len(), page);
+    st.queues.cursor.clamp(st.queues.rows.len(), page);
     st.dirty = true;
 }
 
@@ -87,8 +88,11 @@ pub(super) fn visible(st: &mut State) -> Option<Effect> {
             // The table is one row taller than `page_rows` when no problem line sits under
             // it: report that taller table, placed as the view places it, so no row drawn
             // waits for the sweep.
-            let (_, from, to) = st.cursor.placed(st.rows.len(), st.page_rows() + 2);
-            for &i in &st.rows[from..to] {
+            let (_, from, to) = st
+                .queues
+                .cursor
+                .placed(st.queues.rows.len(), st.page_rows() + 2);
+            for &i in &st.queues.rows[from..to] {
                 if let Some(e) = st.store.entries().get(i) {
                     ids.push(e.info.id.clone());
                 }
@@ -119,20 +123,20 @@ pub(super) fn poll(st: &mut State, ev: PollEvent) {
     match ev {
         PollEvent::Queues(qs) => {
             st.store.set_queues(qs);
-            st.listed = true;
+            st.poll.listed = true;
             rebuild_rows(st);
         }
         PollEvent::Stats(b) => {
             st.store.apply(b);
-            st.rows_dirty = true;
+            st.queues.rows_dirty = true;
             // Sorted by a live figure: re-sort on the tick, not per batch.
-            if st.sort == SortCol::Name {
-                st.rows_dirty = false;
+            if st.queues.sort == SortCol::Name {
+                st.queues.rows_dirty = false;
             }
         }
         PollEvent::Error(e) => st.store.backend_failed(e),
-        PollEvent::Busy(b) => st.busy = b,
-        PollEvent::ApiRate(r) => st.api_rate = Some(r),
+        PollEvent::Busy(b) => st.poll.busy = b,
+        PollEvent::ApiRate(r) => st.poll.api_rate = Some(r),
     }
     st.dirty = true;
 }

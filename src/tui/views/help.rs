@@ -221,7 +221,7 @@ pub fn lines<'a>(st: &State) -> Vec<Line<'a>> {
             styled(*h, t.text),
         ]));
     }
-    if let Some(note) = tier_note(st.access) {
+    if let Some(note) = tier_note(st.session.access) {
         out.push(Line::from(""));
         out.push(Line::from(styled(note, t.warn)));
     }
@@ -246,7 +246,7 @@ pub fn render(f: &mut Frame, st: &State, area: Rect) {
     let r = centered(area, w, h);
     clear(f, r);
     let page = h.saturating_sub(2) as usize;
-    let scroll = st.help_scroll.min(rows.len().saturating_sub(page));
+    let scroll = st.help.scroll.min(rows.len().saturating_sub(page));
     let pos = if rows.len() > page {
         format!(
             " {}-{} of {} · j/k PgUp/PgDn ",

@@ -29,58 +29,11 @@ fn fmt_size(n: usize) -> String {
 pub fn render_list(f: &mut Frame, st: &State, area: Rect) {
     let t = &st.theme;
     let m = &st.msgs;
-    let q = m
-        .queue
-        .as_ref()
-        .map(|q| clean_short(q.as_str(), 50))
-        .unwrap_or_default();
-    let mut title = vec![
-        styled(" messages ", t.dim),
-        styled(format!("{q} "), t.title),
-        styled(
-            format!(
-                "{} loaded{}{} ",
-                m.messages.len(),
-                if m.next.is_some() { " (more)" } else { "" },
-                if m.marked.is_empty() {
-                    String::new()
-                } else {
-                    format!(" · {} selected", m.marked.len())
-                }
-            ),
-            t.dim,
-        ),
-    ];
-    if m.search.is_active() {
-        title.push(styled(format!("/{} ", clean(&m.search.text)), t.accent));
-    }
-    if let Some(g) = &m.group {
-        title.push(styled(format!("group: {} ", clean_short(g, 40)), t.accent));
-    }
-    if m.loading {
-        title.push(styled("loading… ", t.dim));
-    }
-    let b = block(st, Line::from(title));
+    let b = block(st, list_title(st));
     let inner = b.inner(area);
     f.render_widget(b, area);
 
-    let mut notes: Vec<Line> = Vec::new();
-    if let Some(e) = &m.error {
-        notes.push(Line::from(styled(
-            format!("browse failed: {}", clean(&error_line(e))),
-            t.error,
-        )));
-        if e.liftable_by_force() {
-            notes.push(Line::from(styled(
-                "browsing could push messages toward their DLQ; :force browses anyway",
-                t.warn,
-            )));
-        }
-    }
-    if let Some(n) = &m.effect_note {
-        notes.push(Line::from(styled(clean(n).into_owned(), t.warn)));
-    }
-    let notes = wrap_lines(&notes, inner.width);
+    let notes = wrap_lines(&list_notes(st), inner.width);
     let notes_h = (notes.len() as u16).min(inner.height.saturating_sub(2));
     let [na, ta] = Layout::vertical([Constraint::Length(notes_h), Constraint::Min(1)]).areas(inner);
     f.render_widget(Paragraph::new(notes), na);
@@ -123,30 +76,95 @@ pub fn render_list(f: &mut Frame, st: &State, area: Rect) {
         .filter_map(|&i| m.messages.get(i))
         .map(|msg| {
             let marked = m.marked.contains(&msg.id);
-            let dl = msg.dead_letter.as_ref();
-            let cells = vec![
-                Cell::from(styled(if marked { "●" } else { " " }, t.marked)),
-                Cell::from(clean_mid(&msg.id, 12)),
-                Cell::from(fmt_time(msg.enqueued_ms)),
-                Cell::from(fmt_count(msg.receive_count)),
-                Cell::from(styled(
-                    clean_short(dl.and_then(|d| d.reason.as_deref()).unwrap_or("—"), 18),
-                    t.dlq,
-                )),
-                Cell::from(clean_mid(
-                    dl.and_then(|d| d.origin.as_ref())
-                        .map(|q| q.as_str())
-                        .unwrap_or("—"),
-                    14,
-                )),
-                Cell::from(fmt_size(msg.body.len())),
-                Cell::from(styled(preview(&msg.body, body_w), t.dim)),
-            ];
             let style = if marked { t.marked } else { t.text };
-            kept_row(cells, &keep).style(style)
+            kept_row(list_cells(st, msg, marked, body_w), &keep).style(style)
         })
         .collect();
     render_plain_table(f, ta, rows, (&cols, &keep), t, cursor.sel - from);
+}
+
+fn list_title<'a>(st: &State) -> Line<'a> {
+    let t = &st.theme;
+    let m = &st.msgs;
+    let q = m
+        .queue
+        .as_ref()
+        .map(|q| clean_short(q.as_str(), 50))
+        .unwrap_or_default();
+    let mut title = vec![
+        styled(" messages ", t.dim),
+        styled(format!("{q} "), t.title),
+        styled(
+            format!(
+                "{} loaded{}{} ",
+                m.messages.len(),
+                if m.next.is_some() { " (more)" } else { "" },
+                if m.marked.is_empty() {
+                    String::new()
+                } else {
+                    format!(" · {} selected", m.marked.len())
+                }
+            ),
+            t.dim,
+        ),
+    ];
+    if m.search.is_active() {
+        title.push(styled(format!("/{} ", clean(&m.search.text)), t.accent));
+    }
+    if let Some(g) = &m.group {
+        title.push(styled(format!("group: {} ", clean_short(g, 40)), t.accent));
+    }
+    if m.loading {
+        title.push(styled("loading… ", t.dim));
+    }
+    Line::from(title)
+}
+
+/// Above the list: why the browse failed, and what browsing did on this broker.
+fn list_notes<'a>(st: &State) -> Vec<Line<'a>> {
+    let t = &st.theme;
+    let m = &st.msgs;
+    let mut notes: Vec<Line> = Vec::new();
+    if let Some(e) = &m.error {
+        notes.push(Line::from(styled(
+            format!("browse failed: {}", clean(&error_line(e))),
+            t.error,
+        )));
+        if e.liftable_by_force() {
+            notes.push(Line::from(styled(
+                "browsing could push messages toward their DLQ; :force browses anyway",
+                t.warn,
+            )));
+        }
+    }
+    if let Some(n) = &m.effect_note {
+        notes.push(Line::from(styled(clean(n).into_owned(), t.warn)));
+    }
+    notes
+}
+
+/// One message's cells; the body preview is `body_w` wide.
+fn list_cells<'a>(st: &State, msg: &Message, marked: bool, body_w: usize) -> Vec<Cell<'a>> {
+    let t = &st.theme;
+    let dl = msg.dead_letter.as_ref();
+    vec![
+        Cell::from(styled(if marked { "●" } else { " " }, t.marked)),
+        Cell::from(clean_mid(&msg.id, 12)),
+        Cell::from(fmt_time(msg.enqueued_ms)),
+        Cell::from(fmt_count(msg.receive_count)),
+        Cell::from(styled(
+            clean_short(dl.and_then(|d| d.reason.as_deref()).unwrap_or("—"), 18),
+            t.dlq,
+        )),
+        Cell::from(clean_mid(
+            dl.and_then(|d| d.origin.as_ref())
+                .map(|q| q.as_str())
+                .unwrap_or("—"),
+            14,
+        )),
+        Cell::from(fmt_size(msg.body.len())),
+        Cell::from(styled(preview(&msg.body, body_w), t.dim)),
+    ]
 }
 
 fn meta_lines<'a>(st: &State, msg: &Message) -> Vec<Line<'a>> {

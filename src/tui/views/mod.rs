@@ -79,15 +79,18 @@ pub fn render(f: &mut Frame, st: &State) {
 fn header(f: &mut Frame, st: &State, area: Rect) {
     let t = &st.theme;
     let mut spans = vec![Span::styled(" qdeck ", t.badge)];
-    spans.push(Span::styled(format!(" {} ", clean(&st.profile)), t.title));
+    spans.push(Span::styled(
+        format!(" {} ", clean(&st.session.profile)),
+        t.title,
+    ));
     // `local local` says nothing twice: the broker kind only when the name does not say it.
-    if st.broker != st.profile {
-        spans.push(Span::styled(format!("{} ", st.broker), t.dim));
+    if st.session.broker != st.session.profile {
+        spans.push(Span::styled(format!("{} ", st.session.broker), t.dim));
     }
-    if let Some(b) = tier_badge(st.access) {
+    if let Some(b) = tier_badge(st.session.access) {
         spans.push(Span::styled(b, t.badge_read_only));
         spans.push(Span::raw(" "));
-    } else if st.protected {
+    } else if st.session.protected {
         spans.push(Span::styled(" PROTECTED ", t.badge_protected));
         spans.push(Span::raw(" "));
     }
@@ -165,8 +168,8 @@ fn breadcrumb(st: &State) -> String {
         match v {
             View::Fleet => parts.push("fleet".into()),
             View::Fire => parts.push("on fire".into()),
-            View::Queues if st.filter.is_active() => {
-                parts.push(format!("queues /{}", clean(&st.filter.text)))
+            View::Queues if st.queues.filter.is_active() => {
+                parts.push(format!("queues /{}", clean(&st.queues.filter.text)))
             }
             View::Queues => parts.push("queues".into()),
             View::Detail => {
@@ -208,7 +211,7 @@ fn footer(f: &mut Frame, st: &State, area: Rect) {
             Span::styled("█", t.dim),
         ];
         let bad = match inp.kind {
-            InputKind::Filter => st.filter.literal,
+            InputKind::Filter => st.queues.filter.literal,
             InputKind::Search => st.msgs.search.literal,
             InputKind::WorkerFilter => st.workers.filter.literal,
             InputKind::FireFilter => st.fleet.as_ref().is_some_and(|f| f.fire_filter.literal),
@@ -269,7 +272,7 @@ fn footer(f: &mut Frame, st: &State, area: Rect) {
 
 fn right_status(st: &State) -> String {
     let mut parts = Vec::new();
-    if st.busy {
+    if st.poll.busy {
         parts.push("⟳".to_string());
     }
     match st.store.last_ok_ms {
@@ -277,8 +280,8 @@ fn right_status(st: &State) -> String {
         None if st.store.backend_error.is_none() => parts.push("loading…".into()),
         None => {}
     }
-    if let Some(b) = st.api_rate {
-        parts.push(match st.call_budget {
+    if let Some(b) = st.poll.api_rate {
+        parts.push(match st.session.call_budget {
             Some(max) => format!("{:.0}/{max} calls/min", b.calls_per_min),
             None => format!("{:.0} calls/min", b.calls_per_min),
         });

@@ -71,7 +71,7 @@ pub fn render(f: &mut Frame, st: &State, area: Rect) {
     };
     // Room to spare under the rows: a summary of the selected queue answers "is it draining
     // and why not" without a keypress. It goes as soon as rows need the room.
-    let need = st.rows.len().min(1000) as u16 + 3;
+    let need = st.queues.rows.len().min(1000) as u16 + 3;
     let (table_area, summary_area) =
         if area.height >= need + SUMMARY_H && st.selected_queue().is_some() {
             let [a, b] = Layout::vertical([Constraint::Length(need), Constraint::Min(SUMMARY_H)])
@@ -83,22 +83,22 @@ pub fn render(f: &mut Frame, st: &State, area: Rect) {
     if let Some(sa) = summary_area {
         summary(f, st, sa);
     }
-    let arrow = if st.sort_desc { "↓" } else { "↑" };
+    let arrow = if st.queues.sort_desc { "↓" } else { "↑" };
     let mut title = vec![
         styled(" queues ", t.title),
         styled(
             format!(
                 "{} of {} · sort {} {arrow} ",
-                st.rows.len(),
+                st.queues.rows.len(),
                 st.store.len(),
-                st.sort.name()
+                st.queues.sort.name()
             ),
             t.dim,
         ),
     ];
-    if st.sort_unknown > 0 {
+    if st.queues.sort_unknown > 0 {
         // The whole sentence where it fits, the count and its meaning in short where not.
-        let n = fmt_thousands(st.sort_unknown as u64);
+        let n = fmt_thousands(st.queues.sort_unknown as u64);
         let used: usize = title.iter().map(|s| s.width()).sum();
         let long = format!("· {n} without figures yet, sorted last ");
         let text = if used + long.chars().count() + 4 <= table_area.width as usize {
@@ -113,16 +113,16 @@ pub fn render(f: &mut Frame, st: &State, area: Rect) {
     let inner = b.inner(table_area);
     f.render_widget(b, table_area);
 
-    if st.rows.is_empty() {
+    if st.queues.rows.is_empty() {
         let (msg, style) = if let Some(e) = &st.store.backend_error {
             (format!("cannot reach the broker: {}", clean(e)), t.error)
-        } else if !st.listed {
+        } else if !st.poll.listed {
             ("loading the queue list…".to_string(), t.dim)
         } else if st.store.is_empty() {
             ("no queues on this broker".to_string(), t.dim)
         } else {
             (
-                format!("no queue matches /{}", clean(&st.filter.text)),
+                format!("no queue matches /{}", clean(&st.queues.filter.text)),
                 t.dim,
             )
         };
@@ -145,10 +145,13 @@ pub fn render(f: &mut Frame, st: &State, area: Rect) {
     )
     .style(t.header);
 
-    let (cursor, from, to) = st.cursor.placed(st.rows.len(), inner.height as usize);
+    let (cursor, from, to) = st
+        .queues
+        .cursor
+        .placed(st.queues.rows.len(), inner.height as usize);
     let name_w = flex_width(&cols, &keep, inner.width);
 
-    let rows: Vec<Row> = st.rows[from..to]
+    let rows: Vec<Row> = st.queues.rows[from..to]
         .iter()
         .filter_map(|&i| st.store.entries().get(i))
         .map(|e| {
@@ -245,7 +248,9 @@ fn summary(f: &mut Frame, st: &State, area: Rect) {
 /// The queue table's columns: the name never goes; DEPTH, DLQ and ETA outlast the rates.
 fn queue_cols(st: &State) -> Vec<Col> {
     let pos = |c: SortCol| SortCol::ALL.iter().position(|x| *x == c).unwrap_or(0);
-    let head = |name: &str, c: SortCol| sort_head(name, pos(c), Some(pos(st.sort)), st.sort_desc);
+    let head = |name: &str, c: SortCol| {
+        sort_head(name, pos(c), Some(pos(st.queues.sort)), st.queues.sort_desc)
+    };
     vec![
         Col::fixed("", 1, 0),
         Col::flex(head("QUEUE", SortCol::Name), 14, 0),

@@ -7,11 +7,44 @@ use ratatui::Frame;
 
 use super::columns::{clean_mid, fit, flex_width, kept_row, render_plain_table, sort_head, Col};
 use super::{block, fmt_ago, fmt_count, fmt_rate, styled};
-use crate::domain::{AckMode, ConsumerListing};
+use crate::domain::{AckMode, Consumer, ConsumerListing};
 use crate::sanitize::{clean, clean_short};
 use crate::tui::state::{error_line, State};
 
 pub fn render(f: &mut Frame, st: &State, area: Rect) {
+    let t = &st.theme;
+    let w = &st.workers;
+    let b = block(st, title(st));
+    let inner = b.inner(area);
+    f.render_widget(b, area);
+    if let Some(p) = placeholder(st) {
+        f.render_widget(p, inner);
+        return;
+    }
+    let head = |name: &str, i: usize| sort_head(name, i, w.sort, w.sort_desc);
+    let cols = vec![
+        Col::flex(head("WORKER", 0), 16, 0),
+        Col::fixed(head("STATE", 1), 12, 0),
+        Col::fixed(head("HOLD", 2), 5, 2),
+        Col::fixed(head("DONE", 3), 7, 3),
+        Col::fixed(head("FAILED", 4), 7, 3),
+        Col::fixed(head("RATE/s", 5), 7, 1),
+        Col::fixed("PREFETCH", 10, 4),
+        Col::fixed("ACK", 6, 4),
+        Col::fixed(head("SEEN", 6), 8, 2),
+    ];
+    let keep = fit(&cols, inner.width, st.wide);
+    let name_w = flex_width(&cols, &keep, inner.width);
+    let (cursor, from, to) = w.cursor.placed(w.rows.len(), inner.height as usize);
+    let rows: Vec<Row> = w.rows[from..to]
+        .iter()
+        .filter_map(|&i| w.list.get(i))
+        .map(|c| kept_row(cells(st, c, name_w), &keep).style(t.text))
+        .collect();
+    render_plain_table(f, inner, rows, (&cols, &keep), t, cursor.sel - from);
+}
+
+fn title<'a>(st: &State) -> Line<'a> {
     let t = &st.theme;
     let w = &st.workers;
     let q = w
@@ -37,29 +70,30 @@ pub fn render(f: &mut Frame, st: &State, area: Rect) {
     if w.loading {
         title.push(styled("loading… ", t.dim));
     }
-    let b = block(st, Line::from(title));
-    let inner = b.inner(area);
-    f.render_widget(b, area);
+    Line::from(title)
+}
+
+/// What shows instead of the table: the broker cannot list consumers, the listing failed, or
+/// there is no row to show.
+fn placeholder<'a>(st: &State) -> Option<Paragraph<'a>> {
+    let t = &st.theme;
+    let w = &st.workers;
     if let ConsumerListing::Unsupported(why) = &st.caps.consumers {
-        f.render_widget(
+        return Some(
             Paragraph::new(format!(
                 "this broker does not list consumers: {}",
                 clean(why)
             ))
             .style(t.dim)
             .wrap(Wrap { trim: true }),
-            inner,
         );
-        return;
     }
     if let Some(e) = &w.error {
-        f.render_widget(
+        return Some(
             Paragraph::new(format!("cannot list workers: {}", clean(&error_line(e))))
                 .style(t.error)
                 .wrap(Wrap { trim: true }),
-            inner,
         );
-        return;
     }
     if w.rows.is_empty() {
         let msg = if w.loading && w.list.is_empty() {
@@ -69,79 +103,61 @@ pub fn render(f: &mut Frame, st: &State, area: Rect) {
         } else {
             "nobody consumes this queue right now"
         };
-        f.render_widget(Paragraph::new(msg).style(t.dim), inner);
-        return;
+        return Some(Paragraph::new(msg).style(t.dim));
     }
-    let head = |name: &str, i: usize| sort_head(name, i, w.sort, w.sort_desc);
-    let cols = vec![
-        Col::flex(head("WORKER", 0), 16, 0),
-        Col::fixed(head("STATE", 1), 12, 0),
-        Col::fixed(head("HOLD", 2), 5, 2),
-        Col::fixed(head("DONE", 3), 7, 3),
-        Col::fixed(head("FAILED", 4), 7, 3),
-        Col::fixed(head("RATE/s", 5), 7, 1),
-        Col::fixed("PREFETCH", 10, 4),
-        Col::fixed("ACK", 6, 4),
-        Col::fixed(head("SEEN", 6), 8, 2),
-    ];
-    let keep = fit(&cols, inner.width, st.wide);
-    let name_w = flex_width(&cols, &keep, inner.width);
-    let (cursor, from, to) = w.cursor.placed(w.rows.len(), inner.height as usize);
-    let rows: Vec<Row> = w.rows[from..to]
-        .iter()
-        .filter_map(|&i| w.list.get(i))
-        .map(|c| {
-            // The seeds' warnings: unlimited prefetch and auto-ack lose or hoard messages.
-            let prefetch = match c.prefetch {
-                Some(0) => styled("unlimited!", t.warn),
-                Some(n) => styled(n.to_string(), t.text),
-                None => styled("—", t.dim),
-            };
-            let ack = match c.ack_mode {
-                AckMode::Manual => styled("manual", t.text),
-                AckMode::Auto => styled("auto!", t.warn),
-                AckMode::Unknown => styled("—", t.dim),
-            };
-            // Tag and peer share the whole column; each keeps its distinguishing end.
-            let name = match &c.peer {
-                Some(p) => {
-                    let tag_w = (name_w * 3 / 5).max(8);
-                    let tag = clean_mid(&c.tag, tag_w);
-                    let rest = name_w.saturating_sub(tag.chars().count() + 1);
-                    format!("{tag} {}", clean_mid(p, rest))
-                }
-                None => clean_mid(&c.tag, name_w),
-            };
-            let state_style = match c.state.as_str() {
-                s if s.starts_with("crashed") || s.starts_with("lease") => t.error,
-                s if s.starts_with("gone") => t.dim,
-                s if s.starts_with("idle") || s.starts_with("quiet") => t.dim,
-                _ => t.text,
-            };
-            let cells = vec![
-                Cell::from(name),
-                Cell::from(styled(clean_short(&c.state, 12), state_style)),
-                Cell::from(fmt_count(c.holding)),
-                Cell::from(fmt_count(c.processed)),
-                Cell::from(styled(
-                    fmt_count(c.failed),
-                    if c.failed.unwrap_or(0) > 0 {
-                        t.warn
-                    } else {
-                        t.text
-                    },
-                )),
-                Cell::from(fmt_rate(c.rate)),
-                Cell::from(prefetch),
-                Cell::from(ack),
-                Cell::from(
-                    c.last_seen_ms
-                        .map(|s| fmt_ago(st.now_ms - s))
-                        .unwrap_or_else(|| "—".into()),
-                ),
-            ];
-            kept_row(cells, &keep).style(t.text)
-        })
-        .collect();
-    render_plain_table(f, inner, rows, (&cols, &keep), t, cursor.sel - from);
+    None
+}
+
+/// One worker's cells; the name column is `name_w` wide.
+fn cells<'a>(st: &State, c: &Consumer, name_w: usize) -> Vec<Cell<'a>> {
+    let t = &st.theme;
+    // The seeds' warnings: unlimited prefetch and auto-ack lose or hoard messages.
+    let prefetch = match c.prefetch {
+        Some(0) => styled("unlimited!", t.warn),
+        Some(n) => styled(n.to_string(), t.text),
+        None => styled("—", t.dim),
+    };
+    let ack = match c.ack_mode {
+        AckMode::Manual => styled("manual", t.text),
+        AckMode::Auto => styled("auto!", t.warn),
+        AckMode::Unknown => styled("—", t.dim),
+    };
+    // Tag and peer share the whole column; each keeps its distinguishing end.
+    let name = match &c.peer {
+        Some(p) => {
+            let tag_w = (name_w * 3 / 5).max(8);
+            let tag = clean_mid(&c.tag, tag_w);
+            let rest = name_w.saturating_sub(tag.chars().count() + 1);
+            format!("{tag} {}", clean_mid(p, rest))
+        }
+        None => clean_mid(&c.tag, name_w),
+    };
+    let state_style = match c.state.as_str() {
+        s if s.starts_with("crashed") || s.starts_with("lease") => t.error,
+        s if s.starts_with("gone") => t.dim,
+        s if s.starts_with("idle") || s.starts_with("quiet") => t.dim,
+        _ => t.text,
+    };
+    vec![
+        Cell::from(name),
+        Cell::from(styled(clean_short(&c.state, 12), state_style)),
+        Cell::from(fmt_count(c.holding)),
+        Cell::from(fmt_count(c.processed)),
+        Cell::from(styled(
+            fmt_count(c.failed),
+            if c.failed.unwrap_or(0) > 0 {
+                t.warn
+            } else {
+                t.text
+            },
+        )),
+        Cell::from(fmt_rate(c.rate)),
+        Cell::from(prefetch),
+        Cell::from(ack),
+        Cell::from(
+            c.last_seen_ms
+                .map(|s| fmt_ago(st.now_ms - s))
+                .unwrap_or_else(|| "—".into()),
+        ),
+    ]
 }

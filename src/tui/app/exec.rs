@@ -1,0 +1,293 @@
+//! The effect executor: carries out what `update` asks for. Work that talks to a broker runs
+//! on tasks (`jobs.rs`) and reports back as actions; what is left here is the executor's own
+//! bookkeeping: the poller, the session, the fleet pollers and the demo. It never touches the
+//! state (beyond reading the settings it starts from): what it has to say goes to `update` as
+//! an action.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+
+use super::export::{osc52, save_jsonl};
+use super::{initial_state, one_line};
+use crate::backend::OpProgress;
+use crate::config::paths;
+use crate::demo::DemoHandle;
+use crate::domain::QueueId;
+use crate::engine::fleet::{self, FleetHandle, FleetRow};
+use crate::engine::poller::{self, PollConfig, PollEvent, PollerHandle};
+use crate::engine::session::Session;
+use crate::tui::state::State;
+use crate::tui::update::{Action, Effect};
+
+/// Poll events waiting for the event loop.
+const POLL_QUEUE: usize = 64;
+
+pub(super) struct Exec {
+    pub(super) session: Session,
+    /// Sessions opened by `:profile NAME`.
+    switch_tx: mpsc::Sender<Result<Session, String>>,
+    pub(super) tx: mpsc::Sender<Action>,
+    pub(super) poller: PollerHandle,
+    demo: Option<DemoHandle>,
+    pub(super) op: Option<OpProgress>,
+    export_dir: PathBuf,
+    /// Pollers of every profile, while the fleet view is open.
+    fleet: Option<FleetHandle>,
+    /// The profiles named on the command line (`-p a,b`) for the fleet view; empty: all.
+    /// They outlive a `:profile` switch.
+    fleet_profiles: Vec<String>,
+    fleet_tx: mpsc::Sender<FleetRow>,
+    /// A message to open in the editor once this batch of effects is done: the event loop
+    /// owns the terminal and the key reader it must suspend.
+    pub(super) pending_edit: Option<EditJob>,
+    /// The reasons scan running, to cancel.
+    pub(super) reasons_op: Option<OpProgress>,
+}
+
+pub(super) struct EditJob {
+    pub(super) queue: QueueId,
+    pub(super) message: Box<crate::domain::Message>,
+    pub(super) draft: String,
+}
+
+/// What reaches the event loop besides the keyboard and the clock.
+pub(super) struct Inbox {
+    /// Results of the executor's tasks.
+    pub(super) rx: mpsc::Receiver<Action>,
+    pub(super) poll: mpsc::Receiver<PollEvent>,
+    pub(super) switch: mpsc::Receiver<Result<Session, String>>,
+    pub(super) fleet: mpsc::Receiver<FleetRow>,
+}
+
+impl Exec {
+    /// The executor for `session`, its poller started, and the channels it reports on.
+    /// `fleet_profiles`: the profiles the fleet view polls (empty: every configured one).
+    pub(super) fn start(
+        session: Session,
+        demo: Option<DemoHandle>,
+        fleet_profiles: Vec<String>,
+        st: &State,
+    ) -> (Exec, Inbox) {
+        let (tx, rx) = mpsc::channel::<Action>(256);
+        let (poll_tx, poll) = mpsc::channel::<PollEvent>(POLL_QUEUE);
+        let (switch_tx, switch) = mpsc::channel::<Result<Session, String>>(2);
+        let (fleet_tx, fleet) = mpsc::channel::<FleetRow>(64);
+        let poller = poller::spawn(
+            session.backend.clone(),
+            PollConfig::with_refresh(st.session.refresh_secs).with_budget(st.session.call_budget),
+            poll_tx,
+        );
+        let ex = Exec {
+            export_dir: st
+                .session
+                .export_dir
+                .clone()
+                .unwrap_or_else(|| paths::state_dir().join("exports")),
+            session,
+            switch_tx,
+            tx,
+            poller,
+            demo,
+            op: None,
+            pending_edit: None,
+            reasons_op: None,
+            fleet: None,
+            fleet_profiles,
+            fleet_tx,
+        };
+        let inbox = Inbox {
+            rx,
+            poll,
+            switch,
+            fleet,
+        };
+        (ex, inbox)
+    }
+
+    pub(super) fn send_later(&self, a: Action) {
+        let tx = self.tx.clone();
+        tokio::spawn(async move {
+            let _ = tx.send(a).await;
+        });
+    }
+
+    /// Carry out `e`. Most effects report later, over the channels; the answer of one done
+    /// at once comes back here for `update` to apply.
+    pub(super) fn run(&mut self, e: Effect) -> Option<Action> {
+        match e {
+            Effect::Visible(ids) => self.poller.set_visible(ids),
+            Effect::Refresh => self.poller.refresh_now(),
+            Effect::Browse {
+                queue,
+                cursor,
+                force,
+            } => self.browse(queue, cursor, force),
+            Effect::Reasons(queue) => self.reasons(queue),
+            Effect::CancelReasons => {
+                if let Some(p) = self.reasons_op.take() {
+                    p.cancel();
+                }
+            }
+            Effect::BrowseGroup {
+                queue,
+                signature,
+                origin,
+            } => self.browse_group(queue, signature, origin),
+            Effect::Edit { queue, message } => self.edit(queue, message),
+            Effect::Resend {
+                source,
+                original,
+                edited,
+                target,
+            } => self.resend(source, original, edited, target),
+            Effect::Refused { action, queue, why } => {
+                self.session.gate.refuse(action, &queue, &why);
+            }
+            Effect::Consumers(queue) => self.consumers(queue),
+            Effect::PlanRedrive(req) => self.plan_redrive(req),
+            Effect::Redrive(req) => self.redrive(req),
+            Effect::Purge(queue) => self.purge(queue),
+            Effect::Delete {
+                queue,
+                ids,
+                run: false,
+            } => self.plan_delete(queue, ids),
+            Effect::Delete {
+                queue,
+                ids,
+                run: true,
+            } => self.delete(queue, ids),
+            Effect::PlanTransfer {
+                source,
+                messages,
+                to,
+                to_profile,
+                moving,
+            } => self.plan_transfer(source, messages, to, to_profile, moving),
+            Effect::Transfer(ask) => self.transfer(ask),
+            Effect::CancelOp => {
+                if let Some(op) = &self.op {
+                    op.cancel();
+                }
+            }
+            Effect::Copy(text) => {
+                let r = osc52(&text);
+                self.send_later(Action::Notice(r));
+            }
+            Effect::Save { queue, messages } => self.save(queue, messages),
+            Effect::SwitchProfile(name) => self.switch_profile(name),
+            Effect::ReadProfiles(then) => self.read_profiles(then),
+            Effect::StartFleet => return Some(self.start_fleet()),
+            Effect::AddWorker => return self.demo_worker(true),
+            Effect::RemoveWorker => return self.demo_worker(false),
+        }
+        None
+    }
+
+    fn save(&self, queue: QueueId, messages: Vec<crate::domain::Message>) {
+        let dir = self.export_dir.clone();
+        let tx = self.tx.clone();
+        let kind = self.session.backend.kind();
+        tokio::task::spawn_blocking(move || {
+            let r = save_jsonl(&dir, kind, &queue, &messages);
+            let _ = tx.blocking_send(Action::Notice(r));
+        });
+    }
+
+    /// Open the profile `name` on a task; the event loop switches when it is open.
+    fn switch_profile(&self, name: String) {
+        let opts = self.session.loaded.options_for(&name);
+        let tx = self.switch_tx.clone();
+        tokio::spawn(async move {
+            let r = match crate::config::load(&opts) {
+                Ok(loaded) => Session::open(loaded)
+                    .await
+                    .map_err(|e| one_line(&e.to_string())),
+                Err(e) => Err(one_line(&e.to_string())),
+            };
+            let _ = tx.send(r).await;
+        });
+    }
+
+    /// Re-read the profile names from the file this profile was loaded from.
+    fn read_profiles(&self, then: Option<String>) {
+        let opts = self
+            .session
+            .loaded
+            .options_for(&self.session.profile().name);
+        let tx = self.tx.clone();
+        tokio::task::spawn_blocking(move || {
+            let names = crate::config::load(&opts)
+                .map(|l| crate::config::profile_names(&l.config))
+                .map_err(|e| one_line(&e.to_string()));
+            let _ = tx.blocking_send(Action::Profiles { names, then });
+        });
+    }
+
+    /// Poll the fleet view's profiles.
+    fn start_fleet(&mut self) -> Action {
+        let names = fleet::profiles_to_poll(&self.session.loaded.config, &self.fleet_profiles);
+        if self.fleet.is_none() {
+            let loaded = self.session.loaded.clone();
+            self.fleet = Some(fleet::spawn(
+                move |n| loaded.options_for(n),
+                &names,
+                self.fleet_tx.clone(),
+            ));
+        }
+        Action::FleetStarted(names)
+    }
+
+    /// One demo worker more or fewer: the count now.
+    fn demo_worker(&mut self, add: bool) -> Option<Action> {
+        let d = self.demo.as_ref()?;
+        if add {
+            d.add_worker();
+        } else {
+            d.remove_worker();
+        }
+        Some(Action::DemoWorkers(d.workers()))
+    }
+
+    /// Take over the session of `:profile NAME`: its poller replaces this one's. Returns its
+    /// fresh state, for `update::switched`, and the new poller's channel: the old profile's
+    /// figures still queued go with the old one, and none of the new one's can be taken for
+    /// them (draining a shared channel could drop the new poller's first queue list).
+    pub(super) fn switch(&mut self, session: Session) -> (State, mpsc::Receiver<PollEvent>) {
+        self.poller.stop();
+        let demo = match (&self.demo, session.backend.kind()) {
+            (Some(d), crate::domain::BrokerKind::Local) => Some(d.workers()),
+            _ => None,
+        };
+        let fresh = initial_state(&session, demo);
+        let (poll_tx, poll) = mpsc::channel::<PollEvent>(POLL_QUEUE);
+        self.poller = poller::spawn(
+            session.backend.clone(),
+            PollConfig::with_refresh(fresh.session.refresh_secs)
+                .with_budget(fresh.session.call_budget),
+            poll_tx,
+        );
+        self.session = session;
+        self.op = None;
+        (fresh, poll)
+    }
+
+    pub(super) fn start_op(&mut self) -> OpProgress {
+        let (p, mut rx) = OpProgress::new();
+        self.op = Some(p.clone());
+        let tx = self.tx.clone();
+        tokio::spawn(async move {
+            // At most ten progress updates a second reach the UI.
+            while rx.changed().await.is_ok() {
+                let snap = rx.borrow_and_update().clone();
+                if tx.send(Action::OpProgress(snap)).await.is_err() {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        });
+        p
+    }
+}

@@ -1,0 +1,244 @@
+//! The executor's work with the broker, each on a task that reports back as an action: pages
+//! and consumers to show, plans for the dialogs, the operations the user confirmed, and the
+//! editor's round trip.
+
+use std::future::Future;
+
+use super::exec::{EditJob, Exec};
+use super::triage_scan::{group_page, scan_reasons, triage_settings};
+use super::{one_line, summary, PAGE_SIZE};
+use crate::backend::{BackendError, OpProgress};
+use crate::domain::{BrowseRequest, Message, QueueId, RedriveRequest, RedriveTarget};
+use crate::engine::edit::{self, Edited};
+use crate::engine::ops::{self, Outcome, Verdict};
+use crate::tui::state::{OpSummary, TransferAsk};
+use crate::tui::update::Action;
+
+/// Reading: pages, reasons scans and consumers.
+impl Exec {
+    pub(super) fn browse(&self, queue: QueueId, cursor: Option<String>, force: bool) {
+        let gate = self.session.gate.clone();
+        let tx = self.tx.clone();
+        tokio::spawn(async move {
+            let append = cursor.is_some();
+            let req = BrowseRequest {
+                cursor,
+                max: PAGE_SIZE,
+                force,
+            };
+            let result = gate.browse(&queue, &req).await;
+            let _ = tx
+                .send(Action::Page {
+                    queue,
+                    append,
+                    result,
+                })
+                .await;
+        });
+    }
+
+    /// Scan `queue` for the reasons view; a scan already running is cancelled first.
+    pub(super) fn reasons(&mut self, queue: QueueId) {
+        if let Some(p) = self.reasons_op.take() {
+            p.cancel();
+        }
+        let p = OpProgress::detached();
+        self.reasons_op = Some(p.clone());
+        let gate = self.session.gate.clone();
+        let tx = self.tx.clone();
+        let (limits, cfg) = triage_settings(&self.session);
+        tokio::spawn(async move {
+            let result = scan_reasons(&gate, &queue, &limits, &cfg, &p, &tx).await;
+            let _ = tx.send(Action::ReasonsDone { queue, result }).await;
+        });
+    }
+
+    pub(super) fn browse_group(&self, queue: QueueId, signature: String, origin: Option<String>) {
+        let gate = self.session.gate.clone();
+        let tx = self.tx.clone();
+        let (limits, cfg) = triage_settings(&self.session);
+        tokio::spawn(async move {
+            let result =
+                group_page(&gate, &queue, &limits, &cfg, &signature, origin.as_deref()).await;
+            let _ = tx
+                .send(Action::Page {
+                    queue,
+                    append: false,
+                    result,
+                })
+                .await;
+        });
+    }
+
+    pub(super) fn consumers(&self, queue: QueueId) {
+        let backend = self.session.backend.clone();
+        let tx = self.tx.clone();
+        tokio::spawn(async move {
+            let result = backend.consumers(&queue).await;
+            let _ = tx.send(Action::Consumers { queue, result }).await;
+        });
+    }
+}
+
+/// Editing: the draft for the editor (the event loop runs it), then the edited copy's send.
+impl Exec {
+    pub(super) fn edit(&mut self, queue: QueueId, message: Box<Message>) {
+        let b = &self.session.backend;
+        if b.deleter().is_none() {
+            self.send_later(Action::Notice(Err(format!(
+                "edit deletes the original by id, which the {} backend cannot do",
+                b.kind().as_str()
+            ))));
+            return;
+        }
+        match edit::render(b.kind(), &queue, &message) {
+            Ok(draft) => {
+                self.pending_edit = Some(EditJob {
+                    queue,
+                    message,
+                    draft,
+                })
+            }
+            Err(e) => self.send_later(Action::Notice(Err(e))),
+        }
+    }
+
+    pub(super) fn resend(
+        &self,
+        source: QueueId,
+        original: Box<Message>,
+        edited: Box<Edited>,
+        target: QueueId,
+    ) {
+        let gate = self.session.gate.clone();
+        let tx = self.tx.clone();
+        tokio::spawn(async move {
+            let to = RedriveTarget::Queue(target);
+            let done = match edit::resend(&gate, &source, &original, *edited, &to).await {
+                Ok(r) => {
+                    let o = Outcome::Edit(r);
+                    OpSummary::of(&o, one_line(&o.line()))
+                }
+                Err(e) => OpSummary::new(
+                    format!("nothing was sent: {}", one_line(&e.to_string())),
+                    Verdict::Failed,
+                ),
+            };
+            let _ = tx
+                .send(Action::Resent {
+                    queue: source,
+                    done,
+                })
+                .await;
+        });
+    }
+}
+
+/// Planning for the dialogs: nothing changes on the broker.
+impl Exec {
+    pub(super) fn plan_redrive(&self, req: RedriveRequest) {
+        let gate = self.session.gate.clone();
+        let tx = self.tx.clone();
+        tokio::spawn(async move {
+            let result = match ops::plan_redrive(&gate, req.clone()).await {
+                Ok(ops::Planned::Redrive { plan, .. }) => Ok(plan),
+                Ok(_) => Err(BackendError::Other(
+                    "the redrive planned as another operation".into(),
+                )),
+                Err(e) => Err(e),
+            };
+            let _ = tx.send(Action::RedrivePlanned { req, result }).await;
+        });
+    }
+
+    pub(super) fn plan_delete(&self, queue: QueueId, ids: Vec<String>) {
+        let gate = self.session.gate.clone();
+        let tx = self.tx.clone();
+        tokio::spawn(async move {
+            let result =
+                match ops::plan_delete(&gate, &queue, ids.clone(), serde_json::json!({})).await {
+                    Ok(ops::Planned::Delete { note, .. }) => Ok(note),
+                    Ok(_) => Ok(None),
+                    Err(e) => Err(e),
+                };
+            let _ = tx.send(Action::DeletePlanned { queue, ids, result }).await;
+        });
+    }
+
+    pub(super) fn plan_transfer(
+        &self,
+        source: QueueId,
+        messages: Vec<Message>,
+        to: QueueId,
+        to_profile: Option<String>,
+        moving: bool,
+    ) {
+        let own = self.session.clone();
+        let tx = self.tx.clone();
+        tokio::spawn(async move {
+            let result =
+                crate::tui::transfer::plan(&own, source, messages, to, to_profile, moving).await;
+            let _ = tx.send(Action::TransferPlanned { moving, result }).await;
+        });
+    }
+}
+
+/// The operations the user confirmed: one at a time, with progress, ending in a summary.
+impl Exec {
+    /// Plan (`planning`, run on the task) and run an operation on `queue`; a refused plan
+    /// ends it as failed.
+    fn run_planned<F>(&mut self, queue: QueueId, planning: F)
+    where
+        F: Future<Output = Result<ops::Planned, BackendError>> + Send + 'static,
+    {
+        let p = self.start_op();
+        let gate = self.session.gate.clone();
+        let tx = self.tx.clone();
+        tokio::spawn(async move {
+            let outcome = match planning.await {
+                Ok(planned) => ops::run(&gate, planned, &p).await,
+                Err(error) => Outcome::Failed {
+                    error,
+                    progress: p.snapshot(),
+                },
+            };
+            let _ = tx.send(Action::OpDone(summary(&outcome, &queue))).await;
+        });
+    }
+
+    pub(super) fn redrive(&mut self, req: RedriveRequest) {
+        // Planned at confirm time from the broker's current count, the same code as the CLI
+        // and its dry run; the count the dialog showed caps it too.
+        let gate = self.session.gate.clone();
+        let queue = req.source.clone();
+        self.run_planned(queue, async move { ops::plan_redrive(&gate, req).await });
+    }
+
+    pub(super) fn purge(&mut self, queue: QueueId) {
+        let gate = self.session.gate.clone();
+        let q = queue.clone();
+        self.run_planned(queue, async move { ops::plan_purge(&gate, &q).await });
+    }
+
+    pub(super) fn delete(&mut self, queue: QueueId, ids: Vec<String>) {
+        // Planned again at confirm time: the queue may have changed since the dialog opened,
+        // and the refusal must hold for what really runs.
+        let gate = self.session.gate.clone();
+        let q = queue.clone();
+        let planning = async move {
+            let selection = serde_json::json!({"selected": ids.len(), "chosen_in": "console"});
+            ops::plan_delete(&gate, &q, ids, selection).await
+        };
+        self.run_planned(queue, planning);
+    }
+
+    pub(super) fn transfer(&mut self, ask: Box<TransferAsk>) {
+        let p = self.start_op();
+        let own = self.session.clone();
+        let tx = self.tx.clone();
+        tokio::spawn(async move {
+            let done = crate::tui::transfer::run(&own, *ask, &p).await;
+            let _ = tx.send(Action::OpDone(done)).await;
+        });
+    }
+}

@@ -1,0 +1,349 @@
+//! The event loop and the effect executor (`exec.rs`, `jobs.rs`). The loop never awaits the network: backends run
+//! on tasks and report back over channels; a dead broker makes panels stale, never the keys.
+
+mod exec;
+mod export;
+mod jobs;
+mod triage_scan;
+
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+
+use crossterm::event::{Event, EventStream};
+use futures::StreamExt;
+use ratatui::backend::Backend as TermBackend;
+use ratatui::Terminal;
+
+use super::frame_stats::FrameStats;
+use super::keymap::KeyMap;
+use super::state::{Level, OpSummary, State};
+use super::theme::Theme;
+use super::update::{set_status, update, Action, Effect};
+use super::views;
+use crate::config::{paths, redact::redact};
+use crate::demo::DemoHandle;
+use crate::domain::{now_ms, QueueId};
+use crate::engine::edit::{self, EditorOutcome};
+use crate::engine::ops::Outcome;
+use crate::engine::poller::PollEvent;
+use crate::engine::session::Session;
+use crate::engine::store::Store;
+use exec::{Exec, Inbox};
+
+pub use export::save_jsonl;
+
+/// Messages per browse page.
+pub const PAGE_SIZE: usize = 200;
+/// At most this many frames per second.
+const FRAME: Duration = Duration::from_millis(33);
+
+pub fn refresh_secs(session: &Session) -> f64 {
+    session
+        .profile()
+        .refresh_secs
+        .unwrap_or(session.loaded.config.ui.refresh_secs)
+}
+
+/// The console's state for a session, before any figures arrive.
+pub fn initial_state(session: &Session, demo_workers: Option<usize>) -> State {
+    let cfg = &session.loaded.config;
+    let mut store = Store::new(cfg.ui.history_secs.max(60), 240, cfg.ui.drain_target_secs);
+    store.alert_age_secs = cfg.fire.max_age_secs;
+    let mut st = State::new(
+        store,
+        session.backend.capabilities(),
+        &session.profile().name,
+        session.backend.kind().as_str(),
+    );
+    let (km, problems) = KeyMap::new(&cfg.keys);
+    st.keymap = km;
+    let backend = session.backend.clone();
+    st.caps_of = Some(std::sync::Arc::new(move |info| {
+        backend.capabilities_for(info)
+    }));
+    let dir = paths::config_dir().join("themes");
+    let (theme, theme_err) = Theme::startup(&cfg.ui.theme, Some(&dir));
+    st.theme = theme;
+    st.session.theme_dir = Some(dir);
+    st.session.access = session.gate.access();
+    st.session.protected = session.gate.protected();
+    st.demo_workers = demo_workers;
+    st.session.profiles = crate::config::profile_names(cfg);
+    st.session.refresh_secs = refresh_secs(session);
+    st.session.call_budget = session.profile().calls_per_minute();
+    st.session.export_dir = Some(paths::state_dir().join("exports"));
+    if let Some(e) = theme_err.or(problems.into_iter().next()) {
+        set_status(&mut st, Level::Warn, e);
+    }
+    st
+}
+
+/// Restores the terminal when dropped (normal exit and error returns; the panic hook
+/// installed by `ratatui::try_init` covers panics).
+struct RestoreGuard;
+
+impl Drop for RestoreGuard {
+    fn drop(&mut self) {
+        ratatui::restore();
+    }
+}
+
+fn init_logging() -> Option<tracing_appender::non_blocking::WorkerGuard> {
+    let dir = paths::state_dir();
+    std::fs::create_dir_all(&dir).ok()?;
+    let appender = tracing_appender::rolling::never(&dir, "qdeck.log");
+    let (nb, guard) = tracing_appender::non_blocking(appender);
+    let filter = tracing_subscriber::EnvFilter::try_from_env("QDECK_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    // If main already installed a subscriber, it stays (it must not write to the screen).
+    tracing_subscriber::fmt()
+        .with_writer(nb)
+        .with_ansi(false)
+        .with_env_filter(filter)
+        .try_init()
+        .ok()?;
+    Some(guard)
+}
+
+/// Runs until the user quits; returns the summary of the operation the user quit after.
+/// `fleet` opens on the fleet view (`qdeck --fleet`, `qdeck -p a,b`) over those profiles
+/// (empty: every configured one).
+pub async fn run(
+    session: Session,
+    demo: Option<DemoHandle>,
+    fleet: Option<Vec<String>>,
+) -> anyhow::Result<Option<OpSummary>> {
+    let _log = init_logging();
+    let st = initial_state(&session, demo.as_ref().map(|d| d.workers()));
+    let mut terminal = ratatui::try_init()?;
+    let _guard = RestoreGuard;
+    if let Ok(sz) = terminal.size() {
+        tracing::info!("console started at {}x{}", sz.width, sz.height);
+    }
+    let r = event_loop(&mut terminal, st, session, demo, fleet).await;
+    if let Err(e) = &r {
+        tracing::error!("console stopped: {e}");
+    }
+    r
+}
+
+/// When the screen was last drawn, and the frame figures for the log.
+#[derive(Default)]
+struct Screen {
+    last_draw: Option<Instant>,
+    frames: FrameStats,
+}
+
+impl Screen {
+    /// Draw when the state changed, at most once per `FRAME`.
+    fn draw<B: TermBackend>(
+        &mut self,
+        terminal: &mut Terminal<B>,
+        st: &mut State,
+    ) -> anyhow::Result<()>
+    where
+        B::Error: Send + Sync + 'static,
+    {
+        if st.dirty && self.last_draw.is_none_or(|t| t.elapsed() >= FRAME) {
+            let t = Instant::now();
+            terminal.draw(|f| views::render(f, st))?;
+            self.frames.drawn(t.elapsed(), st.size);
+            st.dirty = false;
+            self.last_draw = Some(Instant::now());
+        }
+        Ok(())
+    }
+
+    /// When a frame held back by the rate limit is due.
+    fn deadline(&self, st: &State) -> Option<tokio::time::Instant> {
+        match (st.dirty, self.last_draw) {
+            (true, Some(t)) => Some(tokio::time::Instant::from_std(t + FRAME)),
+            _ => None,
+        }
+    }
+}
+
+/// What woke the event loop.
+// One lives for one turn of the loop, moved straight out: boxing would allocate per event.
+#[allow(clippy::large_enum_variant)]
+enum Wake {
+    Act(Action),
+    /// A profile opened by `:profile NAME` (or why it did not).
+    Switched(Result<Session, String>),
+    /// Nothing to update: draw if due, and wait again.
+    Again,
+    /// The terminal's event stream ended.
+    Closed,
+}
+
+async fn next_wake(
+    events: &mut EventStream,
+    inbox: &mut Inbox,
+    tick: &mut tokio::time::Interval,
+    deadline: Option<tokio::time::Instant>,
+    frames: &mut FrameStats,
+) -> anyhow::Result<Wake> {
+    Ok(tokio::select! {
+        ev = events.next() => match ev {
+            Some(Ok(Event::Key(k))) => Wake::Act(Action::Key(k)),
+            Some(Ok(Event::Resize(w, h))) => Wake::Act(Action::Resize(w, h)),
+            Some(Ok(_)) => Wake::Again,
+            Some(Err(e)) => return Err(e.into()),
+            None => Wake::Closed,
+        },
+        Some(a) = inbox.rx.recv() => Wake::Act(a),
+        Some(p) = inbox.poll.recv() => {
+            if let PollEvent::Queues(q) = &p {
+                frames.list_arrived(Instant::now(), q.len());
+            }
+            Wake::Act(Action::Poll(p))
+        }
+        Some(r) = inbox.fleet.recv() => Wake::Act(Action::Fleet(r)),
+        Some(r) = inbox.switch.recv() => Wake::Switched(r),
+        _ = tick.tick() => Wake::Act(Action::Tick(now_ms())),
+        _ = async {
+            match deadline {
+                Some(d) => tokio::time::sleep_until(d).await,
+                None => std::future::pending().await,
+            }
+        } => Wake::Again,
+    })
+}
+
+/// `first` and whatever else is ready, coalesced into one frame.
+fn batch(first: Action, inbox: &mut Inbox, frames: &mut FrameStats) -> Vec<Action> {
+    let mut batch = vec![first];
+    while let Ok(p) = inbox.poll.try_recv() {
+        if let PollEvent::Queues(q) = &p {
+            frames.list_arrived(Instant::now(), q.len());
+        }
+        batch.push(Action::Poll(p));
+    }
+    while let Ok(a) = inbox.rx.try_recv() {
+        batch.push(a);
+    }
+    while let Ok(r) = inbox.fleet.try_recv() {
+        batch.push(Action::Fleet(r));
+    }
+    batch
+}
+
+/// Update the state with `a`, then carry out its effects; what an effect answers at once (the
+/// fleet started, the demo's worker count) is applied in turn. Only `update` writes the state.
+fn apply(ex: &mut Exec, st: &mut State, a: Action) {
+    let mut pending = VecDeque::from([a]);
+    while let Some(a) = pending.pop_front() {
+        for e in update(st, a) {
+            pending.extend(ex.run(e));
+        }
+    }
+}
+
+async fn event_loop<B: TermBackend>(
+    terminal: &mut Terminal<B>,
+    mut st: State,
+    session: Session,
+    demo: Option<DemoHandle>,
+    fleet: Option<Vec<String>>,
+) -> anyhow::Result<Option<OpSummary>>
+where
+    B::Error: Send + Sync + 'static,
+{
+    let start_fleet = fleet.is_some();
+    let (mut ex, mut inbox) = Exec::start(session, demo, fleet.unwrap_or_default(), &st);
+    if let Ok(sz) = terminal.size() {
+        apply(&mut ex, &mut st, Action::Resize(sz.width, sz.height));
+    }
+    if start_fleet {
+        if let Some(a) = ex.run(Effect::StartFleet) {
+            apply(&mut ex, &mut st, a);
+        }
+    }
+    let mut events = EventStream::new();
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    let mut screen = Screen::default();
+    loop {
+        screen.draw(terminal, &mut st)?;
+        let deadline = screen.deadline(&st);
+        let wake = next_wake(
+            &mut events,
+            &mut inbox,
+            &mut tick,
+            deadline,
+            &mut screen.frames,
+        );
+        let first = match wake.await? {
+            Wake::Act(a) => a,
+            Wake::Switched(Ok(session)) => {
+                let (fresh, poll) = ex.switch(session);
+                inbox.poll = poll;
+                super::update::switched(&mut st, fresh);
+                continue;
+            }
+            Wake::Switched(Err(e)) => Action::Notice(Err(e)),
+            Wake::Again => continue,
+            Wake::Closed => break,
+        };
+        for a in batch(first, &mut inbox, &mut screen.frames) {
+            apply(&mut ex, &mut st, a);
+        }
+        if let Some(job) = ex.pending_edit.take() {
+            // The key reader would steal the editor's keystrokes: it goes, and comes back
+            // after the editor.
+            drop(events);
+            let result = edit_suspended(job.draft).await;
+            events = EventStream::new();
+            // Both buffers empty: the next frame is drawn whole on the cleared screen.
+            // (`Terminal::clear` would ask the terminal for the cursor position.)
+            terminal.swap_buffers();
+            let a = Action::Edited {
+                queue: job.queue,
+                original: job.message,
+                result,
+            };
+            apply(&mut ex, &mut st, a);
+        }
+        if st.exit.quit {
+            break;
+        }
+    }
+    screen.frames.flush();
+    ex.poller.stop();
+    if let Some(op) = &ex.op {
+        op.cancel();
+    }
+    Ok(st.exit.summary)
+}
+
+/// Leave the alternate screen and raw mode, run the editor, come back. The terminal is
+/// restored even when the editor cannot start.
+async fn edit_suspended(draft: String) -> Result<EditorOutcome, String> {
+    use crossterm::terminal::{
+        disable_raw_mode, enable_raw_mode, EnterAlternateScreen, LeaveAlternateScreen,
+    };
+    let mut out = std::io::stdout();
+    let _ = crossterm::execute!(out, LeaveAlternateScreen, crossterm::cursor::Show);
+    let _ = disable_raw_mode();
+    let r = tokio::task::spawn_blocking(move || edit::run_editor(&draft))
+        .await
+        .map_err(|e| e.to_string())
+        .and_then(|r| r.map_err(|e| e.to_string()));
+    let _ = enable_raw_mode();
+    let _ = crossterm::execute!(
+        out,
+        EnterAlternateScreen,
+        crossterm::terminal::Clear(crossterm::terminal::ClearType::All),
+        crossterm::cursor::Hide
+    );
+    r
+}
+
+/// The status line and the exit summary of a finished operation.
+fn summary(outcome: &Outcome, queue: &QueueId) -> OpSummary {
+    OpSummary::of(outcome, one_line(&outcome.summary(queue)))
+}
+
+fn one_line(s: &str) -> String {
+    redact(s).split_whitespace().collect::<Vec<_>>().join(" ")
+}

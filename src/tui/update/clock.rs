@@ -1,0 +1,38 @@
+//! The one-second tick: re-sorting, the workers view's refresh, flashes that expire, and
+//! clocks that move.
+
+use super::{queues, Effect, FLASH_INFO_MS, FLASH_WARN_MS};
+use crate::tui::state::*;
+
+pub(super) fn tick(st: &mut State, now: i64, fx: &mut Vec<Effect>) {
+    st.now_ms = now;
+    // Re-sorting runs over every queue: on user actions and this tick, not per batch.
+    if st.queues.rows_dirty {
+        queues::rebuild_rows(st);
+    }
+    // The workers view follows the poll rhythm; message pages do not (browsing may
+    // have side effects on some brokers).
+    let w = &st.workers;
+    if st.view() == View::Workers
+        && !w.loading
+        && w.fetched_ms
+            .is_none_or(|t| (now - t) as f64 >= st.session.refresh_secs * 1000.0)
+    {
+        if let Some(q) = w.queue.clone() {
+            st.workers.loading = true;
+            fx.push(Effect::Consumers(q));
+        }
+    }
+    // Status messages are flashes: gone after a few seconds, errors a little later.
+    if st.status.as_ref().is_some_and(|s| {
+        let ttl = match s.level {
+            Level::Info => FLASH_INFO_MS,
+            Level::Warn | Level::Error => FLASH_WARN_MS,
+        };
+        now - s.at_ms >= ttl
+    }) {
+        st.status = None;
+    }
+    // Clocks ("updated 3 s ago") move every second.
+    st.dirty = true;
+}

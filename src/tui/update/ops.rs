@@ -1,0 +1,39 @@
+//! What comes back from a running operation: its progress, its summary, and an edited
+//! copy's result. Each reloads the message browser, whose page the operation changed.
+
+use super::{messages, set_status, Effect};
+use crate::backend::ProgressState;
+use crate::domain::QueueId;
+use crate::tui::state::*;
+
+pub(super) fn progress(st: &mut State, p: ProgressState) {
+    if let Some(op) = &mut st.op {
+        op.progress = p;
+        st.dirty = true;
+    }
+}
+
+/// The operation ended; true when the console quits now (the user asked to quit after it).
+pub(super) fn done(st: &mut State, r: OpSummary, fx: &mut Vec<Effect>) -> bool {
+    st.op = None;
+    set_status(st, r.level(), r.text.clone());
+    if st.exit.after_op {
+        st.exit.summary = Some(r);
+        st.exit.quit = true;
+        return true;
+    }
+    fx.push(Effect::Refresh);
+    if matches!(st.view(), View::Messages | View::Message) {
+        if let Some(q) = st.msgs.queue.clone() {
+            messages::reload(st, q, fx);
+        }
+    }
+    false
+}
+
+pub(super) fn resent(st: &mut State, queue: QueueId, done: OpSummary, fx: &mut Vec<Effect>) {
+    set_status(st, done.level(), done.text);
+    if st.msgs.queue.as_ref() == Some(&queue) {
+        messages::reload(st, queue, fx);
+    }
+}

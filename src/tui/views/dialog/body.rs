@@ -1,0 +1,290 @@
+//! What each kind of dialog says above its buttons: the title and the text lines.
+
+use ratatui::text::Line;
+
+use super::super::{fmt_count, styled};
+use crate::domain::{Message, QueueId, RedriveMode, RedriveTarget};
+use crate::engine::edit::Edited;
+use crate::sanitize::{clean, clean_short};
+use crate::tui::state::{DialogKind, PlanShown, State, TransferAsk, RATES};
+use crate::tui::theme::Theme;
+
+/// The dialog's title and text for its kind.
+pub(super) fn body<'a>(st: &State, kind: &DialogKind) -> (&'static str, Vec<Line<'a>>) {
+    let t = &st.theme;
+    match kind {
+        DialogKind::Purge { queue, count } => (" purge ", purge(st, queue, *count)),
+        DialogKind::Redrive {
+            source,
+            targets,
+            target,
+            rate,
+            only_ids,
+            count,
+            plan,
+        } => {
+            let mut lines = redrive_route(t, source, targets, *target, only_ids, *count);
+            lines.push(redrive_rate(t, *rate));
+            lines.extend(redrive_plan(t, plan));
+            (" redrive ", lines)
+        }
+        DialogKind::Quit => (" quit ", quit(st)),
+        DialogKind::Edit {
+            source,
+            original,
+            edited,
+            targets,
+            target,
+        } => (
+            " edit and resend ",
+            edit(t, source, original, edited, targets, *target),
+        ),
+        DialogKind::Transfer(tr) => (if tr.moving { " move " } else { " copy " }, transfer(t, tr)),
+        DialogKind::Delete { queue, ids, note } => (" delete ", delete(t, queue, ids, note)),
+        DialogKind::Browse { queue, note } => (" browse ", browse(t, queue, note)),
+    }
+}
+
+fn purge<'a>(st: &State, queue: &QueueId, count: Option<u64>) -> Vec<Line<'a>> {
+    let t = &st.theme;
+    let mut lines = vec![
+        Line::from(vec![
+            styled("Purge ", t.text),
+            styled(clean_short(queue.as_str(), 60), t.title),
+            styled("?", t.text),
+        ]),
+        Line::from(styled(
+            format!("This deletes {} messages for good.", fmt_count(count)),
+            t.warn,
+        )),
+    ];
+    let caps = st.caps_for(queue);
+    if let Some(n) = &caps.purge_note {
+        lines.push(Line::from(styled(clean(n).into_owned(), t.dim)));
+    }
+    if let Some(c) = caps.purge_cooldown_secs {
+        lines.push(Line::from(styled(
+            format!("the broker allows one purge per {c} s"),
+            t.dim,
+        )));
+    }
+    lines
+}
+
+/// What is redriven, from where and to where.
+fn redrive_route<'a>(
+    t: &Theme,
+    source: &QueueId,
+    targets: &[RedriveTarget],
+    target: usize,
+    only_ids: &Option<Vec<String>>,
+    count: Option<u64>,
+) -> Vec<Line<'a>> {
+    let what = match only_ids {
+        Some(v) => format!("{} selected messages", v.len()),
+        None => format!("all {} messages", fmt_count(count)),
+    };
+    let tgt = match targets.get(target) {
+        Some(RedriveTarget::Queue(q)) => clean_short(q.as_str(), 50),
+        _ => "origin (each message back to the queue it came from)".into(),
+    };
+    vec![
+        Line::from(vec![
+            styled(format!("Redrive {what} from "), t.text),
+            styled(clean_short(source.as_str(), 50), t.title),
+        ]),
+        Line::from(vec![
+            styled("to  ", t.dim),
+            styled(tgt, t.accent),
+            styled(
+                if targets.len() > 1 {
+                    "   (Tab: other target)"
+                } else {
+                    ""
+                },
+                t.dim,
+            ),
+        ]),
+    ]
+}
+
+fn redrive_rate<'a>(t: &Theme, rate: usize) -> Line<'a> {
+    let r = match RATES.get(rate).copied().flatten() {
+        Some(r) => format!("{r:.0} msg/s"),
+        None => "unlimited".into(),
+    };
+    Line::from(vec![
+        styled("rate ", t.dim),
+        styled(r, t.accent),
+        styled("   (↑/↓ to change)", t.dim),
+    ])
+}
+
+/// What the plan says, not what the broker can do in general: the plan knows this queue and
+/// this target (a Service Bus target that needs sessions, a new MessageId, a quorum queue's
+/// delivery limit).
+fn redrive_plan<'a>(t: &Theme, plan: &PlanShown) -> Vec<Line<'a>> {
+    match plan {
+        PlanShown::Planning => vec![Line::from(styled("planning with the broker…", t.dim))],
+        PlanShown::Refused(why) => vec![Line::from(styled(
+            format!("cannot redrive: {}", clean(why)),
+            t.error,
+        ))],
+        PlanShown::Ready(p) => {
+            let how = match &p.mode {
+                RedriveMode::Native(s) => format!("the broker moves them ({})", clean(s)),
+                RedriveMode::ClientSide => {
+                    "copy → broker confirms → delete: a crash may duplicate, never lose".into()
+                }
+                RedriveMode::Unsupported(s) => format!("not supported: {}", clean(s)),
+            };
+            let mut lines = vec![Line::from(styled(how, t.dim))];
+            for n in &p.notes {
+                lines.push(Line::from(styled(format!("· {}", clean(n)), t.warn)));
+            }
+            lines
+        }
+    }
+}
+
+fn quit<'a>(st: &State) -> Vec<Line<'a>> {
+    let t = &st.theme;
+    let what = match &st.op {
+        Some(op) => {
+            let p = &op.progress;
+            let n = |v: u64| crate::tui::views::fmt_thousands(v);
+            let of = p.total.map(|t| format!("/{}", n(t))).unwrap_or_default();
+            format!("{} running: {}{of}", clean(&op.label), n(p.done))
+        }
+        None => "the operation has finished".to_string(),
+    };
+    vec![
+        Line::from(vec![
+            styled(what, t.accent),
+            styled(" — cancel it and quit?", t.text),
+        ]),
+        Line::from(styled(
+            "qdeck waits for the current batch, then prints the summary and exits.",
+            t.dim,
+        )),
+    ]
+}
+
+fn edit<'a>(
+    t: &Theme,
+    source: &QueueId,
+    original: &Message,
+    edited: &Edited,
+    targets: &[QueueId],
+    target: usize,
+) -> Vec<Line<'a>> {
+    let tgt = targets
+        .get(target)
+        .map(|q| clean_short(q.as_str(), 50))
+        .unwrap_or_default();
+    let origin = if target == 0 { "  (origin)" } else { "" };
+    let removed = original
+        .headers
+        .iter()
+        .filter(|(k, _)| k != "state" && !edited.headers.iter().any(|(e, _)| e == k))
+        .count();
+    vec![
+        Line::from(vec![
+            styled("Send the edited copy of ", t.text),
+            styled(clean_short(&original.id, 30), t.title),
+            styled(" from ", t.text),
+            styled(clean_short(source.as_str(), 40), t.title),
+        ]),
+        Line::from(vec![
+            styled("to  ", t.dim),
+            styled(tgt, t.accent),
+            styled(origin, t.dim),
+            styled(
+                if targets.len() > 1 {
+                    "   (Tab: other queue)"
+                } else {
+                    ""
+                },
+                t.dim,
+            ),
+        ]),
+        Line::from(styled(
+            format!(
+                "{} bytes, {} headers ({removed} removed); the original is deleted once the broker confirmed the copy",
+                edited.body.len(),
+                edited.headers.len()
+            ),
+            t.dim,
+        )),
+    ]
+}
+
+fn transfer<'a>(t: &Theme, tr: &TransferAsk) -> Vec<Line<'a>> {
+    let verb = if tr.moving { "Move" } else { "Copy" };
+    let mut lines = vec![
+        Line::from(vec![
+            styled(
+                format!("{verb} {} message(s) from ", tr.messages.len()),
+                t.text,
+            ),
+            styled(clean_short(&tr.from_label, 50), t.title),
+        ]),
+        Line::from(vec![
+            styled("to  ", t.dim),
+            styled(clean_short(&tr.to_label, 60), t.accent),
+        ]),
+    ];
+    if tr.moving {
+        lines.push(Line::from(styled(
+            "Each original is deleted after the target confirmed its copy.",
+            t.warn,
+        )));
+        if let Some(n) = &tr.delete_note {
+            lines.push(Line::from(styled(clean(n).into_owned(), t.dim)));
+        }
+    }
+    for h in &tr.header_lines {
+        lines.push(Line::from(styled(clean(h).into_owned(), t.dim)));
+    }
+    lines
+}
+
+fn delete<'a>(t: &Theme, queue: &QueueId, ids: &[String], note: &Option<String>) -> Vec<Line<'a>> {
+    let mut shown: Vec<String> = ids.iter().take(4).map(|i| clean_short(i, 24)).collect();
+    if ids.len() > shown.len() {
+        shown.push(format!("… and {} more", ids.len() - shown.len()));
+    }
+    let mut lines = vec![
+        Line::from(vec![
+            styled(format!("Delete {} message(s) from ", ids.len()), t.text),
+            styled(clean_short(queue.as_str(), 50), t.title),
+            styled("?", t.text),
+        ]),
+        Line::from(styled(
+            "They are gone for good; no other message is deleted.",
+            t.warn,
+        )),
+        Line::from(vec![
+            styled("ids ", t.dim),
+            styled(shown.join(", "), t.accent),
+        ]),
+    ];
+    if let Some(n) = note {
+        lines.push(Line::from(styled(clean(n).into_owned(), t.dim)));
+    }
+    lines
+}
+
+fn browse<'a>(t: &Theme, queue: &QueueId, note: &str) -> Vec<Line<'a>> {
+    vec![
+        Line::from(vec![
+            styled("Browse ", t.text),
+            styled(clean_short(queue.as_str(), 60), t.title),
+            styled("?", t.text),
+        ]),
+        Line::from(styled(
+            format!("On this broker browsing has a side effect: {}", clean(note)),
+            t.warn,
+        )),
+    ]
+}

@@ -382,7 +382,7 @@ impl KeyMap {
                 }
                 let keys: Vec<String> = match overridden {
                     Some(v) => v.clone(),
-                    None => info.keys.iter().map(|s| s.to_string()).collect(),
+                    None => info.keys.iter().map(ToString::to_string).collect(),
                 };
                 let mut ok = Vec::new();
                 for k in keys {
@@ -402,7 +402,7 @@ impl KeyMap {
             }
         }
         // Labels of defaults whose key an override took.
-        for (cmd, ks) in labels.iter_mut() {
+        for (cmd, ks) in &mut labels {
             ks.retain(|k| {
                 parse_key(k).is_some_and(|ev| {
                     let n = norm(ev);
@@ -425,12 +425,12 @@ impl KeyMap {
 
     /// The keys bound to `cmd`, as written ("j", "down").
     pub fn keys(&self, cmd: Cmd) -> &[String] {
-        self.labels.get(&cmd).map(|v| v.as_slice()).unwrap_or(&[])
+        self.labels.get(&cmd).map_or(&[], Vec::as_slice)
     }
 
     /// First key of `cmd`, for hints.
     pub fn hint(&self, cmd: Cmd) -> &str {
-        self.keys(cmd).first().map(|s| s.as_str()).unwrap_or("?")
+        self.keys(cmd).first().map_or("?", String::as_str)
     }
 }
 

@@ -61,7 +61,11 @@ pub async fn plan(
     Ok(Box::new(TransferAsk {
         from_label: format!("{} ({})", from.label(), own.backend.kind()),
         to_label: format!("{} ({})", dst.label(), t.backend.kind()),
-        header_lines: checked.headers.iter().map(|h| h.line()).collect(),
+        header_lines: checked
+            .headers
+            .iter()
+            .map(crate::triage::headers::HeaderChange::line)
+            .collect(),
         delete_note: checked.delete_note,
         typed: checked.typed,
         source,

@@ -97,7 +97,7 @@ impl Exec {
                     queue,
                     message,
                     draft,
-                })
+                });
             }
             Err(e) => self.send_later(Action::Notice(Err(e))),
         }

@@ -114,7 +114,7 @@ pub async fn run(
     fleet: Option<Vec<String>>,
 ) -> anyhow::Result<Option<OpSummary>> {
     let _log = init_logging();
-    let st = initial_state(&session, demo.as_ref().map(|d| d.workers()));
+    let st = initial_state(&session, demo.as_ref().map(DemoHandle::workers));
     let mut terminal = ratatui::try_init()?;
     let _guard = RestoreGuard;
     if let Ok(sz) = terminal.size() {

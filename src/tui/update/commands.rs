@@ -63,7 +63,7 @@ pub(super) fn command(st: &mut State, text: &str, fx: &mut Vec<Effect>) {
                 None => set_status(
                     st,
                     Level::Warn,
-                    format!("sort by: {}", SortCol::ALL.map(|c| c.name()).join(", ")),
+                    format!("sort by: {}", SortCol::ALL.map(SortCol::name).join(", ")),
                 ),
             }
         }
@@ -88,11 +88,11 @@ pub(super) fn command(st: &mut State, text: &str, fx: &mut Vec<Effect>) {
         "copy" | "move" => messages::plan_transfer(st, &arg, head == "move", fx),
         "redrive" => {
             if arg.is_empty() || !st.allows(Access::Redrive) {
-                run_cmd(st, Cmd::Redrive, fx)
+                run_cmd(st, Cmd::Redrive, fx);
             } else if st.store.get(&QueueId::new(arg.as_str())).is_some() {
-                dialogs::open_redrive(st, Some(QueueId::new(arg)), fx)
+                dialogs::open_redrive(st, Some(QueueId::new(arg)), fx);
             } else {
-                set_status(st, Level::Warn, format!("unknown queue {arg:?}"))
+                set_status(st, Level::Warn, format!("unknown queue {arg:?}"));
             }
         }
         other => set_status(

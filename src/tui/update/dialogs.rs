@@ -28,7 +28,7 @@ pub(super) fn open_purge(st: &mut State) {
                 let parts = [s.depth, s.in_flight, s.delayed];
                 parts
                     .iter()
-                    .any(|p| p.is_some())
+                    .any(Option::is_some)
                     .then(|| parts.iter().flatten().sum())
             });
         st.dialog = Some(Dialog::new(
@@ -196,7 +196,7 @@ pub(super) fn open_delete(
                 st,
                 Level::Warn,
                 format!("cannot delete from {queue}: {why}"),
-            )
+            );
         }
     }
 }
@@ -222,7 +222,7 @@ pub(super) fn open_transfer(
                 st,
                 Level::Warn,
                 format!("cannot {verb}: {}", error_line(&e)),
-            )
+            );
         }
     }
 }
@@ -325,8 +325,8 @@ pub(super) fn dialog_key(st: &mut State, k: KeyEvent, fx: &mut Vec<Effect>) {
             }
         }
         KeyCode::Left | KeyCode::Right => d.confirm_focused = !d.confirm_focused,
-        KeyCode::Char('h') | KeyCode::Char('l') if !typing => {
-            d.confirm_focused = !d.confirm_focused
+        KeyCode::Char('h' | 'l') if !typing => {
+            d.confirm_focused = !d.confirm_focused;
         }
         KeyCode::PageDown => d.scroll += 3,
         KeyCode::PageUp => d.scroll = d.scroll.saturating_sub(3),
@@ -334,7 +334,7 @@ pub(super) fn dialog_key(st: &mut State, k: KeyEvent, fx: &mut Vec<Effect>) {
             d.typed.pop();
         }
         KeyCode::Char(c) if typing && !ctrl => d.typed.push(c),
-        KeyCode::Char('y') | KeyCode::Char('Y') if d.ready() => {
+        KeyCode::Char('y' | 'Y') if d.ready() => {
             if let Some(d) = st.dialog.take() {
                 confirm(st, d, fx);
             }
@@ -352,7 +352,7 @@ pub(super) fn dialog_key(st: &mut State, k: KeyEvent, fx: &mut Vec<Effect>) {
                 _ => {}
             }
         }
-        KeyCode::Char('n') | KeyCode::Char('N') | KeyCode::Char('q') => st.dialog = None,
+        KeyCode::Char('n' | 'N' | 'q') => st.dialog = None,
         _ => {}
     }
 }

@@ -25,7 +25,7 @@ pub(super) fn open_command(st: &mut State) {
     st.input = Some(Input {
         kind: InputKind::Command,
         text: String::new(),
-    })
+    });
 }
 
 pub(super) fn input_key(st: &mut State, k: KeyEvent, fx: &mut Vec<Effect>) {

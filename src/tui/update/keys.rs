@@ -50,7 +50,7 @@ fn help_key(st: &mut State, k: KeyEvent) {
     let cmd = st.keymap.lookup(k);
     let s = &mut st.help.scroll;
     match cmd {
-        Some(Cmd::Help) | Some(Cmd::Back) | Some(Cmd::Quit)
+        Some(Cmd::Help | Cmd::Back | Cmd::Quit)
             if !matches!(k.code, KeyCode::Char('h') | KeyCode::Left) =>
         {
             st.stack.pop();

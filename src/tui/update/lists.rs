@@ -20,7 +20,7 @@ fn msg_key(m: &Message, col: usize) -> (Option<f64>, String) {
         3 => (None, dl.and_then(|d| d.reason.clone()).unwrap_or_default()),
         4 => (
             None,
-            dl.and_then(|d| d.origin.as_ref().map(|q| q.to_string()))
+            dl.and_then(|d| d.origin.as_ref().map(ToString::to_string))
                 .unwrap_or_default(),
         ),
         _ => (Some(m.body.len() as f64), m.id.clone()),
@@ -158,7 +158,7 @@ pub(super) fn sort_cmd(st: &mut State, next_col: bool) {
 
 /// `s`: the next column (numbers sort high first, names A→Z).
 pub(super) fn sort_next(cur: Option<usize>, n: usize) -> Option<usize> {
-    Some(cur.map(|c| (c + 1) % n).unwrap_or(0))
+    Some(cur.map_or(0, |c| (c + 1) % n))
 }
 
 /// Sort the list on screen by its `col`-th column (0-based); the same column again reverses.

@@ -243,7 +243,7 @@ pub fn update(st: &mut State, action: Action) -> Vec<Effect> {
         Action::ReasonsDone { queue, result } => reasons::done(st, queue, result),
         Action::RedrivePlanned { req, result } => dialogs::redrive_planned(st, req, result),
         Action::DeletePlanned { queue, ids, result } => {
-            dialogs::open_delete(st, queue, ids, result)
+            dialogs::open_delete(st, queue, ids, result);
         }
         Action::TransferPlanned { moving, result } => dialogs::open_transfer(st, moving, result),
         Action::Resent { queue, done } => ops::resent(st, queue, done, &mut fx),

@@ -90,8 +90,7 @@ pub fn flex_width(cols: &[Col], keep: &[bool], avail: u16) -> usize {
         .iter()
         .zip(keep)
         .find(|(c, k)| **k && c.flex)
-        .map(|(c, _)| c.width)
-        .unwrap_or(4);
+        .map_or(4, |(c, _)| c.width);
     (avail.saturating_sub(fixed + 1)).max(min) as usize
 }
 

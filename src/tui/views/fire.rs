@@ -81,9 +81,7 @@ pub fn render(f: &mut Frame, st: &State, area: Rect) {
                 Cell::from(clean_mid(e.queue.as_str(), queue_w as usize)),
                 Cell::from(fmt_count(e.depth)),
                 Cell::from(styled(
-                    e.change
-                        .map(|d| format!("{d:+}"))
-                        .unwrap_or_else(|| "—".into()),
+                    e.change.map_or_else(|| "—".into(), |d| format!("{d:+}")),
                     change_style,
                 )),
                 Cell::from(styled(

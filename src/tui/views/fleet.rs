@@ -76,16 +76,14 @@ pub fn render(f: &mut Frame, st: &State, area: Rect) {
                 Cell::from(styled(fmt_count(r.dlq_depth), dlq_style)),
                 Cell::from(styled(
                     r.dlq_change
-                        .map(|d| format!("{d:+}"))
-                        .unwrap_or_else(|| "—".into()),
+                        .map_or_else(|| "—".into(), |d| format!("{d:+}")),
                     dlq_style,
                 )),
                 Cell::from(fmt_age(r.worst_age.as_ref().map(|(a, _)| *a))),
                 Cell::from(
                     r.worst_age
                         .as_ref()
-                        .map(|(_, q)| clean_mid(q.as_str(), 14))
-                        .unwrap_or_else(|| "—".into()),
+                        .map_or_else(|| "—".into(), |(_, q)| clean_mid(q.as_str(), 14)),
                 ),
                 Cell::from(fmt_count(r.growing.map(|n| n as u64))),
                 Cell::from(match (r.calls_per_min, r.calls_budget) {

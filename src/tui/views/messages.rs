@@ -14,8 +14,7 @@ use crate::tui::state::{error_line, State};
 
 fn fmt_time(ms: Option<i64>) -> String {
     ms.and_then(crate::domain::ms_to_datetime)
-        .map(|d| d.format("%m-%d %H:%M:%S").to_string())
-        .unwrap_or_else(|| "—".into())
+        .map_or_else(|| "—".into(), |d| d.format("%m-%d %H:%M:%S").to_string())
 }
 
 fn fmt_size(n: usize) -> String {
@@ -158,8 +157,7 @@ fn list_cells<'a>(st: &State, msg: &Message, marked: bool, body_w: usize) -> Vec
         )),
         Cell::from(clean_mid(
             dl.and_then(|d| d.origin.as_ref())
-                .map(|q| q.as_str())
-                .unwrap_or("—"),
+                .map_or("—", crate::domain::QueueId::as_str),
             14,
         )),
         Cell::from(fmt_size(msg.body.len())),
@@ -175,7 +173,7 @@ fn meta_lines<'a>(st: &State, msg: &Message) -> Vec<Line<'a>> {
         styled(
             format!(
                 " · seq {} · enqueued {} · received {} times · {} bytes",
-                msg.seq.map(|s| s.to_string()).unwrap_or_else(|| "—".into()),
+                msg.seq.map_or_else(|| "—".into(), |s| s.to_string()),
                 fmt_time(msg.enqueued_ms),
                 fmt_count(msg.receive_count),
                 msg.body.len()
@@ -230,7 +228,7 @@ pub fn render_body(f: &mut Frame, st: &State, area: Rect) {
     let Some(msg) = st.msgs.messages.get(st.body.index) else {
         return;
     };
-    let kind = st.body.kind.map(|k| k.label()).unwrap_or("?");
+    let kind = st.body.kind.map_or("?", crate::sanitize::BodyKind::label);
     let title = Line::from(vec![
         styled(" message ", t.dim),
         styled(format!("{} ", clean_short(&msg.id, 40)), t.title),

@@ -107,8 +107,7 @@ fn header(f: &mut Frame, st: &State, area: Rect) {
     let right = flash(st);
     let rw = right
         .as_ref()
-        .map(|(s, _)| s.chars().count() as u16 + 1)
-        .unwrap_or(0)
+        .map_or(0, |(s, _)| s.chars().count() as u16 + 1)
         .min(area.width.saturating_sub(20));
     let [l, r] = Layout::horizontal([Constraint::Min(1), Constraint::Length(rw)]).areas(area);
     f.render_widget(Paragraph::new(Line::from(spans)), l);
@@ -169,7 +168,7 @@ fn breadcrumb(st: &State) -> String {
             View::Fleet => parts.push("fleet".into()),
             View::Fire => parts.push("on fire".into()),
             View::Queues if st.queues.filter.is_active() => {
-                parts.push(format!("queues /{}", clean(&st.queues.filter.text)))
+                parts.push(format!("queues /{}", clean(&st.queues.filter.text)));
             }
             View::Queues => parts.push("queues".into()),
             View::Detail => {
@@ -466,7 +465,7 @@ pub fn fmt_secs(s: f64) -> String {
 }
 
 pub fn fmt_age(v: Option<f64>) -> String {
-    v.map(fmt_secs).unwrap_or_else(|| "—".into())
+    v.map_or_else(|| "—".into(), fmt_secs)
 }
 
 pub fn fmt_rate(v: Option<f64>) -> String {

@@ -24,15 +24,15 @@ pub fn row_problem(st: &State, e: &QueueEntry) -> Option<(char, String)> {
             Some(b) => clean(b).into_owned(),
             None => "no fresh figures".to_string(),
         };
-        let age = e
-            .updated_ms
-            .map(|t| {
+        let age = e.updated_ms.map_or_else(
+            || "stale".into(),
+            |t| {
                 format!(
                     "stale, figures {} old",
                     fmt_secs(((st.now_ms - t).max(0) / 1000) as f64)
                 )
-            })
-            .unwrap_or_else(|| "stale".into());
+            },
+        );
         return Some(('~', format!("{age}: {why}")));
     }
     None
@@ -47,8 +47,7 @@ pub fn eta_text(d: &crate::engine::derive::Derived, is_dlq: bool) -> String {
         Trend::Growing => format!("+{}/s", fmt_rate(d.net_rate)),
         Trend::Draining => d
             .drain_secs
-            .map(|s| format!("~{}", fmt_secs(s)))
-            .unwrap_or_else(|| "draining".into()),
+            .map_or_else(|| "draining".into(), |s| format!("~{}", fmt_secs(s))),
         Trend::Flat => match d.drain_secs {
             Some(0.0) => "empty".into(),
             _ => "flat".into(),
@@ -99,7 +98,7 @@ pub fn render(f: &mut Frame, st: &State, area: Rect) {
     if st.queues.sort_unknown > 0 {
         // The whole sentence where it fits, the count and its meaning in short where not.
         let n = fmt_thousands(st.queues.sort_unknown as u64);
-        let used: usize = title.iter().map(|s| s.width()).sum();
+        let used: usize = title.iter().map(Span::width).sum();
         let long = format!("· {n} without figures yet, sorted last ");
         let text = if used + long.chars().count() + 4 <= table_area.width as usize {
             long

@@ -68,10 +68,7 @@ pub fn render(f: &mut Frame, st: &State, area: Rect) {
     let keep = fit(&cols, inner.width, st.wide);
     let reason_w = flex_width(&cols, &keep, inner.width);
     let (cursor, from, to) = r.cursor.placed(r.groups.len(), inner.height as usize);
-    let ago = |ms: Option<i64>| {
-        ms.map(|m| fmt_ago(st.now_ms - m))
-            .unwrap_or_else(|| "—".into())
-    };
+    let ago = |ms: Option<i64>| ms.map_or_else(|| "—".into(), |m| fmt_ago(st.now_ms - m));
     let rows: Vec<Row> = r.groups[from..to]
         .iter()
         .map(|g| {
@@ -89,8 +86,7 @@ pub fn render(f: &mut Frame, st: &State, area: Rect) {
                 Cell::from(
                     g.origin
                         .as_deref()
-                        .map(|o| clean_short(o, 16))
-                        .unwrap_or_else(|| "—".into()),
+                        .map_or_else(|| "—".into(), |o| clean_short(o, 16)),
                 ),
                 Cell::from(clean_mid(&g.signature, reason_w)),
             ];

@@ -156,8 +156,7 @@ fn cells<'a>(st: &State, c: &Consumer, name_w: usize) -> Vec<Cell<'a>> {
         Cell::from(ack),
         Cell::from(
             c.last_seen_ms
-                .map(|s| fmt_ago(st.now_ms - s))
-                .unwrap_or_else(|| "—".into()),
+                .map_or_else(|| "—".into(), |s| fmt_ago(st.now_ms - s)),
         ),
     ]
 }

@@ -105,8 +105,7 @@ fn derived_lines<'a>(t: &Theme, d: &Derived, is_dlq: bool) -> Vec<Line<'a>> {
             styled(" · net ", t.dim),
             styled(
                 d.net_rate
-                    .map(|n| format!("{n:+.1}/s"))
-                    .unwrap_or_else(|| "—".into()),
+                    .map_or_else(|| "—".into(), |n| format!("{n:+.1}/s")),
                 t.text,
             ),
             styled(format!("  ({src}, last 60 s)"), t.dim),
@@ -164,13 +163,11 @@ fn settings_lines<'a>(t: &Theme, e: &QueueEntry) -> Vec<Line<'a>> {
         format!("kind {:?}", e.info.kind).to_lowercase(),
         format!(
             "lease {}",
-            s.lease_secs.map(fmt_secs).unwrap_or_else(|| "—".into())
+            s.lease_secs.map_or_else(|| "—".into(), fmt_secs)
         ),
         format!(
             "max receives {}",
-            s.max_receives
-                .map(|m| m.to_string())
-                .unwrap_or_else(|| "—".into())
+            s.max_receives.map_or_else(|| "—".into(), |m| m.to_string())
         ),
     ];
     if let Some(r) = s.retention_secs {

@@ -86,7 +86,7 @@ fn scrolled(rows: Vec<Line<'static>>, h: usize, scroll: usize, dim: Style) -> Ve
 
 fn charts(f: &mut Frame, st: &State, hist: Vec<Sample>, area: Rect) {
     let t = &st.theme;
-    let last_t = hist.last().map(|s| s.t).unwrap_or(0);
+    let last_t = hist.last().map_or(0, |s| s.t);
     let from = last_t.saturating_sub(st.detail.chart_window_secs as u32);
     let w: Vec<&Sample> = hist.iter().filter(|s| s.t >= from).collect();
     let [top, bottom] = Layout::vertical([Constraint::Fill(1), Constraint::Fill(1)]).areas(area);
@@ -112,7 +112,7 @@ fn charts(f: &mut Frame, st: &State, hist: Vec<Sample>, area: Rect) {
             styled(
                 format!(
                     "max {} · last {} ",
-                    max.map(|m| m.to_string()).unwrap_or_else(|| "—".into()),
+                    max.map_or_else(|| "—".into(), |m| m.to_string()),
                     fmt_secs(st.detail.chart_window_secs as f64)
                 ),
                 t.dim,

@@ -401,7 +401,7 @@ async fn redrive_to_another_queue_is_refused_with_the_reason() {
         };
         match b.redrive(&req, &OpProgress::detached()).await {
             Err(BackendError::Unsupported(why)) => {
-                assert!(why.contains("own queue"), "{why}")
+                assert!(why.contains("own queue"), "{why}");
             }
             other => panic!("redrive of {} to another queue: {other:?}", s.dlq),
         }
@@ -504,7 +504,7 @@ async fn bullmq_figures_equal_get_job_counts() {
         .expect("consumers");
     assert_eq!(
         ours.len(),
-        theirs.as_array().map(Vec::len).unwrap_or(0),
+        theirs.as_array().map_or(0, Vec::len),
         "{ours:?} vs {theirs}"
     );
     assert!(ours.iter().any(|c| c.tag == "qdeck-figures"), "{ours:?}");
@@ -709,7 +709,10 @@ async fn sidekiq_redrive_then_a_real_process_completes_all() {
     assert_eq!(page.messages.len() as u64, count);
     for m in &page.messages {
         let dl = m.dead_letter.as_ref().expect("dead letter info");
-        assert_eq!(dl.origin.as_ref().map(|o| o.as_str()), Some(q.as_str()));
+        assert_eq!(
+            dl.origin.as_ref().map(qdeck::domain::QueueId::as_str),
+            Some(q.as_str())
+        );
         assert_eq!(dl.reason.as_deref(), Some("RuntimeError"));
         assert_eq!(m.field_text("class").as_deref(), Some("QdeckJob"));
     }

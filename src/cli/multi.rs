@@ -464,7 +464,8 @@ mod tests {
             "[[profiles]]\nname = \"a\"\nkind = \"local\"\n[[profiles]]\nname = \"b\"\nkind = \"local\"\n",
         )
         .unwrap();
-        let named = |v: &[&str]| Selection::Named(v.iter().map(|s| s.to_string()).collect());
+        let named =
+            |v: &[&str]| Selection::Named(v.iter().map(std::string::ToString::to_string).collect());
         assert_eq!(resolve(&c, &named(&["b", "a", "b"])).unwrap(), ["b", "a"]);
         assert_eq!(resolve(&c, &Selection::All).unwrap(), ["a", "b"]);
         assert_eq!(resolve(&c, &named(&["a", "zz"])).unwrap_err().code, USAGE);

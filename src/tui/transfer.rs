@@ -5,15 +5,11 @@
 
 use super::state::{error_line, OpSummary, TransferAsk};
 use crate::backend::{BackendError, OpProgress};
-use crate::config::redact::redact;
 use crate::domain::{Message, QueueId};
 use crate::engine::ops::Outcome;
 use crate::engine::session::{OpenError, Session};
+use crate::sanitize::one_line;
 use crate::triage::copy::{self, End};
-
-fn one_line(s: &str) -> String {
-    redact(s).split_whitespace().collect::<Vec<_>>().join(" ")
-}
 
 fn verb(moving: bool) -> &'static str {
     if moving {

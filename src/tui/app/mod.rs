@@ -20,7 +20,7 @@ use super::state::{Level, OpSummary, State};
 use super::theme::Theme;
 use super::update::{set_status, update, Action, Effect};
 use super::views;
-use crate::config::{paths, redact::redact};
+use crate::config::paths;
 use crate::demo::DemoHandle;
 use crate::domain::{now_ms, QueueId};
 use crate::engine::edit::{self, EditorOutcome};
@@ -28,6 +28,7 @@ use crate::engine::ops::Outcome;
 use crate::engine::poller::PollEvent;
 use crate::engine::session::Session;
 use crate::engine::store::Store;
+use crate::sanitize::one_line;
 use exec::{Exec, Inbox};
 
 pub use export::save_jsonl;
@@ -342,8 +343,4 @@ async fn edit_suspended(draft: String) -> Result<EditorOutcome, String> {
 /// The status line and the exit summary of a finished operation.
 fn summary(outcome: &Outcome, queue: &QueueId) -> OpSummary {
     OpSummary::of(outcome, one_line(&outcome.summary(queue)))
-}
-
-fn one_line(s: &str) -> String {
-    redact(s).split_whitespace().collect::<Vec<_>>().join(" ")
 }

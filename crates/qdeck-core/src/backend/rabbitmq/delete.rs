@@ -26,34 +26,8 @@ pub async fn delete_ids(
     ids: &[String],
     progress: &OpProgress,
 ) -> Result<DeleteReport> {
+    refuse_unsafe_queue(b, queue).await?;
     let (vhost, name) = b.resolve(queue);
-    let (row, v) = tokio::join!(b.queue_row(queue), b.broker_version(false));
-    let row = match row {
-        Ok(row) => row,
-        Err(
-            e
-            @ (BackendError::NotFound(_) | BackendError::Auth(_) | BackendError::Forbidden { .. }),
-        ) => return Err(e),
-        Err(e) => {
-            return Err(BackendError::Refused(format!(
-                "cannot tell whether '{queue}' has a delivery limit ({e}); not deleting"
-            )))
-        }
-    };
-    if row.kind() == QueueKind::Stream {
-        return Err(BackendError::Unsupported(
-            "deleting chosen messages from a stream is not possible (streams are append-only)"
-                .into(),
-        ));
-    }
-    if let Some(d) = effective_delivery_limit(&row, v).filter(|d| d.browse_counts) {
-        return Err(BackendError::Refused(format!(
-            "'{queue}' is a quorum queue with delivery limit {}: deleting chosen messages \
-             returns every other message it passes with nack+requeue (delivery count +1), \
-             which could dead-letter or drop messages nobody chose",
-            d.describe(v)
-        )));
-    }
 
     let mut wanted: HashSet<&str> = ids.iter().map(String::as_str).collect();
     progress.set_total(Some(wanted.len() as u64));
@@ -140,6 +114,39 @@ pub async fn delete_ids(
     }
     progress.phase(if r.cancelled { "cancelled" } else { "done" });
     Ok(r)
+}
+
+/// A queue this pass could harm is refused before anything is read: a stream cannot delete,
+/// and a quorum queue with a delivery limit counts each returned message as a delivery.
+async fn refuse_unsafe_queue(b: &RabbitBackend, queue: &QueueId) -> Result<()> {
+    let (row, v) = tokio::join!(b.queue_row(queue), b.broker_version(false));
+    let row = match row {
+        Ok(row) => row,
+        Err(
+            e
+            @ (BackendError::NotFound(_) | BackendError::Auth(_) | BackendError::Forbidden { .. }),
+        ) => return Err(e),
+        Err(e) => {
+            return Err(BackendError::Refused(format!(
+                "cannot tell whether '{queue}' has a delivery limit ({e}); not deleting"
+            )))
+        }
+    };
+    if row.kind() == QueueKind::Stream {
+        return Err(BackendError::Unsupported(
+            "deleting chosen messages from a stream is not possible (streams are append-only)"
+                .into(),
+        ));
+    }
+    if let Some(d) = effective_delivery_limit(&row, v).filter(|d| d.browse_counts) {
+        return Err(BackendError::Refused(format!(
+            "'{queue}' is a quorum queue with delivery limit {}: deleting chosen messages \
+             returns every other message it passes with nack+requeue (delivery count +1), \
+             which could dead-letter or drop messages nobody chose",
+            d.describe(v)
+        )));
+    }
+    Ok(())
 }
 
 /// The broker requeues asynchronously (quorum queues through their log): wait, at most 3 s,

@@ -193,7 +193,7 @@ pub fn resolve_dlq(row: &QueueRow, topo: &Topology) -> Vec<String> {
     let ekey = (row.vhost.clone(), dlx);
     let etype = topo.exchanges.get(&ekey).map_or("", String::as_str);
     let mut out: Vec<String> = Vec::new();
-    for (q, rk) in topo.bindings.get(&ekey).map(Vec::as_slice).unwrap_or(&[]) {
+    for (q, rk) in topo.bindings.get(&ekey).map_or(&[][..], Vec::as_slice) {
         let hit = match etype {
             "direct" => keys.iter().any(|k| k == rk),
             "topic" => keys.iter().any(|k| topic_match(rk, k)),

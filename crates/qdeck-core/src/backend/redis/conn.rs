@@ -131,11 +131,12 @@ pub fn map_err(e: RedisError) -> BackendError {
             format!("{text} (a replica: connect to the primary)"),
             Some("write on the primary"),
         ),
-        ErrorKind::Server(ServerErrorKind::BusyLoading)
-        | ErrorKind::Server(ServerErrorKind::TryAgain) => BackendError::Throttled {
-            msg: text,
-            retry_after: None,
-        },
+        ErrorKind::Server(ServerErrorKind::BusyLoading | ServerErrorKind::TryAgain) => {
+            BackendError::Throttled {
+                msg: text,
+                retry_after: None,
+            }
+        }
         ErrorKind::Parse | ErrorKind::UnexpectedReturnType => BackendError::Protocol(text),
         _ if e.is_connection_dropped() || e.is_connection_refusal() || e.is_timeout() => {
             BackendError::Unreachable(text)

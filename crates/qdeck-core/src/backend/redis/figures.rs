@@ -238,7 +238,7 @@ fn figures(
     };
     match slot {
         Slot::Bull { queue, failed } => {
-            let v = r.first().map(as_array).unwrap_or(&[]);
+            let v = r.first().map_or(&[][..], as_array);
             let n = |k: usize| v.get(k).and_then(as_i64).unwrap_or(0);
             if n(0) == 0 && !b.cache().ids.contains_key(id) {
                 return Err(format!("no BullMQ queue {queue:?}"));
@@ -255,7 +255,7 @@ fn figures(
             let seen = b
                 .sk_seen
                 .lock()
-                .unwrap_or_else(|e| e.into_inner())
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
                 .contains(&q);
             if !listed && depth == 0 && !seen {
                 return Err(format!("no Sidekiq queue {q:?}"));

@@ -21,9 +21,10 @@ fn pretty_or_raw(raw: &[u8]) -> Vec<u8> {
 }
 
 fn iso(ms: i64) -> String {
-    ms_to_datetime(ms)
-        .map(|d| d.to_rfc3339_opts(chrono::SecondsFormat::Millis, true))
-        .unwrap_or_else(|| ms.to_string())
+    ms_to_datetime(ms).map_or_else(
+        || ms.to_string(),
+        |d| d.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+    )
 }
 
 fn text(h: &HashMap<String, Vec<u8>>, k: &str) -> Option<String> {

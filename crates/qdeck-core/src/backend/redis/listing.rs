@@ -197,7 +197,10 @@ impl Found {
     /// Sidekiq's queues (every one seen since the backend started, not only those in its
     /// `queues` set now), its morgue as their DLQ, and its retry and scheduled sets.
     fn sidekiq(&mut self, b: &RedisBackend, sk: &SidekiqScan, both: bool) {
-        let mut seen = b.sk_seen.lock().unwrap_or_else(|e| e.into_inner());
+        let mut seen = b
+            .sk_seen
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         seen.extend(sk.queues.iter().cloned());
         let mut names: Vec<String> = seen.iter().cloned().collect();
         names.sort();

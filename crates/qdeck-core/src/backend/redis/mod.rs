@@ -163,7 +163,9 @@ impl RedisBackend {
     }
 
     fn cache(&self) -> std::sync::MutexGuard<'_, Cache> {
-        self.cache.lock().unwrap_or_else(|e| e.into_inner())
+        self.cache
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     fn wants(&self, f: Flavor) -> Option<bool> {

@@ -68,7 +68,7 @@ pub async fn redrive(
         mode: MODE.into(),
         ..Default::default()
     };
-    let mut batch = req.window.map(|w| w.max(1) as u64).unwrap_or(DEFAULT_BATCH);
+    let mut batch = req.window.map_or(DEFAULT_BATCH, |w| w.max(1) as u64);
     if let Some(r) = req.rate {
         // At most one second's worth per script call, so the pace holds from the start.
         batch = r.batch(Duration::from_secs(1), batch as usize) as u64;

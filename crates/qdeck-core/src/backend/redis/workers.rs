@@ -136,12 +136,11 @@ async fn sidekiq_processes(
         let pid = info
             .as_ref()
             .and_then(|i| i.get("pid"))
-            .map(|v| v.to_string())
-            .unwrap_or_else(|| "?".into());
+            .map_or_else(|| "?".into(), std::string::ToString::to_string);
         let concurrency = info
             .as_ref()
             .and_then(|i| i.get("concurrency"))
-            .and_then(|v| v.as_u64())
+            .and_then(serde_json::Value::as_u64)
             .map(|v| v as u32);
         let jobs = in_progress(&replies[2 * i + 1], now);
         let state = if gone {
@@ -221,10 +220,9 @@ fn in_progress(v: &::redis::Value, now: f64) -> Vec<String> {
             .unwrap_or("?");
         let run = j
             .get("run_at")
-            .and_then(|r| r.as_f64())
+            .and_then(serde_json::Value::as_f64)
             .map(|t| if t > 1e11 { t / 1000.0 } else { t })
-            .map(|t| format!("{:.0}s", (now - t).max(0.0)))
-            .unwrap_or_else(|| "?".into());
+            .map_or_else(|| "?".into(), |t| format!("{:.0}s", (now - t).max(0.0)));
         out.push(clean_short(&format!("{queue} {class} ({run})"), 120));
     }
     out.sort();

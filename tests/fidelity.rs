@@ -639,6 +639,42 @@ fn assert_sending_paths_refused(
     );
 }
 
+/// A copy from a Redis DLQ to a local broker profile (another kind): each job arrives with
+/// the body `export` writes for it and the job's metadata as `x-qdeck-NAME` text headers, no
+/// other header. The records of the local export, by body.
+fn copy_to_local(dir: &Path, dlq: &str) -> std::collections::BTreeMap<String, Value> {
+    qdeck(dir, &[], &["create", "in", "-p", "lo"]);
+    qdeck(dir, &[], &["copy", dlq, "--to", "in", "--to-profile", "lo"]);
+    let file = dir.join("local.jsonl");
+    qdeck(
+        dir,
+        &[],
+        &["export", "in", "-p", "lo", "-f", file.to_str().unwrap()],
+    );
+    let mut out = std::collections::BTreeMap::new();
+    for l in std::fs::read_to_string(&file).unwrap().lines() {
+        let r: Value = serde_json::from_str(l).unwrap();
+        for h in r["headers"].as_array().unwrap() {
+            let name = h[0].as_str().unwrap();
+            assert!(
+                name.starts_with("x-qdeck-"),
+                "copy to local: header {name}: {r}"
+            );
+            assert!(h[1].is_string(), "copy to local: header {name}: {r}");
+        }
+        out.insert(r["body"].as_str().unwrap().to_string(), r);
+    }
+    out
+}
+
+fn header<'a>(record: &'a Value, name: &str) -> Option<&'a str> {
+    record["headers"]
+        .as_array()?
+        .iter()
+        .find(|h| h[0] == name)
+        .and_then(|h| h[1].as_str())
+}
+
 /// JSON text without the whitespace between tokens.
 fn compact(text: &str) -> String {
     let (mut out, mut in_str, mut esc) = (String::new(), false, false);
@@ -732,11 +768,10 @@ async fn redis_bullmq_every_path_keeps_name_data_and_opts() {
     common::write_config(
         d,
         "bq",
-        &[redis_profile(
-            "bq",
-            "bullmq",
-            &format!("prefix = \"{prefix}\""),
-        )],
+        &[
+            redis_profile("bq", "bullmq", &format!("prefix = \"{prefix}\"")),
+            common::local_profile("lo", &d.join("lo.db"), ""),
+        ],
     );
     let want = bullmq(&["expected"]).remove(0);
     let fail = |q: &str, other: bool| {
@@ -783,13 +818,24 @@ async fn redis_bullmq_every_path_keeps_name_data_and_opts() {
         "rd",
         "a failed BullMQ job is retried in its own queue",
     );
+    let local = copy_to_local(d, "src/failed");
+    assert_eq!(local.len(), 1, "copy to local: {local:?}");
+    let l = &local[body];
+    assert_eq!(header(l, "x-qdeck-name"), Some("invoice.render"), "{l}");
+    assert_eq!(header(l, "x-qdeck-dead-letter-origin"), Some("src"), "{l}");
     let src = read("src");
     assert_eq!(src.len(), 1, "{src:?}");
-    assert_bull_job("after the refusals", &src[0], "fid-1", &want, "failed");
+    assert_bull_job(
+        "after the refusals and the copy",
+        &src[0],
+        "fid-1",
+        &want,
+        "failed",
+    );
     assert_eq!(
         job_hash(&mut c, &key("src", "fid-1")).await,
         src_before,
-        "after the refusals: job hash"
+        "after the refusals and the copy: job hash"
     );
 
     qdeck(d, &[], &["redrive", "rd/failed"]);
@@ -849,7 +895,14 @@ async fn redis_sidekiq_every_path_keeps_class_typed_args_and_payload_keys() {
     flush_redis_db().await;
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    common::write_config(d, "sk", &[redis_profile("sk", "sidekiq", "")]);
+    common::write_config(
+        d,
+        "sk",
+        &[
+            redis_profile("sk", "sidekiq", ""),
+            common::local_profile("lo", &d.join("lo.db"), ""),
+        ],
+    );
     let q = |s: &str| format!("fid-{s}");
     // jids are Sidekiq's 24 hex digits.
     let (a, b, r) = (
@@ -895,6 +948,15 @@ async fn redis_sidekiq_every_path_keeps_class_typed_args_and_payload_keys() {
         &q("src"),
         "Sidekiq retries each job to its own queue",
     );
+    let local = copy_to_local(d, "dead");
+    assert_eq!(local.len(), 2, "copy to local: {local:?}");
+    let l = &local[rec["body"].as_str().unwrap()];
+    assert_eq!(header(l, "x-qdeck-class"), Some("FidelityJob"), "{l}");
+    assert_eq!(
+        header(l, "x-qdeck-dead-letter-origin"),
+        Some(q("src").as_str()),
+        "{l}"
+    );
     let after: Vec<(Vec<u8>, String)> = redis::cmd("ZRANGE")
         .arg("dead")
         .arg(0)
@@ -903,7 +965,10 @@ async fn redis_sidekiq_every_path_keeps_class_typed_args_and_payload_keys() {
         .query_async(&mut c)
         .await
         .unwrap();
-    assert_eq!(after, dead_raw, "after the refusals: the dead set");
+    assert_eq!(
+        after, dead_raw,
+        "after the refusals and the copy: the dead set"
+    );
     let src = sidekiq(&["read", &q("src")]);
     assert!(
         src.iter().all(|j| j["where"] != "queue"),

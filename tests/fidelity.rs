@@ -4,9 +4,13 @@
 //! for byte, every property and header with its type, no broker metadata re-sent, and only
 //! the documented `x-qdeck-*` stamps added.
 //!
-//! RabbitMQ through pika, SQS through boto3 against moto. Ignored unless asked for; CI runs
-//! them with QDECK_TEST_AMQP_URL, QDECK_TEST_RABBITMQ_MGMT, QDECK_TEST_SQS_ENDPOINT and
-//! QDECK_TEST_PYTHON (a Python with pika and boto3).
+//! RabbitMQ through pika, SQS through boto3 against moto, BullMQ through its Queue API
+//! (node), Sidekiq through its Ruby API. Ignored unless asked for; CI runs them with
+//! QDECK_TEST_AMQP_URL, QDECK_TEST_RABBITMQ_MGMT, QDECK_TEST_SQS_ENDPOINT and
+//! QDECK_TEST_PYTHON (a Python with pika and boto3), QDECK_TEST_REDIS_URL and
+//! QDECK_TEST_NODE_FIXTURES (tests/fixtures/redis after `npm ci`; Sidekiq needs `ruby` with
+//! ruby-sidekiq). On Redis qdeck sends no job, so there the sending paths are checked to
+//! refuse and leave the job as it was.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test asserts by unwrapping
 
@@ -486,4 +490,509 @@ fn local_every_path_keeps_typed_headers() {
         &["edit", "src", &id, "--to", "ed"],
     );
     assert_eq!(exported(d, "ed"), vec![("{\"order\": 8}".into(), headers)]);
+}
+
+// ------------------------------------------------------------------------------------------
+// Redis job queues: BullMQ read back with Queue#getJob, Sidekiq with Sidekiq's API. qdeck
+// sends no job (jobs are added with the library's own client, which sets the fields its
+// workers expect): import, copy, move and edit must refuse and leave the job as it was;
+// export writes the job's data as stored; redrive and redrive --where move the job itself.
+
+/// The database of these tests: tests/redis.rs owns 2..15 and flushes them; 0 is everyone's.
+const REDIS_DB: u32 = 1;
+/// The two Redis tests share that database (Sidekiq's dead and retry sets are per database)
+/// and flush it: one at a time.
+static REDIS_DB_LOCK: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+fn redis_url() -> String {
+    env("QDECK_TEST_REDIS_URL")
+        .trim_end_matches('/')
+        .to_string()
+}
+
+fn redis_db_url() -> String {
+    format!("{}/{REDIS_DB}", redis_url())
+}
+
+async fn redis_conn() -> redis::aio::MultiplexedConnection {
+    redis::Client::open(redis_db_url())
+        .expect("QDECK_TEST_REDIS_URL parses")
+        .get_multiplexed_async_connection()
+        .await
+        .expect("connect to QDECK_TEST_REDIS_URL")
+}
+
+async fn flush_redis_db() {
+    let _: () = redis::cmd("FLUSHDB")
+        .query_async(&mut redis_conn().await)
+        .await
+        .unwrap();
+}
+
+fn redis_profile(name: &str, flavor: &str, prefix: &str) -> String {
+    format!(
+        "name = \"{name}\"\nkind = \"redis\"\nurl = \"{}\"\ndb = {REDIS_DB}\n\
+         flavors = [\"{flavor}\"]\n{prefix}\n",
+        redis_url()
+    )
+}
+
+fn redis_fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/redis")
+        .join(name)
+}
+
+fn json_lines(what: &str, out: std::process::Output) -> Vec<Value> {
+    assert!(
+        out.status.success(),
+        "{what}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{what}: {e}: {l}")))
+        .collect()
+}
+
+/// tests/fixtures/redis/bullmq_fidelity.js, run where `npm ci` installed BullMQ.
+fn bullmq(args: &[&str]) -> Vec<Value> {
+    let dir = PathBuf::from(env("QDECK_TEST_NODE_FIXTURES"));
+    assert!(
+        dir.join("node_modules/bullmq").is_dir(),
+        "{} has no node_modules/bullmq: run npm ci there",
+        dir.display()
+    );
+    let out = Command::new("node")
+        .current_dir(&dir)
+        .arg("bullmq_fidelity.js")
+        .args(args)
+        .output()
+        .expect("run node");
+    json_lines(&format!("bullmq_fidelity.js {args:?}"), out)
+}
+
+/// tests/fixtures/redis/sidekiq_fidelity.rb on the test database.
+fn sidekiq(args: &[&str]) -> Vec<Value> {
+    let out = Command::new("ruby")
+        .arg(redis_fixture("sidekiq_fidelity.rb"))
+        .args(args)
+        .env("REDIS_URL", redis_db_url())
+        .output()
+        .expect("run ruby (Debian: ruby-sidekiq ruby-redis)");
+    json_lines(&format!("sidekiq_fidelity.rb {args:?}"), out)
+}
+
+/// `qdeck ARGS -y` that must be refused: its exit code and what it printed.
+fn qdeck_refused(dir: &Path, extra: &[(&str, &str)], args: &[&str]) -> (Option<i32>, String) {
+    let mut c = common::qdeck(dir);
+    for (k, v) in extra {
+        c.env(k, v);
+    }
+    let out = c.args(args).arg("-y").output().unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        !out.status.success(),
+        "qdeck {args:?} was not refused: {text}"
+    );
+    (out.status.code(), text)
+}
+
+/// The paths that send a job, each refused with the reason: import, copy, move, edit (the
+/// editor changes one byte), and a redrive to a queue other than the job's own.
+fn assert_sending_paths_refused(
+    dir: &Path,
+    dlq: &str,
+    id: &str,
+    own: &str,
+    other: &str,
+    other_reason: &str,
+) {
+    let file = dir.join("export.jsonl");
+    let editor = one_byte_editor(dir);
+    let editor = [("EDITOR", editor.to_str().unwrap())];
+    let send = "not supported by this broker: jobs are added with the job library's own client";
+    for (path, extra, args) in [
+        (
+            "import",
+            &[][..],
+            vec!["import", own, "-f", file.to_str().unwrap()],
+        ),
+        ("copy", &[][..], vec!["copy", dlq, "--to", own]),
+        ("move", &[][..], vec!["move", dlq, "--to", own]),
+        ("edit", &editor[..], vec!["edit", dlq, id, "--to", own]),
+    ] {
+        let (code, text) = qdeck_refused(dir, extra, &args);
+        assert_eq!(code, Some(1), "{path}: {text}");
+        assert!(text.contains(send), "{path}: {text}");
+    }
+    let (code, text) = qdeck_refused(dir, &[], &["redrive", dlq, "--to", other]);
+    assert_eq!(code, Some(1), "redrive --to another queue: {text}");
+    assert!(
+        text.contains(other_reason),
+        "redrive --to another queue: {text}"
+    );
+}
+
+/// A copy from a Redis DLQ to a local broker profile (another kind): each job arrives with
+/// the body `export` writes for it and the job's metadata as `x-qdeck-NAME` text headers, no
+/// other header. The records of the local export, by body.
+fn copy_to_local(dir: &Path, dlq: &str) -> std::collections::BTreeMap<String, Value> {
+    qdeck(dir, &[], &["create", "in", "-p", "lo"]);
+    qdeck(dir, &[], &["copy", dlq, "--to", "in", "--to-profile", "lo"]);
+    let file = dir.join("local.jsonl");
+    qdeck(
+        dir,
+        &[],
+        &["export", "in", "-p", "lo", "-f", file.to_str().unwrap()],
+    );
+    let mut out = std::collections::BTreeMap::new();
+    for l in std::fs::read_to_string(&file).unwrap().lines() {
+        let r: Value = serde_json::from_str(l).unwrap();
+        for h in r["headers"].as_array().unwrap() {
+            let name = h[0].as_str().unwrap();
+            assert!(
+                name.starts_with("x-qdeck-"),
+                "copy to local: header {name}: {r}"
+            );
+            assert!(h[1].is_string(), "copy to local: header {name}: {r}");
+        }
+        out.insert(r["body"].as_str().unwrap().to_string(), r);
+    }
+    out
+}
+
+fn header<'a>(record: &'a Value, name: &str) -> Option<&'a str> {
+    record["headers"]
+        .as_array()?
+        .iter()
+        .find(|h| h[0] == name)
+        .and_then(|h| h[1].as_str())
+}
+
+/// JSON text without the whitespace between tokens.
+fn compact(text: &str) -> String {
+    let (mut out, mut in_str, mut esc) = (String::new(), false, false);
+    for c in text.chars() {
+        if in_str {
+            in_str = esc || c != '"';
+            esc = !esc && c == '\\';
+        } else if c.is_ascii_whitespace() {
+            continue;
+        } else {
+            in_str = c == '"';
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// The one record of an export file.
+fn export_one(dir: &Path, queue: &str, id: &str) -> Value {
+    let file = dir.join("export.jsonl");
+    qdeck(dir, &[], &["export", queue, "-f", file.to_str().unwrap()]);
+    let text = std::fs::read_to_string(&file).unwrap();
+    let records: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .filter(|r: &Value| r["id"] == id)
+        .collect();
+    assert_eq!(records.len(), 1, "{text}");
+    let r = records[0].clone();
+    assert_eq!(r["headers"], serde_json::json!([]), "export: headers: {r}");
+    r
+}
+
+fn meta<'a>(record: &'a Value, name: &str) -> Option<&'a str> {
+    record["meta"]
+        .as_array()?
+        .iter()
+        .find(|m| m[0] == name)
+        .and_then(|m| m[1].as_str())
+}
+
+type Hash = std::collections::BTreeMap<String, Vec<u8>>;
+
+async fn job_hash(c: &mut redis::aio::MultiplexedConnection, key: &str) -> Hash {
+    redis::cmd("HGETALL").arg(key).query_async(c).await.unwrap()
+}
+
+/// A BullMQ job as read back: name, data and opts as added (deep-equal, typed), in `state`.
+fn assert_bull_job(path: &str, got: &Value, id: &str, want: &Value, state: &str) {
+    assert_eq!(got["id"], id, "{path}: {got}");
+    assert_eq!(got["name"], want["name"], "{path}: name");
+    assert_eq!(got["data"], want["data"], "{path}: data");
+    assert_eq!(got["opts"], want["opts"], "{path}: opts");
+    assert_eq!(
+        got["priority"], want["opts"]["priority"],
+        "{path}: priority"
+    );
+    assert_eq!(got["state"], state, "{path}: state");
+}
+
+/// A redriven job's hash: the failed one without what BullMQ's own retry deletes
+/// (finishedOn, processedOn, failedReason), with qdeck's stamp, every other field byte-equal.
+fn assert_bull_redriven(path: &str, before: &Hash, after: &Hash) {
+    let mut want = before.clone();
+    for gone in ["finishedOn", "processedOn", "failedReason"] {
+        assert!(want.remove(gone).is_some(), "{path}: {gone} before");
+    }
+    let mut got = after.clone();
+    assert_eq!(
+        got.remove("qdeckRedriven").as_deref(),
+        Some(&b"1"[..]),
+        "{path}"
+    );
+    let at = got.remove("qdeckRedrivenAt").expect("qdeckRedrivenAt");
+    assert!(
+        String::from_utf8(at).unwrap().parse::<i64>().unwrap() > 0,
+        "{path}"
+    );
+    assert_eq!(got, want, "{path}: job hash");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "needs QDECK_TEST_REDIS_URL and QDECK_TEST_NODE_FIXTURES"]
+async fn redis_bullmq_every_path_keeps_name_data_and_opts() {
+    let url = redis_db_url();
+    let _db = REDIS_DB_LOCK.lock().await;
+    flush_redis_db().await;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let prefix = uniq("bull");
+    common::write_config(
+        d,
+        "bq",
+        &[
+            redis_profile("bq", "bullmq", &format!("prefix = \"{prefix}\"")),
+            common::local_profile("lo", &d.join("lo.db"), ""),
+        ],
+    );
+    let want = bullmq(&["expected"]).remove(0);
+    let fail = |q: &str, other: bool| {
+        let mut a = vec!["fail", &url, &prefix, q];
+        if other {
+            a.push("other");
+        }
+        for j in bullmq(&a) {
+            assert_eq!(j["state"], "failed", "{j}");
+        }
+    };
+    fail("src", false);
+    fail("rd", false);
+    fail("wh", true);
+    let read = |q: &str| bullmq(&["read", &url, &prefix, q]);
+    let mut c = redis_conn().await;
+    let key = |q: &str, id: &str| format!("{prefix}:{q}:{id}");
+    let src_before = job_hash(&mut c, &key("src", "fid-1")).await;
+    let rd_before = job_hash(&mut c, &key("rd", "fid-1")).await;
+    let wh_before = job_hash(&mut c, &key("wh", "fid-1")).await;
+
+    // export: the data as stored (key order, numbers, escapes), laid out over lines; the
+    // name and the failure are metadata, never headers.
+    let r = export_one(d, "src/failed", "fid-1");
+    let body = r["body"].as_str().unwrap();
+    assert_eq!(
+        compact(body).as_bytes(),
+        &src_before["data"][..],
+        "export: body"
+    );
+    assert_eq!(
+        serde_json::from_str::<Value>(body).unwrap(),
+        want["data"],
+        "export: body"
+    );
+    assert_eq!(meta(&r, "name"), Some("invoice.render"), "{r}");
+    assert_eq!(r["dead_letter"]["origin"], "src", "{r}");
+
+    assert_sending_paths_refused(
+        d,
+        "src/failed",
+        "fid-1",
+        "src",
+        "rd",
+        "a failed BullMQ job is retried in its own queue",
+    );
+    let local = copy_to_local(d, "src/failed");
+    assert_eq!(local.len(), 1, "copy to local: {local:?}");
+    let l = &local[body];
+    assert_eq!(header(l, "x-qdeck-name"), Some("invoice.render"), "{l}");
+    assert_eq!(header(l, "x-qdeck-dead-letter-origin"), Some("src"), "{l}");
+    let src = read("src");
+    assert_eq!(src.len(), 1, "{src:?}");
+    assert_bull_job(
+        "after the refusals and the copy",
+        &src[0],
+        "fid-1",
+        &want,
+        "failed",
+    );
+    assert_eq!(
+        job_hash(&mut c, &key("src", "fid-1")).await,
+        src_before,
+        "after the refusals and the copy: job hash"
+    );
+
+    qdeck(d, &[], &["redrive", "rd/failed"]);
+    let rd = read("rd");
+    assert_eq!(rd.len(), 1, "{rd:?}");
+    assert_bull_job("redrive", &rd[0], "fid-1", &want, "prioritized");
+    let rd_after = job_hash(&mut c, &key("rd", "fid-1")).await;
+    assert_bull_redriven("redrive", &rd_before, &rd_after);
+
+    qdeck(
+        d,
+        &[],
+        &["redrive", "wh/failed", "--where", "json.order = 7"],
+    );
+    let mut wh = read("wh");
+    wh.sort_by_key(|j| j["id"].as_str().unwrap().to_string());
+    assert_eq!(wh.len(), 2, "{wh:?}");
+    assert_bull_job("redrive --where", &wh[0], "fid-1", &want, "prioritized");
+    let wh_after = job_hash(&mut c, &key("wh", "fid-1")).await;
+    assert_bull_redriven("redrive --where", &wh_before, &wh_after);
+    let mut other = want.clone();
+    other["data"]["order"] = 9.into();
+    other["opts"]["jobId"] = "fid-2".into();
+    assert_bull_job("not matched", &wh[1], "fid-2", &other, "failed");
+    flush_redis_db().await;
+}
+
+/// A Sidekiq job read back after a redrive: its payload before, but for what Sidekiq's own
+/// retry changes (enqueued_at now, retry_count one down) and qdeck's stamp; the args (in
+/// Ruby, with their classes) as pushed.
+fn assert_sidekiq_redriven(path: &str, got: &Value, before: &Value) {
+    assert_eq!(got["where"], "queue", "{path}: {got}");
+    assert_eq!(got["typed_args_equal"], true, "{path}: args {got}");
+    assert_eq!(got["class"], "FidelityJob", "{path}");
+    let (mut g, mut b) = (got["item"].clone(), before["item"].clone());
+    let (g, b) = (g.as_object_mut().unwrap(), b.as_object_mut().unwrap());
+    assert_eq!(g.remove("qdeck_redriven"), Some(1.into()), "{path}: {got}");
+    assert!(
+        g.remove("qdeck_redriven_at")
+            .and_then(|v| v.as_i64())
+            .is_some_and(|v| v > 0),
+        "{path}: {got}"
+    );
+    let enq = |m: &serde_json::Map<String, Value>| m["enqueued_at"].as_f64().unwrap();
+    assert!(enq(g) > enq(b), "{path}: enqueued_at");
+    g.remove("enqueued_at");
+    b.remove("enqueued_at");
+    let rc = b["retry_count"].as_i64().unwrap();
+    b.insert("retry_count".into(), (rc - 1).into());
+    assert_eq!(g, b, "{path}: payload");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "needs QDECK_TEST_REDIS_URL and ruby-sidekiq"]
+async fn redis_sidekiq_every_path_keeps_class_typed_args_and_payload_keys() {
+    let _db = REDIS_DB_LOCK.lock().await;
+    flush_redis_db().await;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    common::write_config(
+        d,
+        "sk",
+        &[
+            redis_profile("sk", "sidekiq", ""),
+            common::local_profile("lo", &d.join("lo.db"), ""),
+        ],
+    );
+    let q = |s: &str| format!("fid-{s}");
+    // jids are Sidekiq's 24 hex digits.
+    let (a, b, r) = (
+        "f1de11000000000000000001",
+        "f1de11000000000000000002",
+        "f1de11000000000000000003",
+    );
+    let dead_a = sidekiq(&["fail", &q("src"), a]).remove(0);
+    let dead_b = sidekiq(&["fail", &q("wh"), b, "9"]).remove(0);
+    let retrying = sidekiq(&["fail", &q("rt"), r, "7", "3"]).remove(0);
+    for (j, set) in [(&dead_a, "dead"), (&dead_b, "dead"), (&retrying, "retry")] {
+        assert_eq!(
+            (&j["where"], &j["typed_args_equal"]),
+            (&set.into(), &true.into()),
+            "{j}"
+        );
+    }
+    let mut c = redis_conn().await;
+    let dead_raw: Vec<(Vec<u8>, String)> = redis::cmd("ZRANGE")
+        .arg("dead")
+        .arg(0)
+        .arg(-1)
+        .arg("WITHSCORES")
+        .query_async(&mut c)
+        .await
+        .unwrap();
+
+    // export: the args as stored, read back by Ruby with every value's class (an integer
+    // past 64 bits stays an Integer); the payload's own keys are metadata, never headers.
+    let rec = export_one(d, "dead", a);
+    let args_file = d.join("args.json");
+    std::fs::write(&args_file, rec["body"].as_str().unwrap()).unwrap();
+    let parsed = sidekiq(&["args", args_file.to_str().unwrap()]).remove(0);
+    assert_eq!(parsed["typed_args_equal"], true, "export: args {parsed}");
+    assert_eq!(meta(&rec, "class"), Some("FidelityJob"), "{rec}");
+    assert_eq!(rec["dead_letter"]["origin"], q("src"), "{rec}");
+
+    assert_sending_paths_refused(
+        d,
+        "dead",
+        a,
+        &q("src"),
+        &q("src"),
+        "Sidekiq retries each job to its own queue",
+    );
+    let local = copy_to_local(d, "dead");
+    assert_eq!(local.len(), 2, "copy to local: {local:?}");
+    let l = &local[rec["body"].as_str().unwrap()];
+    assert_eq!(header(l, "x-qdeck-class"), Some("FidelityJob"), "{l}");
+    assert_eq!(
+        header(l, "x-qdeck-dead-letter-origin"),
+        Some(q("src").as_str()),
+        "{l}"
+    );
+    let after: Vec<(Vec<u8>, String)> = redis::cmd("ZRANGE")
+        .arg("dead")
+        .arg(0)
+        .arg(-1)
+        .arg("WITHSCORES")
+        .query_async(&mut c)
+        .await
+        .unwrap();
+    assert_eq!(
+        after, dead_raw,
+        "after the refusals and the copy: the dead set"
+    );
+    let src = sidekiq(&["read", &q("src")]);
+    assert!(
+        src.iter().all(|j| j["where"] != "queue"),
+        "after the refusals: {src:?}"
+    );
+
+    qdeck(d, &[], &["redrive", "dead", "--where", "json.7.order = 7"]);
+    let src = sidekiq(&["read", &q("src")]);
+    let queued: Vec<&Value> = src.iter().filter(|j| j["where"] == "queue").collect();
+    assert_eq!(queued.len(), 1, "redrive --where: {src:?}");
+    assert_sidekiq_redriven("redrive --where", queued[0], &dead_a);
+    let still: Vec<&Value> = src.iter().filter(|j| j["where"] == "dead").collect();
+    assert_eq!(still.len(), 1, "redrive --where: {src:?}");
+    assert_eq!(still[0]["jid"], b, "not matched");
+
+    qdeck(d, &[], &["redrive", "dead"]);
+    qdeck(d, &[], &["redrive", "retry"]);
+    for (path, queue, before) in [
+        ("redrive (dead set)", q("wh"), &dead_b),
+        ("redrive (retry set)", q("rt"), &retrying),
+    ] {
+        let got = sidekiq(&["read", &queue]);
+        assert_eq!(got.len(), 1, "{path}: {got:?}");
+        assert_sidekiq_redriven(path, &got[0], before);
+    }
+    flush_redis_db().await;
 }

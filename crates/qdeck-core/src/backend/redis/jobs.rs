@@ -1,24 +1,18 @@
 //! Jobs as messages: a BullMQ job hash or a Sidekiq JSON payload turned into a browsed
-//! `Message`. Data/args are pretty JSON; anything that is not JSON (a pickled RQ job, say)
-//! stays the bytes it was, never decoded.
+//! `Message`. Data/args are laid out over lines with their stored text kept (json_text.rs);
+//! anything that is not JSON (a pickled RQ job, say) stays the bytes it was, never decoded.
 
 use std::collections::HashMap;
 
 use serde_json::Value as Json;
 
 use super::figures::sidekiq_time_ms;
+use super::json_text::{member, pretty_or_raw};
 use crate::domain::*;
 use crate::sanitize::clean_short;
 
 /// Lines of a stack trace shown in the list view; the detail has them all.
 const TRACE_HEAD: usize = 3;
-
-fn pretty_or_raw(raw: &[u8]) -> Vec<u8> {
-    match serde_json::from_slice::<Json>(raw) {
-        Ok(v) => serde_json::to_vec_pretty(&v).unwrap_or_else(|_| raw.to_vec()),
-        Err(_) => raw.to_vec(),
-    }
-}
 
 fn iso(ms: i64) -> String {
     ms_to_datetime(ms).map_or_else(
@@ -229,10 +223,8 @@ pub fn sidekiq_job(
             _ => {}
         }
     }
-    let body = j
-        .get("args")
-        .and_then(|a| serde_json::to_vec_pretty(a).ok())
-        .unwrap_or_default();
+    // From the payload's text, not `j`: decoded, an integer past 64 bits would be a float.
+    let body = member(raw, "args").map(pretty_or_raw).unwrap_or_default();
     let queue = s("queue");
     Message {
         id: clean_short(&s("jid").unwrap_or_default(), 200),

@@ -11,6 +11,7 @@ mod conn;
 mod delete;
 mod figures;
 mod jobs;
+mod json_text;
 mod listing;
 mod mutate;
 mod scheduled;

@@ -165,23 +165,82 @@ return n
 /// SortedEntry#retry does: retry_count down by one when present, enqueued_at = now, pushed
 /// on queue:<name> and the queue registered. The payload is edited in place rather than
 /// re-encoded, so every other field keeps its exact bytes (Lua's JSON encoder would round
-/// floats such as created_at).
+/// floats such as created_at). Only the payload's own (top-level) keys are edited: a key of
+/// the same name inside args, such as an event's `enqueued_at`, is the application's data.
 /// KEYS: the sorted set, the queues set. ARGV: key prefix (namespace), now, max, jids...
 /// Returns: moved, unreadable (left in place).
 pub const SIDEKIQ_RETRY: &str = r#"
 local r = redis.call
 local ns, now, max = ARGV[1], ARGV[2], tonumber(ARGV[3])
-local function set_number(s, key, val)
-  local pat = '"' .. key .. '":%-?[%d%.eE%+%-]+'
-  local a, b, init = nil, nil, 1
-  while true do
-    local x, y = string.find(s, pat, init)
-    if not x then break end
-    a, b, init = x, y, y + 1
+-- The span of the value of each top-level member of the payload text `s` named in `keys`
+-- (a scalar: number, string, true/false/null), found by walking the text with strings
+-- skipped and depth counted, so a same-named key inside args or a string is never taken
+-- for it. The last one wins when a key repeats, as with the JSON decoder.
+local function top_values(s, keys)
+  local spans = {}
+  local depth, i = 0, 1
+  local function string_end(p)
+    local q = p + 1
+    while true do
+      q = string.find(s, '["\\]', q)
+      if not q then return nil end
+      if string.sub(s, q, q) == '\\' then q = q + 2 else return q end
+    end
   end
-  if a then return string.sub(s, 1, a - 1) .. '"' .. key .. '":' .. val .. string.sub(s, b + 1) end
-  local close = string.find(s, "}%s*$")
-  return string.sub(s, 1, close - 1) .. ',"' .. key .. '":' .. val .. string.sub(s, close)
+  while true do
+    local p = string.find(s, '["{}%[%]]', i)
+    if not p then break end
+    local c = string.sub(s, p, p)
+    if c == '"' then
+      local q = string_end(p)
+      if not q then break end
+      if depth == 1 and keys[string.sub(s, p + 1, q - 1)] then
+        local _, _, v = string.find(s, '^%s*:%s*()', q + 1)
+        if v then
+          local first = string.sub(s, v, v)
+          local b = nil
+          if first == '"' then
+            b = string_end(v)
+          elseif first ~= '{' and first ~= '[' then
+            local _, e = string.find(s, '^[^,}%]%s]+', v)
+            b = e
+          end
+          if b then spans[string.sub(s, p + 1, q - 1)] = {v, b} end
+        end
+      end
+      i = q + 1
+    else
+      if c == '{' or c == '[' then depth = depth + 1 else depth = depth - 1 end
+      i = p + 1
+    end
+  end
+  return spans
+end
+-- Set top-level number members, given as {{key, text}, ...}: in place where the key is,
+-- else added at the end of the object in the order given.
+local function set_numbers(s, list)
+  local keys = {}
+  for _, kv in ipairs(list) do keys[kv[1]] = true end
+  local spans = top_values(s, keys)
+  local edits, extra = {}, ""
+  for _, kv in ipairs(list) do
+    local sp = spans[kv[1]]
+    if sp then
+      edits[#edits + 1] = {sp[1], sp[2], kv[2]}
+    else
+      extra = extra .. ',"' .. kv[1] .. '":' .. kv[2]
+    end
+  end
+  -- From the end, so the spans before each edit still hold.
+  table.sort(edits, function(x, y) return x[1] > y[1] end)
+  for _, e in ipairs(edits) do
+    s = string.sub(s, 1, e[1] - 1) .. e[3] .. string.sub(s, e[2] + 1)
+  end
+  if extra ~= "" then
+    local close = string.find(s, "}%s*$")
+    s = string.sub(s, 1, close - 1) .. extra .. string.sub(s, close)
+  end
+  return s
 end
 local members
 local want = nil
@@ -199,17 +258,20 @@ for _, m in ipairs(members) do
   if not ok or type(job) ~= "table" or type(job.queue) ~= "string" then
     if not want then bad = bad + 1 end
   elseif (not want) or want[tostring(job.jid)] then
-    local out = m
     local rc = tonumber(job.retry_count)
-    if rc then out = set_number(out, "retry_count", tostring(rc - 1)) end
-    out = set_number(out, "enqueued_at", now)
     -- qdeck's redrive stamp (keys Sidekiq carries along untouched): how often and when (ms).
     local stamped = (tonumber(job.qdeck_redriven) or 0) + 1
     local at = math.floor(tonumber(now) * 1000)
-    out = set_number(out, "qdeck_redriven", tostring(stamped))
-    out = set_number(out, "qdeck_redriven_at", string.format("%d", at))
+    local edits = {}
+    if rc then edits[#edits + 1] = {"retry_count", tostring(rc - 1)} end
+    edits[#edits + 1] = {"enqueued_at", now}
+    edits[#edits + 1] = {"qdeck_redriven", tostring(stamped)}
+    edits[#edits + 1] = {"qdeck_redriven_at", string.format("%d", at)}
+    local out = set_numbers(m, edits)
     local ok2, check = pcall(cjson.decode, out)
-    if not ok2 or check.jid ~= job.jid or (rc and tonumber(check.retry_count) ~= rc - 1)
+    if not ok2 or type(check) ~= "table" or check.jid ~= job.jid
+      or (rc and tonumber(check.retry_count) ~= rc - 1)
+      or tonumber(check.enqueued_at) ~= tonumber(now)
       or tonumber(check.qdeck_redriven) ~= stamped then
       if rc then job.retry_count = rc - 1 end
       job.enqueued_at = tonumber(now)

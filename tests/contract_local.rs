@@ -25,6 +25,8 @@ impl LocalFixture {
 
     async fn send(&self, q: &QueueId, body: String) {
         self.handle
+            .sender()
+            .expect("this backend publishes")
             .send(
                 q,
                 OutgoingMessage {

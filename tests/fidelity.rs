@@ -630,6 +630,8 @@ fn assert_sending_paths_refused(
         let (code, text) = qdeck_refused(dir, extra, &args);
         assert_eq!(code, Some(1), "{path}: {text}");
         assert!(text.contains(send), "{path}: {text}");
+        // Refused before anything is read or tried, not after a scan that then fails.
+        assert!(!text.contains("sent 0"), "{path}: {text}");
     }
     let (code, text) = qdeck_refused(dir, &[], &["redrive", dlq, "--to", other]);
     assert_eq!(code, Some(1), "redrive --to another queue: {text}");

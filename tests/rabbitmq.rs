@@ -392,7 +392,12 @@ async fn a_delayed_send_is_refused_where_it_stands() {
         delay,
         ..Default::default()
     };
-    match b.send(&q, msg(Some(Duration::from_secs(30)))).await {
+    match b
+        .sender()
+        .expect("this backend publishes")
+        .send(&q, msg(Some(Duration::from_secs(30))))
+        .await
+    {
         Err(BackendError::Unsupported(why)) => assert!(why.contains("delayed-message"), "{why}"),
         other => panic!("expected Unsupported, got {other:?}"),
     }
@@ -402,7 +407,11 @@ async fn a_delayed_send_is_refused_where_it_stands() {
         msg(Some(Duration::from_secs(30))),
         msg(None),
     ];
-    let answers = b.send_many(&q, batch).await;
+    let answers = b
+        .sender()
+        .expect("this backend publishes")
+        .send_many(&q, batch)
+        .await;
     assert_eq!(answers.len(), 3, "{answers:?}");
     assert!(answers[0].is_ok() && answers[1].is_ok(), "{answers:?}");
     assert!(
@@ -824,6 +833,8 @@ async fn purge_removes_ready_messages() {
     assert_eq!(rep.purged, Some(25));
     assert_eq!(depth(&ch, &q).await, 0);
     let id = b
+        .sender()
+        .expect("this backend publishes")
         .send(
             &QueueId::new(&q),
             OutgoingMessage {

@@ -59,22 +59,28 @@ async fn counts_and_settings_match_the_standin() {
     s.create_queue("billing", 5, 60);
     let b = backend(&s).await;
     for i in 0..3 {
-        b.send(
-            &q("orders"),
-            OutgoingMessage {
-                body: format!("m{i}").into_bytes(),
-                ..Default::default()
-            },
-        )
-        .await
-        .unwrap();
+        b.sender()
+            .expect("this backend publishes")
+            .send(
+                &q("orders"),
+                OutgoingMessage {
+                    body: format!("m{i}").into_bytes(),
+                    ..Default::default()
+                },
+            )
+            .await
+            .unwrap();
     }
     let delayed = OutgoingMessage {
         body: b"later".to_vec(),
         delay: Some(std::time::Duration::from_secs(3600)),
         ..Default::default()
     };
-    b.send(&q("orders"), delayed).await.unwrap();
+    b.sender()
+        .expect("this backend publishes")
+        .send(&q("orders"), delayed)
+        .await
+        .unwrap();
     s.seed_dlq("orders", new_msg(b"dead1"), "Poison");
     s.seed_dlq("orders", new_msg(b"dead2"), "Poison");
 
@@ -123,15 +129,17 @@ async fn active_browse_refused_because_lock_unlock_dead_letters() {
     let s = StandIn::start().await;
     s.create_queue("jobs", 2, 30);
     let b = backend(&s).await;
-    b.send(
-        &q("jobs"),
-        OutgoingMessage {
-            body: b"x".to_vec(),
-            ..Default::default()
-        },
-    )
-    .await
-    .unwrap();
+    b.sender()
+        .expect("this backend publishes")
+        .send(
+            &q("jobs"),
+            OutgoingMessage {
+                body: b"x".to_vec(),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
     let req = BrowseRequest {
         cursor: None,
         max: 10,
@@ -164,16 +172,18 @@ async fn scheduled_listing_is_refused_with_the_scheduled_count() {
     let s = StandIn::start().await;
     s.create_queue("later", 10, 30);
     let b = backend(&s).await;
-    b.send(
-        &q("later"),
-        OutgoingMessage {
-            body: b"x".to_vec(),
-            delay: Some(std::time::Duration::from_secs(600)),
-            ..Default::default()
-        },
-    )
-    .await
-    .unwrap();
+    b.sender()
+        .expect("this backend publishes")
+        .send(
+            &q("later"),
+            OutgoingMessage {
+                body: b"x".to_vec(),
+                delay: Some(std::time::Duration::from_secs(600)),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
     let req = BrowseRequest {
         cursor: None,
         max: 10,
@@ -455,15 +465,17 @@ async fn purge_empties_the_queue() {
     s.create_queue("bulk", 10, 60);
     let b = backend(&s).await;
     for i in 0..300 {
-        b.send(
-            &q("bulk"),
-            OutgoingMessage {
-                body: format!("{i}").into_bytes(),
-                ..Default::default()
-            },
-        )
-        .await
-        .unwrap();
+        b.sender()
+            .expect("this backend publishes")
+            .send(
+                &q("bulk"),
+                OutgoingMessage {
+                    body: format!("{i}").into_bytes(),
+                    ..Default::default()
+                },
+            )
+            .await
+            .unwrap();
     }
     s.seed_dlq("bulk", new_msg(b"d"), "Poison");
     let (p, rx) = OpProgress::new();
@@ -541,6 +553,8 @@ async fn bad_signature_expired_token_and_listen_key_are_auth_errors() {
     );
     // Sending needs Send: named as the missing right, not as a bad key.
     let e = listen
+        .sender()
+        .expect("this backend publishes")
         .send(&q("a"), OutgoingMessage::default())
         .await
         .unwrap_err();
@@ -583,6 +597,8 @@ async fn missing_entities_are_not_found() {
         .unwrap_err();
     assert!(matches!(e, BackendError::NotFound(_)), "{e}");
     let e = b
+        .sender()
+        .expect("this backend publishes")
         .send(&q("ghost"), OutgoingMessage::default())
         .await
         .unwrap_err();
@@ -687,15 +703,17 @@ async fn topics_subscriptions_and_their_dlqs() {
     s.create_queue("plain", 10, 60);
     s.create_topic("events", &["audit", "billing"], 10, 60);
     let b = backend(&s).await;
-    b.send(
-        &q("events"),
-        OutgoingMessage {
-            body: b"e1".to_vec(),
-            ..Default::default()
-        },
-    )
-    .await
-    .unwrap();
+    b.sender()
+        .expect("this backend publishes")
+        .send(
+            &q("events"),
+            OutgoingMessage {
+                body: b"e1".to_vec(),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
     s.seed_dlq("events/Subscriptions/audit", rich_msg(1), "Poison");
     let list = b.list_queues().await.unwrap();
     let audit = q("events/Subscriptions/audit");
@@ -1132,16 +1150,18 @@ async fn duplicate_detection_target_gets_new_message_ids() {
     let b = backend(&s).await;
     // The model: a second send with a MessageId inside the window is accepted, then dropped.
     for _ in 0..2 {
-        b.send(
-            &q("dd"),
-            OutgoingMessage {
-                body: b"x".to_vec(),
-                properties: vec![("MessageId".into(), "same".into())],
-                ..Default::default()
-            },
-        )
-        .await
-        .unwrap();
+        b.sender()
+            .expect("this backend publishes")
+            .send(
+                &q("dd"),
+                OutgoingMessage {
+                    body: b"x".to_vec(),
+                    properties: vec![("MessageId".into(), "same".into())],
+                    ..Default::default()
+                },
+            )
+            .await
+            .unwrap();
     }
     assert_eq!((s.counts("dd").0, s.dropped_duplicates("dd")), (1, 1));
     b.purge(&q("dd"), &OpProgress::detached()).await.unwrap();
@@ -1333,15 +1353,17 @@ async fn empty_receive_long_polls() {
     };
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
     let b = backend(&s).await;
-    b.send(
-        &q("lp"),
-        OutgoingMessage {
-            body: b"late".to_vec(),
-            ..Default::default()
-        },
-    )
-    .await
-    .unwrap();
+    b.sender()
+        .expect("this backend publishes")
+        .send(
+            &q("lp"),
+            OutgoingMessage {
+                body: b"late".to_vec(),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
     let got = waiting.await.unwrap();
     assert_eq!(
         got.status().as_u16(),
@@ -1420,16 +1442,18 @@ async fn topics_are_rows_with_their_scheduled_count() {
     let s = StandIn::start().await;
     s.create_topic("news", &["all"], 10, 60);
     let b = backend(&s).await;
-    b.send(
-        &q("news"),
-        OutgoingMessage {
-            body: b"later".to_vec(),
-            delay: Some(std::time::Duration::from_secs(3600)),
-            ..Default::default()
-        },
-    )
-    .await
-    .unwrap();
+    b.sender()
+        .expect("this backend publishes")
+        .send(
+            &q("news"),
+            OutgoingMessage {
+                body: b"later".to_vec(),
+                delay: Some(std::time::Duration::from_secs(3600)),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
     let list = b.list_queues().await.unwrap();
     let topic = list.iter().find(|i| i.id == q("news")).expect("topic row");
     assert_eq!(topic.kind, QueueKind::Topic);
@@ -1548,6 +1572,8 @@ impl contract::Fixture for StandInFixture {
         }
         for i in 0..ready {
             self.backend
+                .sender()
+                .expect("this backend publishes")
                 .send(
                     &q(tag),
                     OutgoingMessage {
@@ -1618,7 +1644,11 @@ async fn typed_custom_properties_survive_send_browse_and_copy() {
         ],
         ..Default::default()
     };
-    b.send(&q("typed"), sent.clone()).await.unwrap();
+    b.sender()
+        .expect("this backend publishes")
+        .send(&q("typed"), sent.clone())
+        .await
+        .unwrap();
     let wire = &s.messages("typed", false)[0];
     assert_eq!(wire.content_type.as_deref(), Some("application/json"));
     assert_eq!(
@@ -1676,7 +1706,11 @@ async fn typed_custom_properties_survive_send_browse_and_copy() {
         qdeck::domain::BrokerKind::Servicebus,
         &mut ledger,
     );
-    b.send(&q("typed-copy"), out).await.unwrap();
+    b.sender()
+        .expect("this backend publishes")
+        .send(&q("typed-copy"), out)
+        .await
+        .unwrap();
     let copy = &s.messages("typed-copy", false)[0];
     assert_eq!(copy.custom, wire.custom);
     assert_eq!(copy.props.get("Label"), wire.props.get("Label"));

@@ -121,15 +121,17 @@ async fn deleting_chosen_messages_of_an_active_queue_is_refused_before_anything_
     let s = StandIn::start().await;
     seed(&s);
     let b = backend(&s).await;
-    b.send(
-        &QueueId::new("orders"),
-        OutgoingMessage {
-            body: b"live".to_vec(),
-            ..Default::default()
-        },
-    )
-    .await
-    .unwrap();
+    b.sender()
+        .expect("this backend publishes")
+        .send(
+            &QueueId::new("orders"),
+            OutgoingMessage {
+                body: b"live".to_vec(),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
     let before = s.requests().get("peek-lock").copied().unwrap_or(0);
     let dir = tempfile::tempdir().unwrap();
     qdeck_local_queue(dir.path(), "repro");

@@ -301,17 +301,19 @@ async fn scheduled_listing_is_refused_with_the_reason_and_the_count() {
     r.create(&format!("{p}-d"), &[]).await;
     let b = qdeck(&ep, &p).await;
     let q = QueueId(format!("{p}-d"));
-    b.send(
-        &q,
-        OutgoingMessage {
-            body: b"later".to_vec(),
-            key: None,
-            delay: Some(Duration::from_secs(600)),
-            ..Default::default()
-        },
-    )
-    .await
-    .expect("send delayed");
+    b.sender()
+        .expect("this backend publishes")
+        .send(
+            &q,
+            OutgoingMessage {
+                body: b"later".to_vec(),
+                key: None,
+                delay: Some(Duration::from_secs(600)),
+                ..Default::default()
+            },
+        )
+        .await
+        .expect("send delayed");
     let req = BrowseRequest {
         cursor: None,
         max: 10,
@@ -2150,7 +2152,11 @@ async fn send_many_batches_ten_a_call_and_refuses_only_the_bad_entry() {
     msgs[12].body = vec![0xff, 0xfe, 0x00];
     let q = QueueId::new(format!("{p}-batch"));
     let before = b.api_calls().snapshot();
-    let answers = b.send_many(&q, msgs).await;
+    let answers = b
+        .sender()
+        .expect("this backend publishes")
+        .send_many(&q, msgs)
+        .await;
     assert_eq!(answers.len(), 25, "one answer per message");
     for (i, a) in answers.iter().enumerate() {
         match (i, a) {
@@ -2172,7 +2178,11 @@ async fn send_many_batches_ten_a_call_and_refuses_only_the_bad_entry() {
     assert_eq!(b.count(&q).await.expect("count").ready, 24);
 
     let fifo = QueueId::new(format!("{p}-batch.fifo"));
-    let answers = b.send_many(&fifo, (0..12).map(msg).collect()).await;
+    let answers = b
+        .sender()
+        .expect("this backend publishes")
+        .send_many(&fifo, (0..12).map(msg).collect())
+        .await;
     assert!(answers.iter().all(Result::is_ok), "{answers:?}");
     assert_eq!(b.count(&fifo).await.expect("count").ready, 12);
 }

@@ -93,7 +93,11 @@ async fn round_trip(b: &dyn Backend, from: &str, to: &str) {
     for m in &first {
         let line = Record::from_message(m, kind, from).to_line().unwrap();
         let (o, _) = Record::parse_line(&line).unwrap().to_outgoing();
-        b.send(&QueueId::new(to), o).await.expect("import send");
+        b.sender()
+            .expect("this backend publishes")
+            .send(&QueueId::new(to), o)
+            .await
+            .expect("import send");
     }
     wait_count(b, to, first.len() as u64).await;
     let second = scan_all(b, to).await;
@@ -234,23 +238,27 @@ mod rabbitmq {
         let binary: Vec<u8> = (0..=255u8).collect();
         for i in 0..3 {
             let err = format!("order {i} failed");
-            b.send(
-                &QueueId::new(&src),
-                out(
-                    format!("order {i}").as_bytes(),
-                    &[("x-exception-message", &err), ("x-tenant", "acme")],
-                ),
-            )
-            .await
-            .unwrap();
+            b.sender()
+                .expect("this backend publishes")
+                .send(
+                    &QueueId::new(&src),
+                    out(
+                        format!("order {i}").as_bytes(),
+                        &[("x-exception-message", &err), ("x-tenant", "acme")],
+                    ),
+                )
+                .await
+                .unwrap();
         }
         for _ in 0..2 {
-            b.send(
-                &QueueId::new(&src),
-                out(&binary, &[("x-exception-message", "db timeout")]),
-            )
-            .await
-            .unwrap();
+            b.sender()
+                .expect("this backend publishes")
+                .send(
+                    &QueueId::new(&src),
+                    out(&binary, &[("x-exception-message", "db timeout")]),
+                )
+                .await
+                .unwrap();
         }
         wait_count(b.as_ref(), &src, 5).await;
         for _ in 0..5 {
@@ -330,12 +338,14 @@ mod rabbitmq {
         declare(&ch, &to, None).await;
         for i in 0..10 {
             let tenant = if i % 5 == 4 { "acme" } else { "other" };
-            b.send(
-                &QueueId::new(&dlq),
-                out(format!("m{i}").as_bytes(), &[("x-tenant", tenant)]),
-            )
-            .await
-            .unwrap();
+            b.sender()
+                .expect("this backend publishes")
+                .send(
+                    &QueueId::new(&dlq),
+                    out(format!("m{i}").as_bytes(), &[("x-tenant", tenant)]),
+                )
+                .await
+                .unwrap();
         }
         wait_count(b.as_ref(), &dlq, 10).await;
         let pred = Predicate::parse(r#"header.x-tenant = "acme""#).unwrap();
@@ -394,13 +404,15 @@ mod rabbitmq {
         let pad = "x".repeat(1000);
         for i in 0..n {
             let tenant = if i % every == 3 { "acme" } else { "other" };
-            b.send(
-                &QueueId::new(&dlq),
-                // ~1 KB bodies, as in the benchmark that found the defect.
-                out(format!("m{i} {pad}").as_bytes(), &[("x-tenant", tenant)]),
-            )
-            .await
-            .unwrap();
+            b.sender()
+                .expect("this backend publishes")
+                .send(
+                    &QueueId::new(&dlq),
+                    // ~1 KB bodies, as in the benchmark that found the defect.
+                    out(format!("m{i} {pad}").as_bytes(), &[("x-tenant", tenant)]),
+                )
+                .await
+                .unwrap();
         }
         wait_count(b.as_ref(), &dlq, n).await;
         let pred = Predicate::parse(r#"header.x-tenant = "acme""#).unwrap();
@@ -527,23 +539,27 @@ mod sqs {
         }
         for i in 0..3 {
             let err = format!("order {i} failed");
-            b.send(
-                &QueueId::new(&dlq),
-                out(
-                    format!("order {i} ✓").as_bytes(),
-                    &[("x-exception-message", &err), ("x-tenant", "acme")],
-                ),
-            )
-            .await
-            .unwrap();
+            b.sender()
+                .expect("this backend publishes")
+                .send(
+                    &QueueId::new(&dlq),
+                    out(
+                        format!("order {i} ✓").as_bytes(),
+                        &[("x-exception-message", &err), ("x-tenant", "acme")],
+                    ),
+                )
+                .await
+                .unwrap();
         }
         for _ in 0..2 {
-            b.send(
-                &QueueId::new(&dlq),
-                out(b"{\"db\":1}", &[("x-exception-message", "db timeout")]),
-            )
-            .await
-            .unwrap();
+            b.sender()
+                .expect("this backend publishes")
+                .send(
+                    &QueueId::new(&dlq),
+                    out(b"{\"db\":1}", &[("x-exception-message", "db timeout")]),
+                )
+                .await
+                .unwrap();
         }
         wait_count(b.as_ref(), &dlq, 5).await;
         let r = triage::reasons(

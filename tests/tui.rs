@@ -1336,13 +1336,6 @@ impl Backend for Hang {
     async fn browse(&self, _: &QueueId, _: &BrowseRequest) -> qdeck::backend::Result<Page> {
         std::future::pending().await
     }
-    async fn send(
-        &self,
-        _: &QueueId,
-        _: OutgoingMessage,
-    ) -> qdeck::backend::Result<Option<String>> {
-        std::future::pending().await
-    }
     async fn redrive(
         &self,
         _: &RedriveRequest,
@@ -1457,12 +1450,8 @@ impl Backend for DeletesFail {
     async fn browse(&self, q: &QueueId, r: &BrowseRequest) -> qdeck::backend::Result<Page> {
         self.0.browse(q, r).await
     }
-    async fn send(
-        &self,
-        q: &QueueId,
-        m: OutgoingMessage,
-    ) -> qdeck::backend::Result<Option<String>> {
-        self.0.send(q, m).await
+    fn sender(&self) -> Option<&dyn qdeck::backend::Sender> {
+        self.0.sender()
     }
     async fn redrive(
         &self,
@@ -2992,15 +2981,17 @@ async fn fleet_pollers_answer_around_a_dead_broker() {
         let h = LocalHandle::open(&d.join(db)).unwrap();
         h.0.create_queue("jobs", &QueueOptions::default()).unwrap();
         for i in 0..n {
-            h.send(
-                &QueueId::new("jobs"),
-                OutgoingMessage {
-                    body: format!("m{i}").into_bytes(),
-                    ..Default::default()
-                },
-            )
-            .await
-            .unwrap();
+            h.sender()
+                .expect("this backend publishes")
+                .send(
+                    &QueueId::new("jobs"),
+                    OutgoingMessage {
+                        body: format!("m{i}").into_bytes(),
+                        ..Default::default()
+                    },
+                )
+                .await
+                .unwrap();
         }
     }
     let cfg = d.join("config.toml");

@@ -491,7 +491,11 @@ mod tests {
                     body: format!("m{i}").into_bytes(),
                     ..Default::default()
                 };
-                h.send(&QueueId::new(q), m).await.unwrap();
+                h.sender()
+                    .expect("this backend publishes")
+                    .send(&QueueId::new(q), m)
+                    .await
+                    .unwrap();
             }
         }
         drop(h);

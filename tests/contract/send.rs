@@ -29,7 +29,11 @@ pub async fn send_many_delivers_every_message_once<F: Fixture>(fx: &F) {
     let b = fx.backend();
     let t = tag("batch");
     let q = fx.plain_queue(&t).await;
-    let answers = b.send_many(&q, outgoing(&t, BATCH)).await;
+    let answers = b
+        .sender()
+        .expect("this backend publishes")
+        .send_many(&q, outgoing(&t, BATCH))
+        .await;
     assert_eq!(answers.len(), BATCH, "one answer per message");
     let ids: Vec<String> = answers
         .into_iter()
@@ -68,7 +72,11 @@ pub async fn send_many_to_a_missing_queue_sends_nothing<F: Fixture>(fx: &F) {
     let b = fx.backend();
     let t = tag("nobatch");
     let q = QueueId::new(format!("{t}-missing"));
-    let answers = b.send_many(&q, outgoing(&t, 15)).await;
+    let answers = b
+        .sender()
+        .expect("this backend publishes")
+        .send_many(&q, outgoing(&t, 15))
+        .await;
     assert!(
         !answers.is_empty(),
         "an answer for the first message at least"

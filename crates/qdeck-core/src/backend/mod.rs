@@ -94,32 +94,6 @@ pub trait Backend: Send + Sync {
         )))
     }
 
-    /// Publish one message; returns its id when the broker gives one.
-    async fn send(&self, queue: &QueueId, msg: OutgoingMessage) -> Result<Option<String>>;
-
-    /// Publish several messages to one queue, in order, as one batch where the broker has one
-    /// (a transaction, pipelined confirms, SendMessageBatch). The answer has one entry per
-    /// message tried, in the order given: its id, or why that one was not sent. A failure
-    /// that would repeat for every message (queue gone, connection lost) ends the batch, and
-    /// the messages not tried are absent from the answer. Default: one `send` each, stopping
-    /// at the first failure.
-    async fn send_many(
-        &self,
-        queue: &QueueId,
-        msgs: Vec<OutgoingMessage>,
-    ) -> Vec<Result<Option<String>>> {
-        let mut out = Vec::with_capacity(msgs.len());
-        for m in msgs {
-            let r = self.send(queue, m).await;
-            let stop = r.is_err();
-            out.push(r);
-            if stop {
-                break;
-            }
-        }
-        out
-    }
-
     /// What `redrive(req)` would do, without changing anything: the same checks the real run
     /// makes (unknown target, no recorded origin, unsupported queue) fail here the same way.
     /// Backends with extra checks override it and call it from `redrive`.
@@ -161,6 +135,13 @@ pub trait Backend: Send + Sync {
     /// selection, and by edit-and-resend before it sends anything, so a broker that cannot
     /// remove one message never ends up holding both versions.
     fn deleter(&self) -> Option<&dyn DeleteById> {
+        None
+    }
+
+    /// Publishing messages, where this broker takes them from qdeck: `None` where only the
+    /// broker's own clients should add them (Redis job libraries), so send, edit, import,
+    /// copy and move refuse before they read or change anything (`sender_of`).
+    fn sender(&self) -> Option<&dyn Sender> {
         None
     }
 
@@ -210,6 +191,48 @@ pub async fn refuse_scheduled<B: Backend + ?Sized>(
         Some(n) => format!("{why} ({n} now)"),
         None => why.to_string(),
     }))
+}
+
+/// A broker's publishing of messages, the capability behind `Backend::sender`.
+#[async_trait]
+pub trait Sender: Send + Sync {
+    /// Publish one message; returns its id when the broker gives one.
+    async fn send(&self, queue: &QueueId, msg: OutgoingMessage) -> Result<Option<String>>;
+
+    /// Publish several messages to one queue, in order, as one batch where the broker has one
+    /// (a transaction, pipelined confirms, SendMessageBatch). The answer has one entry per
+    /// message tried, in the order given: its id, or why that one was not sent. A failure
+    /// that would repeat for every message (queue gone, connection lost) ends the batch, and
+    /// the messages not tried are absent from the answer. Default: one `send` each, stopping
+    /// at the first failure.
+    async fn send_many(
+        &self,
+        queue: &QueueId,
+        msgs: Vec<OutgoingMessage>,
+    ) -> Vec<Result<Option<String>>> {
+        let mut out = Vec::with_capacity(msgs.len());
+        for m in msgs {
+            let r = self.send(queue, m).await;
+            let stop = r.is_err();
+            out.push(r);
+            if stop {
+                break;
+            }
+        }
+        out
+    }
+}
+
+/// The backend's sender, or the refusal that says why this broker takes no messages from qdeck.
+pub fn sender_of<B: Backend + ?Sized>(b: &B) -> Result<&dyn Sender> {
+    b.sender().ok_or_else(|| {
+        BackendError::Unsupported(match b.kind() {
+            BrokerKind::Redis => "jobs are added with the job library's own client (BullMQ \
+                 Queue#add, Sidekiq perform_async), which sets the fields its workers expect"
+                .to_string(),
+            kind => format!("the {kind} backend cannot publish messages"),
+        })
+    })
 }
 
 /// A broker's deleting of chosen messages, the capability behind `Backend::deleter`.

@@ -361,19 +361,22 @@ pub async fn resend(
             return Err(BackendError::Refused(format!("{why}; nothing was sent")));
         }
         backend.describe(&to).await?;
-        Ok(())
+        crate::backend::sender_of(backend.as_ref())
     };
-    if let Err(e) = checks.await {
-        audit(
-            Verdict::Failed,
-            json!({"original_id": original.id}),
-            Some(e.to_string()),
-        );
-        return Err(e);
-    }
+    let sender = match checks.await {
+        Ok(sender) => sender,
+        Err(e) => {
+            audit(
+                Verdict::Failed,
+                json!({"original_id": original.id}),
+                Some(e.to_string()),
+            );
+            return Err(e);
+        }
+    };
     let mut out = edited.into_outgoing();
     crate::triage::headers::drop_identity(backend.kind(), &mut out);
-    let new_id = match backend.send(&to, out).await {
+    let new_id = match sender.send(&to, out).await {
         Ok(id) => id,
         Err(e) => {
             audit(

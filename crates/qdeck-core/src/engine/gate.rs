@@ -430,7 +430,11 @@ impl Gate {
     ) -> Result<Option<String>, BackendError> {
         self.require(Mutation::Send, queue)?;
         let bytes = msg.body.len();
-        match self.backend.send(queue, msg).await {
+        let sent = match crate::backend::sender_of(self.backend.as_ref()) {
+            Ok(sender) => sender.send(queue, msg).await,
+            Err(e) => Err(e),
+        };
+        match sent {
             Ok(id) => {
                 self.record(
                     Mutation::Send,

@@ -588,13 +588,6 @@ mod tests {
         async fn browse(&self, _: &QueueId, _: &BrowseRequest) -> crate::backend::Result<Page> {
             refused()
         }
-        async fn send(
-            &self,
-            _: &QueueId,
-            _: OutgoingMessage,
-        ) -> crate::backend::Result<Option<String>> {
-            refused()
-        }
         async fn redrive(
             &self,
             _: &RedriveRequest,

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use crate::backend::local::{LocalHandle, QueueOptions};
-use crate::backend::{ApiCalls, Backend, BackendError, DeleteById, OpProgress, Result};
+use crate::backend::{ApiCalls, Backend, BackendError, DeleteById, OpProgress, Result, Sender};
 use crate::domain::*;
 
 pub(crate) struct Scripted {
@@ -56,8 +56,8 @@ impl Backend for Scripted {
     async fn browse(&self, queue: &QueueId, req: &BrowseRequest) -> Result<Page> {
         self.inner.browse(queue, req).await
     }
-    async fn send(&self, queue: &QueueId, msg: OutgoingMessage) -> Result<Option<String>> {
-        self.inner.send(queue, msg).await
+    fn sender(&self) -> Option<&dyn Sender> {
+        self.inner.sender()
     }
     async fn redrive(&self, req: &RedriveRequest, progress: &OpProgress) -> Result<RedriveReport> {
         if let Some(n) = self.redrive_fails_after {

@@ -43,7 +43,10 @@ pub async fn send_batch(
             first_error: None,
         };
     }
-    let answers = backend.send_many(queue, batch).await;
+    let answers = match crate::backend::sender_of(backend) {
+        Ok(sender) => sender.send_many(queue, batch).await,
+        Err(e) => vec![Err(e)],
+    };
     let mut out = BatchOutcome {
         sent: Vec::with_capacity(len),
         failed: 0,

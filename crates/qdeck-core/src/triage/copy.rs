@@ -46,7 +46,8 @@ impl End<'_> {
 
 /// Check every tier a transfer needs, before anything is read: `browse` on the source (it
 /// reads bodies), `redrive` on the target (it adds messages), and for a move `full` on the
-/// source (it deletes). Refusals are audited on the profile that refused.
+/// source (it deletes); and that the target's broker takes messages from qdeck at all.
+/// Refusals of a tier are audited on the profile that refused.
 pub fn require(from: End<'_>, to: End<'_>, moving: bool) -> Result<(), BackendError> {
     from.gate.require(Mutation::Browse, from.queue)?;
     let on_target = if moving {
@@ -58,6 +59,7 @@ pub fn require(from: End<'_>, to: End<'_>, moving: bool) -> Result<(), BackendEr
     if moving {
         from.gate.require(Mutation::Delete, from.queue)?;
     }
+    crate::backend::sender_of(to.gate.backend().as_ref())?;
     Ok(())
 }
 
@@ -125,7 +127,8 @@ pub struct TransferCheck {
     pub typed: Option<QueueId>,
 }
 
-/// Checks a transfer of `msgs` can go ahead, changing nothing: the target exists (`NotFound`),
+/// Checks a transfer of `msgs` can go ahead, changing nothing: the target's broker publishes
+/// (a dry run skips `require`), the target exists (`NotFound`),
 /// a move's source can delete these messages by id (refusals as `purge --where` gives them),
 /// and an SQS target gets text bodies only. The tiers are [`require`]'s, checked by `transfer`.
 pub async fn check(
@@ -135,6 +138,7 @@ pub async fn check(
     moving: bool,
 ) -> Result<TransferCheck, BackendError> {
     let (fb, tb) = (from.gate.backend(), to.gate.backend());
+    crate::backend::sender_of(tb.as_ref())?;
     tb.describe(to.queue).await?;
     let mut delete_note = None;
     if moving {

@@ -34,6 +34,7 @@ pub async fn import(
     progress: &OpProgress,
 ) -> Result<ImportReport, BackendError> {
     gate.require(Mutation::Import, queue)?;
+    crate::backend::sender_of(gate.backend().as_ref())?;
     progress.set_total(Some(msgs.len() as u64));
     progress.phase("sending");
     let pace = Limiter::new(rate);

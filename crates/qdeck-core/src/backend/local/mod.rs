@@ -23,7 +23,7 @@ use rusqlite::Connection;
 
 pub use worker::Leased;
 
-use super::{ApiCalls, Backend, BackendError, DeleteById, OpProgress, Result};
+use super::{ApiCalls, Backend, BackendError, DeleteById, OpProgress, Result, Sender};
 use crate::domain::*;
 
 /// How messages sharing a key may run (see the ordering seed).
@@ -328,6 +328,10 @@ pub fn capabilities() -> Capabilities {
 
 #[async_trait]
 impl Backend for LocalHandle {
+    fn sender(&self) -> Option<&dyn Sender> {
+        Some(self)
+    }
+
     fn kind(&self) -> BrokerKind {
         BrokerKind::Local
     }
@@ -410,33 +414,6 @@ impl Backend for LocalHandle {
             .blocking(move |b| b.browse_scheduled_sync(&q, &r))
             .await
     }
-
-    async fn send(&self, queue: &QueueId, msg: OutgoingMessage) -> Result<Option<String>> {
-        self.0.calls.bump("local:send");
-        let q = queue.clone();
-        self.0
-            .blocking(move |b| b.send_sync(q.as_str(), &msg).map(|id| Some(id.to_string())))
-            .await
-    }
-
-    /// One transaction: all are sent or none.
-    async fn send_many(
-        &self,
-        queue: &QueueId,
-        msgs: Vec<OutgoingMessage>,
-    ) -> Vec<Result<Option<String>>> {
-        self.0.calls.bump("local:send");
-        let q = queue.clone();
-        match self
-            .0
-            .blocking(move |b| b.send_ids(q.as_str(), &msgs))
-            .await
-        {
-            Ok(ids) => ids.into_iter().map(|id| Ok(Some(id.to_string()))).collect(),
-            Err(e) => vec![Err(e)],
-        }
-    }
-
     /// The same checks the real run makes (`redrive_plan`), so a dry run cannot disagree.
     async fn plan_redrive(&self, req: &RedriveRequest) -> Result<RedrivePlan> {
         let r = req.clone();
@@ -478,6 +455,35 @@ impl Backend for LocalHandle {
 
     fn api_calls(&self) -> &ApiCalls {
         &self.0.calls
+    }
+}
+
+#[async_trait]
+impl Sender for LocalHandle {
+    async fn send(&self, queue: &QueueId, msg: OutgoingMessage) -> Result<Option<String>> {
+        self.0.calls.bump("local:send");
+        let q = queue.clone();
+        self.0
+            .blocking(move |b| b.send_sync(q.as_str(), &msg).map(|id| Some(id.to_string())))
+            .await
+    }
+
+    /// One transaction: all are sent or none.
+    async fn send_many(
+        &self,
+        queue: &QueueId,
+        msgs: Vec<OutgoingMessage>,
+    ) -> Vec<Result<Option<String>>> {
+        self.0.calls.bump("local:send");
+        let q = queue.clone();
+        match self
+            .0
+            .blocking(move |b| b.send_ids(q.as_str(), &msgs))
+            .await
+        {
+            Ok(ids) => ids.into_iter().map(|id| Ok(Some(id.to_string()))).collect(),
+            Err(e) => vec![Err(e)],
+        }
     }
 }
 

@@ -27,7 +27,9 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 
-use super::{ApiCalls, Backend, BackendError, DeleteById, MessageFilter, OpProgress, Result};
+use super::{
+    ApiCalls, Backend, BackendError, DeleteById, MessageFilter, OpProgress, Result, Sender,
+};
 use crate::config::secret::SecretSource;
 use crate::config::{Profile, RabbitmqSettings};
 use crate::domain::*;
@@ -367,6 +369,10 @@ impl RabbitBackend {
 
 #[async_trait]
 impl Backend for RabbitBackend {
+    fn sender(&self) -> Option<&dyn Sender> {
+        Some(self)
+    }
+
     fn kind(&self) -> BrokerKind {
         BrokerKind::Rabbitmq
     }
@@ -580,20 +586,6 @@ impl Backend for RabbitBackend {
                 .to_string(),
         ))
     }
-
-    async fn send(&self, queue: &QueueId, msg: OutgoingMessage) -> Result<Option<String>> {
-        publish::send(self, queue, msg).await
-    }
-
-    /// One channel, every confirm in flight at once.
-    async fn send_many(
-        &self,
-        queue: &QueueId,
-        msgs: Vec<OutgoingMessage>,
-    ) -> Vec<Result<Option<String>>> {
-        publish::send_many(self, queue, msgs).await
-    }
-
     async fn redrive(&self, req: &RedriveRequest, progress: &OpProgress) -> Result<RedriveReport> {
         redrive::redrive(self, req, progress).await
     }
@@ -621,6 +613,22 @@ impl Backend for RabbitBackend {
 
     fn api_calls(&self) -> &ApiCalls {
         &self.calls
+    }
+}
+
+#[async_trait]
+impl Sender for RabbitBackend {
+    async fn send(&self, queue: &QueueId, msg: OutgoingMessage) -> Result<Option<String>> {
+        publish::send(self, queue, msg).await
+    }
+
+    /// One channel, every confirm in flight at once.
+    async fn send_many(
+        &self,
+        queue: &QueueId,
+        msgs: Vec<OutgoingMessage>,
+    ) -> Vec<Result<Option<String>>> {
+        publish::send_many(self, queue, msgs).await
     }
 }
 

@@ -324,13 +324,6 @@ impl Backend for RedisBackend {
     async fn browse_scheduled(&self, queue: &QueueId, req: &BrowseRequest) -> Result<Page> {
         scheduled::browse_scheduled(self, queue, req).await
     }
-
-    async fn send(&self, _queue: &QueueId, _msg: OutgoingMessage) -> Result<Option<String>> {
-        Err(BackendError::Unsupported(
-            "jobs are added with the job library's own client (BullMQ Queue#add, Sidekiq perform_async), which sets the fields its workers expect".into(),
-        ))
-    }
-
     async fn redrive(&self, req: &RedriveRequest, progress: &OpProgress) -> Result<RedriveReport> {
         mutate::redrive(self, req, progress).await
     }

@@ -32,7 +32,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde_json::{Map, Value};
 
-use super::{ApiCalls, Backend, BackendError, DeleteById, OpProgress, Result};
+use super::{ApiCalls, Backend, BackendError, DeleteById, OpProgress, Result, Sender};
 use crate::config::secret::SecretSource;
 use crate::config::{Profile, ServicebusSettings};
 use crate::domain::*;
@@ -366,6 +366,10 @@ pub fn new_id_note(target: &str, known: bool) -> String {
 
 #[async_trait]
 impl Backend for ServiceBus {
+    fn sender(&self) -> Option<&dyn Sender> {
+        Some(self)
+    }
+
     fn kind(&self) -> BrokerKind {
         BrokerKind::Servicebus
     }
@@ -572,7 +576,51 @@ impl Backend for ServiceBus {
         )
         .await
     }
+    async fn plan_redrive(&self, req: &RedriveRequest) -> Result<RedrivePlan> {
+        let source = self.describe(&req.source).await?;
+        if let RedriveMode::Unsupported(why) = self.capabilities_for(&source).redrive {
+            return Err(BackendError::Unsupported(why));
+        }
+        let target = resubmit::target_of(req)?;
+        let policy = self.copy_policy(&target).await?;
+        let mut count = self.count(&req.source).await?;
+        if let Some(m) = req.max {
+            count.ready = count.ready.min(m);
+        }
+        if let Some(ids) = &req.only_ids {
+            count.ready = count.ready.min(ids.len() as u64);
+        }
+        Ok(RedrivePlan {
+            count,
+            mode: RedriveMode::ClientSide,
+            notes: policy.notes,
+        })
+    }
 
+    async fn redrive(&self, req: &RedriveRequest, progress: &OpProgress) -> Result<RedriveReport> {
+        let target = resubmit::target_of(req)?;
+        let policy = self.copy_policy(&target).await?;
+        resubmit::resubmit(self.rest.clone(), req, policy, progress).await
+    }
+
+    async fn purge(&self, queue: &QueueId, progress: &OpProgress) -> Result<PurgeReport> {
+        if dlq_parent(queue.as_str()).is_none() {
+            self.refuse_unreceivable(queue).await?;
+        }
+        purge::purge(self.rest.clone(), queue.as_str(), progress).await
+    }
+
+    fn deleter(&self) -> Option<&dyn DeleteById> {
+        Some(self)
+    }
+
+    fn api_calls(&self) -> &ApiCalls {
+        &self.rest.calls
+    }
+}
+
+#[async_trait]
+impl Sender for ServiceBus {
     async fn send(&self, queue: &QueueId, msg: OutgoingMessage) -> Result<Option<String>> {
         if dlq_parent(queue.as_str()).is_some() {
             return Err(BackendError::Invalid(
@@ -616,48 +664,6 @@ impl Backend for ServiceBus {
         };
         runtime::send(&self.rest, queue.as_str(), &out).await?;
         Ok(Some(id))
-    }
-
-    async fn plan_redrive(&self, req: &RedriveRequest) -> Result<RedrivePlan> {
-        let source = self.describe(&req.source).await?;
-        if let RedriveMode::Unsupported(why) = self.capabilities_for(&source).redrive {
-            return Err(BackendError::Unsupported(why));
-        }
-        let target = resubmit::target_of(req)?;
-        let policy = self.copy_policy(&target).await?;
-        let mut count = self.count(&req.source).await?;
-        if let Some(m) = req.max {
-            count.ready = count.ready.min(m);
-        }
-        if let Some(ids) = &req.only_ids {
-            count.ready = count.ready.min(ids.len() as u64);
-        }
-        Ok(RedrivePlan {
-            count,
-            mode: RedriveMode::ClientSide,
-            notes: policy.notes,
-        })
-    }
-
-    async fn redrive(&self, req: &RedriveRequest, progress: &OpProgress) -> Result<RedriveReport> {
-        let target = resubmit::target_of(req)?;
-        let policy = self.copy_policy(&target).await?;
-        resubmit::resubmit(self.rest.clone(), req, policy, progress).await
-    }
-
-    async fn purge(&self, queue: &QueueId, progress: &OpProgress) -> Result<PurgeReport> {
-        if dlq_parent(queue.as_str()).is_none() {
-            self.refuse_unreceivable(queue).await?;
-        }
-        purge::purge(self.rest.clone(), queue.as_str(), progress).await
-    }
-
-    fn deleter(&self) -> Option<&dyn DeleteById> {
-        Some(self)
-    }
-
-    fn api_calls(&self) -> &ApiCalls {
-        &self.rest.calls
     }
 }
 

@@ -33,7 +33,7 @@ use std::time::Instant;
 
 use async_trait::async_trait;
 
-use super::{ApiCalls, Backend, BackendError, DeleteById, OpProgress, Result};
+use super::{ApiCalls, Backend, BackendError, DeleteById, OpProgress, Result, Sender};
 use crate::config::secret::SecretSource;
 use crate::config::{Profile, SqsSettings};
 use crate::domain::*;
@@ -348,6 +348,10 @@ pub(crate) fn capabilities(cloudwatch: bool) -> Capabilities {
 
 #[async_trait]
 impl Backend for SqsBackend {
+    fn sender(&self) -> Option<&dyn Sender> {
+        Some(self)
+    }
+
     fn kind(&self) -> BrokerKind {
         BrokerKind::Sqs
     }
@@ -473,20 +477,6 @@ impl Backend for SqsBackend {
         )
         .await
     }
-
-    async fn send(&self, queue: &QueueId, msg: OutgoingMessage) -> Result<Option<String>> {
-        send::send(self, queue, msg).await
-    }
-
-    /// SendMessageBatch: ten messages a call.
-    async fn send_many(
-        &self,
-        queue: &QueueId,
-        msgs: Vec<OutgoingMessage>,
-    ) -> Vec<Result<Option<String>>> {
-        send::send_many(self, queue, msgs).await
-    }
-
     async fn redrive(&self, req: &RedriveRequest, progress: &OpProgress) -> Result<RedriveReport> {
         redrive::redrive(self, req, progress).await
     }
@@ -501,6 +491,22 @@ impl Backend for SqsBackend {
 
     fn api_calls(&self) -> &ApiCalls {
         &self.calls
+    }
+}
+
+#[async_trait]
+impl Sender for SqsBackend {
+    async fn send(&self, queue: &QueueId, msg: OutgoingMessage) -> Result<Option<String>> {
+        send::send(self, queue, msg).await
+    }
+
+    /// SendMessageBatch: ten messages a call.
+    async fn send_many(
+        &self,
+        queue: &QueueId,
+        msgs: Vec<OutgoingMessage>,
+    ) -> Vec<Result<Option<String>>> {
+        send::send_many(self, queue, msgs).await
     }
 }
 

@@ -2742,6 +2742,11 @@ fn reasons_view_final_wording_and_tier() {
         s.contains("grouped 5,000 of 48,553"),
         "says it is a sample: {s}"
     );
+    // One group is "1 group", and the count and the note are two phrases, not one run-on.
+    assert!(
+        s.contains("1 group · grouped 5,000 of 48,553"),
+        "title wording: {s}"
+    );
     // At tier stats no scan starts.
     let mut st = populated();
     st.session.access = Access::Stats;

@@ -6,7 +6,7 @@ use ratatui::widgets::{Cell, Paragraph, Row, Wrap};
 use ratatui::Frame;
 
 use super::columns::{clean_mid, fit, flex_width, kept_row, render_plain_table, Col};
-use super::{block, fmt_ago, styled};
+use super::{block, fmt_ago, plural, styled};
 use crate::sanitize::{clean, clean_short};
 use crate::triage::scan::thousands;
 use crate::tui::state::{error_line, State};
@@ -22,7 +22,7 @@ pub fn render(f: &mut Frame, st: &State, area: Rect) {
     let mut title = vec![
         styled(" reasons ", t.dim),
         styled(format!("{q} "), t.title),
-        styled(format!("{} groups ", r.groups.len()), t.dim),
+        styled(plural(r.groups.len() as u64, "group", "groups"), t.dim),
     ];
     if r.scanning {
         let of = r
@@ -30,11 +30,13 @@ pub fn render(f: &mut Frame, st: &State, area: Rect) {
             .map(|n| format!(" of {}", thousands(n)))
             .unwrap_or_default();
         title.push(styled(
-            format!("scanning {}{of}… (Esc cancels) ", thousands(r.scanned)),
+            format!(" · scanning {}{of}… (Esc cancels) ", thousands(r.scanned)),
             t.accent,
         ));
     } else if let Some(n) = &r.note {
-        title.push(styled(format!("{} ", clean(n)), t.dim));
+        title.push(styled(format!(" · {} ", clean(n)), t.dim));
+    } else {
+        title.push(styled(" ", t.dim));
     }
     let b = block(st, Line::from(title));
     let inner = b.inner(area);

@@ -2811,6 +2811,25 @@ fn fleet_view_shows_each_profile_its_error_and_staleness() {
     assert_no_controls(&draw(&st, 120, 10));
 }
 
+/// Counts in titles agree with their noun: one profile is "1 profile".
+#[test]
+fn fleet_title_says_one_profile_in_the_singular() {
+    let mut st = populated();
+    let mut fl = qdeck::tui::state::FleetState::new(&["local".to_string()]);
+    fl.apply(qdeck::engine::fleet::FleetRow {
+        profile: "local".into(),
+        kind: Some("local".into()),
+        updated_ms: Some(st.now_ms),
+        refresh_secs: 5.0,
+        ..Default::default()
+    });
+    st.fleet = Some(fl);
+    st.stack = vec![View::Fleet];
+    let s = text(&draw(&st, 80, 24));
+    assert!(s.contains("fleet 1 profile "), "{s}");
+    assert!(!s.contains("1 profiles"), "{s}");
+}
+
 #[test]
 fn fleet_enter_opens_a_profile_and_esc_comes_back() {
     let mut st = fleet_state();

@@ -8,7 +8,7 @@ use ratatui::widgets::{Cell, Paragraph, Row};
 use ratatui::Frame;
 
 use super::columns::{clean_mid, fit, flex_width, kept_row, render_plain_table, Col};
-use super::{block, fmt_age, fmt_count, fmt_rate, styled};
+use super::{block, fmt_age, fmt_count, fmt_rate, plural, styled};
 use crate::sanitize::clean;
 use crate::tui::state::State;
 
@@ -20,7 +20,10 @@ pub fn render(f: &mut Frame, st: &State, area: Rect) {
     let rows_all = fl.fire_rows();
     let mut title = vec![
         styled(" on fire ", t.title),
-        styled(format!("{} queues ", rows_all.len()), t.dim),
+        styled(
+            format!("{} ", plural(rows_all.len() as u64, "queue", "queues")),
+            t.dim,
+        ),
     ];
     if fl.fire_filter.is_active() {
         title.push(styled(

@@ -7,7 +7,7 @@ use ratatui::widgets::{Cell, Paragraph, Row};
 use ratatui::Frame;
 
 use super::columns::{clean_mid, fit, flex_width, kept_row, render_plain_table, Col};
-use super::{block, fmt_age, fmt_ago, fmt_count, styled};
+use super::{block, fmt_age, fmt_ago, fmt_count, plural, styled};
 use crate::sanitize::clean_short;
 use crate::tui::state::State;
 
@@ -18,7 +18,10 @@ pub fn render(f: &mut Frame, st: &State, area: Rect) {
     };
     let title = Line::from(vec![
         styled(" fleet ", t.title),
-        styled(format!("{} profiles ", fl.rows.len()), t.dim),
+        styled(
+            format!("{} ", plural(fl.rows.len() as u64, "profile", "profiles")),
+            t.dim,
+        ),
     ]);
     let b = block(st, title);
     let inner = b.inner(area);

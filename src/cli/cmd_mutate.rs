@@ -116,6 +116,9 @@ pub(super) async fn run_planned(
                     note: Some("empty".into()),
                 }),
                 Planned::Delete { .. } => ops::Outcome::Delete(Default::default()),
+                Planned::CancelScheduled { .. } => {
+                    ops::Outcome::CancelScheduled(Default::default())
+                }
             };
             output::print_json(&empty.to_json()).ok();
         } else {
@@ -126,7 +129,9 @@ pub(super) async fn run_planned(
     if !yes {
         let question = match &planned {
             Planned::Purge { .. } => format!("About to {plan}. This cannot be undone."),
-            Planned::Redrive { .. } | Planned::Delete { .. } => format!("About to {plan}."),
+            Planned::Redrive { .. } | Planned::Delete { .. } | Planned::CancelScheduled { .. } => {
+                format!("About to {plan}.")
+            }
         };
         if let Err(e) = confirm(&question, queue.as_str(), s.gate.protected()) {
             s.gate.refuse(planned.mutation(), &queue, &e.message);

@@ -2,13 +2,13 @@
 
 use super::args::Format;
 use super::confirm::confirm;
-use super::exit::{of_verdict, CliError, CliResult, NOT_FOUND, OK};
+use super::exit::{of_verdict, CliError, CliResult, OK};
 use super::fetch;
 use super::output::{self, name, opt, Table};
-use crate::backend::{BackendError, OpProgress};
+use crate::backend::OpProgress;
 use crate::domain::{now_ms, BrowseRequest, Message, QueueId};
 use crate::engine::gate::Mutation;
-use crate::engine::ops::Outcome;
+use crate::engine::ops::{self, Outcome};
 use crate::engine::session::Session;
 use crate::sanitize;
 
@@ -69,83 +69,39 @@ fn due_ms(m: &Message) -> Option<i64> {
 }
 
 /// Delete one delayed message, after checking it is one: an id that is already due stays
-/// (cancelling is for what has not been delivered yet). Goes through the gate as a delete,
-/// so the tier, the read-only switch and the audit log apply.
+/// (cancelling is for what has not been delivered yet). Planned (`ops::plan_cancel_scheduled`)
+/// and run through the gate like every mutation, so the tier, the read-only switch, the
+/// confirmation on the plan's own text and the audit log apply.
 pub async fn cancel(s: &Session, queue: &str, id: &str, yes: bool, f: Format) -> CliResult {
     let qid = QueueId::new(queue);
     s.gate.require(Mutation::Delete, &qid)?;
-    let info = fetch::find(s.backend.as_ref(), queue).await?;
-    if s.backend.deleter().is_none() {
-        let why = format!(
-            "cancelling a scheduled message deletes it by id, which the {} backend cannot do",
-            s.backend.kind()
-        );
-        s.gate.refuse(Mutation::Delete, &info.id, &why);
-        return Err(BackendError::Unsupported(why).into());
-    }
-    let Some(m) = find_scheduled(s, &info.id, id).await? else {
-        return Err(CliError::new(
-            NOT_FOUND,
-            format!(
-                "no delayed message {} in {} (already due, leased or gone); nothing was changed",
-                name(id),
-                name(queue)
-            ),
-        ));
-    };
+    let planned = ops::plan_cancel_scheduled(&s.gate, &qid, id).await?;
+    let target = planned.queue().clone();
     if !yes {
-        let question = format!(
-            "About to cancel delayed message {} in {} (due {}). This cannot be undone.",
-            name(id),
-            name(queue),
-            output::time_in(due_ms(&m), Format::Table)
-        );
-        if let Err(e) = confirm(&question, info.id.as_str(), s.gate.protected()) {
-            s.gate.refuse(Mutation::Delete, &info.id, &e.message);
+        let question = format!("About to {}.", planned.describe());
+        if let Err(e) = confirm(&question, target.as_str(), s.gate.protected()) {
+            s.gate.refuse(Mutation::Delete, &target, &e.message);
             return Err(e);
         }
     }
     let (progress, _rx) = OpProgress::new();
-    let r = s.gate.cancel_scheduled(&info.id, &m.id, &progress).await?;
-    let outcome = Outcome::CancelScheduled(r);
+    let outcome = ops::run(&s.gate, planned, &progress).await;
+    if let Outcome::Failed { error, .. } = &outcome {
+        return Err(CliError::from(error.clone()));
+    }
     let code = of_verdict(outcome.verdict());
     if code != OK {
         let msg = format!("message {} was {}", name(id), outcome.line());
         return Err(CliError::new(code, msg));
     }
     if f == Format::Json {
-        output::print_json(&serde_json::json!({"queue": info.id.as_str(), "cancelled": m.id})).ok();
+        output::print_json(&serde_json::json!({"queue": target.as_str(), "cancelled": id})).ok();
     } else {
         output::print(&format!(
             "cancelled delayed message {} in {}\n",
-            name(&m.id),
+            name(id),
             name(queue)
         ));
     }
     Ok(OK)
-}
-
-/// The delayed message with this id, read through the same listing `peek --scheduled` uses.
-async fn find_scheduled(
-    s: &Session,
-    queue: &QueueId,
-    id: &str,
-) -> Result<Option<Message>, CliError> {
-    let mut cursor = None;
-    loop {
-        let req = BrowseRequest {
-            cursor: cursor.take(),
-            max: 1000,
-            force: false,
-        };
-        let page = s.gate.browse_scheduled(queue, &req).await?;
-        let got = page.messages.len();
-        if let Some(m) = page.messages.into_iter().find(|m| m.id == id) {
-            return Ok(Some(m));
-        }
-        match page.next {
-            Some(c) if got > 0 => cursor = Some(c),
-            _ => return Ok(None),
-        }
-    }
 }

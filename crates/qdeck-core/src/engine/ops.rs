@@ -12,8 +12,8 @@ use tokio::task::JoinHandle;
 use super::gate::{Gate, Mutation};
 use crate::backend::{BackendError, MessageFilter, OpProgress, ProgressState};
 use crate::domain::{
-    DeleteReport, MessageCount, PurgeReport, QueueId, QueueInfo, RedriveMode, RedrivePlan,
-    RedriveReport, RedriveRequest, RedriveTarget,
+    BrowseRequest, DeleteReport, Message, MessageCount, PurgeReport, QueueId, QueueInfo,
+    RedriveMode, RedrivePlan, RedriveReport, RedriveRequest, RedriveTarget,
 };
 use crate::engine::edit::EditReport;
 use crate::sanitize::clean;
@@ -47,6 +47,12 @@ pub enum Planned {
         /// How the ids were chosen (predicate and scan counts, or the console's selection),
         /// for the audit line.
         selection: serde_json::Value,
+    },
+    /// Cancel one delayed (scheduled) message: delete it by id before it is delivered.
+    CancelScheduled {
+        queue: QueueInfo,
+        /// The message as the scheduled listing shows it (its id, and `due-at` when known).
+        message: Message,
     },
 }
 
@@ -158,19 +164,67 @@ pub async fn plan_delete(
     })
 }
 
+/// Plan cancelling one delayed message: the backend deletes by id, and `id` is a message of
+/// the scheduled listing now (one already due was delivered or is about to be: not cancelled).
+/// Refusals come before anything changes; a missing id is `NotFound`.
+pub async fn plan_cancel_scheduled(
+    gate: &Gate,
+    queue: &QueueId,
+    id: &str,
+) -> Result<Planned, BackendError> {
+    let b = gate.backend();
+    let info = b.describe(queue).await?;
+    if b.deleter().is_none() {
+        let why = format!(
+            "cancelling a scheduled message deletes it by id, which the {} backend cannot do",
+            b.kind()
+        );
+        gate.refuse(Mutation::Delete, &info.id, &why);
+        return Err(BackendError::Unsupported(why));
+    }
+    let mut cursor = None;
+    loop {
+        let req = BrowseRequest {
+            cursor: cursor.take(),
+            max: 1000,
+            force: false,
+        };
+        let page = gate.browse_scheduled(&info.id, &req).await?;
+        let got = page.messages.len();
+        if let Some(message) = page.messages.into_iter().find(|m| m.id == id) {
+            return Ok(Planned::CancelScheduled {
+                queue: info,
+                message,
+            });
+        }
+        match page.next {
+            Some(c) if got > 0 => cursor = Some(c),
+            _ => {
+                return Err(BackendError::NotFound(format!(
+                "no delayed message {} in {} (already due, leased or gone); nothing was changed",
+                clean(id),
+                clean(queue.as_str())
+            )))
+            }
+        }
+    }
+}
+
 impl Planned {
     pub fn mutation(&self) -> Mutation {
         match self {
             Planned::Redrive { .. } => Mutation::Redrive,
             Planned::Purge { .. } => Mutation::Purge,
-            Planned::Delete { .. } => Mutation::Delete,
+            Planned::Delete { .. } | Planned::CancelScheduled { .. } => Mutation::Delete,
         }
     }
 
     pub fn queue(&self) -> &QueueId {
         match self {
             Planned::Redrive { source, .. } => &source.id,
-            Planned::Purge { queue, .. } | Planned::Delete { queue, .. } => &queue.id,
+            Planned::Purge { queue, .. }
+            | Planned::Delete { queue, .. }
+            | Planned::CancelScheduled { queue, .. } => &queue.id,
         }
     }
 
@@ -184,6 +238,11 @@ impl Planned {
                 in_flight: None,
                 exact: true,
             },
+            Planned::CancelScheduled { .. } => MessageCount {
+                ready: 1,
+                in_flight: None,
+                exact: true,
+            },
         }
     }
 
@@ -191,7 +250,9 @@ impl Planned {
     pub fn is_empty(&self) -> bool {
         let c = self.count();
         match self {
-            Planned::Redrive { .. } | Planned::Delete { .. } => c.exact && c.ready == 0,
+            Planned::Redrive { .. } | Planned::Delete { .. } | Planned::CancelScheduled { .. } => {
+                c.exact && c.ready == 0
+            }
             Planned::Purge { .. } => c.exact && c.ready == 0 && c.in_flight.unwrap_or(0) == 0,
         }
     }
@@ -276,6 +337,16 @@ impl Planned {
                     .map(|n| format!("; note: {}", clean(n)))
                     .unwrap_or_default()
             ),
+            Planned::CancelScheduled { queue, message } => format!(
+                "cancel delayed message {} in {} (due {}); it will not be delivered, and this \
+                 cannot be undone",
+                clean(&message.id),
+                clean(queue.id.as_str()),
+                message.field_text("due-at").map_or_else(
+                    || "at a time the broker does not say".into(),
+                    |d| clean(&d).into_owned()
+                )
+            ),
         }
     }
 
@@ -314,6 +385,13 @@ impl Planned {
                 "count": ids.len(),
                 "selection": selection,
                 "note": note,
+            }),
+            Planned::CancelScheduled { queue, message } => serde_json::json!({
+                "dry_run": true,
+                "action": "cancel_scheduled",
+                "queue": queue.id,
+                "id": message.id,
+                "due": message.field_text("due-at"),
             }),
         }
     }
@@ -666,12 +744,78 @@ pub async fn run(gate: &Gate, planned: Planned, p: &OpProgress) -> Outcome {
                 },
             }
         }
+        Planned::CancelScheduled { queue, message } => {
+            p.set_total(Some(1));
+            match gate.cancel_scheduled(&queue.id, &message.id, p).await {
+                Ok(r) => Outcome::CancelScheduled(r),
+                Err(error) => Outcome::Failed {
+                    error,
+                    progress: p.snapshot(),
+                },
+            }
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Cancelling a delayed message is planned like every mutation: the plan names the
+    /// message, its queue and its due time; a ready message is not in the scheduled listing
+    /// (NotFound, nothing changed); the run deletes exactly the delayed one.
+    #[tokio::test]
+    async fn cancel_scheduled_is_planned_then_run_through_the_gate() {
+        use crate::backend::local::{LocalHandle, QueueOptions};
+        use crate::backend::Backend;
+        use crate::config::Profile;
+        use crate::domain::OutgoingMessage;
+        use crate::engine::audit::AuditLog;
+        use std::sync::Arc;
+        let dir = tempfile::tempdir().unwrap();
+        let b = Arc::new(LocalHandle::open(&dir.path().join("q.db")).unwrap());
+        b.0.create_queue("src", &QueueOptions::default()).unwrap();
+        let g = Gate::new(
+            b.clone(),
+            &Profile::default_local(),
+            AuditLog::new(dir.path().join("audit.log")),
+        );
+        let q = QueueId::new("src");
+        let later = OutgoingMessage {
+            delay: Some(std::time::Duration::from_secs(3600)),
+            ..OutgoingMessage::text("later", &[])
+        };
+        let sender = b.sender().unwrap();
+        let delayed = sender.send(&q, later).await.unwrap().unwrap();
+        let ready = sender
+            .send(&q, OutgoingMessage::text("now", &[]))
+            .await
+            .unwrap()
+            .unwrap();
+
+        let err = plan_cancel_scheduled(&g, &q, &ready).await.unwrap_err();
+        assert!(matches!(err, BackendError::NotFound(_)), "{err:?}");
+        let planned = plan_cancel_scheduled(&g, &q, &delayed).await.unwrap();
+        assert_eq!(planned.mutation(), Mutation::Delete);
+        assert_eq!(planned.count().ready, 1);
+        let text = planned.describe();
+        assert!(
+            text.contains(&format!("cancel delayed message {delayed} in src (due ")),
+            "{text}"
+        );
+        let outcome = run(&g, planned, &OpProgress::detached()).await;
+        assert_eq!(outcome.verdict(), Verdict::Ok, "{outcome:?}");
+        assert_eq!(
+            b.count(&q).await.unwrap().ready,
+            1,
+            "the ready message stays"
+        );
+        let err = plan_cancel_scheduled(&g, &q, &delayed).await.unwrap_err();
+        assert!(
+            matches!(err, BackendError::NotFound(_)),
+            "cancelled once: {err:?}"
+        );
+    }
 
     /// One verdict per outcome, read the same by the audit line: the cases where the front-
     /// ends and the audit used to decide apart.

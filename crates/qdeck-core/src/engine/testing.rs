@@ -56,6 +56,9 @@ impl Backend for Scripted {
     async fn browse(&self, queue: &QueueId, req: &BrowseRequest) -> Result<Page> {
         self.inner.browse(queue, req).await
     }
+    async fn browse_scheduled(&self, queue: &QueueId, req: &BrowseRequest) -> Result<Page> {
+        self.inner.browse_scheduled(queue, req).await
+    }
     fn sender(&self) -> Option<&dyn Sender> {
         self.inner.sender()
     }

@@ -1,5 +1,5 @@
-//! Long-running operations (redrive, purge, deleting chosen messages), once for both
-//! front-ends. An operation is
+//! Operations that change a queue (redrive, purge, deleting chosen messages, cancelling a
+//! delayed message), once for both front-ends. An operation is
 //! planned first (the same code a dry run stops after), then started through the gate (read-only
 //! check, audit line) and tracked through a handle: progress, cancel, final outcome.
 //!

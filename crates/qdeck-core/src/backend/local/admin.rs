@@ -126,20 +126,7 @@ impl LocalBackend {
             .into_iter()
             .map(|(name, lease, max, dlq, policy)| {
                 let dlq_sources = sources.remove(&name).unwrap_or_default();
-                QueueInfo {
-                    id: QueueId::new(name),
-                    kind: QueueKind::Standard,
-                    is_dlq: !dlq_sources.is_empty(),
-                    dlq: dlq.map(QueueId::new),
-                    dlq_sources,
-                    settings: QueueSettings {
-                        lease_secs: Some(lease),
-                        max_receives: max,
-                        retention_secs: None,
-                        key_policy: Some(policy),
-                        extra: BTreeMap::new(),
-                    },
-                }
+                queue_info(QueueId::new(name), (lease, max, dlq, policy), dlq_sources)
             })
             .collect())
     }
@@ -174,20 +161,11 @@ impl LocalBackend {
             .map(|n| n.map(QueueId::new))
             .collect::<rusqlite::Result<_>>()
             .map_err(map_err)?;
-        Ok(QueueInfo {
-            id: queue.clone(),
-            kind: QueueKind::Standard,
-            is_dlq: !dlq_sources.is_empty(),
-            dlq: dlq.map(QueueId::new),
+        Ok(queue_info(
+            queue.clone(),
+            (lease, max, dlq, policy),
             dlq_sources,
-            settings: QueueSettings {
-                lease_secs: Some(lease),
-                max_receives: max,
-                retention_secs: None,
-                key_policy: Some(policy),
-                extra: BTreeMap::new(),
-            },
-        })
+        ))
     }
 
     /// Figures for `queues` (all queues when empty) from one grouped scan.
@@ -481,6 +459,29 @@ fn decayed_rate(rate: f64, quiet_ms: i64) -> f64 {
         0.0
     } else {
         rate * ACTIVE_MS as f64 / quiet_ms as f64
+    }
+}
+
+/// A local queue as the listing and `describe` give it, from its row (lease seconds, max
+/// receives, DLQ, key policy) and the queues that dead-letter into it.
+fn queue_info(
+    id: QueueId,
+    (lease, max, dlq, policy): (f64, Option<u32>, Option<String>, String),
+    dlq_sources: Vec<QueueId>,
+) -> QueueInfo {
+    QueueInfo {
+        id,
+        kind: QueueKind::Standard,
+        is_dlq: !dlq_sources.is_empty(),
+        dlq: dlq.map(QueueId::new),
+        dlq_sources,
+        settings: QueueSettings {
+            lease_secs: Some(lease),
+            max_receives: max,
+            retention_secs: None,
+            key_policy: Some(policy),
+            extra: BTreeMap::new(),
+        },
     }
 }
 

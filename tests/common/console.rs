@@ -1,0 +1,231 @@
+//! Console fixtures shared by the console test files: a populated state, hostile messages,
+//! keys, and drawing to a test terminal.
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui::backend::TestBackend;
+use ratatui::Terminal;
+
+use qdeck::domain::*;
+use qdeck::engine::store::Store;
+use qdeck::tui::state::State;
+use qdeck::tui::{update, Action, Effect};
+
+pub const T0: i64 = 1_764_600_000_000; // 2025-12-01T14:40:00Z
+
+/// Answer the redrive dialog's plan request among `fx` as the broker would: `n` messages,
+/// client-side, with `notes`.
+pub fn answer_plan(st: &mut State, fx: &[Effect], n: u64, notes: &[&str]) {
+    let req = fx
+        .iter()
+        .find_map(|e| match e {
+            Effect::PlanRedrive(r) => Some(r.clone()),
+            _ => None,
+        })
+        .expect("the dialog asks for its plan");
+    update(
+        st,
+        Action::RedrivePlanned {
+            req,
+            result: Ok(RedrivePlan {
+                count: MessageCount {
+                    ready: n,
+                    in_flight: Some(0),
+                    exact: true,
+                },
+                mode: RedriveMode::ClientSide,
+                notes: notes.iter().map(std::string::ToString::to_string).collect(),
+            }),
+        },
+    );
+}
+
+pub fn key(c: char) -> Action {
+    Action::Key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE))
+}
+
+pub fn code(c: KeyCode) -> Action {
+    Action::Key(KeyEvent::new(c, KeyModifiers::NONE))
+}
+
+pub fn caps() -> Capabilities {
+    qdeck::backend::local::capabilities()
+}
+
+pub fn qinfo(name: &str, dlq: Option<&str>) -> QueueInfo {
+    QueueInfo {
+        id: QueueId::new(name),
+        dlq: dlq.map(QueueId::new),
+        settings: QueueSettings {
+            lease_secs: Some(30.0),
+            max_receives: dlq.map(|_| 5),
+            key_policy: Some("parallel".into()),
+            ..Default::default()
+        },
+        ..Default::default()
+    }
+}
+
+/// A state with a handful of queues and 40 s of history: orders grows at 6/s with one
+/// worker doing 4/s, its DLQ holds 7, payments drains.
+pub fn populated() -> State {
+    let mut store = Store::new(600, 240, 600.0);
+    let mut dlq = qinfo("orders-dlq", None);
+    dlq.is_dlq = true;
+    dlq.dlq_sources = vec![QueueId::new("orders")];
+    store.set_queues(vec![
+        qinfo("orders", Some("orders-dlq")),
+        dlq,
+        qinfo("payments", None),
+        qinfo("emails", None),
+    ]);
+    let epoch = store.epoch_ms();
+    for t in 0..=40i64 {
+        let at = epoch + t * 1000;
+        let s = |id: &str, depth: u64, enq: u64, done: u64, cons: u32, age: f64| QueueStats {
+            id: QueueId::new(id),
+            at_ms: at,
+            depth: Some(depth),
+            in_flight: Some(cons as u64),
+            delayed: Some(0),
+            dlq_depth: None,
+            oldest_age_secs: Some(age),
+            consumers: Some(cons),
+            enqueued_total: Some(enq),
+            completed_total: Some(done),
+            ..Default::default()
+        };
+        let tu = t as u64;
+        let mut orders = s("orders", 6 * tu, 10 * tu, 4 * tu, 1, 2.0 + t as f64 * 0.5);
+        orders.dlq_depth = Some(7);
+        store.apply(StatsBatch {
+            stats: vec![
+                orders,
+                s("orders-dlq", 7, 7, 0, 0, 3600.0 + t as f64),
+                s("payments", 500 - 2 * tu, 10 * tu, 12 * tu, 3, 20.0),
+                s("emails", 0, 0, 0, 0, 0.0),
+            ],
+            errors: vec![],
+        });
+    }
+    let mut st = State::new(store, caps(), "local", "local");
+    st.poll.listed = true;
+    st.now_ms = st.store.last_ok_ms.unwrap_or(T0);
+    st.store.last_ok_ms = Some(st.now_ms);
+    update(&mut st, Action::Resize(80, 24));
+    qdeck::tui::update::rebuild_rows(&mut st);
+    st
+}
+
+pub fn hostile_messages() -> Vec<Message> {
+    vec![
+        Message {
+            id: "1".into(),
+            seq: Some(1),
+            enqueued_ms: Some(T0),
+            receive_count: Some(5),
+            key: Some("k\x1b[31m".into()),
+            headers: vec![
+                ("content-type".into(), "application/json".into()),
+                ("x-evil\x1b]0;title\x07".into(), "\u{202e}gnp.exe".into()),
+            ],
+            properties: Vec::new(),
+            meta: Vec::new(),
+            body: br#"{"order":42,"note":"\u001b[2J","items":[1,2,3]}"#.to_vec(),
+            dead_letter: Some(DeadLetterInfo {
+                reason: Some("max receives".into()),
+                origin: Some(QueueId::new("orders")),
+                count: Some(5),
+                ..Default::default()
+            }),
+        },
+        Message {
+            id: "2".into(),
+            seq: Some(2),
+            enqueued_ms: Some(T0 + 1000),
+            receive_count: Some(5),
+            body: b"clear \x1b[2J\x1b[H title \x1b]0;pwned\x07 cr\rlf\n".to_vec(),
+            ..Default::default()
+        },
+        Message {
+            id: "3".into(),
+            seq: Some(3),
+            enqueued_ms: Some(T0 + 2000),
+            receive_count: Some(1),
+            body: vec![0, 1, 2, 0x1b, 0xff, 0xfe, 0x9b, 0x80, 7, 8],
+            ..Default::default()
+        },
+    ]
+}
+
+pub fn draw(st: &State, w: u16, h: u16) -> Terminal<TestBackend> {
+    let mut t = Terminal::new(TestBackend::new(w, h)).expect("terminal");
+    t.draw(|f| qdeck::tui::views::render(f, st)).expect("draw");
+    t
+}
+
+pub fn text(t: &Terminal<TestBackend>) -> String {
+    let buf = t.backend().buffer();
+    let mut s = String::new();
+    for y in 0..buf.area.height {
+        for x in 0..buf.area.width {
+            s.push_str(buf[(x, y)].symbol());
+        }
+        s.push('\n');
+    }
+    s
+}
+
+/// Broker text with escape sequences was drawn in its visible form. Looking for raw controls
+/// in the buffer cannot fail: ratatui drops control characters itself, so an unescaped
+/// `ESC[2J` shows as a bare `[2J`. That remnant is what this looks for: each sequence the
+/// fixtures plant must follow a visible escape, `␛` (or `\u001b` in pretty JSON). (The raw bytes a terminal gets are checked in
+/// the PTY tests, `common::pty::foreign_controls`.)
+pub fn assert_no_controls(t: &Terminal<TestBackend>) {
+    let s = text(t);
+    for planted in ["[2J", "[31m", "[H", "]0;"] {
+        for (i, _) in s.match_indices(planted) {
+            assert!(
+                s[..i].ends_with('␛') || s[..i].ends_with("\\u001b"),
+                "{planted:?} drawn without its ␛: an escape sequence was not made visible\n{s}"
+            );
+        }
+    }
+    for c in s.chars() {
+        let u = c as u32;
+        assert!(
+            !(u < 0x20 && c != '\n'
+                || u == 0x7f
+                || (0x80..=0x9f).contains(&u)
+                || (0x202a..=0x202e).contains(&u)),
+            "raw control {u:#x} reached the buffer"
+        );
+    }
+}
+
+pub fn open_dlq(st: &mut State) {
+    // Select orders-dlq and browse it.
+    let pos = st
+        .queues
+        .rows
+        .iter()
+        .position(|&i| st.store.entries()[i].info.id.as_str() == "orders-dlq")
+        .expect("row");
+    st.queues.cursor.sel = pos;
+    let fx = update(st, key('b'));
+    assert!(fx
+        .iter()
+        .any(|e| matches!(e, Effect::Browse { queue, .. } if queue.as_str() == "orders-dlq")));
+    update(
+        st,
+        Action::Page {
+            queue: QueueId::new("orders-dlq"),
+            append: false,
+            result: Ok(Page {
+                messages: hostile_messages(),
+                next: Some("3".into()),
+                effect_note: None,
+            }),
+        },
+    );
+}
+

@@ -7,8 +7,9 @@ use super::store::{unpack, unpack_f, QueueEntry, RateSource, Sample};
 
 /// Seconds of history the rates are averaged over.
 pub const RATE_WINDOW_SECS: u32 = 60;
-/// Seconds of work at the current worker count needed before a per-worker rate is given;
-/// until then the figure reads "measuring".
+/// Seconds of work at the current worker count the console needs before a per-worker rate is
+/// given; until then the figure reads "measuring". A one-shot `--sample` measures over its own
+/// gap instead (`Store::measure_secs`): two polls are all the work it sees.
 pub const MEASURE_SECS: u32 = 20;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -142,7 +143,14 @@ pub fn rates(entry: &QueueEntry) -> Rates {
     }
 }
 
+/// The figures the console shows, with its `MEASURE_SECS` rule.
 pub fn derive(entry: &QueueEntry, target_secs: f64) -> Derived {
+    derive_with(entry, target_secs, MEASURE_SECS)
+}
+
+/// `derive`, giving a per-worker rate once the rates cover `measure_secs` of work at the
+/// current worker count.
+pub fn derive_with(entry: &QueueEntry, target_secs: f64, measure_secs: u32) -> Derived {
     let w = window(entry);
     let Rates {
         in_rate,
@@ -167,11 +175,15 @@ pub fn derive(entry: &QueueEntry, target_secs: f64) -> Derived {
         .iter()
         .filter(|s| s.t >= since && unpack_f(s.out_rate).is_some())
         .collect();
-    let stable_secs = match (stable.first(), stable.last()) {
-        (Some(a), Some(b)) => b.t - a.t,
+    // The work measured starts at the first point seen at this worker count, rate or not: a
+    // counter delta covers the time since the point before it, so the first poll of a
+    // one-shot sample (no delta yet) still starts the measured work.
+    let stable_from = w.iter().find(|s| s.t >= since).map(|s| s.t);
+    let stable_secs = match (stable_from, stable.last()) {
+        (Some(a), Some(b)) => b.t.saturating_sub(a),
         _ => 0,
     };
-    let measuring = workers.is_some_and(|n| n > 0) && stable_secs < MEASURE_SECS;
+    let measuring = workers.is_some_and(|n| n > 0) && stable_secs < measure_secs;
     let stable_out = mean(stable.iter().map(|s| unpack_f(s.out_rate)));
     let per_worker_rate = match (stable_out, workers) {
         (Some(o), Some(n)) if !measuring && n > 0 && o > 0.0 => Some(o / n as f64),

@@ -397,6 +397,41 @@ mod tests {
         assert_eq!(d.workers_needed, Some(3), "{:?}", d.arithmetic);
     }
 
+    /// A one-shot sample: two polls 10 s apart, one worker in both. The first poll has no
+    /// counter delta, yet the second's covers the 10 s between them at that worker count.
+    #[test]
+    fn two_polls_measure_the_work_between_them() {
+        let mut s = Store::new(2400, 240, 600.0);
+        let id = QueueId::new("q");
+        s.set_queues(vec![QueueInfo {
+            id: id.clone(),
+            ..Default::default()
+        }]);
+        let epoch = s.epoch_ms();
+        for (t, done) in [(0, 0), (10, 40)] {
+            s.apply(StatsBatch {
+                stats: vec![QueueStats {
+                    id: id.clone(),
+                    at_ms: epoch + t * 1000,
+                    depth: Some(600),
+                    enqueued_total: Some(10 * t as u64),
+                    completed_total: Some(done),
+                    consumers: Some(1),
+                    ..Default::default()
+                }],
+                errors: vec![],
+            });
+        }
+        // The console's rule wants 20 s of work at this count: still measuring.
+        assert!(s.derived(&id).unwrap().measuring);
+        // Measured over the sample's own 10 s: 4/s for the one worker, (10 + 1) / 4 → 3.
+        s.measure_secs = 10;
+        let d = s.derived(&id).unwrap();
+        assert!(!d.measuring, "{d:?}");
+        assert!((d.per_worker_rate.unwrap() - 4.0).abs() < 1e-9);
+        assert_eq!(d.workers_needed, Some(3), "{:?}", d.arithmetic);
+    }
+
     #[test]
     fn empty_queue_that_keeps_up_never_needs_more_workers() {
         // A consumer that rejects 10 %: acks 15.7/s of 17.4/s arriving, depth stays 0.

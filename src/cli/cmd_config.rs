@@ -60,7 +60,11 @@ pub fn run(action: &ConfigAction, opts: &LoadOptions, f: Format) -> CliResult {
                 ));
             }
             let c = config::validate_file(&path)?;
-            output::print(&format!("{}: valid, {}\n", path.display(), profile_list(&c)));
+            output::print(&format!(
+                "{}: valid, {}\n",
+                path.display(),
+                profile_list(&c)
+            ));
             Ok(OK)
         }
     }

@@ -3,7 +3,7 @@
 //! `--live` reads the queue itself.
 
 use super::args::{Format, ScanArgs};
-use super::exit::{CliError, CliResult, INTERRUPTED, OK};
+use super::exit::{CliResult, INTERRUPTED, OK};
 use super::fetch;
 use super::output::{self, name, Table};
 use super::scan;
@@ -13,7 +13,7 @@ use crate::triage::{self, StopReason};
 
 /// The queue read for `info`, the queue it is the DLQ of when that is not the one named, and
 /// the title that says which.
-fn target(info: &QueueInfo, live: bool) -> Result<(QueueId, Option<QueueId>, String), CliError> {
+fn target(info: &QueueInfo, live: bool) -> (QueueId, Option<QueueId>, String) {
     let q = name(info.id.as_str());
     if live {
         let title = match (&info.dlq, info.is_dlq) {
@@ -23,17 +23,21 @@ fn target(info: &QueueInfo, live: bool) -> Result<(QueueId, Option<QueueId>, Str
             ),
             _ => format!("reasons of {q}"),
         };
-        return Ok((info.id.clone(), None, title));
+        return (info.id.clone(), None, title);
     }
     match triage::reasons_queue(info) {
-        Some(d) if d == info.id => Ok((d, None, format!("reasons of {q}"))),
+        Some(d) if d == info.id => (d, None, format!("reasons of {q}")),
         Some(d) => {
             let title = format!("reasons of {} (the DLQ of {q})", name(d.as_str()));
-            Ok((d, Some(info.id.clone()), title))
+            (d, Some(info.id.clone()), title)
         }
-        None => Err(CliError::usage(format!(
-            "{q} has no dead-letter queue; `--live` groups its own messages"
-        ))),
+        // Neither a known DLQ nor a queue with one: a DLQ no source names (a parking queue, a
+        // link the broker does not show) is still read, and the title says what was read.
+        None => (
+            info.id.clone(),
+            None,
+            format!("reasons of {q} (no DLQ of its own: its messages)"),
+        ),
     }
 }
 
@@ -44,7 +48,7 @@ pub async fn reasons(s: &Session, queue: &str, live: bool, a: &ScanArgs, f: Form
         .require(crate::engine::gate::Mutation::Browse, &QueueId::new(queue))?;
     let b = s.backend.as_ref();
     let info = fetch::find(b, queue).await?;
-    let (read, dlq_of, title) = target(&info, live)?;
+    let (read, dlq_of, title) = target(&info, live);
     let cfg = scan::signature_config(s);
     let report = scan::with_progress("scan", |p| {
         let read = &read;
@@ -101,7 +105,10 @@ pub async fn reasons(s: &Session, queue: &str, live: bool, a: &ScanArgs, f: Form
         output::print(&t.render(f));
         eprintln!("qdeck: {title}: {note}; {groups} group(s)");
     } else {
-        output::print(&format!("{title}\n{}{note}; {groups} group(s)\n", t.render(f)));
+        output::print(&format!(
+            "{title}\n{}{note}; {groups} group(s)\n",
+            t.render(f)
+        ));
     }
     Ok(code)
 }

@@ -193,7 +193,10 @@ mod tests {
             ..Default::default()
         };
         let dlq = QueueId::new("orders.dlq");
-        assert_eq!(reasons_queue(&q("orders", Some("orders.dlq"), false)), Some(dlq.clone()));
+        assert_eq!(
+            reasons_queue(&q("orders", Some("orders.dlq"), false)),
+            Some(dlq.clone())
+        );
         assert_eq!(reasons_queue(&q("orders.dlq", None, true)), Some(dlq));
         // A DLQ that dead-letters further is read itself: its messages are the failures.
         assert_eq!(

@@ -413,7 +413,10 @@ mod tests {
         );
         assert_eq!(s.extra["argument x-dead-letter-routing-key"], "dlq");
         let how = &s.extra["dead-lettering"];
-        assert!(how.starts_with("exchange \"\" (default exchange), routing key dlq"), "{how}");
+        assert!(
+            how.starts_with("exchange \"\" (default exchange), routing key dlq"),
+            "{how}"
+        );
         assert_eq!(exchange_text("dlx"), "dlx");
     }
 

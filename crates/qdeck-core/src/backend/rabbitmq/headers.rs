@@ -337,7 +337,10 @@ mod tests {
         assert_eq!(d.count, Some(3));
         assert_eq!(d.at_ms, Some(1_700_000_000_000));
         let text = d.description.as_deref().unwrap_or_default();
-        assert!(text.contains("via exchange \"\" (default exchange)"), "{text}");
+        assert!(
+            text.contains("via exchange \"\" (default exchange)"),
+            "{text}"
+        );
         assert!(parse_dead_letter(&BasicProperties::default()).is_none());
     }
 

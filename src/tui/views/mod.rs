@@ -8,7 +8,7 @@ mod fire;
 mod fleet;
 pub mod help;
 mod messages;
-mod queues;
+pub mod queues;
 mod reasons;
 mod workers;
 pub mod wrap;

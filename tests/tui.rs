@@ -12,8 +12,6 @@ use common::console::*;
 use common::pty::Console;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-use ratatui::backend::TestBackend;
-use ratatui::Terminal;
 
 use qdeck::backend::local::{LocalHandle, QueueOptions};
 use qdeck::backend::{Backend, BackendError};

@@ -513,6 +513,7 @@ fn partial_sort_is_said_in_the_title_at_every_size() {
     let mut st = populated();
     st.queues.sort = qdeck::tui::state::SortCol::Depth;
     st.queues.sort_unknown = 2901;
+    st.queues.sort_unpolled = 2901;
     for (w, h, want) in [
         (120u16, 40u16, "2,901 without figures yet, sorted last"),
         (80, 24, "2,901 without figures yet, sorted last"),

@@ -604,9 +604,11 @@ pub struct QueueList {
     pub rows: Vec<usize>,
     /// The rows wait for a rebuild (figures arrived since the last sort).
     pub rows_dirty: bool,
-    /// Rows of the last sort on a figure that had no figure yet (sorted last); said in the
-    /// title, so a partial sort over a large broker is not taken for the whole truth.
+    /// Rows of the last sort on a figure whose cell shows none (`—`, sorted last); said in
+    /// the title, so a partial sort over a large broker is not taken for the whole truth.
     pub sort_unknown: usize,
+    /// Of those, the rows not polled yet: the title says "yet" only when they all are.
+    pub sort_unpolled: usize,
     pub cursor: Cursor,
     pub sort: SortCol,
     pub sort_desc: bool,
@@ -619,6 +621,7 @@ impl Default for QueueList {
             rows: Vec::new(),
             rows_dirty: true,
             sort_unknown: 0,
+            sort_unpolled: 0,
             cursor: Cursor::default(),
             sort: SortCol::Name,
             sort_desc: false,

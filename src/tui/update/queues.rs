@@ -3,9 +3,43 @@
 
 use super::Effect;
 use crate::domain::QueueId;
-use crate::engine::derive::Trend;
+use crate::engine::derive;
 use crate::engine::poller::PollEvent;
+use crate::engine::store::QueueEntry;
 use crate::tui::state::*;
+use crate::tui::views::queues::Eta;
+
+/// Where a row goes when the table is sorted on a figure: by rank, then value, in the sort's
+/// direction. `None` exactly when the row's cell in that column shows no figure (`—`): it
+/// goes last either way and the title counts it, so the title never counts a row that shows
+/// a figure (`·` for no DLQ, `flat`, `stuck?`).
+pub fn sort_key(e: &QueueEntry, col: SortCol) -> Option<(u8, f64)> {
+    let l = e.latest.as_ref();
+    let figure = |v: Option<f64>| v.map(|x| (1, x));
+    let count = |v: Option<u64>| figure(v.map(|x| x as f64));
+    match col {
+        SortCol::Name => Some((0, 0.0)),
+        SortCol::Depth => count(l.and_then(|s| s.depth)),
+        SortCol::InFlight => count(l.and_then(|s| s.in_flight)),
+        SortCol::Delayed => count(l.and_then(|s| s.delayed)),
+        SortCol::Age => figure(l.and_then(|s| s.oldest_age_secs)),
+        SortCol::Dlq => match (l.and_then(|s| s.dlq_depth), &e.info.dlq) {
+            // `·`, no DLQ: below a DLQ holding nothing.
+            (None, None) => Some((0, 0.0)),
+            (n, _) => count(n),
+        },
+        // Only the rates: the whole of `derive` for every queue made a tick at 100,000
+        // queues sorted by ETA take a fifth of a second.
+        SortCol::InRate => figure(derive::rates(e).in_rate),
+        SortCol::OutRate => figure(derive::rates(e).out_rate),
+        SortCol::Eta => {
+            let r = derive::rates(e);
+            // `stuck` only where the cell could say it: it reads the window again.
+            let stuck = !e.info.is_dlq && derive::stuck(e);
+            Eta::of(r.trend, r.net_rate, r.drain_secs, stuck, e.info.is_dlq).sort_key()
+        }
+    }
+}
 
 /// Re-filter and re-sort the queue rows, keeping the selected queue selected.
 pub fn rebuild_rows(st: &mut State) {
@@ -14,52 +48,32 @@ pub fn rebuild_rows(st: &mut State) {
     let mut rows: Vec<usize> = (0..entries.len())
         .filter(|&i| st.queues.filter.matches(entries[i].info.id.as_str()))
         .collect();
-    let key = |i: usize| -> f64 {
-        let e = &entries[i];
-        let l = e.latest.as_ref();
-        let f = |v: Option<u64>| v.map(|x| x as f64);
-        let v = match st.queues.sort {
-            SortCol::Name => None,
-            SortCol::Depth => l.and_then(|s| f(s.depth)),
-            SortCol::InFlight => l.and_then(|s| f(s.in_flight)),
-            SortCol::Delayed => l.and_then(|s| f(s.delayed)),
-            SortCol::Age => l.and_then(|s| s.oldest_age_secs),
-            SortCol::Dlq => l.and_then(|s| f(s.dlq_depth)),
-            // Only the rates: the whole of `derive` for every queue made a tick at 100,000
-            // queues sorted by ETA take a fifth of a second.
-            SortCol::InRate | SortCol::OutRate | SortCol::Eta => {
-                let d = crate::engine::derive::rates(e);
-                match st.queues.sort {
-                    SortCol::InRate => d.in_rate,
-                    SortCol::OutRate => d.out_rate,
-                    _ => match d.trend {
-                        Trend::Growing => Some(f64::MAX),
-                        _ => d.drain_secs,
-                    },
-                }
-            }
-        };
-        // Unknown figures sort last either way.
-        v.unwrap_or(f64::NAN)
-    };
     st.queues.sort_unknown = 0;
+    st.queues.sort_unpolled = 0;
     if st.queues.sort == SortCol::Name {
         rows.sort_by(|&a, &b| entries[a].info.id.cmp(&entries[b].info.id));
         if st.queues.sort_desc {
             rows.reverse();
         }
     } else {
-        let mut keyed: Vec<(f64, usize)> = rows.iter().map(|&i| (key(i), i)).collect();
-        st.queues.sort_unknown = keyed.iter().filter(|k| k.0.is_nan()).count();
+        let col = st.queues.sort;
+        let mut keyed: Vec<(Option<(u8, f64)>, usize)> = rows
+            .iter()
+            .map(|&i| (sort_key(&entries[i], col), i))
+            .collect();
+        let unknown = keyed.iter().filter(|k| k.0.is_none());
+        st.queues.sort_unknown = unknown.clone().count();
+        st.queues.sort_unpolled = unknown.filter(|k| entries[k.1].latest.is_none()).count();
         let desc = st.queues.sort_desc;
-        keyed.sort_by(|a, b| match (a.0.is_nan(), b.0.is_nan()) {
-            (true, true) => entries[a.1].info.id.cmp(&entries[b.1].info.id),
-            (true, false) => std::cmp::Ordering::Greater,
-            (false, true) => std::cmp::Ordering::Less,
-            _ => {
-                let o = a.0.total_cmp(&b.0);
+        let name = |i: usize| &entries[i].info.id;
+        keyed.sort_by(|a, b| match (a.0, b.0) {
+            (None, None) => name(a.1).cmp(name(b.1)),
+            (None, Some(_)) => std::cmp::Ordering::Greater,
+            (Some(_), None) => std::cmp::Ordering::Less,
+            (Some((ra, va)), Some((rb, vb))) => {
+                let o = ra.cmp(&rb).then(va.total_cmp(&vb));
                 let o = if desc { o.reverse() } else { o };
-                o.then_with(|| entries[a.1].info.id.cmp(&entries[b.1].info.id))
+                o.then_with(|| name(a.1).cmp(name(b.1)))
             }
         });
         rows = keyed.into_iter().map(|(_, i)| i).collect();

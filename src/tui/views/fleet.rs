@@ -9,8 +9,10 @@ use ratatui::Frame;
 use super::columns::{clean_mid, fit, flex_width, kept_row, render_plain_table, Col};
 use super::wrap::split_for_text;
 use super::{block, fmt_age, fmt_ago, fmt_count, plural, styled};
+use crate::engine::fleet::FleetRow;
 use crate::sanitize::clean_short;
 use crate::tui::state::State;
+use crate::tui::theme::Theme;
 
 pub fn render(f: &mut Frame, st: &State, area: Rect) {
     let t = &st.theme;
@@ -36,9 +38,11 @@ pub fn render(f: &mut Frame, st: &State, area: Rect) {
         Col::fixed("KIND", 10, 3),
         Col::fixed("QUEUES", 7, 1),
         Col::fixed("DEPTH", 8, 0),
-        Col::fixed("DLQ", 8, 0),
+        // Counts take at most 6 cells (`99999`, `9999k`, `10.0M`): one goes to OLDEST.
+        Col::fixed("DLQ", 7, 0),
         Col::fixed("DLQ Δ", 6, 2),
-        Col::fixed("OLDEST", 8, 1),
+        // Room for `47h59 dlq`: the oldest message may be a DLQ's, and says so.
+        Col::fixed("OLDEST", 9, 1),
         Col::fixed("IN QUEUE", 14, 2),
         Col::fixed("GROWING", 7, 2),
         Col::fixed("CALLS/m", 7, 4),
@@ -89,7 +93,7 @@ pub fn render(f: &mut Frame, st: &State, area: Rect) {
                         .map_or_else(|| "—".into(), |d| format!("{d:+}")),
                     dlq_style,
                 )),
-                Cell::from(fmt_age(r.worst_age.as_ref().map(|(a, _)| *a))),
+                oldest_cell(r, t),
                 Cell::from(
                     r.worst_age
                         .as_ref()
@@ -110,6 +114,17 @@ pub fn render(f: &mut Frame, st: &State, area: Rect) {
     render_plain_table(f, table_area, rows, (&cols, &keep), t, cursor.sel - from);
     if let Some((area, lines)) = error_area {
         f.render_widget(Paragraph::new(lines).style(t.error), area);
+    }
+}
+
+/// The oldest message of the profile, marked `dlq` (in the DLQ colour) when a DLQ holds it:
+/// the IN QUEUE column naming it is the first to go on a narrow terminal.
+fn oldest_cell<'a>(r: &FleetRow, t: &Theme) -> Cell<'a> {
+    let age = fmt_age(r.worst_age.as_ref().map(|(a, _)| *a));
+    if r.worst_age.is_some() && r.worst_age_in_dlq {
+        Cell::from(styled(format!("{age} dlq"), t.dlq))
+    } else {
+        Cell::from(age)
     }
 }
 

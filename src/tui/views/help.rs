@@ -152,6 +152,16 @@ pub fn lines<'a>(st: &State) -> Vec<Line<'a>> {
             styled("sort by the column whose header shows that digit", t.text),
         ]));
     }
+    if view == View::Queues {
+        // The one order that is not plain numbers: said, so `+0.2/s` above `~1s` is expected.
+        out.push(Line::from(vec![
+            styled(format!("{:>14}  ", "9"), t.accent),
+            styled(
+                "ETA worst first: growing, stuck?, flat, longest … empty",
+                t.text,
+            ),
+        ]));
+    }
     if view == View::Fleet {
         out.push(Line::from(vec![
             styled(format!("{:>14}  ", "f"), t.accent),

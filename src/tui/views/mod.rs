@@ -9,7 +9,7 @@ mod fleet;
 pub mod help;
 pub mod messages;
 mod ops;
-mod queues;
+pub mod queues;
 mod reasons;
 mod workers;
 pub mod wrap;

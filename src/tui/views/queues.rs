@@ -39,20 +39,72 @@ pub fn row_problem(st: &State, e: &QueueEntry) -> Option<(char, String)> {
 }
 
 pub fn eta_text(d: &crate::engine::derive::Derived, is_dlq: bool) -> String {
-    // Nothing consumes a DLQ: rising age with flat depth is normal there.
-    if d.stuck && !is_dlq {
-        return "stuck?".into();
+    Eta::of(d.trend, d.net_rate, d.drain_secs, d.stuck, is_dlq).text()
+}
+
+/// What the ETA cell says. The variants are in the order of the ETA sort ascending, the
+/// sooner empty the earlier: empty, then the shortest time to drain, …, flat, stuck, then
+/// growing, fastest last. Descending (the sort's default) is worst first. `Unknown` (`—`)
+/// sorts last either way.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Eta {
+    Empty,
+    /// Drains in this many seconds at the current net rate.
+    Drains(f64),
+    /// Draining, with no depth to say when it is done.
+    Draining,
+    /// Neither growing nor draining: never empty at this rate.
+    Flat,
+    /// Age keeps rising while depth stays flat (never said of a DLQ: nothing consumes it).
+    Stuck,
+    /// Growing by this many messages a second.
+    Growing(f64),
+    Unknown,
+}
+
+impl Eta {
+    pub fn of(
+        trend: Trend,
+        net_rate: Option<f64>,
+        drain_secs: Option<f64>,
+        stuck: bool,
+        is_dlq: bool,
+    ) -> Eta {
+        if stuck && !is_dlq {
+            return Eta::Stuck;
+        }
+        match trend {
+            Trend::Growing => Eta::Growing(net_rate.unwrap_or(0.0)),
+            Trend::Draining => drain_secs.map_or(Eta::Draining, Eta::Drains),
+            Trend::Flat if drain_secs == Some(0.0) => Eta::Empty,
+            Trend::Flat => Eta::Flat,
+            Trend::Unknown => Eta::Unknown,
+        }
     }
-    match d.trend {
-        Trend::Growing => format!("+{}/s", fmt_rate(d.net_rate)),
-        Trend::Draining => d
-            .drain_secs
-            .map_or_else(|| "draining".into(), |s| format!("~{}", fmt_secs(s))),
-        Trend::Flat => match d.drain_secs {
-            Some(0.0) => "empty".into(),
-            _ => "flat".into(),
-        },
-        Trend::Unknown => "—".into(),
+
+    /// Rank, then value within the rank, ascending; `None` for no figure.
+    pub fn sort_key(self) -> Option<(u8, f64)> {
+        match self {
+            Eta::Empty => Some((0, 0.0)),
+            Eta::Drains(secs) => Some((1, secs)),
+            Eta::Draining => Some((2, 0.0)),
+            Eta::Flat => Some((3, 0.0)),
+            Eta::Stuck => Some((4, 0.0)),
+            Eta::Growing(rate) => Some((5, rate)),
+            Eta::Unknown => None,
+        }
+    }
+
+    pub fn text(self) -> String {
+        match self {
+            Eta::Empty => "empty".into(),
+            Eta::Drains(secs) => format!("~{}", fmt_secs(secs)),
+            Eta::Draining => "draining".into(),
+            Eta::Flat => "flat".into(),
+            Eta::Stuck => "stuck?".into(),
+            Eta::Growing(rate) => format!("+{}/s", fmt_rate(Some(rate))),
+            Eta::Unknown => "—".into(),
+        }
     }
 }
 
@@ -99,11 +151,18 @@ pub fn render(f: &mut Frame, st: &State, area: Rect) {
         // The whole sentence where it fits, the count and its meaning in short where not.
         let n = fmt_thousands(st.queues.sort_unknown as u64);
         let used: usize = title.iter().map(Span::width).sum();
-        let long = format!("· {n} without figures yet, sorted last ");
+        // "yet" only while the sweep has not reached them: a broker that never reports a
+        // figure (RabbitMQ's delayed count) leaves rows that will not get one.
+        let (long, short) = if st.queues.sort_unpolled == st.queues.sort_unknown {
+            ("without figures yet", "unpolled")
+        } else {
+            ("without a figure", "no figure")
+        };
+        let long = format!("· {n} {long}, sorted last ");
         let text = if used + long.chars().count() + 4 <= table_area.width as usize {
             long
         } else {
-            format!("· {n} unpolled ")
+            format!("· {n} {short} ")
         };
         title.push(styled(text, t.warn));
     }

@@ -33,6 +33,10 @@ pub struct Derived {
     pub trend: Trend,
     /// Seconds until depth reaches zero at the current net rate.
     pub drain_secs: Option<f64>,
+    /// The rates are from the seconds since the worker count changed, not the last
+    /// `RATE_WINDOW_SECS`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub since_workers_changed: Option<u32>,
     pub workers: Option<u32>,
     pub per_worker_rate: Option<f64>,
     /// The worker count changed too recently to know what one worker does: no per-worker
@@ -81,24 +85,51 @@ pub struct Rates {
     pub net_rate: Option<f64>,
     pub trend: Trend,
     pub drain_secs: Option<f64>,
+    /// When the window starts at the last change of the worker count rather than
+    /// `RATE_WINDOW_SECS` ago: the seconds of history it covers since.
+    pub since_workers_changed: Option<u32>,
+}
+
+/// The history points from `from` on, oldest first, without allocating. Points are pushed in
+/// time order, so they are the newest `n`: found from the end, then read oldest first as
+/// `window` does (the same sums to the last bit).
+fn points_since(entry: &QueueEntry, from: u32) -> impl Iterator<Item = &Sample> {
+    let h = &entry.history;
+    let n = h.iter().rev().take_while(|s| s.t >= from).count();
+    h.iter().skip(h.len() - n)
+}
+
+/// Where the rate window starts, and the worker-count change it was cut at, if any. The
+/// window restarts at the change the per-worker figures already measure from
+/// (`QueueEntry::workers_since`) once a point after it has arrived: rates of the old workers
+/// would keep saying "growing" for a minute after scaling up. A change seen at the first
+/// point of the history is only the first count, not a change.
+fn window_start(entry: &QueueEntry, newest: u32) -> (u32, Option<u32>) {
+    let from = newest.saturating_sub(RATE_WINDOW_SECS);
+    let oldest = entry.history.iter().next().map_or(newest, |s| s.t);
+    match entry.workers_since {
+        Some(c) if c > from && c > oldest && c < newest => (c, Some(c)),
+        _ => (from, None),
+    }
 }
 
 pub fn rates(entry: &QueueEntry) -> Rates {
     let (mut in_sum, mut in_n, mut out_sum, mut out_n) = (0.0, 0usize, 0.0, 0usize);
     let (mut first, mut last): (Option<&Sample>, Option<&Sample>) = (None, None);
+    let mut since_workers_changed = None;
     if let Some(newest) = entry.history.last() {
-        let from = newest.t.saturating_sub(RATE_WINDOW_SECS);
-        // Points are pushed in time order, so the window is the newest `n`: found from the
-        // end, then summed oldest first as `window` does (the same sums to the last bit).
-        let h = &entry.history;
-        let n = h.iter().rev().take_while(|s| s.t >= from).count();
-        for s in h.iter().skip(h.len() - n) {
+        let (from, cut) = window_start(entry, newest.t);
+        since_workers_changed = cut.map(|c| newest.t - c);
+        for s in points_since(entry, from) {
+            // The rates at the change point span the poll before it, old workers included:
+            // they start after it; depth starts at it.
+            let rated = cut.is_none_or(|c| s.t > c);
             // The first point has no counter delta yet; points without rates are skipped.
-            if let Some(x) = unpack_f(s.in_rate) {
+            if let Some(x) = unpack_f(s.in_rate).filter(|_| rated) {
                 in_sum += x;
                 in_n += 1;
             }
-            if let Some(x) = unpack_f(s.out_rate) {
+            if let Some(x) = unpack_f(s.out_rate).filter(|_| rated) {
                 out_sum += x;
                 out_n += 1;
             }
@@ -140,6 +171,7 @@ pub fn rates(entry: &QueueEntry) -> Rates {
         net_rate,
         trend,
         drain_secs,
+        since_workers_changed,
     }
 }
 
@@ -159,6 +191,7 @@ pub fn derive_with(entry: &QueueEntry, target_secs: f64, measure_secs: u32) -> D
         net_rate,
         trend,
         drain_secs,
+        since_workers_changed,
     } = rates(entry);
     let rate_source = match entry.rate_source {
         RateSource::Unknown | RateSource::DepthDelta if depth_slope.is_some() => {
@@ -213,13 +246,14 @@ pub fn derive_with(entry: &QueueEntry, target_secs: f64, measure_secs: u32) -> D
         rate_source,
         trend,
         drain_secs,
+        since_workers_changed,
         workers,
         per_worker_rate,
         measuring,
         workers_needed,
         target_secs,
         arithmetic,
-        stuck: is_stuck(&w),
+        stuck: stuck(entry),
     }
 }
 
@@ -248,14 +282,19 @@ pub fn workers_needed(
     (n, text)
 }
 
-fn is_stuck(w: &[Sample]) -> bool {
-    let ages: Vec<&Sample> = w
-        .iter()
-        .filter(|s| !s.age_secs.is_nan() && unpack(s.depth).is_some())
-        .collect();
-    let (Some(a), Some(b)) = (ages.first(), ages.last()) else {
+/// Age keeps rising while depth stays flat over the last `RATE_WINDOW_SECS`: a poison
+/// message or a stuck key. Without allocating, so the ETA sort can ask it of every queue.
+pub fn stuck(entry: &QueueEntry) -> bool {
+    let Some(newest) = entry.history.last() else {
         return false;
     };
+    let from = newest.t.saturating_sub(RATE_WINDOW_SECS);
+    let mut aged =
+        points_since(entry, from).filter(|s| !s.age_secs.is_nan() && unpack(s.depth).is_some());
+    let Some(a) = aged.next() else {
+        return false;
+    };
+    let b = aged.last().unwrap_or(a);
     let span = b.t as f64 - a.t as f64;
     if span < 20.0 || b.depth == 0 {
         return false;
@@ -430,6 +469,102 @@ mod tests {
         assert!(!d.measuring, "{d:?}");
         assert!((d.per_worker_rate.unwrap() - 4.0).abs() < 1e-9);
         assert_eq!(d.workers_needed, Some(3), "{:?}", d.arithmetic);
+    }
+
+    /// 10/s arrive from a backlog of 200. One worker does 6/s until the poll at t = 60 sees
+    /// three (`+ +`), which do 18/s: depth stops growing by 4/s and falls by 8/s.
+    fn scaled_up(t: u64) -> (u64, u64, u64, u32) {
+        let enq = 200 + 10 * t;
+        let done = if t <= 60 { 6 * t } else { 360 + 18 * (t - 60) };
+        (enq - done, enq, done, if t < 60 { 1 } else { 3 })
+    }
+
+    /// The console's store (600 s over 240 points) polled every 2 s up to `until`.
+    fn polled_every_two_seconds(until: u64, at: impl Fn(u64) -> QueueStats) -> (Store, QueueId) {
+        let mut s = Store::with_defaults();
+        let id = QueueId::new("q");
+        s.set_queues(vec![QueueInfo {
+            id: id.clone(),
+            ..Default::default()
+        }]);
+        s.set_on_screen(std::slice::from_ref(&id));
+        let epoch = s.epoch_ms();
+        for t in (0..=until).step_by(2) {
+            s.apply(StatsBatch {
+                stats: vec![QueueStats {
+                    id: id.clone(),
+                    at_ms: epoch + t as i64 * 1000,
+                    ..at(t)
+                }],
+                errors: vec![],
+            });
+        }
+        (s, id)
+    }
+
+    fn scaled_up_counters(t: u64) -> QueueStats {
+        let (depth, enq, done, consumers) = scaled_up(t);
+        QueueStats {
+            depth: Some(depth),
+            enqueued_total: Some(enq),
+            completed_total: Some(done),
+            consumers: Some(consumers),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn trend_and_eta_follow_a_scale_up_within_two_polls() {
+        let (s, id) = polled_every_two_seconds(58, scaled_up_counters);
+        let before = s.derived(&id).unwrap();
+        assert_eq!(before.trend, Trend::Growing, "{before:?}");
+        assert_eq!(before.since_workers_changed, None);
+        // The poll at 60 sees 3 workers; two polls later the old worker's minute is gone.
+        let (s, id) = polled_every_two_seconds(64, scaled_up_counters);
+        let d = s.derived(&id).unwrap();
+        assert_eq!(d.trend, Trend::Draining, "{d:?}");
+        assert!((d.net_rate.unwrap() + 8.0).abs() < 1e-6, "{d:?}");
+        // 408 left at 8/s.
+        assert!((d.drain_secs.unwrap() - 51.0).abs() < 1e-6, "{d:?}");
+        assert!(d.since_workers_changed.is_some(), "{d:?}");
+        assert!(
+            d.measuring,
+            "per-worker figures still wait for 20 s of the new count"
+        );
+        // The sort reads the same figures.
+        let r = rates(s.get(&id).unwrap());
+        assert_eq!((r.trend, r.drain_secs), (d.trend, d.drain_secs));
+    }
+
+    /// A broker that gives depth and consumers but no counters: only the depth slope says
+    /// where the queue goes, and it needs the point at the change and one after it, which the
+    /// store keeps even between its 2.5 s points (the change seen at 62, between two).
+    #[test]
+    fn depth_only_trend_follows_a_scale_up_within_two_polls() {
+        let depth_only = |t: u64| {
+            let (depth, _, _, consumers) = scaled_up(t.saturating_sub(2));
+            QueueStats {
+                depth: Some(depth),
+                consumers: Some(consumers),
+                ..Default::default()
+            }
+        };
+        let (s, id) = polled_every_two_seconds(66, depth_only);
+        let d = s.derived(&id).unwrap();
+        assert_eq!(d.rate_source, RateSource::DepthDelta);
+        assert_eq!(d.trend, Trend::Draining, "{d:?}");
+        assert!((d.net_rate.unwrap() + 8.0).abs() < 1e-6, "{d:?}");
+        assert!(d.drain_secs.is_some_and(f64::is_finite), "{d:?}");
+    }
+
+    #[test]
+    fn the_first_worker_count_seen_is_no_change() {
+        // Two polls of a steady queue (what `ls --sample` takes): rates from both, no cut.
+        let mut s = Store::with_defaults();
+        let id = counters(&mut s, 30, |t| (6 * t, 10 * t, 4 * t, 1));
+        let d = s.derived(&id).unwrap();
+        assert_eq!(d.since_workers_changed, None);
+        assert_eq!(d.trend, Trend::Growing);
     }
 
     #[test]

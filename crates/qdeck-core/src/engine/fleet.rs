@@ -28,8 +28,11 @@ pub struct FleetRow {
     pub dlq_depth: Option<u64>,
     /// DLQ total now minus at the previous poll.
     pub dlq_change: Option<i64>,
-    /// The oldest message of any ordinary queue, and its queue.
+    /// The oldest message of any queue, DLQs included (the on-fire view ranks them on the
+    /// same age), and its queue.
     pub worst_age: Option<(f64, QueueId)>,
+    /// The queue of `worst_age` is a DLQ: said next to the age, as where it comes from.
+    pub worst_age_in_dlq: bool,
     /// Queues deeper than at the previous poll.
     pub growing: Option<usize>,
     /// Why the last poll failed (one line, redacted); the figures are from the last success.
@@ -127,7 +130,7 @@ pub fn summarize(
     let dlqs: std::collections::HashSet<&QueueId> =
         infos.iter().filter(|i| i.is_dlq).map(|i| &i.id).collect();
     let (mut depth, mut dlq, mut growing) = (0u64, 0u64, 0usize);
-    let mut worst: Option<(f64, QueueId)> = None;
+    let mut worst: Option<(f64, QueueId, bool)> = None;
     let mut now: HashMap<QueueId, u64> = HashMap::with_capacity(batch.stats.len());
     let max_age = if row.max_age_secs > 0.0 {
         row.max_age_secs
@@ -157,14 +160,16 @@ pub fn summarize(
             age_secs: s.oldest_age_secs,
             out_rate: s.out_rate,
         });
-        if dlqs.contains(&s.id) {
+        if is_dlq {
             dlq += d;
         } else {
             depth += d;
-            if let Some(a) = s.oldest_age_secs {
-                if worst.as_ref().is_none_or(|(w, _)| a > *w) {
-                    worst = Some((a, s.id.clone()));
-                }
+        }
+        // A DLQ's oldest counts too: on RabbitMQ the live queues often report no age at all,
+        // and a failure left for 5 minutes is what the on-fire view shows first.
+        if let Some(a) = s.oldest_age_secs {
+            if worst.as_ref().is_none_or(|(w, _, _)| a > *w) {
+                worst = Some((a, s.id.clone(), is_dlq));
             }
         }
         if !dlqs.contains(&s.id) && previous.get(&s.id).is_some_and(|p| d > *p) {
@@ -194,7 +199,8 @@ pub fn summarize(
     row.queues = Some(infos.len());
     row.depth = Some(depth);
     row.dlq_depth = Some(dlq);
-    row.worst_age = worst;
+    row.worst_age_in_dlq = worst.as_ref().is_some_and(|w| w.2);
+    row.worst_age = worst.map(|(a, q, _)| (a, q));
     row.growing = had_previous.then_some(growing);
     row.error = None;
 }
@@ -347,10 +353,43 @@ mod tests {
             (row.queues, row.depth, row.dlq_depth),
             (Some(3), Some(7), Some(2))
         );
-        assert_eq!(row.worst_age, Some((90.0, QueueId::new("b"))));
+        assert_eq!(row.worst_age, Some((900.0, QueueId::new("a.dlq"))));
+        assert!(row.worst_age_in_dlq);
         assert_eq!((row.growing, row.dlq_change), (None, None));
         summarize(&mut row, &infos, &batch(5, 4, 5), &mut prev);
         assert_eq!((row.growing, row.dlq_change), (Some(1), Some(3)));
+    }
+
+    /// RabbitMQ gives no age for live queues without a message timestamp; its DLQs' 5 minutes
+    /// were `5m` on the on-fire view and `—` on the fleet.
+    #[test]
+    fn oldest_is_the_oldest_the_fire_view_shows_dlqs_included() {
+        let infos = vec![info("orders", false), info("orders.dlq", true)];
+        let mut row = FleetRow::default();
+        let batch = StatsBatch {
+            stats: vec![stat("orders", 40, None), stat("orders.dlq", 3, Some(300.0))],
+            ..StatsBatch::default()
+        };
+        summarize(&mut row, &infos, &batch, &mut HashMap::new());
+        assert_eq!(row.worst_age, Some((300.0, QueueId::new("orders.dlq"))));
+        assert!(row.worst_age_in_dlq);
+        let fire_oldest = row
+            .fire
+            .iter()
+            .filter_map(|f| f.age_secs)
+            .fold(0.0, f64::max);
+        assert_eq!(row.worst_age.as_ref().map(|w| w.0), Some(fire_oldest));
+        // A live queue older than the DLQ is the one named, and not as a DLQ.
+        let batch = StatsBatch {
+            stats: vec![
+                stat("orders", 40, Some(900.0)),
+                stat("orders.dlq", 3, Some(300.0)),
+            ],
+            ..StatsBatch::default()
+        };
+        summarize(&mut row, &infos, &batch, &mut HashMap::new());
+        assert_eq!(row.worst_age, Some((900.0, QueueId::new("orders"))));
+        assert!(!row.worst_age_in_dlq);
     }
 
     #[test]

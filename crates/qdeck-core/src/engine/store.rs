@@ -214,10 +214,6 @@ impl Store {
             in_rate: in_rate.map_or(f32::NAN, |r| r as f32),
             out_rate: out_rate.map_or(f32::NAN, |r| r as f32),
         };
-        let due = match e.history.last() {
-            Some(last) => (sample.t as f64 - last.t as f64) >= res,
-            None => true,
-        };
         let changed = match e.latest.as_ref() {
             Some(prev) => prev.consumers != s.consumers,
             None => true,
@@ -225,6 +221,19 @@ impl Store {
         if changed {
             e.workers_since = Some(sample.t);
         }
+        // The point that sees the worker count change and the first after it are kept
+        // whatever the resolution: the rates restart there (`derive::rates`), so the trend
+        // follows a scaling within two polls. The first count seen (at the first point) is
+        // no change.
+        let due = match (e.history.iter().next(), e.history.last()) {
+            (Some(first), Some(last)) => {
+                let at_change = e
+                    .workers_since
+                    .is_some_and(|c| first.t < c && last.t <= c && c <= sample.t);
+                (sample.t as f64 - last.t as f64) >= res || (at_change && sample.t > last.t)
+            }
+            _ => true,
+        };
         if due && wanted {
             e.history.push(sample);
         }

@@ -108,7 +108,7 @@ fn derived_lines<'a>(t: &Theme, d: &Derived, is_dlq: bool) -> Vec<Line<'a>> {
                     .map_or_else(|| "—".into(), |n| format!("{n:+.1}/s")),
                 t.text,
             ),
-            styled(format!("  ({src}, last 60 s)"), t.dim),
+            styled(format!("  ({src}, {})", window_text(d)), t.dim),
         ]),
         Line::from(vec![
             styled(format!("trend {:?} · ", d.trend).to_lowercase(), t.text),
@@ -126,6 +126,15 @@ fn derived_lines<'a>(t: &Theme, d: &Derived, is_dlq: bool) -> Vec<Line<'a>> {
         )));
     }
     lines
+}
+
+/// What the rates are averaged over: the last minute, or the time since the worker count
+/// changed (the old workers' rates would describe a queue that is no longer there).
+fn window_text(d: &Derived) -> String {
+    match d.since_workers_changed {
+        Some(_) => "since the worker count changed".into(),
+        None => format!("last {} s", crate::engine::derive::RATE_WINDOW_SECS),
+    }
 }
 
 fn workers_line<'a>(t: &Theme, d: &Derived) -> Line<'a> {

@@ -41,6 +41,8 @@ pub(super) struct Exec {
     /// The profiles named on the command line (`-p a,b`) for the fleet view; empty: all.
     /// They outlive a `:profile` switch.
     fleet_profiles: Vec<String>,
+    /// The profiles the running fleet pollers poll.
+    fleet_names: Vec<String>,
     fleet_tx: mpsc::Sender<FleetRow>,
     /// A message to open in the editor once this batch of effects is done: the event loop
     /// owns the terminal and the key reader it must suspend.
@@ -102,6 +104,7 @@ impl Exec {
             reasons_op: None,
             fleet: None,
             fleet_profiles,
+            fleet_names: Vec::new(),
             fleet_tx,
         };
         let inbox = Inbox {
@@ -235,9 +238,22 @@ impl Exec {
         });
     }
 
-    /// Poll the fleet view's profiles.
+    /// Poll the fleet view's profiles. The file is read again (as `:profile` does): a
+    /// profile added since the start joins the fleet, one removed leaves it.
     fn start_fleet(&mut self) -> Action {
-        let names = fleet::profiles_to_poll(&self.session.loaded.config, &self.fleet_profiles);
+        let opts = self
+            .session
+            .loaded
+            .options_for(&self.session.profile().name);
+        let names = match crate::config::load(&opts) {
+            Ok(l) => fleet::profiles_to_poll(&l.config, &self.fleet_profiles),
+            Err(_) => fleet::profiles_to_poll(&self.session.loaded.config, &self.fleet_profiles),
+        };
+        if self.fleet_names != names {
+            // Dropping the handle stops the pollers of the old set.
+            self.fleet = None;
+            self.fleet_names.clone_from(&names);
+        }
         if self.fleet.is_none() {
             let loaded = self.session.loaded.clone();
             self.fleet = Some(fleet::spawn(

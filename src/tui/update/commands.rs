@@ -36,9 +36,9 @@ pub(super) fn command(st: &mut State, text: &str, fx: &mut Vec<Effect>) {
         "fleet" => {
             if st.fleet.is_some() {
                 st.stack = vec![View::Fleet];
-            } else {
-                fx.push(Effect::StartFleet);
             }
+            // Started, or its profile list read again from the file.
+            fx.push(Effect::StartFleet);
         }
         "fire" => {
             if st.fleet.is_none() {
@@ -179,7 +179,20 @@ fn open_detail(st: &mut State, q: QueueId) {
 /// The profile list re-read from the configuration file: list it, or switch to `then`.
 /// The fleet's pollers run: its view opens (under the on-fire view when `:fire` asked).
 pub(super) fn fleet_started(st: &mut State, names: &[String]) {
-    st.fleet = Some(FleetState::new(names));
+    // Profiles still in the list keep their rows (and cursors stay); new ones start empty.
+    let mut fresh = FleetState::new(names);
+    if let Some(old) = st.fleet.take() {
+        for row in &mut fresh.rows {
+            if let Some(kept) = old.rows.iter().find(|r| r.profile == row.profile) {
+                *row = kept.clone();
+            }
+        }
+        fresh.cursor = old.cursor;
+        fresh.fire_cursor = old.fire_cursor;
+        fresh.fire_filter = old.fire_filter;
+        fresh.cursor.clamp(fresh.rows.len(), st.size.1 as usize);
+    }
+    st.fleet = Some(fresh);
     st.stack = if st.view() == View::Fire {
         vec![View::Fleet, View::Fire]
     } else {

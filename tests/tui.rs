@@ -1544,7 +1544,7 @@ fn pty_end_to_end() {
     c.send(b"y");
     c.wait_for("redrive orders-dlq");
     c.send(b"q");
-    c.wait_for("cancel it and quit?");
+    c.wait_for("stop it and quit?");
     c.send(b"y");
     // The CLI's code for a cancelled redrive.
     assert_eq!(c.wait_exit(Duration::from_secs(10)), 130);
@@ -1622,7 +1622,10 @@ fn profile_command() {
     );
     assert!(fx.contains(&Effect::SwitchProfile("prod".into())));
     let fx = run(&mut st, "bogus");
-    assert!(fx.iter().all(|e| matches!(e, Effect::Visible(_))));
+    // Kept in the history (for ↑ to fix the typo), and nothing else.
+    assert!(fx
+        .iter()
+        .all(|e| matches!(e, Effect::Visible(_) | Effect::SaveHistory(_))));
     assert!(st.status.as_ref().unwrap().text.contains("unknown command"));
 }
 
@@ -1705,7 +1708,7 @@ fn dialogs() -> Vec<(&'static str, State, &'static str)> {
     out.push(("browse_side_effect", st, "y confirm"));
     let mut st = running_redrive();
     update(&mut st, key('q'));
-    out.push(("quit_running", st, "y confirm"));
+    out.push(("quit_running", st, "y stop"));
     out
 }
 
@@ -1759,7 +1762,7 @@ fn quit_during_an_operation_asks_then_exits_with_its_summary() {
     assert!(!st.exit.quit, "q must ask first while a redrive runs");
     let s = text(&draw(&st, 80, 24));
     assert!(s.contains("1,200/5,000"), "{s}");
-    assert!(s.contains("cancel it and quit?"), "{s}");
+    assert!(s.contains("stop it and quit?"), "{s}");
     // n keeps it running.
     update(&mut st, key('n'));
     assert!(st.dialog.is_none() && !st.exit.quit && st.op.is_some());

@@ -746,7 +746,10 @@ impl State {
             queues: QueueList::default(),
             input: None,
             prompt: PromptState {
-                themes: Theme::builtin_names().into_iter().map(String::from).collect(),
+                themes: Theme::builtin_names()
+                    .into_iter()
+                    .map(String::from)
+                    .collect(),
                 ..Default::default()
             },
             focus: None,

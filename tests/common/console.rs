@@ -228,4 +228,3 @@ pub fn open_dlq(st: &mut State) {
         },
     );
 }
-

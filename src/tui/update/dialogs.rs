@@ -301,7 +301,7 @@ fn cancel(st: &mut State) {
         return;
     };
     let what = match d.kind {
-        DialogKind::Quit => "not quitting; the operation keeps running",
+        DialogKind::Quit => "quit cancelled; the operation keeps running",
         DialogKind::Edit { .. } => "cancelled; nothing was sent",
         DialogKind::EditUnreadable { .. } => "cancelled; the edit was dropped, nothing was sent",
         DialogKind::Browse { .. } => "cancelled; nothing was browsed",

@@ -288,7 +288,13 @@ fn rows(st: &State, width: u16) -> Vec<Line<'static>> {
 /// The box's width and height in `area`: the whole of an axis where the box would leave only
 /// a sliver of the view under it, so its border never doubles the view's (`┌┌`).
 fn box_size(area: (u16, u16), rows: usize) -> (u16, u16) {
-    let snap = |want: u16, room: u16| if room.saturating_sub(want) < 4 { room } else { want.min(room) };
+    let snap = |want: u16, room: u16| {
+        if room.saturating_sub(want) < 4 {
+            room
+        } else {
+            want.min(room)
+        }
+    };
     let w = snap(WIDTH, area.0);
     let h = snap((rows as u16).saturating_add(2), area.1);
     (w, h)

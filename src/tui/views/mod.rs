@@ -223,7 +223,11 @@ fn footer(f: &mut Frame, st: &State, area: Rect) {
         }
         if let Some(c) = st.prompt.completion.as_ref().filter(|_| st.input.is_some()) {
             let used = 2 + inp.text.chars().count();
-            spans.extend(completions(st, c, (area.width as usize).saturating_sub(used)));
+            spans.extend(completions(
+                st,
+                c,
+                (area.width as usize).saturating_sub(used),
+            ));
         }
         f.render_widget(Paragraph::new(Line::from(spans)), area);
         return;

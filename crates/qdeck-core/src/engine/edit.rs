@@ -513,6 +513,28 @@ mod tests {
         assert!(parse(&unknown).unwrap_err().contains("delay"));
     }
 
+    /// An edit opened again on text that did not parse is never "unchanged": saved as it was,
+    /// it is still unreadable (and kept for another try); fixed, it is a change.
+    #[test]
+    fn a_reopened_unreadable_edit_stays_unreadable_until_fixed() {
+        let draft = render(BrokerKind::Local, &QueueId::new("q"), &msg(b"hello")).unwrap();
+        assert_eq!(outcome(&draft, &draft), Ok(EditorOutcome::Unchanged));
+        let broken = draft.replace("[headers]", "[headers");
+        assert!(matches!(
+            outcome(&draft, &broken),
+            Err(EditorError::Malformed(_))
+        ));
+        assert!(matches!(
+            outcome(&broken, &broken),
+            Err(EditorError::Malformed(_))
+        ));
+        let fixed = draft.replace("hello", "HELLO");
+        assert!(matches!(
+            outcome(&broken, &fixed),
+            Ok(EditorOutcome::Changed(e)) if e.body == b"HELLO"
+        ));
+    }
+
     #[test]
     fn binary_bodies_are_not_edited() {
         let e = render(BrokerKind::Local, &QueueId::new("q"), &msg(&[0xff, 0xfe])).unwrap_err();

@@ -12,8 +12,6 @@ use common::console::*;
 use common::pty::Console;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-use ratatui::backend::TestBackend;
-use ratatui::Terminal;
 
 use qdeck::backend::local::{LocalHandle, QueueOptions};
 use qdeck::backend::{Backend, BackendError};
@@ -1523,7 +1521,7 @@ fn pty_end_to_end() {
     c.wait_for("messages orders-dlq");
     c.wait_for("poison");
     c.send(b"\r");
-    c.wait_for("body (text)");
+    c.wait_for("body (text,");
     // Back to the list, open the redrive dialog: its key legend is on screen; cancel it.
     c.send(b"\x1b");
     c.wait_for("loaded");
@@ -2541,53 +2539,6 @@ fn reasons_view_final_wording_and_tier() {
     assert_eq!(st.view(), View::Queues);
 }
 
-fn fleet_state() -> State {
-    use qdeck::engine::fleet::FleetRow;
-    let mut st = populated();
-    let names: Vec<String> = ["local", "rabbit-eu", "sqs-prod"]
-        .iter()
-        .map(std::string::ToString::to_string)
-        .collect();
-    let mut fl = qdeck::tui::state::FleetState::new(&names);
-    let now = st.now_ms;
-    fl.apply(FleetRow {
-        profile: "local".into(),
-        kind: Some("local".into()),
-        queues: Some(4),
-        depth: Some(740),
-        dlq_depth: Some(7),
-        dlq_change: Some(2),
-        worst_age: Some((22.0, QueueId::new("orders"))),
-        growing: Some(1),
-        updated_ms: Some(now - 2_000),
-        refresh_secs: 2.0,
-        calls_per_min: Some(60.0),
-        ..Default::default()
-    });
-    fl.apply(FleetRow {
-        profile: "rabbit-eu".into(),
-        kind: Some("rabbitmq".into()),
-        error: Some("management API at http://127.0.0.1:1 is not reachable\x1b[2J".into()),
-        refresh_secs: 2.0,
-        ..Default::default()
-    });
-    fl.apply(FleetRow {
-        profile: "sqs-prod".into(),
-        kind: Some("sqs".into()),
-        queues: Some(1200),
-        depth: Some(15),
-        dlq_depth: Some(0),
-        dlq_change: Some(0),
-        growing: Some(0),
-        updated_ms: Some(now - 60_000),
-        refresh_secs: 5.0,
-        ..Default::default()
-    });
-    st.fleet = Some(fl);
-    st.stack = vec![View::Fleet];
-    st
-}
-
 #[test]
 fn fleet_view_shows_each_profile_its_error_and_staleness() {
     let st = fleet_state();
@@ -2647,61 +2598,6 @@ fn fleet_enter_opens_a_profile_and_esc_comes_back() {
     assert_eq!(st.view(), View::Fleet);
 }
 
-fn fire_entry(
-    queue: &str,
-    is_dlq: bool,
-    severity: f64,
-    depth: u64,
-    change: Option<i64>,
-    age: Option<f64>,
-) -> qdeck::engine::fleet::FireEntry {
-    qdeck::engine::fleet::FireEntry {
-        queue: QueueId::new(queue),
-        is_dlq,
-        severity,
-        depth: Some(depth),
-        change,
-        age_secs: age,
-        out_rate: None,
-    }
-}
-
-/// The fleet of `fleet_state`, with queues on fire in two profiles and an SQS cost.
-fn fire_state() -> State {
-    let mut st = fleet_state();
-    let fl = st.fleet.as_mut().unwrap();
-    for r in &mut fl.rows {
-        r.max_age_secs = 300.0;
-        match r.profile.as_str() {
-            "local" => {
-                r.fire = vec![
-                    fire_entry("orders-dlq", true, 37.5, 7, Some(2), Some(900.0)),
-                    fire_entry("orders", false, 30.0, 700, Some(40), Some(22.0)),
-                    fire_entry("emails", false, 0.0, 40, Some(-5), Some(3.0)),
-                ];
-            }
-            "sqs-prod" => {
-                r.usd_per_hour = Some(0.0123);
-                r.calls_per_min = Some(410.0);
-                r.fire = vec![
-                    fire_entry(
-                        "billing-events-eu-west-1-invoices\x1b[31m",
-                        false,
-                        33.0,
-                        15,
-                        Some(0),
-                        Some(1_260.0),
-                    ),
-                    fire_entry("billing-dlq", true, 0.0, 0, Some(0), None),
-                ];
-            }
-            _ => {}
-        }
-    }
-    st.stack = vec![View::Fleet, View::Fire];
-    st
-}
-
 #[test]
 fn fire_view_ranks_every_profiles_queues_by_severity() {
     let st = fire_state();
@@ -2709,14 +2605,17 @@ fn fire_view_ranks_every_profiles_queues_by_severity() {
     snap("fire_120x35", &st, 120, 35);
     assert_no_controls(&draw(&st, 120, 35));
     let fl = st.fleet.as_ref().unwrap();
-    let order: Vec<(&str, &str)> = fl
-        .fire_rows()
+    let rows = fl.fire_rows(st.now_ms);
+    let order: Vec<(&str, &str)> = rows
         .iter()
-        .map(|(p, e)| (*p, e.queue.as_str()))
+        .map(|r| (r.profile(), r.queue().map_or("", QueueId::as_str)))
         .collect();
-    assert_eq!(order[0], ("local", "orders-dlq"));
-    assert_eq!(order[1].0, "sqs-prod");
-    assert_eq!(order.len(), 5, "every kept queue of every profile");
+    // The broker that fails and the one gone stale first, then the queues by severity.
+    assert_eq!(order[0], ("rabbit-eu", ""));
+    assert_eq!(order[1], ("sqs-prod", ""));
+    assert_eq!(order[2], ("local", "orders-dlq"));
+    assert_eq!(order[3].0, "sqs-prod");
+    assert_eq!(order.len(), 7, "every kept queue of every profile");
     // The fleet row shows the SQS cost per hour, blank for the other kinds.
     let mut fleet = fire_state();
     fleet.stack = vec![View::Fleet];
@@ -2746,7 +2645,7 @@ fn fire_view_filters_opens_and_comes_back() {
         update(&mut st, key(c));
     }
     update(&mut st, code(KeyCode::Enter));
-    let n = st.fleet.as_ref().unwrap().fire_rows().len();
+    let n = st.fleet.as_ref().unwrap().fire_rows(st.now_ms).len();
     assert_eq!(n, 2);
     let s = text(&draw(&st, 120, 35));
     assert!(!s.contains("orders-dlq"), "{s}");
@@ -2757,8 +2656,11 @@ fn fire_view_filters_opens_and_comes_back() {
         "{fx:?}"
     );
     update(&mut st, code(KeyCode::Esc));
-    assert_eq!(st.fleet.as_ref().unwrap().fire_rows().len(), 5);
+    // The two profiles that do not answer rank first, then the five queues.
+    assert_eq!(st.fleet.as_ref().unwrap().fire_rows(st.now_ms).len(), 7);
     // Enter on a queue of the current profile opens its detail; Esc comes back here.
+    update(&mut st, key('j'));
+    update(&mut st, key('j'));
     let fx = update(&mut st, code(KeyCode::Enter));
     assert!(
         !fx.iter().any(|e| matches!(e, Effect::SwitchProfile(_))),
@@ -2970,8 +2872,10 @@ fn header_breadcrumb_follows_the_fleet_and_on_fire_views() {
         h.contains("fleet › queues") && !h.contains("on fire"),
         "{h}"
     );
-    // Into a queue of this profile from the on-fire view, and back.
+    // Into a queue of this profile from the on-fire view (past the two broker rows), and back.
     let mut st = fire_state();
+    update(&mut st, key('j'));
+    update(&mut st, key('j'));
     update(&mut st, code(KeyCode::Enter));
     assert_eq!(st.view(), View::Detail);
     let h = header(&st);

@@ -28,6 +28,8 @@ pub enum View {
     Help,
     /// A DLQ grouped by failure signature.
     Reasons,
+    /// This session's operations with their full summaries (`:ops`).
+    Ops,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -486,6 +488,36 @@ pub struct Status {
     pub text: String,
     pub level: Level,
     pub at_ms: i64,
+    /// An operation's result: it stays until replaced or dismissed, where a flash expires.
+    pub sticky: bool,
+}
+
+/// This session's operations, newest last (`:ops`).
+#[derive(Debug, Clone, Default)]
+pub struct OpsLog {
+    pub entries: Vec<LoggedOp>,
+    /// First row shown.
+    pub scroll: usize,
+}
+
+/// One finished operation: what ran, when it ended, and its full summary.
+#[derive(Debug, Clone)]
+pub struct LoggedOp {
+    pub label: String,
+    pub ended_ms: i64,
+    pub summary: OpSummary,
+}
+
+impl OpsLog {
+    /// Kept per session; a long night of single-message redrives stays well under this.
+    pub const MAX: usize = 500;
+
+    pub fn push(&mut self, op: LoggedOp) {
+        if self.entries.len() >= Self::MAX {
+            self.entries.remove(0);
+        }
+        self.entries.push(op);
+    }
 }
 
 impl State {
@@ -531,6 +563,7 @@ pub struct State {
     pub reasons: ReasonsState,
     pub dialog: Option<Dialog>,
     pub help: HelpState,
+    pub ops_log: OpsLog,
     pub detail: DetailState,
     /// Ctrl-W: show every column whatever the width.
     pub wide: bool,
@@ -663,10 +696,39 @@ pub struct FleetState {
     pub cursor: Cursor,
     pub fire_cursor: Cursor,
     pub fire_filter: Filter,
+    /// The queue an on-fire row asked to open once its profile's session is up (Enter on
+    /// another profile's row): the switch lands on exactly that queue.
+    pub landing: Option<(String, QueueId)>,
 }
 
-/// One row of the on-fire view: a profile and one of its queues.
-pub type FireRow<'a> = (&'a str, &'a crate::engine::fleet::FireEntry);
+/// One row of the on-fire view: a profile whose broker does not answer (these rank first),
+/// or a profile and one of its queues.
+#[derive(Debug, Clone, PartialEq)]
+pub enum FireRow<'a> {
+    Broker {
+        profile: &'a str,
+        problem: crate::engine::fleet::BrokerProblem,
+    },
+    Queue {
+        profile: &'a str,
+        entry: &'a crate::engine::fleet::FireEntry,
+    },
+}
+
+impl FireRow<'_> {
+    pub fn profile(&self) -> &str {
+        match self {
+            FireRow::Broker { profile, .. } | FireRow::Queue { profile, .. } => profile,
+        }
+    }
+
+    pub fn queue(&self) -> Option<&QueueId> {
+        match self {
+            FireRow::Broker { .. } => None,
+            FireRow::Queue { entry, .. } => Some(&entry.queue),
+        }
+    }
+}
 
 impl FleetState {
     pub fn new(profiles: &[String]) -> FleetState {
@@ -682,30 +744,44 @@ impl FleetState {
             cursor: Cursor::default(),
             fire_cursor: Cursor::default(),
             fire_filter: Filter::default(),
+            landing: None,
         }
     }
 
-    /// The on-fire table: every profile's kept queues, worst first, through the filter.
+    /// The on-fire table through the filter: first every profile whose broker does not
+    /// answer (in configuration order), then every profile's kept queues, worst first.
     /// Built per frame: at most `FIRE_ROWS` per profile, so a sort of a few thousand rows.
-    pub fn fire_rows(&self) -> Vec<FireRow<'_>> {
+    pub fn fire_rows(&self, now_ms: i64) -> Vec<FireRow<'_>> {
+        let shown = |name: &str| !self.fire_filter.is_active() || self.fire_filter.matches(name);
         let mut v: Vec<FireRow<'_>> = self
             .rows
             .iter()
-            .flat_map(|r| r.fire.iter().map(move |e| (r.profile.as_str(), e)))
-            .filter(|(p, e)| {
-                !self.fire_filter.is_active()
-                    || self
-                        .fire_filter
-                        .matches(&format!("{p}/{}", e.queue.as_str()))
+            .filter_map(|r| {
+                let problem = r.broker_problem(now_ms)?;
+                shown(&r.profile).then_some(FireRow::Broker {
+                    profile: r.profile.as_str(),
+                    problem,
+                })
             })
             .collect();
-        v.sort_by(|a, b| {
+        let mut queues: Vec<(&str, &crate::engine::fleet::FireEntry)> = self
+            .rows
+            .iter()
+            .flat_map(|r| r.fire.iter().map(move |e| (r.profile.as_str(), e)))
+            .filter(|(p, e)| shown(&format!("{p}/{}", e.queue.as_str())))
+            .collect();
+        queues.sort_by(|a, b| {
             b.1.severity
                 .total_cmp(&a.1.severity)
                 .then(b.1.depth.cmp(&a.1.depth))
                 .then(a.0.cmp(b.0))
                 .then(a.1.queue.as_str().cmp(b.1.queue.as_str()))
         });
+        v.extend(
+            queues
+                .into_iter()
+                .map(|(profile, entry)| FireRow::Queue { profile, entry }),
+        );
         v
     }
 
@@ -759,6 +835,7 @@ impl State {
             reasons: ReasonsState::default(),
             dialog: None,
             help: HelpState::default(),
+            ops_log: OpsLog::default(),
             detail: DetailState::default(),
             wide: false,
             op: None,

@@ -7,7 +7,7 @@ use ratatui::Terminal;
 
 use qdeck::domain::*;
 use qdeck::engine::store::Store;
-use qdeck::tui::state::State;
+use qdeck::tui::state::{State, View};
 use qdeck::tui::{update, Action, Effect};
 
 pub const T0: i64 = 1_764_600_000_000; // 2025-12-01T14:40:00Z
@@ -227,4 +227,106 @@ pub fn open_dlq(st: &mut State) {
             }),
         },
     );
+}
+
+pub fn fleet_state() -> State {
+    use qdeck::engine::fleet::FleetRow;
+    let mut st = populated();
+    let names: Vec<String> = ["local", "rabbit-eu", "sqs-prod"]
+        .iter()
+        .map(std::string::ToString::to_string)
+        .collect();
+    let mut fl = qdeck::tui::state::FleetState::new(&names);
+    let now = st.now_ms;
+    fl.apply(FleetRow {
+        profile: "local".into(),
+        kind: Some("local".into()),
+        queues: Some(4),
+        depth: Some(740),
+        dlq_depth: Some(7),
+        dlq_change: Some(2),
+        worst_age: Some((22.0, QueueId::new("orders"))),
+        growing: Some(1),
+        updated_ms: Some(now - 2_000),
+        refresh_secs: 2.0,
+        calls_per_min: Some(60.0),
+        ..Default::default()
+    });
+    fl.apply(FleetRow {
+        profile: "rabbit-eu".into(),
+        kind: Some("rabbitmq".into()),
+        error: Some("management API at http://127.0.0.1:1 is not reachable\x1b[2J".into()),
+        refresh_secs: 2.0,
+        ..Default::default()
+    });
+    fl.apply(FleetRow {
+        profile: "sqs-prod".into(),
+        kind: Some("sqs".into()),
+        queues: Some(1200),
+        depth: Some(15),
+        dlq_depth: Some(0),
+        dlq_change: Some(0),
+        growing: Some(0),
+        updated_ms: Some(now - 60_000),
+        refresh_secs: 5.0,
+        ..Default::default()
+    });
+    st.fleet = Some(fl);
+    st.stack = vec![View::Fleet];
+    st
+}
+
+pub fn fire_entry(
+    queue: &str,
+    is_dlq: bool,
+    severity: f64,
+    depth: u64,
+    change: Option<i64>,
+    age: Option<f64>,
+) -> qdeck::engine::fleet::FireEntry {
+    qdeck::engine::fleet::FireEntry {
+        queue: QueueId::new(queue),
+        is_dlq,
+        severity,
+        depth: Some(depth),
+        change,
+        age_secs: age,
+        out_rate: None,
+    }
+}
+
+/// The fleet of `fleet_state`, with queues on fire in two profiles and an SQS cost.
+pub fn fire_state() -> State {
+    let mut st = fleet_state();
+    let fl = st.fleet.as_mut().unwrap();
+    for r in &mut fl.rows {
+        r.max_age_secs = 300.0;
+        match r.profile.as_str() {
+            "local" => {
+                r.fire = vec![
+                    fire_entry("orders-dlq", true, 37.5, 7, Some(2), Some(900.0)),
+                    fire_entry("orders", false, 30.0, 700, Some(40), Some(22.0)),
+                    fire_entry("emails", false, 0.0, 40, Some(-5), Some(3.0)),
+                ];
+            }
+            "sqs-prod" => {
+                r.usd_per_hour = Some(0.0123);
+                r.calls_per_min = Some(410.0);
+                r.fire = vec![
+                    fire_entry(
+                        "billing-events-eu-west-1-invoices\x1b[31m",
+                        false,
+                        33.0,
+                        15,
+                        Some(0),
+                        Some(1_260.0),
+                    ),
+                    fire_entry("billing-dlq", true, 0.0, 0, Some(0), None),
+                ];
+            }
+            _ => {}
+        }
+    }
+    st.stack = vec![View::Fleet, View::Fire];
+    st
 }

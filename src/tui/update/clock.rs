@@ -23,8 +23,12 @@ pub(super) fn tick(st: &mut State, now: i64, fx: &mut Vec<Effect>) {
             fx.push(Effect::Consumers(q));
         }
     }
-    // Status messages are flashes: gone after a few seconds, errors a little later.
+    // Status messages are flashes: gone after a few seconds, errors a little later (an
+    // operation's result stays).
     if st.status.as_ref().is_some_and(|s| {
+        if s.sticky {
+            return false;
+        }
         let ttl = match s.level {
             Level::Info => FLASH_INFO_MS,
             Level::Warn | Level::Error => FLASH_WARN_MS,

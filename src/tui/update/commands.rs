@@ -29,6 +29,10 @@ pub(super) fn command(st: &mut State, text: &str, fx: &mut Vec<Effect>) {
             }
         }
         "queues" | "home" => home(st),
+        "ops" | "log" => {
+            st.ops_log.scroll = 0;
+            push(st, View::Ops);
+        }
         "fleet" => {
             if st.fleet.is_some() {
                 st.stack = vec![View::Fleet];
@@ -134,28 +138,42 @@ pub(super) fn open_fleet_row(st: &mut State, fx: &mut Vec<Effect>) {
     }
 }
 
-/// Enter on an on-fire row: that queue's detail when it is of the current profile, else the
-/// profile switch (which lands on that profile's queue table; Esc comes back to the fleet).
+/// Enter on an on-fire row: that queue's detail, in its profile. A queue of another profile
+/// goes through the profile switch, which lands on exactly that queue (`FleetState::landing`),
+/// never on whatever row 1 of that profile is; Esc comes back here. A broker row opens its
+/// profile's queue table, where its error is told.
 pub(super) fn open_fire_row(st: &mut State, fx: &mut Vec<Effect>) {
+    let now = st.now_ms;
     let Some((profile, queue)) = st.fleet.as_ref().and_then(|f| {
         // The rows may have shrunk under the cursor since it last moved: the last row is the
         // one drawn highlighted then.
-        let rows = f.fire_rows();
+        let rows = f.fire_rows(now);
         rows.get(f.fire_cursor.sel.min(rows.len().saturating_sub(1)))
-            .map(|(p, e)| (p.to_string(), e.queue.clone()))
+            .map(|r| (r.profile().to_string(), r.queue().cloned()))
     }) else {
         return;
     };
     if profile == st.session.profile {
-        st.focus = Some(queue);
-        st.detail.scroll = 0;
-        push(st, View::Detail);
+        match queue {
+            Some(q) => open_detail(st, q),
+            None => push(st, View::Queues),
+        }
     } else if st.op.is_some() {
         set_status(st, Level::Warn, "wait for the running operation to finish");
     } else {
+        if let Some(f) = &mut st.fleet {
+            f.landing = queue.map(|q| (profile.clone(), q));
+        }
         set_status(st, Level::Info, format!("switching to profile {profile}…"));
         fx.push(Effect::SwitchProfile(profile));
     }
+}
+
+/// The detail of `q`, over the view on top (Esc comes back to it).
+fn open_detail(st: &mut State, q: QueueId) {
+    st.focus = Some(q);
+    st.detail.scroll = 0;
+    push(st, View::Detail);
 }
 
 /// The profile list re-read from the configuration file: list it, or switch to `then`.

@@ -84,8 +84,7 @@ pub(super) fn open_redrive(st: &mut State, to: Option<QueueId>, fx: &mut Vec<Eff
             }
         };
     }
-    let only_ids = (in_msgs && !st.msgs.marked.is_empty())
-        .then(|| st.msgs.marked.iter().cloned().collect::<Vec<_>>());
+    let only_ids = redriven_ids(st);
     let count = match &only_ids {
         Some(v) => Some(v.len() as u64),
         None => st
@@ -105,6 +104,18 @@ pub(super) fn open_redrive(st: &mut State, to: Option<QueueId>, fx: &mut Vec<Eff
     };
     fx.extend(redrive_request(&kind).map(Effect::PlanRedrive));
     st.dialog = Some(Dialog::new(kind, st.session.protected));
+}
+
+/// The messages `R` redrives by id: in the single-message view the one open (a message view
+/// acts on its message, as `D` does), in the list the selected ones; `None` is the whole queue.
+fn redriven_ids(st: &State) -> Option<Vec<String>> {
+    match st.view() {
+        View::Message => super::messages::current_msg(st).map(|m| vec![m.id.clone()]),
+        View::Messages if !st.msgs.marked.is_empty() => {
+            Some(st.msgs.marked.iter().cloned().collect())
+        }
+        _ => None,
+    }
 }
 
 /// The request the redrive dialog stands for (its target, rate and selection; capped by the

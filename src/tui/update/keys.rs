@@ -146,6 +146,9 @@ pub(super) fn run_cmd(st: &mut State, cmd: Cmd, fx: &mut Vec<Effect>) {
             if let Some(op) = &mut st.op {
                 op.cancelling = true;
                 fx.push(Effect::CancelOp);
+            } else if st.status.as_ref().is_some_and(|s| s.sticky) {
+                // With nothing running, the same key dismisses the last operation's result.
+                st.status = None;
             }
         }
         Cmd::AddWorker | Cmd::RemoveWorker => demo_worker(st, cmd == Cmd::AddWorker, fx),

@@ -283,9 +283,19 @@ pub fn update(st: &mut State, action: Action) -> Vec<Effect> {
 pub fn switched(st: &mut State, mut fresh: State) {
     fresh.theme = st.theme.clone();
     fresh.size = st.size;
-    // With the fleet view open, the new profile's queue table sits on it (Esc returns).
+    // With the fleet view open, the new profile's queue table sits on it (Esc returns); an
+    // on-fire row that asked for one of this profile's queues lands on that queue's detail,
+    // over the on-fire view.
     fresh.fleet = st.fleet.take();
-    if fresh.fleet.is_some() {
+    let landing = fresh
+        .fleet
+        .as_mut()
+        .and_then(|f| f.landing.take())
+        .filter(|(p, _)| *p == fresh.session.profile);
+    if let Some((_, q)) = landing {
+        fresh.stack = vec![View::Fleet, View::Fire, View::Detail];
+        fresh.focus = Some(q);
+    } else if fresh.fleet.is_some() {
         fresh.stack = vec![View::Fleet, View::Queues];
     }
     *st = fresh;
@@ -329,6 +339,24 @@ pub fn set_status(st: &mut State, level: Level, text: impl Into<String>) {
         text: sanitize::clean(&text.into()).into_owned(),
         level,
         at_ms: st.now_ms,
+        sticky: false,
+    });
+    st.dirty = true;
+}
+
+/// An operation ended: its summary stays on screen until replaced or dismissed (`x`), and
+/// goes into the session's operations log (`:ops`) in full.
+pub(super) fn set_result(st: &mut State, label: &str, summary: &OpSummary) {
+    st.status = Some(Status {
+        text: sanitize::clean(&summary.text).into_owned(),
+        level: summary.level(),
+        at_ms: st.now_ms,
+        sticky: true,
+    });
+    st.ops_log.push(LoggedOp {
+        label: label.to_string(),
+        ended_ms: st.now_ms,
+        summary: summary.clone(),
     });
     st.dirty = true;
 }

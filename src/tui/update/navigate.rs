@@ -8,7 +8,10 @@ fn list_len(st: &State) -> usize {
     match st.view() {
         View::Queues => st.queues.rows.len(),
         View::Fleet => st.fleet.as_ref().map_or(0, |f| f.rows.len()),
-        View::Fire => st.fleet.as_ref().map_or(0, |f| f.fire_rows().len()),
+        View::Fire => st
+            .fleet
+            .as_ref()
+            .map_or(0, |f| f.fire_rows(st.now_ms).len()),
         View::Messages => st.msgs.rows.len(),
         View::Workers => st.workers.rows.len(),
         View::Reasons => st.reasons.groups.len(),
@@ -38,8 +41,14 @@ pub(super) fn move_sel(st: &mut State, delta: isize) {
         View::Detail => {
             st.detail.scroll = (st.detail.scroll as isize + delta).clamp(0, 200) as usize;
         }
+        View::Ops => {
+            let max = st.ops_log.entries.len().saturating_sub(1) as isize;
+            st.ops_log.scroll = (st.ops_log.scroll as isize + delta).clamp(0, max) as usize;
+        }
         View::Message => {
-            let max = len.saturating_sub(page) as isize;
+            // Headers and body scroll as one document.
+            let (page, total) = crate::tui::views::messages::body_geometry(st);
+            let max = total.saturating_sub(page) as isize;
             st.body.scroll = (st.body.scroll as isize + delta).clamp(0, max.max(0)) as usize;
         }
         _ => {}

@@ -1,7 +1,7 @@
 //! What comes back from a running operation: its progress, its summary, and an edited
 //! copy's result. Each reloads the message browser, whose page the operation changed.
 
-use super::{messages, set_status, Effect};
+use super::{messages, set_result, Effect};
 use crate::backend::ProgressState;
 use crate::domain::QueueId;
 use crate::tui::state::*;
@@ -15,8 +15,8 @@ pub(super) fn progress(st: &mut State, p: ProgressState) {
 
 /// The operation ended; true when the console quits now (the user asked to quit after it).
 pub(super) fn done(st: &mut State, r: OpSummary, fx: &mut Vec<Effect>) -> bool {
-    st.op = None;
-    set_status(st, r.level(), r.text.clone());
+    let label = st.op.take().map_or_else(String::new, |op| op.label);
+    set_result(st, &label, &r);
     if st.exit.after_op {
         st.exit.summary = Some(r);
         st.exit.quit = true;
@@ -32,7 +32,7 @@ pub(super) fn done(st: &mut State, r: OpSummary, fx: &mut Vec<Effect>) -> bool {
 }
 
 pub(super) fn resent(st: &mut State, queue: QueueId, done: OpSummary, fx: &mut Vec<Effect>) {
-    set_status(st, done.level(), done.text);
+    set_result(st, "edit and resend", &done);
     if st.msgs.queue.as_ref() == Some(&queue) {
         messages::reload(st, queue, fx);
     }

@@ -1,5 +1,6 @@
-//! What is on fire: the most severe queues of every profile in one table, worst first (the
-//! score is `engine::severity`). Each profile's poller keeps its worst `FIRE_ROWS` queues, so
+//! What is on fire: first every profile whose broker does not answer (nothing of it can be
+//! seen, so it outranks any queue), then the most severe queues of every profile in one
+//! table, worst first (the score is `engine::severity`). Each profile's poller keeps its worst `FIRE_ROWS` queues, so
 //! the table stays small whatever the number of queues behind it.
 
 use ratatui::layout::Rect;
@@ -8,23 +9,39 @@ use ratatui::widgets::{Cell, Paragraph, Row};
 use ratatui::Frame;
 
 use super::columns::{clean_mid, fit, flex_width, kept_row, render_plain_table, Col};
-use super::{block, fmt_age, fmt_count, fmt_rate, plural, styled};
-use crate::sanitize::clean;
-use crate::tui::state::State;
+use super::{block, fmt_age, fmt_count, fmt_rate, fmt_secs, plural, styled};
+use crate::engine::fleet::{BrokerProblem, FireEntry};
+use crate::sanitize::{clean, clean_short};
+use crate::tui::state::{FireRow, FleetState, State};
 
 pub fn render(f: &mut Frame, st: &State, area: Rect) {
     let t = &st.theme;
     let Some(fl) = &st.fleet else {
         return;
     };
-    let rows_all = fl.fire_rows();
-    let mut title = vec![
-        styled(" on fire ", t.title),
-        styled(
-            format!("{} ", plural(rows_all.len() as u64, "queue", "queues")),
-            t.dim,
+    let rows_all = fl.fire_rows(st.now_ms);
+    let down = rows_all
+        .iter()
+        .filter(|r| matches!(r, FireRow::Broker { .. }))
+        .count();
+    let mut title = vec![styled(" on fire ", t.title)];
+    if down > 0 {
+        title.push(styled(
+            format!(
+                "{} ",
+                plural(down as u64, "broker not answering", "brokers not answering")
+            ),
+            t.error,
+        ));
+        title.push(styled("· ", t.dim));
+    }
+    title.push(styled(
+        format!(
+            "{} ",
+            plural((rows_all.len() - down) as u64, "queue", "queues")
         ),
-    ];
+        t.dim,
+    ));
     if fl.fire_filter.is_active() {
         title.push(styled(
             format!("/{} ", clean(&fl.fire_filter.text)),
@@ -54,52 +71,147 @@ pub fn render(f: &mut Frame, st: &State, area: Rect) {
         Col::fixed("DLQ", 3, 3),
     ];
     let keep = fit(&cols, inner.width, st.wide);
-    let queue_w = flex_width(&cols, &keep, inner.width);
-    let (cursor, from, to) = fl.fire_cursor.placed(rows_all.len(), inner.height as usize);
-    let max_age = |p: &str| {
-        fl.rows
-            .iter()
-            .find(|r| r.profile == p)
-            .map_or(300.0, |r| r.max_age_secs)
-    };
+    let queue_w = flex_width(&cols, &keep, inner.width) as usize;
+    // The selected broker row's error in full under the table: it is cut in the row.
+    let selected = rows_all.get(fl.fire_cursor.sel.min(rows_all.len() - 1));
+    let (table_area, error_area) = super::fleet::split_for_error(
+        inner,
+        selected.and_then(|r| match r {
+            FireRow::Broker { profile, problem } => Some(problem_text(st, profile, problem)),
+            FireRow::Queue { .. } => None,
+        }),
+    );
+    let (cursor, from, to) = fl
+        .fire_cursor
+        .placed(rows_all.len(), table_area.height as usize);
     let rows: Vec<Row> = rows_all[from..to]
         .iter()
-        .map(|(profile, e)| {
-            let sev_style = if e.severity >= 40.0 {
-                t.error
-            } else if e.severity >= 15.0 {
-                t.warn
-            } else {
-                t.dim
-            };
-            let change_style = match e.change {
-                Some(c) if c > 0 && e.is_dlq => t.error,
-                Some(c) if c > 0 => t.warn,
-                _ => t.text,
-            };
-            let late = e.age_secs.is_some_and(|a| a >= max_age(profile));
-            let cells = vec![
-                Cell::from(styled(format!("{:>3.0}", e.severity), sev_style)),
-                Cell::from(styled(clean_mid(profile, 12), t.title)),
-                Cell::from(clean_mid(e.queue.as_str(), queue_w as usize)),
-                Cell::from(fmt_count(e.depth)),
-                Cell::from(styled(
-                    e.change.map_or_else(|| "—".into(), |d| format!("{d:+}")),
-                    change_style,
-                )),
-                Cell::from(styled(
-                    fmt_age(e.age_secs),
-                    if late { t.warn } else { t.text },
-                )),
-                Cell::from(fmt_rate(e.out_rate)),
-                Cell::from(if e.is_dlq {
-                    styled("dlq", t.dlq)
-                } else {
-                    styled("", t.text)
-                }),
-            ];
-            kept_row(cells, &keep).style(t.text)
+        .map(|r| match r {
+            FireRow::Broker { profile, problem } => {
+                broker_row(st, profile, problem, queue_w, &keep)
+            }
+            FireRow::Queue { profile, entry } => queue_row(st, fl, profile, entry, queue_w, &keep),
         })
         .collect();
-    render_plain_table(f, inner, rows, (&cols, &keep), t, cursor.sel - from);
+    render_plain_table(f, table_area, rows, (&cols, &keep), t, cursor.sel - from);
+    if let Some((area, lines)) = error_area {
+        f.render_widget(Paragraph::new(lines).style(t.error), area);
+    }
+}
+
+/// A profile whose broker does not answer: no figures, only what is wrong and since when.
+fn broker_row<'a>(
+    st: &State,
+    profile: &str,
+    problem: &BrokerProblem,
+    queue_w: usize,
+    keep: &[bool],
+) -> Row<'a> {
+    let t = &st.theme;
+    let cells = vec![
+        Cell::from(styled("  !", t.error)),
+        Cell::from(styled(clean_mid(profile, 12), t.title)),
+        Cell::from(styled(
+            clean_short(&problem_summary(st.now_ms, problem), queue_w),
+            t.error,
+        )),
+        Cell::from("—"),
+        Cell::from("—"),
+        Cell::from("—"),
+        Cell::from("—"),
+        Cell::from(""),
+    ];
+    kept_row(cells, keep).style(t.text)
+}
+
+/// How long the broker has been a problem, in seconds.
+fn problem_age(now_ms: i64, p: &BrokerProblem) -> Option<f64> {
+    let since = match p {
+        BrokerProblem::Failing { since_ms, .. } | BrokerProblem::Silent { since_ms, .. } => {
+            *since_ms
+        }
+        BrokerProblem::Stale { since_ms } => Some(*since_ms),
+    };
+    since.map(|s| ((now_ms - s).max(0) / 1000) as f64)
+}
+
+/// The problem in the few words a row has room for: `down 2m`, `no answer for 45s`,
+/// `stale 5m`. The selected row's whole story is under the table.
+fn problem_summary(now_ms: i64, p: &BrokerProblem) -> String {
+    let age = problem_age(now_ms, p).map(fmt_secs);
+    match (p, age) {
+        (BrokerProblem::Silent { .. }, Some(a)) => format!("no answer for {a}"),
+        (BrokerProblem::Silent { after_secs, .. }, None) => format!("no answer in {after_secs}s"),
+        (BrokerProblem::Failing { .. }, Some(a)) => format!("down {a}"),
+        (BrokerProblem::Failing { .. }, None) => "down".into(),
+        (BrokerProblem::Stale { .. }, Some(a)) => format!("stale {a}"),
+        (BrokerProblem::Stale { .. }, None) => "stale".into(),
+    }
+}
+
+/// The whole story of a broker row, for the lines under the table: what failed (the error
+/// says it: `broker unreachable: …`, `not authorised: …`) and for how long.
+fn problem_text(st: &State, profile: &str, p: &BrokerProblem) -> String {
+    let age = problem_age(st.now_ms, p).map(fmt_secs);
+    let story = match p {
+        BrokerProblem::Failing { error, .. } => error.clone(),
+        BrokerProblem::Silent { after_secs, .. } => {
+            format!("no answer within {after_secs}s: the broker accepts connections but does not answer")
+        }
+        BrokerProblem::Stale { .. } => "no poll has succeeded since".into(),
+    };
+    match age {
+        Some(a) => format!("{profile}: {story} (for {a})"),
+        None => format!("{profile}: {story}"),
+    }
+}
+
+fn queue_row<'a>(
+    st: &State,
+    fl: &FleetState,
+    profile: &str,
+    e: &FireEntry,
+    queue_w: usize,
+    keep: &[bool],
+) -> Row<'a> {
+    let t = &st.theme;
+    let max_age = fl
+        .rows
+        .iter()
+        .find(|r| r.profile == profile)
+        .map_or(300.0, |r| r.max_age_secs);
+    let sev_style = if e.severity >= 40.0 {
+        t.error
+    } else if e.severity >= 15.0 {
+        t.warn
+    } else {
+        t.dim
+    };
+    let change_style = match e.change {
+        Some(c) if c > 0 && e.is_dlq => t.error,
+        Some(c) if c > 0 => t.warn,
+        _ => t.text,
+    };
+    let late = e.age_secs.is_some_and(|a| a >= max_age);
+    let cells = vec![
+        Cell::from(styled(format!("{:>3.0}", e.severity), sev_style)),
+        Cell::from(styled(clean_mid(profile, 12), t.title)),
+        Cell::from(clean_mid(e.queue.as_str(), queue_w)),
+        Cell::from(fmt_count(e.depth)),
+        Cell::from(styled(
+            e.change.map_or_else(|| "—".into(), |d| format!("{d:+}")),
+            change_style,
+        )),
+        Cell::from(styled(
+            fmt_age(e.age_secs),
+            if late { t.warn } else { t.text },
+        )),
+        Cell::from(fmt_rate(e.out_rate)),
+        Cell::from(if e.is_dlq {
+            styled("dlq", t.dlq)
+        } else {
+            styled("", t.text)
+        }),
+    ];
+    kept_row(cells, keep).style(t.text)
 }

@@ -73,6 +73,7 @@ pub fn view_cmds(view: View) -> &'static [Cmd] {
         View::Help => &[],
         View::Fleet => &[Cmd::Enter],
         View::Fire => &[Cmd::Enter, Cmd::Filter],
+        View::Ops => &[Cmd::Back],
     }
 }
 
@@ -87,6 +88,7 @@ fn view_name(v: View) -> &'static str {
         View::Reasons => "reasons",
         View::Fleet => "fleet",
         View::Fire => "on-fire view",
+        View::Ops => "operations log",
     }
 }
 

@@ -230,56 +230,60 @@ pub fn render_body(f: &mut Frame, st: &State, area: Rect) {
         return;
     };
     let kind = st.body.kind.map_or("?", crate::sanitize::BodyKind::label);
-    let title = Line::from(vec![
+    let inner_w = area.width.saturating_sub(2);
+    let doc = document(st, msg, inner_w);
+    let h = area.height.saturating_sub(2) as usize;
+    let total = doc.len();
+    let scroll = st.body.scroll.min(total.saturating_sub(h));
+    let mut title = vec![
         styled(" message ", t.dim),
         styled(format!("{} ", clean_short(&msg.id, 40)), t.title),
         styled(format!("{kind} "), t.dim),
-    ]);
-    let b = block(st, title);
-    let inner = b.inner(area);
-    f.render_widget(b, area);
-    // Sized from the wrapped rows, so the last header is not the one lost at 80 columns.
-    let meta = wrap_lines(&meta_lines(st, msg), inner.width);
-    let meta_h = (meta.len() as u16).min(inner.height / 2);
-    let [ma, sep, ba] = Layout::vertical([
-        Constraint::Length(meta_h),
-        Constraint::Length(1),
-        Constraint::Min(1),
-    ])
-    .areas(inner);
-    let meta_more = meta.len().saturating_sub(meta_h as usize);
-    let mut meta: Vec<Line> = meta.into_iter().take(meta_h as usize).collect();
-    if meta_more > 0 {
-        if let Some(last) = meta.last_mut() {
-            *last = Line::from(styled(
-                format!(
-                    "… {} more header lines (taller terminal to see them)",
-                    meta_more + 1
-                ),
-                t.dim,
-            ));
-        }
-    }
-    f.render_widget(Paragraph::new(meta), ma);
-    let total = st.body.lines.len();
-    let h = ba.height as usize;
-    let scroll = st.body.scroll.min(total.saturating_sub(h));
-    f.render_widget(
-        Paragraph::new(Line::from(styled(
+    ];
+    if total > h {
+        title.push(styled(
             format!(
-                "── body ({kind}) lines {}-{} of {} ",
-                (scroll + 1).min(total),
+                "· rows {}-{} of {} (j/k PgUp/PgDn g/G) ",
+                scroll + 1,
                 (scroll + h).min(total),
                 total
             ),
-            t.border,
-        ))),
-        sep,
-    );
+            t.dim,
+        ));
+    }
+    let b = block(st, Line::from(title));
+    let inner = b.inner(area);
+    f.render_widget(b, area);
+    let shown: Vec<Line> = doc.into_iter().skip(scroll).take(h).collect();
+    f.render_widget(Paragraph::new(shown), inner);
+}
+
+/// The whole message as one scrolling document: the headers and broker fields (wrapped to
+/// the width: none is hidden however short the terminal), a rule, then the body.
+fn document<'a>(st: &State, msg: &crate::domain::Message, width: u16) -> Vec<Line<'a>> {
+    let t = &st.theme;
+    let kind = st.body.kind.map_or("?", crate::sanitize::BodyKind::label);
+    let mut doc = wrap_lines(&meta_lines(st, msg), width);
+    doc.push(Line::from(styled(
+        format!("── body ({kind}, {} lines) ", st.body.lines.len()),
+        t.border,
+    )));
     // Lines were sanitized when the message was opened.
-    let lines: Vec<Line> = st.body.lines[scroll.min(total)..(scroll + h).min(total)]
-        .iter()
-        .map(|l| Line::from(styled(l.clone(), t.text)))
-        .collect();
-    f.render_widget(Paragraph::new(lines), ba);
+    doc.extend(
+        st.body
+            .lines
+            .iter()
+            .map(|l| Line::from(styled(l.clone(), t.text))),
+    );
+    doc
+}
+
+/// Rows on screen and rows in all of the open message: what its scroll is bounded by.
+pub fn body_geometry(st: &State) -> (usize, usize) {
+    let Some(msg) = st.msgs.messages.get(st.body.index) else {
+        return (1, 0);
+    };
+    let total = document(st, msg, st.size.0.saturating_sub(2)).len();
+    let page = super::main_height(st).saturating_sub(2).max(1);
+    (page, total)
 }

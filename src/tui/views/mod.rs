@@ -7,7 +7,8 @@ mod dialog;
 mod fire;
 mod fleet;
 pub mod help;
-mod messages;
+pub mod messages;
+mod ops;
 mod queues;
 mod reasons;
 mod workers;
@@ -39,9 +40,13 @@ pub fn render(f: &mut Frame, st: &State) {
         f.render_widget(p, area);
         return;
     }
-    let [top, main, bottom] = Layout::vertical([
+    // The status rows sit between the view and the key hints: a flash never covers the
+    // breadcrumb or the hints, and a long one wraps.
+    let status = status_rows(st, area.width);
+    let [top, main, status_area, bottom] = Layout::vertical([
         Constraint::Length(1),
         Constraint::Min(1),
+        Constraint::Length(status.len() as u16),
         Constraint::Length(1),
     ])
     .areas(area);
@@ -66,9 +71,13 @@ pub fn render(f: &mut Frame, st: &State) {
         View::Message => messages::render_body(f, st, main),
         View::Workers => workers::render(f, st, main),
         View::Reasons => reasons::render(f, st, main),
+        View::Ops => ops::render(f, st, main),
     }
     if view == View::Help {
         help::render(f, st, main);
+    }
+    if !status.is_empty() {
+        f.render_widget(Paragraph::new(status), status_area);
     }
     footer(f, st, bottom);
     if let Some(d) = &st.dialog {
@@ -104,23 +113,54 @@ fn header(f: &mut Frame, st: &State, area: Rect) {
         spans.push(Span::raw(" "));
     }
     spans.push(Span::styled(breadcrumb(st), t.accent));
-    // A flash (or a broker error while it lasts) sits at the right of the header: it never
-    // covers the key hints in the footer.
-    let right = flash(st);
-    let rw = right
-        .as_ref()
-        .map_or(0, |(s, _)| s.chars().count() as u16 + 1)
-        .min(area.width.saturating_sub(20));
-    let [l, r] = Layout::horizontal([Constraint::Min(1), Constraint::Length(rw)]).areas(area);
-    f.render_widget(Paragraph::new(Line::from(spans)), l);
-    if let Some((text, style)) = right {
-        let text = cut(&text, rw.saturating_sub(1) as usize);
-        f.render_widget(
-            Paragraph::new(Line::from(Span::styled(format!(" {text}"), style)))
-                .alignment(ratatui::layout::Alignment::Right),
-            r,
-        );
+    f.render_widget(Paragraph::new(Line::from(spans)), area);
+}
+
+/// Rows of the view area between the header, the status rows and the footer.
+pub fn main_height(st: &State) -> usize {
+    (st.size.1 as usize)
+        .saturating_sub(2)
+        .saturating_sub(status_rows(st, st.size.0).len())
+}
+
+/// At most this many rows of status: a longer one ends in `…` and is read in full in the
+/// operations log (an operation's result) or stays a flash.
+const STATUS_ROWS: usize = 2;
+
+/// The status rows: the flash (or a broker error) wrapped to the width, an operation's
+/// result with the key that dismisses it. Empty when there is nothing to say.
+fn status_rows(st: &State, width: u16) -> Vec<Line<'static>> {
+    let Some((text, style)) = flash(st) else {
+        return Vec::new();
+    };
+    let sticky = st.status.as_ref().is_some_and(|s| s.sticky);
+    let hint = if sticky && st.op.is_none() {
+        format!(
+            "  ({} dismiss · :ops log)",
+            st.keymap.hint(super::keymap::Cmd::Cancel)
+        )
+    } else {
+        String::new()
+    };
+    let line = Line::from(vec![
+        Span::styled(format!(" {text}"), style),
+        Span::styled(hint, st.theme.dim),
+    ]);
+    let mut rows = wrap::wrap_lines(&[line], width);
+    if rows.len() > STATUS_ROWS {
+        rows.truncate(STATUS_ROWS);
+        if let Some(last) = rows.last_mut() {
+            let s: String = last.spans.iter().map(|sp| sp.content.as_ref()).collect();
+            let keep = (width as usize).saturating_sub(if sticky { 8 } else { 1 });
+            let mut cut: String = s.chars().take(keep).collect();
+            cut.push('…');
+            if sticky {
+                cut.push_str(" (:ops)");
+            }
+            *last = Line::from(Span::styled(cut, style));
+        }
     }
+    rows
 }
 
 /// The flash to show now, if any: the latest status message, else a broker error.
@@ -133,6 +173,11 @@ fn flash(st: &State) -> Option<(String, Style)> {
             Level::Error => t.error,
         };
         return Some((s.text.clone(), style));
+    }
+    // The fleet and on-fire views tell every profile's errors in their rows: the current
+    // profile's error is not pinned over them.
+    if matches!(st.view(), View::Fleet | View::Fire) {
+        return None;
     }
     st.store
         .backend_error
@@ -191,6 +236,7 @@ fn breadcrumb(st: &State) -> String {
                 }
             }
             View::Help => parts.push("help".into()),
+            View::Ops => parts.push("operations".into()),
         }
     }
     parts.join(" › ")
@@ -232,45 +278,17 @@ fn footer(f: &mut Frame, st: &State, area: Rect) {
         f.render_widget(Paragraph::new(Line::from(spans)), area);
         return;
     }
+    if let Some(op) = &st.op {
+        // A running operation has the whole row: its count and cancel key always show.
+        f.render_widget(Paragraph::new(progress_line(st, op, area.width)), area);
+        return;
+    }
     let right = right_status(st);
     // Two spaces always part the hints from the clock: words never run together.
     let rw = (right.chars().count() as u16 + 2).min(area.width / 2);
     let right = fit_status(&right, rw.saturating_sub(2) as usize);
     let [l, r] = Layout::horizontal([Constraint::Min(1), Constraint::Length(rw)]).areas(area);
-    let left: Line = if let Some(op) = &st.op {
-        let p = &op.progress;
-        let bar = match p.total {
-            Some(total) if total > 0 => {
-                let w = 20usize;
-                let filled = ((p.done.min(total) as f64 / total as f64) * w as f64) as usize;
-                format!(
-                    "[{}{}] {}/{}",
-                    "█".repeat(filled),
-                    "░".repeat(w - filled),
-                    p.done,
-                    total
-                )
-            }
-            _ => format!("{} done", p.done),
-        };
-        let failed = if p.failed > 0 {
-            format!(" · {} failed", p.failed)
-        } else {
-            String::new()
-        };
-        let cancel = if op.cancelling {
-            " · cancelling…".to_string()
-        } else {
-            format!(" · {} cancel", st.keymap.hint(Cmd::Cancel))
-        };
-        Line::from(vec![
-            Span::styled(format!("{} ", clean(&op.label)), t.accent),
-            Span::styled(bar, t.good),
-            Span::styled(format!(" {}{failed}{cancel}", clean(&p.phase)), t.text),
-        ])
-    } else {
-        Line::from(Span::styled(fit_hints(&hints(st), l.width as usize), t.dim))
-    };
+    let left = Line::from(Span::styled(fit_hints(&hints(st), l.width as usize), t.dim));
     f.render_widget(Paragraph::new(left), l);
     f.render_widget(
         Paragraph::new(Line::from(Span::styled(right, t.dim)))
@@ -308,6 +326,67 @@ fn completions<'a>(st: &State, c: &Completion, room: usize) -> Vec<Span<'a>> {
         spans.push(Span::styled("…", t.dim));
     }
     spans
+}
+
+/// A running operation in one row, the essentials first: the count (`1,200/20,000`, or
+/// `1,200 done`), failures, and the cancel key; then, as room allows, the phase, the bar
+/// and the label.
+fn progress_line<'a>(st: &State, op: &super::state::OpState, width: u16) -> Line<'a> {
+    let t = &st.theme;
+    let p = &op.progress;
+    let count = match p.total {
+        Some(total) if total > 0 => {
+            format!("{}/{}", fmt_thousands(p.done), fmt_thousands(total))
+        }
+        _ => format!("{} done", fmt_thousands(p.done)),
+    };
+    let failed = if p.failed > 0 {
+        format!(" · {} failed", fmt_thousands(p.failed))
+    } else {
+        String::new()
+    };
+    let cancel = if op.cancelling {
+        " · cancelling…".to_string()
+    } else {
+        format!(" · {} cancel", st.keymap.hint(Cmd::Cancel))
+    };
+    let essential = format!("{count}{failed}{cancel}");
+    let mut room = (width as usize).saturating_sub(essential.chars().count() + 1);
+    let mut take = |text: String| -> Option<String> {
+        let n = text.chars().count();
+        (n <= room).then(|| {
+            room -= n;
+            text
+        })
+    };
+    let label = take(format!("{} ", clean(&op.label)));
+    let bar = match p.total {
+        Some(total) if total > 0 => {
+            let w = 20usize;
+            let filled = ((p.done.min(total) as f64 / total as f64) * w as f64) as usize;
+            take(format!("{}{} ", "█".repeat(filled), "░".repeat(w - filled)))
+        }
+        _ => None,
+    };
+    let phase = if p.phase.is_empty() {
+        None
+    } else {
+        take(format!(" · {}", clean(&p.phase)))
+    };
+    let mut spans = Vec::new();
+    if let Some(l) = label {
+        spans.push(Span::styled(l, t.accent));
+    }
+    if let Some(b) = bar {
+        spans.push(Span::styled(b, t.good));
+    }
+    spans.push(Span::styled(count, t.text));
+    if let Some(ph) = phase {
+        spans.push(Span::styled(ph, t.dim));
+    }
+    spans.push(Span::styled(failed, t.error));
+    spans.push(Span::styled(cancel, t.accent));
+    Line::from(spans)
 }
 
 fn right_status(st: &State) -> String {
@@ -408,6 +487,7 @@ fn hints(st: &State) -> String {
         View::Help => vec![],
         View::Fleet => vec![(Cmd::Enter, "open profile")],
         View::Fire => vec![(Cmd::Enter, "open"), (Cmd::Filter, "filter")],
+        View::Ops => vec![],
     };
     let mut v: Vec<String> = pairs
         .into_iter()
@@ -421,7 +501,7 @@ fn hints(st: &State) -> String {
     let msg_view = matches!(st.view(), View::Messages | View::Message);
     if !matches!(
         st.view(),
-        View::Workers | View::Help | View::Fleet | View::Fire
+        View::Workers | View::Help | View::Fleet | View::Fire | View::Ops
     ) {
         if st.allows(Access::Redrive) && !msg_view {
             v.push(format!("{} redrive", k(Cmd::Redrive)));

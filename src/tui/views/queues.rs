@@ -114,7 +114,8 @@ pub fn render(f: &mut Frame, st: &State, area: Rect) {
 
     if st.queues.rows.is_empty() {
         let (msg, style) = if let Some(e) = &st.store.backend_error {
-            (format!("cannot reach the broker: {}", clean(e)), t.error)
+            // The error says what failed ("broker unreachable: …", "not authorised: …").
+            (clean(e).into_owned(), t.error)
         } else if !st.poll.listed {
             ("loading the queue list…".to_string(), t.dim)
         } else if st.store.is_empty() {

@@ -6,6 +6,7 @@ pub mod error;
 pub mod filter;
 pub mod local;
 pub mod message_filter;
+pub mod net_error;
 pub mod progress;
 #[cfg(feature = "rabbitmq")]
 pub mod rabbitmq;

@@ -34,6 +34,11 @@ pub struct FleetRow {
     pub growing: Option<usize>,
     /// Why the last poll failed (one line, redacted); the figures are from the last success.
     pub error: Option<String>,
+    /// When the polls started failing (unix ms): the first failure since the last success.
+    pub failing_since_ms: Option<i64>,
+    /// The last poll failed by not answering within this many seconds (a hung broker, as
+    /// opposed to one that refuses).
+    pub silent_after_secs: Option<u64>,
     /// When the last poll succeeded (unix ms).
     pub updated_ms: Option<i64>,
     pub refresh_secs: f64,
@@ -70,6 +75,45 @@ impl FleetRow {
     pub fn stale(&self, now_ms: i64) -> bool {
         multi_poller::stale(self.updated_ms, self.refresh_secs, now_ms)
     }
+
+    /// What is wrong with the broker itself, if anything: its polls fail, or no poll has
+    /// succeeded for three refresh periods. A profile still connecting for the first time
+    /// is not (yet) a problem.
+    pub fn broker_problem(&self, now_ms: i64) -> Option<BrokerProblem> {
+        if let Some(secs) = self.silent_after_secs {
+            return Some(BrokerProblem::Silent {
+                since_ms: self.failing_since_ms,
+                after_secs: secs,
+            });
+        }
+        if let Some(e) = &self.error {
+            return Some(BrokerProblem::Failing {
+                since_ms: self.failing_since_ms,
+                error: e.clone(),
+            });
+        }
+        let at = self.updated_ms?;
+        self.stale(now_ms)
+            .then_some(BrokerProblem::Stale { since_ms: at })
+    }
+}
+
+/// Why a whole profile is on fire: the most on-fire thing there is, since none of its
+/// queues can be seen.
+#[derive(Debug, Clone, PartialEq)]
+pub enum BrokerProblem {
+    /// Its polls fail (unreachable, refused, no answer in time); the error is one line.
+    Failing {
+        since_ms: Option<i64>,
+        error: String,
+    },
+    /// It accepts but does not answer: no answer within `after_secs`.
+    Silent {
+        since_ms: Option<i64>,
+        after_secs: u64,
+    },
+    /// No failure reported, but no success since `since_ms` either.
+    Stale { since_ms: i64 },
 }
 
 /// The summary of one poll. `previous` holds each queue's depth at the previous poll (for
@@ -236,8 +280,20 @@ fn apply(
         row.calls_budget = s.calls_budget;
     }
     match &a.result {
-        Ok((infos, batch)) => summarize(row, infos, batch, previous),
-        Err(e) => row.error = Some(e.message()),
+        Ok((infos, batch)) => {
+            summarize(row, infos, batch, previous);
+            row.failing_since_ms = None;
+            row.silent_after_secs = None;
+        }
+        Err(e) => {
+            row.error = Some(e.message());
+            row.silent_after_secs = match e {
+                multi_poller::PollError::Timeout(d) => Some(d.as_secs()),
+                _ => None,
+            };
+            row.failing_since_ms
+                .get_or_insert_with(crate::domain::now_ms);
+        }
     }
     row.updated_ms = a.updated_ms;
     apply_budget(row, a.budget);

@@ -28,10 +28,12 @@ pub fn render(f: &mut Frame, st: &State, area: Rect) {
     let inner = b.inner(area);
     f.render_widget(b, area);
     let Some(e) = st.store.get(q) else {
-        f.render_widget(
-            Paragraph::new("this queue is no longer in the broker's list").style(t.warn),
-            inner,
-        );
+        let why = if st.poll.listed {
+            "this queue is no longer in the broker's list"
+        } else {
+            "loading the queue list…"
+        };
+        f.render_widget(Paragraph::new(why).style(t.warn), inner);
         return;
     };
     let caps = st.caps_for(q);

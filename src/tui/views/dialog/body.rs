@@ -98,7 +98,8 @@ fn redrive_route<'a>(
     only_ids: &Option<Vec<String>>,
     count: Option<u64>,
 ) -> Vec<Line<'a>> {
-    let what = match only_ids {
+    let what = match only_ids.as_deref() {
+        Some([id]) => format!("this message ({})", clean_short(id, 24)),
         Some(v) => format!("{} selected messages", v.len()),
         None => format!("all {} messages", fmt_count(count)),
     };

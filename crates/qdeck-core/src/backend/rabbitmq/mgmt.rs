@@ -66,24 +66,14 @@ impl Mgmt {
         })
     }
 
+    /// The cause as it happened (`connection refused at …`): a refused connection says
+    /// nothing about the plugin, so no plugin hint here (a 404 on `/api` gets it).
     fn map_send_error(&self, e: &reqwest::Error) -> BackendError {
-        if e.is_timeout() {
-            BackendError::Unreachable(format!(
-                "management API at {} timed out",
-                redact(&self.base)
-            ))
-        } else if e.is_connect() {
-            BackendError::Unreachable(format!(
-                "management API at {} is not reachable: is the rabbitmq_management plugin enabled? (rabbitmq-plugins enable rabbitmq_management)",
-                redact(&self.base)
-            ))
-        } else {
-            BackendError::Unreachable(format!(
-                "management API at {}: {}",
-                redact(&self.base),
-                redact(&e.to_string())
-            ))
-        }
+        BackendError::Unreachable(format!(
+            "management API at {}: {}",
+            redact(&self.base),
+            crate::backend::net_error::cause(e)
+        ))
     }
 
     fn status_error(&self, status: StatusCode, path: &str, body: &str) -> BackendError {
@@ -103,6 +93,11 @@ impl Mgmt {
                 format!("user '{user}' may not use {path} (HTTP 403) {reason}"),
                 Some(right_for(&path)),
             ),
+            // Every management path starts `/api/`: a 404 on the API itself (not on a
+            // queue or vhost under it) means something else answers on that port.
+            StatusCode::NOT_FOUND if reason.is_empty() => BackendError::NotFound(format!(
+                "{path}: not found (HTTP 404) at {base}: is this the RabbitMQ management API? (rabbitmq-plugins enable rabbitmq_management)"
+            )),
             StatusCode::NOT_FOUND => BackendError::NotFound(format!("{path}: not found (HTTP 404) {reason}")),
             StatusCode::TOO_MANY_REQUESTS => BackendError::Throttled {
                 msg: format!("management API {path}: HTTP 429 {reason}"),

@@ -110,18 +110,11 @@ impl Rest {
             }
             req = req.body(body.clone());
             let resp = req.send().await.map_err(|e| {
-                let kind = if e.is_timeout() {
-                    "timed out"
-                } else if e.is_connect() {
-                    "cannot connect"
-                } else {
-                    "request failed"
-                };
                 // reqwest errors carry the URL only; no secrets, but redact anyway.
                 BackendError::Unreachable(redact(&format!(
-                    "{} ({kind}): {}",
+                    "{}: {}",
                     self.info.host,
-                    e.without_url()
+                    crate::backend::net_error::cause(&e)
                 )))
             })?;
             let status = resp.status().as_u16();

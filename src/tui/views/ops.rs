@@ -1,0 +1,70 @@
+//! The operations log (`:ops`): every operation this session ran, newest first, each with
+//! its full summary wrapped (the status line may have cut it), its verdict and when it ended.
+
+use ratatui::layout::Rect;
+use ratatui::text::Line;
+use ratatui::widgets::Paragraph;
+use ratatui::Frame;
+
+use super::wrap::wrap_lines;
+use super::{block, fmt_ago, plural, styled};
+use crate::engine::ops::Verdict;
+use crate::sanitize::clean;
+use crate::tui::state::State;
+
+pub fn render(f: &mut Frame, st: &State, area: Rect) {
+    let t = &st.theme;
+    let log = &st.ops_log;
+    let title = Line::from(vec![
+        styled(" operations ", t.title),
+        styled(
+            format!(
+                "{} this session ",
+                plural(log.entries.len() as u64, "operation", "operations")
+            ),
+            t.dim,
+        ),
+    ]);
+    let b = block(st, title);
+    let inner = b.inner(area);
+    f.render_widget(b, area);
+    if log.entries.is_empty() {
+        f.render_widget(
+            Paragraph::new("no operation has run in this session").style(t.dim),
+            inner,
+        );
+        return;
+    }
+    let mut lines: Vec<Line> = Vec::new();
+    for op in log.entries.iter().rev().skip(log.scroll) {
+        let (mark, style) = match op.summary.verdict {
+            Verdict::Ok => ("ok", t.good),
+            _ => ("!!", t.error),
+        };
+        let label = if op.label.is_empty() {
+            String::new()
+        } else {
+            format!("{} · ", clean(&op.label))
+        };
+        lines.push(Line::from(vec![
+            styled(format!("{mark} "), style),
+            styled(
+                format!(
+                    "{label}{} · exit code {}",
+                    fmt_ago(st.now_ms - op.ended_ms),
+                    op.summary.exit_code
+                ),
+                t.dim,
+            ),
+        ]));
+        lines.push(Line::from(styled(
+            format!("   {}", clean(&op.summary.text)),
+            t.text,
+        )));
+        if lines.len() > inner.height as usize * 2 {
+            break;
+        }
+    }
+    let rows = wrap_lines(&lines, inner.width);
+    f.render_widget(Paragraph::new(rows), inner);
+}

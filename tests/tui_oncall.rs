@@ -1,0 +1,389 @@
+//! The console at 3 a.m.: brokers that do not answer rank first in the on-fire view, Enter
+//! there lands on exactly the row's queue in its profile, a message view acts on its
+//! message, and an operation's progress and result stay readable at 80×24.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test asserts by unwrapping
+
+mod common;
+use common::console::*;
+
+use crossterm::event::KeyCode;
+
+use qdeck::domain::*;
+use qdeck::engine::fleet::FleetRow;
+use qdeck::engine::ops::Verdict;
+use qdeck::engine::store::Store;
+use qdeck::tui::state::{DialogKind, OpState, OpSummary, State, View};
+use qdeck::tui::{update, Action, Effect};
+
+/// The screen's rows without borders, joined by spaces: wrapped text reads as one line.
+fn flatten(screen: &str) -> String {
+    screen
+        .lines()
+        .map(|l| l.trim_matches('│').trim())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn snap(name: &str, st: &State, w: u16, h: u16) {
+    let t = draw(st, w, h);
+    insta::assert_snapshot!(name, text(&t));
+}
+
+/// The fleet of `fire_state` plus a profile that refuses connections (down 2 minutes) and
+/// one that accepts and never answers.
+fn fire_with_dead_brokers() -> State {
+    let mut st = fire_state();
+    let now = st.now_ms;
+    let fl = st.fleet.as_mut().unwrap();
+    fl.apply(FleetRow {
+        profile: "dead".into(),
+        kind: Some("rabbitmq".into()),
+        error: Some(
+            "broker unreachable: management API at http://127.0.0.1:1: connection refused".into(),
+        ),
+        failing_since_ms: Some(now - 120_000),
+        refresh_secs: 5.0,
+        ..Default::default()
+    });
+    fl.apply(FleetRow {
+        profile: "hung".into(),
+        kind: Some("rabbitmq".into()),
+        error: Some("no answer within 20s".into()),
+        failing_since_ms: Some(now - 45_000),
+        silent_after_secs: Some(20),
+        refresh_secs: 5.0,
+        ..Default::default()
+    });
+    st
+}
+
+#[test]
+fn brokers_that_do_not_answer_rank_first_in_the_on_fire_view() {
+    let st = fire_with_dead_brokers();
+    let fl = st.fleet.as_ref().unwrap();
+    let rows = fl.fire_rows(st.now_ms);
+    let heads: Vec<(&str, Option<&str>)> = rows
+        .iter()
+        .take(5)
+        .map(|r| (r.profile(), r.queue().map(QueueId::as_str)))
+        .collect();
+    // Configuration order among the brokers, then the worst queue.
+    assert_eq!(
+        heads,
+        vec![
+            ("rabbit-eu", None),
+            ("sqs-prod", None),
+            ("dead", None),
+            ("hung", None),
+            ("local", Some("orders-dlq")),
+        ]
+    );
+    let screen = text(&draw(&st, 80, 24));
+    assert!(
+        screen.contains("on fire 4 brokers not answering · 5 queues"),
+        "the title counts them:\n{screen}"
+    );
+    assert!(screen.contains("down 2m"), "{screen}");
+    assert!(screen.contains("no answer for 45s"), "{screen}");
+    assert!(screen.contains("stale 60s"), "{screen}");
+    snap("oncall_fire_dead_brokers_80x24", &st, 80, 24);
+    snap("oncall_fire_dead_brokers_60x15", &st, 60, 15);
+}
+
+/// The selected broker row's error is read in full under the table, in the on-fire view and
+/// in the fleet, without switching profile.
+#[test]
+fn a_profiles_error_is_read_in_full_from_the_fleet_and_the_fire_view() {
+    let mut st = fire_with_dead_brokers();
+    // On-fire view: `dead` is the third row.
+    update(&mut st, key('j'));
+    update(&mut st, key('j'));
+    let flat = flatten(&text(&draw(&st, 80, 24)));
+    assert!(
+        flat.contains(
+            "dead: broker unreachable: management API at http://127.0.0.1:1: connection refused (for 2m)"
+        ),
+        "{flat}"
+    );
+    // The hung one says what it does: accepts, never answers.
+    update(&mut st, key('j'));
+    let flat = flatten(&text(&draw(&st, 80, 24)));
+    assert!(flat.contains("hung: no answer within 20s"), "{flat}");
+    // Fleet: the cursor on `dead` (4th row) shows its whole error under the table.
+    update(&mut st, code(KeyCode::Esc));
+    assert_eq!(st.view(), View::Fleet);
+    for _ in 0..3 {
+        update(&mut st, key('j'));
+    }
+    let flat = flatten(&text(&draw(&st, 80, 24)));
+    assert!(
+        flat.contains(
+            "dead: broker unreachable: management API at http://127.0.0.1:1: connection refused"
+        ),
+        "{flat}"
+    );
+    snap("oncall_fleet_error_in_full_80x24", &st, 80, 24);
+}
+
+/// The current profile's own error is told in its queue table: over the fleet and the
+/// on-fire view (which tell every profile's errors in their rows) it is not pinned.
+#[test]
+fn the_current_profiles_error_is_not_pinned_over_the_fleet() {
+    let mut st = fire_with_dead_brokers();
+    st.store.backend_error = Some("broker unreachable: connection refused at 127.0.0.1:1".into());
+    for stack in [vec![View::Fleet], vec![View::Fleet, View::Fire]] {
+        st.stack = stack;
+        let screen = text(&draw(&st, 80, 24));
+        assert!(!screen.contains("broker error"), "{screen}");
+    }
+    st.stack = vec![View::Fleet, View::Queues];
+    let screen = text(&draw(&st, 80, 24));
+    assert!(screen.contains("broker error"), "{screen}");
+}
+
+/// Enter on another profile's queue in the on-fire view switches profile and lands on that
+/// very queue (not on row 1 of that profile's table): `R` there names it, Esc comes back to
+/// the on-fire view.
+#[test]
+fn enter_on_another_profiles_fire_row_lands_on_that_queue() {
+    let mut st = fire_state();
+    let target = st
+        .fleet
+        .as_ref()
+        .unwrap()
+        .fire_rows(st.now_ms)
+        .iter()
+        .position(|r| r.queue().map(QueueId::as_str) == Some("billing-dlq"))
+        .unwrap();
+    for _ in 0..target {
+        update(&mut st, key('j'));
+    }
+    let fx = update(&mut st, code(KeyCode::Enter));
+    assert!(
+        fx.contains(&Effect::SwitchProfile("sqs-prod".into())),
+        "{fx:?}"
+    );
+    // The executor opens the session; its state takes over with the fleet.
+    let mut store = Store::new(600, 240, 600.0);
+    let mut dlq = qinfo("billing-dlq", None);
+    dlq.is_dlq = true;
+    dlq.dlq_sources = vec![QueueId::new("billing")];
+    store.set_queues(vec![
+        qinfo("a-first-queue", Some("a-first-dlq")),
+        qinfo("billing", Some("billing-dlq")),
+        dlq,
+    ]);
+    let mut fresh = State::new(store, caps(), "sqs-prod", "sqs");
+    fresh.poll.listed = true;
+    qdeck::tui::update::switched(&mut st, fresh);
+    assert_eq!(st.stack, vec![View::Fleet, View::Fire, View::Detail]);
+    assert_eq!(st.focus, Some(QueueId::new("billing-dlq")));
+    let header = text(&draw(&st, 80, 24));
+    assert!(
+        header
+            .lines()
+            .next()
+            .unwrap()
+            .contains("on fire › billing-dlq"),
+        "{header}"
+    );
+    update(&mut st, key('R'));
+    match &st.dialog.as_ref().expect("R opens the redrive dialog").kind {
+        DialogKind::Redrive { source, .. } => assert_eq!(source.as_str(), "billing-dlq"),
+        other => panic!("{other:?}"),
+    }
+    let screen = text(&draw(&st, 80, 24));
+    assert!(screen.contains("billing-dlq"), "{screen}");
+    update(&mut st, code(KeyCode::Esc));
+    update(&mut st, code(KeyCode::Esc));
+    assert_eq!(st.view(), View::Fire);
+    // A later switch by hand (not from an on-fire row) lands on the queue table as before.
+    let fresh = State::new(Store::new(600, 240, 600.0), caps(), "local", "local");
+    qdeck::tui::update::switched(&mut st, fresh);
+    assert_eq!(st.stack, vec![View::Fleet, View::Queues]);
+}
+
+/// `R` in the single-message view redrives that message, as `D` there deletes it; in the
+/// list without a selection it is the whole queue, and the dialog says "all N messages".
+#[test]
+fn r_in_the_message_view_redrives_that_message() {
+    let mut st = populated();
+    open_dlq(&mut st);
+    let fx = update(&mut st, key('R'));
+    answer_plan(&mut st, &fx, 7, &[]);
+    match &st.dialog.as_ref().unwrap().kind {
+        DialogKind::Redrive { only_ids, .. } => assert_eq!(*only_ids, None),
+        other => panic!("{other:?}"),
+    }
+    let screen = text(&draw(&st, 80, 24));
+    assert!(
+        screen.contains("Redrive all 7 messages from orders-dlq"),
+        "{screen}"
+    );
+    update(&mut st, key('n'));
+    // Open the first message, then R.
+    update(&mut st, code(KeyCode::Enter));
+    assert_eq!(st.view(), View::Message);
+    let fx = update(&mut st, key('R'));
+    answer_plan(&mut st, &fx, 1, &[]);
+    match &st.dialog.as_ref().unwrap().kind {
+        DialogKind::Redrive {
+            only_ids, source, ..
+        } => {
+            assert_eq!(source.as_str(), "orders-dlq");
+            assert_eq!(only_ids.as_deref(), Some(&["1".to_string()][..]));
+        }
+        other => panic!("{other:?}"),
+    }
+    let screen = text(&draw(&st, 80, 24));
+    assert!(screen.contains("Redrive this message (1)"), "{screen}");
+    snap("oncall_redrive_one_message_80x24", &st, 80, 24);
+}
+
+fn running(st: &mut State, done: u64, total: u64) {
+    st.op = Some(OpState {
+        label: "redrive orders-dlq → origin".into(),
+        progress: qdeck::backend::ProgressState {
+            done,
+            failed: 3,
+            total: Some(total),
+            phase: "copying".into(),
+        },
+        started_ms: st.now_ms,
+        cancelling: false,
+    });
+}
+
+/// The progress row keeps its count, failures and cancel key at 80 and at 60 columns; the
+/// bar and the label come when there is room.
+#[test]
+fn the_progress_line_keeps_count_and_cancel_key_when_narrow() {
+    let mut st = populated();
+    running(&mut st, 12_000, 20_000);
+    for (w, h) in [(80, 24), (60, 15), (40, 10)] {
+        let screen = text(&draw(&st, w, h));
+        let last = screen.lines().last().unwrap();
+        assert!(last.contains("12,000/20,000"), "{w}: {last}");
+        assert!(last.contains("3 failed"), "{w}: {last}");
+        assert!(last.contains("x cancel"), "{w}: {last}");
+    }
+    let wide = text(&draw(&st, 120, 24));
+    assert!(wide.contains("redrive orders-dlq → origin"), "{wide}");
+    snap("oncall_progress_80x24", &st, 80, 24);
+    snap("oncall_progress_60x15", &st, 60, 15);
+}
+
+/// An operation's result stays until replaced or dismissed (`x`), never covers the
+/// breadcrumb, wraps when long, and is kept whole in the operations log (`:ops`).
+#[test]
+fn an_operations_result_stays_until_dismissed_and_is_logged() {
+    let mut st = populated();
+    open_dlq(&mut st);
+    running(&mut st, 10, 10);
+    let long = "redrove 7 of 9 from orders-dlq to orders; 2 failed: possibly duplicated \
+                (copy confirmed, delete refused by the broker: PRECONDITION_FAILED - unknown \
+                delivery tag 42); see the audit log";
+    update(
+        &mut st,
+        Action::OpDone(OpSummary::new(long, Verdict::Partial)),
+    );
+    let screen = text(&draw(&st, 80, 24));
+    let header = screen.lines().next().unwrap();
+    assert!(header.contains("queues › messages orders-dlq"), "{header}");
+    assert!(!header.contains("redrove"), "{header}");
+    assert!(screen.contains("redrove 7 of 9"), "{screen}");
+    assert!(
+        screen.contains("(:ops)"),
+        "a cut result says where it is whole:\n{screen}"
+    );
+    snap("oncall_result_80x24", &st, 80, 24);
+    // A minute later it is still there; the flashes of other actions expire.
+    let later = st.now_ms + 60_000;
+    update(&mut st, Action::Tick(later));
+    assert!(st
+        .status
+        .as_ref()
+        .is_some_and(|s| s.text.contains("redrove")));
+    update(&mut st, key('x'));
+    assert!(st.status.is_none(), "x dismisses it when nothing runs");
+    // The log keeps it whole, with its verdict's exit code.
+    for c in ":ops".chars() {
+        update(&mut st, key(c));
+    }
+    update(&mut st, code(KeyCode::Enter));
+    assert_eq!(st.view(), View::Ops);
+    let screen = text(&draw(&st, 80, 24));
+    assert!(screen.contains("1 operation this session"), "{screen}");
+    let flat = flatten(&screen);
+    assert!(flat.contains("see the audit log"), "{flat}");
+    assert!(flat.contains("exit code 3"), "{flat}");
+    snap("oncall_ops_log_80x24", &st, 80, 24);
+    update(&mut st, code(KeyCode::Esc));
+    assert_eq!(st.view(), View::Messages);
+}
+
+/// A dead letter with many headers: the one that tells the error comes last.
+fn many_headers() -> Message {
+    let mut headers: Vec<(String, Value)> = (0..12)
+        .map(|i| (format!("x-trace-{i:02}"), format!("span-{i}").into()))
+        .collect();
+    headers.push((
+        "x-exception-message".into(),
+        "ValueError: order 42 has no customer".into(),
+    ));
+    Message {
+        id: "m-1".into(),
+        seq: Some(1),
+        enqueued_ms: Some(T0),
+        receive_count: Some(5),
+        headers,
+        body: (0..30)
+            .map(|i| format!("line {i}\n"))
+            .collect::<String>()
+            .into_bytes(),
+        ..Default::default()
+    }
+}
+
+/// At 80×24 the whole message scrolls as one document (headers, then body): every header
+/// is reachable, none is hidden behind "taller terminal", and no row is left empty above
+/// the body.
+#[test]
+fn the_message_view_scrolls_headers_and_body_as_one() {
+    let mut st = populated();
+    open_dlq(&mut st);
+    update(
+        &mut st,
+        Action::Page {
+            queue: QueueId::new("orders-dlq"),
+            append: false,
+            result: Ok(Page {
+                messages: vec![many_headers()],
+                next: None,
+                effect_note: None,
+            }),
+        },
+    );
+    update(&mut st, code(KeyCode::Enter));
+    assert_eq!(st.view(), View::Message);
+    let top = text(&draw(&st, 80, 24));
+    assert!(!top.contains("taller terminal"), "{top}");
+    assert!(top.contains("x-trace-00"), "{top}");
+    assert!(top.contains("rows 1-20 of"), "{top}");
+    snap("oncall_message_top_80x24", &st, 80, 24);
+    // j scrolls by one row, G to the end; the error header was reachable on the way.
+    let mut seen_error = top.contains("x-exception-message");
+    for _ in 0..30 {
+        update(&mut st, key('j'));
+        seen_error |= text(&draw(&st, 80, 24)).contains("ValueError: order 42");
+    }
+    assert!(seen_error, "x-exception-message never came into view");
+    update(&mut st, key('G'));
+    let bottom = text(&draw(&st, 80, 24));
+    assert!(bottom.contains("line 29"), "{bottom}");
+    update(&mut st, key('g'));
+    let again = text(&draw(&st, 80, 24));
+    assert_eq!(again, top, "g returns to the top");
+    snap("oncall_message_top_60x15", &st, 60, 15);
+}

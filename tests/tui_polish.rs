@@ -80,6 +80,27 @@ fn tab_completes_command_names_and_cycles() {
     assert!(st.prompt.completion.is_none());
 }
 
+/// Every name Tab offers on an empty prompt is a command `:` runs.
+#[test]
+fn every_completed_command_is_known() {
+    let mut st = populated();
+    update(&mut st, key(':'));
+    update(&mut st, code(KeyCode::Tab));
+    let names = st.prompt.completion.clone().expect("candidates").candidates;
+    assert!(
+        names.len() > 15 && names.contains(&"ops".to_string()),
+        "{names:?}"
+    );
+    for name in names {
+        let mut st = populated();
+        update(&mut st, key(':'));
+        typed(&mut st, &name);
+        update(&mut st, code(KeyCode::Enter));
+        let said = st.status.map(|s| s.text).unwrap_or_default();
+        assert!(!said.contains("unknown command"), ":{name}: {said}");
+    }
+}
+
 /// Arguments: queue names (`:redrive`, `:copy`), profile names (`:profile`, `:copy Q`),
 /// theme names (`:theme`), sort columns; nothing to complete leaves the text alone.
 #[test]

@@ -539,21 +539,32 @@ fn help_wraps_under_its_text_and_has_single_corners() {
     );
 }
 
-/// The footer's right part gives up the call rate and cost before `? help`.
-#[test]
-fn footer_keeps_help_at_60_columns() {
-    let mut st = populated();
+fn with_calls(st: &mut State) {
     st.poll.busy = true;
     st.poll.api_rate = Some(qdeck::engine::budget::Budget {
         calls_per_min: 120.0,
         usd_per_hour: Some(0.0042),
     });
     st.session.call_budget = Some(600);
+}
+
+/// The footer's right part keeps `? help`; below 100 columns the call rate and cost give way
+/// to the keys (at 120 they show).
+#[test]
+fn footer_keeps_help_at_60_columns() {
+    let mut st = populated();
+    with_calls(&mut st);
     snap("footer_calls_60x15", &st, 60, 15);
     for w in [60, 80] {
         let f = footer(&st, w, 15);
         assert!(f.trim_end().ends_with("? help"), "{w}: {f:?}");
+        assert!(!f.contains("calls/min"), "{w}: {f:?}");
     }
+    let f = footer(&st, 120, 15);
+    assert!(
+        f.contains("120/600 calls/min · ≈$0.0042/h · ? help"),
+        "{f:?}"
+    );
     let mut st = populated();
     open_dlq(&mut st);
     let f = footer(&st, 60, 15);
@@ -565,6 +576,8 @@ fn footer_keeps_help_at_60_columns() {
 #[test]
 fn message_views_hint_redrive_delete_edit_and_reasons_at_80_columns() {
     let mut st = populated();
+    // The call rate of a polled broker does not take their room.
+    with_calls(&mut st);
     open_dlq(&mut st);
     for view in [View::Messages, View::Message] {
         if view == View::Message {

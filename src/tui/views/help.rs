@@ -182,7 +182,18 @@ pub fn lines<'a>(st: &State) -> Vec<Line<'a>> {
             .filter_map(row),
     );
     out.push(Line::from(""));
-    out.push(Line::from(styled("── : commands ──", t.title)));
+    out.extend(command_lines(st));
+    if let Some(note) = tier_note(st.session.access) {
+        out.push(Line::from(""));
+        out.push(Line::from(styled(note, t.warn)));
+    }
+    out
+}
+
+/// The `:` commands the tier allows, and the prompt's own keys.
+fn command_lines<'a>(st: &State) -> Vec<Line<'a>> {
+    let t = &st.theme;
+    let mut out = vec![Line::from(styled("── : commands ──", t.title))];
     let cmds: &[(&str, &str)] = &[
         (":q", "quit (asks first while an operation runs)"),
         (":q!", "quit at once"),
@@ -240,10 +251,6 @@ pub fn lines<'a>(st: &State) -> Vec<Line<'a>> {
             styled(format!("{k:>20}  "), t.accent),
             styled(h, t.text),
         ]));
-    }
-    if let Some(note) = tier_note(st.session.access) {
-        out.push(Line::from(""));
-        out.push(Line::from(styled(note, t.warn)));
     }
     out
 }

@@ -284,6 +284,12 @@ fn footer(f: &mut Frame, st: &State, area: Rect) {
         return;
     }
     let right = right_status(st);
+    // Below 100 columns the keys come first: the call rate and cost give way to them.
+    let right = if area.width < 100 {
+        without_figures(&right)
+    } else {
+        right
+    };
     // Two spaces always part the hints from the clock: words never run together.
     let rw = (right.chars().count() as u16 + 2).min(area.width / 2);
     let right = fit_status(&right, rw.saturating_sub(2) as usize);
@@ -415,13 +421,25 @@ fn right_status(st: &State) -> String {
 }
 
 /// The right of the footer in `max` cells: its last part (`? help`) stays, the parts before
-/// it go first (cost, then calls, then the update time), and only then is it cut.
+/// it go first (the busy mark, then the others from the right), and only then is it cut.
 fn fit_status(s: &str, max: usize) -> String {
     let mut parts: Vec<&str> = s.split(" · ").collect();
     while parts.len() > 1 && parts.join(" · ").chars().count() > max {
-        parts.remove(parts.len() - 2);
+        let i = parts
+            .iter()
+            .position(|p| *p == "⟳")
+            .unwrap_or(parts.len() - 2);
+        parts.remove(i);
     }
     cut(&parts.join(" · "), max)
+}
+
+/// The right of the footer without the call rate and its cost.
+fn without_figures(s: &str) -> String {
+    s.split(" · ")
+        .filter(|p| !p.ends_with("calls/min") && !p.starts_with("≈$"))
+        .collect::<Vec<_>>()
+        .join(" · ")
 }
 
 /// The header badge for a profile that cannot do everything.

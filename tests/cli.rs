@@ -724,7 +724,9 @@ fn config_path_validate_and_completions() {
         .arg(&example)
         .assert()
         .success()
-        .stdout(predicate::str::contains("valid (5 profile(s)"));
+        .stdout(predicate::str::contains(
+            "valid, 5 profiles: local, rabbit-dev, aws-prod, azure-prod, jobs\n",
+        ));
     e.qdeck()
         .args(["completions", "bash"])
         .assert()

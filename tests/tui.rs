@@ -230,6 +230,8 @@ fn snapshot_help_and_workers() {
                     prefetch: Some(10),
                     ack_mode: AckMode::Manual,
                     state: "active".into(),
+                    status: WorkerState::Active,
+                    status_since_ms: None,
                     holding: Some(2),
                     processed: Some(1200),
                     failed: Some(3),
@@ -243,6 +245,8 @@ fn snapshot_help_and_workers() {
                     prefetch: Some(0),
                     ack_mode: AckMode::Auto,
                     state: "idle".into(),
+                    status: WorkerState::Idle,
+                    status_since_ms: None,
                     holding: None,
                     processed: None,
                     failed: None,
@@ -1802,6 +1806,12 @@ fn consumers(now: i64) -> Vec<Consumer> {
             } else {
                 "active".into()
             },
+            status: if i == 3 {
+                WorkerState::Idle
+            } else {
+                WorkerState::Active
+            },
+            status_since_ms: None,
             holding: Some(i),
             processed: Some(100 * i),
             failed: Some(0),

@@ -387,3 +387,55 @@ fn the_message_view_scrolls_headers_and_body_as_one() {
     assert_eq!(again, top, "g returns to the top");
     snap("oncall_message_top_60x15", &st, 60, 15);
 }
+
+/// At 80×24 the reasons view gives the failure text the width (FIRST and LAST give way),
+/// cuts it at its end, never in the middle, and shows the selected group's text whole.
+#[test]
+fn the_reasons_view_keeps_the_failure_text_readable_at_80_columns() {
+    let mut st = populated();
+    st.queues.cursor.sel = st
+        .queues
+        .rows
+        .iter()
+        .position(|&i| st.store.entries()[i].info.id.as_str() == "orders-dlq")
+        .unwrap();
+    update(&mut st, key('F'));
+    let now = st.now_ms;
+    let group = |sig: &str, count: u64| qdeck::triage::Group {
+        signature: sig.into(),
+        origin: Some("orders".into()),
+        count,
+        first_seen_ms: Some(now - 3_600_000),
+        last_seen_ms: Some(now - 60_000),
+        sample_id: "1".into(),
+        redriven: 0,
+    };
+    let long = "rejected: timeout while reserving stock for order <n> at warehouse <n> after <n> retries (upstream inventory-service answered 503)";
+    update(
+        &mut st,
+        Action::ReasonsProgress {
+            queue: QueueId::new("orders-dlq"),
+            groups: vec![group(long, 80), group("max receives", 15)],
+            scanned: 95,
+            total: Some(95),
+        },
+    );
+    let screen = text(&draw(&st, 80, 24));
+    // The row starts with the text's beginning and keeps most of the width.
+    assert!(
+        screen.contains("rejected: timeout while reserving stock for order"),
+        "{screen}"
+    );
+    assert!(
+        !screen.contains("FIRST"),
+        "FIRST gives way first:\n{screen}"
+    );
+    // The selected group's text is whole under the table.
+    let flat = flatten(&screen);
+    assert!(
+        flat.contains("after <n> retries (upstream inventory-service answered 503)"),
+        "{flat}"
+    );
+    snap("oncall_reasons_long_text_80x24", &st, 80, 24);
+    snap("oncall_reasons_long_text_60x15", &st, 60, 15);
+}

@@ -156,9 +156,14 @@ pub enum Command {
         scan: ScanArgs,
     },
     /// Group a dead-letter queue's messages by failure signature (reason, error text with
-    /// numbers and ids normalised, origin), over a bounded scan.
+    /// numbers and ids normalised, origin), over a bounded scan. A queue that has a DLQ is
+    /// read through its DLQ (as the console's `F`), unless --live.
     Reasons {
+        /// A DLQ, or a queue whose DLQ to read.
         dlq: String,
+        /// Group the named queue's own (live) messages, not its DLQ's.
+        #[arg(long)]
+        live: bool,
         #[command(flatten)]
         scan: ScanArgs,
     },

@@ -61,14 +61,33 @@ pub fn run(action: &ConfigAction, opts: &LoadOptions, f: Format) -> CliResult {
             }
             let c = config::validate_file(&path)?;
             output::print(&format!(
-                "{}: valid ({} profile(s): {})\n",
+                "{}: valid, {}\n",
                 path.display(),
-                c.profiles.len(),
-                config::profile_names(&c).join(", ")
+                profile_list(&c)
             ));
             Ok(OK)
         }
     }
+}
+
+/// "3 profiles: a, b, local (built in)": the count is of the names listed, the built-in local
+/// profile included when the file does not define one.
+fn profile_list(c: &config::AppConfig) -> String {
+    let names: Vec<String> = config::profile_names(c)
+        .into_iter()
+        .map(|n| {
+            if c.profiles.iter().any(|p| p.name == n) {
+                n
+            } else {
+                format!("{n} (built in)")
+            }
+        })
+        .collect();
+    let count = match names.len() {
+        1 => "1 profile".to_string(),
+        n => format!("{n} profiles"),
+    };
+    format!("{count}: {}", names.join(", "))
 }
 
 pub fn completions(shell: clap_complete::Shell) -> CliResult {

@@ -47,10 +47,19 @@ pub async fn send(
         .gate
         .send(&info.id, OutgoingMessage { body, ..msg })
         .await?;
+    let profile = s.profile().name.as_str();
     if f == Format::Json {
-        output::print_json(&serde_json::json!({"queue": info.id, "id": id})).ok();
+        let v = serde_json::json!({"queue": info.id, "id": id, "profile": profile, "sent": 1});
+        output::print_json(&v).ok();
     } else {
-        output::print(&format!("{}\n", id.unwrap_or_else(|| "sent".into())));
+        // What was done, where: a bare id read as a count. The id follows where the broker
+        // gives one (`peek` and `edit` take it).
+        let id = id.map_or_else(String::new, |i| format!(", id {}", name(&i)));
+        output::print(&format!(
+            "sent 1 message to {} (profile {}){id}\n",
+            name(info.id.as_str()),
+            name(profile)
+        ));
     }
     Ok(OK)
 }

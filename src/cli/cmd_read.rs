@@ -88,7 +88,11 @@ pub(super) fn derived_cells(d: &crate::engine::derive::Derived, f: Format) -> Ve
         rate(d.out_rate),
         format!("{:?}", d.trend).to_lowercase(),
         age_in(d.drain_secs, f),
-        opt(d.workers_needed),
+        // As the console says it; scripts read `measuring` in JSON and get an empty cell.
+        match d.workers_needed {
+            None if d.measuring && !f.is_machine() => "measuring".into(),
+            n => opt(n),
+        },
     ]
 }
 
@@ -157,13 +161,21 @@ impl Pairs {
         self.kv("depth", opt(row.depth));
         self.kv("in flight", opt(row.in_flight));
         self.kv("delayed", opt(row.delayed));
-        self.kv(
-            "oldest age",
-            match &row.age_note {
-                Some(n) => format!("{} ({})", age_in(row.oldest_age_secs, f), name(n)),
-                None => age_in(row.oldest_age_secs, f),
-            },
-        );
+        if f.is_machine() {
+            // A figure and its note apart: scripts read seconds or an empty cell, as `ls`.
+            self.kv("oldest age", age_in(row.oldest_age_secs, f));
+            if let Some(n) = &row.age_note {
+                self.kv("age note", name(n));
+            }
+        } else {
+            self.kv(
+                "oldest age",
+                match &row.age_note {
+                    Some(n) => format!("{} ({})", age_in(row.oldest_age_secs, f), name(n)),
+                    None => age_in(row.oldest_age_secs, f),
+                },
+            );
+        }
         self.kv("consumers", opt(row.consumers));
         self.kv("dlq", row.dlq.as_deref().map_or_else(|| "—".into(), name));
         self.kv("dlq depth", opt(row.dlq_depth));
@@ -191,7 +203,12 @@ impl Pairs {
     /// Rates, trend and drain from `--sample`.
     fn derived(&mut self, d: &crate::engine::derive::Derived, f: Format) {
         let c = derived_cells(d, f);
-        self.kv("in / out per s", format!("{} / {}", c[0], c[1]));
+        if f.is_machine() {
+            self.kv("in per s", c[0].clone());
+            self.kv("out per s", c[1].clone());
+        } else {
+            self.kv("in / out per s", format!("{} / {}", c[0], c[1]));
+        }
         self.kv("trend", c[2].clone());
         self.kv("time to drain", c[3].clone());
         self.kv("workers needed", c[4].clone());
@@ -244,17 +261,21 @@ impl Pairs {
 }
 
 /// `label  value` lines aligned on the longest label (a long setting name never runs into its
-/// value); tab-separated for scripts.
+/// value); for scripts, `FIELD,VALUE` rows in CSV and `label<TAB>value` plain lines, a
+/// missing figure an empty value in both.
 fn key_values(pairs: &[(String, String)], f: Format) -> String {
     use unicode_width::UnicodeWidthStr;
+    if f.is_machine() {
+        let mut t = Table::new(vec!["FIELD", "VALUE"]);
+        for (k, v) in pairs {
+            t.push(vec![k.clone(), v.clone()]);
+        }
+        return t.render(f);
+    }
     let w = pairs.iter().map(|(k, _)| k.width()).max().unwrap_or(0) + 2;
     let mut out = String::new();
     for (k, v) in pairs {
-        if f.is_machine() {
-            out.push_str(&format!("{k}\t{}\n", if v == "—" { "" } else { v }));
-        } else {
-            out.push_str(&format!("{k}{}{v}\n", " ".repeat(w - k.width())));
-        }
+        out.push_str(&format!("{k}{}{v}\n", " ".repeat(w - k.width())));
     }
     out
 }
@@ -334,7 +355,7 @@ pub async fn peek(s: &Session, queue: &str, n: usize, force: bool, f: Format) ->
                 .map(|o| name(o.as_str()))
                 .unwrap_or_default(),
             m.body.len().to_string(),
-            sanitize::preview(&m.body, 60),
+            output::body_cell(&m.body, f),
         ]);
     }
     output::print(&t.render(f));

@@ -1,25 +1,58 @@
-//! `qdeck reasons DLQ`: the DLQ grouped by failure signature over a bounded scan.
+//! `qdeck reasons QUEUE`: a DLQ grouped by failure signature over a bounded scan. A queue
+//! with a DLQ is read through its DLQ, as the console's `F` (`triage::reasons_queue`);
+//! `--live` reads the queue itself.
 
 use super::args::{Format, ScanArgs};
 use super::exit::{CliResult, INTERRUPTED, OK};
 use super::fetch;
 use super::output::{self, name, Table};
 use super::scan;
+use crate::domain::{QueueId, QueueInfo};
 use crate::engine::session::Session;
 use crate::triage::{self, StopReason};
 
-pub async fn reasons(s: &Session, dlq: &str, a: &ScanArgs, f: Format) -> CliResult {
+/// The queue read for `info`, the queue it is the DLQ of when that is not the one named, and
+/// the title that says which.
+fn target(info: &QueueInfo, live: bool) -> (QueueId, Option<QueueId>, String) {
+    let q = name(info.id.as_str());
+    if live {
+        let title = match (&info.dlq, info.is_dlq) {
+            (Some(d), false) => format!(
+                "reasons of {q} (its live messages, not its DLQ {})",
+                name(d.as_str())
+            ),
+            _ => format!("reasons of {q}"),
+        };
+        return (info.id.clone(), None, title);
+    }
+    match triage::reasons_queue(info) {
+        Some(d) if d == info.id => (d, None, format!("reasons of {q}")),
+        Some(d) => {
+            let title = format!("reasons of {} (the DLQ of {q})", name(d.as_str()));
+            (d, Some(info.id.clone()), title)
+        }
+        // Neither a known DLQ nor a queue with one: a DLQ no source names (a parking queue, a
+        // link the broker does not show) is still read, and the title says what was read.
+        None => (
+            info.id.clone(),
+            None,
+            format!("reasons of {q} (no DLQ of its own: its messages)"),
+        ),
+    }
+}
+
+pub async fn reasons(s: &Session, queue: &str, live: bool, a: &ScanArgs, f: Format) -> CliResult {
     let limits = scan::limits(s, a, true)?;
     // Grouping reads bodies and headers: tier `browse` at least.
-    s.gate.require(
-        crate::engine::gate::Mutation::Browse,
-        &crate::domain::QueueId::new(dlq),
-    )?;
+    s.gate
+        .require(crate::engine::gate::Mutation::Browse, &QueueId::new(queue))?;
     let b = s.backend.as_ref();
-    let info = fetch::find(b, dlq).await?;
+    let info = fetch::find(b, queue).await?;
+    let (read, dlq_of, title) = target(&info, live);
     let cfg = scan::signature_config(s);
-    let report = scan::with_progress("scan", |p| async move {
-        triage::reasons(b, &info.id, &limits, &cfg, &p).await
+    let report = scan::with_progress("scan", |p| {
+        let read = &read;
+        async move { triage::reasons(b, read, &limits, &cfg, &p).await }
     })
     .await?;
     scan::print_effect(&report.scan);
@@ -34,6 +67,8 @@ pub async fn reasons(s: &Session, dlq: &str, a: &ScanArgs, f: Format) -> CliResu
         if let Some(o) = v.as_object_mut() {
             o.insert("complete".into(), report.scan.complete().into());
             o.insert("sample_note".into(), note.clone().into());
+            o.insert("dlq_of".into(), dlq_of.as_ref().map(QueueId::as_str).into());
+            o.insert("live".into(), live.into());
         }
         output::print_json(&v).ok();
         return Ok(code);
@@ -63,12 +98,17 @@ pub async fn reasons(s: &Session, dlq: &str, a: &ScanArgs, f: Format) -> CliResu
             },
         ]);
     }
-    output::print(&t.render(f));
-    // Scripts read the rows; the coverage line goes where people look.
+    // Scripts read the rows; which queue was read and what the scan covered go where people
+    // look.
+    let groups = report.groups.len();
     if f.is_machine() {
-        eprintln!("qdeck: {note}; {} group(s)", report.groups.len());
+        output::print(&t.render(f));
+        eprintln!("qdeck: {title}: {note}; {groups} group(s)");
     } else {
-        output::print(&format!("{note}; {} group(s)\n", report.groups.len()));
+        output::print(&format!(
+            "{title}\n{}{note}; {groups} group(s)\n",
+            t.render(f)
+        ));
     }
     Ok(code)
 }

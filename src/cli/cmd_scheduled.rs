@@ -10,7 +10,6 @@ use crate::domain::{now_ms, BrowseRequest, Message, QueueId};
 use crate::engine::gate::Mutation;
 use crate::engine::ops::{self, Outcome};
 use crate::engine::session::Session;
-use crate::sanitize;
 
 pub async fn peek(s: &Session, queue: &str, n: usize, f: Format) -> CliResult {
     if n == 0 {
@@ -53,7 +52,7 @@ pub async fn peek(s: &Session, queue: &str, n: usize, f: Format) -> CliResult {
             opt(m.receive_count),
             m.key.as_deref().map(name).unwrap_or_default(),
             m.body.len().to_string(),
-            sanitize::preview(&m.body, 60),
+            output::body_cell(&m.body, f),
         ]);
     }
     output::print(&t.render(f));

@@ -155,6 +155,10 @@ pub async fn sampled(
     // A ring resolution no coarser than the gap, so the two polls land in separate samples.
     let history = (gap.as_secs_f64() * 240.0).ceil().max(60.0) as u64;
     let mut store = crate::engine::store::Store::new(history, 240, drain_target_secs);
+    // The console trusts a per-worker rate after 20 s of its own polls at one worker count;
+    // a sample's two polls measure the work between them, so the whole gap (at one worker
+    // count in both polls) is the measurement. The figure is the console's sum on it.
+    store.measure_secs = (gap.as_secs() as u32).clamp(1, crate::engine::derive::MEASURE_SECS);
     let ids: Vec<QueueId> = infos.iter().map(|q| q.id.clone()).collect();
     store.set_queues(infos);
     if ids.is_empty() {

@@ -147,7 +147,7 @@ async fn on_session(s: &Session, cmd: Command, f: args::Format) -> CliResult {
             false => cmd_read::peek(s, &queue, count, force, f).await,
         },
         Command::Consumers { queue } => cmd_read::consumers(s, &queue, f).await,
-        Command::Reasons { dlq, scan } => cmd_reasons::reasons(s, &dlq, &scan, f).await,
+        Command::Reasons { dlq, live, scan } => cmd_reasons::reasons(s, &dlq, live, &scan, f).await,
         Command::Export {
             queue,
             file,

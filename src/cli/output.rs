@@ -192,6 +192,18 @@ pub fn human_secs(s: f64) -> String {
     }
 }
 
+/// A message body as a cell: all of it for scripts (CSV keeps its line breaks inside the
+/// quoted cell, plain lines show them as `␊`), a one-line preview in the table a person reads.
+/// An empty body is an empty cell in every format.
+pub fn body_cell(body: &[u8], f: Format) -> String {
+    match f {
+        _ if body.is_empty() => String::new(),
+        Format::Csv => sanitize::body_text(body, true),
+        Format::Plain | Format::Json => sanitize::body_text(body, false),
+        Format::Table => sanitize::preview(body, 60),
+    }
+}
+
 pub fn name(s: &str) -> String {
     sanitize::clean(s).into_owned()
 }

@@ -165,7 +165,30 @@ pub enum AckMode {
     Unknown,
 }
 
+/// What a worker is doing, as a value scripts compare (`Consumer::state` is the text people
+/// read, with the broker's detail and durations).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WorkerState {
+    /// Taking work: seen within seconds, or subscribed and receiving deliveries.
+    Active,
+    /// Holding messages or running jobs now.
+    Busy,
+    /// Connected or seen recently, doing nothing.
+    Idle,
+    /// Subscribed but not given deliveries (a single-active-consumer standby).
+    Waiting,
+    /// Finishing its work before it stops (Sidekiq's quiet).
+    Stopping,
+    /// Not seen for a minute or more, or its heartbeat stopped.
+    Gone,
+    /// A lease of it expired without an ack: it crashed or lost its lease.
+    LeaseLost,
+    Unknown,
+}
+
 /// A worker consuming a queue: a RabbitMQ consumer, or a lease holder on the local broker.
+/// In JSON `state` is the value (`WorkerState`) and `state_text` the display text.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Consumer {
     pub queue: QueueId,
@@ -176,8 +199,15 @@ pub struct Consumer {
     /// 0 means unlimited.
     pub prefetch: Option<u32>,
     pub ack_mode: AckMode,
-    /// "active", "idle", "waiting", "expired lease", …
+    /// Display text: "active", "idle 20s", "gone 2m", "lease lost ×2", …
+    #[serde(rename = "state_text")]
     pub state: String,
+    #[serde(rename = "state")]
+    pub status: WorkerState,
+    /// Unix ms the state began where the broker tells it (an idle or gone worker: when it was
+    /// last active), from which the display text's duration counts.
+    #[serde(rename = "state_since_ms")]
+    pub status_since_ms: Option<i64>,
     /// Messages it holds right now.
     pub holding: Option<u64>,
     pub processed: Option<u64>,

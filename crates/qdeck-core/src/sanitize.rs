@@ -187,6 +187,38 @@ pub fn hex_lines(b: &[u8]) -> Vec<String> {
         .collect()
 }
 
+/// A whole body as one cell for scripts (CSV, plain lines), never cut. Text keeps every
+/// character, control characters made visible; with `keep_breaks` line feeds and tabs stay
+/// (CSV quotes them, so a multi-line body arrives whole), without they show as `␊` and `␉` (a
+/// message stays one plain line). Binary is the hex of every byte. Empty is empty.
+pub fn body_text(body: &[u8], keep_breaks: bool) -> String {
+    match std::str::from_utf8(body) {
+        _ if body.is_empty() => String::new(),
+        Ok(t) if body_kind(body) != BodyKind::Binary => {
+            if !keep_breaks {
+                return clean(t).into_owned();
+            }
+            let mut out = String::with_capacity(t.len());
+            for c in t.chars() {
+                if needs_escape(c) && c != '\n' && c != '\t' {
+                    push_escaped(&mut out, c);
+                } else {
+                    out.push(c);
+                }
+            }
+            out
+        }
+        _ => {
+            let mut out = String::with_capacity(2 + body.len() * 3);
+            out.push_str("0x");
+            for x in body {
+                out.push_str(&format!(" {x:02x}"));
+            }
+            out
+        }
+    }
+}
+
 /// One-line preview of a body for tables.
 pub fn preview(body: &[u8], max: usize) -> String {
     if body.is_empty() {
@@ -213,6 +245,16 @@ pub fn preview(body: &[u8], max: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn body_text_is_whole_and_safe() {
+        let long = "x".repeat(5_000);
+        assert_eq!(body_text(long.as_bytes(), false), long);
+        assert_eq!(body_text(b"", true), "");
+        assert_eq!(body_text(b"a\nb\tc\x1b[2J\r", true), "a\nb\tc␛[2J␍");
+        assert_eq!(body_text(b"a\nb\tc", false), "a␊b␉c");
+        assert_eq!(body_text(&[0, 1, 2, 0xff], false), "0x 00 01 02 ff");
+    }
 
     #[test]
     fn escapes_controls_visibly() {

@@ -26,8 +26,11 @@ const POLL_QUEUE: usize = 64;
 
 pub(super) struct Exec {
     pub(super) session: Session,
-    /// Sessions opened by `:profile NAME`.
-    switch_tx: mpsc::Sender<Result<Session, String>>,
+    /// Sessions opened by `:profile NAME`, each with the number of its request.
+    switch_tx: mpsc::Sender<Switched>,
+    /// The number of the latest profile switch asked for: an earlier request that answers
+    /// late (a hung broker's session) must not switch away from the one asked for since.
+    pub(super) switch_seq: u64,
     pub(super) tx: mpsc::Sender<Action>,
     pub(super) poller: PollerHandle,
     demo: Option<DemoHandle>,
@@ -52,12 +55,15 @@ pub(super) struct EditJob {
     pub(super) draft: String,
 }
 
+/// A profile switch's answer: the number of its request and the session (or why not).
+pub(super) type Switched = (u64, Result<Session, String>);
+
 /// What reaches the event loop besides the keyboard and the clock.
 pub(super) struct Inbox {
     /// Results of the executor's tasks.
     pub(super) rx: mpsc::Receiver<Action>,
     pub(super) poll: mpsc::Receiver<PollEvent>,
-    pub(super) switch: mpsc::Receiver<Result<Session, String>>,
+    pub(super) switch: mpsc::Receiver<Switched>,
     pub(super) fleet: mpsc::Receiver<FleetRow>,
 }
 
@@ -72,7 +78,7 @@ impl Exec {
     ) -> (Exec, Inbox) {
         let (tx, rx) = mpsc::channel::<Action>(256);
         let (poll_tx, poll) = mpsc::channel::<PollEvent>(POLL_QUEUE);
-        let (switch_tx, switch) = mpsc::channel::<Result<Session, String>>(2);
+        let (switch_tx, switch) = mpsc::channel::<Switched>(4);
         let (fleet_tx, fleet) = mpsc::channel::<FleetRow>(64);
         let poller = poller::spawn(
             session.backend.clone(),
@@ -87,6 +93,7 @@ impl Exec {
                 .unwrap_or_else(|| paths::state_dir().join("exports")),
             session,
             switch_tx,
+            switch_seq: 0,
             tx,
             poller,
             demo,
@@ -213,7 +220,9 @@ impl Exec {
     }
 
     /// Open the profile `name` on a task; the event loop switches when it is open.
-    fn switch_profile(&self, name: String) {
+    fn switch_profile(&mut self, name: String) {
+        self.switch_seq += 1;
+        let seq = self.switch_seq;
         let opts = self.session.loaded.options_for(&name);
         let tx = self.switch_tx.clone();
         tokio::spawn(async move {
@@ -223,7 +232,7 @@ impl Exec {
                     .map_err(|e| one_line(&e.to_string())),
                 Err(e) => Err(one_line(&e.to_string())),
             };
-            let _ = tx.send(r).await;
+            let _ = tx.send((seq, r)).await;
         });
     }
 

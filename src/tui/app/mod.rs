@@ -172,8 +172,8 @@ impl Screen {
 #[allow(clippy::large_enum_variant)]
 enum Wake {
     Act(Action),
-    /// A profile opened by `:profile NAME` (or why it did not).
-    Switched(Result<Session, String>),
+    /// A profile opened by `:profile NAME` (or why it did not), with its request's number.
+    Switched(exec::Switched),
     /// Nothing to update: draw if due, and wait again.
     Again,
     /// The terminal's event stream ended.
@@ -279,13 +279,15 @@ where
         );
         let first = match wake.await? {
             Wake::Act(a) => a,
-            Wake::Switched(Ok(session)) => {
+            // Only the latest request switches: an earlier one answering late is dropped.
+            Wake::Switched((seq, _)) if seq != ex.switch_seq => continue,
+            Wake::Switched((_, Ok(session))) => {
                 let (fresh, poll) = ex.switch(session);
                 inbox.poll = poll;
                 super::update::switched(&mut st, fresh);
                 continue;
             }
-            Wake::Switched(Err(e)) => Action::Notice(Err(e)),
+            Wake::Switched((_, Err(e))) => Action::Notice(Err(e)),
             Wake::Again => continue,
             Wake::Closed => break,
         };

@@ -13,8 +13,7 @@ pub(super) fn open(st: &mut State, fx: &mut Vec<Effect>) {
     };
     let info = st.store.get(&q).map(|e| e.info.clone());
     let dlq = match info {
-        Some(i) if i.is_dlq => q,
-        Some(i) => match i.dlq {
+        Some(i) => match crate::triage::reasons_queue(&i) {
             Some(d) => d,
             None => {
                 set_status(st, Level::Warn, format!("{q} has no dead-letter queue"));

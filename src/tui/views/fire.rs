@@ -74,7 +74,7 @@ pub fn render(f: &mut Frame, st: &State, area: Rect) {
     let queue_w = flex_width(&cols, &keep, inner.width) as usize;
     // The selected broker row's error in full under the table: it is cut in the row.
     let selected = rows_all.get(fl.fire_cursor.sel.min(rows_all.len() - 1));
-    let (table_area, error_area) = super::fleet::split_for_error(
+    let (table_area, error_area) = super::wrap::split_for_text(
         inner,
         selected.and_then(|r| match r {
             FireRow::Broker { profile, problem } => Some(problem_text(st, profile, problem)),

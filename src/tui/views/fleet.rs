@@ -1,15 +1,15 @@
 //! The fleet home: one row per profile, each from its own poller. A dead or slow broker shows
 //! as its own row's error or `stale`; the figures kept are those of its last good poll.
 
-use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::layout::Rect;
 use ratatui::text::Line;
 use ratatui::widgets::{Cell, Paragraph, Row};
 use ratatui::Frame;
 
 use super::columns::{clean_mid, fit, flex_width, kept_row, render_plain_table, Col};
-use super::wrap::wrap_lines;
+use super::wrap::split_for_text;
 use super::{block, fmt_age, fmt_ago, fmt_count, plural, styled};
-use crate::sanitize::{clean, clean_short};
+use crate::sanitize::clean_short;
 use crate::tui::state::State;
 
 pub fn render(f: &mut Frame, st: &State, area: Rect) {
@@ -54,7 +54,7 @@ pub fn render(f: &mut Frame, st: &State, area: Rect) {
         .rows
         .get(fl.cursor.sel)
         .and_then(|r| r.error.as_ref().map(|e| format!("{}: {e}", r.profile)));
-    let (table_area, error_area) = split_for_error(inner, selected_error);
+    let (table_area, error_area) = split_for_text(inner, selected_error);
     let (cursor, from, to) = fl.cursor.placed(fl.rows.len(), table_area.height as usize);
     let rows: Vec<Row> = fl.rows[from..to]
         .iter()
@@ -111,40 +111,6 @@ pub fn render(f: &mut Frame, st: &State, area: Rect) {
     if let Some((area, lines)) = error_area {
         f.render_widget(Paragraph::new(lines).style(t.error), area);
     }
-}
-
-/// Room at the bottom of `inner` for `error` in full, wrapped (at most a third of the
-/// height, and the last row says when even that cut it): the table's area and the error's.
-pub(super) fn split_for_error(
-    inner: Rect,
-    error: Option<String>,
-) -> (Rect, Option<(Rect, Vec<Line<'static>>)>) {
-    let Some(text) = error else {
-        return (inner, None);
-    };
-    let max = (inner.height / 3).max(1) as usize;
-    let mut rows = wrap_lines(&[Line::from(clean(&text).into_owned())], inner.width.max(1));
-    if rows.len() > max {
-        rows.truncate(max);
-        if let Some(last) = rows.last_mut() {
-            let mut s: String = last.spans.iter().map(|sp| sp.content.as_ref()).collect();
-            let keep = (inner.width as usize).saturating_sub(1);
-            s = s.chars().take(keep).collect();
-            s.push('…');
-            *last = Line::from(s);
-        }
-    }
-    let h = rows.len() as u16;
-    if inner.height <= h + 2 {
-        return (inner, None);
-    }
-    let [table, _, error] = Layout::vertical([
-        Constraint::Min(1),
-        Constraint::Length(1),
-        Constraint::Length(h),
-    ])
-    .areas(inner);
-    (table, Some((error, rows)))
 }
 
 /// Dollars with enough digits to tell a cheap profile from a free one.

@@ -400,10 +400,11 @@ fn right_status(st: &State) -> String {
     if st.poll.busy {
         parts.push("⟳".to_string());
     }
+    // "updated" only once the queue list itself has arrived: figures alone are not a list.
     match st.store.last_ok_ms {
-        Some(t) => parts.push(format!("updated {}", fmt_ago(st.now_ms - t))),
-        None if st.store.backend_error.is_none() => parts.push("loading…".into()),
-        None => {}
+        Some(t) if st.poll.listed => parts.push(format!("updated {}", fmt_ago(st.now_ms - t))),
+        _ if st.store.backend_error.is_none() => parts.push("loading…".into()),
+        _ => {}
     }
     if let Some(b) = st.poll.api_rate {
         parts.push(match st.session.call_budget {

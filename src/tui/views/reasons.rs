@@ -5,7 +5,8 @@ use ratatui::text::Line;
 use ratatui::widgets::{Cell, Paragraph, Row, Wrap};
 use ratatui::Frame;
 
-use super::columns::{clean_mid, fit, flex_width, kept_row, render_plain_table, Col};
+use super::columns::{fit, flex_width, kept_row, render_plain_table, Col};
+use super::wrap::split_for_text;
 use super::{block, fmt_ago, plural, styled};
 use crate::sanitize::{clean, clean_short};
 use crate::triage::scan::thousands;
@@ -59,17 +60,25 @@ pub fn render(f: &mut Frame, st: &State, area: Rect) {
         f.render_widget(Paragraph::new(msg).style(t.dim), inner);
         return;
     }
+    // The failure text is the point of this view: it keeps 44 columns before FIRST and
+    // LAST (then ORIGIN) give way, and the selected group's text is whole under the table.
     let cols = vec![
         Col::fixed("COUNT", 7, 0),
         Col::fixed("BACK", 5, 1),
         Col::fixed("FIRST", 9, 2),
         Col::fixed("LAST", 9, 2),
         Col::fixed("ORIGIN", 16, 1),
-        Col::flex("REASON", 20, 0),
+        Col::flex("REASON", 44, 0),
     ];
     let keep = fit(&cols, inner.width, st.wide);
     let reason_w = flex_width(&cols, &keep, inner.width);
-    let (cursor, from, to) = r.cursor.placed(r.groups.len(), inner.height as usize);
+    let selected = r
+        .groups
+        .get(r.cursor.sel)
+        .filter(|g| g.signature.chars().count() > reason_w)
+        .map(|g| g.signature.clone());
+    let (table_area, text_area) = split_for_text(inner, selected);
+    let (cursor, from, to) = r.cursor.placed(r.groups.len(), table_area.height as usize);
     let ago = |ms: Option<i64>| ms.map_or_else(|| "—".into(), |m| fmt_ago(st.now_ms - m));
     let rows: Vec<Row> = r.groups[from..to]
         .iter()
@@ -90,10 +99,13 @@ pub fn render(f: &mut Frame, st: &State, area: Rect) {
                         .as_deref()
                         .map_or_else(|| "—".into(), |o| clean_short(o, 16)),
                 ),
-                Cell::from(clean_mid(&g.signature, reason_w)),
+                Cell::from(clean_short(&g.signature, reason_w)),
             ];
             kept_row(cells, &keep).style(t.text)
         })
         .collect();
-    render_plain_table(f, inner, rows, (&cols, &keep), t, cursor.sel - from);
+    render_plain_table(f, table_area, rows, (&cols, &keep), t, cursor.sel - from);
+    if let Some((area, lines)) = text_area {
+        f.render_widget(Paragraph::new(lines).style(t.text), area);
+    }
 }

@@ -1,9 +1,12 @@
 //! Wrapping done before layout, so a box is sized from the rows it will really take. Boxes
 //! sized by line count and rendered with `Wrap` lose their last lines when a line wraps.
 
+use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use unicode_width::UnicodeWidthChar;
+
+use crate::sanitize::clean;
 
 /// Split `lines` into rows of at most `width` cells, breaking at spaces when a word fits on
 /// the next row and inside the word when it does not. Styles are kept per span.
@@ -113,4 +116,40 @@ mod tests {
         assert_eq!(rows.len(), 4);
         assert_eq!(text(&rows[2]), "xxxxx");
     }
+}
+
+/// Room at the bottom of `inner` for `text` in full, wrapped (at most a third of the
+/// height, and the last row says when even that cut it), a blank row above it: the area
+/// left for the table, and the text's. Tables cut their long cells; the selected row's
+/// error or failure text is read whole here.
+pub fn split_for_text(
+    inner: Rect,
+    text: Option<String>,
+) -> (Rect, Option<(Rect, Vec<Line<'static>>)>) {
+    let Some(text) = text else {
+        return (inner, None);
+    };
+    let max = (inner.height / 3).max(1) as usize;
+    let mut rows = wrap_lines(&[Line::from(clean(&text).into_owned())], inner.width.max(1));
+    if rows.len() > max {
+        rows.truncate(max);
+        if let Some(last) = rows.last_mut() {
+            let mut s: String = last.spans.iter().map(|sp| sp.content.as_ref()).collect();
+            let keep = (inner.width as usize).saturating_sub(1);
+            s = s.chars().take(keep).collect();
+            s.push('…');
+            *last = Line::from(s);
+        }
+    }
+    let h = rows.len() as u16;
+    if inner.height <= h + 2 {
+        return (inner, None);
+    }
+    let [table, _, error] = Layout::vertical([
+        Constraint::Min(1),
+        Constraint::Length(1),
+        Constraint::Length(h),
+    ])
+    .areas(inner);
+    (table, Some((error, rows)))
 }

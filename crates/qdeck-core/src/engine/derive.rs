@@ -7,8 +7,9 @@ use super::store::{unpack, unpack_f, QueueEntry, RateSource, Sample};
 
 /// Seconds of history the rates are averaged over.
 pub const RATE_WINDOW_SECS: u32 = 60;
-/// Seconds of work at the current worker count needed before a per-worker rate is given;
-/// until then the figure reads "measuring".
+/// Seconds of work at the current worker count the console needs before a per-worker rate is
+/// given; until then the figure reads "measuring". A one-shot `--sample` measures over its own
+/// gap instead (`Store::measure_secs`): two polls are all the work it sees.
 pub const MEASURE_SECS: u32 = 20;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -142,7 +143,14 @@ pub fn rates(entry: &QueueEntry) -> Rates {
     }
 }
 
+/// The figures the console shows, with its `MEASURE_SECS` rule.
 pub fn derive(entry: &QueueEntry, target_secs: f64) -> Derived {
+    derive_with(entry, target_secs, MEASURE_SECS)
+}
+
+/// `derive`, giving a per-worker rate once the rates cover `measure_secs` of work at the
+/// current worker count.
+pub fn derive_with(entry: &QueueEntry, target_secs: f64, measure_secs: u32) -> Derived {
     let w = window(entry);
     let Rates {
         in_rate,
@@ -167,11 +175,15 @@ pub fn derive(entry: &QueueEntry, target_secs: f64) -> Derived {
         .iter()
         .filter(|s| s.t >= since && unpack_f(s.out_rate).is_some())
         .collect();
-    let stable_secs = match (stable.first(), stable.last()) {
-        (Some(a), Some(b)) => b.t - a.t,
+    // The work measured starts at the first point seen at this worker count, rate or not: a
+    // counter delta covers the time since the point before it, so the first poll of a
+    // one-shot sample (no delta yet) still starts the measured work.
+    let stable_from = w.iter().find(|s| s.t >= since).map(|s| s.t);
+    let stable_secs = match (stable_from, stable.last()) {
+        (Some(a), Some(b)) => b.t.saturating_sub(a),
         _ => 0,
     };
-    let measuring = workers.is_some_and(|n| n > 0) && stable_secs < MEASURE_SECS;
+    let measuring = workers.is_some_and(|n| n > 0) && stable_secs < measure_secs;
     let stable_out = mean(stable.iter().map(|s| unpack_f(s.out_rate)));
     let per_worker_rate = match (stable_out, workers) {
         (Some(o), Some(n)) if !measuring && n > 0 && o > 0.0 => Some(o / n as f64),
@@ -382,6 +394,41 @@ mod tests {
         assert!(!d.measuring);
         assert!((d.per_worker_rate.unwrap() - 4.0).abs() < 0.3, "{d:?}");
         // (10 in/s + backlog 600/600 s) / 4 = 2.75 → 3, never 6 or 8.
+        assert_eq!(d.workers_needed, Some(3), "{:?}", d.arithmetic);
+    }
+
+    /// A one-shot sample: two polls 10 s apart, one worker in both. The first poll has no
+    /// counter delta, yet the second's covers the 10 s between them at that worker count.
+    #[test]
+    fn two_polls_measure_the_work_between_them() {
+        let mut s = Store::new(2400, 240, 600.0);
+        let id = QueueId::new("q");
+        s.set_queues(vec![QueueInfo {
+            id: id.clone(),
+            ..Default::default()
+        }]);
+        let epoch = s.epoch_ms();
+        for (t, done) in [(0, 0), (10, 40)] {
+            s.apply(StatsBatch {
+                stats: vec![QueueStats {
+                    id: id.clone(),
+                    at_ms: epoch + t * 1000,
+                    depth: Some(600),
+                    enqueued_total: Some(10 * t as u64),
+                    completed_total: Some(done),
+                    consumers: Some(1),
+                    ..Default::default()
+                }],
+                errors: vec![],
+            });
+        }
+        // The console's rule wants 20 s of work at this count: still measuring.
+        assert!(s.derived(&id).unwrap().measuring);
+        // Measured over the sample's own 10 s: 4/s for the one worker, (10 + 1) / 4 → 3.
+        s.measure_secs = 10;
+        let d = s.derived(&id).unwrap();
+        assert!(!d.measuring, "{d:?}");
+        assert!((d.per_worker_rate.unwrap() - 4.0).abs() < 1e-9);
         assert_eq!(d.workers_needed, Some(3), "{:?}", d.arithmetic);
     }
 

@@ -496,8 +496,10 @@ impl Outcome {
     pub fn line(&self) -> String {
         match self {
             Outcome::Redrive(r) => {
+                // The mode after a separator, not in parentheses: modes carry their own
+                // ("client-side (copy and delete in one transaction)").
                 let mut s = format!(
-                    "moved {}, failed {}, possibly duplicated {}{} ({})",
+                    "moved {}, failed {}, possibly duplicated {}{}; {}",
                     r.moved,
                     r.failed,
                     r.possibly_duplicated,

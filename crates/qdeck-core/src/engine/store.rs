@@ -5,7 +5,7 @@ use std::collections::{HashMap, HashSet};
 
 use serde::Serialize;
 
-use super::derive::{derive, Derived};
+use super::derive::{derive_with, Derived};
 use super::ring::Ring;
 use crate::domain::{QueueId, QueueInfo, QueueStats, StatsBatch};
 
@@ -80,6 +80,9 @@ pub struct Store {
     resolution_secs: f64,
     /// For "workers needed to drain within …".
     pub drain_target_secs: f64,
+    /// Seconds of work at the current worker count before a per-worker rate is given
+    /// (`derive::MEASURE_SECS` in the console; a one-shot sample's own gap).
+    pub measure_secs: u32,
     /// Set on every change; the console clears it after drawing.
     pub dirty: bool,
     /// Error of the whole backend (unreachable, auth); rows go stale meanwhile.
@@ -104,6 +107,7 @@ impl Store {
             ring_cap: points,
             resolution_secs: history_secs as f64 / points as f64,
             drain_target_secs,
+            measure_secs: super::derive::MEASURE_SECS,
             dirty: true,
             backend_error: None,
             last_ok_ms: None,
@@ -275,7 +279,7 @@ impl Store {
 
     pub fn derived(&self, id: &QueueId) -> Option<Derived> {
         let e = self.get(id)?;
-        Some(derive(e, self.drain_target_secs))
+        Some(derive_with(e, self.drain_target_secs, self.measure_secs))
     }
 
     /// Seconds since the store's epoch, for history points.

@@ -14,7 +14,7 @@ pub mod signature;
 pub mod transfer;
 
 pub use predicate::{EvalContext, Predicate, PredicateError};
-pub use reasons::{reasons, Group, Grouper, ReasonsReport, REDRIVEN_HEADER};
+pub use reasons::{reasons, reasons_queue, Group, Grouper, ReasonsReport, REDRIVEN_HEADER};
 pub use scan::{scan, ScanLimits, ScanSummary, StopReason};
 pub use select::{select, Selection};
 pub use signature::{signature, Signature, SignatureConfig};

@@ -8,10 +8,21 @@ use serde::Serialize;
 use super::scan::{scan, ScanLimits, ScanSummary};
 use super::signature::{header, signature, SignatureConfig};
 use crate::backend::{Backend, BackendError, OpProgress};
-use crate::domain::{Message, QueueId};
+use crate::domain::{Message, QueueId, QueueInfo};
 
 /// Header qdeck stamps on redriven copies: a message carrying it failed again after a redrive.
 pub const REDRIVEN_HEADER: &str = "x-qdeck-redriven";
+
+/// The queue whose failure reasons are read when someone asks for `info`'s: a DLQ's own
+/// messages, else the DLQ of a queue that has one (the failures are there; its live messages
+/// have not failed yet). `None` for a queue that is neither. The one rule behind the console's
+/// `F` and `qdeck reasons` (whose `--live` reads the queue itself).
+pub fn reasons_queue(info: &QueueInfo) -> Option<QueueId> {
+    if info.is_dlq {
+        return Some(info.id.clone());
+    }
+    info.dlq.clone()
+}
 
 /// One failure signature and what the scan saw of it.
 #[derive(Debug, Clone, Serialize)]
@@ -171,5 +182,27 @@ mod tests {
         assert!(top.came_back_after_redrive());
         assert_eq!(groups.iter().map(|g| g.count).sum::<u64>(), 5);
         assert!(!groups[1].came_back_after_redrive());
+    }
+
+    #[test]
+    fn reasons_of_a_queue_are_its_dlqs_and_of_a_dlq_its_own() {
+        let q = |name: &str, dlq: Option<&str>, is_dlq: bool| QueueInfo {
+            id: QueueId::new(name),
+            dlq: dlq.map(QueueId::new),
+            is_dlq,
+            ..Default::default()
+        };
+        let dlq = QueueId::new("orders.dlq");
+        assert_eq!(
+            reasons_queue(&q("orders", Some("orders.dlq"), false)),
+            Some(dlq.clone())
+        );
+        assert_eq!(reasons_queue(&q("orders.dlq", None, true)), Some(dlq));
+        // A DLQ that dead-letters further is read itself: its messages are the failures.
+        assert_eq!(
+            reasons_queue(&q("a.dlq", Some("a.dlq.dlq"), true)),
+            Some(QueueId::new("a.dlq"))
+        );
+        assert_eq!(reasons_queue(&q("plain", None, false)), None);
     }
 }

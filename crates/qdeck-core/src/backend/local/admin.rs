@@ -337,7 +337,7 @@ impl LocalBackend {
                 let holding: i64 = r.get(5)?;
                 let expired: i64 = r.get(6)?;
                 let quiet = (now - last).max(0);
-                let state = worker_state(quiet, holding, expired);
+                let (status, state) = worker_state(quiet, holding, expired);
                 let rate: Option<f64> = r.get(4)?;
                 Ok(Consumer {
                     queue: queue.clone(),
@@ -346,6 +346,10 @@ impl LocalBackend {
                     prefetch: None,
                     ack_mode: AckMode::Manual,
                     state,
+                    status,
+                    // Idle and gone count from the last time it was seen.
+                    status_since_ms: matches!(status, WorkerState::Idle | WorkerState::Gone)
+                        .then_some(last),
                     holding: Some(holding as u64),
                     processed: Some(r.get::<_, i64>(1)? as u64),
                     failed: Some(r.get::<_, i64>(2)? as u64),
@@ -435,17 +439,17 @@ const IDLE_MS: i64 = 60_000;
 
 /// The worker's state as the local broker can tell it: a lease that expired without an ack
 /// means the worker crashed or lost its lease.
-fn worker_state(quiet_ms: i64, holding: i64, expired: i64) -> String {
+fn worker_state(quiet_ms: i64, holding: i64, expired: i64) -> (WorkerState, String) {
     if expired > 0 {
-        format!("lease lost ×{expired}")
+        (WorkerState::LeaseLost, format!("lease lost ×{expired}"))
     } else if holding > 0 {
-        "busy".to_string()
+        (WorkerState::Busy, "busy".to_string())
     } else if quiet_ms < ACTIVE_MS {
-        "active".to_string()
+        (WorkerState::Active, "active".to_string())
     } else if quiet_ms < IDLE_MS {
-        format!("idle {}s", quiet_ms / 1000)
+        (WorkerState::Idle, format!("idle {}s", quiet_ms / 1000))
     } else {
-        format!("gone {}m", quiet_ms / 60_000)
+        (WorkerState::Gone, format!("gone {}m", quiet_ms / 60_000))
     }
 }
 
@@ -491,11 +495,15 @@ mod worker_tests {
 
     #[test]
     fn states_tell_the_dead_from_the_quiet() {
-        assert_eq!(worker_state(1_000, 0, 0), "active");
-        assert_eq!(worker_state(20_000, 1, 0), "busy");
-        assert_eq!(worker_state(20_000, 0, 0), "idle 20s");
-        assert_eq!(worker_state(120_000, 0, 0), "gone 2m");
-        assert_eq!(worker_state(120_000, 0, 1), "lease lost ×1");
+        let text = |q, h, e| worker_state(q, h, e).1;
+        assert_eq!(text(1_000, 0, 0), "active");
+        assert_eq!(text(20_000, 1, 0), "busy");
+        assert_eq!(text(20_000, 0, 0), "idle 20s");
+        assert_eq!(text(120_000, 0, 0), "gone 2m");
+        assert_eq!(text(120_000, 0, 1), "lease lost ×1");
+        assert_eq!(worker_state(120_000, 0, 0).0, WorkerState::Gone);
+        assert_eq!(worker_state(120_000, 0, 1).0, WorkerState::LeaseLost);
+        assert_eq!(worker_state(20_000, 0, 0).0, WorkerState::Idle);
     }
 
     #[test]

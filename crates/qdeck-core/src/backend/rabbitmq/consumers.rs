@@ -65,6 +65,11 @@ pub fn to_consumer(id: &QueueId, r: &ConsumerRow, channels: &[ChannelRow]) -> Co
         Some(false) => AckMode::Auto,
         None => AckMode::Unknown,
     };
+    let status = match (r.activity_status.as_deref(), r.active) {
+        (Some("up" | "single_active"), _) | (None, Some(true)) => WorkerState::Active,
+        (Some("waiting" | "suspended"), _) | (None, Some(false)) => WorkerState::Waiting,
+        _ => WorkerState::Unknown,
+    };
     let mut state = match (&r.activity_status, r.active) {
         (Some(a), _) => a.clone(),
         (None, Some(true)) => "up".into(),
@@ -87,6 +92,8 @@ pub fn to_consumer(id: &QueueId, r: &ConsumerRow, channels: &[ChannelRow]) -> Co
         prefetch: r.prefetch_count.map(|p| p.min(u32::MAX as u64) as u32),
         ack_mode,
         state,
+        status,
+        status_since_ms: None,
         holding: s("name").and_then(|n| {
             channels
                 .iter()

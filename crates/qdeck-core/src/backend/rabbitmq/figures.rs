@@ -231,6 +231,24 @@ fn value_text(v: &Value) -> String {
     }
 }
 
+/// An exchange name for people: the default exchange's name is empty, an empty value reads
+/// as nothing, so it shows as `""` and says which exchange that is.
+pub fn exchange_text(name: &str) -> String {
+    if name.is_empty() {
+        "\"\" (default exchange)".to_string()
+    } else {
+        name.to_string()
+    }
+}
+
+/// An argument or policy value, the empty name of an exchange shown as `exchange_text` does.
+fn setting_text(key: &str, v: &Value) -> String {
+    match v {
+        Value::String(s) if key.ends_with("exchange") => exchange_text(s),
+        other => value_text(other),
+    }
+}
+
 /// Static settings for the detail panel.
 pub fn settings_of(row: &QueueRow) -> QueueSettings {
     let mut s = QueueSettings {
@@ -243,14 +261,14 @@ pub fn settings_of(row: &QueueRow) -> QueueSettings {
         ..Default::default()
     };
     for (k, v) in &row.arguments {
-        s.extra.insert(format!("argument {k}"), value_text(v));
+        s.extra.insert(format!("argument {k}"), setting_text(k, v));
     }
     if let Some(p) = &row.policy {
         s.extra.insert("policy".into(), p.clone());
     }
     if let Some(Value::Object(m)) = &row.effective_policy_definition {
         for (k, v) in m {
-            s.extra.insert(format!("policy {k}"), value_text(v));
+            s.extra.insert(format!("policy {k}"), setting_text(k, v));
         }
     }
     if let Some(st) = &row.state {
@@ -258,15 +276,13 @@ pub fn settings_of(row: &QueueRow) -> QueueSettings {
     }
     s.extra.insert("vhost".into(), row.vhost.clone());
     if let Some((dlx, dlrk, from)) = row.dead_letter() {
-        let ex = if dlx.is_empty() {
-            "(default)".to_string()
-        } else {
-            dlx
-        };
-        let rk = dlrk.unwrap_or_else(|| "(message's own)".into());
+        let rk = dlrk.unwrap_or_else(|| "the message's own".into());
         s.extra.insert(
             "dead-lettering".into(),
-            format!("exchange {ex}, routing key {rk} (from {from})"),
+            format!(
+                "exchange {}, routing key {rk}, from {from}",
+                exchange_text(&dlx)
+            ),
         );
     }
     s
@@ -382,6 +398,26 @@ mod tests {
             }],
         );
         assert_eq!(resolve_dlq(&row, &topo), vec!["dead"]);
+    }
+
+    #[test]
+    fn the_default_exchange_shows_as_empty_quotes_and_says_so() {
+        let row: QueueRow = serde_json::from_str(
+            r#"{"name":"src","vhost":"/","arguments":{"x-dead-letter-exchange":"","x-dead-letter-routing-key":"dlq"}}"#,
+        )
+        .unwrap();
+        let s = settings_of(&row);
+        assert_eq!(
+            s.extra["argument x-dead-letter-exchange"],
+            "\"\" (default exchange)"
+        );
+        assert_eq!(s.extra["argument x-dead-letter-routing-key"], "dlq");
+        let how = &s.extra["dead-lettering"];
+        assert!(
+            how.starts_with("exchange \"\" (default exchange), routing key dlq"),
+            "{how}"
+        );
+        assert_eq!(exchange_text("dlx"), "dlx");
     }
 
     #[test]

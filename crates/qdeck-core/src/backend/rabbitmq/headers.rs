@@ -275,7 +275,8 @@ pub fn parse_dead_letter(p: &BasicProperties) -> Option<DeadLetterInfo> {
             .unwrap_or_default();
         let q = latest_queue.clone().unwrap_or_default();
         format!(
-            "last died in '{q}' (exchange '{ex}', routing keys {keys}); {} death record(s)",
+            "last died in '{q}' via exchange {}, routing keys {keys}; {} death record(s)",
+            super::figures::exchange_text(&ex),
             deaths.len()
         )
     });
@@ -335,6 +336,11 @@ mod tests {
         assert_eq!(d.reason.as_deref(), Some("rejected"));
         assert_eq!(d.count, Some(3));
         assert_eq!(d.at_ms, Some(1_700_000_000_000));
+        let text = d.description.as_deref().unwrap_or_default();
+        assert!(
+            text.contains("via exchange \"\" (default exchange)"),
+            "{text}"
+        );
         assert!(parse_dead_letter(&BasicProperties::default()).is_none());
     }
 

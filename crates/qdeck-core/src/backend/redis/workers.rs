@@ -58,6 +58,7 @@ async fn bull_workers(b: &RedisBackend, id: &QueueId, q: &str) -> Result<Vec<Con
             ),
             None => "connected".to_string(),
         };
+        let last_seen_ms = idle.map(|s| now_ms() - (s as i64) * 1000);
         out.push(Consumer {
             queue: id.clone(),
             tag: clean_short(name.strip_prefix(&named).unwrap_or(name), 100),
@@ -65,11 +66,18 @@ async fn bull_workers(b: &RedisBackend, id: &QueueId, q: &str) -> Result<Vec<Con
             prefetch: None,
             ack_mode: AckMode::Manual,
             state,
+            // The connection alone is known: idle since its last command, else taking work.
+            status: if idle.is_some_and(|s| s > 0) {
+                WorkerState::Idle
+            } else {
+                WorkerState::Active
+            },
+            status_since_ms: last_seen_ms.filter(|_| idle.is_some_and(|s| s > 0)),
             holding: None,
             processed: None,
             failed: None,
             rate: None,
-            last_seen_ms: idle.map(|s| now_ms() - (s as i64) * 1000),
+            last_seen_ms,
         });
     }
     Ok(out)
@@ -143,6 +151,15 @@ async fn sidekiq_processes(
             .and_then(serde_json::Value::as_u64)
             .map(|v| v as u32);
         let jobs = in_progress(&replies[2 * i + 1], now);
+        let status = if gone {
+            WorkerState::Gone
+        } else if quiet {
+            WorkerState::Stopping
+        } else if busy.unwrap_or(0) > 0 {
+            WorkerState::Busy
+        } else {
+            WorkerState::Idle
+        };
         let state = if gone {
             "gone (heartbeat stopped)".to_string()
         } else {
@@ -167,6 +184,9 @@ async fn sidekiq_processes(
             prefetch: concurrency,
             ack_mode: AckMode::Manual,
             state,
+            status,
+            // Gone since its last heartbeat.
+            status_since_ms: beat.filter(|_| gone).map(|t| (t * 1000.0) as i64),
             holding: if gone {
                 Some(0)
             } else {

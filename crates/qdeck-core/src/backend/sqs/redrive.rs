@@ -52,10 +52,10 @@ pub(crate) async fn redrive(
     let why_client = if req.only_ids.is_some() {
         "selected messages".to_string()
     } else if req.max.is_some() {
-        "a count limit (the move task moves everything)".to_string()
+        "a count limit, as the move task moves everything".to_string()
     } else if req.rate.is_some_and(|r| r.per_sec() < 1.0) {
         // The task's MaxNumberOfMessagesPerSecond is a whole number from 1: it would go faster.
-        "a rate below 1 message per second (the move task's least)".to_string()
+        "a rate below 1 message per second, the move task's least".to_string()
     } else {
         match movetask::run(b, &src, req, progress).await? {
             MoveOutcome::Done(r) => return Ok(r),

@@ -633,6 +633,12 @@ fn workers_state_fits_lease_lost() {
         prefetch: Some(1),
         ack_mode: AckMode::Manual,
         state: state.into(),
+        status: if state.starts_with("lease") {
+            WorkerState::LeaseLost
+        } else {
+            WorkerState::Active
+        },
+        status_since_ms: None,
         holding: Some(0),
         processed: Some(12),
         failed: Some(3),

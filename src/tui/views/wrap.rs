@@ -89,35 +89,6 @@ pub fn wrapped_height(lines: &[Line<'_>], width: u16) -> usize {
     wrap_lines(lines, width).len()
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn text(l: &Line) -> String {
-        l.spans.iter().map(|s| s.content.as_ref()).collect()
-    }
-
-    #[test]
-    fn wraps_at_words_and_counts_rows() {
-        let lines = vec![Line::from(
-            "redrive to origin (each message back to the queue)",
-        )];
-        let rows = wrap_lines(&lines, 20);
-        assert!(rows.iter().all(|r| r.width() <= 20));
-        assert_eq!(text(&rows[0]).trim_end(), "redrive to origin");
-        assert_eq!(wrapped_height(&lines, 20), rows.len());
-        assert_eq!(wrapped_height(&lines, 200), 1);
-    }
-
-    #[test]
-    fn long_words_are_cut_and_empty_lines_kept() {
-        let lines = vec![Line::from("x".repeat(25)), Line::from("")];
-        let rows = wrap_lines(&lines, 10);
-        assert_eq!(rows.len(), 4);
-        assert_eq!(text(&rows[2]), "xxxxx");
-    }
-}
-
 /// Room at the bottom of `inner` for `text` in full, wrapped (at most a third of the
 /// height, and the last row says when even that cut it), a blank row above it: the area
 /// left for the table, and the text's. Tables cut their long cells; the selected row's
@@ -152,4 +123,33 @@ pub fn split_for_text(
     ])
     .areas(inner);
     (table, Some((error, rows)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn text(l: &Line) -> String {
+        l.spans.iter().map(|s| s.content.as_ref()).collect()
+    }
+
+    #[test]
+    fn wraps_at_words_and_counts_rows() {
+        let lines = vec![Line::from(
+            "redrive to origin (each message back to the queue)",
+        )];
+        let rows = wrap_lines(&lines, 20);
+        assert!(rows.iter().all(|r| r.width() <= 20));
+        assert_eq!(text(&rows[0]).trim_end(), "redrive to origin");
+        assert_eq!(wrapped_height(&lines, 20), rows.len());
+        assert_eq!(wrapped_height(&lines, 200), 1);
+    }
+
+    #[test]
+    fn long_words_are_cut_and_empty_lines_kept() {
+        let lines = vec![Line::from("x".repeat(25)), Line::from("")];
+        let rows = wrap_lines(&lines, 10);
+        assert_eq!(rows.len(), 4);
+        assert_eq!(text(&rows[2]), "xxxxx");
+    }
 }

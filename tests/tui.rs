@@ -1547,7 +1547,7 @@ fn pty_end_to_end() {
     c.send(b"y");
     c.wait_for("redrive orders-dlq");
     c.send(b"q");
-    c.wait_for("cancel it and quit?");
+    c.wait_for("stop it and quit?");
     c.send(b"y");
     // The CLI's code for a cancelled redrive.
     assert_eq!(c.wait_exit(Duration::from_secs(10)), 130);
@@ -1625,7 +1625,10 @@ fn profile_command() {
     );
     assert!(fx.contains(&Effect::SwitchProfile("prod".into())));
     let fx = run(&mut st, "bogus");
-    assert!(fx.iter().all(|e| matches!(e, Effect::Visible(_))));
+    // Kept in the history (for ↑ to fix the typo), and nothing else.
+    assert!(fx
+        .iter()
+        .all(|e| matches!(e, Effect::Visible(_) | Effect::SaveHistory(_))));
     assert!(st.status.as_ref().unwrap().text.contains("unknown command"));
 }
 
@@ -1708,7 +1711,7 @@ fn dialogs() -> Vec<(&'static str, State, &'static str)> {
     out.push(("browse_side_effect", st, "y confirm"));
     let mut st = running_redrive();
     update(&mut st, key('q'));
-    out.push(("quit_running", st, "y confirm"));
+    out.push(("quit_running", st, "y stop"));
     out
 }
 
@@ -1762,7 +1765,7 @@ fn quit_during_an_operation_asks_then_exits_with_its_summary() {
     assert!(!st.exit.quit, "q must ask first while a redrive runs");
     let s = text(&draw(&st, 80, 24));
     assert!(s.contains("1,200/5,000"), "{s}");
-    assert!(s.contains("cancel it and quit?"), "{s}");
+    assert!(s.contains("stop it and quit?"), "{s}");
     // n keeps it running.
     update(&mut st, key('n'));
     assert!(st.dialog.is_none() && !st.exit.quit && st.op.is_some());
@@ -2591,7 +2594,8 @@ fn fleet_enter_opens_a_profile_and_esc_comes_back() {
         fx.contains(&Effect::SwitchProfile("rabbit-eu".into())),
         "{fx:?}"
     );
-    // `:fleet` starts the pollers only once.
+    // `:fleet` starts the pollers; on an open fleet it reads the profile list again (the
+    // executor restarts the pollers only when the list changed).
     let mut fresh = populated();
     for c in ":fleet".chars() {
         update(&mut fresh, key(c));
@@ -2602,8 +2606,19 @@ fn fleet_enter_opens_a_profile_and_esc_comes_back() {
         update(&mut st, key(c));
     }
     let fx = update(&mut st, code(KeyCode::Enter));
-    assert!(!fx.contains(&Effect::StartFleet));
+    assert!(fx.contains(&Effect::StartFleet), "{fx:?}");
     assert_eq!(st.view(), View::Fleet);
+    // A profile added to the file joins; the rows of the others keep their figures.
+    let names: Vec<String> = ["local", "rabbit-eu", "sqs-prod", "added"]
+        .iter()
+        .map(std::string::ToString::to_string)
+        .collect();
+    update(&mut st, Action::FleetStarted(names));
+    let fl = st.fleet.as_ref().unwrap();
+    assert_eq!(fl.rows.len(), 4);
+    assert_eq!(fl.rows[0].depth, Some(740), "local kept its figures");
+    assert_eq!(fl.rows[3].profile, "added");
+    assert!(text(&draw(&st, 80, 24)).contains("added"));
 }
 
 #[test]

@@ -139,6 +139,32 @@ pub struct Input {
     pub text: String,
 }
 
+/// Commands kept in the `:` prompt's history (the oldest go first).
+pub const HISTORY_MAX: usize = 500;
+
+/// The `:` prompt's memory: the commands run before (oldest first, kept across runs by the
+/// app), where ↑/↓ stand in them, and the Tab completion under way.
+#[derive(Debug, Clone, Default)]
+pub struct PromptState {
+    pub history: Vec<String>,
+    /// The history entry ↑/↓ show; `None`: the line being typed.
+    pub browsing: Option<usize>,
+    /// What was typed before ↑, given back by ↓ past the newest entry.
+    pub draft: String,
+    pub completion: Option<Completion>,
+    /// Theme names `:theme` completes (the built-in ones, and the user's files the app found).
+    pub themes: Vec<String>,
+}
+
+/// Tab completion of the prompt's last word: the text before that word, the candidates, and
+/// the one shown. Repeated Tab cycles; any other key keeps the text and ends it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Completion {
+    pub stem: String,
+    pub candidates: Vec<String>,
+    pub index: usize,
+}
+
 /// A list with a selection and a scroll offset.
 #[derive(Debug, Clone, Default)]
 pub struct Cursor {
@@ -317,6 +343,14 @@ pub enum DialogKind {
         targets: Vec<QueueId>,
         target: usize,
     },
+    /// The edited file's header block does not parse: open it again as the user left it,
+    /// or drop the edit.
+    EditUnreadable {
+        source: QueueId,
+        original: Box<crate::domain::Message>,
+        text: String,
+        why: String,
+    },
 }
 
 /// A copy or move of chosen messages (`:copy` / `:move`), checked before it is asked: the
@@ -369,7 +403,9 @@ impl Dialog {
             DialogKind::Purge { queue, .. }
             | DialogKind::Browse { queue, .. }
             | DialogKind::Delete { queue, .. } => Some(queue),
-            DialogKind::Redrive { source, .. } => Some(source),
+            DialogKind::Redrive { source, .. } | DialogKind::EditUnreadable { source, .. } => {
+                Some(source)
+            }
             DialogKind::Edit {
                 targets, target, ..
             } => targets.get(*target),
@@ -518,6 +554,7 @@ pub struct State {
     /// The queue table.
     pub queues: QueueList,
     pub input: Option<Input>,
+    pub prompt: PromptState,
     /// Queue of the detail and workers views.
     pub focus: Option<QueueId>,
     pub msgs: MsgState,
@@ -787,6 +824,13 @@ impl State {
             stack: vec![View::Queues],
             queues: QueueList::default(),
             input: None,
+            prompt: PromptState {
+                themes: Theme::builtin_names()
+                    .into_iter()
+                    .map(String::from)
+                    .collect(),
+                ..Default::default()
+            },
             focus: None,
             msgs: MsgState::default(),
             body: BodyState::default(),

@@ -146,6 +146,17 @@ impl Exec {
                 origin,
             } => self.browse_group(queue, signature, origin),
             Effect::Edit { queue, message } => self.edit(queue, message),
+            Effect::EditAgain {
+                queue,
+                message,
+                draft,
+            } => {
+                self.pending_edit = Some(EditJob {
+                    queue,
+                    message,
+                    draft,
+                });
+            }
             Effect::Resend {
                 source,
                 original,
@@ -190,6 +201,11 @@ impl Exec {
             Effect::SwitchProfile(name) => self.switch_profile(name),
             Effect::ReadProfiles(then) => self.read_profiles(then),
             Effect::StartFleet => return Some(self.start_fleet()),
+            // A few hundred short lines: written at once, so the next run (or the state of a
+            // `:profile` switch, read from the file) has the command just run.
+            Effect::SaveHistory(lines) => {
+                super::prompt_files::save_history(&super::prompt_files::history_file(), &lines);
+            }
             Effect::AddWorker => return self.demo_worker(true),
             Effect::RemoveWorker => return self.demo_worker(false),
         }

@@ -4,6 +4,7 @@
 mod exec;
 mod export;
 mod jobs;
+mod prompt_files;
 mod triage_scan;
 
 use std::collections::VecDeque;
@@ -65,6 +66,8 @@ pub fn initial_state(session: &Session, demo_workers: Option<usize>) -> State {
     let dir = paths::config_dir().join("themes");
     let (theme, theme_err) = Theme::startup(&cfg.ui.theme, Some(&dir));
     st.theme = theme;
+    st.prompt.history = prompt_files::load_history(&prompt_files::history_file());
+    st.prompt.themes.extend(prompt_files::theme_files(&dir));
     st.session.theme_dir = Some(dir);
     st.session.access = session.gate.access();
     st.session.protected = session.gate.protected();
@@ -300,10 +303,19 @@ where
             // Both buffers empty: the next frame is drawn whole on the cleared screen.
             // (`Terminal::clear` would ask the terminal for the cursor position.)
             terminal.swap_buffers();
-            let a = Action::Edited {
-                queue: job.queue,
-                original: job.message,
-                result,
+            let a = match result {
+                // The header block did not parse: the text is kept for another try.
+                Err((why, Some(text))) => Action::EditUnreadable {
+                    queue: job.queue,
+                    original: job.message,
+                    text,
+                    why,
+                },
+                result => Action::Edited {
+                    queue: job.queue,
+                    original: job.message,
+                    result: result.map_err(|(e, _)| e),
+                },
             };
             apply(&mut ex, &mut st, a);
         }
@@ -321,17 +333,17 @@ where
 
 /// Leave the alternate screen and raw mode, run the editor, come back. The terminal is
 /// restored even when the editor cannot start.
-async fn edit_suspended(draft: String) -> Result<EditorOutcome, String> {
+async fn edit_suspended(draft: String) -> Result<EditorOutcome, (String, Option<String>)> {
     use crossterm::terminal::{
         disable_raw_mode, enable_raw_mode, EnterAlternateScreen, LeaveAlternateScreen,
     };
     let mut out = std::io::stdout();
     let _ = crossterm::execute!(out, LeaveAlternateScreen, crossterm::cursor::Show);
     let _ = disable_raw_mode();
-    let r = tokio::task::spawn_blocking(move || edit::run_editor(&draft))
+    let r = tokio::task::spawn_blocking(move || edit::run_editor_keeping(&draft))
         .await
-        .map_err(|e| e.to_string())
-        .and_then(|r| r.map_err(|e| e.to_string()));
+        .map_err(|e| (e.to_string(), None))
+        .and_then(|r| r.map_err(|(e, text)| (e.to_string(), text)));
     let _ = enable_raw_mode();
     let _ = crossterm::execute!(
         out,

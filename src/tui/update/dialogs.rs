@@ -283,19 +283,57 @@ pub(super) fn edited(
     ));
 }
 
+/// The edited text came back unreadable: offer to open it again (the focused button, so
+/// Enter never drops the user's work), or to drop it.
+pub(super) fn edit_unreadable(
+    st: &mut State,
+    source: QueueId,
+    original: Box<crate::domain::Message>,
+    text: String,
+    why: String,
+) {
+    let mut d = Dialog::new(
+        DialogKind::EditUnreadable {
+            source,
+            original,
+            text,
+            why,
+        },
+        false,
+    );
+    d.confirm_focused = true;
+    st.dialog = Some(d);
+}
+
+/// The dialog closes without acting, and says so: a dialog that just vanished leaves the
+/// user wondering whether it ran.
+fn cancel(st: &mut State) {
+    let Some(d) = st.dialog.take() else {
+        return;
+    };
+    let what = match d.kind {
+        DialogKind::Quit => "quit cancelled; the operation keeps running",
+        DialogKind::Edit { .. } => "cancelled; nothing was sent",
+        DialogKind::EditUnreadable { .. } => "cancelled; the edit was dropped, nothing was sent",
+        DialogKind::Browse { .. } => "cancelled; nothing was browsed",
+        _ => "cancelled; nothing changed",
+    };
+    set_status(st, Level::Info, what);
+}
+
 pub(super) fn dialog_key(st: &mut State, k: KeyEvent, fx: &mut Vec<Effect>) {
     let Some(d) = st.dialog.as_mut() else {
         return;
     };
     let ctrl = k.modifiers.contains(KeyModifiers::CONTROL);
     if ctrl && k.code == KeyCode::Char('c') {
-        st.dialog = None;
+        cancel(st);
         return;
     }
     // Keys that are text while a protected profile types the queue name.
     let typing = d.needs_name;
     match k.code {
-        KeyCode::Esc => st.dialog = None,
+        KeyCode::Esc => cancel(st),
         KeyCode::Tab | KeyCode::BackTab => {
             let cycle = |target: &mut usize, n: usize| {
                 let n = n.max(1);
@@ -358,12 +396,15 @@ pub(super) fn dialog_key(st: &mut State, k: KeyEvent, fx: &mut Vec<Effect>) {
             if typing && !go {
                 return;
             }
-            match st.dialog.take() {
-                Some(d) if go => confirm(st, d, fx),
-                _ => {}
+            if go {
+                if let Some(d) = st.dialog.take() {
+                    confirm(st, d, fx);
+                }
+            } else {
+                cancel(st);
             }
         }
-        KeyCode::Char('n' | 'N' | 'q') => st.dialog = None,
+        KeyCode::Char('n' | 'N' | 'q') => cancel(st),
         _ => {}
     }
 }
@@ -417,6 +458,20 @@ fn confirm(st: &mut State, d: Dialog, fx: &mut Vec<Effect>) {
             }
         }
         DialogKind::Quit => confirm_quit(st, fx),
+        DialogKind::EditUnreadable {
+            source,
+            original,
+            text,
+            ..
+        } => {
+            if st.allows(crate::config::Access::Redrive) {
+                fx.push(Effect::EditAgain {
+                    queue: source,
+                    message: original,
+                    draft: text,
+                });
+            }
+        }
         DialogKind::Transfer(t) => confirm_transfer(st, t, fx),
         DialogKind::Delete { queue, ids, .. } => confirm_delete(st, queue, ids, fx),
         DialogKind::Purge { queue, .. } => {

@@ -2,7 +2,7 @@
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
-use super::{commands, messages, queues, Effect};
+use super::{commands, messages, prompt, queues, Effect};
 use crate::tui::state::*;
 
 /// `/` opens the filter (the search, in the browser) of the list on screen, with its text.
@@ -22,6 +22,8 @@ pub(super) fn open_filter(st: &mut State) {
 }
 
 pub(super) fn open_command(st: &mut State) {
+    st.prompt.browsing = None;
+    st.prompt.completion = None;
     st.input = Some(Input {
         kind: InputKind::Command,
         text: String::new(),
@@ -33,6 +35,16 @@ pub(super) fn input_key(st: &mut State, k: KeyEvent, fx: &mut Vec<Effect>) {
         return;
     };
     let ctrl = k.modifiers.contains(KeyModifiers::CONTROL);
+    if inp.kind == InputKind::Command {
+        match k.code {
+            KeyCode::Tab => return prompt::complete(st, true),
+            KeyCode::BackTab => return prompt::complete(st, false),
+            KeyCode::Up => return prompt::browse_history(st, true),
+            KeyCode::Down => return prompt::browse_history(st, false),
+            // Any other key keeps the completed text and ends the cycle.
+            _ => st.prompt.completion = None,
+        }
+    }
     match k.code {
         KeyCode::Esc => {
             let kind = inp.kind;
@@ -69,6 +81,7 @@ pub(super) fn input_key(st: &mut State, k: KeyEvent, fx: &mut Vec<Effect>) {
                 return;
             };
             if inp.kind == InputKind::Command {
+                prompt::remember(st, inp.text.trim(), fx);
                 commands::command(st, inp.text.trim(), fx);
             }
         }
@@ -91,7 +104,7 @@ fn live_filter(st: &mut State) {
             queues::rebuild_rows(st);
         }
         InputKind::Search => {
-            st.msgs.search = Filter::new(&inp.text);
+            st.msgs.search = messages::search_filter(&inp.text);
             messages::refilter_msgs(st);
         }
         InputKind::WorkerFilter => {

@@ -87,6 +87,13 @@ pub(super) fn run_cmd(st: &mut State, cmd: Cmd, fx: &mut Vec<Effect>) {
             return;
         }
     }
+    // The fleet's rows are profiles: a key about one queue has no queue to act on there (the
+    // queue table's cursor, under it, belongs to another view).
+    if st.view() == View::Fleet && queue_scoped(cmd) {
+        let msg = "choose a queue first: Enter opens this profile's queues (f: what is on fire)";
+        set_status(st, Level::Info, msg);
+        return;
+    }
     let page = st.page_rows() as isize;
     match cmd {
         Cmd::Quit => dialogs::quit(st),
@@ -146,6 +153,14 @@ pub(super) fn run_cmd(st: &mut State, cmd: Cmd, fx: &mut Vec<Effect>) {
         }
         Cmd::AddWorker | Cmd::RemoveWorker => demo_worker(st, cmd == Cmd::AddWorker, fx),
     }
+}
+
+/// Commands that act on the queue in context.
+fn queue_scoped(cmd: Cmd) -> bool {
+    matches!(
+        cmd,
+        Cmd::Workers | Cmd::Browse | Cmd::Dlq | Cmd::Reasons | Cmd::Redrive | Cmd::Purge
+    )
 }
 
 fn toggle_wide(st: &mut State) {

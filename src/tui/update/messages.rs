@@ -53,29 +53,65 @@ pub(super) fn page_loaded(
     }
 }
 
+/// The prefix that makes the message search look at header names instead of values.
+const NAMES_PREFIX: &str = "h:";
+
+/// The message search for `text`: a regex (case-insensitive, `!` inverts) over the values of
+/// each message (id, dead-letter reason, header and property values, key, body); after `h:`
+/// over the header and property names instead. The filter keeps `text` as typed.
+pub(super) fn search_filter(text: &str) -> Filter {
+    let (bang, rest) = match text.strip_prefix('!') {
+        Some(r) => ("!", r),
+        None => ("", text),
+    };
+    let mut f = match rest.strip_prefix(NAMES_PREFIX) {
+        Some(pat) => Filter::new(&format!("{bang}{pat}")),
+        None => Filter::new(text),
+    };
+    if f.is_active() {
+        f.text = text.to_string();
+    }
+    f
+}
+
+/// Whether the search looks at names (`h:`) rather than values.
+fn searches_names(f: &Filter) -> bool {
+    f.text
+        .strip_prefix('!')
+        .unwrap_or(&f.text)
+        .starts_with(NAMES_PREFIX)
+}
+
+/// Whether `msg` is a search hit: some value (some name, after `h:`) matches on its own, so a
+/// pattern never matches across two fields or a header name.
+fn search_hit(f: &Filter, msg: &Message) -> bool {
+    let Some(re) = &f.re else {
+        return true;
+    };
+    let hit = if searches_names(f) {
+        msg.fields().any(|(_, k, _)| re.is_match(k))
+    } else {
+        let body = String::from_utf8_lossy(&msg.body[..msg.body.len().min(64 * 1024)]);
+        let dead = msg.dead_letter.as_ref();
+        [
+            Some(msg.id.as_str()),
+            msg.key.as_deref(),
+            dead.and_then(|d| d.reason.as_deref()),
+            dead.and_then(|d| d.description.as_deref()),
+            Some(body.as_ref()),
+        ]
+        .into_iter()
+        .flatten()
+        .any(|v| re.is_match(v))
+            || msg.fields().any(|(_, _, v)| re.is_match(&v.text()))
+    };
+    hit != f.invert
+}
+
 pub(super) fn refilter_msgs(st: &mut State) {
     let m = &mut st.msgs;
     m.rows = (0..m.messages.len())
-        .filter(|&i| {
-            if !m.search.is_active() {
-                return true;
-            }
-            let msg = &m.messages[i];
-            let mut hay = format!("{} ", msg.id);
-            if let Some(d) = &msg.dead_letter {
-                hay.push_str(d.reason.as_deref().unwrap_or(""));
-                hay.push(' ');
-                hay.push_str(d.description.as_deref().unwrap_or(""));
-            }
-            for (_, k, v) in msg.fields() {
-                hay.push_str(&format!(" {k}={}", v.text()));
-            }
-            hay.push(' ');
-            hay.push_str(&String::from_utf8_lossy(
-                &msg.body[..msg.body.len().min(64 * 1024)],
-            ));
-            m.search.matches(&hay)
-        })
+        .filter(|&i| search_hit(&m.search, &m.messages[i]))
         .collect();
     super::lists::sort_msgs(st);
     let page = st.page_rows();

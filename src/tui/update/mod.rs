@@ -13,6 +13,7 @@ mod lists;
 mod messages;
 mod navigate;
 mod ops;
+mod prompt;
 mod queues;
 mod reasons;
 mod selection;
@@ -59,6 +60,14 @@ pub enum Action {
         queue: QueueId,
         original: Box<Message>,
         result: Result<EditorOutcome, String>,
+    },
+    /// The editor closed on a message of `queue` with a header block that does not parse:
+    /// `why`, and the text as the user left it (offered for another edit).
+    EditUnreadable {
+        queue: QueueId,
+        original: Box<Message>,
+        text: String,
+        why: String,
     },
     /// Groups so far of the reasons scan of `queue`.
     ReasonsProgress {
@@ -179,6 +188,14 @@ pub enum Effect {
     },
     /// Start polling every profile for the fleet view (`:fleet`).
     StartFleet,
+    /// Open the editor again on `draft`, the text of an edit that did not parse.
+    EditAgain {
+        queue: QueueId,
+        message: Box<Message>,
+        draft: String,
+    },
+    /// Write the `:` prompt's history, kept across runs.
+    SaveHistory(Vec<String>),
 }
 
 pub fn update(st: &mut State, action: Action) -> Vec<Effect> {
@@ -232,6 +249,15 @@ pub fn update(st: &mut State, action: Action) -> Vec<Effect> {
         } => {
             dialogs::edited(st, queue, original, result);
             // The editor had the terminal: the screen is drawn again whole.
+            st.dirty = true;
+        }
+        Action::EditUnreadable {
+            queue,
+            original,
+            text,
+            why,
+        } => {
+            dialogs::edit_unreadable(st, queue, original, text, why);
             st.dirty = true;
         }
         Action::ReasonsProgress {

@@ -3,7 +3,7 @@
 //! scrolls (j/k, PgUp/PgDn, g/G) so nothing is cut at 80×24.
 
 use ratatui::layout::Rect;
-use ratatui::text::Line;
+use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 
@@ -162,6 +162,15 @@ pub fn lines<'a>(st: &State) -> Vec<Line<'a>> {
             ),
         ]));
     }
+    if view == View::Messages {
+        out.push(Line::from(vec![
+            styled(format!("{:>14}  ", "/h:RE"), t.accent),
+            styled(
+                "search header names; / alone searches values (id, reason, headers, body)",
+                t.text,
+            ),
+        ]));
+    }
     if view == View::Fleet {
         out.push(Line::from(vec![
             styled(format!("{:>14}  ", "f"), t.accent),
@@ -183,7 +192,18 @@ pub fn lines<'a>(st: &State) -> Vec<Line<'a>> {
             .filter_map(row),
     );
     out.push(Line::from(""));
-    out.push(Line::from(styled("── : commands ──", t.title)));
+    out.extend(command_lines(st));
+    if let Some(note) = tier_note(st.session.access) {
+        out.push(Line::from(""));
+        out.push(Line::from(styled(note, t.warn)));
+    }
+    out
+}
+
+/// The `:` commands the tier allows, and the prompt's own keys.
+fn command_lines<'a>(st: &State) -> Vec<Line<'a>> {
+    let t = &st.theme;
+    let mut out = vec![Line::from(styled("── : commands ──", t.title))];
     let cmds: &[(&str, &str)] = &[
         (":q", "quit (asks first while an operation runs)"),
         (":q!", "quit at once"),
@@ -233,18 +253,77 @@ pub fn lines<'a>(st: &State) -> Vec<Line<'a>> {
             styled(*h, t.text),
         ]));
     }
-    if let Some(note) = tier_note(st.session.access) {
-        out.push(Line::from(""));
-        out.push(Line::from(styled(note, t.warn)));
+    for (k, h) in [
+        ("Tab", "complete a command, queue, profile or theme"),
+        ("↑/↓", "earlier commands (kept across runs)"),
+    ] {
+        out.push(Line::from(vec![
+            styled(format!("{k:>20}  "), t.accent),
+            styled(h, t.text),
+        ]));
     }
     out
+}
+
+/// The help's lines wrapped to `width`, a wrapped line's rows starting under its text rather
+/// than under its key (or under its own indent).
+fn rows(st: &State, width: u16) -> Vec<Line<'static>> {
+    let mut out = Vec::new();
+    for line in lines(st) {
+        let (head, tail): (Span, Vec<Span>) = match line.spans.split_first() {
+            Some((first, rest)) if !rest.is_empty() => (first.clone(), rest.to_vec()),
+            _ => {
+                let text: String = line.spans.iter().map(|s| s.content.as_ref()).collect();
+                let style = line.spans.first().map(|s| s.style).unwrap_or_default();
+                let body = text.trim_start();
+                let lead = text.len() - body.len();
+                (
+                    Span::styled(text[..lead].to_string(), style),
+                    vec![Span::styled(body.to_string(), style)],
+                )
+            }
+        };
+        let indent = head.width();
+        // Too narrow to hang the text: it wraps as it comes.
+        if indent == 0 || usize::from(width) < indent + 12 {
+            out.extend(wrap_lines(&[line], width));
+            continue;
+        }
+        let wrapped = wrap_lines(&[Line::from(tail)], width - indent as u16);
+        for (i, row) in wrapped.into_iter().enumerate() {
+            let lead = if i == 0 {
+                Span::styled(head.content.to_string(), head.style)
+            } else {
+                Span::raw(" ".repeat(indent))
+            };
+            let mut spans = vec![lead];
+            spans.extend(row.spans);
+            out.push(Line::from(spans));
+        }
+    }
+    out
+}
+
+/// The box's width and height in `area`: the whole of an axis where the box would leave only
+/// a sliver of the view under it, so its border never doubles the view's (`┌┌`).
+fn box_size(area: (u16, u16), rows: usize) -> (u16, u16) {
+    let snap = |want: u16, room: u16| {
+        if room.saturating_sub(want) < 4 {
+            room
+        } else {
+            want.min(room)
+        }
+    };
+    let w = snap(WIDTH, area.0);
+    let h = snap((rows as u16).saturating_add(2), area.1);
+    (w, h)
 }
 
 /// Rows of text the help box shows at once, and how many rows the help has, for a terminal of
 /// `size` (the update clamps the scroll with these).
 pub fn geometry(st: &State, size: (u16, u16)) -> (usize, usize) {
-    let w = size.0.min(WIDTH).saturating_sub(2);
-    let total = wrap_lines(&lines(st), w).len();
+    let w = box_size(size, 0).0.saturating_sub(2);
+    let total = rows(st, w).len();
     // Header, footer and the box's borders.
     let page = (size.1 as usize).saturating_sub(4).max(1);
     (page, total)
@@ -252,9 +331,9 @@ pub fn geometry(st: &State, size: (u16, u16)) -> (usize, usize) {
 
 pub fn render(f: &mut Frame, st: &State, area: Rect) {
     let t = &st.theme;
-    let w = area.width.min(WIDTH);
-    let rows = wrap_lines(&lines(st), w.saturating_sub(2));
-    let h = (rows.len() as u16 + 2).min(area.height);
+    let w = box_size((area.width, area.height), 0).0;
+    let rows = rows(st, w.saturating_sub(2));
+    let (w, h) = box_size((area.width, area.height), rows.len());
     let r = centered(area, w, h);
     clear(f, r);
     let page = h.saturating_sub(2) as usize;

@@ -108,6 +108,7 @@ fn list_title<'a>(st: &State) -> Line<'a> {
         ),
     ];
     if m.search.is_active() {
+        title.push(styled(format!("· {} match ", m.rows.len()), t.dim));
         title.push(styled(format!("/{} ", clean(&m.search.text)), t.accent));
     }
     if let Some(g) = &m.group {

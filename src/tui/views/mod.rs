@@ -21,7 +21,7 @@ use ratatui::widgets::{Block, Borders, Clear, Paragraph};
 use ratatui::Frame;
 
 use super::keymap::{Cmd, COMMANDS};
-use super::state::{InputKind, Level, State, View};
+use super::state::{Completion, InputKind, Level, State, View};
 use crate::config::Access;
 use crate::sanitize::clean;
 
@@ -92,8 +92,10 @@ fn header(f: &mut Frame, st: &State, area: Rect) {
         format!(" {} ", clean(&st.session.profile)),
         t.title,
     ));
-    // `local local` says nothing twice: the broker kind only when the name does not say it.
-    if st.session.broker != st.session.profile {
+    // `local local` and `local-a local` say it twice: the broker kind only when the name
+    // does not say it.
+    let named = (st.session.profile.to_lowercase()).contains(&st.session.broker.to_lowercase());
+    if !named {
         spans.push(Span::styled(format!("{} ", st.session.broker), t.dim));
     }
     if let Some(b) = tier_badge(st.session.access) {
@@ -265,6 +267,14 @@ fn footer(f: &mut Frame, st: &State, area: Rect) {
         if bad {
             spans.push(Span::styled("  (not a regex: matching literally)", t.warn));
         }
+        if let Some(c) = st.prompt.completion.as_ref().filter(|_| st.input.is_some()) {
+            let used = 2 + inp.text.chars().count();
+            spans.extend(completions(
+                st,
+                c,
+                (area.width as usize).saturating_sub(used),
+            ));
+        }
         f.render_widget(Paragraph::new(Line::from(spans)), area);
         return;
     }
@@ -274,9 +284,15 @@ fn footer(f: &mut Frame, st: &State, area: Rect) {
         return;
     }
     let right = right_status(st);
+    // Below 100 columns the keys come first: the call rate and cost give way to them.
+    let right = if area.width < 100 {
+        without_figures(&right)
+    } else {
+        right
+    };
     // Two spaces always part the hints from the clock: words never run together.
     let rw = (right.chars().count() as u16 + 2).min(area.width / 2);
-    let right = cut(&right, rw.saturating_sub(2) as usize);
+    let right = fit_status(&right, rw.saturating_sub(2) as usize);
     let [l, r] = Layout::horizontal([Constraint::Min(1), Constraint::Length(rw)]).areas(area);
     let left = Line::from(Span::styled(fit_hints(&hints(st), l.width as usize), t.dim));
     f.render_widget(Paragraph::new(left), l);
@@ -285,6 +301,37 @@ fn footer(f: &mut Frame, st: &State, area: Rect) {
             .alignment(ratatui::layout::Alignment::Right),
         r,
     );
+}
+
+/// The Tab candidates after the prompt, the one filled in highlighted: the run of them that
+/// holds it and fits in `room` cells, with `…` where more are cut.
+fn completions<'a>(st: &State, c: &Completion, room: usize) -> Vec<Span<'a>> {
+    let t = &st.theme;
+    let count = format!("  {}/{} ", c.index + 1, c.candidates.len());
+    let room = room.saturating_sub(count.chars().count() + 2);
+    let fits = |from: usize, to: usize| {
+        c.candidates[from..=to]
+            .iter()
+            .map(|x| x.chars().count() + 1)
+            .sum::<usize>()
+            <= room
+    };
+    let start = if fits(0, c.index) { 0 } else { c.index };
+    let mut spans = vec![Span::styled(count, t.dim)];
+    if start > 0 {
+        spans.push(Span::styled("… ", t.dim));
+    }
+    let mut end = start;
+    while end < c.candidates.len() && (end == start || fits(start, end)) {
+        let style = if end == c.index { t.selected } else { t.dim };
+        spans.push(Span::styled(clean(&c.candidates[end]).into_owned(), style));
+        spans.push(Span::raw(" "));
+        end += 1;
+    }
+    if end < c.candidates.len() {
+        spans.push(Span::styled("…", t.dim));
+    }
+    spans
 }
 
 /// A running operation in one row, the essentials first: the count (`1,200/20,000`, or
@@ -374,6 +421,28 @@ fn right_status(st: &State) -> String {
     parts.join(" · ")
 }
 
+/// The right of the footer in `max` cells: its last part (`? help`) stays, the parts before
+/// it go first (the busy mark, then the others from the right), and only then is it cut.
+fn fit_status(s: &str, max: usize) -> String {
+    let mut parts: Vec<&str> = s.split(" · ").collect();
+    while parts.len() > 1 && parts.join(" · ").chars().count() > max {
+        let i = parts
+            .iter()
+            .position(|p| *p == "⟳")
+            .unwrap_or(parts.len() - 2);
+        parts.remove(i);
+    }
+    cut(&parts.join(" · "), max)
+}
+
+/// The right of the footer without the call rate and its cost.
+fn without_figures(s: &str) -> String {
+    s.split(" · ")
+        .filter(|p| !p.ends_with("calls/min") && !p.starts_with("≈$"))
+        .collect::<Vec<_>>()
+        .join(" · ")
+}
+
 /// The header badge for a profile that cannot do everything.
 fn tier_badge(a: Access) -> Option<&'static str> {
     match a {
@@ -408,16 +477,30 @@ fn hints(st: &State) -> String {
             (Cmd::Workers, "workers"),
             (Cmd::Window, "window"),
         ],
+        // What a DLQ's messages are opened for comes first: at 80 columns the footer keeps
+        // redrive, delete, edit and reasons.
         View::Messages => vec![
             (Cmd::Enter, "open"),
+            (Cmd::Redrive, "redrive"),
+            (Cmd::Delete, "delete"),
+            (Cmd::Edit, "edit"),
+            (Cmd::Reasons, "reasons"),
+            (Cmd::Filter, "search"),
             (Cmd::Mark, "select↓"),
             (Cmd::MarkRange, "range"),
-            (Cmd::Filter, "search"),
             (Cmd::Copy, "copy"),
             (Cmd::Save, "save"),
             (Cmd::NextPage, "more"),
         ],
-        View::Message => vec![(Cmd::Copy, "copy"), (Cmd::Save, "save")],
+        View::Message => vec![
+            (Cmd::Redrive, "redrive"),
+            (Cmd::Delete, "delete"),
+            (Cmd::Edit, "edit"),
+            (Cmd::Reasons, "reasons"),
+            (Cmd::Back, "back"),
+            (Cmd::Copy, "copy"),
+            (Cmd::Save, "save"),
+        ],
         View::Workers => vec![(Cmd::Filter, "filter"), (Cmd::SortNext, "sort")],
         View::Reasons => vec![(Cmd::Enter, "messages"), (Cmd::Refresh, "rescan")],
         View::Help => vec![],
@@ -434,11 +517,12 @@ fn hints(st: &State) -> String {
     if st.view() == View::Fleet {
         v.push("f on fire".to_string());
     }
+    let msg_view = matches!(st.view(), View::Messages | View::Message);
     if !matches!(
         st.view(),
         View::Workers | View::Help | View::Fleet | View::Fire | View::Ops
     ) {
-        if st.allows(Access::Redrive) {
+        if st.allows(Access::Redrive) && !msg_view {
             v.push(format!("{} redrive", k(Cmd::Redrive)));
         }
         if st.allows(Access::Full) {
@@ -453,12 +537,8 @@ fn hints(st: &State) -> String {
         ));
     }
     let home = st.stack.len() == 1;
-    if !home {
+    if !home && st.view() != View::Message {
         v.push(format!("{} back", k(Cmd::Back)));
-    }
-    // After the long-standing hints, so narrow footers keep those.
-    if matches!(st.view(), View::Messages | View::Message) && st.allows(Access::Redrive) {
-        v.push(format!("{} edit", k(Cmd::Edit)));
     }
     v.join("  ")
 }

@@ -11,6 +11,8 @@ use crate::domain::{AckMode, Consumer, ConsumerListing};
 use crate::sanitize::{clean, clean_short};
 use crate::tui::state::{error_line, State};
 
+const STATE_W: usize = 15;
+
 pub fn render(f: &mut Frame, st: &State, area: Rect) {
     let t = &st.theme;
     let w = &st.workers;
@@ -24,7 +26,8 @@ pub fn render(f: &mut Frame, st: &State, area: Rect) {
     let head = |name: &str, i: usize| sort_head(name, i, w.sort, w.sort_desc);
     let cols = vec![
         Col::flex(head("WORKER", 0), 16, 0),
-        Col::fixed(head("STATE", 1), 12, 0),
+        // Wide enough for the longest state the brokers give, `lease lost ×NNN`.
+        Col::fixed(head("STATE", 1), STATE_W as u16, 0),
         Col::fixed(head("HOLD", 2), 5, 2),
         Col::fixed(head("DONE", 3), 7, 3),
         Col::fixed(head("FAILED", 4), 7, 3),
@@ -140,7 +143,7 @@ fn cells<'a>(st: &State, c: &Consumer, name_w: usize) -> Vec<Cell<'a>> {
     };
     vec![
         Cell::from(name),
-        Cell::from(styled(clean_short(&c.state, 12), state_style)),
+        Cell::from(styled(clean_short(&c.state, STATE_W), state_style)),
         Cell::from(fmt_count(c.holding)),
         Cell::from(fmt_count(c.processed)),
         Cell::from(styled(

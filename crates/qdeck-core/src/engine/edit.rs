@@ -195,15 +195,40 @@ pub fn editor_command() -> String {
 /// -w"` works), and read it back. The caller owns the terminal: it must have left raw mode
 /// and the alternate screen first.
 pub fn run_editor(draft: &str) -> Result<EditorOutcome, EditorError> {
+    run_editor_keeping(draft).map_err(|(e, _)| e)
+}
+
+/// `run_editor`, and with a `Malformed` error the text the user left in the file, so the
+/// console can open it again rather than lose the edit.
+pub fn run_editor_keeping(draft: &str) -> Result<EditorOutcome, (EditorError, Option<String>)> {
     let path = scratch_path();
-    write_private(&path, draft)
-        .map_err(|e| EditorError::Io(format!("cannot write {}: {e}", path.display())))?;
+    write_private(&path, draft).map_err(|e| {
+        (
+            EditorError::Io(format!("cannot write {}: {e}", path.display())),
+            None,
+        )
+    })?;
     let result = run_on(&path, draft);
     let _ = std::fs::remove_file(&path);
     result
 }
 
-fn run_on(path: &Path, draft: &str) -> Result<EditorOutcome, EditorError> {
+fn run_on(path: &Path, draft: &str) -> Result<EditorOutcome, (EditorError, Option<String>)> {
+    let text = edited_text(path).map_err(|e| (e, None))?;
+    outcome(draft, &text).map_err(|e| (e, Some(text)))
+}
+
+/// What the user saved, compared with the draft: a draft that did not parse (an edit opened
+/// again) and came back as it was is still `Malformed`, never "unchanged".
+fn outcome(draft: &str, text: &str) -> Result<EditorOutcome, EditorError> {
+    let edited = parse(text).map_err(EditorError::Malformed)?;
+    if text == draft || parse(draft).is_ok_and(|d| d == edited) {
+        return Ok(EditorOutcome::Unchanged);
+    }
+    Ok(EditorOutcome::Changed(edited))
+}
+
+fn edited_text(path: &Path) -> Result<String, EditorError> {
     let editor = editor_command();
     let status = Command::new("sh")
         .arg("-c")
@@ -217,16 +242,8 @@ fn run_on(path: &Path, draft: &str) -> Result<EditorOutcome, EditorError> {
             "the editor {editor:?} exited with {status}; nothing was sent"
         )));
     }
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| EditorError::Io(format!("cannot read the edited file back: {e}")))?;
-    if text == draft {
-        return Ok(EditorOutcome::Unchanged);
-    }
-    let edited = parse(&text).map_err(EditorError::Malformed)?;
-    if parse(draft).is_ok_and(|d| d == edited) {
-        return Ok(EditorOutcome::Unchanged);
-    }
-    Ok(EditorOutcome::Changed(edited))
+    std::fs::read_to_string(path)
+        .map_err(|e| EditorError::Io(format!("cannot read the edited file back: {e}")))
 }
 
 fn scratch_path() -> PathBuf {
@@ -494,6 +511,28 @@ mod tests {
         assert!(parse(&bad).unwrap_err().contains("not valid TOML"));
         let unknown = format!("delay = \"5s\"\n{BODY_MARKER}\nbody\n");
         assert!(parse(&unknown).unwrap_err().contains("delay"));
+    }
+
+    /// An edit opened again on text that did not parse is never "unchanged": saved as it was,
+    /// it is still unreadable (and kept for another try); fixed, it is a change.
+    #[test]
+    fn a_reopened_unreadable_edit_stays_unreadable_until_fixed() {
+        let draft = render(BrokerKind::Local, &QueueId::new("q"), &msg(b"hello")).unwrap();
+        assert_eq!(outcome(&draft, &draft), Ok(EditorOutcome::Unchanged));
+        let broken = draft.replace("[headers]", "[headers");
+        assert!(matches!(
+            outcome(&draft, &broken),
+            Err(EditorError::Malformed(_))
+        ));
+        assert!(matches!(
+            outcome(&broken, &broken),
+            Err(EditorError::Malformed(_))
+        ));
+        let fixed = draft.replace("hello", "HELLO");
+        assert!(matches!(
+            outcome(&broken, &fixed),
+            Ok(EditorOutcome::Changed(e)) if e.body == b"HELLO"
+        ));
     }
 
     #[test]

@@ -42,7 +42,25 @@ pub(super) fn body<'a>(st: &State, kind: &DialogKind) -> (&'static str, Vec<Line
         DialogKind::Transfer(tr) => (if tr.moving { " move " } else { " copy " }, transfer(t, tr)),
         DialogKind::Delete { queue, ids, note } => (" delete ", delete(t, queue, ids, note)),
         DialogKind::Browse { queue, note } => (" browse ", browse(t, queue, note)),
+        DialogKind::EditUnreadable { original, why, .. } => {
+            (" edit: cannot read it ", unreadable(t, original, why))
+        }
     }
+}
+
+fn unreadable<'a>(t: &Theme, original: &Message, why: &str) -> Vec<Line<'a>> {
+    vec![
+        Line::from(vec![
+            styled("The edited copy of ", t.text),
+            styled(clean_short(&original.id, 30), t.title),
+            styled(" cannot be read back:", t.text),
+        ]),
+        Line::from(styled(clean(why).into_owned(), t.error)),
+        Line::from(styled(
+            "Edit again opens your text as you left it; discard drops it. Nothing was sent.",
+            t.dim,
+        )),
+    ]
 }
 
 fn purge<'a>(st: &State, queue: &QueueId, count: Option<u64>) -> Vec<Line<'a>> {
@@ -162,7 +180,7 @@ fn quit<'a>(st: &State) -> Vec<Line<'a>> {
     vec![
         Line::from(vec![
             styled(what, t.accent),
-            styled(" — cancel it and quit?", t.text),
+            styled(" — stop it and quit?", t.text),
         ]),
         Line::from(styled(
             "qdeck waits for the current batch, then prints the summary and exits.",

@@ -121,7 +121,14 @@ fn legend<'a>(st: &State, d: &Dialog) -> Vec<Line<'a>> {
         DialogKind::Redrive { .. } => "redrive",
         DialogKind::Browse { .. } => "browse",
         DialogKind::Edit { .. } => "send",
-        DialogKind::Quit => "cancel it and quit",
+        DialogKind::EditUnreadable { .. } => "edit again",
+        DialogKind::Quit => "stop it and quit",
+    };
+    // "Cancel" would read as the operation's own cancel next to "stop it and quit".
+    let keep = match &d.kind {
+        DialogKind::Quit => "Keep running",
+        DialogKind::EditUnreadable { .. } => "Discard",
+        _ => "Cancel",
     };
     if d.needs_name {
         let ok = if d.ready() {
@@ -132,9 +139,16 @@ fn legend<'a>(st: &State, d: &Dialog) -> Vec<Line<'a>> {
         return vec![Line::from(vec![ok, styled(" · Esc cancels", t.dim)])];
     }
     vec![Line::from(vec![
-        styled("[ Cancel ]", cancel_style),
+        styled(format!("[ {keep} ]"), cancel_style),
         styled("  ", t.dim),
         styled(format!("[ {verb} ]"), confirm_style),
-        styled("  y confirm · n/Esc cancel", t.dim),
+        styled(
+            match &d.kind {
+                DialogKind::Quit => "  y stop · n/Esc keep running",
+                DialogKind::EditUnreadable { .. } => "  y edit again · n/Esc discard",
+                _ => "  y confirm · n/Esc cancel",
+            },
+            t.dim,
+        ),
     ])]
 }

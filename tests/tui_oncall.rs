@@ -439,3 +439,45 @@ fn the_reasons_view_keeps_the_failure_text_readable_at_80_columns() {
     snap("oncall_reasons_long_text_80x24", &st, 80, 24);
     snap("oncall_reasons_long_text_60x15", &st, 60, 15);
 }
+
+/// `F` follows the CLI's rule: a queue's DLQ when it has one, said in the title; a queue with
+/// none is grouped itself, and the title says so too.
+#[test]
+fn reasons_say_which_queue_they_group() {
+    for (queue, scanned, scope) in [
+        ("orders", "orders-dlq", "(the DLQ of orders)"),
+        ("emails", "emails", "(its own messages: no DLQ)"),
+    ] {
+        let mut st = populated();
+        st.queues.cursor.sel = st
+            .queues
+            .rows
+            .iter()
+            .position(|&i| st.store.entries()[i].info.id.as_str() == queue)
+            .unwrap();
+        let fx = update(&mut st, key('F'));
+        assert!(
+            fx.contains(&Effect::Reasons(QueueId::new(scanned))),
+            "{fx:?}"
+        );
+        let screen = text(&draw(&st, 80, 24));
+        assert!(
+            screen.contains(&format!("reasons {scanned} {scope}")),
+            "{screen}"
+        );
+    }
+}
+
+/// The footer never says "updated" for a queue list that has not arrived, whatever figures
+/// came first.
+#[test]
+fn the_footer_says_loading_until_the_list_arrives() {
+    let mut st = populated();
+    st.poll.listed = false;
+    let footer = text(&draw(&st, 80, 24)).lines().last().unwrap().to_string();
+    assert!(footer.contains("loading…"), "{footer}");
+    assert!(!footer.contains("updated"), "{footer}");
+    st.poll.listed = true;
+    let footer = text(&draw(&st, 80, 24)).lines().last().unwrap().to_string();
+    assert!(footer.contains("updated 0s ago"), "{footer}");
+}

@@ -238,6 +238,9 @@ pub struct MsgState {
 #[derive(Debug, Clone, Default)]
 pub struct ReasonsState {
     pub queue: Option<QueueId>,
+    /// What the scanned queue is to the one `F` was pressed on: `(the DLQ of orders)`, or
+    /// `(its own messages: no DLQ)`; the CLI's `reasons` says the same.
+    pub scope: Option<String>,
     pub groups: Vec<crate::triage::Group>,
     pub scanning: bool,
     pub scanned: u64,

@@ -12,22 +12,22 @@ pub(super) fn open(st: &mut State, fx: &mut Vec<Effect>) {
         return;
     };
     let info = st.store.get(&q).map(|e| e.info.clone());
-    let dlq = match info {
+    // One rule with `qdeck reasons`: a queue's DLQ when it has one, else its own messages.
+    let (dlq, scope) = match info {
         Some(i) => match crate::triage::reasons_queue(&i) {
-            Some(d) => d,
-            None => {
-                set_status(st, Level::Warn, format!("{q} has no dead-letter queue"));
-                return;
-            }
+            Some(d) if d == q => (d, None),
+            Some(d) => (d, Some(format!("the DLQ of {q}"))),
+            None => (q, Some("its own messages: no DLQ".to_string())),
         },
         // A queue the list has not shown yet: take it as asked.
-        None => q,
+        None => (q, None),
     };
     if st.reasons.scanning {
         fx.push(Effect::CancelReasons);
     }
     st.reasons = ReasonsState {
         queue: Some(dlq.clone()),
+        scope,
         scanning: true,
         ..Default::default()
     };
@@ -45,6 +45,7 @@ pub(super) fn rescan(st: &mut State, fx: &mut Vec<Effect>) {
     }
     st.reasons = ReasonsState {
         queue: Some(q.clone()),
+        scope: st.reasons.scope.take(),
         scanning: true,
         ..Default::default()
     };

@@ -301,7 +301,16 @@ fn summary(f: &mut Frame, st: &State, area: Rect) {
             t.error,
         )));
     }
-    f.render_widget(Paragraph::new(lines), inner);
+    // A tall terminal gets the detail view's charts under the figures rather than blank rows.
+    let text_h = lines.len() as u16;
+    if inner.height >= text_h + 8 {
+        let [text_area, chart_area] =
+            Layout::vertical([Constraint::Length(text_h), Constraint::Min(8)]).areas(inner);
+        f.render_widget(Paragraph::new(lines), text_area);
+        super::detail::charts(f, st, hist, chart_area);
+    } else {
+        f.render_widget(Paragraph::new(lines), inner);
+    }
 }
 
 /// The queue table's columns: the name never goes; DEPTH, DLQ and ETA outlast the rates.

@@ -20,11 +20,14 @@ pub fn render(f: &mut Frame, st: &State, area: Rect) {
         .as_ref()
         .map(|q| clean_short(q.as_str(), 50))
         .unwrap_or_default();
-    let mut title = vec![
-        styled(" reasons ", t.dim),
-        styled(format!("{q} "), t.title),
-        styled(plural(r.groups.len() as u64, "group", "groups"), t.dim),
-    ];
+    let mut title = vec![styled(" reasons ", t.dim), styled(format!("{q} "), t.title)];
+    if let Some(scope) = &r.scope {
+        title.push(styled(format!("({}) ", clean_short(scope, 40)), t.dim));
+    }
+    title.extend([styled(
+        plural(r.groups.len() as u64, "group", "groups"),
+        t.dim,
+    )]);
     if r.scanning {
         let of = r
             .total

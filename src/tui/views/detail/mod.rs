@@ -86,7 +86,7 @@ fn scrolled(rows: Vec<Line<'static>>, h: usize, scroll: usize, dim: Style) -> Ve
     shown
 }
 
-fn charts(f: &mut Frame, st: &State, hist: Vec<Sample>, area: Rect) {
+pub(super) fn charts(f: &mut Frame, st: &State, hist: Vec<Sample>, area: Rect) {
     let t = &st.theme;
     let last_t = hist.last().map_or(0, |s| s.t);
     let from = last_t.saturating_sub(st.detail.chart_window_secs as u32);

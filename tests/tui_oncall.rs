@@ -6,6 +6,7 @@
 
 mod common;
 use common::console::*;
+use common::pty::Console;
 
 use crossterm::event::KeyCode;
 
@@ -480,4 +481,78 @@ fn the_footer_says_loading_until_the_list_arrives() {
     st.poll.listed = true;
     let footer = text(&draw(&st, 80, 24)).lines().last().unwrap().to_string();
     assert!(footer.contains("updated 0s ago"), "{footer}");
+}
+
+/// A broker that accepts connections and never answers, for as long as the test runs.
+fn hung_broker() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for c in l.incoming().flatten() {
+            held.push(c);
+        }
+    });
+    port
+}
+
+/// Profile switches between two local profiles stay quick with a hung broker configured and
+/// polled by the fleet, and after a switch to the hung one: each lands on its queue list
+/// (the issue saw 2 of 8 switches wait about 25 s on `loading the queue list…`).
+#[test]
+fn profile_switches_are_not_held_up_by_a_hung_broker() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut profiles = String::from("[ui]\nrefresh_secs = 1.0\n\n");
+    for p in ["a", "b"] {
+        let db = dir.path().join(format!("{p}.db"));
+        let h = qdeck::backend::local::LocalHandle::open(&db).unwrap();
+        h.0.create_queue(
+            &format!("alpha-{p}"),
+            &qdeck::backend::local::QueueOptions::default(),
+        )
+        .unwrap();
+        profiles.push_str(&format!(
+            "[[profiles]]\nname = \"local-{p}\"\nkind = \"local\"\npath = {:?}\n\n",
+            db.display().to_string()
+        ));
+    }
+    let port = hung_broker();
+    profiles.push_str(&format!(
+        "[[profiles]]\nname = \"hung\"\nkind = \"rabbitmq\"\namqp_url = \"amqp://guest@127.0.0.1:{port}/%2f\"\nmanagement_url = \"http://127.0.0.1:{port}\"\nusername = \"guest\"\npassword_env = \"QDECK_T_HUNG_PW\"\n"
+    ));
+    let cfg = dir.path().join("config.toml");
+    std::fs::write(&cfg, profiles).unwrap();
+    let mut c = Console::spawn(
+        dir.path(),
+        &["--config", cfg.to_str().unwrap(), "--fleet"],
+        &[("QDECK_T_HUNG_PW", "x")],
+        100,
+        24,
+    );
+    c.wait_for("hung");
+    let landed = |c: &Console, p: &str| {
+        c.poll_until(std::time::Duration::from_secs(10), |s| {
+            s.lines()
+                .next()
+                .unwrap_or("")
+                .contains(&format!("local-{p}"))
+                && s.contains(&format!("alpha-{p}"))
+                && s.contains("› queues")
+                && !s.contains("loading")
+        })
+    };
+    for (i, p) in ["b", "a", "b", "a", "b", "a"].iter().enumerate() {
+        if i == 2 {
+            // Through the hung profile and straight on.
+            c.type_keys(":profile hung\r");
+            std::thread::sleep(std::time::Duration::from_millis(300));
+        }
+        c.type_keys(&format!(":profile local-{p}\r"));
+        assert!(
+            landed(&c, p).is_some(),
+            "switch {i} to local-{p} did not land on its queue list:\n{}",
+            c.screen()
+        );
+    }
+    c.quit();
 }

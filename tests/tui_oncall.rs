@@ -556,3 +556,30 @@ fn profile_switches_are_not_held_up_by_a_hung_broker() {
     }
     c.quit();
 }
+
+/// On the on-fire view a queue key (`w`, `b`, `d`, `F`, `R`, `P`) never acts on the queue
+/// table's row under it, which may be another profile's: it says to open the row first.
+#[test]
+fn queue_keys_on_the_fire_view_ask_to_open_the_row_first() {
+    let mut st = fire_state();
+    for k in ['w', 'b', 'd', 'F', 'R', 'P'] {
+        let fx = update(&mut st, key(k));
+        assert_eq!(st.view(), View::Fire, "{k}");
+        assert!(st.dialog.is_none(), "{k}");
+        assert!(
+            !fx.iter().any(|e| matches!(
+                e,
+                Effect::Browse { .. } | Effect::Consumers(_) | Effect::Reasons(_)
+            )),
+            "{k}: {fx:?}"
+        );
+        assert!(
+            st.status
+                .as_ref()
+                .unwrap()
+                .text
+                .contains("open the queue first"),
+            "{k}"
+        );
+    }
+}

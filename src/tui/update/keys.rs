@@ -94,6 +94,13 @@ pub(super) fn run_cmd(st: &mut State, cmd: Cmd, fx: &mut Vec<Effect>) {
         set_status(st, Level::Info, msg);
         return;
     }
+    // The on-fire rows may belong to other profiles: Enter opens the row's queue in its own
+    // profile first, so a key never acts on the queue table's row under the view.
+    if st.view() == View::Fire && queue_scoped(cmd) {
+        let msg = "open the queue first: Enter shows it (in its profile), then act on it";
+        set_status(st, Level::Info, msg);
+        return;
+    }
     let page = st.page_rows() as isize;
     match cmd {
         Cmd::Quit => dialogs::quit(st),

@@ -128,6 +128,7 @@ pub(super) async fn run_planned(
                 Planned::CancelScheduled { .. } => {
                     ops::Outcome::CancelScheduled(Default::default())
                 }
+                Planned::Import { .. } => ops::Outcome::Import(Default::default()),
             };
             output::print_json(&empty.to_json()).ok();
         } else {
@@ -138,9 +139,7 @@ pub(super) async fn run_planned(
     if !yes {
         let question = match &planned {
             Planned::Purge { .. } => format!("About to {plan}. This cannot be undone."),
-            Planned::Redrive { .. } | Planned::Delete { .. } | Planned::CancelScheduled { .. } => {
-                format!("About to {plan}.")
-            }
+            _ => format!("About to {plan}."),
         };
         if let Err(e) = confirm(&question, queue.as_str(), s.gate.protected()) {
             s.gate.refuse(planned.mutation(), &queue, &e.message);

@@ -20,6 +20,9 @@ use crate::sanitize::clean;
 use crate::triage::copy::TransferReport;
 use crate::triage::import::ImportReport;
 
+mod import;
+pub use import::{plan_import, read_import_file, ImportFile};
+
 /// A planned operation: what will happen, computed without changing anything.
 #[derive(Debug, Clone)]
 pub enum Planned {
@@ -53,6 +56,12 @@ pub enum Planned {
         queue: QueueInfo,
         /// The message as the scheduled listing shows it (its id, and `due-at` when known).
         message: Message,
+    },
+    /// Send the messages of an export file, every line already read and checked.
+    Import {
+        queue: QueueInfo,
+        file: ImportFile,
+        rate: Option<crate::engine::rate::Rate>,
     },
 }
 
@@ -216,6 +225,7 @@ impl Planned {
             Planned::Redrive { .. } => Mutation::Redrive,
             Planned::Purge { .. } => Mutation::Purge,
             Planned::Delete { .. } | Planned::CancelScheduled { .. } => Mutation::Delete,
+            Planned::Import { .. } => Mutation::Import,
         }
     }
 
@@ -224,7 +234,8 @@ impl Planned {
             Planned::Redrive { source, .. } => &source.id,
             Planned::Purge { queue, .. }
             | Planned::Delete { queue, .. }
-            | Planned::CancelScheduled { queue, .. } => &queue.id,
+            | Planned::CancelScheduled { queue, .. }
+            | Planned::Import { queue, .. } => &queue.id,
         }
     }
 
@@ -243,6 +254,11 @@ impl Planned {
                 in_flight: None,
                 exact: true,
             },
+            Planned::Import { file, .. } => MessageCount {
+                ready: file.msgs.len() as u64,
+                in_flight: None,
+                exact: true,
+            },
         }
     }
 
@@ -250,9 +266,10 @@ impl Planned {
     pub fn is_empty(&self) -> bool {
         let c = self.count();
         match self {
-            Planned::Redrive { .. } | Planned::Delete { .. } | Planned::CancelScheduled { .. } => {
-                c.exact && c.ready == 0
-            }
+            Planned::Redrive { .. }
+            | Planned::Delete { .. }
+            | Planned::CancelScheduled { .. }
+            | Planned::Import { .. } => c.exact && c.ready == 0,
             Planned::Purge { .. } => c.exact && c.ready == 0 && c.in_flight.unwrap_or(0) == 0,
         }
     }
@@ -347,6 +364,7 @@ impl Planned {
                     |d| clean(&d).into_owned()
                 )
             ),
+            Planned::Import { queue, file, .. } => import::describe(queue, file),
         }
     }
 
@@ -392,6 +410,15 @@ impl Planned {
                 "queue": queue.id,
                 "id": message.id,
                 "due": message.field_text("due-at"),
+            }),
+            Planned::Import { queue, file, .. } => serde_json::json!({
+                "dry_run": true,
+                "action": "import",
+                "queue": queue.id,
+                "file": file.path,
+                "count": file.msgs.len(),
+                "headers_left_out": file.dropped,
+                "header_changes": file.changes,
             }),
         }
     }
@@ -750,6 +777,16 @@ pub async fn run(gate: &Gate, planned: Planned, p: &OpProgress) -> Outcome {
             p.set_total(Some(1));
             match gate.cancel_scheduled(&queue.id, &message.id, p).await {
                 Ok(r) => Outcome::CancelScheduled(r),
+                Err(error) => Outcome::Failed {
+                    error,
+                    progress: p.snapshot(),
+                },
+            }
+        }
+        Planned::Import { queue, file, rate } => {
+            let (id, path) = (&queue.id, &file.path);
+            match crate::triage::import::import(gate, id, file.msgs, rate, path, p).await {
+                Ok(r) => Outcome::Import(r),
                 Err(error) => Outcome::Failed {
                     error,
                     progress: p.snapshot(),

@@ -12,8 +12,8 @@ use tokio::task::JoinHandle;
 use super::gate::{Gate, Mutation};
 use crate::backend::{BackendError, MessageFilter, OpProgress, ProgressState};
 use crate::domain::{
-    BrowseRequest, DeleteReport, Message, MessageCount, PurgeReport, QueueId, QueueInfo,
-    RedriveMode, RedrivePlan, RedriveReport, RedriveRequest, RedriveTarget,
+    BrowseRequest, DeleteReport, Message, MessageCount, OutgoingMessage, PurgeReport, QueueId,
+    QueueInfo, RedriveMode, RedrivePlan, RedriveReport, RedriveRequest, RedriveTarget,
 };
 use crate::engine::edit::EditReport;
 use crate::sanitize::clean;
@@ -62,6 +62,11 @@ pub enum Planned {
         queue: QueueInfo,
         file: ImportFile,
         rate: Option<crate::engine::rate::Rate>,
+    },
+    /// Send one message (`qdeck send`).
+    Send {
+        queue: QueueInfo,
+        msg: OutgoingMessage,
     },
 }
 
@@ -132,6 +137,16 @@ pub async fn plan_redrive_matching(
         *f = Some(Box::new(filter));
     }
     Ok(planned)
+}
+
+/// Plan sending one message: refused before anything is sent where the backend cannot send.
+pub fn plan_send(
+    gate: &Gate,
+    queue: QueueInfo,
+    msg: OutgoingMessage,
+) -> Result<Planned, BackendError> {
+    crate::backend::sender_of(gate.backend().as_ref())?;
+    Ok(Planned::Send { queue, msg })
 }
 
 pub async fn plan_purge(gate: &Gate, queue: &QueueId) -> Result<Planned, BackendError> {
@@ -226,6 +241,7 @@ impl Planned {
             Planned::Purge { .. } => Mutation::Purge,
             Planned::Delete { .. } | Planned::CancelScheduled { .. } => Mutation::Delete,
             Planned::Import { .. } => Mutation::Import,
+            Planned::Send { .. } => Mutation::Send,
         }
     }
 
@@ -235,7 +251,8 @@ impl Planned {
             Planned::Purge { queue, .. }
             | Planned::Delete { queue, .. }
             | Planned::CancelScheduled { queue, .. }
-            | Planned::Import { queue, .. } => &queue.id,
+            | Planned::Import { queue, .. }
+            | Planned::Send { queue, .. } => &queue.id,
         }
     }
 
@@ -249,7 +266,7 @@ impl Planned {
                 in_flight: None,
                 exact: true,
             },
-            Planned::CancelScheduled { .. } => MessageCount {
+            Planned::CancelScheduled { .. } | Planned::Send { .. } => MessageCount {
                 ready: 1,
                 in_flight: None,
                 exact: true,
@@ -269,7 +286,8 @@ impl Planned {
             Planned::Redrive { .. }
             | Planned::Delete { .. }
             | Planned::CancelScheduled { .. }
-            | Planned::Import { .. } => c.exact && c.ready == 0,
+            | Planned::Import { .. }
+            | Planned::Send { .. } => c.exact && c.ready == 0,
             Planned::Purge { .. } => c.exact && c.ready == 0 && c.in_flight.unwrap_or(0) == 0,
         }
     }
@@ -365,6 +383,11 @@ impl Planned {
                 )
             ),
             Planned::Import { queue, file, .. } => import::describe(queue, file),
+            Planned::Send { queue, msg } => format!(
+                "send 1 message ({} byte(s)) to {}",
+                msg.body.len(),
+                clean(queue.id.as_str())
+            ),
         }
     }
 
@@ -420,6 +443,13 @@ impl Planned {
                 "headers_left_out": file.dropped,
                 "header_changes": file.changes,
             }),
+            Planned::Send { queue, msg } => serde_json::json!({
+                "dry_run": true,
+                "action": "send",
+                "queue": queue.id,
+                "count": 1,
+                "bytes": msg.body.len(),
+            }),
         }
     }
 }
@@ -438,6 +468,10 @@ pub enum Outcome {
     /// A delayed message cancelled (`qdeck cancel-scheduled`): a delete of one id whose
     /// message must not already be gone.
     CancelScheduled(DeleteReport),
+    /// One message sent; `id` where the broker gives one.
+    Sent {
+        id: Option<String>,
+    },
     Failed {
         error: BackendError,
         progress: ProgressState,
@@ -498,6 +532,7 @@ impl Outcome {
             // Gone before the delete reached it means it became due and was delivered.
             Outcome::CancelScheduled(r) if r.deleted > 0 => Verdict::Ok,
             Outcome::CancelScheduled(_) => Verdict::Failed,
+            Outcome::Sent { .. } => Verdict::Ok,
             // Messages moved or deleted before the error stay moved or deleted.
             Outcome::Failed { progress, .. } if progress.done > 0 => Verdict::Partial,
             Outcome::Failed { .. } => Verdict::Failed,
@@ -515,6 +550,7 @@ impl Outcome {
             Outcome::Edit(_) => self.line(),
             Outcome::Import(_) => format!("import into {q}: {}", self.line()),
             Outcome::CancelScheduled(_) => format!("cancel in {q}: {}", self.line()),
+            Outcome::Sent { .. } => format!("send to {q}: {}", self.line()),
             Outcome::Failed { .. } => format!("{q}: {}", self.line()),
         }
     }
@@ -593,6 +629,10 @@ impl Outcome {
                 "not cancelled: it became due and was taken (leased {}, missing {})",
                 r.leased, r.missing
             ),
+            Outcome::Sent { id } => match id {
+                Some(i) => format!("sent 1 message, id {}", clean(i)),
+                None => "sent 1 message".to_string(),
+            },
             Outcome::Failed { error, progress } => format!(
                 "{} (done {}, failed {} before the error)",
                 clean(&error.to_string()),
@@ -611,6 +651,7 @@ impl Outcome {
             Outcome::Edit(r) => serde_json::to_value(r).unwrap_or_default(),
             Outcome::Import(r) => serde_json::to_value(r).unwrap_or_default(),
             Outcome::CancelScheduled(r) => serde_json::to_value(r).unwrap_or_default(),
+            Outcome::Sent { id } => serde_json::json!({"sent": 1, "id": id}),
             Outcome::Failed { error, progress } => serde_json::json!({
                 "error": clean(&error.to_string()),
                 "done": progress.done,
@@ -783,6 +824,19 @@ pub async fn run(gate: &Gate, planned: Planned, p: &OpProgress) -> Outcome {
                 },
             }
         }
+        Planned::Send { queue, msg } => {
+            p.set_total(Some(1));
+            match gate.send(&queue.id, msg).await {
+                Ok(id) => {
+                    p.add_done(1);
+                    Outcome::Sent { id }
+                }
+                Err(error) => Outcome::Failed {
+                    error,
+                    progress: p.snapshot(),
+                },
+            }
+        }
         Planned::Import { queue, file, rate } => {
             let (id, path) = (&queue.id, &file.path);
             match crate::triage::import::import(gate, id, file.msgs, rate, path, p).await {
@@ -854,6 +908,58 @@ mod tests {
             matches!(err, BackendError::NotFound(_)),
             "cancelled once: {err:?}"
         );
+    }
+
+    /// `qdeck send` is planned and run like every mutation: the plan's sentence counts one
+    /// message and its bytes, the run goes through the gate (one audit line, result ok), and a
+    /// read-only profile's refusal comes back as a failed outcome with nothing sent.
+    #[tokio::test]
+    async fn send_is_planned_then_run_through_the_gate() {
+        use crate::backend::local::{LocalHandle, QueueOptions};
+        use crate::backend::Backend;
+        use crate::config::Profile;
+        use crate::engine::audit::AuditLog;
+        use std::sync::Arc;
+        let dir = tempfile::tempdir().unwrap();
+        let b = Arc::new(LocalHandle::open(&dir.path().join("q.db")).unwrap());
+        b.0.create_queue("q", &QueueOptions::default()).unwrap();
+        let audit = dir.path().join("audit.log");
+        let g = Gate::new(
+            b.clone(),
+            &Profile::default_local(),
+            AuditLog::new(audit.clone()),
+        );
+        let q = QueueId::new("q");
+        let info = b.describe(&q).await.unwrap();
+        let planned = plan_send(&g, info.clone(), OutgoingMessage::text("hey", &[])).unwrap();
+        assert_eq!(
+            (planned.mutation(), planned.count().ready),
+            (Mutation::Send, 1)
+        );
+        assert_eq!(planned.describe(), "send 1 message (3 byte(s)) to q");
+        let outcome = run(&g, planned, &OpProgress::detached()).await;
+        assert!(
+            matches!(outcome, Outcome::Sent { id: Some(_) }),
+            "{outcome:?}"
+        );
+        assert_eq!(outcome.verdict(), Verdict::Ok);
+        assert_eq!(b.count(&q).await.unwrap().ready, 1);
+        let log = std::fs::read_to_string(&audit).unwrap();
+        let last: serde_json::Value = serde_json::from_str(log.lines().last().unwrap()).unwrap();
+        assert_eq!(
+            (last["action"].as_str(), last["result"].as_str()),
+            (Some("send"), Some("ok"))
+        );
+
+        let ro = Profile {
+            read_only: true,
+            ..Profile::default_local()
+        };
+        let g = Gate::new(b.clone(), &ro, AuditLog::new(audit));
+        let planned = plan_send(&g, info, OutgoingMessage::text("no", &[])).unwrap();
+        let outcome = run(&g, planned, &OpProgress::detached()).await;
+        assert_eq!(outcome.verdict(), Verdict::Failed, "{outcome:?}");
+        assert_eq!(b.count(&q).await.unwrap().ready, 1, "nothing sent");
     }
 
     /// One verdict per outcome, read the same by the audit line: the cases where the front-

@@ -133,6 +133,7 @@ pub(super) async fn run_planned(
                 }
                 Planned::Import { .. } => ops::Outcome::Import(Default::default()),
                 Planned::Send { .. } => ops::Outcome::Sent { id: None },
+                Planned::Transfer(_) => ops::Outcome::Transfer(Default::default()),
             };
             output::print_json(&empty.to_json()).ok();
         } else {

@@ -22,6 +22,8 @@ use crate::triage::import::ImportReport;
 
 mod import;
 pub use import::{plan_import, read_import_file, ImportFile};
+mod transfer;
+pub use transfer::{plan_transfer, TransferPlan, TransferRequest};
 
 /// A planned operation: what will happen, computed without changing anything.
 #[derive(Debug, Clone)]
@@ -63,6 +65,8 @@ pub enum Planned {
         file: ImportFile,
         rate: Option<crate::engine::rate::Rate>,
     },
+    /// Copy or move chosen messages, on one profile or from one to another.
+    Transfer(Box<TransferPlan>),
     /// Send one message (`qdeck send`).
     Send {
         queue: QueueInfo,
@@ -242,6 +246,8 @@ impl Planned {
             Planned::Delete { .. } | Planned::CancelScheduled { .. } => Mutation::Delete,
             Planned::Import { .. } => Mutation::Import,
             Planned::Send { .. } => Mutation::Send,
+            Planned::Transfer(t) if t.moving => Mutation::Move,
+            Planned::Transfer(_) => Mutation::Copy,
         }
     }
 
@@ -253,6 +259,7 @@ impl Planned {
             | Planned::CancelScheduled { queue, .. }
             | Planned::Import { queue, .. }
             | Planned::Send { queue, .. } => &queue.id,
+            Planned::Transfer(t) => &t.source,
         }
     }
 
@@ -268,6 +275,11 @@ impl Planned {
             },
             Planned::CancelScheduled { .. } | Planned::Send { .. } => MessageCount {
                 ready: 1,
+                in_flight: None,
+                exact: true,
+            },
+            Planned::Transfer(t) => MessageCount {
+                ready: t.messages.len() as u64,
                 in_flight: None,
                 exact: true,
             },
@@ -287,7 +299,8 @@ impl Planned {
             | Planned::Delete { .. }
             | Planned::CancelScheduled { .. }
             | Planned::Import { .. }
-            | Planned::Send { .. } => c.exact && c.ready == 0,
+            | Planned::Send { .. }
+            | Planned::Transfer(_) => c.exact && c.ready == 0,
             Planned::Purge { .. } => c.exact && c.ready == 0 && c.in_flight.unwrap_or(0) == 0,
         }
     }
@@ -383,6 +396,7 @@ impl Planned {
                 )
             ),
             Planned::Import { queue, file, .. } => import::describe(queue, file),
+            Planned::Transfer(t) => t.describe(),
             Planned::Send { queue, msg } => format!(
                 "send 1 message ({} byte(s)) to {}",
                 msg.body.len(),
@@ -442,6 +456,15 @@ impl Planned {
                 "count": file.msgs.len(),
                 "headers_left_out": file.dropped,
                 "header_changes": file.changes,
+            }),
+            Planned::Transfer(t) => serde_json::json!({
+                "dry_run": true,
+                "action": t.verb(),
+                "from": t.from_end().label(),
+                "to": t.to_end().label(),
+                "count": t.messages.len(),
+                "selection": t.selection,
+                "headers": t.check.headers,
             }),
             Planned::Send { queue, msg } => serde_json::json!({
                 "dry_run": true,
@@ -837,6 +860,7 @@ pub async fn run(gate: &Gate, planned: Planned, p: &OpProgress) -> Outcome {
                 },
             }
         }
+        Planned::Transfer(t) => transfer::run(*t, p).await,
         Planned::Import { queue, file, rate } => {
             let (id, path) = (&queue.id, &file.path);
             match crate::triage::import::import(gate, id, file.msgs, rate, path, p).await {

@@ -169,3 +169,80 @@ pub(super) async fn run(t: TransferPlan, p: &OpProgress) -> Outcome {
         },
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::super::{run, Verdict};
+    use super::*;
+    use crate::config::Profile;
+    use crate::domain::{BrowseRequest, OutgoingMessage};
+    use crate::engine::audit::AuditLog;
+    use crate::engine::gate::Mutation;
+    use crate::engine::testing::Scripted;
+
+    /// A move is planned like every mutation, with the same plan for both front-ends: its
+    /// count, its sentence and its notes (the deletion comes after each confirmed copy); a
+    /// plan into its own queue is refused; run through `ops::run`, a move whose deletes fail
+    /// is partial, in the outcome and in both audit lines.
+    #[tokio::test]
+    async fn a_planned_move_whose_deletes_fail_runs_to_partial() {
+        let dir = tempfile::tempdir().unwrap();
+        let b = Arc::new(Scripted::open(dir.path()));
+        for body in ["a", "b"] {
+            b.inner
+                .0
+                .send_sync("src", &OutgoingMessage::text(body, &[]))
+                .unwrap();
+        }
+        let log = AuditLog::new(dir.path().join("audit.log"));
+        let g = Gate::new(b.clone(), &Profile::default_local(), log);
+        let (src, dst) = (QueueId::new("src"), QueueId::new("dst"));
+        let req = BrowseRequest {
+            cursor: None,
+            max: 10,
+            force: false,
+        };
+        let messages = g.browse(&src, &req).await.unwrap().messages;
+        let request = |target: &QueueId| TransferRequest {
+            from: &g,
+            to: &g,
+            source: src.clone(),
+            target: target.clone(),
+            messages: messages.clone(),
+            moving: true,
+            rate: None,
+            selection: serde_json::json!({"chosen_in": "test"}),
+        };
+        let err = plan_transfer(request(&src)).await.unwrap_err();
+        assert!(matches!(err, BackendError::Invalid(_)), "{err:?}");
+
+        let planned = plan_transfer(request(&dst)).await.unwrap();
+        assert_eq!(planned.mutation(), Mutation::Move);
+        assert_eq!((planned.count().ready, planned.count().exact), (2, true));
+        assert_eq!(
+            planned.describe(),
+            "move 2 message(s) from local/src (local) to local/dst (local)"
+        );
+        let Planned::Transfer(tp) = &planned else {
+            panic!("{planned:?}")
+        };
+        assert_eq!(
+            tp.notes(),
+            vec!["each original is deleted after the target confirmed its copy".to_string()]
+        );
+        let outcome = run(&g, planned, &OpProgress::detached()).await;
+        let Outcome::Transfer(r) = &outcome else {
+            panic!("{outcome:?}")
+        };
+        assert_eq!((r.sent, r.deleted, r.delete_failed), (2, 0, true));
+        assert_eq!(outcome.verdict(), Verdict::Partial);
+        let audit = std::fs::read_to_string(dir.path().join("audit.log")).unwrap();
+        let results: Vec<serde_json::Value> = audit
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["result"].clone())
+            .collect();
+        assert_eq!(results, vec!["partial", "partial"]);
+    }
+}

@@ -132,7 +132,8 @@ pub(super) async fn run_planned(
                     ops::Outcome::CancelScheduled(Default::default())
                 }
                 Planned::Import { .. } => ops::Outcome::Import(Default::default()),
-                Planned::Send { .. } => ops::Outcome::Sent { id: None },
+                // One message each: never empty.
+                Planned::Send { .. } | Planned::Edit { .. } => ops::Outcome::Sent { id: None },
                 Planned::Transfer(_) => ops::Outcome::Transfer(Default::default()),
             };
             output::print_json(&empty.to_json()).ok();

@@ -24,6 +24,8 @@ mod import;
 pub use import::{plan_import, read_import_file, ImportFile};
 mod transfer;
 pub use transfer::{plan_transfer, TransferPlan, TransferRequest};
+mod edit;
+pub use edit::plan_edit;
 
 /// A planned operation: what will happen, computed without changing anything.
 #[derive(Debug, Clone)]
@@ -67,6 +69,15 @@ pub enum Planned {
     },
     /// Copy or move chosen messages, on one profile or from one to another.
     Transfer(Box<TransferPlan>),
+    /// Send an edited copy of a message, then delete the original (`qdeck edit`, `e`).
+    Edit {
+        source: QueueInfo,
+        original: Box<Message>,
+        edited: Box<crate::engine::edit::Edited>,
+        target: RedriveTarget,
+        /// `target` resolved: the queue the copy goes to.
+        dest: QueueId,
+    },
     /// Send one message (`qdeck send`).
     Send {
         queue: QueueInfo,
@@ -246,6 +257,7 @@ impl Planned {
             Planned::Delete { .. } | Planned::CancelScheduled { .. } => Mutation::Delete,
             Planned::Import { .. } => Mutation::Import,
             Planned::Send { .. } => Mutation::Send,
+            Planned::Edit { .. } => Mutation::Edit,
             Planned::Transfer(t) if t.moving => Mutation::Move,
             Planned::Transfer(_) => Mutation::Copy,
         }
@@ -259,6 +271,7 @@ impl Planned {
             | Planned::CancelScheduled { queue, .. }
             | Planned::Import { queue, .. }
             | Planned::Send { queue, .. } => &queue.id,
+            Planned::Edit { source, .. } => &source.id,
             Planned::Transfer(t) => &t.source,
         }
     }
@@ -273,11 +286,13 @@ impl Planned {
                 in_flight: None,
                 exact: true,
             },
-            Planned::CancelScheduled { .. } | Planned::Send { .. } => MessageCount {
-                ready: 1,
-                in_flight: None,
-                exact: true,
-            },
+            Planned::CancelScheduled { .. } | Planned::Send { .. } | Planned::Edit { .. } => {
+                MessageCount {
+                    ready: 1,
+                    in_flight: None,
+                    exact: true,
+                }
+            }
             Planned::Transfer(t) => MessageCount {
                 ready: t.messages.len() as u64,
                 in_flight: None,
@@ -300,6 +315,7 @@ impl Planned {
             | Planned::CancelScheduled { .. }
             | Planned::Import { .. }
             | Planned::Send { .. }
+            | Planned::Edit { .. }
             | Planned::Transfer(_) => c.exact && c.ready == 0,
             Planned::Purge { .. } => c.exact && c.ready == 0 && c.in_flight.unwrap_or(0) == 0,
         }
@@ -397,6 +413,12 @@ impl Planned {
             ),
             Planned::Import { queue, file, .. } => import::describe(queue, file),
             Planned::Transfer(t) => t.describe(),
+            Planned::Edit {
+                source,
+                original,
+                dest,
+                ..
+            } => edit::describe(source, original, dest),
             Planned::Send { queue, msg } => format!(
                 "send 1 message ({} byte(s)) to {}",
                 msg.body.len(),
@@ -465,6 +487,18 @@ impl Planned {
                 "count": t.messages.len(),
                 "selection": t.selection,
                 "headers": t.check.headers,
+            }),
+            Planned::Edit {
+                source,
+                original,
+                dest,
+                ..
+            } => serde_json::json!({
+                "dry_run": true,
+                "action": "edit",
+                "queue": source.id,
+                "id": original.id,
+                "to": dest,
             }),
             Planned::Send { queue, msg } => serde_json::json!({
                 "dry_run": true,
@@ -861,6 +895,13 @@ pub async fn run(gate: &Gate, planned: Planned, p: &OpProgress) -> Outcome {
             }
         }
         Planned::Transfer(t) => transfer::run(*t, p).await,
+        Planned::Edit {
+            source,
+            original,
+            edited,
+            target,
+            ..
+        } => edit::run(gate, &source.id, &original, *edited, &target, p).await,
         Planned::Import { queue, file, rate } => {
             let (id, path) = (&queue.id, &file.path);
             match crate::triage::import::import(gate, id, file.msgs, rate, path, p).await {

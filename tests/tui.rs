@@ -891,6 +891,7 @@ fn copy_command_checks_then_asks() {
         ],
         delete_note: None,
         typed: None,
+        plan: None,
     };
     update(
         &mut st,
@@ -1255,6 +1256,23 @@ impl Backend for DeletesFail {
     fn api_calls(&self) -> &qdeck::backend::ApiCalls {
         self.0.api_calls()
     }
+    fn deleter(&self) -> Option<&dyn qdeck::backend::DeleteById> {
+        Some(self)
+    }
+}
+
+/// Deletes by id, as far as the plan can tell; every deletion then fails, as a broker lost
+/// mid-way would.
+#[async_trait::async_trait]
+impl qdeck::backend::DeleteById for DeletesFail {
+    async fn delete_ids(
+        &self,
+        _queue: &QueueId,
+        _ids: &[String],
+        _progress: &qdeck::backend::OpProgress,
+    ) -> qdeck::backend::Result<DeleteReport> {
+        Err(BackendError::Unreachable("connection lost".into()))
+    }
 }
 
 /// `:move` whose copies were confirmed but whose deletes failed: the console's status line,
@@ -1293,18 +1311,27 @@ async fn console_move_whose_deletes_fail_is_partial_like_the_cli() {
         .await
         .unwrap()
         .messages;
-    let ask = qdeck::tui::state::TransferAsk {
-        source: QueueId::new("dlq"),
+    // Planned as the dialog opens (its count and notes), then that plan is what runs.
+    let ask = qdeck::tui::transfer::plan(
+        &session,
+        QueueId::new("dlq"),
         messages,
-        to: QueueId::new("repro"),
-        to_profile: None,
-        moving: true,
-        from_label: "local/dlq (local)".into(),
-        to_label: "local/repro (local)".into(),
-        header_lines: vec![],
-        delete_note: None,
-        typed: None,
-    };
+        QueueId::new("repro"),
+        None,
+        true,
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        (
+            ask.messages.len(),
+            ask.from_label.as_str(),
+            ask.to_label.as_str()
+        ),
+        (2, "local/dlq (local)", "local/repro (local)")
+    );
+    assert!(ask.plan.is_some());
+    let ask = *ask;
     let p = qdeck::backend::OpProgress::detached();
     let done = qdeck::tui::transfer::run(&session, ask, &p).await;
     assert_eq!(done.verdict, Verdict::Partial, "{}", done.text);

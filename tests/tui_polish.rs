@@ -356,6 +356,7 @@ fn every_dialog() -> Vec<DialogKind> {
             header_lines: vec![],
             delete_note: None,
             typed: None,
+            plan: None,
         })),
         DialogKind::Quit,
         DialogKind::Edit {

@@ -12,11 +12,11 @@ use super::fetch;
 use super::output::{self, name};
 use super::progress_line::with_progress;
 use super::scan;
-use crate::domain::{BrokerKind, QueueId};
+use crate::domain::QueueId;
 use crate::engine::gate::Mutation;
-use crate::engine::ops::Outcome;
+use crate::engine::ops::{self, Outcome, Planned, TransferPlan, TransferRequest};
 use crate::engine::session::{OpenError, Session};
-use crate::triage::copy::{self, End, TransferCheck, TransferReport};
+use crate::triage::copy::{self, End, TransferReport};
 use crate::triage::headers::HeaderChange;
 use crate::triage::{Predicate, ScanSummary};
 
@@ -59,10 +59,6 @@ pub async fn transfer(s: &Session, a: &TransferArgs, moving: bool, f: Format) ->
         gate: &s.gate,
         queue: &src_info.id,
     };
-    let to = End {
-        gate: &t.gate,
-        queue: &dst_info.id,
-    };
     if moving {
         fetch::require_delete_by_id(s.backend.as_ref(), &src_info, "move", "use copy")?;
     }
@@ -73,31 +69,50 @@ pub async fn transfer(s: &Session, a: &TransferArgs, moving: bool, f: Format) ->
     })
     .await?;
     scan::finished(&summary)?;
-    let checked = copy::check(from, to, &msgs, moving).await?;
-    let plan = Plan {
-        verb,
+    let planned = ops::plan_transfer(TransferRequest {
+        from: &s.gate,
+        to: &t.gate,
+        source: src_info.id.clone(),
+        target: dst_info.id.clone(),
+        messages: msgs,
         moving,
-        from,
-        to,
-        kinds: (s.backend.kind(), t.backend.kind()),
+        rate: a.rate,
+        selection: selection(pred.as_ref(), &summary),
+    })
+    .await?;
+    let Planned::Transfer(tp) = &planned else {
+        return Ok(OK);
+    };
+    let plan = Plan {
+        plan: tp,
         pred: pred.as_ref(),
         summary: &summary,
-        count: msgs.len(),
-        checked,
     };
-    if a.dry_run || msgs.is_empty() {
+    if a.dry_run || planned.is_empty() {
         plan.preview(a.dry_run, f);
         return Ok(OK);
     }
     if !a.yes {
         plan.confirm()?;
     }
-    let note = plan.note();
-    let r = with_progress(verb, "stopping after the current batch…", |p| async move {
-        copy::transfer(from, to, msgs, moving, a.rate, note, &p).await
+    let outcome = with_progress(verb, "stopping after the current batch…", |p| async move {
+        ops::run(&s.gate, planned, &p).await
     })
-    .await?;
-    report(r, verb, moving, f)
+    .await;
+    match outcome {
+        Outcome::Transfer(r) => report(r, verb, moving, f),
+        Outcome::Failed { error, .. } => Err(error.into()),
+        _ => Ok(OK),
+    }
+}
+
+/// Said in the audit line of the run: how the messages were chosen.
+fn selection(pred: Option<&Predicate>, summary: &ScanSummary) -> serde_json::Value {
+    json!({
+        "predicate": pred.map(qdeck_core::triage::Predicate::source),
+        "scanned": summary.scanned,
+        "complete": summary.complete(),
+    })
 }
 
 /// Checks on the names as given, before either queue is looked up: not one queue to itself,
@@ -133,24 +148,18 @@ fn require_allowed(
     Ok(())
 }
 
-/// A checked transfer, and how it is put to the user before it runs.
+/// A planned transfer, and how it is put to the user before it runs: on the plan's own
+/// sentence and notes, with the scan that chose the messages.
 struct Plan<'a> {
-    verb: &'static str,
-    moving: bool,
-    from: End<'a>,
-    to: End<'a>,
-    /// The brokers of the source and of the target.
-    kinds: (BrokerKind, BrokerKind),
+    plan: &'a TransferPlan,
     pred: Option<&'a Predicate>,
     summary: &'a ScanSummary,
-    count: usize,
-    checked: TransferCheck,
 }
 
 impl Plan<'_> {
     /// What the scan chose, out of how much it read.
     fn scope(&self) -> String {
-        let count = self.count;
+        let count = self.plan.messages.len();
         match self.pred {
             Some(p) => format!(
                 "{count} match {:?}; {}",
@@ -161,43 +170,31 @@ impl Plan<'_> {
         }
     }
 
-    /// `verb N message(s) from A (kind) to B (kind)`.
-    fn text(&self) -> String {
-        format!(
-            "{} {} message(s) from {} ({}) to {} ({})",
-            self.verb,
-            self.count,
-            name(&self.from.label()),
-            self.kinds.0,
-            name(&self.to.label()),
-            self.kinds.1
-        )
-    }
-
     /// A dry run, or nothing to send: what would be done, with nothing changed.
     fn preview(&self, dry_run: bool, f: Format) {
-        let verb = self.verb;
+        let verb = self.plan.verb();
+        let count = self.plan.messages.len();
         if f == Format::Json {
             output::print_json(&json!({
                 "dry_run": dry_run,
                 "action": verb,
-                "from": self.from.label(),
-                "to": self.to.label(),
-                "count": self.count,
+                "from": self.plan.from_end().label(),
+                "to": self.plan.to_end().label(),
+                "count": count,
                 "predicate": self.pred.map(qdeck_core::triage::Predicate::source),
                 "scanned": self.summary.scanned,
                 "complete": self.summary.complete(),
-                "headers": self.checked.headers,
+                "headers": self.plan.check.headers,
             }))
             .ok();
-        } else if self.count == 0 {
+        } else if count == 0 {
             output::print(&format!("{}; nothing to {verb}\n", name(&self.scope())));
         } else {
             output::print(&format!(
                 "dry run: {}\nwould {}; nothing changed\n{}",
                 name(&self.scope()),
-                self.text(),
-                header_lines(&self.checked.headers)
+                self.plan.describe(),
+                header_lines(&self.plan.check.headers)
             ));
         }
     }
@@ -205,10 +202,11 @@ impl Plan<'_> {
     /// Ask before sending; typed when the profile that loses or gains messages is protected.
     /// A refusal is recorded by the gate of that profile.
     fn confirm(&self) -> Result<(), CliError> {
-        let cost = if self.moving {
+        let cost = if self.plan.moving {
             // What deleting chosen messages does to the others, as the broker declares it.
             let effect = self
-                .checked
+                .plan
+                .check
                 .delete_note
                 .as_ref()
                 .map(|n| format!(" Note: {n}."))
@@ -223,30 +221,22 @@ impl Plan<'_> {
         let question = format!(
             "{}.\nAbout to {}.{cost}\n{}",
             name(&self.scope()),
-            self.text(),
-            header_lines(&self.checked.headers)
+            self.plan.describe(),
+            header_lines(&self.plan.check.headers)
         );
         let typed = self
-            .checked
+            .plan
+            .check
             .typed
             .as_ref()
             .map(qdeck_core::domain::QueueId::as_str);
-        let (end, m) = if self.moving {
-            (self.from, Mutation::Move)
+        let (end, m) = if self.plan.moving {
+            (self.plan.from_end(), Mutation::Move)
         } else {
-            (self.to, Mutation::Copy)
+            (self.plan.to_end(), Mutation::Copy)
         };
         confirm(question.trim_end(), typed.unwrap_or(""), typed.is_some()).inspect_err(|e| {
             end.gate.refuse(m, end.queue, &e.message);
-        })
-    }
-
-    /// Said in the audit line of the run: how the messages were chosen.
-    fn note(&self) -> serde_json::Value {
-        json!({
-            "predicate": self.pred.map(qdeck_core::triage::Predicate::source),
-            "scanned": self.summary.scanned,
-            "complete": self.summary.complete(),
         })
     }
 }

@@ -8,10 +8,11 @@ use super::confirm::confirm;
 use super::exit::{of_verdict, CliError, CliResult, FAILED, REFUSED, USAGE};
 use super::fetch;
 use super::output;
+use crate::backend::OpProgress;
 use crate::domain::{QueueId, RedriveTarget};
 use crate::engine::edit::{self, EditorError, EditorOutcome};
 use crate::engine::gate::Mutation;
-use crate::engine::ops::Outcome;
+use crate::engine::ops::{self, Outcome, Planned};
 use crate::engine::session::Session;
 
 pub async fn edit(
@@ -54,20 +55,23 @@ pub async fn edit(
         Err(e @ EditorError::Io(_)) => return Err(CliError::new(FAILED, e.to_string())),
         Err(e @ EditorError::Malformed(_)) => return Err(CliError::new(USAGE, e.to_string())),
     };
-    let dest = edit::resolve_target(&info.id, &original, &target);
+    let planned = ops::plan_edit(&s.gate, info, original, edited, target)?;
     if !yes {
-        let q = format!(
-            "About to send the edited copy of {} to {} and then delete the original from {}.",
-            output::name(id),
-            output::name(dest.as_str()),
-            output::name(info.id.as_str())
-        );
+        let q = format!("About to {}.", planned.describe());
+        let dest = match &planned {
+            Planned::Edit { dest, .. } => dest.clone(),
+            _ => planned.queue().clone(),
+        };
         if let Err(e) = confirm(&q, dest.as_str(), s.gate.protected()) {
-            s.gate.refuse(Mutation::Edit, &info.id, &e.message);
+            s.gate.refuse(Mutation::Edit, planned.queue(), &e.message);
             return Err(e);
         }
     }
-    let report = edit::resend(&s.gate, &info.id, &original, edited, &target).await?;
+    let report = match ops::run(&s.gate, planned, &OpProgress::detached()).await {
+        Outcome::Edit(r) => r,
+        Outcome::Failed { error, .. } => return Err(error.into()),
+        other => return Ok(of_verdict(other.verdict())),
+    };
     if f == Format::Json {
         output::print_json(&report).ok();
     } else {

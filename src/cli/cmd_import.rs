@@ -1,70 +1,27 @@
-//! `qdeck import QUEUE --file F.jsonl`: validate the whole file (a malformed line stops
-//! everything, naming the line), check the queue exists, confirm, then send each message
-//! through the gate with a rate limit and progress.
+//! `qdeck import QUEUE --file F.jsonl`: plan (the whole file read and checked, a malformed
+//! line stops everything, naming the line; the queue exists), confirm on the plan's own text,
+//! then run it through `ops::run` with a rate limit and progress.
 
-use std::io::BufRead;
 use std::path::Path;
 
 use super::args::Format;
 use super::confirm::confirm;
-use super::exit::{of_verdict, CliError, CliResult, OK, USAGE};
+use super::exit::{of_verdict, CliError, CliResult, OK};
 use super::fetch;
 use super::output::{self, name};
 use super::progress_line::with_progress;
-use crate::domain::{BrokerKind, OutgoingMessage};
+use crate::backend::BackendError;
+use crate::domain::QueueId;
 use crate::engine::gate::Mutation;
-use crate::engine::ops::Outcome;
+use crate::engine::ops::{self, Outcome, Planned};
 use crate::engine::session::Session;
-use crate::triage::headers::{map_outgoing, HeaderChange, HeaderLedger};
-use crate::triage::import::import as send_all;
-use crate::triage::transfer::Record;
 
-/// The messages of a file with their line numbers, the field names the source broker set
-/// itself (left out), and for a file from another kind of broker every field renamed or
-/// converted on the way.
-struct Parsed {
-    msgs: Vec<(usize, OutgoingMessage)>,
-    dropped: Vec<String>,
-    changes: Vec<HeaderChange>,
-}
-
-/// Every line parsed for a `target` broker, or an error naming the first bad one.
-fn read_file(file: &Path, target: BrokerKind) -> Result<Parsed, CliError> {
-    let shown = name(&file.display().to_string());
-    let f = std::fs::File::open(file)
-        .map_err(|e| CliError::usage(format!("cannot read {shown}: {e}")))?;
-    let mut msgs = Vec::new();
-    let mut dropped: Vec<String> = Vec::new();
-    let mut ledger = HeaderLedger::default();
-    for (i, line) in std::io::BufReader::new(f).lines().enumerate() {
-        let n = i + 1;
-        let line = line.map_err(|e| CliError::usage(format!("{shown} line {n}: {e}")))?;
-        if line.trim().is_empty() {
-            continue;
-        }
-        let rec = Record::parse_line(&line).map_err(|e| {
-            CliError::usage(format!("{shown} line {n}: {}; nothing was sent", name(&e)))
-        })?;
-        let (mut msg, mut left_out) = rec.to_outgoing();
-        if let Some(from) = rec.broker.filter(|k| *k != target) {
-            // Across kinds the metadata travels as x-qdeck-* headers (listed), not left out.
-            left_out.clear();
-            let dead = rec.dead_letter.as_ref();
-            msg = map_outgoing(msg, &rec.meta, dead, from, target, &mut ledger);
-        }
-        left_out.extend(crate::triage::headers::drop_identity(target, &mut msg));
-        for d in left_out {
-            if !dropped.contains(&d) {
-                dropped.push(d);
-            }
-        }
-        msgs.push((n, msg));
+/// A bad file is a usage error whose message already names the file and line.
+fn file_error(e: BackendError) -> CliError {
+    match e {
+        BackendError::Invalid(m) => CliError::usage(m),
+        e => e.into(),
     }
-    Ok(Parsed {
-        msgs,
-        dropped,
-        changes: ledger.changes(),
-    })
 }
 
 pub async fn import(
@@ -76,66 +33,28 @@ pub async fn import(
     yes: bool,
     f: Format,
 ) -> CliResult {
-    let qid = crate::domain::QueueId::new(queue);
+    let qid = QueueId::new(queue);
     if !dry_run {
         s.gate.require(Mutation::Import, &qid)?;
     }
     let b = s.backend.as_ref();
-    let Parsed {
-        msgs,
-        dropped,
-        changes,
-    } = read_file(file, b.kind())?;
+    let read = ops::read_import_file(file, b.kind()).map_err(file_error)?;
     let info = fetch::find(b, queue).await?;
-    if b.kind() == BrokerKind::Sqs {
-        if let Some((n, _)) = msgs
-            .iter()
-            .find(|(_, m)| std::str::from_utf8(&m.body).is_err())
-        {
-            return Err(CliError::new(
-                USAGE,
-                format!(
-                    "{} line {n}: the body is binary and SQS bodies are text; nothing was sent",
-                    name(&file.display().to_string())
-                ),
-            ));
-        }
-    }
-    let shown_file = name(&file.display().to_string());
-    let plan = format!(
-        "send {} message(s) from {shown_file} to {}",
-        msgs.len(),
-        name(info.id.as_str())
-    );
-    let mut left_out = if dropped.is_empty() {
-        String::new()
-    } else {
-        format!(
-            "; fields the source broker set are left out: {}",
-            name(&dropped.join(", "))
-        )
-    };
-    for c in &changes {
-        left_out.push_str(&format!("; {}", name(&c.line())));
-    }
+    let planned = ops::plan_import(&s.gate, info, read, rate).map_err(file_error)?;
+    let plan = planned.describe();
     if dry_run {
         if f == Format::Json {
-            output::print_json(&serde_json::json!({
-                "dry_run": true,
-                "action": "import",
-                "queue": info.id,
-                "file": file.display().to_string(),
-                "count": msgs.len(),
-                "headers_left_out": dropped,
-                "header_changes": changes,
-            }))
-            .ok();
+            output::print_json(&planned.to_json()).ok();
         } else {
-            output::print(&format!("dry run: would {plan}{left_out}; nothing sent\n"));
+            output::print(&format!("dry run: would {plan}; nothing sent\n"));
         }
         return Ok(OK);
     }
-    if msgs.is_empty() {
+    let Planned::Import { file: read, .. } = &planned else {
+        return Ok(OK);
+    };
+    let shown_file = read.shown();
+    if planned.is_empty() {
         output::print(&format!(
             "{shown_file} holds no messages; nothing to send\n"
         ));
@@ -143,20 +62,29 @@ pub async fn import(
     }
     if !yes {
         if let Err(e) = confirm(
-            &format!("About to {plan}{left_out}."),
-            info.id.as_str(),
+            &format!("About to {plan}."),
+            planned.queue().as_str(),
             s.gate.protected(),
         ) {
-            s.gate.refuse(Mutation::Import, &info.id, &e.message);
+            s.gate.refuse(Mutation::Import, planned.queue(), &e.message);
             return Err(e);
         }
     }
-    let source = file.display().to_string();
-    let r = with_progress("import", "stopping after the current batch…", |p| {
-        let (gate, id, source) = (&s.gate, &info.id, &source);
-        async move { send_all(gate, id, msgs, rate, source, &p).await }
+    let outcome = with_progress("import", "stopping after the current batch…", |p| {
+        let gate = &s.gate;
+        async move { ops::run(gate, planned, &p).await }
     })
-    .await?;
+    .await;
+    report(outcome, &shown_file, f)
+}
+
+/// The import's own report: its counts (text or JSON), then the error that stopped it.
+fn report(outcome: Outcome, shown_file: &str, f: Format) -> CliResult {
+    let r = match outcome {
+        Outcome::Import(r) => r,
+        Outcome::Failed { error, .. } => return Err(error.into()),
+        _ => return Ok(OK),
+    };
     if f == Format::Json {
         output::print_json(&r).ok();
     } else {

@@ -43,13 +43,16 @@ pub async fn send(
         }
     };
     let info = fetch::find(s.backend.as_ref(), queue).await?;
-    let id = s
-        .gate
-        .send(&info.id, OutgoingMessage { body, ..msg })
-        .await?;
+    let planned = ops::plan_send(&s.gate, info, OutgoingMessage { body, ..msg })?;
+    let queue = planned.queue().clone();
+    let id = match ops::run(&s.gate, planned, &crate::backend::OpProgress::detached()).await {
+        ops::Outcome::Sent { id } => id,
+        ops::Outcome::Failed { error, .. } => return Err(error.into()),
+        _ => None,
+    };
     let profile = s.profile().name.as_str();
     if f == Format::Json {
-        let v = serde_json::json!({"queue": info.id, "id": id, "profile": profile, "sent": 1});
+        let v = serde_json::json!({"queue": queue, "id": id, "profile": profile, "sent": 1});
         output::print_json(&v).ok();
     } else {
         // What was done, where: a bare id read as a count. The id follows where the broker
@@ -57,7 +60,7 @@ pub async fn send(
         let id = id.map_or_else(String::new, |i| format!(", id {}", name(&i)));
         output::print(&format!(
             "sent 1 message to {} (profile {}){id}\n",
-            name(info.id.as_str()),
+            name(queue.as_str()),
             name(profile)
         ));
     }
@@ -128,6 +131,10 @@ pub(super) async fn run_planned(
                 Planned::CancelScheduled { .. } => {
                     ops::Outcome::CancelScheduled(Default::default())
                 }
+                Planned::Import { .. } => ops::Outcome::Import(Default::default()),
+                // One message each: never empty.
+                Planned::Send { .. } | Planned::Edit { .. } => ops::Outcome::Sent { id: None },
+                Planned::Transfer(_) => ops::Outcome::Transfer(Default::default()),
             };
             output::print_json(&empty.to_json()).ok();
         } else {
@@ -138,9 +145,7 @@ pub(super) async fn run_planned(
     if !yes {
         let question = match &planned {
             Planned::Purge { .. } => format!("About to {plan}. This cannot be undone."),
-            Planned::Redrive { .. } | Planned::Delete { .. } | Planned::CancelScheduled { .. } => {
-                format!("About to {plan}.")
-            }
+            _ => format!("About to {plan}."),
         };
         if let Err(e) = confirm(&question, queue.as_str(), s.gate.protected()) {
             s.gate.refuse(planned.mutation(), &queue, &e.message);

@@ -375,6 +375,20 @@ pub struct TransferAsk {
     pub delete_note: Option<String>,
     /// The queue name a protected profile types to confirm.
     pub typed: Option<QueueId>,
+    /// The plan this dialog shows, run as it is on confirm (`None`: planned again then).
+    pub plan: Option<HeldPlan>,
+}
+
+/// A transfer's plan carried from the dialog to the run. Plans hold the gates of both
+/// profiles, which do not compare: two held plans are equal when they say the same.
+#[derive(Debug, Clone)]
+pub struct HeldPlan(pub std::sync::Arc<crate::engine::ops::TransferPlan>);
+
+impl PartialEq for HeldPlan {
+    fn eq(&self, other: &Self) -> bool {
+        std::sync::Arc::ptr_eq(&self.0, &other.0)
+            || (self.0.describe() == other.0.describe() && self.0.notes() == other.0.notes())
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -1,15 +1,18 @@
-//! `:copy` / `:move` from the message browser, on the event loop's side: check the transfer
-//! with the same code as `qdeck copy|move` (tiers of both profiles, target exists, a move's
-//! deletion, SQS text bodies), then run it through `triage::copy::transfer`, which audits on
-//! both profiles and deletes an original only after its copy was confirmed.
+//! `:copy` / `:move` from the message browser, on the event loop's side: planned with
+//! `ops::plan_transfer`, the same code as `qdeck copy|move` (tiers of both profiles, target
+//! exists, a move's deletion, SQS text bodies), when the dialog opens; the plan the dialog
+//! showed is what `ops::run` runs on confirm (`triage::copy::transfer`, which audits on both
+//! profiles and deletes an original only after its copy was confirmed).
 
-use super::state::{error_line, OpSummary, TransferAsk};
+use std::sync::Arc;
+
+use super::state::{error_line, HeldPlan, OpSummary, TransferAsk};
 use crate::backend::{BackendError, OpProgress};
 use crate::domain::{Message, QueueId};
-use crate::engine::ops::Outcome;
+use crate::engine::ops::{self, Outcome, Planned, TransferPlan, TransferRequest};
 use crate::engine::session::{OpenError, Session};
 use crate::sanitize::one_line;
-use crate::triage::copy::{self, End};
+use crate::triage::copy;
 
 fn verb(moving: bool) -> &'static str {
     if moving {
@@ -29,7 +32,50 @@ async fn target_session(own: &Session, profile: Option<&str>) -> Result<Session,
     })
 }
 
-/// Checks the copy/move of `messages` and describes it for the dialog; nothing is sent.
+/// The checked transfer of `messages`, tiers of both profiles included; nothing is sent.
+async fn plan_ops(
+    own: &Session,
+    source: QueueId,
+    messages: Vec<Message>,
+    to: QueueId,
+    to_profile: Option<&str>,
+    moving: bool,
+) -> Result<TransferPlan, BackendError> {
+    let t = target_session(own, to_profile).await?;
+    let selection = serde_json::json!({"selected": messages.len(), "chosen_in": "console"});
+    let req = TransferRequest {
+        from: &own.gate,
+        to: &t.gate,
+        source,
+        target: to,
+        messages,
+        moving,
+        rate: None,
+        selection,
+    };
+    let (from, dst) = (
+        copy::End {
+            gate: req.from,
+            queue: &req.source,
+        },
+        copy::End {
+            gate: req.to,
+            queue: &req.target,
+        },
+    );
+    if from.label() != dst.label() {
+        copy::require(from, dst, moving)?;
+    }
+    match ops::plan_transfer(req).await? {
+        Planned::Transfer(p) => Ok(*p),
+        other => Err(BackendError::Other(format!(
+            "the transfer planned as {}",
+            other.mutation().name()
+        ))),
+    }
+}
+
+/// Plans the copy/move of `messages` and describes it for the dialog; nothing is sent.
 pub async fn plan(
     own: &Session,
     source: QueueId,
@@ -38,37 +84,25 @@ pub async fn plan(
     to_profile: Option<String>,
     moving: bool,
 ) -> Result<Box<TransferAsk>, BackendError> {
-    let t = target_session(own, to_profile.as_deref()).await?;
-    let from = End {
-        gate: &own.gate,
-        queue: &source,
-    };
-    let dst = End {
-        gate: &t.gate,
-        queue: &to,
-    };
-    if from.label() == dst.label() {
-        return Err(BackendError::Invalid(
-            "source and target are the same queue".into(),
-        ));
-    }
-    copy::require(from, dst, moving)?;
-    let checked = copy::check(from, dst, &messages, moving).await?;
+    let tp = plan_ops(own, source, messages, to, to_profile.as_deref(), moving).await?;
+    let (from_label, to_label) = tp.labels();
     Ok(Box::new(TransferAsk {
-        from_label: format!("{} ({})", from.label(), own.backend.kind()),
-        to_label: format!("{} ({})", dst.label(), t.backend.kind()),
-        header_lines: checked
+        from_label,
+        to_label,
+        header_lines: tp
+            .check
             .headers
             .iter()
             .map(crate::triage::headers::HeaderChange::line)
             .collect(),
-        delete_note: checked.delete_note,
-        typed: checked.typed,
-        source,
-        messages,
-        to,
+        delete_note: tp.check.delete_note.clone(),
+        typed: tp.check.typed.clone(),
+        source: tp.source.clone(),
+        messages: tp.messages.clone(),
+        to: tp.target.clone(),
         to_profile,
         moving,
+        plan: Some(HeldPlan(Arc::new(tp))),
     }))
 }
 
@@ -83,43 +117,32 @@ fn nothing_sent(verb: &str, error: BackendError, p: &OpProgress) -> OpSummary {
     OpSummary::of(&failed, text)
 }
 
-/// Runs a confirmed copy/move; the one line and verdict the status bar shows.
+/// Runs a confirmed copy/move through `ops::run`: the plan the dialog showed, or one made
+/// now for a dialog opened without one. The one line and verdict the status bar shows.
 pub async fn run(own: &Session, ask: TransferAsk, p: &OpProgress) -> OpSummary {
     let v = verb(ask.moving);
-    let t = match target_session(own, ask.to_profile.as_deref()).await {
-        Ok(t) => t,
-        Err(e) => return nothing_sent(v, e, p),
+    let tp = match ask.plan {
+        Some(HeldPlan(held)) => Arc::unwrap_or_clone(held),
+        None => {
+            let to_profile = ask.to_profile.as_deref();
+            match plan_ops(
+                own,
+                ask.source,
+                ask.messages,
+                ask.to,
+                to_profile,
+                ask.moving,
+            )
+            .await
+            {
+                Ok(tp) => tp,
+                Err(e) => return nothing_sent(v, e, p),
+            }
+        }
     };
-    let from = End {
-        gate: &own.gate,
-        queue: &ask.source,
-    };
-    let dst = End {
-        gate: &t.gate,
-        queue: &ask.to,
-    };
-    let note = serde_json::json!({"selected": ask.messages.len(), "chosen_in": "console"});
-    let r = match copy::transfer(from, dst, ask.messages, ask.moving, None, note, p).await {
-        Ok(r) => r,
-        Err(e) => return nothing_sent(v, e, p),
-    };
-    let mut text = format!(
-        "{v} → {}: sent {}, failed {}",
-        one_line(&r.to),
-        r.sent,
-        r.failed
-    );
-    if ask.moving {
-        text.push_str(&format!(
-            ", originals deleted {}, already gone {}, leased (left, now twice) {}",
-            r.deleted, r.missing, r.leased
-        ));
+    let source = tp.source.clone();
+    match ops::run(&own.gate, Planned::Transfer(Box::new(tp)), p).await {
+        Outcome::Failed { error, .. } => nothing_sent(v, error, p),
+        outcome => OpSummary::of(&outcome, one_line(&outcome.summary(&source))),
     }
-    if r.cancelled {
-        text.push_str(", cancelled");
-    }
-    if let Some(e) = &r.error {
-        text.push_str(&format!(" — {}", one_line(e)));
-    }
-    OpSummary::new(text, Outcome::Transfer(r).verdict())
 }

@@ -113,16 +113,26 @@ impl Exec {
         let gate = self.session.gate.clone();
         let tx = self.tx.clone();
         tokio::spawn(async move {
+            // Planned and run like every mutation (`ops::plan_edit`, `ops::run`), as `qdeck
+            // edit` does after its own editor.
             let to = RedriveTarget::Queue(target);
-            let done = match edit::resend(&gate, &source, &original, *edited, &to).await {
-                Ok(r) => {
-                    let o = Outcome::Edit(r);
-                    OpSummary::of(&o, one_line(&o.line()))
-                }
-                Err(e) => OpSummary::new(
-                    format!("nothing was sent: {}", one_line(&e.to_string())),
+            let planned = match gate.backend().describe(&source).await {
+                Ok(info) => ops::plan_edit(&gate, info, *original, *edited, to),
+                Err(e) => Err(e),
+            };
+            let outcome = match planned {
+                Ok(planned) => ops::run(&gate, planned, &OpProgress::detached()).await,
+                Err(error) => Outcome::Failed {
+                    error,
+                    progress: Default::default(),
+                },
+            };
+            let done = match &outcome {
+                Outcome::Failed { error, .. } => OpSummary::new(
+                    format!("nothing was sent: {}", one_line(&error.to_string())),
                     Verdict::Failed,
                 ),
+                o => OpSummary::of(o, one_line(&o.line())),
             };
             let _ = tx
                 .send(Action::Resent {

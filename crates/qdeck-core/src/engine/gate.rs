@@ -85,6 +85,16 @@ pub struct Gate {
     audit: AuditLog,
 }
 
+/// Named by its profile: a plan that carries a gate prints as the profile it acts on.
+impl std::fmt::Debug for Gate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Gate")
+            .field("profile", &self.profile)
+            .field("access", &self.access)
+            .finish_non_exhaustive()
+    }
+}
+
 impl Gate {
     pub fn new(
         backend: Arc<dyn Backend>,

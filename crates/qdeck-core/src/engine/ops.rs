@@ -12,13 +12,20 @@ use tokio::task::JoinHandle;
 use super::gate::{Gate, Mutation};
 use crate::backend::{BackendError, MessageFilter, OpProgress, ProgressState};
 use crate::domain::{
-    BrowseRequest, DeleteReport, Message, MessageCount, PurgeReport, QueueId, QueueInfo,
-    RedriveMode, RedrivePlan, RedriveReport, RedriveRequest, RedriveTarget,
+    BrowseRequest, DeleteReport, Message, MessageCount, OutgoingMessage, PurgeReport, QueueId,
+    QueueInfo, RedriveMode, RedrivePlan, RedriveReport, RedriveRequest, RedriveTarget,
 };
 use crate::engine::edit::EditReport;
 use crate::sanitize::clean;
 use crate::triage::copy::TransferReport;
 use crate::triage::import::ImportReport;
+
+mod import;
+pub use import::{plan_import, read_import_file, ImportFile};
+mod transfer;
+pub use transfer::{plan_transfer, TransferPlan, TransferRequest};
+mod edit;
+pub use edit::plan_edit;
 
 /// A planned operation: what will happen, computed without changing anything.
 #[derive(Debug, Clone)]
@@ -53,6 +60,28 @@ pub enum Planned {
         queue: QueueInfo,
         /// The message as the scheduled listing shows it (its id, and `due-at` when known).
         message: Message,
+    },
+    /// Send the messages of an export file, every line already read and checked.
+    Import {
+        queue: QueueInfo,
+        file: ImportFile,
+        rate: Option<crate::engine::rate::Rate>,
+    },
+    /// Copy or move chosen messages, on one profile or from one to another.
+    Transfer(Box<TransferPlan>),
+    /// Send an edited copy of a message, then delete the original (`qdeck edit`, `e`).
+    Edit {
+        source: QueueInfo,
+        original: Box<Message>,
+        edited: Box<crate::engine::edit::Edited>,
+        target: RedriveTarget,
+        /// `target` resolved: the queue the copy goes to.
+        dest: QueueId,
+    },
+    /// Send one message (`qdeck send`).
+    Send {
+        queue: QueueInfo,
+        msg: OutgoingMessage,
     },
 }
 
@@ -123,6 +152,16 @@ pub async fn plan_redrive_matching(
         *f = Some(Box::new(filter));
     }
     Ok(planned)
+}
+
+/// Plan sending one message: refused before anything is sent where the backend cannot send.
+pub fn plan_send(
+    gate: &Gate,
+    queue: QueueInfo,
+    msg: OutgoingMessage,
+) -> Result<Planned, BackendError> {
+    crate::backend::sender_of(gate.backend().as_ref())?;
+    Ok(Planned::Send { queue, msg })
 }
 
 pub async fn plan_purge(gate: &Gate, queue: &QueueId) -> Result<Planned, BackendError> {
@@ -216,6 +255,11 @@ impl Planned {
             Planned::Redrive { .. } => Mutation::Redrive,
             Planned::Purge { .. } => Mutation::Purge,
             Planned::Delete { .. } | Planned::CancelScheduled { .. } => Mutation::Delete,
+            Planned::Import { .. } => Mutation::Import,
+            Planned::Send { .. } => Mutation::Send,
+            Planned::Edit { .. } => Mutation::Edit,
+            Planned::Transfer(t) if t.moving => Mutation::Move,
+            Planned::Transfer(_) => Mutation::Copy,
         }
     }
 
@@ -224,7 +268,11 @@ impl Planned {
             Planned::Redrive { source, .. } => &source.id,
             Planned::Purge { queue, .. }
             | Planned::Delete { queue, .. }
-            | Planned::CancelScheduled { queue, .. } => &queue.id,
+            | Planned::CancelScheduled { queue, .. }
+            | Planned::Import { queue, .. }
+            | Planned::Send { queue, .. } => &queue.id,
+            Planned::Edit { source, .. } => &source.id,
+            Planned::Transfer(t) => &t.source,
         }
     }
 
@@ -238,8 +286,20 @@ impl Planned {
                 in_flight: None,
                 exact: true,
             },
-            Planned::CancelScheduled { .. } => MessageCount {
-                ready: 1,
+            Planned::CancelScheduled { .. } | Planned::Send { .. } | Planned::Edit { .. } => {
+                MessageCount {
+                    ready: 1,
+                    in_flight: None,
+                    exact: true,
+                }
+            }
+            Planned::Transfer(t) => MessageCount {
+                ready: t.messages.len() as u64,
+                in_flight: None,
+                exact: true,
+            },
+            Planned::Import { file, .. } => MessageCount {
+                ready: file.msgs.len() as u64,
                 in_flight: None,
                 exact: true,
             },
@@ -250,9 +310,13 @@ impl Planned {
     pub fn is_empty(&self) -> bool {
         let c = self.count();
         match self {
-            Planned::Redrive { .. } | Planned::Delete { .. } | Planned::CancelScheduled { .. } => {
-                c.exact && c.ready == 0
-            }
+            Planned::Redrive { .. }
+            | Planned::Delete { .. }
+            | Planned::CancelScheduled { .. }
+            | Planned::Import { .. }
+            | Planned::Send { .. }
+            | Planned::Edit { .. }
+            | Planned::Transfer(_) => c.exact && c.ready == 0,
             Planned::Purge { .. } => c.exact && c.ready == 0 && c.in_flight.unwrap_or(0) == 0,
         }
     }
@@ -347,6 +411,19 @@ impl Planned {
                     |d| clean(&d).into_owned()
                 )
             ),
+            Planned::Import { queue, file, .. } => import::describe(queue, file),
+            Planned::Transfer(t) => t.describe(),
+            Planned::Edit {
+                source,
+                original,
+                dest,
+                ..
+            } => edit::describe(source, original, dest),
+            Planned::Send { queue, msg } => format!(
+                "send 1 message ({} byte(s)) to {}",
+                msg.body.len(),
+                clean(queue.id.as_str())
+            ),
         }
     }
 
@@ -393,6 +470,43 @@ impl Planned {
                 "id": message.id,
                 "due": message.field_text("due-at"),
             }),
+            Planned::Import { queue, file, .. } => serde_json::json!({
+                "dry_run": true,
+                "action": "import",
+                "queue": queue.id,
+                "file": file.path,
+                "count": file.msgs.len(),
+                "headers_left_out": file.dropped,
+                "header_changes": file.changes,
+            }),
+            Planned::Transfer(t) => serde_json::json!({
+                "dry_run": true,
+                "action": t.verb(),
+                "from": t.from_end().label(),
+                "to": t.to_end().label(),
+                "count": t.messages.len(),
+                "selection": t.selection,
+                "headers": t.check.headers,
+            }),
+            Planned::Edit {
+                source,
+                original,
+                dest,
+                ..
+            } => serde_json::json!({
+                "dry_run": true,
+                "action": "edit",
+                "queue": source.id,
+                "id": original.id,
+                "to": dest,
+            }),
+            Planned::Send { queue, msg } => serde_json::json!({
+                "dry_run": true,
+                "action": "send",
+                "queue": queue.id,
+                "count": 1,
+                "bytes": msg.body.len(),
+            }),
         }
     }
 }
@@ -411,6 +525,10 @@ pub enum Outcome {
     /// A delayed message cancelled (`qdeck cancel-scheduled`): a delete of one id whose
     /// message must not already be gone.
     CancelScheduled(DeleteReport),
+    /// One message sent; `id` where the broker gives one.
+    Sent {
+        id: Option<String>,
+    },
     Failed {
         error: BackendError,
         progress: ProgressState,
@@ -471,6 +589,7 @@ impl Outcome {
             // Gone before the delete reached it means it became due and was delivered.
             Outcome::CancelScheduled(r) if r.deleted > 0 => Verdict::Ok,
             Outcome::CancelScheduled(_) => Verdict::Failed,
+            Outcome::Sent { .. } => Verdict::Ok,
             // Messages moved or deleted before the error stay moved or deleted.
             Outcome::Failed { progress, .. } if progress.done > 0 => Verdict::Partial,
             Outcome::Failed { .. } => Verdict::Failed,
@@ -488,6 +607,7 @@ impl Outcome {
             Outcome::Edit(_) => self.line(),
             Outcome::Import(_) => format!("import into {q}: {}", self.line()),
             Outcome::CancelScheduled(_) => format!("cancel in {q}: {}", self.line()),
+            Outcome::Sent { .. } => format!("send to {q}: {}", self.line()),
             Outcome::Failed { .. } => format!("{q}: {}", self.line()),
         }
     }
@@ -566,6 +686,10 @@ impl Outcome {
                 "not cancelled: it became due and was taken (leased {}, missing {})",
                 r.leased, r.missing
             ),
+            Outcome::Sent { id } => match id {
+                Some(i) => format!("sent 1 message, id {}", clean(i)),
+                None => "sent 1 message".to_string(),
+            },
             Outcome::Failed { error, progress } => format!(
                 "{} (done {}, failed {} before the error)",
                 clean(&error.to_string()),
@@ -584,6 +708,7 @@ impl Outcome {
             Outcome::Edit(r) => serde_json::to_value(r).unwrap_or_default(),
             Outcome::Import(r) => serde_json::to_value(r).unwrap_or_default(),
             Outcome::CancelScheduled(r) => serde_json::to_value(r).unwrap_or_default(),
+            Outcome::Sent { id } => serde_json::json!({"sent": 1, "id": id}),
             Outcome::Failed { error, progress } => serde_json::json!({
                 "error": clean(&error.to_string()),
                 "done": progress.done,
@@ -756,6 +881,37 @@ pub async fn run(gate: &Gate, planned: Planned, p: &OpProgress) -> Outcome {
                 },
             }
         }
+        Planned::Send { queue, msg } => {
+            p.set_total(Some(1));
+            match gate.send(&queue.id, msg).await {
+                Ok(id) => {
+                    p.add_done(1);
+                    Outcome::Sent { id }
+                }
+                Err(error) => Outcome::Failed {
+                    error,
+                    progress: p.snapshot(),
+                },
+            }
+        }
+        Planned::Transfer(t) => transfer::run(*t, p).await,
+        Planned::Edit {
+            source,
+            original,
+            edited,
+            target,
+            ..
+        } => edit::run(gate, &source.id, &original, *edited, &target, p).await,
+        Planned::Import { queue, file, rate } => {
+            let (id, path) = (&queue.id, &file.path);
+            match crate::triage::import::import(gate, id, file.msgs, rate, path, p).await {
+                Ok(r) => Outcome::Import(r),
+                Err(error) => Outcome::Failed {
+                    error,
+                    progress: p.snapshot(),
+                },
+            }
+        }
     }
 }
 
@@ -817,6 +973,58 @@ mod tests {
             matches!(err, BackendError::NotFound(_)),
             "cancelled once: {err:?}"
         );
+    }
+
+    /// `qdeck send` is planned and run like every mutation: the plan's sentence counts one
+    /// message and its bytes, the run goes through the gate (one audit line, result ok), and a
+    /// read-only profile's refusal comes back as a failed outcome with nothing sent.
+    #[tokio::test]
+    async fn send_is_planned_then_run_through_the_gate() {
+        use crate::backend::local::{LocalHandle, QueueOptions};
+        use crate::backend::Backend;
+        use crate::config::Profile;
+        use crate::engine::audit::AuditLog;
+        use std::sync::Arc;
+        let dir = tempfile::tempdir().unwrap();
+        let b = Arc::new(LocalHandle::open(&dir.path().join("q.db")).unwrap());
+        b.0.create_queue("q", &QueueOptions::default()).unwrap();
+        let audit = dir.path().join("audit.log");
+        let g = Gate::new(
+            b.clone(),
+            &Profile::default_local(),
+            AuditLog::new(audit.clone()),
+        );
+        let q = QueueId::new("q");
+        let info = b.describe(&q).await.unwrap();
+        let planned = plan_send(&g, info.clone(), OutgoingMessage::text("hey", &[])).unwrap();
+        assert_eq!(
+            (planned.mutation(), planned.count().ready),
+            (Mutation::Send, 1)
+        );
+        assert_eq!(planned.describe(), "send 1 message (3 byte(s)) to q");
+        let outcome = run(&g, planned, &OpProgress::detached()).await;
+        assert!(
+            matches!(outcome, Outcome::Sent { id: Some(_) }),
+            "{outcome:?}"
+        );
+        assert_eq!(outcome.verdict(), Verdict::Ok);
+        assert_eq!(b.count(&q).await.unwrap().ready, 1);
+        let log = std::fs::read_to_string(&audit).unwrap();
+        let last: serde_json::Value = serde_json::from_str(log.lines().last().unwrap()).unwrap();
+        assert_eq!(
+            (last["action"].as_str(), last["result"].as_str()),
+            (Some("send"), Some("ok"))
+        );
+
+        let ro = Profile {
+            read_only: true,
+            ..Profile::default_local()
+        };
+        let g = Gate::new(b.clone(), &ro, AuditLog::new(audit));
+        let planned = plan_send(&g, info, OutgoingMessage::text("no", &[])).unwrap();
+        let outcome = run(&g, planned, &OpProgress::detached()).await;
+        assert_eq!(outcome.verdict(), Verdict::Failed, "{outcome:?}");
+        assert_eq!(b.count(&q).await.unwrap().ready, 1, "nothing sent");
     }
 
     /// One verdict per outcome, read the same by the audit line: the cases where the front-

@@ -197,7 +197,10 @@ impl Exec {
 impl Exec {
     /// Plan (`planning`, run on the task) and run an operation on `queue`; a refused plan
     /// ends it as failed.
-    fn run_planned<F>(&mut self, queue: QueueId, planning: F)
+    /// Plan again at confirm (the queue may have changed since the dialog opened) and run
+    /// what was planned; `shown` is the count the dialog asked about, and a plan that now
+    /// finds fewer says so in the result.
+    fn run_planned<F>(&mut self, queue: QueueId, shown: Option<u64>, planning: F)
     where
         F: Future<Output = Result<ops::Planned, BackendError>> + Send + 'static,
     {
@@ -205,14 +208,22 @@ impl Exec {
         let gate = self.session.gate.clone();
         let tx = self.tx.clone();
         tokio::spawn(async move {
+            let mut changed = None;
             let outcome = match planning.await {
-                Ok(planned) => ops::run(&gate, planned, &p).await,
+                Ok(planned) => {
+                    changed = shown.and_then(|n| planned.changed_since(n));
+                    ops::run(&gate, planned, &p).await
+                }
                 Err(error) => Outcome::Failed {
                     error,
                     progress: p.snapshot(),
                 },
             };
-            let _ = tx.send(Action::OpDone(summary(&outcome, &queue))).await;
+            let mut done = summary(&outcome, &queue);
+            if let Some(note) = changed {
+                done.text = format!("{} ({note})", done.text);
+            }
+            let _ = tx.send(Action::OpDone(done)).await;
         });
     }
 
@@ -221,13 +232,18 @@ impl Exec {
         // and its dry run; the count the dialog showed caps it too.
         let gate = self.session.gate.clone();
         let queue = req.source.clone();
-        self.run_planned(queue, async move { ops::plan_redrive(&gate, req).await });
+        let shown = req.max;
+        self.run_planned(
+            queue,
+            shown,
+            async move { ops::plan_redrive(&gate, req).await },
+        );
     }
 
     pub(super) fn purge(&mut self, queue: QueueId) {
         let gate = self.session.gate.clone();
         let q = queue.clone();
-        self.run_planned(queue, async move { ops::plan_purge(&gate, &q).await });
+        self.run_planned(queue, None, async move { ops::plan_purge(&gate, &q).await });
     }
 
     pub(super) fn delete(&mut self, queue: QueueId, ids: Vec<String>) {
@@ -239,7 +255,7 @@ impl Exec {
             let selection = serde_json::json!({"selected": ids.len(), "chosen_in": "console"});
             ops::plan_delete(&gate, &q, ids, selection).await
         };
-        self.run_planned(queue, planning);
+        self.run_planned(queue, None, planning);
     }
 
     pub(super) fn transfer(&mut self, ask: Box<TransferAsk>) {

@@ -306,6 +306,20 @@ impl Planned {
         }
     }
 
+    /// Planned again at confirm: what to tell the user when the broker's count is no longer
+    /// the `shown` one the dialog asked about (a run never takes more than was shown; fewer
+    /// is said, not silently done).
+    pub fn changed_since(&self, shown: u64) -> Option<String> {
+        let now = self.count();
+        (now.exact && now.ready < shown).then(|| {
+            format!(
+                "planned again at confirm: {} now held {}, not the {shown} the dialog showed",
+                crate::sanitize::clean(self.queue().as_str()),
+                now.ready
+            )
+        })
+    }
+
     /// Nothing to do, known for certain (an estimate of zero never skips the work).
     pub fn is_empty(&self) -> bool {
         let c = self.count();
@@ -978,6 +992,37 @@ mod tests {
     /// `qdeck send` is planned and run like every mutation: the plan's sentence counts one
     /// message and its bytes, the run goes through the gate (one audit line, result ok), and a
     /// read-only profile's refusal comes back as a failed outcome with nothing sent.
+    /// A plan made again at confirm that finds fewer messages than the dialog showed says so;
+    /// as many or more (the run is capped at what was shown) says nothing.
+    #[tokio::test]
+    async fn a_plan_that_finds_fewer_than_shown_says_so() {
+        use crate::backend::local::{LocalHandle, QueueOptions};
+        use crate::config::Profile;
+        use crate::engine::audit::AuditLog;
+        use std::sync::Arc;
+        let dir = tempfile::tempdir().unwrap();
+        let b = Arc::new(LocalHandle::open(&dir.path().join("q.db")).unwrap());
+        b.0.create_queue("q", &QueueOptions::default()).unwrap();
+        let q = QueueId::new("q");
+        for body in ["a", "b", "c"] {
+            crate::backend::sender_of(b.as_ref())
+                .unwrap()
+                .send(&q, OutgoingMessage::text(body, &[]))
+                .await
+                .unwrap();
+        }
+        let g = Gate::new(
+            b.clone(),
+            &Profile::default_local(),
+            AuditLog::new(dir.path().join("audit.log")),
+        );
+        let planned = plan_purge(&g, &q).await.unwrap();
+        let note = planned.changed_since(7).expect("3 now, 7 shown");
+        assert!(note.contains("q now held 3, not the 7"), "{note}");
+        assert_eq!(planned.changed_since(3), None);
+        assert_eq!(planned.changed_since(2), None);
+    }
+
     #[tokio::test]
     async fn send_is_planned_then_run_through_the_gate() {
         use crate::backend::local::{LocalHandle, QueueOptions};

@@ -583,3 +583,27 @@ fn queue_keys_on_the_fire_view_ask_to_open_the_row_first() {
         );
     }
 }
+
+/// A typed refusal reaches the status line as one line, redacted, never as raw broker text.
+#[test]
+fn a_typed_failure_is_shown_as_one_redacted_line() {
+    let mut st = populated();
+    update(
+        &mut st,
+        Action::Failed(qdeck::backend::BackendError::Unsupported(
+            "edit deletes the original by id,\nwhich amqp://guest:hunter2@host/ cannot do".into(),
+        )),
+    );
+    let s = st.status.as_ref().unwrap();
+    assert!(
+        s.text
+            .starts_with("not supported by this broker: edit deletes"),
+        "{}",
+        s.text
+    );
+    assert!(
+        !s.text.contains('\n') && !s.text.contains("hunter2"),
+        "{}",
+        s.text
+    );
+}

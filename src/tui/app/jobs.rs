@@ -85,7 +85,7 @@ impl Exec {
     pub(super) fn edit(&mut self, queue: QueueId, message: Box<Message>) {
         let b = &self.session.backend;
         if b.deleter().is_none() {
-            self.send_later(Action::Notice(Err(format!(
+            self.send_later(Action::Failed(BackendError::Unsupported(format!(
                 "edit deletes the original by id, which the {} backend cannot do",
                 b.kind().as_str()
             ))));
@@ -99,7 +99,8 @@ impl Exec {
                     draft,
                 });
             }
-            Err(e) => self.send_later(Action::Notice(Err(e))),
+            // The message cannot be edited as text (a binary body): invalid for this action.
+            Err(e) => self.send_later(Action::Failed(BackendError::Invalid(e))),
         }
     }
 

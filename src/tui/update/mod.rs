@@ -55,6 +55,8 @@ pub enum Action {
     DemoWorkers(usize),
     /// Result of a save or copy.
     Notice(Result<String, String>),
+    /// What the broker (or the backend's abilities) refused, typed: shown as one redacted line.
+    Failed(BackendError),
     /// The editor closed on a message of `queue`.
     Edited {
         queue: QueueId,
@@ -238,6 +240,7 @@ pub fn update(st: &mut State, action: Action) -> Vec<Effect> {
             }
         }
         Action::FleetStarted(names) => commands::fleet_started(st, &names),
+        Action::Failed(e) => set_status(st, Level::Error, error_line(&e)),
         Action::Notice(r) => match r {
             Ok(t) => set_status(st, Level::Info, t),
             Err(e) => set_status(st, Level::Error, e),

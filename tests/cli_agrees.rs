@@ -5,50 +5,18 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test asserts by unwrapping
 
-use std::path::PathBuf;
+mod common;
+use common::cli_env::CliEnv as Env;
+
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use assert_cmd::Command;
 use qdeck::backend::local::{LocalBackend, QueueOptions};
 use qdeck::domain::OutgoingMessage;
 use serde_json::Value;
 
-struct Env {
-    dir: tempfile::TempDir,
-}
-
 impl Env {
-    fn new() -> Env {
-        Env {
-            dir: tempfile::tempdir().unwrap(),
-        }
-    }
-
-    fn qdeck(&self) -> Command {
-        let mut c = Command::cargo_bin("qdeck").unwrap();
-        let d = self.dir.path();
-        c.env_clear()
-            .env("PATH", std::env::var("PATH").unwrap_or_default())
-            .env("HOME", d)
-            .env("USER", "tester")
-            .env("XDG_CONFIG_HOME", d.join("config"))
-            .env("XDG_DATA_HOME", d.join("data"))
-            .env("XDG_STATE_HOME", d.join("state"))
-            .timeout(Duration::from_secs(60));
-        c
-    }
-
-    fn db(&self) -> PathBuf {
-        self.dir.path().join("data/qdeck/local.db")
-    }
-
-    fn local(&self) -> LocalBackend {
-        std::fs::create_dir_all(self.db().parent().unwrap()).unwrap();
-        LocalBackend::open(&self.db()).unwrap()
-    }
-
     /// Standard output of a command that must succeed.
     fn stdout(&self, args: &[&str]) -> String {
         let out = self.qdeck().args(args).output().unwrap();

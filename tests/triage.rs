@@ -3,48 +3,20 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test asserts by unwrapping
 
+mod common;
+use common::cli_env::CliEnv as Env;
+
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use assert_cmd::Command;
 use predicates::prelude::*;
 use qdeck::backend::local::{LocalBackend, QueueOptions};
 use qdeck::domain::OutgoingMessage;
 use serde_json::Value;
 
-struct Env {
-    dir: tempfile::TempDir,
-}
-
 impl Env {
-    fn new() -> Env {
-        Env {
-            dir: tempfile::tempdir().unwrap(),
-        }
-    }
-
-    fn qdeck(&self) -> Command {
-        let mut c = Command::cargo_bin("qdeck").unwrap();
-        let d = self.dir.path();
-        c.env_clear()
-            .env("PATH", std::env::var("PATH").unwrap_or_default())
-            .env("HOME", d)
-            .env("USER", "tester")
-            .env("XDG_CONFIG_HOME", d.join("config"))
-            .env("XDG_DATA_HOME", d.join("data"))
-            .env("XDG_STATE_HOME", d.join("state"))
-            .timeout(Duration::from_secs(120));
-        c
-    }
-
     fn path(&self, name: &str) -> PathBuf {
         self.dir.path().join(name)
-    }
-
-    fn local(&self) -> LocalBackend {
-        let p = self.path("data/qdeck/local.db");
-        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-        LocalBackend::open(&p).unwrap()
     }
 
     fn json(&self, args: &[&str]) -> Value {

@@ -607,3 +607,21 @@ fn a_typed_failure_is_shown_as_one_redacted_line() {
         s.text
     );
 }
+
+/// A breadcrumb too long for the header keeps its end (where the user is), not its start.
+#[test]
+fn a_long_breadcrumb_keeps_where_the_user_is() {
+    let mut st = populated();
+    open_dlq(&mut st);
+    update(&mut st, code(KeyCode::Enter));
+    for c in ":ops".chars() {
+        update(&mut st, key(c));
+    }
+    update(&mut st, code(KeyCode::Enter));
+    let header = text(&draw(&st, 60, 15)).lines().next().unwrap().to_string();
+    assert!(
+        header.trim_end().ends_with("message › operations"),
+        "{header}"
+    );
+    assert!(header.contains('…'), "{header}");
+}

@@ -112,8 +112,22 @@ fn header(f: &mut Frame, st: &State, area: Rect) {
         ));
         spans.push(Span::raw(" "));
     }
-    spans.push(Span::styled(breadcrumb(st), t.accent));
+    // The end of the path is where the user is: a path too long for the row loses its
+    // beginning (`…› message › operations`), never its end.
+    let used: usize = spans.iter().map(|s| s.content.chars().count()).sum();
+    let room = (area.width as usize).saturating_sub(used);
+    spans.push(Span::styled(keep_tail(&breadcrumb(st), room), t.accent));
     f.render_widget(Paragraph::new(Line::from(spans)), area);
+}
+
+/// `s` in `max` chars: whole when it fits, else `…` and its last `max - 1` chars.
+fn keep_tail(s: &str, max: usize) -> String {
+    let n = s.chars().count();
+    if n <= max {
+        return s.to_string();
+    }
+    let tail: String = s.chars().skip(n + 1 - max.max(1)).collect();
+    format!("…{tail}")
 }
 
 /// Rows of the view area between the header, the status rows and the footer.

@@ -230,10 +230,9 @@ pub fn render_body(f: &mut Frame, st: &State, area: Rect) {
         return;
     };
     let kind = st.body.kind.map_or("?", crate::sanitize::BodyKind::label);
-    let inner_w = area.width.saturating_sub(2);
-    let doc = document(st, msg, inner_w);
+    let head = head_rows(st, msg, area.width.saturating_sub(2));
     let h = area.height.saturating_sub(2) as usize;
-    let total = doc.len();
+    let total = head.len() + st.body.lines.len();
     let scroll = st.body.scroll.min(total.saturating_sub(h));
     let mut title = vec![
         styled(" message ", t.dim),
@@ -254,28 +253,35 @@ pub fn render_body(f: &mut Frame, st: &State, area: Rect) {
     let b = block(st, Line::from(title));
     let inner = b.inner(area);
     f.render_widget(b, area);
-    let shown: Vec<Line> = doc.into_iter().skip(scroll).take(h).collect();
+    // Only the rows on screen are built: the body may run to thousands of lines. Its lines
+    // were sanitized when the message was opened.
+    let body_from = scroll.saturating_sub(head.len());
+    let shown: Vec<Line> = head
+        .into_iter()
+        .skip(scroll)
+        .chain(
+            st.body
+                .lines
+                .iter()
+                .skip(body_from)
+                .map(|l| Line::from(styled(l.clone(), t.text))),
+        )
+        .take(h)
+        .collect();
     f.render_widget(Paragraph::new(shown), inner);
 }
 
-/// The whole message as one scrolling document: the headers and broker fields (wrapped to
-/// the width: none is hidden however short the terminal), a rule, then the body.
-fn document<'a>(st: &State, msg: &crate::domain::Message, width: u16) -> Vec<Line<'a>> {
-    let t = &st.theme;
+/// The rows above the body, wrapped to the width (none is hidden however short the
+/// terminal): headers and broker fields, then the rule that opens the body. The message
+/// scrolls as one document of these rows and the body's lines.
+fn head_rows<'a>(st: &State, msg: &crate::domain::Message, width: u16) -> Vec<Line<'a>> {
     let kind = st.body.kind.map_or("?", crate::sanitize::BodyKind::label);
-    let mut doc = wrap_lines(&meta_lines(st, msg), width);
-    doc.push(Line::from(styled(
+    let mut rows = wrap_lines(&meta_lines(st, msg), width);
+    rows.push(Line::from(styled(
         format!("── body ({kind}, {} lines) ", st.body.lines.len()),
-        t.border,
+        st.theme.border,
     )));
-    // Lines were sanitized when the message was opened.
-    doc.extend(
-        st.body
-            .lines
-            .iter()
-            .map(|l| Line::from(styled(l.clone(), t.text))),
-    );
-    doc
+    rows
 }
 
 /// Rows on screen and rows in all of the open message: what its scroll is bounded by.
@@ -283,7 +289,7 @@ pub fn body_geometry(st: &State) -> (usize, usize) {
     let Some(msg) = st.msgs.messages.get(st.body.index) else {
         return (1, 0);
     };
-    let total = document(st, msg, st.size.0.saturating_sub(2)).len();
+    let total = head_rows(st, msg, st.size.0.saturating_sub(2)).len() + st.body.lines.len();
     let page = super::main_height(st).saturating_sub(2).max(1);
     (page, total)
 }

@@ -79,13 +79,7 @@ fn snapshot_queues_states() {
 #[test]
 fn snapshot_detail() {
     let mut st = populated();
-    let pos = st
-        .queues
-        .rows
-        .iter()
-        .position(|&i| st.store.entries()[i].info.id.as_str() == "orders")
-        .unwrap();
-    st.queues.cursor.sel = pos;
+    select(&mut st, "orders");
     update(&mut st, code(KeyCode::Enter));
     assert_eq!(st.view(), View::Detail);
     snap("detail_80x24", &st, 80, 24);
@@ -176,12 +170,7 @@ fn force_advice_only_for_a_refusal_force_lifts() {
 #[test]
 fn snapshot_dialogs() {
     let mut st = populated();
-    st.queues.cursor.sel = st
-        .queues
-        .rows
-        .iter()
-        .position(|&i| st.store.entries()[i].info.id.as_str() == "orders")
-        .unwrap();
+    select(&mut st, "orders");
     update(&mut st, key('P'));
     snap("dialog_purge", &st, 80, 24);
     update(&mut st, code(KeyCode::Esc));
@@ -191,12 +180,7 @@ fn snapshot_dialogs() {
 
     let mut st = populated();
     st.session.protected = true;
-    st.queues.cursor.sel = st
-        .queues
-        .rows
-        .iter()
-        .position(|&i| st.store.entries()[i].info.id.as_str() == "payments")
-        .unwrap();
+    select(&mut st, "payments");
     update(&mut st, key('P'));
     for c in "paym".chars() {
         update(&mut st, key(c));
@@ -396,13 +380,7 @@ fn navigation_and_filter() {
 #[test]
 fn sort_keeps_selection() {
     let mut st = populated();
-    let pos = st
-        .queues
-        .rows
-        .iter()
-        .position(|&i| st.store.entries()[i].info.id.as_str() == "payments")
-        .unwrap();
-    st.queues.cursor.sel = pos;
+    select(&mut st, "payments");
     update(&mut st, key('s')); // depth, descending
     let top = &st.store.entries()[st.queues.rows[0]].info.id;
     assert_eq!(top.as_str(), "payments"); // 420 deep
@@ -527,12 +505,7 @@ fn partial_sort_is_said_in_the_title_at_every_size() {
 #[test]
 fn purge_needs_confirmation() {
     let mut st = populated();
-    st.queues.cursor.sel = st
-        .queues
-        .rows
-        .iter()
-        .position(|&i| st.store.entries()[i].info.id.as_str() == "payments")
-        .unwrap();
+    select(&mut st, "payments");
     let fx = update(&mut st, key('P'));
     assert!(!fx.iter().any(|e| matches!(e, Effect::Purge(_))));
     match &st.dialog.as_ref().unwrap().kind {
@@ -560,12 +533,7 @@ fn purge_needs_confirmation() {
 fn protected_profile_types_the_name() {
     let mut st = populated();
     st.session.protected = true;
-    st.queues.cursor.sel = st
-        .queues
-        .rows
-        .iter()
-        .position(|&i| st.store.entries()[i].info.id.as_str() == "payments")
-        .unwrap();
+    select(&mut st, "payments");
     update(&mut st, key('P'));
     // 'y' is just a typed letter here.
     let fx = update(&mut st, key('y'));
@@ -1681,15 +1649,6 @@ fn workers_view_refreshes_on_the_tick() {
 // ---------- the console issue: every dialog and view at every size ----------
 
 const SIZES: [(u16, u16); 3] = [(200, 50), (80, 24), (60, 15)];
-
-fn select(st: &mut State, name: &str) {
-    st.queues.cursor.sel = st
-        .queues
-        .rows
-        .iter()
-        .position(|&i| st.store.entries()[i].info.id.as_str() == name)
-        .expect("row");
-}
 
 /// A state with a redrive running (1,200 of 5,000 done).
 fn running_redrive() -> State {

@@ -19,15 +19,6 @@ fn snap(name: &str, st: &State, w: u16, h: u16) {
     insta::assert_snapshot!(name, text(&draw(st, w, h)));
 }
 
-fn select(st: &mut State, name: &str) {
-    st.queues.cursor.sel = st
-        .queues
-        .rows
-        .iter()
-        .position(|&i| st.store.entries()[i].info.id.as_str() == name)
-        .expect("row");
-}
-
 fn sorted_names(st: &State) -> Vec<String> {
     st.queues
         .rows

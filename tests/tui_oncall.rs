@@ -394,12 +394,7 @@ fn the_message_view_scrolls_headers_and_body_as_one() {
 #[test]
 fn the_reasons_view_keeps_the_failure_text_readable_at_80_columns() {
     let mut st = populated();
-    st.queues.cursor.sel = st
-        .queues
-        .rows
-        .iter()
-        .position(|&i| st.store.entries()[i].info.id.as_str() == "orders-dlq")
-        .unwrap();
+    select(&mut st, "orders-dlq");
     update(&mut st, key('F'));
     let now = st.now_ms;
     let group = |sig: &str, count: u64| qdeck::triage::Group {
@@ -450,12 +445,7 @@ fn reasons_say_which_queue_they_group() {
         ("emails", "emails", "(its own messages: no DLQ)"),
     ] {
         let mut st = populated();
-        st.queues.cursor.sel = st
-            .queues
-            .rows
-            .iter()
-            .position(|&i| st.store.entries()[i].info.id.as_str() == queue)
-            .unwrap();
+        select(&mut st, queue);
         let fx = update(&mut st, key('F'));
         assert!(
             fx.contains(&Effect::Reasons(QueueId::new(scanned))),

@@ -202,15 +202,19 @@ pub fn assert_no_controls(t: &Terminal<TestBackend>) {
     }
 }
 
-pub fn open_dlq(st: &mut State) {
-    // Select orders-dlq and browse it.
-    let pos = st
+/// Put the queue table's cursor on `name`.
+pub fn select(st: &mut State, name: &str) {
+    st.queues.cursor.sel = st
         .queues
         .rows
         .iter()
-        .position(|&i| st.store.entries()[i].info.id.as_str() == "orders-dlq")
+        .position(|&i| st.store.entries()[i].info.id.as_str() == name)
         .expect("row");
-    st.queues.cursor.sel = pos;
+}
+
+pub fn open_dlq(st: &mut State) {
+    // Select orders-dlq and browse it.
+    select(st, "orders-dlq");
     let fx = update(st, key('b'));
     assert!(fx
         .iter()

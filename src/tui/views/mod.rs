@@ -161,19 +161,8 @@ fn status_rows(st: &State, width: u16) -> Vec<Line<'static>> {
         Span::styled(hint, st.theme.dim),
     ]);
     let mut rows = wrap::wrap_lines(&[line], width);
-    if rows.len() > STATUS_ROWS {
-        rows.truncate(STATUS_ROWS);
-        if let Some(last) = rows.last_mut() {
-            let s: String = last.spans.iter().map(|sp| sp.content.as_ref()).collect();
-            let keep = (width as usize).saturating_sub(if sticky { 8 } else { 1 });
-            let mut cut: String = s.chars().take(keep).collect();
-            cut.push('…');
-            if sticky {
-                cut.push_str(" (:ops)");
-            }
-            *last = Line::from(Span::styled(cut, style));
-        }
-    }
+    let mark = if sticky { "… (:ops)" } else { "…" };
+    wrap::clip_rows(&mut rows, STATUS_ROWS, width, mark, style);
     rows
 }
 

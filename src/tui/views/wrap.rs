@@ -89,6 +89,22 @@ pub fn wrapped_height(lines: &[Line<'_>], width: u16) -> usize {
     wrap_lines(lines, width).len()
 }
 
+/// At most `max` of the wrapped `rows`; when some are dropped, the last row kept ends in
+/// `mark` (`…`, or `… (:ops)` where the whole text can be read) within `width`.
+pub fn clip_rows(rows: &mut Vec<Line<'static>>, max: usize, width: u16, mark: &str, style: Style) {
+    if rows.len() <= max {
+        return;
+    }
+    rows.truncate(max);
+    if let Some(last) = rows.last_mut() {
+        let text: String = last.spans.iter().map(|sp| sp.content.as_ref()).collect();
+        let keep = (width as usize).saturating_sub(mark.chars().count());
+        let mut cut: String = text.chars().take(keep).collect();
+        cut.push_str(mark);
+        *last = Line::from(Span::styled(cut, style));
+    }
+}
+
 /// Room at the bottom of `inner` for `text` in full, wrapped (at most a third of the
 /// height, and the last row says when even that cut it), a blank row above it: the area
 /// left for the table, and the text's. Tables cut their long cells; the selected row's
@@ -102,16 +118,7 @@ pub fn split_for_text(
     };
     let max = (inner.height / 3).max(1) as usize;
     let mut rows = wrap_lines(&[Line::from(clean(&text).into_owned())], inner.width.max(1));
-    if rows.len() > max {
-        rows.truncate(max);
-        if let Some(last) = rows.last_mut() {
-            let mut s: String = last.spans.iter().map(|sp| sp.content.as_ref()).collect();
-            let keep = (inner.width as usize).saturating_sub(1);
-            s = s.chars().take(keep).collect();
-            s.push('…');
-            *last = Line::from(s);
-        }
-    }
+    clip_rows(&mut rows, max, inner.width, "…", Style::default());
     let h = rows.len() as u16;
     if inner.height <= h + 2 {
         return (inner, None);

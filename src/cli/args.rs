@@ -246,6 +246,10 @@ pub enum Command {
     },
     /// Monitoring check: exit 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN, with a one-line summary.
     Check(CheckArgs),
+    /// Poll every profile (or `-p a,b`) and print each alert rule's transitions (firing,
+    /// resolved) as they happen, one line each (`-o json`: JSON lines); optionally run a hook
+    /// per transition. Runs until interrupted. The rules are `[[alerts]]` in the config.
+    Watch(WatchArgs),
     /// Create a queue on the local broker.
     Create {
         queue: String,
@@ -327,6 +331,40 @@ pub struct ScanArgs {
     /// Browse even where it could push messages toward the DLQ (as `peek --force`).
     #[arg(long)]
     pub force: bool,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct WatchArgs {
+    /// Run this shell command for each transition, the transition as one JSON line on its
+    /// standard input.
+    #[arg(long, conflicts_with = "hook_url_env")]
+    pub hook_cmd: Option<String>,
+    /// POST each transition to the URL held in this environment variable (a webhook URL is a
+    /// secret: it is never taken from the command line).
+    #[arg(long)]
+    pub hook_url_env: Option<String>,
+    /// Body of the POST: the transition's JSON (generic) or a Slack-compatible `text`.
+    #[arg(long, value_enum, default_value = "generic")]
+    pub hook_format: HookFormat,
+    /// How long one hook may take before it is abandoned (a command is killed).
+    #[arg(long, value_parser = parse_duration, default_value = "10s")]
+    pub hook_timeout: std::time::Duration,
+    /// Tries per transition before the hook is given up (logged).
+    #[arg(long, default_value_t = 3)]
+    pub hook_tries: u32,
+    /// Where the rules' states are kept across restarts (default:
+    /// $XDG_STATE_HOME/qdeck/watch-state.json).
+    #[arg(long)]
+    pub state: Option<PathBuf>,
+    /// Stop after this long (default: run until interrupted).
+    #[arg(long, value_parser = parse_duration)]
+    pub duration: Option<std::time::Duration>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum HookFormat {
+    Generic,
+    Slack,
 }
 
 #[derive(Debug, Clone, Args)]

@@ -15,9 +15,11 @@ mod cmd_read;
 mod cmd_reasons;
 mod cmd_redrive_where;
 mod cmd_scheduled;
+mod cmd_watch;
 mod confirm;
 pub mod exit;
 pub mod fetch;
+mod hooks;
 pub mod multi;
 pub mod output;
 mod progress_line;
@@ -74,6 +76,9 @@ async fn dispatch(cli: Cli) -> CliResult {
         Command::Config { action } => return cmd_config::run(action, &opts, f),
         Command::Completions { shell } => return cmd_config::completions(*shell),
         _ => {}
+    }
+    if let Command::Watch(a) = cmd {
+        return cmd_watch::watch(&cli.global, &opts, a, f).await;
     }
     if let Some(sel) = multi::selection(&cli.global) {
         return multi::run(cmd, sel, &cli.global, &opts, f).await;
@@ -235,6 +240,7 @@ async fn changing(s: &Session, cmd: Command, f: args::Format) -> CliResult {
         | Command::Reasons { .. }
         | Command::Export { .. }
         | Command::Check(_)
+        | Command::Watch(_)
         | Command::Config { .. }
         | Command::Completions { .. }
         | Command::Create { .. }

@@ -3,6 +3,7 @@
 //! The `config` crate lowercases map keys, so names users choose (profiles, queues, key
 //! strings) live in values, never in keys.
 
+pub mod alerts;
 pub mod paths;
 pub mod profile;
 pub mod redact;
@@ -41,6 +42,12 @@ pub struct AppConfig {
     /// The on-fire view's thresholds.
     #[serde(default)]
     pub fire: FireConfig,
+    /// Alert rules (`[[alerts]]`), read by the console, `qdeck watch` and `qdeck serve`.
+    #[serde(default)]
+    pub alerts: Vec<alerts::AlertRuleConfig>,
+    /// What the console does when an alert starts firing.
+    #[serde(default)]
+    pub notify: alerts::NotifyConfig,
 }
 
 /// `[fire]`: what the on-fire view counts as late.
@@ -262,6 +269,7 @@ fn validate(c: &AppConfig, file: Option<&Path>) -> Result<(), ConfigError> {
             c.fire.max_age_secs
         )));
     }
+    crate::engine::alerts::rules(c).map_err(|e| ConfigError(format!("{where_}: {e}")))?;
     if let Some(d) = &c.default_profile {
         if !c.profiles.iter().any(|p| &p.name == d) && d != "local" {
             return Err(ConfigError(format!(

@@ -230,7 +230,7 @@ pub fn profiles_to_poll(cfg: &config::AppConfig, chosen: &[String]) -> Vec<Strin
 pub type FleetHandle = PollHandle;
 
 /// What one round of the fleet reads of a profile: its queues and their figures.
-type Polled = (Vec<QueueInfo>, StatsBatch);
+pub type Polled = (Vec<QueueInfo>, StatsBatch);
 
 /// Poll every profile in `names` through the multi-profile poller, each at its own refresh
 /// period; every answer becomes that profile's updated row on `tx`.
@@ -262,7 +262,7 @@ pub fn spawn(
     handle
 }
 
-async fn read(s: Session) -> Result<Polled, BackendError> {
+pub async fn read(s: Session) -> Result<Polled, BackendError> {
     let infos = s.backend.list_queues().await?;
     let ids: Vec<QueueId> = infos.iter().map(|q| q.id.clone()).collect();
     let batch = if ids.is_empty() {

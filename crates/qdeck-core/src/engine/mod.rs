@@ -1,5 +1,6 @@
 //! The engine: what the console and the one-shot commands share.
 
+pub mod alerts;
 pub mod audit;
 pub mod budget;
 pub mod derive;

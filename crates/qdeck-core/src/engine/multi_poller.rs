@@ -109,6 +109,10 @@ pub struct Answer<T, E> {
     pub updated_ms: Option<i64>,
     /// Calls per minute (and cost) since the previous successful round on the same session.
     pub budget: Option<Budget>,
+    /// How long the round took.
+    pub took: Duration,
+    /// Calls the session has made since it was opened (a new session starts again at 0).
+    pub calls: Option<u64>,
 }
 
 /// The refresh period a profile is polled at before its configuration is read.
@@ -175,6 +179,7 @@ impl ProfilePoller {
         let result = self.attempt(work).await;
         let mut paced = Duration::ZERO;
         let mut spent = None;
+        let mut calls = None;
         match &result {
             Ok(_) => {
                 self.failures = 0;
@@ -190,6 +195,7 @@ impl ProfilePoller {
         // that many calls fit in it.
         if let Some(s) = &self.session {
             let counts = s.backend.api_calls().snapshot();
+            calls = Some(counts.values().sum());
             if let Some((t, before)) = &self.calls_at {
                 spent = budget::between(s.backend.kind(), before, &counts, t.elapsed());
                 if let Some(max) = self.settings.as_ref().and_then(|s| s.calls_budget) {
@@ -205,6 +211,8 @@ impl ProfilePoller {
             result,
             updated_ms: self.updated_ms,
             budget: spent,
+            took: started.elapsed(),
+            calls,
         }
     }
 
@@ -285,6 +293,8 @@ where
             result: Err(PollError::Lost(e.to_string())),
             updated_ms: None,
             budget: None,
+            took: Duration::ZERO,
+            calls: None,
         }));
     }
     out

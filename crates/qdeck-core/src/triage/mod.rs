@@ -4,6 +4,7 @@
 
 pub mod batches;
 pub mod copy;
+pub mod expr;
 pub mod headers;
 pub mod import;
 pub mod predicate;

@@ -20,70 +20,14 @@ use std::fmt;
 
 use regex::Regex;
 
+pub use super::expr::PredicateError;
+use super::expr::{self, err, Expr, Op, Tok, Token, Vocabulary};
+
 use super::signature::{self, SignatureConfig};
 use crate::domain::Message;
 
-/// A parse error at a column (1-based, in characters).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PredicateError {
-    pub column: usize,
-    pub message: String,
-}
-
-impl fmt::Display for PredicateError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "column {}: {}", self.column, self.message)
-    }
-}
-
-impl std::error::Error for PredicateError {}
-
 const FIELDS: &str =
     "reason, signature, origin, key, id, header.NAME, body, json.PATH, age, receives";
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Op {
-    Eq,
-    Ne,
-    Match,
-    NotMatch,
-    Lt,
-    Le,
-    Gt,
-    Ge,
-}
-
-impl Op {
-    fn text(self) -> &'static str {
-        match self {
-            Op::Eq => "=",
-            Op::Ne => "!=",
-            Op::Match => "~",
-            Op::NotMatch => "!~",
-            Op::Lt => "<",
-            Op::Le => "<=",
-            Op::Gt => ">",
-            Op::Ge => ">=",
-        }
-    }
-
-    fn negated(self) -> bool {
-        matches!(self, Op::Ne | Op::NotMatch)
-    }
-
-    fn order(self, o: std::cmp::Ordering) -> bool {
-        use std::cmp::Ordering::*;
-        match self {
-            Op::Eq => o == Equal,
-            Op::Ne => o != Equal,
-            Op::Lt => o == Less,
-            Op::Le => o != Greater,
-            Op::Gt => o == Greater,
-            Op::Ge => o != Less,
-            Op::Match | Op::NotMatch => false,
-        }
-    }
-}
 
 #[derive(Debug, Clone)]
 enum Field {
@@ -110,19 +54,38 @@ enum Value {
     Regex(Regex),
 }
 
-#[derive(Debug, Clone)]
-enum Expr {
-    And(Box<Expr>, Box<Expr>),
-    Or(Box<Expr>, Box<Expr>),
-    Not(Box<Expr>),
-    Cmp(Field, Op, Value),
-}
-
 /// A parsed predicate, ready to test messages.
 #[derive(Debug, Clone)]
 pub struct Predicate {
     source: String,
-    expr: Expr,
+    expr: Expr<(Field, Op, Value)>,
+}
+
+/// The fields of a message.
+struct MessageFields;
+
+impl Vocabulary for MessageFields {
+    type Field = Field;
+    type Cmp = (Field, Op, Value);
+
+    fn fields(&self) -> &'static str {
+        FIELDS
+    }
+
+    fn field(&self, word: &str, col: usize) -> Result<Field, PredicateError> {
+        field(word, col)
+    }
+
+    fn compare(
+        &self,
+        f: Field,
+        word: &str,
+        op: Op,
+        v: &Token,
+    ) -> Result<(Field, Op, Value), PredicateError> {
+        let value = value(&f, word, op, v)?;
+        Ok((f, op, value))
+    }
 }
 
 /// What evaluation needs besides the message.
@@ -144,16 +107,7 @@ impl EvalContext {
 
 impl Predicate {
     pub fn parse(text: &str) -> Result<Predicate, PredicateError> {
-        let tokens = lex(text)?;
-        let mut p = Parser {
-            tokens,
-            pos: 0,
-            end: text.chars().count() + 1,
-        };
-        let expr = p.or()?;
-        if let Some(t) = p.peek() {
-            return Err(err(t.col, format!("unexpected {}", t.kind.describe())));
-        }
+        let expr = expr::parse(text, &MessageFields)?;
         Ok(Predicate {
             source: text.trim().to_string(),
             expr,
@@ -166,283 +120,15 @@ impl Predicate {
     }
 
     pub fn matches(&self, m: &Message, ctx: &EvalContext) -> bool {
-        eval(&self.expr, m, ctx, &mut None)
+        let mut json = None;
+        self.expr
+            .eval(&mut |(f, op, v)| compare(f, *op, v, m, ctx, &mut json))
     }
 }
 
 impl fmt::Display for Predicate {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.source)
-    }
-}
-
-fn err(column: usize, message: impl Into<String>) -> PredicateError {
-    PredicateError {
-        column,
-        message: message.into(),
-    }
-}
-
-// ---- lexer ----
-
-#[derive(Debug, Clone, PartialEq)]
-enum Tok {
-    Word(String),
-    Str(String),
-    Num(f64),
-    Duration(i64),
-    Op(Op),
-    LParen,
-    RParen,
-}
-
-impl Tok {
-    fn describe(&self) -> String {
-        match self {
-            Tok::Word(w) => format!("{w:?}"),
-            Tok::Str(s) => format!("string {s:?}"),
-            Tok::Num(n) => format!("number {n}"),
-            Tok::Duration(_) => "a duration".to_string(),
-            Tok::Op(o) => format!("operator {:?}", o.text()),
-            Tok::LParen => "\"(\"".to_string(),
-            Tok::RParen => "\")\"".to_string(),
-        }
-    }
-}
-
-#[derive(Debug, Clone)]
-struct Token {
-    kind: Tok,
-    col: usize,
-}
-
-fn is_word_char(c: char) -> bool {
-    c.is_alphanumeric() || matches!(c, '_' | '-' | '.' | ':' | '$' | '/')
-}
-
-fn lex(text: &str) -> Result<Vec<Token>, PredicateError> {
-    let chars: Vec<char> = text.chars().collect();
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < chars.len() {
-        let c = chars[i];
-        let col = i + 1;
-        if c.is_whitespace() {
-            i += 1;
-            continue;
-        }
-        if let Some((op, n)) = operator_at(&chars, i) {
-            out.push(Token {
-                kind: Tok::Op(op),
-                col,
-            });
-            i += n;
-            continue;
-        }
-        let (kind, next) = match c {
-            '(' => (Tok::LParen, i + 1),
-            ')' => (Tok::RParen, i + 1),
-            '"' | '\'' => {
-                let (s, next) = string_at(&chars, i)?;
-                (Tok::Str(s), next)
-            }
-            c if c.is_ascii_digit()
-                || (c == '-' && chars.get(i + 1).is_some_and(char::is_ascii_digit)) =>
-            {
-                number_at(&chars, i)?
-            }
-            c if c.is_alphabetic() || c == '_' => {
-                let mut end = i;
-                while end < chars.len() && is_word_char(chars[end]) {
-                    end += 1;
-                }
-                (Tok::Word(chars[i..end].iter().collect()), end)
-            }
-            other => return Err(err(col, format!("unexpected character {other:?}"))),
-        };
-        out.push(Token { kind, col });
-        i = next;
-    }
-    Ok(out)
-}
-
-/// The operator at `chars[i]` and its length in characters.
-fn operator_at(chars: &[char], i: usize) -> Option<(Op, usize)> {
-    let two: String = chars[i..(i + 2).min(chars.len())].iter().collect();
-    match two.as_str() {
-        "!=" => Some((Op::Ne, 2)),
-        "!~" => Some((Op::NotMatch, 2)),
-        "<=" => Some((Op::Le, 2)),
-        ">=" => Some((Op::Ge, 2)),
-        "==" => Some((Op::Eq, 2)),
-        _ => match chars[i] {
-            '=' => Some((Op::Eq, 1)),
-            '~' => Some((Op::Match, 1)),
-            '<' => Some((Op::Lt, 1)),
-            '>' => Some((Op::Gt, 1)),
-            _ => None,
-        },
-    }
-}
-
-/// The string quoted at `chars[start]` (a backslash escapes the quote and itself), and the
-/// index past its closing quote.
-fn string_at(chars: &[char], start: usize) -> Result<(String, usize), PredicateError> {
-    let quote = chars[start];
-    let mut s = String::new();
-    let mut i = start + 1;
-    loop {
-        match chars.get(i) {
-            None => return Err(err(start + 1, "string is not closed")),
-            Some('\\') if matches!(chars.get(i + 1), Some(&q) if q == quote || q == '\\') => {
-                s.push(chars[i + 1]);
-                i += 2;
-            }
-            Some(&q) if q == quote => return Ok((s, i + 1)),
-            Some(&ch) => {
-                s.push(ch);
-                i += 1;
-            }
-        }
-    }
-}
-
-/// The number at `chars[start]`, a duration when a unit follows it, and the index past it.
-fn number_at(chars: &[char], start: usize) -> Result<(Tok, usize), PredicateError> {
-    let col = start + 1;
-    let mut i = start + 1;
-    while i < chars.len() && (chars[i].is_ascii_digit() || chars[i] == '.') {
-        i += 1;
-    }
-    let num: String = chars[start..i].iter().collect();
-    let ustart = i;
-    while i < chars.len() && chars[i].is_ascii_alphabetic() {
-        i += 1;
-    }
-    let unit: String = chars[ustart..i].iter().collect();
-    let n: f64 = num
-        .parse()
-        .map_err(|_| err(col, format!("{num:?} is not a number")))?;
-    if unit.is_empty() {
-        return Ok((Tok::Num(n), i));
-    }
-    let per = match unit.as_str() {
-        "ms" => 1.0,
-        "s" => 1_000.0,
-        "m" => 60_000.0,
-        "h" => 3_600_000.0,
-        "d" => 86_400_000.0,
-        _ => {
-            return Err(err(
-                ustart + 1,
-                format!("unknown unit {unit:?} (use ms, s, m, h or d)"),
-            ))
-        }
-    };
-    Ok((Tok::Duration((n * per).round() as i64), i))
-}
-
-// ---- parser ----
-
-struct Parser {
-    tokens: Vec<Token>,
-    pos: usize,
-    /// Column just past the end, for "expected … at the end".
-    end: usize,
-}
-
-fn is_keyword(t: &Token, k: &str) -> bool {
-    matches!(&t.kind, Tok::Word(w) if w.eq_ignore_ascii_case(k))
-}
-
-impl Parser {
-    fn peek(&self) -> Option<&Token> {
-        self.tokens.get(self.pos)
-    }
-
-    fn next(&mut self, what: &str) -> Result<Token, PredicateError> {
-        let t = self
-            .tokens
-            .get(self.pos)
-            .cloned()
-            .ok_or_else(|| err(self.end, format!("expected {what} at the end")))?;
-        self.pos += 1;
-        Ok(t)
-    }
-
-    fn eat_keyword(&mut self, k: &str) -> bool {
-        if self.peek().is_some_and(|t| is_keyword(t, k)) {
-            self.pos += 1;
-            true
-        } else {
-            false
-        }
-    }
-
-    fn or(&mut self) -> Result<Expr, PredicateError> {
-        let mut e = self.and()?;
-        while self.eat_keyword("or") {
-            e = Expr::Or(Box::new(e), Box::new(self.and()?));
-        }
-        Ok(e)
-    }
-
-    fn and(&mut self) -> Result<Expr, PredicateError> {
-        let mut e = self.unary()?;
-        while self.eat_keyword("and") {
-            e = Expr::And(Box::new(e), Box::new(self.unary()?));
-        }
-        Ok(e)
-    }
-
-    fn unary(&mut self) -> Result<Expr, PredicateError> {
-        if self.eat_keyword("not") {
-            return Ok(Expr::Not(Box::new(self.unary()?)));
-        }
-        if self.peek().is_some_and(|t| t.kind == Tok::LParen) {
-            let open = self.next("(")?;
-            let e = self.or()?;
-            match self.peek() {
-                Some(t) if t.kind == Tok::RParen => {
-                    self.pos += 1;
-                    Ok(e)
-                }
-                Some(t) => Err(err(
-                    t.col,
-                    format!("expected \")\" but found {}", t.kind.describe()),
-                )),
-                None => Err(err(open.col, "this \"(\" is not closed")),
-            }
-        } else {
-            self.comparison()
-        }
-    }
-
-    fn comparison(&mut self) -> Result<Expr, PredicateError> {
-        let t = self.next("a field")?;
-        let Tok::Word(word) = &t.kind else {
-            return Err(err(
-                t.col,
-                format!(
-                    "expected a field ({FIELDS}) but found {}",
-                    t.kind.describe()
-                ),
-            ));
-        };
-        let field = field(word, t.col)?;
-        let o = self.next("an operator")?;
-        let Tok::Op(op) = o.kind else {
-            return Err(err(
-                o.col,
-                format!(
-                    "expected an operator (= != ~ !~ < <= > >=) after {word:?} but found {}",
-                    o.kind.describe()
-                ),
-            ));
-        };
-        let v = self.next("a value")?;
-        let value = value(&field, word, op, v)?;
-        Ok(Expr::Cmp(field, op, value))
     }
 }
 
@@ -482,7 +168,7 @@ fn field(word: &str, col: usize) -> Result<Field, PredicateError> {
     }
 }
 
-fn value(field: &Field, name: &str, op: Op, v: Token) -> Result<Value, PredicateError> {
+fn value(field: &Field, name: &str, op: Op, v: &Token) -> Result<Value, PredicateError> {
     let col = v.col;
     let bad = |what: &str| {
         err(
@@ -539,20 +225,6 @@ fn value(field: &Field, name: &str, op: Op, v: Token) -> Result<Value, Predicate
 }
 
 // ---- evaluation ----
-
-fn eval(
-    e: &Expr,
-    m: &Message,
-    ctx: &EvalContext,
-    json: &mut Option<Option<serde_json::Value>>,
-) -> bool {
-    match e {
-        Expr::And(a, b) => eval(a, m, ctx, json) && eval(b, m, ctx, json),
-        Expr::Or(a, b) => eval(a, m, ctx, json) || eval(b, m, ctx, json),
-        Expr::Not(a) => !eval(a, m, ctx, json),
-        Expr::Cmp(f, op, v) => compare(f, *op, v, m, ctx, json),
-    }
-}
 
 /// Text fields: `=`/`~` hold when any candidate text matches; `!=`/`!~` when none does.
 fn texts(op: Op, v: &Value, candidates: &[&str]) -> bool {

@@ -1,0 +1,160 @@
+//! `qdeck watch`: the alert rules evaluated headless, one line per transition.
+
+use tokio::sync::mpsc;
+
+use super::args::{Format, Global, HookFormat, WatchArgs};
+use super::exit::{CliError, CliResult, OK, USAGE};
+use super::hooks::{self, Hooks, Settings, Target};
+use super::{multi, output};
+use crate::backend::BackendError;
+use crate::config::{self, LoadOptions};
+use crate::domain::now_ms;
+use crate::engine::alerts::{self, Monitor, Tracker, Transition};
+use crate::engine::fleet::{self, Polled};
+use crate::engine::multi_poller::{self, Answer, Timeout};
+
+/// The profiles a headless poller watches: `-p a,b`, `-p a`, `--all-profiles`, else every
+/// configured profile (the local broker when there is none).
+pub(super) fn profiles(c: &config::AppConfig, global: &Global) -> Result<Vec<String>, CliError> {
+    if let Some(sel) = multi::selection(global) {
+        return multi::resolve(c, &sel);
+    }
+    match &global.profile {
+        Some(p) => multi::resolve(c, &multi::Selection::Named(vec![p.clone()])),
+        None => Ok(fleet::profiles_to_poll(c, &[])),
+    }
+}
+
+pub(super) async fn watch(
+    global: &Global,
+    opts: &LoadOptions,
+    a: WatchArgs,
+    f: Format,
+) -> CliResult {
+    let any = LoadOptions {
+        profile: None,
+        ..opts.clone()
+    };
+    let base = config::load(&any)?;
+    let rules = alerts::rules(&base.config).map_err(|e| CliError::new(USAGE, e))?;
+    if rules.is_empty() {
+        return Err(CliError::usage(
+            "no alert rules: add [[alerts]] tables to the config (see config.example.toml)",
+        ));
+    }
+    let names = profiles(&base.config, global)?;
+    let hooks = hook_settings(&a)?
+        .map(Hooks::new)
+        .transpose()
+        .map_err(|e| CliError::new(USAGE, e))?;
+    let state = a
+        .state
+        .clone()
+        .unwrap_or_else(|| config::paths::state_dir().join("watch-state.json"));
+    let tracker = Tracker::load(&state).map_err(|e| CliError::new(USAGE, e))?;
+    let mut monitor = Monitor::new(rules, tracker);
+    eprintln!(
+        "qdeck watch: {} rule(s) over {} profile(s): {}; state in {}",
+        monitor.rules.len(),
+        names.len(),
+        names.join(", "),
+        state.display()
+    );
+    let (tx, rx) = mpsc::channel::<Answer<Polled, BackendError>>(64);
+    let _polling = multi_poller::spawn(
+        |n| base.options_for(n),
+        &names,
+        Timeout::FromRefresh,
+        fleet::read,
+        tx,
+    );
+    let mut hooks = hooks;
+    run(&mut monitor, rx, &state, a.duration, &mut |t| {
+        print(t, f);
+        if let Some(h) = hooks.as_mut() {
+            h.send(t);
+        }
+    })
+    .await;
+    if let Some(h) = hooks {
+        h.finish().await;
+    }
+    Ok(OK)
+}
+
+/// Answers in, transitions out, the state saved after each answer, until interrupted (or
+/// `duration` has passed).
+async fn run(
+    monitor: &mut Monitor,
+    mut rx: mpsc::Receiver<Answer<Polled, BackendError>>,
+    state: &std::path::Path,
+    duration: Option<std::time::Duration>,
+    on: &mut dyn FnMut(&Transition),
+) {
+    let until = async {
+        match duration {
+            Some(d) => tokio::time::sleep(d).await,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::pin!(until);
+    let mut warned = false;
+    loop {
+        let answer = tokio::select! {
+            a = rx.recv() => match a { Some(a) => a, None => return },
+            _ = tokio::signal::ctrl_c() => return,
+            () = &mut until => return,
+        };
+        for t in monitor.apply(answer, now_ms()) {
+            on(&t);
+        }
+        match monitor.tracker.save(state) {
+            Ok(()) => warned = false,
+            // Said once until it works again: a full disk must not flood the terminal.
+            Err(e) if !warned => {
+                eprintln!("qdeck watch: cannot save the alert state: {e}");
+                warned = true;
+            }
+            Err(_) => {}
+        }
+    }
+}
+
+fn print(t: &Transition, f: Format) {
+    if f == Format::Json {
+        output::print(&format!("{}\n", hooks::json(t)));
+        return;
+    }
+    let at = chrono::DateTime::from_timestamp_millis(t.at_ms)
+        .map(|d| d.to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
+        .unwrap_or_default();
+    output::print(&format!(
+        "{at} {} {} {} {}: {}\n",
+        t.change.as_str().to_uppercase(),
+        t.severity.as_str(),
+        crate::sanitize::clean(&t.rule),
+        crate::sanitize::clean(&hooks::place(t)),
+        crate::sanitize::clean(&t.summary)
+    ));
+}
+
+fn hook_settings(a: &WatchArgs) -> Result<Option<Settings>, CliError> {
+    let target = match (&a.hook_cmd, &a.hook_url_env) {
+        (Some(cmd), _) => Target::Command(cmd.clone()),
+        (None, Some(var)) => {
+            let url = std::env::var(var).map_err(|_| {
+                CliError::usage(format!("--hook-url-env {var}: the variable is not set"))
+            })?;
+            Target::Http {
+                url,
+                slack: a.hook_format == HookFormat::Slack,
+            }
+        }
+        (None, None) => return Ok(None),
+    };
+    Ok(Some(Settings {
+        target,
+        timeout: a.hook_timeout,
+        tries: a.hook_tries,
+    }))
+}

@@ -250,6 +250,10 @@ pub enum Command {
     /// resolved) as they happen, one line each (`-o json`: JSON lines); optionally run a hook
     /// per transition. Runs until interrupted. The rules are `[[alerts]]` in the config.
     Watch(WatchArgs),
+    /// Prometheus exporter: per-queue gauges, firing alerts and each profile's health at
+    /// http://LISTEN/metrics (and /healthz), from a background poller under the call budget.
+    /// Profiles are opened read-only.
+    Serve(ServeArgs),
     /// Create a queue on the local broker.
     Create {
         queue: String,
@@ -356,6 +360,20 @@ pub struct WatchArgs {
     /// $XDG_STATE_HOME/qdeck/watch-state.json).
     #[arg(long)]
     pub state: Option<PathBuf>,
+    /// Stop after this long (default: run until interrupted).
+    #[arg(long, value_parser = parse_duration)]
+    pub duration: Option<std::time::Duration>,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ServeArgs {
+    /// Address to listen on (a loopback address unless --listen-any).
+    #[arg(long, default_value = "127.0.0.1:9185")]
+    pub listen: String,
+    /// Allow a non-loopback --listen address (queue names and figures become visible to
+    /// whoever reaches it).
+    #[arg(long)]
+    pub listen_any: bool,
     /// Stop after this long (default: run until interrupted).
     #[arg(long, value_parser = parse_duration)]
     pub duration: Option<std::time::Duration>,

@@ -15,9 +15,11 @@ mod cmd_read;
 mod cmd_reasons;
 mod cmd_redrive_where;
 mod cmd_scheduled;
+mod cmd_serve;
 mod cmd_watch;
 mod confirm;
 pub mod exit;
+mod exposition;
 pub mod fetch;
 mod hooks;
 pub mod multi;
@@ -77,8 +79,10 @@ async fn dispatch(cli: Cli) -> CliResult {
         Command::Completions { shell } => return cmd_config::completions(*shell),
         _ => {}
     }
-    if let Command::Watch(a) = cmd {
-        return cmd_watch::watch(&cli.global, &opts, a, f).await;
+    match cmd {
+        Command::Watch(a) => return cmd_watch::watch(&cli.global, &opts, a, f).await,
+        Command::Serve(a) => return cmd_serve::serve(&cli.global, &opts, a).await,
+        _ => {}
     }
     if let Some(sel) = multi::selection(&cli.global) {
         return multi::run(cmd, sel, &cli.global, &opts, f).await;
@@ -241,6 +245,7 @@ async fn changing(s: &Session, cmd: Command, f: args::Format) -> CliResult {
         | Command::Export { .. }
         | Command::Check(_)
         | Command::Watch(_)
+        | Command::Serve(_)
         | Command::Config { .. }
         | Command::Completions { .. }
         | Command::Create { .. }

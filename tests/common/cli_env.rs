@@ -19,7 +19,14 @@ impl CliEnv {
     }
 
     pub fn qdeck(&self) -> Command {
-        let mut c = Command::cargo_bin("qdeck").unwrap();
+        let mut c = Command::from_std(self.process());
+        c.timeout(Duration::from_secs(120));
+        c
+    }
+
+    /// The same command as a process to spawn and talk to while it runs.
+    pub fn process(&self) -> std::process::Command {
+        let mut c = std::process::Command::new(assert_cmd::cargo::cargo_bin("qdeck"));
         let d = self.dir.path();
         c.env_clear()
             .env("PATH", std::env::var("PATH").unwrap_or_default())
@@ -27,8 +34,7 @@ impl CliEnv {
             .env("USER", "tester")
             .env("XDG_CONFIG_HOME", d.join("config"))
             .env("XDG_DATA_HOME", d.join("data"))
-            .env("XDG_STATE_HOME", d.join("state"))
-            .timeout(Duration::from_secs(120));
+            .env("XDG_STATE_HOME", d.join("state"));
         c
     }
 

@@ -1,0 +1,151 @@
+//! `qdeck serve`: a Prometheus exporter over every profile, fed by the background poller under
+//! the call budget. It opens its profiles read-only and holds no mutating path.
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+
+use http_body_util::Full;
+use hyper::body::{Bytes, Incoming};
+use hyper::{Method, Request, Response, StatusCode};
+use tokio::sync::mpsc;
+
+use super::args::{Global, ServeArgs};
+use super::cmd_watch::profiles;
+use super::exit::{CliError, CliResult, FAILED, OK, USAGE};
+use super::exposition;
+use crate::backend::BackendError;
+use crate::config::{self, LoadOptions};
+use crate::domain::now_ms;
+use crate::engine::alerts::{self, Monitor, Tracker};
+use crate::engine::fleet::{self, Polled};
+use crate::engine::multi_poller::{self, Answer, Timeout};
+
+pub(super) async fn serve(global: &Global, opts: &LoadOptions, a: ServeArgs) -> CliResult {
+    let addr: SocketAddr = a
+        .listen
+        .parse()
+        .map_err(|_| CliError::usage(format!("--listen {:?} is not HOST:PORT", a.listen)))?;
+    if !addr.ip().is_loopback() && !a.listen_any {
+        return Err(CliError::usage(format!(
+            "refusing to listen on {addr}: the metrics name every queue; pass --listen-any to serve other hosts"
+        )));
+    }
+    // Read-only whatever the profiles say: the exporter never changes a broker.
+    let any = LoadOptions {
+        profile: None,
+        read_only: true,
+        ..opts.clone()
+    };
+    let base = config::load(&any)?;
+    let rules = alerts::rules(&base.config).map_err(|e| CliError::new(USAGE, e))?;
+    let names = profiles(&base.config, global)?;
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|e| CliError::new(FAILED, format!("cannot listen on {addr}: {e}")))?;
+    let bound = listener.local_addr().unwrap_or(addr);
+    eprintln!(
+        "qdeck serve: http://{bound}/metrics over {} profile(s) with {} alert rule(s)",
+        names.len(),
+        rules.len()
+    );
+    let monitor = Arc::new(Mutex::new(Monitor::new(rules, Tracker::default())));
+    let (tx, mut rx) = mpsc::channel::<Answer<Polled, BackendError>>(64);
+    let _polling = multi_poller::spawn(
+        |n| base.options_for(n),
+        &names,
+        Timeout::FromRefresh,
+        fleet::read,
+        tx,
+    );
+    let fed = monitor.clone();
+    tokio::spawn(async move {
+        while let Some(a) = rx.recv().await {
+            lock(&fed).apply(a, now_ms());
+        }
+    });
+    let accepting = async {
+        loop {
+            let Ok((stream, _)) = listener.accept().await else {
+                continue;
+            };
+            let m = monitor.clone();
+            tokio::spawn(async move {
+                let svc = hyper::service::service_fn(move |req| {
+                    let m = m.clone();
+                    async move { Ok::<_, Infallible>(answer(&req, &m)) }
+                });
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(hyper_util::rt::TokioIo::new(stream), svc)
+                    .await;
+            });
+        }
+    };
+    tokio::select! {
+        () = accepting => {}
+        _ = tokio::signal::ctrl_c() => {}
+        () = until(a.duration) => {}
+    }
+    Ok(OK)
+}
+
+async fn until(d: Option<std::time::Duration>) {
+    match d {
+        Some(d) => tokio::time::sleep(d).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// A poisoned lock still holds the last figures, which is what a scrape wants.
+fn lock(m: &Mutex<Monitor>) -> std::sync::MutexGuard<'_, Monitor> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+fn answer(req: &Request<Incoming>, m: &Mutex<Monitor>) -> Response<Full<Bytes>> {
+    let reply = |status: StatusCode, ctype: &'static str, body: String| {
+        let mut r = Response::new(Full::new(Bytes::from(body)));
+        *r.status_mut() = status;
+        if let Ok(v) = hyper::header::HeaderValue::from_str(ctype) {
+            r.headers_mut().insert(hyper::header::CONTENT_TYPE, v);
+        }
+        r
+    };
+    let text = "text/plain; charset=utf-8";
+    match (req.method(), req.uri().path()) {
+        (&Method::GET, "/metrics") => {
+            let open_metrics = req
+                .headers()
+                .get(hyper::header::ACCEPT)
+                .and_then(|v| v.to_str().ok())
+                .is_some_and(|v| v.contains("application/openmetrics-text"));
+            let ctype = if open_metrics {
+                "application/openmetrics-text; version=1.0.0; charset=utf-8"
+            } else {
+                "text/plain; version=0.0.4; charset=utf-8"
+            };
+            match exposition::render(&lock(m), now_ms()) {
+                Ok(body) if open_metrics => reply(StatusCode::OK, ctype, body),
+                Ok(body) => reply(StatusCode::OK, ctype, exposition::as_text_format(&body)),
+                Err(_) => reply(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    text,
+                    "encoding failed\n".into(),
+                ),
+            }
+        }
+        (&Method::GET, "/healthz") => reply(StatusCode::OK, text, "ok\n".into()),
+        (&Method::GET, "/") => reply(
+            StatusCode::OK,
+            text,
+            "qdeck exporter: /metrics, /healthz\n".into(),
+        ),
+        (_, "/metrics" | "/healthz" | "/") => {
+            reply(StatusCode::METHOD_NOT_ALLOWED, text, "only GET\n".into())
+        }
+        _ => reply(
+            StatusCode::NOT_FOUND,
+            text,
+            "not found: /metrics, /healthz\n".into(),
+        ),
+    }
+}

@@ -1,0 +1,445 @@
+//! `qdeck serve` as Prometheus sees it: the exposition carries what `ls` reports and the alerts
+//! firing, it refuses other hosts and a port in use with one line, and a real Prometheus
+//! server scrapes it (CI: Debian's prometheus and promtool).
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test asserts by unwrapping
+
+mod common;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+use common::cli_env::CliEnv as Env;
+use serde_json::Value;
+
+/// A running `qdeck serve` on a free loopback port; killed when dropped.
+struct Serve {
+    child: Child,
+    addr: String,
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn serve(e: &Env, extra_env: &[(&str, &str)]) -> Serve {
+    let mut cmd = e.process();
+    cmd.args(["serve", "--listen", "127.0.0.1:0", "--duration", "120s"])
+        .envs(extra_env.iter().copied())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stderr.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let addr = line
+        .split("http://")
+        .nth(1)
+        .and_then(|r| r.split('/').next())
+        .unwrap_or_else(|| panic!("no address in {line:?}"))
+        .to_string();
+    Serve { child, addr }
+}
+
+/// One HTTP/1.1 request; (status, content type, body).
+fn http(addr: &str, method: &str, path: &str, accept: &str) -> (u16, String, String) {
+    try_http(addr, method, path, accept).unwrap_or_else(|| panic!("{method} {path}: no answer"))
+}
+
+/// `http`, or `None` while nothing listens there yet.
+fn try_http(addr: &str, method: &str, path: &str, accept: &str) -> Option<(u16, String, String)> {
+    let mut s = std::net::TcpStream::connect(addr).ok()?;
+    write!(
+        s,
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nAccept: {accept}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut raw = String::new();
+    s.read_to_string(&mut raw).unwrap();
+    let (head, body) = raw.split_once("\r\n\r\n").unwrap();
+    let status = head.split(' ').nth(1).unwrap().parse().unwrap();
+    let ctype = head
+        .lines()
+        .find_map(|l| {
+            l.to_ascii_lowercase()
+                .strip_prefix("content-type:")
+                .map(|v| v.trim().to_string())
+        })
+        .unwrap_or_default();
+    Some((status, ctype, body.to_string()))
+}
+
+/// The value of the series `name{labels…}` whose labels include all of `want`.
+fn series(body: &str, name: &str, want: &[(&str, &str)]) -> Option<f64> {
+    body.lines().find_map(|l| {
+        let rest = l.strip_prefix(name)?.strip_prefix('{')?;
+        let (labels, value) = rest.split_once("} ")?;
+        want.iter()
+            .all(|(k, v)| labels.contains(&format!("{k}=\"{v}\"")))
+            .then(|| value.trim().parse().unwrap())
+    })
+}
+
+fn scrape_until(s: &Serve, name: &str, want: &[(&str, &str)]) -> (String, f64) {
+    let started = Instant::now();
+    loop {
+        let (_, _, body) = http(&s.addr, "GET", "/metrics", "*/*");
+        if let Some(v) = series(&body, name, want) {
+            return (body, v);
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "no {name} {want:?} in\n{body}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+fn ls(e: &Env, profile: &str, envs: &[(&str, &str)]) -> Vec<Value> {
+    let out = e
+        .qdeck()
+        .envs(envs.iter().copied())
+        .args(["-p", profile, "ls", "-o", "json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn depth_in_ls(rows: &[Value], q: &str, field: &str) -> f64 {
+    rows.iter()
+        .find(|r| r["name"] == q)
+        .and_then(|r| r[field].as_f64())
+        .unwrap_or_else(|| panic!("no {field} for {q} in {rows:?}"))
+}
+
+fn local_scene(e: &Env) {
+    for args in [
+        vec!["create", "orders", "--dlq", "orders.dlq"],
+        vec!["send", "orders", "a"],
+        vec!["send", "orders", "b"],
+        vec!["send", "orders", "c"],
+        vec!["send", "orders.dlq", "poison"],
+    ] {
+        e.qdeck().args(&args).assert().success();
+    }
+}
+
+const CONFIG: &str = r#"
+[ui]
+refresh_secs = 0.3
+
+[[alerts]]
+name = "dlq-not-empty"
+kinds = ["dlq"]
+when = "depth > 0"
+severity = "critical"
+"#;
+
+#[test]
+fn serve_exposes_what_ls_reports_and_the_alerts_firing() {
+    let e = Env::new();
+    let cfg = e.dir.path().join("config/qdeck/config.toml");
+    std::fs::create_dir_all(cfg.parent().unwrap()).unwrap();
+    std::fs::write(&cfg, CONFIG).unwrap();
+    local_scene(&e);
+    let s = serve(&e, &[]);
+    let q = [("profile", "local"), ("queue", "orders")];
+    let (body, depth) = scrape_until(&s, "qdeck_queue_depth", &q);
+    let rows = ls(&e, "local", &[]);
+    assert_eq!(depth, depth_in_ls(&rows, "orders", "depth"));
+    assert_eq!(
+        series(&body, "qdeck_queue_dlq_depth", &q),
+        Some(depth_in_ls(&rows, "orders", "dlq_depth"))
+    );
+    assert_eq!(
+        series(
+            &body,
+            "qdeck_queue_depth",
+            &[("queue", "orders.dlq"), ("kind", "dlq")]
+        ),
+        Some(1.0)
+    );
+    assert!(series(
+        &body,
+        "qdeck_queue_depth",
+        &[("kind", "standard"), ("queue", "orders")]
+    )
+    .is_some());
+    assert_eq!(
+        series(&body, "qdeck_up", &[("profile", "local")]),
+        Some(1.0)
+    );
+    assert!(series(&body, "qdeck_api_calls_total", &[("profile", "local")]).unwrap() > 0.0);
+    let (_, firing) = scrape_until(
+        &s,
+        "qdeck_alert_firing",
+        &[
+            ("rule", "dlq-not-empty"),
+            ("queue", "orders.dlq"),
+            ("severity", "critical"),
+        ],
+    );
+    assert_eq!(firing, 1.0);
+    let (body, _) = scrape_until(&s, "qdeck_alert_firing", &[]);
+    assert!(
+        series(&body, "qdeck_alert_firing", &[("queue", "orders")]).is_none(),
+        "{body}"
+    );
+
+    // Content negotiation, health, and nothing but GET.
+    let (status, ctype, body) = http(
+        &s.addr,
+        "GET",
+        "/metrics",
+        "application/openmetrics-text;version=1.0.0",
+    );
+    assert_eq!(status, 200);
+    assert!(ctype.starts_with("application/openmetrics-text"), "{ctype}");
+    assert!(body.ends_with("# EOF\n"));
+    let (_, ctype, body) = http(&s.addr, "GET", "/metrics", "text/plain");
+    assert!(ctype.starts_with("text/plain; version=0.0.4"), "{ctype}");
+    assert!(body.contains("# TYPE qdeck_api_calls_total counter") && !body.contains("# EOF"));
+    assert_eq!(http(&s.addr, "GET", "/healthz", "*/*").0, 200);
+    assert_eq!(http(&s.addr, "POST", "/metrics", "*/*").0, 405);
+    assert_eq!(http(&s.addr, "GET", "/purge", "*/*").0, 404);
+}
+
+#[test]
+fn serve_refuses_other_hosts_and_a_port_in_use_with_one_line() {
+    let e = Env::new();
+    let out = e
+        .qdeck()
+        .args(["serve", "--listen", "0.0.0.0:9185"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("refusing to listen on 0.0.0.0:9185") && stderr.contains("--listen-any")
+    );
+    assert_eq!(stderr.trim_end().lines().count(), 1);
+
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let out = e
+        .qdeck()
+        .args(["serve", "--listen", &addr])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(&format!("cannot listen on {addr}")),
+        "{stderr}"
+    );
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+
+    let out = e
+        .qdeck()
+        .args(["serve", "--listen", "localhost"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
+
+/// Prometheus's HTTP API: the value of an instant query's single result, once there is one.
+fn promql(prom: &str, query: &str) -> Option<f64> {
+    let path = format!("/api/v1/query?query={}", urlencoding::encode(query));
+    let (status, _, body) = try_http(prom, "GET", &path, "application/json")?;
+    if status != 200 {
+        return None;
+    }
+    let v: Value = serde_json::from_str(&body).ok()?;
+    v["data"]["result"][0]["value"][1].as_str()?.parse().ok()
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+#[test]
+#[ignore = "needs QDECK_TEST_PROMETHEUS, QDECK_TEST_PROMTOOL, QDECK_TEST_AMQP_URL and QDECK_TEST_RABBITMQ_MGMT"]
+fn prometheus_scrapes_serve_and_promql_agrees_with_ls() {
+    let prometheus = common::broker_var("QDECK_TEST_PROMETHEUS", "Debian's prometheus binary");
+    let promtool = common::broker_var("QDECK_TEST_PROMTOOL", "Debian's promtool");
+    let amqp = common::broker_var("QDECK_TEST_AMQP_URL", "RabbitMQ's AMQP URL");
+    let mgmt = common::broker_var("QDECK_TEST_RABBITMQ_MGMT", "http://127.0.0.1:15672");
+    let uri: lapin::uri::AMQPUri = amqp.parse().unwrap();
+    let (user, password) = (
+        uri.authority.userinfo.username.clone(),
+        uri.authority.userinfo.password.clone(),
+    );
+
+    // A RabbitMQ queue with 3 messages, made through the management API.
+    let queue = format!("qdeck-test-serve-{}", std::process::id());
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    qdeck::tls::install_provider();
+    let client = reqwest::Client::new();
+    let api = |path: String| format!("{}/api{path}", mgmt.trim_end_matches('/'));
+    rt.block_on(async {
+        let r = client
+            .put(api(format!("/queues/%2f/{queue}")))
+            .basic_auth(&user, Some(&password))
+            .json(&serde_json::json!({"durable": false, "auto_delete": false}))
+            .send()
+            .await
+            .unwrap();
+        assert!(r.status().is_success(), "{}", r.status());
+        for i in 0..3 {
+            let r = client
+                .post(api("/exchanges/%2f/amq.default/publish".into()))
+                .basic_auth(&user, Some(&password))
+                .json(&serde_json::json!({"properties": {}, "routing_key": queue, "payload": format!("m{i}"), "payload_encoding": "string"}))
+                .send()
+                .await
+                .unwrap();
+            assert!(r.status().is_success());
+        }
+    });
+
+    let e = Env::new();
+    let bare = format!(
+        "amqp://{user}@{}:{}/%2f",
+        uri.authority.host, uri.authority.port
+    );
+    let cfg = e.dir.path().join("config/qdeck/config.toml");
+    std::fs::create_dir_all(cfg.parent().unwrap()).unwrap();
+    std::fs::write(
+        &cfg,
+        format!(
+            "[ui]\nrefresh_secs = 1.0\n\n[[profiles]]\nname = \"local\"\nkind = \"local\"\n\n\
+             [[profiles]]\nname = \"rabbit\"\nkind = \"rabbitmq\"\namqp_url = \"{bare}\"\n\
+             management_url = \"{mgmt}\"\nusername = \"{user}\"\npassword_env = \"QDECK_TEST_RMQ_PASSWORD\"\n\
+             {CONFIG}"
+        )
+        .replace("[ui]\nrefresh_secs = 0.3\n", ""),
+    )
+    .unwrap();
+    local_scene(&e);
+    let s = serve(&e, &[("QDECK_TEST_RMQ_PASSWORD", &password)]);
+    let (body, _) = scrape_until(
+        &s,
+        "qdeck_queue_depth",
+        &[("profile", "rabbit"), ("queue", &queue)],
+    );
+
+    // promtool reads the scrape and the shipped rules.
+    let mut check = std::process::Command::new(&promtool)
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    check
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(body.as_bytes())
+        .unwrap();
+    let out = check.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "promtool check metrics: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rules = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("examples/prometheus/qdeck-rules.yml");
+    let out = std::process::Command::new(&promtool)
+        .arg("check")
+        .arg("rules")
+        .arg(&rules)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "promtool check rules: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+
+    // A real Prometheus scrapes the exporter every second.
+    let prom_addr = format!("127.0.0.1:{}", free_port());
+    let prom_dir = e.dir.path().join("prometheus");
+    std::fs::create_dir_all(&prom_dir).unwrap();
+    let prom_cfg = prom_dir.join("prometheus.yml");
+    std::fs::write(
+        &prom_cfg,
+        format!(
+            "global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: qdeck\n    static_configs:\n      - targets: [\"{}\"]\n",
+            s.addr
+        ),
+    )
+    .unwrap();
+    let mut prom = std::process::Command::new(&prometheus)
+        .arg(format!("--config.file={}", prom_cfg.display()))
+        .arg(format!(
+            "--storage.tsdb.path={}",
+            prom_dir.join("data").display()
+        ))
+        .arg(format!("--web.listen-address={prom_addr}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    struct Kill<'a>(&'a mut Child);
+    impl Drop for Kill<'_> {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let _prom = Kill(&mut prom);
+
+    let wanted = [
+        ("local", "orders", "depth", "qdeck_queue_depth"),
+        ("local", "orders", "dlq_depth", "qdeck_queue_dlq_depth"),
+        ("local", "orders.dlq", "depth", "qdeck_queue_depth"),
+        ("rabbit", queue.as_str(), "depth", "qdeck_queue_depth"),
+    ];
+    let started = Instant::now();
+    for (profile, q, field, metric) in wanted {
+        let rows = ls(&e, profile, &[("QDECK_TEST_RMQ_PASSWORD", &password)]);
+        let want = depth_in_ls(&rows, q, field);
+        let query = format!("{metric}{{profile=\"{profile}\",queue=\"{q}\"}}");
+        loop {
+            if promql(&prom_addr, &query) == Some(want) {
+                break;
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(90),
+                "Prometheus never gave {want} for {query} (last {:?})",
+                promql(&prom_addr, &query)
+            );
+            std::thread::sleep(Duration::from_millis(500));
+        }
+    }
+    assert_eq!(
+        promql(
+            &prom_addr,
+            "qdeck_alert_firing{rule=\"dlq-not-empty\",queue=\"orders.dlq\"}"
+        ),
+        Some(1.0)
+    );
+
+    rt.block_on(async {
+        let _ = client
+            .delete(api(format!("/queues/%2f/{queue}")))
+            .basic_auth(&user, Some(&password))
+            .send()
+            .await;
+    });
+}

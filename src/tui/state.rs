@@ -30,6 +30,8 @@ pub enum View {
     Reasons,
     /// This session's operations with their full summaries (`:ops`).
     Ops,
+    /// Each alert rule's state on this profile (`:alerts`).
+    Alerts,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -581,6 +583,7 @@ pub struct State {
     pub dialog: Option<Dialog>,
     pub help: HelpState,
     pub ops_log: OpsLog,
+    pub alerts: AlertsState,
     pub detail: DetailState,
     /// Ctrl-W: show every column whatever the width.
     pub wide: bool,
@@ -709,6 +712,62 @@ pub struct HelpState {
     pub scroll: usize,
 }
 
+/// The `[[alerts]]` rules, evaluated on this profile's figures after every poll.
+#[derive(Debug, Clone, Default)]
+pub struct AlertsState {
+    pub rules: Vec<crate::engine::alerts::Rule>,
+    pub tracker: crate::engine::alerts::Tracker,
+    /// The line each firing rule printed when it started firing.
+    pub summaries: std::collections::BTreeMap<crate::engine::alerts::Key, String>,
+    pub notify: crate::config::alerts::NotifyConfig,
+    /// First line of the alerts view.
+    pub scroll: usize,
+}
+
+impl AlertsState {
+    /// Rules firing now, counted per queue.
+    pub fn firing(&self) -> usize {
+        self.tracker.firing().count()
+    }
+
+    /// What fires now, most severe first, then oldest first.
+    pub fn firing_rows(&self) -> Vec<FiringAlert> {
+        let mut v: Vec<FiringAlert> = self
+            .tracker
+            .firing()
+            .map(|(k, since_ms)| FiringAlert {
+                profile: k.profile.clone(),
+                rule: k.rule.clone(),
+                queue: (!k.queue.is_empty()).then(|| QueueId::new(&k.queue)),
+                severity: self
+                    .rules
+                    .iter()
+                    .find(|r| r.name == k.rule)
+                    .map_or(crate::engine::alerts::Severity::Warning, |r| r.severity),
+                since_ms,
+                summary: self.summaries.get(k).cloned().unwrap_or_default(),
+            })
+            .collect();
+        v.sort_by(|a, b| {
+            b.severity
+                .cmp(&a.severity)
+                .then(a.since_ms.cmp(&b.since_ms))
+        });
+        v
+    }
+}
+
+/// An alert rule firing on a queue (or on the profile itself), for the on-fire view.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FiringAlert {
+    pub profile: String,
+    pub rule: String,
+    pub queue: Option<QueueId>,
+    pub severity: crate::engine::alerts::Severity,
+    pub since_ms: i64,
+    pub summary: String,
+}
+
 /// One summary row per profile, in configuration order.
 #[derive(Debug, Clone, Default)]
 pub struct FleetState {
@@ -719,12 +778,15 @@ pub struct FleetState {
     /// The queue an on-fire row asked to open once its profile's session is up (Enter on
     /// another profile's row): the switch lands on exactly that queue.
     pub landing: Option<(String, QueueId)>,
+    /// Alert rules firing on the console's profile: they rank first in the on-fire view.
+    pub alerts: Vec<FiringAlert>,
 }
 
 /// One row of the on-fire view: a profile whose broker does not answer (these rank first),
 /// or a profile and one of its queues.
 #[derive(Debug, Clone, PartialEq)]
 pub enum FireRow<'a> {
+    Alert(&'a FiringAlert),
     Broker {
         profile: &'a str,
         problem: crate::engine::fleet::BrokerProblem,
@@ -738,12 +800,14 @@ pub enum FireRow<'a> {
 impl FireRow<'_> {
     pub fn profile(&self) -> &str {
         match self {
+            FireRow::Alert(a) => &a.profile,
             FireRow::Broker { profile, .. } | FireRow::Queue { profile, .. } => profile,
         }
     }
 
     pub fn queue(&self) -> Option<&QueueId> {
         match self {
+            FireRow::Alert(a) => a.queue.as_ref(),
             FireRow::Broker { .. } => None,
             FireRow::Queue { entry, .. } => Some(&entry.queue),
         }
@@ -765,6 +829,7 @@ impl FleetState {
             fire_cursor: Cursor::default(),
             fire_filter: Filter::default(),
             landing: None,
+            alerts: Vec::new(),
         }
     }
 
@@ -774,16 +839,21 @@ impl FleetState {
     pub fn fire_rows(&self, now_ms: i64) -> Vec<FireRow<'_>> {
         let shown = |name: &str| !self.fire_filter.is_active() || self.fire_filter.matches(name);
         let mut v: Vec<FireRow<'_>> = self
-            .rows
+            .alerts
             .iter()
-            .filter_map(|r| {
-                let problem = r.broker_problem(now_ms)?;
-                shown(&r.profile).then_some(FireRow::Broker {
-                    profile: r.profile.as_str(),
-                    problem,
-                })
+            .filter(|a| {
+                let q = a.queue.as_ref().map_or("", QueueId::as_str);
+                shown(&format!("{}/{q} {}", a.profile, a.rule))
             })
+            .map(FireRow::Alert)
             .collect();
+        v.extend(self.rows.iter().filter_map(|r| {
+            let problem = r.broker_problem(now_ms)?;
+            shown(&r.profile).then_some(FireRow::Broker {
+                profile: r.profile.as_str(),
+                problem,
+            })
+        }));
         let mut queues: Vec<(&str, &crate::engine::fleet::FireEntry)> = self
             .rows
             .iter()
@@ -856,6 +926,7 @@ impl State {
             dialog: None,
             help: HelpState::default(),
             ops_log: OpsLog::default(),
+            alerts: AlertsState::default(),
             detail: DetailState::default(),
             wide: false,
             op: None,

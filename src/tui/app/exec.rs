@@ -197,6 +197,10 @@ impl Exec {
                 let r = osc52(&text);
                 self.send_later(Action::Notice(r));
             }
+            Effect::Notify { bell, desktop } => {
+                // Nothing to tell the user when the terminal does not take it.
+                let _ = super::export::notify(bell, desktop.as_deref());
+            }
             Effect::Save { queue, messages } => self.save(queue, messages),
             Effect::SwitchProfile(name) => self.switch_profile(name),
             Effect::ReadProfiles(then) => self.read_profiles(then),

@@ -26,6 +26,27 @@ pub(super) fn osc52(text: &str) -> Result<String, String> {
     Ok(format!("copied {} bytes (OSC 52)", text.len()))
 }
 
+/// The terminal bell and a desktop notification (OSC 9, which iTerm2, WezTerm, kitty and
+/// Windows Terminal show, and OSC 777, which foot, rxvt and VTE terminals show). Both are
+/// escape sequences on the console's own output, so they reach a local terminal through SSH
+/// and tmux passes them on with `allow-passthrough`. Broker text is cleaned of control
+/// characters and of the `;` that separates OSC 777's fields.
+pub(super) fn notify(bell: bool, text: Option<&str>) -> std::io::Result<()> {
+    let mut out = std::io::stdout();
+    if let Some(t) = text {
+        let body: String = crate::sanitize::clean(t)
+            .chars()
+            .map(|c| if c == ';' { ',' } else { c })
+            .take(200)
+            .collect();
+        out.write_all(format!("\x1b]9;{body}\x07\x1b]777;notify;qdeck;{body}\x07").as_bytes())?;
+    }
+    if bell {
+        out.write_all(b"\x07")?;
+    }
+    out.flush()
+}
+
 /// File-system-safe form of a queue name.
 fn file_part(q: &QueueId) -> String {
     let s: String = q

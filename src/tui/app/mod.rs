@@ -76,6 +76,9 @@ pub fn initial_state(session: &Session, demo_workers: Option<usize>) -> State {
     st.session.refresh_secs = refresh_secs(session);
     st.session.call_budget = session.profile().calls_per_minute();
     st.session.export_dir = Some(paths::state_dir().join("exports"));
+    // The file was checked when it was loaded: a rule that fails here cannot occur.
+    st.alerts.rules = crate::engine::alerts::rules(cfg).unwrap_or_default();
+    st.alerts.notify = cfg.notify.clone();
     if let Some(e) = theme_err.or(problems.into_iter().next()) {
         set_status(&mut st, Level::Warn, e);
     }

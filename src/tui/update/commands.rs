@@ -33,6 +33,10 @@ pub(super) fn command(st: &mut State, text: &str, fx: &mut Vec<Effect>) {
             st.ops_log.scroll = 0;
             push(st, View::Ops);
         }
+        "alerts" | "alert" => {
+            st.alerts.scroll = 0;
+            push(st, View::Alerts);
+        }
         "fleet" => {
             if st.fleet.is_some() {
                 st.stack = vec![View::Fleet];
@@ -192,6 +196,7 @@ pub(super) fn fleet_started(st: &mut State, names: &[String]) {
         fresh.fire_filter = old.fire_filter;
         fresh.cursor.clamp(fresh.rows.len(), st.size.1 as usize);
     }
+    fresh.alerts = st.alerts.firing_rows();
     st.fleet = Some(fresh);
     st.stack = if st.view() == View::Fire {
         vec![View::Fleet, View::Fire]

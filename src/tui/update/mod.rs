@@ -150,6 +150,11 @@ pub enum Effect {
     Refresh,
     /// Copy text to the clipboard (OSC 52).
     Copy(String),
+    /// An alert started firing: ring the bell and/or send this desktop notification.
+    Notify {
+        bell: bool,
+        desktop: Option<String>,
+    },
     /// Save messages as JSON lines.
     Save {
         queue: QueueId,
@@ -214,7 +219,7 @@ pub fn update(st: &mut State, action: Action) -> Vec<Effect> {
             st.dirty = true;
         }
         Action::Tick(now) => clock::tick(st, now, &mut fx),
-        Action::Poll(ev) => queues::poll(st, ev),
+        Action::Poll(ev) => queues::poll(st, ev, &mut fx),
         Action::Page {
             queue,
             append,

@@ -41,6 +41,9 @@ pub(super) fn move_sel(st: &mut State, delta: isize) {
         View::Detail => {
             st.detail.scroll = (st.detail.scroll as isize + delta).clamp(0, 200) as usize;
         }
+        View::Alerts => {
+            st.alerts.scroll = (st.alerts.scroll as isize + delta).clamp(0, 10_000) as usize;
+        }
         View::Ops => {
             let max = st.ops_log.entries.len().saturating_sub(1) as isize;
             st.ops_log.scroll = (st.ops_log.scroll as isize + delta).clamp(0, max) as usize;

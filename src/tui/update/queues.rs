@@ -133,7 +133,8 @@ pub(super) fn visible(st: &mut State) -> Option<Effect> {
     Some(Effect::Visible(ids))
 }
 
-pub(super) fn poll(st: &mut State, ev: PollEvent) {
+pub(super) fn poll(st: &mut State, ev: PollEvent, fx: &mut Vec<Effect>) {
+    let figures = matches!(ev, PollEvent::Stats(_) | PollEvent::Error(_));
     match ev {
         PollEvent::Queues(qs) => {
             st.store.set_queues(qs);
@@ -152,5 +153,52 @@ pub(super) fn poll(st: &mut State, ev: PollEvent) {
         PollEvent::Busy(b) => st.poll.busy = b,
         PollEvent::ApiRate(r) => st.poll.api_rate = Some(r),
     }
+    if figures {
+        alerts(st, fx);
+    }
     st.dirty = true;
+}
+
+/// The alert rules on the figures just in; a rule starting to fire rings the bell or sends a
+/// desktop notification when `[notify]` asks for it.
+fn alerts(st: &mut State, fx: &mut Vec<Effect>) {
+    if st.alerts.rules.is_empty() {
+        return;
+    }
+    let health = crate::engine::alerts::Health {
+        unreachable: st.store.backend_error.is_some(),
+        stale: false,
+    };
+    let changes = crate::engine::alerts::evaluate(
+        &st.alerts.rules,
+        &mut st.alerts.tracker,
+        &st.session.profile,
+        &st.store,
+        health,
+        st.now_ms,
+    );
+    let notify = st.alerts.notify.clone();
+    for t in changes {
+        let key = crate::engine::alerts::Key {
+            rule: t.rule.clone(),
+            profile: t.profile.clone(),
+            queue: t.queue.clone(),
+        };
+        if t.change == crate::engine::alerts::Change::Firing {
+            st.alerts.summaries.insert(key, t.summary.clone());
+        } else {
+            st.alerts.summaries.remove(&key);
+        }
+        if t.change == crate::engine::alerts::Change::Firing && (notify.bell || notify.desktop) {
+            fx.push(Effect::Notify {
+                bell: notify.bell,
+                desktop: notify
+                    .desktop
+                    .then(|| format!("{} {}: {}", t.severity.as_str(), t.rule, t.summary)),
+            });
+        }
+    }
+    if let Some(f) = &mut st.fleet {
+        f.alerts = st.alerts.firing_rows();
+    }
 }

@@ -10,9 +10,11 @@ use ratatui::Frame;
 
 use super::columns::{clean_mid, fit, flex_width, kept_row, render_plain_table, Col};
 use super::{block, fmt_age, fmt_count, fmt_rate, fmt_secs, plural, styled};
+use crate::domain::QueueId;
+use crate::engine::alerts::Severity;
 use crate::engine::fleet::{BrokerProblem, FireEntry};
 use crate::sanitize::{clean, clean_short};
-use crate::tui::state::{FireRow, FleetState, State};
+use crate::tui::state::{FireRow, FiringAlert, FleetState, State};
 
 pub fn render(f: &mut Frame, st: &State, area: Rect) {
     let t = &st.theme;
@@ -24,7 +26,21 @@ pub fn render(f: &mut Frame, st: &State, area: Rect) {
         .iter()
         .filter(|r| matches!(r, FireRow::Broker { .. }))
         .count();
+    let alerting = rows_all
+        .iter()
+        .filter(|r| matches!(r, FireRow::Alert(_)))
+        .count();
     let mut title = vec![styled(" on fire ", t.title)];
+    if alerting > 0 {
+        title.push(styled(
+            format!(
+                "{} ",
+                plural(alerting as u64, "alert firing", "alerts firing")
+            ),
+            t.error,
+        ));
+        title.push(styled("· ", t.dim));
+    }
     if down > 0 {
         title.push(styled(
             format!(
@@ -38,7 +54,7 @@ pub fn render(f: &mut Frame, st: &State, area: Rect) {
     title.push(styled(
         format!(
             "{} ",
-            plural((rows_all.len() - down) as u64, "queue", "queues")
+            plural((rows_all.len() - down - alerting) as u64, "queue", "queues")
         ),
         t.dim,
     ));
@@ -77,6 +93,7 @@ pub fn render(f: &mut Frame, st: &State, area: Rect) {
     let (table_area, error_area) = super::wrap::split_for_text(
         inner,
         selected.and_then(|r| match r {
+            FireRow::Alert(a) => Some(format!("{} {}: {}", a.severity.as_str(), a.rule, a.summary)),
             FireRow::Broker { profile, problem } => Some(problem_text(st, profile, problem)),
             FireRow::Queue { .. } => None,
         }),
@@ -87,6 +104,7 @@ pub fn render(f: &mut Frame, st: &State, area: Rect) {
     let rows: Vec<Row> = rows_all[from..to]
         .iter()
         .map(|r| match r {
+            FireRow::Alert(a) => alert_row(st, a, queue_w, &keep),
             FireRow::Broker { profile, problem } => {
                 broker_row(st, profile, problem, queue_w, &keep)
             }
@@ -97,6 +115,30 @@ pub fn render(f: &mut Frame, st: &State, area: Rect) {
     if let Some((area, lines)) = error_area {
         f.render_widget(Paragraph::new(lines).style(t.error), area);
     }
+}
+
+/// An alert rule firing: its severity, where, which rule and for how long.
+fn alert_row<'a>(st: &State, a: &FiringAlert, queue_w: usize, keep: &[bool]) -> Row<'a> {
+    let t = &st.theme;
+    let (sev, style) = match a.severity {
+        Severity::Critical => ("crit", t.error),
+        Severity::Warning => ("warn", t.warn),
+        Severity::Info => ("info", t.dim),
+    };
+    let place = a.queue.as_ref().map_or("", QueueId::as_str);
+    let since = fmt_secs(((st.now_ms - a.since_ms).max(0) / 1000) as f64);
+    let text = format!("⚑ {} {} ({since})", clean(place), clean(&a.rule));
+    let cells = vec![
+        Cell::from(styled(sev, style)),
+        Cell::from(styled(clean_mid(&a.profile, 12), t.title)),
+        Cell::from(styled(clean_short(text.trim_start(), queue_w), style)),
+        Cell::from("—"),
+        Cell::from("—"),
+        Cell::from("—"),
+        Cell::from("—"),
+        Cell::from(""),
+    ];
+    kept_row(cells, keep).style(t.text)
 }
 
 /// A profile whose broker does not answer: no figures, only what is wrong and since when.

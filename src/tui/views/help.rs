@@ -73,7 +73,7 @@ pub fn view_cmds(view: View) -> &'static [Cmd] {
         View::Help => &[],
         View::Fleet => &[Cmd::Enter],
         View::Fire => &[Cmd::Enter, Cmd::Filter],
-        View::Ops => &[Cmd::Back],
+        View::Ops | View::Alerts => &[Cmd::Back],
     }
 }
 
@@ -89,6 +89,7 @@ fn view_name(v: View) -> &'static str {
         View::Fleet => "fleet",
         View::Fire => "on-fire view",
         View::Ops => "operations log",
+        View::Alerts => "alerts",
     }
 }
 
@@ -232,6 +233,7 @@ fn command_lines<'a>(st: &State) -> Vec<Line<'a>> {
         (":queues", "back to the queue list"),
         (":fleet", "every profile, one row each"),
         (":fire", "every profile's most severe queues, worst first"),
+        (":alerts", "each alert rule: firing, pending, resolved"),
     ];
     for (c, h) in cmds {
         let needs = if c.starts_with(":purge") || c.starts_with(":move") {

@@ -1,6 +1,7 @@
 //! Rendering: pure functions from `&State` to a frame. Every piece of broker text goes through
 //! `sanitize` before it reaches a span.
 
+mod alerts;
 pub mod columns;
 mod detail;
 mod dialog;
@@ -72,6 +73,7 @@ pub fn render(f: &mut Frame, st: &State) {
         View::Workers => workers::render(f, st, main),
         View::Reasons => reasons::render(f, st, main),
         View::Ops => ops::render(f, st, main),
+        View::Alerts => alerts::render(f, st, main),
     }
     if view == View::Help {
         help::render(f, st, main);
@@ -103,6 +105,14 @@ fn header(f: &mut Frame, st: &State, area: Rect) {
         spans.push(Span::raw(" "));
     } else if st.session.protected {
         spans.push(Span::styled(" PROTECTED ", t.badge_protected));
+        spans.push(Span::raw(" "));
+    }
+    let firing = st.alerts.firing();
+    if firing > 0 {
+        spans.push(Span::styled(
+            format!(" ⚑ {firing} firing "),
+            t.badge_protected,
+        ));
         spans.push(Span::raw(" "));
     }
     if let Some(n) = st.demo_workers {
@@ -240,6 +250,7 @@ fn breadcrumb(st: &State) -> String {
             }
             View::Help => parts.push("help".into()),
             View::Ops => parts.push("operations".into()),
+            View::Alerts => parts.push("alerts".into()),
         }
     }
     parts.join(" › ")
@@ -509,7 +520,7 @@ fn hints(st: &State) -> String {
         View::Help => vec![],
         View::Fleet => vec![(Cmd::Enter, "open profile")],
         View::Fire => vec![(Cmd::Enter, "open"), (Cmd::Filter, "filter")],
-        View::Ops => vec![],
+        View::Ops | View::Alerts => vec![],
     };
     let mut v: Vec<String> = pairs
         .into_iter()
@@ -523,7 +534,7 @@ fn hints(st: &State) -> String {
     let msg_view = matches!(st.view(), View::Messages | View::Message);
     if !matches!(
         st.view(),
-        View::Workers | View::Help | View::Fleet | View::Fire | View::Ops
+        View::Workers | View::Help | View::Fleet | View::Fire | View::Ops | View::Alerts
     ) {
         if st.allows(Access::Redrive) && !msg_view {
             v.push(format!("{} redrive", k(Cmd::Redrive)));

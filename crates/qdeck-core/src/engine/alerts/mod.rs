@@ -9,7 +9,7 @@ pub mod tracker;
 
 pub use condition::Condition;
 pub use figures::Figures;
-pub use monitor::{Monitor, ProfileView};
+pub use monitor::{evaluate, Health, Monitor, ProfileView};
 pub use rule::{Rule, Severity};
 pub use tracker::{Change, Key, Phase, Tracker, Transition};
 

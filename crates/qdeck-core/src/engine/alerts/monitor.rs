@@ -64,10 +64,11 @@ impl ProfileView {
 
     /// A queue's figures with the profile's health flags.
     pub fn figures(&self, e: &QueueEntry, now_ms: i64) -> Figures {
-        let mut f = Figures::of(e, self.store.drain_target_secs);
-        f.unreachable = self.error.is_some();
-        f.stale = self.stale(now_ms);
-        f
+        let health = Health {
+            unreachable: self.error.is_some(),
+            stale: self.stale(now_ms),
+        };
+        figures(e, &self.store, health)
     }
 }
 
@@ -120,48 +121,85 @@ impl Monitor {
         let Some(view) = self.profiles.get(profile) else {
             return Vec::new();
         };
-        let mut out = Vec::new();
-        for rule in self.rules.iter().filter(|r| r.watches_profile(profile)) {
-            let key = |queue: &str| Key {
-                rule: rule.name.clone(),
-                profile: profile.to_string(),
-                queue: queue.to_string(),
+        let health = Health {
+            unreachable: view.error.is_some(),
+            stale: view.stale(now_ms),
+        };
+        evaluate(
+            &self.rules,
+            &mut self.tracker,
+            profile,
+            &view.store,
+            health,
+            now_ms,
+        )
+    }
+}
+
+/// A profile's health, which every queue's figures carry.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Health {
+    pub unreachable: bool,
+    pub stale: bool,
+}
+
+/// Every rule watching `profile` on the queues of its `store`: the console evaluates its own
+/// profile's store this way, `watch` and `serve` each profile's.
+pub fn evaluate(
+    rules: &[Rule],
+    tracker: &mut Tracker,
+    profile: &str,
+    store: &Store,
+    health: Health,
+    now_ms: i64,
+) -> Vec<Transition> {
+    let mut out = Vec::new();
+    for rule in rules.iter().filter(|r| r.watches_profile(profile)) {
+        let key = |queue: &str| Key {
+            rule: rule.name.clone(),
+            profile: profile.to_string(),
+            queue: queue.to_string(),
+        };
+        if rule.when.only_health() {
+            let f = Figures {
+                unreachable: health.unreachable,
+                stale: health.stale,
+                ..Figures::default()
             };
-            let mut seen = Vec::new();
-            if rule.when.only_health() {
-                let f = Figures {
-                    unreachable: view.error.is_some(),
-                    stale: view.stale(now_ms),
-                    ..Figures::default()
-                };
-                let holds = rule.when.holds(&f);
-                out.extend(self.tracker.observe(rule, key(""), holds, now_ms, || {
-                    rule.summary(profile, "", &f)
-                }));
+            let holds = rule.when.holds(&f);
+            out.extend(tracker.observe(rule, key(""), holds, now_ms, || {
+                rule.summary(profile, "", &f)
+            }));
+            continue;
+        }
+        let mut seen = Vec::new();
+        for e in store.entries() {
+            if !rule.watches(profile, &e.info) {
                 continue;
             }
-            for e in view.store.entries() {
-                if !rule.watches(profile, &e.info) {
-                    continue;
-                }
-                let f = view.figures(e, now_ms);
-                let holds = e.latest.is_some() && rule.when.holds(&f);
-                let q = e.info.id.as_str();
-                seen.push(key(q));
-                out.extend(
-                    self.tracker
-                        .observe(rule, key(q), holds, now_ms, || rule.summary(profile, q, &f)),
-                );
-            }
-            // A queue that went away stops firing (said once).
-            for k in self.tracker.unseen(&rule.name, profile, &seen) {
-                let q = k.queue.clone();
-                out.extend(
-                    self.tracker
-                        .observe(rule, k, false, now_ms, || format!("{q}: no longer listed")),
-                );
-            }
+            let f = figures(e, store, health);
+            let holds = e.latest.is_some() && rule.when.holds(&f);
+            let q = e.info.id.as_str();
+            seen.push(key(q));
+            out.extend(
+                tracker.observe(rule, key(q), holds, now_ms, || rule.summary(profile, q, &f)),
+            );
         }
-        out
+        // A queue that went away stops firing (said once).
+        for k in tracker.unseen(&rule.name, profile, &seen) {
+            let q = k.queue.clone();
+            out.extend(
+                tracker.observe(rule, k, false, now_ms, || format!("{q}: no longer listed")),
+            );
+        }
     }
+    out
+}
+
+/// A queue's figures with its profile's health flags.
+pub fn figures(e: &QueueEntry, store: &Store, health: Health) -> Figures {
+    let mut f = Figures::of(e, store.drain_target_secs);
+    f.unreachable = health.unreachable;
+    f.stale = health.stale;
+    f
 }

@@ -1,0 +1,130 @@
+//! The alerts view (`:alerts`): each `[[alerts]]` rule with where it stands on this profile:
+//! firing since, pending for, resolved at, or quiet.
+
+use ratatui::layout::Rect;
+use ratatui::text::Line;
+use ratatui::widgets::Paragraph;
+use ratatui::Frame;
+
+use super::wrap::wrap_lines;
+use super::{block, fmt_ago, fmt_secs, plural, styled};
+use crate::engine::alerts::Phase;
+use crate::sanitize::clean;
+use crate::tui::state::State;
+
+pub fn render(f: &mut Frame, st: &State, area: Rect) {
+    let t = &st.theme;
+    let a = &st.alerts;
+    let pending = a
+        .tracker
+        .phases()
+        .filter(|(_, p)| matches!(p, Phase::Pending { .. }))
+        .count();
+    let title = Line::from(vec![
+        styled(" alerts ", t.title),
+        styled(
+            format!(
+                "{} · {} firing · {pending} pending ",
+                plural(a.rules.len() as u64, "rule", "rules"),
+                a.firing()
+            ),
+            if a.firing() > 0 { t.error } else { t.dim },
+        ),
+    ]);
+    let b = block(st, title);
+    let inner = b.inner(area);
+    f.render_widget(b, area);
+    if a.rules.is_empty() {
+        f.render_widget(
+            Paragraph::new("no alert rules: add [[alerts]] tables to the config (config.example.toml shows how)")
+                .style(t.dim),
+            inner,
+        );
+        return;
+    }
+    let profile = st.session.profile.as_str();
+    let mut lines: Vec<Line> = Vec::new();
+    for rule in &a.rules {
+        let wait = if rule.for_secs > 0.0 {
+            format!(" for {}", fmt_secs(rule.for_secs))
+        } else {
+            String::new()
+        };
+        lines.push(Line::from(vec![
+            styled(format!("{} ", clean(&rule.name)), t.title),
+            styled(
+                format!(
+                    "{} · when {}{wait}",
+                    rule.severity.as_str(),
+                    clean(rule.when.source())
+                ),
+                t.dim,
+            ),
+        ]));
+        let mut any = false;
+        for (k, phase) in a.tracker.phases() {
+            if k.rule != rule.name || k.profile != profile {
+                continue;
+            }
+            any = true;
+            let place = if k.queue.is_empty() {
+                profile
+            } else {
+                k.queue.as_str()
+            };
+            let (label, style, when) = match phase {
+                Phase::Firing { since_ms } => (
+                    "FIRING ",
+                    t.error,
+                    format!("since {}", fmt_ago(st.now_ms - since_ms)),
+                ),
+                Phase::Pending { since_ms } => (
+                    "pending",
+                    t.warn,
+                    format!(
+                        "holds for {}",
+                        fmt_secs(((st.now_ms - since_ms).max(0) / 1000) as f64)
+                    ),
+                ),
+            };
+            lines.push(Line::from(vec![
+                styled(format!("  {label} "), style),
+                styled(format!("{} ", clean(place)), t.text),
+                styled(when, t.dim),
+            ]));
+        }
+        for (k, r) in a.tracker.resolved() {
+            if k.rule != rule.name
+                || k.profile != profile
+                || a.tracker.phases().any(|(p, _)| p == k)
+            {
+                continue;
+            }
+            any = true;
+            lines.push(Line::from(vec![
+                styled("  resolved ", t.good),
+                styled(
+                    format!(
+                        "{} ",
+                        clean(if k.queue.is_empty() {
+                            profile
+                        } else {
+                            &k.queue
+                        })
+                    ),
+                    t.text,
+                ),
+                styled(fmt_ago(st.now_ms - r.at_ms), t.dim),
+            ]));
+        }
+        if !any {
+            lines.push(Line::from(styled("  quiet", t.dim)));
+        }
+    }
+    let rows = wrap_lines(&lines, inner.width);
+    let skip = a.scroll.min(rows.len().saturating_sub(1));
+    f.render_widget(
+        Paragraph::new(rows.into_iter().skip(skip).collect::<Vec<_>>()),
+        inner,
+    );
+}

@@ -1,0 +1,148 @@
+//! Alert rules in the console: evaluated on every poll of the profile's figures, a firing rule
+//! is a header badge, ranks first in the on-fire view (Enter opens its queue), is listed in
+//! `:alerts` until it resolves, and rings/notifies only when `[notify]` asks.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test asserts by unwrapping
+
+mod common;
+
+use common::console::*;
+use crossterm::event::KeyCode;
+use qdeck::domain::{QueueId, QueueStats, StatsBatch};
+use qdeck::engine::poller::PollEvent;
+use qdeck::tui::state::{State, View};
+use qdeck::tui::{update, Action, Effect};
+
+const RULES: &str = r#"
+[[alerts]]
+name = "dlq-not-empty"
+kinds = ["dlq"]
+when = "depth > 0"
+severity = "critical"
+summary = "{queue} holds {depth} dead letters"
+
+[[alerts]]
+name = "backlog"
+when = "depth > 100000"
+"#;
+
+fn with_rules(mut st: State, bell: bool, desktop: bool) -> State {
+    let cfg = qdeck::config::parse_str(RULES).unwrap();
+    st.alerts.rules = qdeck::engine::alerts::rules(&cfg).unwrap();
+    st.alerts.notify.bell = bell;
+    st.alerts.notify.desktop = desktop;
+    st
+}
+
+/// One poll of the DLQ's figures at `depth`.
+fn poll_dlq(st: &mut State, depth: u64) -> Vec<Effect> {
+    st.now_ms += 2_000;
+    let batch = StatsBatch {
+        stats: vec![QueueStats {
+            id: QueueId::new("orders-dlq"),
+            at_ms: st.now_ms,
+            depth: Some(depth),
+            in_flight: Some(0),
+            oldest_age_secs: Some(3_700.0),
+            ..Default::default()
+        }],
+        errors: vec![],
+    };
+    update(st, Action::Poll(PollEvent::Stats(batch)))
+}
+
+fn command(st: &mut State, text: &str) {
+    for c in text.chars() {
+        update(st, key(c));
+    }
+    update(st, code(KeyCode::Enter));
+}
+
+#[test]
+fn a_firing_rule_is_a_badge_ranks_first_on_fire_and_opens_its_queue() {
+    let mut st = with_rules(fire_state(), false, false);
+    let fx = poll_dlq(&mut st, 7);
+    assert!(
+        !fx.iter().any(|e| matches!(e, Effect::Notify { .. })),
+        "notifications are off by default"
+    );
+    assert_eq!(st.alerts.firing(), 1);
+    let screen = text(&draw(&st, 100, 24));
+    assert!(screen.contains("⚑ 1 firing"), "{screen}");
+
+    command(&mut st, ":fire");
+    assert_eq!(st.view(), View::Fire);
+    let rows = st.fleet.as_ref().unwrap().fire_rows(st.now_ms);
+    assert!(
+        matches!(rows[0], qdeck::tui::state::FireRow::Alert(_)),
+        "{rows:?}"
+    );
+    let screen = text(&draw(&st, 100, 24));
+    assert!(screen.contains("1 alert firing"), "{screen}");
+    let first_alert_line = screen
+        .lines()
+        .position(|l| l.contains("⚑ orders-dlq dlq-not-empty"))
+        .unwrap();
+    let first_queue_line = screen
+        .lines()
+        .position(|l| l.contains("billing-events"))
+        .unwrap();
+    assert!(first_alert_line < first_queue_line, "{screen}");
+    // The selected alert's whole line is under the table.
+    assert!(
+        screen.contains("critical dlq-not-empty: orders-dlq holds 7 dead letters"),
+        "{screen}"
+    );
+
+    update(&mut st, code(KeyCode::Enter));
+    assert_eq!(st.view(), View::Detail);
+    assert_eq!(st.focus, Some(QueueId::new("orders-dlq")));
+}
+
+#[test]
+fn the_alerts_view_follows_each_rule_until_it_resolves() {
+    let mut st = with_rules(populated(), false, false);
+    poll_dlq(&mut st, 7);
+    command(&mut st, ":alerts");
+    assert_eq!(st.view(), View::Alerts);
+    let screen = text(&draw(&st, 80, 24));
+    assert!(
+        screen.contains("2 rules · 1 firing · 0 pending"),
+        "{screen}"
+    );
+    assert!(screen.contains("FIRING  orders-dlq"), "{screen}");
+    assert!(screen.contains("backlog"), "{screen}");
+    assert!(screen.contains("quiet"), "{screen}");
+
+    poll_dlq(&mut st, 0);
+    assert_eq!(st.alerts.firing(), 0);
+    let screen = text(&draw(&st, 80, 24));
+    assert!(screen.contains("0 firing"), "{screen}");
+    assert!(screen.contains("resolved orders-dlq"), "{screen}");
+    assert!(
+        !screen.contains("⚑"),
+        "the badge goes with the last firing rule: {screen}"
+    );
+}
+
+#[test]
+fn notify_rings_and_sends_a_desktop_line_once_per_firing() {
+    let mut st = with_rules(populated(), true, true);
+    let fx = poll_dlq(&mut st, 7);
+    let notes: Vec<&Effect> = fx
+        .iter()
+        .filter(|e| matches!(e, Effect::Notify { .. }))
+        .collect();
+    assert_eq!(
+        notes,
+        [&Effect::Notify {
+            bell: true,
+            desktop: Some("critical dlq-not-empty: orders-dlq holds 7 dead letters".into()),
+        }]
+    );
+    // Still firing: nothing more.
+    let fx = poll_dlq(&mut st, 8);
+    assert!(!fx.iter().any(|e| matches!(e, Effect::Notify { .. })));
+    // A resolution does not ring.
+    let fx = poll_dlq(&mut st, 0);
+    assert!(!fx.iter().any(|e| matches!(e, Effect::Notify { .. })));
+}

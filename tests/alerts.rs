@@ -379,3 +379,60 @@ fn webhooks_post_slack_text_and_a_refusing_url_is_logged() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("QDECK_NOT_SET: the variable is not set"));
 }
+
+#[test]
+fn watch_over_the_demo_fires_dlq_growing_once_and_resolves_after_a_purge() {
+    let e = Env::new();
+    e.config(
+        r#"
+[ui]
+refresh_secs = 0.5
+
+[[alerts]]
+name = "dlq-growing"
+kinds = ["dlq"]
+queues = '^orders\.dlq$'
+when = "dlq_growth > 0"
+for = "1s"
+"#,
+    );
+    let hook = format!("cat >> '{}'", e.hook_file().display());
+    // The demo's poison messages reach orders.dlq after three receives each.
+    let mut demo = e
+        .process()
+        .args([
+            "demo",
+            "--rate",
+            "20",
+            "--workers",
+            "6",
+            "--per-worker",
+            "10",
+            "--duration",
+            "60s",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let (lines, stderr) = e.watch(8.0, &["--hook-cmd", &hook]);
+    assert_eq!(
+        states(&lines),
+        [("firing".into(), "orders.dlq".into())],
+        "{stderr}"
+    );
+    let _ = demo.kill();
+    let _ = demo.wait();
+    // Restarted after the purge: the saved state knows the rule fired, so it resolves once
+    // (its first poll cannot know the growth: unknown is neither firing nor resolved).
+    e.ok(&["purge", "orders.dlq", "-y"]);
+    let (lines, _) = e.watch(6.0, &["--hook-cmd", &hook]);
+    assert_eq!(states(&lines), [("resolved".into(), "orders.dlq".into())]);
+    assert_eq!(
+        states(&e.hooked()),
+        [
+            ("firing".into(), "orders.dlq".into()),
+            ("resolved".into(), "orders.dlq".into())
+        ]
+    );
+}

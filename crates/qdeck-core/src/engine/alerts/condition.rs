@@ -218,6 +218,23 @@ impl Condition {
         out
     }
 
+    /// Whether it reads a figure computed from two polls or more (growth, rates, workers,
+    /// drain time): unknown, not false, on a queue's first poll, so such a rule neither fires
+    /// nor resolves before the second (after a restart of `watch`, a firing rule stays firing).
+    pub fn needs_history(&self) -> bool {
+        self.figures().iter().any(|f| {
+            matches!(
+                f,
+                Figure::DlqGrowth
+                    | Figure::InRate
+                    | Figure::OutRate
+                    | Figure::Workers
+                    | Figure::WorkersNeeded
+                    | Figure::Eta
+            )
+        })
+    }
+
     /// Whether it reads only the profile's health (such a rule also fires for a profile
     /// whose queues are not known).
     pub fn only_health(&self) -> bool {

@@ -34,7 +34,9 @@ impl ProfileView {
     fn new() -> Self {
         ProfileView {
             kind: None,
-            store: Store::with_defaults(),
+            // History over the growth window at 1.25 s a point: fine enough for `for`
+            // durations of a few seconds, bounded per queue (240 points).
+            store: Store::new(u64::from(super::figures::GROWTH_WINDOW_SECS), 240, 600.0),
             error: None,
             updated_ms: None,
             refresh_secs: multi_poller::DEFAULT_REFRESH_SECS,
@@ -102,6 +104,20 @@ impl Monitor {
         match a.result {
             Ok((infos, batch)) => {
                 view.store.set_queues(infos);
+                // Queues a rule reads rates or growth of keep their history (the store
+                // otherwise frees it for queues nobody looks at).
+                let kept: Vec<_> = view
+                    .store
+                    .entries()
+                    .iter()
+                    .filter(|e| {
+                        self.rules
+                            .iter()
+                            .any(|r| r.when.needs_history() && r.watches(&a.profile, &e.info))
+                    })
+                    .map(|e| e.info.id.clone())
+                    .collect();
+                view.store.set_on_screen(&kept);
                 view.store.apply(batch);
                 view.error = None;
             }
@@ -177,10 +193,13 @@ pub fn evaluate(
             if !rule.watches(profile, &e.info) {
                 continue;
             }
-            let f = figures(e, store, health);
-            let holds = e.latest.is_some() && rule.when.holds(&f);
             let q = e.info.id.as_str();
             seen.push(key(q));
+            if rule.when.needs_history() && e.history.len() < 2 {
+                continue;
+            }
+            let f = figures(e, store, health);
+            let holds = e.latest.is_some() && rule.when.holds(&f);
             out.extend(
                 tracker.observe(rule, key(q), holds, now_ms, || rule.summary(profile, q, &f)),
             );

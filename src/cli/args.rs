@@ -246,6 +246,13 @@ pub enum Command {
     },
     /// Monitoring check: exit 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN, with a one-line summary.
     Check(CheckArgs),
+    /// Start capturing a NATS JetStream consumer's dead letters: creates a stream of its
+    /// MAX_DELIVERIES and MSG_TERMINATED advisories (kept 30 days, at most 1,000,000), which
+    /// becomes the consumer's DLQ. Needs access = "full"; audited.
+    CreateDlq {
+        /// STREAM/CONSUMER
+        queue: String,
+    },
     /// Create a queue on the local broker.
     Create {
         queue: String,

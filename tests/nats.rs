@@ -1,0 +1,385 @@
+//! NATS JetStream backend against a real nats-server (2.9) with nats-py as the independent
+//! client that makes the scene, plays the workers and reads the server's own figures back.
+//!
+//! Needs QDECK_TEST_NATS_URL (e.g. nats://127.0.0.1:4222, JetStream on) and QDECK_TEST_PYTHON
+//! (a Python with nats-py). Each test names its streams with a prefix of its own and deletes
+//! them at the end, also when it fails.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test asserts by unwrapping
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::Arc;
+
+use qdeck::backend::{build, Backend, BackendError, OpProgress};
+use qdeck::config::{NatsSettings, Profile, ProfileKind};
+use qdeck::domain::*;
+use serde_json::Value as Json;
+
+fn nats_url() -> String {
+    common::broker_var(
+        "QDECK_TEST_NATS_URL",
+        "e.g. nats://127.0.0.1:4222 with JetStream",
+    )
+}
+
+fn python() -> String {
+    common::broker_var(
+        "QDECK_TEST_PYTHON",
+        "a Python with nats-py (pip install nats-py)",
+    )
+}
+
+fn script() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/python/nats_peer.py")
+}
+
+/// Run one nats-py command; its JSON answer.
+fn peer(args: &[&str]) -> Json {
+    let out = Command::new(python())
+        .arg(script())
+        .arg(nats_url())
+        .args(args)
+        .output()
+        .expect("run python");
+    assert!(
+        out.status.success(),
+        "nats_peer.py {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    serde_json::from_str(text.lines().last().expect("an answer")).expect("json")
+}
+
+/// A test's streams: `P_WQ`, `P_LIM` and the DLQ `DLQ_P_WQ_worker`, deleted on drop.
+struct Scene {
+    p: String,
+}
+
+impl Scene {
+    fn new() -> Scene {
+        let p = format!("qt{}", &uuid::Uuid::new_v4().simple().to_string()[..8]);
+        let s = Scene { p };
+        peer(&["setup", &s.p]);
+        s
+    }
+    fn wq(&self) -> String {
+        format!("{}_WQ", self.p)
+    }
+    fn lim(&self) -> String {
+        format!("{}_LIM", self.p)
+    }
+}
+
+impl Drop for Scene {
+    fn drop(&mut self) {
+        let _ = Command::new(python())
+            .arg(script())
+            .arg(nats_url())
+            .args(["cleanup", &self.p])
+            .output();
+    }
+}
+
+fn profile(settings: NatsSettings) -> Profile {
+    Profile {
+        name: "nats-test".into(),
+        kind: ProfileKind::Nats(settings),
+        access: None,
+        read_only: false,
+        protected: false,
+        refresh_secs: None,
+        max_calls_per_minute: None,
+        reason_headers: Vec::new(),
+    }
+}
+
+async fn backend() -> Arc<dyn Backend> {
+    build(&profile(NatsSettings {
+        url: Some(nats_url()),
+        ..Default::default()
+    }))
+    .await
+    .expect("build nats backend")
+}
+
+fn n(v: &Json, k: &str) -> u64 {
+    v[k].as_u64().unwrap_or_else(|| panic!("{k} in {v}"))
+}
+
+async fn stats_of(b: &dyn Backend, ids: &[String]) -> Vec<QueueStats> {
+    let ids: Vec<QueueId> = ids.iter().map(QueueId::new).collect();
+    let batch = b.stats(&ids).await.expect("stats");
+    assert!(batch.errors.is_empty(), "{:?}", batch.errors);
+    batch.stats
+}
+
+#[tokio::test]
+#[ignore = "needs QDECK_TEST_NATS_URL and QDECK_TEST_PYTHON with nats-py"]
+async fn figures_equal_what_nats_py_reads() {
+    let scene = Scene::new();
+    peer(&["fail", &scene.p]);
+    let truth = peer(&["info", &scene.p]);
+    let b = backend().await;
+
+    let ids = vec![
+        scene.wq(),
+        scene.lim(),
+        format!("{}/worker", scene.wq()),
+        format!("{}/reader", scene.lim()),
+        format!("{}/pusher", scene.lim()),
+    ];
+    let before = b.api_calls().snapshot();
+    let stats = stats_of(b.as_ref(), &ids).await;
+    let after = b.api_calls().snapshot();
+    for st in &stats {
+        let id = st.id.as_str();
+        if let Some(s) = truth["streams"].get(id) {
+            assert_eq!(st.depth, Some(n(s, "messages")), "{id} messages");
+            assert_eq!(
+                st.consumers,
+                Some(n(s, "consumer_count") as u32),
+                "{id} consumers"
+            );
+            assert_eq!(st.enqueued_total, Some(n(s, "last_seq")), "{id} last seq");
+        } else {
+            let c = &truth["consumers"][id];
+            assert_eq!(st.depth, Some(n(c, "num_pending")), "{id} num_pending");
+            assert_eq!(
+                st.in_flight,
+                Some(n(c, "num_ack_pending")),
+                "{id} num_ack_pending"
+            );
+            assert_eq!(
+                st.completed_total,
+                Some(n(c, "ack_floor")),
+                "{id} ack floor"
+            );
+        }
+    }
+    // The reader holds two unacked messages: their age is read by sequence, and is real.
+    let reader = stats
+        .iter()
+        .find(|s| s.id.as_str().ends_with("/reader"))
+        .unwrap();
+    let age = reader.oldest_age_secs.expect("age of the reader's oldest");
+    assert!(age > 0.0 && age < 600.0, "{age}");
+    // One CONSUMER.LIST page per stream, and one MSG.GET only for the consumers holding any.
+    let delta = |op: &str| after.get(op).unwrap_or(&0) - before.get(op).unwrap_or(&0);
+    assert_eq!(
+        delta("nats:CONSUMER.LIST"),
+        2,
+        "one page for each of the two streams: {after:?}"
+    );
+    assert!(delta("nats:STREAM.MSG") <= 2, "{after:?}");
+
+    // Redelivered and waiting pulls, as nats-py reads them.
+    for (id, c) in truth["consumers"].as_object().unwrap() {
+        let info = b
+            .describe(&QueueId::new(id.clone()))
+            .await
+            .expect("describe");
+        assert_eq!(info.kind, QueueKind::Consumer);
+        assert_eq!(
+            info.settings.extra["redelivered"],
+            n(c, "num_redelivered").to_string(),
+            "{id}"
+        );
+        assert_eq!(
+            info.settings.extra["waiting_pulls"],
+            n(c, "num_waiting").to_string(),
+            "{id}"
+        );
+    }
+    let wq = b.describe(&QueueId::new(scene.wq())).await.unwrap();
+    assert_eq!(wq.kind, QueueKind::Stream);
+    assert_eq!(wq.settings.extra["retention"], "workqueue");
+    let worker = b
+        .describe(&QueueId::new(format!("{}/worker", scene.wq())))
+        .await
+        .unwrap();
+    assert_eq!(worker.settings.max_receives, Some(3));
+    assert!(
+        worker.settings.extra["dlq"].contains("qdeck create-dlq"),
+        "{:?}",
+        worker.settings.extra
+    );
+
+    // Workers: the push consumer has no subscription bound; identities need /connz.
+    let pushers = b
+        .consumers(&QueueId::new(format!("{}/pusher", scene.lim())))
+        .await
+        .unwrap();
+    assert_eq!(pushers.len(), 1);
+    assert_eq!(pushers[0].status, WorkerState::Gone);
+    assert!(pushers[0].peer.as_deref().unwrap().contains("/connz"));
+}
+
+fn write_nats_config(dir: &std::path::Path, access: Option<&str>) {
+    let extra = access.map_or(String::new(), |a| format!("access = \"{a}\"\n"));
+    common::write_config(
+        dir,
+        "n",
+        &[format!(
+            "name = \"n\"\nkind = \"nats\"\nurl = \"{}\"\n{extra}",
+            nats_url()
+        )],
+    );
+}
+
+#[tokio::test]
+#[ignore = "needs QDECK_TEST_NATS_URL and QDECK_TEST_PYTHON with nats-py"]
+async fn dead_letters_are_the_advisories_and_redrive_sends_them_back() {
+    let scene = Scene::new();
+    let consumer = format!("{}/worker", scene.wq());
+    let dir = tempfile::tempdir().unwrap();
+
+    // create-dlq is a tier-full action: refused (and audited) below it.
+    write_nats_config(dir.path(), Some("redrive"));
+    let out = common::qdeck(dir.path())
+        .args(["create-dlq", &consumer])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("refused"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    write_nats_config(dir.path(), None);
+    let out = common::qdeck(dir.path())
+        .args(["create-dlq", &consumer, "-o", "json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let made: Json = serde_json::from_slice(&out.stdout).unwrap();
+    let dlq = made["dlq"].as_str().unwrap().to_string();
+    assert_eq!(made["created"], true);
+    let audit = std::fs::read_to_string(dir.path().join("state/qdeck/audit.log")).unwrap();
+    assert!(audit.contains("\"refused\""), "{audit}");
+    assert!(audit.contains(&dlq), "{audit}");
+
+    // The failing worker: poison messages reach max_deliver, one is terminated.
+    let failed = peer(&["fail", &scene.p]);
+    let advised: BTreeSet<u64> = failed["seqs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_u64().unwrap())
+        .collect();
+    assert_eq!(advised.len(), 4, "{failed}");
+
+    let b = backend().await;
+    let info = b.describe(&QueueId::new(consumer.clone())).await.unwrap();
+    assert_eq!(info.dlq, Some(QueueId::new(dlq.clone())));
+    let st = &stats_of(b.as_ref(), std::slice::from_ref(&consumer)).await[0];
+    assert_eq!(st.dlq_depth, Some(4));
+
+    // Browsing joins each advisory with its original; it creates no consumer.
+    let page = b
+        .browse(
+            &QueueId::new(dlq.clone()),
+            &BrowseRequest {
+                max: 100,
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    let listed: BTreeSet<u64> = page
+        .messages
+        .iter()
+        .map(|m| m.seq.unwrap() as u64)
+        .collect();
+    assert_eq!(listed, advised);
+    let mut gone = 0;
+    for m in &page.messages {
+        let dl = m.dead_letter.as_ref().unwrap();
+        assert_eq!(dl.origin, Some(QueueId::new(consumer.clone())));
+        match m.field_text("original") {
+            // A work queue removes a terminated message: its dead letter says so.
+            Some(t) => {
+                assert!(t.starts_with("gone"), "{t}");
+                assert_eq!(dl.reason.as_deref(), Some("terminated"));
+                gone += 1;
+            }
+            None => {
+                assert_eq!(dl.reason.as_deref(), Some("max_deliveries"));
+                assert_eq!(m.receive_count, Some(3));
+                assert_eq!(m.field_text("X-Kind").as_deref(), Some("poison"));
+                assert!(m.field_text("subject").unwrap().starts_with(&scene.p));
+                assert!(String::from_utf8_lossy(&m.body).contains("poison"));
+            }
+        }
+    }
+    assert_eq!(gone, 1);
+    let truth = peer(&["info", &scene.p]);
+    assert_eq!(
+        truth["streams"][scene.wq()]["consumer_count"],
+        1,
+        "no consumer left"
+    );
+
+    // Redrive through the CLI (the engine's gate, plan and audit).
+    let out = common::qdeck(dir.path())
+        .args(["redrive", &dlq, "--yes", "-o", "json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    // The fixed worker acks every redriven message; none of the originals is left.
+    let drained = peer(&["drain", &scene.p]);
+    let acked = drained["acked"].as_array().unwrap();
+    assert_eq!(acked.len(), 3, "{drained}");
+    for m in acked {
+        assert!(m["body"].as_str().unwrap().contains("poison"), "{m}");
+        assert_eq!(m["headers"]["X-Kind"], "poison");
+        assert_eq!(m["headers"]["x-qdeck-redriven"], "1");
+        assert!(
+            !advised.contains(&m["seq"].as_u64().unwrap()),
+            "a new sequence"
+        );
+    }
+    assert_eq!(drained["left"], 0);
+    for seq in &advised {
+        let got = peer(&["get", &scene.wq(), &seq.to_string()]);
+        assert_eq!(got["found"], false, "original {seq} still there");
+    }
+    let st = &stats_of(b.as_ref(), std::slice::from_ref(&dlq)).await[0];
+    assert_eq!(st.depth, Some(0), "every advisory removed");
+}
+
+#[tokio::test]
+async fn an_unreachable_server_is_one_clear_line() {
+    let b = build(&profile(NatsSettings {
+        url: Some("nats://127.0.0.1:1".into()),
+        ..Default::default()
+    }))
+    .await
+    .expect("building connects lazily");
+    let e = b.list_queues().await.unwrap_err();
+    assert!(matches!(e, BackendError::Unreachable(_)), "{e:?}");
+    let text = e.to_string();
+    assert!(!text.contains('\n'), "{text}");
+    assert!(
+        text.contains("cannot connect to NATS at nats://127.0.0.1:1"),
+        "{text}"
+    );
+    let progress = OpProgress::detached();
+    assert!(b
+        .purge(&QueueId::new("S"), &progress)
+        .await
+        .is_err_and(|e| matches!(e, BackendError::Unreachable(_))));
+}

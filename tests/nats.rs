@@ -383,3 +383,130 @@ async fn an_unreachable_server_is_one_clear_line() {
         .await
         .is_err_and(|e| matches!(e, BackendError::Unreachable(_))));
 }
+
+#[tokio::test]
+#[ignore = "needs QDECK_TEST_NATS_URL and QDECK_TEST_PYTHON with nats-py"]
+async fn delete_by_sequence_and_purge_change_only_what_they_name() {
+    let scene = Scene::new();
+    let b = backend().await;
+    let lim = QueueId::new(scene.lim());
+    let deleter = b.deleter().expect("NATS deletes by sequence");
+    let progress = OpProgress::detached();
+    // Sequence 2 goes, 2 again and 99 are already gone: counted as missing, not an error.
+    let rep = deleter
+        .delete_ids(&lim, &["2".into(), "2".into(), "99".into()], &progress)
+        .await
+        .unwrap();
+    assert_eq!((rep.deleted, rep.missing), (1, 2), "{rep:?}");
+    assert_eq!(peer(&["get", &scene.lim(), "2"])["found"], false);
+    assert_eq!(peer(&["get", &scene.lim(), "3"])["found"], true);
+
+    // Browsing reads by sequence and skips the hole; it creates no consumer.
+    let page = b
+        .browse(
+            &lim,
+            &BrowseRequest {
+                max: 10,
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    let seqs: Vec<i64> = page.messages.iter().map(|m| m.seq.unwrap()).collect();
+    assert_eq!(seqs, vec![1, 3, 4, 5]);
+    assert_eq!(page.messages[0].body, b"event 0");
+    assert!(page.next.is_none());
+    let truth = peer(&["info", &scene.p]);
+    assert_eq!(truth["streams"][scene.lim()]["consumer_count"], 2);
+
+    // A consumer's browse starts past its ack floor; one deleted meanwhile is a clear NotFound.
+    let gone = b
+        .browse(
+            &QueueId::new(format!("{}/nobody", scene.lim())),
+            &BrowseRequest::default(),
+        )
+        .await
+        .unwrap_err();
+    assert!(matches!(gone, BackendError::NotFound(_)), "{gone:?}");
+
+    let rep = b.purge(&lim, &progress).await.unwrap();
+    assert_eq!(rep.purged, Some(4));
+    let truth = peer(&["info", &scene.p]);
+    assert_eq!(truth["streams"][scene.lim()]["messages"], 0);
+    assert_eq!(
+        truth["streams"][scene.wq()]["messages"],
+        7,
+        "the other stream is untouched"
+    );
+}
+
+/// A nats-server of this test's own on a free port, killed when dropped.
+struct OwnServer {
+    child: std::process::Child,
+    url: String,
+}
+
+impl OwnServer {
+    fn start(args: &[&str]) -> OwnServer {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let child = Command::new("nats-server")
+            .args(["-a", "127.0.0.1", "-p", &port.to_string()])
+            .args(args)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| common::skip(&format!("cannot run nats-server: {e}")));
+        for _ in 0..50 {
+            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        OwnServer {
+            child,
+            url: format!("nats://127.0.0.1:{port}"),
+        }
+    }
+}
+
+impl Drop for OwnServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[tokio::test]
+#[ignore = "needs QDECK_TEST_NATS_URL (and nats-server on PATH)"]
+async fn wrong_credentials_and_a_server_without_jetstream_say_so_in_one_line() {
+    nats_url();
+    let server = OwnServer::start(&["--user", "ops", "--pass", "right-pw"]);
+    let secrets = qdeck::config::secret::SecretMap::new().with("QDECK_T_NATS_PW", "wrong-pw");
+    let settings = NatsSettings {
+        url: Some(server.url.clone()),
+        username: Some("ops".into()),
+        password_env: Some("QDECK_T_NATS_PW".into()),
+        ..Default::default()
+    };
+    let b = qdeck::backend::build_with(&profile(settings.clone()), &secrets)
+        .await
+        .unwrap();
+    let e = b.list_queues().await.unwrap_err();
+    assert!(matches!(e, BackendError::Auth(_)), "{e:?}");
+    let text = e.to_string();
+    assert!(!text.contains('\n') && !text.contains("wrong-pw"), "{text}");
+    assert!(text.contains(&server.url), "{text}");
+
+    // The right password on a server without JetStream: the API has no responder.
+    let secrets = qdeck::config::secret::SecretMap::new().with("QDECK_T_NATS_PW", "right-pw");
+    let b = qdeck::backend::build_with(&profile(settings), &secrets)
+        .await
+        .unwrap();
+    let e = b.list_queues().await.unwrap_err();
+    assert!(matches!(e, BackendError::Unsupported(_)), "{e:?}");
+    assert!(e.to_string().contains("JetStream is not enabled"), "{e}");
+}

@@ -211,6 +211,16 @@ impl Conn {
 
     /// Call JetStream API operation `op` with a JSON body; its answer, or the error it holds.
     pub async fn api(&self, op: &str, body: &Json) -> Result<Json> {
+        self.api_coded(op, body).await?.map_err(|e| api_error(&e))
+    }
+
+    /// As `api`, with an answer's JetStream error kept whole (`err_code` included) for the
+    /// callers that tell one error from another by its code.
+    pub async fn api_coded(
+        &self,
+        op: &str,
+        body: &Json,
+    ) -> Result<std::result::Result<Json, Json>> {
         let client = self.client().await?;
         let payload = if body.is_null() {
             Vec::new()
@@ -223,7 +233,13 @@ impl Conn {
             .request(self.api_subject(op), payload.into())
             .await
             .map_err(|e| request_error(&self.display, op, e.kind()))?;
-        parse_answer(&msg.payload)
+        let v: Json = serde_json::from_slice(&msg.payload).map_err(|e| {
+            BackendError::Protocol(format!("JetStream answer to {op} is not JSON: {e}"))
+        })?;
+        Ok(match v.get("error") {
+            Some(err) => Err(err.clone()),
+            None => Ok(v),
+        })
     }
 
     /// Publish with headers and wait for the stream's PubAck; its JSON.
@@ -256,6 +272,15 @@ pub fn parse_answer(payload: &[u8]) -> Result<Json> {
         Some(err) => Err(api_error(err)),
         None => Ok(v),
     }
+}
+
+/// JetStream error codes qdeck tells apart (nats-server's errors.json).
+pub const ERR_NO_MESSAGE: u64 = 10037;
+pub const ERR_MSG_DELETE_FAILED: u64 = 10057;
+pub const ERR_SEQUENCE_NOT_FOUND: u64 = 10043;
+
+pub fn err_code(err: &Json) -> u64 {
+    err.get("err_code").and_then(Json::as_u64).unwrap_or(0)
 }
 
 /// JetStream's `{"code", "err_code", "description"}` by code.

@@ -3,6 +3,9 @@
 
 use serde_json::{json, Value as Json};
 
+use super::conn::{
+    api_error, err_code, ERR_MSG_DELETE_FAILED, ERR_NO_MESSAGE, ERR_SEQUENCE_NOT_FOUND,
+};
 use super::model::StoredMsg;
 use super::NatsBackend;
 use crate::backend::{BackendError, Result};
@@ -19,35 +22,44 @@ pub async fn get(
         Some(f) => json!({"seq": seq.max(1), "next_by_subj": f}),
         None => json!({"seq": seq}),
     };
-    match b.conn.api(&format!("STREAM.MSG.GET.{stream}"), &body).await {
+    match b
+        .conn
+        .api_coded(&format!("STREAM.MSG.GET.{stream}"), &body)
+        .await?
+    {
         Ok(v) => {
             let m = v.get("message").cloned().unwrap_or(Json::Null);
             serde_json::from_value(m)
                 .map(Some)
                 .map_err(|e| BackendError::Protocol(format!("STREAM.MSG.GET answer: {e}")))
         }
-        // "no message found": deleted, acked off a work queue, or past the last sequence.
-        Err(BackendError::NotFound(why)) if !why.contains("stream not found") => Ok(None),
-        Err(e) => Err(e),
+        // Deleted, acked off a work queue, or past the last sequence.
+        Err(e) if err_code(&e) == ERR_NO_MESSAGE => Ok(None),
+        Err(e) => Err(api_error(&e)),
     }
 }
 
 /// Delete the message at `seq`. `Ok(false)` when it was already gone.
 pub async fn delete(b: &NatsBackend, stream: &str, seq: u64) -> Result<bool> {
     // `no_erase`: mark deleted without overwriting the bytes on disk, the cheap way.
-    match b
+    let answer = b
         .conn
-        .api(
+        .api_coded(
             &format!("STREAM.MSG.DELETE.{stream}"),
             &json!({"seq": seq, "no_erase": true}),
         )
-        .await
-    {
+        .await?;
+    match answer {
         Ok(v) => Ok(v.get("success").and_then(Json::as_bool).unwrap_or(false)),
-        Err(BackendError::NotFound(why)) if !why.contains("stream not found") => Ok(false),
-        // 2.9 answers a sequence already deleted with a 400 "no message found".
-        Err(BackendError::Invalid(why)) if why.contains("no message found") => Ok(false),
-        Err(e) => Err(e),
+        // A deleted sequence inside the stream's range has a code of its own; past the ends
+        // (or already gone from an older store) the server gives the code it gives every
+        // failed delete, and a read tells "already gone" from the others.
+        Err(e) if err_code(&e) == ERR_SEQUENCE_NOT_FOUND => Ok(false),
+        Err(e) if err_code(&e) == ERR_MSG_DELETE_FAILED => match get(b, stream, seq, None).await? {
+            None => Ok(false),
+            Some(_) => Err(api_error(&e)),
+        },
+        Err(e) => Err(api_error(&e)),
     }
 }
 

@@ -223,7 +223,7 @@ pub async fn redrive(
                                 .into(),
                         );
                     }
-                    Some(Ok(One::Failed(e))) | Some(Err(BackendError::Protocol(e))) => {
+                    Some(Ok(One::Failed(e)) | Err(BackendError::Protocol(e))) => {
                         rep.failed += 1;
                         progress.add_failed(1);
                         push_err(&mut rep, e);
@@ -281,10 +281,16 @@ mod tests {
             (COUNT.to_string(), "2".to_string()),
         ];
         let h = copy_headers(&orig, "S/C#9", 77);
-        assert_eq!(h.get("X-Tenant").map(|v| v.as_str()), Some("acme"));
+        assert_eq!(
+            h.get("X-Tenant").map(async_nats::HeaderValue::as_str),
+            Some("acme")
+        );
         assert!(h.get("Nats-Msg-Id").is_none());
         assert!(h.get("Nats-Expected-Last-Sequence").is_none());
-        assert_eq!(h.get(COUNT).map(|v| v.as_str()), Some("3"));
-        assert_eq!(h.get(FROM).map(|v| v.as_str()), Some("S/C#9"));
+        assert_eq!(h.get(COUNT).map(async_nats::HeaderValue::as_str), Some("3"));
+        assert_eq!(
+            h.get(FROM).map(async_nats::HeaderValue::as_str),
+            Some("S/C#9")
+        );
     }
 }

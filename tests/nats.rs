@@ -61,9 +61,13 @@ struct Scene {
 
 impl Scene {
     fn new() -> Scene {
+        Scene::with_poison(0)
+    }
+    /// The scene with `extra` more poison messages on the work queue.
+    fn with_poison(extra: usize) -> Scene {
         let p = format!("qt{}", &uuid::Uuid::new_v4().simple().to_string()[..8]);
         let s = Scene { p };
-        peer(&["setup", &s.p]);
+        peer(&["setup", &s.p, &extra.to_string()]);
         s
     }
     fn wq(&self) -> String {
@@ -268,13 +272,13 @@ async fn dead_letters_are_the_advisories_and_redrive_sends_them_back() {
 
     // The failing worker: poison messages reach max_deliver, one is terminated.
     let failed = peer(&["fail", &scene.p]);
-    let advised: BTreeSet<u64> = failed["seqs"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v.as_u64().unwrap())
-        .collect();
-    assert_eq!(advised.len(), 4, "{failed}");
+    let seqs = failed["seqs"].as_array().unwrap();
+    let advised: BTreeSet<u64> = seqs.iter().map(|v| v.as_u64().unwrap()).collect();
+    assert_eq!(
+        (seqs.len(), advised.len()),
+        (4, 4),
+        "one advisory each: {failed}"
+    );
 
     let b = backend().await;
     let info = b.describe(&QueueId::new(consumer.clone())).await.unwrap();
@@ -299,6 +303,11 @@ async fn dead_letters_are_the_advisories_and_redrive_sends_them_back() {
         .map(|m| m.seq.unwrap() as u64)
         .collect();
     assert_eq!(listed, advised);
+    assert_eq!(
+        page.messages.len(),
+        advised.len(),
+        "one dead letter per advisory"
+    );
     let mut gone = 0;
     for m in &page.messages {
         let dl = m.dead_letter.as_ref().unwrap();
@@ -509,4 +518,79 @@ async fn wrong_credentials_and_a_server_without_jetstream_say_so_in_one_line() {
     let e = b.list_queues().await.unwrap_err();
     assert!(matches!(e, BackendError::Unsupported(_)), "{e:?}");
     assert!(e.to_string().contains("JetStream is not enabled"), "{e}");
+}
+
+#[tokio::test]
+#[ignore = "needs QDECK_TEST_NATS_URL and QDECK_TEST_PYTHON with nats-py"]
+async fn a_redrive_killed_with_sigkill_loses_nothing() {
+    let scene = Scene::with_poison(40);
+    let consumer = format!("{}/worker", scene.wq());
+    let dir = tempfile::tempdir().unwrap();
+    write_nats_config(dir.path(), None);
+    let ok = common::qdeck(dir.path())
+        .args(["create-dlq", &consumer, "-o", "json"])
+        .output()
+        .unwrap();
+    assert!(ok.status.success());
+    let dlq: Json = serde_json::from_slice(&ok.stdout).unwrap();
+    let dlq = dlq["dlq"].as_str().unwrap().to_string();
+    let failed = peer(&["fail", &scene.p]);
+    let advised = failed["seqs"].as_array().unwrap().len();
+    assert_eq!(advised, 44, "43 poison + 1 terminated");
+
+    // A slow redrive, killed mid-way without a chance to clean up.
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_qdeck"))
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", dir.path())
+        .env("QDECK_CONFIG", dir.path().join("config.toml"))
+        .env("XDG_STATE_HOME", dir.path().join("state"))
+        .args(["redrive", &dlq, "--yes", "--rate", "20"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1200));
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let b = backend().await;
+    let mid = stats_of(b.as_ref(), std::slice::from_ref(&dlq)).await[0]
+        .depth
+        .unwrap();
+    assert!(
+        mid > 0 && mid < 44,
+        "the kill came mid-way: {mid} dead letters left"
+    );
+
+    // Run it again to the end: the stale advisories (original already deleted) go quietly.
+    let out = common::qdeck(dir.path())
+        .args(["redrive", &dlq, "--yes"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let drained = peer(&["drain", &scene.p]);
+    let mut got: Vec<u64> = drained["acked"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            let body: Json = serde_json::from_str(m["body"].as_str().unwrap()).unwrap();
+            body["n"].as_u64().unwrap()
+        })
+        .collect();
+    got.sort_unstable();
+    let total = got.len();
+    got.dedup();
+    let poison: Vec<u64> = [1u64, 3, 6].into_iter().chain(7..47).collect();
+    assert_eq!(got, poison, "every poison message came back");
+    assert!(
+        total - got.len() <= 64,
+        "duplicates within the window: {total}"
+    );
+    assert_eq!(drained["left"], 0);
 }

@@ -594,3 +594,73 @@ async fn a_redrive_killed_with_sigkill_loses_nothing() {
     );
     assert_eq!(drained["left"], 0);
 }
+
+/// The two comparisons with nats-py in one run, printed (never asserted on time):
+/// listing 1,000 consumers over 10 streams with their figures, and redriving 10,000 dead
+/// letters against nats-py doing the same read → publish → PubAck → delete → delete.
+/// `cargo test --test nats manual_nats_benchmark -- --ignored --nocapture`
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "manual benchmark: needs QDECK_TEST_NATS_URL and QDECK_TEST_PYTHON with nats-py"]
+async fn manual_nats_benchmark() {
+    let n: usize = std::env::var("QDECK_BENCH_DEAD")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(10_000);
+    let tag = || format!("qb{}", &uuid::Uuid::new_v4().simple().to_string()[..8]);
+    let list = Scene { p: tag() };
+    peer(&["bench_setup", &list.p, "10", "100"]);
+    let b = backend().await;
+    let calls0 = b.api_calls().total();
+    let t = std::time::Instant::now();
+    let queues = b.list_queues().await.unwrap();
+    let ids: Vec<QueueId> = queues
+        .iter()
+        .filter(|q| q.id.as_str().starts_with(&list.p) && q.kind == QueueKind::Consumer)
+        .map(|q| q.id.clone())
+        .collect();
+    let list_calls = b.api_calls().total() - calls0;
+    let t_stats = std::time::Instant::now();
+    let stats = b.stats(&ids).await.unwrap();
+    let stats_secs = t_stats.elapsed().as_secs_f64();
+    let qdeck_secs = t.elapsed().as_secs_f64();
+    let qdeck_calls = b.api_calls().total() - calls0;
+    assert_eq!(stats.stats.len(), 1000);
+    let py = peer(&["bench_list", &list.p]);
+    println!(
+        "listing 1000 consumers over 10 streams: qdeck `ls` {qdeck_secs:.3}s in {qdeck_calls} calls (listing {list_calls}, then a refresh of every figure with ages {stats_secs:.3}s in {} calls), nats-py {:.3}s in {} calls (the consumer listing alone); refresh vs nats-py {:.2}x",
+        qdeck_calls - list_calls,
+        py["secs"].as_f64().unwrap(),
+        py["calls"],
+        py["secs"].as_f64().unwrap() / stats_secs
+    );
+
+    let ours = Scene { p: tag() };
+    peer(&["bench_dead", &ours.p, &n.to_string()]);
+    let dlq = format!("DLQ_{}_WQ_worker", ours.p);
+    let t = std::time::Instant::now();
+    let rep = b
+        .redrive(
+            &RedriveRequest {
+                source: QueueId::new(dlq),
+                target: RedriveTarget::Origin,
+                max: None,
+                rate: None,
+                only_ids: None,
+                window: None,
+            },
+            &OpProgress::detached(),
+        )
+        .await
+        .unwrap();
+    let qdeck_secs = t.elapsed().as_secs_f64();
+    assert_eq!(rep.moved as usize, n, "{rep:?}");
+    let theirs = Scene { p: tag() };
+    peer(&["bench_dead", &theirs.p, &n.to_string()]);
+    let py = peer(&["bench_redrive", &theirs.p]);
+    let py_rate = py["moved"].as_f64().unwrap() / py["secs"].as_f64().unwrap();
+    let our_rate = n as f64 / qdeck_secs;
+    println!(
+        "redrive of {n} dead letters: qdeck {our_rate:.0}/s ({qdeck_secs:.2}s), nats-py {py_rate:.0}/s; ratio {:.2}x",
+        our_rate / py_rate
+    );
+}

@@ -221,6 +221,19 @@ impl Conn {
         op: &str,
         body: &Json,
     ) -> Result<std::result::Result<Json, Json>> {
+        let msg = self.api_raw(op, body).await?;
+        let v: Json = serde_json::from_slice(&msg.payload).map_err(|e| {
+            BackendError::Protocol(format!("JetStream answer to {op} is not JSON: {e}"))
+        })?;
+        Ok(match v.get("error") {
+            Some(err) => Err(err.clone()),
+            None => Ok(v),
+        })
+    }
+
+    /// The answer as it came, for callers that parse it straight into their own types (a
+    /// list page of 256 consumers is parsed once, not through a `Value` first).
+    pub async fn api_raw(&self, op: &str, body: &Json) -> Result<async_nats::Message> {
         let client = self.client().await?;
         let payload = if body.is_null() {
             Vec::new()
@@ -229,17 +242,10 @@ impl Conn {
         };
         let name = op.split('.').take(2).collect::<Vec<_>>().join(".");
         self.calls.bump(&format!("nats:{name}"));
-        let msg = client
+        client
             .request(self.api_subject(op), payload.into())
             .await
-            .map_err(|e| request_error(&self.display, op, e.kind()))?;
-        let v: Json = serde_json::from_slice(&msg.payload).map_err(|e| {
-            BackendError::Protocol(format!("JetStream answer to {op} is not JSON: {e}"))
-        })?;
-        Ok(match v.get("error") {
-            Some(err) => Err(err.clone()),
-            None => Ok(v),
-        })
+            .map_err(|e| request_error(&self.display, op, e.kind()))
     }
 
     /// Publish with headers and wait for the stream's PubAck; its JSON.

@@ -24,19 +24,20 @@ pub async fn walk<T: serde::de::DeserializeOwned>(
 ) -> Result<Vec<T>> {
     let mut out: Vec<T> = Vec::new();
     loop {
-        let v = b.conn.api(op, &json!({"offset": out.len()})).await?;
-        let items = v.get(field).cloned().unwrap_or(serde_json::Value::Null);
-        let page: Vec<T> = if items.is_null() {
-            Vec::new()
-        } else {
-            serde_json::from_value(items)
-                .map_err(|e| BackendError::Protocol(format!("{op} answer: {e}")))?
-        };
-        let head: ListPage<serde_json::Value> = serde_json::from_value(v)
+        let msg = b.conn.api_raw(op, &json!({"offset": out.len()})).await?;
+        let page: ListPage<T> = serde_json::from_slice(&msg.payload)
             .map_err(|e| BackendError::Protocol(format!("{op} answer: {e}")))?;
-        let got = page.len();
-        out.extend(page);
-        if got == 0 || out.len() as u64 >= head.total {
+        if let Some(err) = &page.error {
+            return Err(super::conn::api_error(err));
+        }
+        let items = match field {
+            "streams" => page.streams,
+            _ => page.consumers,
+        }
+        .unwrap_or_default();
+        let got = items.len();
+        out.extend(items);
+        if got == 0 || out.len() as u64 >= page.total {
             return Ok(out);
         }
     }
@@ -206,19 +207,16 @@ async fn consumers_by_stream(
     Ok(out)
 }
 
-/// Seconds since the oldest message this consumer has not had acked, read by sequence.
-pub async fn consumer_age(b: &NatsBackend, c: &ConsumerInfo) -> Result<Option<f64>> {
-    if c.num_pending + c.num_ack_pending == 0 {
-        return Ok(None);
-    }
-    let m = msg::get(
-        b,
-        &c.stream_name,
+/// Where a consumer's oldest unacked message is: (stream, ack floor + 1, filter). Its age is
+/// the time of the first message there, read by sequence.
+type AgeKey = (String, u64, String);
+
+fn age_key(c: &ConsumerInfo) -> AgeKey {
+    (
+        c.stream_name.clone(),
         c.ack_floor.stream_seq + 1,
-        Some(c.filter()),
+        c.filter().to_string(),
     )
-    .await?;
-    Ok(m.and_then(|m| m.time_ms()).map(age_secs))
 }
 
 fn age_secs(ms: i64) -> f64 {
@@ -265,14 +263,34 @@ pub async fn stats(b: &NatsBackend, ids: &[QueueId]) -> Result<StatsBatch> {
             }
         }
     }
-    let ages: Vec<(QueueId, ConsumerInfo, Result<Option<f64>>)> = stream::iter(wanted_consumers)
-        .map(|(id, ci)| async move {
-            let age = consumer_age(b, &ci).await;
-            (id, ci, age)
+    // Consumers of one stream at the same ack floor with the same filter share their oldest
+    // message (fan-out consumers mostly do): one read serves them all.
+    let keys: Vec<AgeKey> = wanted_consumers
+        .iter()
+        .filter(|(_, ci)| ci.num_pending + ci.num_ack_pending > 0)
+        .map(|(_, ci)| age_key(ci))
+        .collect::<HashSet<_>>()
+        .into_iter()
+        .collect();
+    let read: HashMap<AgeKey, std::result::Result<Option<f64>, String>> = stream::iter(keys)
+        .map(|k| async move {
+            let age = msg::get(b, &k.0, k.1, Some(&k.2))
+                .await
+                .map(|m| m.and_then(|m| m.time_ms()).map(age_secs))
+                .map_err(|e| e.to_string());
+            (k, age)
         })
-        .buffered(AGE_CONCURRENCY)
+        .buffer_unordered(AGE_CONCURRENCY)
         .collect()
         .await;
+    let ages = wanted_consumers.into_iter().map(|(id, ci)| {
+        let age = match read.get(&age_key(&ci)) {
+            Some(Ok(a)) => Ok(*a),
+            Some(Err(e)) => Err(BackendError::Other(e.clone())),
+            None => Ok(None),
+        };
+        (id, ci, age)
+    });
     for (id, ci, age) in ages {
         let cap = dlq::capture_for(&streams, &ci.stream_name, &ci.name);
         let mut st = consumer_stats(id, &ci, at);

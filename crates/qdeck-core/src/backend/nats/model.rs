@@ -96,15 +96,21 @@ pub struct SeqInfo {
     pub last_active: Option<String>,
 }
 
-/// One page of `STREAM.LIST` or `CONSUMER.LIST`.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(default)]
+/// One page of `STREAM.LIST` or `CONSUMER.LIST` (or the error in its place).
+#[derive(Debug, Clone, Deserialize)]
 pub struct ListPage<T> {
+    #[serde(default)]
     pub total: u64,
-    pub offset: u64,
-    pub limit: u64,
+    #[serde(default = "none")]
     pub streams: Option<Vec<T>>,
+    #[serde(default = "none")]
     pub consumers: Option<Vec<T>>,
+    #[serde(default)]
+    pub error: Option<serde_json::Value>,
+}
+
+fn none<T>() -> Option<T> {
+    None
 }
 
 /// A message read by sequence (`STREAM.MSG.GET`).

@@ -664,3 +664,48 @@ async fn manual_nats_benchmark() {
         our_rate / py_rate
     );
 }
+
+#[tokio::test]
+#[ignore = "needs QDECK_TEST_NATS_URL and QDECK_TEST_PYTHON with nats-py"]
+async fn purging_a_dlq_deletes_each_original_then_its_advisory() {
+    let scene = Scene {
+        p: format!("qp{}", &uuid::Uuid::new_v4().simple().to_string()[..8]),
+    };
+    // Five dead letters on P_WQ/worker, captured in DLQ_P_WQ_worker (sequences 1..=5 in both).
+    peer(&["bench_dead", &scene.p, "5"]);
+    let dlq = format!("DLQ_{}_WQ_worker", scene.p);
+    let b = backend().await;
+    let progress = OpProgress::detached();
+
+    // One dead letter by its id (the advisory's sequence): its original goes with it.
+    let rep = b
+        .deleter()
+        .unwrap()
+        .delete_ids(&QueueId::new(dlq.clone()), &["2".into()], &progress)
+        .await
+        .unwrap();
+    assert_eq!(rep.deleted, 1);
+    assert_eq!(peer(&["get", &scene.wq(), "2"])["found"], false);
+    assert_eq!(peer(&["get", &scene.wq(), "3"])["found"], true);
+
+    let dir = tempfile::tempdir().unwrap();
+    write_nats_config(dir.path(), None);
+    let out = common::qdeck(dir.path())
+        .args(["purge", &dlq, "--yes"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for seq in 1..=5 {
+        assert_eq!(
+            peer(&["get", &scene.wq(), &seq.to_string()])["found"],
+            false
+        );
+    }
+    let st = &stats_of(b.as_ref(), &[dlq, scene.wq()]).await;
+    assert_eq!(st[0].depth, Some(0), "advisories gone");
+    assert_eq!(st[1].depth, Some(0), "originals gone");
+}

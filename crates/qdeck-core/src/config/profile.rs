@@ -214,10 +214,6 @@ pub struct NatsSettings {
     /// Only streams whose names start with this.
     #[serde(default)]
     pub stream_prefix: Option<String>,
-    /// Monitoring endpoint (`http://host:8222`); reserved for listing client identities
-    /// (`/connz`), which the JetStream API does not give.
-    #[serde(default)]
-    pub monitor_url: Option<String>,
 }
 
 impl Profile {

@@ -336,6 +336,22 @@ async fn dead_letters_are_the_advisories_and_redrive_sends_them_back() {
         "no consumer left"
     );
 
+    // The reasons view groups them by why the consumer gave up.
+    let out = common::qdeck(dir.path())
+        .args(["reasons", &dlq, "-o", "json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("max_deliveries") && text.contains("terminated"),
+        "{text}"
+    );
+
     // Redrive through the CLI (the engine's gate, plan and audit).
     let out = common::qdeck(dir.path())
         .args(["redrive", &dlq, "--yes", "-o", "json"])

@@ -725,3 +725,65 @@ async fn purging_a_dlq_deletes_each_original_then_its_advisory() {
     assert_eq!(st[0].depth, Some(0), "advisories gone");
     assert_eq!(st[1].depth, Some(0), "originals gone");
 }
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+#[tokio::test]
+#[ignore = "needs QDECK_TEST_NATS_URL, QDECK_TEST_PYTHON with nats-py, and nats-server on PATH"]
+async fn push_consumers_clients_are_named_from_the_monitoring_port() {
+    nats_url();
+    let store = tempfile::tempdir().unwrap();
+    let mon = free_port();
+    let server = OwnServer::start(&[
+        "-js",
+        "-sd",
+        store.path().to_str().unwrap(),
+        "-m",
+        &mon.to_string(),
+    ]);
+    let mut holder = Command::new(python())
+        .arg(script())
+        .arg(&server.url)
+        .args(["hold", "qh"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(holder.stdout.take().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    assert!(line.contains("ready"), "{line}");
+
+    let settings = NatsSettings {
+        url: Some(server.url.clone()),
+        ..Default::default()
+    };
+    let q = QueueId::new("qh_PS/pusher");
+    // Without the monitoring port: bound, but nameless.
+    let plain = build(&profile(settings.clone())).await.unwrap();
+    let rows = plain.consumers(&q).await.unwrap();
+    assert_eq!(rows[0].status, WorkerState::Active);
+    assert!(rows[0].peer.as_deref().unwrap().contains("/connz"));
+    // With it: the subscribed connection, by name and address.
+    let named = build(&profile(NatsSettings {
+        monitor_url: Some(format!("http://127.0.0.1:{mon}")),
+        ..settings
+    }))
+    .await
+    .unwrap();
+    let rows = named.consumers(&q).await.unwrap();
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    let peer = rows[0].peer.as_deref().unwrap();
+    assert!(peer.starts_with("qdeck-test-peer 127.0.0.1:"), "{peer}");
+    drop(holder.stdin.take());
+    let _ = holder.wait();
+}

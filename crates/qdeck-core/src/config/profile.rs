@@ -214,6 +214,10 @@ pub struct NatsSettings {
     /// Only streams whose names start with this.
     #[serde(default)]
     pub stream_prefix: Option<String>,
+    /// The server's monitoring endpoint (`http://host:8222`): push consumers' clients are then
+    /// named from `/connz`, which the JetStream API does not give.
+    #[serde(default)]
+    pub monitor_url: Option<String>,
 }
 
 impl Profile {

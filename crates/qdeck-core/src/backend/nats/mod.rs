@@ -6,6 +6,7 @@
 
 mod browse;
 mod conn;
+mod connz;
 mod dlq;
 mod figures;
 mod model;
@@ -63,6 +64,7 @@ pub struct NatsBackend {
     conn: Conn,
     calls: Arc<ApiCalls>,
     stream_prefix: Option<String>,
+    monitor: Option<connz::Monitor>,
 }
 
 impl NatsBackend {
@@ -76,6 +78,12 @@ impl NatsBackend {
             conn: Conn::from_settings(profile_name, settings, secrets, calls.clone())?,
             calls,
             stream_prefix: settings.stream_prefix.clone().filter(|p| !p.is_empty()),
+            monitor: settings
+                .monitor_url
+                .as_deref()
+                .filter(|u| !u.trim().is_empty())
+                .map(connz::Monitor::new)
+                .transpose()?,
         })
     }
 

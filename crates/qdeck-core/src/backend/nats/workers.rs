@@ -1,14 +1,15 @@
 //! Who consumes: what the JetStream API says about a consumer's clients. A pull consumer shows
 //! its waiting pull requests and the messages it waits for acks on; a push consumer whether
 //! a subscription is bound to its deliver subject. Neither names the clients: their
-//! identities (address, name, language) are on the server's monitoring port (`/connz`).
+//! identities (address, name, language) are on the server's monitoring port (`/connz`), read
+//! when the profile sets `monitor_url`, for push consumers (one row per subscribed client).
 
 use super::model::{rfc3339_ms, ConsumerInfo};
 use super::{figures, NatsBackend, Target};
 use crate::backend::Result;
 use crate::domain::*;
 
-pub const IDENTITY_NOTE: &str = "JetStream does not name a consumer's clients: their addresses and names are only on the server's monitoring port (/connz)";
+pub const IDENTITY_NOTE: &str = "JetStream does not name a consumer's clients: their addresses and names are only on the server's monitoring port (/connz; set monitor_url to read it for push consumers)";
 
 pub async fn consumers(b: &NatsBackend, queue: &QueueId) -> Result<Vec<Consumer>> {
     let list = match Target::parse(queue) {
@@ -18,7 +19,28 @@ pub async fn consumers(b: &NatsBackend, queue: &QueueId) -> Result<Vec<Consumer>
         }
         Target::Consumer(s, c) => vec![b.consumer(&s, &c).await?],
     };
-    Ok(list.iter().map(row).collect())
+    let conns = match &b.monitor {
+        Some(m) if list.iter().any(ConsumerInfo::is_push) => m.connections(&b.calls).await?,
+        _ => Vec::new(),
+    };
+    let mut out = Vec::new();
+    for c in &list {
+        let base = row(c);
+        let subject = c.config.deliver_subject.as_deref().unwrap_or("");
+        let clients: Vec<_> = conns
+            .iter()
+            .filter(|k| c.is_push() && k.subscribes_to(subject))
+            .collect();
+        if clients.is_empty() {
+            out.push(base);
+        } else {
+            out.extend(clients.into_iter().map(|k| Consumer {
+                peer: Some(k.label()),
+                ..base.clone()
+            }));
+        }
+    }
+    Ok(out)
 }
 
 fn row(c: &ConsumerInfo) -> Consumer {

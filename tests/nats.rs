@@ -212,6 +212,17 @@ async fn figures_equal_what_nats_py_reads() {
         worker.settings.extra
     );
 
+    // A consumer's browse starts past its ack floor: the poison messages it gave up on.
+    let page = b
+        .browse(
+            &QueueId::new(format!("{}/worker", scene.wq())),
+            &BrowseRequest::default(),
+        )
+        .await
+        .unwrap();
+    let seqs: Vec<i64> = page.messages.iter().map(|m| m.seq.unwrap()).collect();
+    assert_eq!(seqs, vec![2, 4, 7]);
+
     // Workers: the push consumer has no subscription bound; identities need /connz.
     let pushers = b
         .consumers(&QueueId::new(format!("{}/pusher", scene.lim())))
@@ -534,6 +545,36 @@ async fn wrong_credentials_and_a_server_without_jetstream_say_so_in_one_line() {
     let e = b.list_queues().await.unwrap_err();
     assert!(matches!(e, BackendError::Unsupported(_)), "{e:?}");
     assert!(e.to_string().contains("JetStream is not enabled"), "{e}");
+}
+
+#[tokio::test]
+#[ignore = "needs QDECK_TEST_NATS_URL (and nats-server on PATH)"]
+async fn a_token_from_the_secret_source_opens_the_connection() {
+    nats_url();
+    let store = tempfile::tempdir().unwrap();
+    let server = OwnServer::start(&[
+        "-js",
+        "-sd",
+        store.path().to_str().unwrap(),
+        "--auth",
+        "t0ken-right",
+    ]);
+    let settings = NatsSettings {
+        url: Some(server.url.clone()),
+        token_env: Some("QDECK_T_NATS_TOKEN".into()),
+        ..Default::default()
+    };
+    let with = |t: &str| qdeck::config::secret::SecretMap::new().with("QDECK_T_NATS_TOKEN", t);
+    let b = qdeck::backend::build_with(&profile(settings.clone()), &with("t0ken-right"))
+        .await
+        .unwrap();
+    assert!(b.list_queues().await.unwrap().is_empty());
+    let b = qdeck::backend::build_with(&profile(settings), &with("t0ken-wrong"))
+        .await
+        .unwrap();
+    let e = b.list_queues().await.unwrap_err();
+    assert!(matches!(e, BackendError::Auth(_)), "{e:?}");
+    assert!(!e.to_string().contains("t0ken"), "{e}");
 }
 
 #[tokio::test]

@@ -169,6 +169,12 @@ pub struct Advisory {
 }
 
 impl Advisory {
+    /// A `max_deliver` or `terminated` advisory: a stream capturing `$JS.EVENT.ADVISORY.>`
+    /// also holds naks, acks and others, which are no dead letters.
+    pub fn is_dead_letter(&self) -> bool {
+        self.kind.ends_with(".max_deliver") || self.kind.ends_with(".terminated")
+    }
+
     /// `max_deliveries` or `terminated`: why the consumer stopped delivering the message.
     pub fn why(&self) -> &'static str {
         if self.kind.ends_with("terminated") {

@@ -94,6 +94,13 @@ async fn move_one(
             a.seq
         ))
     })?;
+    if !adv.is_dead_letter() {
+        return Ok(One::Failed(format!(
+            "capture stream message {} is a {} advisory, not a dead letter: left alone",
+            a.seq,
+            crate::sanitize::clean_short(&adv.kind, 80)
+        )));
+    }
     if let Some(why) = check_target(req, &adv) {
         return Ok(One::Failed(why));
     }

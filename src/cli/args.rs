@@ -254,6 +254,13 @@ pub enum Command {
     /// http://LISTEN/metrics (and /healthz), from a background poller under the call budget.
     /// Profiles are opened read-only.
     Serve(ServeArgs),
+    /// Start capturing a NATS JetStream consumer's dead letters: creates a stream of its
+    /// MAX_DELIVERIES and MSG_TERMINATED advisories (kept 30 days, at most 1,000,000), which
+    /// becomes the consumer's DLQ. Needs access = "full"; audited.
+    CreateDlq {
+        /// STREAM/CONSUMER
+        queue: String,
+    },
     /// Create a queue on the local broker.
     Create {
         queue: String,

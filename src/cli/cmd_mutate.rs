@@ -19,6 +19,36 @@ fn require(s: &Session, m: Mutation, queue: &str) -> Result<(), CliError> {
     Ok(s.gate.require(m, &crate::domain::QueueId::new(queue))?)
 }
 
+/// `qdeck create-dlq STREAM/CONSUMER`: find or create the stream that captures the consumer's
+/// dead-letter advisories, gated at tier `full` and audited like `create`.
+pub async fn create_dlq(s: &Session, queue: &str, f: Format) -> CliResult {
+    let id = QueueId::new(queue);
+    s.gate.require(Mutation::Create, &id)?;
+    let (dlq, created) = s.backend.create_dlq(&id).await?;
+    s.gate.record_ok(
+        Mutation::Create,
+        &id,
+        serde_json::json!({"dlq": dlq.as_str(), "created": created}),
+    );
+    if f == Format::Json {
+        let v = serde_json::json!({"queue": queue, "dlq": dlq, "created": created});
+        output::print_json(&v).ok();
+    } else if created {
+        output::print(&format!(
+            "created {} capturing the dead letters of {}\n",
+            name(dlq.as_str()),
+            name(queue)
+        ));
+    } else {
+        output::print(&format!(
+            "{} already captures the dead letters of {}\n",
+            name(dlq.as_str()),
+            name(queue)
+        ));
+    }
+    Ok(OK)
+}
+
 pub async fn send(
     s: &Session,
     queue: &str,

@@ -231,6 +231,7 @@ async fn changing(s: &Session, cmd: Command, f: args::Format) -> CliResult {
         }
         Command::Copy(a) => cmd_copy::transfer(s, &a, false, f).await,
         Command::Move(a) => cmd_copy::transfer(s, &a, true, f).await,
+        Command::CreateDlq { queue } => cmd_mutate::create_dlq(s, &queue, f).await,
         Command::CancelScheduled { queue, id, yes } => {
             cmd_scheduled::cancel(s, &queue, &id, yes, f).await
         }

@@ -47,6 +47,7 @@ pub enum BrokerKind {
     Sqs,
     Servicebus,
     Redis,
+    Nats,
 }
 
 impl BrokerKind {
@@ -57,6 +58,7 @@ impl BrokerKind {
             BrokerKind::Sqs => "sqs",
             BrokerKind::Servicebus => "servicebus",
             BrokerKind::Redis => "redis",
+            BrokerKind::Nats => "nats",
         }
     }
 }
@@ -92,6 +94,9 @@ pub enum QueueKind {
     Subscription,
     /// A Service Bus topic: shown for its own figures (scheduled messages wait on it).
     Topic,
+    /// A JetStream consumer (`STREAM/CONSUMER`): its figures are what it has yet to deliver
+    /// and what it waits for acks on, out of its stream.
+    Consumer,
 }
 
 /// Static settings read with the queue list. Unknown values are `None`.

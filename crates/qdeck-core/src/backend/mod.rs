@@ -6,6 +6,8 @@ pub mod error;
 pub mod filter;
 pub mod local;
 pub mod message_filter;
+#[cfg(feature = "nats")]
+pub mod nats;
 pub mod net_error;
 pub mod progress;
 #[cfg(feature = "rabbitmq")]
@@ -148,6 +150,16 @@ pub trait Backend: Send + Sync {
 
     /// API calls made so far, per operation name (SQS and CloudWatch bill per call).
     fn api_calls(&self) -> &ApiCalls;
+
+    /// Start capturing the messages `queue` gives up on, where the broker keeps no DLQ of its
+    /// own (NATS JetStream: a stream of the consumer's dead-letter advisories). The DLQ's id,
+    /// and whether it was created now (`false`: one existed already).
+    async fn create_dlq(&self, queue: &QueueId) -> Result<(QueueId, bool)> {
+        Err(BackendError::Unsupported(format!(
+            "{queue}: {} dead-letters through its own settings; qdeck creates DLQs only for NATS JetStream consumers",
+            self.kind()
+        )))
+    }
 }
 
 /// The checks every redrive makes before it moves anything (source and target exist, an
@@ -293,6 +305,8 @@ pub async fn build_with(
         ProfileKind::Servicebus(s) => servicebus::connect(profile, s, secrets).await,
         #[cfg(feature = "redis")]
         ProfileKind::Redis(s) => redis::connect(profile, s, secrets).await,
+        #[cfg(feature = "nats")]
+        ProfileKind::Nats(s) => nats::connect(profile, s, secrets).await,
         #[allow(unreachable_patterns)]
         other => Err(BackendError::Unsupported(format!(
             "this qdeck was built without the {} backend (cargo feature {:?})",

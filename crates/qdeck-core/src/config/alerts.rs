@@ -15,7 +15,7 @@ pub struct AlertRuleConfig {
     #[serde(default)]
     pub profiles: Vec<String>,
     /// Queue kinds (`standard`, `fifo`, `classic`, `quorum`, `stream`, `subscription`,
-    /// `topic`, and `dlq` for any dead-letter queue); every kind when empty.
+    /// `topic`, `consumer`, and `dlq` for any dead-letter queue); every kind when empty.
     #[serde(default)]
     pub kinds: Vec<String>,
     /// The condition, over the figures qdeck derives (`engine::alerts::condition`).

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 pub use profile::{
-    Access, LocalSettings, Profile, ProfileKind, RabbitmqSettings, RedisSettings,
+    Access, LocalSettings, NatsSettings, Profile, ProfileKind, RabbitmqSettings, RedisSettings,
     ServicebusSettings, SqsSettings,
 };
 

@@ -43,6 +43,7 @@ pub enum ProfileKind {
     Sqs(SqsSettings),
     Servicebus(ServicebusSettings),
     Redis(RedisSettings),
+    Nats(NatsSettings),
 }
 
 impl ProfileKind {
@@ -53,6 +54,7 @@ impl ProfileKind {
             ProfileKind::Sqs(_) => "sqs",
             ProfileKind::Servicebus(_) => "servicebus",
             ProfileKind::Redis(_) => "redis",
+            ProfileKind::Nats(_) => "nats",
         }
     }
 
@@ -173,6 +175,49 @@ pub struct RedisSettings {
     /// Sidekiq's redis-namespace, if one is used (keys then start with `NAMESPACE:`).
     #[serde(default)]
     pub namespace: Option<String>,
+}
+
+/// NATS JetStream: streams and their durable consumers.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NatsSettings {
+    /// `nats://host:4222` (`tls://` for TLS), without credentials; several servers may be
+    /// given separated by commas.
+    #[serde(default)]
+    pub url: Option<String>,
+    /// Name of an environment variable holding the whole URL (may carry user and password).
+    #[serde(default)]
+    pub url_env: Option<String>,
+    #[serde(default)]
+    pub username: Option<String>,
+    /// Name of an environment variable holding the password for `username`.
+    #[serde(default)]
+    pub password_env: Option<String>,
+    /// Name of an environment variable holding an authentication token.
+    #[serde(default)]
+    pub token_env: Option<String>,
+    /// Name of an environment variable holding an nkey seed (`SU…`).
+    #[serde(default)]
+    pub nkey_seed_env: Option<String>,
+    /// Path of a `.creds` file (user JWT and seed), as `nsc` writes it.
+    #[serde(default)]
+    pub creds_file: Option<String>,
+    /// Require TLS even when the URL says `nats://`.
+    #[serde(default)]
+    pub tls: Option<bool>,
+    /// PEM file of the CA that signed the server's certificate (default: the system's roots).
+    #[serde(default)]
+    pub tls_ca_file: Option<String>,
+    /// JetStream domain (API subjects become `$JS.<domain>.API.…`).
+    #[serde(default)]
+    pub domain: Option<String>,
+    /// Only streams whose names start with this.
+    #[serde(default)]
+    pub stream_prefix: Option<String>,
+    /// The server's monitoring endpoint (`http://host:8222`): push consumers' clients are then
+    /// named from `/connz`, which the JetStream API does not give.
+    #[serde(default)]
+    pub monitor_url: Option<String>,
 }
 
 impl Profile {

@@ -97,6 +97,9 @@ pub fn properties_of(kind: BrokerKind) -> &'static [&'static str] {
             "PartitionKey",
             "TimeToLive",
         ],
+        // NATS headers are all text; the one with a meaning of its own is the publisher's
+        // deduplication id, kept apart so a resend can drop it.
+        BrokerKind::Nats => &["Nats-Msg-Id"],
         BrokerKind::Local | BrokerKind::Redis => &[],
     }
 }
@@ -109,6 +112,7 @@ pub fn identity_properties(kind: BrokerKind) -> &'static [&'static str] {
     match kind {
         BrokerKind::Sqs => &["MessageDeduplicationId"],
         BrokerKind::Servicebus => &["MessageId"],
+        BrokerKind::Nats => &["Nats-Msg-Id"],
         _ => &[],
     }
 }
@@ -163,6 +167,7 @@ fn keeps_type(to: BrokerKind, v: &Value) -> bool {
         BrokerKind::Servicebus => {
             matches!(v, Value::String(_) | Value::Bool(_)) || v.is_machine_number()
         }
+        BrokerKind::Nats => matches!(v, Value::String(_)),
         BrokerKind::Local | BrokerKind::Redis => true,
     }
 }

@@ -36,7 +36,7 @@ impl Severity {
     }
 }
 
-const KINDS: &str = "standard, fifo, classic, quorum, stream, subscription, topic, dlq";
+const KINDS: &str = "standard, fifo, classic, quorum, stream, subscription, topic, consumer, dlq";
 
 #[derive(Debug, Clone)]
 pub struct Rule {
@@ -61,6 +61,7 @@ pub fn kind_name(k: QueueKind) -> &'static str {
         QueueKind::Stream => "stream",
         QueueKind::Subscription => "subscription",
         QueueKind::Topic => "topic",
+        QueueKind::Consumer => "consumer",
     }
 }
 

@@ -1,6 +1,7 @@
 //! Figures for any number of queues in one pipelined round trip: one read-only EVALSHA per
 //! BullMQ queue (counts, paused flag, oldest waiting job's timestamp), plain reads for
-//! Sidekiq (list lengths and the oldest payload's enqueued_at, sorted set sizes, counters).
+//! Sidekiq (list lengths and the oldest payload's enqueued_at, sorted set sizes, counters),
+//! one read-only EVALSHA per RQ queue (rq_figures.rs).
 
 use ::redis::Value;
 
@@ -70,12 +71,13 @@ enum Slot {
     SkDead,
     SkRetry,
     SkSchedule,
+    Rq { queue: String, failed: bool },
 }
 
 /// Commands each slot adds to the pipeline, in order.
 fn width(s: &Slot) -> usize {
     match s {
-        Slot::Bull { .. } => 1,
+        Slot::Bull { .. } | Slot::Rq { .. } => 1,
         Slot::SkQueue(_) => 3,
         Slot::SkDead | Slot::SkRetry => 2,
         Slot::SkSchedule => 1,
@@ -88,10 +90,17 @@ pub async fn stats(b: &RedisBackend, queues: &[QueueId]) -> Result<StatsBatch> {
     if slots.is_empty() {
         return Ok(batch);
     }
-    let any_sidekiq = slots.iter().any(|(_, s)| !matches!(s, Slot::Bull { .. }));
+    let any_sidekiq = slots
+        .iter()
+        .any(|(_, s)| !matches!(s, Slot::Bull { .. } | Slot::Rq { .. }));
     let pipe = pipeline(b, &slots, any_sidekiq);
     let mut cm = b.conn.get().await?;
-    let replies = query_with_scripts(&mut cm, &pipe, &[&b.scripts.bull_figures]).await?;
+    let replies = query_with_scripts(
+        &mut cm,
+        &pipe,
+        &[&b.scripts.bull_figures, &b.scripts.rq_figures],
+    )
+    .await?;
     b.calls.bump("pipeline");
     let at_ms = now_ms();
     let totals = if any_sidekiq {
@@ -138,6 +147,20 @@ async fn slots_for(
             Ok(Target::SkDead) => slots.push((id.clone(), Slot::SkDead)),
             Ok(Target::SkRetry) => slots.push((id.clone(), Slot::SkRetry)),
             Ok(Target::SkSchedule) => slots.push((id.clone(), Slot::SkSchedule)),
+            Ok(Target::Rq(q)) => slots.push((
+                id.clone(),
+                Slot::Rq {
+                    queue: q,
+                    failed: false,
+                },
+            )),
+            Ok(Target::RqFailed(q)) => slots.push((
+                id.clone(),
+                Slot::Rq {
+                    queue: q,
+                    failed: true,
+                },
+            )),
             Err(e) => errors.push((id.clone(), e.to_string())),
         }
     }
@@ -187,6 +210,7 @@ fn pipeline(b: &RedisBackend, slots: &[(QueueId, Slot)], any_sidekiq: bool) -> :
             Slot::SkSchedule => {
                 pipe.zcard(b.skey("schedule"));
             }
+            Slot::Rq { queue, .. } => super::rq_figures::add_to(b, &mut pipe, queue),
         }
     }
     if any_sidekiq {
@@ -280,6 +304,10 @@ fn figures(
         Slot::SkSchedule => {
             st.depth = r.first().and_then(as_i64).map(|v| v as u64);
             st.delayed = st.depth;
+        }
+        Slot::Rq { queue, failed } => {
+            let known = b.cache().ids.contains_key(id);
+            super::rq_figures::fill(&mut st, &queue, r.first(), failed, known)?;
         }
     }
     Ok(st)

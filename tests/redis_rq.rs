@@ -246,6 +246,22 @@ async fn rq_figures_equal_rq_and_redrive_then_a_fixed_worker_completes_every_job
         assert_eq!(body[0], "rq_jobs.work");
         assert!(body[2][0].as_u64().unwrap().is_multiple_of(3), "{body}");
     }
+    // RQ's scheduled registry is the queue's scheduled view, soonest first.
+    let req = BrowseRequest {
+        max: 10,
+        ..Default::default()
+    };
+    let due = b
+        .browse_scheduled(&QueueId::new("emails"), &req)
+        .await
+        .expect("scheduled")
+        .messages;
+    let described: Vec<_> = due.iter().map(|m| meta(m, "description")).collect();
+    assert_eq!(
+        described,
+        [Some("rq_jobs.work(1000)"), Some("rq_jobs.work(1001)")]
+    );
+    assert!(due.iter().all(|m| meta(m, "due-at").is_some()));
     // Browsing changed nothing.
     assert_eq!(scene(db, &["counts"], &[]), rq);
 
@@ -537,5 +553,77 @@ async fn rq_workers_show_the_busy_worker_with_its_job_and_a_gone_one() {
     assert_eq!(ws.len(), 1);
     assert_eq!(ws[0].status, WorkerState::Gone);
     assert_eq!(ws[0].holding, Some(0));
+    flush(db).await;
+}
+
+/// The CLI's redrive of an RQ failed registry goes through the engine's path: `--where` picks
+/// jobs by their exception, `--max` and `--rate` bound the rest, each run is audited, and a
+/// fixed worker then completes every job once.
+#[tokio::test]
+#[ignore = "needs QDECK_TEST_REDIS_URL and QDECK_TEST_PYTHON with rq"]
+async fn rq_cli_redrive_where_and_max_are_audited() {
+    let db = 11;
+    flush(db).await;
+    scene(db, &["enqueue", "6"], &[]);
+    scene(db, &["work"], &[]);
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(
+        dir.path().join("config.toml"),
+        format!(
+            "[[profiles]]\nname = \"jobs\"\nkind = \"redis\"\nurl = \"{}\"\ndb = {db}\nflavors = [\"rq\"]\n",
+            redis_url()
+        ),
+    )
+    .unwrap();
+    let run = |args: &[&str]| -> Json {
+        let out = common::qdeck(dir.path())
+            .args(args)
+            .args(["-y", "-o", "json"])
+            .output()
+            .expect("run qdeck");
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).expect("json")
+    };
+    let r = run(&[
+        "redrive",
+        "emails/failed",
+        "--where",
+        "reason ~ \"order 6 rejected\"",
+    ]);
+    assert_eq!(r["moved"], 1, "{r}");
+    let b = backend(db, None).await;
+    let left = page(b.as_ref(), "emails/failed").await;
+    assert_eq!(left.len(), 1);
+    assert_eq!(meta(&left[0], "description"), Some("rq_jobs.work(3)"));
+    let queued = page(b.as_ref(), "emails").await;
+    assert_eq!(meta(&queued[0], "description"), Some("rq_jobs.work(6)"));
+
+    let r = run(&["redrive", "emails/failed", "--max", "1", "--rate", "5"]);
+    assert_eq!(r["moved"], 1, "{r}");
+    let rq = scene(db, &["counts"], &[]);
+    assert_eq!(
+        (n(&rq, "emails", "failed"), n(&rq, "emails", "len")),
+        (0, 2)
+    );
+    let audit = std::fs::read_to_string(dir.path().join("state/qdeck/audit.log")).expect("audit");
+    let lines: Vec<Json> = audit
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("audit JSON"))
+        .collect();
+    assert_eq!(lines.len(), 2, "{audit}");
+    assert!(lines
+        .iter()
+        .all(|l| l.to_string().contains("emails/failed")));
+
+    scene(db, &["work"], &[("QDECK_RQ_FIXED", "1")]);
+    let runs: BTreeMap<String, u64> =
+        serde_json::from_value(scene(db, &["runs"], &[])).expect("runs");
+    assert_eq!(runs.get("emails:3"), Some(&1));
+    assert_eq!(runs.get("emails:6"), Some(&1));
+    assert!(runs.values().all(|v| *v == 1), "{runs:?}");
     flush(db).await;
 }

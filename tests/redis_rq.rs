@@ -3,10 +3,13 @@
 //!
 //! Needs QDECK_TEST_REDIS_URL (e.g. redis://127.0.0.1:6379) and QDECK_TEST_PYTHON, a Python
 //! with `rq` installed (.ci/run sets both). RQ's key names are fixed (no prefix setting), so
-//! each test owns a database, flushed at its start: 12..15. tests/redis.rs uses those numbers
-//! too, but it is another test binary and cargo runs test binaries one after the other.
+//! each test owns a database, flushed at its start: 11..15, and the contract cases take
+//! database 10 one at a time. tests/redis.rs uses those numbers too, but it is another test
+//! binary and cargo runs test binaries one after the other.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test asserts by unwrapping
+
+mod contract;
 
 mod common;
 
@@ -626,4 +629,76 @@ async fn rq_cli_redrive_where_and_max_are_audited() {
     assert_eq!(runs.get("emails:6"), Some(&1));
     assert!(runs.values().all(|v| *v == 1), "{runs:?}");
     flush(db).await;
+}
+
+// ---------------------------------------------------------------------------------------
+// The shared backend contract on RQ. RQ requeues a job to its origin queue, so the behaviours
+// that redrive to a named queue do not apply.
+
+/// RQ's keys are the same in every scene: contract cases take database 10 one at a time.
+static CONTRACT_DB: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+const CONTRACT: u32 = 10;
+
+struct RqFixture {
+    backend: Arc<dyn Backend>,
+    _turn: tokio::sync::MutexGuard<'static, ()>,
+}
+
+impl RqFixture {
+    async fn setup() -> RqFixture {
+        let turn = CONTRACT_DB.lock().await;
+        let _ = python();
+        flush(CONTRACT).await;
+        RqFixture {
+            backend: backend(CONTRACT, None).await,
+            _turn: turn,
+        }
+    }
+}
+
+impl contract::Fixture for RqFixture {
+    fn backend(&self) -> &dyn Backend {
+        self.backend.as_ref()
+    }
+
+    async fn scene(&self, tag: &str, ready: usize, dead: usize) -> contract::Scene {
+        let (r, d) = (ready.to_string(), dead.to_string());
+        let made = scene(CONTRACT, &["contract", tag, &r, &d], &[]);
+        assert_eq!(made["failed"], Json::from(dead), "{made}");
+        contract::Scene {
+            tag: tag.to_string(),
+            src: QueueId::new(tag),
+            dlq: QueueId::new(format!("{tag}/failed")),
+            ready,
+            dead,
+        }
+    }
+
+    async fn plain_queue(&self, _tag: &str) -> QueueId {
+        panic!("RQ requeues to the origin queue: no behaviour that needs a plain target runs here")
+    }
+
+    async fn add_dead(&self, _scene: &contract::Scene, _n: usize) {
+        panic!("RQ requeues to the origin queue: no behaviour that adds dead letters runs here")
+    }
+
+    async fn cleanup(&self) {
+        flush(CONTRACT).await;
+    }
+}
+
+mod rq_contract {
+    use super::*;
+    contract_tests!(
+        setup = RqFixture::setup(),
+        ignore = "needs QDECK_TEST_REDIS_URL and QDECK_TEST_PYTHON with rq",
+        not_applicable = {
+            redrive_to_a_named_queue: "each job is requeued to its origin queue",
+            redrive_honours_max: "its second half redrives to a named queue",
+            redrive_moves_at_most_the_count_at_start: "redrives to a named queue",
+            redrive_declared_native_receives_nothing: "redrives to a named queue",
+            send_many_delivers_every_message_once: "jobs are added with RQ's own client",
+            send_many_to_a_missing_queue_sends_nothing: "jobs are added with RQ's own client",
+        },
+    );
 }

@@ -1,7 +1,9 @@
-//! An RQ queue's figures from one read-only script run (rq_scripts::RQ_FIGURES), which the
-//! caller pipelines with every other queue's: the list length, the head job's enqueued_at,
-//! the sizes of the started, scheduled, deferred and failed registries, and the oldest failed
-//! job's ended_at.
+//! RQ queues' figures from read-only script runs (rq_scripts::RQ_FIGURES), each for up to
+//! `CHUNK` queues, which the caller pipelines with the other libraries' commands: the list
+//! length, the head job's enqueued_at, the sizes of the started, scheduled, deferred and
+//! failed registries, and the oldest failed job's ended_at.
+
+use std::collections::HashMap;
 
 use ::redis::Value;
 
@@ -11,19 +13,43 @@ use super::rq_listing::{queue_key, registry_key, JOB_PREFIX, QUEUES};
 use super::RedisBackend;
 use crate::domain::*;
 
-/// Append the queue's script run to `pipe` (one command).
-pub fn add_to(b: &RedisBackend, pipe: &mut ::redis::Pipeline, queue: &str) {
-    let keys = vec![
-        queue_key(queue),
-        registry_key("wip", queue),
-        registry_key("scheduled", queue),
-        registry_key("deferred", queue),
-        registry_key("failed", queue),
-        QUEUES.to_string(),
-    ];
-    b.scripts
-        .rq_figures
-        .add_to(pipe, &keys, &[JOB_PREFIX.to_string(), queue_key(queue)]);
+/// Queues per script run: a run blocks Redis while it reads (about 5 µs a queue).
+const CHUNK: usize = 500;
+
+/// Append script runs for `queues` (distinct names) to `pipe`; returns how many commands.
+pub fn add_to(b: &RedisBackend, pipe: &mut ::redis::Pipeline, queues: &[String]) -> usize {
+    let mut n = 0;
+    for chunk in queues.chunks(CHUNK) {
+        let mut keys = vec![QUEUES.to_string()];
+        let mut args = vec![JOB_PREFIX.to_string()];
+        for q in chunk {
+            keys.push(queue_key(q));
+            for kind in ["wip", "scheduled", "deferred", "failed"] {
+                keys.push(registry_key(kind, q));
+            }
+            args.push(queue_key(q));
+        }
+        b.scripts.rq_figures.add_to(pipe, &keys, &args);
+        n += 1;
+    }
+    n
+}
+
+/// Each queue's reply, by name, from the replies of the runs `add_to` added.
+pub fn by_queue(queues: &[String], replies: &[Value]) -> HashMap<String, Value> {
+    let mut out = HashMap::new();
+    for (chunk, reply) in queues.chunks(CHUNK).zip(replies) {
+        for (q, v) in chunk.iter().zip(as_array(reply)) {
+            out.insert(q.clone(), v.clone());
+        }
+        // A whole run that failed (e.g. an ACL refusing a key) fails each of its queues.
+        if let Value::ServerError(_) = reply {
+            for q in chunk {
+                out.insert(q.clone(), reply.clone());
+            }
+        }
+    }
+    out
 }
 
 fn age(at_ms: i64, stamp: Option<String>) -> Option<f64> {
@@ -40,6 +66,12 @@ pub fn fill(
     failed: bool,
     known: bool,
 ) -> Result<(), String> {
+    if let Some(Value::ServerError(e)) = reply {
+        return Err(crate::sanitize::clean_short(
+            &format!("{} {}", e.code(), e.details().unwrap_or("")),
+            200,
+        ));
+    }
     let v = reply.map_or(&[][..], as_array);
     let n = |k: usize| v.get(k).and_then(as_i64).unwrap_or(0).max(0) as u64;
     let s = |k: usize| v.get(k).and_then(as_string).filter(|t| !t.is_empty());

@@ -4,21 +4,30 @@
 //! applies it atomically: a job is in its failed registry or back in its queue, never both,
 //! never neither.
 
-/// One RQ queue's figures, read-only.
-/// KEYS: queue list, started registry (wip), scheduled, deferred, failed, the `rq:queues` set.
-/// ARGV: job key prefix (`rq:job:`), the queue's key as listed in `rq:queues`.
-/// Returns: list length, head job's enqueued_at ("" none), started, scheduled, deferred,
-/// failed, oldest failed job's ended_at ("" none), listed in rq:queues (1/0), head job id.
+/// Figures of many RQ queues in one read-only run (a queue and its failed registry share
+/// them, and one script call per queue would cost Redis more in call overhead than the reads).
+/// KEYS: the `rq:queues` set, then per queue: its list, started registry (wip), scheduled,
+/// deferred and failed registries.
+/// ARGV: job key prefix (`rq:job:`), then per queue its key as listed in `rq:queues`.
+/// Returns per queue: list length, head job's enqueued_at ("" none), started, scheduled,
+/// deferred, failed, oldest failed job's ended_at ("" none), listed in rq:queues (1/0), head
+/// job id.
 pub const RQ_FIGURES: &str = r#"
 local r = redis.call
-local head = r("LINDEX", KEYS[1], 0)
-local enq = ""
-if head then enq = r("HGET", ARGV[1] .. head, "enqueued_at") or "" end
-local f = r("ZRANGE", KEYS[5], 0, 0)
-local ended = ""
-if f[1] then ended = r("HGET", ARGV[1] .. f[1], "ended_at") or "" end
-return {r("LLEN", KEYS[1]), enq, r("ZCARD", KEYS[2]), r("ZCARD", KEYS[3]), r("ZCARD", KEYS[4]),
-  r("ZCARD", KEYS[5]), ended, r("SISMEMBER", KEYS[6], ARGV[2]), head or ""}
+local out = {}
+for q = 0, #ARGV - 2 do
+  local k = 1 + q * 5
+  local head = r("LINDEX", KEYS[k + 1], 0)
+  local enq = ""
+  if head then enq = r("HGET", ARGV[1] .. head, "enqueued_at") or "" end
+  local f = r("ZRANGE", KEYS[k + 5], 0, 0)
+  local ended = ""
+  if f[1] then ended = r("HGET", ARGV[1] .. f[1], "ended_at") or "" end
+  out[#out + 1] = {r("LLEN", KEYS[k + 1]), enq, r("ZCARD", KEYS[k + 2]), r("ZCARD", KEYS[k + 3]),
+    r("ZCARD", KEYS[k + 4]), r("ZCARD", KEYS[k + 5]), ended, r("SISMEMBER", KEYS[1], ARGV[q + 2]),
+    head or ""}
+end
+return out
 "#;
 
 /// Requeue failed jobs as RQ's FailedJobRegistry.requeue (Job#requeue, requeue_job) does: the

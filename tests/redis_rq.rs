@@ -306,7 +306,7 @@ async fn rq_figures_equal_rq_and_redrive_then_a_fixed_worker_completes_every_job
 
 #[tokio::test]
 #[ignore = "needs QDECK_TEST_REDIS_URL and QDECK_TEST_PYTHON with rq"]
-async fn rq_malformed_job_hashes_give_notes_never_a_panic() {
+async fn rq_malformed_job_hashes_give_notes_and_an_untested_version_is_read_only() {
     let db = 14;
     flush(db).await;
     scene(db, &["enqueue", "2"], &[]);
@@ -385,6 +385,27 @@ async fn rq_malformed_job_hashes_give_notes_never_a_panic() {
         ["garbage"],
         "requeued at the back of its origin queue"
     );
+
+    // A worker of an RQ major version qdeck was not tested with makes the queues read-only.
+    let _: () = redis::pipe()
+        .hset("rq:worker:future", "version", "3.0.0")
+        .sadd("rq:workers", "rq:worker:future")
+        .query_async(&mut c)
+        .await
+        .unwrap();
+    let b = backend(db, None).await;
+    b.list_queues().await.unwrap();
+    let (progress, _rx) = OpProgress::new();
+    let req = RedriveRequest {
+        source: QueueId::new("emails/failed"),
+        target: RedriveTarget::Origin,
+        max: None,
+        rate: None,
+        only_ids: None,
+        window: None,
+    };
+    let refused = b.redrive(&req, &progress).await.unwrap_err().to_string();
+    assert!(refused.contains("RQ 3.0.0"), "{refused}");
     flush(db).await;
 }
 

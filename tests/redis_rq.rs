@@ -328,6 +328,8 @@ async fn rq_malformed_job_hashes_give_notes_and_an_untested_version_is_read_only
             ],
         )
         .zadd("rq:failed:emails", "garbage", 2)
+        // A results key of another type than RQ's stream.
+        .set("rq:results:garbage", "not a stream")
         .query_async(&mut c)
         .await
         .unwrap();

@@ -46,6 +46,9 @@ pub async fn workers(b: &RedisBackend, id: &QueueId, queue: &str) -> Result<Vec<
     }
     keys.sort();
     let mut pipe = ::redis::pipe();
+    // A key of another type answers with its own error (shown as a worker without a hash)
+    // instead of failing the list.
+    pipe.ignore_errors();
     for k in &keys {
         pipe.cmd("HMGET").arg(k).arg(&FIELDS[..]);
     }

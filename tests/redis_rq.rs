@@ -3,7 +3,7 @@
 //!
 //! Needs QDECK_TEST_REDIS_URL (e.g. redis://127.0.0.1:6379) and QDECK_TEST_PYTHON, a Python
 //! with `rq` installed (.ci/run sets both). RQ's key names are fixed (no prefix setting), so
-//! each test owns a database, flushed at its start: 11..15, and the contract cases take
+//! each test owns a database, flushed at its start: 9 and 11..15, and the contract cases take
 //! database 10 one at a time. tests/redis.rs uses those numbers too, but it is another test
 //! binary and cargo runs test binaries one after the other.
 
@@ -724,4 +724,86 @@ mod rq_contract {
             send_many_to_a_missing_queue_sends_nothing: "jobs are added with RQ's own client",
         },
     );
+}
+
+/// `qdeck redrive` killed with SIGKILL at random moments, several times over: every job is in
+/// the failed registry or in its queue, none in both, none twice, none lost (each batch is
+/// one Lua script, which Redis applies whole or not at all).
+#[tokio::test]
+#[ignore = "needs QDECK_TEST_REDIS_URL and QDECK_TEST_PYTHON with rq"]
+async fn rq_redrive_survives_kill_9() {
+    let db = 9;
+    flush(db).await;
+    let total = 200usize;
+    scene(db, &["contract", "kq", "0", &total.to_string()], &[]);
+    let mut c = raw(db).await;
+    let zrange = |c: &mut redis::aio::MultiplexedConnection| {
+        let mut c = c.clone();
+        async move {
+            let v: Vec<String> = redis::cmd("ZRANGE")
+                .arg("rq:failed:kq")
+                .arg(0)
+                .arg(-1)
+                .query_async(&mut c)
+                .await
+                .unwrap();
+            v
+        }
+    };
+    let mut all = zrange(&mut c).await;
+    all.sort();
+    assert_eq!(all.len(), total);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = dir.path().join("config.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[[profiles]]\nname = \"jobs\"\nkind = \"redis\"\nurl = \"{}\"\ndb = {db}\n",
+            redis_url()
+        ),
+    )
+    .unwrap();
+    let trials: usize = std::env::var("QDECK_TRIALS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(5);
+    let mut queued_at_end = 0;
+    for trial in 0..trials {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_qdeck"))
+            .arg("--config")
+            .arg(&config)
+            .args(["-p", "jobs", "redrive", "kq/failed", "--window", "3"])
+            .args(["--rate", "300", "-y"])
+            .env("XDG_STATE_HOME", dir.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start qdeck");
+        std::thread::sleep(Duration::from_millis(rand::random_range(0..400)));
+        let _ = child.kill();
+        let _ = child.wait();
+        let failed = zrange(&mut c).await;
+        let queued: Vec<String> = redis::cmd("LRANGE")
+            .arg("rq:queue:kq")
+            .arg(0)
+            .arg(-1)
+            .query_async(&mut c)
+            .await
+            .unwrap();
+        let mut both: Vec<String> = failed.iter().chain(queued.iter()).cloned().collect();
+        both.sort();
+        assert_eq!(
+            both,
+            all,
+            "trial {trial}: {} failed + {} queued must be every job exactly once",
+            failed.len(),
+            queued.len()
+        );
+        queued_at_end = queued.len();
+    }
+    assert!(
+        queued_at_end > 0,
+        "the killed runs moved nothing: no trial at all"
+    );
+    flush(db).await;
 }

@@ -3,7 +3,7 @@
 //!
 //! Needs QDECK_TEST_REDIS_URL (e.g. redis://127.0.0.1:6379) and QDECK_TEST_PYTHON, a Python
 //! with `rq` installed (.ci/run sets both). RQ's key names are fixed (no prefix setting), so
-//! each test owns a database, flushed at its start: 9 and 11..15, and the contract cases take
+//! each test owns a database, flushed at its start: 8, 9 and 11..15, and the contract cases take
 //! database 10 one at a time. tests/redis.rs uses those numbers too, but it is another test
 //! binary and cargo runs test binaries one after the other.
 
@@ -805,5 +805,51 @@ async fn rq_redrive_survives_kill_9() {
         queued_at_end > 0,
         "the killed runs moved nothing: no trial at all"
     );
+    flush(db).await;
+}
+
+/// RQ and another job library in one database: RQ ids carry `rq/` (Sidekiq's `sidekiq/`), and
+/// a failed job's origin and its redrive follow the prefixed ids.
+#[tokio::test]
+#[ignore = "needs QDECK_TEST_REDIS_URL and QDECK_TEST_PYTHON with rq"]
+async fn rq_beside_sidekiq_has_prefixed_ids() {
+    let db = 8;
+    flush(db).await;
+    scene(db, &["enqueue", "3"], &[]);
+    scene(db, &["work"], &[]);
+    let _: () = redis::cmd("SADD")
+        .arg("queues")
+        .arg("default")
+        .query_async(&mut raw(db).await)
+        .await
+        .unwrap();
+    let b = backend(db, None).await;
+    let ids: Vec<String> = b
+        .list_queues()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|q| q.id.to_string())
+        .collect();
+    for want in [
+        "rq/emails",
+        "rq/emails/failed",
+        "rq/reports",
+        "sidekiq/default",
+    ] {
+        assert!(ids.iter().any(|i| i == want), "{want} in {ids:?}");
+    }
+    assert!(!ids.iter().any(|i| i == "emails"), "{ids:?}");
+    let st = figures(b.as_ref(), "rq/emails").await;
+    assert_eq!(st.dlq_depth, Some(1));
+    let failed = page(b.as_ref(), "rq/emails/failed").await;
+    assert_eq!(failed.len(), 1);
+    assert_eq!(
+        failed[0].dead_letter.as_ref().unwrap().origin,
+        Some(QueueId::new("rq/emails"))
+    );
+    let report = redrive_all(b.as_ref(), "rq/emails/failed").await;
+    assert_eq!(report.moved, 1, "{report:?}");
+    assert_eq!(figures(b.as_ref(), "rq/emails").await.depth, Some(1));
     flush(db).await;
 }

@@ -165,6 +165,12 @@ pub async fn browse(b: &RedisBackend, queue: &QueueId, req: &BrowseRequest) -> R
                 .collect();
             page.next = (ids.len() as isize == max).then(|| format!("f:{}", off + max));
         }
+        Target::Rq(q) => {
+            page = super::rq_browse::page(b, &mut cm, &q, false, off, max).await?;
+        }
+        Target::RqFailed(q) => {
+            page = super::rq_browse::page(b, &mut cm, &q, true, off, max).await?;
+        }
         Target::SkQueue(q) => {
             let items = list_page(&mut cm, &b.skey(&format!("queue:{q}")), off, max).await?;
             page.next = (items.len() as isize == max).then(|| format!("q:{}", off + max));

@@ -1,5 +1,6 @@
 //! Deleting chosen jobs (`purge --where`, `move`, edit-and-resend) from where failed jobs wait:
-//! BullMQ's failed set and Sidekiq's dead, retry and schedule sets. Each batch is one Lua
+//! BullMQ's failed set, Sidekiq's dead, retry and schedule sets and RQ's failed registries
+//! (with each job's hash and results, as Job#delete). Each batch is one Lua
 //! script, atomic on the server, and touches only the jobs named: nothing else is read, leased
 //! or counted. An id gone since the browse (retried, removed) is reported missing.
 
@@ -14,7 +15,7 @@ const BATCH: usize = 500;
 /// Why deleting chosen jobs is refused on `queue`, when it is.
 pub fn refusal(queue: &QueueId, t: Option<&Target>) -> Option<String> {
     match t {
-        Some(Target::Bull(_) | Target::SkQueue(_)) => Some(format!(
+        Some(Target::Bull(_) | Target::SkQueue(_) | Target::Rq(_)) => Some(format!(
             "{queue}: chosen jobs are deleted from a failed, dead, retry or schedule set only (a waiting job may be taken by a worker meanwhile); refused"
         )),
         _ => None,
@@ -37,6 +38,11 @@ pub async fn delete_ids(
             &b.scripts.bull_remove_ids,
             b.bkey(q, "failed"),
             Some(b.bjob_prefix(q)),
+        ),
+        Target::RqFailed(q) => (
+            &b.scripts.rq_remove_ids,
+            super::rq_listing::registry_key("failed", q),
+            Some(super::rq_listing::JOB_PREFIX.to_string()),
         ),
         Target::SkDead => (&b.scripts.sidekiq_remove, b.skey("dead"), None),
         Target::SkRetry => (&b.scripts.sidekiq_remove, b.skey("retry"), None),

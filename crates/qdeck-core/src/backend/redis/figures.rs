@@ -1,6 +1,7 @@
 //! Figures for any number of queues in one pipelined round trip: one read-only EVALSHA per
 //! BullMQ queue (counts, paused flag, oldest waiting job's timestamp), plain reads for
-//! Sidekiq (list lengths and the oldest payload's enqueued_at, sorted set sizes, counters).
+//! Sidekiq (list lengths and the oldest payload's enqueued_at, sorted set sizes, counters),
+//! one read-only EVALSHA per RQ queue (rq_figures.rs).
 
 use ::redis::Value;
 
@@ -70,12 +71,15 @@ enum Slot {
     SkDead,
     SkRetry,
     SkSchedule,
+    Rq { queue: String, failed: bool },
 }
 
 /// Commands each slot adds to the pipeline, in order.
 fn width(s: &Slot) -> usize {
     match s {
         Slot::Bull { .. } => 1,
+        // Every RQ queue is read by batch runs after the slots' commands (rq_figures.rs).
+        Slot::Rq { .. } => 0,
         Slot::SkQueue(_) => 3,
         Slot::SkDead | Slot::SkRetry => 2,
         Slot::SkSchedule => 1,
@@ -88,10 +92,26 @@ pub async fn stats(b: &RedisBackend, queues: &[QueueId]) -> Result<StatsBatch> {
     if slots.is_empty() {
         return Ok(batch);
     }
-    let any_sidekiq = slots.iter().any(|(_, s)| !matches!(s, Slot::Bull { .. }));
-    let pipe = pipeline(b, &slots, any_sidekiq);
+    let any_sidekiq = slots
+        .iter()
+        .any(|(_, s)| !matches!(s, Slot::Bull { .. } | Slot::Rq { .. }));
+    let mut rq_names: Vec<String> = slots
+        .iter()
+        .filter_map(|(_, s)| match s {
+            Slot::Rq { queue, .. } => Some(queue.clone()),
+            _ => None,
+        })
+        .collect();
+    rq_names.sort();
+    rq_names.dedup();
+    let (pipe, rq_runs) = pipeline(b, &slots, &rq_names, any_sidekiq);
     let mut cm = b.conn.get().await?;
-    let replies = query_with_scripts(&mut cm, &pipe, &[&b.scripts.bull_figures]).await?;
+    let replies = query_with_scripts(
+        &mut cm,
+        &pipe,
+        &[&b.scripts.bull_figures, &b.scripts.rq_figures],
+    )
+    .await?;
     b.calls.bump("pipeline");
     let at_ms = now_ms();
     let totals = if any_sidekiq {
@@ -99,11 +119,18 @@ pub async fn stats(b: &RedisBackend, queues: &[QueueId]) -> Result<StatsBatch> {
     } else {
         SidekiqTotals::default()
     };
+    let rq_at: usize = slots.iter().map(|(_, s)| width(s)).sum();
+    let rq = super::rq_figures::by_queue(
+        &rq_names,
+        replies
+            .get(rq_at..(rq_at + rq_runs).min(replies.len()))
+            .unwrap_or(&[]),
+    );
     let mut i = 0;
     for (id, slot) in slots {
         let r = &replies[i..(i + width(&slot)).min(replies.len())];
         i += width(&slot);
-        match figures(b, &id, slot, r, at_ms, &totals) {
+        match figures(b, &id, slot, r, at_ms, &totals, &rq) {
             Ok(st) => batch.stats.push(st),
             Err(e) => batch.errors.push((id, e)),
         }
@@ -138,15 +165,34 @@ async fn slots_for(
             Ok(Target::SkDead) => slots.push((id.clone(), Slot::SkDead)),
             Ok(Target::SkRetry) => slots.push((id.clone(), Slot::SkRetry)),
             Ok(Target::SkSchedule) => slots.push((id.clone(), Slot::SkSchedule)),
+            Ok(Target::Rq(q)) => slots.push((
+                id.clone(),
+                Slot::Rq {
+                    queue: q,
+                    failed: false,
+                },
+            )),
+            Ok(Target::RqFailed(q)) => slots.push((
+                id.clone(),
+                Slot::Rq {
+                    queue: q,
+                    failed: true,
+                },
+            )),
             Err(e) => errors.push((id.clone(), e.to_string())),
         }
     }
     slots
 }
 
-/// The commands of every slot (`width` each, in order), then Sidekiq's process-wide counters
-/// when any slot is Sidekiq's.
-fn pipeline(b: &RedisBackend, slots: &[(QueueId, Slot)], any_sidekiq: bool) -> ::redis::Pipeline {
+/// The commands of every slot (`width` each, in order), then the RQ queues' batch runs (their
+/// count is returned), then Sidekiq's process-wide counters when any slot is Sidekiq's.
+fn pipeline(
+    b: &RedisBackend,
+    slots: &[(QueueId, Slot)],
+    rq_names: &[String],
+    any_sidekiq: bool,
+) -> (::redis::Pipeline, usize) {
     let mut pipe = ::redis::pipe();
     pipe.ignore_errors();
     for (_, s) in slots {
@@ -187,14 +233,16 @@ fn pipeline(b: &RedisBackend, slots: &[(QueueId, Slot)], any_sidekiq: bool) -> :
             Slot::SkSchedule => {
                 pipe.zcard(b.skey("schedule"));
             }
+            Slot::Rq { .. } => {}
         }
     }
+    let rq_runs = super::rq_figures::add_to(b, &mut pipe, rq_names);
     if any_sidekiq {
         pipe.get(b.skey("stat:processed"))
             .get(b.skey("stat:failed"))
             .zcard(b.skey("dead"));
     }
-    pipe
+    (pipe, rq_runs)
 }
 
 /// Sidekiq's process-wide figures, the last three replies of the pipeline.
@@ -224,6 +272,7 @@ fn figures(
     r: &[Value],
     at_ms: i64,
     totals: &SidekiqTotals,
+    rq: &std::collections::HashMap<String, Value>,
 ) -> std::result::Result<QueueStats, String> {
     if let Some(Value::ServerError(e)) = r.iter().find(|v| matches!(v, Value::ServerError(_))) {
         return Err(crate::sanitize::clean_short(
@@ -280,6 +329,10 @@ fn figures(
         Slot::SkSchedule => {
             st.depth = r.first().and_then(as_i64).map(|v| v as u64);
             st.delayed = st.depth;
+        }
+        Slot::Rq { queue, failed } => {
+            let known = b.cache().ids.contains_key(id);
+            super::rq_figures::fill(&mut st, &queue, rq.get(&queue), failed, known)?;
         }
     }
     Ok(st)

@@ -1,6 +1,7 @@
 //! Which job libraries use this database and their queues, found by key schema: BullMQ by
 //! `<prefix>:<queue>:meta` hashes (their `version` field names the library version),
-//! Sidekiq by its `queues` set, `processes` set and sorted sets.
+//! Sidekiq by its `queues` set, `processes` set and sorted sets, RQ by its `rq:queues` and
+//! `rq:workers` sets (rq_listing.rs).
 
 use std::collections::HashMap;
 
@@ -120,8 +121,14 @@ pub async fn list(b: &RedisBackend) -> Result<Vec<QueueInfo>> {
         Some(true) => Some(sidekiq_scan(b).await?),
         None => Some(sidekiq_scan(b).await?).filter(|s| s.present),
     };
-    let both =
-        (!bull.is_empty() && sk.is_some()) || b.flavors.as_ref().is_some_and(|f| f.len() > 1);
+    let rq = match b.wants(Flavor::Rq) {
+        Some(false) => None,
+        Some(true) => Some(super::rq_listing::scan(b).await?),
+        None => Some(super::rq_listing::scan(b).await?).filter(|s| s.present),
+    };
+    let present =
+        usize::from(!bull.is_empty()) + usize::from(sk.is_some()) + usize::from(rq.is_some());
+    let both = present > 1 || b.flavors.as_ref().is_some_and(|f| f.len() > 1);
 
     let mut found = Found::default();
     let mut versions = HashMap::new();
@@ -136,7 +143,13 @@ pub async fn list(b: &RedisBackend) -> Result<Vec<QueueInfo>> {
         found.sidekiq(b, &sk, both);
         sk_version = sk.version;
     }
+    let mut rq_version = None;
+    if let Some(rq) = rq {
+        super::rq_listing::add(b, &mut found, &rq, both);
+        rq_version = rq.version;
+    }
     let mut c = b.cache();
+    c.rq_version = rq_version;
     c.ids = found.ids;
     c.bull_versions = versions;
     c.sidekiq_version = sk_version;
@@ -146,13 +159,13 @@ pub async fn list(b: &RedisBackend) -> Result<Vec<QueueInfo>> {
 
 /// The queues listed so far, and what each id stands for in Redis.
 #[derive(Default)]
-struct Found {
+pub(super) struct Found {
     out: Vec<QueueInfo>,
     ids: HashMap<QueueId, Target>,
 }
 
 impl Found {
-    fn push(&mut self, info: QueueInfo, target: Target) {
+    pub(super) fn push(&mut self, info: QueueInfo, target: Target) {
         self.ids.insert(info.id.clone(), target);
         self.out.push(info);
     }

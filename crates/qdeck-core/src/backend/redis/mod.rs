@@ -1,10 +1,11 @@
-//! Redis job queues: BullMQ and Sidekiq, read and changed through their own key schemas and
-//! with their own semantics (see docs in each file and shared/brokers.md).
+//! Redis job queues: BullMQ, Sidekiq and RQ, read and changed through their own key schemas
+//! and with their own semantics (see docs in each file and shared/brokers.md).
 //!
 //! Queue ids: a BullMQ queue is its name and its failed set is `<name>/failed`; a Sidekiq
 //! queue is its name, its sorted sets are `dead` (the morgue, the DLQ of every queue),
-//! `retry` and `scheduled`. When both libraries share the database, Sidekiq ids carry a
-//! `sidekiq/` prefix so the two never collide.
+//! `retry` and `scheduled`. An RQ queue is its name and its failed job registry
+//! `<name>/failed`. When several libraries share the database, Sidekiq ids carry a
+//! `sidekiq/` prefix and RQ ids an `rq/` prefix so they never collide.
 
 mod browse;
 mod conn;
@@ -14,6 +15,13 @@ mod jobs;
 mod json_text;
 mod listing;
 mod mutate;
+mod rq_browse;
+mod rq_figures;
+mod rq_jobs;
+mod rq_listing;
+mod rq_mutate;
+mod rq_scripts;
+mod rq_workers;
 mod scheduled;
 mod scripts;
 mod workers;
@@ -46,11 +54,14 @@ pub async fn connect(
 pub const BULLMQ_TESTED_MAJOR: &str = "6";
 /// Sidekiq major versions tested (6.4, Debian's ruby-sidekiq).
 pub const SIDEKIQ_TESTED_MAJOR: &str = "6";
+/// RQ major version tested (2.x, from PyPI); a worker hash names the version it runs.
+pub const RQ_TESTED_MAJOR: &str = "2";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Flavor {
     Bullmq,
     Sidekiq,
+    Rq,
 }
 
 /// What a queue id points at.
@@ -62,6 +73,9 @@ pub enum Target {
     SkDead,
     SkRetry,
     SkSchedule,
+    /// An RQ queue (`rq:queue:<name>`) and its failed job registry (`rq:failed:<name>`).
+    Rq(String),
+    RqFailed(String),
 }
 
 #[derive(Default)]
@@ -71,6 +85,9 @@ struct Cache {
     bull_versions: HashMap<String, String>,
     /// Sidekiq version seen in a process heartbeat, when a process says it.
     sidekiq_version: Option<String>,
+    /// RQ version a worker hash names, when a worker is registered.
+    rq_version: Option<String>,
+    /// More than one job library here: Sidekiq and RQ ids carry their library's prefix.
     both: bool,
 }
 
@@ -81,6 +98,10 @@ struct Scripts {
     bull_remove_ids: Lua,
     sidekiq_retry: Lua,
     sidekiq_remove: Lua,
+    rq_figures: Lua,
+    rq_requeue: Lua,
+    rq_remove: Lua,
+    rq_remove_ids: Lua,
 }
 
 pub struct RedisBackend {
@@ -112,13 +133,14 @@ impl RedisBackend {
                     match f.to_ascii_lowercase().as_str() {
                         "bullmq" => out.push(Flavor::Bullmq),
                         "sidekiq" => out.push(Flavor::Sidekiq),
+                        "rq" => out.push(Flavor::Rq),
                         "detect" => {
                             let conn = Conn::from_settings(profile_name, settings, secrets)?;
                             return Self::build(settings, None, conn);
                         }
                         other => {
                             return Err(BackendError::Invalid(format!(
-                                "flavors: unknown job library {:?} (bullmq, sidekiq or detect)",
+                                "flavors: unknown job library {:?} (bullmq, sidekiq, rq or detect)",
                                 crate::sanitize::clean_short(other, 40)
                             )))
                         }
@@ -157,6 +179,10 @@ impl RedisBackend {
                 bull_remove_ids: Lua::new(scripts::BULL_REMOVE_IDS),
                 sidekiq_retry: Lua::new(scripts::SIDEKIQ_RETRY),
                 sidekiq_remove: Lua::new(scripts::SIDEKIQ_REMOVE_JIDS),
+                rq_figures: Lua::new(rq_scripts::RQ_FIGURES),
+                rq_requeue: Lua::new(rq_scripts::RQ_REQUEUE),
+                rq_remove: Lua::new(&rq_scripts::rq_remove_batch()),
+                rq_remove_ids: Lua::new(&rq_scripts::rq_remove_ids()),
             },
             cache: Mutex::new(Cache::default()),
             sk_seen: Mutex::new(HashSet::new()),
@@ -195,6 +221,20 @@ impl RedisBackend {
         }
     }
 
+    /// An RQ queue's id, and its failed registry's (`<id>/failed`).
+    pub fn rq_id(&self, name: &str, both: bool, failed: bool) -> QueueId {
+        let base = if both {
+            format!("rq/{name}")
+        } else {
+            name.to_string()
+        };
+        QueueId::new(if failed {
+            format!("{base}/failed")
+        } else {
+            base
+        })
+    }
+
     pub fn sk_dead_id(&self) -> QueueId {
         let both = self.cache().both;
         self.sk_id("dead", both)
@@ -208,7 +248,7 @@ impl RedisBackend {
         self.list_queues().await?;
         self.cache().ids.get(id).cloned().ok_or_else(|| {
             BackendError::NotFound(format!(
-                "no BullMQ or Sidekiq queue {:?} at {} db {}",
+                "no BullMQ, Sidekiq or RQ queue {:?} at {} db {}",
                 crate::sanitize::clean_short(id.as_str(), 80),
                 self.conn.display,
                 self.conn.db()
@@ -230,6 +270,16 @@ impl RedisBackend {
                         "read-only: this queue was written by {}, qdeck is tested with bullmq {}.x",
                         crate::sanitize::clean_short(v, 40),
                         BULLMQ_TESTED_MAJOR
+                    )
+                })
+            }
+            Target::Rq(_) | Target::RqFailed(_) => {
+                let v = c.rq_version.as_ref()?;
+                (v.split('.').next() != Some(RQ_TESTED_MAJOR)).then(|| {
+                    format!(
+                        "read-only: an RQ {} worker runs here, qdeck is tested with RQ {}.x",
+                        crate::sanitize::clean_short(v, 20),
+                        RQ_TESTED_MAJOR
                     )
                 })
             }
@@ -268,13 +318,14 @@ impl Backend for RedisBackend {
             consumers: ConsumerListing::Listed,
             purge_cooldown_secs: None,
             purge_note: Some(
-                "BullMQ: drain removes waiting and prioritized jobs with their job hashes (active and delayed jobs stay); on <queue>/failed it cleans the failed set. Sidekiq: clears the queue list or the sorted set".into(),
+                "BullMQ: drain removes waiting and prioritized jobs with their job hashes (active and delayed jobs stay); on <queue>/failed it cleans the failed set. Sidekiq: clears the queue list or the sorted set. RQ: empties the queue or its failed registry, job hashes and results with them".into(),
             ),
             broker_rates: false,
             notes: vec![
                 "browse reads lists, sorted sets and job hashes only: nothing changes".into(),
-                "redrive is the library's own retry (BullMQ Job#retry, Sidekiq DeadSet#retry) run by qdeck as one atomic Lua script per batch: a job is never in both places nor in neither".into(),
-                "payloads that are not JSON (e.g. pickled RQ jobs) are shown as stored bytes, never decoded".into(),
+                "redrive is the library's own retry (BullMQ Job#retry, Sidekiq DeadSet#retry, RQ FailedJobRegistry#requeue) run by qdeck as one atomic Lua script per batch: a job is never in both places nor in neither".into(),
+                "payloads that are not JSON (e.g. pickled RQ jobs) are never decoded or unpickled: a pickled RQ job shows its description and its size".into(),
+                "RQ keeps no per-queue processed or failed counter: rates come from depth changes; each worker's own counts are on the workers view".into(),
             ],
         }
     }
@@ -286,7 +337,10 @@ impl Backend for RedisBackend {
             if let Some(reason) = self.read_only_reason(&t) {
                 caps.redrive = RedriveMode::Unsupported(reason.clone());
                 caps.notes.push(reason);
-            } else if matches!(t, Target::Bull(_) | Target::SkQueue(_) | Target::SkSchedule) {
+            } else if matches!(
+                t,
+                Target::Bull(_) | Target::SkQueue(_) | Target::SkSchedule | Target::Rq(_)
+            ) {
                 caps.redrive = RedriveMode::Unsupported(
                     "redrive starts from a failed set, the retry set or the dead set".into(),
                 );

@@ -41,6 +41,14 @@ async fn check(b: &RedisBackend, req: &RedriveRequest) -> Result<Target> {
                 )));
             }
         }
+        (Target::RqFailed(_), RedriveTarget::Origin) => {}
+        (Target::RqFailed(q), RedriveTarget::Queue(dst)) => {
+            if b.resolve(dst).await? != Target::Rq(q.clone()) {
+                return Err(BackendError::Unsupported(format!(
+                    "RQ requeues a failed job to its origin queue {q:?} (FailedJobRegistry#requeue); choose target origin"
+                )));
+            }
+        }
         (Target::SkDead | Target::SkRetry, RedriveTarget::Origin) => {}
         (Target::SkDead | Target::SkRetry, RedriveTarget::Queue(dst)) => {
             b.resolve(dst).await?;
@@ -50,9 +58,9 @@ async fn check(b: &RedisBackend, req: &RedriveRequest) -> Result<Target> {
         }
         _ => {
             return Err(BackendError::Unsupported(format!(
-                "{} is not a failed, retry or dead set: nothing to redrive from it",
-                req.source
-            )))
+            "{} is not a failed registry, failed, retry or dead set: nothing to redrive from it",
+            req.source
+        )))
         }
     }
     Ok(t)
@@ -120,6 +128,12 @@ pub async fn redrive(
                 let mut args = vec![b.bjob_prefix(q), n.to_string()];
                 args.extend(chunk.iter().cloned());
                 b.scripts.bull_retry.run(&mut cm, &keys, &args).await?
+            }
+            Target::RqFailed(q) => {
+                // Unreadable jobs stay at the head of the registry: later batches start
+                // after them.
+                let skip = if explicit { 0 } else { report.failed };
+                super::rq_mutate::requeue_batch(b, &mut cm, q, n, skip, &chunk).await?
             }
             Target::SkDead | Target::SkRetry => {
                 let set = if target == Target::SkDead {
@@ -218,6 +232,10 @@ pub async fn purge(
                 purged: Some(purged),
                 note: Some(note.into()),
             })
+        }
+        Target::Rq(q) | Target::RqFailed(q) => {
+            let failed = matches!(t, Target::RqFailed(_));
+            super::rq_mutate::purge(b, &mut cm, q, failed, progress).await
         }
         Target::SkQueue(q) => {
             // As Sidekiq::Queue#clear: the list goes and the queue leaves the `queues` set.

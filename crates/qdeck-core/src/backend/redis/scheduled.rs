@@ -1,6 +1,6 @@
 //! Jobs waiting for their time: BullMQ's `delayed` set of a queue and Sidekiq's `schedule` set
-//! (one for all queues, shown as its own `scheduled` queue) and `retry` set. Read-only ZRANGE
-//! + HGETALL.
+//! (one for all queues, shown as its own `scheduled` queue) and `retry` set, and an RQ
+//! queue's scheduled registry (`rq:scheduled:<name>`). Read-only ZRANGE + HGETALL.
 
 use super::browse::{bull_hashes, zset_page};
 use super::jobs::{bull_job, sidekiq_job};
@@ -79,13 +79,22 @@ pub async fn browse_scheduled(
                 .collect::<Vec<_>>();
             (msgs, members.len())
         }
+        Target::Rq(q) => {
+            let jobs = super::rq_browse::scheduled(b, &mut cm, &q, off, max).await?;
+            let n = jobs.len();
+            let msgs = jobs
+                .into_iter()
+                .map(|(m, due)| with_due(m, due, now))
+                .collect::<Vec<_>>();
+            (msgs, n)
+        }
         Target::SkQueue(_) => {
             return Err(BackendError::Unsupported(
                 "Sidekiq keeps the scheduled jobs of every queue in one set: peek the `scheduled` queue"
                     .into(),
             ))
         }
-        Target::BullFailed(_) | Target::SkDead => {
+        Target::BullFailed(_) | Target::SkDead | Target::RqFailed(_) => {
             return Err(BackendError::Unsupported(
                 "failed and dead jobs are not scheduled: peek --scheduled the queue itself"
                     .into(),

@@ -20,6 +20,7 @@ pub async fn consumers(b: &RedisBackend, queue: &QueueId) -> Result<Vec<Consumer
     match b.resolve(queue).await? {
         Target::Bull(q) | Target::BullFailed(q) => bull_workers(b, queue, &q).await,
         Target::SkQueue(q) => sidekiq_processes(b, queue, Some(&q)).await,
+        Target::Rq(q) | Target::RqFailed(q) => super::rq_workers::workers(b, queue, &q).await,
         _ => sidekiq_processes(b, queue, None).await,
     }
 }

@@ -49,7 +49,10 @@ pub(super) async fn serve(global: &Global, opts: &LoadOptions, a: ServeArgs) -> 
         names.len(),
         rules.len()
     );
-    let monitor = Arc::new(Mutex::new(Monitor::new(rules, Tracker::default())));
+    let mut monitor = Monitor::new(rules, Tracker::default());
+    // The page is rendered when figures arrive, not when Prometheus asks: a scrape copies
+    // the last one out, whatever the number of queues.
+    let page = Arc::new(Mutex::new(Page::default()));
     let (tx, mut rx) = mpsc::channel::<Answer<Polled, BackendError>>(64);
     let _polling = multi_poller::spawn(
         |n| base.options_for(n),
@@ -58,10 +61,16 @@ pub(super) async fn serve(global: &Global, opts: &LoadOptions, a: ServeArgs) -> 
         fleet::read,
         tx,
     );
-    let fed = monitor.clone();
+    let fed = page.clone();
     tokio::spawn(async move {
         while let Some(a) = rx.recv().await {
-            lock(&fed).apply(a, now_ms());
+            let now = now_ms();
+            monitor.apply(a, now);
+            let text = exposition::render(&monitor, now).map(Bytes::from).ok();
+            *lock(&fed) = Page {
+                open_metrics: text,
+                text_format: None,
+            };
         }
     });
     let accepting = async {
@@ -69,7 +78,7 @@ pub(super) async fn serve(global: &Global, opts: &LoadOptions, a: ServeArgs) -> 
             let Ok((stream, _)) = listener.accept().await else {
                 continue;
             };
-            let m = monitor.clone();
+            let m = page.clone();
             tokio::spawn(async move {
                 let svc = hyper::service::service_fn(move |req| {
                     let m = m.clone();
@@ -96,14 +105,39 @@ async fn until(d: Option<std::time::Duration>) {
     }
 }
 
-/// A poisoned lock still holds the last figures, which is what a scrape wants.
-fn lock(m: &Mutex<Monitor>) -> std::sync::MutexGuard<'_, Monitor> {
+/// The last rendered exposition, in OpenMetrics and (made on the first request for it) in
+/// the classic text format.
+#[derive(Default)]
+struct Page {
+    open_metrics: Option<Bytes>,
+    text_format: Option<Bytes>,
+}
+
+impl Page {
+    /// The page to send (a `Bytes` clone shares it, it does not copy it).
+    fn get(&mut self, open_metrics: bool) -> Option<Bytes> {
+        let om = self.open_metrics.clone()?;
+        if open_metrics {
+            return Some(om);
+        }
+        Some(
+            self.text_format
+                .get_or_insert_with(|| {
+                    Bytes::from(exposition::as_text_format(&String::from_utf8_lossy(&om)))
+                })
+                .clone(),
+        )
+    }
+}
+
+/// A poisoned lock still holds the last page, which is what a scrape wants.
+fn lock(m: &Mutex<Page>) -> std::sync::MutexGuard<'_, Page> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-fn answer(req: &Request<Incoming>, m: &Mutex<Monitor>) -> Response<Full<Bytes>> {
-    let reply = |status: StatusCode, ctype: &'static str, body: String| {
-        let mut r = Response::new(Full::new(Bytes::from(body)));
+fn answer(req: &Request<Incoming>, m: &Mutex<Page>) -> Response<Full<Bytes>> {
+    let reply = |status: StatusCode, ctype: &'static str, body: Bytes| {
+        let mut r = Response::new(Full::new(body));
         *r.status_mut() = status;
         if let Ok(v) = hyper::header::HeaderValue::from_str(ctype) {
             r.headers_mut().insert(hyper::header::CONTENT_TYPE, v);
@@ -123,29 +157,32 @@ fn answer(req: &Request<Incoming>, m: &Mutex<Monitor>) -> Response<Full<Bytes>> 
             } else {
                 "text/plain; version=0.0.4; charset=utf-8"
             };
-            match exposition::render(&lock(m), now_ms()) {
-                Ok(body) if open_metrics => reply(StatusCode::OK, ctype, body),
-                Ok(body) => reply(StatusCode::OK, ctype, exposition::as_text_format(&body)),
-                Err(_) => reply(
-                    StatusCode::INTERNAL_SERVER_ERROR,
+            let body = lock(m).get(open_metrics);
+            match body {
+                Some(body) => reply(StatusCode::OK, ctype, body),
+                // Before the first poll there is nothing to say; Prometheus tries again.
+                None => reply(
+                    StatusCode::SERVICE_UNAVAILABLE,
                     text,
-                    "encoding failed\n".into(),
+                    Bytes::from_static(b"no poll has answered yet\n"),
                 ),
             }
         }
-        (&Method::GET, "/healthz") => reply(StatusCode::OK, text, "ok\n".into()),
+        (&Method::GET, "/healthz") => reply(StatusCode::OK, text, Bytes::from_static(b"ok\n")),
         (&Method::GET, "/") => reply(
             StatusCode::OK,
             text,
-            "qdeck exporter: /metrics, /healthz\n".into(),
+            Bytes::from_static(b"qdeck exporter: /metrics, /healthz\n"),
         ),
-        (_, "/metrics" | "/healthz" | "/") => {
-            reply(StatusCode::METHOD_NOT_ALLOWED, text, "only GET\n".into())
-        }
+        (_, "/metrics" | "/healthz" | "/") => reply(
+            StatusCode::METHOD_NOT_ALLOWED,
+            text,
+            Bytes::from_static(b"only GET\n"),
+        ),
         _ => reply(
             StatusCode::NOT_FOUND,
             text,
-            "not found: /metrics, /healthz\n".into(),
+            Bytes::from_static(b"not found: /metrics, /healthz\n"),
         ),
     }
 }

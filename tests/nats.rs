@@ -98,6 +98,7 @@ fn profile(settings: NatsSettings) -> Profile {
         refresh_secs: None,
         max_calls_per_minute: None,
         reason_headers: Vec::new(),
+        notify: None,
     }
 }
 

@@ -100,6 +100,7 @@ async fn backend_built(name: &str, s: RabbitmqSettings, secrets: &SecretMap) -> 
         refresh_secs: None,
         max_calls_per_minute: None,
         reason_headers: Vec::new(),
+        notify: None,
     };
     build_with(&profile, secrets).await.expect("backend builds")
 }

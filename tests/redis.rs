@@ -87,6 +87,7 @@ async fn backend(s: RedisSettings) -> Arc<dyn Backend> {
         refresh_secs: None,
         max_calls_per_minute: None,
         reason_headers: Vec::new(),
+        notify: None,
     };
     build(&p).await.expect("build redis backend")
 }
@@ -1218,6 +1219,7 @@ async fn url_with_password_in_the_profile_is_refused() {
         refresh_secs: None,
         max_calls_per_minute: None,
         reason_headers: Vec::new(),
+        notify: None,
     };
     let err = build(&p).await.err().expect("refused");
     assert!(matches!(err, BackendError::Invalid(_)));

@@ -64,6 +64,7 @@ fn profile(ep: &str, prefix: &str) -> Profile {
         refresh_secs: None,
         max_calls_per_minute: None,
         reason_headers: Vec::new(),
+        notify: None,
     }
 }
 

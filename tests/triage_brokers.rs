@@ -204,6 +204,7 @@ mod rabbitmq {
             refresh_secs: None,
             max_calls_per_minute: None,
             reason_headers: Vec::new(),
+            notify: None,
         };
         let b = qdeck::backend::build_with(&profile, &secrets)
             .await
@@ -491,6 +492,7 @@ mod sqs {
             refresh_secs: None,
             max_calls_per_minute: None,
             reason_headers: Vec::new(),
+            notify: None,
         };
         qdeck::backend::build_with(&profile, &moto_keys())
             .await

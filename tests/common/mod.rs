@@ -102,6 +102,7 @@ pub fn servicebus(name: &str, connection_string_env: &str, topics: Option<bool>)
         refresh_secs: None,
         max_calls_per_minute: None,
         reason_headers: Vec::new(),
+        notify: None,
     }
 }
 

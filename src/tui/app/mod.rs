@@ -78,7 +78,11 @@ pub fn initial_state(session: &Session, demo_workers: Option<usize>) -> State {
     st.session.export_dir = Some(paths::state_dir().join("exports"));
     // The file was checked when it was loaded: a rule that fails here cannot occur.
     st.alerts.rules = crate::engine::alerts::rules(cfg).unwrap_or_default();
-    st.alerts.notify = cfg.notify.clone();
+    st.alerts.notify = session
+        .profile()
+        .notify
+        .clone()
+        .unwrap_or_else(|| cfg.notify.clone());
     if let Some(e) = theme_err.or(problems.into_iter().next()) {
         set_status(&mut st, Level::Warn, e);
     }

@@ -33,6 +33,10 @@ pub struct Profile {
     /// the failure signature before `[triage] reason_headers` and the built-in ones.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub reason_headers: Vec<String>,
+    /// The console's bell and desktop notification for this profile's alerts (default: the
+    /// global `[notify]`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notify: Option<super::alerts::NotifyConfig>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -232,6 +236,7 @@ impl Profile {
             refresh_secs: None,
             max_calls_per_minute: None,
             reason_headers: Vec::new(),
+            notify: None,
         }
     }
 

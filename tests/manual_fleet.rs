@@ -136,6 +136,7 @@ async fn manual_fleet_one_broker_down() {
             read_only: false,
         },
         &names,
+        Vec::new(),
         tx,
     );
     // Warm up: every profile answered once.

@@ -2738,6 +2738,7 @@ async fn fleet_pollers_answer_around_a_dead_broker() {
             read_only: false,
         },
         &names,
+        Vec::new(),
         tx,
     );
     let mut rows = std::collections::HashMap::new();
@@ -2803,6 +2804,7 @@ async fn fleet_prices_sqs_calls() {
             read_only: false,
         },
         &names,
+        Vec::new(),
         tx,
     );
     let mut rows = std::collections::HashMap::new();
@@ -2958,6 +2960,7 @@ async fn fire_ranks_an_old_idle_queue_on_the_first_poll() {
             read_only: false,
         },
         &["here".to_string()],
+        Vec::new(),
         tx,
     );
     let first = tokio::time::timeout(Duration::from_secs(20), rx.recv())

@@ -146,3 +146,75 @@ fn notify_rings_and_sends_a_desktop_line_once_per_firing() {
     let fx = poll_dlq(&mut st, 0);
     assert!(!fx.iter().any(|e| matches!(e, Effect::Notify { .. })));
 }
+
+/// The fleet poller evaluates the rules on every profile it polls: another profile's firing
+/// rule reaches the console through its fleet row and ranks first in the on-fire view.
+#[tokio::test]
+async fn another_profiles_firing_rule_comes_through_the_fleet() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a.db"), dir.path().join("b.db"));
+    {
+        let h = qdeck::backend::local::LocalHandle::open(&b).unwrap();
+        let opts = qdeck::backend::local::QueueOptions {
+            dlq: Some("orders.dlq".into()),
+            max_receives: Some(3),
+            ..Default::default()
+        };
+        h.0.create_queue("orders", &opts).unwrap();
+        h.0.send_sync(
+            "orders.dlq",
+            &qdeck::domain::OutgoingMessage {
+                body: b"poison".to_vec(),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        drop(qdeck::backend::local::LocalHandle::open(&a).unwrap());
+    }
+    let cfg = dir.path().join("config.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "[ui]\nrefresh_secs = 0.3\n\n[[profiles]]\nname = \"a\"\nkind = \"local\"\npath = {:?}\n\n\
+             [[profiles]]\nname = \"b\"\nkind = \"local\"\npath = {:?}\n{RULES}",
+            a.display().to_string(),
+            b.display().to_string()
+        ),
+    )
+    .unwrap();
+    let config = qdeck::config::validate_file(&cfg).unwrap();
+    let rules = qdeck::engine::alerts::rules(&config).unwrap();
+    let names = vec!["a".to_string(), "b".to_string()];
+    let (tx, mut rx) = tokio::sync::mpsc::channel(64);
+    let _fleet = qdeck::engine::fleet::spawn(
+        |n| qdeck::config::LoadOptions {
+            file: Some(cfg.clone()),
+            profile: Some(n.to_string()),
+            read_only: true,
+        },
+        &names,
+        rules,
+        tx,
+    );
+    let mut fl = qdeck::tui::state::FleetState::new(&names);
+    tokio::time::timeout(std::time::Duration::from_secs(30), async {
+        while fl.alerts.is_empty() {
+            let row = rx.recv().await.unwrap();
+            fl.apply(row);
+            fl.set_alerts("a", Vec::new());
+        }
+    })
+    .await
+    .expect("profile b's rule fires within 30 s");
+    assert_eq!(fl.alerts.len(), 1);
+    let f = &fl.alerts[0];
+    assert_eq!(
+        (f.profile.as_str(), f.rule.as_str()),
+        ("b", "dlq-not-empty")
+    );
+    assert_eq!(f.queue, Some(QueueId::new("orders.dlq")));
+    assert_eq!(f.summary, "orders.dlq holds 1 dead letters");
+    let rows = fl.fire_rows(qdeck::domain::now_ms());
+    assert!(matches!(rows[0], qdeck::tui::state::FireRow::Alert(_)));
+    assert_eq!(rows[0].profile(), "b");
+}

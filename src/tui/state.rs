@@ -717,8 +717,6 @@ pub struct HelpState {
 pub struct AlertsState {
     pub rules: Vec<crate::engine::alerts::Rule>,
     pub tracker: crate::engine::alerts::Tracker,
-    /// The line each firing rule printed when it started firing.
-    pub summaries: std::collections::BTreeMap<crate::engine::alerts::Key, String>,
     pub notify: crate::config::alerts::NotifyConfig,
     /// First line of the alerts view.
     pub scroll: usize,
@@ -730,30 +728,26 @@ impl AlertsState {
         self.tracker.firing().count()
     }
 
-    /// What fires now, most severe first, then oldest first.
+    /// What fires on this profile now, most severe first, then oldest first.
     pub fn firing_rows(&self) -> Vec<FiringAlert> {
-        let mut v: Vec<FiringAlert> = self
-            .tracker
-            .firing()
-            .map(|(k, since_ms)| FiringAlert {
-                profile: k.profile.clone(),
-                rule: k.rule.clone(),
-                queue: (!k.queue.is_empty()).then(|| QueueId::new(&k.queue)),
-                severity: self
-                    .rules
-                    .iter()
-                    .find(|r| r.name == k.rule)
-                    .map_or(crate::engine::alerts::Severity::Warning, |r| r.severity),
-                since_ms,
-                summary: self.summaries.get(k).cloned().unwrap_or_default(),
-            })
-            .collect();
-        v.sort_by(|a, b| {
-            b.severity
-                .cmp(&a.severity)
-                .then(a.since_ms.cmp(&b.since_ms))
-        });
-        v
+        self.tracker
+            .firing_alerts(&self.rules)
+            .into_iter()
+            .map(FiringAlert::from)
+            .collect()
+    }
+}
+
+impl From<crate::engine::alerts::Firing> for FiringAlert {
+    fn from(f: crate::engine::alerts::Firing) -> Self {
+        FiringAlert {
+            queue: (!f.key.queue.is_empty()).then(|| QueueId::new(&f.key.queue)),
+            profile: f.key.profile,
+            rule: f.key.rule,
+            severity: f.severity,
+            since_ms: f.since_ms,
+            summary: f.summary,
+        }
     }
 }
 
@@ -875,6 +869,21 @@ impl FleetState {
         v
     }
 
+    /// What fires across the fleet: `own` (the console's profile, evaluated on its own
+    /// polls) and every other profile's, from its fleet row.
+    pub fn set_alerts(&mut self, own_profile: &str, own: Vec<FiringAlert>) {
+        let mut all = own;
+        for r in self.rows.iter().filter(|r| r.profile != own_profile) {
+            all.extend(r.alerts.iter().cloned().map(FiringAlert::from));
+        }
+        all.sort_by(|a, b| {
+            b.severity
+                .cmp(&a.severity)
+                .then(a.since_ms.cmp(&b.since_ms))
+        });
+        self.alerts = all;
+    }
+
     /// A poll's row replaces the profile's previous one.
     pub fn apply(&mut self, row: crate::engine::fleet::FleetRow) {
         match self.rows.iter_mut().find(|r| r.profile == row.profile) {
@@ -952,6 +961,14 @@ impl State {
     pub fn selected_queue(&self) -> Option<&QueueId> {
         let i = *self.queues.rows.get(self.queues.cursor.sel)?;
         self.store.entries().get(i).map(|e| &e.info.id)
+    }
+
+    /// Alert rules firing: across the fleet while it is polled, else on this profile.
+    pub fn alerts_firing(&self) -> usize {
+        match &self.fleet {
+            Some(f) => f.alerts.len(),
+            None => self.alerts.firing(),
+        }
     }
 
     /// Queue the current view is about (detail/workers focus, message queue, or table row).

@@ -276,9 +276,11 @@ impl Exec {
         }
         if self.fleet.is_none() {
             let loaded = self.session.loaded.clone();
+            let rules = crate::engine::alerts::rules(&loaded.config).unwrap_or_default();
             self.fleet = Some(fleet::spawn(
                 move |n| loaded.options_for(n),
                 &names,
+                rules,
                 self.fleet_tx.clone(),
             ));
         }

@@ -196,7 +196,7 @@ pub(super) fn fleet_started(st: &mut State, names: &[String]) {
         fresh.fire_filter = old.fire_filter;
         fresh.cursor.clamp(fresh.rows.len(), st.size.1 as usize);
     }
-    fresh.alerts = st.alerts.firing_rows();
+    fresh.set_alerts(&st.session.profile, st.alerts.firing_rows());
     st.fleet = Some(fresh);
     st.stack = if st.view() == View::Fire {
         vec![View::Fleet, View::Fire]

@@ -239,8 +239,10 @@ pub fn update(st: &mut State, action: Action) -> Vec<Effect> {
         }
         Action::Profiles { names, then } => commands::profiles_read(st, names, then, &mut fx),
         Action::Fleet(row) => {
+            let own = st.alerts.firing_rows();
             if let Some(f) = &mut st.fleet {
                 f.apply(row);
+                f.set_alerts(&st.session.profile, own);
                 st.dirty = true;
             }
         }

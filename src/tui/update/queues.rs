@@ -179,16 +179,6 @@ fn alerts(st: &mut State, fx: &mut Vec<Effect>) {
     );
     let notify = st.alerts.notify.clone();
     for t in changes {
-        let key = crate::engine::alerts::Key {
-            rule: t.rule.clone(),
-            profile: t.profile.clone(),
-            queue: t.queue.clone(),
-        };
-        if t.change == crate::engine::alerts::Change::Firing {
-            st.alerts.summaries.insert(key, t.summary.clone());
-        } else {
-            st.alerts.summaries.remove(&key);
-        }
         if t.change == crate::engine::alerts::Change::Firing && (notify.bell || notify.desktop) {
             fx.push(Effect::Notify {
                 bell: notify.bell,
@@ -198,7 +188,8 @@ fn alerts(st: &mut State, fx: &mut Vec<Effect>) {
             });
         }
     }
+    let own = st.alerts.firing_rows();
     if let Some(f) = &mut st.fleet {
-        f.alerts = st.alerts.firing_rows();
+        f.set_alerts(&st.session.profile, own);
     }
 }

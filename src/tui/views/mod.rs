@@ -107,7 +107,7 @@ fn header(f: &mut Frame, st: &State, area: Rect) {
         spans.push(Span::styled(" PROTECTED ", t.badge_protected));
         spans.push(Span::raw(" "));
     }
-    let firing = st.alerts.firing();
+    let firing = st.alerts_firing();
     if firing > 0 {
         spans.push(Span::styled(
             format!(" ⚑ {firing} firing "),

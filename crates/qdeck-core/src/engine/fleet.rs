@@ -54,6 +54,8 @@ pub struct FleetRow {
     pub fire: Vec<FireEntry>,
     /// `[fire] max_age_secs` of the profile's configuration.
     pub max_age_secs: f64,
+    /// Alert rules firing on this profile's queues, most severe first.
+    pub alerts: Vec<crate::engine::alerts::Firing>,
 }
 
 /// Rows each profile contributes to the on-fire view: enough to fill any screen, bounded
@@ -234,13 +236,20 @@ pub type Polled = (Vec<QueueInfo>, StatsBatch);
 
 /// Poll every profile in `names` through the multi-profile poller, each at its own refresh
 /// period; every answer becomes that profile's updated row on `tx`.
+///
+/// The alert `rules` are evaluated on every answer (with each profile's history kept for
+/// them), and each row carries what fires on its profile.
 pub fn spawn(
     options: impl Fn(&str) -> LoadOptions,
     names: &[String],
+    rules: Vec<crate::engine::alerts::Rule>,
     tx: mpsc::Sender<FleetRow>,
 ) -> FleetHandle {
     let (answers_tx, mut answers) = mpsc::channel::<Answer<Polled, BackendError>>(64);
     let handle = multi_poller::spawn(options, names, Timeout::FromRefresh, read, answers_tx);
+    let mut monitor = (!rules.is_empty()).then(|| {
+        crate::engine::alerts::Monitor::new(rules, crate::engine::alerts::Tracker::default())
+    });
     tokio::spawn(async move {
         // Each profile's row and its queue depths at the previous poll (for "growing").
         let mut rows: HashMap<String, (FleetRow, HashMap<QueueId, u64>)> = HashMap::new();
@@ -253,6 +262,15 @@ pub fn spawn(
                 };
                 (row, HashMap::new())
             });
+            if let Some(m) = &mut monitor {
+                m.apply(copy(&a), crate::domain::now_ms());
+                row.alerts = m
+                    .tracker
+                    .firing_alerts(&m.rules)
+                    .into_iter()
+                    .filter(|f| f.key.profile == a.profile)
+                    .collect();
+            }
             apply(row, previous, a);
             if tx.send(row.clone()).await.is_err() {
                 return;
@@ -260,6 +278,26 @@ pub fn spawn(
         }
     });
     handle
+}
+
+/// An answer for the alert monitor, which keeps figures of its own (the row keeps sums).
+fn copy(a: &Answer<Polled, BackendError>) -> Answer<Polled, BackendError> {
+    Answer {
+        profile: a.profile.clone(),
+        settings: a.settings.clone(),
+        result: match &a.result {
+            Ok(p) => Ok(p.clone()),
+            Err(multi_poller::PollError::Work(e) | multi_poller::PollError::Open(e)) => {
+                Err(multi_poller::PollError::Work(e.clone()))
+            }
+            Err(multi_poller::PollError::Timeout(d)) => Err(multi_poller::PollError::Timeout(*d)),
+            Err(e) => Err(multi_poller::PollError::Lost(e.message())),
+        },
+        updated_ms: a.updated_ms,
+        budget: a.budget,
+        took: a.took,
+        calls: a.calls,
+    }
 }
 
 pub async fn read(s: Session) -> Result<Polled, BackendError> {

@@ -11,7 +11,7 @@ pub use condition::Condition;
 pub use figures::Figures;
 pub use monitor::{evaluate, Health, Monitor, ProfileView};
 pub use rule::{Rule, Severity};
-pub use tracker::{Change, Key, Phase, Tracker, Transition};
+pub use tracker::{Change, Firing, Key, Phase, Tracker, Transition};
 
 use crate::config::AppConfig;
 

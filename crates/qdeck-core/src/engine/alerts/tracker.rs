@@ -73,6 +73,18 @@ pub struct Tracker {
     /// The last resolution per key (not saved: for the console's "resolved at").
     #[serde(skip)]
     resolved: BTreeMap<Key, Resolved>,
+    /// The line each firing rule printed when it started firing (not saved).
+    #[serde(skip)]
+    summaries: BTreeMap<Key, String>,
+}
+
+/// A rule firing on one queue (`key.queue` empty: on the profile), for the on-fire views.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Firing {
+    pub key: Key,
+    pub severity: Severity,
+    pub since_ms: i64,
+    pub summary: String,
 }
 
 impl Tracker {
@@ -115,6 +127,11 @@ impl Tracker {
             _ => now_ms,
         };
         let summary = summary();
+        if change == Change::Firing {
+            self.summaries.insert(key.clone(), summary.clone());
+        } else {
+            self.summaries.remove(&key);
+        }
         if change == Change::Resolved {
             self.resolved.insert(
                 key.clone(),
@@ -151,6 +168,8 @@ impl Tracker {
     /// Drops the state of rules no longer configured.
     pub fn keep_rules(&mut self, names: &[&str]) {
         self.phases.retain(|k, _| names.contains(&k.rule.as_str()));
+        self.summaries
+            .retain(|k, _| names.contains(&k.rule.as_str()));
         self.resolved
             .retain(|k, _| names.contains(&k.rule.as_str()));
     }
@@ -161,6 +180,28 @@ impl Tracker {
 
     pub fn resolved(&self) -> impl Iterator<Item = (&Key, &Resolved)> {
         self.resolved.iter()
+    }
+
+    /// What fires now, most severe first, then longest firing first.
+    pub fn firing_alerts(&self, rules: &[Rule]) -> Vec<Firing> {
+        let mut v: Vec<Firing> = self
+            .firing()
+            .map(|(k, since_ms)| Firing {
+                key: k.clone(),
+                severity: rules
+                    .iter()
+                    .find(|r| r.name == k.rule)
+                    .map_or(Severity::Warning, |r| r.severity),
+                since_ms,
+                summary: self.summaries.get(k).cloned().unwrap_or_default(),
+            })
+            .collect();
+        v.sort_by(|a, b| {
+            b.severity
+                .cmp(&a.severity)
+                .then(a.since_ms.cmp(&b.since_ms))
+        });
+        v
     }
 
     pub fn firing(&self) -> impl Iterator<Item = (&Key, i64)> {

@@ -60,8 +60,20 @@ pub fn run(action: &ConfigAction, opts: &LoadOptions, f: Format) -> CliResult {
                 ));
             }
             let c = config::validate_file(&path)?;
+            let rules = if c.alerts.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    "; {}",
+                    if c.alerts.len() == 1 {
+                        "1 alert rule".to_string()
+                    } else {
+                        format!("{} alert rules", c.alerts.len())
+                    }
+                )
+            };
             output::print(&format!(
-                "{}: valid, {}\n",
+                "{}: valid, {}{rules}\n",
                 path.display(),
                 profile_list(&c)
             ));

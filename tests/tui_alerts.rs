@@ -218,3 +218,46 @@ async fn another_profiles_firing_rule_comes_through_the_fleet() {
     assert!(matches!(rows[0], qdeck::tui::state::FireRow::Alert(_)));
     assert_eq!(rows[0].profile(), "b");
 }
+
+#[test]
+fn a_health_rule_fires_when_the_profiles_polls_fail_and_when_its_figures_go_stale() {
+    let mut st = populated();
+    let cfg = qdeck::config::parse_str(
+        "[[alerts]]\nname = \"down\"\nwhen = \"unreachable\"\n\n[[alerts]]\nname = \"old\"\nwhen = \"stale\"\n",
+    )
+    .unwrap();
+    st.alerts.rules = qdeck::engine::alerts::rules(&cfg).unwrap();
+    st.session.refresh_secs = 2.0;
+    poll_dlq(&mut st, 1);
+    assert_eq!(st.alerts.firing(), 0);
+    update(
+        &mut st,
+        Action::Poll(PollEvent::Error("connection refused".into())),
+    );
+    let firing: Vec<String> = st
+        .alerts
+        .firing_rows()
+        .into_iter()
+        .map(|f| f.rule)
+        .collect();
+    assert_eq!(firing, ["down"]);
+    // Seven seconds without a success at a 2 s refresh: stale too.
+    st.now_ms += 7_000;
+    update(
+        &mut st,
+        Action::Poll(PollEvent::Error("connection refused".into())),
+    );
+    let mut firing: Vec<String> = st
+        .alerts
+        .firing_rows()
+        .into_iter()
+        .map(|f| f.rule)
+        .collect();
+    firing.sort();
+    assert_eq!(firing, ["down", "old"]);
+    // A success ends both (the store stamps a success with the wall clock: the console's
+    // clock follows it).
+    st.now_ms = qdeck::domain::now_ms() - 2_000;
+    poll_dlq(&mut st, 1);
+    assert_eq!(st.alerts.firing(), 0, "{:?}", st.alerts.firing_rows());
+}

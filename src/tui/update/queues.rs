@@ -167,7 +167,13 @@ fn alerts(st: &mut State, fx: &mut Vec<Effect>) {
     }
     let health = crate::engine::alerts::Health {
         unreachable: st.store.backend_error.is_some(),
-        stale: false,
+        // The same rule as `watch`: no success for three refresh periods.
+        stale: st.store.last_ok_ms.is_some()
+            && crate::engine::multi_poller::stale(
+                st.store.last_ok_ms,
+                st.session.refresh_secs,
+                st.now_ms,
+            ),
     };
     let changes = crate::engine::alerts::evaluate(
         &st.alerts.rules,

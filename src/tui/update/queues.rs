@@ -138,6 +138,12 @@ pub(super) fn poll(st: &mut State, ev: PollEvent, fx: &mut Vec<Effect>) {
     match ev {
         PollEvent::Queues(qs) => {
             st.store.set_queues(qs);
+            let watched = crate::engine::alerts::watched_for_history(
+                &st.alerts.rules,
+                &st.session.profile,
+                &st.store,
+            );
+            st.store.set_watched(watched);
             st.poll.listed = true;
             rebuild_rows(st);
         }

@@ -93,6 +93,9 @@ pub struct Store {
     /// Age of oldest at which a queue counts as alerting (`[fire] max_age_secs`).
     pub alert_age_secs: f64,
     on_screen: HashSet<QueueId>,
+    /// Queues an alert rule reads rates or growth of: their history is kept like the
+    /// screen's.
+    watched: HashSet<QueueId>,
     last_freed_ms: i64,
 }
 
@@ -114,6 +117,7 @@ impl Store {
             history_ms: history_secs as i64 * 1000,
             alert_age_secs: 300.0,
             on_screen: HashSet::new(),
+            watched: HashSet::new(),
             last_freed_ms: 0,
         }
     }
@@ -195,6 +199,7 @@ impl Store {
         let epoch = self.epoch_ms;
         let res = self.resolution_secs;
         let keep = self.on_screen.contains(&s.id)
+            || self.watched.contains(&s.id)
             || is_alerting(&s, self.entries[i].info.is_dlq, self.alert_age_secs);
         let history_ms = self.history_ms;
         let e = &mut self.entries[i];
@@ -258,13 +263,18 @@ impl Store {
         self.on_screen = new;
     }
 
+    /// The queues alert rules need the history of (rates, growth): kept whatever is on screen.
+    pub fn set_watched(&mut self, ids: HashSet<QueueId>) {
+        self.watched = ids;
+    }
+
     /// Free the history of queues neither on screen nor alerting for `history_secs` (as of
     /// `now_ms`); their latest figures stay. Runs from `apply` once a second.
     pub fn free_rings(&mut self, now_ms: i64) {
         self.last_freed_ms = now_ms;
         let (screen, limit) = (&self.on_screen, self.history_ms);
         for e in &mut self.entries {
-            if screen.contains(&e.info.id) {
+            if screen.contains(&e.info.id) || self.watched.contains(&e.info.id) {
                 e.needed_ms = now_ms;
             } else if now_ms - e.needed_ms >= limit && e.history.allocated_bytes() > 0 {
                 e.history.free();
@@ -396,6 +406,21 @@ mod tests {
 
     fn points(s: &Store, name: &str) -> usize {
         s.get(&QueueId::new(name)).unwrap().history.len()
+    }
+
+    #[test]
+    fn queues_an_alert_rule_watches_keep_their_history_off_screen() {
+        let mut s = Store::new(60, 10, 600.0);
+        s.set_queues(vec![info("watched"), info("other")]);
+        s.set_watched([QueueId::new("watched")].into_iter().collect());
+        let t0 = crate::domain::now_ms();
+        for k in 0..5 {
+            feed(&mut s, &["watched", "other"], t0 + k * 7_000, 0);
+        }
+        s.free_rings(t0 + 200_000);
+        assert_eq!((points(&s, "watched"), points(&s, "other")), (5, 0));
+        feed(&mut s, &["watched", "other"], t0 + 207_000, 0);
+        assert_eq!((points(&s, "watched"), points(&s, "other")), (6, 0));
     }
 
     #[test]

@@ -9,7 +9,7 @@ pub mod tracker;
 
 pub use condition::Condition;
 pub use figures::Figures;
-pub use monitor::{evaluate, Health, Monitor, ProfileView};
+pub use monitor::{evaluate, watched_for_history, Health, Monitor, ProfileView};
 pub use rule::{Rule, Severity};
 pub use tracker::{Change, Firing, Key, Phase, Tracker, Transition};
 

@@ -104,20 +104,8 @@ impl Monitor {
         match a.result {
             Ok((infos, batch)) => {
                 view.store.set_queues(infos);
-                // Queues a rule reads rates or growth of keep their history (the store
-                // otherwise frees it for queues nobody looks at).
-                let kept: Vec<_> = view
-                    .store
-                    .entries()
-                    .iter()
-                    .filter(|e| {
-                        self.rules
-                            .iter()
-                            .any(|r| r.when.needs_history() && r.watches(&a.profile, &e.info))
-                    })
-                    .map(|e| e.info.id.clone())
-                    .collect();
-                view.store.set_on_screen(&kept);
+                let watched = watched_for_history(&self.rules, &a.profile, &view.store);
+                view.store.set_watched(watched);
                 view.store.apply(batch);
                 view.error = None;
             }
@@ -213,6 +201,25 @@ pub fn evaluate(
         }
     }
     out
+}
+
+/// The queues of `profile` a rule reads rates or growth of: the store keeps their history
+/// (it otherwise frees it for queues nobody looks at).
+pub fn watched_for_history(
+    rules: &[Rule],
+    profile: &str,
+    store: &Store,
+) -> std::collections::HashSet<crate::domain::QueueId> {
+    let reading: Vec<&Rule> = rules.iter().filter(|r| r.when.needs_history()).collect();
+    if reading.is_empty() {
+        return Default::default();
+    }
+    store
+        .entries()
+        .iter()
+        .filter(|e| reading.iter().any(|r| r.watches(profile, &e.info)))
+        .map(|e| e.info.id.clone())
+        .collect()
 }
 
 /// A queue's figures with its profile's health flags.

@@ -233,6 +233,7 @@ pub async fn purge(
                 note: Some(note.into()),
             })
         }
+        Target::Celery(_) => Err(BackendError::Refused(super::CELERY_READ_ONLY.into())),
         Target::Rq(q) | Target::RqFailed(q) => {
             let failed = matches!(t, Target::RqFailed(_));
             super::rq_mutate::purge(b, &mut cm, q, failed, progress).await

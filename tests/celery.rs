@@ -202,6 +202,51 @@ fn export_where(
     (ids, names)
 }
 
+/// The RabbitMQ under test, as kombu and as a qdeck profile see it.
+struct Rmq {
+    kombu_url: String,
+    bare: String,
+    mgmt: String,
+    user: String,
+    password: String,
+}
+
+impl Rmq {
+    fn from_env() -> Rmq {
+        let url = common::broker_var("QDECK_TEST_AMQP_URL", "RabbitMQ's AMQP URL");
+        let mgmt = common::broker_var("QDECK_TEST_RABBITMQ_MGMT", "http://127.0.0.1:15672");
+        let uri: lapin::uri::AMQPUri = url.parse().expect("QDECK_TEST_AMQP_URL parses");
+        let user = uri.authority.userinfo.username.clone();
+        let password = uri.authority.userinfo.password.clone();
+        let bare = format!(
+            "amqp://{}@{}:{}/{}",
+            user,
+            uri.authority.host,
+            uri.authority.port,
+            urlencoding::encode(&uri.vhost)
+        );
+        // kombu takes the vhost from the path as written: "//" is "/".
+        let kombu_url = format!(
+            "amqp://{}:{}@{}:{}/{}",
+            user, password, uri.authority.host, uri.authority.port, uri.vhost
+        );
+        Rmq {
+            kombu_url,
+            bare,
+            mgmt,
+            user,
+            password,
+        }
+    }
+
+    fn profile(&self) -> String {
+        format!(
+            "kind = \"rabbitmq\"\namqp_url = \"{}\"\nmanagement_url = \"{}\"\nusername = \"{}\"\npassword_env = \"QDECK_TEST_CELERY_RMQ_PASSWORD\"\n",
+            self.bare, self.mgmt, self.user
+        )
+    }
+}
+
 /// Depth, browse and `--where task` on kombu's Redis transport agree with what Celery sent and
 /// what kombu counts; priority lists are part of the queue; mutations are refused.
 #[tokio::test]
@@ -323,6 +368,49 @@ async fn celery_on_redis_figures_browse_and_where_task_match_celery() {
     flush().await;
 }
 
+/// Messages a worker took and has not acked are kombu's `unacked` entries: qdeck counts them
+/// as the queue's in flight, and flags those held past the visibility timeout.
+#[tokio::test]
+#[ignore = "needs QDECK_TEST_REDIS_URL and QDECK_TEST_PYTHON with celery"]
+async fn celery_on_redis_in_flight_is_kombus_unacked() {
+    let _g = DB_LOCK.lock().await;
+    flush().await;
+    scene("send", &db_url(), "work");
+    let held = scene("hold", &db_url(), "work");
+    assert_eq!(held["held"].as_array().map(Vec::len), Some(2), "{held}");
+    let kombu_depth = scene("depth", &db_url(), "work")["depth"].as_u64().unwrap();
+    assert_eq!(kombu_depth, 10);
+    let b = redis_backend(None).await;
+    let st = b.stats(&[QueueId::new("work")]).await.expect("stats");
+    let st = &st.stats[0];
+    assert_eq!((st.depth, st.in_flight), (Some(kombu_depth), Some(2)));
+    assert!(!st.age_note.as_deref().unwrap_or("").contains("restore"));
+    // One of them taken two hours ago: past kombu's default visibility timeout.
+    let mut c = raw().await;
+    let tags: Vec<String> = redis::cmd("ZRANGE")
+        .arg("unacked_index")
+        .arg(0)
+        .arg(0)
+        .query_async(&mut c)
+        .await
+        .unwrap();
+    let old = now_ms() as f64 / 1000.0 - 7200.0;
+    let _: () = redis::cmd("ZADD")
+        .arg("unacked_index")
+        .arg(old)
+        .arg(&tags[0])
+        .query_async(&mut c)
+        .await
+        .unwrap();
+    let st = b.stats(&[QueueId::new("work")]).await.expect("stats");
+    let note = st.stats[0].age_note.clone().unwrap_or_default();
+    assert!(
+        note.contains("1 unacked message(s)") && note.contains("restore"),
+        "{note}"
+    );
+    flush().await;
+}
+
 /// A malformed envelope in a Celery list is shown as stored with a note; the figures count it
 /// and nothing panics.
 #[tokio::test]
@@ -383,31 +471,8 @@ async fn celery_on_redis_malformed_envelope_gets_a_note() {
 #[tokio::test]
 #[ignore = "needs QDECK_TEST_AMQP_URL, QDECK_TEST_RABBITMQ_MGMT and QDECK_TEST_PYTHON with celery"]
 async fn celery_on_rabbitmq_depth_peek_and_where_task() {
-    let url = common::broker_var("QDECK_TEST_AMQP_URL", "RabbitMQ's AMQP URL");
-    let mgmt = common::broker_var("QDECK_TEST_RABBITMQ_MGMT", "http://127.0.0.1:15672");
-    let uri: lapin::uri::AMQPUri = url.parse().expect("QDECK_TEST_AMQP_URL parses");
-    let user = uri.authority.userinfo.username.clone();
-    let password = uri.authority.userinfo.password.clone();
-    let bare = format!(
-        "amqp://{}@{}:{}/{}",
-        user,
-        uri.authority.host,
-        uri.authority.port,
-        urlencoding::encode(&uri.vhost)
-    );
-    // kombu reads the vhost from the path as it is written ("//" is "/").
-    let kombu_url = format!(
-        "amqp://{}:{}@{}:{}/{}",
-        user,
-        password,
-        uri.authority.host,
-        uri.authority.port,
-        if uri.vhost == "/" {
-            "/".to_string()
-        } else {
-            uri.vhost.clone()
-        }
-    );
+    let rmq = Rmq::from_env();
+    let kombu_url = rmq.kombu_url.clone();
     let queue = format!("qdeck-test-celery-{}", uuid::Uuid::new_v4().simple());
     let answer = scene("send", &kombu_url, &queue);
     let sent = sent(&answer);
@@ -417,13 +482,8 @@ async fn celery_on_rabbitmq_depth_peek_and_where_task() {
     assert_eq!(celery_depth, 12);
 
     let dir = tempfile::tempdir().unwrap();
-    config(
-        dir.path(),
-        &format!(
-            "kind = \"rabbitmq\"\namqp_url = \"{bare}\"\nmanagement_url = \"{mgmt}\"\nusername = \"{user}\"\npassword_env = \"QDECK_TEST_CELERY_RMQ_PASSWORD\"\n"
-        ),
-    );
-    let env = [("QDECK_TEST_CELERY_RMQ_PASSWORD", password.as_str())];
+    config(dir.path(), &rmq.profile());
+    let env = [("QDECK_TEST_CELERY_RMQ_PASSWORD", rmq.password.as_str())];
     // The management API's figures lag publishes by a few seconds.
     let mut depth = None;
     for _ in 0..40 {
@@ -472,4 +532,51 @@ async fn celery_on_rabbitmq_depth_peek_and_where_task() {
         Some(celery_depth)
     );
     scene("delete", &kombu_url, &queue);
+}
+
+/// Celery tasks dead-lettered by RabbitMQ (a task queue with x-dead-letter arguments, tasks
+/// rejected without requeue) group by task name plus failure in `qdeck reasons`, each task a
+/// message of its own even where two tasks carry the same arguments.
+#[tokio::test]
+#[ignore = "needs QDECK_TEST_AMQP_URL, QDECK_TEST_RABBITMQ_MGMT and QDECK_TEST_PYTHON with celery"]
+async fn celery_on_rabbitmq_reasons_group_by_task() {
+    let rmq = Rmq::from_env();
+    let queue = format!("qdeck-test-celery-{}", uuid::Uuid::new_v4().simple());
+    let answer = scene("deadletter", &rmq.kombu_url, &queue);
+    let dlq = answer["dlq"].as_str().unwrap().to_string();
+    let dir = tempfile::tempdir().unwrap();
+    config(dir.path(), &rmq.profile());
+    let env = [("QDECK_TEST_CELERY_RMQ_PASSWORD", rmq.password.as_str())];
+    let mut groups = Vec::new();
+    // The management API's figures (the scan's total) lag publishes by a few seconds.
+    for _ in 0..40 {
+        let mut c = common::qdeck(dir.path());
+        c.args(["reasons", &queue, "-o", "json"]).envs(env);
+        let v: Json = serde_json::from_slice(&run(c).stdout).expect("json");
+        groups = v["groups"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|g| {
+                (
+                    g["signature"].as_str().unwrap().to_string(),
+                    g["count"].as_u64().unwrap(),
+                )
+            })
+            .collect::<Vec<_>>();
+        if groups.iter().map(|g| g.1).sum::<u64>() == 3 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(500));
+    }
+    assert_eq!(groups.len(), 2, "{groups:?}");
+    assert!(
+        groups[0].0.starts_with("billing.charge: rejected"),
+        "{groups:?}"
+    );
+    assert_eq!(groups[0].1, 2);
+    assert!(groups[1].0.starts_with("mail.send: rejected"), "{groups:?}");
+    assert_eq!(groups[1].1, 1);
+    scene("delete", &rmq.kombu_url, &queue);
+    scene("delete", &rmq.kombu_url, &dlq);
 }

@@ -580,3 +580,50 @@ async fn celery_on_rabbitmq_reasons_group_by_task() {
     scene("delete", &rmq.kombu_url, &queue);
     scene("delete", &rmq.kombu_url, &dlq);
 }
+
+/// The console shows a Celery task by its call in the message list and by its fields in the
+/// message's detail.
+#[test]
+fn console_shows_celery_tasks_by_their_call() {
+    use common::console::*;
+    use crossterm::event::KeyCode;
+    use qdeck::tui::{update, Action};
+    let mut st = populated();
+    select(&mut st, "orders-dlq");
+    update(&mut st, key('b'));
+    let task = Message {
+        id: "t-1".into(),
+        headers: vec![
+            ("lang".into(), "py".into()),
+            ("task".into(), "billing.charge".into()),
+            ("id".into(), "t-1".into()),
+            ("retries".into(), qdeck::domain::Value::I64(3)),
+            ("argsrepr".into(), "[100, 'EUR']".into()),
+            ("kwargsrepr".into(), "{'customer': 'c-0'}".into()),
+            ("eta".into(), "2026-12-06T04:37:47+00:00".into()),
+        ],
+        body: br#"[[100, "EUR"], {"customer": "c-0"}, {}]"#.to_vec(),
+        ..Default::default()
+    };
+    update(
+        &mut st,
+        Action::Page {
+            queue: QueueId::new("orders-dlq"),
+            append: false,
+            result: Ok(Page {
+                messages: vec![task],
+                next: None,
+                effect_note: None,
+            }),
+        },
+    );
+    let list = text(&draw(&st, 140, 20));
+    assert!(list.contains("billing.charge([100, 'EUR'],"), "{list}");
+    update(&mut st, code(KeyCode::Enter));
+    let detail = text(&draw(&st, 160, 30));
+    assert!(
+        detail.contains("celery (protocol 2): task billing.charge"),
+        "{detail}"
+    );
+    assert!(detail.contains("retries 3"), "{detail}");
+}

@@ -280,6 +280,17 @@ async fn celery_on_redis_figures_browse_and_where_task_match_celery() {
         st.age_note
     );
 
+    // What qdeck cannot do here is declared: no mutation, no age without an eta, no workers.
+    let caps = b.capabilities_for(&list[0]);
+    assert!(
+        matches!(&caps.redrive, RedriveMode::Unsupported(r) if r.contains("read-only")),
+        "{:?}",
+        caps.redrive
+    );
+    assert!(matches!(caps.age, AgeSource::Unknown(_)), "{:?}", caps.age);
+    assert!(matches!(caps.consumers, ConsumerListing::Unsupported(_)));
+    assert!(b.consumers(&QueueId::new("work")).await.is_err());
+
     // Named explicitly, the same.
     let named = redis_backend(Some(&["celery"])).await;
     let st2 = named.stats(&[QueueId::new("work")]).await.expect("stats");

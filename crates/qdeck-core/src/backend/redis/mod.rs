@@ -356,6 +356,14 @@ impl Backend for RedisBackend {
     fn capabilities_for(&self, queue: &QueueInfo) -> Capabilities {
         let mut caps = self.capabilities();
         let target = self.cache().ids.get(&queue.id).cloned();
+        if let Some(Target::Celery(_)) = &target {
+            caps.age = AgeSource::Unknown(
+                "kombu and Celery record no send time: the head task's age is known only from an eta that has passed".into(),
+            );
+            caps.consumers = ConsumerListing::Unsupported(
+                "Celery workers answer only Celery's remote control (pidbox), which qdeck does not use yet".into(),
+            );
+        }
         if let Some(t) = target {
             if let Some(reason) = self.read_only_reason(&t) {
                 caps.redrive = RedriveMode::Unsupported(reason.clone());

@@ -264,7 +264,16 @@ async fn celery_on_redis_figures_browse_and_where_task_match_celery() {
     let list = b.list_queues().await.expect("list");
     let ids: Vec<&str> = list.iter().map(|q| q.id.as_str()).collect();
     assert_eq!(ids, vec!["work"], "{ids:?}");
+    let before = b.api_calls().snapshot();
     let st = b.stats(&[QueueId::new("work")]).await.expect("stats");
+    let after = b.api_calls().snapshot();
+    // Every list, the head of each and the unacked entries: one pipelined round trip.
+    let trips = |m: &BTreeMap<String, u64>| m.get("pipeline").copied().unwrap_or(0);
+    assert_eq!(trips(&after) - trips(&before), 1);
+    assert_eq!(
+        after.values().sum::<u64>() - before.values().sum::<u64>(),
+        1
+    );
     assert!(st.errors.is_empty(), "{:?}", st.errors);
     let st = &st.stats[0];
     assert_eq!(st.depth, Some(kombu_depth));
@@ -637,4 +646,34 @@ fn console_shows_celery_tasks_by_their_call() {
         "{detail}"
     );
     assert!(detail.contains("retries 3"), "{detail}");
+}
+
+/// Celery's message protocol 1 (`task_protocol = 1`) keeps the task in the JSON body: qdeck
+/// reads its name, id and arguments there, and `task = …` selects it.
+#[tokio::test]
+#[ignore = "needs QDECK_TEST_REDIS_URL and QDECK_TEST_PYTHON with celery"]
+async fn celery_protocol_1_tasks_are_read_from_the_body() {
+    let _g = DB_LOCK.lock().await;
+    flush().await;
+    let sent = sent(&scene("send_v1", &db_url(), "old"));
+    scene("send", &db_url(), "old");
+    let b = redis_backend(Some(&["celery"])).await;
+    let msgs = all(b.as_ref(), "old").await;
+    assert_eq!(msgs.len(), 14);
+    let pred = qdeck::triage::predicate::Predicate::parse("task = \"legacy.sync\"").unwrap();
+    let ctx = qdeck::triage::predicate::EvalContext::default();
+    let picked: Vec<_> = msgs.iter().filter(|m| pred.matches(m, &ctx)).collect();
+    assert_eq!(picked.len(), 2);
+    let ids: BTreeSet<String> = picked
+        .iter()
+        .map(|m| {
+            let t = qdeck::celery::decode(m).expect("celery");
+            assert_eq!(t.protocol, 1);
+            assert!(matches!(t.args.as_deref(), Some("[0]" | "[1]")), "{t:?}");
+            assert_eq!(t.kwargs.as_deref(), Some(r#"{"full":true}"#));
+            t.id.unwrap()
+        })
+        .collect();
+    assert_eq!(ids, sent["legacy.sync"]);
+    flush().await;
 }

@@ -677,3 +677,54 @@ async fn celery_protocol_1_tasks_are_read_from_the_body() {
     assert_eq!(ids, sent["legacy.sync"]);
     flush().await;
 }
+
+/// Benchmark, run by hand (`cargo test --test celery manual_ -- --ignored --nocapture`):
+/// figures of 500 Celery queues on Redis, qdeck's one pipelined round trip against kombu's
+/// own `_size` per queue (what Flower's broker view does), best of 5 each, same database.
+#[tokio::test]
+#[ignore = "benchmark: run by hand"]
+async fn manual_celery_redis_figures_500_queues() {
+    let _g = DB_LOCK.lock().await;
+    flush().await;
+    let n = 500;
+    let kombu = scene_n("bench", &db_url(), "bq", &n.to_string());
+    let b = redis_backend(Some(&["celery"])).await;
+    let ids: Vec<QueueId> = b
+        .list_queues()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|q| q.id)
+        .collect();
+    assert_eq!(ids.len(), n);
+    b.stats(&ids).await.unwrap();
+    let mut best = f64::MAX;
+    for _ in 0..5 {
+        let t0 = std::time::Instant::now();
+        let st = b.stats(&ids).await.unwrap();
+        best = best.min(t0.elapsed().as_secs_f64() * 1000.0);
+        let total: u64 = st.stats.iter().filter_map(|s| s.depth).sum();
+        assert_eq!(Some(total), kombu["total"].as_u64());
+    }
+    let kombu_ms = kombu["kombu_ms"].as_f64().unwrap();
+    println!(
+        "celery figures, {n} queues: qdeck {best:.1} ms (1 round trip), kombu _size {kombu_ms:.1} ms ({n} pipelines): ratio {:.3}",
+        best / kombu_ms
+    );
+    flush().await;
+}
+
+fn scene_n(cmd: &str, broker: &str, queue: &str, n: &str) -> Json {
+    let out = Command::new(python())
+        .arg(scene_script())
+        .args([cmd, broker, queue, n])
+        .output()
+        .expect("run python");
+    assert!(
+        out.status.success(),
+        "celery scene {cmd} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    serde_json::from_str(text.lines().last().unwrap_or("")).expect("json answer")
+}

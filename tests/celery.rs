@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
 
-use qdeck::backend::{build, Backend, BackendError, OpProgress};
+use qdeck::backend::{build, Backend, OpProgress};
 use qdeck::config::{Profile, ProfileKind, RedisSettings};
 use qdeck::domain::*;
 use serde_json::Value as Json;
@@ -289,10 +289,11 @@ async fn celery_on_redis_figures_browse_and_where_task_match_celery() {
         st.age_note
     );
 
-    // What qdeck cannot do here is declared: no mutation, no age without an eta, no workers.
+    // What qdeck cannot do here is declared: no redrive (no DLQ), no age without an eta, no
+    // workers.
     let caps = b.capabilities_for(&list[0]);
     assert!(
-        matches!(&caps.redrive, RedriveMode::Unsupported(r) if r.contains("read-only")),
+        matches!(&caps.redrive, RedriveMode::Unsupported(r) if r.contains("no dead-letter")),
         "{:?}",
         caps.redrive
     );
@@ -346,17 +347,6 @@ async fn celery_on_redis_figures_browse_and_where_task_match_celery() {
     assert!(lists.contains(&"work\\x06\\x163".to_string()), "{lists:?}");
     assert!(lists.contains(&"work\\x06\\x169".to_string()), "{lists:?}");
 
-    // Read-only for now: refused, with the reason, and nothing removed.
-    let err = b
-        .purge(&QueueId::new("work"), &OpProgress::detached())
-        .await
-        .expect_err("purge refused");
-    assert!(matches!(err, BackendError::Refused(_)), "{err}");
-    assert_eq!(
-        scene("depth", &db_url(), "work")["depth"].as_u64(),
-        Some(kombu_depth)
-    );
-
     // The CLI: peek shows the tasks, -o json carries a `celery` object, --where task selects
     // exactly the tasks of that name.
     let dir = tempfile::tempdir().unwrap();
@@ -385,6 +375,20 @@ async fn celery_on_redis_figures_browse_and_where_task_match_celery() {
     assert_eq!(ids, sent["billing.charge"]);
     let (ids, _) = export_where(dir.path(), "work", "task != \"billing.charge\"", &[]);
     assert_eq!(ids.len(), 7);
+
+    // Purge empties every priority list, as `celery purge` does; chosen tasks are refused.
+    let err = b
+        .deleter()
+        .unwrap()
+        .delete_refusal(&list[0])
+        .expect("chosen tasks refused");
+    assert!(err.contains("chosen tasks"), "{err}");
+    let rep = b
+        .purge(&QueueId::new("work"), &OpProgress::detached())
+        .await
+        .expect("purge");
+    assert_eq!(rep.purged, Some(12));
+    assert_eq!(scene("depth", &db_url(), "work")["depth"].as_u64(), Some(0));
     flush().await;
 }
 
@@ -428,6 +432,23 @@ async fn celery_on_redis_in_flight_is_kombus_unacked() {
         note.contains("1 unacked message(s)") && note.contains("restore"),
         "{note}"
     );
+    // Purge takes what waits and leaves what workers hold, as kombu's own purge.
+    let rep = b
+        .purge(&QueueId::new("work"), &OpProgress::detached())
+        .await
+        .expect("purge");
+    assert_eq!(rep.purged, Some(10));
+    let st = b.stats(&[QueueId::new("work")]).await.expect("stats");
+    assert_eq!(
+        (st.stats[0].depth, st.stats[0].in_flight),
+        (Some(0), Some(2))
+    );
+    let held: u64 = redis::cmd("HLEN")
+        .arg("unacked")
+        .query_async(&mut c)
+        .await
+        .unwrap();
+    assert_eq!(held, 2);
     flush().await;
 }
 

@@ -62,8 +62,8 @@ pub const SIDEKIQ_TESTED_MAJOR: &str = "6";
 /// RQ major version tested (2.x, from PyPI); a worker hash names the version it runs.
 pub const RQ_TESTED_MAJOR: &str = "2";
 
-/// Why Celery queues on Redis take no mutation yet.
-pub const CELERY_READ_ONLY: &str = "read-only: qdeck reads Celery's kombu queues (figures, browse, --where) but does not change them yet; purge with `celery purge`";
+/// Why chosen Celery tasks on Redis cannot be deleted or redriven.
+pub const CELERY_NO_CHOSEN: &str = "Celery on Redis: chosen tasks are not deleted or moved from kombu's lists (a worker may pop them meanwhile); only purge of the whole queue, as `celery purge`, is supported";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Flavor {
@@ -294,7 +294,6 @@ impl RedisBackend {
                     )
                 })
             }
-            Target::Celery(_) => Some(CELERY_READ_ONLY.to_string()),
             Target::Rq(_) | Target::RqFailed(_) => {
                 let v = c.rq_version.as_ref()?;
                 (v.split('.').next() != Some(RQ_TESTED_MAJOR)).then(|| {
@@ -340,7 +339,7 @@ impl Backend for RedisBackend {
             consumers: ConsumerListing::Listed,
             purge_cooldown_secs: None,
             purge_note: Some(
-                "BullMQ: drain removes waiting and prioritized jobs with their job hashes (active and delayed jobs stay); on <queue>/failed it cleans the failed set. Sidekiq: clears the queue list or the sorted set. RQ: empties the queue or its failed registry, job hashes and results with them".into(),
+                "BullMQ: drain removes waiting and prioritized jobs with their job hashes (active and delayed jobs stay); on <queue>/failed it cleans the failed set. Sidekiq: clears the queue list or the sorted set. RQ: empties the queue or its failed registry, job hashes and results with them. Celery: empties every priority list of the queue (kombu's _purge); tasks in unacked stay".into(),
             ),
             broker_rates: false,
             notes: vec![
@@ -348,7 +347,7 @@ impl Backend for RedisBackend {
                 "redrive is the library's own retry (BullMQ Job#retry, Sidekiq DeadSet#retry, RQ FailedJobRegistry#requeue) run by qdeck as one atomic Lua script per batch: a job is never in both places nor in neither".into(),
                 "payloads that are not JSON (e.g. pickled RQ jobs) are never decoded or unpickled: a pickled RQ job shows its description and its size".into(),
                 "RQ keeps no per-queue processed or failed counter: rates come from depth changes; each worker's own counts are on the workers view".into(),
-                "Celery (kombu's Redis transport): depth is the sum of the queue's priority lists, in flight the `unacked` entries routed to it; kombu records no send time, so age of oldest is known only from an eta; read-only (no redrive, purge or delete); workers (remote control) are not listed yet".into(),
+                "Celery (kombu's Redis transport): depth is the sum of the queue's priority lists, in flight the `unacked` entries routed to it; kombu records no send time, so age of oldest is known only from an eta; purge empties every priority list at once as kombu's `_purge` (messages workers hold in `unacked` stay); chosen tasks are not deleted or moved; workers (remote control) are not listed yet".into(),
             ],
         }
     }
@@ -368,6 +367,10 @@ impl Backend for RedisBackend {
             if let Some(reason) = self.read_only_reason(&t) {
                 caps.redrive = RedriveMode::Unsupported(reason.clone());
                 caps.notes.push(reason);
+            } else if let Target::Celery(_) = t {
+                caps.redrive = RedriveMode::Unsupported(
+                    "Celery keeps no dead-letter list on Redis: nothing to redrive".into(),
+                );
             } else if matches!(
                 t,
                 Target::Bull(_) | Target::SkQueue(_) | Target::SkSchedule | Target::Rq(_)

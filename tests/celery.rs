@@ -577,10 +577,11 @@ async fn celery_on_rabbitmq_depth_peek_and_where_task() {
 
 /// Celery tasks dead-lettered by RabbitMQ (a task queue with x-dead-letter arguments, tasks
 /// rejected without requeue) group by task name plus failure in `qdeck reasons`, each task a
-/// message of its own even where two tasks carry the same arguments.
+/// message of its own even where two tasks carry the same arguments; `redrive --where task`
+/// sends exactly that task's messages back.
 #[tokio::test]
 #[ignore = "needs QDECK_TEST_AMQP_URL, QDECK_TEST_RABBITMQ_MGMT and QDECK_TEST_PYTHON with celery"]
-async fn celery_on_rabbitmq_reasons_group_by_task() {
+async fn celery_on_rabbitmq_reasons_by_task_and_redrive_by_task() {
     let rmq = Rmq::from_env();
     let queue = format!("qdeck-test-celery-{}", uuid::Uuid::new_v4().simple());
     let answer = scene("deadletter", &rmq.kombu_url, &queue);
@@ -618,6 +619,40 @@ async fn celery_on_rabbitmq_reasons_group_by_task() {
     assert_eq!(groups[0].1, 2);
     assert!(groups[1].0.starts_with("mail.send: rejected"), "{groups:?}");
     assert_eq!(groups[1].1, 1);
+
+    // The RabbitMQ DLQ is the Celery DLQ: redrive by task name sends exactly those tasks back
+    // to the queue they died in, and Celery's own view agrees.
+    let mut c = common::qdeck(dir.path());
+    c.args([
+        "redrive",
+        &dlq,
+        "--where",
+        "task = \"billing.charge\"",
+        "-y",
+        "-o",
+        "json",
+    ])
+    .envs(env);
+    let r: Json = serde_json::from_slice(&run(c).stdout).expect("json");
+    assert_eq!(r["moved"], 2, "{r}");
+    assert_eq!(
+        scene("depth", &rmq.kombu_url, &queue)["depth"].as_u64(),
+        Some(2)
+    );
+    assert_eq!(
+        scene("depth", &rmq.kombu_url, &dlq)["depth"].as_u64(),
+        Some(1)
+    );
+    let mut c = common::qdeck(dir.path());
+    c.args(["peek", &queue, "-n", "5", "-o", "json"]).envs(env);
+    let v: Json = serde_json::from_slice(&run(c).stdout).expect("json");
+    let back: BTreeSet<String> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["celery"]["id"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(back, sent(&answer)["billing.charge"]);
     scene("delete", &rmq.kombu_url, &queue);
     scene("delete", &rmq.kombu_url, &dlq);
 }

@@ -784,3 +784,45 @@ fn scene_n(cmd: &str, broker: &str, queue: &str, n: &str) -> Json {
     let text = String::from_utf8_lossy(&out.stdout);
     serde_json::from_str(text.lines().last().unwrap_or("")).expect("json answer")
 }
+
+/// Celery and RQ in one database: each library's queues carry its prefix, and the Celery
+/// queue's figures still equal kombu's.
+#[tokio::test]
+#[ignore = "needs QDECK_TEST_REDIS_URL and QDECK_TEST_PYTHON with celery and rq"]
+async fn celery_beside_rq_in_one_database_carries_its_prefix() {
+    let _g = DB_LOCK.lock().await;
+    flush().await;
+    scene("send", &db_url(), "work");
+    let rq_scene = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/rq/rq_scene.py");
+    let out = Command::new(python())
+        .arg(rq_scene)
+        .args(["enqueue", &db_url(), "2"])
+        .output()
+        .expect("run rq scene");
+    assert!(
+        out.status.success(),
+        "rq scene: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let b = redis_backend(None).await;
+    let ids: BTreeSet<String> = b
+        .list_queues()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|q| q.id.to_string())
+        .collect();
+    assert!(ids.contains("celery/work"), "{ids:?}");
+    assert!(ids.contains("rq/emails"), "{ids:?}");
+    assert!(!ids.contains("work"), "{ids:?}");
+    let st = b
+        .stats(&[QueueId::new("celery/work")])
+        .await
+        .expect("stats");
+    assert!(st.errors.is_empty(), "{:?}", st.errors);
+    assert_eq!(
+        st.stats[0].depth,
+        scene("depth", &db_url(), "work")["depth"].as_u64()
+    );
+    flush().await;
+}

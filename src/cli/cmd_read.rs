@@ -327,8 +327,14 @@ pub async fn peek(s: &Session, queue: &str, n: usize, force: bool, f: Format) ->
     if let Some(n) = &note {
         eprintln!("qdeck: note: {}", sanitize::clean(n));
     }
+    let tasks: Vec<Option<crate::celery::CeleryTask>> =
+        messages.iter().map(crate::celery::decode).collect();
     if f == Format::Json {
-        output::print_json(&messages).ok();
+        output::print_json(&with_celery(&messages, &tasks)).ok();
+        return Ok(OK);
+    }
+    if tasks.iter().any(Option::is_some) {
+        output::print(&celery_table(&messages, &tasks, f).render(f));
         return Ok(OK);
     }
     let mut t = Table::new(vec![
@@ -360,6 +366,81 @@ pub async fn peek(s: &Session, queue: &str, n: usize, force: bool, f: Format) ->
     }
     output::print(&t.render(f));
     Ok(OK)
+}
+
+/// Each message as JSON, with a `celery` object beside the broker's fields where it is a
+/// Celery task message.
+fn with_celery(
+    messages: &[crate::domain::Message],
+    tasks: &[Option<crate::celery::CeleryTask>],
+) -> Vec<serde_json::Value> {
+    messages
+        .iter()
+        .zip(tasks)
+        .map(|(m, t)| {
+            let mut v = serde_json::to_value(m).unwrap_or(serde_json::Value::Null);
+            if let (Some(t), serde_json::Value::Object(o)) = (t, &mut v) {
+                o.insert(
+                    "celery".into(),
+                    serde_json::to_value(t).unwrap_or(serde_json::Value::Null),
+                );
+            }
+            v
+        })
+        .collect()
+}
+
+/// Celery task messages by their task: name, arguments, retries, eta.
+fn celery_table(
+    messages: &[crate::domain::Message],
+    tasks: &[Option<crate::celery::CeleryTask>],
+    f: Format,
+) -> Table {
+    let mut t = Table::new(vec![
+        "ID",
+        "ENQUEUED",
+        "RECEIVES",
+        "TASK",
+        "ARGS",
+        "KWARGS",
+        "RETRIES",
+        "ETA",
+        "DL_REASON",
+    ]);
+    for (m, task) in messages.iter().zip(tasks) {
+        let dl = m
+            .dead_letter
+            .as_ref()
+            .and_then(|d| d.reason.as_deref())
+            .map(name)
+            .unwrap_or_default();
+        let row = match task {
+            Some(c) => vec![
+                name(&m.id),
+                output::time_in(m.enqueued_ms, f),
+                opt(m.receive_count),
+                name(&c.task),
+                c.args.as_deref().map(name).unwrap_or_default(),
+                c.kwargs.as_deref().map(name).unwrap_or_default(),
+                opt(c.retries),
+                c.eta.as_deref().map(name).unwrap_or_default(),
+                dl,
+            ],
+            None => vec![
+                name(&m.id),
+                output::time_in(m.enqueued_ms, f),
+                opt(m.receive_count),
+                String::new(),
+                output::body_cell(&m.body, f),
+                String::new(),
+                String::new(),
+                String::new(),
+                dl,
+            ],
+        };
+        t.push(row);
+    }
+    t
 }
 
 pub async fn consumers(s: &Session, queue: &str, f: Format) -> CliResult {

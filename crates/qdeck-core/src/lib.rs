@@ -4,6 +4,7 @@
 //! or crossterm.
 
 pub mod backend;
+pub mod celery;
 pub mod config;
 pub mod domain;
 pub mod engine;

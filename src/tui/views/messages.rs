@@ -162,7 +162,23 @@ fn list_cells<'a>(st: &State, msg: &Message, marked: bool, body_w: usize) -> Vec
             14,
         )),
         Cell::from(fmt_size(msg.body.len())),
-        Cell::from(styled(preview(&msg.body, body_w), t.dim)),
+        // A Celery task reads as its call, which says more than its protocol JSON.
+        Cell::from(match crate::celery::decode(msg) {
+            Some(c) => styled(
+                clean_short(
+                    &format!(
+                        "{}({}{}{})",
+                        c.task,
+                        c.args.as_deref().unwrap_or("?"),
+                        if c.kwargs.is_some() { ", " } else { "" },
+                        c.kwargs.as_deref().unwrap_or("")
+                    ),
+                    body_w,
+                ),
+                t.text,
+            ),
+            None => styled(preview(&msg.body, body_w), t.dim),
+        }),
     ]
 }
 
@@ -187,6 +203,30 @@ fn meta_lines<'a>(st: &State, msg: &Message) -> Vec<Line<'a>> {
             styled("key ", t.dim),
             styled(clean(k).into_owned(), t.text),
         ]));
+    }
+    if let Some(c) = crate::celery::decode(msg) {
+        let mut parts = vec![format!("task {}", clean(&c.task))];
+        for (label, v) in [
+            ("args", &c.args),
+            ("kwargs", &c.kwargs),
+            ("eta", &c.eta),
+            ("expires", &c.expires),
+            ("root", &c.root_id),
+            ("parent", &c.parent_id),
+            ("origin", &c.origin),
+        ] {
+            if let Some(v) = v {
+                parts.push(format!("{label} {}", clean(v)));
+            }
+        }
+        if let Some(r) = c.retries {
+            parts.push(format!("retries {r}"));
+        }
+        parts.extend(c.notes.iter().map(|n| clean(n).into_owned()));
+        v.push(Line::from(styled(
+            format!("celery (protocol {}): {}", c.protocol, parts.join(" · ")),
+            t.accent,
+        )));
     }
     if let Some(d) = &msg.dead_letter {
         let mut parts = Vec::new();

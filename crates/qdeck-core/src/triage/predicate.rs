@@ -7,7 +7,8 @@
 //! ```
 //!
 //! Fields: `reason` (any recorded reason or error text), `signature` (the normalised text
-//! `qdeck reasons` shows), `origin`, `key`, `id`, `header.NAME` (case-insensitive; SQS
+//! `qdeck reasons` shows), `origin`, `key`, `id`, `task` (a Celery task's name: the `task`
+//! header of protocol 2, else protocol 1's body field), `header.NAME` (case-insensitive; SQS
 //! attributes match without their `attr.` prefix), `body`, `json.a.b` (a path into a JSON body;
 //! numeric segments index arrays), `age` (since enqueue), `receives` (receive/delivery count).
 //! Operators: `=`, `!=`, `~` (regex), `!~`, and `<`, `<=`, `>`, `>=` for `age`, `receives` and
@@ -27,7 +28,7 @@ use super::signature::{self, SignatureConfig};
 use crate::domain::Message;
 
 const FIELDS: &str =
-    "reason, signature, origin, key, id, header.NAME, body, json.PATH, age, receives";
+    "reason, signature, origin, key, id, task, header.NAME, body, json.PATH, age, receives";
 
 #[derive(Debug, Clone)]
 enum Field {
@@ -36,6 +37,7 @@ enum Field {
     Origin,
     Key,
     Id,
+    Task,
     Header(String),
     Body,
     Json(Vec<String>),
@@ -148,6 +150,7 @@ fn field(word: &str, col: usize) -> Result<Field, PredicateError> {
         "origin" => simple(Field::Origin),
         "key" => simple(Field::Key),
         "id" => simple(Field::Id),
+        "task" => simple(Field::Task),
         "body" => simple(Field::Body),
         "age" => simple(Field::Age),
         "receives" => simple(Field::Receives),
@@ -266,6 +269,10 @@ fn compare(
         }
         Field::Key => texts(op, v, &m.key.as_deref().into_iter().collect::<Vec<_>>()),
         Field::Id => texts(op, v, &[m.id.as_str()]),
+        Field::Task => {
+            let t = crate::celery::task_name(m);
+            texts(op, v, &t.as_deref().into_iter().collect::<Vec<_>>())
+        }
         Field::Header(n) => texts(
             op,
             v,
@@ -494,8 +501,27 @@ mod tests {
         assert_eq!(e("").message, "expected a field at the end");
         assert_eq!(
             e("reason = \"a\" and foo = \"b\"").to_string(),
-            "column 18: unknown field \"foo\" (fields: reason, signature, origin, key, id, header.NAME, body, json.PATH, age, receives)"
+            "column 18: unknown field \"foo\" (fields: reason, signature, origin, key, id, task, header.NAME, body, json.PATH, age, receives)"
         );
+    }
+
+    #[test]
+    fn task_reads_the_celery_header_then_the_protocol_1_body() {
+        let mut m = msg();
+        m.headers.push(("task".into(), "billing.charge".into()));
+        let p = Predicate::parse(r#"task = "billing.charge""#).unwrap();
+        assert!(p.matches(&m, &ctx()));
+        assert!(!p.matches(&msg(), &ctx()));
+        assert!(Predicate::parse(r#"task != "billing.charge""#)
+            .unwrap()
+            .matches(&msg(), &ctx()));
+        let mut v1 = msg();
+        v1.headers.clear();
+        v1.body = br#"{"task":"billing.charge","id":"1","args":[]}"#.to_vec();
+        assert!(p.matches(&v1, &ctx()));
+        assert!(Predicate::parse(r#"task ~ "^billing\.""#)
+            .unwrap()
+            .matches(&v1, &ctx()));
     }
 
     #[test]

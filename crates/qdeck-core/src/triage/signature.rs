@@ -118,8 +118,15 @@ pub fn signature(m: &Message, cfg: &SignatureConfig) -> Signature {
         (None, Some(e)) => e.into_owned(),
         (None, None) => NO_REASON.to_string(),
     };
+    let text = normalize(&raw);
+    // One Celery task failing one way is one group: its name leads, kept as written (task
+    // names may hold digits the normalisation would blur).
+    let text = match crate::celery::task_of(m) {
+        Some(task) => format!("{}: {text}", crate::sanitize::clean_short(&task, 80)),
+        None => text,
+    };
     Signature {
-        text: normalize(&raw),
+        text,
         origin: origin(m),
     }
 }
@@ -269,5 +276,23 @@ mod tests {
         );
         assert_eq!(signature(&m, &cfg).text, "db down <n>");
         assert_eq!(signature(&msg(&[], None), &cfg).text, NO_REASON);
+    }
+
+    #[test]
+    fn celery_tasks_group_by_task_name_then_failure() {
+        let dl = || {
+            Some(DeadLetterInfo {
+                reason: Some("rejected".into()),
+                ..Default::default()
+            })
+        };
+        let a = msg(&[("task", "billing.charge2"), ("id", "u-1")], dl());
+        let b = msg(&[("task", "mail.send"), ("id", "u-2")], dl());
+        let cfg = SignatureConfig::default();
+        assert_eq!(signature(&a, &cfg).text, "billing.charge2: rejected");
+        assert_ne!(signature(&a, &cfg), signature(&b, &cfg));
+        // A `task` header alone (no Celery id) is no Celery message.
+        let c = msg(&[("task", "x")], dl());
+        assert_eq!(signature(&c, &cfg).text, "rejected");
     }
 }

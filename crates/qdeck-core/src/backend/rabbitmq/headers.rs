@@ -302,6 +302,12 @@ pub fn message_id(p: &BasicProperties, body: &[u8]) -> String {
     if let Some(t) = p.timestamp() {
         h.update(t.to_be_bytes());
     }
+    // Celery sets no message_id but puts the task id in correlation_id: two tasks with the
+    // same arguments (e.g. `billing.charge(1)` and `mail.send(1)`) are two messages.
+    if let Some(c) = p.correlation_id() {
+        h.update(b"\0correlation_id\0");
+        h.update(c.as_str().as_bytes());
+    }
     let d = h.finalize();
     let hex: String = d.iter().take(8).map(|b| format!("{b:02x}")).collect();
     format!("sha256:{hex}")
@@ -349,6 +355,11 @@ mod tests {
         let p = BasicProperties::default();
         assert_eq!(message_id(&p, b"a"), message_id(&p, b"a"));
         assert_ne!(message_id(&p, b"a"), message_id(&p, b"b"));
+        // Celery's task id travels in correlation_id: equal bodies of two tasks differ.
+        let t1 = p.clone().with_correlation_id("task-1".into());
+        let t2 = p.clone().with_correlation_id("task-2".into());
+        assert_ne!(message_id(&t1, b"a"), message_id(&t2, b"a"));
+        assert_eq!(message_id(&t1, b"a"), message_id(&t1, b"a"));
         let p = p.with_message_id("m-1".into());
         assert_eq!(message_id(&p, b"a"), "m-1");
     }

@@ -32,7 +32,7 @@ fn bytes(v: &Value) -> Option<Vec<u8>> {
 }
 
 /// Ids from a list, oldest (right end) first.
-async fn list_page(
+pub(super) async fn list_page(
     cm: &mut ::redis::aio::ConnectionManager,
     key: &str,
     off: isize,
@@ -170,6 +170,13 @@ pub async fn browse(b: &RedisBackend, queue: &QueueId, req: &BrowseRequest) -> R
         }
         Target::RqFailed(q) => {
             page = super::rq_browse::page(b, &mut cm, &q, true, off, max).await?;
+        }
+        Target::Celery(q) => {
+            let step = part
+                .strip_prefix('c')
+                .and_then(|s| s.parse::<usize>().ok())
+                .unwrap_or(0);
+            page = super::kombu_browse::page(&mut cm, &q, step, off, max).await?;
         }
         Target::SkQueue(q) => {
             let items = list_page(&mut cm, &b.skey(&format!("queue:{q}")), off, max).await?;

@@ -15,6 +15,7 @@ const BATCH: usize = 500;
 /// Why deleting chosen jobs is refused on `queue`, when it is.
 pub fn refusal(queue: &QueueId, t: Option<&Target>) -> Option<String> {
     match t {
+        Some(Target::Celery(_)) => Some(format!("{queue}: {}", super::CELERY_NO_CHOSEN)),
         Some(Target::Bull(_) | Target::SkQueue(_) | Target::Rq(_)) => Some(format!(
             "{queue}: chosen jobs are deleted from a failed, dead, retry or schedule set only (a waiting job may be taken by a worker meanwhile); refused"
         )),

@@ -72,6 +72,7 @@ enum Slot {
     SkRetry,
     SkSchedule,
     Rq { queue: String, failed: bool },
+    Celery(String),
 }
 
 /// Commands each slot adds to the pipeline, in order.
@@ -83,6 +84,7 @@ fn width(s: &Slot) -> usize {
         Slot::SkQueue(_) => 3,
         Slot::SkDead | Slot::SkRetry => 2,
         Slot::SkSchedule => 1,
+        Slot::Celery(_) => super::kombu_figures::WIDTH,
     }
 }
 
@@ -94,7 +96,8 @@ pub async fn stats(b: &RedisBackend, queues: &[QueueId]) -> Result<StatsBatch> {
     }
     let any_sidekiq = slots
         .iter()
-        .any(|(_, s)| !matches!(s, Slot::Bull { .. } | Slot::Rq { .. }));
+        .any(|(_, s)| !matches!(s, Slot::Bull { .. } | Slot::Rq { .. } | Slot::Celery(_)));
+    let any_celery = slots.iter().any(|(_, s)| matches!(s, Slot::Celery(_)));
     let mut rq_names: Vec<String> = slots
         .iter()
         .filter_map(|(_, s)| match s {
@@ -104,7 +107,7 @@ pub async fn stats(b: &RedisBackend, queues: &[QueueId]) -> Result<StatsBatch> {
         .collect();
     rq_names.sort();
     rq_names.dedup();
-    let (pipe, rq_runs) = pipeline(b, &slots, &rq_names, any_sidekiq);
+    let (pipe, rq_runs) = pipeline(b, &slots, &rq_names, any_sidekiq, any_celery);
     let mut cm = b.conn.get().await?;
     let replies = query_with_scripts(
         &mut cm,
@@ -126,11 +129,26 @@ pub async fn stats(b: &RedisBackend, queues: &[QueueId]) -> Result<StatsBatch> {
             .get(rq_at..(rq_at + rq_runs).min(replies.len()))
             .unwrap_or(&[]),
     );
+    let unacked = if any_celery {
+        let at = rq_at + rq_runs;
+        super::kombu_figures::Unacked::from_replies(
+            replies
+                .get(at..(at + super::kombu_figures::SHARED).min(replies.len()))
+                .unwrap_or(&[]),
+        )
+    } else {
+        super::kombu_figures::Unacked::default()
+    };
+    let shared = Shared {
+        totals: &totals,
+        rq: &rq,
+        unacked: &unacked,
+    };
     let mut i = 0;
     for (id, slot) in slots {
         let r = &replies[i..(i + width(&slot)).min(replies.len())];
         i += width(&slot);
-        match figures(b, &id, slot, r, at_ms, &totals, &rq) {
+        match figures(b, &id, slot, r, at_ms, &shared) {
             Ok(st) => batch.stats.push(st),
             Err(e) => batch.errors.push((id, e)),
         }
@@ -179,6 +197,7 @@ async fn slots_for(
                     failed: true,
                 },
             )),
+            Ok(Target::Celery(q)) => slots.push((id.clone(), Slot::Celery(q))),
             Err(e) => errors.push((id.clone(), e.to_string())),
         }
     }
@@ -186,12 +205,14 @@ async fn slots_for(
 }
 
 /// The commands of every slot (`width` each, in order), then the RQ queues' batch runs (their
-/// count is returned), then Sidekiq's process-wide counters when any slot is Sidekiq's.
+/// count is returned), then the Celery queues' shared reads (kombu_figures::SHARED), then
+/// Sidekiq's process-wide counters when any slot is Sidekiq's.
 fn pipeline(
     b: &RedisBackend,
     slots: &[(QueueId, Slot)],
     rq_names: &[String],
     any_sidekiq: bool,
+    any_celery: bool,
 ) -> (::redis::Pipeline, usize) {
     let mut pipe = ::redis::pipe();
     pipe.ignore_errors();
@@ -234,9 +255,13 @@ fn pipeline(
                 pipe.zcard(b.skey("schedule"));
             }
             Slot::Rq { .. } => {}
+            Slot::Celery(q) => super::kombu_figures::add_queue(&mut pipe, q),
         }
     }
     let rq_runs = super::rq_figures::add_to(b, &mut pipe, rq_names);
+    if any_celery {
+        super::kombu_figures::add_shared(&mut pipe, now_ms());
+    }
     if any_sidekiq {
         pipe.get(b.skey("stat:processed"))
             .get(b.skey("stat:failed"))
@@ -264,6 +289,13 @@ impl SidekiqTotals {
     }
 }
 
+/// What the pipeline read once for all queues.
+struct Shared<'a> {
+    totals: &'a SidekiqTotals,
+    rq: &'a std::collections::HashMap<String, Value>,
+    unacked: &'a super::kombu_figures::Unacked,
+}
+
 /// One queue's figures from its replies `r`, or why it has none.
 fn figures(
     b: &RedisBackend,
@@ -271,9 +303,9 @@ fn figures(
     slot: Slot,
     r: &[Value],
     at_ms: i64,
-    totals: &SidekiqTotals,
-    rq: &std::collections::HashMap<String, Value>,
+    shared: &Shared<'_>,
 ) -> std::result::Result<QueueStats, String> {
+    let (totals, rq) = (shared.totals, shared.rq);
     if let Some(Value::ServerError(e)) = r.iter().find(|v| matches!(v, Value::ServerError(_))) {
         return Err(crate::sanitize::clean_short(
             &format!("{} {}", e.code(), e.details().unwrap_or("")),
@@ -334,6 +366,7 @@ fn figures(
             let known = b.cache().ids.contains_key(id);
             super::rq_figures::fill(&mut st, &queue, rq.get(&queue), failed, known)?;
         }
+        Slot::Celery(q) => super::kombu_figures::fill(&mut st, &q, r, shared.unacked),
     }
     Ok(st)
 }

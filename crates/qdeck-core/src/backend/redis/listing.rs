@@ -1,7 +1,8 @@
 //! Which job libraries use this database and their queues, found by key schema: BullMQ by
 //! `<prefix>:<queue>:meta` hashes (their `version` field names the library version),
 //! Sidekiq by its `queues` set, `processes` set and sorted sets, RQ by its `rq:queues` and
-//! `rq:workers` sets (rq_listing.rs).
+//! `rq:workers` sets (rq_listing.rs), Celery by kombu's `_kombu.binding.*` tables
+//! (kombu_listing.rs).
 
 use std::collections::HashMap;
 
@@ -126,8 +127,15 @@ pub async fn list(b: &RedisBackend) -> Result<Vec<QueueInfo>> {
         Some(true) => Some(super::rq_listing::scan(b).await?),
         None => Some(super::rq_listing::scan(b).await?).filter(|s| s.present),
     };
-    let present =
-        usize::from(!bull.is_empty()) + usize::from(sk.is_some()) + usize::from(rq.is_some());
+    let celery = match b.wants(Flavor::Celery) {
+        Some(false) => None,
+        Some(true) => Some(super::kombu_listing::scan(b).await?),
+        None => Some(super::kombu_listing::scan(b).await?).filter(|s| !s.queues.is_empty()),
+    };
+    let present = usize::from(!bull.is_empty())
+        + usize::from(sk.is_some())
+        + usize::from(rq.is_some())
+        + usize::from(celery.is_some());
     let both = present > 1 || b.flavors.as_ref().is_some_and(|f| f.len() > 1);
 
     let mut found = Found::default();
@@ -147,6 +155,9 @@ pub async fn list(b: &RedisBackend) -> Result<Vec<QueueInfo>> {
     if let Some(rq) = rq {
         super::rq_listing::add(b, &mut found, &rq, both);
         rq_version = rq.version;
+    }
+    if let Some(celery) = &celery {
+        super::kombu_listing::add(b, &mut found, celery, both);
     }
     let mut c = b.cache();
     c.rq_version = rq_version;

@@ -4,8 +4,9 @@
 //! Queue ids: a BullMQ queue is its name and its failed set is `<name>/failed`; a Sidekiq
 //! queue is its name, its sorted sets are `dead` (the morgue, the DLQ of every queue),
 //! `retry` and `scheduled`. An RQ queue is its name and its failed job registry
-//! `<name>/failed`. When several libraries share the database, Sidekiq ids carry a
-//! `sidekiq/` prefix and RQ ids an `rq/` prefix so they never collide.
+//! `<name>/failed`. A Celery queue (kombu's Redis transport) is its name. When several
+//! libraries share the database, Sidekiq ids carry a `sidekiq/` prefix, RQ ids an `rq/` prefix
+//! and Celery ids a `celery/` prefix so they never collide.
 
 mod browse;
 mod conn;
@@ -13,6 +14,10 @@ mod delete;
 mod figures;
 mod jobs;
 mod json_text;
+mod kombu_browse;
+mod kombu_envelope;
+mod kombu_figures;
+mod kombu_listing;
 mod listing;
 mod mutate;
 mod rq_browse;
@@ -57,11 +62,15 @@ pub const SIDEKIQ_TESTED_MAJOR: &str = "6";
 /// RQ major version tested (2.x, from PyPI); a worker hash names the version it runs.
 pub const RQ_TESTED_MAJOR: &str = "2";
 
+/// Why chosen Celery tasks on Redis cannot be deleted or redriven.
+pub const CELERY_NO_CHOSEN: &str = "Celery on Redis: chosen tasks are not deleted or moved from kombu's lists (a worker may pop them meanwhile); only purge of the whole queue, as `celery purge`, is supported";
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Flavor {
     Bullmq,
     Sidekiq,
     Rq,
+    Celery,
 }
 
 /// What a queue id points at.
@@ -76,6 +85,8 @@ pub enum Target {
     /// An RQ queue (`rq:queue:<name>`) and its failed job registry (`rq:failed:<name>`).
     Rq(String),
     RqFailed(String),
+    /// A Celery queue on kombu's Redis transport: its lists, one per priority step.
+    Celery(String),
 }
 
 #[derive(Default)]
@@ -134,13 +145,14 @@ impl RedisBackend {
                         "bullmq" => out.push(Flavor::Bullmq),
                         "sidekiq" => out.push(Flavor::Sidekiq),
                         "rq" => out.push(Flavor::Rq),
+                        "celery" => out.push(Flavor::Celery),
                         "detect" => {
                             let conn = Conn::from_settings(profile_name, settings, secrets)?;
                             return Self::build(settings, None, conn);
                         }
                         other => {
                             return Err(BackendError::Invalid(format!(
-                                "flavors: unknown job library {:?} (bullmq, sidekiq, rq or detect)",
+                                "flavors: unknown job library {:?} (bullmq, sidekiq, rq, celery or detect)",
                                 crate::sanitize::clean_short(other, 40)
                             )))
                         }
@@ -235,6 +247,15 @@ impl RedisBackend {
         })
     }
 
+    /// A Celery queue's id.
+    pub fn celery_id(&self, name: &str, both: bool) -> QueueId {
+        QueueId::new(if both {
+            format!("celery/{name}")
+        } else {
+            name.to_string()
+        })
+    }
+
     pub fn sk_dead_id(&self) -> QueueId {
         let both = self.cache().both;
         self.sk_id("dead", both)
@@ -248,7 +269,7 @@ impl RedisBackend {
         self.list_queues().await?;
         self.cache().ids.get(id).cloned().ok_or_else(|| {
             BackendError::NotFound(format!(
-                "no BullMQ, Sidekiq or RQ queue {:?} at {} db {}",
+                "no BullMQ, Sidekiq, RQ or Celery queue {:?} at {} db {}",
                 crate::sanitize::clean_short(id.as_str(), 80),
                 self.conn.display,
                 self.conn.db()
@@ -318,7 +339,7 @@ impl Backend for RedisBackend {
             consumers: ConsumerListing::Listed,
             purge_cooldown_secs: None,
             purge_note: Some(
-                "BullMQ: drain removes waiting and prioritized jobs with their job hashes (active and delayed jobs stay); on <queue>/failed it cleans the failed set. Sidekiq: clears the queue list or the sorted set. RQ: empties the queue or its failed registry, job hashes and results with them".into(),
+                "BullMQ: drain removes waiting and prioritized jobs with their job hashes (active and delayed jobs stay); on <queue>/failed it cleans the failed set. Sidekiq: clears the queue list or the sorted set. RQ: empties the queue or its failed registry, job hashes and results with them. Celery: empties every priority list of the queue (kombu's _purge); tasks in unacked stay".into(),
             ),
             broker_rates: false,
             notes: vec![
@@ -326,6 +347,7 @@ impl Backend for RedisBackend {
                 "redrive is the library's own retry (BullMQ Job#retry, Sidekiq DeadSet#retry, RQ FailedJobRegistry#requeue) run by qdeck as one atomic Lua script per batch: a job is never in both places nor in neither".into(),
                 "payloads that are not JSON (e.g. pickled RQ jobs) are never decoded or unpickled: a pickled RQ job shows its description and its size".into(),
                 "RQ keeps no per-queue processed or failed counter: rates come from depth changes; each worker's own counts are on the workers view".into(),
+                "Celery (kombu's Redis transport): depth is the sum of the queue's priority lists, in flight the `unacked` entries routed to it; kombu records no send time, so age of oldest is known only from an eta; purge empties every priority list at once as kombu's `_purge` (messages workers hold in `unacked` stay); chosen tasks are not deleted or moved; workers (remote control) are not listed yet".into(),
             ],
         }
     }
@@ -333,10 +355,22 @@ impl Backend for RedisBackend {
     fn capabilities_for(&self, queue: &QueueInfo) -> Capabilities {
         let mut caps = self.capabilities();
         let target = self.cache().ids.get(&queue.id).cloned();
+        if let Some(Target::Celery(_)) = &target {
+            caps.age = AgeSource::Unknown(
+                "kombu and Celery record no send time: the head task's age is known only from an eta that has passed".into(),
+            );
+            caps.consumers = ConsumerListing::Unsupported(
+                "Celery workers answer only Celery's remote control (pidbox), which qdeck does not use yet".into(),
+            );
+        }
         if let Some(t) = target {
             if let Some(reason) = self.read_only_reason(&t) {
                 caps.redrive = RedriveMode::Unsupported(reason.clone());
                 caps.notes.push(reason);
+            } else if let Target::Celery(_) = t {
+                caps.redrive = RedriveMode::Unsupported(
+                    "Celery keeps no dead-letter list on Redis: nothing to redrive".into(),
+                );
             } else if matches!(
                 t,
                 Target::Bull(_) | Target::SkQueue(_) | Target::SkSchedule | Target::Rq(_)

@@ -233,6 +233,28 @@ pub async fn purge(
                 note: Some(note.into()),
             })
         }
+        Target::Celery(q) => {
+            // As kombu's `_purge`: every priority list's length and deletion in one
+            // transaction, so a task pushed meanwhile is either counted and gone or kept.
+            let mut pipe = ::redis::pipe();
+            pipe.atomic();
+            for key in super::kombu_listing::lists(q) {
+                pipe.llen(&key).del(&key);
+            }
+            let replies: Vec<u64> = pipe
+                .query_async(&mut cm)
+                .await
+                .map_err(super::conn::map_err)?;
+            b.calls.bump("purge");
+            let n: u64 = replies.iter().step_by(2).sum();
+            progress.add_done(n);
+            Ok(PurgeReport {
+                purged: Some(n),
+                note: Some(
+                    "every priority list emptied (as kombu's _purge); tasks workers hold in unacked stay".into(),
+                ),
+            })
+        }
         Target::Rq(q) | Target::RqFailed(q) => {
             let failed = matches!(t, Target::RqFailed(_));
             super::rq_mutate::purge(b, &mut cm, q, failed, progress).await

@@ -94,6 +94,12 @@ pub async fn browse_scheduled(
                     .into(),
             ))
         }
+        Target::Celery(_) => {
+            return Err(BackendError::Unsupported(
+                "Celery keeps eta and countdown tasks in the queue itself (the worker holds them until due): peek shows each task's eta"
+                    .into(),
+            ))
+        }
         Target::BullFailed(_) | Target::SkDead | Target::RqFailed(_) => {
             return Err(BackendError::Unsupported(
                 "failed and dead jobs are not scheduled: peek --scheduled the queue itself"

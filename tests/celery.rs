@@ -103,6 +103,7 @@ async fn redis_backend(flavors: Option<&[&str]>) -> Arc<dyn Backend> {
         refresh_secs: None,
         max_calls_per_minute: None,
         reason_headers: Vec::new(),
+        notify: None,
     };
     build(&p).await.expect("build redis backend")
 }

@@ -185,76 +185,11 @@ pub async fn purge(
     b.refuse_if_read_only(&t)?;
     let mut cm = b.conn.get().await?;
     progress.phase("purging");
-    let mut purged = 0u64;
     match &t {
         Target::Bull(q) | Target::BullFailed(q) => {
-            let parts: &[(&str, &str)] = if matches!(t, Target::Bull(_)) {
-                &[
-                    ("wait", "list"),
-                    ("paused", "list"),
-                    ("prioritized", "zset"),
-                ]
-            } else {
-                &[("failed", "zset")]
-            };
-            for (key, kind) in parts {
-                loop {
-                    if progress.cancelled() {
-                        return Ok(PurgeReport {
-                            purged: Some(purged),
-                            note: Some("cancelled".into()),
-                        });
-                    }
-                    let v = b
-                        .scripts
-                        .bull_remove
-                        .run(
-                            &mut cm,
-                            &[b.bkey(q, key)],
-                            &[b.bjob_prefix(q), PURGE_BATCH.to_string(), kind.to_string()],
-                        )
-                        .await?;
-                    b.calls.bump("purge batch");
-                    let n = as_i64(&v).unwrap_or(0).max(0) as u64;
-                    purged += n;
-                    progress.add_done(n);
-                    if n == 0 {
-                        break;
-                    }
-                }
-            }
-            let note = if matches!(t, Target::Bull(_)) {
-                "drained: waiting and prioritized jobs removed with their job hashes; active and delayed jobs stay"
-            } else {
-                "failed set cleaned, job hashes removed"
-            };
-            Ok(PurgeReport {
-                purged: Some(purged),
-                note: Some(note.into()),
-            })
+            purge_bull(b, &mut cm, q, matches!(t, Target::BullFailed(_)), progress).await
         }
-        Target::Celery(q) => {
-            // As kombu's `_purge`: every priority list's length and deletion in one
-            // transaction, so a task pushed meanwhile is either counted and gone or kept.
-            let mut pipe = ::redis::pipe();
-            pipe.atomic();
-            for key in super::kombu_listing::lists(q) {
-                pipe.llen(&key).del(&key);
-            }
-            let replies: Vec<u64> = pipe
-                .query_async(&mut cm)
-                .await
-                .map_err(super::conn::map_err)?;
-            b.calls.bump("purge");
-            let n: u64 = replies.iter().step_by(2).sum();
-            progress.add_done(n);
-            Ok(PurgeReport {
-                purged: Some(n),
-                note: Some(
-                    "every priority list emptied (as kombu's _purge); tasks workers hold in unacked stay".into(),
-                ),
-            })
-        }
+        Target::Celery(q) => purge_celery(b, &mut cm, q, progress).await,
         Target::Rq(q) | Target::RqFailed(q) => {
             let failed = matches!(t, Target::RqFailed(_));
             super::rq_mutate::purge(b, &mut cm, q, failed, progress).await
@@ -296,4 +231,86 @@ pub async fn purge(
             })
         }
     }
+}
+
+/// Drains a BullMQ queue (waiting, paused, prioritized) or cleans its failed set, removing
+/// the job hashes with the ids, in batches.
+async fn purge_bull(
+    b: &RedisBackend,
+    cm: &mut ::redis::aio::ConnectionManager,
+    q: &str,
+    failed: bool,
+    progress: &OpProgress,
+) -> Result<PurgeReport> {
+    let mut purged = 0u64;
+    let parts: &[(&str, &str)] = if !failed {
+        &[
+            ("wait", "list"),
+            ("paused", "list"),
+            ("prioritized", "zset"),
+        ]
+    } else {
+        &[("failed", "zset")]
+    };
+    for (key, kind) in parts {
+        loop {
+            if progress.cancelled() {
+                return Ok(PurgeReport {
+                    purged: Some(purged),
+                    note: Some("cancelled".into()),
+                });
+            }
+            let v = b
+                .scripts
+                .bull_remove
+                .run(
+                    cm,
+                    &[b.bkey(q, key)],
+                    &[b.bjob_prefix(q), PURGE_BATCH.to_string(), kind.to_string()],
+                )
+                .await?;
+            b.calls.bump("purge batch");
+            let n = as_i64(&v).unwrap_or(0).max(0) as u64;
+            purged += n;
+            progress.add_done(n);
+            if n == 0 {
+                break;
+            }
+        }
+    }
+    let note = if !failed {
+        "drained: waiting and prioritized jobs removed with their job hashes; active and delayed jobs stay"
+    } else {
+        "failed set cleaned, job hashes removed"
+    };
+    Ok(PurgeReport {
+        purged: Some(purged),
+        note: Some(note.into()),
+    })
+}
+
+async fn purge_celery(
+    b: &RedisBackend,
+    cm: &mut ::redis::aio::ConnectionManager,
+    q: &str,
+    progress: &OpProgress,
+) -> Result<PurgeReport> {
+    // As kombu's `_purge`: every priority list's length and deletion in one
+    // transaction, so a task pushed meanwhile is either counted and gone or kept.
+    let mut pipe = ::redis::pipe();
+    pipe.atomic();
+    for key in super::kombu_listing::lists(q) {
+        pipe.llen(&key).del(&key);
+    }
+    let replies: Vec<u64> = pipe.query_async(cm).await.map_err(super::conn::map_err)?;
+    b.calls.bump("purge");
+    let n: u64 = replies.iter().step_by(2).sum();
+    progress.add_done(n);
+    Ok(PurgeReport {
+        purged: Some(n),
+        note: Some(
+            "every priority list emptied (as kombu's _purge); tasks workers hold in unacked stay"
+                .into(),
+        ),
+    })
 }

@@ -179,36 +179,10 @@ pub fn rq_job(
     if let Some(d) = &description {
         push("description", d.clone());
     }
-    let (body, call) = match payload(h) {
-        Payload::Json(raw) => {
-            let func = serde_json::from_slice::<serde_json::Value>(&raw)
-                .ok()
-                .and_then(|v| v.get(0).and_then(|f| f.as_str()).map(str::to_string));
-            if let Some(f) = func {
-                push("function", f);
-            }
-            (
-                pretty_or_raw(&raw),
-                "JSON (RQ's JSON serializer)".to_string(),
-            )
-        }
-        Payload::Pickle(n) => (
-            Vec::new(),
-            format!("pickled data, {n} bytes (never unpickled: see the description)"),
-        ),
-        Payload::Other(n) => (
-            Vec::new(),
-            format!("{n} bytes in an unknown serialisation (not decoded)"),
-        ),
-        Payload::TooLarge(n) => (
-            Vec::new(),
-            format!("{n} compressed bytes expanding past 4 MiB (not expanded)"),
-        ),
-        Payload::Missing => (
-            Vec::new(),
-            "none: the job hash has no data field (malformed)".to_string(),
-        ),
-    };
+    let (body, call, function) = body_and_call(h);
+    if let Some(f) = function {
+        push("function", f);
+    }
     push("payload", call);
     let origin = text(h, "origin");
     match &origin {
@@ -274,6 +248,43 @@ pub fn rq_job(
             at_ms: stamp("ended_at"),
         }),
         ..Message::default()
+    }
+}
+
+/// The body qdeck shows for a job, how its payload is stored, and the function it calls where
+/// RQ's JSON serializer says (a pickled payload is never unpickled).
+fn body_and_call(h: &HashMap<String, Vec<u8>>) -> (Vec<u8>, String, Option<String>) {
+    match payload(h) {
+        Payload::Json(raw) => {
+            let func = serde_json::from_slice::<serde_json::Value>(&raw)
+                .ok()
+                .and_then(|v| v.get(0).and_then(|f| f.as_str()).map(str::to_string));
+            (
+                pretty_or_raw(&raw),
+                "JSON (RQ's JSON serializer)".to_string(),
+                func,
+            )
+        }
+        Payload::Pickle(n) => (
+            Vec::new(),
+            format!("pickled data, {n} bytes (never unpickled: see the description)"),
+            None,
+        ),
+        Payload::Other(n) => (
+            Vec::new(),
+            format!("{n} bytes in an unknown serialisation (not decoded)"),
+            None,
+        ),
+        Payload::TooLarge(n) => (
+            Vec::new(),
+            format!("{n} compressed bytes expanding past 4 MiB (not expanded)"),
+            None,
+        ),
+        Payload::Missing => (
+            Vec::new(),
+            "none: the job hash has no data field (malformed)".to_string(),
+            None,
+        ),
     }
 }
 

@@ -80,8 +80,17 @@ fn a_firing_rule_is_a_badge_ranks_first_on_fire_and_opens_its_queue() {
     assert!(screen.contains("1 alert firing"), "{screen}");
     let first_alert_line = screen
         .lines()
-        .position(|l| l.contains("⚑ orders-dlq dlq-not-empty"))
+        .position(|l| l.contains("⚑ orders-dlq") && l.contains("crit"))
         .unwrap();
+    // The alert row carries the queue's figures from its profile's row.
+    assert!(
+        screen
+            .lines()
+            .nth(first_alert_line)
+            .unwrap()
+            .contains(" 7 "),
+        "{screen}"
+    );
     let first_queue_line = screen
         .lines()
         .position(|l| l.contains("billing-events"))
@@ -89,7 +98,9 @@ fn a_firing_rule_is_a_badge_ranks_first_on_fire_and_opens_its_queue() {
     assert!(first_alert_line < first_queue_line, "{screen}");
     // The selected alert's whole line is under the table.
     assert!(
-        screen.contains("critical dlq-not-empty: orders-dlq holds 7 dead letters"),
+        screen.contains(
+            "critical dlq-not-empty, firing for 0s; when it fired: orders-dlq holds 7 dead letters"
+        ),
         "{screen}"
     );
 

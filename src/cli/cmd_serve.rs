@@ -8,18 +8,14 @@ use std::sync::{Arc, Mutex};
 use http_body_util::Full;
 use hyper::body::{Bytes, Incoming};
 use hyper::{Method, Request, Response, StatusCode};
-use tokio::sync::mpsc;
 
 use super::args::{Global, ServeArgs};
 use super::cmd_watch::profiles;
 use super::exit::{CliError, CliResult, FAILED, OK, USAGE};
 use super::exposition;
-use crate::backend::BackendError;
 use crate::config::{self, LoadOptions};
 use crate::domain::now_ms;
 use crate::engine::alerts::{self, Monitor, Tracker};
-use crate::engine::fleet::{self, Polled};
-use crate::engine::multi_poller::{self, Answer, Timeout};
 
 pub(super) async fn serve(global: &Global, opts: &LoadOptions, a: ServeArgs) -> CliResult {
     let addr: SocketAddr = a
@@ -53,14 +49,7 @@ pub(super) async fn serve(global: &Global, opts: &LoadOptions, a: ServeArgs) -> 
     // The page is rendered when figures arrive, not when Prometheus asks: a scrape copies
     // the last one out, whatever the number of queues.
     let page = Arc::new(Mutex::new(Page::default()));
-    let (tx, mut rx) = mpsc::channel::<Answer<Polled, BackendError>>(64);
-    let _polling = multi_poller::spawn(
-        |n| base.options_for(n),
-        &names,
-        Timeout::FromRefresh,
-        fleet::read,
-        tx,
-    );
+    let (_polling, mut rx) = super::cmd_watch::poll(&base, &names);
     let fed = page.clone();
     tokio::spawn(async move {
         while let Some(a) = rx.recv().await {

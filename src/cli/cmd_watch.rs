@@ -60,14 +60,7 @@ pub(super) async fn watch(
         names.join(", "),
         state.display()
     );
-    let (tx, rx) = mpsc::channel::<Answer<Polled, BackendError>>(64);
-    let _polling = multi_poller::spawn(
-        |n| base.options_for(n),
-        &names,
-        Timeout::FromRefresh,
-        fleet::read,
-        tx,
-    );
+    let (_polling, rx) = poll(&base, &names);
     let mut hooks = hooks;
     run(&mut monitor, rx, &state, a.duration, &mut |t| {
         print(t, f);
@@ -80,6 +73,27 @@ pub(super) async fn watch(
         h.finish().await;
     }
     Ok(OK)
+}
+
+/// Every profile in `names` polled for its queues and figures, each at its own refresh
+/// period and call budget (the fleet view's poller); `watch` and `serve` read the answers.
+pub(super) fn poll(
+    base: &config::Loaded,
+    names: &[String],
+) -> (
+    multi_poller::PollHandle,
+    mpsc::Receiver<Answer<Polled, BackendError>>,
+) {
+    let (tx, rx) = mpsc::channel(64);
+    let base = base.clone();
+    let handle = multi_poller::spawn(
+        move |n| base.options_for(n),
+        names,
+        Timeout::FromRefresh,
+        fleet::read,
+        tx,
+    );
+    (handle, rx)
 }
 
 /// Answers in, transitions out, the state saved after each answer, until interrupted (or

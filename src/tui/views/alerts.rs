@@ -76,7 +76,10 @@ pub fn render(f: &mut Frame, st: &State, area: Rect) {
                 Phase::Firing { since_ms } => (
                     "FIRING ",
                     t.error,
-                    format!("since {}", fmt_ago(st.now_ms - since_ms)),
+                    format!(
+                        "for {}",
+                        fmt_secs(((st.now_ms - since_ms).max(0) / 1000) as f64)
+                    ),
                 ),
                 Phase::Pending { since_ms } => (
                     "pending",
@@ -114,7 +117,10 @@ pub fn render(f: &mut Frame, st: &State, area: Rect) {
                     ),
                     t.text,
                 ),
-                styled(fmt_ago(st.now_ms - r.at_ms), t.dim),
+                styled(
+                    format!("{} · {}", fmt_ago(st.now_ms - r.at_ms), clean(&r.summary)),
+                    t.dim,
+                ),
             ]));
         }
         if !any {

@@ -93,7 +93,7 @@ pub fn render(f: &mut Frame, st: &State, area: Rect) {
     let (table_area, error_area) = super::wrap::split_for_text(
         inner,
         selected.and_then(|r| match r {
-            FireRow::Alert(a) => Some(format!("{} {}: {}", a.severity.as_str(), a.rule, a.summary)),
+            FireRow::Alert(a) => Some(alert_text(st, a)),
             FireRow::Broker { profile, problem } => Some(problem_text(st, profile, problem)),
             FireRow::Queue { .. } => None,
         }),
@@ -104,7 +104,7 @@ pub fn render(f: &mut Frame, st: &State, area: Rect) {
     let rows: Vec<Row> = rows_all[from..to]
         .iter()
         .map(|r| match r {
-            FireRow::Alert(a) => alert_row(st, a, queue_w, &keep),
+            FireRow::Alert(a) => alert_row(st, fl, a, queue_w, &keep),
             FireRow::Broker { profile, problem } => {
                 broker_row(st, profile, problem, queue_w, &keep)
             }
@@ -118,27 +118,60 @@ pub fn render(f: &mut Frame, st: &State, area: Rect) {
 }
 
 /// An alert rule firing: its severity, where, which rule and for how long.
-fn alert_row<'a>(st: &State, a: &FiringAlert, queue_w: usize, keep: &[bool]) -> Row<'a> {
+fn alert_row<'a>(
+    st: &State,
+    fl: &FleetState,
+    a: &FiringAlert,
+    queue_w: usize,
+    keep: &[bool],
+) -> Row<'a> {
     let t = &st.theme;
     let (sev, style) = match a.severity {
         Severity::Critical => ("crit", t.error),
         Severity::Warning => ("warn", t.warn),
         Severity::Info => ("info", t.dim),
     };
-    let place = a.queue.as_ref().map_or("", QueueId::as_str);
-    let since = fmt_secs(((st.now_ms - a.since_ms).max(0) / 1000) as f64);
-    let text = format!("⚑ {} {} ({since})", clean(place), clean(&a.rule));
+    // The queue's figures now, where its profile's poller kept them among its worst.
+    let entry = a.queue.as_ref().and_then(|q| {
+        fl.rows
+            .iter()
+            .find(|r| r.profile == a.profile)
+            .and_then(|r| r.fire.iter().find(|e| &e.queue == q))
+    });
+    let place = a.queue.as_ref().map_or(a.profile.as_str(), QueueId::as_str);
+    let dash = || Cell::from("—");
     let cells = vec![
         Cell::from(styled(sev, style)),
         Cell::from(styled(clean_mid(&a.profile, 12), t.title)),
-        Cell::from(styled(clean_short(text.trim_start(), queue_w), style)),
-        Cell::from("—"),
-        Cell::from("—"),
-        Cell::from("—"),
-        Cell::from("—"),
-        Cell::from(""),
+        Cell::from(styled(
+            format!("⚑ {}", clean_mid(place, queue_w.saturating_sub(2))),
+            style,
+        )),
+        entry.map_or_else(dash, |e| Cell::from(fmt_count(e.depth))),
+        entry.map_or_else(dash, |e| {
+            Cell::from(e.change.map_or_else(|| "—".into(), |d| format!("{d:+}")))
+        }),
+        entry.map_or_else(dash, |e| Cell::from(fmt_age(e.age_secs))),
+        entry.map_or_else(dash, |e| Cell::from(fmt_rate(e.out_rate))),
+        Cell::from(if entry.is_some_and(|e| e.is_dlq) {
+            styled("dlq", t.dlq)
+        } else {
+            styled("", t.text)
+        }),
     ];
     kept_row(cells, keep).style(t.text)
+}
+
+/// The selected alert's story under the table: which rule, for how long, and the line it
+/// printed when it started firing (its figures then, not now: the row has those).
+fn alert_text(st: &State, a: &FiringAlert) -> String {
+    let since = fmt_secs(((st.now_ms - a.since_ms).max(0) / 1000) as f64);
+    format!(
+        "{} {}, firing for {since}; when it fired: {}",
+        a.severity.as_str(),
+        a.rule,
+        a.summary
+    )
 }
 
 /// A profile whose broker does not answer: no figures, only what is wrong and since when.

@@ -59,14 +59,6 @@ impl Figures {
             stale: false,
         }
     }
-
-    /// A queue whose profile did not answer: only the health flags are known.
-    pub fn unreachable() -> Figures {
-        Figures {
-            unreachable: true,
-            ..Figures::default()
-        }
-    }
 }
 
 /// Growth of the dead letters over the window: latest minus the earliest point within it.

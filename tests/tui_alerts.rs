@@ -228,6 +228,15 @@ async fn another_profiles_firing_rule_comes_through_the_fleet() {
     let rows = fl.fire_rows(qdeck::domain::now_ms());
     assert!(matches!(rows[0], qdeck::tui::state::FireRow::Alert(_)));
     assert_eq!(rows[0].profile(), "b");
+
+    // `:alerts` on another profile's console lists it under its rule, named with its profile.
+    let mut st = with_rules(populated(), false, false);
+    assert_ne!(st.session.profile, "b");
+    st.fleet = Some(fl);
+    command(&mut st, ":alerts");
+    let screen = text(&draw(&st, 100, 24));
+    assert!(screen.contains("FIRING  b/orders.dlq"), "{screen}");
+    assert!(screen.contains("2 rules · 1 firing"), "{screen}");
 }
 
 #[test]

@@ -1,5 +1,6 @@
-//! The alerts view (`:alerts`): each `[[alerts]]` rule with where it stands on this profile:
-//! firing since, pending for, resolved at, or quiet.
+//! The alerts view (`:alerts`): each `[[alerts]]` rule with where it stands on this profile
+//! (firing since, pending for, resolved at, or quiet) and, while the fleet is polled, where it
+//! fires on the other profiles.
 
 use ratatui::layout::Rect;
 use ratatui::text::Line;
@@ -10,7 +11,7 @@ use super::wrap::wrap_lines;
 use super::{block, fmt_ago, fmt_secs, plural, styled};
 use crate::engine::alerts::Phase;
 use crate::sanitize::clean;
-use crate::tui::state::State;
+use crate::tui::state::{FiringAlert, State};
 
 pub fn render(f: &mut Frame, st: &State, area: Rect) {
     let t = &st.theme;
@@ -20,15 +21,23 @@ pub fn render(f: &mut Frame, st: &State, area: Rect) {
         .phases()
         .filter(|(_, p)| matches!(p, Phase::Pending { .. }))
         .count();
+    let profile = st.session.profile.as_str();
+    // Only the fleet poller knows what fires on the other profiles; their pending and
+    // resolved phases stay in its tracker.
+    let elsewhere: Vec<&FiringAlert> = st
+        .fleet
+        .as_ref()
+        .map(|f| f.alerts.iter().filter(|x| x.profile != profile).collect())
+        .unwrap_or_default();
+    let firing = a.firing() + elsewhere.len();
     let title = Line::from(vec![
         styled(" alerts ", t.title),
         styled(
             format!(
-                "{} · {} firing · {pending} pending ",
+                "{} · {firing} firing · {pending} pending ",
                 plural(a.rules.len() as u64, "rule", "rules"),
-                a.firing()
             ),
-            if a.firing() > 0 { t.error } else { t.dim },
+            if firing > 0 { t.error } else { t.dim },
         ),
     ]);
     let b = block(st, title);
@@ -42,7 +51,6 @@ pub fn render(f: &mut Frame, st: &State, area: Rect) {
         );
         return;
     }
-    let profile = st.session.profile.as_str();
     let mut lines: Vec<Line> = Vec::new();
     for rule in &a.rules {
         let wait = if rule.for_secs > 0.0 {
@@ -119,6 +127,24 @@ pub fn render(f: &mut Frame, st: &State, area: Rect) {
                 ),
                 styled(
                     format!("{} · {}", fmt_ago(st.now_ms - r.at_ms), clean(&r.summary)),
+                    t.dim,
+                ),
+            ]));
+        }
+        for x in elsewhere.iter().filter(|x| x.rule == rule.name) {
+            any = true;
+            let place = match &x.queue {
+                Some(q) => format!("{}/{}", x.profile, q.as_str()),
+                None => x.profile.clone(),
+            };
+            lines.push(Line::from(vec![
+                styled("  FIRING  ", t.error),
+                styled(format!("{} ", clean(&place)), t.text),
+                styled(
+                    format!(
+                        "for {}",
+                        fmt_secs(((st.now_ms - x.since_ms).max(0) / 1000) as f64)
+                    ),
                     t.dim,
                 ),
             ]));

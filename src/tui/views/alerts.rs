@@ -9,7 +9,7 @@ use ratatui::Frame;
 
 use super::wrap::wrap_lines;
 use super::{block, fmt_ago, fmt_secs, plural, styled};
-use crate::engine::alerts::Phase;
+use crate::engine::alerts::{Phase, Rule};
 use crate::sanitize::clean;
 use crate::tui::state::{FiringAlert, State};
 
@@ -53,105 +53,7 @@ pub fn render(f: &mut Frame, st: &State, area: Rect) {
     }
     let mut lines: Vec<Line> = Vec::new();
     for rule in &a.rules {
-        let wait = if rule.for_secs > 0.0 {
-            format!(" for {}", fmt_secs(rule.for_secs))
-        } else {
-            String::new()
-        };
-        lines.push(Line::from(vec![
-            styled(format!("{} ", clean(&rule.name)), t.title),
-            styled(
-                format!(
-                    "{} · when {}{wait}",
-                    rule.severity.as_str(),
-                    clean(rule.when.source())
-                ),
-                t.dim,
-            ),
-        ]));
-        let mut any = false;
-        for (k, phase) in a.tracker.phases() {
-            if k.rule != rule.name || k.profile != profile {
-                continue;
-            }
-            any = true;
-            let place = if k.queue.is_empty() {
-                profile
-            } else {
-                k.queue.as_str()
-            };
-            let (label, style, when) = match phase {
-                Phase::Firing { since_ms } => (
-                    "FIRING ",
-                    t.error,
-                    format!(
-                        "for {}",
-                        fmt_secs(((st.now_ms - since_ms).max(0) / 1000) as f64)
-                    ),
-                ),
-                Phase::Pending { since_ms } => (
-                    "pending",
-                    t.warn,
-                    format!(
-                        "holds for {}",
-                        fmt_secs(((st.now_ms - since_ms).max(0) / 1000) as f64)
-                    ),
-                ),
-            };
-            lines.push(Line::from(vec![
-                styled(format!("  {label} "), style),
-                styled(format!("{} ", clean(place)), t.text),
-                styled(when, t.dim),
-            ]));
-        }
-        for (k, r) in a.tracker.resolved() {
-            if k.rule != rule.name
-                || k.profile != profile
-                || a.tracker.phases().any(|(p, _)| p == k)
-            {
-                continue;
-            }
-            any = true;
-            lines.push(Line::from(vec![
-                styled("  resolved ", t.good),
-                styled(
-                    format!(
-                        "{} ",
-                        clean(if k.queue.is_empty() {
-                            profile
-                        } else {
-                            &k.queue
-                        })
-                    ),
-                    t.text,
-                ),
-                styled(
-                    format!("{} · {}", fmt_ago(st.now_ms - r.at_ms), clean(&r.summary)),
-                    t.dim,
-                ),
-            ]));
-        }
-        for x in elsewhere.iter().filter(|x| x.rule == rule.name) {
-            any = true;
-            let place = match &x.queue {
-                Some(q) => format!("{}/{}", x.profile, q.as_str()),
-                None => x.profile.clone(),
-            };
-            lines.push(Line::from(vec![
-                styled("  FIRING  ", t.error),
-                styled(format!("{} ", clean(&place)), t.text),
-                styled(
-                    format!(
-                        "for {}",
-                        fmt_secs(((st.now_ms - x.since_ms).max(0) / 1000) as f64)
-                    ),
-                    t.dim,
-                ),
-            ]));
-        }
-        if !any {
-            lines.push(Line::from(styled("  quiet", t.dim)));
-        }
+        rule_lines(st, rule, &elsewhere, &mut lines);
     }
     let rows = wrap_lines(&lines, inner.width);
     let skip = a.scroll.min(rows.len().saturating_sub(1));
@@ -159,4 +61,112 @@ pub fn render(f: &mut Frame, st: &State, area: Rect) {
         Paragraph::new(rows.into_iter().skip(skip).collect::<Vec<_>>()),
         inner,
     );
+}
+
+/// A rule's heading, then one line per place it fires, holds or resolved (or "quiet").
+fn rule_lines<'a>(
+    st: &'a State,
+    rule: &'a Rule,
+    elsewhere: &[&'a FiringAlert],
+    lines: &mut Vec<Line<'a>>,
+) {
+    let t = &st.theme;
+    let a = &st.alerts;
+    let profile = st.session.profile.as_str();
+    let wait = if rule.for_secs > 0.0 {
+        format!(" for {}", fmt_secs(rule.for_secs))
+    } else {
+        String::new()
+    };
+    lines.push(Line::from(vec![
+        styled(format!("{} ", clean(&rule.name)), t.title),
+        styled(
+            format!(
+                "{} · when {}{wait}",
+                rule.severity.as_str(),
+                clean(rule.when.source())
+            ),
+            t.dim,
+        ),
+    ]));
+    let mut any = false;
+    for (k, phase) in a.tracker.phases() {
+        if k.rule != rule.name || k.profile != profile {
+            continue;
+        }
+        any = true;
+        let place = if k.queue.is_empty() {
+            profile
+        } else {
+            k.queue.as_str()
+        };
+        let (label, style, when) = match phase {
+            Phase::Firing { since_ms } => (
+                "FIRING ",
+                t.error,
+                format!(
+                    "for {}",
+                    fmt_secs(((st.now_ms - since_ms).max(0) / 1000) as f64)
+                ),
+            ),
+            Phase::Pending { since_ms } => (
+                "pending",
+                t.warn,
+                format!(
+                    "holds for {}",
+                    fmt_secs(((st.now_ms - since_ms).max(0) / 1000) as f64)
+                ),
+            ),
+        };
+        lines.push(Line::from(vec![
+            styled(format!("  {label} "), style),
+            styled(format!("{} ", clean(place)), t.text),
+            styled(when, t.dim),
+        ]));
+    }
+    for (k, r) in a.tracker.resolved() {
+        if k.rule != rule.name || k.profile != profile || a.tracker.phases().any(|(p, _)| p == k) {
+            continue;
+        }
+        any = true;
+        lines.push(Line::from(vec![
+            styled("  resolved ", t.good),
+            styled(
+                format!(
+                    "{} ",
+                    clean(if k.queue.is_empty() {
+                        profile
+                    } else {
+                        &k.queue
+                    })
+                ),
+                t.text,
+            ),
+            styled(
+                format!("{} · {}", fmt_ago(st.now_ms - r.at_ms), clean(&r.summary)),
+                t.dim,
+            ),
+        ]));
+    }
+    for x in elsewhere.iter().filter(|x| x.rule == rule.name) {
+        any = true;
+        let place = match &x.queue {
+            Some(q) => format!("{}/{}", x.profile, q.as_str()),
+            None => x.profile.clone(),
+        };
+        lines.push(Line::from(vec![
+            styled("  FIRING  ", t.error),
+            styled(format!("{} ", clean(&place)), t.text),
+            styled(
+                format!(
+                    "for {}",
+                    fmt_secs(((st.now_ms - x.since_ms).max(0) / 1000) as f64)
+                ),
+                t.dim,
+            ),
+        ]));
+    }
+    if !any {
+        lines.push(Line::from(styled("  quiet", t.dim)));
+    }
 }

@@ -19,16 +19,11 @@ use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
+use common::redis_db::{db_url, flush, raw, redis_url};
 use qdeck::backend::{build, Backend, BackendError, OpProgress};
 use qdeck::config::{Profile, ProfileKind, RedisSettings};
 use qdeck::domain::*;
 use serde_json::Value as Json;
-
-fn redis_url() -> String {
-    common::broker_var("QDECK_TEST_REDIS_URL", "e.g. redis://127.0.0.1:6379")
-        .trim_end_matches('/')
-        .to_string()
-}
 
 fn fixtures() -> PathBuf {
     let dir = PathBuf::from(common::broker_var(
@@ -43,29 +38,8 @@ fn fixtures() -> PathBuf {
     dir
 }
 
-/// Each test owns one database, so tests run in parallel without seeing each other.
-fn db_url(db: u32) -> String {
-    format!("{}/{db}", redis_url())
-}
-
 fn uniq(tag: &str) -> String {
     format!("{tag}{}", &uuid::Uuid::new_v4().simple().to_string()[..8])
-}
-
-async fn raw(db: u32) -> redis::aio::MultiplexedConnection {
-    let client = redis::Client::open(db_url(db)).expect("redis url");
-    client
-        .get_multiplexed_async_connection()
-        .await
-        .expect("connect to QDECK_TEST_REDIS_URL")
-}
-
-async fn flush(db: u32) {
-    let mut c = raw(db).await;
-    let _: () = redis::cmd("FLUSHDB")
-        .query_async(&mut c)
-        .await
-        .expect("flushdb");
 }
 
 fn settings(db: u32, prefix: Option<&str>) -> RedisSettings {

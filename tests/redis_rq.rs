@@ -20,16 +20,11 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use common::redis_db::{db_url, flush, raw, redis_url};
 use qdeck::backend::{build, Backend, OpProgress};
 use qdeck::config::{Profile, ProfileKind, RedisSettings};
 use qdeck::domain::*;
 use serde_json::Value as Json;
-
-fn redis_url() -> String {
-    common::broker_var("QDECK_TEST_REDIS_URL", "e.g. redis://127.0.0.1:6379")
-        .trim_end_matches('/')
-        .to_string()
-}
 
 fn python() -> String {
     let py = common::broker_var("QDECK_TEST_PYTHON", "a Python with rq installed");
@@ -41,10 +36,6 @@ fn python() -> String {
         common::skip(&format!("{py} cannot import rq (pip install 'rq>=2,<3')"));
     }
     py
-}
-
-fn db_url(db: u32) -> String {
-    format!("{}/{db}", redis_url())
 }
 
 fn scene_script() -> PathBuf {
@@ -73,21 +64,6 @@ fn scene(db: u32, args: &[&str], env: &[(&str, &str)]) -> Json {
         .find(|l| l.starts_with('{'))
         .unwrap_or("");
     serde_json::from_str(line).unwrap_or_else(|_| panic!("no JSON answer in {text:?}"))
-}
-
-async fn raw(db: u32) -> redis::aio::MultiplexedConnection {
-    redis::Client::open(db_url(db))
-        .expect("redis url")
-        .get_multiplexed_async_connection()
-        .await
-        .expect("connect to QDECK_TEST_REDIS_URL")
-}
-
-async fn flush(db: u32) {
-    let _: () = redis::cmd("FLUSHDB")
-        .query_async(&mut raw(db).await)
-        .await
-        .expect("flushdb");
 }
 
 async fn backend(db: u32, flavors: Option<&[&str]>) -> Arc<dyn Backend> {

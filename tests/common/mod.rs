@@ -7,6 +7,7 @@
 pub mod cli_env;
 pub mod console;
 pub mod pty;
+pub mod redis_db;
 
 use std::path::Path;
 use std::sync::Arc;

@@ -695,3 +695,37 @@ fn queue_keys_on_the_fleet_say_what_they_need() {
     update(&mut st, code(KeyCode::Enter));
     assert_eq!(st.view(), View::Fleet, ":workers on the fleet");
 }
+
+/// The ordering key has a column only where a message carries one, named as the broker names
+/// it (a Service Bus session, an SQS FIFO group), and the message view labels it the same way.
+#[test]
+fn the_key_column_is_the_brokers_session_or_group_and_only_where_messages_have_one() {
+    let mut st = populated();
+    st.session.broker = "servicebus".into();
+    open_dlq(&mut st);
+    let screen = text(&draw(&st, 120, 12));
+    assert!(screen.contains("SESSION"), "{screen}");
+    assert!(
+        screen.contains("k␛[31m"),
+        "the key is shown escaped: {screen}"
+    );
+    update(&mut st, code(KeyCode::Enter));
+    let screen = text(&draw(&st, 100, 16));
+    assert!(screen.contains("session k␛[31m"), "{screen}");
+
+    let mut st = populated();
+    st.session.broker = "sqs".into();
+    open_dlq(&mut st);
+    assert!(text(&draw(&st, 120, 12)).contains("GROUP"));
+
+    let mut st = populated();
+    open_dlq(&mut st);
+    for m in &mut st.msgs.messages {
+        m.key = None;
+    }
+    let screen = text(&draw(&st, 200, 12));
+    assert!(
+        !screen.contains("KEY") && !screen.contains("SESSION"),
+        "{screen}"
+    );
+}

@@ -52,21 +52,27 @@ pub fn render_list(f: &mut Frame, st: &State, area: Rect) {
     }
     // REASON and ORIGIN say why a message is in a DLQ: they outrank the body preview.
     let dead = m.messages.iter().any(|x| x.dead_letter.is_some());
+    // The ordering key (a Service Bus session, an SQS FIFO group) only where messages carry one.
+    let keyed = m.messages.iter().any(|x| x.key.is_some());
     let head = |name: &str, i: usize| sort_head(name, i, m.sort, m.sort_desc);
     let cols = vec![
         Col::fixed("", 1, 0),
         Col::fixed(head("ID", 0), 12, 0),
         Col::fixed(head("ENQUEUED", 1), 14, 4),
         Col::fixed(head("RCV", 2), 4, 2),
+        Col::fixed(key_head(&st.session.broker), 12, 4),
         Col::fixed(head("REASON", 3), 18, if dead { 1 } else { 9 }),
         Col::fixed(head("ORIGIN", 4), 14, if dead { 1 } else { 9 }),
         Col::fixed(head("SIZE", 5), 6, 5),
         Col::flex("BODY", 8, 3),
     ];
     let mut keep = fit(&cols, ta.width, st.wide);
-    if !dead && !st.wide {
+    if !keyed {
         keep[4] = false;
+    }
+    if !dead && !st.wide {
         keep[5] = false;
+        keep[6] = false;
     }
     let body_w = flex_width(&cols, &keep, ta.width);
     let (cursor, from, to) = m.cursor.placed(m.rows.len(), ta.height as usize);
@@ -144,6 +150,15 @@ fn list_notes<'a>(st: &State) -> Vec<Line<'a>> {
 }
 
 /// One message's cells; the body preview is `body_w` wide.
+/// What the broker calls a message's ordering key.
+fn key_head(broker: &str) -> &'static str {
+    match broker {
+        "servicebus" => "SESSION",
+        "sqs" => "GROUP",
+        _ => "KEY",
+    }
+}
+
 fn list_cells<'a>(st: &State, msg: &Message, marked: bool, body_w: usize) -> Vec<Cell<'a>> {
     let t = &st.theme;
     let dl = msg.dead_letter.as_ref();
@@ -152,6 +167,7 @@ fn list_cells<'a>(st: &State, msg: &Message, marked: bool, body_w: usize) -> Vec
         Cell::from(clean_mid(&msg.id, 12)),
         Cell::from(fmt_time(msg.enqueued_ms)),
         Cell::from(fmt_count(msg.receive_count)),
+        Cell::from(clean_mid(msg.key.as_deref().unwrap_or("—"), 12)),
         Cell::from(styled(
             clean_short(dl.and_then(|d| d.reason.as_deref()).unwrap_or("—"), 18),
             t.dlq,
@@ -200,7 +216,10 @@ fn meta_lines<'a>(st: &State, msg: &Message) -> Vec<Line<'a>> {
     ])];
     if let Some(k) = &msg.key {
         v.push(Line::from(vec![
-            styled("key ", t.dim),
+            styled(
+                format!("{} ", key_head(&st.session.broker).to_lowercase()),
+                t.dim,
+            ),
             styled(clean(k).into_owned(), t.text),
         ]));
     }

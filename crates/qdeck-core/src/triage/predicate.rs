@@ -27,8 +27,8 @@ use super::expr::{self, err, Expr, Op, Tok, Token, Vocabulary};
 use super::signature::{self, SignatureConfig};
 use crate::domain::Message;
 
-const FIELDS: &str =
-    "reason, signature, origin, key, id, task, header.NAME, body, json.PATH, age, receives";
+const FIELDS: &str = "reason, signature, origin, key (or session, group), id, task, header.NAME, \
+                      body, json.PATH, age, receives";
 
 #[derive(Debug, Clone)]
 enum Field {
@@ -148,7 +148,9 @@ fn field(word: &str, col: usize) -> Result<Field, PredicateError> {
         "reason" => simple(Field::Reason),
         "signature" => simple(Field::Signature),
         "origin" => simple(Field::Origin),
-        "key" => simple(Field::Key),
+        // The ordering key under the names brokers give it: a Service Bus session, an SQS
+        // FIFO message group.
+        "key" | "session" | "group" => simple(Field::Key),
         "id" => simple(Field::Id),
         "task" => simple(Field::Task),
         "body" => simple(Field::Body),
@@ -388,6 +390,13 @@ mod tests {
         assert!(t(r#"signature = "rejected: order <n> failed: timeout""#));
         assert!(t(r#"origin = "orders" and key = "cust-7" and id = "m-1""#));
         assert!(t(r#"key ~ "^cust-\d+$""#));
+        // The key under the names Service Bus (session) and SQS FIFO (group) give it.
+        assert!(t(r#"session = "cust-7""#));
+        assert!(t(r#"group = "cust-7" and session != "cust-8""#));
+        assert!(!t(r#"session = "cust-8""#));
+        assert!(e("session.id = \"x\"")
+            .to_string()
+            .contains("has no sub-fields"));
     }
 
     #[test]

@@ -27,7 +27,7 @@ use super::expr::{self, err, Expr, Op, Tok, Token, Vocabulary};
 use super::signature::{self, SignatureConfig};
 use crate::domain::Message;
 
-const FIELDS: &str = "reason, signature, origin, key (or session, group), id, task, header.NAME, \
+const FIELDS: &str = "reason, signature, origin, key, session, group, id, task, header.NAME, \
                       body, json.PATH, age, receives";
 
 #[derive(Debug, Clone)]
@@ -510,7 +510,7 @@ mod tests {
         assert_eq!(e("").message, "expected a field at the end");
         assert_eq!(
             e("reason = \"a\" and foo = \"b\"").to_string(),
-            "column 18: unknown field \"foo\" (fields: reason, signature, origin, key, id, task, header.NAME, body, json.PATH, age, receives)"
+            "column 18: unknown field \"foo\" (fields: reason, signature, origin, key, session, group, id, task, header.NAME, body, json.PATH, age, receives)"
         );
     }
 

@@ -703,6 +703,13 @@ fn the_key_column_is_the_brokers_session_or_group_and_only_where_messages_have_o
     let mut st = populated();
     st.session.broker = "servicebus".into();
     open_dlq(&mut st);
+    assert!(
+        text(&draw(&st, 120, 12)).contains(" KEY "),
+        "a partition key is no session"
+    );
+    st.msgs.messages[0]
+        .properties
+        .push(("SessionId".into(), "k\x1b[31m".into()));
     let screen = text(&draw(&st, 120, 12));
     assert!(screen.contains("SESSION"), "{screen}");
     assert!(

@@ -60,7 +60,7 @@ pub fn render_list(f: &mut Frame, st: &State, area: Rect) {
         Col::fixed(head("ID", 0), 12, 0),
         Col::fixed(head("ENQUEUED", 1), 14, 4),
         Col::fixed(head("RCV", 2), 4, 2),
-        Col::fixed(key_head(&st.session.broker), 12, 4),
+        Col::fixed(key_head(&st.session.broker, &m.messages), 12, 4),
         Col::fixed(head("REASON", 3), 18, if dead { 1 } else { 9 }),
         Col::fixed(head("ORIGIN", 4), 14, if dead { 1 } else { 9 }),
         Col::fixed(head("SIZE", 5), 6, 5),
@@ -150,10 +150,16 @@ fn list_notes<'a>(st: &State) -> Vec<Line<'a>> {
 }
 
 /// One message's cells; the body preview is `body_w` wide.
-/// What the broker calls a message's ordering key.
-fn key_head(broker: &str) -> &'static str {
+/// What the broker calls the messages' ordering key: a Service Bus key is the `SessionId`
+/// when messages carry one (else a `PartitionKey`), an SQS key the FIFO group.
+fn key_head(broker: &str, messages: &[Message]) -> &'static str {
+    let sessions = || {
+        messages
+            .iter()
+            .any(|m| m.properties.iter().any(|(k, _)| k == "SessionId"))
+    };
     match broker {
-        "servicebus" => "SESSION",
+        "servicebus" if sessions() => "SESSION",
         "sqs" => "GROUP",
         _ => "KEY",
     }
@@ -217,7 +223,10 @@ fn meta_lines<'a>(st: &State, msg: &Message) -> Vec<Line<'a>> {
     if let Some(k) = &msg.key {
         v.push(Line::from(vec![
             styled(
-                format!("{} ", key_head(&st.session.broker).to_lowercase()),
+                format!(
+                    "{} ",
+                    key_head(&st.session.broker, std::slice::from_ref(msg)).to_lowercase()
+                ),
                 t.dim,
             ),
             styled(clean(k).into_owned(), t.text),

@@ -36,6 +36,8 @@ const STEPS: &[&str] = &[
     "max_delivery_count_to_dlq",
     "sessions",
     "topic_fan_out",
+    "topic_schedule",
+    "transfer_dead_letter_queue",
     "receive_and_delete",
     "leave_figures",
 ];
@@ -173,6 +175,7 @@ fn run_scene(py: &str, s: &StandIn) -> (bool, Vec<Json>) {
     let out = Command::new(py)
         .arg(scene_script())
         .arg(&s.conn_str)
+        .arg(&s.management)
         .output()
         .expect("run scene.py");
     let lines: Vec<Json> = String::from_utf8_lossy(&out.stdout)

@@ -24,6 +24,7 @@ use serde_json::Value as Json;
 /// The steps scene.py plays, in order; each must be reported and pass.
 const STEPS: &[&str] = &[
     "wrong_key_refused",
+    "missing_claims_refused",
     "send_and_peek",
     "peek_leaves_delivery_count",
     "complete_removes",

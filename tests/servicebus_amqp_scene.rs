@@ -36,6 +36,7 @@ const STEPS: &[&str] = &[
     "dead_letter_with_reason",
     "max_delivery_count_to_dlq",
     "sessions",
+    "session_lock_expires",
     "topic_fan_out",
     "topic_schedule",
     "transfer_dead_letter_queue",
@@ -212,6 +213,22 @@ fn failed_steps(lines: &[Json]) -> Vec<String> {
         .collect()
 }
 
+/// `step: detail` of each failed step, for an assertion message.
+fn failures(lines: &[Json]) -> String {
+    lines
+        .iter()
+        .filter(|l| l["ok"].as_bool() == Some(false))
+        .map(|l| {
+            format!(
+                "{}: {}",
+                l["step"].as_str().unwrap_or("?"),
+                l["detail"].as_str().unwrap_or("")
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 #[tokio::test]
 #[ignore = "needs QDECK_TEST_SB_AMQP=1 and QDECK_TEST_PYTHON with python-qpid-proton and azure-servicebus"]
 async fn microsofts_client_gets_what_microsoft_documents_from_the_stand_in() {
@@ -220,7 +237,11 @@ async fn microsofts_client_gets_what_microsoft_documents_from_the_stand_in() {
     let (ok, lines) = run_scene(&py, &s);
     let reported: Vec<&str> = lines.iter().filter_map(|l| l["step"].as_str()).collect();
     assert_eq!(reported, STEPS, "the scene did not report every step");
-    assert_eq!(failed_steps(&lines), Vec::<String>::new(), "failed steps");
+    assert!(
+        failed_steps(&lines).is_empty(),
+        "failed steps:\n{}",
+        failures(&lines)
+    );
     assert!(ok, "scene.py exited with failure");
 
     // The figures qdeck reads come from the same messages: scene-figures was left with two
@@ -287,4 +308,49 @@ fn a_wrong_management_key_is_refused() {
         e.to_string().contains("401") || e.to_string().to_lowercase().contains("unauthor"),
         "not an auth error: {e}"
     );
+}
+
+#[test]
+#[ignore = "needs QDECK_TEST_SB_AMQP=1 and QDECK_TEST_PYTHON with python-qpid-proton and azure-servicebus"]
+fn the_script_says_in_one_line_what_is_wrong() {
+    let py = python();
+    let script = root().join("scripts/sb_standin.sh");
+    let bad = Command::new(&script)
+        .args(["5999", "--queue", "orders,bogus"])
+        .env("QDECK_TEST_PYTHON", &py)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(!bad.status.success(), "a bad option was accepted");
+    assert_eq!(err.trim().lines().count(), 1, "not one line: {err}");
+    assert!(err.contains("bad option 'bogus'"), "{err}");
+
+    // A port already taken: a one-line error naming it, not a traceback.
+    let s = StandIn::start(&py, None);
+    let port = s.conn_str["Endpoint=sb://127.0.0.1:".len()..]
+        .split(';')
+        .next()
+        .unwrap()
+        .to_string();
+    let taken = Command::new(&script)
+        .args([port.as_str(), "--queue", "x", "--management-port", "0"])
+        .env("QDECK_TEST_PYTHON", &py)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&taken.stderr);
+    assert!(
+        !taken.status.success(),
+        "a second stand-in started on a taken port"
+    );
+    assert_eq!(err.trim().lines().count(), 1, "not one line: {err}");
+    assert!(err.contains(&port), "{err}");
+
+    let missing = Command::new(&script)
+        .arg("5999")
+        .env("QDECK_TEST_PYTHON", "/nonexistent/python")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&missing.stderr);
+    assert!(!missing.status.success());
+    assert!(err.contains("pip install python-qpid-proton"), "{err}");
 }

@@ -144,6 +144,13 @@ pub async fn stats(b: &RedisBackend, queues: &[QueueId]) -> Result<StatsBatch> {
         rq: &rq,
         unacked: &unacked,
     };
+    let celery: Vec<(QueueId, String)> = slots
+        .iter()
+        .filter_map(|(id, s)| match s {
+            Slot::Celery(q) => Some((id.clone(), q.clone())),
+            _ => None,
+        })
+        .collect();
     let mut i = 0;
     for (id, slot) in slots {
         let r = &replies[i..(i + width(&slot)).min(replies.len())];
@@ -153,7 +160,32 @@ pub async fn stats(b: &RedisBackend, queues: &[QueueId]) -> Result<StatsBatch> {
             Err(e) => batch.errors.push((id, e)),
         }
     }
+    if !celery.is_empty() {
+        add_held_by_workers(b, &mut batch, &celery).await;
+    }
     Ok(batch)
+}
+
+/// Tasks Celery workers run that they acknowledged when they started are gone from
+/// `unacked`: they are added to the in-flight figure from the workers' own answers to a
+/// recent discovery (the figures themselves never broadcast). Without one the figure stays
+/// the broker's.
+async fn add_held_by_workers(
+    b: &RedisBackend,
+    batch: &mut StatsBatch,
+    celery: &[(QueueId, String)],
+) {
+    let Some(report) = b.celery_report_cached().await else {
+        return;
+    };
+    for st in &mut batch.stats {
+        if let Some((_, q)) = celery.iter().find(|(id, _)| *id == st.id) {
+            let held = report.acked_held(q);
+            if held > 0 {
+                st.in_flight = Some(st.in_flight.unwrap_or(0) + held);
+            }
+        }
+    }
 }
 
 /// What each queue is in Redis; the ones that cannot be resolved go to `errors`.

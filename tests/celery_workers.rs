@@ -1,0 +1,320 @@
+//! Celery workers through Celery's own remote control, against real `celery worker` processes
+//! (tests/fixtures/celery/celery_workers.py) on Redis and RabbitMQ: what qdeck shows per
+//! worker equals what Celery's `app.control.inspect()` answers in the same test, a worker
+//! that never answers (a solo pool busy with a task) costs one timeout and a note, and the
+//! queue's in-flight figure counts the tasks the workers hold.
+//!
+//! Needs QDECK_TEST_PYTHON (celery[redis]), QDECK_TEST_REDIS_URL, QDECK_TEST_AMQP_URL and
+//! QDECK_TEST_RABBITMQ_MGMT (.ci/run sets them). A worker's mailbox is per Redis database,
+//! so the Redis cases own database 3 (no other test uses it), one at a time; on RabbitMQ
+//! queue and worker names are unique per run.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test asserts by unwrapping
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::celery::{inspect, python, redis_url, run_script, wait_for, Rmq, Worker};
+use qdeck::backend::{build, Backend};
+use qdeck::celery_workers::{CeleryWorker, WorkerReport};
+use qdeck::config::{Profile, ProfileKind, RedisSettings};
+use qdeck::domain::*;
+use serde_json::Value as Json;
+
+const DB: u32 = 3;
+static DB_LOCK: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+fn broker() -> String {
+    format!("{}/{DB}", redis_url())
+}
+
+async fn flush() {
+    let mut c = redis::Client::open(broker())
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .expect("connect to QDECK_TEST_REDIS_URL");
+    let _: () = redis::cmd("FLUSHDB").query_async(&mut c).await.unwrap();
+}
+
+fn profile(name: &str, kind: ProfileKind) -> Profile {
+    Profile {
+        name: name.into(),
+        kind,
+        access: None,
+        read_only: false,
+        protected: false,
+        refresh_secs: None,
+        max_calls_per_minute: None,
+        reason_headers: Vec::new(),
+        notify: None,
+    }
+}
+
+async fn redis_backend() -> Arc<dyn Backend> {
+    let p = profile(
+        "celery-workers",
+        ProfileKind::Redis(RedisSettings {
+            url: Some(redis_url()),
+            db: Some(i64::from(DB)),
+            flavors: Some(vec!["celery".into()]),
+            ..Default::default()
+        }),
+    );
+    build(&p).await.expect("build redis backend")
+}
+
+/// The RabbitMQ backend, its password given as a secret (never through the environment).
+async fn rmq_backend(rmq: &Rmq) -> Arc<dyn Backend> {
+    let s = qdeck::config::RabbitmqSettings {
+        amqp_url: Some(rmq.bare.clone()),
+        management_url: Some(rmq.mgmt.clone()),
+        username: Some(rmq.user.clone()),
+        password_env: Some("QDECK_TEST_CELERY_RMQ_PASSWORD".into()),
+        ..Default::default()
+    };
+    let secrets = qdeck::config::secret::SecretMap::new()
+        .with("QDECK_TEST_CELERY_RMQ_PASSWORD", &rmq.password);
+    qdeck::backend::build_with(&profile("celery-rmq", ProfileKind::Rabbitmq(s)), &secrets)
+        .await
+        .expect("backend")
+}
+
+fn ids(v: &Json) -> BTreeSet<String> {
+    v.as_array()
+        .map(|a| {
+            a.iter()
+                .map(|t| {
+                    t.get("request")
+                        .unwrap_or(t)
+                        .get("id")
+                        .and_then(Json::as_str)
+                        .unwrap()
+                        .to_string()
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn task_ids(tasks: &[qdeck::celery_workers::WorkerTask]) -> BTreeSet<String> {
+    tasks.iter().map(|t| t.id.clone()).collect()
+}
+
+fn worker<'a>(rep: &'a WorkerReport, host: &str) -> &'a CeleryWorker {
+    rep.workers
+        .iter()
+        .find(|w| w.hostname == host)
+        .unwrap_or_else(|| panic!("no worker {host} in {rep:?}"))
+}
+
+/// qdeck's view of `host` equals Celery's inspect answer for it, field by field.
+fn assert_same(rep: &WorkerReport, celery: &Json, host: &str) {
+    let w = worker(rep, host);
+    let s = &celery["stats"][host];
+    assert!(w.answered, "{w:?}");
+    assert_eq!(w.pid, s["pid"].as_u64());
+    assert_eq!(w.prefetch_count, s["prefetch_count"].as_u64());
+    assert_eq!(w.concurrency, s["pool"]["max-concurrency"].as_u64());
+    let totals: BTreeMap<String, u64> = s["total"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(k, v)| (k.clone(), v.as_u64().unwrap()))
+        .collect();
+    assert_eq!(w.processed, totals);
+    assert_eq!(task_ids(&w.active), ids(&celery["active"][host]));
+    assert_eq!(task_ids(&w.reserved), ids(&celery["reserved"][host]));
+    assert_eq!(task_ids(&w.scheduled), ids(&celery["scheduled"][host]));
+    let queues: Vec<String> = celery["active_queues"][host]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|q| q["name"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(w.queues, queues);
+}
+
+fn sent(answer: &Json) -> BTreeSet<String> {
+    answer["sent"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i.as_str().unwrap().to_string())
+        .collect()
+}
+
+fn counts(celery: &Json, host: &str) -> (usize, usize, usize) {
+    let n = |k: &str| celery[k][host].as_array().map_or(0, Vec::len);
+    (n("active"), n("reserved"), n("scheduled"))
+}
+
+/// Two workers on Redis, one busy on a threads pool and one solo pool stuck in a long task:
+/// qdeck's one broadcast finds the first exactly as `inspect()` does, lists the second as
+/// silent with a note after one timeout, and counts the tasks held in the queue's figures,
+/// in `qdeck consumers` and in its JSON.
+#[tokio::test]
+#[ignore = "needs QDECK_TEST_REDIS_URL and QDECK_TEST_PYTHON with celery"]
+async fn celery_workers_on_redis_match_celery_inspect() {
+    let _g = DB_LOCK.lock().await;
+    flush().await;
+    let url = broker();
+    let (wt, ws) = ("wt@qdeck-test", "ws@qdeck-test");
+    let _threads = Worker::start(&url, wt, "threads", 2, "cw-tasks");
+    let _solo = Worker::start(&url, ws, "solo", 1, "cw-solo");
+    wait_for(&url, &[wt, ws], |_| true);
+    let running = sent(&run_script(
+        "celery_workers.py",
+        &["send", &url, "cw-tasks", "sleep", "3"],
+    ));
+    let later = sent(&run_script(
+        "celery_workers.py",
+        &["send", &url, "cw-tasks", "eta", "1"],
+    ));
+    wait_for(&url, &[wt], |c| counts(c, wt) == (2, 1, 1));
+    run_script("celery_workers.py", &["send", &url, "cw-solo", "long", "1"]);
+    // The solo pool runs the task in its only thread: from now on it reads no mailbox.
+    std::thread::sleep(Duration::from_millis(1500));
+    let celery = inspect(&url);
+    assert!(celery["stats"].get(ws).is_none(), "{celery}");
+
+    let b = redis_backend().await;
+    let t0 = Instant::now();
+    let rep = b.celery_workers().await.expect("discover");
+    let took = t0.elapsed();
+    assert_same(&rep, &celery, wt);
+    let w = worker(&rep, wt);
+    assert_eq!(w.pool.as_deref(), Some("threads"));
+    let held: BTreeSet<String> = task_ids(&w.active)
+        .into_iter()
+        .chain(task_ids(&w.reserved))
+        .collect();
+    assert_eq!(held, running);
+    assert_eq!(task_ids(&w.scheduled), later);
+    assert!(w
+        .active
+        .iter()
+        .all(|t| t.name == "qdeck.sleep" && t.runtime_secs.is_some()));
+    // The silent worker: one timeout, no hang, a note that names it.
+    let silent = worker(&rep, ws);
+    assert!(!silent.answered);
+    assert!(rep.notes.iter().any(|n| n.contains(ws)), "{:?}", rep.notes);
+    assert!(took < Duration::from_secs(4), "{took:?}");
+
+    // Consumers of the queue: the worker with everything it holds from it.
+    let list = b
+        .consumers(&QueueId::new("cw-tasks"))
+        .await
+        .expect("consumers");
+    let c = list.iter().find(|c| c.tag == wt).expect("worker listed");
+    let (a, r, s) = counts(&celery, wt);
+    assert_eq!(c.holding, Some((a + r + s) as u64));
+    assert_eq!(c.status, WorkerState::Busy);
+    assert_eq!(
+        c.prefetch,
+        celery["stats"][wt]["prefetch_count"]
+            .as_u64()
+            .map(|p| p as u32)
+    );
+    let q = list
+        .iter()
+        .find(|c| c.tag == ws)
+        .expect("silent worker listed");
+    assert_eq!(q.status, WorkerState::Unknown);
+    // In flight: the unacked entries (reserved, scheduled) plus the tasks acknowledged when
+    // they started.
+    let st = b.stats(&[QueueId::new("cw-tasks")]).await.expect("stats");
+    assert_eq!(st.stats[0].in_flight, Some((a + r + s) as u64));
+
+    // The CLI's JSON carries Celery's own description of the worker.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("config.toml"),
+        format!(
+            "[[profiles]]\nname = \"p\"\nkind = \"redis\"\nurl = \"{}\"\ndb = {DB}\nflavors = [\"celery\"]\n",
+            redis_url()
+        ),
+    )
+    .unwrap();
+    let mut cmd = common::qdeck(dir.path());
+    cmd.args(["consumers", "cw-tasks", "-o", "json"]);
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Json = serde_json::from_slice(&out.stdout).unwrap();
+    let row = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["tag"] == wt)
+        .expect("worker in JSON");
+    assert_eq!(row["celery"]["pid"], celery["stats"][wt]["pid"]);
+    assert_eq!(row["celery"]["active"].as_array().unwrap().len(), 2);
+    drop((_threads, _solo));
+    flush().await;
+}
+
+/// On RabbitMQ the worker's AMQP consumer of the queue is shown as the Celery worker (matched
+/// by the connection that also consumes its mailbox), with the same figures `inspect()`
+/// gives; the in-flight figure counts the tasks it started.
+#[tokio::test]
+#[ignore = "needs QDECK_TEST_AMQP_URL, QDECK_TEST_RABBITMQ_MGMT and QDECK_TEST_PYTHON with celery"]
+async fn celery_workers_on_rabbitmq_match_celery_inspect() {
+    let rmq = Rmq::from_env();
+    let _ = python();
+    let tag = &uuid::Uuid::new_v4().simple().to_string()[..8];
+    let queue = format!("qdeck-test-cw-{tag}");
+    let host = format!("wr-{tag}@qdeck-test");
+    let url = rmq.kombu_url.clone();
+    let _w = Worker::start(&url, &host, "threads", 2, &queue);
+    wait_for(&url, &[&host], |_| true);
+    let running = sent(&run_script(
+        "celery_workers.py",
+        &["send", &url, &queue, "sleep", "3"],
+    ));
+    wait_for(&url, &[&host], |c| counts(c, &host) == (2, 1, 0));
+    let celery = inspect(&url);
+
+    let b = rmq_backend(&rmq).await;
+    let rep = b.celery_workers().await.expect("discover");
+    assert_same(&rep, &celery, &host);
+    let w = worker(&rep, &host);
+    let held: BTreeSet<String> = task_ids(&w.active)
+        .into_iter()
+        .chain(task_ids(&w.reserved))
+        .collect();
+    assert_eq!(held, running);
+
+    let list = b.consumers(&QueueId::new(&queue)).await.expect("consumers");
+    assert_eq!(list.len(), 1, "{list:?}");
+    let c = &list[0];
+    assert_eq!(c.tag, host);
+    assert_eq!(c.holding, Some(3));
+    assert!(
+        c.peer.as_deref().unwrap_or("").contains("pid"),
+        "{:?}",
+        c.peer
+    );
+    assert!(c.state.contains("pool threads ×2"), "{}", c.state);
+    // The management API's unacknowledged count lags a few seconds; the worker's reserved
+    // task is there once it caught up, and the two started ones are added from the answer.
+    let mut in_flight = None;
+    for _ in 0..40 {
+        let st = b.stats(&[QueueId::new(&queue)]).await.expect("stats");
+        in_flight = st.stats[0].in_flight;
+        if in_flight == Some(3) {
+            break;
+        }
+        b.consumers(&QueueId::new(&queue)).await.expect("consumers");
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    assert_eq!(in_flight, Some(3));
+    drop(_w);
+    run_script("celery_scene.py", &["delete", &url, &queue]);
+}

@@ -318,3 +318,136 @@ async fn celery_workers_on_rabbitmq_match_celery_inspect() {
     drop(_w);
     run_script("celery_scene.py", &["delete", &url, &queue]);
 }
+
+/// Celery's failed tasks in a Redis result backend: a real worker fails tasks and stores
+/// their results; qdeck lists the FAILURE results as `celery-results/failed` with the count,
+/// ids and tracebacks Celery's AsyncResult reads, groups them by task and exception, and
+/// refuses to redrive or purge them (a result holds no message).
+#[tokio::test]
+#[ignore = "needs QDECK_TEST_REDIS_URL and QDECK_TEST_PYTHON with celery"]
+async fn celery_failure_results_are_a_read_only_failed_view() {
+    let _g = DB_LOCK.lock().await;
+    flush().await;
+    let url = broker();
+    let host = "wf@qdeck-test";
+    let _w = Worker::start_with(&url, Some(&url), host, "threads", 2, "cw-fail");
+    wait_for(&url, &[host], |_| true);
+    let failed = sent(&run_script(
+        "celery_workers.py",
+        &["send", &url, "cw-fail", "fail", "3", &url],
+    ));
+    let fine = sent(&run_script(
+        "celery_workers.py",
+        &["send", &url, "cw-fail", "add", "2", &url],
+    ));
+    let all: Vec<&str> = failed
+        .iter()
+        .chain(fine.iter())
+        .map(String::as_str)
+        .collect();
+    let mut args = vec!["results", url.as_str()];
+    args.extend(all.iter().copied());
+    let mut celery = Json::Null;
+    for _ in 0..40 {
+        celery = run_script("celery_workers.py", &args);
+        if all
+            .iter()
+            .all(|i| matches!(celery[*i]["state"].as_str(), Some("FAILURE" | "SUCCESS")))
+        {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    let celery_failed: BTreeSet<String> = all
+        .iter()
+        .filter(|i| celery[**i]["state"] == "FAILURE")
+        .map(|i| i.to_string())
+        .collect();
+    assert_eq!(celery_failed, failed, "{celery}");
+
+    let b = redis_backend().await;
+    let list = b.list_queues().await.expect("list");
+    let info = list
+        .iter()
+        .find(|q| q.id.as_str() == "celery-results/failed")
+        .expect("failed results listed");
+    let caps = b.capabilities_for(info);
+    assert!(
+        matches!(&caps.redrive, RedriveMode::Unsupported(r) if r.contains("nothing to resend"))
+    );
+    let st = b
+        .stats(&[QueueId::new("celery-results/failed")])
+        .await
+        .expect("stats");
+    assert_eq!(st.stats[0].depth, Some(failed.len() as u64));
+    let page = b
+        .browse(
+            &QueueId::new("celery-results/failed"),
+            &BrowseRequest {
+                cursor: None,
+                max: 10,
+                force: false,
+            },
+        )
+        .await
+        .expect("browse");
+    let ids: BTreeSet<String> = page.messages.iter().map(|m| m.id.clone()).collect();
+    assert_eq!(ids, failed);
+    for m in &page.messages {
+        let tb = m
+            .meta
+            .iter()
+            .find(|(k, _)| k == "traceback")
+            .and_then(|(_, v)| v.as_str())
+            .expect("traceback");
+        assert_eq!(Some(tb), celery[m.id.as_str()]["traceback"].as_str());
+        let t = qdeck::celery::decode(m).expect("decoded as its task");
+        assert_eq!(t.task, "qdeck.fail");
+    }
+
+    // The CLI: reasons group by task and exception; redrive and purge are refused.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("config.toml"),
+        format!(
+            "[[profiles]]\nname = \"p\"\nkind = \"redis\"\nurl = \"{}\"\ndb = {DB}\nflavors = [\"celery\"]\n",
+            redis_url()
+        ),
+    )
+    .unwrap();
+    let mut cmd = common::qdeck(dir.path());
+    cmd.args(["reasons", "celery-results/failed", "-o", "json"]);
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Json = serde_json::from_slice(&out.stdout).unwrap();
+    let groups = v["groups"].as_array().unwrap();
+    assert_eq!(groups.len(), 1, "{v}");
+    assert_eq!(
+        groups[0]["signature"],
+        "qdeck.fail: ValueError: card <n> declined"
+    );
+    assert_eq!(groups[0]["count"], failed.len() as u64);
+    for action in [
+        &["redrive", "celery-results/failed", "-y"][..],
+        &["purge", "celery-results/failed", "-y"],
+    ] {
+        let mut cmd = common::qdeck(dir.path());
+        cmd.args(action);
+        let out = cmd.output().unwrap();
+        assert!(!out.status.success(), "{action:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("nothing to resend"), "{action:?}: {err}");
+    }
+    // Still there.
+    let st = b
+        .stats(&[QueueId::new("celery-results/failed")])
+        .await
+        .expect("stats");
+    assert_eq!(st.stats[0].depth, Some(failed.len() as u64));
+    drop(_w);
+    flush().await;
+}

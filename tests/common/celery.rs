@@ -116,12 +116,28 @@ impl Worker {
         concurrency: u32,
         queues: &str,
     ) -> Worker {
+        Worker::start_with(broker, None, hostname, pool, concurrency, queues)
+    }
+
+    /// As `start`, storing results in `backend` (a Redis URL) when given.
+    pub fn start_with(
+        broker: &str,
+        backend: Option<&str>,
+        hostname: &str,
+        pool: &str,
+        concurrency: u32,
+        queues: &str,
+    ) -> Worker {
         let log = std::fs::File::create(std::env::temp_dir().join(format!(
             "qdeck-celery-worker-{}.log",
             hostname.replace(['@', '/'], "_")
         )))
         .expect("worker log");
-        let child = Command::new(python())
+        let mut cmd = Command::new(python());
+        if let Some(b) = backend {
+            cmd.env("QDECK_CELERY_BACKEND", b);
+        }
+        let child = cmd
             .args(["-m", "celery", "-A", "celery_workers", "worker"])
             .args(["--pool", pool, "-c", &concurrency.to_string()])
             .args(["-Q", queues, "-n", hostname])

@@ -439,6 +439,7 @@ impl Backend for RabbitBackend {
                 "age of oldest comes from the head message's timestamp property: only classic queues report it, and only when publishers set it".into(),
                 "redrive to origin publishes each message to its x-first-death-queue through the default exchange, with publisher confirms; the DLQ copy is acknowledged only after the confirm".into(),
                 "deleting chosen messages (purge --where, edit) reads the queue with basic.get and requeues the others after the pass: they get the redelivered flag and, on classic queues, go to the back; refused on quorum queues with a delivery limit".into(),
+                "Celery's failed tasks on RabbitMQ: a task queue with a dead-letter exchange (an x-dead-letter-exchange argument or policy; Celery rejects into it with task_acks_late and task_reject_on_worker_lost) has its DLQ as the Celery DLQ, browsed and redriven as any RabbitMQ DLQ with each task decoded; results in a result backend are not read over AMQP".into(),
                 "Celery workers (where their mailboxes `<hostname>.celery.pidbox` are consumed) are asked through Celery's own remote control, as `celery inspect` and Flower do: one broadcast of the read-only commands stats, active, reserved, scheduled and active_queues on the celery.pidbox exchange, answered within 1.5 s; each shows on its AMQP consumer with its pool, prefetch and tasks; in flight adds the tasks they run that were acknowledged when they started, when they were asked in the last 10 s".into(),
             ],
         }

@@ -91,6 +91,14 @@ fn width(s: &Slot) -> usize {
 pub async fn stats(b: &RedisBackend, queues: &[QueueId]) -> Result<StatsBatch> {
     let mut batch = StatsBatch::default();
     let slots = slots_for(b, queues, &mut batch.errors).await;
+    for id in queues {
+        if matches!(b.cache().ids.get(id), Some(Target::CeleryResults)) {
+            match super::celery_results::figures(b, id).await {
+                Ok(st) => batch.stats.push(st),
+                Err(e) => batch.errors.push((id.clone(), e.to_string())),
+            }
+        }
+    }
     if slots.is_empty() {
         return Ok(batch);
     }
@@ -230,6 +238,8 @@ async fn slots_for(
                 },
             )),
             Ok(Target::Celery(q)) => slots.push((id.clone(), Slot::Celery(q))),
+            // Scanned apart (celery_results): a result backend has no figures to pipeline.
+            Ok(Target::CeleryResults) => {}
             Err(e) => errors.push((id.clone(), e.to_string())),
         }
     }

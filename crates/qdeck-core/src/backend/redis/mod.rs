@@ -9,6 +9,7 @@
 //! and Celery ids a `celery/` prefix so they never collide.
 
 mod browse;
+mod celery_results;
 mod conn;
 mod delete;
 mod figures;
@@ -88,6 +89,8 @@ pub enum Target {
     RqFailed(String),
     /// A Celery queue on kombu's Redis transport: its lists, one per priority step.
     Celery(String),
+    /// The FAILURE results of Celery's Redis result backend (`celery-task-meta-*`).
+    CeleryResults,
 }
 
 #[derive(Default)]
@@ -385,6 +388,7 @@ impl Backend for RedisBackend {
                 "payloads that are not JSON (e.g. pickled RQ jobs) are never decoded or unpickled: a pickled RQ job shows its description and its size".into(),
                 "RQ keeps no per-queue processed or failed counter: rates come from depth changes; each worker's own counts are on the workers view".into(),
                 "Celery (kombu's Redis transport): depth is the sum of the queue's priority lists, in flight the `unacked` entries routed to it, plus the tasks workers run that were acknowledged when they started when the workers were asked in the last 10 s (workers view, consumers); kombu records no send time, so age of oldest is known only from an eta; purge empties every priority list at once as kombu's `_purge` (messages workers hold in `unacked` stay); chosen tasks are not deleted or moved".into(),
+                "Celery's failed tasks on Redis: Celery keeps no dead-letter queue here; where the result backend is this Redis database, its FAILURE results are the read-only queue celery-results/failed (traceback, reasons by task and exception); nothing there can be resent".into(),
                 "Celery workers are asked through Celery's own remote control (the pidbox mailbox, as `celery inspect` and Flower do): one broadcast of the read-only commands stats, active, reserved, scheduled and active_queues, answered within 1.5 s; a worker that does not answer is listed with a note".into(),
             ],
         }
@@ -397,6 +401,16 @@ impl Backend for RedisBackend {
             caps.age = AgeSource::Unknown(
                 "kombu and Celery record no send time: the head task's age is known only from an eta that has passed".into(),
             );
+        }
+        if let Some(Target::CeleryResults) = &target {
+            caps.redrive = RedriveMode::Unsupported(celery_results::READ_ONLY.into());
+            caps.age = AgeSource::Exact;
+            caps.notes.push(format!(
+                "{}: the FAILURE results of Celery's Redis result backend (celery-task-meta-*), Celery's failed view where it keeps no DLQ; read-only: {}",
+                celery_results::RESULTS_ID,
+                celery_results::READ_ONLY
+            ));
+            return caps;
         }
         if let Some(t) = target {
             if let Some(reason) = self.read_only_reason(&t) {

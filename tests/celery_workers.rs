@@ -17,7 +17,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::celery::{inspect, python, redis_url, run_script, wait_for, Rmq, Worker};
+use common::celery::{inspect, python, redis_url, run_script, wait_for, Flower, Rmq, Worker};
 use qdeck::backend::{build, Backend};
 use qdeck::celery_workers::{CeleryWorker, WorkerReport};
 use qdeck::config::{Profile, ProfileKind, RedisSettings};
@@ -26,6 +26,8 @@ use serde_json::Value as Json;
 
 const DB: u32 = 3;
 static DB_LOCK: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+/// A broadcast on RabbitMQ reaches every worker of the vhost: one RabbitMQ case at a time.
+static RMQ_LOCK: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 fn broker() -> String {
     format!("{}/{DB}", redis_url())
@@ -266,6 +268,7 @@ async fn celery_workers_on_redis_match_celery_inspect() {
 #[tokio::test]
 #[ignore = "needs QDECK_TEST_AMQP_URL, QDECK_TEST_RABBITMQ_MGMT and QDECK_TEST_PYTHON with celery"]
 async fn celery_workers_on_rabbitmq_match_celery_inspect() {
+    let _g = RMQ_LOCK.lock().await;
     let rmq = Rmq::from_env();
     let _ = python();
     let tag = &uuid::Uuid::new_v4().simple().to_string()[..8];
@@ -450,4 +453,128 @@ async fn celery_failure_results_are_a_read_only_failed_view() {
     assert_eq!(st.stats[0].depth, Some(failed.len() as u64));
     drop(_w);
     flush().await;
+}
+
+/// qdeck's workers equal Flower's `/api/workers` (the hostnames, each pid, active tasks and
+/// consumed queues); qdeck's depth of a queue equals Flower's `/api/queues/length`.
+/// Flower's view: every worker (no task lists), then `host` alone with its tasks (Flower 2.x
+/// fetches task lists only for one worker).
+async fn flower_workers(flower: &Flower, host: &str) -> (Json, Json) {
+    let all = flower.get("/api/workers?refresh=1").await.expect("workers");
+    let one = flower
+        .get(&format!(
+            "/api/workers?refresh=1&workername={}",
+            urlencoding::encode(host)
+        ))
+        .await
+        .expect("one worker");
+    (all, one)
+}
+
+fn assert_agrees_with_flower(rep: &WorkerReport, (workers, one): &(Json, Json), host: &str) {
+    let answered: BTreeSet<String> = rep
+        .workers
+        .iter()
+        .filter(|w| w.answered)
+        .map(|w| w.hostname.clone())
+        .collect();
+    let flower: BTreeSet<String> = workers.as_object().unwrap().keys().cloned().collect();
+    assert_eq!(answered, flower);
+    let w = worker(rep, host);
+    let f = &one[host];
+    assert_eq!(w.pid, f["stats"]["pid"].as_u64());
+    assert_eq!(
+        w.concurrency,
+        f["stats"]["pool"]["max-concurrency"].as_u64()
+    );
+    assert_eq!(task_ids(&w.active), ids(&f["active"]));
+    assert_eq!(task_ids(&w.reserved), ids(&f["reserved"]));
+    let queues: Vec<String> = f["active_queues"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|q| q["name"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(w.queues, queues);
+}
+
+fn flower_length(lengths: &Json, queue: &str) -> Option<u64> {
+    lengths["active_queues"]
+        .as_array()?
+        .iter()
+        .find(|q| q["name"] == queue)?["messages"]
+        .as_u64()
+}
+
+/// Flower run against the same Redis: its workers and queue length are qdeck's.
+#[tokio::test]
+#[ignore = "needs QDECK_TEST_REDIS_URL and QDECK_TEST_PYTHON with celery and flower"]
+async fn celery_on_redis_agrees_with_flower() {
+    let _g = DB_LOCK.lock().await;
+    flush().await;
+    let url = broker();
+    let host = "wfl@qdeck-test";
+    let _w = Worker::start(&url, host, "threads", 2, "cw-flower");
+    wait_for(&url, &[host], |_| true);
+    run_script(
+        "celery_workers.py",
+        &["send", &url, "cw-flower", "sleep", "20"],
+    );
+    wait_for(&url, &[host], |c| counts(c, host).0 == 2);
+    let flower = Flower::start(&url, None).await;
+    let workers = flower_workers(&flower, host).await;
+    let lengths = flower.get("/api/queues/length").await.expect("lengths");
+    let b = redis_backend().await;
+    let rep = b.celery_workers().await.expect("discover");
+    assert_agrees_with_flower(&rep, &workers, host);
+    let st = b.stats(&[QueueId::new("cw-flower")]).await.expect("stats");
+    assert!(st.stats[0].depth.unwrap() > 0, "{:?}", st.stats[0]);
+    assert_eq!(st.stats[0].depth, flower_length(&lengths, "cw-flower"));
+    drop((flower, _w));
+    flush().await;
+}
+
+/// Flower run against the same RabbitMQ (queue lengths from the management API, as qdeck's):
+/// its workers are qdeck's, and its length (ready plus unacknowledged) is qdeck's depth plus
+/// the broker's part of the in-flight figure.
+#[tokio::test]
+#[ignore = "needs QDECK_TEST_AMQP_URL, QDECK_TEST_RABBITMQ_MGMT and QDECK_TEST_PYTHON with celery and flower"]
+async fn celery_on_rabbitmq_agrees_with_flower() {
+    let _g = RMQ_LOCK.lock().await;
+    let rmq = Rmq::from_env();
+    let tag = &uuid::Uuid::new_v4().simple().to_string()[..8];
+    let queue = format!("qdeck-test-cwf-{tag}");
+    let host = format!("wrf-{tag}@qdeck-test");
+    let url = rmq.kombu_url.clone();
+    let _w = Worker::start(&url, &host, "threads", 2, &queue);
+    wait_for(&url, &[&host], |_| true);
+    run_script("celery_workers.py", &["send", &url, &queue, "sleep", "20"]);
+    wait_for(&url, &[&host], |c| counts(c, &host).0 == 2);
+    let mgmt = rmq.mgmt.trim_end_matches('/');
+    let (scheme, rest) = mgmt.split_once("://").unwrap();
+    let api = format!("{scheme}://{}:{}@{rest}/api/", rmq.user, rmq.password);
+    let flower = Flower::start(&url, Some(&api)).await;
+    let workers = flower_workers(&flower, &host).await;
+    let b = rmq_backend(&rmq).await;
+    let rep = b.celery_workers().await.expect("discover");
+    assert_agrees_with_flower(&rep, &workers, &host);
+    // Both read the management API, whose figures lag a few seconds: compare once they agree
+    // with the tasks sent (20 = 2 started and acknowledged + the rest ready or unacked).
+    let (mut ours, mut theirs) = (None, None);
+    for _ in 0..40 {
+        let lengths = flower.get("/api/queues/length").await.expect("lengths");
+        theirs = flower_length(&lengths, &queue);
+        let rep = b.celery_workers().await.expect("discover");
+        let st = b.stats(&[QueueId::new(&queue)]).await.expect("stats");
+        let s = &st.stats[0];
+        ours = Some(s.depth.unwrap_or(0) + s.in_flight.unwrap_or(0) - rep.acked_held(&queue));
+        if ours == theirs && theirs == Some(18) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    assert_eq!(ours, theirs);
+    assert_eq!(theirs, Some(18));
+    drop((flower, _w));
+    run_script("celery_scene.py", &["delete", &url, &queue]);
 }

@@ -186,3 +186,80 @@ pub fn wait_for(broker: &str, hosts: &[&str], check: impl Fn(&Json) -> bool) -> 
     }
     panic!("celery workers {hosts:?} never reached the state wanted: {last}");
 }
+
+/// Flower 2.x (`celery flower`) on a free local port against `broker`; killed when dropped.
+/// Its REST API is opened without auth (FLOWER_UNAUTHENTICATED_API), for the test only.
+pub struct Flower {
+    pub base: String,
+    child: Child,
+}
+
+impl Flower {
+    /// `broker_api`: RabbitMQ's management API, which Flower reads queue lengths from.
+    pub async fn start(broker: &str, broker_api: Option<&str>) -> Flower {
+        let ok = Command::new(python())
+            .args(["-c", "import flower"])
+            .status()
+            .is_ok_and(|s| s.success());
+        if !ok {
+            super::skip("QDECK_TEST_PYTHON cannot import flower (pip install 'flower>=2,<3')");
+        }
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let log =
+            std::fs::File::create(std::env::temp_dir().join(format!("qdeck-flower-{port}.log")))
+                .expect("flower log");
+        let mut cmd = Command::new(python());
+        cmd.args(["-m", "celery", "-A", "celery_workers", "flower"])
+            .arg("--address=127.0.0.1")
+            .arg(format!("--port={port}"));
+        if let Some(api) = broker_api {
+            cmd.arg(format!("--broker_api={api}"));
+        }
+        let child = cmd
+            .current_dir(fixtures())
+            .env("QDECK_CELERY_BROKER", broker)
+            .env("FLOWER_UNAUTHENTICATED_API", "true")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("start flower");
+        let f = Flower {
+            base: format!("http://127.0.0.1:{port}"),
+            child,
+        };
+        for _ in 0..80 {
+            if f.get("/api/workers").await.is_some() {
+                return f;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+        }
+        panic!("flower did not answer on {}", f.base);
+    }
+
+    /// GET `path` of Flower's REST API as JSON; `None` until it answers.
+    pub async fn get(&self, path: &str) -> Option<Json> {
+        qdeck::tls::install_provider();
+        let r = reqwest::Client::new()
+            .get(format!("{}{path}", self.base))
+            .timeout(std::time::Duration::from_secs(20))
+            .send()
+            .await
+            .ok()?;
+        if !r.status().is_success() {
+            return None;
+        }
+        serde_json::from_str(&r.text().await.ok()?).ok()
+    }
+}
+
+impl Drop for Flower {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

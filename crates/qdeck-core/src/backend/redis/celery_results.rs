@@ -52,8 +52,28 @@ pub async fn present(b: &RedisBackend) -> Result<bool> {
     Ok(false)
 }
 
+/// One scan of the results: every FAILURE result, oldest `date_done` first; how many result
+/// keys were read; whether the scan stopped at `MAX_SCANNED`.
+pub type Scan = (Vec<Json>, usize, bool);
+
+/// Figures scan at most this often (a scan reads every result key); browse always scans.
+const SCAN_FRESH: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// The last scan while fresh, else a new one.
+async fn failures_cached(b: &RedisBackend) -> Result<std::sync::Arc<Scan>> {
+    let mut slot = b.results_scan.lock().await;
+    if let Some((at, s)) = slot.as_ref() {
+        if at.elapsed() < SCAN_FRESH {
+            return Ok(s.clone());
+        }
+    }
+    let s = std::sync::Arc::new(failures(b).await?);
+    *slot = Some((std::time::Instant::now(), s.clone()));
+    Ok(s)
+}
+
 /// Every FAILURE result, oldest `date_done` first, and how many results were read.
-pub async fn failures(b: &RedisBackend) -> Result<(Vec<Json>, usize, bool)> {
+pub async fn failures(b: &RedisBackend) -> Result<Scan> {
     let mut cm = b.conn.get().await?;
     let mut cursor: u64 = 0;
     let mut failed = Vec::new();
@@ -188,7 +208,8 @@ fn scan_note(scanned: usize, cut: bool) -> String {
 }
 
 pub async fn figures(b: &RedisBackend, id: &QueueId) -> Result<QueueStats> {
-    let (failed, scanned, cut) = failures(b).await?;
+    let scan = failures_cached(b).await?;
+    let (failed, scanned, cut) = (&scan.0, scan.1, scan.2);
     let at_ms = now_ms();
     let oldest = failed.first().map(done_ms).filter(|t| *t != i64::MAX);
     Ok(QueueStats {
@@ -208,6 +229,8 @@ pub async fn figures(b: &RedisBackend, id: &QueueId) -> Result<QueueStats> {
 
 pub async fn page(b: &RedisBackend, off: usize, max: usize) -> Result<Page> {
     let (failed, scanned, cut) = failures(b).await?;
+    // A browse saw the results as they are now: figures start from it.
+    *b.results_scan.lock().await = None;
     let messages: Vec<Message> = failed
         .iter()
         .skip(off)

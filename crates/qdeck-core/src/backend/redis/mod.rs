@@ -135,6 +135,9 @@ pub struct RedisBackend {
     /// The last discovery of Celery workers (remote control), reused while fresh.
     celery_workers:
         tokio::sync::Mutex<Option<(std::time::Instant, crate::celery_workers::WorkerReport)>>,
+    /// The last scan of Celery's results (figures reuse it while fresh: a scan reads every
+    /// result key).
+    results_scan: tokio::sync::Mutex<Option<(std::time::Instant, Arc<celery_results::Scan>)>>,
 }
 
 /// A discovery of Celery workers younger than this answers again (figures, consumers and the
@@ -210,6 +213,7 @@ impl RedisBackend {
             cache: Mutex::new(Cache::default()),
             sk_seen: Mutex::new(HashSet::new()),
             celery_workers: tokio::sync::Mutex::new(None),
+            results_scan: tokio::sync::Mutex::new(None),
         })
     }
 

@@ -578,3 +578,98 @@ async fn celery_on_rabbitmq_agrees_with_flower() {
     drop((flower, _w));
     run_script("celery_scene.py", &["delete", &url, &queue]);
 }
+
+/// Wall time of one run of `cmd`, best of `n`.
+fn best_of(n: usize, mut run: impl FnMut()) -> Duration {
+    (0..n)
+        .map(|_| {
+            let t0 = Instant::now();
+            run();
+            t0.elapsed()
+        })
+        .min()
+        .unwrap()
+}
+
+/// Benchmark, run by hand (`cargo test --test celery_workers manual_ -- --ignored --nocapture`):
+/// 20 Celery workers on Redis (database 3); qdeck's discovery (one broadcast of stats,
+/// active, reserved, scheduled and active_queues) against `celery inspect stats` (stats alone),
+/// both as commands (`qdeck consumers` vs `celery inspect stats`) and inside the process
+/// (`Backend::celery_workers` vs `app.control.inspect().stats()`), best of 5 each, same run.
+#[tokio::test]
+#[ignore = "benchmark: run by hand"]
+async fn manual_celery_worker_discovery_20_workers() {
+    let _g = DB_LOCK.lock().await;
+    flush().await;
+    let url = broker();
+    let n = 20;
+    let hosts: Vec<String> = (0..n).map(|i| format!("wb{i}@qdeck-bench")).collect();
+    let _workers: Vec<Worker> = hosts
+        .iter()
+        .map(|h| Worker::start(&url, h, "solo", 1, "cw-bench"))
+        .collect();
+    let refs: Vec<&str> = hosts.iter().map(String::as_str).collect();
+    wait_for(&url, &refs, |_| true);
+    let b = redis_backend().await;
+    let rep = b.celery_workers().await.expect("discover");
+    assert_eq!(rep.workers.iter().filter(|w| w.answered).count(), n);
+
+    let mut ours = Duration::MAX;
+    for _ in 0..5 {
+        // Past the reuse window: every round is a broadcast.
+        tokio::time::sleep(Duration::from_millis(3100)).await;
+        let t0 = Instant::now();
+        let rep = b.celery_workers().await.expect("discover");
+        ours = ours.min(t0.elapsed());
+        assert_eq!(rep.workers.iter().filter(|w| w.answered).count(), n);
+    }
+    let theirs = (0..5)
+        .map(|_| {
+            let v = run_script("celery_workers.py", &["bench", &url]);
+            assert_eq!(v["workers"].as_u64(), Some(n as u64));
+            Duration::from_secs_f64(v["ms"].as_f64().unwrap() / 1000.0)
+        })
+        .min()
+        .unwrap();
+
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("config.toml"),
+        format!(
+            "[[profiles]]\nname = \"p\"\nkind = \"redis\"\nurl = \"{}\"\ndb = {DB}\nflavors = [\"celery\"]\n",
+            redis_url()
+        ),
+    )
+    .unwrap();
+    let cli_ours = best_of(5, || {
+        let mut c = common::qdeck(dir.path());
+        c.args(["consumers", "cw-bench", "-o", "json"]);
+        let out = c.output().unwrap();
+        assert!(out.status.success());
+        let v: Json = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(v.as_array().unwrap().len(), n);
+    });
+    let py = python();
+    let cli_theirs = best_of(5, || {
+        let out = std::process::Command::new(&py)
+            .args(["-m", "celery", "-A", "celery_workers", "inspect", "stats"])
+            .current_dir(common::celery::fixtures())
+            .env("QDECK_CELERY_BROKER", &url)
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains(&format!("{n} nodes online")), "{text}");
+    });
+    println!(
+        "celery worker discovery, {n} workers on Redis: in process qdeck {:.1} ms (one broadcast, 5 commands) vs inspect().stats() {:.1} ms: ratio {:.3}; as commands `qdeck consumers` {:.1} ms vs `celery inspect stats` {:.1} ms: ratio {:.3}",
+        ours.as_secs_f64() * 1000.0,
+        theirs.as_secs_f64() * 1000.0,
+        ours.as_secs_f64() / theirs.as_secs_f64(),
+        cli_ours.as_secs_f64() * 1000.0,
+        cli_theirs.as_secs_f64() * 1000.0,
+        cli_ours.as_secs_f64() / cli_theirs.as_secs_f64(),
+    );
+    drop(_workers);
+    flush().await;
+}

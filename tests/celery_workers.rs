@@ -226,10 +226,11 @@ async fn celery_workers_on_redis_match_celery_inspect() {
         .find(|c| c.tag == ws)
         .expect("silent worker listed");
     assert_eq!(q.status, WorkerState::Unknown);
-    // In flight: the unacked entries (reserved, scheduled) plus the tasks acknowledged when
-    // they started.
+    // In flight: the unacked entries (reserved) plus the tasks acknowledged when they
+    // started; delayed: the eta task the worker holds until due.
     let st = b.stats(&[QueueId::new("cw-tasks")]).await.expect("stats");
-    assert_eq!(st.stats[0].in_flight, Some((a + r + s) as u64));
+    assert_eq!(st.stats[0].in_flight, Some((a + r) as u64));
+    assert_eq!(st.stats[0].delayed, Some(s as u64));
 
     // The CLI's JSON carries Celery's own description of the worker.
     let dir = tempfile::tempdir().unwrap();

@@ -143,6 +143,7 @@ pub async fn stats(b: &RedisBackend, queues: &[QueueId]) -> Result<StatsBatch> {
             replies
                 .get(at..(at + super::kombu_figures::SHARED).min(replies.len()))
                 .unwrap_or(&[]),
+            at_ms,
         )
     } else {
         super::kombu_figures::Unacked::default()

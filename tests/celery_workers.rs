@@ -365,7 +365,7 @@ async fn celery_failure_results_are_a_read_only_failed_view() {
     let celery_failed: BTreeSet<String> = all
         .iter()
         .filter(|i| celery[**i]["state"] == "FAILURE")
-        .map(|i| i.to_string())
+        .map(|i| (*i).to_string())
         .collect();
     assert_eq!(celery_failed, failed, "{celery}");
 

@@ -300,7 +300,10 @@ mod tests {
         )
         .unwrap();
         let m = message(&plain, None);
-        assert_eq!(m.dead_letter.unwrap().reason.as_deref(), Some("KeyError"));
+        assert_eq!(
+            m.dead_letter.as_ref().unwrap().reason.as_deref(),
+            Some("KeyError")
+        );
         assert!(crate::celery::decode(&m).is_none());
     }
 }

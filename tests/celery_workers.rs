@@ -300,12 +300,10 @@ async fn celery_workers_on_rabbitmq_match_celery_inspect() {
     let c = &list[0];
     assert_eq!(c.tag, host);
     assert_eq!(c.holding, Some(3));
-    assert!(
-        c.peer.as_deref().unwrap_or("").contains("pid"),
-        "{:?}",
-        c.peer
-    );
-    assert!(c.state.contains("pool threads ×2"), "{}", c.state);
+    let peer = c.peer.as_deref().unwrap_or("");
+    assert!(peer.contains("pid") && peer.contains("channel"), "{peer}");
+    assert!(peer.contains("threads ×2"), "{peer}");
+    assert_eq!(c.state, "busy ×2");
     // The management API's unacknowledged count lags a few seconds; the worker's reserved
     // task is there once it caught up, and the two started ones are added from the answer.
     let mut in_flight = None;
@@ -673,4 +671,64 @@ async fn manual_celery_worker_discovery_20_workers() {
     );
     drop(_workers);
     flush().await;
+}
+
+/// The console's workers view lists Celery workers as it lists RabbitMQ consumers: the
+/// hostname, pid, pool, what runs and for how long, what it holds; broker text is escaped.
+#[test]
+fn console_workers_view_shows_celery_workers() {
+    use common::console::*;
+    use qdeck::celery_workers::WorkerTask;
+    use qdeck::tui::{update, Action};
+    let mut st = populated();
+    st.queues.cursor.sel = 0;
+    update(&mut st, key('w'));
+    let q = st.workers.queue.clone().unwrap();
+    let busy = CeleryWorker {
+        hostname: "w1@billing-7".into(),
+        answered: true,
+        pid: Some(4242),
+        pool: Some("threads".into()),
+        concurrency: Some(2),
+        prefetch_count: Some(8),
+        processed_total: Some(1200),
+        active: vec![WorkerTask {
+            id: "3f2a9c1e-0000".into(),
+            name: "qdeck.sleep".into(),
+            runtime_secs: Some(12.5),
+            ..Default::default()
+        }],
+        queues: vec![q.as_str().to_string()],
+        ..Default::default()
+    };
+    let silent = CeleryWorker {
+        hostname: "w2@\u{1b}[2Jhost".into(),
+        notes: vec!["did not answer within 1.5 s".into()],
+        ..Default::default()
+    };
+    let report = WorkerReport {
+        workers: vec![busy, silent],
+        at_ms: st.now_ms,
+        ..Default::default()
+    };
+    let consumers = report.consumers(&q, q.as_str());
+    update(
+        &mut st,
+        Action::Consumers {
+            queue: q,
+            result: Ok(consumers),
+        },
+    );
+    let screen = text(&draw(&st, 160, 14));
+    assert!(screen.contains("w1@billing-7"), "{screen}");
+    assert!(screen.contains("pid 4242"), "{screen}");
+    assert!(screen.contains("threads ×2"), "{screen}");
+    assert!(
+        screen.contains("running qdeck.sleep 3f2a9c1e 12.5s"),
+        "{screen}"
+    );
+    assert!(screen.contains("busy ×1"), "{screen}");
+    assert!(screen.contains("no answer"), "{screen}");
+    assert!(screen.contains("did not answer"), "{screen}");
+    assert!(!screen.contains('\u{1b}'), "{screen}");
 }

@@ -374,7 +374,18 @@ impl CeleryWorker {
             .filter(move |t| only || t.routing_key.as_deref() == Some(queue))
     }
 
-    fn state_text(&self) -> String {
+    /// The short state the workers view's STATE column holds.
+    fn state_word(&self) -> String {
+        match (self.answered, self.active.len()) {
+            (false, _) => "no answer".into(),
+            (true, 0) => "idle".into(),
+            (true, n) => format!("busy ×{n}"),
+        }
+    }
+
+    /// Who it is and what it does, for the wide WORKER column: host and pid, pool, the tasks
+    /// it runs with their run times, what it holds and its queues; for a silent worker, why.
+    fn detail(&self) -> String {
         if !self.answered {
             return self
                 .notes
@@ -382,9 +393,30 @@ impl CeleryWorker {
                 .cloned()
                 .unwrap_or_else(|| "did not answer".into());
         }
-        let mut parts = vec![if self.active.is_empty() {
-            "idle".to_string()
-        } else {
+        // The hostname is the row's tag. The views cut a long text in its middle: what runs
+        // comes last, so it stays in sight with the pid.
+        let mut parts = Vec::new();
+        if let Some(p) = self.pid {
+            parts.push(format!("pid {p}"));
+        }
+        if let Some(p) = &self.pool {
+            match self.concurrency {
+                Some(c) => parts.push(format!("{p} ×{c}")),
+                None => parts.push(p.clone()),
+            }
+        }
+        if !self.queues.is_empty() {
+            parts.push(format!("queues {}", self.queues.join(",")));
+        }
+        for (what, n) in [
+            ("reserved", self.reserved.len()),
+            ("scheduled", self.scheduled.len()),
+        ] {
+            if n > 0 {
+                parts.push(format!("{what} {n}"));
+            }
+        }
+        if !self.active.is_empty() {
             let running: Vec<String> = self
                 .active
                 .iter()
@@ -400,22 +432,7 @@ impl CeleryWorker {
             } else {
                 String::new()
             };
-            format!(
-                "busy · {} active: {}{more}",
-                self.active.len(),
-                running.join(", ")
-            )
-        }];
-        parts.push(format!("reserved {}", self.reserved.len()));
-        parts.push(format!("scheduled {}", self.scheduled.len()));
-        if let Some(p) = &self.pool {
-            match self.concurrency {
-                Some(c) => parts.push(format!("pool {p} ×{c}")),
-                None => parts.push(format!("pool {p}")),
-            }
-        }
-        if !self.queues.is_empty() {
-            parts.push(format!("queues {}", self.queues.join(",")));
+            parts.push(format!("running {}{more}", running.join(", ")));
         }
         clean_short(&parts.join(" · "), 300)
     }
@@ -433,15 +450,12 @@ impl CeleryWorker {
         Consumer {
             queue: id.clone(),
             tag: self.hostname.clone(),
-            peer: self.pid.map(|p| {
-                let host = self.hostname.split('@').nth(1).unwrap_or(&self.hostname);
-                clean_short(&format!("{host} pid {p}"), 100)
-            }),
+            peer: Some(self.detail()),
             prefetch: self
                 .prefetch_count
                 .map(|p| p.min(u64::from(u32::MAX)) as u32),
             ack_mode: AckMode::Manual,
-            state: self.state_text(),
+            state: self.state_word(),
             status,
             status_since_ms: None,
             holding: self.answered.then_some(held),
@@ -533,7 +547,15 @@ mod tests {
         assert_eq!(c.len(), 2);
         assert_eq!(c[0].holding, Some(1));
         assert_eq!(c[0].status, WorkerState::Busy);
-        assert!(c[0].state.contains("pool threads ×2"), "{}", c[0].state);
+        assert_eq!(c[0].state, "busy ×1");
+        assert!(
+            c[0].peer
+                .as_deref()
+                .unwrap_or("")
+                .contains("threads ×2 · queues q1,q2 · running a.b t-1"),
+            "{:?}",
+            c[0].peer
+        );
         assert_eq!(c[1].status, WorkerState::Unknown);
         assert_eq!(rep.acked_held("q1"), 1);
         assert_eq!(rep.acked_held("q2"), 0);

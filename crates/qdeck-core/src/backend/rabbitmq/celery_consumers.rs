@@ -54,8 +54,8 @@ pub fn merge(
                 shown.insert(w.hostname.as_str());
                 let mut c = w.consumer(id, name, report.at_ms);
                 c.peer = match (amqp.peer, &c.peer) {
-                    (Some(ch), Some(pid)) => Some(format!("{pid} · {ch}")),
-                    (ch, pid) => ch.or_else(|| pid.clone()),
+                    (Some(ch), Some(detail)) => Some(format!("{detail} · channel {ch}")),
+                    (ch, detail) => ch.or_else(|| detail.clone()),
                 };
                 if !w.answered {
                     c.prefetch = amqp.prefetch;

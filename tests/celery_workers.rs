@@ -732,3 +732,78 @@ fn console_workers_view_shows_celery_workers() {
     assert!(screen.contains("did not answer"), "{screen}");
     assert!(!screen.contains('\u{1b}'), "{screen}");
 }
+
+/// With no worker a discovery answers at once with a note (PUBLISH reached nobody); with one,
+/// qdeck's reply binding and reply list are gone once it has its answers.
+#[tokio::test]
+#[ignore = "needs QDECK_TEST_REDIS_URL and QDECK_TEST_PYTHON with celery"]
+async fn celery_remote_control_on_redis_leaves_nothing_behind() {
+    let _g = DB_LOCK.lock().await;
+    flush().await;
+    let t0 = Instant::now();
+    let rep = redis_backend()
+        .await
+        .celery_workers()
+        .await
+        .expect("discover");
+    assert!(
+        t0.elapsed() < Duration::from_millis(500),
+        "{:?}",
+        t0.elapsed()
+    );
+    assert!(rep.workers.is_empty());
+    assert!(
+        rep.notes
+            .iter()
+            .any(|n| n.contains("no Celery worker listens")),
+        "{:?}",
+        rep.notes
+    );
+
+    let url = broker();
+    let host = "wl@qdeck-test";
+    let _w = Worker::start(&url, host, "threads", 1, "cw-leave");
+    wait_for(&url, &[host], |_| true);
+    let mut c = redis::Client::open(url.as_str())
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    let bindings = "_kombu.binding.reply.celery.pidbox";
+    let before: Vec<String> = redis::cmd("SMEMBERS")
+        .arg(bindings)
+        .query_async(&mut c)
+        .await
+        .unwrap();
+    let lists_before: Vec<String> = redis::cmd("KEYS")
+        .arg("*.reply.celery.pidbox*")
+        .query_async(&mut c)
+        .await
+        .unwrap();
+    let rep = redis_backend()
+        .await
+        .celery_workers()
+        .await
+        .expect("discover");
+    assert!(worker(&rep, host).answered);
+    let after: Vec<String> = redis::cmd("SMEMBERS")
+        .arg(bindings)
+        .query_async(&mut c)
+        .await
+        .unwrap();
+    let lists_after: Vec<String> = redis::cmd("KEYS")
+        .arg("*.reply.celery.pidbox*")
+        .query_async(&mut c)
+        .await
+        .unwrap();
+    assert_eq!(
+        before.into_iter().collect::<BTreeSet<_>>(),
+        after.into_iter().collect::<BTreeSet<_>>()
+    );
+    assert_eq!(
+        lists_before.into_iter().collect::<BTreeSet<_>>(),
+        lists_after.into_iter().collect::<BTreeSet<_>>()
+    );
+    drop(_w);
+    flush().await;
+}

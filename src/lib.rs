@@ -4,7 +4,9 @@
 //! here under their own names, so `qdeck::engine` and `crate::engine` mean the same thing
 //! in the console, the CLI, tests and benches.
 
-pub use qdeck_core::{backend, celery, config, domain, engine, sanitize, tls, triage};
+pub use qdeck_core::{
+    backend, celery, celery_workers, config, domain, engine, sanitize, tls, triage,
+};
 
 pub mod cli;
 pub mod demo;

@@ -443,12 +443,43 @@ fn celery_table(
     t
 }
 
+/// Each consumer as JSON, with a `celery` object (the worker as Celery's remote control
+/// described it: pool, totals, every task it holds) where it is a Celery worker. Celery
+/// hostnames are `name@host`; the discovery behind the list is reused, not repeated.
+async fn with_celery_workers(
+    b: &dyn crate::backend::Backend,
+    list: &[crate::domain::Consumer],
+) -> serde_json::Value {
+    let report = if list.iter().any(|c| c.tag.contains('@')) {
+        b.celery_workers().await.ok()
+    } else {
+        None
+    };
+    let rows = list
+        .iter()
+        .map(|c| {
+            let mut v = serde_json::to_value(c).unwrap_or(serde_json::Value::Null);
+            let w = report
+                .as_ref()
+                .and_then(|r| r.workers.iter().find(|w| w.hostname == c.tag));
+            if let (serde_json::Value::Object(o), Some(w)) = (&mut v, w) {
+                o.insert(
+                    "celery".into(),
+                    serde_json::to_value(w).unwrap_or(serde_json::Value::Null),
+                );
+            }
+            v
+        })
+        .collect();
+    serde_json::Value::Array(rows)
+}
+
 pub async fn consumers(s: &Session, queue: &str, f: Format) -> CliResult {
     let b = s.backend.as_ref();
     let info = fetch::find(b, queue).await?;
     let list = b.consumers(&QueueId::new(info.id.as_str())).await?;
     if f == Format::Json {
-        output::print_json(&list).ok();
+        output::print_json(&with_celery_workers(b, &list).await).ok();
         return Ok(OK);
     }
     let mut t = Table::new(vec![

@@ -4,6 +4,7 @@
 // Each test crate compiles this whole module and uses only its part.
 #![allow(dead_code)]
 
+pub mod celery;
 pub mod cli_env;
 pub mod console;
 pub mod pty;

@@ -5,6 +5,7 @@
 
 pub mod backend;
 pub mod celery;
+pub mod celery_workers;
 pub mod config;
 pub mod domain;
 pub mod engine;

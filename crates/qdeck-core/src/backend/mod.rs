@@ -148,6 +148,16 @@ pub trait Backend: Send + Sync {
         None
     }
 
+    /// Celery's workers, asked through Celery's own remote control (one broadcast of
+    /// read-only inspect commands on the `celery.pidbox` mailbox, answered within
+    /// `celery_workers::TIMEOUT`). `Unsupported` where the broker carries no Celery.
+    async fn celery_workers(&self) -> Result<crate::celery_workers::WorkerReport> {
+        Err(BackendError::Unsupported(format!(
+            "Celery's remote control is read on RabbitMQ and Redis, not on {}",
+            self.kind()
+        )))
+    }
+
     /// API calls made so far, per operation name (SQS and CloudWatch bill per call).
     fn api_calls(&self) -> &ApiCalls;
 

@@ -5,6 +5,7 @@
 //! its bare name; a queue in another vhost is `vhost/name`.
 
 mod browse;
+mod celery_consumers;
 mod conn;
 mod consumers;
 mod delete;
@@ -14,6 +15,7 @@ mod headers;
 mod matching;
 mod mgmt;
 mod one_pass;
+mod pidbox;
 mod publish;
 mod purge;
 mod redrive;
@@ -79,7 +81,13 @@ pub struct RabbitBackend {
     cache: Mutex<Cache>,
     /// From `/api/overview`, re-read with every queue listing (brokers get upgraded).
     version: Mutex<Option<Version>>,
+    /// The last discovery of Celery workers per vhost (remote control), reused while fresh.
+    celery: tokio::sync::Mutex<HashMap<String, (Instant, crate::celery_workers::WorkerReport)>>,
 }
+
+/// A discovery of Celery workers younger than this answers again (figures, consumers and the
+/// detail of one refresh share one broadcast).
+const WORKERS_FRESH: Duration = Duration::from_secs(3);
 
 impl RabbitBackend {
     /// The user qdeck connects as.
@@ -104,7 +112,35 @@ impl RabbitBackend {
             calls,
             cache: Mutex::new(Cache::default()),
             version: Mutex::new(None),
+            celery: tokio::sync::Mutex::new(HashMap::new()),
         })
+    }
+
+    /// Celery's workers in `vhost`, from a discovery at most `WORKERS_FRESH` old; one
+    /// discovery at a time.
+    pub async fn celery_report(&self, vhost: &str) -> Result<crate::celery_workers::WorkerReport> {
+        let mut cache = self.celery.lock().await;
+        if let Some((at, r)) = cache.get(vhost) {
+            if at.elapsed() < WORKERS_FRESH {
+                return Ok(r.clone());
+            }
+        }
+        let r = pidbox::discover(self, vhost).await?;
+        cache.insert(vhost.to_string(), (Instant::now(), r.clone()));
+        Ok(r)
+    }
+
+    /// The last discovery in `vhost`, when it is at most `HELD_FRESH` old (figures never
+    /// broadcast by themselves).
+    async fn celery_report_cached(
+        &self,
+        vhost: &str,
+    ) -> Option<crate::celery_workers::WorkerReport> {
+        let cache = self.celery.lock().await;
+        cache
+            .get(vhost)
+            .filter(|(at, _)| at.elapsed() < crate::celery_workers::HELD_FRESH)
+            .map(|(_, r)| r.clone())
     }
 
     /// Whether redrive to a chosen queue goes through a shovel: the profile wants it and the
@@ -403,6 +439,8 @@ impl Backend for RabbitBackend {
                 "age of oldest comes from the head message's timestamp property: only classic queues report it, and only when publishers set it".into(),
                 "redrive to origin publishes each message to its x-first-death-queue through the default exchange, with publisher confirms; the DLQ copy is acknowledged only after the confirm".into(),
                 "deleting chosen messages (purge --where, edit) reads the queue with basic.get and requeues the others after the pass: they get the redelivered flag and, on classic queues, go to the back; refused on quorum queues with a delivery limit".into(),
+                "Celery's failed tasks on RabbitMQ: a task queue with a dead-letter exchange (an x-dead-letter-exchange argument or policy; Celery rejects into it with task_acks_late and task_reject_on_worker_lost) has its DLQ as the Celery DLQ, browsed and redriven as any RabbitMQ DLQ with each task decoded; results in a result backend are not read over AMQP".into(),
+                "Celery workers (where their mailboxes `<hostname>.celery.pidbox` are consumed) are asked through Celery's own remote control, as `celery inspect` and Flower do: one broadcast of the read-only commands stats, active, reserved, scheduled and active_queues on the celery.pidbox exchange, answered within 1.5 s; each shows on its AMQP consumer with its pool, prefetch and tasks; in flight adds the tasks they run that were acknowledged when they started, when they were asked in the last 10 s".into(),
             ],
         }
     }
@@ -550,6 +588,7 @@ impl Backend for RabbitBackend {
             }
             batch.stats.push(s);
         }
+        self.add_held_by_workers(&mut batch).await;
         Ok(batch)
     }
 
@@ -566,7 +605,20 @@ impl Backend for RabbitBackend {
         );
         // Without the channel listing, what each consumer holds stays unknown.
         let channels = channels.unwrap_or_default();
-        Ok(rows?
+        let rows = rows?;
+        if rows
+            .iter()
+            .any(|r| crate::celery_workers::host_of_mailbox(&r.queue.name).is_some())
+        {
+            // Celery workers run in this vhost: they describe themselves. Without their
+            // answer the AMQP consumers are still listed.
+            if let Ok(report) = self.celery_report(&vhost).await {
+                return Ok(celery_consumers::merge(
+                    queue, &name, &vhost, &rows, &channels, &report,
+                ));
+            }
+        }
+        Ok(rows
             .iter()
             .filter(|r| {
                 r.queue.name == name && (r.queue.vhost.is_empty() || r.queue.vhost == vhost)
@@ -613,6 +665,33 @@ impl Backend for RabbitBackend {
 
     fn api_calls(&self) -> &ApiCalls {
         &self.calls
+    }
+
+    async fn celery_workers(&self) -> Result<crate::celery_workers::WorkerReport> {
+        self.celery_report(&self.creds.default_vhost).await
+    }
+}
+
+impl RabbitBackend {
+    /// Tasks Celery workers run that they acknowledged when they started are no longer
+    /// unacknowledged at the broker: added to the in-flight figure from the workers' own
+    /// answers to a recent discovery (consumers, the workers view).
+    async fn add_held_by_workers(&self, batch: &mut StatsBatch) {
+        let mut vhosts: Vec<String> = batch.stats.iter().map(|s| self.resolve(&s.id).0).collect();
+        vhosts.sort();
+        vhosts.dedup();
+        for vhost in vhosts {
+            let Some(report) = self.celery_report_cached(&vhost).await else {
+                continue;
+            };
+            for st in &mut batch.stats {
+                let (v, name) = self.resolve(&st.id);
+                let held = report.acked_held(&name);
+                if v == vhost && held > 0 {
+                    st.in_flight = Some(st.in_flight.unwrap_or(0) + held);
+                }
+            }
+        }
     }
 }
 

@@ -171,6 +171,9 @@ pub async fn browse(b: &RedisBackend, queue: &QueueId, req: &BrowseRequest) -> R
         Target::RqFailed(q) => {
             page = super::rq_browse::page(b, &mut cm, &q, true, off, max).await?;
         }
+        Target::CeleryResults => {
+            page = super::celery_results::page(b, off.max(0) as usize, max.max(1) as usize).await?;
+        }
         Target::Celery(q) => {
             let step = part
                 .strip_prefix('c')

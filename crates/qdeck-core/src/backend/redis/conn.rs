@@ -104,6 +104,24 @@ impl Conn {
     }
 }
 
+impl Conn {
+    /// A connection of its own for a blocking read (BRPOP) that must not hold up the shared
+    /// one, answering within `wait` plus a margin.
+    pub async fn dedicated(
+        &self,
+        wait: std::time::Duration,
+    ) -> Result<::redis::aio::MultiplexedConnection> {
+        let client = ::redis::Client::open(self.connection_info()?).map_err(map_err)?;
+        let cfg = ::redis::AsyncConnectionConfig::new()
+            .set_connection_timeout(Some(std::time::Duration::from_secs(5)))
+            .set_response_timeout(Some(wait + std::time::Duration::from_secs(2)));
+        client
+            .get_multiplexed_async_connection_with_config(&cfg)
+            .await
+            .map_err(map_err)
+    }
+}
+
 trait KindStr {
     fn kind_str(&self) -> &'static str;
 }

@@ -16,6 +16,7 @@ const BATCH: usize = 500;
 pub fn refusal(queue: &QueueId, t: Option<&Target>) -> Option<String> {
     match t {
         Some(Target::Celery(_)) => Some(format!("{queue}: {}", super::CELERY_NO_CHOSEN)),
+        Some(Target::CeleryResults) => Some(format!("{queue}: {}", super::celery_results::READ_ONLY)),
         Some(Target::Bull(_) | Target::SkQueue(_) | Target::Rq(_)) => Some(format!(
             "{queue}: chosen jobs are deleted from a failed, dead, retry or schedule set only (a waiting job may be taken by a worker meanwhile); refused"
         )),

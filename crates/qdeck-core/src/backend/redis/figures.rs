@@ -91,6 +91,14 @@ fn width(s: &Slot) -> usize {
 pub async fn stats(b: &RedisBackend, queues: &[QueueId]) -> Result<StatsBatch> {
     let mut batch = StatsBatch::default();
     let slots = slots_for(b, queues, &mut batch.errors).await;
+    for id in queues {
+        if matches!(b.cache().ids.get(id), Some(Target::CeleryResults)) {
+            match super::celery_results::figures(b, id).await {
+                Ok(st) => batch.stats.push(st),
+                Err(e) => batch.errors.push((id.clone(), e.to_string())),
+            }
+        }
+    }
     if slots.is_empty() {
         return Ok(batch);
     }
@@ -135,6 +143,7 @@ pub async fn stats(b: &RedisBackend, queues: &[QueueId]) -> Result<StatsBatch> {
             replies
                 .get(at..(at + super::kombu_figures::SHARED).min(replies.len()))
                 .unwrap_or(&[]),
+            at_ms,
         )
     } else {
         super::kombu_figures::Unacked::default()
@@ -144,6 +153,13 @@ pub async fn stats(b: &RedisBackend, queues: &[QueueId]) -> Result<StatsBatch> {
         rq: &rq,
         unacked: &unacked,
     };
+    let celery: Vec<(QueueId, String)> = slots
+        .iter()
+        .filter_map(|(id, s)| match s {
+            Slot::Celery(q) => Some((id.clone(), q.clone())),
+            _ => None,
+        })
+        .collect();
     let mut i = 0;
     for (id, slot) in slots {
         let r = &replies[i..(i + width(&slot)).min(replies.len())];
@@ -153,7 +169,32 @@ pub async fn stats(b: &RedisBackend, queues: &[QueueId]) -> Result<StatsBatch> {
             Err(e) => batch.errors.push((id, e)),
         }
     }
+    if !celery.is_empty() {
+        add_held_by_workers(b, &mut batch, &celery).await;
+    }
     Ok(batch)
+}
+
+/// Tasks Celery workers run that they acknowledged when they started are gone from
+/// `unacked`: they are added to the in-flight figure from the workers' own answers to a
+/// recent discovery (the figures themselves never broadcast). Without one the figure stays
+/// the broker's.
+async fn add_held_by_workers(
+    b: &RedisBackend,
+    batch: &mut StatsBatch,
+    celery: &[(QueueId, String)],
+) {
+    let Some(report) = b.celery_report_cached().await else {
+        return;
+    };
+    for st in &mut batch.stats {
+        if let Some((_, q)) = celery.iter().find(|(id, _)| *id == st.id) {
+            let held = report.acked_held(q);
+            if held > 0 {
+                st.in_flight = Some(st.in_flight.unwrap_or(0) + held);
+            }
+        }
+    }
 }
 
 /// What each queue is in Redis; the ones that cannot be resolved go to `errors`.
@@ -198,6 +239,8 @@ async fn slots_for(
                 },
             )),
             Ok(Target::Celery(q)) => slots.push((id.clone(), Slot::Celery(q))),
+            // Scanned apart (celery_results): a result backend has no figures to pipeline.
+            Ok(Target::CeleryResults) => {}
             Err(e) => errors.push((id.clone(), e.to_string())),
         }
     }

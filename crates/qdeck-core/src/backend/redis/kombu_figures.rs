@@ -34,24 +34,39 @@ pub fn add_shared(pipe: &mut ::redis::Pipeline, now_ms: i64) {
     pipe.zcount(UNACKED_INDEX, "-inf", ceiling);
 }
 
-/// What the shared replies say: messages held per routing key, and past the timeout.
+/// What the shared replies say: messages held per routing key (those whose eta is still to
+/// come apart: a worker holds them until due), and past the timeout.
 #[derive(Default)]
 pub struct Unacked {
     pub by_key: HashMap<String, u64>,
+    pub eta_by_key: HashMap<String, u64>,
     pub unreadable: u64,
     pub overdue: u64,
 }
 
 impl Unacked {
-    pub fn from_replies(r: &[Value]) -> Unacked {
+    pub fn from_replies(r: &[Value], now_ms: i64) -> Unacked {
         let mut u = Unacked::default();
         for v in r.first().map_or(&[][..], as_array) {
-            let key = as_string(v)
-                .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
-                .and_then(|j| j.get(2).and_then(|k| k.as_str()).map(str::to_string));
-            match key {
-                Some(k) => *u.by_key.entry(k).or_default() += 1,
-                None => u.unreadable += 1,
+            let entry =
+                as_string(v).and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok());
+            let Some(k) = entry
+                .as_ref()
+                .and_then(|j| j.get(2).and_then(|k| k.as_str()).map(str::to_string))
+            else {
+                u.unreadable += 1;
+                continue;
+            };
+            let eta = entry
+                .as_ref()
+                .and_then(|j| j.get(0))
+                .and_then(|m| m.get("headers"))
+                .and_then(|h| h.get("eta"))
+                .and_then(serde_json::Value::as_str)
+                .and_then(crate::celery::iso_ms);
+            match eta {
+                Some(ms) if ms > now_ms => *u.eta_by_key.entry(k).or_default() += 1,
+                _ => *u.by_key.entry(k).or_default() += 1,
             }
         }
         u.overdue = r.get(1).and_then(as_i64).unwrap_or(0).max(0) as u64;
@@ -68,6 +83,9 @@ pub fn fill(st: &mut QueueStats, queue: &str, r: &[Value], unacked: &Unacked) {
     // kombu routes a task by routing key; with Celery's default direct exchanges the routing
     // key is the queue's name.
     st.in_flight = Some(unacked.by_key.get(queue).copied().unwrap_or(0));
+    // eta/countdown tasks a worker took and holds until due; any still in the list count in
+    // depth (finding them would read the whole list).
+    st.delayed = Some(unacked.eta_by_key.get(queue).copied().unwrap_or(0));
     st.dlq_depth = None;
     let mut notes = Vec::new();
     if unacked.overdue > 0 {

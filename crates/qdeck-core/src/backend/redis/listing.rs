@@ -159,6 +159,13 @@ pub async fn list(b: &RedisBackend) -> Result<Vec<QueueInfo>> {
     if let Some(celery) = &celery {
         super::kombu_listing::add(b, &mut found, celery, both);
     }
+    let results = match b.wants(Flavor::Celery) {
+        Some(false) => false,
+        _ => super::celery_results::present(b).await?,
+    };
+    if results {
+        found.push(super::celery_results::info(), Target::CeleryResults);
+    }
     let mut c = b.cache();
     c.rq_version = rq_version;
     c.ids = found.ids;

@@ -9,6 +9,7 @@
 //! and Celery ids a `celery/` prefix so they never collide.
 
 mod browse;
+mod celery_results;
 mod conn;
 mod delete;
 mod figures;
@@ -18,6 +19,7 @@ mod kombu_browse;
 mod kombu_envelope;
 mod kombu_figures;
 mod kombu_listing;
+mod kombu_pidbox;
 mod listing;
 mod mutate;
 mod rq_browse;
@@ -87,6 +89,8 @@ pub enum Target {
     RqFailed(String),
     /// A Celery queue on kombu's Redis transport: its lists, one per priority step.
     Celery(String),
+    /// The FAILURE results of Celery's Redis result backend (`celery-task-meta-*`).
+    CeleryResults,
 }
 
 #[derive(Default)]
@@ -128,7 +132,17 @@ pub struct RedisBackend {
     /// Sidekiq queues this backend has seen: one just cleared (Sidekiq::Queue#clear drops
     /// it from the `queues` set) still answers with depth 0 instead of "unknown".
     sk_seen: Mutex<HashSet<String>>,
+    /// The last discovery of Celery workers (remote control), reused while fresh.
+    celery_workers:
+        tokio::sync::Mutex<Option<(std::time::Instant, crate::celery_workers::WorkerReport)>>,
+    /// The last scan of Celery's results (figures reuse it while fresh: a scan reads every
+    /// result key).
+    results_scan: tokio::sync::Mutex<Option<(std::time::Instant, Arc<celery_results::Scan>)>>,
 }
+
+/// A discovery of Celery workers younger than this answers again (figures, consumers and the
+/// detail of one refresh share one broadcast).
+const WORKERS_FRESH: std::time::Duration = std::time::Duration::from_secs(3);
 
 impl RedisBackend {
     pub fn new(
@@ -198,6 +212,8 @@ impl RedisBackend {
             },
             cache: Mutex::new(Cache::default()),
             sk_seen: Mutex::new(HashSet::new()),
+            celery_workers: tokio::sync::Mutex::new(None),
+            results_scan: tokio::sync::Mutex::new(None),
         })
     }
 
@@ -317,6 +333,34 @@ impl RedisBackend {
         }
     }
 
+    /// Celery's workers from a discovery at most `WORKERS_FRESH` old; one discovery at a
+    /// time (callers meanwhile wait for its answer rather than broadcast again).
+    pub async fn celery_report(&self) -> Result<crate::celery_workers::WorkerReport> {
+        if self.wants(Flavor::Celery) == Some(false) {
+            return Err(BackendError::Unsupported(
+                "this profile's flavors leave Celery out: its workers are not asked".into(),
+            ));
+        }
+        let mut slot = self.celery_workers.lock().await;
+        if let Some((at, r)) = slot.as_ref() {
+            if at.elapsed() < WORKERS_FRESH {
+                return Ok(r.clone());
+            }
+        }
+        let r = kombu_pidbox::discover(self).await?;
+        *slot = Some((std::time::Instant::now(), r.clone()));
+        Ok(r)
+    }
+
+    /// The last discovery, when it is at most `HELD_FRESH` old (figures never broadcast by
+    /// themselves: they stay one round trip).
+    pub async fn celery_report_cached(&self) -> Option<crate::celery_workers::WorkerReport> {
+        let slot = self.celery_workers.lock().await;
+        slot.as_ref()
+            .filter(|(at, _)| at.elapsed() < crate::celery_workers::HELD_FRESH)
+            .map(|(_, r)| r.clone())
+    }
+
     fn refuse_if_read_only(&self, t: &Target) -> Result<()> {
         match self.read_only_reason(t) {
             Some(r) => Err(BackendError::Refused(r)),
@@ -347,7 +391,9 @@ impl Backend for RedisBackend {
                 "redrive is the library's own retry (BullMQ Job#retry, Sidekiq DeadSet#retry, RQ FailedJobRegistry#requeue) run by qdeck as one atomic Lua script per batch: a job is never in both places nor in neither".into(),
                 "payloads that are not JSON (e.g. pickled RQ jobs) are never decoded or unpickled: a pickled RQ job shows its description and its size".into(),
                 "RQ keeps no per-queue processed or failed counter: rates come from depth changes; each worker's own counts are on the workers view".into(),
-                "Celery (kombu's Redis transport): depth is the sum of the queue's priority lists, in flight the `unacked` entries routed to it; kombu records no send time, so age of oldest is known only from an eta; purge empties every priority list at once as kombu's `_purge` (messages workers hold in `unacked` stay); chosen tasks are not deleted or moved; workers (remote control) are not listed yet".into(),
+                "Celery (kombu's Redis transport): depth is the sum of the queue's priority lists, in flight the `unacked` entries routed to it (those with an eta still to come are delayed: a worker holds them until due), plus the tasks workers run that were acknowledged when they started when the workers were asked in the last 10 s (workers view, consumers); kombu records no send time, so age of oldest is known only from an eta; purge empties every priority list at once as kombu's `_purge` (messages workers hold in `unacked` stay); chosen tasks are not deleted or moved".into(),
+                "Celery's failed tasks on Redis: Celery keeps no dead-letter queue here; where the result backend is this Redis database, its FAILURE results are the read-only queue celery-results/failed (traceback, reasons by task and exception); nothing there can be resent".into(),
+                "Celery workers are asked through Celery's own remote control (the pidbox mailbox, as `celery inspect` and Flower do): one broadcast of the read-only commands stats, active, reserved, scheduled and active_queues, answered within 1.5 s; a worker that does not answer is listed with a note".into(),
             ],
         }
     }
@@ -359,9 +405,16 @@ impl Backend for RedisBackend {
             caps.age = AgeSource::Unknown(
                 "kombu and Celery record no send time: the head task's age is known only from an eta that has passed".into(),
             );
-            caps.consumers = ConsumerListing::Unsupported(
-                "Celery workers answer only Celery's remote control (pidbox), which qdeck does not use yet".into(),
-            );
+        }
+        if let Some(Target::CeleryResults) = &target {
+            caps.redrive = RedriveMode::Unsupported(celery_results::READ_ONLY.into());
+            caps.age = AgeSource::Exact;
+            caps.notes.push(format!(
+                "{}: the FAILURE results of Celery's Redis result backend (celery-task-meta-*), Celery's failed view where it keeps no DLQ; read-only: {}",
+                celery_results::RESULTS_ID,
+                celery_results::READ_ONLY
+            ));
+            return caps;
         }
         if let Some(t) = target {
             if let Some(reason) = self.read_only_reason(&t) {
@@ -426,6 +479,10 @@ impl Backend for RedisBackend {
 
     fn api_calls(&self) -> &ApiCalls {
         &self.calls
+    }
+
+    async fn celery_workers(&self) -> Result<crate::celery_workers::WorkerReport> {
+        self.celery_report().await
     }
 }
 

@@ -31,6 +31,9 @@ async fn check(b: &RedisBackend, req: &RedriveRequest) -> Result<Target> {
         return Err(BackendError::Invalid("max must be at least 1".into()));
     }
     let t = b.resolve(&req.source).await?;
+    if t == Target::CeleryResults {
+        return Err(super::celery_results::refuse());
+    }
     b.refuse_if_read_only(&t)?;
     match (&t, &req.target) {
         (Target::BullFailed(_), RedriveTarget::Origin) => {}
@@ -190,6 +193,7 @@ pub async fn purge(
             purge_bull(b, &mut cm, q, matches!(t, Target::BullFailed(_)), progress).await
         }
         Target::Celery(q) => purge_celery(b, &mut cm, q, progress).await,
+        Target::CeleryResults => Err(super::celery_results::refuse()),
         Target::Rq(q) | Target::RqFailed(q) => {
             let failed = matches!(t, Target::RqFailed(_));
             super::rq_mutate::purge(b, &mut cm, q, failed, progress).await

@@ -94,6 +94,7 @@ pub async fn browse_scheduled(
                     .into(),
             ))
         }
+        Target::CeleryResults => return Err(super::celery_results::refuse()),
         Target::Celery(_) => {
             return Err(BackendError::Unsupported(
                 "Celery keeps eta and countdown tasks in the queue itself (the worker holds them until due): peek shows each task's eta"

@@ -21,9 +21,7 @@ pub async fn consumers(b: &RedisBackend, queue: &QueueId) -> Result<Vec<Consumer
         Target::Bull(q) | Target::BullFailed(q) => bull_workers(b, queue, &q).await,
         Target::SkQueue(q) => sidekiq_processes(b, queue, Some(&q)).await,
         Target::Rq(q) | Target::RqFailed(q) => super::rq_workers::workers(b, queue, &q).await,
-        Target::Celery(_) => Err(crate::backend::BackendError::Unsupported(
-            "Celery workers answer only Celery's remote control (pidbox), which qdeck does not use yet".into(),
-        )),
+        Target::Celery(q) => Ok(b.celery_report().await?.consumers(queue, &q)),
         _ => sidekiq_processes(b, queue, None).await,
     }
 }

@@ -6,6 +6,8 @@
 
 pub mod cli_env;
 pub mod console;
+pub mod nats;
+pub mod peer;
 pub mod pty;
 
 use std::path::Path;

@@ -352,14 +352,17 @@ fn connect_error(
         ConnectErrorKind::ServerParse => {
             BackendError::Invalid(format!("url {display} is not a NATS URL"))
         }
-        ConnectErrorKind::Tls => BackendError::Unreachable(format!(
-            "{what}: TLS failed ({}){}",
-            crate::sanitize::clean_short(&e.to_string(), 160),
-            match ca_file {
-                Some(ca) => format!(" with the CA in tls_ca_file {}", ca.display()),
-                None => " with the system's CA roots (tls_ca_file names another CA)".into(),
-            }
-        )),
+        // A certificate the CA does not vouch for comes back as an I/O error of the handshake.
+        k if k == ConnectErrorKind::Tls || e.to_string().contains("certificate") => {
+            BackendError::Unreachable(format!(
+                "{what}: TLS failed ({}){}",
+                crate::sanitize::clean_short(&e.to_string(), 160),
+                match ca_file {
+                    Some(ca) => format!(" with the CA in tls_ca_file {}", ca.display()),
+                    None => " with the system's CA roots (tls_ca_file names another CA)".into(),
+                }
+            ))
+        }
         ConnectErrorKind::TimedOut => {
             BackendError::Unreachable(format!("{what}: timed out after {}s", TIMEOUT.as_secs()))
         }

@@ -122,6 +122,19 @@ pub fn is_capture(s: &StreamInfo) -> bool {
     })
 }
 
+/// Whether capture stream `s` may hold dead letters of a stream named with `prefix`: one of
+/// its subjects names such a stream, or leaves the stream open with a wildcard.
+pub fn may_capture_prefix(s: &StreamInfo, prefix: &str) -> bool {
+    is_capture(s)
+        && s.config.subjects.iter().any(|p| {
+            let tokens: Vec<&str> = p.split('.').collect();
+            match tokens.get(5) {
+                Some(t) => *t == "*" || *t == ">" || t.starts_with(prefix),
+                None => tokens.last() == Some(&">"),
+            }
+        })
+}
+
 /// The capture stream of `stream`/`consumer` among `all`: the one made for it alone first.
 pub fn capture_for<'a>(
     all: &'a [StreamInfo],
@@ -196,6 +209,22 @@ mod tests {
         assert!(!subject_matches("a.>", "a"));
         assert!(!subject_matches("a.*", "a.b.c"));
         assert_eq!(owner_of("$JS.EVENT.ADVISORY.CONSUMER.MSG_NAKED.S.C"), None);
+        let cap = |subjects: &[&str]| StreamInfo {
+            config: super::super::model::StreamConfig {
+                subjects: subjects.iter().map(|s| s.to_string()).collect(),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let subjects = advisory_subjects("team-a_WQ", "w");
+        let mine = cap(&[subjects[0].as_str(), subjects[1].as_str()]);
+        assert!(may_capture_prefix(&mine, "team-a"));
+        assert!(!may_capture_prefix(&mine, "team-b"));
+        assert!(may_capture_prefix(
+            &cap(&["$JS.EVENT.ADVISORY.>"]),
+            "team-b"
+        ));
+        assert!(!may_capture_prefix(&cap(&["orders.>"]), "orders"));
         assert_eq!(
             owner_of("$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.S.C"),
             Some(("S".into(), "C".into()))

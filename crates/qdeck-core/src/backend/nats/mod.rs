@@ -91,9 +91,11 @@ impl NatsBackend {
     async fn streams(&self) -> Result<Vec<StreamInfo>> {
         let all: Vec<StreamInfo> = figures::walk(self, "STREAM.LIST", "streams").await?;
         Ok(match &self.stream_prefix {
+            // A capture stream of a listed stream's consumers is listed too, whatever its
+            // name: it is their DLQ.
             Some(p) => all
                 .into_iter()
-                .filter(|s| s.config.name.starts_with(p.as_str()))
+                .filter(|s| s.config.name.starts_with(p.as_str()) || dlq::may_capture_prefix(s, p))
                 .collect(),
             None => all,
         })

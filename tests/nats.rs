@@ -10,117 +10,16 @@
 mod common;
 
 use std::collections::BTreeSet;
-use std::path::PathBuf;
 use std::process::Command;
-use std::sync::Arc;
 
-use qdeck::backend::{build, Backend, BackendError, OpProgress};
-use qdeck::config::{NatsSettings, Profile, ProfileKind};
+use common::nats::{
+    backend, n, nats_url, peer, profile, python, script, stats_of, OwnServer, Scene,
+};
+use common::peer::free_port;
+use qdeck::backend::{build, BackendError, OpProgress};
+use qdeck::config::NatsSettings;
 use qdeck::domain::*;
 use serde_json::Value as Json;
-
-fn nats_url() -> String {
-    common::broker_var(
-        "QDECK_TEST_NATS_URL",
-        "e.g. nats://127.0.0.1:4222 with JetStream",
-    )
-}
-
-fn python() -> String {
-    common::broker_var(
-        "QDECK_TEST_PYTHON",
-        "a Python with nats-py (pip install nats-py)",
-    )
-}
-
-fn script() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/python/nats_peer.py")
-}
-
-/// Run one nats-py command; its JSON answer.
-fn peer(args: &[&str]) -> Json {
-    let out = Command::new(python())
-        .arg(script())
-        .arg(nats_url())
-        .args(args)
-        .output()
-        .expect("run python");
-    assert!(
-        out.status.success(),
-        "nats_peer.py {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = String::from_utf8_lossy(&out.stdout);
-    serde_json::from_str(text.lines().last().expect("an answer")).expect("json")
-}
-
-/// A test's streams: `P_WQ`, `P_LIM` and the DLQ `DLQ_P_WQ_worker`, deleted on drop.
-struct Scene {
-    p: String,
-}
-
-impl Scene {
-    fn new() -> Scene {
-        Scene::with_poison(0)
-    }
-    /// The scene with `extra` more poison messages on the work queue.
-    fn with_poison(extra: usize) -> Scene {
-        let p = format!("qt{}", &uuid::Uuid::new_v4().simple().to_string()[..8]);
-        let s = Scene { p };
-        peer(&["setup", &s.p, &extra.to_string()]);
-        s
-    }
-    fn wq(&self) -> String {
-        format!("{}_WQ", self.p)
-    }
-    fn lim(&self) -> String {
-        format!("{}_LIM", self.p)
-    }
-}
-
-impl Drop for Scene {
-    fn drop(&mut self) {
-        let _ = Command::new(python())
-            .arg(script())
-            .arg(nats_url())
-            .args(["cleanup", &self.p])
-            .output();
-    }
-}
-
-fn profile(settings: NatsSettings) -> Profile {
-    Profile {
-        name: "nats-test".into(),
-        kind: ProfileKind::Nats(settings),
-        access: None,
-        read_only: false,
-        protected: false,
-        refresh_secs: None,
-        max_calls_per_minute: None,
-        reason_headers: Vec::new(),
-        notify: None,
-    }
-}
-
-async fn backend() -> Arc<dyn Backend> {
-    build(&profile(NatsSettings {
-        url: Some(nats_url()),
-        ..Default::default()
-    }))
-    .await
-    .expect("build nats backend")
-}
-
-fn n(v: &Json, k: &str) -> u64 {
-    v[k].as_u64().unwrap_or_else(|| panic!("{k} in {v}"))
-}
-
-async fn stats_of(b: &dyn Backend, ids: &[String]) -> Vec<QueueStats> {
-    let ids: Vec<QueueId> = ids.iter().map(QueueId::new).collect();
-    let batch = b.stats(&ids).await.expect("stats");
-    assert!(batch.errors.is_empty(), "{:?}", batch.errors);
-    batch.stats
-}
 
 #[tokio::test]
 #[ignore = "needs QDECK_TEST_NATS_URL and QDECK_TEST_PYTHON with nats-py"]
@@ -235,14 +134,9 @@ async fn figures_equal_what_nats_py_reads() {
 }
 
 fn write_nats_config(dir: &std::path::Path, access: Option<&str>) {
-    let extra = access.map_or(String::new(), |a| format!("access = \"{a}\"\n"));
-    common::write_config(
+    common::nats::write_config(
         dir,
-        "n",
-        &[format!(
-            "name = \"n\"\nkind = \"nats\"\nurl = \"{}\"\n{extra}",
-            nats_url()
-        )],
+        &access.map_or(String::new(), |a| format!("access = \"{a}\"")),
     );
 }
 
@@ -477,46 +371,6 @@ async fn delete_by_sequence_and_purge_change_only_what_they_name() {
     );
 }
 
-/// A nats-server of this test's own on a free port, killed when dropped.
-struct OwnServer {
-    child: std::process::Child,
-    url: String,
-}
-
-impl OwnServer {
-    fn start(args: &[&str]) -> OwnServer {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let child = Command::new("nats-server")
-            .args(["-a", "127.0.0.1", "-p", &port.to_string()])
-            .args(args)
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap_or_else(|e| common::skip(&format!("cannot run nats-server: {e}")));
-        for _ in 0..50 {
-            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-                break;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(100));
-        }
-        OwnServer {
-            child,
-            url: format!("nats://127.0.0.1:{port}"),
-        }
-    }
-}
-
-impl Drop for OwnServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 #[tokio::test]
 #[ignore = "needs QDECK_TEST_NATS_URL (and nats-server on PATH)"]
 async fn wrong_credentials_and_a_server_without_jetstream_say_so_in_one_line() {
@@ -665,7 +519,10 @@ async fn manual_nats_benchmark() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(10_000);
     let tag = || format!("qb{}", &uuid::Uuid::new_v4().simple().to_string()[..8]);
-    let list = Scene { p: tag() };
+    let list = Scene {
+        p: tag(),
+        url: nats_url(),
+    };
     peer(&["bench_setup", &list.p, "10", "100"]);
     let b = backend().await;
     let calls0 = b.api_calls().total();
@@ -692,7 +549,10 @@ async fn manual_nats_benchmark() {
         py["secs"].as_f64().unwrap() / stats_secs
     );
 
-    let ours = Scene { p: tag() };
+    let ours = Scene {
+        p: tag(),
+        url: nats_url(),
+    };
     peer(&["bench_dead", &ours.p, &n.to_string()]);
     let dlq = format!("DLQ_{}_WQ_worker", ours.p);
     let t = std::time::Instant::now();
@@ -712,7 +572,10 @@ async fn manual_nats_benchmark() {
         .unwrap();
     let qdeck_secs = t.elapsed().as_secs_f64();
     assert_eq!(rep.moved as usize, n, "{rep:?}");
-    let theirs = Scene { p: tag() };
+    let theirs = Scene {
+        p: tag(),
+        url: nats_url(),
+    };
     peer(&["bench_dead", &theirs.p, &n.to_string()]);
     let py = peer(&["bench_redrive", &theirs.p]);
     let py_rate = py["moved"].as_f64().unwrap() / py["secs"].as_f64().unwrap();
@@ -726,9 +589,7 @@ async fn manual_nats_benchmark() {
 #[tokio::test]
 #[ignore = "needs QDECK_TEST_NATS_URL and QDECK_TEST_PYTHON with nats-py"]
 async fn purging_a_dlq_deletes_each_original_then_its_advisory() {
-    let scene = Scene {
-        p: format!("qp{}", &uuid::Uuid::new_v4().simple().to_string()[..8]),
-    };
+    let scene = Scene::empty();
     // Five dead letters on P_WQ/worker, captured in DLQ_P_WQ_worker (sequences 1..=5 in both).
     peer(&["bench_dead", &scene.p, "5"]);
     let dlq = format!("DLQ_{}_WQ_worker", scene.p);
@@ -766,14 +627,6 @@ async fn purging_a_dlq_deletes_each_original_then_its_advisory() {
     let st = &stats_of(b.as_ref(), &[dlq, scene.wq()]).await;
     assert_eq!(st[0].depth, Some(0), "advisories gone");
     assert_eq!(st[1].depth, Some(0), "originals gone");
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 #[tokio::test]

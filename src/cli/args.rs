@@ -241,6 +241,19 @@ pub enum Command {
         /// bounded scan. Local broker, RabbitMQ and SQS (README "purge --where").
         #[arg(long = "where", value_name = "PRED")]
         filter: Option<String>,
+        /// NATS JetStream: purge only the stream's messages on subjects this filter matches
+        /// (`*` and `>` wildcards), in one server-side STREAM.PURGE; the others stay.
+        #[arg(long, value_name = "FILTER", conflicts_with_all = ["filter", "seq"])]
+        subject: Option<String>,
+        /// NATS JetStream: delete exactly these stream sequences (comma-separated); on a DLQ
+        /// stream, these dead letters (each original, then its advisory).
+        #[arg(
+            long,
+            value_name = "SEQ,...",
+            value_delimiter = ',',
+            conflicts_with = "filter"
+        )]
+        seq: Vec<u64>,
         #[command(flatten)]
         scan: ScanArgs,
     },

@@ -24,7 +24,13 @@ fn require(s: &Session, m: Mutation, queue: &str) -> Result<(), CliError> {
 pub async fn create_dlq(s: &Session, queue: &str, f: Format) -> CliResult {
     let id = QueueId::new(queue);
     s.gate.require(Mutation::Create, &id)?;
-    let (dlq, created) = s.backend.create_dlq(&id).await?;
+    let (dlq, created) = match s.backend.create_dlq(&id).await {
+        Ok(r) => r,
+        Err(e) => {
+            s.gate.record_failed(Mutation::Create, &id, &e);
+            return Err(e.into());
+        }
+    };
     s.gate.record_ok(
         Mutation::Create,
         &id,

@@ -10,6 +10,7 @@ mod cmd_export;
 mod cmd_import;
 mod cmd_local;
 mod cmd_mutate;
+mod cmd_purge_nats;
 mod cmd_purge_where;
 mod cmd_read;
 mod cmd_reasons;
@@ -218,16 +219,25 @@ async fn changing(s: &Session, cmd: Command, f: args::Format) -> CliResult {
             yes,
             filter: Some(pred),
             scan,
+            ..
         } => cmd_purge_where::purge_where(s, &queue, &pred, &scan, dry_run, yes, f).await,
         Command::Purge {
             queue,
             dry_run,
             yes,
             filter: None,
+            subject,
+            seq,
             scan,
         } => {
             scan::require_where(&scan)?;
-            cmd_mutate::purge(s, &queue, dry_run, yes, f).await
+            if let Some(subject) = subject {
+                cmd_purge_nats::purge_subject(s, &queue, &subject, dry_run, yes, f).await
+            } else if !seq.is_empty() {
+                cmd_purge_nats::delete_seqs(s, &queue, &seq, dry_run, yes, f).await
+            } else {
+                cmd_mutate::purge(s, &queue, dry_run, yes, f).await
+            }
         }
         Command::Copy(a) => cmd_copy::transfer(s, &a, false, f).await,
         Command::Move(a) => cmd_copy::transfer(s, &a, true, f).await,

@@ -7,6 +7,8 @@
 pub mod celery;
 pub mod cli_env;
 pub mod console;
+pub mod nats;
+pub mod peer;
 pub mod pty;
 pub mod redis_db;
 

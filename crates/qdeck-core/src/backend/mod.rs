@@ -133,6 +133,30 @@ pub trait Backend: Send + Sync {
 
     async fn purge(&self, queue: &QueueId, progress: &OpProgress) -> Result<PurgeReport>;
 
+    /// How many messages of `queue` have a subject `subject` matches (NATS wildcards), for
+    /// the confirmation of `purge_subject`. `Unsupported` where messages have no subject.
+    async fn count_subject(&self, queue: &QueueId, _subject: &str) -> Result<u64> {
+        Err(BackendError::Unsupported(format!(
+            "{queue}: purging by subject works on NATS JetStream streams, not on {}",
+            self.kind()
+        )))
+    }
+
+    /// Purge only the messages whose subject `subject` matches, in one server-side call
+    /// (JetStream's `STREAM.PURGE` with a filter); the others stay.
+    async fn purge_subject(
+        &self,
+        queue: &QueueId,
+        subject: &str,
+        _progress: &OpProgress,
+    ) -> Result<PurgeReport> {
+        self.count_subject(queue, subject).await?;
+        Err(BackendError::Unsupported(format!(
+            "{queue}: purging by subject is not implemented for {}",
+            self.kind()
+        )))
+    }
+
     /// Deleting chosen messages (by id from a browse), where this broker can: `None` where it
     /// cannot, so "can it" and "do it" are one answer. Checked before scanning for a
     /// selection, and by edit-and-resend before it sends anything, so a broker that cannot

@@ -166,6 +166,18 @@ impl Gate {
         self.record(m, queue, None, counts, Verdict::Ok, None);
     }
 
+    /// Record a mutation done outside the backend trait that failed before changing anything.
+    pub fn record_failed(&self, m: Mutation, queue: &QueueId, error: &BackendError) {
+        self.record(
+            m,
+            queue,
+            None,
+            json!({}),
+            Verdict::Failed,
+            Some(error.to_string()),
+        );
+    }
+
     /// Record the end of a mutation: its counts, its `Outcome::verdict` (an error that ended
     /// it included) and the first error. Taking a `Verdict` rather than a
     /// string keeps the audit `result` from ever being decided apart from the exit code.
@@ -347,6 +359,41 @@ impl Gate {
                     queue,
                     None,
                     json!({}),
+                    failed(&e, progress.snapshot()),
+                    Some(e.to_string()),
+                );
+                Err(e)
+            }
+        }
+    }
+
+    /// Purge the messages on subjects `subject` matches (NATS): audited as a purge with the
+    /// filter in its counts.
+    pub async fn purge_subject(
+        &self,
+        queue: &QueueId,
+        subject: &str,
+        progress: &OpProgress,
+    ) -> Result<PurgeReport, BackendError> {
+        self.require(Mutation::Purge, queue)?;
+        match self.backend.purge_subject(queue, subject, progress).await {
+            Ok(r) => {
+                self.record(
+                    Mutation::Purge,
+                    queue,
+                    None,
+                    json!({"purged": r.purged, "subject": subject}),
+                    Outcome::Purge(r.clone()).verdict(),
+                    None,
+                );
+                Ok(r)
+            }
+            Err(e) => {
+                self.record(
+                    Mutation::Purge,
+                    queue,
+                    None,
+                    json!({"subject": subject}),
                     failed(&e, progress.snapshot()),
                     Some(e.to_string()),
                 );

@@ -44,6 +44,8 @@ pub enum Planned {
         queue: QueueInfo,
         count: MessageCount,
         note: Option<String>,
+        /// Only the messages on subjects this NATS filter matches (`purge --subject`).
+        subject: Option<String>,
     },
     /// Delete exactly these messages (ids from a browse or a scan) and no others.
     Delete {
@@ -173,6 +175,29 @@ pub async fn plan_purge(gate: &Gate, queue: &QueueId) -> Result<Planned, Backend
         queue: info,
         count,
         note,
+        subject: None,
+    })
+}
+
+/// Plan purging the messages of a NATS stream whose subject `subject` matches: the count is
+/// the server's, per subject, now.
+pub async fn plan_purge_subject(
+    gate: &Gate,
+    queue: &QueueId,
+    subject: &str,
+) -> Result<Planned, BackendError> {
+    let b = gate.backend();
+    let info = b.describe(queue).await?;
+    let n = b.count_subject(queue, subject).await?;
+    Ok(Planned::Purge {
+        queue: info,
+        count: MessageCount {
+            ready: n,
+            in_flight: None,
+            exact: true,
+        },
+        note: Some("the other subjects' messages stay".into()),
+        subject: Some(subject.to_string()),
     })
 }
 
@@ -394,7 +419,23 @@ impl Planned {
                 }
                 s
             }
-            Planned::Purge { queue, count, note } => format!(
+            Planned::Purge {
+                queue,
+                count,
+                note,
+                subject: Some(subject),
+            } => format!(
+                "purge {} message(s) on subjects {} from {}{}",
+                count.ready,
+                clean(subject),
+                clean(queue.id.as_str()),
+                note.as_deref()
+                    .map(|n| format!("; note: {}", clean(n)))
+                    .unwrap_or_default()
+            ),
+            Planned::Purge {
+                queue, count, note, ..
+            } => format!(
                 "purge {} ({approx}{} ready, {} in flight){}",
                 clean(queue.id.as_str()),
                 count.ready,
@@ -455,10 +496,16 @@ impl Planned {
                 "rate": req.rate,
                 "notes": plan.notes,
             }),
-            Planned::Purge { queue, count, note } => serde_json::json!({
+            Planned::Purge {
+                queue,
+                count,
+                note,
+                subject,
+            } => serde_json::json!({
                 "dry_run": true,
                 "action": "purge",
                 "queue": queue.id,
+                "subject": subject,
                 "depth": count.ready,
                 "in_flight": count.in_flight,
                 "exact": count.exact,
@@ -863,6 +910,17 @@ pub async fn run(gate: &Gate, planned: Planned, p: &OpProgress) -> Outcome {
                 },
             }
         }
+        Planned::Purge {
+            queue,
+            subject: Some(subject),
+            ..
+        } => match gate.purge_subject(&queue.id, &subject, p).await {
+            Ok(r) => Outcome::Purge(r),
+            Err(error) => Outcome::Failed {
+                error,
+                progress: p.snapshot(),
+            },
+        },
         Planned::Purge { queue, .. } => match gate.purge(&queue.id, p).await {
             Ok(r) => Outcome::Purge(r),
             Err(error) => Outcome::Failed {

@@ -5,7 +5,7 @@
 
 use serde_json::Value as Json;
 
-use super::model::{Advisory, StoredMsg};
+use super::model::{Advisory, StoredMsg, StreamInfo};
 use super::{figures, msg, NatsBackend, Target};
 use crate::backend::{BackendError, Result};
 use crate::domain::*;
@@ -15,6 +15,9 @@ const DEFAULT_PAGE: usize = 50;
 
 /// What `Message::meta` says about a dead letter whose original the stream no longer holds.
 pub const GONE: &str = "gone";
+
+/// What a terminated dead letter says when its advisory carries no reason.
+pub const NO_TERM_REASON: &str = "none in the advisory: nats-server 2.9 sends no AckTerm reason (newer servers pass on the worker's)";
 
 fn cursor(req: &BrowseRequest) -> Result<Option<u64>> {
     req.cursor
@@ -33,7 +36,7 @@ pub async fn browse(b: &NatsBackend, queue: &QueueId, req: &BrowseRequest) -> Re
             let info = b.stream(&s).await?;
             let from = cursor(req)?.unwrap_or(info.state.first_seq.max(1));
             if super::dlq::is_capture(&info) {
-                let (advisories, next) = walk(b, &s, from, ">", max).await?;
+                let (advisories, next) = walk_dead(b, &info, from, max).await?;
                 let mut messages = Vec::with_capacity(advisories.len());
                 for a in &advisories {
                     messages.push(dead_letter(b, a).await?);
@@ -77,6 +80,42 @@ pub async fn walk(
         }
     }
     Ok((out, Some(seq.to_string())))
+}
+
+/// Up to `max` dead-letter advisories of capture stream `info` from sequence `from`, in
+/// sequence order, and the cursor after them. A stream that takes other advisories too (one
+/// on `$JS.EVENT.ADVISORY.>` holds every nak) is read along the two dead-letter subjects and
+/// the two merged, so a nak is never listed, redriven or purged as a dead letter.
+pub async fn walk_dead(
+    b: &NatsBackend,
+    info: &StreamInfo,
+    from: u64,
+    max: usize,
+) -> Result<(Vec<StoredMsg>, Option<String>)> {
+    let s = info.config.name.as_str();
+    if super::dlq::only_dead_letters(info) {
+        return walk(b, s, from, ">", max).await;
+    }
+    let filters = super::dlq::dead_letter_filters();
+    let from = from.max(1);
+    let mut heads = [
+        msg::get(b, s, from, Some(&filters[0])).await?,
+        msg::get(b, s, from, Some(&filters[1])).await?,
+    ];
+    let mut out = Vec::new();
+    while out.len() < max {
+        let pick = match (&heads[0], &heads[1]) {
+            (None, None) => return Ok((out, None)),
+            (Some(_), None) => 0,
+            (None, Some(_)) => 1,
+            (Some(x), Some(y)) => usize::from(y.seq < x.seq),
+        };
+        let Some(m) = heads[pick].take() else { break };
+        heads[pick] = msg::get(b, s, m.seq + 1, Some(&filters[pick])).await?;
+        out.push(m);
+    }
+    let next = heads.iter().flatten().map(|m| m.seq).min();
+    Ok((out, next.map(|n| n.to_string())))
 }
 
 fn page(stream: &str, found: &[StoredMsg], next: Option<String>) -> Page {
@@ -151,8 +190,12 @@ pub async fn dead_letter(b: &NatsBackend, a: &StoredMsg) -> Result<Message> {
     m.meta.push(("advisory".into(), Value::str(adv.why())));
     m.meta
         .push(("deliveries".into(), Value::str(adv.deliveries.to_string())));
-    if let Some(r) = adv.reason.as_deref().filter(|r| !r.is_empty()) {
-        m.meta.push(("reason".into(), Value::str(r)));
+    match adv.reason.as_deref().filter(|r| !r.is_empty()) {
+        Some(r) => m.meta.push(("reason".into(), Value::str(r))),
+        None if adv.why() == "terminated" => m
+            .meta
+            .push(("terminate reason".into(), Value::str(NO_TERM_REASON))),
+        None => {}
     }
     if original.is_none() {
         m.meta.push((

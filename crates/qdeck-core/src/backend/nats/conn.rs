@@ -20,10 +20,28 @@ const TIMEOUT: Duration = Duration::from_secs(5);
 
 enum Auth {
     None,
-    UserPassword(String, Secret),
-    Token(Secret),
-    Nkey(Secret),
+    /// User, password, and the variable that held it.
+    UserPassword(String, Secret, String),
+    Token(Secret, String),
+    Nkey(Secret, String),
     CredsFile(PathBuf),
+}
+
+impl Auth {
+    /// Which credentials these are, for an error that says what the server refused (never
+    /// the secret: the variable that holds it).
+    fn describe(&self) -> String {
+        match self {
+            Auth::None => "no credentials (the server wants some)".into(),
+            Auth::UserPassword(u, _, var) => format!(
+                "user {:?} with the password in {var}",
+                crate::sanitize::clean_short(u, 60)
+            ),
+            Auth::Token(_, var) => format!("the token in {var}"),
+            Auth::Nkey(_, var) => format!("the nkey seed in {var}"),
+            Auth::CredsFile(p) => format!("creds_file {}", p.display()),
+        }
+    }
 }
 
 pub struct Conn {
@@ -90,19 +108,23 @@ impl Conn {
                 .clone()
                 .ok_or_else(|| BackendError::Invalid("password_env needs username".into()))?;
             set(
-                Auth::UserPassword(user, secrets.require(profile, "password_env", var)?),
+                Auth::UserPassword(
+                    user,
+                    secrets.require(profile, "password_env", var)?,
+                    var.clone(),
+                ),
                 "password_env",
             )?;
         }
         if let Some(var) = &s.token_env {
             set(
-                Auth::Token(secrets.require(profile, "token_env", var)?),
+                Auth::Token(secrets.require(profile, "token_env", var)?, var.clone()),
                 "token_env",
             )?;
         }
         if let Some(var) = &s.nkey_seed_env {
             set(
-                Auth::Nkey(secrets.require(profile, "nkey_seed_env", var)?),
+                Auth::Nkey(secrets.require(profile, "nkey_seed_env", var)?, var.clone()),
                 "nkey_seed_env",
             )?;
         }
@@ -150,11 +172,11 @@ impl Conn {
         let mut o =
             match &self.auth {
                 Auth::None => ConnectOptions::new(),
-                Auth::UserPassword(u, p) => {
+                Auth::UserPassword(u, p, _) => {
                     ConnectOptions::with_user_and_password(u.clone(), p.expose().to_string())
                 }
-                Auth::Token(t) => ConnectOptions::with_token(t.expose().to_string()),
-                Auth::Nkey(seed) => ConnectOptions::with_nkey(seed.expose().trim().to_string()),
+                Auth::Token(t, _) => ConnectOptions::with_token(t.expose().to_string()),
+                Auth::Nkey(seed, _) => ConnectOptions::with_nkey(seed.expose().trim().to_string()),
                 Auth::CredsFile(path) => ConnectOptions::with_credentials_file(path)
                     .await
                     .map_err(|e| {
@@ -194,11 +216,9 @@ impl Conn {
                         BackendError::Invalid(format!("url {} is not a NATS URL", self.display))
                     })?;
                 self.calls.bump("nats:CONNECT");
-                self.options()
-                    .await?
-                    .connect(addrs)
-                    .await
-                    .map_err(|e| connect_error(&self.display, &e))
+                self.options().await?.connect(addrs).await.map_err(|e| {
+                    connect_error(&self.display, &self.auth, self.ca_file.as_deref(), &e)
+                })
             })
             .await?;
         Ok(c.clone())
@@ -312,21 +332,37 @@ pub fn api_error(err: &Json) -> BackendError {
     }
 }
 
-fn connect_error(display: &str, e: &async_nats::ConnectError) -> BackendError {
+fn connect_error(
+    display: &str,
+    auth: &Auth,
+    ca_file: Option<&std::path::Path>,
+    e: &async_nats::ConnectError,
+) -> BackendError {
     let what = format!("cannot connect to NATS at {display}");
     match e.kind() {
-        ConnectErrorKind::AuthorizationViolation | ConnectErrorKind::Authentication => {
-            BackendError::Auth(format!(
-                "NATS at {display} refused the credentials (authorization violation)"
-            ))
-        }
+        ConnectErrorKind::AuthorizationViolation => BackendError::Auth(format!(
+            "NATS at {display} refused {} (authorization violation)",
+            auth.describe()
+        )),
+        ConnectErrorKind::Authentication => BackendError::Auth(format!(
+            "NATS at {display}: {} could not be used: {}",
+            auth.describe(),
+            crate::sanitize::clean_short(&e.to_string(), 120)
+        )),
         ConnectErrorKind::ServerParse => {
             BackendError::Invalid(format!("url {display} is not a NATS URL"))
         }
-        ConnectErrorKind::Tls => BackendError::Unreachable(format!(
-            "{what}: TLS failed ({})",
-            crate::sanitize::clean_short(&e.to_string(), 160)
-        )),
+        // A certificate the CA does not vouch for comes back as an I/O error of the handshake.
+        k if k == ConnectErrorKind::Tls || e.to_string().contains("certificate") => {
+            BackendError::Unreachable(format!(
+                "{what}: TLS failed ({}){}",
+                crate::sanitize::clean_short(&e.to_string(), 160),
+                match ca_file {
+                    Some(ca) => format!(" with the CA in tls_ca_file {}", ca.display()),
+                    None => " with the system's CA roots (tls_ca_file names another CA)".into(),
+                }
+            ))
+        }
         ConnectErrorKind::TimedOut => {
             BackendError::Unreachable(format!("{what}: timed out after {}s", TIMEOUT.as_secs()))
         }

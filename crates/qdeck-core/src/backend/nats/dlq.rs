@@ -4,6 +4,8 @@
 //! the stream sequence, and the message itself stays in the stream. A stream that captures
 //! those advisories is the consumer's DLQ: found among the streams, or made by `create-dlq`.
 
+use std::collections::HashMap;
+
 use serde_json::json;
 
 use super::model::StreamInfo;
@@ -49,6 +51,68 @@ pub fn captures(s: &StreamInfo, stream: &str, consumer: &str) -> bool {
         .all(|subj| s.config.subjects.iter().any(|p| subject_matches(p, subj)))
 }
 
+/// The filters that pick a capture stream's dead letters out of its other advisories.
+pub fn dead_letter_filters() -> [String; 2] {
+    [format!("{MAX_DELIVERIES}.>"), format!("{TERMINATED}.>")]
+}
+
+/// Whether every subject a capture stream takes is a dead-letter subject (what `create-dlq`
+/// makes): then each of its messages is a dead letter. A stream on `$JS.EVENT.ADVISORY.>`
+/// also holds naks, acks, API audits and the like, which are no dead letters.
+pub fn only_dead_letters(s: &StreamInfo) -> bool {
+    let prefixes = [format!("{MAX_DELIVERIES}."), format!("{TERMINATED}.")];
+    !s.config.subjects.is_empty()
+        && s.config
+            .subjects
+            .iter()
+            .all(|p| prefixes.iter().any(|x| p.starts_with(x.as_str())))
+}
+
+/// (stream, consumer) of a dead-letter advisory subject.
+fn owner_of(subject: &str) -> Option<(String, String)> {
+    let rest = subject
+        .strip_prefix(MAX_DELIVERIES)
+        .or_else(|| subject.strip_prefix(TERMINATED))?
+        .strip_prefix('.')?;
+    let (s, c) = rest.split_once('.')?;
+    Some((s.to_string(), c.to_string()))
+}
+
+/// The dead letters a capture stream holds, in all and per (stream, consumer). A stream of
+/// dead letters only counts its messages; a wider one is counted by subject with one
+/// `STREAM.INFO` (its other advisories left out).
+pub struct DeadCounts {
+    pub total: u64,
+    pub per_consumer: HashMap<(String, String), u64>,
+}
+
+pub async fn dead_counts(b: &NatsBackend, s: &StreamInfo) -> Result<Option<DeadCounts>> {
+    if only_dead_letters(s) {
+        return Ok(None);
+    }
+    let v = b
+        .conn
+        .api(
+            &format!("STREAM.INFO.{}", s.config.name),
+            &json!({"subjects_filter": "$JS.EVENT.ADVISORY.CONSUMER.>"}),
+        )
+        .await?;
+    let mut out = DeadCounts {
+        total: 0,
+        per_consumer: HashMap::new(),
+    };
+    if let Some(subjects) = v.pointer("/state/subjects").and_then(|x| x.as_object()) {
+        for (subj, n) in subjects {
+            let (Some(owner), Some(n)) = (owner_of(subj), n.as_u64()) else {
+                continue;
+            };
+            out.total += n;
+            *out.per_consumer.entry(owner).or_default() += n;
+        }
+    }
+    Ok(Some(out))
+}
+
 /// Whether a stream holds dead-letter advisories (of any consumer).
 pub fn is_capture(s: &StreamInfo) -> bool {
     s.config.subjects.iter().any(|p| {
@@ -56,6 +120,19 @@ pub fn is_capture(s: &StreamInfo) -> bool {
             || p.starts_with(TERMINATED)
             || subject_matches(p, &format!("{MAX_DELIVERIES}.x.y"))
     })
+}
+
+/// Whether capture stream `s` may hold dead letters of a stream named with `prefix`: one of
+/// its subjects names such a stream, or leaves the stream open with a wildcard.
+pub fn may_capture_prefix(s: &StreamInfo, prefix: &str) -> bool {
+    is_capture(s)
+        && s.config.subjects.iter().any(|p| {
+            let tokens: Vec<&str> = p.split('.').collect();
+            match tokens.get(5) {
+                Some(t) => *t == "*" || *t == ">" || t.starts_with(prefix),
+                None => tokens.last() == Some(&">"),
+            }
+        })
 }
 
 /// The capture stream of `stream`/`consumer` among `all`: the one made for it alone first.
@@ -131,6 +208,27 @@ mod tests {
         assert!(subject_matches("a.>", "a.b.c"));
         assert!(!subject_matches("a.>", "a"));
         assert!(!subject_matches("a.*", "a.b.c"));
+        assert_eq!(owner_of("$JS.EVENT.ADVISORY.CONSUMER.MSG_NAKED.S.C"), None);
+        let cap = |subjects: &[&str]| StreamInfo {
+            config: super::super::model::StreamConfig {
+                subjects: subjects.iter().map(|s| s.to_string()).collect(),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let subjects = advisory_subjects("team-a_WQ", "w");
+        let mine = cap(&[subjects[0].as_str(), subjects[1].as_str()]);
+        assert!(may_capture_prefix(&mine, "team-a"));
+        assert!(!may_capture_prefix(&mine, "team-b"));
+        assert!(may_capture_prefix(
+            &cap(&["$JS.EVENT.ADVISORY.>"]),
+            "team-b"
+        ));
+        assert!(!may_capture_prefix(&cap(&["orders.>"]), "orders"));
+        assert_eq!(
+            owner_of("$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.S.C"),
+            Some(("S".into(), "C".into()))
+        );
         assert!(subject_matches(
             "$JS.EVENT.ADVISORY.CONSUMER.*.ORDERS.*",
             "$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.ORDERS.worker"

@@ -88,7 +88,45 @@ fn stream_info(s: &StreamInfo, sources: Vec<QueueId>) -> QueueInfo {
     }
 }
 
-fn consumer_info(c: &ConsumerInfo, dlq: Option<QueueId>) -> QueueInfo {
+/// Without a capture stream: how many messages the consumer stopped delivering (reached
+/// `max_deliver` or terminated), where JetStream lets that be told. The server keeps no such
+/// count (2.9: no field of consumer info; its ack floor stays below the first such message).
+/// A work queue removes what is acked, so what it still stores for the consumer is pending,
+/// unacked or given up on; elsewhere acked and given-up messages look alike.
+async fn stopped_delivering(b: &NatsBackend, s: &StreamInfo, c: &ConsumerInfo) -> String {
+    if s.config.retention != "workqueue" {
+        return format!(
+            "not told: on a {} stream JetStream does not count the messages a consumer gave up on (num_redelivered, {}, counts those redelivered at least once, given up on or still retrying)",
+            s.config.retention, c.num_redelivered
+        );
+    }
+    let stored = if c.filter() == ">" {
+        Ok(s.state.messages)
+    } else {
+        b.conn
+            .api(
+                &format!("STREAM.INFO.{}", s.config.name),
+                &json!({"subjects_filter": c.filter()}),
+            )
+            .await
+            .map(|v| {
+                v.pointer("/state/subjects")
+                    .and_then(|x| x.as_object())
+                    .map_or(0, |m| m.values().filter_map(|n| n.as_u64()).sum())
+            })
+    };
+    match stored {
+        Ok(stored) => format!(
+            "{} (derived on a work queue: {stored} stored − {} pending − {} unacked)",
+            stored.saturating_sub(c.num_pending + c.num_ack_pending),
+            c.num_pending,
+            c.num_ack_pending
+        ),
+        Err(e) => format!("unknown: {e}"),
+    }
+}
+
+fn consumer_info(c: &ConsumerInfo, dlq: Option<QueueId>, stopped: Option<String>) -> QueueInfo {
     let cfg = &c.config;
     let mut extra = BTreeMap::new();
     extra.insert("ack_policy".into(), cfg.ack_policy.clone());
@@ -111,10 +149,13 @@ fn consumer_info(c: &ConsumerInfo, dlq: Option<QueueId>) -> QueueInfo {
         extra.insert(
             "dlq".into(),
             format!(
-                "none: `qdeck create-dlq {}/{}` starts capturing its dead letters",
+                "none: `qdeck create-dlq {}/{}` captures its dead letters from now on (those it already gave up on stay in the stream, unlisted)",
                 c.stream_name, c.name
             ),
         );
+    }
+    if let Some(n) = stopped {
+        extra.insert("stopped_delivering".into(), n);
     }
     QueueInfo {
         id: consumer_id(&c.stream_name, &c.name),
@@ -156,6 +197,10 @@ pub async fn list(b: &NatsBackend, wanted: Option<&HashSet<String>>) -> Result<V
         .map(|s| s.config.name.clone())
         .collect();
     let per_stream = consumers_by_stream(b, &names).await?;
+    let by_name: HashMap<&str, &StreamInfo> = streams
+        .iter()
+        .map(|s| (s.config.name.as_str(), s))
+        .collect();
     let mut out = Vec::new();
     let mut sources: HashMap<String, Vec<QueueId>> = HashMap::new();
     let mut consumers = Vec::new();
@@ -168,7 +213,11 @@ pub async fn list(b: &NatsBackend, wanted: Option<&HashSet<String>>) -> Result<V
                     .or_default()
                     .push(consumer_id(name, &c.name));
             }
-            consumers.push(consumer_info(c, cap.map(QueueId::new)));
+            let stopped = match (&cap, by_name.get(name.as_str())) {
+                (None, Some(s)) => Some(stopped_delivering(b, s, c).await),
+                _ => None,
+            };
+            consumers.push(consumer_info(c, cap.map(QueueId::new), stopped));
         }
     }
     for s in &streams {
@@ -291,10 +340,24 @@ pub async fn stats(b: &NatsBackend, ids: &[QueueId]) -> Result<StatsBatch> {
         };
         (id, ci, age)
     });
+    let ages: Vec<_> = ages.collect();
+    let wide = wide_capture_counts(b, &streams, &batch, &ages).await?;
+    for st in &mut batch.stats {
+        if let Some(c) = wide.get(st.id.as_str()) {
+            st.depth = Some(c.total);
+        }
+    }
     for (id, ci, age) in ages {
         let cap = dlq::capture_for(&streams, &ci.stream_name, &ci.name);
         let mut st = consumer_stats(id, &ci, at);
-        st.dlq_depth = cap.map(|s| s.state.messages);
+        st.dlq_depth = cap.map(|s| match wide.get(s.config.name.as_str()) {
+            Some(c) => c
+                .per_consumer
+                .get(&(ci.stream_name.clone(), ci.name.clone()))
+                .copied()
+                .unwrap_or(0),
+            None => s.state.messages,
+        });
         match age {
             Ok(a) => st.oldest_age_secs = a.or(Some(0.0)),
             Err(e) => st.age_note = Some(format!("oldest message unreadable: {e}")),
@@ -305,6 +368,33 @@ pub async fn stats(b: &NatsBackend, ids: &[QueueId]) -> Result<StatsBatch> {
         batch.stats.push(st);
     }
     Ok(batch)
+}
+
+/// The dead-letter counts of the capture streams among these figures (their own rows, or a
+/// consumer's DLQ) that take other advisories too, by stream name: their message counts
+/// would count naks and the like as dead letters.
+async fn wide_capture_counts(
+    b: &NatsBackend,
+    streams: &[StreamInfo],
+    batch: &StatsBatch,
+    consumers: &[(QueueId, ConsumerInfo, Result<Option<f64>>)],
+) -> Result<HashMap<String, dlq::DeadCounts>> {
+    let mut names: HashSet<&str> = batch.stats.iter().map(|st| st.id.as_str()).collect();
+    for (_, ci, _) in consumers {
+        if let Some(cap) = dlq::capture_for(streams, &ci.stream_name, &ci.name) {
+            names.insert(cap.config.name.as_str());
+        }
+    }
+    let mut out = HashMap::new();
+    for s in streams {
+        let name = s.config.name.as_str();
+        if names.contains(name) && dlq::is_capture(s) && !dlq::only_dead_letters(s) {
+            if let Some(c) = dlq::dead_counts(b, s).await? {
+                out.insert(name.to_string(), c);
+            }
+        }
+    }
+    Ok(out)
 }
 
 fn stream_stats(id: QueueId, s: &StreamInfo, at_ms: i64) -> QueueStats {

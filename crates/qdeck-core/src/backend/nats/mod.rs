@@ -91,9 +91,11 @@ impl NatsBackend {
     async fn streams(&self) -> Result<Vec<StreamInfo>> {
         let all: Vec<StreamInfo> = figures::walk(self, "STREAM.LIST", "streams").await?;
         Ok(match &self.stream_prefix {
+            // A capture stream of a listed stream's consumers is listed too, whatever its
+            // name: it is their DLQ.
             Some(p) => all
                 .into_iter()
-                .filter(|s| s.config.name.starts_with(p.as_str()))
+                .filter(|s| s.config.name.starts_with(p.as_str()) || dlq::may_capture_prefix(s, p))
                 .collect(),
             None => all,
         })
@@ -231,7 +233,7 @@ impl Backend for NatsBackend {
     async fn plan_redrive(&self, req: &RedriveRequest) -> Result<RedrivePlan> {
         let mut plan = crate::backend::plan_redrive_checked(self, req).await?;
         plan.notes.push(
-            "each copy is a new message at a new sequence; a Nats-Msg-Id header is dropped so the stream does not discard the copy as a duplicate".into(),
+            "each copy is a new message at a new sequence; its Nats-Msg-Id travels as x-qdeck-nats-msg-id so the stream does not discard the copy as a duplicate".into(),
         );
         Ok(plan)
     }
@@ -242,6 +244,19 @@ impl Backend for NatsBackend {
 
     async fn purge(&self, queue: &QueueId, progress: &OpProgress) -> Result<PurgeReport> {
         mutate::purge(self, queue, progress).await
+    }
+
+    async fn count_subject(&self, queue: &QueueId, subject: &str) -> Result<u64> {
+        mutate::count_subject(self, queue, subject).await
+    }
+
+    async fn purge_subject(
+        &self,
+        queue: &QueueId,
+        subject: &str,
+        _progress: &OpProgress,
+    ) -> Result<PurgeReport> {
+        mutate::purge_subject(self, queue, subject).await
     }
 
     fn deleter(&self) -> Option<&dyn DeleteById> {

@@ -25,12 +25,16 @@ pub async fn purge(b: &NatsBackend, queue: &QueueId, progress: &OpProgress) -> R
             note: None,
         });
     }
-    progress.set_total(Some(info.state.messages));
+    let total = match super::dlq::dead_counts(b, &info).await? {
+        Some(c) => c.total,
+        None => info.state.messages,
+    };
+    progress.set_total(Some(total));
     progress.phase("deleting dead letters");
     let mut purged = 0u64;
     let mut from = info.state.first_seq.max(1);
     loop {
-        let (page, next) = browse::walk(b, &s, from, ">", PAGE).await?;
+        let (page, next) = browse::walk_dead(b, &info, from, PAGE).await?;
         for a in &page {
             if progress.cancelled() {
                 return Ok(PurgeReport {
@@ -56,12 +60,69 @@ pub async fn purge(b: &NatsBackend, queue: &QueueId, progress: &OpProgress) -> R
     })
 }
 
+/// The plain stream a subject purge acts on: not a consumer, not a capture stream (whose
+/// messages are advisories; its dead letters go with their originals, by a plain purge).
+async fn subject_target(b: &NatsBackend, queue: &QueueId, subject: &str) -> Result<String> {
+    let Target::Stream(s) = Target::parse(queue) else {
+        return Err(BackendError::Unsupported(format!(
+            "{queue} is a consumer: purge by subject acts on its stream"
+        )));
+    };
+    if subject.trim().is_empty() || subject.contains(char::is_whitespace) {
+        return Err(BackendError::Invalid(format!(
+            "subject filter {:?} is not a NATS subject",
+            crate::sanitize::clean_short(subject, 60)
+        )));
+    }
+    if super::dlq::is_capture(&b.stream(&s).await?) {
+        return Err(BackendError::Unsupported(format!(
+            "{s} captures dead-letter advisories: purge it whole (each original goes with its advisory), or delete dead letters by id"
+        )));
+    }
+    Ok(s)
+}
+
+/// Messages of stream `queue` on subjects `subject` matches, from the per-subject counts.
+pub async fn count_subject(b: &NatsBackend, queue: &QueueId, subject: &str) -> Result<u64> {
+    let s = subject_target(b, queue, subject).await?;
+    let v = b
+        .conn
+        .api(
+            &format!("STREAM.INFO.{s}"),
+            &json!({"subjects_filter": subject}),
+        )
+        .await?;
+    Ok(v.pointer("/state/subjects")
+        .and_then(Json::as_object)
+        .map_or(0, |m| m.values().filter_map(Json::as_u64).sum()))
+}
+
+/// `STREAM.PURGE` with a subject filter: the server removes the matching messages at once.
+pub async fn purge_subject(b: &NatsBackend, queue: &QueueId, subject: &str) -> Result<PurgeReport> {
+    let s = subject_target(b, queue, subject).await?;
+    let v = b
+        .conn
+        .api(&format!("STREAM.PURGE.{s}"), &json!({"filter": subject}))
+        .await?;
+    Ok(PurgeReport {
+        purged: v.get("purged").and_then(Json::as_u64),
+        note: Some(format!(
+            "only subjects matching {}",
+            crate::sanitize::clean_short(subject, 80)
+        )),
+    })
+}
+
 /// Delete the original a capture-stream advisory names, then the advisory. `false` when the
-/// advisory was already gone.
+/// advisory was already gone, or is no dead letter (a nak names a message still in play:
+/// neither it nor its message is touched).
 async fn delete_dead_letter(b: &NatsBackend, capture: &str, seq: u64) -> Result<bool> {
     let Some(adv) = browse::advisory_at(b, capture, seq).await? else {
         return Ok(false);
     };
+    if !adv.is_dead_letter() {
+        return Ok(false);
+    }
     match msg::delete(b, &adv.stream, adv.stream_seq).await {
         Ok(_) | Err(BackendError::NotFound(_)) => {}
         Err(e) => return Err(e),

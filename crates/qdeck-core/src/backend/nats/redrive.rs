@@ -7,7 +7,7 @@
 
 use std::sync::Mutex;
 
-use async_nats::HeaderMap;
+use async_nats::{HeaderMap, HeaderName};
 use futures::stream::{self, StreamExt};
 use serde_json::Value as Json;
 
@@ -37,8 +37,17 @@ const COUNT: &str = "x-qdeck-redriven";
 const AT: &str = "x-qdeck-redriven-at";
 const FROM: &str = "x-qdeck-redriven-from";
 
-/// The copy's headers: the original's (less those the server acts on), then the stamps.
-pub fn copy_headers(original: &[(String, String)], from: &str, now_ms: i64) -> HeaderMap {
+/// The original's dedup id, kept for consumers that key on it.
+const MSG_ID: &str = "x-qdeck-nats-msg-id";
+
+/// The copy's headers: the original's (less those the server acts on; its dedup id kept as
+/// `x-qdeck-nats-msg-id`), then the stamps. A name the client cannot send (non-ASCII, a
+/// control character) fails this one message, with the name said.
+pub fn copy_headers(
+    original: &[(String, String)],
+    from: &str,
+    now_ms: i64,
+) -> std::result::Result<HeaderMap, String> {
     let mut h = HeaderMap::new();
     let mut before = 0u64;
     for (k, v) in original {
@@ -46,15 +55,25 @@ pub fn copy_headers(original: &[(String, String)], from: &str, now_ms: i64) -> H
             before = v.trim().parse().unwrap_or(0);
             continue;
         }
+        if k.eq_ignore_ascii_case("Nats-Msg-Id") {
+            h.insert(MSG_ID, v.as_str());
+            continue;
+        }
         if server_acted(k) || k.eq_ignore_ascii_case(AT) || k.eq_ignore_ascii_case(FROM) {
             continue;
         }
-        h.append(k.as_str(), v.as_str());
+        let name: HeaderName = k.parse().map_err(|_| {
+            format!(
+                "header {:?} cannot be sent again by this client (not a valid NATS header name)",
+                crate::sanitize::clean_short(k, 60)
+            )
+        })?;
+        h.append(name, v.as_str());
     }
     h.insert(COUNT, (before + 1).to_string());
     h.insert(AT, now_ms.to_string());
     h.insert(FROM, from);
-    h
+    Ok(h)
 }
 
 enum One {
@@ -109,11 +128,14 @@ async fn move_one(
         return Ok(One::Gone);
     };
     let from = format!("{}/{}#{}", adv.stream, adv.consumer, adv.stream_seq);
-    let headers = copy_headers(
+    let headers = match copy_headers(
         &msg::parse_headers(&original.header_block()),
         &from,
         now_ms(),
-    );
+    ) {
+        Ok(h) => h,
+        Err(e) => return Ok(One::Failed(format!("seq {}: {e}", adv.stream_seq))),
+    };
     let ack = match b
         .conn
         .publish_acked(original.subject.clone(), headers, original.body())
@@ -165,7 +187,11 @@ pub async fn redrive(
         .as_ref()
         .map(|v| v.iter().map(String::as_str).collect());
     let limit = req.max.unwrap_or(u64::MAX);
-    let total = info.state.messages.min(limit);
+    let dead = match super::dlq::dead_counts(b, &info).await? {
+        Some(c) => c.total,
+        None => info.state.messages,
+    };
+    let total = dead.min(limit);
     progress.set_total(Some(match &only {
         Some(ids) => total.min(ids.len() as u64),
         None => total,
@@ -184,7 +210,7 @@ pub async fn redrive(
         if progress.cancelled() || taken >= limit {
             break;
         }
-        let (page, next) = browse::walk(b, &capture, from, ">", PAGE).await?;
+        let (page, next) = browse::walk_dead(b, &info, from, PAGE).await?;
         let mut batch = Vec::new();
         for a in page {
             if only
@@ -287,17 +313,24 @@ mod tests {
             ("Nats-Expected-Last-Sequence".to_string(), "4".to_string()),
             (COUNT.to_string(), "2".to_string()),
         ];
-        let h = copy_headers(&orig, "S/C#9", 77);
+        let h = copy_headers(&orig, "S/C#9", 77).expect("valid names");
         assert_eq!(
             h.get("X-Tenant").map(async_nats::HeaderValue::as_str),
             Some("acme")
         );
         assert!(h.get("Nats-Msg-Id").is_none());
+        assert_eq!(
+            h.get(MSG_ID).map(async_nats::HeaderValue::as_str),
+            Some("m1")
+        );
         assert!(h.get("Nats-Expected-Last-Sequence").is_none());
         assert_eq!(h.get(COUNT).map(async_nats::HeaderValue::as_str), Some("3"));
         assert_eq!(
             h.get(FROM).map(async_nats::HeaderValue::as_str),
             Some("S/C#9")
         );
+        let bad = vec![("X-Zoë".to_string(), "1".to_string())];
+        let e = copy_headers(&bad, "S/C#9", 77).unwrap_err();
+        assert!(e.contains("X-Zo"), "{e}");
     }
 }

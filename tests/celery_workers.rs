@@ -807,3 +807,84 @@ async fn celery_remote_control_on_redis_leaves_nothing_behind() {
     drop(_w);
     flush().await;
 }
+
+/// `worker-control revoke` at tier `full`: confirmed by `--yes`, sent through Celery's
+/// remote control, the worker reports the task revoked (Celery's own `revoked()` agrees),
+/// and the audit log has the line; below `full` it is refused before anything is sent, and
+/// audited as refused.
+#[tokio::test]
+#[ignore = "needs QDECK_TEST_REDIS_URL and QDECK_TEST_PYTHON with celery"]
+async fn worker_control_revoke_is_gated_sent_and_audited() {
+    let _g = DB_LOCK.lock().await;
+    flush().await;
+    let url = broker();
+    let host = "wc@qdeck-test";
+    let _w = Worker::start(&url, host, "threads", 1, "cw-ctl");
+    wait_for(&url, &[host], |_| true);
+    let later = sent(&run_script(
+        "celery_workers.py",
+        &["send", &url, "cw-ctl", "eta", "1"],
+    ));
+    let id = later.iter().next().unwrap().clone();
+    wait_for(&url, &[host], |c| counts(c, host).2 == 1);
+    let profile = |access: &str| {
+        format!(
+            "[[profiles]]\nname = \"p\"\nkind = \"redis\"\nurl = \"{}\"\ndb = {DB}\nflavors = [\"celery\"]\naccess = \"{access}\"\n",
+            redis_url()
+        )
+    };
+    let audit = |dir: &std::path::Path| -> Vec<Json> {
+        std::fs::read_to_string(dir.join("state/qdeck/audit.log"))
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    };
+
+    let low = tempfile::tempdir().unwrap();
+    std::fs::write(low.path().join("config.toml"), profile("redrive")).unwrap();
+    let mut c = common::qdeck(low.path());
+    c.args(["worker-control", "revoke", &id, "-y"]);
+    let out = c.output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(5),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines = audit(low.path());
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert_eq!(lines[0]["action"], "worker-control");
+    assert_eq!(lines[0]["result"], "refused");
+    assert!(inspect(&url)["revoked"][host]
+        .as_array()
+        .is_none_or(Vec::is_empty));
+
+    let full = tempfile::tempdir().unwrap();
+    std::fs::write(full.path().join("config.toml"), profile("full")).unwrap();
+    let mut c = common::qdeck(full.path());
+    c.args(["worker-control", "revoke", &id, "-y", "-o", "json"]);
+    let out = c.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Json = serde_json::from_slice(&out.stdout).unwrap();
+    let w = &v["workers"][0];
+    assert_eq!(w["hostname"], host);
+    assert!(w["notes"][0].as_str().unwrap().starts_with("ok"), "{v}");
+    let revoked = ids(&inspect(&url)["revoked"][host]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| serde_json::json!({"id": i}))
+        .collect::<Json>());
+    assert_eq!(revoked, later);
+    let lines = audit(full.path());
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert_eq!(lines[0]["action"], "worker-control");
+    assert_eq!(lines[0]["result"], "ok");
+    drop(_w);
+    flush().await;
+}

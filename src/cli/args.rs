@@ -257,6 +257,15 @@ pub enum Command {
         #[command(flatten)]
         scan: ScanArgs,
     },
+    /// Send a Celery remote-control command that changes workers (RabbitMQ and Redis):
+    /// revoke tasks, grow or shrink a worker's pool. Needs access = "full"; confirmed and
+    /// audited. Reading workers (`consumers`) never sends these.
+    WorkerControl {
+        #[command(subcommand)]
+        cmd: WorkerControlCmd,
+        #[arg(long, short = 'y', global = true)]
+        yes: bool,
+    },
     /// Monitoring check: exit 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN, with a one-line summary.
     Check(CheckArgs),
     /// Poll every profile (or `-p a,b`) and print each alert rule's transitions (firing,
@@ -492,4 +501,30 @@ fn parse_header(s: &str) -> Result<(String, String), String> {
         Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_string(), v.to_string())),
         _ => Err(format!("{s:?} is not NAME=VALUE")),
     }
+}
+
+/// The Celery remote-control commands `worker-control` sends.
+#[derive(Debug, Clone, clap::Subcommand)]
+pub enum WorkerControlCmd {
+    /// Every worker forgets these task ids: a worker skips a revoked task when its turn
+    /// comes (Celery's `revoke`; without --terminate a running task runs on).
+    Revoke {
+        #[arg(required = true)]
+        ids: Vec<String>,
+        /// Also stop the task if it is running (Celery's terminate, SIGTERM to its process).
+        #[arg(long)]
+        terminate: bool,
+    },
+    /// Add N processes or threads to WORKER's pool (prefork pools; Celery's `pool_grow`).
+    PoolGrow {
+        worker: String,
+        #[arg(default_value_t = 1)]
+        n: u32,
+    },
+    /// Remove N from WORKER's pool (Celery's `pool_shrink`).
+    PoolShrink {
+        worker: String,
+        #[arg(default_value_t = 1)]
+        n: u32,
+    },
 }

@@ -18,6 +18,7 @@ mod cmd_redrive_where;
 mod cmd_scheduled;
 mod cmd_serve;
 mod cmd_watch;
+mod cmd_worker_control;
 mod confirm;
 pub mod exit;
 mod exposition;
@@ -242,6 +243,7 @@ async fn changing(s: &Session, cmd: Command, f: args::Format) -> CliResult {
         Command::Copy(a) => cmd_copy::transfer(s, &a, false, f).await,
         Command::Move(a) => cmd_copy::transfer(s, &a, true, f).await,
         Command::CreateDlq { queue } => cmd_mutate::create_dlq(s, &queue, f).await,
+        Command::WorkerControl { cmd, yes } => cmd_worker_control::run(s, cmd, yes, f).await,
         Command::CancelScheduled { queue, id, yes } => {
             cmd_scheduled::cancel(s, &queue, &id, yes, f).await
         }

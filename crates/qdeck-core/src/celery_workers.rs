@@ -31,6 +31,10 @@ pub const READ_ONLY: [&str; 6] = [
     "active_queues",
 ];
 
+/// The remote-control commands that change a worker qdeck sends, only at tier `full`,
+/// through the gate and audited: forget a task (`revoke`) and resize a pool.
+pub const CHANGING: [&str; 3] = ["revoke", "pool_grow", "pool_shrink"];
+
 /// The commands one discovery sends, all at once.
 pub const DISCOVERY: [&str; 5] = ["stats", "active", "reserved", "scheduled", "active_queues"];
 
@@ -47,6 +51,9 @@ pub const HELD_FRESH: std::time::Duration = std::time::Duration::from_secs(10);
 pub struct Request {
     pub method: String,
     pub ticket: String,
+    pub arguments: Json,
+    /// The workers that run it (all when `None`).
+    pub destination: Option<Vec<String>>,
 }
 
 impl Request {
@@ -58,23 +65,52 @@ impl Request {
                 READ_ONLY.join(", ")
             )));
         }
+        let arguments = match method {
+            "active" => json!({"safe": null}),
+            _ => json!({}),
+        };
         Ok(Request {
             method: method.to_string(),
             ticket: uuid::Uuid::new_v4().to_string(),
+            arguments,
+            destination: None,
         })
+    }
+
+    /// A command that changes workers (`CHANGING` only). The caller has passed the gate.
+    pub fn changing(
+        method: &str,
+        arguments: Json,
+        destination: Option<Vec<String>>,
+    ) -> crate::backend::Result<Request> {
+        if !CHANGING.contains(&method) {
+            return Err(crate::backend::BackendError::Refused(format!(
+                "Celery remote control: of the commands that change workers only {} are sent",
+                CHANGING.join(", ")
+            )));
+        }
+        Ok(Request {
+            method: method.to_string(),
+            ticket: uuid::Uuid::new_v4().to_string(),
+            arguments,
+            destination,
+        })
+    }
+
+    /// How many answers to wait for when `listeners` workers got it.
+    pub fn expected(&self, listeners: usize) -> usize {
+        self.destination
+            .as_ref()
+            .map_or(listeners, |d| d.len().min(listeners))
     }
 
     /// The JSON body kombu's Mailbox publishes: every worker runs it (no destination), and
     /// answers to `reply.celery.pidbox` with routing key `oid`.
     pub fn body(&self, oid: &str) -> Vec<u8> {
-        let args = match self.method.as_str() {
-            "active" => json!({"safe": null}),
-            _ => json!({}),
-        };
         json!({
             "method": self.method,
-            "arguments": args,
-            "destination": null,
+            "arguments": self.arguments,
+            "destination": self.destination,
             "pattern": null,
             "matcher": null,
             "ticket": self.ticket,
@@ -345,6 +381,45 @@ pub fn assemble(
         workers: by_host.into_values().collect(),
         notes,
         elapsed_ms: 0,
+        at_ms: now_ms(),
+    }
+}
+
+/// The answers to a command that changes workers: each answering worker with its answer
+/// (Celery's `{"ok": …}` or `{"error": …}`) as a note.
+pub fn control_report(
+    req: &Request,
+    replies: Vec<Reply>,
+    notes: Vec<String>,
+    started: std::time::Instant,
+) -> WorkerReport {
+    let workers = replies
+        .into_iter()
+        .filter(|r| r.ticket == req.ticket)
+        .map(|r| {
+            let said = match (r.value.get("ok"), r.value.get("error")) {
+                (_, Some(e)) => format!(
+                    "error: {}",
+                    e.as_str().map_or_else(|| e.to_string(), str::to_string)
+                ),
+                (Some(ok), _) => format!(
+                    "ok: {}",
+                    ok.as_str().map_or_else(|| ok.to_string(), str::to_string)
+                ),
+                _ => r.value.to_string(),
+            };
+            CeleryWorker {
+                hostname: clean_short(&r.hostname, 200),
+                answered: true,
+                notes: vec![clean_short(&said, 300)],
+                ..Default::default()
+            }
+        })
+        .collect();
+    WorkerReport {
+        workers,
+        notes,
+        elapsed_ms: started.elapsed().as_millis() as u64,
         at_ms: now_ms(),
     }
 }

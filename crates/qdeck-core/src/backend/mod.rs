@@ -182,6 +182,18 @@ pub trait Backend: Send + Sync {
         )))
     }
 
+    /// Send one Celery remote-control command that changes workers (`revoke`, `pool_grow`,
+    /// `pool_shrink`); callers pass the gate (tier `full`) and audit it. The answers.
+    async fn celery_control(
+        &self,
+        _req: &crate::celery_workers::Request,
+    ) -> Result<crate::celery_workers::WorkerReport> {
+        Err(BackendError::Unsupported(format!(
+            "Celery's remote control is sent on RabbitMQ and Redis, not on {}",
+            self.kind()
+        )))
+    }
+
     /// API calls made so far, per operation name (SQS and CloudWatch bill per call).
     fn api_calls(&self) -> &ApiCalls;
 

@@ -39,6 +39,8 @@ pub enum Mutation {
     Create,
     /// The demo workload: it publishes and consumes.
     Demo,
+    /// A Celery remote-control command that changes workers (revoke, pool grow or shrink).
+    WorkerControl,
 }
 
 impl Mutation {
@@ -56,6 +58,7 @@ impl Mutation {
             Mutation::Delete => "delete",
             Mutation::Create => "create",
             Mutation::Demo => "demo",
+            Mutation::WorkerControl => "worker-control",
         }
     }
 
@@ -71,7 +74,11 @@ impl Mutation {
             | Mutation::Send
             | Mutation::Import
             | Mutation::Edit => Access::Redrive,
-            Mutation::Purge | Mutation::Delete | Mutation::Create | Mutation::Demo => Access::Full,
+            Mutation::Purge
+            | Mutation::Delete
+            | Mutation::Create
+            | Mutation::Demo
+            | Mutation::WorkerControl => Access::Full,
         }
     }
 }
@@ -166,13 +173,19 @@ impl Gate {
         self.record(m, queue, None, counts, Verdict::Ok, None);
     }
 
-    /// Record a mutation done outside the backend trait that failed before changing anything.
-    pub fn record_failed(&self, m: Mutation, queue: &QueueId, error: &BackendError) {
+    /// Record a mutation done outside the backend trait that failed.
+    pub fn record_failed(
+        &self,
+        m: Mutation,
+        queue: &QueueId,
+        counts: serde_json::Value,
+        error: &str,
+    ) {
         self.record(
             m,
             queue,
             None,
-            json!({}),
+            counts,
             Verdict::Failed,
             Some(error.to_string()),
         );

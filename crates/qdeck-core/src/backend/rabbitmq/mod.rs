@@ -670,6 +670,16 @@ impl Backend for RabbitBackend {
     async fn celery_workers(&self) -> Result<crate::celery_workers::WorkerReport> {
         self.celery_report(&self.creds.default_vhost).await
     }
+
+    async fn celery_control(
+        &self,
+        req: &crate::celery_workers::Request,
+    ) -> Result<crate::celery_workers::WorkerReport> {
+        let r = pidbox::control(self, &self.creds.default_vhost, req).await;
+        // What the workers hold may have changed: the next look asks again.
+        self.celery.lock().await.clear();
+        r
+    }
 }
 
 impl RabbitBackend {

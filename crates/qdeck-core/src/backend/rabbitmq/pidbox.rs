@@ -186,7 +186,7 @@ async fn ask(
         .await
         .map_err(err)?;
     }
-    let expected = known.map(|k| k.len() * requests.len());
+    let expected = known.map(|k| requests.iter().map(|r| r.expected(k.len())).sum::<usize>());
     let deadline = tokio::time::Instant::from_std(started + timeout);
     let mut replies = Vec::new();
     let mut notes = Vec::new();
@@ -224,4 +224,11 @@ pub async fn discover(b: &RabbitBackend, vhost: &str) -> Result<cw::WorkerReport
     report.notes.extend(notes);
     report.elapsed_ms = started.elapsed().as_millis() as u64;
     Ok(report)
+}
+
+/// Send one command that changes workers in `vhost` (the caller has passed the gate).
+pub async fn control(b: &RabbitBackend, vhost: &str, req: &Request) -> Result<cw::WorkerReport> {
+    let started = std::time::Instant::now();
+    let (replies, _, notes) = broadcast(b, vhost, std::slice::from_ref(req), cw::TIMEOUT).await?;
+    Ok(cw::control_report(req, replies, notes, started))
 }

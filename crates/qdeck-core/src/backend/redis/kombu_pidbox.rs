@@ -101,7 +101,7 @@ pub async fn broadcast(
         .map(str::to_string)
         .collect();
     let listeners = receivers.iter().copied().max().unwrap_or(0) as usize;
-    let expected = listeners * requests.len();
+    let expected = requests.iter().map(|r| r.expected(listeners)).sum();
     let gathered = gather(b, &reply_list, expected, started + timeout).await;
     unbind(b, &reply_table, &member, &reply_list).await;
     let (replies, mut notes) = gathered?;
@@ -207,4 +207,11 @@ pub async fn discover(b: &RedisBackend) -> Result<cw::WorkerReport> {
     report.notes.extend(notes);
     report.elapsed_ms = started.elapsed().as_millis() as u64;
     Ok(report)
+}
+
+/// Send one command that changes workers (the caller has passed the gate); the answers.
+pub async fn control(b: &RedisBackend, req: &Request) -> Result<cw::WorkerReport> {
+    let started = std::time::Instant::now();
+    let (replies, _, notes) = broadcast(b, std::slice::from_ref(req), cw::TIMEOUT).await?;
+    Ok(cw::control_report(req, replies, notes, started))
 }

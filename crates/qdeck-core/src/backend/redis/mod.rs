@@ -484,6 +484,16 @@ impl Backend for RedisBackend {
     async fn celery_workers(&self) -> Result<crate::celery_workers::WorkerReport> {
         self.celery_report().await
     }
+
+    async fn celery_control(
+        &self,
+        req: &crate::celery_workers::Request,
+    ) -> Result<crate::celery_workers::WorkerReport> {
+        let r = kombu_pidbox::control(self, req).await;
+        // What the workers hold may have changed: the next look asks again.
+        *self.celery_workers.lock().await = None;
+        r
+    }
 }
 
 #[async_trait]

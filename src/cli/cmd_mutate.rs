@@ -27,7 +27,8 @@ pub async fn create_dlq(s: &Session, queue: &str, f: Format) -> CliResult {
     let (dlq, created) = match s.backend.create_dlq(&id).await {
         Ok(r) => r,
         Err(e) => {
-            s.gate.record_failed(Mutation::Create, &id, serde_json::json!({}), &e.to_string());
+            s.gate
+                .record_failed(Mutation::Create, &id, serde_json::json!({}), &e.to_string());
             return Err(e.into());
         }
     };

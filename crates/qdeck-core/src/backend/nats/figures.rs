@@ -112,7 +112,9 @@ async fn stopped_delivering(b: &NatsBackend, s: &StreamInfo, c: &ConsumerInfo) -
             .map(|v| {
                 v.pointer("/state/subjects")
                     .and_then(|x| x.as_object())
-                    .map_or(0, |m| m.values().filter_map(|n| n.as_u64()).sum())
+                    .map_or(0, |m| {
+                        m.values().filter_map(serde_json::Value::as_u64).sum()
+                    })
             })
     };
     match stored {

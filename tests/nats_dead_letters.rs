@@ -88,8 +88,7 @@ async fn a_redriven_message_is_its_original_field_by_field_plus_the_stamps() {
             headers
                 .iter()
                 .find(|(n, _)| n == k)
-                .map(|(_, v)| v.clone())
-                .unwrap_or_else(|| panic!("no {k} on {copy}"))
+                .map_or_else(|| panic!("no {k} on {copy}"), |(_, v)| v.clone())
         };
         let from = stamp("x-qdeck-redriven-from");
         let (origin, seq) = from.split_once('#').unwrap();

@@ -855,6 +855,26 @@ pub fn account_for_selection(r: &mut RedriveReport, selected: u64) {
     );
 }
 
+/// A whole purge, or with `subject` only the messages on those subjects (NATS).
+async fn run_purge(
+    gate: &Gate,
+    queue: &QueueId,
+    subject: Option<String>,
+    p: &OpProgress,
+) -> Outcome {
+    let purged = match subject {
+        Some(subject) => gate.purge_subject(queue, &subject, p).await,
+        None => gate.purge(queue, p).await,
+    };
+    match purged {
+        Ok(r) => Outcome::Purge(r),
+        Err(error) => Outcome::Failed {
+            error,
+            progress: p.snapshot(),
+        },
+    }
+}
+
 /// Run a planned operation to its end, reporting on `p` (for a front-end that owns the
 /// progress handle itself). A redrive is capped at the planned count when that count is exact.
 pub async fn run(gate: &Gate, planned: Planned, p: &OpProgress) -> Outcome {
@@ -910,24 +930,7 @@ pub async fn run(gate: &Gate, planned: Planned, p: &OpProgress) -> Outcome {
                 },
             }
         }
-        Planned::Purge {
-            queue,
-            subject: Some(subject),
-            ..
-        } => match gate.purge_subject(&queue.id, &subject, p).await {
-            Ok(r) => Outcome::Purge(r),
-            Err(error) => Outcome::Failed {
-                error,
-                progress: p.snapshot(),
-            },
-        },
-        Planned::Purge { queue, .. } => match gate.purge(&queue.id, p).await {
-            Ok(r) => Outcome::Purge(r),
-            Err(error) => Outcome::Failed {
-                error,
-                progress: p.snapshot(),
-            },
-        },
+        Planned::Purge { queue, subject, .. } => run_purge(gate, &queue.id, subject, p).await,
         Planned::Delete {
             queue,
             ids,

@@ -211,10 +211,7 @@ mod tests {
         assert_eq!(owner_of("$JS.EVENT.ADVISORY.CONSUMER.MSG_NAKED.S.C"), None);
         let cap = |subjects: &[&str]| StreamInfo {
             config: super::super::model::StreamConfig {
-                subjects: subjects
-                    .iter()
-                    .map(std::string::ToString::to_string)
-                    .collect(),
+                subjects: subjects.iter().map(ToString::to_string).collect(),
                 ..Default::default()
             },
             ..Default::default()

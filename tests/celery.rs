@@ -737,3 +737,91 @@ async fn celery_beside_rq_in_one_database_carries_its_prefix() {
     );
     flush().await;
 }
+
+/// The whole round on RabbitMQ, with a real worker at the end: Celery tasks dead-lettered by
+/// the queue's DLX, redriven by qdeck, then run by a fixed `celery worker`. Every task runs
+/// exactly once (each leaves its id in a Redis list), and both queues end empty.
+#[tokio::test]
+#[ignore = "needs QDECK_TEST_AMQP_URL, QDECK_TEST_RABBITMQ_MGMT, QDECK_TEST_REDIS_URL and QDECK_TEST_PYTHON with celery"]
+async fn celery_on_rabbitmq_redriven_tasks_run_once_on_a_fixed_worker() {
+    // The record list lives in this file's database.
+    let _g = DB_LOCK.lock().await;
+    let rmq = Rmq::from_env();
+    let _ = python();
+    let tag = uuid::Uuid::new_v4().simple().to_string();
+    let queue = format!("qdeck-test-celery-run-{tag}");
+    let record_key = format!("qdeck-test-celery-ran-{tag}");
+    let answer = run_script(
+        "celery_workers.py",
+        &["deadletter", &rmq.kombu_url, &queue, "6"],
+    );
+    let sent: BTreeSet<String> = answer["sent"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(sent.len(), 6);
+    let dlq = answer["dlq"].as_str().unwrap().to_string();
+
+    let dir = tempfile::tempdir().unwrap();
+    config(dir.path(), &rmq.profile());
+    let env = [("QDECK_TEST_CELERY_RMQ_PASSWORD", rmq.password.as_str())];
+    let mut c = common::qdeck(dir.path());
+    c.args(["redrive", &dlq, "-y", "-o", "json"]).envs(env);
+    let r: Json = serde_json::from_slice(&run(c).stdout).expect("json");
+    assert_eq!(r["moved"], 6, "{r}");
+
+    let _worker = common::celery::Worker::start_env(
+        &rmq.kombu_url,
+        &format!("fixed-{}@qdeck-test", &tag[..8]),
+        "solo",
+        1,
+        &queue,
+        &[
+            ("QDECK_CELERY_DLX_QUEUE", queue.as_str()),
+            ("QDECK_CELERY_RECORD", db_url().as_str()),
+            ("QDECK_CELERY_RECORD_KEY", record_key.as_str()),
+        ],
+    );
+    let mut con = raw().await;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let mut ran: Vec<String> = Vec::new();
+    while std::time::Instant::now() < deadline {
+        ran = redis::cmd("LRANGE")
+            .arg(&record_key)
+            .arg(0)
+            .arg(-1)
+            .query_async(&mut con)
+            .await
+            .unwrap();
+        if ran.len() >= sent.len() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    }
+    // A second run of any task would show here a moment later.
+    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+    let ran: Vec<String> = redis::cmd("LRANGE")
+        .arg(&record_key)
+        .arg(0)
+        .arg(-1)
+        .query_async(&mut con)
+        .await
+        .unwrap_or(ran);
+    let once: BTreeSet<String> = ran.iter().cloned().collect();
+    assert_eq!(once, sent, "every redriven task ran");
+    assert_eq!(ran.len(), sent.len(), "no task ran twice: {ran:?}");
+    assert_eq!(
+        scene("depth", &rmq.kombu_url, &dlq)["depth"].as_u64(),
+        Some(0)
+    );
+    drop(_worker);
+    let _: () = redis::cmd("DEL")
+        .arg(&record_key)
+        .query_async(&mut con)
+        .await
+        .unwrap();
+    scene("delete", &rmq.kombu_url, &queue);
+    scene("delete", &rmq.kombu_url, &dlq);
+}

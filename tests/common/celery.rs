@@ -128,16 +128,30 @@ impl Worker {
         concurrency: u32,
         queues: &str,
     ) -> Worker {
+        let env: Vec<(&str, &str)> = backend
+            .map(|b| ("QDECK_CELERY_BACKEND", b))
+            .into_iter()
+            .collect();
+        Worker::start_env(broker, hostname, pool, concurrency, queues, &env)
+    }
+
+    /// As `start`, with variables for the app (tests/fixtures/celery/celery_workers.py reads
+    /// QDECK_CELERY_BACKEND, QDECK_CELERY_DLX_QUEUE and QDECK_CELERY_RECORD[_KEY]).
+    pub fn start_env(
+        broker: &str,
+        hostname: &str,
+        pool: &str,
+        concurrency: u32,
+        queues: &str,
+        env: &[(&str, &str)],
+    ) -> Worker {
         let log = std::fs::File::create(std::env::temp_dir().join(format!(
             "qdeck-celery-worker-{}.log",
             hostname.replace(['@', '/'], "_")
         )))
         .expect("worker log");
-        let mut cmd = Command::new(python());
-        if let Some(b) = backend {
-            cmd.env("QDECK_CELERY_BACKEND", b);
-        }
-        let child = cmd
+        let child = Command::new(python())
+            .envs(env.iter().copied())
             .args(["-m", "celery", "-A", "celery_workers", "worker"])
             .args(["--pool", pool, "-c", &concurrency.to_string()])
             .args(["-Q", queues, "-n", hostname])

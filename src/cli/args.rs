@@ -199,9 +199,10 @@ pub enum Command {
         #[arg(long, short = 'y')]
         yes: bool,
     },
-    /// Cancel one delayed message (local broker, Sidekiq's scheduled set): delete it before it
-    /// is due. An id that is
-    /// not a delayed message of QUEUE (already due, leased, gone) changes nothing (exit 4).
+    /// Cancel one delayed message (local broker, Sidekiq's scheduled set, Service Bus over
+    /// AMQP by sequence number): delete it before it is due. Needs access = "full"; confirmed
+    /// and audited. An id that is not a delayed message of QUEUE (already due, leased, gone)
+    /// changes nothing (exit 4).
     CancelScheduled {
         queue: String,
         /// The message id (as `peek --scheduled` shows it).

@@ -133,6 +133,23 @@ pub trait Backend: Send + Sync {
 
     async fn purge(&self, queue: &QueueId, progress: &OpProgress) -> Result<PurgeReport>;
 
+    /// Cancel one scheduled (delayed) message, `id` as `browse_scheduled` shows it. Default:
+    /// delete it by id; Service Bus cancels by sequence number instead.
+    async fn cancel_scheduled(
+        &self,
+        queue: &QueueId,
+        id: &str,
+        progress: &OpProgress,
+    ) -> Result<DeleteReport> {
+        match self.deleter() {
+            Some(d) => d.delete_ids(queue, &[id.to_string()], progress).await,
+            None => Err(BackendError::Unsupported(format!(
+                "cancelling a scheduled message deletes it by id, which the {} backend cannot do",
+                self.kind()
+            ))),
+        }
+    }
+
     /// Deleting chosen messages (by id from a browse), where this broker can: `None` where it
     /// cannot, so "can it" and "do it" are one answer. Checked before scanning for a
     /// selection, and by edit-and-resend before it sends anything, so a broker that cannot

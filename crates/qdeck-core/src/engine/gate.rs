@@ -396,9 +396,14 @@ impl Gate {
             }
             counts
         };
-        let deleted = match self.backend.deleter() {
-            Some(d) => d.delete_ids(queue, ids, progress).await,
-            None => Err(BackendError::Unsupported(format!(
+        let cancelling = note.get("cancel_scheduled").is_some();
+        let deleted = match (self.backend.deleter(), ids) {
+            // A cancel is the backend's own operation (Service Bus cancels by sequence number).
+            (Some(_), [id]) if cancelling => {
+                self.backend.cancel_scheduled(queue, id, progress).await
+            }
+            (Some(d), _) => d.delete_ids(queue, ids, progress).await,
+            (None, _) => Err(BackendError::Unsupported(format!(
                 "deleting chosen messages needs delete by id, which the {} backend cannot do",
                 self.backend.kind()
             ))),

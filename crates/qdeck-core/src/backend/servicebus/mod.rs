@@ -17,11 +17,13 @@
 //!
 //! Verified against the in-process stand-in in `tests/servicebus_standin/`, not against Azure.
 
+mod amqp;
 mod browse;
 pub mod connstr;
 mod delete;
 mod http;
 pub mod mgmt;
+mod over_amqp;
 mod purge;
 mod resubmit;
 pub mod runtime;
@@ -34,7 +36,7 @@ use serde_json::{Map, Value};
 
 use super::{ApiCalls, Backend, BackendError, DeleteById, OpProgress, Result, Sender};
 use crate::config::secret::SecretSource;
-use crate::config::{Profile, ServicebusSettings};
+use crate::config::{Profile, SbTransport, ServicebusSettings};
 use crate::domain::*;
 use crate::sanitize;
 use http::Rest;
@@ -59,7 +61,10 @@ pub fn dlq_parent(entity: &str) -> Option<&str> {
 }
 
 pub struct ServiceBus {
+    /// The management API (counts, settings), and the runtime over REST when `amqp` is `None`.
     rest: Arc<Rest>,
+    /// Message operations over AMQP (profile `transport = "amqp"`, the default).
+    amqp: Option<Arc<amqp::Amqp>>,
     /// Also list topics' subscriptions (profile `topics`, default true).
     topics: bool,
 }
@@ -89,8 +94,19 @@ pub async fn connect(
             strip_invalid(&e)
         ))
     })?;
+    let runtime_info = info.clone();
+    let info = match settings.management_url.as_deref().filter(|u| !u.trim().is_empty()) {
+        Some(u) => info.with_management_url(u).map_err(|e| {
+            BackendError::Invalid(format!("profile '{}': {}", profile.name, strip_invalid(&e)))
+        })?,
+        None => info,
+    };
+    let rest = Arc::new(Rest::new(info)?);
+    let amqp = (settings.transport.unwrap_or_default() == SbTransport::Amqp)
+        .then(|| Arc::new(amqp::Amqp::new(runtime_info, rest.clone())));
     Ok(Arc::new(ServiceBus {
-        rest: Arc::new(Rest::new(info)?),
+        rest,
+        amqp,
         topics: settings.topics.unwrap_or(true),
     }))
 }
@@ -375,6 +391,9 @@ impl Backend for ServiceBus {
     }
 
     fn capabilities(&self) -> Capabilities {
+        if self.amqp.is_some() {
+            return over_amqp::capabilities();
+        }
         Capabilities {
             browse: BrowseEffect::SideEffect(
                 "Service Bus REST has no peek: browsing a dead-letter queue locks each message for a moment and unlocks it, \
@@ -414,7 +433,7 @@ impl Backend for ServiceBus {
                     .into(),
             );
         }
-        if let Some(why) = session_refusal(queue) {
+        if let Some(why) = session_refusal(queue).filter(|_| self.amqp.is_none()) {
             caps.browse = BrowseEffect::Unsupported(why.clone());
             caps.redrive = RedriveMode::Unsupported(why.clone());
             caps.purge_note = Some(why);
@@ -560,6 +579,9 @@ impl Backend for ServiceBus {
     }
 
     async fn browse(&self, queue: &QueueId, req: &BrowseRequest) -> Result<Page> {
+        if let Some(a) = self.amqp() {
+            return amqp::peek::browse(a, queue.as_str(), req, None).await;
+        }
         // Forced browse of an active entity: refuse session entities before locking anything.
         if req.force && dlq_parent(queue.as_str()).is_none() {
             self.refuse_unreceivable(queue).await?;
@@ -567,7 +589,10 @@ impl Backend for ServiceBus {
         browse::browse(&self.rest, queue.as_str(), req).await
     }
 
-    async fn browse_scheduled(&self, queue: &QueueId, _req: &BrowseRequest) -> Result<Page> {
+    async fn browse_scheduled(&self, queue: &QueueId, req: &BrowseRequest) -> Result<Page> {
+        if let Some(a) = self.amqp() {
+            return self.amqp_scheduled(a, queue, req).await;
+        }
         crate::backend::refuse_scheduled(
             self,
             queue,
@@ -600,6 +625,9 @@ impl Backend for ServiceBus {
     async fn redrive(&self, req: &RedriveRequest, progress: &OpProgress) -> Result<RedriveReport> {
         let target = resubmit::target_of(req)?;
         let policy = self.copy_policy(&target).await?;
+        if let Some(a) = self.amqp() {
+            return self.amqp_redrive(a, req, policy, progress).await;
+        }
         resubmit::resubmit(self.rest.clone(), req, policy, progress).await
     }
 
@@ -607,11 +635,26 @@ impl Backend for ServiceBus {
         if dlq_parent(queue.as_str()).is_none() {
             self.refuse_unreceivable(queue).await?;
         }
+        if let Some(a) = self.amqp() {
+            return amqp::purge::purge(a, queue.as_str(), progress).await;
+        }
         purge::purge(self.rest.clone(), queue.as_str(), progress).await
     }
 
     fn deleter(&self) -> Option<&dyn DeleteById> {
         Some(self)
+    }
+
+    async fn cancel_scheduled(
+        &self,
+        queue: &QueueId,
+        id: &str,
+        progress: &OpProgress,
+    ) -> Result<DeleteReport> {
+        match self.amqp() {
+            Some(a) => self.amqp_cancel_scheduled(a, queue, id).await,
+            None => self.delete_ids(queue, &[id.to_string()], progress).await,
+        }
     }
 
     fn api_calls(&self) -> &ApiCalls {
@@ -626,6 +669,9 @@ impl Sender for ServiceBus {
             return Err(BackendError::Invalid(
                 "Service Bus does not accept messages sent to a dead-letter queue".to_string(),
             ));
+        }
+        if let Some(a) = self.amqp() {
+            return self.amqp_send(a, queue, &msg).await;
         }
         let id = uuid::Uuid::new_v4().to_string();
         let mut props = Map::new();
@@ -665,6 +711,30 @@ impl Sender for ServiceBus {
         runtime::send(&self.rest, queue.as_str(), &out).await?;
         Ok(Some(id))
     }
+
+    async fn send_many(
+        &self,
+        queue: &QueueId,
+        msgs: Vec<OutgoingMessage>,
+    ) -> Vec<Result<Option<String>>> {
+        match self.amqp() {
+            Some(a) if dlq_parent(queue.as_str()).is_none() => {
+                self.amqp_send_many(a, queue, msgs).await
+            }
+            _ => {
+                let mut out = Vec::with_capacity(msgs.len());
+                for m in msgs {
+                    let r = self.send(queue, m).await;
+                    let stop = r.is_err();
+                    out.push(r);
+                    if stop {
+                        break;
+                    }
+                }
+                out
+            }
+        }
+    }
 }
 
 #[async_trait]
@@ -691,6 +761,9 @@ impl DeleteById for ServiceBus {
                 "{queue}: {}; refused",
                 delete::COST
             )));
+        }
+        if let Some(a) = self.amqp() {
+            return amqp::purge::delete_ids(a, queue.as_str(), ids, progress).await;
         }
         delete::delete_ids(&self.rest, queue.as_str(), ids, progress).await
     }

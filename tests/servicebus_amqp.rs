@@ -1,0 +1,459 @@
+//! Service Bus over AMQP 1.0 against the AMQP stand-in (`scripts/sb_standin.sh`, built on
+//! python-qpid-proton and held to Microsoft's client by tests/servicebus_amqp_scene.rs), with
+//! Microsoft's own `azure-servicebus` client making the scenes and reading back what qdeck did
+//! (tests/fixtures/sb_amqp_client/sb_client.py). Verified against the stand-in, not Azure.
+//!
+//! Needs QDECK_TEST_SB_AMQP=1 and QDECK_TEST_PYTHON (a Python with azure-servicebus and
+//! python-qpid-proton); `.ci/run` sets both. Each test starts its own stand-in on a free port.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test asserts by unwrapping
+
+mod common;
+mod contract;
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use qdeck::backend::{build_with, Backend, BackendError, OpProgress};
+use qdeck::config::secret::SecretMap;
+use qdeck::config::{Profile, ProfileKind, SbTransport, ServicebusSettings};
+use qdeck::domain::*;
+use serde_json::Value as Json;
+
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The Python the stand-in and Microsoft's client run on; skips (visibly) without it.
+fn python() -> String {
+    common::broker_var("QDECK_TEST_SB_AMQP", "set it to 1 to run the AMQP stand-in tests");
+    let py = common::broker_var(
+        "QDECK_TEST_PYTHON",
+        "a Python with azure-servicebus and python-qpid-proton",
+    );
+    let ok = Command::new(&py)
+        .args(["-c", "import azure.servicebus, proton"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        common::skip(&format!(
+            "{py} cannot import azure.servicebus and proton (pip install azure-servicebus python-qpid-proton)"
+        ));
+    }
+    py
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// One stand-in process, killed (its whole process group) when dropped.
+pub struct Standin {
+    child: Child,
+    pub conn: String,
+    pub mgmt: String,
+}
+
+impl Standin {
+    /// Start with these `--queue` specs (`NAME[,max-delivery=N][,sessions][,lock=S]`).
+    pub fn start(queues: &[String]) -> Standin {
+        use std::os::unix::process::CommandExt;
+        let py = python();
+        let mut cmd = Command::new("bash");
+        cmd.arg(root().join("scripts/sb_standin.sh"))
+            .arg(free_port().to_string())
+            .args(["--management-port", &free_port().to_string()])
+            .env("QDECK_TEST_PYTHON", &py)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .process_group(0);
+        for q in queues {
+            cmd.args(["--queue", q]);
+        }
+        let mut child = cmd.spawn().expect("start scripts/sb_standin.sh");
+        let stdout = child.stdout.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut lines = BufReader::new(stdout).lines();
+            let first = lines.next().and_then(Result::ok).unwrap_or_default();
+            let second = lines.next().and_then(Result::ok).unwrap_or_default();
+            let _ = tx.send((first, second));
+            // Keep reading so the stand-in never blocks on a full pipe.
+            for _ in lines {}
+        });
+        let (conn, mgmt) = rx
+            .recv_timeout(Duration::from_secs(30))
+            .expect("the stand-in printed its connection string within 30 s");
+        assert!(conn.starts_with("Endpoint=sb://"), "first line: {conn:?}");
+        let mgmt = mgmt
+            .strip_prefix("management=")
+            .unwrap_or_else(|| panic!("second line: {mgmt:?}"))
+            .to_string();
+        Standin { child, conn, mgmt }
+    }
+
+    pub fn profile(&self, name: &str) -> Profile {
+        Profile {
+            name: name.into(),
+            kind: ProfileKind::Servicebus(ServicebusSettings {
+                connection_string_env: "QDECK_TEST_SB_CS".into(),
+                topics: Some(false),
+                transport: Some(SbTransport::Amqp),
+                management_url: Some(self.mgmt.clone()),
+            }),
+            access: None,
+            read_only: false,
+            protected: false,
+            refresh_secs: None,
+            max_calls_per_minute: None,
+            reason_headers: Vec::new(),
+            notify: None,
+        }
+    }
+
+    pub async fn backend_with(&self, cs: &str) -> Result<Arc<dyn Backend>, BackendError> {
+        let secrets = SecretMap::new().with("QDECK_TEST_SB_CS", cs);
+        build_with(&self.profile("sb-amqp"), &secrets).await
+    }
+
+    pub async fn backend(&self) -> Arc<dyn Backend> {
+        self.backend_with(&self.conn).await.expect("backend")
+    }
+
+    /// Run one command of Microsoft's client (sb_client.py); its JSON answer.
+    pub fn client(&self, args: &[&str]) -> Json {
+        let out = Command::new(python())
+            .arg(root().join("tests/fixtures/sb_amqp_client/sb_client.py"))
+            .arg(args[0])
+            .arg(&self.conn)
+            .args(&args[1..])
+            .output()
+            .expect("run python");
+        assert!(
+            out.status.success(),
+            "sb_client.py {args:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let text = String::from_utf8_lossy(&out.stdout);
+        let line = text.lines().rev().find(|l| l.starts_with('{')).unwrap_or("");
+        serde_json::from_str(line).unwrap_or_else(|_| panic!("no JSON answer in {text:?}"))
+    }
+}
+
+impl Drop for Standin {
+    fn drop(&mut self) {
+        // The script's process group: bash and the Python it runs.
+        let pgid = format!("-{}", self.child.id());
+        let _ = Command::new("kill").args(["-TERM", &pgid]).status();
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn q(s: &str) -> QueueId {
+    QueueId::new(s)
+}
+
+fn dlq(s: &str) -> QueueId {
+    QueueId::new(format!("{s}/$DeadLetterQueue"))
+}
+
+fn req(max: usize) -> BrowseRequest {
+    BrowseRequest {
+        cursor: None,
+        max,
+        force: false,
+    }
+}
+
+// --- the contract suite on the AMQP path -------------------------------------------------
+
+/// Queues made at start: the stand-in takes its queues on the command line, so each scene
+/// takes the next one of a pool.
+const POOL: usize = 6;
+
+struct AmqpFixture {
+    s: Standin,
+    backend: Arc<dyn Backend>,
+    next: Mutex<usize>,
+}
+
+impl AmqpFixture {
+    async fn setup() -> Self {
+        let specs: Vec<String> = (0..POOL)
+            .map(|i| format!("pool{i},max-delivery=10,lock=30"))
+            .collect();
+        let s = Standin::start(&specs);
+        let backend = s.backend().await;
+        AmqpFixture {
+            s,
+            backend,
+            next: Mutex::new(0),
+        }
+    }
+
+    fn take(&self) -> String {
+        let mut n = self.next.lock().unwrap();
+        assert!(*n < POOL, "the scene needs more than {POOL} queues");
+        *n += 1;
+        format!("pool{}", *n - 1)
+    }
+}
+
+impl contract::Fixture for AmqpFixture {
+    fn backend(&self) -> &dyn Backend {
+        self.backend.as_ref()
+    }
+
+    async fn scene(&self, tag: &str, ready: usize, dead: usize) -> contract::Scene {
+        let name = self.take();
+        if dead > 0 {
+            let got = self
+                .s
+                .client(&["dead", &name, tag, &dead.to_string()]);
+            assert_eq!(got["dead"], dead, "{got}");
+        }
+        let msgs = (0..ready)
+            .map(|i| OutgoingMessage {
+                body: format!("{tag} ready {i}").into_bytes(),
+                ..Default::default()
+            })
+            .collect();
+        let sent = self
+            .backend
+            .sender()
+            .expect("this backend publishes")
+            .send_many(&q(&name), msgs)
+            .await;
+        assert!(sent.iter().all(Result::is_ok), "{sent:?}");
+        contract::Scene {
+            tag: tag.to_string(),
+            src: q(&name),
+            dlq: dlq(&name),
+            ready,
+            dead,
+        }
+    }
+
+    async fn plain_queue(&self, _tag: &str) -> QueueId {
+        q(&self.take())
+    }
+
+    async fn add_dead(&self, scene: &contract::Scene, n: usize) {
+        let tag = format!("{}-late", scene.tag);
+        self.s
+            .client(&["dead", scene.src.as_str(), &tag, &n.to_string()]);
+    }
+
+    /// The stand-in lives and dies with the fixture.
+    async fn cleanup(&self) {}
+}
+
+contract_tests!(setup = AmqpFixture::setup(), ignore = "needs QDECK_TEST_SB_AMQP=1 and QDECK_TEST_PYTHON with azure-servicebus and python-qpid-proton");
+
+// --- AMQP-specific behaviour ---------------------------------------------------------------
+
+#[tokio::test]
+#[ignore = "needs QDECK_TEST_SB_AMQP=1 and QDECK_TEST_PYTHON with azure-servicebus and python-qpid-proton"]
+async fn peek_leaves_delivery_counts_and_locks_alone() {
+    let s = Standin::start(&["jobs,max-delivery=2,lock=30".into()]);
+    let b = s.backend().await;
+    assert_eq!(b.capabilities().browse, BrowseEffect::None);
+    let sent = b
+        .sender()
+        .unwrap()
+        .send_many(
+            &q("jobs"),
+            (0..5)
+                .map(|i| OutgoingMessage::text(format!("job {i}"), &[("n", "x")]))
+                .collect(),
+        )
+        .await;
+    assert!(sent.iter().all(Result::is_ok));
+    // Five peeks of an active queue whose MaxDeliveryCount is 2: a lock-and-unlock browse
+    // would have dead-lettered every message by the third.
+    let mut first = Vec::new();
+    for round in 0..5 {
+        let page = b.browse(&q("jobs"), &req(10)).await.unwrap();
+        assert_eq!(page.messages.len(), 5, "round {round}");
+        let counts: Vec<Option<u64>> = page.messages.iter().map(|m| m.receive_count).collect();
+        if round == 0 {
+            first = counts;
+        } else {
+            assert_eq!(counts, first, "delivery counts changed by a peek");
+        }
+    }
+    assert_eq!(b.count(&q("jobs")).await.unwrap().ready, 5);
+    assert_eq!(b.count(&dlq("jobs")).await.unwrap().ready, 0);
+    // Microsoft's client receives each message at once (nothing is locked) and on its first
+    // delivery.
+    let got = s.client(&["read", "jobs", "5"]);
+    let msgs = got["messages"].as_array().unwrap();
+    assert_eq!(msgs.len(), 5, "{got}");
+    for m in msgs {
+        assert!(m["delivery_count"].as_u64().unwrap_or(0) <= 1, "{m}");
+    }
+}
+
+#[tokio::test]
+#[ignore = "needs QDECK_TEST_SB_AMQP=1 and QDECK_TEST_PYTHON with azure-servicebus and python-qpid-proton"]
+async fn peek_pages_through_a_dead_letter_queue_by_sequence_number() {
+    let s = Standin::start(&["deep,max-delivery=10".into()]);
+    let b = s.backend().await;
+    s.client(&["dead", "deep", "deep", "120"]);
+    let mut seen = Vec::new();
+    let mut cursor = None;
+    loop {
+        let page = b
+            .browse(
+                &dlq("deep"),
+                &BrowseRequest {
+                    cursor: cursor.clone(),
+                    max: 50,
+                    force: false,
+                },
+            )
+            .await
+            .unwrap();
+        assert!(page.messages.len() <= 50);
+        seen.extend(page.messages);
+        match page.next {
+            Some(c) if !seen.is_empty() => cursor = Some(c),
+            _ => break,
+        }
+    }
+    assert_eq!(seen.len(), 120);
+    let seqs: Vec<i64> = seen.iter().map(|m| m.seq.unwrap()).collect();
+    let mut sorted = seqs.clone();
+    sorted.sort_unstable();
+    sorted.dedup();
+    assert_eq!(seqs, sorted, "in sequence order, each once");
+    let m = &seen[0];
+    let dl = m.dead_letter.as_ref().unwrap();
+    assert_eq!(dl.reason.as_deref(), Some("MaxDeliveryCountExceeded"));
+    assert_eq!(dl.origin, Some(q("deep")));
+    assert_eq!(m.field_text("ContentType").as_deref(), Some("application/json"));
+    assert_eq!(m.field_text("Label").as_deref(), Some("order-created"));
+    assert_eq!(
+        m.headers.iter().find(|(k, _)| k == "attempt").map(|(_, v)| v.clone()),
+        Some(Value::I64(3))
+    );
+    assert_eq!(b.count(&dlq("deep")).await.unwrap().ready, 120);
+}
+
+#[tokio::test]
+#[ignore = "needs QDECK_TEST_SB_AMQP=1 and QDECK_TEST_PYTHON with azure-servicebus and python-qpid-proton"]
+async fn a_wrong_key_and_an_unreachable_host_are_one_line_errors() {
+    let s = Standin::start(&["q1".into()]);
+    let wrong = s.conn.replace("SharedAccessKey=", "SharedAccessKey=AAAA");
+    let b = s.backend_with(&wrong).await.expect("built lazily");
+    let e = b.browse(&q("q1"), &req(5)).await.unwrap_err();
+    assert!(matches!(e, BackendError::Auth(_)), "{e:?}");
+    let text = e.to_string();
+    assert!(!text.contains('\n') && text.contains("rejected"), "{text}");
+    assert!(!text.contains("AAAA"), "the key is not echoed: {text}");
+
+    let port = free_port();
+    let dead = s
+        .conn
+        .replace(&s.conn[s.conn.find("127.0.0.1:").unwrap()..s.conn.find(';').unwrap()], &format!("127.0.0.1:{port}"));
+    let b = s.backend_with(&dead).await.expect("built lazily");
+    let e = b.browse(&q("q1"), &req(5)).await.unwrap_err();
+    assert!(matches!(e, BackendError::Unreachable(_)), "{e:?}");
+    let text = e.to_string();
+    assert!(
+        !text.contains('\n') && text.contains(&port.to_string()),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+#[ignore = "needs QDECK_TEST_SB_AMQP=1 and QDECK_TEST_PYTHON with azure-servicebus and python-qpid-proton"]
+async fn scheduled_messages_are_listed_and_one_is_cancelled() {
+    let s = Standin::start(&["later".into()]);
+    let b = s.backend().await;
+    let got = s.client(&["schedule", "later", "3", "3600"]);
+    let seqs: Vec<i64> = got["sequence_numbers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_i64().unwrap())
+        .collect();
+    assert_eq!(seqs.len(), 3, "{got}");
+    let page = b.browse_scheduled(&q("later"), &req(10)).await.unwrap();
+    let ids: Vec<String> = page.messages.iter().map(|m| m.id.clone()).collect();
+    let want: Vec<String> = seqs.iter().map(i64::to_string).collect();
+    assert_eq!(ids, want, "listed under their sequence numbers");
+    for m in &page.messages {
+        assert!(m.field_text("ScheduledEnqueueTimeUtc").is_some(), "{m:?}");
+        assert_eq!(m.field_text("State").as_deref(), Some("Scheduled"));
+        assert!(m.field_text("due-at").is_some());
+    }
+    let r = b
+        .cancel_scheduled(&q("later"), &want[1], &OpProgress::detached())
+        .await
+        .unwrap();
+    assert_eq!(r.deleted, 1);
+    let left: Vec<String> = b
+        .browse_scheduled(&q("later"), &req(10))
+        .await
+        .unwrap()
+        .messages
+        .into_iter()
+        .map(|m| m.id)
+        .collect();
+    assert_eq!(left, vec![want[0].clone(), want[2].clone()]);
+}
+
+#[tokio::test]
+#[ignore = "needs QDECK_TEST_SB_AMQP=1 and QDECK_TEST_PYTHON with azure-servicebus and python-qpid-proton"]
+async fn redriven_copies_read_back_the_same_with_microsofts_client() {
+    let s = Standin::start(&["orders,max-delivery=10".into()]);
+    let b = s.backend().await;
+    s.client(&["dead", "orders", "fid", "4"]);
+    let peeked = b.browse(&dlq("orders"), &req(10)).await.unwrap().messages;
+    assert_eq!(peeked.len(), 4);
+    let report = b
+        .redrive(
+            &RedriveRequest {
+                source: dlq("orders"),
+                target: RedriveTarget::Origin,
+                max: None,
+                rate: None,
+                only_ids: None,
+                window: None,
+            },
+            &OpProgress::detached(),
+        )
+        .await
+        .unwrap();
+    assert_eq!((report.moved, report.failed, report.possibly_duplicated), (4, 0, 0), "{report:?}");
+    let got = s.client(&["read", "orders", "4"]);
+    let msgs = got["messages"].as_array().unwrap();
+    assert_eq!(msgs.len(), 4, "{got}");
+    for m in msgs {
+        let id = m["message_id"].as_str().unwrap();
+        let i: usize = id.rsplit('-').next().unwrap().parse().unwrap();
+        assert_eq!(m["body"], format!("{{\"order\": {i}}}"), "{m}");
+        assert_eq!(m["content_type"], "application/json");
+        assert_eq!(m["correlation_id"], format!("corr-{i}"));
+        assert_eq!(m["subject"], "order-created");
+        assert_eq!(m["session_id"], format!("s{}", i % 2), "SessionId kept: {m}");
+        let p = &m["application_properties"];
+        assert_eq!(p["tenant"], serde_json::json!(["str", format!("t{}", i % 3)]), "{m}");
+        assert_eq!(p["attempt"], serde_json::json!(["int", 3]), "{m}");
+        assert_eq!(p["ratio"], serde_json::json!(["float", 0.5]), "{m}");
+        assert_eq!(p["urgent"], serde_json::json!(["bool", i % 2 == 0]), "{m}");
+        assert_eq!(p["x-qdeck-redriven"], serde_json::json!(["int", 1]), "{m}");
+        assert!(p.get("DeadLetterReason").is_none(), "the dead-letter record stays behind: {m}");
+    }
+    assert_eq!(b.count(&dlq("orders")).await.unwrap().ready, 0);
+}

@@ -63,7 +63,11 @@ impl ConnInfo {
                     .into(),
             ));
         }
-        let scheme = if url.starts_with("https://") { "https" } else { "http" };
+        let scheme = if url.starts_with("https://") {
+            "https"
+        } else {
+            "http"
+        };
         self.base = format!("{scheme}://{host}/");
         Ok(self)
     }

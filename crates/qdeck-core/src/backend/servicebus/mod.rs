@@ -95,7 +95,11 @@ pub async fn connect(
         ))
     })?;
     let runtime_info = info.clone();
-    let info = match settings.management_url.as_deref().filter(|u| !u.trim().is_empty()) {
+    let info = match settings
+        .management_url
+        .as_deref()
+        .filter(|u| !u.trim().is_empty())
+    {
         Some(u) => info.with_management_url(u).map_err(|e| {
             BackendError::Invalid(format!("profile '{}': {}", profile.name, strip_invalid(&e)))
         })?,

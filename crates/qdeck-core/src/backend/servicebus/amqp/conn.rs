@@ -199,7 +199,9 @@ mod tests {
 
     #[test]
     fn azure_uses_5671_and_the_emulator_its_own_port() {
-        let i = info("Endpoint=sb://ns.servicebus.windows.net/;SharedAccessKeyName=a;SharedAccessKey=b");
+        let i = info(
+            "Endpoint=sb://ns.servicebus.windows.net/;SharedAccessKeyName=a;SharedAccessKey=b",
+        );
         assert_eq!(host_port(&i), ("ns.servicebus.windows.net".into(), 5671));
         let i = info("Endpoint=sb://127.0.0.1:5999;SharedAccessKeyName=a;SharedAccessKey=b;UseDevelopmentEmulator=true");
         assert_eq!(host_port(&i), ("127.0.0.1".into(), 5999));
@@ -207,6 +209,9 @@ mod tests {
             "Endpoint=sb://localhost;SharedAccessKeyName=a;SharedAccessKey=b;UseDevelopmentEmulator=true",
         );
         assert_eq!(host_port(&i), ("localhost".into(), 5672));
-        assert_eq!(audience(&i, "q/$DeadLetterQueue"), "sb://localhost/q/$DeadLetterQueue");
+        assert_eq!(
+            audience(&i, "q/$DeadLetterQueue"),
+            "sb://localhost/q/$DeadLetterQueue"
+        );
     }
 }

@@ -5,11 +5,11 @@
 //! state in the `x-opt-*` message annotations. Property names are the ones the REST side uses,
 //! so a message read over either transport looks the same and copies between them.
 
+use fe2o3_amqp::types::messaging::annotations::OwnedKey;
 use fe2o3_amqp::types::messaging::{
     AmqpValue, ApplicationProperties, Batch, Body, Data, Header, Message, MessageAnnotations,
     MessageId, Properties,
 };
-use fe2o3_amqp::types::messaging::annotations::OwnedKey;
 use fe2o3_amqp::types::primitives::{Binary, OrderedMap, SimpleValue, Symbol, Timestamp, Value};
 
 use super::super::dlq_parent;
@@ -247,7 +247,11 @@ fn broker_meta(m: &AmqpMessage, lock_token: Option<uuid::Uuid>) -> Vec<(String, 
 }
 
 /// A message as qdeck shows it; `entity` is where it was read (a DLQ fills `dead_letter`).
-pub fn to_message(m: &AmqpMessage, entity: &str, lock_token: Option<uuid::Uuid>) -> domain::Message {
+pub fn to_message(
+    m: &AmqpMessage,
+    entity: &str,
+    lock_token: Option<uuid::Uuid>,
+) -> domain::Message {
     let seq = sequence_number(m);
     let mut meta = broker_meta(m, lock_token);
     let mut headers = Vec::new();
@@ -450,7 +454,10 @@ mod tests {
         assert_eq!(shown.body, b"{}");
         assert_eq!(shown.field_text("CorrelationId").as_deref(), Some("c-1"));
         assert_eq!(shown.field_text("Label").as_deref(), Some("created"));
-        assert_eq!(shown.field_text("ContentType").as_deref(), Some("application/json"));
+        assert_eq!(
+            shown.field_text("ContentType").as_deref(),
+            Some("application/json")
+        );
         assert_eq!(shown.headers[1], ("n".to_string(), V::I64(3)));
     }
 

@@ -153,7 +153,10 @@ impl Amqp {
         Receiver::builder()
             .name(format!("qdeck-recv-{}", uuid::Uuid::new_v4().simple()))
             .source(source.build())
-            .target(format!("qdeck-recv-target-{}", uuid::Uuid::new_v4().simple()))
+            .target(format!(
+                "qdeck-recv-target-{}",
+                uuid::Uuid::new_v4().simple()
+            ))
             .sender_settle_mode(snd)
             .receiver_settle_mode(rcv)
             .credit_mode(auto_credit.map_or(CreditMode::Manual, |n| CreditMode::Auto(n.max(1))))

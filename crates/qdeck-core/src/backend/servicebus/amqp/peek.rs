@@ -23,14 +23,16 @@ const OP: &str = "com.microsoft:peek-message";
 /// Decode one message of a `$management` answer (the `message` binary is a whole encoded
 /// AMQP message).
 pub fn decode(bytes: &[u8]) -> Result<AmqpMessage> {
-    from_slice::<fe2o3_amqp::types::messaging::message::__private::Deserializable<Message<Body<Value>>>>(bytes)
-        .map(|d| d.0)
-        .map_err(|e| {
-            BackendError::Protocol(format!(
-                "Service Bus sent a message that is not valid AMQP: {}",
-                super::errors::one_line(&e.to_string())
-            ))
-        })
+    from_slice::<
+        fe2o3_amqp::types::messaging::message::__private::Deserializable<Message<Body<Value>>>,
+    >(bytes)
+    .map(|d| d.0)
+    .map_err(|e| {
+        BackendError::Protocol(format!(
+            "Service Bus sent a message that is not valid AMQP: {}",
+            super::errors::one_line(&e.to_string())
+        ))
+    })
 }
 
 /// The messages of a `$management` answer's `messages` list.
@@ -78,9 +80,9 @@ pub async fn peek_raw(
 fn cursor_of(req: &BrowseRequest) -> Result<i64> {
     match req.cursor.as_deref() {
         None | Some("") => Ok(0),
-        Some(c) => c
-            .parse()
-            .map_err(|_| BackendError::Invalid("browse cursor is not valid for Service Bus".into())),
+        Some(c) => c.parse().map_err(|_| {
+            BackendError::Invalid("browse cursor is not valid for Service Bus".into())
+        }),
     }
 }
 

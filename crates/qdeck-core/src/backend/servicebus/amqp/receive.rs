@@ -53,7 +53,12 @@ impl LockReceiver {
 
     /// Up to `n` messages: waits `first` for the first one, then takes what arrives within
     /// `rest` of each other.
-    pub async fn batch(&mut self, n: usize, first: Duration, rest: Duration) -> Result<Vec<Locked>> {
+    pub async fn batch(
+        &mut self,
+        n: usize,
+        first: Duration,
+        rest: Duration,
+    ) -> Result<Vec<Locked>> {
         self.rx
             .set_credit(u32::try_from(n).unwrap_or(u32::MAX))
             .await

@@ -113,11 +113,15 @@ fn copy_for(m: &AmqpMessage, new_ids: bool) -> AmqpMessage {
         SimpleValue::Long(chrono::Utc::now().timestamp_millis()),
     );
     if new_ids {
-        if let (false, Some(id)) = (app.contains_key(ORIGINAL_ID_PROPERTY), convert::message_id(m)) {
+        if let (false, Some(id)) = (
+            app.contains_key(ORIGINAL_ID_PROPERTY),
+            convert::message_id(m),
+        ) {
             app.insert(ORIGINAL_ID_PROPERTY.into(), SimpleValue::String(id));
         }
-        copy.properties.get_or_insert_with(Default::default).message_id =
-            Some(MessageId::String(uuid::Uuid::new_v4().to_string()));
+        copy.properties
+            .get_or_insert_with(Default::default)
+            .message_id = Some(MessageId::String(uuid::Uuid::new_v4().to_string()));
     }
     copy
 }
@@ -135,7 +139,12 @@ pub async fn resubmit(
     let mut st = State {
         report: RedriveReport {
             mode: mode.into(),
-            errors: run.policy.notes.iter().map(|n| format!("note: {n}")).collect(),
+            errors: run
+                .policy
+                .notes
+                .iter()
+                .map(|n| format!("note: {n}"))
+                .collect(),
             ..Default::default()
         },
         remaining_ids: req.only_ids.as_ref().map(|v| v.iter().cloned().collect()),

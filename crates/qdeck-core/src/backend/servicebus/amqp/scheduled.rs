@@ -18,7 +18,10 @@ fn seq_array(seqs: &[i64]) -> Value {
 /// `com.microsoft:cancel-scheduled-message`: the scheduled messages with these sequence
 /// numbers are removed before they become due.
 pub async fn cancel(amqp: &Amqp, entity: &str, seqs: &[i64]) -> Result<()> {
-    let what = format!("cancelling scheduled messages of {}", sanitize::clean(entity));
+    let what = format!(
+        "cancelling scheduled messages of {}",
+        sanitize::clean(entity)
+    );
     amqp.request(
         entity,
         "com.microsoft:cancel-scheduled-message",

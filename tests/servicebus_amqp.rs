@@ -10,6 +10,8 @@
 
 mod common;
 mod contract;
+#[path = "servicebus_standin/mod.rs"]
+mod rest_standin;
 
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
@@ -67,7 +69,6 @@ pub struct Standin {
 impl Standin {
     /// Start with these `--queue` specs (`NAME[,max-delivery=N][,sessions][,lock=S]`).
     pub fn start(queues: &[String]) -> Standin {
-        use std::os::unix::process::CommandExt;
         let py = python();
         let mut cmd = Command::new("bash");
         cmd.arg(root().join("scripts/sb_standin.sh"))
@@ -75,8 +76,7 @@ impl Standin {
             .args(["--management-port", &free_port().to_string()])
             .env("QDECK_TEST_PYTHON", &py)
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .process_group(0);
+            .stderr(Stdio::inherit());
         for q in queues {
             cmd.args(["--queue", q]);
         }
@@ -156,9 +156,7 @@ impl Standin {
 
 impl Drop for Standin {
     fn drop(&mut self) {
-        // The script's process group: bash and the Python it runs.
-        let pgid = format!("-{}", self.child.id());
-        let _ = Command::new("kill").args(["-TERM", &pgid]).status();
+        // The script `exec`s the stand-in: this process is the stand-in itself.
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
@@ -558,5 +556,153 @@ async fn cli_cancel_scheduled_is_tier_full_confirmed_and_audited() {
     assert!(
         lines.iter().any(|l| l["profile"] == "oncall"),
         "the refusal is audited too: {audit}"
+    );
+}
+
+/// A session-enabled queue is no longer refused: its sessions are listed with their counts
+/// and state, one session is peeked alone, `--where session = …` picks by SessionId, and a
+/// purge empties it session by session.
+#[tokio::test]
+#[ignore = "needs QDECK_TEST_SB_AMQP=1 and QDECK_TEST_PYTHON with azure-servicebus and python-qpid-proton"]
+async fn session_queues_are_browsed_listed_and_purged() {
+    let s = Standin::start(&["chats,sessions".into()]);
+    let b = s.backend().await;
+    s.client(&["sessions", "chats", "a=2,b=3"]);
+    let info = b.describe(&q("chats")).await.unwrap();
+    assert_eq!(b.capabilities_for(&info).browse, BrowseEffect::None);
+    let all = b.browse(&q("chats"), &req(10)).await.unwrap().messages;
+    assert_eq!(all.len(), 5);
+    let pred = qdeck::triage::predicate::Predicate::parse(r#"session = "b""#).unwrap();
+    let ctx = qdeck::triage::predicate::EvalContext {
+        now_ms: now_ms(),
+        signature: Default::default(),
+    };
+    assert_eq!(all.iter().filter(|m| pred.matches(m, &ctx)).count(), 3);
+    let list = b.sessions(&q("chats")).await.unwrap();
+    let got: Vec<(String, Option<u64>)> = list.iter().map(|x| (x.id.clone(), x.messages)).collect();
+    assert_eq!(got, vec![("a".into(), Some(2)), ("b".into(), Some(3))]);
+    assert_eq!(list[0].state, b"st-a".to_vec());
+    let only_b = b.browse_session(&q("chats"), "b", &req(10)).await.unwrap().messages;
+    assert_eq!(only_b.len(), 3);
+    assert!(only_b.iter().all(|m| m.key.as_deref() == Some("b")));
+    let r = b.purge(&q("chats"), &OpProgress::detached()).await.unwrap();
+    assert_eq!(r.purged, Some(5), "{r:?}");
+    assert!(b.browse(&q("chats"), &req(10)).await.unwrap().messages.is_empty());
+}
+
+/// Deferred messages show in a peek with their state, and a chosen one is completed (taken by
+/// sequence number: no receiver gets it otherwise).
+#[tokio::test]
+#[ignore = "needs QDECK_TEST_SB_AMQP=1 and QDECK_TEST_PYTHON with azure-servicebus and python-qpid-proton"]
+async fn deferred_messages_are_listed_and_completed_by_sequence_number() {
+    let s = Standin::start(&["work".into()]);
+    let b = s.backend().await;
+    let got = s.client(&["defer", "work", "2"]);
+    let seqs: Vec<String> = got["sequence_numbers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_i64().unwrap().to_string())
+        .collect();
+    let page = b.browse(&q("work"), &req(10)).await.unwrap().messages;
+    assert_eq!(page.len(), 2);
+    assert!(page.iter().all(|m| m.field_text("State").as_deref() == Some("Deferred")));
+    // Deleting chosen messages of an active queue is refused (it would raise the others'
+    // delivery counts), except when every one is deferred: those are taken by number alone.
+    let d = b.deleter().unwrap();
+    let r = d
+        .delete_ids(&q("work"), &[seqs[0].clone()], &OpProgress::detached())
+        .await
+        .unwrap();
+    assert_eq!((r.deleted, r.missing), (1, 0), "{r:?}");
+    let left = b.browse(&q("work"), &req(10)).await.unwrap().messages;
+    assert_eq!(left.len(), 1);
+    assert_eq!(left[0].seq.unwrap().to_string(), seqs[1]);
+}
+
+/// Benchmark, not a check (run by hand; figures on stderr): peeking 5,000 dead letters with
+/// qdeck over AMQP, with Microsoft's client's `peek_messages` loop on the same stand-in, and
+/// today's REST browse of the same number on the REST stand-in (which stops at its first 500:
+/// its time is given for those and per message).
+///
+/// `QDECK_TEST_SB_AMQP=1 QDECK_TEST_PYTHON=… cargo test --release --test servicebus_amqp -- --ignored manual_peek_benchmark --nocapture`
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "manual benchmark: needs QDECK_TEST_SB_AMQP=1 and QDECK_TEST_PYTHON"]
+async fn manual_peek_benchmark() {
+    const N: usize = 5_000;
+    let s = Standin::start(&["bench,max-delivery=10".into()]);
+    let b = s.backend().await;
+    let seeded = s.client(&["dead", "bench", "bench", &N.to_string()]);
+    assert_eq!(seeded["dead"], N);
+
+    let started = std::time::Instant::now();
+    let mut seen = 0usize;
+    let mut cursor = None;
+    while seen < N {
+        let page = b
+            .browse(
+                &dlq("bench"),
+                &BrowseRequest {
+                    cursor: cursor.clone(),
+                    max: 1000,
+                    force: false,
+                },
+            )
+            .await
+            .unwrap();
+        seen += page.messages.len();
+        match page.next {
+            Some(c) if !page.messages.is_empty() => cursor = Some(c),
+            _ => break,
+        }
+    }
+    let qdeck_secs = started.elapsed().as_secs_f64();
+    assert_eq!(seen, N);
+    let py = s.client(&["peek-bench", "bench", &N.to_string()]);
+    let py_secs = py["seconds"].as_f64().unwrap();
+    assert_eq!(py["seen"], N);
+
+    let rest = rest_standin::StandIn::start().await;
+    rest.create_queue("bench", 10, 30);
+    for i in 0..N {
+        rest.seed_dlq("bench", rest_standin::new_msg(format!("{{\"order\":{i}}}").as_bytes()), "Poison");
+    }
+    let rb = common::servicebus_backend("rest", &rest.manage_conn_str(), Some(false))
+        .await
+        .unwrap();
+    let started = std::time::Instant::now();
+    let mut rest_seen = 0usize;
+    let mut cursor = None;
+    loop {
+        let page = rb
+            .browse(
+                &dlq("bench"),
+                &BrowseRequest {
+                    cursor: cursor.clone(),
+                    max: 1000,
+                    force: false,
+                },
+            )
+            .await;
+        let Ok(page) = page else { break };
+        rest_seen += page.messages.len();
+        match page.next {
+            Some(c) if !page.messages.is_empty() => cursor = Some(c),
+            _ => break,
+        }
+    }
+    let rest_secs = started.elapsed().as_secs_f64();
+    let per = |secs: f64, n: usize| secs / n as f64 * 1000.0;
+    eprintln!(
+        "peek of {N} DLQ messages: qdeck AMQP {qdeck_secs:.2} s ({:.3} ms/msg); azure-servicebus peek_messages {py_secs:.2} s ({:.3} ms/msg); \
+         qdeck REST browse reached {rest_seen} in {rest_secs:.2} s ({:.3} ms/msg)",
+        per(qdeck_secs, N),
+        per(py_secs, N),
+        per(rest_secs, rest_seen.max(1)),
+    );
+    eprintln!(
+        "ratios: python/qdeck-amqp {:.2}x; rest-per-msg/amqp-per-msg {:.2}x",
+        py_secs / qdeck_secs,
+        per(rest_secs, rest_seen.max(1)) / per(qdeck_secs, N)
     );
 }

@@ -255,6 +255,18 @@ pub enum Command {
     /// http://LISTEN/metrics (and /healthz), from a background poller under the call budget.
     /// Profiles are opened read-only.
     Serve(ServeArgs),
+    /// The sessions of a session-enabled Service Bus queue or subscription (AMQP transport):
+    /// each session's id, the messages it holds and its session state. `--peek ID` shows the
+    /// messages of one session instead (a peek: nothing is locked).
+    Sessions {
+        queue: String,
+        /// Show this session's messages.
+        #[arg(long, value_name = "SESSION")]
+        peek: Option<String>,
+        /// How many messages with --peek.
+        #[arg(short = 'n', long, default_value_t = 10)]
+        count: usize,
+    },
     /// Start capturing a NATS JetStream consumer's dead letters: creates a stream of its
     /// MAX_DELIVERIES and MSG_TERMINATED advisories (kept 30 days, at most 1,000,000), which
     /// becomes the consumer's DLQ. Needs access = "full"; audited.

@@ -97,6 +97,28 @@ pub trait Backend: Send + Sync {
         )))
     }
 
+    /// The sessions of a session-enabled entity (Service Bus), with what the broker says about
+    /// each. `Unsupported` where the broker has no sessions.
+    async fn sessions(&self, _queue: &QueueId) -> Result<Vec<SessionInfo>> {
+        Err(BackendError::Unsupported(format!(
+            "{} has no message sessions",
+            self.kind()
+        )))
+    }
+
+    /// A page of one session's messages, as `browse` reads them.
+    async fn browse_session(
+        &self,
+        _queue: &QueueId,
+        _session: &str,
+        _req: &BrowseRequest,
+    ) -> Result<Page> {
+        Err(BackendError::Unsupported(format!(
+            "{} has no message sessions",
+            self.kind()
+        )))
+    }
+
     /// What `redrive(req)` would do, without changing anything: the same checks the real run
     /// makes (unknown target, no recorded origin, unsupported queue) fail here the same way.
     /// Backends with extra checks override it and call it from `redrive`.

@@ -231,6 +231,26 @@ impl Gate {
         self.backend.browse_scheduled(queue, req).await
     }
 
+    /// The sessions of an entity (their state may hold application data): the `browse` tier.
+    pub async fn sessions(
+        &self,
+        queue: &QueueId,
+    ) -> Result<Vec<crate::domain::SessionInfo>, BackendError> {
+        self.require(Mutation::Browse, queue)?;
+        self.backend.sessions(queue).await
+    }
+
+    /// Read a page of one session's messages: the same tier as `browse`.
+    pub async fn browse_session(
+        &self,
+        queue: &QueueId,
+        session: &str,
+        req: &crate::domain::BrowseRequest,
+    ) -> Result<crate::domain::Page, BackendError> {
+        self.require(Mutation::Browse, queue)?;
+        self.backend.browse_session(queue, session, req).await
+    }
+
     pub async fn redrive(
         &self,
         req: &RedriveRequest,

@@ -28,7 +28,7 @@ use super::signature::{self, SignatureConfig};
 use crate::domain::Message;
 
 const FIELDS: &str =
-    "reason, signature, origin, key, id, task, header.NAME, body, json.PATH, age, receives";
+    "reason, signature, origin, key, session, id, task, header.NAME, body, json.PATH, age, receives";
 
 #[derive(Debug, Clone)]
 enum Field {
@@ -36,6 +36,8 @@ enum Field {
     Signature,
     Origin,
     Key,
+    /// Service Bus `SessionId` (a property, not the partition key `key` may also be).
+    Session,
     Id,
     Task,
     Header(String),
@@ -149,6 +151,7 @@ fn field(word: &str, col: usize) -> Result<Field, PredicateError> {
         "signature" => simple(Field::Signature),
         "origin" => simple(Field::Origin),
         "key" => simple(Field::Key),
+        "session" => simple(Field::Session),
         "id" => simple(Field::Id),
         "task" => simple(Field::Task),
         "body" => simple(Field::Body),
@@ -268,6 +271,14 @@ fn compare(
             texts(op, v, &o.as_deref().into_iter().collect::<Vec<_>>())
         }
         Field::Key => texts(op, v, &m.key.as_deref().into_iter().collect::<Vec<_>>()),
+        Field::Session => {
+            let s = m
+                .properties
+                .iter()
+                .find(|(k, _)| k == "SessionId")
+                .map(|(_, v)| v.text());
+            texts(op, v, &s.as_deref().into_iter().collect::<Vec<_>>())
+        }
         Field::Id => texts(op, v, &[m.id.as_str()]),
         Field::Task => {
             let t = crate::celery::task_name(m);
@@ -391,6 +402,17 @@ mod tests {
     }
 
     #[test]
+    fn session_is_the_service_bus_session_id() {
+        let mut m = msg();
+        let p = |src: &str, m: &Message| Predicate::parse(src).unwrap().matches(m, &ctx());
+        assert!(!p(r#"session = "cust-7""#, &m), "the key is not a session");
+        assert!(p(r#"session != "s-1""#, &m));
+        m.properties.push(("SessionId".into(), "s-1".into()));
+        assert!(p(r#"session = "s-1""#, &m));
+        assert!(p(r#"session ~ "^s-""#, &m));
+    }
+
+    #[test]
     fn headers_ignore_case_and_sqs_prefix_and_missing_ones_only_satisfy_negations() {
         assert!(t(r#"header.x-tenant = "acme""#));
         assert!(t(r#"header.X-Tenant = "acme""#));
@@ -501,7 +523,7 @@ mod tests {
         assert_eq!(e("").message, "expected a field at the end");
         assert_eq!(
             e("reason = \"a\" and foo = \"b\"").to_string(),
-            "column 18: unknown field \"foo\" (fields: reason, signature, origin, key, id, task, header.NAME, body, json.PATH, age, receives)"
+            "column 18: unknown field \"foo\" (fields: reason, signature, origin, key, session, id, task, header.NAME, body, json.PATH, age, receives)"
         );
     }
 

@@ -44,6 +44,9 @@ use mgmt::QueueEntry;
 
 pub const DLQ_SUFFIX: &str = "/$DeadLetterQueue";
 
+const REST_NO_SESSIONS: &str =
+    "Service Bus REST has no session receiver: sessions need transport = \"amqp\"";
+
 const AGE_NOTE: &str =
     "Service Bus reports no age of oldest message, and REST cannot peek without locking";
 
@@ -593,6 +596,25 @@ impl Backend for ServiceBus {
         browse::browse(&self.rest, queue.as_str(), req).await
     }
 
+    async fn sessions(&self, queue: &QueueId) -> Result<Vec<SessionInfo>> {
+        match self.amqp() {
+            Some(a) => amqp::sessions::list(a, queue.as_str()).await,
+            None => Err(BackendError::Unsupported(REST_NO_SESSIONS.into())),
+        }
+    }
+
+    async fn browse_session(
+        &self,
+        queue: &QueueId,
+        session: &str,
+        req: &BrowseRequest,
+    ) -> Result<Page> {
+        match self.amqp() {
+            Some(a) => amqp::peek::browse(a, queue.as_str(), req, Some(session)).await,
+            None => Err(BackendError::Unsupported(REST_NO_SESSIONS.into())),
+        }
+    }
+
     async fn browse_scheduled(&self, queue: &QueueId, req: &BrowseRequest) -> Result<Page> {
         if let Some(a) = self.amqp() {
             return self.amqp_scheduled(a, queue, req).await;
@@ -640,7 +662,7 @@ impl Backend for ServiceBus {
             self.refuse_unreceivable(queue).await?;
         }
         if let Some(a) = self.amqp() {
-            return amqp::purge::purge(a, queue.as_str(), progress).await;
+            return self.amqp_purge(a, queue, progress).await;
         }
         purge::purge(self.rest.clone(), queue.as_str(), progress).await
     }
@@ -760,14 +782,19 @@ impl DeleteById for ServiceBus {
         ids: &[String],
         progress: &OpProgress,
     ) -> Result<DeleteReport> {
+        if let Some(a) = self.amqp() {
+            // Deferred messages are taken by sequence number, touching no other message.
+            let only_deferred = dlq_parent(queue.as_str()).is_none()
+                && amqp::purge::all_deferred(a, queue.as_str(), ids).await?;
+            if dlq_parent(queue.as_str()).is_some() || only_deferred {
+                return amqp::purge::delete_ids(a, queue.as_str(), ids, progress).await;
+            }
+        }
         if dlq_parent(queue.as_str()).is_none() {
             return Err(BackendError::Refused(format!(
                 "{queue}: {}; refused",
                 delete::COST
             )));
-        }
-        if let Some(a) = self.amqp() {
-            return amqp::purge::delete_ids(a, queue.as_str(), ids, progress).await;
         }
         delete::delete_ids(&self.rest, queue.as_str(), ids, progress).await
     }
@@ -782,7 +809,7 @@ impl ServiceBus {
             Err(BackendError::Forbidden { .. }) => return Ok(()),
             Err(e) => return Err(e),
         };
-        if let Some(why) = session_refusal(&info) {
+        if let Some(why) = session_refusal(&info).filter(|_| self.amqp.is_none()) {
             return Err(BackendError::Unsupported(why));
         }
         if info.kind == QueueKind::Topic {

@@ -4,7 +4,7 @@
 use super::amqp::{self, convert, Amqp};
 use super::resubmit::{self, CopyPolicy};
 use super::{dlq_parent, mgmt, ServiceBus};
-use crate::backend::{BackendError, OpProgress, Result};
+use crate::backend::{Backend, BackendError, OpProgress, Result};
 use crate::domain::*;
 use crate::sanitize;
 
@@ -96,6 +96,23 @@ impl ServiceBus {
         amqp::redrive::resubmit(run, req, progress).await
     }
 
+    /// Purge; a session-enabled entity session by session (a receiver without a session
+    /// filter is refused there).
+    pub(super) async fn amqp_purge(
+        &self,
+        a: &Amqp,
+        queue: &QueueId,
+        progress: &OpProgress,
+    ) -> Result<PurgeReport> {
+        let sessions = match self.describe(queue).await {
+            Ok(info) if !info.is_dlq && requires_session(&info) => {
+                Some(amqp::sessions::ids(a, queue.as_str()).await?)
+            }
+            _ => None,
+        };
+        amqp::purge::purge(a, queue.as_str(), sessions, progress).await
+    }
+
     /// Cancel a scheduled message by its sequence number.
     pub(super) async fn amqp_cancel_scheduled(
         &self,
@@ -149,4 +166,11 @@ impl ServiceBus {
             .map(|(r, id)| r.map(|()| id))
             .collect()
     }
+}
+
+fn requires_session(info: &QueueInfo) -> bool {
+    info.settings
+        .extra
+        .get("requires_session")
+        .is_some_and(|v| v.eq_ignore_ascii_case("true"))
 }

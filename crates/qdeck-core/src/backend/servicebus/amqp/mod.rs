@@ -20,6 +20,7 @@ pub mod redrive;
 mod request;
 pub mod scheduled;
 pub mod send;
+pub mod sessions;
 
 use std::sync::Arc;
 
@@ -28,8 +29,6 @@ use fe2o3_amqp::types::definitions::{ReceiverSettleMode, SenderSettleMode};
 use fe2o3_amqp::types::messaging::Source;
 use fe2o3_amqp::types::primitives::{OrderedMap, SimpleValue, Symbol, Value};
 use fe2o3_amqp::{Receiver, Sender};
-use serde_amqp::described::Described;
-use serde_amqp::descriptor::Descriptor;
 use tokio::sync::Mutex;
 
 use super::connstr::ConnInfo;
@@ -102,11 +101,6 @@ impl Amqp {
         self.live_for(entity).await.map(|_| ())
     }
 
-    /// Forget the connection after a failure that may have broken it.
-    pub async fn reset(&self) {
-        *self.live.lock().await = None;
-    }
-
     /// A sending link to `entity`.
     pub async fn sender(&self, entity: &str) -> Result<Sender> {
         let mut g = self.live_for(entity).await?;
@@ -137,13 +131,9 @@ impl Amqp {
         let mut source = Source::builder().address(entity);
         if let Some(id) = session {
             let mut filter = OrderedMap::new();
-            filter.insert(
-                Symbol::from(SESSION_FILTER),
-                Value::Described(Box::new(Described {
-                    descriptor: Descriptor::Name(Symbol::from(SESSION_FILTER)),
-                    value: Value::String(id.to_string()),
-                })),
-            );
+            // The session id as a plain string under the filter's name, as Microsoft's
+            // clients send it (not a described value).
+            filter.insert(Symbol::from(SESSION_FILTER), Value::String(id.to_string()));
             source = source.filter(filter);
         }
         let (snd, rcv) = match mode {

@@ -16,9 +16,59 @@ const NEXT_WAIT: Duration = Duration::from_millis(20);
 /// Messages held locked at once by a delete before the pass stops.
 const MAX_HELD: usize = 5_000;
 
-pub async fn purge(amqp: &Amqp, entity: &str, progress: &OpProgress) -> Result<PurgeReport> {
+/// Receive-and-delete until the entity answers empty; a session-enabled entity session by
+/// session (`sessions`: the ids the broker listed).
+pub async fn purge(
+    amqp: &Amqp,
+    entity: &str,
+    sessions: Option<Vec<String>>,
+    progress: &OpProgress,
+) -> Result<PurgeReport> {
     progress.phase("receiving and deleting");
-    let mut rx = LockReceiver::open(amqp, entity, Mode::ReceiveAndDelete, BATCH as u32).await?;
+    let mut purged = 0u64;
+    let mut failure = None;
+    let targets: Vec<Option<String>> = match sessions {
+        Some(ids) => ids.into_iter().map(Some).collect(),
+        None => vec![None],
+    };
+    for session in targets {
+        if progress.cancelled() || failure.is_some() {
+            break;
+        }
+        match drain(amqp, entity, session.as_deref(), progress).await {
+            Ok(n) => purged += n,
+            Err((n, e)) => {
+                purged += n;
+                failure = Some(e);
+            }
+        }
+    }
+    progress.phase("done");
+    let note = match failure {
+        Some(e) if purged == 0 => return Err(e),
+        Some(e) => format!("stopped early after {purged} messages: {e}"),
+        None if progress.cancelled() => {
+            "cancelled; messages received so far were deleted".to_string()
+        }
+        None => "received and deleted until the entity answered empty; messages locked by other receivers, deferred and scheduled messages were not purged".to_string(),
+    };
+    Ok(PurgeReport {
+        purged: Some(purged),
+        note: Some(note),
+    })
+}
+
+/// Receive and delete from one receiver until it answers empty: how many, or the error and
+/// how many before it.
+async fn drain(
+    amqp: &Amqp,
+    entity: &str,
+    session: Option<&str>,
+    progress: &OpProgress,
+) -> std::result::Result<u64, (u64, crate::backend::BackendError)> {
+    let mut rx = LockReceiver::open_session(amqp, entity, Mode::ReceiveAndDelete, session)
+        .await
+        .map_err(|e| (0, e))?;
     let mut purged = 0u64;
     let mut failure = None;
     while !progress.cancelled() {
@@ -36,19 +86,17 @@ pub async fn purge(amqp: &Amqp, entity: &str, progress: &OpProgress) -> Result<P
         }
     }
     rx.close().await;
-    progress.phase("done");
-    let note = match failure {
-        Some(e) if purged == 0 => return Err(e),
-        Some(e) => format!("stopped early after {purged} messages: {e}"),
-        None if progress.cancelled() => {
-            "cancelled; messages received so far were deleted".to_string()
-        }
-        None => "received and deleted until the entity answered empty; messages locked by other receivers, deferred and scheduled messages were not purged".to_string(),
-    };
-    Ok(PurgeReport {
-        purged: Some(purged),
-        note: Some(note),
-    })
+    match failure {
+        Some(e) => Err((purged, e)),
+        None => Ok(purged),
+    }
+}
+
+/// Whether every id names a deferred message of `entity` (found by peek).
+pub async fn all_deferred(amqp: &Amqp, entity: &str, ids: &[String]) -> Result<bool> {
+    let wanted: HashSet<String> = ids.iter().cloned().collect();
+    let seqs = super::redrive::deferred_seqs(amqp, entity, &wanted).await?;
+    Ok(!ids.is_empty() && seqs.len() == wanted.len())
 }
 
 fn chosen(wanted: &HashSet<&str>, l: &Locked) -> Option<String> {
@@ -70,7 +118,23 @@ pub async fn delete_ids(
     let mut wanted: HashSet<&str> = ids.iter().map(String::as_str).collect();
     let mut report = DeleteReport::default();
     progress.set_total(Some(wanted.len() as u64));
-    let mut rx = LockReceiver::open(amqp, entity, Mode::PeekLock, 100).await?;
+    // Deferred messages are not delivered to a receiver: taken by sequence number instead.
+    let all: HashSet<String> = ids.iter().cloned().collect();
+    let seqs = super::redrive::deferred_seqs(amqp, entity, &all).await?;
+    if !seqs.is_empty() {
+        for (m, token) in super::scheduled::receive_deferred(amqp, entity, &seqs).await? {
+            let Some(t) = token else { continue };
+            super::receive::settle_by_token(amqp, entity, &[t], "completed").await?;
+            let id = convert::message_id(&m);
+            let seq = convert::sequence_number(&m).map(|n| n.to_string());
+            for k in [id, seq].into_iter().flatten() {
+                wanted.remove(k.as_str());
+            }
+            report.deleted += 1;
+            progress.add_done(1);
+        }
+    }
+    let mut rx = LockReceiver::open(amqp, entity, Mode::PeekLock).await?;
     let mut held: Vec<Locked> = Vec::new();
     let mut failure = None;
     while !wanted.is_empty() && held.len() < MAX_HELD {

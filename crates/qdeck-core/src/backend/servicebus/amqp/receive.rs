@@ -30,10 +30,20 @@ pub struct LockReceiver {
 
 impl LockReceiver {
     /// A receiver on `entity`; credit is granted per `batch`, so a peek-lock receiver locks
-    /// only what it asked for. `_credit` is the largest batch the caller will ask for.
-    pub async fn open(amqp: &Amqp, entity: &str, mode: Mode, _credit: u32) -> Result<LockReceiver> {
+    /// only what it asked for.
+    pub async fn open(amqp: &Amqp, entity: &str, mode: Mode) -> Result<LockReceiver> {
+        Self::open_session(amqp, entity, mode, None).await
+    }
+
+    /// A receiver on one session of a session-enabled entity (`session`), or on the entity.
+    pub async fn open_session(
+        amqp: &Amqp,
+        entity: &str,
+        mode: Mode,
+        session: Option<&str>,
+    ) -> Result<LockReceiver> {
         Ok(LockReceiver {
-            rx: amqp.receiver(entity, mode, None, None).await?,
+            rx: amqp.receiver(entity, mode, session, None).await?,
             what: format!("receiving from {}", sanitize::clean(entity)),
         })
     }

@@ -157,7 +157,7 @@ pub async fn resubmit(
     };
     progress.set_total(total);
     progress.phase("resubmitting");
-    let mut rx = LockReceiver::open(run.amqp, &run.source, Mode::PeekLock, BATCH as u32).await?;
+    let mut rx = LockReceiver::open(run.amqp, &run.source, Mode::PeekLock).await?;
     let mut tx = match send::Link::open(run.amqp, &run.target).await {
         Ok(t) => t,
         Err(e) => {
@@ -174,6 +174,12 @@ pub async fn resubmit(
         if let Err(e) = one_batch(&run, &mut st, &mut rx, &mut tx, &pace, batch, progress).await {
             fatal = Some(e);
             break;
+        }
+    }
+    if fatal.is_none() && !progress.cancelled() {
+        // Chosen messages the receiver never gets: deferred ones, received by number.
+        if let Err(e) = deferred_pass(&run, &mut st, &mut tx, progress).await {
+            st.error(format!("deferred messages: {e}"));
         }
     }
     progress.phase("releasing held messages");
@@ -358,4 +364,78 @@ async fn settle(
             }
         }
     }
+}
+
+/// The selected messages still missing that are deferred in the source (a receiver never
+/// gets those again): found by peek, received by sequence number under a lock, copied, and
+/// completed by lock token once the copy was accepted.
+async fn deferred_pass(
+    run: &Run<'_>,
+    st: &mut State,
+    tx: &mut send::Link,
+    progress: &OpProgress,
+) -> Result<()> {
+    let Some(wanted) = st.remaining_ids.clone().filter(|r| !r.is_empty()) else {
+        return Ok(());
+    };
+    let seqs = deferred_seqs(run.amqp, &run.source, &wanted).await?;
+    if seqs.is_empty() {
+        return Ok(());
+    }
+    progress.phase("resubmitting deferred messages");
+    for (m, token) in super::scheduled::receive_deferred(run.amqp, &run.source, &seqs).await? {
+        let _ = selected(st, &m);
+        let id = convert::message_id(&m).unwrap_or_default();
+        run.amqp.bump("amqp.send", 1);
+        if let Err(e) = tx.send(copy_for(&m, run.policy.new_ids)).await {
+            st.report.failed += 1;
+            st.error(format!("deferred message {id}: not resubmitted: {e}"));
+            progress.add_failed(1);
+            continue;
+        }
+        let done = match token {
+            Some(t) => {
+                super::receive::settle_by_token(run.amqp, &run.source, &[t], "completed").await
+            }
+            None => Err(BackendError::Protocol("no lock token".into())),
+        };
+        match done {
+            Ok(()) => {
+                st.report.moved += 1;
+                progress.add_done(1);
+            }
+            Err(e) => {
+                st.report.possibly_duplicated += 1;
+                st.error(format!(
+                    "deferred message {id}: copied to {} but not removed ({e}); it may be resubmitted twice",
+                    run.target
+                ));
+                progress.add_failed(1);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Sequence numbers of the deferred messages among `wanted` (ids or sequence numbers), by a
+/// bounded peek of the entity.
+pub async fn deferred_seqs(amqp: &Amqp, entity: &str, wanted: &HashSet<String>) -> Result<Vec<i64>> {
+    let mut out = Vec::new();
+    let mut from = 0i64;
+    for _ in 0..40 {
+        let got = super::peek::peek_raw(amqp, entity, from, super::peek::PEEK_BATCH, None).await?;
+        let Some(last) = got.last().and_then(convert::sequence_number) else {
+            break;
+        };
+        for m in &got {
+            let seq = convert::sequence_number(m);
+            let hit = convert::message_id(m).is_some_and(|id| wanted.contains(&id))
+                || seq.is_some_and(|n| wanted.contains(&n.to_string()));
+            if hit && convert::state_name(m) == Some("Deferred") {
+                out.extend(seq);
+            }
+        }
+        from = last + 1;
+    }
+    Ok(out)
 }

@@ -473,7 +473,11 @@ async fn redriven_copies_read_back_the_same_with_microsofts_client() {
         );
         assert_eq!(p["attempt"], serde_json::json!(["int", 3]), "{m}");
         assert_eq!(p["ratio"], serde_json::json!(["float", 0.5]), "{m}");
-        assert_eq!(p["urgent"], serde_json::json!(["bool", i % 2 == 0]), "{m}");
+        assert_eq!(
+            p["urgent"],
+            serde_json::json!(["bool", i.is_multiple_of(2)]),
+            "{m}"
+        );
         assert_eq!(p["x-qdeck-redriven"], serde_json::json!(["int", 1]), "{m}");
         assert!(
             p.get("DeadLetterReason").is_none(),
@@ -582,12 +586,21 @@ async fn session_queues_are_browsed_listed_and_purged() {
     let got: Vec<(String, Option<u64>)> = list.iter().map(|x| (x.id.clone(), x.messages)).collect();
     assert_eq!(got, vec![("a".into(), Some(2)), ("b".into(), Some(3))]);
     assert_eq!(list[0].state, b"st-a".to_vec());
-    let only_b = b.browse_session(&q("chats"), "b", &req(10)).await.unwrap().messages;
+    let only_b = b
+        .browse_session(&q("chats"), "b", &req(10))
+        .await
+        .unwrap()
+        .messages;
     assert_eq!(only_b.len(), 3);
     assert!(only_b.iter().all(|m| m.key.as_deref() == Some("b")));
     let r = b.purge(&q("chats"), &OpProgress::detached()).await.unwrap();
     assert_eq!(r.purged, Some(5), "{r:?}");
-    assert!(b.browse(&q("chats"), &req(10)).await.unwrap().messages.is_empty());
+    assert!(b
+        .browse(&q("chats"), &req(10))
+        .await
+        .unwrap()
+        .messages
+        .is_empty());
 }
 
 /// Deferred messages show in a peek with their state, and a chosen one is completed (taken by
@@ -606,7 +619,9 @@ async fn deferred_messages_are_listed_and_completed_by_sequence_number() {
         .collect();
     let page = b.browse(&q("work"), &req(10)).await.unwrap().messages;
     assert_eq!(page.len(), 2);
-    assert!(page.iter().all(|m| m.field_text("State").as_deref() == Some("Deferred")));
+    assert!(page
+        .iter()
+        .all(|m| m.field_text("State").as_deref() == Some("Deferred")));
     // Deleting chosen messages of an active queue is refused (it would raise the others'
     // delivery counts), except when every one is deferred: those are taken by number alone.
     let d = b.deleter().unwrap();
@@ -665,7 +680,11 @@ async fn manual_peek_benchmark() {
     let rest = rest_standin::StandIn::start().await;
     rest.create_queue("bench", 10, 30);
     for i in 0..N {
-        rest.seed_dlq("bench", rest_standin::new_msg(format!("{{\"order\":{i}}}").as_bytes()), "Poison");
+        rest.seed_dlq(
+            "bench",
+            rest_standin::new_msg(format!("{{\"order\":{i}}}").as_bytes()),
+            "Poison",
+        );
     }
     let rb = common::servicebus_backend("rest", &rest.manage_conn_str(), Some(false))
         .await
@@ -705,4 +724,82 @@ async fn manual_peek_benchmark() {
         py_secs / qdeck_secs,
         per(rest_secs, rest_seen.max(1)) / per(qdeck_secs, N)
     );
+}
+
+/// The transfer dead-letter queue becomes a row while it holds messages; it is peeked and
+/// redriven like the ordinary one.
+#[tokio::test]
+#[ignore = "needs QDECK_TEST_SB_AMQP=1 and QDECK_TEST_PYTHON with azure-servicebus and python-qpid-proton"]
+async fn the_transfer_dead_letter_queue_is_a_row_while_it_holds_messages() {
+    let s = Standin::start(&["fwd".into()]);
+    let b = s.backend().await;
+    let tdlq = q("fwd/$Transfer/$DeadLetterQueue");
+    let listed = |l: &[QueueInfo]| l.iter().any(|i| i.id == tdlq);
+    assert!(
+        !listed(&b.list_queues().await.unwrap()),
+        "no row while empty"
+    );
+    let sent = b
+        .sender()
+        .unwrap()
+        .send_many(
+            &q("fwd"),
+            (0..3)
+                .map(|i| OutgoingMessage::text(format!("m{i}"), &[]))
+                .collect(),
+        )
+        .await;
+    assert!(sent.iter().all(Result::is_ok));
+    // Nothing on the AMQP side puts messages there: the stand-in's test hook does.
+    let key = s
+        .conn
+        .split("SharedAccessKey=")
+        .nth(1)
+        .unwrap()
+        .split(';')
+        .next()
+        .unwrap();
+    let token = qdeck::backend::servicebus::connstr::sas_token(
+        &s.mgmt,
+        "RootManageSharedAccessKey",
+        key,
+        qdeck::backend::servicebus::connstr::unix_now() + 600,
+    );
+    qdeck::tls::install_provider();
+    let moved = reqwest::Client::new()
+        .post(format!(
+            "{}/$standin/transfer-dead-letter?entity=fwd&count=2",
+            s.mgmt.trim_end_matches('/')
+        ))
+        .header("Authorization", token)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert_eq!(moved.trim(), "2");
+    let list = b.list_queues().await.unwrap();
+    let row = list.iter().find(|i| i.id == tdlq).expect("a row now");
+    assert!(row.is_dlq);
+    assert_eq!(row.dlq_sources, vec![q("fwd")]);
+    assert_eq!(b.count(&tdlq).await.unwrap().ready, 2);
+    let peeked = b.browse(&tdlq, &req(10)).await.unwrap().messages;
+    assert_eq!(peeked.len(), 2);
+    let report = b
+        .redrive(
+            &RedriveRequest {
+                source: tdlq.clone(),
+                target: RedriveTarget::Origin,
+                max: None,
+                rate: None,
+                only_ids: None,
+                window: None,
+            },
+            &OpProgress::detached(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(report.moved, 2, "{report:?}");
+    assert_eq!(b.count(&q("fwd")).await.unwrap().ready, 3);
 }

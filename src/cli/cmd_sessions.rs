@@ -68,14 +68,19 @@ async fn peek_session(s: &Session, queue: &QueueId, id: &str, n: usize, f: Forma
         output::print_json(&messages).ok();
         return Ok(OK);
     }
-    let mut t = Table::new(vec!["ID", "SEQ", "ENQUEUED", "RECEIVES", "STATE", "SIZE", "BODY"]);
+    let mut t = Table::new(vec![
+        "ID", "SEQ", "ENQUEUED", "RECEIVES", "STATE", "SIZE", "BODY",
+    ]);
     for m in &messages {
         t.push(vec![
             name(&m.id),
             output::opt(m.seq),
             output::time_in(m.enqueued_ms, f),
             output::opt(m.receive_count),
-            m.field_text("State").as_deref().map(name).unwrap_or_default(),
+            m.field_text("State")
+                .as_deref()
+                .map(name)
+                .unwrap_or_default(),
             m.body.len().to_string(),
             output::body_cell(&m.body, f),
         ]);

@@ -1,8 +1,10 @@
-//! Azure Service Bus backend over REST: counts and settings from the ATOM management API
-//! (`mgmt`), runtime calls (`runtime`) for send, peek-lock, unlock, complete, renew and
-//! receive-and-delete, DLQ browse (`browse`), client-side resubmit (`resubmit`) and purge
-//! (`purge`). The connection string comes from the variable the profile names, read through
-//! the `SecretSource` the backend is built with.
+//! Azure Service Bus backend: counts and settings from the ATOM management API (`mgmt`), and
+//! messages over AMQP 1.0 (`amqp`, profile `transport = "amqp"`, the default: a true peek,
+//! sessions, scheduled and deferred messages; `over_amqp` hands the operations to it) or over
+//! REST (`transport = "rest"`): runtime calls (`runtime`) for send, peek-lock, unlock,
+//! complete, renew and receive-and-delete, DLQ browse (`browse`), client-side resubmit
+//! (`resubmit`) and purge (`purge`). The connection string comes from the variable the profile
+//! names, read through the `SecretSource` the backend is built with.
 //!
 //! Runtime calls go straight over reqwest, not through `azure_messaging_servicebus` 0.21: see
 //! the comment at the top of `runtime.rs` for why (binary bodies, lenient BrokerProperties,
@@ -15,7 +17,8 @@
 //! really are. Counts (`CountDetails`) are the broker's own figures at the time of the GET, so
 //! `count` reports them as exact.
 //!
-//! Verified against the in-process stand-in in `tests/servicebus_standin/`, not against Azure.
+//! Verified against stand-ins, not against Azure: REST against `tests/servicebus_standin/`,
+//! AMQP against `scripts/sb_standin.sh` (held to Microsoft's own client).
 
 mod amqp;
 mod browse;
@@ -50,8 +53,24 @@ const REST_NO_SESSIONS: &str =
 const AGE_NOTE: &str =
     "Service Bus reports no age of oldest message, and REST cannot peek without locking";
 
-/// `orders/$DeadLetterQueue` → `Some("orders")`.
+/// Messages that could not be auto-forwarded (or sent on through a transaction) wait here.
+pub const TRANSFER_DLQ_SUFFIX: &str = "/$Transfer/$DeadLetterQueue";
+
+/// `orders/$Transfer/$DeadLetterQueue`: the transfer dead-letter queue.
+pub fn is_transfer_dlq(entity: &str) -> bool {
+    entity
+        .len()
+        .checked_sub(TRANSFER_DLQ_SUFFIX.len())
+        .filter(|c| *c > 0)
+        .and_then(|c| entity.get(c..))
+        .is_some_and(|t| t.eq_ignore_ascii_case(TRANSFER_DLQ_SUFFIX))
+}
+
+/// `orders/$DeadLetterQueue` or `orders/$Transfer/$DeadLetterQueue` → `Some("orders")`.
 pub fn dlq_parent(entity: &str) -> Option<&str> {
+    if is_transfer_dlq(entity) {
+        return entity.get(..entity.len() - TRANSFER_DLQ_SUFFIX.len());
+    }
     let cut = entity
         .len()
         .checked_sub(DLQ_SUFFIX.len())
@@ -216,18 +235,29 @@ fn queue_infos(e: &QueueEntry) -> Vec<QueueInfo> {
         dlq_sources: Vec::new(),
         settings: settings.clone(),
     };
-    let dlq = QueueInfo {
-        id: own_dlq,
+    let sub_queue = |id: QueueId| QueueInfo {
+        id,
         kind,
         is_dlq: true,
         dlq: None,
-        dlq_sources: vec![id],
+        dlq_sources: vec![main.id.clone()],
         settings: QueueSettings {
             lease_secs: settings.lease_secs,
             ..Default::default()
         },
     };
-    vec![main, dlq]
+    let mut rows = vec![sub_queue(own_dlq)];
+    // A row only while it holds messages: most entities never use it.
+    if e.count("TransferDeadLetterMessageCount")
+        .is_some_and(|n| n > 0)
+    {
+        rows.push(sub_queue(QueueId::new(format!(
+            "{}{TRANSFER_DLQ_SUFFIX}",
+            e.name
+        ))));
+    }
+    rows.insert(0, main);
+    rows
 }
 
 /// An entity shown by name only: the key cannot read its description.
@@ -276,7 +306,7 @@ fn stats_for(id: &QueueId, e: &QueueEntry, at_ms: i64) -> QueueStats {
     };
     if dlq_parent(id.as_str()).is_some() {
         return QueueStats {
-            depth: e.count("DeadLetterMessageCount"),
+            depth: e.count(dlq_count_field(id.as_str())),
             ..base
         };
     }
@@ -293,6 +323,15 @@ fn stats_for(id: &QueueId, e: &QueueEntry, at_ms: i64) -> QueueStats {
         delayed: e.count("ScheduledMessageCount"),
         dlq_depth,
         ..base
+    }
+}
+
+/// The CountDetails figure of a dead-letter sub-queue.
+pub(super) fn dlq_count_field(entity: &str) -> &'static str {
+    if is_transfer_dlq(entity) {
+        "TransferDeadLetterMessageCount"
+    } else {
+        "DeadLetterMessageCount"
     }
 }
 
@@ -508,7 +547,7 @@ impl Backend for ServiceBus {
     async fn count(&self, queue: &QueueId) -> Result<MessageCount> {
         let e = self.entry_of(queue).await?;
         let ready = if dlq_parent(queue.as_str()).is_some() {
-            e.count("DeadLetterMessageCount")
+            e.count(dlq_count_field(queue.as_str()))
         } else {
             e.count("ActiveMessageCount")
         };
@@ -854,6 +893,14 @@ mod tests {
         assert_eq!(dlq_parent("/$DeadLetterQueue"), None);
         assert_eq!(dlq_parent("orders"), None);
         assert_eq!(dlq_parent("ééééééééééééééééééé"), None);
+        assert_eq!(
+            dlq_parent("orders/$Transfer/$DeadLetterQueue"),
+            Some("orders")
+        );
+        assert!(is_transfer_dlq(
+            "t/Subscriptions/s/$transfer/$deadletterqueue"
+        ));
+        assert!(!is_transfer_dlq("/$Transfer/$DeadLetterQueue"));
         assert!(is_subscription("t/Subscriptions/s"));
     }
 }

@@ -74,7 +74,7 @@ impl ServiceBus {
         let mut max = req.max;
         let mut lock_secs = DEFAULT_LOCK_SECS;
         if let Ok(Some(e)) = mgmt::get_queue(&self.rest, &parent).await {
-            if let Some(n) = e.count("DeadLetterMessageCount") {
+            if let Some(n) = e.count(super::dlq_count_field(&source)) {
                 max = Some(max.map_or(n, |m| m.min(n)));
             }
             if let Some(s) = e

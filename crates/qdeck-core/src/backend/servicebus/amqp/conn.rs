@@ -33,8 +33,8 @@ const EMULATOR_PORT: u16 = 5672;
 /// One open connection: its session, the `$cbs` link, the tokens put on it and the
 /// `$management` links opened on it, by entity.
 pub struct Live {
-    // Kept so the connection stays open as long as the session; closed on drop.
-    _conn: ConnectionHandle<()>,
+    /// Kept so the connection lives as long as the session; closed on drop.
+    conn: ConnectionHandle<()>,
     pub session: SessionHandle<()>,
     cbs: RequestLink,
     /// Audience → expiry (Unix seconds) of the token put for it.
@@ -44,7 +44,7 @@ pub struct Live {
 
 impl Live {
     pub fn is_broken(&self) -> bool {
-        self._conn.is_closed() || self.session.is_ended()
+        self.conn.is_closed() || self.session.is_ended()
     }
 }
 
@@ -95,7 +95,7 @@ pub async fn open(info: &ConnInfo) -> Result<Live> {
         .map_err(|e| unreachable(&host, port, format!("beginning a session: {e}")))?;
     let cbs = RequestLink::attach(&mut session, "$cbs").await?;
     Ok(Live {
-        _conn: conn,
+        conn,
         session,
         cbs,
         tokens: HashMap::new(),

@@ -152,7 +152,7 @@ pub fn to_amqp(v: &domain::Value) -> SimpleValue {
 }
 
 fn simple_to_value(v: &SimpleValue) -> Value {
-    Value::try_from(v.clone()).unwrap_or(Value::Null)
+    Value::from(v.clone())
 }
 
 fn rfc3339(ms: i64) -> Option<String> {
@@ -256,7 +256,7 @@ pub fn to_message(
     let mut meta = broker_meta(m, lock_token);
     let mut headers = Vec::new();
     if let Some(app) = &m.application_properties {
-        for (k, v) in app.0.iter() {
+        for (k, v) in &app.0 {
             let typed = from_amqp(&simple_to_value(v));
             if is_broker_property(k) {
                 meta.push((k.clone(), typed));
@@ -284,8 +284,7 @@ pub fn to_message(
         description: app_text("DeadLetterErrorDescription"),
         origin: Some(QueueId::new(
             annotation(m, DEADLETTER_SOURCE)
-                .map(|v| from_amqp(v).text())
-                .unwrap_or_else(|| parent.to_string()),
+                .map_or_else(|| parent.to_string(), |v| from_amqp(v).text()),
         )),
         count: None,
         at_ms: None,

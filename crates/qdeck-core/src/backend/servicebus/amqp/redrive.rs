@@ -320,6 +320,20 @@ async fn keep_locks(run: &Run<'_>, held: &[Locked], since: Instant) {
     }
 }
 
+/// Complete on the receiving link; where that link has gone, by lock token through
+/// `$management` (the lock outlives the link).
+async fn complete(run: &Run<'_>, rx: &LockReceiver, l: &Locked) -> Result<()> {
+    match rx.complete(l).await {
+        Ok(()) => Ok(()),
+        Err(e) => match l.token {
+            Some(t) => super::receive::settle_by_token(run.amqp, &run.source, &[t], "completed")
+                .await
+                .map_err(|_| e),
+            None => Err(e),
+        },
+    }
+}
+
 /// After the copy's outcome: complete the original (sent) or hold it (not sent).
 async fn settle(
     run: &Run<'_>,
@@ -331,7 +345,7 @@ async fn settle(
 ) {
     let id = convert::message_id(&l.msg).unwrap_or_default();
     match sent {
-        Ok(()) => match rx.complete(&l).await {
+        Ok(()) => match complete(run, rx, &l).await {
             Ok(()) => {
                 st.report.moved += 1;
                 progress.add_done(1);
@@ -419,7 +433,11 @@ async fn deferred_pass(
 
 /// Sequence numbers of the deferred messages among `wanted` (ids or sequence numbers), by a
 /// bounded peek of the entity.
-pub async fn deferred_seqs(amqp: &Amqp, entity: &str, wanted: &HashSet<String>) -> Result<Vec<i64>> {
+pub async fn deferred_seqs(
+    amqp: &Amqp,
+    entity: &str,
+    wanted: &HashSet<String>,
+) -> Result<Vec<i64>> {
     let mut out = Vec::new();
     let mut from = 0i64;
     for _ in 0..40 {

@@ -135,7 +135,8 @@ pub enum Command {
         rate: Option<Rate>,
         /// At most this many messages copied but not yet deleted at once. A crash (kill -9,
         /// lost connection) may duplicate up to this many, never lose any. Default: RabbitMQ
-        /// 500, SQS 10 per batch, Service Bus 16, local broker 0 (one transaction per batch).
+        /// 500, SQS 10 per batch, Service Bus 100 over AMQP (16 over REST), local broker 0 (one
+        /// transaction per batch).
         #[arg(long)]
         window: Option<u32>,
         /// Say what would happen and change nothing.

@@ -52,21 +52,27 @@ pub fn render_list(f: &mut Frame, st: &State, area: Rect) {
     }
     // REASON and ORIGIN say why a message is in a DLQ: they outrank the body preview.
     let dead = m.messages.iter().any(|x| x.dead_letter.is_some());
+    // Service Bus sessions: a column only where a message carries a SessionId.
+    let sessions = m.messages.iter().any(|x| session_of(x).is_some());
     let head = |name: &str, i: usize| sort_head(name, i, m.sort, m.sort_desc);
     let cols = vec![
         Col::fixed("", 1, 0),
         Col::fixed(head("ID", 0), 12, 0),
         Col::fixed(head("ENQUEUED", 1), 14, 4),
         Col::fixed(head("RCV", 2), 4, 2),
+        Col::fixed("SESSION", 10, if sessions { 2 } else { 9 }),
         Col::fixed(head("REASON", 3), 18, if dead { 1 } else { 9 }),
         Col::fixed(head("ORIGIN", 4), 14, if dead { 1 } else { 9 }),
         Col::fixed(head("SIZE", 5), 6, 5),
         Col::flex("BODY", 8, 3),
     ];
     let mut keep = fit(&cols, ta.width, st.wide);
-    if !dead && !st.wide {
+    if !sessions {
         keep[4] = false;
+    }
+    if !dead && !st.wide {
         keep[5] = false;
+        keep[6] = false;
     }
     let body_w = flex_width(&cols, &keep, ta.width);
     let (cursor, from, to) = m.cursor.placed(m.rows.len(), ta.height as usize);
@@ -143,6 +149,17 @@ fn list_notes<'a>(st: &State) -> Vec<Line<'a>> {
     notes
 }
 
+/// A Service Bus message's SessionId (a property; the key may be a partition key instead).
+fn session_of(msg: &Message) -> Option<&str> {
+    msg.properties
+        .iter()
+        .find(|(k, _)| k == "SessionId")
+        .and_then(|(_, v)| match v {
+            crate::domain::Value::String(s) => Some(s.as_str()),
+            _ => None,
+        })
+}
+
 /// One message's cells; the body preview is `body_w` wide.
 fn list_cells<'a>(st: &State, msg: &Message, marked: bool, body_w: usize) -> Vec<Cell<'a>> {
     let t = &st.theme;
@@ -152,6 +169,7 @@ fn list_cells<'a>(st: &State, msg: &Message, marked: bool, body_w: usize) -> Vec
         Cell::from(clean_mid(&msg.id, 12)),
         Cell::from(fmt_time(msg.enqueued_ms)),
         Cell::from(fmt_count(msg.receive_count)),
+        Cell::from(clean_mid(session_of(msg).unwrap_or("—"), 10)),
         Cell::from(styled(
             clean_short(dl.and_then(|d| d.reason.as_deref()).unwrap_or("—"), 18),
             t.dlq,

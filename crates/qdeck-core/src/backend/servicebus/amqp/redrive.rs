@@ -166,9 +166,14 @@ pub async fn resubmit(
         }
     };
     let pace = Limiter::new(req.rate);
+    // The window caps the copies sent but not yet confirmed deleted: what a crash could
+    // duplicate.
+    let window = req.window.map_or(BATCH, |w| {
+        usize::try_from(w).unwrap_or(BATCH).clamp(1, BATCH)
+    });
     let batch = req
         .rate
-        .map_or(BATCH, |r| r.batch(Duration::from_secs(1), BATCH));
+        .map_or(window, |r| r.batch(Duration::from_secs(1), window));
     let mut fatal = None;
     while !st.stop && !progress.cancelled() {
         if let Err(e) = one_batch(&run, &mut st, &mut rx, &mut tx, &pace, batch, progress).await {

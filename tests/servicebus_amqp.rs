@@ -963,3 +963,81 @@ async fn kill_9_during_a_redrive_loses_nothing() {
         );
     }
 }
+
+/// The reasons scan and a `--where` dry run read the active queue and its DLQ by peek: they
+/// group and count every message, and no delivery count moves.
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "needs QDECK_TEST_SB_AMQP=1 and QDECK_TEST_PYTHON with azure-servicebus and python-qpid-proton"]
+async fn reasons_and_where_dry_runs_peek() {
+    let s = Standin::start(&["triage,max-delivery=10".into()]);
+    let b = s.backend().await;
+    s.client(&["dead", "triage", "poison", "3", "PoisonMessage"]);
+    s.client(&["dead", "triage", "late", "2", "TTLExpired"]);
+    let counts = |page: Vec<Message>| page.iter().map(|m| m.receive_count).collect::<Vec<_>>();
+    let before = counts(b.browse(&dlq("triage"), &req(50)).await.unwrap().messages);
+    let env = common::cli_env::CliEnv::new();
+    let cfg = env.dir.path().join("config/qdeck/config.toml");
+    std::fs::create_dir_all(cfg.parent().unwrap()).unwrap();
+    std::fs::write(
+        &cfg,
+        format!(
+            "default_profile = \"sb\"\n[[profiles]]\nname = \"sb\"\nkind = \"servicebus\"\nconnection_string_env = \"QDECK_SB_CS\"\nmanagement_url = \"{}\"\ntopics = false\n",
+            s.mgmt
+        ),
+    )
+    .unwrap();
+    let run = |args: &[&str]| {
+        let out = env
+            .qdeck()
+            .env("QDECK_SB_CS", &s.conn)
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out.stdout
+    };
+    let v: Json =
+        serde_json::from_slice(&run(&["reasons", "triage/$DeadLetterQueue", "-o", "json"]))
+            .unwrap();
+    let mut groups: Vec<(String, u64)> = v["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| {
+            (
+                g["signature"].as_str().unwrap().to_string(),
+                g["count"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    groups.sort();
+    assert_eq!(groups.len(), 2, "{v}");
+    assert!(
+        groups[0].0.starts_with("PoisonMessage") && groups[0].1 == 3,
+        "{groups:?}"
+    );
+    assert!(
+        groups[1].0.starts_with("TTLExpired") && groups[1].1 == 2,
+        "{groups:?}"
+    );
+    let dry = run(&[
+        "redrive",
+        "triage/$DeadLetterQueue",
+        "--where",
+        "reason = \"TTLExpired\"",
+        "--dry-run",
+        "-o",
+        "json",
+    ]);
+    let dry: Json = serde_json::from_slice(&dry).unwrap();
+    assert_eq!(dry["count"], 2, "{dry}");
+    assert_eq!(dry["selection"]["scanned"], 5, "{dry}");
+    assert_eq!(dry["selection"]["matched"], 2, "{dry}");
+    let after = counts(b.browse(&dlq("triage"), &req(50)).await.unwrap().messages);
+    assert_eq!(before, after, "the scans changed delivery counts");
+    assert_eq!(b.count(&dlq("triage")).await.unwrap().ready, 5);
+}

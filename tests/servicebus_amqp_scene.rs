@@ -24,6 +24,7 @@ use serde_json::Value as Json;
 /// The steps scene.py plays, in order; each must be reported and pass.
 const STEPS: &[&str] = &[
     "wrong_key_refused",
+    "missing_claims_refused",
     "send_and_peek",
     "peek_leaves_delivery_count",
     "complete_removes",
@@ -35,6 +36,7 @@ const STEPS: &[&str] = &[
     "dead_letter_with_reason",
     "max_delivery_count_to_dlq",
     "sessions",
+    "session_lock_expires",
     "topic_fan_out",
     "topic_schedule",
     "transfer_dead_letter_queue",
@@ -211,6 +213,22 @@ fn failed_steps(lines: &[Json]) -> Vec<String> {
         .collect()
 }
 
+/// `step: detail` of each failed step, for an assertion message.
+fn failures(lines: &[Json]) -> String {
+    lines
+        .iter()
+        .filter(|l| l["ok"].as_bool() == Some(false))
+        .map(|l| {
+            format!(
+                "{}: {}",
+                l["step"].as_str().unwrap_or("?"),
+                l["detail"].as_str().unwrap_or("")
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 #[tokio::test]
 #[ignore = "needs QDECK_TEST_SB_AMQP=1 and QDECK_TEST_PYTHON with python-qpid-proton and azure-servicebus"]
 async fn microsofts_client_gets_what_microsoft_documents_from_the_stand_in() {
@@ -219,7 +237,11 @@ async fn microsofts_client_gets_what_microsoft_documents_from_the_stand_in() {
     let (ok, lines) = run_scene(&py, &s);
     let reported: Vec<&str> = lines.iter().filter_map(|l| l["step"].as_str()).collect();
     assert_eq!(reported, STEPS, "the scene did not report every step");
-    assert_eq!(failed_steps(&lines), Vec::<String>::new(), "failed steps");
+    assert!(
+        failed_steps(&lines).is_empty(),
+        "failed steps:\n{}",
+        failures(&lines)
+    );
     assert!(ok, "scene.py exited with failure");
 
     // The figures qdeck reads come from the same messages: scene-figures was left with two
@@ -286,4 +308,133 @@ fn a_wrong_management_key_is_refused() {
         e.to_string().contains("401") || e.to_string().to_lowercase().contains("unauthor"),
         "not an auth error: {e}"
     );
+}
+
+#[test]
+#[ignore = "needs QDECK_TEST_SB_AMQP=1 and QDECK_TEST_PYTHON with python-qpid-proton and azure-servicebus"]
+fn the_script_says_in_one_line_what_is_wrong() {
+    let py = python();
+    let script = root().join("scripts/sb_standin.sh");
+    let bad = Command::new(&script)
+        .args(["5999", "--queue", "orders,bogus"])
+        .env("QDECK_TEST_PYTHON", &py)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(!bad.status.success(), "a bad option was accepted");
+    assert_eq!(err.trim().lines().count(), 1, "not one line: {err}");
+    assert!(err.contains("bad option 'bogus'"), "{err}");
+
+    // A port already taken: a one-line error naming it, not a traceback.
+    let s = StandIn::start(&py, None);
+    let port = s.conn_str["Endpoint=sb://127.0.0.1:".len()..]
+        .split(';')
+        .next()
+        .unwrap()
+        .to_string();
+    let taken = Command::new(&script)
+        .args([port.as_str(), "--queue", "x", "--management-port", "0"])
+        .env("QDECK_TEST_PYTHON", &py)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&taken.stderr);
+    assert!(
+        !taken.status.success(),
+        "a second stand-in started on a taken port"
+    );
+    assert_eq!(err.trim().lines().count(), 1, "not one line: {err}");
+    assert!(err.contains(&port), "{err}");
+
+    let missing = Command::new(&script)
+        .arg("5999")
+        .env("QDECK_TEST_PYTHON", "/nonexistent/python")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&missing.stderr);
+    assert!(!missing.status.success());
+    assert!(err.contains("pip install python-qpid-proton"), "{err}");
+}
+
+/// GET `path` from the management API with `Authorization: token`: (status, body).
+fn management_get(s: &StandIn, path: &str, token: &str) -> (u16, String) {
+    use std::io::{Read, Write};
+    let host = s.management.trim_start_matches("http://");
+    let mut conn = std::net::TcpStream::connect(host).unwrap();
+    write!(
+        conn,
+        "GET /{path} HTTP/1.1\r\nHost: {host}\r\nAuthorization: {token}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut answer = String::new();
+    conn.read_to_string(&mut answer).unwrap();
+    let status = answer
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    (status, answer)
+}
+
+#[test]
+#[ignore = "needs QDECK_TEST_SB_AMQP=1 and QDECK_TEST_PYTHON with python-qpid-proton and azure-servicebus"]
+fn the_management_api_checks_tokens_as_azure_does() {
+    use qdeck::backend::servicebus::connstr::{sas_token, unix_now};
+    let py = python();
+    let s = StandIn::start(&py, None);
+    let key = s
+        .conn_str
+        .split(";SharedAccessKey=")
+        .nth(1)
+        .and_then(|r| r.split(';').next())
+        .unwrap()
+        .to_string();
+    let uri = format!("{}/", s.management);
+    let path = "$Resources/Queues?api-version=2021-05";
+    let root = "RootManageSharedAccessKey";
+    let good = sas_token(&uri, root, &key, unix_now() + 300);
+    let (status, body) = management_get(&s, path, &good);
+    assert_eq!(status, 200, "{body}");
+    assert!(
+        body.contains("<title type=\"text\">scene-basic</title>"),
+        "{body}"
+    );
+
+    let cases = [
+        (
+            "expired",
+            sas_token(&uri, root, &key, unix_now() - 60),
+            "ExpiredToken",
+        ),
+        (
+            "wrong key",
+            sas_token(&uri, root, "d3Jvbmc=", unix_now() + 300),
+            "InvalidSignature",
+        ),
+        (
+            "unknown key name",
+            sas_token(&uri, "Nobody", &key, unix_now() + 300),
+            "InvalidSignature",
+        ),
+        (
+            "Listen-only policy",
+            sas_token(
+                &uri,
+                "ListenOnly",
+                "cWRlY2stc2Itc3RhbmRpbi1saXN0ZW4tb25seQ==",
+                unix_now() + 300,
+            ),
+            "Manage,EntityRead claims required",
+        ),
+        (
+            "another entity's token",
+            sas_token(&format!("{uri}other-queue"), root, &key, unix_now() + 300),
+            "InvalidAudience",
+        ),
+        ("no token", String::new(), "MalformedToken"),
+    ];
+    for (what, token, says) in cases {
+        let (status, body) = management_get(&s, path, &token);
+        assert_eq!(status, 401, "{what}: {body}");
+        assert!(body.contains(says), "{what}: {body}");
+    }
 }

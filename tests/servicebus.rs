@@ -1492,7 +1492,7 @@ async fn cli_ls_with_entity_scoped_keys() {
     std::fs::create_dir_all(cfg.parent().unwrap()).unwrap();
     std::fs::write(
         &cfg,
-        "[[profiles]]\nname = \"sb\"\nkind = \"servicebus\"\nconnection_string_env = \"QDECK_SB_CS\"\n",
+        "[[profiles]]\nname = \"sb\"\nkind = \"servicebus\"\nconnection_string_env = \"QDECK_SB_CS\"\ntransport = \"rest\"\n",
     )
     .unwrap();
     let run = |cs: String| {

@@ -3162,3 +3162,36 @@ fn browse_decides_on_the_queues_own_capabilities() {
         "{fx:?}"
     );
 }
+
+/// A page of Service Bus session messages gets a SESSION column; a page without sessions
+/// keeps its columns as they were.
+#[test]
+fn session_messages_show_their_session() {
+    let mut st = populated();
+    open_dlq(&mut st);
+    assert!(!text(&draw(&st, 120, 24)).contains("SESSION"));
+    let msg = |i: usize, s: &str| Message {
+        id: format!("m-{i}"),
+        properties: vec![("SessionId".into(), Value::str(s))],
+        body: b"{}".to_vec(),
+        ..Default::default()
+    };
+    update(
+        &mut st,
+        Action::Page {
+            queue: QueueId::new("orders-dlq"),
+            append: false,
+            result: Ok(Page {
+                messages: vec![msg(1, "cart-17"), msg(2, "cart-42")],
+                next: None,
+                effect_note: None,
+            }),
+        },
+    );
+    let screen = text(&draw(&st, 120, 24));
+    assert!(screen.contains("SESSION"), "{screen}");
+    assert!(
+        screen.contains("cart-17") && screen.contains("cart-42"),
+        "{screen}"
+    );
+}

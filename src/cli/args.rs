@@ -135,7 +135,8 @@ pub enum Command {
         rate: Option<Rate>,
         /// At most this many messages copied but not yet deleted at once. A crash (kill -9,
         /// lost connection) may duplicate up to this many, never lose any. Default: RabbitMQ
-        /// 500, SQS 10 per batch, Service Bus 16, local broker 0 (one transaction per batch).
+        /// 500, SQS 10 per batch, Service Bus 100 over AMQP (16 over REST), local broker 0 (one
+        /// transaction per batch).
         #[arg(long)]
         window: Option<u32>,
         /// Say what would happen and change nothing.
@@ -199,9 +200,10 @@ pub enum Command {
         #[arg(long, short = 'y')]
         yes: bool,
     },
-    /// Cancel one delayed message (local broker, Sidekiq's scheduled set): delete it before it
-    /// is due. An id that is
-    /// not a delayed message of QUEUE (already due, leased, gone) changes nothing (exit 4).
+    /// Cancel one delayed message (local broker, Sidekiq's scheduled set, Service Bus over
+    /// AMQP by sequence number): delete it before it is due. Needs access = "full"; confirmed
+    /// and audited. An id that is not a delayed message of QUEUE (already due, leased, gone)
+    /// changes nothing (exit 4).
     CancelScheduled {
         queue: String,
         /// The message id (as `peek --scheduled` shows it).
@@ -276,6 +278,18 @@ pub enum Command {
     /// http://LISTEN/metrics (and /healthz), from a background poller under the call budget.
     /// Profiles are opened read-only.
     Serve(ServeArgs),
+    /// The sessions of a session-enabled Service Bus queue or subscription (AMQP transport):
+    /// each session's id, the messages it holds and its session state. `--peek ID` shows the
+    /// messages of one session instead (a peek: nothing is locked).
+    Sessions {
+        queue: String,
+        /// Show this session's messages.
+        #[arg(long, value_name = "SESSION")]
+        peek: Option<String>,
+        /// How many messages with --peek.
+        #[arg(short = 'n', long, default_value_t = 10)]
+        count: usize,
+    },
     /// Start capturing a NATS JetStream consumer's dead letters: creates a stream of its
     /// MAX_DELIVERIES and MSG_TERMINATED advisories (kept 30 days, at most 1,000,000), which
     /// becomes the consumer's DLQ. Needs access = "full"; audited.

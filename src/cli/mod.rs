@@ -17,6 +17,7 @@ mod cmd_reasons;
 mod cmd_redrive_where;
 mod cmd_scheduled;
 mod cmd_serve;
+mod cmd_sessions;
 mod cmd_watch;
 mod cmd_worker_control;
 mod confirm;
@@ -158,6 +159,9 @@ async fn on_session(s: &Session, cmd: Command, f: args::Format) -> CliResult {
             false => cmd_read::peek(s, &queue, count, force, f).await,
         },
         Command::Consumers { queue } => cmd_read::consumers(s, &queue, f).await,
+        Command::Sessions { queue, peek, count } => {
+            cmd_sessions::sessions(s, &queue, peek.as_deref(), count, f).await
+        }
         Command::Reasons { dlq, live, scan } => cmd_reasons::reasons(s, &dlq, live, &scan, f).await,
         Command::Export {
             queue,
@@ -254,6 +258,7 @@ async fn changing(s: &Session, cmd: Command, f: args::Format) -> CliResult {
         | Command::Stats { .. }
         | Command::Peek { .. }
         | Command::Consumers { .. }
+        | Command::Sessions { .. }
         | Command::Reasons { .. }
         | Command::Export { .. }
         | Command::Check(_)

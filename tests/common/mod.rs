@@ -88,7 +88,7 @@ pub fn local_profile(name: &str, db: &Path, extra: &str) -> String {
 
 /// A Service Bus profile whose connection string is in the environment variable `env`.
 pub fn servicebus_profile(name: &str, env: &str) -> String {
-    format!("name = \"{name}\"\nkind = \"servicebus\"\nconnection_string_env = \"{env}\"\n")
+    format!("name = \"{name}\"\nkind = \"servicebus\"\nconnection_string_env = \"{env}\"\ntransport = \"rest\"\n")
 }
 
 /// The `Profile` a config gives a Service Bus namespace: every setting at its default but the
@@ -99,6 +99,9 @@ pub fn servicebus(name: &str, connection_string_env: &str, topics: Option<bool>)
         kind: ProfileKind::Servicebus(ServicebusSettings {
             connection_string_env: connection_string_env.into(),
             topics,
+            // The in-process stand-in speaks REST; tests/servicebus_amqp.rs has the AMQP one.
+            transport: Some(qdeck::config::SbTransport::Rest),
+            management_url: None,
         }),
         access: None,
         read_only: false,

@@ -192,6 +192,22 @@ pub enum WorkerState {
     Unknown,
 }
 
+/// One session of a session-enabled Service Bus entity: its id, the messages it holds (as far
+/// as a bounded peek counted them) and its session state, where the broker gave them.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionInfo {
+    pub id: String,
+    pub messages: Option<u64>,
+    /// True when `messages` stopped at the count limit: there are at least that many.
+    #[serde(default)]
+    pub messages_capped: bool,
+    #[serde(default, with = "crate::domain::body_serde")]
+    pub state: Vec<u8>,
+    /// Why the state could not be read (another receiver holds the session).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state_note: Option<String>,
+}
+
 /// A worker consuming a queue: a RabbitMQ consumer, or a lease holder on the local broker.
 /// In JSON `state` is the value (`WorkerState`) and `state_text` the display text.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -54,20 +54,26 @@ pub fn render_list(f: &mut Frame, st: &State, area: Rect) {
     let dead = m.messages.iter().any(|x| x.dead_letter.is_some());
     // The ordering key (a Service Bus session, an SQS FIFO group) only where messages carry one.
     let keyed = m.messages.iter().any(|x| x.key.is_some());
+    // A Service Bus SessionId says how messages are grouped for delivery: worth more room.
+    let sessions = m.messages.iter().any(|x| session_of(x).is_some());
     let head = |name: &str, i: usize| sort_head(name, i, m.sort, m.sort_desc);
     let cols = vec![
         Col::fixed("", 1, 0),
         Col::fixed(head("ID", 0), 12, 0),
         Col::fixed(head("ENQUEUED", 1), 14, 4),
         Col::fixed(head("RCV", 2), 4, 2),
-        Col::fixed(key_head(&st.session.broker, &m.messages), 12, 4),
+        Col::fixed(
+            key_head(&st.session.broker, &m.messages),
+            12,
+            if sessions { 2 } else { 4 },
+        ),
         Col::fixed(head("REASON", 3), 18, if dead { 1 } else { 9 }),
         Col::fixed(head("ORIGIN", 4), 14, if dead { 1 } else { 9 }),
         Col::fixed(head("SIZE", 5), 6, 5),
         Col::flex("BODY", 8, 3),
     ];
     let mut keep = fit(&cols, ta.width, st.wide);
-    if !keyed {
+    if !keyed && !sessions {
         keep[4] = false;
     }
     if !dead && !st.wide {
@@ -149,22 +155,31 @@ fn list_notes<'a>(st: &State) -> Vec<Line<'a>> {
     notes
 }
 
-/// One message's cells; the body preview is `body_w` wide.
-/// What the broker calls the messages' ordering key: a Service Bus key is the `SessionId`
-/// when messages carry one (else a `PartitionKey`), an SQS key the FIFO group.
+/// A Service Bus message's SessionId (a property; the key may be a partition key instead).
+fn session_of(msg: &Message) -> Option<&str> {
+    msg.properties
+        .iter()
+        .find(|(k, _)| k == "SessionId")
+        .and_then(|(_, v)| match v {
+            crate::domain::Value::String(s) => Some(s.as_str()),
+            _ => None,
+        })
+}
+
+/// What the broker calls the messages' ordering key: SESSION where messages carry a Service
+/// Bus `SessionId` (a Service Bus key without one is a `PartitionKey`), GROUP for an SQS FIFO
+/// group, else KEY.
 fn key_head(broker: &str, messages: &[Message]) -> &'static str {
-    let sessions = || {
-        messages
-            .iter()
-            .any(|m| m.properties.iter().any(|(k, _)| k == "SessionId"))
-    };
-    match broker {
-        "servicebus" if sessions() => "SESSION",
-        "sqs" => "GROUP",
-        _ => "KEY",
+    if messages.iter().any(|m| session_of(m).is_some()) {
+        "SESSION"
+    } else if broker == "sqs" {
+        "GROUP"
+    } else {
+        "KEY"
     }
 }
 
+/// One message's cells; the body preview is `body_w` wide.
 fn list_cells<'a>(st: &State, msg: &Message, marked: bool, body_w: usize) -> Vec<Cell<'a>> {
     let t = &st.theme;
     let dl = msg.dead_letter.as_ref();
@@ -173,7 +188,10 @@ fn list_cells<'a>(st: &State, msg: &Message, marked: bool, body_w: usize) -> Vec
         Cell::from(clean_mid(&msg.id, 12)),
         Cell::from(fmt_time(msg.enqueued_ms)),
         Cell::from(fmt_count(msg.receive_count)),
-        Cell::from(clean_mid(msg.key.as_deref().unwrap_or("—"), 12)),
+        Cell::from(clean_mid(
+            session_of(msg).or(msg.key.as_deref()).unwrap_or("—"),
+            12,
+        )),
         Cell::from(styled(
             clean_short(dl.and_then(|d| d.reason.as_deref()).unwrap_or("—"), 18),
             t.dlq,

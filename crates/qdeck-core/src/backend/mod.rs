@@ -97,6 +97,28 @@ pub trait Backend: Send + Sync {
         )))
     }
 
+    /// The sessions of a session-enabled entity (Service Bus), with what the broker says about
+    /// each. `Unsupported` where the broker has no sessions.
+    async fn sessions(&self, _queue: &QueueId) -> Result<Vec<SessionInfo>> {
+        Err(BackendError::Unsupported(format!(
+            "{} has no message sessions",
+            self.kind()
+        )))
+    }
+
+    /// A page of one session's messages, as `browse` reads them.
+    async fn browse_session(
+        &self,
+        _queue: &QueueId,
+        _session: &str,
+        _req: &BrowseRequest,
+    ) -> Result<Page> {
+        Err(BackendError::Unsupported(format!(
+            "{} has no message sessions",
+            self.kind()
+        )))
+    }
+
     /// What `redrive(req)` would do, without changing anything: the same checks the real run
     /// makes (unknown target, no recorded origin, unsupported queue) fail here the same way.
     /// Backends with extra checks override it and call it from `redrive`.
@@ -155,6 +177,23 @@ pub trait Backend: Send + Sync {
             "{queue}: purging by subject is not implemented for {}",
             self.kind()
         )))
+    }
+
+    /// Cancel one scheduled (delayed) message, `id` as `browse_scheduled` shows it. Default:
+    /// delete it by id; Service Bus cancels by sequence number instead.
+    async fn cancel_scheduled(
+        &self,
+        queue: &QueueId,
+        id: &str,
+        progress: &OpProgress,
+    ) -> Result<DeleteReport> {
+        match self.deleter() {
+            Some(d) => d.delete_ids(queue, &[id.to_string()], progress).await,
+            None => Err(BackendError::Unsupported(format!(
+                "cancelling a scheduled message deletes it by id, which the {} backend cannot do",
+                self.kind()
+            ))),
+        }
     }
 
     /// Deleting chosen messages (by id from a browse), where this broker can: `None` where it

@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 
 pub use profile::{
     Access, LocalSettings, NatsSettings, Profile, ProfileKind, RabbitmqSettings, RedisSettings,
-    ServicebusSettings, SqsSettings,
+    SbTransport, ServicebusSettings, SqsSettings,
 };
 
 const DEFAULTS: &str = include_str!("defaults.toml");

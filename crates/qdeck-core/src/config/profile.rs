@@ -150,6 +150,24 @@ pub struct ServicebusSettings {
     /// Also list topics and their subscriptions (default true).
     #[serde(default)]
     pub topics: Option<bool>,
+    /// How messages are read and moved: `amqp` (default: a true peek, sessions, scheduled and
+    /// deferred messages) or `rest` (HTTPS only; browsing locks messages). Counts and settings
+    /// come from the management API either way.
+    #[serde(default)]
+    pub transport: Option<SbTransport>,
+    /// The management (ATOM) API's base URL when it is not the namespace's own
+    /// (`https://HOST/`): Microsoft's emulator and the stand-in serve it on another port.
+    #[serde(default)]
+    pub management_url: Option<String>,
+}
+
+/// The protocol Service Bus messages travel over.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SbTransport {
+    #[default]
+    Amqp,
+    Rest,
 }
 
 /// Redis job queues (BullMQ, Sidekiq) in one Redis database.

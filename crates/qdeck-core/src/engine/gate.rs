@@ -256,6 +256,26 @@ impl Gate {
         self.backend.browse_scheduled(queue, req).await
     }
 
+    /// The sessions of an entity (their state may hold application data): the `browse` tier.
+    pub async fn sessions(
+        &self,
+        queue: &QueueId,
+    ) -> Result<Vec<crate::domain::SessionInfo>, BackendError> {
+        self.require(Mutation::Browse, queue)?;
+        self.backend.sessions(queue).await
+    }
+
+    /// Read a page of one session's messages: the same tier as `browse`.
+    pub async fn browse_session(
+        &self,
+        queue: &QueueId,
+        session: &str,
+        req: &crate::domain::BrowseRequest,
+    ) -> Result<crate::domain::Page, BackendError> {
+        self.require(Mutation::Browse, queue)?;
+        self.backend.browse_session(queue, session, req).await
+    }
+
     pub async fn redrive(
         &self,
         req: &RedriveRequest,
@@ -456,9 +476,14 @@ impl Gate {
             }
             counts
         };
-        let deleted = match self.backend.deleter() {
-            Some(d) => d.delete_ids(queue, ids, progress).await,
-            None => Err(BackendError::Unsupported(format!(
+        let cancelling = note.get("cancel_scheduled").is_some();
+        let deleted = match (self.backend.deleter(), ids) {
+            // A cancel is the backend's own operation (Service Bus cancels by sequence number).
+            (Some(_), [id]) if cancelling => {
+                self.backend.cancel_scheduled(queue, id, progress).await
+            }
+            (Some(d), _) => d.delete_ids(queue, ids, progress).await,
+            (None, _) => Err(BackendError::Unsupported(format!(
                 "deleting chosen messages needs delete by id, which the {} backend cannot do",
                 self.backend.kind()
             ))),

@@ -36,6 +36,8 @@ enum Field {
     Signature,
     Origin,
     Key,
+    /// Service Bus `SessionId` (a property, not the partition key `key` may also be).
+    Session,
     Id,
     Task,
     Header(String),
@@ -148,9 +150,8 @@ fn field(word: &str, col: usize) -> Result<Field, PredicateError> {
         "reason" => simple(Field::Reason),
         "signature" => simple(Field::Signature),
         "origin" => simple(Field::Origin),
-        // The ordering key under the names brokers give it: a Service Bus session, an SQS
-        // FIFO message group.
-        "key" | "session" | "group" => simple(Field::Key),
+        "key" | "group" => simple(Field::Key),
+        "session" => simple(Field::Session),
         "id" => simple(Field::Id),
         "task" => simple(Field::Task),
         "body" => simple(Field::Body),
@@ -270,6 +271,14 @@ fn compare(
             texts(op, v, &o.as_deref().into_iter().collect::<Vec<_>>())
         }
         Field::Key => texts(op, v, &m.key.as_deref().into_iter().collect::<Vec<_>>()),
+        Field::Session => {
+            let s = m
+                .properties
+                .iter()
+                .find(|(k, _)| k == "SessionId")
+                .map(|(_, v)| v.text());
+            texts(op, v, &s.as_deref().into_iter().collect::<Vec<_>>())
+        }
         Field::Id => texts(op, v, &[m.id.as_str()]),
         Field::Task => {
             let t = crate::celery::task_name(m);
@@ -390,13 +399,22 @@ mod tests {
         assert!(t(r#"signature = "rejected: order <n> failed: timeout""#));
         assert!(t(r#"origin = "orders" and key = "cust-7" and id = "m-1""#));
         assert!(t(r#"key ~ "^cust-\d+$""#));
-        // The key under the names Service Bus (session) and SQS FIFO (group) give it.
-        assert!(t(r#"session = "cust-7""#));
-        assert!(t(r#"group = "cust-7" and session != "cust-8""#));
-        assert!(!t(r#"session = "cust-8""#));
-        assert!(e("session.id = \"x\"")
+        // The key under the name SQS FIFO gives it.
+        assert!(t(r#"group = "cust-7" and group != "cust-8""#));
+        assert!(e("group.id = \"x\"")
             .to_string()
             .contains("has no sub-fields"));
+    }
+
+    #[test]
+    fn session_is_the_service_bus_session_id() {
+        let mut m = msg();
+        let p = |src: &str, m: &Message| Predicate::parse(src).unwrap().matches(m, &ctx());
+        assert!(!p(r#"session = "cust-7""#, &m), "the key is not a session");
+        assert!(p(r#"session != "s-1""#, &m));
+        m.properties.push(("SessionId".into(), "s-1".into()));
+        assert!(p(r#"session = "s-1""#, &m));
+        assert!(p(r#"session ~ "^s-""#, &m));
     }
 
     #[test]

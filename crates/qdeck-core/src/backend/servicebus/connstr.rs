@@ -41,6 +41,36 @@ pub struct ConnInfo {
     pub host: String,
     pub credential: Credential,
     pub entity_path: Option<String>,
+    /// `UseDevelopmentEmulator=true`: plain HTTP and AMQP without TLS.
+    pub emulator: bool,
+}
+
+impl ConnInfo {
+    /// The management API at `url` instead of the namespace's own endpoint (profile
+    /// `management_url`): `http(s)://host[:port][/]`.
+    pub fn with_management_url(mut self, url: &str) -> Result<ConnInfo, BackendError> {
+        let url = url.trim();
+        let rest = url
+            .strip_prefix("https://")
+            .or_else(|| url.strip_prefix("http://"))
+            .ok_or_else(|| {
+                BackendError::Invalid("management_url must start with http:// or https://".into())
+            })?;
+        let host = rest.trim_end_matches('/');
+        if host.is_empty() || host.contains(['?', '#', '@', ' ']) {
+            return Err(BackendError::Invalid(
+                "management_url must be http(s)://HOST[:PORT]/ (a base URL, without credentials)"
+                    .into(),
+            ));
+        }
+        let scheme = if url.starts_with("https://") {
+            "https"
+        } else {
+            "http"
+        };
+        self.base = format!("{scheme}://{host}/");
+        Ok(self)
+    }
 }
 
 fn bad(what: &str) -> BackendError {
@@ -120,6 +150,7 @@ pub fn parse(cs: &Secret) -> Result<ConnInfo, BackendError> {
         host,
         credential,
         entity_path: entity.filter(|e| !e.is_empty()),
+        emulator,
     })
 }
 

@@ -1,8 +1,10 @@
-//! Azure Service Bus backend over REST: counts and settings from the ATOM management API
-//! (`mgmt`), runtime calls (`runtime`) for send, peek-lock, unlock, complete, renew and
-//! receive-and-delete, DLQ browse (`browse`), client-side resubmit (`resubmit`) and purge
-//! (`purge`). The connection string comes from the variable the profile names, read through
-//! the `SecretSource` the backend is built with.
+//! Azure Service Bus backend: counts and settings from the ATOM management API (`mgmt`), and
+//! messages over AMQP 1.0 (`amqp`, profile `transport = "amqp"`, the default: a true peek,
+//! sessions, scheduled and deferred messages; `over_amqp` hands the operations to it) or over
+//! REST (`transport = "rest"`): runtime calls (`runtime`) for send, peek-lock, unlock,
+//! complete, renew and receive-and-delete, DLQ browse (`browse`), client-side resubmit
+//! (`resubmit`) and purge (`purge`). The connection string comes from the variable the profile
+//! names, read through the `SecretSource` the backend is built with.
 //!
 //! Runtime calls go straight over reqwest, not through `azure_messaging_servicebus` 0.21: see
 //! the comment at the top of `runtime.rs` for why (binary bodies, lenient BrokerProperties,
@@ -15,13 +17,16 @@
 //! really are. Counts (`CountDetails`) are the broker's own figures at the time of the GET, so
 //! `count` reports them as exact.
 //!
-//! Verified against the in-process stand-in in `tests/servicebus_standin/`, not against Azure.
+//! Verified against stand-ins, not against Azure: REST against `tests/servicebus_standin/`,
+//! AMQP against `scripts/sb_standin.sh` (held to Microsoft's own client).
 
+mod amqp;
 mod browse;
 pub mod connstr;
 mod delete;
 mod http;
 pub mod mgmt;
+mod over_amqp;
 mod purge;
 mod resubmit;
 pub mod runtime;
@@ -34,7 +39,7 @@ use serde_json::{Map, Value};
 
 use super::{ApiCalls, Backend, BackendError, DeleteById, OpProgress, Result, Sender};
 use crate::config::secret::SecretSource;
-use crate::config::{Profile, ServicebusSettings};
+use crate::config::{Profile, SbTransport, ServicebusSettings};
 use crate::domain::*;
 use crate::sanitize;
 use http::Rest;
@@ -42,11 +47,30 @@ use mgmt::QueueEntry;
 
 pub const DLQ_SUFFIX: &str = "/$DeadLetterQueue";
 
+const REST_NO_SESSIONS: &str =
+    "Service Bus REST has no session receiver: sessions need transport = \"amqp\"";
+
 const AGE_NOTE: &str =
     "Service Bus reports no age of oldest message, and REST cannot peek without locking";
 
-/// `orders/$DeadLetterQueue` → `Some("orders")`.
+/// Messages that could not be auto-forwarded (or sent on through a transaction) wait here.
+pub const TRANSFER_DLQ_SUFFIX: &str = "/$Transfer/$DeadLetterQueue";
+
+/// `orders/$Transfer/$DeadLetterQueue`: the transfer dead-letter queue.
+pub fn is_transfer_dlq(entity: &str) -> bool {
+    entity
+        .len()
+        .checked_sub(TRANSFER_DLQ_SUFFIX.len())
+        .filter(|c| *c > 0)
+        .and_then(|c| entity.get(c..))
+        .is_some_and(|t| t.eq_ignore_ascii_case(TRANSFER_DLQ_SUFFIX))
+}
+
+/// `orders/$DeadLetterQueue` or `orders/$Transfer/$DeadLetterQueue` → `Some("orders")`.
 pub fn dlq_parent(entity: &str) -> Option<&str> {
+    if is_transfer_dlq(entity) {
+        return entity.get(..entity.len() - TRANSFER_DLQ_SUFFIX.len());
+    }
     let cut = entity
         .len()
         .checked_sub(DLQ_SUFFIX.len())
@@ -59,7 +83,10 @@ pub fn dlq_parent(entity: &str) -> Option<&str> {
 }
 
 pub struct ServiceBus {
+    /// The management API (counts, settings), and the runtime over REST when `amqp` is `None`.
     rest: Arc<Rest>,
+    /// Message operations over AMQP (profile `transport = "amqp"`, the default).
+    amqp: Option<Arc<amqp::Amqp>>,
     /// Also list topics' subscriptions (profile `topics`, default true).
     topics: bool,
 }
@@ -89,8 +116,23 @@ pub async fn connect(
             strip_invalid(&e)
         ))
     })?;
+    let runtime_info = info.clone();
+    let info = match settings
+        .management_url
+        .as_deref()
+        .filter(|u| !u.trim().is_empty())
+    {
+        Some(u) => info.with_management_url(u).map_err(|e| {
+            BackendError::Invalid(format!("profile '{}': {}", profile.name, strip_invalid(&e)))
+        })?,
+        None => info,
+    };
+    let rest = Arc::new(Rest::new(info)?);
+    let amqp = (settings.transport.unwrap_or_default() == SbTransport::Amqp)
+        .then(|| Arc::new(amqp::Amqp::new(runtime_info, rest.clone())));
     Ok(Arc::new(ServiceBus {
-        rest: Arc::new(Rest::new(info)?),
+        rest,
+        amqp,
         topics: settings.topics.unwrap_or(true),
     }))
 }
@@ -193,18 +235,29 @@ fn queue_infos(e: &QueueEntry) -> Vec<QueueInfo> {
         dlq_sources: Vec::new(),
         settings: settings.clone(),
     };
-    let dlq = QueueInfo {
-        id: own_dlq,
+    let sub_queue = |id: QueueId| QueueInfo {
+        id,
         kind,
         is_dlq: true,
         dlq: None,
-        dlq_sources: vec![id],
+        dlq_sources: vec![main.id.clone()],
         settings: QueueSettings {
             lease_secs: settings.lease_secs,
             ..Default::default()
         },
     };
-    vec![main, dlq]
+    let mut rows = vec![sub_queue(own_dlq)];
+    // A row only while it holds messages: most entities never use it.
+    if e.count("TransferDeadLetterMessageCount")
+        .is_some_and(|n| n > 0)
+    {
+        rows.push(sub_queue(QueueId::new(format!(
+            "{}{TRANSFER_DLQ_SUFFIX}",
+            e.name
+        ))));
+    }
+    rows.insert(0, main);
+    rows
 }
 
 /// An entity shown by name only: the key cannot read its description.
@@ -253,7 +306,7 @@ fn stats_for(id: &QueueId, e: &QueueEntry, at_ms: i64) -> QueueStats {
     };
     if dlq_parent(id.as_str()).is_some() {
         return QueueStats {
-            depth: e.count("DeadLetterMessageCount"),
+            depth: e.count(dlq_count_field(id.as_str())),
             ..base
         };
     }
@@ -270,6 +323,15 @@ fn stats_for(id: &QueueId, e: &QueueEntry, at_ms: i64) -> QueueStats {
         delayed: e.count("ScheduledMessageCount"),
         dlq_depth,
         ..base
+    }
+}
+
+/// The CountDetails figure of a dead-letter sub-queue.
+pub(super) fn dlq_count_field(entity: &str) -> &'static str {
+    if is_transfer_dlq(entity) {
+        "TransferDeadLetterMessageCount"
+    } else {
+        "DeadLetterMessageCount"
     }
 }
 
@@ -375,6 +437,9 @@ impl Backend for ServiceBus {
     }
 
     fn capabilities(&self) -> Capabilities {
+        if self.amqp.is_some() {
+            return over_amqp::capabilities();
+        }
         Capabilities {
             browse: BrowseEffect::SideEffect(
                 "Service Bus REST has no peek: browsing a dead-letter queue locks each message for a moment and unlocks it, \
@@ -414,7 +479,7 @@ impl Backend for ServiceBus {
                     .into(),
             );
         }
-        if let Some(why) = session_refusal(queue) {
+        if let Some(why) = session_refusal(queue).filter(|_| self.amqp.is_none()) {
             caps.browse = BrowseEffect::Unsupported(why.clone());
             caps.redrive = RedriveMode::Unsupported(why.clone());
             caps.purge_note = Some(why);
@@ -482,7 +547,7 @@ impl Backend for ServiceBus {
     async fn count(&self, queue: &QueueId) -> Result<MessageCount> {
         let e = self.entry_of(queue).await?;
         let ready = if dlq_parent(queue.as_str()).is_some() {
-            e.count("DeadLetterMessageCount")
+            e.count(dlq_count_field(queue.as_str()))
         } else {
             e.count("ActiveMessageCount")
         };
@@ -560,6 +625,9 @@ impl Backend for ServiceBus {
     }
 
     async fn browse(&self, queue: &QueueId, req: &BrowseRequest) -> Result<Page> {
+        if let Some(a) = self.amqp() {
+            return amqp::peek::browse(a, queue.as_str(), req, None).await;
+        }
         // Forced browse of an active entity: refuse session entities before locking anything.
         if req.force && dlq_parent(queue.as_str()).is_none() {
             self.refuse_unreceivable(queue).await?;
@@ -567,7 +635,29 @@ impl Backend for ServiceBus {
         browse::browse(&self.rest, queue.as_str(), req).await
     }
 
-    async fn browse_scheduled(&self, queue: &QueueId, _req: &BrowseRequest) -> Result<Page> {
+    async fn sessions(&self, queue: &QueueId) -> Result<Vec<SessionInfo>> {
+        match self.amqp() {
+            Some(a) => amqp::sessions::list(a, queue.as_str()).await,
+            None => Err(BackendError::Unsupported(REST_NO_SESSIONS.into())),
+        }
+    }
+
+    async fn browse_session(
+        &self,
+        queue: &QueueId,
+        session: &str,
+        req: &BrowseRequest,
+    ) -> Result<Page> {
+        match self.amqp() {
+            Some(a) => amqp::peek::browse(a, queue.as_str(), req, Some(session)).await,
+            None => Err(BackendError::Unsupported(REST_NO_SESSIONS.into())),
+        }
+    }
+
+    async fn browse_scheduled(&self, queue: &QueueId, req: &BrowseRequest) -> Result<Page> {
+        if let Some(a) = self.amqp() {
+            return self.amqp_scheduled(a, queue, req).await;
+        }
         crate::backend::refuse_scheduled(
             self,
             queue,
@@ -600,6 +690,9 @@ impl Backend for ServiceBus {
     async fn redrive(&self, req: &RedriveRequest, progress: &OpProgress) -> Result<RedriveReport> {
         let target = resubmit::target_of(req)?;
         let policy = self.copy_policy(&target).await?;
+        if let Some(a) = self.amqp() {
+            return self.amqp_redrive(a, req, policy, progress).await;
+        }
         resubmit::resubmit(self.rest.clone(), req, policy, progress).await
     }
 
@@ -607,11 +700,26 @@ impl Backend for ServiceBus {
         if dlq_parent(queue.as_str()).is_none() {
             self.refuse_unreceivable(queue).await?;
         }
+        if let Some(a) = self.amqp() {
+            return self.amqp_purge(a, queue, progress).await;
+        }
         purge::purge(self.rest.clone(), queue.as_str(), progress).await
     }
 
     fn deleter(&self) -> Option<&dyn DeleteById> {
         Some(self)
+    }
+
+    async fn cancel_scheduled(
+        &self,
+        queue: &QueueId,
+        id: &str,
+        progress: &OpProgress,
+    ) -> Result<DeleteReport> {
+        match self.amqp() {
+            Some(a) => self.amqp_cancel_scheduled(a, queue, id).await,
+            None => self.delete_ids(queue, &[id.to_string()], progress).await,
+        }
     }
 
     fn api_calls(&self) -> &ApiCalls {
@@ -626,6 +734,9 @@ impl Sender for ServiceBus {
             return Err(BackendError::Invalid(
                 "Service Bus does not accept messages sent to a dead-letter queue".to_string(),
             ));
+        }
+        if let Some(a) = self.amqp() {
+            return self.amqp_send(a, queue, &msg).await;
         }
         let id = uuid::Uuid::new_v4().to_string();
         let mut props = Map::new();
@@ -665,6 +776,30 @@ impl Sender for ServiceBus {
         runtime::send(&self.rest, queue.as_str(), &out).await?;
         Ok(Some(id))
     }
+
+    async fn send_many(
+        &self,
+        queue: &QueueId,
+        msgs: Vec<OutgoingMessage>,
+    ) -> Vec<Result<Option<String>>> {
+        match self.amqp() {
+            Some(a) if dlq_parent(queue.as_str()).is_none() => {
+                self.amqp_send_many(a, queue, msgs).await
+            }
+            _ => {
+                let mut out = Vec::with_capacity(msgs.len());
+                for m in msgs {
+                    let r = self.send(queue, m).await;
+                    let stop = r.is_err();
+                    out.push(r);
+                    if stop {
+                        break;
+                    }
+                }
+                out
+            }
+        }
+    }
 }
 
 #[async_trait]
@@ -686,6 +821,14 @@ impl DeleteById for ServiceBus {
         ids: &[String],
         progress: &OpProgress,
     ) -> Result<DeleteReport> {
+        if let Some(a) = self.amqp() {
+            // Deferred messages are taken by sequence number, touching no other message.
+            let only_deferred = dlq_parent(queue.as_str()).is_none()
+                && amqp::purge::all_deferred(a, queue.as_str(), ids).await?;
+            if dlq_parent(queue.as_str()).is_some() || only_deferred {
+                return amqp::purge::delete_ids(a, queue.as_str(), ids, progress).await;
+            }
+        }
         if dlq_parent(queue.as_str()).is_none() {
             return Err(BackendError::Refused(format!(
                 "{queue}: {}; refused",
@@ -705,7 +848,7 @@ impl ServiceBus {
             Err(BackendError::Forbidden { .. }) => return Ok(()),
             Err(e) => return Err(e),
         };
-        if let Some(why) = session_refusal(&info) {
+        if let Some(why) = session_refusal(&info).filter(|_| self.amqp.is_none()) {
             return Err(BackendError::Unsupported(why));
         }
         if info.kind == QueueKind::Topic {
@@ -750,6 +893,14 @@ mod tests {
         assert_eq!(dlq_parent("/$DeadLetterQueue"), None);
         assert_eq!(dlq_parent("orders"), None);
         assert_eq!(dlq_parent("ééééééééééééééééééé"), None);
+        assert_eq!(
+            dlq_parent("orders/$Transfer/$DeadLetterQueue"),
+            Some("orders")
+        );
+        assert!(is_transfer_dlq(
+            "t/Subscriptions/s/$transfer/$deadletterqueue"
+        ));
+        assert!(!is_transfer_dlq("/$Transfer/$DeadLetterQueue"));
         assert!(is_subscription("t/Subscriptions/s"));
     }
 }

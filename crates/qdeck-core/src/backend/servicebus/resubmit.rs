@@ -190,7 +190,7 @@ pub async fn resubmit(
     // without; the watermark still stops it at copies coming back).
     let mut max = req.max;
     if let Ok(Some(e)) = mgmt::get_queue(&rest, &parent).await {
-        if let Some(n) = e.count("DeadLetterMessageCount") {
+        if let Some(n) = e.count(super::dlq_count_field(&source)) {
             max = Some(max.map_or(n, |m| m.min(n)));
         }
     }

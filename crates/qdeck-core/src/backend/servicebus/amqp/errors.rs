@@ -1,0 +1,106 @@
+//! One-line, redacted errors from what the broker answered over AMQP: a `$management` or
+//! `$cbs` status code with its description, or a link or connection error condition.
+
+use super::super::http::required_right;
+use crate::backend::BackendError;
+use crate::config::redact::redact;
+use crate::sanitize;
+
+/// Broker text as one short, redacted, terminal-safe line.
+pub fn one_line(text: &str) -> String {
+    let one: String = text
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .take(240)
+        .collect();
+    sanitize::clean(&redact(one.trim())).into_owned()
+}
+
+/// An error for a status code a request answered with (HTTP numbers, as Service Bus uses
+/// them on `$management` and `$cbs`).
+pub fn classify(status: i32, description: &Option<String>, what: &str) -> BackendError {
+    let detail = description.as_deref().map(one_line).unwrap_or_default();
+    let sep = if detail.is_empty() { "" } else { ": " };
+    match status {
+        401 | 403 => unauthorized(&detail, what, status),
+        404 => BackendError::NotFound(format!("{what}: not found (status 404){sep}{detail}")),
+        410 => BackendError::NotFound(format!(
+            "{what}: the lock was lost or the message is gone (status 410){sep}{detail}"
+        )),
+        429 | 503 => BackendError::Throttled {
+            msg: format!("{what}: the broker is busy (status {status}){sep}{detail}"),
+            retry_after: None,
+        },
+        400 | 409 | 413 => BackendError::Invalid(format!("{what}: status {status}{sep}{detail}")),
+        500..=599 => BackendError::Unreachable(format!(
+            "{what}: server error (status {status}){sep}{detail}"
+        )),
+        s => BackendError::Protocol(format!("{what}: status {s}{sep}{detail}")),
+    }
+}
+
+/// A refusal: a missing claim when the broker names one, else a rejected token.
+fn unauthorized(detail: &str, what: &str, status: i32) -> BackendError {
+    match required_right(detail.as_bytes()) {
+        Some(right) => BackendError::forbidden(
+            format!("{what}: the key is valid but lacks the {right} right (missing '{right}' claim): {detail}"),
+            Some(right),
+        ),
+        None => BackendError::Auth(format!(
+            "{what}: the key or SAS token was rejected (status {status}: wrong key or key name, expired token, or a token for another namespace){}{detail}",
+            if detail.is_empty() { "" } else { ": " }
+        )),
+    }
+}
+
+/// An error from a link or the connection, by its AMQP error condition
+/// (`amqp:unauthorized-access`, `amqp:not-found`, `com.microsoft:server-busy`, ...).
+pub fn from_condition(text: &str, what: &str) -> BackendError {
+    let line = one_line(text);
+    let lower = line.to_ascii_lowercase();
+    if lower.contains("unauthorized") {
+        unauthorized(&line, what, 401)
+    } else if lower.contains("not-found") || lower.contains("notfound") {
+        BackendError::NotFound(format!("{what}: not found: {line}"))
+    } else if lower.contains("server-busy") || lower.contains("resource-limit-exceeded") {
+        BackendError::Throttled {
+            msg: format!("{what}: the broker is busy: {line}"),
+            retry_after: None,
+        }
+    } else if lower.contains("message-lock-lost") || lower.contains("session-lock-lost") {
+        BackendError::NotFound(format!("{what}: the lock was lost: {line}"))
+    } else {
+        BackendError::Unreachable(format!("{what}: {line}"))
+    }
+}
+
+/// `from_condition` for anything that prints its condition.
+pub fn link_error(e: impl std::fmt::Debug, what: &str) -> BackendError {
+    from_condition(&format!("{e:?}"), what)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_missing_claim_names_the_right_and_a_bad_key_is_auth() {
+        let e = from_condition(
+            "RemoteClosedWithError(Error { condition: amqp:unauthorized-access, description: Some(\"Unauthorized access. 'Send' claim(s) are required to perform this operation.\") })",
+            "sending to q",
+        );
+        assert!(
+            matches!(e, BackendError::Forbidden { right: Some(ref r), .. } if r == "Send"),
+            "{e:?}"
+        );
+        let e = classify(
+            401,
+            &Some("InvalidSignature: The token has an invalid signature.".into()),
+            "authorising q",
+        );
+        assert!(matches!(e, BackendError::Auth(_)), "{e:?}");
+        assert!(!e.to_string().contains('\n'));
+        let e = classify(404, &None, "peeking q");
+        assert!(matches!(e, BackendError::NotFound(_)));
+    }
+}

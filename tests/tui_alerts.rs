@@ -281,3 +281,13 @@ fn a_health_rule_fires_when_the_profiles_polls_fail_and_when_its_figures_go_stal
     poll_dlq(&mut st, 1);
     assert_eq!(st.alerts.firing(), 0, "{:?}", st.alerts.firing_rows());
 }
+
+/// Without rules the view says how to add them, whole even on a narrow terminal.
+#[test]
+fn the_alerts_view_without_rules_says_how_to_add_them_at_60_columns() {
+    let mut st = populated();
+    command(&mut st, ":alerts");
+    let screen = text(&draw(&st, 60, 15));
+    assert!(screen.contains("no alert rules"), "{screen}");
+    assert!(screen.contains("shows how)"), "{screen}");
+}

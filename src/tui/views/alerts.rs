@@ -4,7 +4,7 @@
 
 use ratatui::layout::Rect;
 use ratatui::text::Line;
-use ratatui::widgets::Paragraph;
+use ratatui::widgets::{Paragraph, Wrap};
 use ratatui::Frame;
 
 use super::wrap::wrap_lines;
@@ -46,7 +46,8 @@ pub fn render(f: &mut Frame, st: &State, area: Rect) {
     if a.rules.is_empty() {
         f.render_widget(
             Paragraph::new("no alert rules: add [[alerts]] tables to the config (config.example.toml shows how)")
-                .style(t.dim),
+                .style(t.dim)
+                .wrap(Wrap { trim: true }),
             inner,
         );
         return;

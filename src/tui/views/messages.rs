@@ -63,7 +63,7 @@ pub fn render_list(f: &mut Frame, st: &State, area: Rect) {
         Col::fixed(head("ENQUEUED", 1), 14, 4),
         Col::fixed(head("RCV", 2), 4, 2),
         Col::fixed(
-            key_head(&st.session.broker, &m.messages),
+            key_head(&st.session.broker, sessions),
             12,
             if sessions { 2 } else { 4 },
         ),
@@ -169,8 +169,8 @@ fn session_of(msg: &Message) -> Option<&str> {
 /// What the broker calls the messages' ordering key: SESSION where messages carry a Service
 /// Bus `SessionId` (a Service Bus key without one is a `PartitionKey`), GROUP for an SQS FIFO
 /// group, else KEY.
-fn key_head(broker: &str, messages: &[Message]) -> &'static str {
-    if messages.iter().any(|m| session_of(m).is_some()) {
+fn key_head(broker: &str, sessions: bool) -> &'static str {
+    if sessions {
         "SESSION"
     } else if broker == "sqs" {
         "GROUP"
@@ -243,7 +243,7 @@ fn meta_lines<'a>(st: &State, msg: &Message) -> Vec<Line<'a>> {
             styled(
                 format!(
                     "{} ",
-                    key_head(&st.session.broker, std::slice::from_ref(msg)).to_lowercase()
+                    key_head(&st.session.broker, session_of(msg).is_some()).to_lowercase()
                 ),
                 t.dim,
             ),

@@ -42,6 +42,20 @@ async fn flush() {
     let _: () = redis::cmd("FLUSHDB").query_async(&mut c).await.unwrap();
 }
 
+/// A config dir whose one profile `p` is Celery on this file's Redis database.
+fn celery_redis_config() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("config.toml"),
+        format!(
+            "[[profiles]]\nname = \"p\"\nkind = \"redis\"\nurl = \"{}\"\ndb = {DB}\nflavors = [\"celery\"]\n",
+            redis_url()
+        ),
+    )
+    .unwrap();
+    dir
+}
+
 fn profile(name: &str, kind: ProfileKind) -> Profile {
     Profile {
         name: name.into(),
@@ -233,15 +247,7 @@ async fn celery_workers_on_redis_match_celery_inspect() {
     assert_eq!(st.stats[0].delayed, Some(s as u64));
 
     // The CLI's JSON carries Celery's own description of the worker.
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
-        dir.path().join("config.toml"),
-        format!(
-            "[[profiles]]\nname = \"p\"\nkind = \"redis\"\nurl = \"{}\"\ndb = {DB}\nflavors = [\"celery\"]\n",
-            redis_url()
-        ),
-    )
-    .unwrap();
+    let dir = celery_redis_config();
     let mut cmd = common::qdeck(dir.path());
     cmd.args(["consumers", "cw-tasks", "-o", "json"]);
     let out = cmd.output().unwrap();
@@ -408,15 +414,7 @@ async fn celery_failure_results_are_a_read_only_failed_view() {
     }
 
     // The CLI: reasons group by task and exception; redrive and purge are refused.
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
-        dir.path().join("config.toml"),
-        format!(
-            "[[profiles]]\nname = \"p\"\nkind = \"redis\"\nurl = \"{}\"\ndb = {DB}\nflavors = [\"celery\"]\n",
-            redis_url()
-        ),
-    )
-    .unwrap();
+    let dir = celery_redis_config();
     let mut cmd = common::qdeck(dir.path());
     cmd.args(["reasons", "celery-results/failed", "-o", "json"]);
     let out = cmd.output().unwrap();
@@ -631,15 +629,7 @@ async fn manual_celery_worker_discovery_20_workers() {
         .min()
         .unwrap();
 
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
-        dir.path().join("config.toml"),
-        format!(
-            "[[profiles]]\nname = \"p\"\nkind = \"redis\"\nurl = \"{}\"\ndb = {DB}\nflavors = [\"celery\"]\n",
-            redis_url()
-        ),
-    )
-    .unwrap();
+    let dir = celery_redis_config();
     let cli_ours = best_of(5, || {
         let mut c = common::qdeck(dir.path());
         c.args(["consumers", "cw-bench", "-o", "json"]);

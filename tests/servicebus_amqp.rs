@@ -874,6 +874,20 @@ async fn the_transfer_dead_letter_queue_is_a_row_while_it_holds_messages() {
 }
 
 /// Every message of a DLQ, by id, over every page (a peek sees locked messages too).
+/// The CLI's config: one profile `sb` on the stand-in, its connection string in QDECK_SB_CS.
+fn write_cli_config(env: &common::cli_env::CliEnv, s: &Standin) {
+    let cfg = env.dir.path().join("config/qdeck/config.toml");
+    std::fs::create_dir_all(cfg.parent().unwrap()).unwrap();
+    std::fs::write(
+        &cfg,
+        format!(
+            "default_profile = \"sb\"\n[[profiles]]\nname = \"sb\"\nkind = \"servicebus\"\nconnection_string_env = \"QDECK_SB_CS\"\nmanagement_url = \"{}\"\ntopics = false\n",
+            s.mgmt
+        ),
+    )
+    .unwrap();
+}
+
 async fn ids_in(b: &dyn Backend, queue: &QueueId) -> Vec<String> {
     let mut out = Vec::new();
     let mut cursor = None;
@@ -909,16 +923,7 @@ async fn kill_9_during_a_redrive_loses_nothing() {
     let b = s.backend().await;
     s.client(&["dead", "crash", "crash", &N.to_string()]);
     let env = common::cli_env::CliEnv::new();
-    let cfg = env.dir.path().join("config/qdeck/config.toml");
-    std::fs::create_dir_all(cfg.parent().unwrap()).unwrap();
-    std::fs::write(
-        &cfg,
-        format!(
-            "default_profile = \"sb\"\n[[profiles]]\nname = \"sb\"\nkind = \"servicebus\"\nconnection_string_env = \"QDECK_SB_CS\"\nmanagement_url = \"{}\"\ntopics = false\n",
-            s.mgmt
-        ),
-    )
-    .unwrap();
+    write_cli_config(&env, &s);
     let all: std::collections::BTreeSet<String> = (0..N).map(|i| format!("crash-{i}")).collect();
     for round in 0..3 {
         let mut child = env
@@ -976,16 +981,7 @@ async fn reasons_and_where_dry_runs_peek() {
     let counts = |page: Vec<Message>| page.iter().map(|m| m.receive_count).collect::<Vec<_>>();
     let before = counts(b.browse(&dlq("triage"), &req(50)).await.unwrap().messages);
     let env = common::cli_env::CliEnv::new();
-    let cfg = env.dir.path().join("config/qdeck/config.toml");
-    std::fs::create_dir_all(cfg.parent().unwrap()).unwrap();
-    std::fs::write(
-        &cfg,
-        format!(
-            "default_profile = \"sb\"\n[[profiles]]\nname = \"sb\"\nkind = \"servicebus\"\nconnection_string_env = \"QDECK_SB_CS\"\nmanagement_url = \"{}\"\ntopics = false\n",
-            s.mgmt
-        ),
-    )
-    .unwrap();
+    write_cli_config(&env, &s);
     let run = |args: &[&str]| {
         let out = env
             .qdeck()

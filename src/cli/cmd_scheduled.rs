@@ -6,7 +6,7 @@ use super::exit::{of_verdict, CliError, CliResult, OK};
 use super::fetch;
 use super::output::{self, name, opt, Table};
 use crate::backend::OpProgress;
-use crate::domain::{now_ms, BrowseRequest, Message, QueueId};
+use crate::domain::{now_ms, BrowseRequest, QueueId};
 use crate::engine::gate::Mutation;
 use crate::engine::ops::{self, Outcome};
 use crate::engine::session::Session;
@@ -43,7 +43,7 @@ pub async fn peek(s: &Session, queue: &str, n: usize, f: Format) -> CliResult {
         "ID", "DUE", "DUE_IN", "ENQUEUED", "RECEIVES", "KEY", "SIZE", "BODY",
     ]);
     for m in &messages {
-        let due = due_ms(m);
+        let due = m.due_ms();
         t.push(vec![
             name(&m.id),
             output::time_in(due, f),
@@ -57,14 +57,6 @@ pub async fn peek(s: &Session, queue: &str, n: usize, f: Format) -> CliResult {
     }
     output::print(&t.render(f));
     Ok(OK)
-}
-
-/// The due time a backend put in the `due-at` header (RFC 3339).
-fn due_ms(m: &Message) -> Option<i64> {
-    let v = m.field_text("due-at")?;
-    chrono::DateTime::parse_from_rfc3339(&v)
-        .ok()
-        .map(|t| t.timestamp_millis())
 }
 
 /// Delete one delayed message, after checking it is one: an id that is already due stays

@@ -25,6 +25,7 @@ pub enum Cmd {
     SortReverse,
     Browse,
     Dlq,
+    Scheduled,
     Workers,
     Refresh,
     Mark,
@@ -158,6 +159,13 @@ pub const COMMANDS: &[CmdInfo] = &[
         "dlq",
         &["d"],
         "browse the queue's dead-letter queue",
+        Access::Browse,
+    ),
+    c(
+        Cmd::Scheduled,
+        "scheduled",
+        &["L"],
+        "scheduled (delayed) messages of the queue, due soonest first; D cancels one",
         Access::Browse,
     ),
     c(

@@ -234,6 +234,8 @@ pub struct MsgState {
     pub forced: bool,
     /// Drilled in from the reasons view: only this group's messages are shown.
     pub group: Option<String>,
+    /// The queue's scheduled (delayed) messages, not its own (`L`).
+    pub scheduled: bool,
 }
 
 /// The reasons view: groups arrive while the scan runs.
@@ -334,6 +336,12 @@ pub enum DialogKind {
         ids: Vec<String>,
         note: Option<String>,
     },
+    /// Cancel one scheduled message; `about` is the plan's own sentence (the CLI's prompt).
+    CancelScheduled {
+        queue: QueueId,
+        id: String,
+        about: String,
+    },
     /// Copy or move chosen messages, checked by the app and waiting for the user.
     Transfer(Box<TransferAsk>),
     /// q / Ctrl-C while an operation runs: cancel it and quit?
@@ -421,7 +429,8 @@ impl Dialog {
         match &self.kind {
             DialogKind::Purge { queue, .. }
             | DialogKind::Browse { queue, .. }
-            | DialogKind::Delete { queue, .. } => Some(queue),
+            | DialogKind::Delete { queue, .. }
+            | DialogKind::CancelScheduled { queue, .. } => Some(queue),
             DialogKind::Redrive { source, .. } | DialogKind::EditUnreadable { source, .. } => {
                 Some(source)
             }
@@ -444,6 +453,7 @@ impl Dialog {
                 | DialogKind::Redrive { .. }
                 | DialogKind::Edit { .. }
                 | DialogKind::Delete { .. }
+                | DialogKind::CancelScheduled { .. }
                 | DialogKind::Transfer(_)
         )
     }

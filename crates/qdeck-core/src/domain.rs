@@ -312,6 +312,15 @@ impl Message {
             .find(|(_, k, _)| k.eq_ignore_ascii_case(name))
             .map(|(_, _, v)| v.text())
     }
+
+    /// When a delayed or scheduled message falls due: the `due-at` field (RFC 3339) a
+    /// backend's scheduled listing puts on it.
+    pub fn due_ms(&self) -> Option<i64> {
+        let v = self.field_text("due-at")?;
+        chrono::DateTime::parse_from_rfc3339(&v)
+            .ok()
+            .map(|t| t.timestamp_millis())
+    }
 }
 
 /// Bodies travel in JSON as UTF-8 text when they are valid UTF-8, else as base64 with a marker.

@@ -133,7 +133,8 @@ impl Exec {
                 queue,
                 cursor,
                 force,
-            } => self.browse(queue, cursor, force),
+                scheduled,
+            } => self.browse(queue, cursor, force, scheduled),
             Effect::Reasons(queue) => self.reasons(queue),
             Effect::CancelReasons => {
                 if let Some(p) = self.reasons_op.take() {
@@ -170,6 +171,16 @@ impl Exec {
             Effect::PlanRedrive(req) => self.plan_redrive(req),
             Effect::Redrive(req) => self.redrive(req),
             Effect::Purge(queue) => self.purge(queue),
+            Effect::CancelScheduled {
+                queue,
+                id,
+                run: false,
+            } => self.plan_cancel(queue, id),
+            Effect::CancelScheduled {
+                queue,
+                id,
+                run: true,
+            } => self.cancel_scheduled(queue, id),
             Effect::Delete {
                 queue,
                 ids,

@@ -16,7 +16,13 @@ use crate::tui::update::Action;
 
 /// Reading: pages, reasons scans and consumers.
 impl Exec {
-    pub(super) fn browse(&self, queue: QueueId, cursor: Option<String>, force: bool) {
+    pub(super) fn browse(
+        &self,
+        queue: QueueId,
+        cursor: Option<String>,
+        force: bool,
+        scheduled: bool,
+    ) {
         let gate = self.session.gate.clone();
         let tx = self.tx.clone();
         tokio::spawn(async move {
@@ -26,14 +32,22 @@ impl Exec {
                 max: PAGE_SIZE,
                 force,
             };
-            let result = gate.browse(&queue, &req).await;
-            let _ = tx
-                .send(Action::Page {
+            let action = if scheduled {
+                let result = gate.browse_scheduled(&queue, &req).await;
+                Action::ScheduledPage {
                     queue,
                     append,
                     result,
-                })
-                .await;
+                }
+            } else {
+                let result = gate.browse(&queue, &req).await;
+                Action::Page {
+                    queue,
+                    append,
+                    result,
+                }
+            };
+            let _ = tx.send(action).await;
         });
     }
 
@@ -162,6 +176,18 @@ impl Exec {
         });
     }
 
+    /// Plan cancelling `id` as `qdeck cancel-scheduled` does, for the dialog's question.
+    pub(super) fn plan_cancel(&self, queue: QueueId, id: String) {
+        let gate = self.session.gate.clone();
+        let tx = self.tx.clone();
+        tokio::spawn(async move {
+            let result = ops::plan_cancel_scheduled(&gate, &queue, &id)
+                .await
+                .map(|p| p.describe());
+            let _ = tx.send(Action::CancelPlanned { queue, id, result }).await;
+        });
+    }
+
     pub(super) fn plan_delete(&self, queue: QueueId, ids: Vec<String>) {
         let gate = self.session.gate.clone();
         let tx = self.tx.clone();
@@ -256,6 +282,14 @@ impl Exec {
             let selection = serde_json::json!({"selected": ids.len(), "chosen_in": "console"});
             ops::plan_delete(&gate, &q, ids, selection).await
         };
+        self.run_planned(queue, None, planning);
+    }
+
+    pub(super) fn cancel_scheduled(&mut self, queue: QueueId, id: String) {
+        // Planned again at confirm time: the message may have fallen due meanwhile.
+        let gate = self.session.gate.clone();
+        let q = queue.clone();
+        let planning = async move { ops::plan_cancel_scheduled(&gate, &q, &id).await };
         self.run_planned(queue, None, planning);
     }
 

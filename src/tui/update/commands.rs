@@ -20,6 +20,7 @@ pub(super) fn command(st: &mut State, text: &str, fx: &mut Vec<Effect>) {
         "q!" => st.exit.quit = true,
         "help" | "h" => push(st, View::Help),
         "dlq" => run_cmd(st, Cmd::Dlq, fx),
+        "scheduled" | "delayed" => run_cmd(st, Cmd::Scheduled, fx),
         "reasons" | "why" => run_cmd(st, Cmd::Reasons, fx),
         "workers" | "w" | "consumers" => run_cmd(st, Cmd::Workers, fx),
         "browse" | "messages" | "m" => run_cmd(st, Cmd::Browse, fx),

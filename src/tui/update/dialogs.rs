@@ -41,6 +41,9 @@ pub(super) fn open_purge(st: &mut State) {
 /// Open the redrive dialog; `to` presets a target queue (`:redrive QUEUE`).
 pub(super) fn open_redrive(st: &mut State, to: Option<QueueId>, fx: &mut Vec<Effect>) {
     let in_msgs = matches!(st.view(), View::Messages | View::Message);
+    if messages::scheduled_refusal(st, "R (redrive)") {
+        return;
+    }
     let Some(q) = st.context_queue().cloned() else {
         return;
     };
@@ -208,6 +211,35 @@ pub(super) fn open_delete(
                 Level::Warn,
                 format!("cannot delete from {queue}: {why}"),
             );
+        }
+    }
+}
+
+/// The plan for cancelling a scheduled message came back: ask with its text, or say why not.
+/// Dropped when the user has left that queue's scheduled messages meanwhile.
+pub(super) fn open_cancel(
+    st: &mut State,
+    queue: QueueId,
+    id: String,
+    result: Result<String, BackendError>,
+) {
+    if st.msgs.queue.as_ref() != Some(&queue)
+        || !st.msgs.scheduled
+        || !matches!(st.view(), View::Messages | View::Message)
+    {
+        return;
+    }
+    match result {
+        Ok(about) => {
+            st.status = None;
+            st.dialog = Some(Dialog::new(
+                DialogKind::CancelScheduled { queue, id, about },
+                st.session.protected,
+            ));
+        }
+        Err(e) => {
+            let why = error_line(&e);
+            set_status(st, Level::Warn, format!("cannot cancel {id}: {why}"));
         }
     }
 }
@@ -474,6 +506,21 @@ fn confirm(st: &mut State, d: Dialog, fx: &mut Vec<Effect>) {
         }
         DialogKind::Transfer(t) => confirm_transfer(st, t, fx),
         DialogKind::Delete { queue, ids, .. } => confirm_delete(st, queue, ids, fx),
+        DialogKind::CancelScheduled { queue, id, .. } => {
+            if !begin_op(
+                st,
+                crate::config::Access::Full,
+                format!("cancel {id} in {queue}"),
+            ) {
+                return;
+            }
+            st.msgs.marked.remove(&id);
+            fx.push(Effect::CancelScheduled {
+                queue,
+                id,
+                run: true,
+            });
+        }
         DialogKind::Purge { queue, .. } => {
             if !begin_op(st, crate::config::Access::Full, format!("purge {queue}")) {
                 return;

@@ -70,7 +70,7 @@ fn help_key(st: &mut State, k: KeyEvent) {
 /// the tier cannot open have nothing to record).
 fn mutation_of(cmd: Cmd) -> Option<Mutation> {
     match cmd {
-        Cmd::Browse | Cmd::Dlq | Cmd::Reasons => Some(Mutation::Browse),
+        Cmd::Browse | Cmd::Dlq | Cmd::Scheduled | Cmd::Reasons => Some(Mutation::Browse),
         Cmd::Redrive => Some(Mutation::Redrive),
         Cmd::Edit => Some(Mutation::Edit),
         Cmd::Purge => Some(Mutation::Purge),
@@ -127,6 +127,7 @@ pub(super) fn run_cmd(st: &mut State, cmd: Cmd, fx: &mut Vec<Effect>) {
             }
         }
         Cmd::Dlq => messages::browse_dlq(st, fx),
+        Cmd::Scheduled => messages::browse_scheduled(st, fx),
         Cmd::Workers => open_workers(st, fx),
         Cmd::Refresh => refresh(st, fx),
         Cmd::Copy => {
@@ -148,6 +149,7 @@ pub(super) fn run_cmd(st: &mut State, cmd: Cmd, fx: &mut Vec<Effect>) {
         }
         Cmd::Redrive => dialogs::open_redrive(st, None, fx),
         Cmd::Purge => dialogs::open_purge(st),
+        Cmd::Delete if st.msgs.scheduled && in_browser(st) => messages::plan_cancel(st, fx),
         Cmd::Delete => messages::plan_delete(st, fx),
         Cmd::Cancel => {
             if let Some(op) = &mut st.op {
@@ -166,8 +168,18 @@ pub(super) fn run_cmd(st: &mut State, cmd: Cmd, fx: &mut Vec<Effect>) {
 fn queue_scoped(cmd: Cmd) -> bool {
     matches!(
         cmd,
-        Cmd::Workers | Cmd::Browse | Cmd::Dlq | Cmd::Reasons | Cmd::Redrive | Cmd::Purge
+        Cmd::Workers
+            | Cmd::Browse
+            | Cmd::Dlq
+            | Cmd::Scheduled
+            | Cmd::Reasons
+            | Cmd::Redrive
+            | Cmd::Purge
     )
+}
+
+fn in_browser(st: &State) -> bool {
+    matches!(st.view(), View::Messages | View::Message)
 }
 
 fn toggle_wide(st: &mut State) {

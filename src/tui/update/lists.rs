@@ -8,13 +8,15 @@ use crate::backend::BackendError;
 use crate::domain::{Consumer, Message, QueueId};
 use crate::tui::state::*;
 
-fn msg_key(m: &Message, col: usize) -> (Option<f64>, String) {
+/// `scheduled`: the browser lists scheduled messages, whose time column is when they fall due.
+fn msg_key(m: &Message, col: usize, scheduled: bool) -> (Option<f64>, String) {
     let dl = m.dead_letter.as_ref();
     match col {
         0 => (
             m.seq.map(|s| s as f64).or_else(|| m.id.parse().ok()),
             m.id.clone(),
         ),
+        1 if scheduled => (m.due_ms().map(|t| t as f64), m.id.clone()),
         1 => (m.enqueued_ms.map(|t| t as f64), m.id.clone()),
         2 => (m.receive_count.map(|n| n as f64), m.id.clone()),
         3 => (None, dl.and_then(|d| d.reason.clone()).unwrap_or_default()),
@@ -58,9 +60,15 @@ pub(super) fn sort_msgs(st: &mut State) {
     };
     let m = &mut st.msgs;
     let desc = m.sort_desc;
+    let sch = m.scheduled;
     let msgs = &m.messages;
-    m.rows
-        .sort_by(|&a, &b| cmp_keys(&msg_key(&msgs[a], col), &msg_key(&msgs[b], col), desc));
+    m.rows.sort_by(|&a, &b| {
+        cmp_keys(
+            &msg_key(&msgs[a], col, sch),
+            &msg_key(&msgs[b], col, sch),
+            desc,
+        )
+    });
 }
 
 /// The consumers of `queue` arrived (or failed): shown if the workers view is still on it.
@@ -182,7 +190,8 @@ pub(super) fn sort_by_column(st: &mut State, col: usize) {
                 m.sort_desc = !m.sort_desc;
             } else {
                 m.sort = Some(col);
-                m.sort_desc = matches!(col, 1 | 2 | 5);
+                // Newest first, but what falls due soonest first.
+                m.sort_desc = matches!(col, 2 | 5) || (col == 1 && !m.scheduled);
             }
             super::messages::refilter_msgs(st);
         }

@@ -24,13 +24,16 @@ fn refused(st: &mut State, fx: &mut Vec<Effect>) -> bool {
     true
 }
 
+/// A page arrived: kept only while the browser still shows that queue's messages of the same
+/// kind (its own, or its scheduled ones), so a late page never lands in the other list.
 pub(super) fn page_loaded(
     st: &mut State,
     queue: QueueId,
     append: bool,
     result: Result<Page, BackendError>,
+    scheduled: bool,
 ) {
-    if st.msgs.queue.as_ref() == Some(&queue) {
+    if st.msgs.queue.as_ref() == Some(&queue) && st.msgs.scheduled == scheduled {
         st.msgs.loading = false;
         match result {
             Ok(p) => {
@@ -199,6 +202,9 @@ pub(super) fn plan_transfer(st: &mut State, arg: &str, moving: bool, fx: &mut Ve
         set_status(st, Level::Warn, msg);
         return;
     }
+    if scheduled_refusal(st, &format!(":{verb}")) {
+        return;
+    }
     let Some((source, messages)) = chosen_for(st, &format!(":{verb} acts on")) else {
         return;
     };
@@ -252,7 +258,7 @@ pub(super) fn save(st: &State, fx: &mut Vec<Effect>) {
 
 /// `e` on a message: hand it to the event loop, which suspends the screen for the editor.
 pub(super) fn edit(st: &mut State, fx: &mut Vec<Effect>) {
-    if !matches!(st.view(), View::Messages | View::Message) {
+    if !matches!(st.view(), View::Messages | View::Message) || scheduled_refusal(st, "e (edit)") {
         return;
     }
     let (Some(q), Some(m)) = (st.msgs.queue.clone(), current_msg(st).cloned()) else {
@@ -308,6 +314,58 @@ pub(super) fn browse_dlq(st: &mut State, fx: &mut Vec<Effect>) {
     }
 }
 
+/// `L`: the scheduled (delayed) messages of the queue in context, due soonest first.
+pub(super) fn browse_scheduled(st: &mut State, fx: &mut Vec<Effect>) {
+    let Some(q) = st.context_queue().cloned() else {
+        return;
+    };
+    if refused(st, fx) {
+        return;
+    }
+    open_list(st, q.clone(), false, true);
+    fx.push(Effect::Browse {
+        queue: q,
+        cursor: None,
+        force: false,
+        scheduled: true,
+    });
+}
+
+/// Whether `what` is refused because the browser lists scheduled messages: they are not
+/// delivered yet, so only cancelling (`D`) acts on them; the flash says so.
+pub(super) fn scheduled_refusal(st: &mut State, what: &str) -> bool {
+    if !(st.msgs.scheduled && matches!(st.view(), View::Messages | View::Message)) {
+        return false;
+    }
+    let msg = format!(
+        "{what} acts on delivered messages; these wait for their due time: D cancels one, b browses the queue"
+    );
+    set_status(st, Level::Warn, msg);
+    true
+}
+
+/// `D` among scheduled messages: the one under the cursor (or the one selected) goes to be
+/// planned, as `qdeck cancel-scheduled` plans it; the dialog asks with the plan's text.
+pub(super) fn plan_cancel(st: &mut State, fx: &mut Vec<Effect>) {
+    let Some((queue, msgs)) = chosen_for(st, "D cancels") else {
+        return;
+    };
+    let [m] = msgs.as_slice() else {
+        let msg = format!(
+            "D cancels one scheduled message at a time: {} are selected (space unselects)",
+            msgs.len()
+        );
+        set_status(st, Level::Warn, msg);
+        return;
+    };
+    set_status(st, Level::Info, "checking the scheduled message…");
+    fx.push(Effect::CancelScheduled {
+        queue,
+        id: m.id.clone(),
+        run: false,
+    });
+}
+
 /// `n`: the browser's next page, appended.
 pub(super) fn next_page(st: &mut State, fx: &mut Vec<Effect>) {
     if st.view() != View::Messages {
@@ -319,6 +377,7 @@ pub(super) fn next_page(st: &mut State, fx: &mut Vec<Effect>) {
             queue: q,
             cursor: Some(c),
             force: st.msgs.forced,
+            scheduled: st.msgs.scheduled,
         });
     }
 }
@@ -327,21 +386,28 @@ pub(super) fn start_browse(st: &mut State, q: QueueId, force: bool, fx: &mut Vec
     if refused(st, fx) {
         return;
     }
+    open_list(st, q.clone(), force, false);
+    fx.push(Effect::Browse {
+        queue: q,
+        cursor: None,
+        force,
+        scheduled: false,
+    });
+}
+
+/// The browser, empty and loading, on `q`'s own messages or its scheduled ones.
+fn open_list(st: &mut State, q: QueueId, force: bool, scheduled: bool) {
     st.msgs = MsgState {
-        queue: Some(q.clone()),
+        queue: Some(q),
         loading: true,
         forced: force,
+        scheduled,
         ..Default::default()
     };
     if st.view() == View::Message {
         st.stack.pop();
     }
     push(st, View::Messages);
-    fx.push(Effect::Browse {
-        queue: q,
-        cursor: None,
-        force,
-    });
 }
 
 /// The browser's queue again from its first page, as it was opened (forced or not).
@@ -351,5 +417,6 @@ pub(super) fn reload(st: &mut State, q: QueueId, fx: &mut Vec<Effect>) {
         queue: q,
         cursor: None,
         force: st.msgs.forced,
+        scheduled: st.msgs.scheduled,
     });
 }

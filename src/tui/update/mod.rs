@@ -45,6 +45,12 @@ pub enum Action {
         append: bool,
         result: Result<Page, BackendError>,
     },
+    /// A page of the queue's scheduled (delayed) messages (`L`).
+    ScheduledPage {
+        queue: QueueId,
+        append: bool,
+        result: Result<Page, BackendError>,
+    },
     Consumers {
         queue: QueueId,
         result: Result<Vec<Consumer>, BackendError>,
@@ -88,6 +94,12 @@ pub enum Action {
         result: Result<crate::domain::RedrivePlan, BackendError>,
     },
     /// The plan for deleting chosen messages: the note for the dialog, or why it is refused.
+    /// The plan for cancelling one scheduled message: the text the CLI asks about, or why not.
+    CancelPlanned {
+        queue: QueueId,
+        id: String,
+        result: Result<String, BackendError>,
+    },
     DeletePlanned {
         queue: QueueId,
         ids: Vec<String>,
@@ -121,12 +133,20 @@ pub enum Effect {
         queue: QueueId,
         cursor: Option<String>,
         force: bool,
+        /// The scheduled (delayed) messages instead of the queue's own.
+        scheduled: bool,
     },
     Consumers(QueueId),
     Redrive(RedriveRequest),
     /// Plan this redrive for the dialog (nothing changes).
     PlanRedrive(RedriveRequest),
     Purge(QueueId),
+    /// Plan cancelling one scheduled message, then ask; `run`: the user confirmed, cancel it.
+    CancelScheduled {
+        queue: QueueId,
+        id: String,
+        run: bool,
+    },
     /// Plan deleting these messages (the backend's refusal or its note on the others), then
     /// ask; `run`: the user confirmed, delete them.
     Delete {
@@ -224,7 +244,12 @@ pub fn update(st: &mut State, action: Action) -> Vec<Effect> {
             queue,
             append,
             result,
-        } => messages::page_loaded(st, queue, append, result),
+        } => messages::page_loaded(st, queue, append, result, false),
+        Action::ScheduledPage {
+            queue,
+            append,
+            result,
+        } => messages::page_loaded(st, queue, append, result, true),
         Action::Consumers { queue, result } => lists::workers_loaded(st, queue, result),
         Action::OpProgress(p) => ops::progress(st, p),
         Action::OpDone(r) => {
@@ -278,6 +303,9 @@ pub fn update(st: &mut State, action: Action) -> Vec<Effect> {
         } => reasons::progress(st, queue, groups, scanned, total),
         Action::ReasonsDone { queue, result } => reasons::done(st, queue, result),
         Action::RedrivePlanned { req, result } => dialogs::redrive_planned(st, req, result),
+        Action::CancelPlanned { queue, id, result } => {
+            dialogs::open_cancel(st, queue, id, result);
+        }
         Action::DeletePlanned { queue, ids, result } => {
             dialogs::open_delete(st, queue, ids, result);
         }

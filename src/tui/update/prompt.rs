@@ -7,8 +7,28 @@ use crate::tui::state::*;
 /// The `:` commands Tab completes, by their main name (`commands::command` also takes
 /// aliases such as `q` and `ctx`).
 pub(super) const COMMANDS: &[&str] = &[
-    "alerts", "browse", "copy", "dlq", "filter", "fire", "fleet", "force", "help", "move", "ops",
-    "profile", "purge", "queues", "quit", "q!", "reasons", "redrive", "sort", "theme", "workers",
+    "alerts",
+    "browse",
+    "copy",
+    "dlq",
+    "filter",
+    "fire",
+    "fleet",
+    "force",
+    "help",
+    "move",
+    "ops",
+    "profile",
+    "purge",
+    "queues",
+    "quit",
+    "q!",
+    "reasons",
+    "redrive",
+    "scheduled",
+    "sort",
+    "theme",
+    "workers",
 ];
 
 /// ↑ (`older`) or ↓ through the history; the line typed before ↑ comes back after the newest.

@@ -34,6 +34,7 @@ pub fn view_cmds(view: View) -> &'static [Cmd] {
             Cmd::SortReverse,
             Cmd::Browse,
             Cmd::Dlq,
+            Cmd::Scheduled,
             Cmd::Reasons,
             Cmd::Workers,
             Cmd::Redrive,
@@ -44,6 +45,7 @@ pub fn view_cmds(view: View) -> &'static [Cmd] {
             Cmd::Enter,
             Cmd::Browse,
             Cmd::Dlq,
+            Cmd::Scheduled,
             Cmd::Reasons,
             Cmd::Workers,
             Cmd::Window,
@@ -209,6 +211,7 @@ fn command_lines<'a>(st: &State) -> Vec<Line<'a>> {
         (":q", "quit (asks first while an operation runs)"),
         (":q!", "quit at once"),
         (":dlq", "browse the dead-letter queue"),
+        (":scheduled", "scheduled (delayed) messages of the queue"),
         (":reasons", "the DLQ grouped by failure reason"),
         (":workers", "workers of the queue"),
         (":browse", "browse the queue"),
@@ -241,7 +244,7 @@ fn command_lines<'a>(st: &State) -> Vec<Line<'a>> {
         } else if c.starts_with(":redrive") {
             Access::Redrive
         } else if c.starts_with(":copy") // only reads here: the target's tier decides
-            || [":dlq", ":browse", ":force", ":reasons"].contains(c)
+            || [":dlq", ":scheduled", ":browse", ":force", ":reasons"].contains(c)
         {
             Access::Browse
         } else {

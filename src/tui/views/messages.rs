@@ -42,6 +42,8 @@ pub fn render_list(f: &mut Frame, st: &State, area: Rect) {
             "loading messages…"
         } else if m.error.is_some() {
             ""
+        } else if m.messages.is_empty() && m.scheduled {
+            "no scheduled messages"
         } else if m.messages.is_empty() {
             "no messages"
         } else {
@@ -60,7 +62,8 @@ pub fn render_list(f: &mut Frame, st: &State, area: Rect) {
     let cols = vec![
         Col::fixed("", 1, 0),
         Col::fixed(head("ID", 0), 12, 0),
-        Col::fixed(head("ENQUEUED", 1), 14, 4),
+        // Scheduled messages are read by when they fall due.
+        Col::fixed(head(if m.scheduled { "DUE" } else { "ENQUEUED" }, 1), 14, 4),
         Col::fixed(head("RCV", 2), 4, 2),
         Col::fixed(
             key_head(&st.session.broker, sessions),
@@ -102,8 +105,13 @@ fn list_title<'a>(st: &State) -> Line<'a> {
         .as_ref()
         .map(|q| clean_short(q.as_str(), 50))
         .unwrap_or_default();
+    let kind = if m.scheduled {
+        " scheduled "
+    } else {
+        " messages "
+    };
     let mut title = vec![
-        styled(" messages ", t.dim),
+        styled(kind, t.dim),
         styled(format!("{q} "), t.title),
         styled(
             format!(
@@ -138,8 +146,13 @@ fn list_notes<'a>(st: &State) -> Vec<Line<'a>> {
     let m = &st.msgs;
     let mut notes: Vec<Line> = Vec::new();
     if let Some(e) = &m.error {
+        let what = if m.scheduled {
+            "listing scheduled messages"
+        } else {
+            "browse"
+        };
         notes.push(Line::from(styled(
-            format!("browse failed: {}", clean(&error_line(e))),
+            format!("{what} failed: {}", clean(&error_line(e))),
             t.error,
         )));
         if e.liftable_by_force() {
@@ -186,7 +199,11 @@ fn list_cells<'a>(st: &State, msg: &Message, marked: bool, body_w: usize) -> Vec
     vec![
         Cell::from(styled(if marked { "●" } else { " " }, t.marked)),
         Cell::from(clean_mid(&msg.id, 12)),
-        Cell::from(fmt_time(msg.enqueued_ms)),
+        Cell::from(fmt_time(if st.msgs.scheduled {
+            msg.due_ms()
+        } else {
+            msg.enqueued_ms
+        })),
         Cell::from(fmt_count(msg.receive_count)),
         Cell::from(clean_mid(
             session_of(msg).or(msg.key.as_deref()).unwrap_or("—"),

@@ -491,6 +491,17 @@ fn hints(st: &State) -> String {
             (Cmd::Workers, "workers"),
             (Cmd::Window, "window"),
         ],
+        // Scheduled messages are only looked at or cancelled.
+        View::Messages | View::Message if st.msgs.scheduled => vec![
+            (Cmd::Enter, "open"),
+            (Cmd::Delete, "cancel"),
+            (Cmd::Filter, "search"),
+            (Cmd::Mark, "select↓"),
+            (Cmd::Copy, "copy"),
+            (Cmd::Save, "save"),
+            (Cmd::NextPage, "more"),
+            (Cmd::Back, "back"),
+        ],
         // What a DLQ's messages are opened for comes first: at 80 columns the footer keeps
         // redrive, delete, edit and reasons.
         View::Messages => vec![

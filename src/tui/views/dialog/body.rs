@@ -42,6 +42,9 @@ pub(super) fn body<'a>(st: &State, kind: &DialogKind) -> (&'static str, Vec<Line
         DialogKind::Transfer(tr) => (if tr.moving { " move " } else { " copy " }, transfer(t, tr)),
         DialogKind::Delete { queue, ids, note } => (" delete ", delete(t, queue, ids, note)),
         DialogKind::Browse { queue, note } => (" browse ", browse(t, queue, note)),
+        DialogKind::CancelScheduled { about, .. } => {
+            (" cancel scheduled ", cancel_scheduled(t, about))
+        }
         DialogKind::EditUnreadable { original, why, .. } => {
             (" edit: cannot read it ", unreadable(t, original, why))
         }
@@ -292,6 +295,16 @@ fn delete<'a>(t: &Theme, queue: &QueueId, ids: &[String], note: &Option<String>)
         lines.push(Line::from(styled(clean(n).into_owned(), t.dim)));
     }
     lines
+}
+
+fn cancel_scheduled<'a>(t: &Theme, about: &str) -> Vec<Line<'a>> {
+    vec![
+        Line::from(styled(format!("About to {}.", clean(about)), t.text)),
+        Line::from(styled(
+            "It is deleted before it is ever delivered; nothing else changes.",
+            t.warn,
+        )),
+    ]
 }
 
 fn browse<'a>(t: &Theme, queue: &QueueId, note: &str) -> Vec<Line<'a>> {

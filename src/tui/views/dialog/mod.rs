@@ -116,6 +116,7 @@ fn legend<'a>(st: &State, d: &Dialog) -> Vec<Line<'a>> {
     let verb = match &d.kind {
         DialogKind::Purge { .. } => "purge",
         DialogKind::Delete { .. } => "delete",
+        DialogKind::CancelScheduled { .. } => "cancel it",
         DialogKind::Transfer(t) if t.moving => "move",
         DialogKind::Transfer(_) => "copy",
         DialogKind::Redrive { .. } => "redrive",

@@ -80,7 +80,8 @@ fn l_lists_scheduled_messages_by_due_time() {
     // Sorted by the time column, it is the due time that orders them.
     update(&mut st, key('2'));
     let s = text(&draw(&st, 80, 24));
-    assert!(s.contains("scheduled") && s.contains("orders"), "{s}");
+    assert!(s.contains("› scheduled orders"), "the breadcrumb: {s}");
+    assert!(s.contains("┌ scheduled orders"), "the title: {s}");
     assert!(s.contains("DUE"), "{s}");
     assert!(!s.contains("ENQUEUED"), "{s}");
     let soon = s.find("s-soon").expect("s-soon listed");

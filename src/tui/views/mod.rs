@@ -238,7 +238,12 @@ fn breadcrumb(st: &State) -> String {
             }
             View::Messages => {
                 if let Some(q) = &st.msgs.queue {
-                    parts.push(format!("messages {}", short(q)));
+                    let what = if st.msgs.scheduled {
+                        "scheduled"
+                    } else {
+                        "messages"
+                    };
+                    parts.push(format!("{what} {}", short(q)));
                 }
             }
             View::Message => parts.push("message".into()),

@@ -10,6 +10,8 @@
 
 mod common;
 mod contract;
+#[path = "servicebus_amqp_long/mod.rs"]
+mod long_run;
 #[path = "servicebus_standin/mod.rs"]
 mod rest_standin;
 
@@ -69,12 +71,18 @@ pub struct Standin {
 impl Standin {
     /// Start with these `--queue` specs (`NAME[,max-delivery=N][,sessions][,lock=S]`).
     pub fn start(queues: &[String]) -> Standin {
+        Self::start_with_faults(queues, "")
+    }
+
+    /// Start with QDECK_SB_STANDIN_FAULT set to `faults` (see faults.py; "" for none).
+    pub fn start_with_faults(queues: &[String], faults: &str) -> Standin {
         let py = python();
         let mut cmd = Command::new("bash");
         cmd.arg(root().join("scripts/sb_standin.sh"))
             .arg(free_port().to_string())
             .args(["--management-port", &free_port().to_string()])
             .env("QDECK_TEST_PYTHON", &py)
+            .env("QDECK_SB_STANDIN_FAULT", faults)
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit());
         for q in queues {
@@ -110,6 +118,7 @@ impl Standin {
                 topics: Some(false),
                 transport: Some(SbTransport::Amqp),
                 management_url: Some(self.mgmt.clone()),
+                sas_token_ttl: None,
             }),
             access: None,
             read_only: false,

@@ -380,8 +380,8 @@ async fn a_wrong_key_a_foreign_token_and_an_unreachable_host_are_one_line_errors
     assert!(!text.contains("AAAA"), "the key is not echoed: {text}");
 
     // A token for another entity: the broker refuses to put it for q1's audience. (A key
-    // without the Send or Listen right is refused at the link instead, naming the claim; the
-    // stand-in has only a Manage key, so errors.rs checks that mapping on Azure's own text.)
+    // without the Send or Listen right is refused at the link instead, naming the claim:
+    // long_run::a_missing_claim_is_named_in_one_line_by_the_cli.)
     let key = s
         .conn
         .split("SharedAccessKey=")

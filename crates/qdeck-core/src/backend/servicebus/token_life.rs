@@ -30,4 +30,19 @@ mod tests {
         assert_eq!(refresh_margin(900), 150);
         assert_eq!(refresh_margin(10), 2);
     }
+
+    #[test]
+    fn a_bad_lifetime_in_a_config_is_named_with_its_profile() {
+        let profile = |ttl: &str| {
+            format!("[[profiles]]\nname = \"sb\"\nkind = \"servicebus\"\nconnection_string_env = \"CS\"\nsas_token_ttl = \"{ttl}\"\n")
+        };
+        assert!(crate::config::parse_str(&profile("20m")).is_ok());
+        let e = crate::config::parse_str(&profile("5s"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("profiles[0].sas_token_ttl") && e.contains("10s"),
+            "{e}"
+        );
+    }
 }

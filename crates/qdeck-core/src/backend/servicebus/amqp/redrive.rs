@@ -11,9 +11,11 @@
 //! Originals are completed by lock token on `$management` (`update-disposition`), one request
 //! per batch: the broker answers it, so a completion that did not happen (a lock lost, the
 //! receive link gone) is known and reported. A disposition on the receive link gets no answer
-//! from fe2o3, and one sent after the broker detached the link is silently lost. Where the
-//! receive link fails, a new one carries on; the locks of what the old one received outlive
-//! it.
+//! from fe2o3, and one sent after the broker detached the link is silently lost (the same
+//! gap Microsoft's uamqp had). Service Bus takes `update-disposition` for messages received
+//! on a link: Microsoft's Java client first settled everything that way, and its JS and Go
+//! clients fall back to it when the receive link is gone. Where the receive link fails, a new
+//! one carries on; the locks of what the old one received outlive it.
 //!
 //! Bounded like the REST resubmit: at most `max` (the DLQ's count at the start, capped by
 //! `req.max`), and never a copy of ours that dead-lettered again, nor anything after it.

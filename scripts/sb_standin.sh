@@ -11,6 +11,8 @@
 # stdout line 2: management=http://127.0.0.1:MPORT (the ATOM management API; MPORT = PORT+1 by default)
 #
 # Python: $QDECK_TEST_PYTHON, else ~/.cache/qdeck-ci/venv/bin/python; it needs python-qpid-proton.
+# QDECK_SB_STANDIN_FAULT (comma-separated: peek-bumps-delivery-count, slow-accept=MS,
+# detach-receiver-after=N) breaks it on purpose; see tests/fixtures/servicebus_amqp/faults.py.
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 py="${QDECK_TEST_PYTHON:-$HOME/.cache/qdeck-ci/venv/bin/python}"

@@ -10,6 +10,8 @@
 
 mod common;
 mod contract;
+#[path = "servicebus_amqp_long/mod.rs"]
+mod long_run;
 #[path = "servicebus_standin/mod.rs"]
 mod rest_standin;
 
@@ -69,12 +71,18 @@ pub struct Standin {
 impl Standin {
     /// Start with these `--queue` specs (`NAME[,max-delivery=N][,sessions][,lock=S]`).
     pub fn start(queues: &[String]) -> Standin {
+        Self::start_with_faults(queues, "")
+    }
+
+    /// Start with QDECK_SB_STANDIN_FAULT set to `faults` (see faults.py; "" for none).
+    pub fn start_with_faults(queues: &[String], faults: &str) -> Standin {
         let py = python();
         let mut cmd = Command::new("bash");
         cmd.arg(root().join("scripts/sb_standin.sh"))
             .arg(free_port().to_string())
             .args(["--management-port", &free_port().to_string()])
             .env("QDECK_TEST_PYTHON", &py)
+            .env("QDECK_SB_STANDIN_FAULT", faults)
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit());
         for q in queues {
@@ -110,6 +118,7 @@ impl Standin {
                 topics: Some(false),
                 transport: Some(SbTransport::Amqp),
                 management_url: Some(self.mgmt.clone()),
+                sas_token_ttl: None,
             }),
             access: None,
             read_only: false,
@@ -371,8 +380,8 @@ async fn a_wrong_key_a_foreign_token_and_an_unreachable_host_are_one_line_errors
     assert!(!text.contains("AAAA"), "the key is not echoed: {text}");
 
     // A token for another entity: the broker refuses to put it for q1's audience. (A key
-    // without the Send or Listen right is refused at the link instead, naming the claim; the
-    // stand-in has only a Manage key, so errors.rs checks that mapping on Azure's own text.)
+    // without the Send or Listen right is refused at the link instead, naming the claim:
+    // long_run::a_missing_claim_is_named_in_one_line_by_the_cli.)
     let key = s
         .conn
         .split("SharedAccessKey=")

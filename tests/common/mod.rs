@@ -102,6 +102,7 @@ pub fn servicebus(name: &str, connection_string_env: &str, topics: Option<bool>)
             // The in-process stand-in speaks REST; tests/servicebus_amqp.rs has the AMQP one.
             transport: Some(qdeck::config::SbTransport::Rest),
             management_url: None,
+            sas_token_ttl: None,
         }),
         access: None,
         read_only: false,

@@ -16,7 +16,8 @@ use serde::{Deserialize, Serialize};
 
 pub use profile::{
     Access, LocalSettings, NatsSettings, Profile, ProfileKind, RabbitmqSettings, RedisSettings,
-    SbTransport, ServicebusSettings, SqsSettings,
+    SbTransport, ServicebusSettings, SqsSettings, SAS_TOKEN_TTL_DEFAULT_SECS,
+    SAS_TOKEN_TTL_MIN_SECS,
 };
 
 const DEFAULTS: &str = include_str!("defaults.toml");
@@ -244,6 +245,10 @@ fn validate(c: &AppConfig, file: Option<&Path>) -> Result<(), ConfigError> {
                      URL with amqp_url_env)"
                 )));
             }
+        }
+        if let ProfileKind::Servicebus(sb) = &p.kind {
+            sb.sas_token_ttl_secs()
+                .map_err(|e| ConfigError(format!("{where_}: profiles[{i}].{e}")))?;
         }
         if !seen.insert(p.name.as_str()) {
             return Err(ConfigError(format!(

@@ -159,6 +159,35 @@ pub struct ServicebusSettings {
     /// (`https://HOST/`): Microsoft's emulator and the stand-in serve it on another port.
     #[serde(default)]
     pub management_url: Option<String>,
+    /// How long each SAS token qdeck signs from the key lives (`30m`, `1h`; default `1h`, at
+    /// least `10s`), for organisations that cap SAS lifetimes. Tokens are put again a sixth of
+    /// this before they expire.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sas_token_ttl: Option<String>,
+}
+
+/// An hour, as Microsoft's SDKs sign them.
+pub const SAS_TOKEN_TTL_DEFAULT_SECS: u64 = 3600;
+/// Shorter would have qdeck re-signing every few seconds and leave no room for clock skew.
+pub const SAS_TOKEN_TTL_MIN_SECS: u64 = 10;
+
+impl ServicebusSettings {
+    /// `sas_token_ttl` in seconds (the default when unset), or a one-line reason naming the key.
+    pub fn sas_token_ttl_secs(&self) -> Result<u64, String> {
+        let Some(text) = self.sas_token_ttl.as_deref() else {
+            return Ok(SAS_TOKEN_TTL_DEFAULT_SECS);
+        };
+        let ms = crate::triage::expr::duration_ms(text.trim()).ok_or_else(|| {
+            format!("sas_token_ttl = {text:?} is not a duration such as 10m or 1h")
+        })?;
+        let secs = u64::try_from(ms / 1000).unwrap_or(0);
+        if secs < SAS_TOKEN_TTL_MIN_SECS {
+            return Err(format!(
+                "sas_token_ttl = {text:?} is shorter than the minimum of {SAS_TOKEN_TTL_MIN_SECS}s"
+            ));
+        }
+        Ok(secs)
+    }
 }
 
 /// The protocol Service Bus messages travel over.

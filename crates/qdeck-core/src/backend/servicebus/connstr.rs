@@ -43,6 +43,8 @@ pub struct ConnInfo {
     pub entity_path: Option<String>,
     /// `UseDevelopmentEmulator=true`: plain HTTP and AMQP without TLS.
     pub emulator: bool,
+    /// How long the SAS tokens signed from the key live (profile `sas_token_ttl`).
+    pub token_ttl_secs: u64,
 }
 
 impl ConnInfo {
@@ -151,6 +153,7 @@ pub fn parse(cs: &Secret) -> Result<ConnInfo, BackendError> {
         credential,
         entity_path: entity.filter(|e| !e.is_empty()),
         emulator,
+        token_ttl_secs: crate::config::SAS_TOKEN_TTL_DEFAULT_SECS,
     })
 }
 

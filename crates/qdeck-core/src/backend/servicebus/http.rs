@@ -13,8 +13,6 @@ use crate::backend::{ApiCalls, BackendError, Result};
 use crate::config::redact::redact;
 use crate::config::secret::Secret;
 
-const TOKEN_TTL_SECS: u64 = 3600;
-const TOKEN_REFRESH_MARGIN_SECS: u64 = 300;
 /// Attempts for one call when the broker throttles (429) or is busy (503).
 const MAX_ATTEMPTS: u32 = 6;
 
@@ -67,11 +65,12 @@ impl Rest {
                     .lock()
                     .unwrap_or_else(std::sync::PoisonError::into_inner);
                 if let Some((tok, exp)) = g.as_ref() {
-                    if *exp > now + TOKEN_REFRESH_MARGIN_SECS {
+                    let margin = super::token_life::refresh_margin(self.info.token_ttl_secs);
+                    if *exp > now + margin {
                         return tok.clone();
                     }
                 }
-                let exp = now + TOKEN_TTL_SECS;
+                let exp = now + self.info.token_ttl_secs;
                 // One token for the whole namespace: Service Bus accepts a token whose `sr`
                 // is a prefix of the entity URI.
                 // An entity-scoped string (EntityPath) signs for that entity only.

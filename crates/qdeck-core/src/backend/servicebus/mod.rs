@@ -31,6 +31,7 @@ mod purge;
 mod resubmit;
 pub mod runtime;
 mod stamp;
+mod token_life;
 
 use std::sync::Arc;
 
@@ -116,6 +117,10 @@ pub async fn connect(
             strip_invalid(&e)
         ))
     })?;
+    let mut info = info;
+    info.token_ttl_secs = settings
+        .sas_token_ttl_secs()
+        .map_err(|e| BackendError::Invalid(format!("profile '{}': {e}", profile.name)))?;
     let runtime_info = info.clone();
     let info = match settings
         .management_url

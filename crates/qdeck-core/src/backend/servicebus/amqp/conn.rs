@@ -2,8 +2,9 @@
 //! webpki-roots), or plain TCP on the endpoint's port for an emulator connection string
 //! (`UseDevelopmentEmulator=true`, as Microsoft's emulator serves it); SASL ANONYMOUS, then one
 //! session. Authorisation is claims-based: a SAS token per entity audience is put on `$cbs`
-//! before the entity's first link, and put again when it is within `REFRESH_MARGIN_SECS` of
-//! expiring. Tokens belong to the connection, so a reconnect starts without any.
+//! before the entity's first link, and put again when it is within a sixth of its lifetime
+//! (profile `sas_token_ttl`, default an hour) of expiring. Tokens belong to the connection, so a
+//! reconnect starts without any.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -18,15 +19,13 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 
 use super::super::connstr::{sas_token, unix_now, ConnInfo, Credential};
+use super::super::token_life::refresh_margin;
 use super::errors::{classify, one_line};
 use super::request::RequestLink;
 use crate::backend::{BackendError, Result};
 use crate::sanitize;
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
-const TOKEN_TTL_SECS: u64 = 3600;
-/// A token is put again when it has less than this left: long redrives outlive one token.
-const REFRESH_MARGIN_SECS: u64 = 600;
 const TLS_PORT: u16 = 5671;
 const EMULATOR_PORT: u16 = 5672;
 
@@ -156,20 +155,23 @@ pub fn audience(info: &ConnInfo, entity: &str) -> String {
 pub async fn ensure_token(live: &mut Live, info: &ConnInfo, entity: &str) -> Result<()> {
     let aud = audience(info, entity);
     let now = unix_now();
-    if live
-        .tokens
-        .get(&aud)
-        .is_some_and(|exp| *exp > now + REFRESH_MARGIN_SECS)
-    {
-        return Ok(());
+    let ttl = info.token_ttl_secs;
+    match live.tokens.get(&aud) {
+        Some(exp) if *exp > now + refresh_margin(ttl) => return Ok(()),
+        // It ran out (the backend sat idle past it): the broker has dropped this entity's
+        // links on the connection, the kept `$management` link among them.
+        Some(exp) if *exp <= now + 1 => {
+            live.mgmt.remove(entity);
+        }
+        _ => {}
     }
     let (token, expiry) = match &info.credential {
         Credential::Key { name, key } => {
-            let exp = now + TOKEN_TTL_SECS;
+            let exp = now + ttl;
             (sas_token(&aud, name, key.expose(), exp), exp)
         }
-        // A ready-made token lives as long as its `se`; put it again each hour regardless.
-        Credential::Token(t) => (t.expose().to_string(), now + TOKEN_TTL_SECS),
+        // A ready-made token lives as long as its `se`; put it again each lifetime regardless.
+        Credential::Token(t) => (t.expose().to_string(), now + ttl),
     };
     let props = vec![
         ("operation", SimpleValue::String("put-token".into())),

@@ -13,6 +13,7 @@
 mod conn;
 pub mod convert;
 pub mod errors;
+mod lock_keeper;
 pub mod peek;
 pub mod purge;
 pub mod receive;
@@ -69,6 +70,13 @@ impl Amqp {
 
     pub fn calls(&self) -> &ApiCalls {
         &self.rest.calls
+    }
+
+    /// How often a long operation should call `keep_authorised` so that its links never
+    /// outlive their token: twice within the refresh margin.
+    pub fn token_check_every(&self) -> std::time::Duration {
+        let margin = super::token_life::refresh_margin(self.info.token_ttl_secs);
+        std::time::Duration::from_millis(margin * 500)
     }
 
     /// The live connection (opened now if there is none or it broke), with a token for

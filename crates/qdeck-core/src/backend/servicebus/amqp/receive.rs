@@ -62,7 +62,8 @@ impl LockReceiver {
     }
 
     /// Up to `n` messages: waits `first` for the first one, then takes what arrives within
-    /// `rest` of each other.
+    /// `rest` of each other. Where the link fails after some arrived, those are returned (they
+    /// are locked, and settle by lock token) and the next call meets the failure.
     pub async fn batch(
         &mut self,
         n: usize,
@@ -76,9 +77,11 @@ impl LockReceiver {
         let mut out = Vec::new();
         while out.len() < n {
             let wait = if out.is_empty() { first } else { rest };
-            match self.next(wait).await? {
-                Some(l) => out.push(l),
-                None => break,
+            match self.next(wait).await {
+                Ok(Some(l)) => out.push(l),
+                Ok(None) => break,
+                Err(_) if !out.is_empty() => break,
+                Err(e) => return Err(e),
             }
         }
         Ok(out)
@@ -118,7 +121,8 @@ impl LockReceiver {
     }
 
     pub async fn close(self) {
-        let _ = self.rx.close().await;
+        // A link the broker already detached may never answer our detach.
+        let _ = tokio::time::timeout(Duration::from_secs(5), self.rx.close()).await;
     }
 }
 

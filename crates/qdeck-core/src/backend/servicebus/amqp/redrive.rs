@@ -2,22 +2,34 @@
 //! on one link with many transfers in flight, and complete each original only after the
 //! broker accepted its copy. A failed send leaves the original locked until the end of the run
 //! and then abandons it (it stays in the DLQ); a completion that fails after a good send is
-//! reported as possibly duplicated. Locks are renewed when a batch takes longer than half the
-//! lock duration (slow rates); a cancel abandons whatever is held. A crash at any point leaves
-//! each message in the DLQ, in the target, or (between send and complete) in both.
+//! reported as possibly duplicated. While the run works, `lock_keeper` renews the held locks
+//! every half lock duration and keeps the CBS tokens fresh, so a batch whose sends outlast the
+//! lock (a slow broker, a low rate) or the token keeps both; a cancel hands no more copies over
+//! and abandons whatever is held. A crash at any point leaves each message in the DLQ, in the
+//! target, or (between send and complete) in both.
+//!
+//! Originals are completed by lock token on `$management` (`update-disposition`), one request
+//! per batch: the broker answers it, so a completion that did not happen (a lock lost, the
+//! receive link gone) is known and reported. A disposition on the receive link gets no answer
+//! from fe2o3, and one sent after the broker detached the link is silently lost (the same
+//! gap Microsoft's uamqp had). Service Bus takes `update-disposition` for messages received
+//! on a link: Microsoft's Java client first settled everything that way, and its JS and Go
+//! clients fall back to it when the receive link is gone. Where the receive link fails, a new
+//! one carries on; the locks of what the old one received outlive it.
 //!
 //! Bounded like the REST resubmit: at most `max` (the DLQ's count at the start, capped by
 //! `req.max`), and never a copy of ours that dead-lettered again, nor anything after it.
 
 use std::collections::{HashMap, HashSet};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use fe2o3_amqp::types::messaging::MessageId;
 use fe2o3_amqp::types::primitives::SimpleValue;
 
 use super::super::resubmit::{CopyPolicy, ORIGINAL_ID_PROPERTY};
 use super::convert::{self, AmqpMessage};
-use super::receive::{renew_locks, LockReceiver, Locked};
+use super::lock_keeper::{Keep, LockSet};
+use super::receive::{settle_by_token, LockReceiver, Locked};
 use super::send;
 use super::{Amqp, Mode};
 use crate::backend::{BackendError, OpProgress, Result};
@@ -29,6 +41,8 @@ const BATCH: usize = 100;
 const FIRST_WAIT: Duration = Duration::from_secs(2);
 const NEXT_WAIT: Duration = Duration::from_millis(20);
 const MAX_ERRORS_KEPT: usize = 20;
+/// New receive links tried in a row after the broker detached one.
+const MAX_REOPENS: u32 = 3;
 const COUNT: &str = "x-qdeck-redriven";
 const AT: &str = "x-qdeck-redriven-at";
 
@@ -52,6 +66,8 @@ struct State {
     moved: HashMap<String, i64>,
     past_watermark: u64,
     stop: bool,
+    /// Receive links reopened since the last batch that brought messages.
+    reopens: u32,
 }
 
 impl State {
@@ -174,13 +190,26 @@ pub async fn resubmit(
     let batch = req
         .rate
         .map_or(window, |r| r.batch(Duration::from_secs(1), window));
-    let mut fatal = None;
-    while !st.stop && !progress.cancelled() {
-        if let Err(e) = one_batch(&run, &mut st, &mut rx, &mut tx, &pace, batch, progress).await {
-            fatal = Some(e);
-            break;
+    let locks = LockSet::default();
+    let keep = Keep {
+        amqp: run.amqp,
+        source: &run.source,
+        linked: [&run.source, &run.target],
+        lock_secs: run.lock_secs,
+    };
+    let work = async {
+        while !st.stop && !progress.cancelled() {
+            let sides = (&mut rx, &mut tx);
+            if let Err(e) = one_batch(&run, &mut st, sides, &locks, &pace, batch, progress).await {
+                return Some(e);
+            }
         }
-    }
+        None
+    };
+    let fatal = tokio::select! {
+        f = work => f,
+        () = keep.run(&locks) => None,
+    };
     if fatal.is_none() && !progress.cancelled() {
         // Chosen messages the receiver never gets: deferred ones, received by number.
         if let Err(e) = deferred_pass(&run, &mut st, &mut tx, progress).await {
@@ -189,7 +218,7 @@ pub async fn resubmit(
     }
     progress.phase("releasing held messages");
     let held = std::mem::take(&mut st.held);
-    let stuck = rx.abandon_all(&held).await;
+    let stuck = release(&run, &rx, &held).await;
     if stuck > 0 {
         st.error(format!(
             "{stuck} held message(s) could not be abandoned; they stay in the DLQ, locked until LockDuration passes"
@@ -233,8 +262,8 @@ fn finish(
 async fn one_batch(
     run: &Run<'_>,
     st: &mut State,
-    rx: &mut LockReceiver,
-    tx: &mut send::Link,
+    (rx, tx): (&mut LockReceiver, &mut send::Link),
+    locks: &LockSet,
     pace: &Limiter,
     batch: usize,
     progress: &OpProgress,
@@ -251,14 +280,30 @@ async fn one_batch(
     run.amqp.keep_authorised(&run.source).await?;
     run.amqp.keep_authorised(&run.target).await?;
     run.amqp.bump("amqp.receive", 1);
-    let got = rx.batch(want, FIRST_WAIT, NEXT_WAIT).await?;
+    let got = match rx.batch(want, FIRST_WAIT, NEXT_WAIT).await {
+        Ok(got) => got,
+        Err(e) if st.reopens < MAX_REOPENS => {
+            // The broker detached the receive link (a link fault, an entity moved): what it
+            // received stays locked and settles by token; a new link carries on.
+            st.reopens += 1;
+            tracing::warn!(
+                "servicebus: receiving from {}: {e}; opening a new link",
+                run.source
+            );
+            let fresh = LockReceiver::open(run.amqp, &run.source, Mode::PeekLock).await?;
+            std::mem::replace(rx, fresh).close().await;
+            return Ok(());
+        }
+        Err(e) => return Err(e),
+    };
     if got.is_empty() {
         st.stop = true;
         return Ok(());
     }
-    let received_at = Instant::now();
+    st.reopens = 0;
     let mut to_copy = Vec::new();
     for l in got {
+        locks.hold(l.token);
         if st.past_watermark > 0 || is_copy_back(st, &l.msg) {
             st.past_watermark += 1;
             st.stop = true;
@@ -280,9 +325,9 @@ async fn one_batch(
                 st.held.push(l);
                 continue;
             }
-            keep_locks(run, std::slice::from_ref(&l), received_at).await;
+            run.amqp.bump("amqp.send", 1);
             let r = tx.send(copy_for(&l.msg, run.policy.new_ids)).await;
-            settle(run, st, rx, l, r, progress).await;
+            settle(run, st, locks, vec![(l, r)], progress).await;
         }
         return Ok(());
     }
@@ -291,13 +336,15 @@ async fn one_batch(
         .map(|l| copy_for(&l.msg, run.policy.new_ids))
         .collect();
     run.amqp.bump("amqp.send", to_copy.len() as u64);
-    let results = tx.send_all(copies).await;
-    keep_locks(run, &to_copy, received_at).await;
+    let results = tx.send_all_until(copies, &progress.cancel_token()).await;
     let mut results = results.into_iter();
+    let mut outcomes = Vec::with_capacity(to_copy.len());
     let mut link_gone = None;
     for l in to_copy {
         match results.next() {
-            Some(r) => settle(run, st, rx, l, r, progress).await,
+            Some(r) => outcomes.push((l, r)),
+            // Cancelled before this one was handed over: not sent, abandoned at the end.
+            None if progress.cancelled() => st.held.push(l),
             None => {
                 // The link failed before this one was handed over: not sent, left in the DLQ.
                 st.held.push(l);
@@ -307,6 +354,7 @@ async fn one_batch(
             }
         }
     }
+    settle(run, st, locks, outcomes, progress).await;
     link_gone.map_or(Ok(()), Err)
 }
 
@@ -314,48 +362,58 @@ fn req_paced(pace: &Limiter) -> bool {
     pace.due().is_some()
 }
 
-/// Renew the locks of messages held longer than half their lock duration.
-async fn keep_locks(run: &Run<'_>, held: &[Locked], since: Instant) {
-    if since.elapsed().as_secs_f64() < run.lock_secs / 2.0 {
-        return;
+/// Complete by lock token: every message given in one request, and where that fails, each
+/// on its own (a lost lock fails only its message). One result per message, in order.
+async fn complete(run: &Run<'_>, sent: &[Locked]) -> Vec<Result<()>> {
+    let tokens: Vec<uuid::Uuid> = sent.iter().filter_map(|l| l.token).collect();
+    if tokens.len() == sent.len()
+        && settle_by_token(run.amqp, &run.source, &tokens, "completed")
+            .await
+            .is_ok()
+    {
+        return sent.iter().map(|_| Ok(())).collect();
     }
-    let tokens: Vec<uuid::Uuid> = held.iter().filter_map(|l| l.token).collect();
-    if let Err(e) = renew_locks(run.amqp, &run.source, &tokens).await {
-        tracing::warn!("servicebus: renewing locks on {}: {e}", run.source);
+    let mut out = Vec::with_capacity(sent.len());
+    for l in sent {
+        out.push(match l.token {
+            Some(t) => settle_by_token(run.amqp, &run.source, &[t], "completed").await,
+            None => Err(BackendError::Protocol(
+                "the broker gave no lock token to complete it by".into(),
+            )),
+        });
     }
+    out
 }
 
-/// Complete on the receiving link; where that link has gone, by lock token through
-/// `$management` (the lock outlives the link).
-async fn complete(run: &Run<'_>, rx: &LockReceiver, l: &Locked) -> Result<()> {
-    match rx.complete(l).await {
-        Ok(()) => Ok(()),
-        Err(e) => match l.token {
-            Some(t) => super::receive::settle_by_token(run.amqp, &run.source, &[t], "completed")
-                .await
-                .map_err(|_| e),
-            None => Err(e),
-        },
-    }
-}
-
-/// After the copy's outcome: complete the original (sent) or hold it (not sent).
+/// After the copies' outcomes: complete the originals whose copy was accepted, and hold the
+/// others (abandoned at the end, so they stay in the DLQ).
 async fn settle(
     run: &Run<'_>,
     st: &mut State,
-    rx: &LockReceiver,
-    l: Locked,
-    sent: Result<()>,
+    locks: &LockSet,
+    outcomes: Vec<(Locked, Result<()>)>,
     progress: &OpProgress,
 ) {
-    let id = convert::message_id(&l.msg).unwrap_or_default();
-    match sent {
-        Ok(()) => match complete(run, rx, &l).await {
+    let mut sent = Vec::with_capacity(outcomes.len());
+    for (l, r) in outcomes {
+        match r {
+            Ok(()) => sent.push(l),
+            Err(e) => not_sent(st, l, e, progress),
+        }
+    }
+    if sent.is_empty() {
+        return;
+    }
+    let done = complete(run, &sent).await;
+    for (l, r) in sent.into_iter().zip(done) {
+        locks.drop_token(l.token);
+        match r {
             Ok(()) => {
                 st.report.moved += 1;
                 progress.add_done(1);
             }
             Err(e) => {
+                let id = convert::message_id(&l.msg).unwrap_or_default();
                 st.report.possibly_duplicated += 1;
                 st.error(format!(
                     "message {id}: copied to {} but not removed from the DLQ ({e}); it may be resubmitted twice",
@@ -363,26 +421,56 @@ async fn settle(
                 ));
                 progress.add_failed(1);
             }
-        },
-        Err(e) => {
-            if let Some(i) = identity(&l.msg) {
-                st.moved.remove(&i);
-            }
-            st.report.failed += 1;
-            st.error(format!(
-                "message {id}: not resubmitted, left in the DLQ: {e}"
-            ));
-            progress.add_failed(1);
-            let fatal = matches!(
-                e,
-                BackendError::NotFound(_) | BackendError::Auth(_) | BackendError::Forbidden { .. }
-            );
-            st.held.push(l);
-            if fatal {
-                st.stop = true;
-            }
         }
     }
+}
+
+/// A copy the broker did not accept: the original is held (and stays in the DLQ).
+fn not_sent(st: &mut State, l: Locked, e: BackendError, progress: &OpProgress) {
+    let id = convert::message_id(&l.msg).unwrap_or_default();
+    if let Some(i) = identity(&l.msg) {
+        st.moved.remove(&i);
+    }
+    st.report.failed += 1;
+    st.error(format!(
+        "message {id}: not resubmitted, left in the DLQ: {e}"
+    ));
+    progress.add_failed(1);
+    let fatal = matches!(
+        e,
+        BackendError::NotFound(_) | BackendError::Auth(_) | BackendError::Forbidden { .. }
+    );
+    st.held.push(l);
+    if fatal {
+        st.stop = true;
+    }
+}
+
+/// Abandon what the run still holds, by lock token (the link that received it may be gone),
+/// else on the link; how many could be neither.
+async fn release(run: &Run<'_>, rx: &LockReceiver, held: &[Locked]) -> usize {
+    let tokens: Vec<uuid::Uuid> = held.iter().filter_map(|l| l.token).collect();
+    if held.is_empty()
+        || (tokens.len() == held.len()
+            && settle_by_token(run.amqp, &run.source, &tokens, "abandoned")
+                .await
+                .is_ok())
+    {
+        return 0;
+    }
+    let mut stuck = 0;
+    for l in held {
+        let by_token = match l.token {
+            Some(t) => settle_by_token(run.amqp, &run.source, &[t], "abandoned")
+                .await
+                .is_ok(),
+            None => false,
+        };
+        if !by_token && rx.abandon(l).await.is_err() {
+            stuck += 1;
+        }
+    }
+    stuck
 }
 
 /// The selected messages still missing that are deferred in the source (a receiver never
@@ -413,9 +501,7 @@ async fn deferred_pass(
             continue;
         }
         let done = match token {
-            Some(t) => {
-                super::receive::settle_by_token(run.amqp, &run.source, &[t], "completed").await
-            }
+            Some(t) => settle_by_token(run.amqp, &run.source, &[t], "completed").await,
             None => Err(BackendError::Protocol("no lock token".into())),
         };
         match done {

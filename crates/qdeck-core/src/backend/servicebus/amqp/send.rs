@@ -4,6 +4,7 @@
 use fe2o3_amqp::link::SendError;
 use fe2o3_amqp::types::messaging::Outcome;
 use fe2o3_amqp::Sender;
+use tokio_util::sync::CancellationToken;
 
 use super::convert::AmqpMessage;
 use super::errors::link_error;
@@ -52,9 +53,22 @@ impl Link {
     /// Send every message, up to `IN_FLIGHT` at once; one result per message tried, in order.
     /// A failure to hand a message to the link (the link or connection is gone) ends the run.
     pub async fn send_all(&mut self, msgs: Vec<AmqpMessage>) -> Vec<Result<()>> {
+        self.send_all_until(msgs, &CancellationToken::new()).await
+    }
+
+    /// `send_all`, handing no more messages to the link once `stop` is cancelled (those
+    /// already handed over are waited for): fewer results than messages then.
+    pub async fn send_all_until(
+        &mut self,
+        msgs: Vec<AmqpMessage>,
+        stop: &CancellationToken,
+    ) -> Vec<Result<()>> {
         let mut out = Vec::with_capacity(msgs.len());
         let mut pending = std::collections::VecDeque::new();
         for m in msgs {
+            if stop.is_cancelled() {
+                break;
+            }
             if pending.len() >= IN_FLIGHT {
                 if let Some(f) = pending.pop_front() {
                     out.push(outcome(f.await, &self.what));

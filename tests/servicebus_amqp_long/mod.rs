@@ -237,14 +237,15 @@ async fn a_missing_claim_is_named_in_one_line_by_the_cli() {
         "Listen",
         "peek with SendOnly",
     );
-    // The CLI plans a redrive from the DLQ's count, which only the management API gives: a
-    // key without Manage is refused there, before anything moves.
+    // A key without Manage cannot read the DLQ's count from the management API: the plan
+    // counts by peeking instead, and the run is refused for want of Send before anything
+    // is received.
     one_error_naming(
         run(
             LISTEN_ONLY,
             &["redrive", "claims/$DeadLetterQueue", "--yes"],
         ),
-        "Manage",
+        "Send",
         "redrive with ListenOnly",
     );
     // The backend's own redrive (no plan) reads the DLQ, and the send link is refused for
@@ -269,13 +270,24 @@ async fn a_missing_claim_is_named_in_one_line_by_the_cli() {
         read_back(&s, "claims", 0).is_empty(),
         "no copy reached the queue"
     );
-    // Listing and counting come from the management API, which wants Manage; so does the
-    // purge's plan.
+    // Listing the namespace comes from the management API, which wants Manage.
     one_error_naming(run(LISTEN_SEND, &["ls"]), "Manage", "ls with ListenSend");
-    one_error_naming(
-        run(LISTEN_SEND, &["purge", "claims/$DeadLetterQueue", "--yes"]),
-        "Manage",
-        "purge with ListenSend",
-    );
     assert_eq!(ids_in(root.as_ref(), &dlq("claims")).await, before);
+    // A Listen/Send key redrives (the plan counted by peek) and purges, as the mgmt.rs hint
+    // promises.
+    let (code, err) = run(
+        LISTEN_SEND,
+        &["redrive", "claims/$DeadLetterQueue", "--yes"],
+    );
+    assert_eq!(code, Some(0), "redrive with ListenSend: {err}");
+    assert!(ids_in(root.as_ref(), &dlq("claims")).await.is_empty());
+    assert_eq!(
+        read_back(&s, "claims", 3).len(),
+        3,
+        "the three copies arrived"
+    );
+    s.client(&["dead", "claims", "cl2", "2"]);
+    let (code, err) = run(LISTEN_SEND, &["purge", "claims/$DeadLetterQueue", "--yes"]);
+    assert_eq!(code, Some(0), "purge with ListenSend: {err}");
+    assert!(ids_in(root.as_ref(), &dlq("claims")).await.is_empty());
 }

@@ -548,9 +548,17 @@ impl Backend for ServiceBus {
     }
 
     /// CountDetails from one GET: the broker's own figures at the time of the request (not a
-    /// metric or a cache), so exact. ActiveMessageCount includes locked messages.
+    /// metric or a cache), so exact. ActiveMessageCount includes locked messages. A key without
+    /// Manage cannot read them; over AMQP it counts by peeking instead, so a Listen/Send key
+    /// can still plan a redrive or a purge.
     async fn count(&self, queue: &QueueId) -> Result<MessageCount> {
-        let e = self.entry_of(queue).await?;
+        let e = match (self.entry_of(queue).await, self.amqp()) {
+            (Ok(e), _) => e,
+            (Err(BackendError::Forbidden { .. }), Some(a)) => {
+                return self.amqp_count_by_peek(a, queue).await;
+            }
+            (Err(e), _) => return Err(e),
+        };
         let ready = if dlq_parent(queue.as_str()).is_some() {
             e.count(dlq_count_field(queue.as_str()))
         } else {

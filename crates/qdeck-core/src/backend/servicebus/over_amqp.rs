@@ -10,6 +10,8 @@ use crate::sanitize;
 
 /// Default LockDuration, when the key cannot read the entity's.
 const DEFAULT_LOCK_SECS: f64 = 30.0;
+/// Messages counted by peek at most (20 peeks of 250); beyond, the count is marked inexact.
+const COUNT_BY_PEEK_CAP: u64 = 5_000;
 
 pub fn capabilities() -> Capabilities {
     Capabilities {
@@ -57,6 +59,41 @@ impl ServiceBus {
                 .into(),
         );
         Ok(page)
+    }
+
+    /// Count the messages a redrive or purge would take by peeking (scheduled ones are left
+    /// out: neither takes them), for a key without the Manage right the management API's
+    /// figures need. Exact up to `COUNT_BY_PEEK_CAP`, marked inexact beyond.
+    pub(super) async fn amqp_count_by_peek(
+        &self,
+        a: &Amqp,
+        queue: &QueueId,
+    ) -> Result<MessageCount> {
+        let mut ready = 0u64;
+        let mut from = 0i64;
+        loop {
+            let got =
+                amqp::peek::peek_raw(a, queue.as_str(), from, amqp::peek::PEEK_BATCH, None).await?;
+            let Some(last) = got.last().and_then(convert::sequence_number) else {
+                return Ok(MessageCount {
+                    ready,
+                    in_flight: None,
+                    exact: true,
+                });
+            };
+            ready += got
+                .iter()
+                .filter(|m| convert::state_name(m) != Some("Scheduled"))
+                .count() as u64;
+            if ready >= COUNT_BY_PEEK_CAP {
+                return Ok(MessageCount {
+                    ready,
+                    in_flight: None,
+                    exact: false,
+                });
+            }
+            from = last + 1;
+        }
     }
 
     pub(super) async fn amqp_redrive(

@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 
 pub use profile::{
     Access, LocalSettings, NatsSettings, Profile, ProfileKind, RabbitmqSettings, RedisSettings,
-    SbTransport, ServicebusSettings, SqsSettings,
+    SbAuth, SbTransport, ServicebusSettings, SqsSettings,
 };
 
 const DEFAULTS: &str = include_str!("defaults.toml");
@@ -244,6 +244,10 @@ fn validate(c: &AppConfig, file: Option<&Path>) -> Result<(), ConfigError> {
                      URL with amqp_url_env)"
                 )));
             }
+        }
+        if let ProfileKind::Servicebus(sb) = &p.kind {
+            sb.check(&format!("{where_}: profiles[{i}]"))
+                .map_err(ConfigError)?;
         }
         if !seen.insert(p.name.as_str()) {
             return Err(ConfigError(format!(

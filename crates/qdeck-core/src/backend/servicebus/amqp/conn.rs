@@ -1,9 +1,9 @@
 //! The AMQP connection to a namespace: TLS on port 5671 (rustls on ring, roots from
 //! webpki-roots), or plain TCP on the endpoint's port for an emulator connection string
 //! (`UseDevelopmentEmulator=true`, as Microsoft's emulator serves it); SASL ANONYMOUS, then one
-//! session. Authorisation is claims-based: a SAS token per entity audience is put on `$cbs`
-//! before the entity's first link, and put again when it is within `REFRESH_MARGIN_SECS` of
-//! expiring. Tokens belong to the connection, so a reconnect starts without any.
+//! session. Authorisation is claims-based: a SAS token (or, with Entra ID auth, a JWT) per
+//! entity audience is put on `$cbs` before the entity's first link, and put again when it is
+//! within `REFRESH_MARGIN_SECS` of expiring (for Entra ID, when the credential refreshes it). Tokens belong to the connection, so a reconnect starts without any.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -27,6 +27,7 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 const TOKEN_TTL_SECS: u64 = 3600;
 /// A token is put again when it has less than this left: long redrives outlive one token.
 const REFRESH_MARGIN_SECS: u64 = 600;
+const SAS_TYPE: &str = "servicebus.windows.net:sastoken";
 const TLS_PORT: u16 = 5671;
 const EMULATOR_PORT: u16 = 5672;
 
@@ -156,27 +157,33 @@ pub fn audience(info: &ConnInfo, entity: &str) -> String {
 pub async fn ensure_token(live: &mut Live, info: &ConnInfo, entity: &str) -> Result<()> {
     let aud = audience(info, entity);
     let now = unix_now();
-    if live
-        .tokens
-        .get(&aud)
-        .is_some_and(|exp| *exp > now + REFRESH_MARGIN_SECS)
-    {
-        return Ok(());
-    }
-    let (token, expiry) = match &info.credential {
+    let (token_type, token, expiry) = match &info.credential {
+        // The credential refreshes its Entra ID token itself (same margin); a new one is put
+        // as soon as it hands one out.
+        Credential::Entra(c) => {
+            let t = c.token().await?;
+            if live.tokens.get(&aud) == Some(&t.expires_on) {
+                return Ok(());
+            }
+            ("jwt", t.token.expose().to_string(), t.expires_on)
+        }
+        _ if live
+            .tokens
+            .get(&aud)
+            .is_some_and(|exp| *exp > now + REFRESH_MARGIN_SECS) =>
+        {
+            return Ok(());
+        }
         Credential::Key { name, key } => {
             let exp = now + TOKEN_TTL_SECS;
-            (sas_token(&aud, name, key.expose(), exp), exp)
+            (SAS_TYPE, sas_token(&aud, name, key.expose(), exp), exp)
         }
         // A ready-made token lives as long as its `se`; put it again each hour regardless.
-        Credential::Token(t) => (t.expose().to_string(), now + TOKEN_TTL_SECS),
+        Credential::Token(t) => (SAS_TYPE, t.expose().to_string(), now + TOKEN_TTL_SECS),
     };
     let props = vec![
         ("operation", SimpleValue::String("put-token".into())),
-        (
-            "type",
-            SimpleValue::String("servicebus.windows.net:sastoken".into()),
-        ),
+        ("type", SimpleValue::String(token_type.into())),
         ("name", SimpleValue::String(aud.clone())),
     ];
     let resp = live.cbs.call(props, Value::String(token)).await?;

@@ -110,6 +110,7 @@ impl Standin {
                 topics: Some(false),
                 transport: Some(SbTransport::Amqp),
                 management_url: Some(self.mgmt.clone()),
+                ..Default::default()
             }),
             access: None,
             read_only: false,

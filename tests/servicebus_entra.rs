@@ -425,3 +425,73 @@ fn listen_only_tokens_peek_but_cannot_redrive() {
         "{audit}"
     );
 }
+
+/// The stand-in's Entra ID side held to Microsoft's client: with a token credential it sends
+/// and peeks (a jwt put-token), with an unknown token it is refused; qdeck with another
+/// identity then counts and peeks what it sent.
+#[test]
+#[ignore = "needs QDECK_TEST_SB_AMQP=1 and QDECK_TEST_PYTHON with azure-servicebus and python-qpid-proton"]
+fn microsofts_client_with_an_entra_token_and_qdeck_agree() {
+    let s = SbStandin::start(
+        &["entra-ms"],
+        &[
+            "--entra-token",
+            "ms-app-tok-0c3f=Listen,Send",
+            "--entra-token",
+            "qdeck-tok-9e1b=Listen,Manage",
+        ],
+    );
+    let host = s
+        .conn
+        .strip_prefix("Endpoint=sb://")
+        .and_then(|r| r.split(';').next())
+        .unwrap()
+        .to_string();
+    let ms = |token: &str, n: &str| {
+        let out = std::process::Command::new(common::sb_standin::python())
+            .arg(
+                PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+                    .join("tests/fixtures/sb_amqp_client/entra_client.py"),
+            )
+            .args([host.as_str(), token, "entra-ms", n])
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let line = text
+            .lines()
+            .rev()
+            .find(|l| l.starts_with('{'))
+            .unwrap_or("");
+        serde_json::from_str::<Json>(line).unwrap_or_else(|_| panic!("no JSON answer: {text}"))
+    };
+    let sent = ms("ms-app-tok-0c3f", "3");
+    assert_eq!(sent["sent"], 3, "{sent}");
+    assert_eq!(
+        sent["peeked"],
+        serde_json::json!(["entra-0", "entra-1", "entra-2"])
+    );
+    let refused = ms("stranger-tok", "1");
+    assert!(refused["error"].is_string(), "{refused}");
+
+    let env = CliEnv::new();
+    write_config(
+        &env,
+        Some(&s),
+        "auth = \"azure-cli\"\nconnection_string_env = \"QDECK_SB_CS\"\n",
+    );
+    let bin = fake_az(env.dir.path(), &az_answer("qdeck-tok-9e1b"), None);
+    let run = |args: &[&str]| {
+        env.qdeck()
+            .env("PATH", path_with(&bin))
+            .env("QDECK_SB_CS", s.endpoint_only())
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let rows = ok_json(&run(&["ls", "-o", "json"]));
+    assert_eq!(row(&rows, "entra-ms")["depth"], 3, "{rows}");
+    assert_eq!(
+        peek_ids(&run(&["peek", "entra-ms", "-o", "json"])),
+        ["entra-0", "entra-1", "entra-2"]
+    );
+}

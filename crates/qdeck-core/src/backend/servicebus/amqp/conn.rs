@@ -3,7 +3,8 @@
 //! (`UseDevelopmentEmulator=true`, as Microsoft's emulator serves it); SASL ANONYMOUS, then one
 //! session. Authorisation is claims-based: a SAS token (or, with Entra ID auth, a JWT) per
 //! entity audience is put on `$cbs` before the entity's first link, and put again when it is
-//! within `REFRESH_MARGIN_SECS` of expiring (for Entra ID, when the credential refreshes it). Tokens belong to the connection, so a reconnect starts without any.
+//! within `REFRESH_MARGIN_SECS` of expiring (for Entra ID, when the credential refreshes it).
+//! Tokens belong to the connection, so a reconnect starts without any.
 
 use std::collections::HashMap;
 use std::sync::Arc;

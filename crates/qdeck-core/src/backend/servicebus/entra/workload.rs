@@ -255,6 +255,91 @@ mod tests {
         assert!(e.contains("AZURE_AUTHORITY_HOST must be an https"), "{e}");
     }
 
+    /// A token endpoint on this machine answering `n` requests; the bodies it got.
+    fn endpoint(n: usize) -> (String, std::thread::JoinHandle<Vec<String>>) {
+        use std::io::{BufRead, BufReader, Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/", listener.local_addr().unwrap());
+        let server = std::thread::spawn(move || {
+            let mut bodies = Vec::new();
+            for conn in listener.incoming().take(n) {
+                let mut conn = conn.unwrap();
+                let mut reader = BufReader::new(conn.try_clone().unwrap());
+                let mut length = 0;
+                loop {
+                    let mut line = String::new();
+                    reader.read_line(&mut line).unwrap();
+                    if line.trim().is_empty() {
+                        break;
+                    }
+                    if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                        length = v.trim().parse().unwrap();
+                    }
+                }
+                let mut body = vec![0; length];
+                reader.read_exact(&mut body).unwrap();
+                bodies.push(String::from_utf8(body).unwrap());
+                let answer = r#"{"access_token":"tok","expires_in":3599}"#;
+                write!(
+                    conn,
+                    "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{answer}",
+                    answer.len()
+                )
+                .unwrap();
+            }
+            bodies
+        });
+        (url, server)
+    }
+
+    /// Kubernetes rotates the federated token file: each fetch sends what it holds then.
+    #[tokio::test]
+    async fn the_token_file_is_read_again_on_every_fetch() {
+        let (url, server) = endpoint(2);
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("token");
+        std::fs::write(&file, "first-assertion\n").unwrap();
+        let env = SecretMap::new()
+            .with("AZURE_CLIENT_ID", "c")
+            .with("AZURE_TENANT_ID", "t")
+            .with("AZURE_FEDERATED_TOKEN_FILE", file.display().to_string())
+            .with("AZURE_AUTHORITY_HOST", url);
+        let w = Workload::from_env("p", &env).unwrap();
+        assert_eq!(w.fetch().await.unwrap().token.expose(), "tok");
+        std::fs::write(&file, "second-assertion").unwrap();
+        w.fetch().await.unwrap();
+        let bodies = server.join().unwrap();
+        assert!(
+            bodies[0].contains("client_assertion=first-assertion&"),
+            "{bodies:?}"
+        );
+        assert!(
+            bodies[1].contains("client_assertion=second-assertion&"),
+            "{bodies:?}"
+        );
+    }
+
+    /// One fetch serves every request until the token nears expiry.
+    #[tokio::test]
+    async fn the_credential_keeps_its_token() {
+        let (url, server) = endpoint(1);
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("token");
+        std::fs::write(&file, "assertion").unwrap();
+        let env = SecretMap::new()
+            .with("AZURE_CLIENT_ID", "c")
+            .with("AZURE_TENANT_ID", "t")
+            .with("AZURE_FEDERATED_TOKEN_FILE", file.display().to_string())
+            .with("AZURE_AUTHORITY_HOST", url);
+        let c = super::super::EntraCredential::workload_identity("p", &env).unwrap();
+        let first = c.token().await.unwrap();
+        assert_eq!(server.join().unwrap().len(), 1);
+        // The endpoint is gone: a second fetch would fail.
+        let again = c.token().await.unwrap();
+        assert_eq!(again.token.expose(), first.token.expose());
+        assert_eq!(again.expires_on, first.expires_on);
+    }
+
     #[test]
     fn refusals_are_one_line() {
         let r = refusal(

@@ -292,3 +292,52 @@ fn fire_threshold_defaults_to_300s_and_rejects_nonsense() {
     let e = config::parse_str("[fire]\nmax_age = 60\n").unwrap_err();
     assert!(e.0.contains("max_age"), "{e}");
 }
+
+/// Service Bus `auth`: SAS needs the connection string; Entra ID needs exactly one of
+/// `namespace` and `connection_string_env`. Each mistake is one line naming the profile and key.
+#[test]
+fn service_bus_auth_and_namespace_are_checked() {
+    let sb = |extra: &str| {
+        config::parse_str(&format!(
+            "[[profiles]]\nname = \"a\"\nkind = \"local\"\n[[profiles]]\nname = \"sb\"\nkind = \"servicebus\"\n{extra}"
+        ))
+    };
+    for ok in [
+        "connection_string_env = \"CS\"\n",
+        "auth = \"sas\"\nconnection_string_env = \"CS\"\n",
+        "auth = \"azure-cli\"\nnamespace = \"contoso.servicebus.windows.net\"\n",
+        "auth = \"workload-identity\"\nconnection_string_env = \"CS\"\n",
+    ] {
+        let c = sb(ok).unwrap_or_else(|e| panic!("{ok}: {e}"));
+        // What `config show` prints parses back to the same profile.
+        let shown = toml::to_string(&c.profiles[1]).unwrap();
+        assert!(!shown.contains("connection_string_env = \"\""), "{shown}");
+    }
+    for (bad, want) in [
+        ("", "profiles[1]: connection_string_env is missing"),
+        (
+            "connection_string_env = \"CS\"\nnamespace = \"contoso.servicebus.windows.net\"\n",
+            "profiles[1]: namespace is only used with auth = \"azure-cli\"",
+        ),
+        (
+            "auth = \"azure-cli\"\n",
+            "profiles[1] (auth = \"azure-cli\") needs namespace = \"NAME.servicebus.windows.net\" or connection_string_env",
+        ),
+        (
+            "auth = \"workload-identity\"\nnamespace = \"contoso.servicebus.windows.net\"\nconnection_string_env = \"CS\"\n",
+            "sets both namespace and connection_string_env",
+        ),
+        (
+            "auth = \"azure-cli\"\nnamespace = \"https://contoso.servicebus.windows.net/\"\n",
+            "profiles[1]: namespace must be a host name",
+        ),
+        (
+            "auth = \"entra\"\nconnection_string_env = \"CS\"\n",
+            "`sas`, `azure-cli`, `workload-identity` for key `profiles[1]`",
+        ),
+    ] {
+        let e = sb(bad).unwrap_err();
+        assert!(e.0.contains(want), "{bad:?}: {}", e.0);
+        assert!(!e.0.contains('\n'), "{}", e.0);
+    }
+}

@@ -118,7 +118,7 @@ impl Standin {
                 topics: Some(false),
                 transport: Some(SbTransport::Amqp),
                 management_url: Some(self.mgmt.clone()),
-                sas_token_ttl: None,
+                ..Default::default()
             }),
             access: None,
             read_only: false,

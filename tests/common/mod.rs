@@ -11,6 +11,7 @@ pub mod nats;
 pub mod peer;
 pub mod pty;
 pub mod redis_db;
+pub mod sb_standin;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -102,7 +103,7 @@ pub fn servicebus(name: &str, connection_string_env: &str, topics: Option<bool>)
             // The in-process stand-in speaks REST; tests/servicebus_amqp.rs has the AMQP one.
             transport: Some(qdeck::config::SbTransport::Rest),
             management_url: None,
-            sas_token_ttl: None,
+            ..Default::default()
         }),
         access: None,
         read_only: false,

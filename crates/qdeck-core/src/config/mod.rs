@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 
 pub use profile::{
     Access, LocalSettings, NatsSettings, Profile, ProfileKind, RabbitmqSettings, RedisSettings,
-    SbTransport, ServicebusSettings, SqsSettings, SAS_TOKEN_TTL_DEFAULT_SECS,
+    SbAuth, SbTransport, ServicebusSettings, SqsSettings, SAS_TOKEN_TTL_DEFAULT_SECS,
     SAS_TOKEN_TTL_MIN_SECS,
 };
 
@@ -249,6 +249,8 @@ fn validate(c: &AppConfig, file: Option<&Path>) -> Result<(), ConfigError> {
         if let ProfileKind::Servicebus(sb) = &p.kind {
             sb.sas_token_ttl_secs()
                 .map_err(|e| ConfigError(format!("{where_}: profiles[{i}].{e}")))?;
+            sb.check(&format!("{where_}: profiles[{i}]"))
+                .map_err(ConfigError)?;
         }
         if !seen.insert(p.name.as_str()) {
             return Err(ConfigError(format!(

@@ -145,8 +145,20 @@ pub struct SqsSettings {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ServicebusSettings {
-    /// Name of the environment variable holding the connection string.
+    /// Name of the environment variable holding the connection string. With Entra ID auth it
+    /// is optional: `namespace` may name the namespace instead, and a connection string's
+    /// keys are then ignored (only its Endpoint and `UseDevelopmentEmulator` count).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub connection_string_env: String,
+    /// How requests are authorised: `sas` (default: the connection string's key or token),
+    /// `azure-cli` (the signed-in Azure CLI's Entra ID token) or `workload-identity`
+    /// (Kubernetes workload identity: a federated token exchanged for an Entra ID token).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auth: Option<SbAuth>,
+    /// `NAME.servicebus.windows.net`: the namespace, for Entra ID auth without a connection
+    /// string (reached over TLS, as Azure serves it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
     /// Also list topics and their subscriptions (default true).
     #[serde(default)]
     pub topics: Option<bool>,
@@ -187,6 +199,76 @@ impl ServicebusSettings {
             ));
         }
         Ok(secs)
+    }
+}
+
+impl ServicebusSettings {
+    /// How the profile names its namespace and authorises, checked before anything connects.
+    /// `at` is how errors name the profile (`FILE: profiles[2]`, `profile 'prod'`). One line,
+    /// naming keys, never values.
+    pub fn check(&self, at: &str) -> Result<(), String> {
+        let auth = self.auth.unwrap_or_default();
+        let cs = !self.connection_string_env.trim().is_empty();
+        let ns = self.namespace.as_deref().map(str::trim);
+        if auth == SbAuth::Sas {
+            if ns.is_some() {
+                return Err(format!(
+                    "{at}: namespace is only used with auth = \"azure-cli\" or \"workload-identity\"; SAS auth takes the namespace from the connection string (connection_string_env)"
+                ));
+            }
+            if !cs {
+                return Err(format!(
+                    "{at}: connection_string_env is missing: name the environment variable that holds the connection string (or set auth = \"azure-cli\" or \"workload-identity\" with namespace)"
+                ));
+            }
+            return Ok(());
+        }
+        let how = auth.as_str();
+        match ns {
+            Some(_) if cs => Err(format!(
+                "{at} (auth = \"{how}\") sets both namespace and connection_string_env: keep one to name the namespace"
+            )),
+            Some(n) if !is_namespace_host(n) => Err(format!(
+                "{at}: namespace must be a host name such as NAME.servicebus.windows.net (no scheme, path or port)"
+            )),
+            None if !cs => Err(format!(
+                "{at} (auth = \"{how}\") needs namespace = \"NAME.servicebus.windows.net\" or connection_string_env to name the namespace"
+            )),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// A bare DNS name: letters, digits, `-` and `.`, with at least one dot.
+fn is_namespace_host(s: &str) -> bool {
+    !s.is_empty()
+        && s.contains('.')
+        && !s.starts_with(['.', '-'])
+        && !s.ends_with('.')
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '.')
+}
+
+/// Where Service Bus tokens come from.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SbAuth {
+    /// Shared Access Signatures from the connection string's key (or its ready-made token).
+    #[default]
+    Sas,
+    /// Entra ID tokens from `az account get-access-token`.
+    AzureCli,
+    /// Entra ID tokens for a Kubernetes workload identity (`AZURE_FEDERATED_TOKEN_FILE`).
+    WorkloadIdentity,
+}
+
+impl SbAuth {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SbAuth::Sas => "sas",
+            SbAuth::AzureCli => "azure-cli",
+            SbAuth::WorkloadIdentity => "workload-identity",
+        }
     }
 }
 

@@ -28,6 +28,13 @@ fn patterns() -> &'static [(Regex, &'static str)] {
                 regex(r"(?i)(aws_secret_access_key|secret_access_key|password|passwd|token)(\s*[=:]\s*)[^\s,;]+"),
                 "$1$2***",
             ),
+            // Entra ID access tokens: an Authorization value, or any JWT (three base64url parts,
+            // the first starting `eyJ`, which is `{"` encoded).
+            (regex(r"(?i)(\bBearer\s+)[^\s,;]+"), "${1}***"),
+            (
+                regex(r"\beyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*"),
+                "***",
+            ),
         ]
     })
 }
@@ -62,6 +69,14 @@ mod tests {
         assert!(r.contains("SharedAccessKeyName=Root"));
         let tok = "SharedAccessSignature sr=x&sig=ABCDEF%3D&se=1&skn=k";
         assert!(!redact(tok).contains("ABCDEF"));
+    }
+
+    #[test]
+    fn hides_entra_tokens() {
+        let r = redact("Authorization: Bearer abc.def-123 failed");
+        assert_eq!(r, "Authorization: Bearer *** failed");
+        let jwt = "eyJ0eXAiOiJKV1QiLCJhbGciOiJSUzI1NiJ9.eyJhdWQiOiJodHRwczovL3NlcnZpY2VidXMuYXp1cmUubmV0In0.c2ln";
+        assert_eq!(redact(&format!("got {jwt} back")), "got *** back");
     }
 
     #[test]

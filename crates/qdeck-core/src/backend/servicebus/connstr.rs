@@ -6,12 +6,14 @@
 //! The endpoint host comes from the string, so sovereign clouds and the test stand-in work.
 //! Errors never echo the string or the key.
 
+use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use base64::Engine;
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
 
+use super::entra::EntraCredential;
 use crate::backend::BackendError;
 use crate::config::secret::Secret;
 
@@ -22,6 +24,9 @@ pub enum Credential {
     Key { name: String, key: Secret },
     /// A ready-made token (`SharedAccessSignature sr=…&sig=…&se=…&skn=…`).
     Token(Secret),
+    /// Entra ID tokens (profile `auth = "azure-cli"` or `"workload-identity"`), shared by the
+    /// management API and the AMQP connection.
+    Entra(Arc<EntraCredential>),
 }
 
 impl std::fmt::Debug for Credential {
@@ -29,6 +34,7 @@ impl std::fmt::Debug for Credential {
         match self {
             Credential::Key { name, .. } => write!(f, "Key {{ name: {name:?}, key: *** }}"),
             Credential::Token(_) => f.write_str("Token(***)"),
+            Credential::Entra(c) => write!(f, "{c:?}"),
         }
     }
 }
@@ -81,6 +87,29 @@ fn bad(what: &str) -> BackendError {
 
 /// Parse a connection string. The message of any error names the problem, never the value.
 pub fn parse(cs: &Secret) -> Result<ConnInfo, BackendError> {
+    parse_with(cs, None)
+}
+
+/// The namespace a connection string names, authorised by `credential` instead of its keys
+/// (which are ignored, present or not): Entra ID auth reaching the emulator or a stand-in.
+pub fn parse_endpoint(cs: &Secret, credential: Credential) -> Result<ConnInfo, BackendError> {
+    parse_with(cs, Some(credential))
+}
+
+/// `NAME.servicebus.windows.net` reached over TLS with `credential`.
+pub fn for_namespace(host: &str, credential: Credential) -> ConnInfo {
+    let host = host.trim().trim_end_matches('/').to_string();
+    ConnInfo {
+        base: format!("https://{host}/"),
+        host,
+        credential,
+        entity_path: None,
+        emulator: false,
+        token_ttl_secs: crate::config::SAS_TOKEN_TTL_DEFAULT_SECS,
+    }
+}
+
+fn parse_with(cs: &Secret, given: Option<Credential>) -> Result<ConnInfo, BackendError> {
     let s = cs.expose();
     let mut endpoint = None;
     let mut key_name = None;
@@ -123,7 +152,27 @@ pub fn parse(cs: &Secret) -> Result<ConnInfo, BackendError> {
     if host.is_empty() || host.contains(['/', '?', '#', '@', ' ']) {
         return Err(bad("Endpoint host is empty or not a plain host name"));
     }
-    let credential = match (key_name, key, sas) {
+    let credential = match (given, key_name, key, sas) {
+        (Some(c), ..) => c,
+        (None, key_name, key, sas) => sas_credential(key_name, key, sas)?,
+    };
+    let scheme = if emulator { "http" } else { "https" };
+    Ok(ConnInfo {
+        base: format!("{scheme}://{host}/"),
+        host,
+        credential,
+        entity_path: entity.filter(|e| !e.is_empty()),
+        emulator,
+        token_ttl_secs: crate::config::SAS_TOKEN_TTL_DEFAULT_SECS,
+    })
+}
+
+fn sas_credential(
+    key_name: Option<String>,
+    key: Option<String>,
+    sas: Option<String>,
+) -> Result<Credential, BackendError> {
+    Ok(match (key_name, key, sas) {
         (_, _, Some(tok)) if !tok.is_empty() => {
             let tok = if tok.starts_with("SharedAccessSignature ") {
                 tok
@@ -145,15 +194,6 @@ pub fn parse(cs: &Secret) -> Result<ConnInfo, BackendError> {
                 "needs SharedAccessKeyName and SharedAccessKey, or SharedAccessSignature",
             ))
         }
-    };
-    let scheme = if emulator { "http" } else { "https" };
-    Ok(ConnInfo {
-        base: format!("{scheme}://{host}/"),
-        host,
-        credential,
-        entity_path: entity.filter(|e| !e.is_empty()),
-        emulator,
-        token_ttl_secs: crate::config::SAS_TOKEN_TTL_DEFAULT_SECS,
     })
 }
 
@@ -235,6 +275,34 @@ mod tests {
         let c = parse("Endpoint=sb://ns.servicebus.windows.net/;SharedAccessSignature=SharedAccessSignature sr=x&sig=y&se=1&skn=z").unwrap();
         assert!(
             matches!(c.credential, Credential::Token(ref t) if t.expose().starts_with("SharedAccessSignature sr=x"))
+        );
+    }
+
+    #[test]
+    fn entra_auth_takes_only_the_endpoint() {
+        let entra = || Credential::Entra(Arc::new(EntraCredential::azure_cli()));
+        let c = parse_endpoint(
+            &Secret::new("Endpoint=sb://127.0.0.1:5999;UseDevelopmentEmulator=true"),
+            entra(),
+        )
+        .unwrap();
+        assert_eq!(
+            (c.base.as_str(), c.emulator),
+            ("http://127.0.0.1:5999/", true)
+        );
+        // Keys in the string are ignored, and never shown.
+        let c = parse_endpoint(
+            &Secret::new("Endpoint=sb://ns.servicebus.windows.net/;SharedAccessKeyName=a;SharedAccessKey=SECRETKEY"),
+            entra(),
+        )
+        .unwrap();
+        assert!(matches!(c.credential, Credential::Entra(_)));
+        assert!(!format!("{c:?}").contains("SECRETKEY"), "{c:?}");
+        assert!(format!("{c:?}").contains("Entra(azure-cli)"), "{c:?}");
+        let c = for_namespace("ns.servicebus.windows.net", entra());
+        assert_eq!(
+            (c.base.as_str(), c.emulator),
+            ("https://ns.servicebus.windows.net/", false)
         );
     }
 

@@ -55,9 +55,13 @@ impl Rest {
         })
     }
 
-    fn auth_header(&self) -> Secret {
-        match &self.info.credential {
+    async fn auth_header(&self) -> Result<Secret> {
+        Ok(match &self.info.credential {
             Credential::Token(t) => t.clone(),
+            // The management API takes an Entra ID token as a bearer token.
+            Credential::Entra(c) => {
+                Secret::new(format!("Bearer {}", c.token().await?.token.expose()))
+            }
             Credential::Key { name, key } => {
                 let now = unix_now();
                 let mut g = self
@@ -67,7 +71,7 @@ impl Rest {
                 if let Some((tok, exp)) = g.as_ref() {
                     let margin = super::token_life::refresh_margin(self.info.token_ttl_secs);
                     if *exp > now + margin {
-                        return tok.clone();
+                        return Ok(tok.clone());
                     }
                 }
                 let exp = now + self.info.token_ttl_secs;
@@ -82,7 +86,7 @@ impl Rest {
                 *g = Some((tok.clone(), exp));
                 tok
             }
-        }
+        })
     }
 
     /// Send one request (`path` is relative to the namespace, without a leading `/`), retrying
@@ -100,10 +104,11 @@ impl Rest {
         loop {
             attempt += 1;
             self.calls.bump(op);
+            let auth = self.auth_header().await?;
             let mut req = self
                 .http
                 .request(method.clone(), &url)
-                .header(AUTHORIZATION, self.auth_header().expose());
+                .header(AUTHORIZATION, auth.expose());
             for (k, v) in headers {
                 req = req.header(k, v);
             }
@@ -224,14 +229,14 @@ pub fn status_error(resp: &Resp, what: &str) -> BackendError {
         401 => match required_right(&resp.body) {
             Some(right) => BackendError::forbidden(
                 format!(
-                    "{what}: the key is valid but lacks the {right} right (HTTP 401, missing '{right}' claim){sep}{detail}"
+                    "{what}: the key or token is valid but lacks the {right} right (HTTP 401, missing '{right}' claim){sep}{detail}"
                 ),
                 Some(right),
             ),
             None => {
                 let why = match detail_code(&detail) {
-                    Some(c) if c.eq_ignore_ascii_case("ExpiredToken") => "the SAS token has expired",
-                    _ => "the key or SAS token was rejected (wrong key or key name, expired or malformed token, or a token for another namespace or entity)",
+                    Some(c) if c.eq_ignore_ascii_case("ExpiredToken") => "the token has expired",
+                    _ => "the key or token was rejected (wrong key or key name, expired or malformed token, an Entra ID token the namespace does not accept, or a token for another namespace or entity)",
                 };
                 BackendError::Auth(format!("{what}: HTTP 401, {why}{sep}{detail}"))
             }

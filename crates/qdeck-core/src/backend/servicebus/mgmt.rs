@@ -244,6 +244,9 @@ fn manage_hint(e: BackendError, rest: &Rest) -> BackendError {
                     format!("key '{}'", crate::sanitize::clean(name))
                 }
                 super::connstr::Credential::Token(_) => "this SAS token".to_string(),
+                super::connstr::Credential::Entra(c) => {
+                    format!("the Entra ID identity (auth = \"{}\")", c.kind())
+                }
             };
             BackendError::forbidden(
                 format!(

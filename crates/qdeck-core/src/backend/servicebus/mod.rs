@@ -24,6 +24,7 @@ mod amqp;
 mod browse;
 pub mod connstr;
 mod delete;
+pub mod entra;
 mod http;
 pub mod mgmt;
 mod over_amqp;
@@ -40,7 +41,7 @@ use serde_json::{Map, Value};
 
 use super::{ApiCalls, Backend, BackendError, DeleteById, OpProgress, Result, Sender};
 use crate::config::secret::SecretSource;
-use crate::config::{Profile, SbTransport, ServicebusSettings};
+use crate::config::{Profile, SbAuth, SbTransport, ServicebusSettings};
 use crate::domain::*;
 use crate::sanitize;
 use http::Rest;
@@ -102,21 +103,36 @@ pub async fn connect(
     settings: &ServicebusSettings,
     secrets: &dyn SecretSource,
 ) -> Result<Arc<dyn Backend>> {
-    let var = settings.connection_string_env.trim();
-    if var.is_empty() {
-        return Err(BackendError::Invalid(format!(
-            "profile '{}': connection_string_env is empty (name the environment variable that holds the connection string)",
-            profile.name
-        )));
+    settings
+        .check(&format!("profile '{}'", profile.name))
+        .map_err(BackendError::Invalid)?;
+    let entra = match settings.auth.unwrap_or_default() {
+        SbAuth::Sas => None,
+        SbAuth::AzureCli => Some(entra::EntraCredential::azure_cli()),
+        SbAuth::WorkloadIdentity => Some(entra::EntraCredential::workload_identity(
+            &profile.name,
+            secrets,
+        )?),
     }
-    let cs = secrets.require(&profile.name, "connection_string_env", var)?;
-    let info = connstr::parse(&cs).map_err(|e| {
-        BackendError::Invalid(format!(
-            "profile '{}', ${var}: {}",
-            profile.name,
-            strip_invalid(&e)
-        ))
-    })?;
+    .map(|c| connstr::Credential::Entra(Arc::new(c)));
+    let info = match (entra, settings.namespace.as_deref()) {
+        (Some(cred), Some(ns)) => connstr::for_namespace(ns, cred),
+        (entra, _) => {
+            let var = settings.connection_string_env.trim();
+            let cs = secrets.require(&profile.name, "connection_string_env", var)?;
+            let parsed = match entra {
+                Some(cred) => connstr::parse_endpoint(&cs, cred),
+                None => connstr::parse(&cs),
+            };
+            parsed.map_err(|e| {
+                BackendError::Invalid(format!(
+                    "profile '{}', ${var}: {}",
+                    profile.name,
+                    strip_invalid(&e)
+                ))
+            })?
+        }
+    };
     let mut info = info;
     info.token_ttl_secs = settings
         .sas_token_ttl_secs()

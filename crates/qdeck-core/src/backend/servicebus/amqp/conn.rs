@@ -1,10 +1,11 @@
 //! The AMQP connection to a namespace: TLS on port 5671 (rustls on ring, roots from
 //! webpki-roots), or plain TCP on the endpoint's port for an emulator connection string
 //! (`UseDevelopmentEmulator=true`, as Microsoft's emulator serves it); SASL ANONYMOUS, then one
-//! session. Authorisation is claims-based: a SAS token per entity audience is put on `$cbs`
-//! before the entity's first link, and put again when it is within a sixth of its lifetime
-//! (profile `sas_token_ttl`, default an hour) of expiring. Tokens belong to the connection, so a
-//! reconnect starts without any.
+//! session. Authorisation is claims-based: a SAS token (or, with Entra ID auth, a JWT) per
+//! entity audience is put on `$cbs` before the entity's first link, and put again when it is
+//! within a sixth of its lifetime (profile `sas_token_ttl`, default an hour) of expiring; an
+//! Entra ID token is put again as soon as the credential refreshes it. Tokens belong to the
+//! connection, so a reconnect starts without any.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -26,6 +27,7 @@ use crate::backend::{BackendError, Result};
 use crate::sanitize;
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+const SAS_TYPE: &str = "servicebus.windows.net:sastoken";
 const TLS_PORT: u16 = 5671;
 const EMULATOR_PORT: u16 = 5672;
 
@@ -156,29 +158,38 @@ pub async fn ensure_token(live: &mut Live, info: &ConnInfo, entity: &str) -> Res
     let aud = audience(info, entity);
     let now = unix_now();
     let ttl = info.token_ttl_secs;
-    match live.tokens.get(&aud) {
-        Some(exp) if *exp > now + refresh_margin(ttl) => return Ok(()),
-        // It ran out (the backend sat idle past it): the broker has dropped this entity's
-        // links on the connection, the kept `$management` link among them.
-        Some(exp) if *exp <= now + 1 => {
-            live.mgmt.remove(entity);
-        }
-        _ => {}
+    // It ran out (the backend sat idle past it): the broker has dropped this entity's links
+    // on the connection, the kept `$management` link among them.
+    if live.tokens.get(&aud).is_some_and(|exp| *exp <= now + 1) {
+        live.mgmt.remove(entity);
     }
-    let (token, expiry) = match &info.credential {
+    let (token_type, token, expiry) = match &info.credential {
+        // The credential refreshes its Entra ID token itself; a new one is put as soon as it
+        // hands one out.
+        Credential::Entra(c) => {
+            let t = c.token().await?;
+            if live.tokens.get(&aud) == Some(&t.expires_on) {
+                return Ok(());
+            }
+            ("jwt", t.token.expose().to_string(), t.expires_on)
+        }
+        _ if live
+            .tokens
+            .get(&aud)
+            .is_some_and(|exp| *exp > now + refresh_margin(ttl)) =>
+        {
+            return Ok(());
+        }
         Credential::Key { name, key } => {
             let exp = now + ttl;
-            (sas_token(&aud, name, key.expose(), exp), exp)
+            (SAS_TYPE, sas_token(&aud, name, key.expose(), exp), exp)
         }
         // A ready-made token lives as long as its `se`; put it again each lifetime regardless.
-        Credential::Token(t) => (t.expose().to_string(), now + ttl),
+        Credential::Token(t) => (SAS_TYPE, t.expose().to_string(), now + ttl),
     };
     let props = vec![
         ("operation", SimpleValue::String("put-token".into())),
-        (
-            "type",
-            SimpleValue::String("servicebus.windows.net:sastoken".into()),
-        ),
+        ("type", SimpleValue::String(token_type.into())),
         ("name", SimpleValue::String(aud.clone())),
     ];
     let resp = live.cbs.call(props, Value::String(token)).await?;

@@ -43,11 +43,11 @@ pub fn classify(status: i32, description: &Option<String>, what: &str) -> Backen
 fn unauthorized(detail: &str, what: &str, status: i32) -> BackendError {
     match required_right(detail.as_bytes()) {
         Some(right) => BackendError::forbidden(
-            format!("{what}: the key is valid but lacks the {right} right (missing '{right}' claim): {detail}"),
+            format!("{what}: the key or token is valid but lacks the {right} right (missing '{right}' claim): {detail}"),
             Some(right),
         ),
         None => BackendError::Auth(format!(
-            "{what}: the key or SAS token was rejected (status {status}: wrong key or key name, expired token, or a token for another namespace){}{detail}",
+            "{what}: the key or token was rejected (status {status}: wrong key or key name, expired token, an Entra ID token the namespace does not accept, or a token for another namespace){}{detail}",
             if detail.is_empty() { "" } else { ": " }
         )),
     }

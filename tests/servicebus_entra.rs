@@ -367,9 +367,10 @@ fn workload_identity_without_its_token_file_names_the_variable() {
     assert!(line.contains("not set"), "{line}");
 }
 
-/// A token with only Listen peeks, but the figures and a redrive (both need Manage) fail with
-/// one line naming the claim; with Listen and Manage the redrive fails naming Send. The dead
-/// letters stay where they were and no token reaches the audit log.
+/// A token with only Listen peeks, but the figures (they need Manage) fail with one line
+/// naming the claim, and a redrive (planned by a peek count) fails naming Send; with Listen
+/// and Manage the redrive fails naming Send too. The dead letters stay where they were and no
+/// token reaches the audit log.
 #[test]
 #[ignore = "needs QDECK_TEST_SB_AMQP=1 and QDECK_TEST_PYTHON with azure-servicebus and python-qpid-proton"]
 fn listen_only_tokens_peek_but_cannot_redrive() {
@@ -406,7 +407,7 @@ fn listen_only_tokens_peek_but_cannot_redrive() {
     let line = one_error_line(&run(listen, &["ls"]));
     assert!(line.contains("missing 'Manage' claim"), "{line}");
     let line = one_error_line(&run(listen, &redrive));
-    assert!(line.contains("missing 'Manage' claim"), "{line}");
+    assert!(line.contains("missing 'Send' claim"), "{line}");
     let line = one_error_line(&run(listen_manage, &redrive));
     assert!(line.contains("missing 'Send' claim"), "{line}");
     assert_eq!(

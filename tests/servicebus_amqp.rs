@@ -15,9 +15,7 @@ mod long_run;
 #[path = "servicebus_standin/mod.rs"]
 mod rest_standin;
 
-use std::io::{BufRead, BufReader};
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -27,45 +25,16 @@ use qdeck::config::{Profile, ProfileKind, SbTransport, ServicebusSettings};
 use qdeck::domain::*;
 use serde_json::Value as Json;
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
+use common::sb_standin::{free_port, SbStandin};
 
-/// The Python the stand-in and Microsoft's client run on; skips (visibly) without it.
-fn python() -> String {
-    common::broker_var(
-        "QDECK_TEST_SB_AMQP",
-        "set it to 1 to run the AMQP stand-in tests",
-    );
-    let py = common::broker_var(
-        "QDECK_TEST_PYTHON",
-        "a Python with azure-servicebus and python-qpid-proton",
-    );
-    let ok = Command::new(&py)
-        .args(["-c", "import azure.servicebus, proton"])
-        .status()
-        .is_ok_and(|s| s.success());
-    if !ok {
-        common::skip(&format!(
-            "{py} cannot import azure.servicebus and proton (pip install azure-servicebus python-qpid-proton)"
-        ));
+/// The stand-in, with the profile and backend qdeck reaches it with.
+pub struct Standin(SbStandin);
+
+impl std::ops::Deref for Standin {
+    type Target = SbStandin;
+    fn deref(&self) -> &SbStandin {
+        &self.0
     }
-    py
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// One stand-in process, killed (its whole process group) when dropped.
-pub struct Standin {
-    child: Child,
-    pub conn: String,
-    pub mgmt: String,
 }
 
 impl Standin {
@@ -76,38 +45,8 @@ impl Standin {
 
     /// Start with QDECK_SB_STANDIN_FAULT set to `faults` (see faults.py; "" for none).
     pub fn start_with_faults(queues: &[String], faults: &str) -> Standin {
-        let py = python();
-        let mut cmd = Command::new("bash");
-        cmd.arg(root().join("scripts/sb_standin.sh"))
-            .arg(free_port().to_string())
-            .args(["--management-port", &free_port().to_string()])
-            .env("QDECK_TEST_PYTHON", &py)
-            .env("QDECK_SB_STANDIN_FAULT", faults)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit());
-        for q in queues {
-            cmd.args(["--queue", q]);
-        }
-        let mut child = cmd.spawn().expect("start scripts/sb_standin.sh");
-        let stdout = child.stdout.take().unwrap();
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let mut lines = BufReader::new(stdout).lines();
-            let first = lines.next().and_then(Result::ok).unwrap_or_default();
-            let second = lines.next().and_then(Result::ok).unwrap_or_default();
-            let _ = tx.send((first, second));
-            // Keep reading so the stand-in never blocks on a full pipe.
-            for _ in lines {}
-        });
-        let (conn, mgmt) = rx
-            .recv_timeout(Duration::from_secs(30))
-            .expect("the stand-in printed its connection string within 30 s");
-        assert!(conn.starts_with("Endpoint=sb://"), "first line: {conn:?}");
-        let mgmt = mgmt
-            .strip_prefix("management=")
-            .unwrap_or_else(|| panic!("second line: {mgmt:?}"))
-            .to_string();
-        Standin { child, conn, mgmt }
+        let queues: Vec<&str> = queues.iter().map(String::as_str).collect();
+        Standin(SbStandin::launch(&queues, &[], faults))
     }
 
     pub fn profile(&self, name: &str) -> Profile {
@@ -137,37 +76,6 @@ impl Standin {
 
     pub async fn backend(&self) -> Arc<dyn Backend> {
         self.backend_with(&self.conn).await.expect("backend")
-    }
-
-    /// Run one command of Microsoft's client (sb_client.py); its JSON answer.
-    pub fn client(&self, args: &[&str]) -> Json {
-        let out = Command::new(python())
-            .arg(root().join("tests/fixtures/sb_amqp_client/sb_client.py"))
-            .arg(args[0])
-            .arg(&self.conn)
-            .args(&args[1..])
-            .output()
-            .expect("run python");
-        assert!(
-            out.status.success(),
-            "sb_client.py {args:?} failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let text = String::from_utf8_lossy(&out.stdout);
-        let line = text
-            .lines()
-            .rev()
-            .find(|l| l.starts_with('{'))
-            .unwrap_or("");
-        serde_json::from_str(line).unwrap_or_else(|_| panic!("no JSON answer in {text:?}"))
-    }
-}
-
-impl Drop for Standin {
-    fn drop(&mut self) {
-        // The script `exec`s the stand-in: this process is the stand-in itself.
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 

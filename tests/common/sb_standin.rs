@@ -1,6 +1,6 @@
 //! The AMQP Service Bus stand-in (`scripts/sb_standin.sh`) started with any extra arguments
-//! (`--entra-token TOKEN=CLAIMS`, ...), and Microsoft's client run against it, for test files
-//! other than tests/servicebus_amqp.rs (which keeps its own `Standin`).
+//! (`--entra-token TOKEN=CLAIMS`, ...) and fault switches, and Microsoft's client run against
+//! it.
 
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
@@ -55,12 +55,18 @@ pub struct SbStandin {
 impl SbStandin {
     /// Start with these `--queue` specs and `extra` arguments after them.
     pub fn start(queues: &[&str], extra: &[&str]) -> SbStandin {
+        Self::launch(queues, extra, "")
+    }
+
+    /// As `start`, with QDECK_SB_STANDIN_FAULT set to `faults` (see faults.py; "" for none).
+    pub fn launch(queues: &[&str], extra: &[&str], faults: &str) -> SbStandin {
         let py = python();
         let mut cmd = Command::new("bash");
         cmd.arg(root().join("scripts/sb_standin.sh"))
             .arg(free_port().to_string())
             .args(["--management-port", &free_port().to_string()])
             .env("QDECK_TEST_PYTHON", &py)
+            .env("QDECK_SB_STANDIN_FAULT", faults)
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit());
         for q in queues {

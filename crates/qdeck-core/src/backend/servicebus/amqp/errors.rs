@@ -53,22 +53,79 @@ fn unauthorized(detail: &str, what: &str, status: i32) -> BackendError {
     }
 }
 
+/// Conditions by which the broker refuses what was asked (a message a session entity cannot
+/// take, one too large, an operation the entity does not allow): not a fault of the network,
+/// and trying again changes nothing.
+const REFUSALS: [&str; 9] = [
+    "argument-error",
+    "argument-out-of-range",
+    "invalid-field",
+    "decode-error",
+    "not-allowed",
+    "not-implemented",
+    "precondition-failed",
+    "message-size-exceeded",
+    "entity-disabled",
+];
+
+/// `Error { condition: Custom(Symbol("c")), description: Some("d"), .. }` (an error's Debug
+/// form) as `c: d`; other text as it is. Standard conditions print as variant names
+/// (`AmqpError(NotFound)`), kept as they are.
+fn condition_line(text: &str) -> String {
+    let Some(at) = text.find("condition: ") else {
+        return text.to_string();
+    };
+    let rest = &text[at + "condition: ".len()..];
+    let condition = match rest.strip_prefix("Custom(Symbol(\"") {
+        Some(sym) => quoted(sym),
+        None => rest
+            .split(", description")
+            .next()
+            .unwrap_or(rest)
+            .to_string(),
+    };
+    match text.find("description: Some(\"") {
+        Some(d) => format!(
+            "{condition}: {}",
+            quoted(&text[d + "description: Some(\"".len()..])
+        ),
+        None => condition,
+    }
+}
+
+/// The text of a Debug-quoted string up to its closing quote, escapes undone.
+fn quoted(s: &str) -> String {
+    let mut out = String::new();
+    let mut chars = s.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '"' => break,
+            '\\' => out.extend(chars.next()),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 /// An error from a link or the connection, by its AMQP error condition
 /// (`amqp:unauthorized-access`, `amqp:not-found`, `com.microsoft:server-busy`, ...).
 pub fn from_condition(text: &str, what: &str) -> BackendError {
-    let line = one_line(text);
-    let lower = line.to_ascii_lowercase();
+    let line = one_line(&condition_line(text));
+    // `resource-limit-exceeded` and `ResourceLimitExceeded` alike.
+    let lower = line.to_ascii_lowercase().replace('-', "");
     if lower.contains("unauthorized") {
         unauthorized(&line, what, 401)
-    } else if lower.contains("not-found") || lower.contains("notfound") {
+    } else if lower.contains("notfound") {
         BackendError::NotFound(format!("{what}: not found: {line}"))
-    } else if lower.contains("server-busy") || lower.contains("resource-limit-exceeded") {
+    } else if lower.contains("serverbusy") || lower.contains("resourcelimitexceeded") {
         BackendError::Throttled {
             msg: format!("{what}: the broker is busy: {line}"),
             retry_after: None,
         }
-    } else if lower.contains("message-lock-lost") || lower.contains("session-lock-lost") {
+    } else if lower.contains("messagelocklost") || lower.contains("sessionlocklost") {
         BackendError::NotFound(format!("{what}: the lock was lost: {line}"))
+    } else if REFUSALS.iter().any(|c| lower.contains(&c.replace('-', ""))) {
+        BackendError::Refused(format!("{what}: the broker refused it: {line}"))
     } else {
         BackendError::Unreachable(format!("{what}: {line}"))
     }
@@ -82,6 +139,28 @@ pub fn link_error(e: impl std::fmt::Debug, what: &str) -> BackendError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The broker refusing a message (a session entity without SessionId) is a refusal in one
+    /// readable line, not "broker unreachable" with a Debug dump.
+    #[test]
+    fn a_refused_message_is_a_refusal_with_its_condition_and_description() {
+        let debug = r#"Rejected(Error { condition: Custom(Symbol("com.microsoft:argument-error")), description: Some("The SessionId was not set on a message, and it cannot be sent to the \"entity\"."), info: None })"#;
+        let e = from_condition(debug, "sending to talks");
+        let BackendError::Refused(text) = &e else {
+            panic!("{e:?}");
+        };
+        assert_eq!(
+            text,
+            "sending to talks: the broker refused it: com.microsoft:argument-error: The SessionId was not set on a message, and it cannot be sent to the \"entity\"."
+        );
+        let busy = from_condition(
+            "Error { condition: AmqpError(ResourceLimitExceeded), description: None }",
+            "receiving",
+        );
+        assert!(matches!(busy, BackendError::Throttled { .. }), "{busy:?}");
+        let gone = from_condition("connection reset by peer", "receiving");
+        assert!(matches!(gone, BackendError::Unreachable(_)), "{gone:?}");
+    }
 
     #[test]
     fn a_missing_claim_names_the_right_and_a_bad_key_is_auth() {

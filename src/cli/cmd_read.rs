@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use super::args::Format;
-use super::exit::{CliResult, OK};
+use super::exit::{CliError, CliResult, OK, UNAVAILABLE};
 use super::fetch::{self, QueueRow};
 use super::output::{self, age_in, name, opt, Table};
 use crate::domain::{BrowseRequest, Capabilities, QueueId, QueueSettings};
@@ -116,6 +116,14 @@ pub async fn stats(s: &Session, queue: &str, sample: Option<Duration>, f: Format
     };
     let caps = b.capabilities_for(&info);
     let calls = b.api_calls().snapshot();
+    // Printed as far as it goes, but a script must not take missing figures for an answer.
+    let unread = match (st, &err) {
+        (None, Some(e)) => Some(CliError::after_report(
+            UNAVAILABLE,
+            format!("the figures of {} could not be read: {e}", name(queue)),
+        )),
+        _ => None,
+    };
     if f == Format::Json {
         let mut row = QueueRow::new(&info, st, err);
         row.derived = derived;
@@ -126,7 +134,7 @@ pub async fn stats(s: &Session, queue: &str, sample: Option<Duration>, f: Format
             "api_calls": calls,
         });
         output::print_json(&v).ok();
-        return Ok(OK);
+        return unread.map_or(Ok(OK), Err);
     }
     let row = QueueRow::new(&info, st, err);
     let mut pairs = Pairs::default();
@@ -142,7 +150,7 @@ pub async fn stats(s: &Session, queue: &str, sample: Option<Duration>, f: Format
         pairs.sqs_cost(s, &calls);
     }
     output::print(&key_values(&pairs.0, f));
-    Ok(OK)
+    unread.map_or(Ok(OK), Err)
 }
 
 /// The `label  value` lines of `stats`, labels made safe to print.

@@ -270,8 +270,14 @@ async fn a_missing_claim_is_named_in_one_line_by_the_cli() {
         read_back(&s, "claims", 0).is_empty(),
         "no copy reached the queue"
     );
-    // Listing the namespace comes from the management API, which wants Manage.
+    // Listing the namespace comes from the management API, which wants Manage; so do one
+    // queue's figures, which are shown as far as they go but exit as a failure.
     one_error_naming(run(LISTEN_SEND, &["ls"]), "Manage", "ls with ListenSend");
+    one_error_naming(
+        run(LISTEN_SEND, &["stats", "claims"]),
+        "Manage",
+        "stats with ListenSend",
+    );
     assert_eq!(ids_in(root.as_ref(), &dlq("claims")).await, before);
     // A Listen/Send key redrives (the plan counted by peek) and purges, as the mgmt.rs hint
     // promises.

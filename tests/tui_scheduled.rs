@@ -187,6 +187,11 @@ fn d_cancels_one_scheduled_message_after_asking() {
         s.contains("About to cancel delayed message s-1 in orders"),
         "{s}"
     );
+    // Its buttons cannot be mistaken for each other: "Cancel" would read as the action.
+    assert!(
+        s.contains("[ Keep it ]") && !s.contains("[ Cancel ]"),
+        "{s}"
+    );
     let fx = update(&mut st, key('y'));
     assert!(
         fx.iter()

@@ -300,10 +300,7 @@ fn delete<'a>(t: &Theme, queue: &QueueId, ids: &[String], note: &Option<String>)
 fn cancel_scheduled<'a>(t: &Theme, about: &str) -> Vec<Line<'a>> {
     vec![
         Line::from(styled(format!("About to {}.", clean(about)), t.text)),
-        Line::from(styled(
-            "It is deleted before it is ever delivered; nothing else changes.",
-            t.warn,
-        )),
+        Line::from(styled("No other message changes.", t.dim)),
     ]
 }
 

@@ -128,6 +128,7 @@ fn legend<'a>(st: &State, d: &Dialog) -> Vec<Line<'a>> {
     // "Cancel" would read as the operation's own cancel next to "stop it and quit".
     let keep = match &d.kind {
         DialogKind::Quit => "Keep running",
+        DialogKind::CancelScheduled { .. } => "Keep it",
         DialogKind::EditUnreadable { .. } => "Discard",
         _ => "Cancel",
     };
@@ -147,6 +148,7 @@ fn legend<'a>(st: &State, d: &Dialog) -> Vec<Line<'a>> {
             match &d.kind {
                 DialogKind::Quit => "  y stop · n/Esc keep running",
                 DialogKind::EditUnreadable { .. } => "  y edit again · n/Esc discard",
+                DialogKind::CancelScheduled { .. } => "  y cancel it · n/Esc keep it",
                 _ => "  y confirm · n/Esc cancel",
             },
             t.dim,

@@ -79,6 +79,18 @@ impl Standin {
     }
 }
 
+/// Every message of `queue`'s DLQ back to where it came from, `window` at a time.
+fn redrive_all(queue: &str, window: Option<u32>) -> RedriveRequest {
+    RedriveRequest {
+        source: dlq(queue),
+        target: RedriveTarget::Origin,
+        max: None,
+        rate: None,
+        only_ids: None,
+        window,
+    }
+}
+
 fn q(s: &str) -> QueueId {
     QueueId::new(s)
 }
@@ -386,17 +398,7 @@ async fn redriven_copies_read_back_the_same_with_microsofts_client() {
     let peeked = b.browse(&dlq("orders"), &req(10)).await.unwrap().messages;
     assert_eq!(peeked.len(), 4);
     let report = b
-        .redrive(
-            &RedriveRequest {
-                source: dlq("orders"),
-                target: RedriveTarget::Origin,
-                max: None,
-                rate: None,
-                only_ids: None,
-                window: None,
-            },
-            &OpProgress::detached(),
-        )
+        .redrive(&redrive_all("orders", None), &OpProgress::detached())
         .await
         .unwrap();
     assert_eq!(
@@ -683,17 +685,7 @@ async fn manual_peek_benchmark() {
     // complete on another 5,000.
     let started = std::time::Instant::now();
     let report = b
-        .redrive(
-            &RedriveRequest {
-                source: dlq("bench"),
-                target: RedriveTarget::Origin,
-                max: None,
-                rate: None,
-                only_ids: None,
-                window: None,
-            },
-            &OpProgress::detached(),
-        )
+        .redrive(&redrive_all("bench", None), &OpProgress::detached())
         .await
         .unwrap();
     let qdeck_redrive = started.elapsed().as_secs_f64();

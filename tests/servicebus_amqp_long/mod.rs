@@ -13,7 +13,7 @@ use qdeck::config::secret::SecretMap;
 use qdeck::config::ProfileKind;
 use qdeck::domain::*;
 
-use super::{common, dlq, ids_in, q, req, write_cli_config, Standin};
+use super::{common, dlq, ids_in, q, redrive_all, req, write_cli_config, Standin};
 
 /// A backend on the stand-in whose SAS tokens live `ttl` (profile `sas_token_ttl`).
 async fn backend_with_ttl(s: &Standin, ttl: &str) -> Arc<dyn Backend> {
@@ -23,17 +23,6 @@ async fn backend_with_ttl(s: &Standin, ttl: &str) -> Arc<dyn Backend> {
     }
     let secrets = SecretMap::new().with("QDECK_TEST_SB_CS", &s.conn);
     build_with(&p, &secrets).await.expect("backend")
-}
-
-fn redrive_all(queue: &str, window: Option<u32>) -> RedriveRequest {
-    RedriveRequest {
-        source: dlq(queue),
-        target: RedriveTarget::Origin,
-        max: None,
-        rate: None,
-        only_ids: None,
-        window,
-    }
 }
 
 /// Every message Microsoft's client receives from `queue` (completing each), counted by id.

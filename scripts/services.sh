@@ -81,6 +81,10 @@ ok = (rq.__version__.startswith("2.") and celery.__version__.startswith("5.")
 sys.exit(0 if ok else 1)
 '
 
+# The QDECK_TEST_ lines a starter prints, as `export` lines (with or without the word).
+# Values are quoted here: a classpath holds `*`.
+exports() { sed -nE 's/^(export )?(QDECK_TEST_[A-Z_]+)="?([^"]*)"?$/export \2="\3"/p'; }
+
 write_env() {
   cat >"$STATE/env" <<EOF
 export QDECK_TEST_PYTHON="$VENV/bin/python"
@@ -173,12 +177,12 @@ up() {
   : >"$STATE/env.kafka"
   if [ -x scripts/kafka_up.sh ]; then
     phase "Kafka (Maven Central)"
-    scripts/kafka_up.sh | grep '^export ' >"$STATE/env.kafka"
+    scripts/kafka_up.sh | exports >"$STATE/env.kafka"
   fi
   : >"$STATE/env.pubsub"
   if [ -x scripts/pubsub_up.sh ]; then
     phase "Pub/Sub fake (Go module proxy, PyPI)"
-    scripts/pubsub_up.sh | grep '^export ' >"$STATE/env.pubsub"
+    scripts/pubsub_up.sh | exports >"$STATE/env.pubsub"
   fi
 
   phase ""
@@ -217,8 +221,8 @@ down() {
   kill_pidfile "$STATE/nats.pid"
   redis-cli -h 127.0.0.1 -p 6379 shutdown nosave >/dev/null 2>&1 || true
   rabbitmqctl stop >/dev/null 2>&1 || true
-  if [ -x scripts/kafka_up.sh ]; then scripts/kafka_up.sh --down || true; fi
-  if [ -x scripts/pubsub_up.sh ]; then scripts/pubsub_up.sh --down || true; fi
+  if [ -x scripts/kafka.sh ]; then scripts/kafka.sh stop "${QDECK_KAFKA_PORT:-19092}" || true; fi
+  pkill -f 'pubsub_fake.sh|qdeck-pubsub/pubsubfake' 2>/dev/null || true
   rm -f "$STATE/env" "$STATE/env.kafka" "$STATE/env.pubsub"
   log "stopped"
 }

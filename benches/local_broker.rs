@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use qdeck::backend::local::{LocalBackend, QueueOptions};
-use qdeck::domain::OutgoingMessage;
+use qdeck_backend::local::{LocalBackend, QueueOptions};
+use qdeck_model::domain::OutgoingMessage;
 
 const QUEUE: &str = "bench";
 
@@ -92,8 +92,8 @@ fn main() {
 /// `list_queues` and `stats` over many queues (what `qdeck ls -o json` and a console poll
 /// cost on the local broker), best of 5.
 fn many_queues(n: usize) -> Result<(), String> {
-    use qdeck::backend::local::LocalHandle;
-    use qdeck::backend::Backend;
+    use qdeck_backend::local::LocalHandle;
+    use qdeck_backend::Backend;
     let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
     let h = LocalHandle::open(&dir.path().join("queues.db")).map_err(|e| e.to_string())?;
     for i in 0..n {
@@ -264,8 +264,8 @@ fn child(db: &Path) -> Result<(), String> {
 /// `stats` and a browse page on one queue holding `n` 1 KB messages (a big DLQ): what each
 /// console poll costs, best of 5.
 fn deep_queue(n: usize) -> Result<(), String> {
-    use qdeck::backend::local::LocalHandle;
-    use qdeck::backend::Backend;
+    use qdeck_backend::local::LocalHandle;
+    use qdeck_backend::Backend;
     let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
     let h = LocalHandle::open(&dir.path().join("deep.db")).map_err(|e| e.to_string())?;
     h.0.create_queue("deep", &QueueOptions::default())
@@ -292,7 +292,7 @@ fn deep_queue(n: usize) -> Result<(), String> {
     let mut best = Duration::MAX;
     for _ in 0..5 {
         let t = Instant::now();
-        rt.block_on(h.stats(&[qdeck::domain::QueueId::new("deep")]))
+        rt.block_on(h.stats(&[qdeck_model::domain::QueueId::new("deep")]))
             .map_err(|e| e.to_string())?;
         best = best.min(t.elapsed());
     }
@@ -300,8 +300,8 @@ fn deep_queue(n: usize) -> Result<(), String> {
     for _ in 0..5 {
         let t = Instant::now();
         rt.block_on(h.browse(
-            &qdeck::domain::QueueId::new("deep"),
-            &qdeck::domain::BrowseRequest {
+            &qdeck_model::domain::QueueId::new("deep"),
+            &qdeck_model::domain::BrowseRequest {
                 cursor: Some((n / 2).to_string()),
                 max: 100,
                 force: false,

@@ -9,10 +9,10 @@ use criterion::{criterion_group, criterion_main, Criterion};
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;
 
-use qdeck::domain::{QueueId, QueueInfo, QueueStats, StatsBatch};
-use qdeck::engine::store::Store;
 use qdeck::tui::state::{SortCol, State, View};
 use qdeck::tui::{update, Action};
+use qdeck_engine::store::Store;
+use qdeck_model::domain::{QueueId, QueueInfo, QueueStats, StatsBatch};
 
 fn state(n: usize) -> State {
     let mut store = Store::new(600, 240, 600.0);
@@ -50,7 +50,7 @@ fn state(n: usize) -> State {
     }
     let mut st = State::new(
         store,
-        qdeck::backend::local::capabilities(),
+        qdeck_backend::local::capabilities(),
         "bench",
         "local",
     );

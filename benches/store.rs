@@ -6,8 +6,8 @@
 
 use std::time::Instant;
 
-use qdeck::domain::{QueueId, QueueInfo, QueueStats, StatsBatch};
-use qdeck::engine::store::Store;
+use qdeck_engine::store::Store;
+use qdeck_model::domain::{QueueId, QueueInfo, QueueStats, StatsBatch};
 
 fn rss_kb() -> u64 {
     std::fs::read_to_string("/proc/self/status")

@@ -26,7 +26,7 @@
 # (QDECK_BENCH_QUEUE_TYPE=quorum, same binary, same go as classic rounds of 0.48, 0.26, 0.41)
 # the pass is faster (2.0-2.1 s) but the full redrive far more so (2.2-2.8 s, 18-22k msg/s):
 # ratios 0.25, 0.28, 0.21, the pass examining at 1.1-1.4x the full rate. One pass examines at
-# most 250,000 messages / 1 GiB (src/backend/rabbitmq/one_pass.rs); --limit examines the
+# most 250,000 messages / 1 GiB (crates/qdeck-backend/src/rabbitmq/one_pass.rs); --limit examines the
 # first part of a deeper DLQ.
 # Everything lives in a vhost of its own (qdeck-bench-fr-PID), deleted at exit.
 #

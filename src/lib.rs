@@ -1,12 +1,8 @@
 //! qdeck: a terminal operations console for message queues and their workers.
 //!
-//! The engine lives in the `qdeck-core` crate (crates/qdeck-core); its modules are re-exported
-//! here under their own names, so `qdeck::engine` and `crate::engine` mean the same thing
-//! in the console, the CLI, tests and benches.
-
-pub use qdeck_core::{
-    backend, celery, celery_workers, config, domain, engine, sanitize, tls, triage,
-};
+//! The application: the one-shot CLI, the console and the demo. The core is in the layered
+//! crates under crates/ (`qdeck_model` ← `qdeck_backend` ← `qdeck_engine`), used by name; the
+//! console (`tui`) never imports the CLI (`cli`), which scripts/check_layers.sh checks.
 
 pub mod cli;
 pub mod demo;

@@ -6,7 +6,7 @@ use clap::Parser;
 use qdeck::cli::{self, args::Cli};
 
 fn init_logging() {
-    let dir = qdeck::config::paths::state_dir();
+    let dir = qdeck_model::config::paths::state_dir();
     if std::fs::create_dir_all(&dir).is_err() {
         return;
     }
@@ -41,7 +41,7 @@ fn install_panic_hook() {
         tracing::error!("panic: {msg}{at}");
         say(&format!(
             "qdeck: internal error: {msg}{at} (this is a bug; details in {})",
-            qdeck::config::paths::state_dir()
+            qdeck_model::config::paths::state_dir()
                 .join("qdeck.log")
                 .display()
         ));
@@ -53,7 +53,7 @@ fn install_panic_hook() {
 fn say(line: &str) {
     eprintln!(
         "{}",
-        qdeck::sanitize::clean(&qdeck::config::redact::redact(line))
+        qdeck_model::sanitize::clean(&qdeck_model::config::redact::redact(line))
     );
 }
 

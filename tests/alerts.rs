@@ -439,13 +439,13 @@ for = "1s"
 
 #[test]
 fn notify_is_global_with_a_per_profile_override() {
-    let c = qdeck::config::parse_str(
+    let c = qdeck_model::config::parse_str(
         "[notify]\nbell = true\n\n[[profiles]]\nname = \"quiet\"\nkind = \"local\"\nnotify = { bell = false, desktop = false }\n\n[[profiles]]\nname = \"loud\"\nkind = \"local\"\n",
     )
     .unwrap();
     assert!(c.notify.bell && !c.notify.desktop);
     assert_eq!(c.profiles[0].notify.as_ref().map(|n| n.bell), Some(false));
     assert!(c.profiles[1].notify.is_none());
-    let bad = qdeck::config::parse_str("[notify]\nring = true\n").unwrap_err();
+    let bad = qdeck_model::config::parse_str("[notify]\nring = true\n").unwrap_err();
     assert!(bad.to_string().contains("unknown field `ring`"), "{bad}");
 }

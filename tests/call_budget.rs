@@ -7,10 +7,10 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use qdeck::backend::local::{LocalHandle, QueueOptions};
-use qdeck::backend::Backend;
-use qdeck::domain::QueueId;
-use qdeck::engine::poller::{self, PollConfig, PollEvent};
+use qdeck_backend::local::{LocalHandle, QueueOptions};
+use qdeck_backend::Backend;
+use qdeck_engine::poller::{self, PollConfig, PollEvent};
+use qdeck_model::domain::QueueId;
 
 struct Run {
     calls: u64,

@@ -18,9 +18,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
 
-use qdeck::backend::{build, Backend, OpProgress};
-use qdeck::config::{Profile, ProfileKind, RedisSettings};
-use qdeck::domain::*;
+use qdeck_backend::{build, Backend, OpProgress};
+use qdeck_model::config::{Profile, ProfileKind, RedisSettings};
+use qdeck_model::domain::*;
 use serde_json::Value as Json;
 
 const DB: u32 = 0;
@@ -151,7 +151,7 @@ fn export_where(
     let mut ids = BTreeSet::new();
     let mut names = BTreeSet::new();
     for line in text.lines().filter(|l| !l.trim().is_empty()) {
-        let r = qdeck::triage::transfer::Record::parse_line(line).expect("export line");
+        let r = qdeck_engine::triage::transfer::Record::parse_line(line).expect("export line");
         let find = |name: &str| -> String {
             r.headers
                 .iter()
@@ -232,7 +232,7 @@ async fn celery_on_redis_figures_browse_and_where_task_match_celery() {
     assert_eq!(msgs.len() as u64, kombu_depth);
     let tasks: Vec<_> = msgs
         .iter()
-        .map(|m| qdeck::celery::decode(m).expect("a Celery task"))
+        .map(|m| qdeck_backend::celery::decode(m).expect("a Celery task"))
         .collect();
     let mut by_name: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for t in &tasks {
@@ -415,7 +415,9 @@ async fn celery_on_redis_malformed_envelope_gets_a_note() {
         })
         .collect();
     assert_eq!(noted.len(), 4);
-    assert!(noted.iter().all(|m| qdeck::celery::decode(m).is_none()));
+    assert!(noted
+        .iter()
+        .all(|m| qdeck_backend::celery::decode(m).is_none()));
     // With a malformed envelope at the head of the list, figures still come, age unknown.
     let _: () = redis::cmd("RPUSH")
         .arg("work")
@@ -595,7 +597,7 @@ fn console_shows_celery_tasks_by_their_call() {
             ("lang".into(), "py".into()),
             ("task".into(), "billing.charge".into()),
             ("id".into(), "t-1".into()),
-            ("retries".into(), qdeck::domain::Value::I64(3)),
+            ("retries".into(), qdeck_model::domain::Value::I64(3)),
             ("argsrepr".into(), "[100, 'EUR']".into()),
             ("kwargsrepr".into(), "{'customer': 'c-0'}".into()),
             ("eta".into(), "2026-12-06T04:37:47+00:00".into()),
@@ -638,14 +640,14 @@ async fn celery_protocol_1_tasks_are_read_from_the_body() {
     let b = redis_backend(Some(&["celery"])).await;
     let msgs = all(b.as_ref(), "old").await;
     assert_eq!(msgs.len(), 14);
-    let pred = qdeck::triage::predicate::Predicate::parse("task = \"legacy.sync\"").unwrap();
-    let ctx = qdeck::triage::predicate::EvalContext::default();
+    let pred = qdeck_engine::triage::predicate::Predicate::parse("task = \"legacy.sync\"").unwrap();
+    let ctx = qdeck_engine::triage::predicate::EvalContext::default();
     let picked: Vec<_> = msgs.iter().filter(|m| pred.matches(m, &ctx)).collect();
     assert_eq!(picked.len(), 2);
     let ids: BTreeSet<String> = picked
         .iter()
         .map(|m| {
-            let t = qdeck::celery::decode(m).expect("celery");
+            let t = qdeck_backend::celery::decode(m).expect("celery");
             assert_eq!(t.protocol, 1);
             assert!(matches!(t.args.as_deref(), Some("[0]" | "[1]")), "{t:?}");
             assert_eq!(t.kwargs.as_deref(), Some(r#"{"full":true}"#));

@@ -18,10 +18,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::celery::{inspect, python, redis_url, run_script, wait_for, Flower, Rmq, Worker};
-use qdeck::backend::{build, Backend};
-use qdeck::celery_workers::{CeleryWorker, WorkerReport};
-use qdeck::config::{Profile, ProfileKind, RedisSettings};
-use qdeck::domain::*;
+use qdeck_backend::celery::workers::{CeleryWorker, WorkerReport};
+use qdeck_backend::{build, Backend};
+use qdeck_model::config::{Profile, ProfileKind, RedisSettings};
+use qdeck_model::domain::*;
 use serde_json::Value as Json;
 
 const DB: u32 = 3;
@@ -85,16 +85,16 @@ async fn redis_backend() -> Arc<dyn Backend> {
 
 /// The RabbitMQ backend, its password given as a secret (never through the environment).
 async fn rmq_backend(rmq: &Rmq) -> Arc<dyn Backend> {
-    let s = qdeck::config::RabbitmqSettings {
+    let s = qdeck_model::config::RabbitmqSettings {
         amqp_url: Some(rmq.bare.clone()),
         management_url: Some(rmq.mgmt.clone()),
         username: Some(rmq.user.clone()),
         password_env: Some("QDECK_TEST_CELERY_RMQ_PASSWORD".into()),
         ..Default::default()
     };
-    let secrets = qdeck::config::secret::SecretMap::new()
+    let secrets = qdeck_model::config::secret::SecretMap::new()
         .with("QDECK_TEST_CELERY_RMQ_PASSWORD", &rmq.password);
-    qdeck::backend::build_with(&profile("celery-rmq", ProfileKind::Rabbitmq(s)), &secrets)
+    qdeck_backend::build_with(&profile("celery-rmq", ProfileKind::Rabbitmq(s)), &secrets)
         .await
         .expect("backend")
 }
@@ -116,7 +116,7 @@ fn ids(v: &Json) -> BTreeSet<String> {
         .unwrap_or_default()
 }
 
-fn task_ids(tasks: &[qdeck::celery_workers::WorkerTask]) -> BTreeSet<String> {
+fn task_ids(tasks: &[qdeck_backend::celery::workers::WorkerTask]) -> BTreeSet<String> {
     tasks.iter().map(|t| t.id.clone()).collect()
 }
 
@@ -409,7 +409,7 @@ async fn celery_failure_results_are_a_read_only_failed_view() {
             .and_then(|(_, v)| v.as_str())
             .expect("traceback");
         assert_eq!(Some(tb), celery[m.id.as_str()]["traceback"].as_str());
-        let t = qdeck::celery::decode(m).expect("decoded as its task");
+        let t = qdeck_backend::celery::decode(m).expect("decoded as its task");
         assert_eq!(t.task, "qdeck.fail");
     }
 
@@ -668,8 +668,8 @@ async fn manual_celery_worker_discovery_20_workers() {
 #[test]
 fn console_workers_view_shows_celery_workers() {
     use common::console::*;
-    use qdeck::celery_workers::WorkerTask;
     use qdeck::tui::{update, Action};
+    use qdeck_backend::celery::workers::WorkerTask;
     let mut st = populated();
     st.queues.cursor.sel = 0;
     update(&mut st, key('w'));

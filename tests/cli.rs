@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use predicates::prelude::*;
-use qdeck::backend::local::QueueOptions;
+use qdeck_backend::local::QueueOptions;
 use serde_json::Value;
 
 impl Env {
@@ -475,7 +475,7 @@ fn redrive_arguments_are_validated() {
             let err = String::from_utf8_lossy(&out.stderr);
             assert_eq!(out.status.code(), Some(2), "{cmd:?} --rate={bad}: {err}");
             assert!(
-                err.contains("--rate") && err.contains(qdeck::engine::rate::RATE_RULE),
+                err.contains("--rate") && err.contains(qdeck_model::rate::RATE_RULE),
                 "{cmd:?} --rate={bad}: {err}"
             );
         }

@@ -12,8 +12,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use qdeck::backend::local::{LocalBackend, QueueOptions};
-use qdeck::domain::OutgoingMessage;
+use qdeck_backend::local::{LocalBackend, QueueOptions};
+use qdeck_model::domain::OutgoingMessage;
 use serde_json::Value;
 
 impl Env {

@@ -5,7 +5,7 @@
 
 use std::path::PathBuf;
 
-use qdeck::config::{self, LoadOptions, ProfileKind};
+use qdeck_model::config::{self, LoadOptions, ProfileKind};
 
 fn write(dir: &tempfile::TempDir, text: &str) -> PathBuf {
     let p = dir.path().join("config.toml");
@@ -26,7 +26,7 @@ fn example_config_parses_with_every_kind() {
     assert!(c
         .profiles
         .iter()
-        .any(|p| p.effective_access() < qdeck::config::Access::Redrive));
+        .any(|p| p.effective_access() < qdeck_model::config::Access::Redrive));
     assert!(c.profiles.iter().any(|p| p.protected));
 }
 
@@ -164,38 +164,38 @@ async fn read_only_flag_survives_a_profile_switch() {
         ),
     )
     .unwrap();
-    let first = qdeck::config::load(&qdeck::config::LoadOptions {
+    let first = qdeck_model::config::load(&qdeck_model::config::LoadOptions {
         file: Some(file.clone()),
         profile: Some("ro".into()),
         read_only: true,
     })
     .unwrap();
-    let switched = qdeck::config::load(&first.options_for("rw")).unwrap();
+    let switched = qdeck_model::config::load(&first.options_for("rw")).unwrap();
     assert!(
         switched.profile.read_only,
         "--read-only carried to the new profile"
     );
-    let s = qdeck::engine::session::Session::open(switched)
+    let s = qdeck_engine::session::Session::open(switched)
         .await
         .unwrap();
     assert!(s.gate.read_only());
     let r = s
         .gate
         .purge(
-            &qdeck::domain::QueueId::new("q"),
-            &qdeck::backend::OpProgress::detached(),
+            &qdeck_model::domain::QueueId::new("q"),
+            &qdeck_backend::OpProgress::detached(),
         )
         .await;
-    assert!(matches!(r, Err(qdeck::backend::BackendError::Refused(_))));
+    assert!(matches!(r, Err(qdeck_backend::BackendError::Refused(_))));
     // Without the flag, a switch follows the new profile's own setting.
-    let plain = qdeck::config::load(&qdeck::config::LoadOptions {
+    let plain = qdeck_model::config::load(&qdeck_model::config::LoadOptions {
         file: Some(file),
         profile: Some("ro".into()),
         read_only: false,
     })
     .unwrap();
     assert!(
-        !qdeck::config::load(&plain.options_for("rw"))
+        !qdeck_model::config::load(&plain.options_for("rw"))
             .unwrap()
             .profile
             .read_only
@@ -206,7 +206,7 @@ async fn read_only_flag_survives_a_profile_switch() {
 /// profile of the run at `browse`, also after a switch.
 #[test]
 fn access_tiers_and_the_read_only_alias() {
-    use qdeck::config::Access;
+    use qdeck_model::config::Access;
     let dir = tempfile::tempdir().unwrap();
     let f = write(
         &dir,

@@ -6,9 +6,9 @@ mod contract;
 
 use std::time::Duration;
 
-use qdeck::backend::local::{LocalHandle, QueueOptions};
-use qdeck::backend::Backend;
-use qdeck::domain::{OutgoingMessage, QueueId};
+use qdeck_backend::local::{LocalHandle, QueueOptions};
+use qdeck_backend::Backend;
+use qdeck_model::domain::{OutgoingMessage, QueueId};
 
 /// Each test gets its own database in its own temporary directory.
 struct LocalFixture {

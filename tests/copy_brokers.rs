@@ -10,8 +10,8 @@ mod common;
 use std::path::Path;
 use std::time::Duration;
 
-use qdeck::backend::Backend;
-use qdeck::domain::{BrowseRequest, Message, QueueId};
+use qdeck_backend::Backend;
+use qdeck_model::domain::{BrowseRequest, Message, QueueId};
 use serde_json::Value;
 
 const PASSWORD_VAR: &str = "QDECK_TEST_COPY_RMQ_PASSWORD";
@@ -102,7 +102,7 @@ fn qdeck(dir: &Path, b: &Brokers, args: &[&str]) -> Value {
 
 async fn sqs_client(ep: &str) -> aws_sdk_sqs::Client {
     let conf = aws_config::defaults(aws_config::BehaviorVersion::latest())
-        .http_client(qdeck::tls::aws_https_client())
+        .http_client(qdeck_backend::tls::aws_https_client())
         .region(aws_config::Region::new("us-east-1"))
         .endpoint_url(ep)
         .credentials_provider(aws_sdk_sqs::config::Credentials::new(
@@ -339,7 +339,7 @@ async fn sqs_to_local_copy_keeps_bodies_and_attributes() {
     }
     let dir = tempfile::tempdir().unwrap();
     write_config(dir.path(), &b, &prefix);
-    let local = qdeck::backend::local::LocalBackend::open(&dir.path().join("lo.db")).unwrap();
+    let local = qdeck_backend::local::LocalBackend::open(&dir.path().join("lo.db")).unwrap();
     local.create_queue("repro", &Default::default()).unwrap();
     let r = qdeck(
         dir.path(),
@@ -356,7 +356,7 @@ async fn sqs_to_local_copy_keeps_bodies_and_attributes() {
         ],
     );
     assert_eq!(r["sent"].as_u64(), Some(3), "{r}");
-    let h = qdeck::backend::local::LocalHandle::open(&dir.path().join("lo.db")).unwrap();
+    let h = qdeck_backend::local::LocalHandle::open(&dir.path().join("lo.db")).unwrap();
     let page = h
         .browse(
             &QueueId::new("repro"),

@@ -8,8 +8,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use assert_cmd::Command;
-use qdeck::backend::local::{LocalBackend, QueueOptions};
-use qdeck::domain::OutgoingMessage;
+use qdeck_backend::local::{LocalBackend, QueueOptions};
+use qdeck_model::domain::OutgoingMessage;
 use serde_json::Value;
 
 mod common;

@@ -8,9 +8,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use qdeck::backend::local::{KeyPolicy, LocalBackend, LocalHandle, QueueOptions};
-use qdeck::backend::{Backend, BackendError, OpProgress};
-use qdeck::domain::*;
+use qdeck_backend::local::{KeyPolicy, LocalBackend, LocalHandle, QueueOptions};
+use qdeck_backend::{Backend, BackendError, OpProgress};
+use qdeck_model::domain::*;
 
 fn broker() -> (tempfile::TempDir, Arc<LocalBackend>) {
     let dir = tempfile::tempdir().expect("temp dir");
@@ -42,13 +42,13 @@ fn keyed(body: &str, key: &str) -> OutgoingMessage {
     }
 }
 
-fn bodies(ls: &[qdeck::backend::local::Leased]) -> Vec<String> {
+fn bodies(ls: &[qdeck_backend::local::Leased]) -> Vec<String> {
     ls.iter()
         .map(|l| String::from_utf8_lossy(&l.body).into_owned())
         .collect()
 }
 
-fn receipts(ls: &[qdeck::backend::local::Leased]) -> Vec<String> {
+fn receipts(ls: &[qdeck_backend::local::Leased]) -> Vec<String> {
     ls.iter().map(|l| l.receipt.clone()).collect()
 }
 
@@ -313,7 +313,7 @@ async fn max_receives_moves_the_message_to_the_dlq_with_origin_reason_and_count(
     for m in &dead {
         let dl = m.dead_letter.as_ref().expect("dead-letter info");
         assert_eq!(
-            dl.origin.as_ref().map(qdeck::domain::QueueId::as_str),
+            dl.origin.as_ref().map(qdeck_model::domain::QueueId::as_str),
             Some("q")
         );
         assert_eq!(dl.reason.as_deref(), Some("max_receives exceeded"));
@@ -512,7 +512,7 @@ async fn redrive_to_origin_and_to_a_named_queue_with_a_limit_loses_nothing() {
             &RedriveRequest {
                 target: RedriveTarget::Queue(QueueId::new("elsewhere")),
                 max: None,
-                rate: Some(qdeck::engine::rate::Rate::fixed(1000.0)),
+                rate: Some(qdeck_model::rate::Rate::fixed(1000.0)),
                 ..req.clone()
             },
             &OpProgress::detached(),
@@ -1125,7 +1125,7 @@ async fn redrive_ends_while_its_messages_dead_letter_again() {
         source: QueueId::new("q.dlq"),
         target: RedriveTarget::Origin,
         max: None,
-        rate: Some(qdeck::engine::rate::Rate::fixed(10.0)),
+        rate: Some(qdeck_model::rate::Rate::fixed(10.0)),
         only_ids: None,
         window: None,
     };

@@ -16,8 +16,8 @@ use std::net::{TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use qdeck::backend::local::{LocalHandle, QueueOptions};
-use qdeck::engine::fleet::{self, FleetRow};
+use qdeck_backend::local::{LocalHandle, QueueOptions};
+use qdeck_engine::fleet::{self, FleetRow};
 
 const REFRESH_SECS: f64 = 1.0;
 const LIVE: [&str; 4] = ["local-a", "local-b", "local-c", "rabbit"];
@@ -130,7 +130,7 @@ async fn manual_fleet_one_broker_down() {
         .collect();
     let (tx, mut rx) = tokio::sync::mpsc::channel(256);
     let _fleet = fleet::spawn(
-        |n| qdeck::config::LoadOptions {
+        |n| qdeck_model::config::LoadOptions {
             file: Some(path.clone()),
             profile: Some(n.to_string()),
             read_only: false,

@@ -16,9 +16,9 @@ use common::nats::{
     backend, n, nats_url, peer, profile, python, script, stats_of, OwnServer, Scene,
 };
 use common::peer::free_port;
-use qdeck::backend::{build, BackendError, OpProgress};
-use qdeck::config::NatsSettings;
-use qdeck::domain::*;
+use qdeck_backend::{build, BackendError, OpProgress};
+use qdeck_model::config::NatsSettings;
+use qdeck_model::domain::*;
 use serde_json::Value as Json;
 
 #[tokio::test]
@@ -376,14 +376,14 @@ async fn delete_by_sequence_and_purge_change_only_what_they_name() {
 async fn wrong_credentials_and_a_server_without_jetstream_say_so_in_one_line() {
     nats_url();
     let server = OwnServer::start(&["--user", "ops", "--pass", "right-pw"]);
-    let secrets = qdeck::config::secret::SecretMap::new().with("QDECK_T_NATS_PW", "wrong-pw");
+    let secrets = qdeck_model::config::secret::SecretMap::new().with("QDECK_T_NATS_PW", "wrong-pw");
     let settings = NatsSettings {
         url: Some(server.url.clone()),
         username: Some("ops".into()),
         password_env: Some("QDECK_T_NATS_PW".into()),
         ..Default::default()
     };
-    let b = qdeck::backend::build_with(&profile(settings.clone()), &secrets)
+    let b = qdeck_backend::build_with(&profile(settings.clone()), &secrets)
         .await
         .unwrap();
     let e = b.list_queues().await.unwrap_err();
@@ -393,8 +393,8 @@ async fn wrong_credentials_and_a_server_without_jetstream_say_so_in_one_line() {
     assert!(text.contains(&server.url), "{text}");
 
     // The right password on a server without JetStream: the API has no responder.
-    let secrets = qdeck::config::secret::SecretMap::new().with("QDECK_T_NATS_PW", "right-pw");
-    let b = qdeck::backend::build_with(&profile(settings), &secrets)
+    let secrets = qdeck_model::config::secret::SecretMap::new().with("QDECK_T_NATS_PW", "right-pw");
+    let b = qdeck_backend::build_with(&profile(settings), &secrets)
         .await
         .unwrap();
     let e = b.list_queues().await.unwrap_err();
@@ -419,12 +419,13 @@ async fn a_token_from_the_secret_source_opens_the_connection() {
         token_env: Some("QDECK_T_NATS_TOKEN".into()),
         ..Default::default()
     };
-    let with = |t: &str| qdeck::config::secret::SecretMap::new().with("QDECK_T_NATS_TOKEN", t);
-    let b = qdeck::backend::build_with(&profile(settings.clone()), &with("t0ken-right"))
+    let with =
+        |t: &str| qdeck_model::config::secret::SecretMap::new().with("QDECK_T_NATS_TOKEN", t);
+    let b = qdeck_backend::build_with(&profile(settings.clone()), &with("t0ken-right"))
         .await
         .unwrap();
     assert!(b.list_queues().await.unwrap().is_empty());
-    let b = qdeck::backend::build_with(&profile(settings), &with("t0ken-wrong"))
+    let b = qdeck_backend::build_with(&profile(settings), &with("t0ken-wrong"))
         .await
         .unwrap();
     let e = b.list_queues().await.unwrap_err();

@@ -16,9 +16,9 @@ use std::process::Command;
 use std::sync::Arc;
 
 use common::nats::{nats_url, peer_at, profile, OwnServer};
-use qdeck::backend::{build_with, Backend, BackendError};
-use qdeck::config::secret::SecretMap;
-use qdeck::config::NatsSettings;
+use qdeck_backend::{build_with, Backend, BackendError};
+use qdeck_model::config::secret::SecretMap;
+use qdeck_model::config::NatsSettings;
 
 fn openssl(dir: &Path, args: &[&str]) {
     let out = Command::new("openssl")

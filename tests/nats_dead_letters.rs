@@ -14,9 +14,9 @@ mod common;
 use std::collections::{BTreeMap, BTreeSet};
 
 use common::nats::{backend, nats_url, peer, peer_at, profile, stats_of, OwnServer, Scene};
-use qdeck::backend::{build, OpProgress};
-use qdeck::config::NatsSettings;
-use qdeck::domain::*;
+use qdeck_backend::{build, OpProgress};
+use qdeck_model::config::NatsSettings;
+use qdeck_model::domain::*;
 use serde_json::Value as Json;
 
 fn pairs(v: &Json) -> Vec<(String, String)> {

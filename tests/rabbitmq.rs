@@ -18,10 +18,10 @@ use std::time::{Duration, Instant};
 use lapin::options::*;
 use lapin::types::{AMQPValue, FieldTable, LongString};
 use lapin::{BasicProperties, Channel, Connection, ConnectionProperties};
-use qdeck::backend::{build_with, Backend, BackendError, OpProgress};
-use qdeck::config::secret::SecretMap;
-use qdeck::config::{Profile, ProfileKind, RabbitmqSettings};
-use qdeck::domain::*;
+use qdeck_backend::{build_with, Backend, BackendError, OpProgress};
+use qdeck_model::config::secret::SecretMap;
+use qdeck_model::config::{Profile, ProfileKind, RabbitmqSettings};
+use qdeck_model::domain::*;
 
 const PASSWORD_VAR: &str = "QDECK_TEST_RABBITMQ_PASSWORD";
 
@@ -323,7 +323,7 @@ async fn figures_match_management_api_and_dlq_links_via_arguments() {
     let si = info(&list, &src);
     assert_eq!(si.kind, QueueKind::Classic);
     assert_eq!(
-        si.dlq.as_ref().map(qdeck::domain::QueueId::as_str),
+        si.dlq.as_ref().map(qdeck_model::domain::QueueId::as_str),
         Some(dlq.as_str())
     );
     let di = info(&list, &dlq);
@@ -506,7 +506,7 @@ async fn dead_lettered_messages_browse_in_place_with_x_death() {
     let m = &page.messages[0];
     let dl = m.dead_letter.as_ref().expect("x-death parsed");
     assert_eq!(
-        dl.origin.as_ref().map(qdeck::domain::QueueId::as_str),
+        dl.origin.as_ref().map(qdeck_model::domain::QueueId::as_str),
         Some(src.as_str())
     );
     assert_eq!(dl.reason.as_deref(), Some("rejected"));
@@ -801,7 +801,7 @@ async fn redrive_cancel_and_missing_origin_keep_messages() {
         source: QueueId::new(&q),
         target: RedriveTarget::Queue(QueueId::new(&t)),
         max: None,
-        rate: Some(qdeck::engine::rate::Rate::fixed(50.0)),
+        rate: Some(qdeck_model::rate::Rate::fixed(50.0)),
         only_ids: None,
         window: None,
     };
@@ -1425,7 +1425,7 @@ async fn dead_lettering_by_delivery_limit_is_reported() {
         info(&list, &src)
             .dlq
             .as_ref()
-            .map(qdeck::domain::QueueId::as_str),
+            .map(qdeck_model::domain::QueueId::as_str),
         Some(dlq.as_str())
     );
     let page = b
@@ -1442,7 +1442,7 @@ async fn dead_lettering_by_delivery_limit_is_reported() {
     let dl = page.messages[0].dead_letter.as_ref().expect("x-death");
     assert_eq!(dl.reason.as_deref(), Some("delivery_limit"));
     assert_eq!(
-        dl.origin.as_ref().map(qdeck::domain::QueueId::as_str),
+        dl.origin.as_ref().map(qdeck_model::domain::QueueId::as_str),
         Some(src.as_str())
     );
     cleanup(&ch, &[&src, &dlq]).await;
@@ -1638,7 +1638,7 @@ async fn connection_killed_mid_redrive_loses_nothing() {
         source: QueueId::new(&a),
         target: RedriveTarget::Queue(QueueId::new(&t)),
         max: None,
-        rate: Some(qdeck::engine::rate::Rate::fixed(600.0)),
+        rate: Some(qdeck_model::rate::Rate::fixed(600.0)),
         only_ids: None,
         window: None,
     };
@@ -2282,7 +2282,7 @@ async fn move_and_kill_the_shovel_connection(
     e: &Env,
     a: &str,
     t: &str,
-) -> Option<qdeck::backend::Result<RedriveReport>> {
+) -> Option<qdeck_backend::Result<RedriveReport>> {
     let b = backend(e).await;
     let req = RedriveRequest {
         source: QueueId::new(a),
@@ -2571,7 +2571,7 @@ async fn filtered_listing_checks(b: Arc<dyn Backend>, tag: String, source: Strin
         let re = regex::Regex::new(&pattern).unwrap();
         let before = queue_calls(&b);
         let got = b
-            .list_queues_matching(&qdeck::backend::QueueFilter::new(re.clone()))
+            .list_queues_matching(&qdeck_backend::QueueFilter::new(re.clone()))
             .await
             .unwrap();
         let calls = queue_calls(&b) - before;
@@ -2604,7 +2604,7 @@ async fn filtered_listing_checks(b: Arc<dyn Backend>, tag: String, source: Strin
 
 /// A plain reqwest client; qdeck's build has no TLS provider of reqwest's own, so install it.
 fn http_client() -> reqwest::Client {
-    qdeck::tls::install_provider();
+    qdeck_backend::tls::install_provider();
     reqwest::Client::new()
 }
 

@@ -20,9 +20,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::redis_db::{db_url, flush, raw, redis_url};
-use qdeck::backend::{build, Backend, BackendError, OpProgress};
-use qdeck::config::{Profile, ProfileKind, RedisSettings};
-use qdeck::domain::*;
+use qdeck_backend::{build, Backend, BackendError, OpProgress};
+use qdeck_model::config::{Profile, ProfileKind, RedisSettings};
+use qdeck_model::domain::*;
 use serde_json::Value as Json;
 
 fn fixtures() -> PathBuf {
@@ -388,7 +388,7 @@ async fn redrive_to_another_queue_is_refused_with_the_reason() {
             b.sender().is_none(),
             "a Redis job queue takes no messages from qdeck"
         );
-        match qdeck::backend::sender_of(b) {
+        match qdeck_backend::sender_of(b) {
             Err(BackendError::Unsupported(why)) => assert!(why.contains("own client"), "{why}"),
             Err(other) => panic!("sender_of for {}: {other:?}", s.dlq),
             Ok(_) => panic!("sender_of for {}: a sender", s.dlq),
@@ -688,7 +688,7 @@ async fn sidekiq_redrive_then_a_real_process_completes_all() {
     for m in &page.messages {
         let dl = m.dead_letter.as_ref().expect("dead letter info");
         assert_eq!(
-            dl.origin.as_ref().map(qdeck::domain::QueueId::as_str),
+            dl.origin.as_ref().map(qdeck_model::domain::QueueId::as_str),
             Some(q.as_str())
         );
         assert_eq!(dl.reason.as_deref(), Some("RuntimeError"));
@@ -925,7 +925,7 @@ async fn ids_in(b: &dyn Backend, q: &str) -> Vec<String> {
 /// Every message carries the redrive stamp once, and the reasons grouper counts them all as
 /// back after a redrive.
 fn assert_stamped_once(messages: &[Message]) {
-    let mut g = qdeck::triage::Grouper::new(Default::default());
+    let mut g = qdeck_engine::triage::Grouper::new(Default::default());
     for m in messages {
         let h: BTreeMap<_, _> = m.text_fields().into_iter().collect();
         assert_eq!(
@@ -1487,7 +1487,7 @@ async fn sidekiq_redrive_honours_a_rate_and_a_bad_one_is_refused() {
             .expect("run qdeck");
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "--rate={bad}: {err}");
-        assert!(err.contains(qdeck::engine::rate::RATE_RULE), "{err}");
+        assert!(err.contains(qdeck_model::rate::RATE_RULE), "{err}");
     }
     assert_eq!(zcard(3, "dead").await, 5, "a refused rate moved nothing");
 
@@ -1496,7 +1496,7 @@ async fn sidekiq_redrive_honours_a_rate_and_a_bad_one_is_refused() {
         source: QueueId::new("dead"),
         target: RedriveTarget::Origin,
         max: None,
-        rate: Some(qdeck::engine::rate::Rate::fixed(2.0)),
+        rate: Some(qdeck_model::rate::Rate::fixed(2.0)),
         only_ids: None,
         window: None,
     };

@@ -21,9 +21,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::redis_db::{db_url, flush, raw, redis_url};
-use qdeck::backend::{build, Backend, OpProgress};
-use qdeck::config::{Profile, ProfileKind, RedisSettings};
-use qdeck::domain::*;
+use qdeck_backend::{build, Backend, OpProgress};
+use qdeck_model::config::{Profile, ProfileKind, RedisSettings};
+use qdeck_model::domain::*;
 use serde_json::Value as Json;
 
 fn python() -> String {

@@ -16,8 +16,8 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::pty::Console;
-use qdeck::backend::local::{LocalHandle, QueueOptions};
-use qdeck::domain::OutgoingMessage;
+use qdeck_backend::local::{LocalHandle, QueueOptions};
+use qdeck_model::domain::OutgoingMessage;
 
 /// One scale test at a time: each drives a console over tens of thousands of queues, and the
 /// two side by side on two cores measure the machine, not the console.
@@ -299,7 +299,7 @@ fn manual_console_over_20000_rabbitmq_queues() {
         uri.host_str().unwrap().to_string(),
         uri.port().unwrap_or(5672),
     );
-    qdeck::tls::install_provider();
+    qdeck_backend::tls::install_provider();
     let vh = Vhost {
         rt: tokio::runtime::Runtime::new().unwrap(),
         http: reqwest::Client::new(),

@@ -286,7 +286,7 @@ fn prometheus_scrapes_serve_and_promql_agrees_with_ls() {
     // A RabbitMQ queue with 3 messages, made through the management API.
     let queue = format!("qdeck-test-serve-{}", std::process::id());
     let rt = tokio::runtime::Runtime::new().unwrap();
-    qdeck::tls::install_provider();
+    qdeck_backend::tls::install_provider();
     let client = reqwest::Client::new();
     let api = |path: String| format!("{}/api{path}", mgmt.trim_end_matches('/'));
     rt.block_on(async {

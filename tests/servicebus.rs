@@ -12,8 +12,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Instant;
 
-use qdeck::backend::{build, Backend, BackendError, OpProgress};
-use qdeck::domain::*;
+use qdeck_backend::{build, Backend, BackendError, OpProgress};
+use qdeck_model::domain::*;
 use serde_json::Value;
 use standin::{new_msg, StandIn};
 
@@ -336,7 +336,7 @@ async fn resubmit_to_chosen_queue_with_max_and_selection() {
         source: dlq("src"),
         target: RedriveTarget::Queue(q("other")),
         max: Some(5),
-        rate: Some(qdeck::engine::rate::Rate::fixed(200.0)),
+        rate: Some(qdeck_model::rate::Rate::fixed(200.0)),
         only_ids: None,
         window: None,
     };
@@ -577,7 +577,7 @@ async fn bad_signature_expired_token_and_listen_key_are_auth_errors() {
 }
 
 fn sas_for(uri: &str, name: &str, key: &str, se: u64) -> String {
-    qdeck::backend::servicebus::connstr::sas_token(uri, name, key, se)
+    qdeck_backend::servicebus::connstr::sas_token(uri, name, key, se)
 }
 
 #[tokio::test]
@@ -812,7 +812,7 @@ async fn entity_scoped_connection_string_lists_its_entity() {
     assert_eq!(s.counts("one"), (1, 0));
 }
 
-/// Evidence for the design choice in `src/backend/servicebus/runtime.rs`: the
+/// Evidence for the design choice in `crates/qdeck-backend/src/servicebus/runtime.rs`: the
 /// `azure_messaging_servicebus` 0.21 crate can be pointed at any endpoint through a custom
 /// `azure_core::HttpClient` that rewrites its hard-coded `https://{ns}.servicebus.windows.net`
 /// and re-signs (its own token's `sr` names that host) — but its peek-lock fails on a binary
@@ -851,11 +851,11 @@ mod crate_routing {
                     rb = rb.header(n.as_str(), v.as_str());
                 }
             }
-            let tok = qdeck::backend::servicebus::connstr::sas_token(
+            let tok = qdeck_backend::servicebus::connstr::sas_token(
                 &self.base,
                 "RootManageSharedAccessKey",
                 standin::MANAGE_KEY,
-                qdeck::backend::servicebus::connstr::unix_now() + 600,
+                qdeck_backend::servicebus::connstr::unix_now() + 600,
             );
             rb = rb.header("authorization", tok);
             if let azure_core::Body::Bytes(b) = req.body() {
@@ -1328,7 +1328,7 @@ async fn empty_receive_long_polls() {
         &base,
         "RootManageSharedAccessKey",
         standin::MANAGE_KEY,
-        qdeck::backend::servicebus::connstr::unix_now() + 600,
+        qdeck_backend::servicebus::connstr::unix_now() + 600,
     );
     let empty = http
         .post(format!("{base}lp/messages/head?timeout=1"))
@@ -1612,7 +1612,7 @@ contract_tests!(setup = StandInFixture::setup());
 
 /// A plain reqwest client; qdeck's build has no TLS provider of reqwest's own, so install it.
 fn http_client() -> reqwest::Client {
-    qdeck::tls::install_provider();
+    qdeck_backend::tls::install_provider();
     reqwest::Client::new()
 }
 
@@ -1623,7 +1623,7 @@ fn http_client() -> reqwest::Client {
 /// with the stand-in, not Microsoft's client: its REST surface is the stand-in's.
 #[tokio::test]
 async fn typed_custom_properties_survive_send_browse_and_copy() {
-    use qdeck::domain::Value as V;
+    use qdeck_model::domain::Value as V;
     let s = StandIn::start().await;
     s.create_queue("typed", 10, 30);
     s.create_queue("typed-copy", 10, 30);
@@ -1699,11 +1699,11 @@ async fn typed_custom_properties_survive_send_browse_and_copy() {
     );
 
     // A copy within Service Bus: the same wire values, a fresh MessageId.
-    let mut ledger = qdeck::triage::headers::HeaderLedger::default();
-    let out = qdeck::triage::headers::map_message(
+    let mut ledger = qdeck_backend::headers::HeaderLedger::default();
+    let out = qdeck_backend::headers::map_message(
         m,
-        qdeck::domain::BrokerKind::Servicebus,
-        qdeck::domain::BrokerKind::Servicebus,
+        qdeck_model::domain::BrokerKind::Servicebus,
+        qdeck_model::domain::BrokerKind::Servicebus,
         &mut ledger,
     );
     b.sender()

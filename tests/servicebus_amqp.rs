@@ -19,10 +19,10 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use qdeck::backend::{build_with, Backend, BackendError, OpProgress};
-use qdeck::config::secret::SecretMap;
-use qdeck::config::{Profile, ProfileKind, SbTransport, ServicebusSettings};
-use qdeck::domain::*;
+use qdeck_backend::{build_with, Backend, BackendError, OpProgress};
+use qdeck_model::config::secret::SecretMap;
+use qdeck_model::config::{Profile, ProfileKind, SbTransport, ServicebusSettings};
+use qdeck_model::domain::*;
 use serde_json::Value as Json;
 
 use common::sb_standin::{free_port, SbStandin};
@@ -314,11 +314,11 @@ async fn a_wrong_key_a_foreign_token_and_an_unreachable_host_are_one_line_errors
     let host = endpoint
         .trim_start_matches("Endpoint=sb://")
         .trim_end_matches('/');
-    let token = qdeck::backend::servicebus::connstr::sas_token(
+    let token = qdeck_backend::servicebus::connstr::sas_token(
         &format!("sb://{host}/elsewhere"),
         "RootManageSharedAccessKey",
         key,
-        qdeck::backend::servicebus::connstr::unix_now() + 600,
+        qdeck_backend::servicebus::connstr::unix_now() + 600,
     );
     let scoped = format!("{endpoint};SharedAccessSignature={token};UseDevelopmentEmulator=true");
     let b = s.backend_with(&scoped).await.expect("built lazily");
@@ -532,8 +532,8 @@ async fn session_queues_are_browsed_listed_and_purged() {
     assert_eq!(b.capabilities_for(&info).browse, BrowseEffect::None);
     let all = b.browse(&q("chats"), &req(10)).await.unwrap().messages;
     assert_eq!(all.len(), 5);
-    let pred = qdeck::triage::predicate::Predicate::parse(r#"session = "b""#).unwrap();
-    let ctx = qdeck::triage::predicate::EvalContext {
+    let pred = qdeck_engine::triage::predicate::Predicate::parse(r#"session = "b""#).unwrap();
+    let ctx = qdeck_engine::triage::predicate::EvalContext {
         now_ms: now_ms(),
         signature: Default::default(),
     };
@@ -737,13 +737,13 @@ async fn the_transfer_dead_letter_queue_is_a_row_while_it_holds_messages() {
         .split(';')
         .next()
         .unwrap();
-    let token = qdeck::backend::servicebus::connstr::sas_token(
+    let token = qdeck_backend::servicebus::connstr::sas_token(
         &s.mgmt,
         "RootManageSharedAccessKey",
         key,
-        qdeck::backend::servicebus::connstr::unix_now() + 600,
+        qdeck_backend::servicebus::connstr::unix_now() + 600,
     );
-    qdeck::tls::install_provider();
+    qdeck_backend::tls::install_provider();
     let moved = reqwest::Client::new()
         .post(format!(
             "{}/$standin/transfer-dead-letter?entity=fwd&count=2",

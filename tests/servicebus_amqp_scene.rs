@@ -18,7 +18,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use qdeck::domain::QueueId;
+use qdeck_model::domain::QueueId;
 use serde_json::Value as Json;
 
 /// The steps scene.py plays, in order; each must be reported and pass.
@@ -378,7 +378,7 @@ fn management_get(s: &StandIn, path: &str, token: &str) -> (u16, String) {
 #[test]
 #[ignore = "needs QDECK_TEST_SB_AMQP=1 and QDECK_TEST_PYTHON with python-qpid-proton and azure-servicebus"]
 fn the_management_api_checks_tokens_as_azure_does() {
-    use qdeck::backend::servicebus::connstr::{sas_token, unix_now};
+    use qdeck_backend::servicebus::connstr::{sas_token, unix_now};
     let py = python();
     let s = StandIn::start(&py, None);
     let key = s

@@ -12,9 +12,9 @@ mod standin;
 use std::path::Path;
 use std::sync::Arc;
 
-use qdeck::backend::{Backend, OpProgress};
-use qdeck::domain::*;
-use qdeck::triage::{self, ScanLimits, SignatureConfig};
+use qdeck_backend::{Backend, OpProgress};
+use qdeck_engine::triage::{self, ScanLimits, SignatureConfig};
+use qdeck_model::domain::*;
 use standin::{new_msg, StandIn};
 
 const DLQ: &str = "orders/$DeadLetterQueue";
@@ -192,7 +192,7 @@ async fn move_with_where_takes_the_chosen_dead_letters_into_the_local_broker() {
     let mut left: Vec<String> = s.messages("orders", true).iter().map(tenant).collect();
     left.sort();
     assert_eq!(left, vec!["t0", "t0", "t1", "t1"]);
-    let local = qdeck::backend::local::LocalHandle::open(&dir.path().join("lo.db")).unwrap();
+    let local = qdeck_backend::local::LocalHandle::open(&dir.path().join("lo.db")).unwrap();
     let page = local
         .browse(
             &QueueId::new("repro"),
@@ -223,7 +223,7 @@ async fn move_with_where_takes_the_chosen_dead_letters_into_the_local_broker() {
 }
 
 fn qdeck_local_queue(dir: &Path, name: &str) {
-    qdeck::backend::local::LocalBackend::open(&dir.join("lo.db"))
+    qdeck_backend::local::LocalBackend::open(&dir.join("lo.db"))
         .unwrap()
         .create_queue(name, &Default::default())
         .unwrap();
@@ -291,7 +291,7 @@ async fn redriven_copies_are_stamped_and_marked_when_they_dead_letter_again() {
     assert!(report
         .groups
         .iter()
-        .all(qdeck::triage::Group::came_back_after_redrive));
+        .all(qdeck_engine::triage::Group::came_back_after_redrive));
     // A second redrive counts on.
     b.redrive(&req, &OpProgress::detached()).await.unwrap();
     assert!(s.messages("orders", false).iter().all(|m| m

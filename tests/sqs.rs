@@ -22,10 +22,10 @@ use std::time::Duration;
 
 use aws_config::{BehaviorVersion, Region};
 use aws_sdk_sqs::types::{MessageAttributeValue, QueueAttributeName};
-use qdeck::backend::{self, Backend, BackendError, OpProgress};
-use qdeck::config::secret::SecretMap;
-use qdeck::config::{Profile, ProfileKind, SqsSettings};
-use qdeck::domain::*;
+use qdeck_backend::{self as backend, Backend, BackendError, OpProgress};
+use qdeck_model::config::secret::SecretMap;
+use qdeck_model::config::{Profile, ProfileKind, SqsSettings};
+use qdeck_model::domain::*;
 
 /// moto's keys (it takes any): handed to the backends built here, never set in the
 /// environment the test threads share.
@@ -81,7 +81,7 @@ struct Raw {
 
 async fn raw(ep: &str) -> Raw {
     let conf = aws_config::defaults(BehaviorVersion::latest())
-        .http_client(qdeck::tls::aws_https_client())
+        .http_client(qdeck_backend::tls::aws_https_client())
         .region(Region::new("us-east-1"))
         .endpoint_url(ep)
         .credentials_provider(aws_sdk_sqs::config::Credentials::new(
@@ -516,7 +516,7 @@ async fn client_side_redrive_respects_max_and_cancel() {
         source: dlq_id.clone(),
         target: RedriveTarget::Queue(src_id.clone()),
         max: Some(7),
-        rate: Some(qdeck::engine::rate::Rate::fixed(1000.0)),
+        rate: Some(qdeck_model::rate::Rate::fixed(1000.0)),
         only_ids: None,
         window: None,
     };
@@ -691,7 +691,7 @@ async fn age_comes_from_seeded_cloudwatch_data_on_its_own_cadence() {
     let calls = b.api_calls().snapshot();
     assert_eq!(calls.get("cloudwatch:GetMetricData"), Some(&1));
     assert_eq!(calls.get("billing:cloudwatch-metrics"), Some(&1));
-    let cost = qdeck::backend::sqs::estimated_cost_usd(&calls);
+    let cost = qdeck_backend::sqs::estimated_cost_usd(&calls);
     assert!(cost > 0.0);
 }
 
@@ -928,7 +928,7 @@ async fn move_task_runs_natively_and_reports_progress() {
                 source: QueueId::new("orders-dlq"),
                 target: RedriveTarget::Origin,
                 max: None,
-                rate: Some(qdeck::engine::rate::Rate::fixed(50.0)),
+                rate: Some(qdeck_model::rate::Rate::fixed(50.0)),
                 only_ids: None,
                 window: None,
             },
@@ -1169,8 +1169,8 @@ async fn manual_call_budget_on_moto() {
     ]);
     println!(
         "estimated cost: refresh every 30 s + age every 120 s = ${:.4}/hour (${:.2}/30 days)",
-        qdeck::backend::sqs::estimated_cost_per_hour(&per_refresh, Duration::from_secs(3600)),
-        qdeck::backend::sqs::estimated_cost_per_hour(&per_refresh, Duration::from_secs(3600))
+        qdeck_backend::sqs::estimated_cost_per_hour(&per_refresh, Duration::from_secs(3600)),
+        qdeck_backend::sqs::estimated_cost_per_hour(&per_refresh, Duration::from_secs(3600))
             * 24.0
             * 30.0
     );
@@ -1245,7 +1245,7 @@ async fn manual_call_budget_on_moto() {
                 source: src_id.clone(),
                 target: RedriveTarget::Queue(dlq_id.clone()),
                 max: None,
-                rate: Some(qdeck::engine::rate::Rate::fixed(1e9)),
+                rate: Some(qdeck_model::rate::Rate::fixed(1e9)),
                 only_ids: None,
                 window: None,
             },
@@ -1669,7 +1669,7 @@ async fn redrive_ends_while_its_copies_dead_letter_again() {
         target: RedriveTarget::Origin,
         max: None,
         // Batches of 5 a second: the consumer sends each batch back before the next.
-        rate: Some(qdeck::engine::rate::Rate::fixed(5.0)),
+        rate: Some(qdeck_model::rate::Rate::fixed(5.0)),
         only_ids: None,
         window: None,
     };
@@ -1991,7 +1991,7 @@ async fn pattern_narrows_the_listing_before_any_attribute_is_read() {
     };
     let re = regex::Regex::new(&format!("^{p}-orders")).unwrap();
     let got = b
-        .list_queues_matching(&qdeck::backend::QueueFilter::new(re))
+        .list_queues_matching(&qdeck_backend::QueueFilter::new(re))
         .await
         .unwrap();
     let mut names: Vec<&str> = got.iter().map(|q| q.id.as_str()).collect();
@@ -2009,7 +2009,7 @@ async fn pattern_narrows_the_listing_before_any_attribute_is_read() {
     // A pattern outside the profile's prefix cannot match anything: no call at all.
     let before = b.api_calls().total();
     let none = b
-        .list_queues_matching(&qdeck::backend::QueueFilter::new(
+        .list_queues_matching(&qdeck_backend::QueueFilter::new(
             regex::Regex::new("^elsewhere").unwrap(),
         ))
         .await
@@ -2020,7 +2020,7 @@ async fn pattern_narrows_the_listing_before_any_attribute_is_read() {
     let all = b.list_queues().await.unwrap();
     let re = regex::Regex::new("mail").unwrap();
     let got = b
-        .list_queues_matching(&qdeck::backend::QueueFilter::new(re.clone()))
+        .list_queues_matching(&qdeck_backend::QueueFilter::new(re.clone()))
         .await
         .unwrap();
     assert_eq!(
@@ -2123,7 +2123,7 @@ async fn delete_ids_refuses_a_queue_that_dead_letters() {
 
 /// A plain reqwest client; qdeck's build has no TLS provider of reqwest's own, so install it.
 fn http_client() -> reqwest::Client {
-    qdeck::tls::install_provider();
+    qdeck_backend::tls::install_provider();
     reqwest::Client::new()
 }
 

@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use predicates::prelude::*;
-use qdeck::backend::local::{LocalBackend, QueueOptions};
-use qdeck::domain::OutgoingMessage;
+use qdeck_backend::local::{LocalBackend, QueueOptions};
+use qdeck_model::domain::OutgoingMessage;
 use serde_json::Value;
 
 impl Env {
@@ -588,10 +588,10 @@ fn purge_where_deletes_exactly_the_matching_messages() {
 /// The engine API the console builds on: pages, bounds, cancel, incremental groups.
 #[tokio::test]
 async fn engine_scan_pages_bounds_and_cancel() {
-    use qdeck::backend::local::LocalHandle;
-    use qdeck::backend::OpProgress;
-    use qdeck::domain::QueueId;
-    use qdeck::triage::{self, Grouper, ScanLimits, SignatureConfig, StopReason};
+    use qdeck_backend::local::LocalHandle;
+    use qdeck_backend::OpProgress;
+    use qdeck_engine::triage::{self, Grouper, ScanLimits, SignatureConfig, StopReason};
+    use qdeck_model::domain::QueueId;
     let e = Env::new();
     incident(&e);
     let h = LocalHandle(std::sync::Arc::new(e.local()));

@@ -9,10 +9,10 @@ mod common;
 
 use std::time::Duration;
 
-use qdeck::backend::{Backend, OpProgress};
-use qdeck::domain::*;
-use qdeck::triage::transfer::Record;
-use qdeck::triage::{self, EvalContext, Predicate, ScanLimits, SignatureConfig};
+use qdeck_backend::{Backend, OpProgress};
+use qdeck_engine::triage::transfer::Record;
+use qdeck_engine::triage::{self, EvalContext, Predicate, ScanLimits, SignatureConfig};
+use qdeck_model::domain::*;
 
 fn uniq(prefix: &str) -> String {
     format!(
@@ -149,7 +149,7 @@ async fn filtered_redrive(b: &dyn Backend, dlq: &str, pred: &str, target: Redriv
         // No delete by id on this broker: declared, not faked.
         assert!(matches!(
             del,
-            Err(qdeck::backend::BackendError::Unsupported(_))
+            Err(qdeck_backend::BackendError::Unsupported(_))
         ));
     }
     r.moved
@@ -161,8 +161,8 @@ mod rabbitmq {
     use lapin::options::*;
     use lapin::types::{AMQPValue, FieldTable, LongString};
     use lapin::{Connection, ConnectionProperties};
-    use qdeck::config::secret::SecretMap;
-    use qdeck::config::{Profile, ProfileKind, RabbitmqSettings};
+    use qdeck_model::config::secret::SecretMap;
+    use qdeck_model::config::{Profile, ProfileKind, RabbitmqSettings};
 
     const PASSWORD_VAR: &str = "QDECK_TEST_TRIAGE_RABBITMQ_PASSWORD";
 
@@ -206,7 +206,7 @@ mod rabbitmq {
             reason_headers: Vec::new(),
             notify: None,
         };
-        let b = qdeck::backend::build_with(&profile, &secrets)
+        let b = qdeck_backend::build_with(&profile, &secrets)
             .await
             .expect("backend");
         let conn = Connection::connect(&url, ConnectionProperties::default())
@@ -472,8 +472,8 @@ mod one_pass;
 #[cfg(feature = "sqs")]
 mod sqs {
     use super::*;
-    use qdeck::config::secret::SecretMap;
-    use qdeck::config::{Profile, ProfileKind, SqsSettings};
+    use qdeck_model::config::secret::SecretMap;
+    use qdeck_model::config::{Profile, ProfileKind, SqsSettings};
 
     async fn setup(prefix: &str) -> std::sync::Arc<dyn Backend> {
         let ep = crate::common::broker_var("QDECK_TEST_SQS_ENDPOINT", "moto");
@@ -494,7 +494,7 @@ mod sqs {
             reason_headers: Vec::new(),
             notify: None,
         };
-        qdeck::backend::build_with(&profile, &moto_keys())
+        qdeck_backend::build_with(&profile, &moto_keys())
             .await
             .expect("backend")
     }
@@ -510,7 +510,7 @@ mod sqs {
         let _ = ep_backend;
         let ep = std::env::var("QDECK_TEST_SQS_ENDPOINT").unwrap();
         let conf = aws_config::defaults(aws_config::BehaviorVersion::latest())
-            .http_client(qdeck::tls::aws_https_client())
+            .http_client(qdeck_backend::tls::aws_https_client())
             .region(aws_config::Region::new("us-east-1"))
             .endpoint_url(ep)
             .credentials_provider(aws_sdk_sqs::config::Credentials::new(

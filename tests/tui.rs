@@ -13,16 +13,16 @@ use common::pty::Console;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
-use qdeck::backend::local::{LocalHandle, QueueOptions};
-use qdeck::backend::{Backend, BackendError};
-use qdeck::config::Access;
-use qdeck::domain::*;
-use qdeck::engine::ops::Verdict;
-use qdeck::engine::poller::{self, PollConfig, PollEvent};
-use qdeck::engine::store::Store;
 use qdeck::tui::state::{DialogKind, OpSummary, State, View};
 use qdeck::tui::theme::Theme;
 use qdeck::tui::{update, Action, Effect};
+use qdeck_backend::local::{LocalHandle, QueueOptions};
+use qdeck_backend::{Backend, BackendError};
+use qdeck_engine::ops::Verdict;
+use qdeck_engine::poller::{self, PollConfig, PollEvent};
+use qdeck_engine::store::Store;
+use qdeck_model::config::Access;
+use qdeck_model::domain::*;
 
 fn snap(name: &str, st: &State, w: u16, h: u16) {
     let t = draw(st, w, h);
@@ -683,12 +683,12 @@ fn redrive_selected_messages() {
         })
         .unwrap();
     assert_eq!(req.target, RedriveTarget::Queue(QueueId::new("orders")));
-    assert_eq!(req.rate, Some(qdeck::engine::rate::Rate::fixed(1.0)));
+    assert_eq!(req.rate, Some(qdeck_model::rate::Rate::fixed(1.0)));
     assert_eq!(req.only_ids.unwrap().len(), 2);
     // Progress, cancel.
     update(
         &mut st,
-        Action::OpProgress(qdeck::backend::ProgressState {
+        Action::OpProgress(qdeck_backend::ProgressState {
             done: 1,
             failed: 0,
             total: Some(2),
@@ -952,7 +952,7 @@ fn search_copy_and_save() {
     let dir = tempfile::tempdir().unwrap();
     let r = qdeck::tui::app::save_jsonl(
         dir.path(),
-        qdeck::domain::BrokerKind::Local,
+        qdeck_model::domain::BrokerKind::Local,
         &QueueId::new("orders-dlq/../x"),
         &msgs,
     )
@@ -966,16 +966,16 @@ fn search_copy_and_save() {
         .path();
     // The export format: the same record `qdeck export` writes, read back as it.
     let line = std::fs::read_to_string(f).unwrap();
-    let back = qdeck::triage::transfer::Record::parse_line(line.trim()).unwrap();
+    let back = qdeck_engine::triage::transfer::Record::parse_line(line.trim()).unwrap();
     assert_eq!(
         back,
-        qdeck::triage::transfer::Record::from_message(
+        qdeck_engine::triage::transfer::Record::from_message(
             &msgs[0],
-            qdeck::domain::BrokerKind::Local,
+            qdeck_model::domain::BrokerKind::Local,
             "orders-dlq/../x"
         )
     );
-    assert_eq!(back.v, Some(qdeck::triage::transfer::FORMAT));
+    assert_eq!(back.v, Some(qdeck_engine::triage::transfer::FORMAT));
 }
 
 #[test]
@@ -1072,40 +1072,40 @@ struct Hang;
 
 #[async_trait::async_trait]
 impl Backend for Hang {
-    fn kind(&self) -> qdeck::domain::BrokerKind {
-        qdeck::domain::BrokerKind::Local
+    fn kind(&self) -> qdeck_model::domain::BrokerKind {
+        qdeck_model::domain::BrokerKind::Local
     }
     fn capabilities(&self) -> Capabilities {
         caps()
     }
-    async fn list_queues(&self) -> qdeck::backend::Result<Vec<QueueInfo>> {
+    async fn list_queues(&self) -> qdeck_backend::Result<Vec<QueueInfo>> {
         std::future::pending().await
     }
-    async fn stats(&self, _: &[QueueId]) -> qdeck::backend::Result<StatsBatch> {
+    async fn stats(&self, _: &[QueueId]) -> qdeck_backend::Result<StatsBatch> {
         std::future::pending().await
     }
-    async fn consumers(&self, _: &QueueId) -> qdeck::backend::Result<Vec<Consumer>> {
+    async fn consumers(&self, _: &QueueId) -> qdeck_backend::Result<Vec<Consumer>> {
         std::future::pending().await
     }
-    async fn browse(&self, _: &QueueId, _: &BrowseRequest) -> qdeck::backend::Result<Page> {
+    async fn browse(&self, _: &QueueId, _: &BrowseRequest) -> qdeck_backend::Result<Page> {
         std::future::pending().await
     }
     async fn redrive(
         &self,
         _: &RedriveRequest,
-        _: &qdeck::backend::OpProgress,
-    ) -> qdeck::backend::Result<RedriveReport> {
+        _: &qdeck_backend::OpProgress,
+    ) -> qdeck_backend::Result<RedriveReport> {
         std::future::pending().await
     }
     async fn purge(
         &self,
         _: &QueueId,
-        _: &qdeck::backend::OpProgress,
-    ) -> qdeck::backend::Result<PurgeReport> {
+        _: &qdeck_backend::OpProgress,
+    ) -> qdeck_backend::Result<PurgeReport> {
         std::future::pending().await
     }
-    fn api_calls(&self) -> &qdeck::backend::ApiCalls {
-        static C: std::sync::OnceLock<qdeck::backend::ApiCalls> = std::sync::OnceLock::new();
+    fn api_calls(&self) -> &qdeck_backend::ApiCalls {
+        static C: std::sync::OnceLock<qdeck_backend::ApiCalls> = std::sync::OnceLock::new();
         C.get_or_init(Default::default)
     }
 }
@@ -1141,13 +1141,13 @@ async fn copy_from_a_browse_profile_is_checked_like_the_cli() {
         common::local_profile("local", &d.join("local/q.db"), ""),
     );
     std::fs::write(d.join("config.toml"), toml).unwrap();
-    let loaded = qdeck::config::load(&qdeck::config::LoadOptions {
+    let loaded = qdeck_model::config::load(&qdeck_model::config::LoadOptions {
         file: Some(d.join("config.toml")),
         profile: None,
         read_only: false,
     })
     .unwrap();
-    let own = qdeck::engine::session::Session::open(loaded).await.unwrap();
+    let own = qdeck_engine::session::Session::open(loaded).await.unwrap();
     assert_eq!(own.gate.access(), Access::Browse);
     let src = QueueId::new("orders.dlq");
     let req = BrowseRequest {
@@ -1186,45 +1186,45 @@ struct DeletesFail(Arc<LocalHandle>);
 
 #[async_trait::async_trait]
 impl Backend for DeletesFail {
-    fn kind(&self) -> qdeck::domain::BrokerKind {
-        qdeck::domain::BrokerKind::Local
+    fn kind(&self) -> qdeck_model::domain::BrokerKind {
+        qdeck_model::domain::BrokerKind::Local
     }
     fn capabilities(&self) -> Capabilities {
         caps()
     }
-    async fn list_queues(&self) -> qdeck::backend::Result<Vec<QueueInfo>> {
+    async fn list_queues(&self) -> qdeck_backend::Result<Vec<QueueInfo>> {
         self.0.list_queues().await
     }
-    async fn stats(&self, q: &[QueueId]) -> qdeck::backend::Result<StatsBatch> {
+    async fn stats(&self, q: &[QueueId]) -> qdeck_backend::Result<StatsBatch> {
         self.0.stats(q).await
     }
-    async fn consumers(&self, q: &QueueId) -> qdeck::backend::Result<Vec<Consumer>> {
+    async fn consumers(&self, q: &QueueId) -> qdeck_backend::Result<Vec<Consumer>> {
         self.0.consumers(q).await
     }
-    async fn browse(&self, q: &QueueId, r: &BrowseRequest) -> qdeck::backend::Result<Page> {
+    async fn browse(&self, q: &QueueId, r: &BrowseRequest) -> qdeck_backend::Result<Page> {
         self.0.browse(q, r).await
     }
-    fn sender(&self) -> Option<&dyn qdeck::backend::Sender> {
+    fn sender(&self) -> Option<&dyn qdeck_backend::Sender> {
         self.0.sender()
     }
     async fn redrive(
         &self,
         r: &RedriveRequest,
-        p: &qdeck::backend::OpProgress,
-    ) -> qdeck::backend::Result<RedriveReport> {
+        p: &qdeck_backend::OpProgress,
+    ) -> qdeck_backend::Result<RedriveReport> {
         self.0.redrive(r, p).await
     }
     async fn purge(
         &self,
         q: &QueueId,
-        p: &qdeck::backend::OpProgress,
-    ) -> qdeck::backend::Result<PurgeReport> {
+        p: &qdeck_backend::OpProgress,
+    ) -> qdeck_backend::Result<PurgeReport> {
         self.0.purge(q, p).await
     }
-    fn api_calls(&self) -> &qdeck::backend::ApiCalls {
+    fn api_calls(&self) -> &qdeck_backend::ApiCalls {
         self.0.api_calls()
     }
-    fn deleter(&self) -> Option<&dyn qdeck::backend::DeleteById> {
+    fn deleter(&self) -> Option<&dyn qdeck_backend::DeleteById> {
         Some(self)
     }
 }
@@ -1232,13 +1232,13 @@ impl Backend for DeletesFail {
 /// Deletes by id, as far as the plan can tell; every deletion then fails, as a broker lost
 /// mid-way would.
 #[async_trait::async_trait]
-impl qdeck::backend::DeleteById for DeletesFail {
+impl qdeck_backend::DeleteById for DeletesFail {
     async fn delete_ids(
         &self,
         _queue: &QueueId,
         _ids: &[String],
-        _progress: &qdeck::backend::OpProgress,
-    ) -> qdeck::backend::Result<DeleteReport> {
+        _progress: &qdeck_backend::OpProgress,
+    ) -> qdeck_backend::Result<DeleteReport> {
         Err(BackendError::Unreachable("connection lost".into()))
     }
 }
@@ -1260,15 +1260,15 @@ async fn console_move_whose_deletes_fail_is_partial_like_the_cli() {
         h.0.send_sync("dlq", &m).unwrap();
     }
     let backend: Arc<dyn Backend> = Arc::new(DeletesFail(h.clone()));
-    let mut cfg = qdeck::config::parse_str("").unwrap();
+    let mut cfg = qdeck_model::config::parse_str("").unwrap();
     cfg.audit_log = Some(dir.path().join("audit.log").display().to_string());
-    let loaded = qdeck::config::Loaded {
+    let loaded = qdeck_model::config::Loaded {
         config: cfg,
         file: None,
-        profile: qdeck::config::Profile::default_local(),
+        profile: qdeck_model::config::Profile::default_local(),
         cli_read_only: false,
     };
-    let session = qdeck::engine::session::Session::with_backend(loaded, backend.clone());
+    let session = qdeck_engine::session::Session::with_backend(loaded, backend.clone());
     let req = BrowseRequest {
         cursor: None,
         max: 10,
@@ -1300,7 +1300,7 @@ async fn console_move_whose_deletes_fail_is_partial_like_the_cli() {
     );
     assert!(ask.plan.is_some());
     let ask = *ask;
-    let p = qdeck::backend::OpProgress::detached();
+    let p = qdeck_backend::OpProgress::detached();
     let done = qdeck::tui::transfer::run(&session, ask, &p).await;
     assert_eq!(done.verdict, Verdict::Partial, "{}", done.text);
 
@@ -1390,35 +1390,35 @@ async fn browse_and_purge_through_the_gate_on_the_local_broker() {
     assert!(text(&t).contains("␛[2J␛]0;pwned␇hello"));
 
     // Purge through the same gate the console uses, with a read-only profile first.
-    let mut cfg = qdeck::config::parse_str("").unwrap();
+    let mut cfg = qdeck_model::config::parse_str("").unwrap();
     cfg.audit_log = Some(dir.path().join("audit.log").display().to_string());
-    let mut profile = qdeck::config::Profile::default_local();
+    let mut profile = qdeck_model::config::Profile::default_local();
     profile.read_only = true;
-    let loaded = qdeck::config::Loaded {
+    let loaded = qdeck_model::config::Loaded {
         config: cfg.clone(),
         file: None,
         profile: profile.clone(),
         cli_read_only: false,
     };
-    let ro = qdeck::engine::session::Session::with_backend(loaded, backend.clone());
+    let ro = qdeck_engine::session::Session::with_backend(loaded, backend.clone());
     let st_ro = qdeck::tui::app::initial_state(&ro, None);
     assert!(st_ro.read_only());
     assert!(ro
         .gate
-        .purge(&QueueId::new("in"), &qdeck::backend::OpProgress::detached())
+        .purge(&QueueId::new("in"), &qdeck_backend::OpProgress::detached())
         .await
         .is_err());
     profile.read_only = false;
-    let loaded = qdeck::config::Loaded {
+    let loaded = qdeck_model::config::Loaded {
         config: cfg,
         file: None,
         profile,
         cli_read_only: false,
     };
-    let rw = qdeck::engine::session::Session::with_backend(loaded, backend.clone());
+    let rw = qdeck_engine::session::Session::with_backend(loaded, backend.clone());
     let r = rw
         .gate
-        .purge(&QueueId::new("in"), &qdeck::backend::OpProgress::detached())
+        .purge(&QueueId::new("in"), &qdeck_backend::OpProgress::detached())
         .await
         .unwrap();
     assert_eq!(r.purged, Some(1));
@@ -1660,7 +1660,7 @@ fn running_redrive() -> State {
     assert!(st.op.is_some());
     update(
         &mut st,
-        Action::OpProgress(qdeck::backend::ProgressState {
+        Action::OpProgress(qdeck_backend::ProgressState {
             done: 1200,
             total: Some(5000),
             ..Default::default()
@@ -1982,8 +1982,8 @@ fn every_view_at_every_size() {
 
 // ---------- edit and resend ----------
 
-fn edited_copy() -> qdeck::engine::edit::Edited {
-    qdeck::engine::edit::Edited {
+fn edited_copy() -> qdeck_engine::edit::Edited {
+    qdeck_engine::edit::Edited {
         key: None,
         properties: Vec::new(),
         headers: vec![("content-type".into(), "application/json".into())],
@@ -2009,7 +2009,7 @@ fn edit_key_hands_the_message_to_the_editor_and_asks_for_a_typed_target() {
         Action::Edited {
             queue: queue.clone(),
             original: message.clone(),
-            result: Ok(qdeck::engine::edit::EditorOutcome::Changed(edited_copy())),
+            result: Ok(qdeck_engine::edit::EditorOutcome::Changed(edited_copy())),
         },
     );
     let d = st.dialog.as_ref().expect("target dialog");
@@ -2065,7 +2065,7 @@ fn edit_tab_picks_another_queue_and_nothing_is_sent_without_a_change() {
         Action::Edited {
             queue: QueueId::new("orders-dlq"),
             original: m.clone(),
-            result: Ok(qdeck::engine::edit::EditorOutcome::Changed(edited_copy())),
+            result: Ok(qdeck_engine::edit::EditorOutcome::Changed(edited_copy())),
         },
     );
     update(&mut st, code(KeyCode::Tab));
@@ -2087,7 +2087,7 @@ fn edit_tab_picks_another_queue_and_nothing_is_sent_without_a_change() {
 
     for (result, says) in [
         (
-            Ok(qdeck::engine::edit::EditorOutcome::Unchanged),
+            Ok(qdeck_engine::edit::EditorOutcome::Unchanged),
             "unchanged",
         ),
         (
@@ -2388,8 +2388,14 @@ fn pty_copy_to_another_profile_and_move_within_one() {
 
 /// A group first seen an hour and last seen a minute before `now` (the state's clock, so the
 /// "ago" columns do not drift with the date the tests run on).
-fn group(now: i64, sig: &str, origin: &str, count: u64, redriven: u64) -> qdeck::triage::Group {
-    qdeck::triage::Group {
+fn group(
+    now: i64,
+    sig: &str,
+    origin: &str,
+    count: u64,
+    redriven: u64,
+) -> qdeck_engine::triage::Group {
+    qdeck_engine::triage::Group {
         signature: sig.into(),
         origin: Some(origin.into()),
         count,
@@ -2498,13 +2504,13 @@ fn reasons_view_final_wording_and_tier() {
     }
     let fx = update(&mut st, code(KeyCode::Enter));
     assert!(fx.contains(&Effect::Reasons(QueueId::new("orders-dlq"))));
-    let report = qdeck::triage::ReasonsReport {
-        scan: qdeck::triage::ScanSummary {
+    let report = qdeck_engine::triage::ReasonsReport {
+        scan: qdeck_engine::triage::ScanSummary {
             queue: QueueId::new("orders-dlq"),
             scanned: 5000,
             total: Some(48_553),
             total_exact: true,
-            stopped: qdeck::triage::StopReason::Limit,
+            stopped: qdeck_engine::triage::StopReason::Limit,
             effect_note: None,
             elapsed_ms: 900,
         },
@@ -2549,7 +2555,7 @@ fn fleet_view_shows_each_profile_its_error_and_staleness() {
 fn fleet_title_says_one_profile_in_the_singular() {
     let mut st = populated();
     let mut fl = qdeck::tui::state::FleetState::new(&["local".to_string()]);
-    fl.apply(qdeck::engine::fleet::FleetRow {
+    fl.apply(qdeck_engine::fleet::FleetRow {
         profile: "local".into(),
         kind: Some("local".into()),
         updated_ms: Some(st.now_ms),
@@ -2731,8 +2737,8 @@ async fn fleet_pollers_answer_around_a_dead_broker() {
         .map(std::string::ToString::to_string)
         .collect();
     let (tx, mut rx) = tokio::sync::mpsc::channel(64);
-    let _fleet = qdeck::engine::fleet::spawn(
-        |n| qdeck::config::LoadOptions {
+    let _fleet = qdeck_engine::fleet::spawn(
+        |n| qdeck_model::config::LoadOptions {
             file: Some(cfg.clone()),
             profile: Some(n.to_string()),
             read_only: false,
@@ -2797,8 +2803,8 @@ async fn fleet_prices_sqs_calls() {
     .unwrap();
     let names: Vec<String> = vec!["aws".into(), "here".into()];
     let (tx, mut rx) = tokio::sync::mpsc::channel(64);
-    let _fleet = qdeck::engine::fleet::spawn(
-        |n| qdeck::config::LoadOptions {
+    let _fleet = qdeck_engine::fleet::spawn(
+        |n| qdeck_model::config::LoadOptions {
             file: Some(cfg.clone()),
             profile: Some(n.to_string()),
             read_only: false,
@@ -2836,7 +2842,7 @@ async fn fleet_prices_sqs_calls() {
 /// the broker bills per call.
 #[test]
 fn status_line_shows_the_refresh_budget() {
-    use qdeck::engine::budget::Budget;
+    use qdeck_engine::budget::Budget;
     let mut st = populated();
     st.poll.api_rate = Some(Budget {
         calls_per_min: 126.0,
@@ -2953,8 +2959,8 @@ async fn fire_ranks_an_old_idle_queue_on_the_first_poll() {
     )
     .unwrap();
     let (tx, mut rx) = tokio::sync::mpsc::channel(8);
-    let _fleet = qdeck::engine::fleet::spawn(
-        |n| qdeck::config::LoadOptions {
+    let _fleet = qdeck_engine::fleet::spawn(
+        |n| qdeck_model::config::LoadOptions {
             file: Some(cfg.clone()),
             profile: Some(n.to_string()),
             read_only: false,

@@ -7,10 +7,10 @@ mod common;
 
 use common::console::*;
 use crossterm::event::KeyCode;
-use qdeck::domain::{QueueId, QueueStats, StatsBatch};
-use qdeck::engine::poller::PollEvent;
 use qdeck::tui::state::{State, View};
 use qdeck::tui::{update, Action, Effect};
+use qdeck_engine::poller::PollEvent;
+use qdeck_model::domain::{QueueId, QueueStats, StatsBatch};
 
 const RULES: &str = r#"
 [[alerts]]
@@ -26,8 +26,8 @@ when = "depth > 100000"
 "#;
 
 fn with_rules(mut st: State, bell: bool, desktop: bool) -> State {
-    let cfg = qdeck::config::parse_str(RULES).unwrap();
-    st.alerts.rules = qdeck::engine::alerts::rules(&cfg).unwrap();
+    let cfg = qdeck_model::config::parse_str(RULES).unwrap();
+    st.alerts.rules = qdeck_engine::alerts::rules(&cfg).unwrap();
     st.alerts.notify.bell = bell;
     st.alerts.notify.desktop = desktop;
     st
@@ -165,8 +165,8 @@ async fn another_profiles_firing_rule_comes_through_the_fleet() {
     let dir = tempfile::tempdir().unwrap();
     let (a, b) = (dir.path().join("a.db"), dir.path().join("b.db"));
     {
-        let h = qdeck::backend::local::LocalHandle::open(&b).unwrap();
-        let opts = qdeck::backend::local::QueueOptions {
+        let h = qdeck_backend::local::LocalHandle::open(&b).unwrap();
+        let opts = qdeck_backend::local::QueueOptions {
             dlq: Some("orders.dlq".into()),
             max_receives: Some(3),
             ..Default::default()
@@ -174,13 +174,13 @@ async fn another_profiles_firing_rule_comes_through_the_fleet() {
         h.0.create_queue("orders", &opts).unwrap();
         h.0.send_sync(
             "orders.dlq",
-            &qdeck::domain::OutgoingMessage {
+            &qdeck_model::domain::OutgoingMessage {
                 body: b"poison".to_vec(),
                 ..Default::default()
             },
         )
         .unwrap();
-        drop(qdeck::backend::local::LocalHandle::open(&a).unwrap());
+        drop(qdeck_backend::local::LocalHandle::open(&a).unwrap());
     }
     let cfg = dir.path().join("config.toml");
     std::fs::write(
@@ -193,12 +193,12 @@ async fn another_profiles_firing_rule_comes_through_the_fleet() {
         ),
     )
     .unwrap();
-    let config = qdeck::config::validate_file(&cfg).unwrap();
-    let rules = qdeck::engine::alerts::rules(&config).unwrap();
+    let config = qdeck_model::config::validate_file(&cfg).unwrap();
+    let rules = qdeck_engine::alerts::rules(&config).unwrap();
     let names = vec!["a".to_string(), "b".to_string()];
     let (tx, mut rx) = tokio::sync::mpsc::channel(64);
-    let _fleet = qdeck::engine::fleet::spawn(
-        |n| qdeck::config::LoadOptions {
+    let _fleet = qdeck_engine::fleet::spawn(
+        |n| qdeck_model::config::LoadOptions {
             file: Some(cfg.clone()),
             profile: Some(n.to_string()),
             read_only: true,
@@ -225,7 +225,7 @@ async fn another_profiles_firing_rule_comes_through_the_fleet() {
     );
     assert_eq!(f.queue, Some(QueueId::new("orders.dlq")));
     assert_eq!(f.summary, "orders.dlq holds 1 dead letters");
-    let rows = fl.fire_rows(qdeck::domain::now_ms());
+    let rows = fl.fire_rows(qdeck_model::domain::now_ms());
     assert!(matches!(rows[0], qdeck::tui::state::FireRow::Alert(_)));
     assert_eq!(rows[0].profile(), "b");
 
@@ -242,11 +242,11 @@ async fn another_profiles_firing_rule_comes_through_the_fleet() {
 #[test]
 fn a_health_rule_fires_when_the_profiles_polls_fail_and_when_its_figures_go_stale() {
     let mut st = populated();
-    let cfg = qdeck::config::parse_str(
+    let cfg = qdeck_model::config::parse_str(
         "[[alerts]]\nname = \"down\"\nwhen = \"unreachable\"\n\n[[alerts]]\nname = \"old\"\nwhen = \"stale\"\n",
     )
     .unwrap();
-    st.alerts.rules = qdeck::engine::alerts::rules(&cfg).unwrap();
+    st.alerts.rules = qdeck_engine::alerts::rules(&cfg).unwrap();
     st.session.refresh_secs = 2.0;
     poll_dlq(&mut st, 1);
     assert_eq!(st.alerts.firing(), 0);
@@ -277,7 +277,7 @@ fn a_health_rule_fires_when_the_profiles_polls_fail_and_when_its_figures_go_stal
     assert_eq!(firing, ["down", "old"]);
     // A success ends both (the store stamps a success with the wall clock: the console's
     // clock follows it).
-    st.now_ms = qdeck::domain::now_ms() - 2_000;
+    st.now_ms = qdeck_model::domain::now_ms() - 2_000;
     poll_dlq(&mut st, 1);
     assert_eq!(st.alerts.firing(), 0, "{:?}", st.alerts.firing_rows());
 }

@@ -9,11 +9,11 @@ use common::console::*;
 use std::collections::HashMap;
 
 use crossterm::event::KeyCode;
-use qdeck::domain::*;
-use qdeck::engine::fleet::{summarize, FleetRow};
-use qdeck::engine::store::Store;
 use qdeck::tui::state::{FleetState, State, View};
 use qdeck::tui::{update, Action};
+use qdeck_engine::fleet::{summarize, FleetRow};
+use qdeck_engine::store::Store;
+use qdeck_model::domain::*;
 
 fn snap(name: &str, st: &State, w: u16, h: u16) {
     insta::assert_snapshot!(name, text(&draw(st, w, h)));

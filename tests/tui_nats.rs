@@ -13,12 +13,12 @@ use std::sync::Arc;
 use common::console::{code, draw, key, select, text};
 use common::nats::{nats_url, peer, profile, Scene};
 use crossterm::event::KeyCode;
-use qdeck::backend::{build, Backend};
-use qdeck::config::NatsSettings;
-use qdeck::domain::*;
-use qdeck::engine::store::Store;
 use qdeck::tui::state::State;
 use qdeck::tui::{update, Action, Effect};
+use qdeck_backend::{build, Backend};
+use qdeck_engine::store::Store;
+use qdeck_model::config::NatsSettings;
+use qdeck_model::domain::*;
 
 /// A console state holding what `b` lists and its figures now.
 async fn polled(b: &Arc<dyn Backend>) -> State {

@@ -10,12 +10,12 @@ use common::pty::Console;
 
 use crossterm::event::KeyCode;
 
-use qdeck::domain::*;
-use qdeck::engine::fleet::FleetRow;
-use qdeck::engine::ops::Verdict;
-use qdeck::engine::store::Store;
 use qdeck::tui::state::{DialogKind, OpState, OpSummary, State, View};
 use qdeck::tui::{update, Action, Effect};
+use qdeck_engine::fleet::FleetRow;
+use qdeck_engine::ops::Verdict;
+use qdeck_engine::store::Store;
+use qdeck_model::domain::*;
 
 /// The screen's rows without borders, joined by spaces: wrapped text reads as one line.
 fn flatten(screen: &str) -> String {
@@ -245,7 +245,7 @@ fn r_in_the_message_view_redrives_that_message() {
 fn running(st: &mut State, done: u64, total: u64) {
     st.op = Some(OpState {
         label: "redrive orders-dlq → origin".into(),
-        progress: qdeck::backend::ProgressState {
+        progress: qdeck_backend::ProgressState {
             done,
             failed: 3,
             total: Some(total),
@@ -397,7 +397,7 @@ fn the_reasons_view_keeps_the_failure_text_readable_at_80_columns() {
     select(&mut st, "orders-dlq");
     update(&mut st, key('F'));
     let now = st.now_ms;
-    let group = |sig: &str, count: u64| qdeck::triage::Group {
+    let group = |sig: &str, count: u64| qdeck_engine::triage::Group {
         signature: sig.into(),
         origin: Some("orders".into()),
         count,
@@ -495,10 +495,10 @@ fn profile_switches_are_not_held_up_by_a_hung_broker() {
     let mut profiles = String::from("[ui]\nrefresh_secs = 1.0\n\n");
     for p in ["a", "b"] {
         let db = dir.path().join(format!("{p}.db"));
-        let h = qdeck::backend::local::LocalHandle::open(&db).unwrap();
+        let h = qdeck_backend::local::LocalHandle::open(&db).unwrap();
         h.0.create_queue(
             &format!("alpha-{p}"),
-            &qdeck::backend::local::QueueOptions::default(),
+            &qdeck_backend::local::QueueOptions::default(),
         )
         .unwrap();
         profiles.push_str(&format!(
@@ -580,7 +580,7 @@ fn a_typed_failure_is_shown_as_one_redacted_line() {
     let mut st = populated();
     update(
         &mut st,
-        Action::Failed(qdeck::backend::BackendError::Unsupported(
+        Action::Failed(qdeck_backend::BackendError::Unsupported(
             "edit deletes the original by id,\nwhich amqp://guest:hunter2@host/ cannot do".into(),
         )),
     );

@@ -9,12 +9,12 @@ use common::pty::Console;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
-use qdeck::backend::local::{LocalHandle, QueueOptions};
-use qdeck::config::Access;
-use qdeck::domain::*;
-use qdeck::engine::edit::Edited;
 use qdeck::tui::state::{Dialog, DialogKind, PlanShown, State, TransferAsk, View};
 use qdeck::tui::{update, Action, Effect};
+use qdeck_backend::local::{LocalHandle, QueueOptions};
+use qdeck_engine::edit::Edited;
+use qdeck_model::config::Access;
+use qdeck_model::domain::*;
 
 fn snap(name: &str, st: &State, w: u16, h: u16) {
     let t = draw(st, w, h);
@@ -304,7 +304,7 @@ fn running_op() -> State {
     let mut st = populated();
     st.op = Some(qdeck::tui::state::OpState {
         label: "redrive orders-dlq → origin".into(),
-        progress: qdeck::backend::ProgressState {
+        progress: qdeck_backend::ProgressState {
             done: 10,
             total: Some(50),
             ..Default::default()
@@ -542,7 +542,7 @@ fn help_wraps_under_its_text_and_has_single_corners() {
 
 fn with_calls(st: &mut State) {
     st.poll.busy = true;
-    st.poll.api_rate = Some(qdeck::engine::budget::Budget {
+    st.poll.api_rate = Some(qdeck_engine::budget::Budget {
         calls_per_min: 120.0,
         usd_per_hour: Some(0.0042),
     });

@@ -10,12 +10,12 @@ mod common;
 use common::console::*;
 use common::pty::Console;
 
-use qdeck::backend::local::{LocalHandle, QueueOptions};
-use qdeck::backend::{Backend, BackendError};
-use qdeck::config::Access;
-use qdeck::domain::*;
 use qdeck::tui::state::{DialogKind, View};
 use qdeck::tui::{update, Action, Effect};
+use qdeck_backend::local::{LocalHandle, QueueOptions};
+use qdeck_backend::{Backend, BackendError};
+use qdeck_model::config::Access;
+use qdeck_model::domain::*;
 
 /// A delayed message as a backend's scheduled listing gives it (`due-at` in RFC 3339).
 fn scheduled(id: &str, due: &str, body: &str) -> Message {

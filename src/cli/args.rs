@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use crate::engine::rate::{parse_rate, Rate};
+use qdeck_model::rate::{parse_rate, Rate};
 
 #[derive(Debug, Parser)]
 #[command(

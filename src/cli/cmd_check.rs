@@ -11,7 +11,7 @@ use super::args::CheckArgs;
 use super::exit::CliResult;
 use super::fetch::{self, QueueRow};
 use super::output::{self, name};
-use crate::engine::session::Session;
+use qdeck_engine::session::Session;
 
 const OK: u8 = 0;
 const WARNING: u8 = 1;
@@ -112,7 +112,7 @@ fn state_file(profile: &str) -> PathBuf {
             }
         })
         .collect();
-    crate::config::paths::state_dir().join(format!("check-{safe}.json"))
+    qdeck_model::config::paths::state_dir().join(format!("check-{safe}.json"))
 }
 
 fn load_previous(path: &PathBuf) -> BTreeMap<String, u64> {

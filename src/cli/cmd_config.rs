@@ -5,7 +5,7 @@ use clap::CommandFactory;
 use super::args::{Cli, ConfigAction, Format};
 use super::exit::{CliError, CliResult, OK, USAGE};
 use super::output;
-use crate::config::{self, redact::redact, LoadOptions};
+use qdeck_model::config::{self, redact::redact, LoadOptions};
 
 pub fn run(action: &ConfigAction, opts: &LoadOptions, f: Format) -> CliResult {
     match action {
@@ -24,7 +24,7 @@ pub fn run(action: &ConfigAction, opts: &LoadOptions, f: Format) -> CliResult {
             Ok(OK)
         }
         ConfigAction::Show => {
-            let loaded = config::load(opts)?;
+            let loaded = qdeck_engine::config_check::load(opts)?;
             let text = if f == Format::Json {
                 serde_json::to_string_pretty(&loaded.config)
                     .map_err(|e| CliError::new(USAGE, e.to_string()))?
@@ -59,7 +59,7 @@ pub fn run(action: &ConfigAction, opts: &LoadOptions, f: Format) -> CliResult {
                     format!("{} does not exist", path.display()),
                 ));
             }
-            let c = config::validate_file(&path)?;
+            let c = qdeck_engine::config_check::validate_file(&path)?;
             let rules = if c.alerts.is_empty() {
                 String::new()
             } else {

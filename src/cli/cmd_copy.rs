@@ -1,7 +1,7 @@
 //! `qdeck copy|move QUEUE --to TARGET [--to-profile P]`: check both gates and both queues
 //! (an unknown target is exit 4 before anything is browsed), scan the source for the
 //! messages to send, confirm naming both profiles and queues, then copy (and for a move,
-//! delete the confirmed originals) through triage::copy.
+//! delete the confirmed originals) through ops::copy.
 
 use serde_json::json;
 
@@ -12,13 +12,13 @@ use super::fetch;
 use super::output::{self, name};
 use super::progress_line::with_progress;
 use super::scan;
-use crate::domain::QueueId;
-use crate::engine::gate::Mutation;
-use crate::engine::ops::{self, Outcome, Planned, TransferPlan, TransferRequest};
-use crate::engine::session::{OpenError, Session};
-use crate::triage::copy::{self, End, TransferReport};
-use crate::triage::headers::HeaderChange;
-use crate::triage::{Predicate, ScanSummary};
+use qdeck_backend::headers::HeaderChange;
+use qdeck_engine::gate::Mutation;
+use qdeck_engine::ops::copy::{self, End, TransferReport};
+use qdeck_engine::ops::{self, Outcome, Planned, TransferPlan, TransferRequest};
+use qdeck_engine::session::{OpenError, Session};
+use qdeck_engine::triage::{Predicate, ScanSummary};
+use qdeck_model::domain::QueueId;
 
 /// The target's session: the source's own, or another profile of the same config (with
 /// `--read-only` carried over, so it can never be weakened by naming another profile).
@@ -109,7 +109,7 @@ pub async fn transfer(s: &Session, a: &TransferArgs, moving: bool, f: Format) ->
 /// Said in the audit line of the run: how the messages were chosen.
 fn selection(pred: Option<&Predicate>, summary: &ScanSummary) -> serde_json::Value {
     json!({
-        "predicate": pred.map(qdeck_core::triage::Predicate::source),
+        "predicate": pred.map(qdeck_engine::triage::Predicate::source),
         "scanned": summary.scanned,
         "complete": summary.complete(),
     })
@@ -181,7 +181,7 @@ impl Plan<'_> {
                 "from": self.plan.from_end().label(),
                 "to": self.plan.to_end().label(),
                 "count": count,
-                "predicate": self.pred.map(qdeck_core::triage::Predicate::source),
+                "predicate": self.pred.map(qdeck_engine::triage::Predicate::source),
                 "scanned": self.summary.scanned,
                 "complete": self.summary.complete(),
                 "headers": self.plan.check.headers,
@@ -229,7 +229,7 @@ impl Plan<'_> {
             .check
             .typed
             .as_ref()
-            .map(qdeck_core::domain::QueueId::as_str);
+            .map(qdeck_model::domain::QueueId::as_str);
         let (end, m) = if self.plan.moving {
             (self.plan.from_end(), Mutation::Move)
         } else {

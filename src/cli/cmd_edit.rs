@@ -8,12 +8,12 @@ use super::confirm::confirm;
 use super::exit::{of_verdict, CliError, CliResult, FAILED, REFUSED, USAGE};
 use super::fetch;
 use super::output;
-use crate::backend::OpProgress;
-use crate::domain::{QueueId, RedriveTarget};
-use crate::engine::edit::{self, EditorError, EditorOutcome};
-use crate::engine::gate::Mutation;
-use crate::engine::ops::{self, Outcome, Planned};
-use crate::engine::session::Session;
+use qdeck_backend::OpProgress;
+use qdeck_engine::edit::{self, EditorError, EditorOutcome};
+use qdeck_engine::gate::Mutation;
+use qdeck_engine::ops::{self, Outcome, Planned};
+use qdeck_engine::session::Session;
+use qdeck_model::domain::{QueueId, RedriveTarget};
 
 pub async fn edit(
     s: &Session,

@@ -10,9 +10,9 @@ use super::exit::{CliError, CliResult, FAILED, INTERRUPTED, OK};
 use super::fetch;
 use super::output::{self, name};
 use super::scan;
-use crate::engine::session::Session;
-use crate::triage::transfer::Record;
-use crate::triage::{self, StopReason};
+use qdeck_engine::session::Session;
+use qdeck_engine::triage::transfer::Record;
+use qdeck_engine::triage::{self, StopReason};
 
 pub async fn export(
     s: &Session,
@@ -26,8 +26,8 @@ pub async fn export(
     let pred = filter.map(scan::predicate).transpose()?;
     // Export reads bodies: tier `browse` at least, refused (and audited) before any scan.
     s.gate.require(
-        crate::engine::gate::Mutation::Export,
-        &crate::domain::QueueId::new(queue),
+        qdeck_engine::gate::Mutation::Export,
+        &qdeck_model::domain::QueueId::new(queue),
     )?;
     if count == Some(0) {
         return Err(CliError::usage("-n must be at least 1"));

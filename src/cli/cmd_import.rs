@@ -10,11 +10,11 @@ use super::exit::{of_verdict, CliError, CliResult, OK};
 use super::fetch;
 use super::output::{self, name};
 use super::progress_line::with_progress;
-use crate::backend::BackendError;
-use crate::domain::QueueId;
-use crate::engine::gate::Mutation;
-use crate::engine::ops::{self, Outcome, Planned};
-use crate::engine::session::Session;
+use qdeck_backend::BackendError;
+use qdeck_engine::gate::Mutation;
+use qdeck_engine::ops::{self, Outcome, Planned};
+use qdeck_engine::session::Session;
+use qdeck_model::domain::QueueId;
 
 /// A bad file is a usage error whose message already names the file and line.
 fn file_error(e: BackendError) -> CliError {
@@ -28,7 +28,7 @@ pub async fn import(
     s: &Session,
     queue: &str,
     file: &Path,
-    rate: Option<crate::engine::rate::Rate>,
+    rate: Option<qdeck_model::rate::Rate>,
     dry_run: bool,
     yes: bool,
     f: Format,

@@ -5,12 +5,12 @@ use std::time::Duration;
 
 use super::exit::{CliError, CliResult, OK, USAGE};
 use super::output::{self, name};
-use crate::backend::local::{KeyPolicy, LocalBackend, LocalHandle, QueueOptions};
-use crate::config::{Loaded, ProfileKind};
 use crate::demo::{self, DemoConfig};
-use crate::domain::QueueId;
-use crate::engine::audit::AuditLog;
-use crate::engine::gate::{Gate, Mutation};
+use qdeck_backend::local::{KeyPolicy, LocalBackend, LocalHandle, QueueOptions};
+use qdeck_engine::audit::AuditLog;
+use qdeck_engine::gate::{Gate, Mutation};
+use qdeck_model::config::{Loaded, ProfileKind};
+use qdeck_model::domain::QueueId;
 
 /// The local broker behind the selected profile, or a usage error for other brokers.
 pub fn open_local(loaded: &Loaded, what: &str) -> Result<Arc<LocalBackend>, CliError> {

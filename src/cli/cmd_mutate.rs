@@ -9,14 +9,15 @@ use super::confirm::confirm;
 use super::exit::{CliError, CliResult, FAILED, OK};
 use super::fetch;
 use super::output::{self, name};
-use crate::domain::{OutgoingMessage, QueueId, RedriveReport, RedriveRequest};
-use crate::engine::gate::Mutation;
-use crate::engine::ops::{self, Planned};
-use crate::engine::session::Session;
+use qdeck_engine::gate::Mutation;
+use qdeck_engine::ops::{self, Planned};
+use qdeck_engine::session::Session;
+use qdeck_model::domain::{OutgoingMessage, QueueId, RedriveReport, RedriveRequest};
 
 /// The gate refuses (and audits) mutations on read-only profiles before anything else runs.
 fn require(s: &Session, m: Mutation, queue: &str) -> Result<(), CliError> {
-    Ok(s.gate.require(m, &crate::domain::QueueId::new(queue))?)
+    Ok(s.gate
+        .require(m, &qdeck_model::domain::QueueId::new(queue))?)
 }
 
 /// `qdeck create-dlq STREAM/CONSUMER`: find or create the stream that captures the consumer's
@@ -82,7 +83,7 @@ pub async fn send(
     let info = fetch::find(s.backend.as_ref(), queue).await?;
     let planned = ops::plan_send(&s.gate, info, OutgoingMessage { body, ..msg })?;
     let queue = planned.queue().clone();
-    let id = match ops::run(&s.gate, planned, &crate::backend::OpProgress::detached()).await {
+    let id = match ops::run(&s.gate, planned, &qdeck_backend::OpProgress::detached()).await {
         ops::Outcome::Sent { id } => id,
         ops::Outcome::Failed { error, .. } => return Err(error.into()),
         _ => None,
@@ -160,7 +161,7 @@ pub(super) async fn run_planned(
                     mode: "none (empty)".into(),
                     ..Default::default()
                 }),
-                Planned::Purge { .. } => ops::Outcome::Purge(crate::domain::PurgeReport {
+                Planned::Purge { .. } => ops::Outcome::Purge(qdeck_model::domain::PurgeReport {
                     purged: Some(0),
                     note: Some("empty".into()),
                 }),
@@ -232,7 +233,7 @@ fn report(queue: &QueueId, outcome: &ops::Outcome, f: Format) -> CliResult {
 
 pub(super) fn spawn_progress(
     what: &'static str,
-    mut rx: tokio::sync::watch::Receiver<crate::backend::ProgressState>,
+    mut rx: tokio::sync::watch::Receiver<qdeck_backend::ProgressState>,
 ) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         if !std::io::stderr().is_terminal() {

@@ -8,10 +8,10 @@ use serde_json::json;
 use super::args::Format;
 use super::cmd_mutate::run_planned;
 use super::exit::{CliError, CliResult};
-use crate::domain::{BrokerKind, QueueId};
-use crate::engine::gate::Mutation;
-use crate::engine::ops;
-use crate::engine::session::Session;
+use qdeck_engine::gate::Mutation;
+use qdeck_engine::ops;
+use qdeck_engine::session::Session;
+use qdeck_model::domain::{BrokerKind, QueueId};
 
 pub async fn purge_subject(
     s: &Session,

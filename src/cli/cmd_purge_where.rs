@@ -10,9 +10,9 @@ use super::exit::{CliResult, OK};
 use super::fetch;
 use super::output::{self, name};
 use super::scan;
-use crate::engine::gate::Mutation;
-use crate::engine::ops;
-use crate::engine::session::Session;
+use qdeck_engine::gate::Mutation;
+use qdeck_engine::ops;
+use qdeck_engine::session::Session;
 
 pub async fn purge_where(
     s: &Session,
@@ -25,7 +25,7 @@ pub async fn purge_where(
 ) -> CliResult {
     let pred = scan::predicate(pred)?;
     let limits = scan::limits(s, a, true)?;
-    let qid = crate::domain::QueueId::new(queue);
+    let qid = qdeck_model::domain::QueueId::new(queue);
     if !dry_run {
         s.gate.require(Mutation::Delete, &qid)?;
     }

@@ -6,10 +6,10 @@ use super::args::Format;
 use super::exit::{CliError, CliResult, OK, UNAVAILABLE};
 use super::fetch::{self, QueueRow};
 use super::output::{self, age_in, name, opt, Table};
-use crate::domain::{BrowseRequest, Capabilities, QueueId, QueueSettings};
-use crate::engine::gate::Mutation;
-use crate::engine::session::Session;
-use crate::sanitize;
+use qdeck_engine::gate::Mutation;
+use qdeck_engine::session::Session;
+use qdeck_model::domain::{BrowseRequest, Capabilities, QueueId, QueueSettings};
+use qdeck_model::sanitize;
 
 fn drain_target(s: &Session) -> f64 {
     s.loaded.config.ui.drain_target_secs
@@ -81,7 +81,7 @@ pub(super) fn row_cells(r: &QueueRow, f: Format) -> Vec<String> {
 }
 
 /// Rate, trend, time to drain and workers needed, as the console derives them.
-pub(super) fn derived_cells(d: &crate::engine::derive::Derived, f: Format) -> Vec<String> {
+pub(super) fn derived_cells(d: &qdeck_engine::derive::Derived, f: Format) -> Vec<String> {
     let rate = |r: Option<f64>| r.map_or_else(|| "—".into(), |x| format!("{x:.1}"));
     vec![
         rate(d.in_rate),
@@ -146,7 +146,7 @@ pub async fn stats(s: &Session, queue: &str, sample: Option<Duration>, f: Format
     let total = b.api_calls().total();
     pairs.kv("api calls", format!("{total} this run"));
     #[cfg(feature = "sqs")]
-    if b.kind() == crate::domain::BrokerKind::Sqs {
+    if b.kind() == qdeck_model::domain::BrokerKind::Sqs {
         pairs.sqs_cost(s, &calls);
     }
     output::print(&key_values(&pairs.0, f));
@@ -209,7 +209,7 @@ impl Pairs {
     }
 
     /// Rates, trend and drain from `--sample`.
-    fn derived(&mut self, d: &crate::engine::derive::Derived, f: Format) {
+    fn derived(&mut self, d: &qdeck_engine::derive::Derived, f: Format) {
         let c = derived_cells(d, f);
         if f.is_machine() {
             self.kv("in per s", c[0].clone());
@@ -257,7 +257,7 @@ impl Pairs {
             .profile()
             .refresh_secs
             .unwrap_or(s.loaded.config.ui.refresh_secs);
-        let per_run = crate::backend::sqs::estimated_cost_usd(calls);
+        let per_run = qdeck_backend::sqs::estimated_cost_usd(calls);
         self.kv(
             "est. cost",
             format!(
@@ -335,8 +335,8 @@ pub async fn peek(s: &Session, queue: &str, n: usize, force: bool, f: Format) ->
     if let Some(n) = &note {
         eprintln!("qdeck: note: {}", sanitize::clean(n));
     }
-    let tasks: Vec<Option<crate::celery::CeleryTask>> =
-        messages.iter().map(crate::celery::decode).collect();
+    let tasks: Vec<Option<qdeck_backend::celery::CeleryTask>> =
+        messages.iter().map(qdeck_backend::celery::decode).collect();
     if f == Format::Json {
         output::print_json(&with_celery(&messages, &tasks)).ok();
         return Ok(OK);
@@ -379,8 +379,8 @@ pub async fn peek(s: &Session, queue: &str, n: usize, force: bool, f: Format) ->
 /// Each message as JSON, with a `celery` object beside the broker's fields where it is a
 /// Celery task message.
 fn with_celery(
-    messages: &[crate::domain::Message],
-    tasks: &[Option<crate::celery::CeleryTask>],
+    messages: &[qdeck_model::domain::Message],
+    tasks: &[Option<qdeck_backend::celery::CeleryTask>],
 ) -> Vec<serde_json::Value> {
     messages
         .iter()
@@ -400,8 +400,8 @@ fn with_celery(
 
 /// Celery task messages by their task: name, arguments, retries, eta.
 fn celery_table(
-    messages: &[crate::domain::Message],
-    tasks: &[Option<crate::celery::CeleryTask>],
+    messages: &[qdeck_model::domain::Message],
+    tasks: &[Option<qdeck_backend::celery::CeleryTask>],
     f: Format,
 ) -> Table {
     let mut t = Table::new(vec![
@@ -455,8 +455,8 @@ fn celery_table(
 /// described it: pool, totals, every task it holds) where it is a Celery worker. Celery
 /// hostnames are `name@host`; the discovery behind the list is reused, not repeated.
 async fn with_celery_workers(
-    b: &dyn crate::backend::Backend,
-    list: &[crate::domain::Consumer],
+    b: &dyn qdeck_backend::Backend,
+    list: &[qdeck_model::domain::Consumer],
 ) -> serde_json::Value {
     let report = if list.iter().any(|c| c.tag.contains('@')) {
         b.celery_workers().await.ok()
@@ -510,12 +510,12 @@ pub async fn consumers(s: &Session, queue: &str, f: Format) -> CliResult {
                 p => opt(p),
             },
             match c.ack_mode {
-                crate::domain::AckMode::Auto if !f.is_machine() => {
+                qdeck_model::domain::AckMode::Auto if !f.is_machine() => {
                     "auto (loses work on crash)".to_string()
                 }
-                crate::domain::AckMode::Auto => "auto".to_string(),
-                crate::domain::AckMode::Manual => "manual".to_string(),
-                crate::domain::AckMode::Unknown => "—".to_string(),
+                qdeck_model::domain::AckMode::Auto => "auto".to_string(),
+                qdeck_model::domain::AckMode::Manual => "manual".to_string(),
+                qdeck_model::domain::AckMode::Unknown => "—".to_string(),
             },
             name(&c.state),
             opt(c.holding),

@@ -7,9 +7,9 @@ use super::exit::{CliResult, INTERRUPTED, OK};
 use super::fetch;
 use super::output::{self, name, Table};
 use super::scan;
-use crate::domain::{QueueId, QueueInfo};
-use crate::engine::session::Session;
-use crate::triage::{self, StopReason};
+use qdeck_engine::session::Session;
+use qdeck_engine::triage::{self, StopReason};
+use qdeck_model::domain::{QueueId, QueueInfo};
 
 /// The queue read for `info`, the queue it is the DLQ of when that is not the one named, and
 /// the title that says which.
@@ -45,7 +45,7 @@ pub async fn reasons(s: &Session, queue: &str, live: bool, a: &ScanArgs, f: Form
     let limits = scan::limits(s, a, true)?;
     // Grouping reads bodies and headers: tier `browse` at least.
     s.gate
-        .require(crate::engine::gate::Mutation::Browse, &QueueId::new(queue))?;
+        .require(qdeck_engine::gate::Mutation::Browse, &QueueId::new(queue))?;
     let b = s.backend.as_ref();
     let info = fetch::find(b, queue).await?;
     let (read, dlq_of, title) = target(&info, live);

@@ -13,11 +13,11 @@ use super::exit::{CliError, CliResult, OK};
 use super::fetch;
 use super::output::{self, name};
 use super::scan;
-use crate::backend::MessageFilter;
-use crate::domain::{RedriveRequest, RedriveTarget};
-use crate::engine::gate::Mutation;
-use crate::engine::ops::{self, Planned};
-use crate::engine::session::Session;
+use qdeck_backend::MessageFilter;
+use qdeck_engine::gate::Mutation;
+use qdeck_engine::ops::{self, Planned};
+use qdeck_engine::session::Session;
+use qdeck_model::domain::{RedriveRequest, RedriveTarget};
 
 pub async fn redrive_where(
     s: &Session,

@@ -5,11 +5,11 @@ use super::confirm::confirm;
 use super::exit::{of_verdict, CliError, CliResult, OK};
 use super::fetch;
 use super::output::{self, name, opt, Table};
-use crate::backend::OpProgress;
-use crate::domain::{now_ms, BrowseRequest, QueueId};
-use crate::engine::gate::Mutation;
-use crate::engine::ops::{self, Outcome};
-use crate::engine::session::Session;
+use qdeck_backend::OpProgress;
+use qdeck_engine::gate::Mutation;
+use qdeck_engine::ops::{self, Outcome};
+use qdeck_engine::session::Session;
+use qdeck_model::domain::{now_ms, BrowseRequest, QueueId};
 
 pub async fn peek(s: &Session, queue: &str, n: usize, f: Format) -> CliResult {
     if n == 0 {

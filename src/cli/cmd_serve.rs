@@ -13,9 +13,9 @@ use super::args::{Global, ServeArgs};
 use super::cmd_watch::profiles;
 use super::exit::{CliError, CliResult, FAILED, OK, USAGE};
 use super::exposition;
-use crate::config::{self, LoadOptions};
-use crate::domain::now_ms;
-use crate::engine::alerts::{self, Monitor, Tracker};
+use qdeck_engine::alerts::{self, Monitor, Tracker};
+use qdeck_model::config::LoadOptions;
+use qdeck_model::domain::now_ms;
 
 pub(super) async fn serve(global: &Global, opts: &LoadOptions, a: ServeArgs) -> CliResult {
     let addr: SocketAddr = a
@@ -33,7 +33,7 @@ pub(super) async fn serve(global: &Global, opts: &LoadOptions, a: ServeArgs) -> 
         read_only: true,
         ..opts.clone()
     };
-    let base = config::load(&any)?;
+    let base = qdeck_engine::config_check::load(&any)?;
     let rules = alerts::rules(&base.config).map_err(|e| CliError::new(USAGE, e))?;
     let names = profiles(&base.config, global)?;
     let listener = tokio::net::TcpListener::bind(addr)

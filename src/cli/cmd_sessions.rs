@@ -5,9 +5,9 @@ use super::args::Format;
 use super::exit::{CliError, CliResult, OK};
 use super::fetch;
 use super::output::{self, name, Table};
-use crate::domain::{BrowseRequest, QueueId};
-use crate::engine::gate::Mutation;
-use crate::engine::session::Session;
+use qdeck_engine::gate::Mutation;
+use qdeck_engine::session::Session;
+use qdeck_model::domain::{BrowseRequest, QueueId};
 
 pub async fn sessions(
     s: &Session,

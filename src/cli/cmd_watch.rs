@@ -6,12 +6,12 @@ use super::args::{Format, Global, HookFormat, WatchArgs};
 use super::exit::{CliError, CliResult, OK, USAGE};
 use super::hooks::{self, Hooks, Settings, Target};
 use super::{multi, output};
-use crate::backend::BackendError;
-use crate::config::{self, LoadOptions};
-use crate::domain::now_ms;
-use crate::engine::alerts::{self, Monitor, Tracker, Transition};
-use crate::engine::fleet::{self, Polled};
-use crate::engine::multi_poller::{self, Answer, Timeout};
+use qdeck_backend::BackendError;
+use qdeck_engine::alerts::{self, Monitor, Tracker, Transition};
+use qdeck_engine::fleet::{self, Polled};
+use qdeck_engine::multi_poller::{self, Answer, Timeout};
+use qdeck_model::config::{self, LoadOptions};
+use qdeck_model::domain::now_ms;
 
 /// The profiles a headless poller watches: `-p a,b`, `-p a`, `--all-profiles`, else every
 /// configured profile (the local broker when there is none).
@@ -35,7 +35,7 @@ pub(super) async fn watch(
         profile: None,
         ..opts.clone()
     };
-    let base = config::load(&any)?;
+    let base = qdeck_engine::config_check::load(&any)?;
     let rules = alerts::rules(&base.config).map_err(|e| CliError::new(USAGE, e))?;
     if rules.is_empty() {
         return Err(CliError::usage(
@@ -146,9 +146,9 @@ fn print(t: &Transition, f: Format) {
         "{at} {} {} {} {}: {}\n",
         t.change.as_str().to_uppercase(),
         t.severity.as_str(),
-        crate::sanitize::clean(&t.rule),
-        crate::sanitize::clean(&hooks::place(t)),
-        crate::sanitize::clean(&t.summary)
+        qdeck_model::sanitize::clean(&t.rule),
+        qdeck_model::sanitize::clean(&hooks::place(t)),
+        qdeck_model::sanitize::clean(&t.summary)
     ));
 }
 

@@ -8,10 +8,10 @@ use super::args::{Format, WorkerControlCmd};
 use super::confirm::confirm;
 use super::exit::{CliError, CliResult, FAILED, OK};
 use super::output::{self, name};
-use crate::celery_workers::Request;
-use crate::domain::QueueId;
-use crate::engine::gate::Mutation;
-use crate::engine::session::Session;
+use qdeck_backend::celery::workers::Request;
+use qdeck_engine::gate::Mutation;
+use qdeck_engine::session::Session;
+use qdeck_model::domain::QueueId;
 
 /// What the audit log names as the target: the profile's Celery workers.
 const TARGET: &str = "celery-workers";

@@ -1,48 +1,13 @@
 //! Exit codes (documented in the README) and the error type commands return.
 
-use crate::backend::BackendError;
-use crate::config::ConfigError;
-use crate::engine::ops::{Outcome, Verdict};
+use qdeck_backend::BackendError;
+use qdeck_model::config::ConfigError;
 
-pub const OK: u8 = 0;
-/// The operation failed (the broker refused it or an unexpected error happened).
-pub const FAILED: u8 = 1;
-/// Bad usage or bad configuration.
-pub const USAGE: u8 = 2;
-/// Partly done: some messages moved, some failed.
-pub const PARTIAL: u8 = 3;
-/// Unknown queue.
-pub const NOT_FOUND: u8 = 4;
-/// Refused: read-only profile, confirmation missing, purge cooldown, unsafe browse.
-pub const REFUSED: u8 = 5;
-/// Broker unreachable, credentials rejected or throttled.
-pub const UNAVAILABLE: u8 = 6;
-/// Local broker file corrupt, locked or unreadable.
-pub const STORAGE: u8 = 7;
-/// Interrupted (Ctrl-C).
-pub const INTERRUPTED: u8 = 130;
-
-/// The exit code of a finished operation: the console's quit and every command take it from
-/// the one verdict, so an operation cannot exit 0 on one path and 3 on another.
-pub fn of_verdict(v: Verdict) -> u8 {
-    match v {
-        Verdict::Ok => OK,
-        Verdict::Partial => PARTIAL,
-        Verdict::Failed => FAILED,
-        Verdict::Cancelled => INTERRUPTED,
-    }
-}
-
-/// `of_verdict`, except that an operation its error ended before doing anything exits with
-/// that error's own code (unknown queue 4, refused 5, unreachable 6…), which says more than 1.
-pub fn of_outcome(o: &Outcome) -> u8 {
-    match o {
-        Outcome::Failed { error, .. } if o.verdict() == Verdict::Failed => {
-            CliError::from(error.clone()).code
-        }
-        _ => of_verdict(o.verdict()),
-    }
-}
+// The codes and the verdict → code mapping are the engine's, shared with the console.
+pub use qdeck_engine::exit::{
+    of_outcome, of_verdict, FAILED, INTERRUPTED, NOT_FOUND, OK, PARTIAL, REFUSED, STORAGE,
+    UNAVAILABLE, USAGE,
+};
 
 /// An error with the exit code it maps to. Its message is one line for stderr.
 #[derive(Debug)]
@@ -84,26 +49,16 @@ impl std::fmt::Display for CliError {
 
 impl From<BackendError> for CliError {
     fn from(e: BackendError) -> Self {
-        let code = match &e {
-            BackendError::NotFound(_) => NOT_FOUND,
-            BackendError::Auth(_)
-            | BackendError::Forbidden { .. }
-            | BackendError::Unreachable(_)
-            | BackendError::Throttled { .. } => UNAVAILABLE,
-            BackendError::Refused(_) | BackendError::RefusedUnlessForced(_) => REFUSED,
-            BackendError::Invalid(_) => USAGE,
-            BackendError::Storage(_) => STORAGE,
-            BackendError::Unsupported(_) | BackendError::Protocol(_) | BackendError::Other(_) => {
-                FAILED
-            }
-        };
-        CliError::new(code, crate::config::redact::redact(&e.to_string()))
+        CliError::new(
+            qdeck_engine::exit::of_error(&e),
+            qdeck_model::config::redact::redact(&e.to_string()),
+        )
     }
 }
 
 impl From<ConfigError> for CliError {
     fn from(e: ConfigError) -> Self {
-        CliError::new(USAGE, crate::config::redact::redact(&e.0))
+        CliError::new(USAGE, qdeck_model::config::redact::redact(&e.0))
     }
 }
 
@@ -113,28 +68,16 @@ pub type CliResult = Result<u8, CliError>;
 mod tests {
     use super::*;
 
+    /// The console's quit and the CLI give one code per outcome (the mapping itself is
+    /// tested in `qdeck_engine::exit`).
     #[test]
-    fn each_verdict_has_its_documented_code() {
-        assert_eq!(of_verdict(Verdict::Ok), OK);
-        assert_eq!(of_verdict(Verdict::Partial), PARTIAL);
-        assert_eq!(of_verdict(Verdict::Failed), FAILED);
-        assert_eq!(of_verdict(Verdict::Cancelled), INTERRUPTED);
-    }
-
-    /// The console's quit and the CLI give one code per outcome: an error before any work
-    /// keeps its own code, one after some work is partial.
-    #[test]
-    fn an_outcome_ended_by_an_error_exits_with_its_code_or_partial() {
-        let failed = |done| Outcome::Failed {
+    fn the_console_quit_and_the_cli_share_the_code_of_an_outcome() {
+        let failed = qdeck_engine::ops::Outcome::Failed {
             error: BackendError::Unreachable("connection refused".into()),
-            progress: crate::backend::ProgressState {
-                done,
-                ..Default::default()
-            },
+            progress: qdeck_backend::ProgressState::default(),
         };
-        assert_eq!(of_outcome(&failed(0)), UNAVAILABLE);
-        assert_eq!(of_outcome(&failed(3)), PARTIAL);
-        let quit = crate::tui::state::OpSummary::of(&failed(0), "x");
+        assert_eq!(of_outcome(&failed), UNAVAILABLE);
+        let quit = crate::tui::state::OpSummary::of(&failed, "x");
         assert_eq!(quit.exit_code, UNAVAILABLE);
     }
 }

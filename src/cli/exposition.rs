@@ -9,13 +9,13 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
-use crate::engine::alerts::{rule::kind_name, Monitor};
+use qdeck_engine::alerts::{rule::kind_name, Monitor};
 
 type Labels = Vec<(&'static str, String)>;
 type Gauges = Family<Labels, Gauge<f64, AtomicU64>>;
 
 /// The per-queue gauges: name, help, and the figure (`None`: not exported for that queue).
-type Figure = fn(&crate::engine::alerts::Figures) -> Option<f64>;
+type Figure = fn(&qdeck_engine::alerts::Figures) -> Option<f64>;
 const QUEUE_GAUGES: &[(&str, &str, Figure)] = &[
     ("queue_depth", "Ready (visible) messages", |f| f.depth),
     (

@@ -4,8 +4,8 @@ use regex::Regex;
 use serde::Serialize;
 
 use super::exit::CliError;
-use crate::backend::Backend;
-use crate::domain::{QueueId, QueueInfo, QueueKind, QueueStats};
+use qdeck_backend::Backend;
+use qdeck_model::domain::{QueueId, QueueInfo, QueueKind, QueueStats};
 
 /// One row of `qdeck ls -o json`. Field names are stable (README "JSON output").
 #[derive(Debug, Clone, Serialize)]
@@ -28,7 +28,7 @@ pub struct QueueRow {
     pub error: Option<String>,
     /// The console's derived figures, present only with `--sample`.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub derived: Option<crate::engine::derive::Derived>,
+    pub derived: Option<qdeck_engine::derive::Derived>,
 }
 
 impl QueueRow {
@@ -63,7 +63,7 @@ pub fn compile_pattern(p: Option<&str>) -> Result<Option<Regex>, CliError> {
         Regex::new(p).map_err(|e| {
             CliError::usage(format!(
                 "bad pattern {p:?}: {}",
-                crate::sanitize::one_line(&e.to_string())
+                qdeck_model::sanitize::one_line(&e.to_string())
             ))
         })
     })
@@ -120,7 +120,7 @@ pub async fn rows_matching(
     let infos = match pattern {
         Some(re) => {
             backend
-                .list_queues_matching(&crate::backend::QueueFilter::new(re.clone()))
+                .list_queues_matching(&qdeck_backend::QueueFilter::new(re.clone()))
                 .await?
         }
         None => backend.list_queues().await?,
@@ -154,11 +154,11 @@ pub async fn sampled(
 ) -> Result<Vec<QueueRow>, CliError> {
     // A ring resolution no coarser than the gap, so the two polls land in separate samples.
     let history = (gap.as_secs_f64() * 240.0).ceil().max(60.0) as u64;
-    let mut store = crate::engine::store::Store::new(history, 240, drain_target_secs);
+    let mut store = qdeck_engine::store::Store::new(history, 240, drain_target_secs);
     // The console trusts a per-worker rate after 20 s of its own polls at one worker count;
     // a sample's two polls measure the work between them, so the whole gap (at one worker
     // count in both polls) is the measurement. The figure is the console's sum on it.
-    store.measure_secs = (gap.as_secs() as u32).clamp(1, crate::engine::derive::MEASURE_SECS);
+    store.measure_secs = (gap.as_secs() as u32).clamp(1, qdeck_engine::derive::MEASURE_SECS);
     let ids: Vec<QueueId> = infos.iter().map(|q| q.id.clone()).collect();
     store.set_queues(infos);
     if ids.is_empty() {
@@ -183,7 +183,7 @@ pub async fn sampled(
 pub async fn find(backend: &dyn Backend, name: &str) -> Result<QueueInfo, CliError> {
     match backend.describe(&QueueId::new(name)).await {
         Ok(q) => return Ok(q),
-        Err(crate::backend::BackendError::NotFound(_)) => {}
+        Err(qdeck_backend::BackendError::NotFound(_)) => {}
         Err(e) => return Err(e.into()),
     }
     let all = backend.list_queues().await.unwrap_or_default();
@@ -198,12 +198,15 @@ pub async fn find(backend: &dyn Backend, name: &str) -> Result<QueueInfo, CliErr
     } else {
         format!(
             "; did you mean {}?",
-            crate::sanitize::clean(&close.join(", "))
+            qdeck_model::sanitize::clean(&close.join(", "))
         )
     };
     Err(CliError::new(
         super::exit::NOT_FOUND,
-        format!("unknown queue {:?}{hint}", crate::sanitize::clean(name)),
+        format!(
+            "unknown queue {:?}{hint}",
+            qdeck_model::sanitize::clean(name)
+        ),
     ))
 }
 
@@ -217,14 +220,14 @@ pub fn require_delete_by_id(
     instead: &str,
 ) -> Result<(), CliError> {
     let Some(d) = backend.deleter() else {
-        return Err(crate::backend::BackendError::Unsupported(format!(
+        return Err(qdeck_backend::BackendError::Unsupported(format!(
             "{action} deletes chosen messages by id, which the {} backend cannot do; {instead}",
             backend.kind()
         ))
         .into());
     };
     if let Some(why) = d.delete_refusal(info) {
-        return Err(crate::backend::BackendError::Refused(why).into());
+        return Err(qdeck_backend::BackendError::Refused(why).into());
     }
     Ok(())
 }

@@ -11,7 +11,7 @@ use tokio::io::AsyncWriteExt;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-use crate::engine::alerts::Transition;
+use qdeck_engine::alerts::Transition;
 
 /// What a transition is sent to.
 #[derive(Debug, Clone)]
@@ -37,7 +37,7 @@ pub struct Hooks {
 
 impl Hooks {
     pub fn new(settings: Settings) -> Result<Hooks, String> {
-        crate::tls::install_provider();
+        qdeck_backend::tls::install_provider();
         let client = reqwest::Client::builder()
             .timeout(settings.timeout)
             .build()
@@ -85,10 +85,10 @@ async fn deliver(s: &Settings, client: &reqwest::Client, t: &Transition) {
             Err(e) => {
                 eprintln!(
                     "qdeck watch: hook for {} ({} on {}) failed, try {attempt} of {tries}: {}",
-                    crate::sanitize::clean(&t.rule),
+                    qdeck_model::sanitize::clean(&t.rule),
                     t.change.as_str(),
-                    crate::sanitize::clean(&place(t)),
-                    crate::sanitize::one_line(&e)
+                    qdeck_model::sanitize::clean(&place(t)),
+                    qdeck_model::sanitize::one_line(&e)
                 );
                 if attempt < tries {
                     tokio::time::sleep(Duration::from_millis(500 * 2u64.pow(attempt - 1))).await;
@@ -191,7 +191,7 @@ async fn post(
         .json(&body)
         .send()
         .await
-        .map_err(|e| format!("POST failed: {}", crate::backend::net_error::cause(&e)))?;
+        .map_err(|e| format!("POST failed: {}", qdeck_backend::net_error::cause(&e)))?;
     if r.status().is_success() {
         Ok(())
     } else {

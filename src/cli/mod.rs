@@ -36,11 +36,11 @@ use std::sync::Arc;
 use args::{Cli, Command};
 use exit::{CliError, CliResult};
 
-use crate::backend::local::LocalHandle;
-use crate::backend::{self, Backend};
-use crate::config::{self, LoadOptions, ProfileKind};
-use crate::domain::{OutgoingMessage, QueueId, RedriveRequest, RedriveTarget, Value};
-use crate::engine::session::Session;
+use qdeck_backend::local::LocalHandle;
+use qdeck_backend::{self as backend, Backend};
+use qdeck_engine::session::Session;
+use qdeck_model::config::{LoadOptions, ProfileKind};
+use qdeck_model::domain::{OutgoingMessage, QueueId, RedriveRequest, RedriveTarget, Value};
 
 /// Run one command. With `-o json`, a failure is still JSON on stdout (`error`, `exit_code`)
 /// besides the one line on stderr, so a script never parses an empty answer; a failure whose
@@ -59,7 +59,7 @@ pub async fn run(cli: Cli) -> CliResult {
     ) = (json, &r)
     {
         output::print_json(&serde_json::json!({
-            "error": crate::sanitize::clean(&crate::config::redact::redact(&e.message)),
+            "error": qdeck_model::sanitize::clean(&qdeck_model::config::redact::redact(&e.message)),
             "exit_code": e.code,
         }))
         .ok();
@@ -96,7 +96,7 @@ async fn dispatch(cli: Cli) -> CliResult {
         output::print(&format!("QDECK UNKNOWN - {}\n", e.message));
         Ok(3)
     };
-    let loaded = match config::load(&opts) {
+    let loaded = match qdeck_engine::config_check::load(&opts) {
         Ok(l) => l,
         Err(e) if is_check => return unknown(e.into()),
         Err(e) => return Err(e.into()),
@@ -133,7 +133,7 @@ async fn console_for(global: &args::Global, opts: LoadOptions) -> CliResult {
             profile: None,
             ..opts.clone()
         };
-        let names = multi::resolve(&config::load(&any)?.config, &sel)?;
+        let names = multi::resolve(&qdeck_engine::config_check::load(&any)?.config, &sel)?;
         let opts = LoadOptions {
             profile: names.first().cloned(),
             ..opts
@@ -297,7 +297,7 @@ fn redrive_request(
     dlq: String,
     to: Option<String>,
     max: Option<u64>,
-    rate: Option<crate::engine::rate::Rate>,
+    rate: Option<qdeck_model::rate::Rate>,
     window: Option<u32>,
 ) -> RedriveRequest {
     RedriveRequest {
@@ -321,17 +321,17 @@ async fn console(opts: &LoadOptions, fleet: Option<Vec<String>>) -> CliResult {
             "the console needs a terminal; for scripts use a command such as `qdeck ls` (see qdeck --help)",
         ));
     }
-    let loaded = config::load(opts)?;
+    let loaded = qdeck_engine::config_check::load(opts)?;
     let (backend, demo): (Arc<dyn Backend>, _) = match &loaded.profile.kind {
         ProfileKind::Local(s) => {
-            let local = Arc::new(crate::backend::local::LocalBackend::open(
+            let local = Arc::new(qdeck_backend::local::LocalBackend::open(
                 &s.resolved_path(),
             )?);
             let handle = LocalHandle(local.clone());
             let empty = handle.list_queues().await?.is_empty();
             let demo = if loaded.is_unconfigured()
                 && empty
-                && loaded.profile.effective_access() == crate::config::Access::Full
+                && loaded.profile.effective_access() == qdeck_model::config::Access::Full
             {
                 Some(
                     crate::demo::DemoHandle::start(local, crate::demo::DemoConfig::default())
@@ -348,7 +348,7 @@ async fn console(opts: &LoadOptions, fleet: Option<Vec<String>>) -> CliResult {
     let done = crate::tui::run(session, demo, fleet).await.map_err(|e| {
         CliError::new(
             exit::FAILED,
-            crate::config::redact::redact(&format!("{e:#}")),
+            qdeck_model::config::redact::redact(&format!("{e:#}")),
         )
     })?;
     // Quit during a redrive/purge: its summary on the restored terminal, the CLI's code.

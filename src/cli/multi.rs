@@ -15,10 +15,10 @@ use super::cmd_check;
 use super::exit::{CliError, CliResult, FAILED, OK, PARTIAL, UNAVAILABLE, USAGE};
 use super::fetch::{self, QueueRow};
 use super::output::{self, name, Table};
-use crate::config::{self, LoadOptions, Loaded};
-use crate::engine::fleet;
-use crate::engine::multi_poller::{self, PollError, Timeout};
-use crate::engine::session::Session;
+use qdeck_engine::fleet;
+use qdeck_engine::multi_poller::{self, PollError, Timeout};
+use qdeck_engine::session::Session;
+use qdeck_model::config::{self, LoadOptions, Loaded};
 
 /// Which profiles the user asked for, when it is more than the one-profile form.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -176,7 +176,7 @@ pub async fn run(
         profile: None,
         ..opts.clone()
     };
-    let names = config::load(&base_opts)
+    let names = qdeck_engine::config_check::load(&base_opts)
         .map_err(CliError::from)
         .and_then(|base| resolve(&base.config, &sel).map(|n| (base, n)));
     let (base, names) = match names {
@@ -477,9 +477,9 @@ mod tests {
     /// the live one.
     #[tokio::test(flavor = "multi_thread")]
     async fn the_fleet_and_the_cli_answer_alike_for_the_same_profiles() {
-        use crate::backend::local::{LocalHandle, QueueOptions};
-        use crate::backend::Backend;
-        use crate::domain::{OutgoingMessage, QueueId};
+        use qdeck_backend::local::{LocalHandle, QueueOptions};
+        use qdeck_backend::Backend;
+        use qdeck_model::domain::{OutgoingMessage, QueueId};
 
         let dir = tempfile::tempdir().unwrap();
         let db = dir.path().join("here.db");
@@ -511,7 +511,7 @@ mod tests {
             ),
         )
         .unwrap();
-        let base = config::load(&LoadOptions {
+        let base = qdeck_engine::config_check::load(&LoadOptions {
             file: Some(cfg),
             profile: None,
             read_only: false,

@@ -7,7 +7,7 @@ use serde::Serialize;
 use unicode_width::UnicodeWidthStr;
 
 use super::args::Format;
-use crate::sanitize;
+use qdeck_model::sanitize;
 
 /// Table format on a terminal, plain lines otherwise, unless the user chose.
 pub fn resolve(f: Option<Format>) -> Format {
@@ -210,16 +210,17 @@ pub fn name(s: &str) -> String {
 
 /// A time for people, or RFC 3339 for scripts.
 pub fn time_in(ms: Option<i64>, f: Format) -> String {
-    ms.and_then(crate::domain::ms_to_datetime).map_or_else(
-        || MISSING.to_string(),
-        |t| {
-            if f.is_machine() {
-                t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
-            } else {
-                t.format("%Y-%m-%d %H:%M:%S").to_string()
-            }
-        },
-    )
+    ms.and_then(qdeck_model::domain::ms_to_datetime)
+        .map_or_else(
+            || MISSING.to_string(),
+            |t| {
+                if f.is_machine() {
+                    t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+                } else {
+                    t.format("%Y-%m-%d %H:%M:%S").to_string()
+                }
+            },
+        )
 }
 
 #[cfg(test)]

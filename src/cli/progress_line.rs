@@ -5,7 +5,7 @@
 use std::future::Future;
 use std::io::IsTerminal;
 
-use crate::backend::OpProgress;
+use qdeck_backend::OpProgress;
 
 /// Runs `run` with a fresh progress handle; `stopping` is printed when Ctrl-C arrives.
 pub async fn with_progress<T, F, Fut>(what: &'static str, stopping: &'static str, run: F) -> T

@@ -6,12 +6,12 @@ use std::time::Duration;
 
 use super::args::ScanArgs;
 use super::exit::{CliError, INTERRUPTED};
-use crate::backend::{Backend, OpProgress};
-use crate::domain::QueueId;
-use crate::engine::session::Session;
-use crate::triage::{
+use qdeck_backend::{Backend, OpProgress};
+use qdeck_engine::session::Session;
+use qdeck_engine::triage::{
     EvalContext, Predicate, ScanLimits, ScanSummary, Selection, SignatureConfig, StopReason,
 };
+use qdeck_model::domain::QueueId;
 
 /// Browse page size for scans: large pages where the backend allows them (it clamps).
 const PAGE: usize = 1_000;
@@ -80,7 +80,7 @@ where
 /// What browsing did to the messages (SQS receive counts), on stderr as `peek` says it.
 pub fn print_effect(summary: &ScanSummary) {
     if let Some(n) = &summary.effect_note {
-        eprintln!("qdeck: note: {}", crate::sanitize::clean(n));
+        eprintln!("qdeck: note: {}", qdeck_model::sanitize::clean(n));
     }
 }
 
@@ -106,7 +106,7 @@ pub async fn select(
     ctx: &EvalContext,
 ) -> Result<Selection, CliError> {
     let sel = with_progress("scan", |p| async move {
-        crate::triage::select(b, queue, pred, limits, ctx, &p).await
+        qdeck_engine::triage::select(b, queue, pred, limits, ctx, &p).await
     })
     .await?;
     finished(&sel.scan)?;

@@ -7,9 +7,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::{DemoConfig, DemoHandle, ORDERS, PAYMENTS, REPORTS};
-use crate::backend::local::{LocalBackend, LocalHandle};
-use crate::backend::Backend;
-use crate::domain::QueueStats;
+use qdeck_backend::local::{LocalBackend, LocalHandle};
+use qdeck_backend::Backend;
+use qdeck_model::domain::QueueStats;
 
 const EVERY: Duration = Duration::from_secs(3);
 

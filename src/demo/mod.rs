@@ -24,7 +24,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crate::backend::local::{KeyPolicy, LocalBackend, QueueOptions};
+use qdeck_backend::local::{KeyPolicy, LocalBackend, QueueOptions};
 
 pub use headless::run_headless;
 

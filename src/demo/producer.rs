@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use rand::RngExt;
 
 use super::{nap, Shared, ORDERS, PAYMENTS, REPORTS};
-use crate::domain::{OutgoingMessage, Value};
+use qdeck_model::domain::{OutgoingMessage, Value};
 
 const TICK: Duration = Duration::from_millis(100);
 

@@ -9,7 +9,7 @@ use rand::RngExt;
 
 use super::producer::{POISON_HEADER, RUN_HEADER, SEQ_HEADER};
 use super::{nap, Shared, ORDERS, PAYMENTS, REPORTS};
-use crate::backend::local::Leased;
+use qdeck_backend::local::Leased;
 
 const IDLE_POLL: Duration = Duration::from_millis(250);
 const RETRY_DELAY: Duration = Duration::from_secs(1);

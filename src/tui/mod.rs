@@ -1,5 +1,5 @@
 //! The live console: event loop (`app`), UI state and the pure `update`, views, keymap,
-//! and themes. Broker text goes through `crate::sanitize`.
+//! and themes. Broker text goes through `qdeck_model::sanitize`.
 
 pub mod app;
 pub mod frame_stats;
@@ -11,7 +11,7 @@ pub mod update;
 pub mod views;
 
 use crate::demo::DemoHandle;
-use crate::engine::session::Session;
+use qdeck_engine::session::Session;
 
 pub use state::State;
 pub use update::{update, Action, Effect};

@@ -7,12 +7,12 @@ use regex::Regex;
 
 use super::keymap::KeyMap;
 use super::theme::Theme;
-use crate::backend::{BackendError, ProgressState};
-use crate::domain::{Capabilities, Consumer, Message, QueueId, RedriveTarget};
-use crate::engine::ops::Verdict;
-use crate::engine::rate::Rate;
-use crate::engine::store::Store;
-use crate::sanitize::BodyKind;
+use qdeck_backend::{BackendError, ProgressState};
+use qdeck_engine::ops::Verdict;
+use qdeck_engine::store::Store;
+use qdeck_model::domain::{Capabilities, Consumer, Message, QueueId, RedriveTarget};
+use qdeck_model::rate::Rate;
+use qdeck_model::sanitize::BodyKind;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum View {
@@ -245,7 +245,7 @@ pub struct ReasonsState {
     /// What the scanned queue is to the one `F` was pressed on: `(the DLQ of orders)`, or
     /// `(its own messages: no DLQ)`; the CLI's `reasons` says the same.
     pub scope: Option<String>,
-    pub groups: Vec<crate::triage::Group>,
+    pub groups: Vec<qdeck_engine::triage::Group>,
     pub scanning: bool,
     pub scanned: u64,
     pub total: Option<u64>,
@@ -303,7 +303,7 @@ pub const RATES: [Option<Rate>; 6] = [
 pub enum PlanShown {
     /// Asked for; `y` waits for the broker's answer.
     Planning,
-    Ready(Box<crate::domain::RedrivePlan>),
+    Ready(Box<qdeck_model::domain::RedrivePlan>),
     /// Why it cannot run; `y` does nothing.
     Refused(String),
 }
@@ -350,8 +350,8 @@ pub enum DialogKind {
     /// types the target queue's name.
     Edit {
         source: QueueId,
-        original: Box<crate::domain::Message>,
-        edited: Box<crate::engine::edit::Edited>,
+        original: Box<qdeck_model::domain::Message>,
+        edited: Box<qdeck_engine::edit::Edited>,
         /// The origin first, then the other queues of the profile.
         targets: Vec<QueueId>,
         target: usize,
@@ -360,7 +360,7 @@ pub enum DialogKind {
     /// or drop the edit.
     EditUnreadable {
         source: QueueId,
-        original: Box<crate::domain::Message>,
+        original: Box<qdeck_model::domain::Message>,
         text: String,
         why: String,
     },
@@ -372,7 +372,7 @@ pub enum DialogKind {
 #[derive(Debug, Clone, PartialEq)]
 pub struct TransferAsk {
     pub source: QueueId,
-    pub messages: Vec<crate::domain::Message>,
+    pub messages: Vec<qdeck_model::domain::Message>,
     pub to: QueueId,
     /// Another profile of the configuration; `None`: this one.
     pub to_profile: Option<String>,
@@ -392,7 +392,7 @@ pub struct TransferAsk {
 /// A transfer's plan carried from the dialog to the run. Plans hold the gates of both
 /// profiles, which do not compare: two held plans are equal when they say the same.
 #[derive(Debug, Clone)]
-pub struct HeldPlan(pub std::sync::Arc<crate::engine::ops::TransferPlan>);
+pub struct HeldPlan(pub std::sync::Arc<qdeck_engine::ops::TransferPlan>);
 
 impl PartialEq for HeldPlan {
     fn eq(&self, other: &Self) -> bool {
@@ -473,14 +473,14 @@ impl OpSummary {
         OpSummary {
             text: text.into(),
             verdict,
-            exit_code: crate::cli::exit::of_verdict(verdict),
+            exit_code: qdeck_engine::exit::of_verdict(verdict),
         }
     }
-    pub fn of(outcome: &crate::engine::ops::Outcome, text: impl Into<String>) -> OpSummary {
+    pub fn of(outcome: &qdeck_engine::ops::Outcome, text: impl Into<String>) -> OpSummary {
         OpSummary {
             text: text.into(),
             verdict: outcome.verdict(),
-            exit_code: crate::cli::exit::of_outcome(outcome),
+            exit_code: qdeck_engine::exit::of_outcome(outcome),
         }
     }
     pub fn ok(&self) -> bool {
@@ -552,17 +552,18 @@ impl OpsLog {
 impl State {
     /// No action that changes the broker (tier `stats` or `browse`).
     pub fn read_only(&self) -> bool {
-        self.session.access < crate::config::Access::Redrive
+        self.session.access < qdeck_model::config::Access::Redrive
     }
 
     /// Whether the tier allows a command that needs `needs`.
-    pub fn allows(&self, needs: crate::config::Access) -> bool {
+    pub fn allows(&self, needs: qdeck_model::config::Access) -> bool {
         self.session.access >= needs
     }
 }
 
 /// The backend's capabilities for one queue (`Backend::capabilities_for`).
-pub type CapsOf = std::sync::Arc<dyn Fn(&crate::domain::QueueInfo) -> Capabilities + Send + Sync>;
+pub type CapsOf =
+    std::sync::Arc<dyn Fn(&qdeck_model::domain::QueueInfo) -> Capabilities + Send + Sync>;
 
 pub struct State {
     pub store: Store,
@@ -618,7 +619,7 @@ pub struct SessionInfo {
     pub profiles: Vec<String>,
     pub broker: String,
     /// The profile's permission tier, as the gate enforces it.
-    pub access: crate::config::Access,
+    pub access: qdeck_model::config::Access,
     pub protected: bool,
     pub refresh_secs: f64,
     /// The profile's `max_calls_per_minute` (after defaults); `None` for no limit.
@@ -634,7 +635,7 @@ impl SessionInfo {
             profile: profile.to_string(),
             profiles: vec![profile.to_string()],
             broker: broker.to_string(),
-            access: crate::config::Access::Full,
+            access: qdeck_model::config::Access::Full,
             protected: false,
             refresh_secs: 2.0,
             call_budget: None,
@@ -658,7 +659,7 @@ pub struct ExitState {
 /// The poller's own state, for the header and the status line.
 #[derive(Debug, Clone, Default)]
 pub struct PollStatus {
-    pub api_rate: Option<crate::engine::budget::Budget>,
+    pub api_rate: Option<qdeck_engine::budget::Budget>,
     pub busy: bool,
     /// The queue list arrived at least once.
     pub listed: bool,
@@ -725,9 +726,9 @@ pub struct HelpState {
 /// The `[[alerts]]` rules, evaluated on this profile's figures after every poll.
 #[derive(Debug, Clone, Default)]
 pub struct AlertsState {
-    pub rules: Vec<crate::engine::alerts::Rule>,
-    pub tracker: crate::engine::alerts::Tracker,
-    pub notify: crate::config::alerts::NotifyConfig,
+    pub rules: Vec<qdeck_engine::alerts::Rule>,
+    pub tracker: qdeck_engine::alerts::Tracker,
+    pub notify: qdeck_model::config::alerts::NotifyConfig,
     /// First line of the alerts view.
     pub scroll: usize,
 }
@@ -748,8 +749,8 @@ impl AlertsState {
     }
 }
 
-impl From<crate::engine::alerts::Firing> for FiringAlert {
-    fn from(f: crate::engine::alerts::Firing) -> Self {
+impl From<qdeck_engine::alerts::Firing> for FiringAlert {
+    fn from(f: qdeck_engine::alerts::Firing) -> Self {
         FiringAlert {
             queue: (!f.key.queue.is_empty()).then(|| QueueId::new(&f.key.queue)),
             profile: f.key.profile,
@@ -767,7 +768,7 @@ pub struct FiringAlert {
     pub profile: String,
     pub rule: String,
     pub queue: Option<QueueId>,
-    pub severity: crate::engine::alerts::Severity,
+    pub severity: qdeck_engine::alerts::Severity,
     pub since_ms: i64,
     pub summary: String,
 }
@@ -775,7 +776,7 @@ pub struct FiringAlert {
 /// One summary row per profile, in configuration order.
 #[derive(Debug, Clone, Default)]
 pub struct FleetState {
-    pub rows: Vec<crate::engine::fleet::FleetRow>,
+    pub rows: Vec<qdeck_engine::fleet::FleetRow>,
     pub cursor: Cursor,
     pub fire_cursor: Cursor,
     pub fire_filter: Filter,
@@ -793,11 +794,11 @@ pub enum FireRow<'a> {
     Alert(&'a FiringAlert),
     Broker {
         profile: &'a str,
-        problem: crate::engine::fleet::BrokerProblem,
+        problem: qdeck_engine::fleet::BrokerProblem,
     },
     Queue {
         profile: &'a str,
-        entry: &'a crate::engine::fleet::FireEntry,
+        entry: &'a qdeck_engine::fleet::FireEntry,
     },
 }
 
@@ -823,7 +824,7 @@ impl FleetState {
         FleetState {
             rows: profiles
                 .iter()
-                .map(|p| crate::engine::fleet::FleetRow {
+                .map(|p| qdeck_engine::fleet::FleetRow {
                     profile: p.clone(),
                     refresh_secs: 5.0,
                     ..Default::default()
@@ -858,7 +859,7 @@ impl FleetState {
                 problem,
             })
         }));
-        let mut queues: Vec<(&str, &crate::engine::fleet::FireEntry)> = self
+        let mut queues: Vec<(&str, &qdeck_engine::fleet::FireEntry)> = self
             .rows
             .iter()
             .flat_map(|r| r.fire.iter().map(move |e| (r.profile.as_str(), e)))
@@ -895,7 +896,7 @@ impl FleetState {
     }
 
     /// A poll's row replaces the profile's previous one.
-    pub fn apply(&mut self, row: crate::engine::fleet::FleetRow) {
+    pub fn apply(&mut self, row: qdeck_engine::fleet::FleetRow) {
         match self.rows.iter_mut().find(|r| r.profile == row.profile) {
             Some(r) => *r = row,
             None => self.rows.push(row),
@@ -950,7 +951,7 @@ impl State {
             wide: false,
             op: None,
             status: None,
-            now_ms: crate::domain::now_ms(),
+            now_ms: qdeck_model::domain::now_ms(),
             size: (80, 24),
             dirty: true,
             exit: ExitState::default(),
@@ -1008,7 +1009,7 @@ impl State {
 /// An error as the console shows it: one line, redacted (errors promise no secrets; this
 /// holds even where one slips through a broker's message).
 pub fn error_line(e: &BackendError) -> String {
-    crate::config::redact::redact(&e.to_string())
+    qdeck_model::config::redact::redact(&e.to_string())
         .split_whitespace()
         .collect::<Vec<_>>()
         .join(" ")

@@ -1,18 +1,18 @@
 //! `:copy` / `:move` from the message browser, on the event loop's side: planned with
 //! `ops::plan_transfer`, the same code as `qdeck copy|move` (tiers of both profiles, target
 //! exists, a move's deletion, SQS text bodies), when the dialog opens; the plan the dialog
-//! showed is what `ops::run` runs on confirm (`triage::copy::transfer`, which audits on both
+//! showed is what `ops::run` runs on confirm (`ops::copy::transfer`, which audits on both
 //! profiles and deletes an original only after its copy was confirmed).
 
 use std::sync::Arc;
 
 use super::state::{error_line, HeldPlan, OpSummary, TransferAsk};
-use crate::backend::{BackendError, OpProgress};
-use crate::domain::{Message, QueueId};
-use crate::engine::ops::{self, Outcome, Planned, TransferPlan, TransferRequest};
-use crate::engine::session::{OpenError, Session};
-use crate::sanitize::one_line;
-use crate::triage::copy;
+use qdeck_backend::{BackendError, OpProgress};
+use qdeck_engine::ops::copy;
+use qdeck_engine::ops::{self, Outcome, Planned, TransferPlan, TransferRequest};
+use qdeck_engine::session::{OpenError, Session};
+use qdeck_model::domain::{Message, QueueId};
+use qdeck_model::sanitize::one_line;
 
 fn verb(moving: bool) -> &'static str {
     if moving {
@@ -93,7 +93,7 @@ pub async fn plan(
             .check
             .headers
             .iter()
-            .map(crate::triage::headers::HeaderChange::line)
+            .map(qdeck_backend::headers::HeaderChange::line)
             .collect(),
         delete_note: tp.check.delete_note.clone(),
         typed: tp.check.typed.clone(),

@@ -257,7 +257,7 @@ impl Flower {
 
     /// GET `path` of Flower's REST API as JSON; `None` until it answers.
     pub async fn get(&self, path: &str) -> Option<Json> {
-        qdeck::tls::install_provider();
+        qdeck_backend::tls::install_provider();
         let r = reqwest::Client::new()
             .get(format!("{}{path}", self.base))
             .timeout(std::time::Duration::from_secs(20))

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use assert_cmd::Command;
-use qdeck::backend::local::LocalBackend;
+use qdeck_backend::local::LocalBackend;
 
 pub struct CliEnv {
     pub dir: tempfile::TempDir,

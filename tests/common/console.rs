@@ -5,10 +5,10 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;
 
-use qdeck::domain::*;
-use qdeck::engine::store::Store;
 use qdeck::tui::state::{State, View};
 use qdeck::tui::{update, Action, Effect};
+use qdeck_engine::store::Store;
+use qdeck_model::domain::*;
 
 pub const T0: i64 = 1_764_600_000_000; // 2025-12-01T14:40:00Z
 
@@ -48,7 +48,7 @@ pub fn code(c: KeyCode) -> Action {
 }
 
 pub fn caps() -> Capabilities {
-    qdeck::backend::local::capabilities()
+    qdeck_backend::local::capabilities()
 }
 
 pub fn qinfo(name: &str, dlq: Option<&str>) -> QueueInfo {
@@ -234,7 +234,7 @@ pub fn open_dlq(st: &mut State) {
 }
 
 pub fn fleet_state() -> State {
-    use qdeck::engine::fleet::FleetRow;
+    use qdeck_engine::fleet::FleetRow;
     let mut st = populated();
     let names: Vec<String> = ["local", "rabbit-eu", "sqs-prod"]
         .iter()
@@ -287,8 +287,8 @@ pub fn fire_entry(
     depth: u64,
     change: Option<i64>,
     age: Option<f64>,
-) -> qdeck::engine::fleet::FireEntry {
-    qdeck::engine::fleet::FireEntry {
+) -> qdeck_engine::fleet::FireEntry {
+    qdeck_engine::fleet::FireEntry {
         queue: QueueId::new(queue),
         is_dlq,
         severity,

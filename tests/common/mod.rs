@@ -17,9 +17,9 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use qdeck::backend::{build_with, Backend, BackendError};
-use qdeck::config::secret::SecretMap;
-use qdeck::config::{Profile, ProfileKind, ServicebusSettings};
+use qdeck_backend::{build_with, Backend, BackendError};
+use qdeck_model::config::secret::SecretMap;
+use qdeck_model::config::{Profile, ProfileKind, ServicebusSettings};
 
 /// The start of the line a broker test prints when its broker is missing. `.ci/run` greps
 /// the test log for it (`^skipping:`) and fails the run; a test in tests/rabbitmq.rs checks
@@ -101,7 +101,7 @@ pub fn servicebus(name: &str, connection_string_env: &str, topics: Option<bool>)
             connection_string_env: connection_string_env.into(),
             topics,
             // The in-process stand-in speaks REST; tests/servicebus_amqp.rs has the AMQP one.
-            transport: Some(qdeck::config::SbTransport::Rest),
+            transport: Some(qdeck_model::config::SbTransport::Rest),
             management_url: None,
             ..Default::default()
         }),

@@ -6,9 +6,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 
-use qdeck::backend::{build, Backend};
-use qdeck::config::{NatsSettings, Profile, ProfileKind};
-use qdeck::domain::{QueueId, QueueStats};
+use qdeck_backend::{build, Backend};
+use qdeck_model::config::{NatsSettings, Profile, ProfileKind};
+use qdeck_model::domain::{QueueId, QueueStats};
 use serde_json::Value as Json;
 
 use super::peer::{free_port, run_json, wait_for_port, KillOnDrop};

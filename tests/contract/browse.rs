@@ -1,6 +1,6 @@
 //! Browsing: lossless, and exactly as free of side effects as the backend declares.
 
-use qdeck::domain::*;
+use qdeck_model::domain::*;
 
 use super::support::{browse_all, expect_count, ids};
 use super::{tag, Fixture};

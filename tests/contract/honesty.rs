@@ -1,7 +1,7 @@
 //! Capability honesty: what `capabilities_for` and `plan_redrive` declare is what happens.
 
-use qdeck::backend::{BackendError, OpProgress};
-use qdeck::domain::*;
+use qdeck_backend::{BackendError, OpProgress};
+use qdeck_model::domain::*;
 
 use super::support::{assert_clean, expect_count, receive_calls, request};
 use super::{tag, Fixture};

@@ -2,8 +2,8 @@
 
 use std::time::{Duration, Instant};
 
-use qdeck::backend::{BackendError, OpProgress};
-use qdeck::domain::*;
+use qdeck_backend::{BackendError, OpProgress};
+use qdeck_model::domain::*;
 
 use super::support::{expect_count, figures, patience};
 use super::{tag, Fixture};

@@ -20,8 +20,8 @@ use std::panic::AssertUnwindSafe;
 use std::time::Duration;
 
 use futures::FutureExt;
-use qdeck::backend::Backend;
-use qdeck::domain::QueueId;
+use qdeck_backend::Backend;
+use qdeck_model::domain::QueueId;
 
 /// The behaviours `contract_tests!` generates, by the names the tests carry.
 pub mod cases {

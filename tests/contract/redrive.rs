@@ -4,8 +4,8 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use qdeck::backend::OpProgress;
-use qdeck::domain::*;
+use qdeck_backend::OpProgress;
+use qdeck_model::domain::*;
 
 use super::support::{assert_clean, browse_all, expect_count, ids, request, wait_done};
 use super::{tag, Fixture};
@@ -104,7 +104,7 @@ pub async fn redrive_moves_at_most_the_count_at_start<F: Fixture>(fx: &F) {
     let mut req = request(&s.dlq, RedriveTarget::Queue(target.clone()));
     req.max = Some(at_start);
     // Slow enough that the newcomers arrive while it runs.
-    req.rate = Some(qdeck::engine::rate::Rate::fixed(2.0));
+    req.rate = Some(qdeck_model::rate::Rate::fixed(2.0));
     let (progress, mut rx) = OpProgress::new();
     let newcomers = async {
         wait_done(&mut rx, 1, Duration::from_secs(30)).await;

@@ -3,8 +3,8 @@
 
 use std::collections::BTreeMap;
 
-use qdeck::backend::BackendError;
-use qdeck::domain::*;
+use qdeck_backend::BackendError;
+use qdeck_model::domain::*;
 
 use super::support::{browse_all, expect_count};
 use super::{tag, Fixture};

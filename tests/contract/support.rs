@@ -4,8 +4,8 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use qdeck::backend::{Backend, ProgressState};
-use qdeck::domain::*;
+use qdeck_backend::{Backend, ProgressState};
+use qdeck_model::domain::*;
 use tokio::sync::watch;
 
 use super::Fixture;

@@ -7,8 +7,8 @@
 
 use std::time::{Duration, Instant};
 
-use qdeck::backend::OpProgress;
-use qdeck::domain::*;
+use qdeck_backend::OpProgress;
+use qdeck_model::domain::*;
 
 use super::support::{assert_clean, expect_count, request, wait_done};
 use super::{tag, Fixture};
@@ -18,7 +18,7 @@ pub async fn redrive_rate_is_honoured<F: Fixture>(fx: &F) {
     let (n, rate) = (6usize, 2.0f64);
     let s = fx.scene(&tag("rate"), 0, n).await;
     let mut req = request(&s.dlq, RedriveTarget::Origin);
-    req.rate = Some(qdeck::engine::rate::Rate::fixed(rate));
+    req.rate = Some(qdeck_model::rate::Rate::fixed(rate));
     // Backends may move up to one second's worth at once, never more.
     let burst = rate.ceil();
 
@@ -64,7 +64,7 @@ pub async fn redrive_cancel_leaves_everything_accounted_for<F: Fixture>(fx: &F) 
     let (ready, dead) = (1usize, 6usize);
     let s = fx.scene(&tag("cancel"), ready, dead).await;
     let mut req = request(&s.dlq, RedriveTarget::Origin);
-    req.rate = Some(qdeck::engine::rate::Rate::fixed(2.0));
+    req.rate = Some(qdeck_model::rate::Rate::fixed(2.0));
     let (progress, mut rx) = OpProgress::new();
     let canceller = async {
         wait_done(&mut rx, 1, Duration::from_secs(30)).await;

@@ -8,10 +8,10 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use qdeck::backend::{build_with, Backend, OpProgress};
-use qdeck::config::secret::SecretMap;
-use qdeck::config::ProfileKind;
-use qdeck::domain::*;
+use qdeck_backend::{build_with, Backend, OpProgress};
+use qdeck_model::config::secret::SecretMap;
+use qdeck_model::config::ProfileKind;
+use qdeck_model::domain::*;
 
 use super::{common, dlq, ids_in, q, redrive_all, req, write_cli_config, Standin};
 
@@ -245,7 +245,7 @@ async fn a_missing_claim_is_named_in_one_line_by_the_cli() {
         .await
         .expect_err("a redrive without Send");
     assert!(
-        matches!(e, qdeck::backend::BackendError::Forbidden { right: Some(ref r), .. } if r == "Send"),
+        matches!(e, qdeck_backend::BackendError::Forbidden { right: Some(ref r), .. } if r == "Send"),
         "{e:?}"
     );
     let text = e.to_string();
@@ -304,7 +304,7 @@ async fn a_cancelled_redrive_abandons_what_it_holds() {
         canceller.cancel();
     });
     let mut paced = redrive_all("cancelled", Some(20));
-    paced.rate = Some(qdeck::engine::rate::Rate::fixed(5.0));
+    paced.rate = Some(qdeck_model::rate::Rate::fixed(5.0));
     let report = b.redrive(&paced, &p).await.expect("the redrive");
     let moved = usize::try_from(report.moved).unwrap();
     assert!(moved > 0 && moved < N, "cancelled mid-run: {report:?}");

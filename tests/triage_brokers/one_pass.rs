@@ -9,12 +9,12 @@ use std::sync::Arc;
 use lapin::options::*;
 use lapin::types::{AMQPValue, FieldTable, LongString};
 use lapin::BasicProperties;
-use qdeck::backend::{Backend, MessageFilter, OpProgress};
-use qdeck::domain::*;
-use qdeck::engine::audit::AuditLog;
-use qdeck::engine::gate::Gate;
-use qdeck::engine::ops::{self, Outcome};
-use qdeck::triage::{EvalContext, Predicate, SignatureConfig};
+use qdeck_backend::{Backend, MessageFilter, OpProgress};
+use qdeck_engine::audit::AuditLog;
+use qdeck_engine::gate::Gate;
+use qdeck_engine::ops::{self, Outcome};
+use qdeck_engine::triage::{EvalContext, Predicate, SignatureConfig};
+use qdeck_model::domain::*;
 
 use super::rabbitmq::{declare, setup, setup_with_profile};
 use super::{uniq, wait_count};
@@ -236,7 +236,7 @@ async fn rabbitmq_one_pass_cancelled_midway_loses_nothing() {
     let (progress, mut rx) = OpProgress::new();
     let run = {
         let mut req = request(&dlq, &to, None);
-        req.rate = Some(qdeck::engine::rate::Rate::fixed(400.0));
+        req.rate = Some(qdeck_model::rate::Rate::fixed(400.0));
         let (b, p): (Arc<dyn Backend>, _) = (b.clone(), progress.clone());
         tokio::spawn(async move { b.redrive_matching(&req, &filter(), &p).await })
     };

@@ -11,15 +11,15 @@ use tokio::sync::mpsc;
 
 use super::export::{osc52, save_jsonl};
 use super::{initial_state, one_line};
-use crate::backend::OpProgress;
-use crate::config::paths;
 use crate::demo::DemoHandle;
-use crate::domain::QueueId;
-use crate::engine::fleet::{self, FleetHandle, FleetRow};
-use crate::engine::poller::{self, PollConfig, PollEvent, PollerHandle};
-use crate::engine::session::Session;
 use crate::tui::state::State;
 use crate::tui::update::{Action, Effect};
+use qdeck_backend::OpProgress;
+use qdeck_engine::fleet::{self, FleetHandle, FleetRow};
+use qdeck_engine::poller::{self, PollConfig, PollEvent, PollerHandle};
+use qdeck_engine::session::Session;
+use qdeck_model::config::paths;
+use qdeck_model::domain::QueueId;
 
 /// Poll events waiting for the event loop.
 const POLL_QUEUE: usize = 64;
@@ -53,7 +53,7 @@ pub(super) struct Exec {
 
 pub(super) struct EditJob {
     pub(super) queue: QueueId,
-    pub(super) message: Box<crate::domain::Message>,
+    pub(super) message: Box<qdeck_model::domain::Message>,
     pub(super) draft: String,
 }
 
@@ -227,7 +227,7 @@ impl Exec {
         None
     }
 
-    fn save(&self, queue: QueueId, messages: Vec<crate::domain::Message>) {
+    fn save(&self, queue: QueueId, messages: Vec<qdeck_model::domain::Message>) {
         let dir = self.export_dir.clone();
         let tx = self.tx.clone();
         let kind = self.session.backend.kind();
@@ -244,7 +244,7 @@ impl Exec {
         let opts = self.session.loaded.options_for(&name);
         let tx = self.switch_tx.clone();
         tokio::spawn(async move {
-            let r = match crate::config::load(&opts) {
+            let r = match qdeck_engine::config_check::load(&opts) {
                 Ok(loaded) => Session::open(loaded)
                     .await
                     .map_err(|e| one_line(&e.to_string())),
@@ -262,8 +262,8 @@ impl Exec {
             .options_for(&self.session.profile().name);
         let tx = self.tx.clone();
         tokio::task::spawn_blocking(move || {
-            let names = crate::config::load(&opts)
-                .map(|l| crate::config::profile_names(&l.config))
+            let names = qdeck_engine::config_check::load(&opts)
+                .map(|l| qdeck_model::config::profile_names(&l.config))
                 .map_err(|e| one_line(&e.to_string()));
             let _ = tx.blocking_send(Action::Profiles { names, then });
         });
@@ -276,7 +276,7 @@ impl Exec {
             .session
             .loaded
             .options_for(&self.session.profile().name);
-        let names = match crate::config::load(&opts) {
+        let names = match qdeck_engine::config_check::load(&opts) {
             Ok(l) => fleet::profiles_to_poll(&l.config, &self.fleet_profiles),
             Err(_) => fleet::profiles_to_poll(&self.session.loaded.config, &self.fleet_profiles),
         };
@@ -287,7 +287,7 @@ impl Exec {
         }
         if self.fleet.is_none() {
             let loaded = self.session.loaded.clone();
-            let rules = crate::engine::alerts::rules(&loaded.config).unwrap_or_default();
+            let rules = qdeck_engine::alerts::rules(&loaded.config).unwrap_or_default();
             self.fleet = Some(fleet::spawn(
                 move |n| loaded.options_for(n),
                 &names,
@@ -316,7 +316,7 @@ impl Exec {
     pub(super) fn switch(&mut self, session: Session) -> (State, mpsc::Receiver<PollEvent>) {
         self.poller.stop();
         let demo = match (&self.demo, session.backend.kind()) {
-            (Some(d), crate::domain::BrokerKind::Local) => Some(d.workers()),
+            (Some(d), qdeck_model::domain::BrokerKind::Local) => Some(d.workers()),
             _ => None,
         };
         let fresh = initial_state(&session, demo);

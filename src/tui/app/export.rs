@@ -4,7 +4,7 @@ use std::io::Write;
 
 use base64::Engine;
 
-use crate::domain::{Message, QueueId};
+use qdeck_model::domain::{Message, QueueId};
 
 /// OSC 52 payloads larger than this are refused by most terminals.
 const COPY_LIMIT: usize = 100_000;
@@ -34,7 +34,7 @@ pub(super) fn osc52(text: &str) -> Result<String, String> {
 pub(super) fn notify(bell: bool, text: Option<&str>) -> std::io::Result<()> {
     let mut out = std::io::stdout();
     if let Some(t) = text {
-        let body: String = crate::sanitize::clean(t)
+        let body: String = qdeck_model::sanitize::clean(t)
             .chars()
             .map(|c| if c == ';' { ',' } else { c })
             .take(200)
@@ -72,7 +72,7 @@ fn file_part(q: &QueueId) -> String {
 /// file imports exactly as an exported one.
 pub fn save_jsonl(
     dir: &std::path::Path,
-    kind: crate::domain::BrokerKind,
+    kind: qdeck_model::domain::BrokerKind,
     queue: &QueueId,
     msgs: &[Message],
 ) -> Result<String, String> {
@@ -81,7 +81,7 @@ pub fn save_jsonl(
     let path = dir.join(format!("{}-{ts}.jsonl", file_part(queue)));
     let mut buf = Vec::new();
     for m in msgs {
-        let rec = crate::triage::transfer::Record::from_message(m, kind, queue.as_str());
+        let rec = qdeck_engine::triage::transfer::Record::from_message(m, kind, queue.as_str());
         serde_json::to_writer(&mut buf, &rec).map_err(|e| format!("cannot encode: {e}"))?;
         buf.push(b'\n');
     }

@@ -7,12 +7,12 @@ use std::future::Future;
 use super::exec::{EditJob, Exec};
 use super::triage_scan::{group_page, scan_reasons, triage_settings};
 use super::{one_line, summary, PAGE_SIZE};
-use crate::backend::{BackendError, OpProgress};
-use crate::domain::{BrowseRequest, Message, QueueId, RedriveRequest, RedriveTarget};
-use crate::engine::edit::{self, Edited};
-use crate::engine::ops::{self, Outcome, Verdict};
 use crate::tui::state::{OpSummary, TransferAsk};
 use crate::tui::update::Action;
+use qdeck_backend::{BackendError, OpProgress};
+use qdeck_engine::edit::{self, Edited};
+use qdeck_engine::ops::{self, Outcome, Verdict};
+use qdeck_model::domain::{BrowseRequest, Message, QueueId, RedriveRequest, RedriveTarget};
 
 /// Reading: pages, reasons scans and consumers.
 impl Exec {

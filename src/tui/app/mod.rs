@@ -21,16 +21,16 @@ use super::state::{Level, OpSummary, State};
 use super::theme::Theme;
 use super::update::{set_status, update, Action, Effect};
 use super::views;
-use crate::config::paths;
 use crate::demo::DemoHandle;
-use crate::domain::{now_ms, QueueId};
-use crate::engine::edit::{self, EditorOutcome};
-use crate::engine::ops::Outcome;
-use crate::engine::poller::PollEvent;
-use crate::engine::session::Session;
-use crate::engine::store::Store;
-use crate::sanitize::one_line;
 use exec::{Exec, Inbox};
+use qdeck_engine::edit::{self, EditorOutcome};
+use qdeck_engine::ops::Outcome;
+use qdeck_engine::poller::PollEvent;
+use qdeck_engine::session::Session;
+use qdeck_engine::store::Store;
+use qdeck_model::config::paths;
+use qdeck_model::domain::{now_ms, QueueId};
+use qdeck_model::sanitize::one_line;
 
 pub use export::save_jsonl;
 
@@ -72,12 +72,12 @@ pub fn initial_state(session: &Session, demo_workers: Option<usize>) -> State {
     st.session.access = session.gate.access();
     st.session.protected = session.gate.protected();
     st.demo_workers = demo_workers;
-    st.session.profiles = crate::config::profile_names(cfg);
+    st.session.profiles = qdeck_model::config::profile_names(cfg);
     st.session.refresh_secs = refresh_secs(session);
     st.session.call_budget = session.profile().calls_per_minute();
     st.session.export_dir = Some(paths::state_dir().join("exports"));
     // The file was checked when it was loaded: a rule that fails here cannot occur.
-    st.alerts.rules = crate::engine::alerts::rules(cfg).unwrap_or_default();
+    st.alerts.rules = qdeck_engine::alerts::rules(cfg).unwrap_or_default();
     st.alerts.notify = session
         .profile()
         .notify

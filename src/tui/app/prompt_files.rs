@@ -5,8 +5,8 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::config::paths;
 use crate::tui::state::HISTORY_MAX;
+use qdeck_model::config::paths;
 
 pub(super) fn history_file() -> PathBuf {
     paths::state_dir().join("history")

@@ -6,12 +6,12 @@ use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 
 use super::PAGE_SIZE;
-use crate::backend::{BackendError, OpProgress};
-use crate::domain::{Message, Page, QueueId};
-use crate::engine::gate::{Gate, Mutation};
-use crate::engine::session::Session;
-use crate::triage::{scan, Grouper, ReasonsReport, ScanLimits, SignatureConfig};
 use crate::tui::update::Action;
+use qdeck_backend::{BackendError, OpProgress};
+use qdeck_engine::gate::{Gate, Mutation};
+use qdeck_engine::session::Session;
+use qdeck_engine::triage::{scan, Grouper, ReasonsReport, ScanLimits, SignatureConfig};
+use qdeck_model::domain::{Message, Page, QueueId};
 
 /// The profile's `[triage]` scan bounds and extra reason headers, as the CLI reads them.
 pub(super) fn triage_settings(session: &Session) -> (ScanLimits, SignatureConfig) {
@@ -82,7 +82,7 @@ pub(super) async fn group_page(
         &OpProgress::detached(),
         |page| {
             for m in page {
-                let s = crate::triage::signature(m, cfg);
+                let s = qdeck_engine::triage::signature(m, cfg);
                 if messages.len() < PAGE_SIZE
                     && s.text == signature
                     && s.origin.as_deref() == origin

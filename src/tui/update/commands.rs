@@ -2,11 +2,11 @@
 //! argument no key can carry.
 
 use super::{dialogs, keys::run_cmd, messages, push, queues, set_status, Effect};
-use crate::config::Access;
-use crate::domain::QueueId;
 use crate::tui::keymap::Cmd;
 use crate::tui::state::*;
 use crate::tui::theme::Theme;
+use qdeck_model::config::Access;
+use qdeck_model::domain::QueueId;
 
 pub(super) fn command(st: &mut State, text: &str, fx: &mut Vec<Effect>) {
     let mut words = text.split_whitespace();

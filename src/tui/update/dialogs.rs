@@ -4,10 +4,10 @@
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 use super::{messages, set_status, Effect};
-use crate::backend::{BackendError, ProgressState};
-use crate::domain::{QueueId, RedriveRequest, RedriveTarget};
-use crate::engine::edit::{self, EditorOutcome};
 use crate::tui::state::*;
+use qdeck_backend::{BackendError, ProgressState};
+use qdeck_engine::edit::{self, EditorOutcome};
+use qdeck_model::domain::{QueueId, RedriveRequest, RedriveTarget};
 
 /// q / Ctrl-C while an operation runs ask first; with nothing running they quit.
 pub(super) fn quit(st: &mut State) {
@@ -159,7 +159,7 @@ fn redrive_request(kind: &DialogKind) -> Option<RedriveRequest> {
 pub(super) fn redrive_planned(
     st: &mut State,
     req: RedriveRequest,
-    result: Result<crate::domain::RedrivePlan, BackendError>,
+    result: Result<qdeck_model::domain::RedrivePlan, BackendError>,
 ) {
     let Some(d) = st.dialog.as_mut() else {
         return;
@@ -274,7 +274,7 @@ pub(super) fn open_transfer(
 pub(super) fn edited(
     st: &mut State,
     source: QueueId,
-    original: Box<crate::domain::Message>,
+    original: Box<qdeck_model::domain::Message>,
     result: Result<EditorOutcome, String>,
 ) {
     let edited = match result {
@@ -320,7 +320,7 @@ pub(super) fn edited(
 pub(super) fn edit_unreadable(
     st: &mut State,
     source: QueueId,
-    original: Box<crate::domain::Message>,
+    original: Box<qdeck_model::domain::Message>,
     text: String,
     why: String,
 ) {
@@ -443,7 +443,7 @@ pub(super) fn dialog_key(st: &mut State, k: KeyEvent, fx: &mut Vec<Effect>) {
 
 /// A confirmed operation starts when the tier allows it and no other one runs (said in a
 /// flash); its label shows in the status line until it ends.
-fn begin_op(st: &mut State, need: crate::config::Access, label: String) -> bool {
+fn begin_op(st: &mut State, need: qdeck_model::config::Access, label: String) -> bool {
     if !st.allows(need) {
         return false;
     }
@@ -477,7 +477,7 @@ fn confirm(st: &mut State, d: Dialog, fx: &mut Vec<Effect>) {
             targets,
             target,
         } => {
-            if !st.allows(crate::config::Access::Redrive) {
+            if !st.allows(qdeck_model::config::Access::Redrive) {
                 return;
             }
             if let Some(t) = targets.get(target) {
@@ -496,7 +496,7 @@ fn confirm(st: &mut State, d: Dialog, fx: &mut Vec<Effect>) {
             text,
             ..
         } => {
-            if st.allows(crate::config::Access::Redrive) {
+            if st.allows(qdeck_model::config::Access::Redrive) {
                 fx.push(Effect::EditAgain {
                     queue: source,
                     message: original,
@@ -509,7 +509,7 @@ fn confirm(st: &mut State, d: Dialog, fx: &mut Vec<Effect>) {
         DialogKind::CancelScheduled { queue, id, .. } => {
             if !begin_op(
                 st,
-                crate::config::Access::Full,
+                qdeck_model::config::Access::Full,
                 format!("cancel {id} in {queue}"),
             ) {
                 return;
@@ -522,7 +522,11 @@ fn confirm(st: &mut State, d: Dialog, fx: &mut Vec<Effect>) {
             });
         }
         DialogKind::Purge { queue, .. } => {
-            if !begin_op(st, crate::config::Access::Full, format!("purge {queue}")) {
+            if !begin_op(
+                st,
+                qdeck_model::config::Access::Full,
+                format!("purge {queue}"),
+            ) {
                 return;
             }
             fx.push(Effect::Purge(queue));
@@ -563,9 +567,9 @@ fn confirm_quit(st: &mut State, fx: &mut Vec<Effect>) {
 
 fn confirm_transfer(st: &mut State, t: Box<TransferAsk>, fx: &mut Vec<Effect>) {
     let need = if t.moving {
-        crate::config::Access::Full
+        qdeck_model::config::Access::Full
     } else {
-        crate::config::Access::Redrive
+        qdeck_model::config::Access::Redrive
     };
     let verb = if t.moving { "move" } else { "copy" };
     if !begin_op(
@@ -583,7 +587,7 @@ fn confirm_transfer(st: &mut State, t: Box<TransferAsk>, fx: &mut Vec<Effect>) {
 
 fn confirm_delete(st: &mut State, queue: QueueId, ids: Vec<String>, fx: &mut Vec<Effect>) {
     let label = format!("delete {} from {queue}", ids.len());
-    if !begin_op(st, crate::config::Access::Full, label) {
+    if !begin_op(st, qdeck_model::config::Access::Full, label) {
         return;
     }
     st.msgs.marked.retain(|m| !ids.contains(m));
@@ -599,7 +603,7 @@ fn confirm_redrive(st: &mut State, source: &QueueId, req: RedriveRequest, fx: &m
         RedriveTarget::Origin => format!("redrive {source} → origin"),
         RedriveTarget::Queue(q) => format!("redrive {source} → {q}"),
     };
-    if !begin_op(st, crate::config::Access::Redrive, label) {
+    if !begin_op(st, qdeck_model::config::Access::Redrive, label) {
         return;
     }
     st.msgs.marked.clear();

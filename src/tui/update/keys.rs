@@ -7,9 +7,9 @@ use super::navigate::move_sel;
 use super::{
     dialogs, input, lists, messages, navigate, push, reasons, selection, set_status, Effect,
 };
-use crate::engine::gate::Mutation;
 use crate::tui::keymap::{Cmd, COMMANDS};
 use crate::tui::state::*;
+use qdeck_engine::gate::Mutation;
 
 pub(super) fn key(st: &mut State, k: KeyEvent, fx: &mut Vec<Effect>) {
     if st.dialog.is_some() {

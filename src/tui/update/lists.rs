@@ -4,9 +4,9 @@
 
 use std::cmp::Ordering;
 
-use crate::backend::BackendError;
-use crate::domain::{Consumer, Message, QueueId};
 use crate::tui::state::*;
+use qdeck_backend::BackendError;
+use qdeck_model::domain::{Consumer, Message, QueueId};
 
 /// `scheduled`: the browser lists scheduled messages, whose time column is when they fall due.
 fn msg_key(m: &Message, col: usize, scheduled: bool) -> (Option<f64>, String) {

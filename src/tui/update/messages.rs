@@ -2,12 +2,12 @@
 //! acts on.
 
 use super::{push, set_status, Effect};
-use crate::backend::BackendError;
-use crate::config::Access;
-use crate::domain::{BrowseEffect, Message, Page, QueueId};
-use crate::engine::gate::Mutation;
-use crate::sanitize;
 use crate::tui::state::*;
+use qdeck_backend::BackendError;
+use qdeck_engine::gate::Mutation;
+use qdeck_model::config::Access;
+use qdeck_model::domain::{BrowseEffect, Message, Page, QueueId};
+use qdeck_model::sanitize;
 
 /// Message views are never opened below tier `browse`.
 fn refused(st: &mut State, fx: &mut Vec<Effect>) -> bool {

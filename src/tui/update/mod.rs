@@ -21,13 +21,13 @@ mod selection;
 use crossterm::event::{KeyEvent, KeyEventKind};
 
 use super::state::*;
-use crate::backend::{BackendError, ProgressState};
-use crate::config::Access;
-use crate::domain::{Consumer, Message, Page, QueueId, RedriveRequest};
-use crate::engine::edit::{Edited, EditorOutcome};
-use crate::engine::gate::Mutation;
-use crate::engine::poller::PollEvent;
-use crate::sanitize;
+use qdeck_backend::{BackendError, ProgressState};
+use qdeck_engine::edit::{Edited, EditorOutcome};
+use qdeck_engine::gate::Mutation;
+use qdeck_engine::poller::PollEvent;
+use qdeck_model::config::Access;
+use qdeck_model::domain::{Consumer, Message, Page, QueueId, RedriveRequest};
+use qdeck_model::sanitize;
 
 // Tests and benches build the queue list without going through `update`.
 pub use lists::rebuild_workers;
@@ -80,18 +80,18 @@ pub enum Action {
     /// Groups so far of the reasons scan of `queue`.
     ReasonsProgress {
         queue: QueueId,
-        groups: Vec<crate::triage::Group>,
+        groups: Vec<qdeck_engine::triage::Group>,
         scanned: u64,
         total: Option<u64>,
     },
     ReasonsDone {
         queue: QueueId,
-        result: Result<crate::triage::ReasonsReport, BackendError>,
+        result: Result<qdeck_engine::triage::ReasonsReport, BackendError>,
     },
     /// The plan of the redrive dialog's request, or why it is refused.
     RedrivePlanned {
         req: RedriveRequest,
-        result: Result<crate::domain::RedrivePlan, BackendError>,
+        result: Result<qdeck_model::domain::RedrivePlan, BackendError>,
     },
     /// The plan for deleting chosen messages: the note for the dialog, or why it is refused.
     /// The plan for cancelling one scheduled message: the text the CLI asks about, or why not.
@@ -122,7 +122,7 @@ pub enum Action {
         then: Option<String>,
     },
     /// A fleet poller's row for one profile.
-    Fleet(crate::engine::fleet::FleetRow),
+    Fleet(qdeck_engine::fleet::FleetRow),
     /// The executor started polling these profiles for the fleet view.
     FleetStarted(Vec<String>),
 }

@@ -2,9 +2,9 @@
 //! copy's result. Each reloads the message browser, whose page the operation changed.
 
 use super::{messages, set_result, Effect};
-use crate::backend::ProgressState;
-use crate::domain::QueueId;
 use crate::tui::state::*;
+use qdeck_backend::ProgressState;
+use qdeck_model::domain::QueueId;
 
 pub(super) fn progress(st: &mut State, p: ProgressState) {
     if let Some(op) = &mut st.op {

@@ -2,12 +2,12 @@
 //! fetches first.
 
 use super::Effect;
-use crate::domain::QueueId;
-use crate::engine::derive;
-use crate::engine::poller::PollEvent;
-use crate::engine::store::QueueEntry;
 use crate::tui::state::*;
 use crate::tui::views::queues::Eta;
+use qdeck_engine::derive;
+use qdeck_engine::poller::PollEvent;
+use qdeck_engine::store::QueueEntry;
+use qdeck_model::domain::QueueId;
 
 /// Where a row goes when the table is sorted on a figure: by rank, then value, in the sort's
 /// direction. `None` exactly when the row's cell in that column shows no figure (`—`): it
@@ -138,7 +138,7 @@ pub(super) fn poll(st: &mut State, ev: PollEvent, fx: &mut Vec<Effect>) {
     match ev {
         PollEvent::Queues(qs) => {
             st.store.set_queues(qs);
-            let watched = crate::engine::alerts::watched_for_history(
+            let watched = qdeck_engine::alerts::watched_for_history(
                 &st.alerts.rules,
                 &st.session.profile,
                 &st.store,
@@ -171,17 +171,17 @@ fn alerts(st: &mut State, fx: &mut Vec<Effect>) {
     if st.alerts.rules.is_empty() {
         return;
     }
-    let health = crate::engine::alerts::Health {
+    let health = qdeck_engine::alerts::Health {
         unreachable: st.store.backend_error.is_some(),
         // The same rule as `watch`: no success for three refresh periods.
         stale: st.store.last_ok_ms.is_some()
-            && crate::engine::multi_poller::stale(
+            && qdeck_engine::multi_poller::stale(
                 st.store.last_ok_ms,
                 st.session.refresh_secs,
                 st.now_ms,
             ),
     };
-    let changes = crate::engine::alerts::evaluate(
+    let changes = qdeck_engine::alerts::evaluate(
         &st.alerts.rules,
         &mut st.alerts.tracker,
         &st.session.profile,
@@ -191,7 +191,7 @@ fn alerts(st: &mut State, fx: &mut Vec<Effect>) {
     );
     let notify = st.alerts.notify.clone();
     for t in changes {
-        if t.change == crate::engine::alerts::Change::Firing && (notify.bell || notify.desktop) {
+        if t.change == qdeck_engine::alerts::Change::Firing && (notify.bell || notify.desktop) {
             fx.push(Effect::Notify {
                 bell: notify.bell,
                 desktop: notify

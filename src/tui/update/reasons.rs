@@ -2,9 +2,9 @@
 //! cancels the scan, Enter opens the group's messages in the message browser.
 
 use super::{push, set_status, Effect};
-use crate::domain::QueueId;
-use crate::triage::{Group, ReasonsReport};
 use crate::tui::state::*;
+use qdeck_engine::triage::{Group, ReasonsReport};
+use qdeck_model::domain::QueueId;
 
 /// `F` / `:reasons`: on a DLQ its own groups; on a queue with a DLQ, the DLQ's.
 pub(super) fn open(st: &mut State, fx: &mut Vec<Effect>) {
@@ -14,7 +14,7 @@ pub(super) fn open(st: &mut State, fx: &mut Vec<Effect>) {
     let info = st.store.get(&q).map(|e| e.info.clone());
     // One rule with `qdeck reasons`: a queue's DLQ when it has one, else its own messages.
     let (dlq, scope) = match info {
-        Some(i) => match crate::triage::reasons_queue(&i) {
+        Some(i) => match qdeck_engine::triage::reasons_queue(&i) {
             Some(d) if d == q => (d, None),
             Some(d) => (d, Some(format!("the DLQ of {q}"))),
             None => (q, Some("its own messages: no DLQ".to_string())),
@@ -73,7 +73,7 @@ pub(super) fn progress(
 pub(super) fn done(
     st: &mut State,
     queue: QueueId,
-    result: Result<ReasonsReport, crate::backend::BackendError>,
+    result: Result<ReasonsReport, qdeck_backend::BackendError>,
 ) {
     let r = &mut st.reasons;
     if r.queue.as_ref() != Some(&queue) {

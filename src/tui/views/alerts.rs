@@ -9,9 +9,9 @@ use ratatui::Frame;
 
 use super::wrap::wrap_lines;
 use super::{block, fmt_ago, fmt_secs, plural, styled};
-use crate::engine::alerts::{Phase, Rule};
-use crate::sanitize::clean;
 use crate::tui::state::{FiringAlert, State};
+use qdeck_engine::alerts::{Phase, Rule};
+use qdeck_model::sanitize::clean;
 
 pub fn render(f: &mut Frame, st: &State, area: Rect) {
     let t = &st.theme;

@@ -4,7 +4,7 @@
 
 use ratatui::layout::Constraint;
 
-use crate::sanitize::clean;
+use qdeck_model::sanitize::clean;
 
 #[derive(Debug, Clone)]
 pub struct Col {

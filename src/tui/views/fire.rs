@@ -10,11 +10,11 @@ use ratatui::Frame;
 
 use super::columns::{clean_mid, fit, flex_width, kept_row, render_plain_table, Col};
 use super::{block, fmt_age, fmt_count, fmt_rate, fmt_secs, plural, styled};
-use crate::domain::QueueId;
-use crate::engine::alerts::Severity;
-use crate::engine::fleet::{BrokerProblem, FireEntry};
-use crate::sanitize::{clean, clean_short};
 use crate::tui::state::{FireRow, FiringAlert, FleetState, State};
+use qdeck_engine::alerts::Severity;
+use qdeck_engine::fleet::{BrokerProblem, FireEntry};
+use qdeck_model::domain::QueueId;
+use qdeck_model::sanitize::{clean, clean_short};
 
 pub fn render(f: &mut Frame, st: &State, area: Rect) {
     let t = &st.theme;

@@ -9,10 +9,10 @@ use ratatui::Frame;
 use super::columns::{clean_mid, fit, flex_width, kept_row, render_plain_table, Col};
 use super::wrap::split_for_text;
 use super::{block, fmt_age, fmt_ago, fmt_count, plural, styled};
-use crate::engine::fleet::FleetRow;
-use crate::sanitize::clean_short;
 use crate::tui::state::State;
 use crate::tui::theme::Theme;
+use qdeck_engine::fleet::FleetRow;
+use qdeck_model::sanitize::clean_short;
 
 pub fn render(f: &mut Frame, st: &State, area: Rect) {
     let t = &st.theme;

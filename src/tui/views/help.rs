@@ -9,9 +9,9 @@ use ratatui::Frame;
 
 use super::wrap::wrap_lines;
 use super::{block, centered, clear, styled};
-use crate::config::Access;
 use crate::tui::keymap::{Cmd, COMMANDS};
 use crate::tui::state::{State, View};
+use qdeck_model::config::Access;
 
 const WIDTH: u16 = 78;
 

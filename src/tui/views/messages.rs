@@ -8,12 +8,12 @@ use ratatui::Frame;
 use super::columns::{clean_mid, fit, flex_width, kept_row, render_plain_table, sort_head, Col};
 use super::wrap::wrap_lines;
 use super::{block, fmt_count, fmt_secs, styled};
-use crate::domain::Message;
-use crate::sanitize::{clean, clean_short, preview};
 use crate::tui::state::{error_line, State};
+use qdeck_model::domain::Message;
+use qdeck_model::sanitize::{clean, clean_short, preview};
 
 fn fmt_time(ms: Option<i64>) -> String {
-    ms.and_then(crate::domain::ms_to_datetime)
+    ms.and_then(qdeck_model::domain::ms_to_datetime)
         .map_or_else(|| "—".into(), |d| d.format("%m-%d %H:%M:%S").to_string())
 }
 
@@ -174,7 +174,7 @@ fn session_of(msg: &Message) -> Option<&str> {
         .iter()
         .find(|(k, _)| k == "SessionId")
         .and_then(|(_, v)| match v {
-            crate::domain::Value::String(s) => Some(s.as_str()),
+            qdeck_model::domain::Value::String(s) => Some(s.as_str()),
             _ => None,
         })
 }
@@ -215,12 +215,12 @@ fn list_cells<'a>(st: &State, msg: &Message, marked: bool, body_w: usize) -> Vec
         )),
         Cell::from(clean_mid(
             dl.and_then(|d| d.origin.as_ref())
-                .map_or("—", crate::domain::QueueId::as_str),
+                .map_or("—", qdeck_model::domain::QueueId::as_str),
             14,
         )),
         Cell::from(fmt_size(msg.body.len())),
         // A Celery task reads as its call, which says more than its protocol JSON.
-        Cell::from(match crate::celery::decode(msg) {
+        Cell::from(match qdeck_backend::celery::decode(msg) {
             Some(c) => styled(
                 clean_short(
                     &format!(
@@ -267,7 +267,7 @@ fn meta_lines<'a>(st: &State, msg: &Message) -> Vec<Line<'a>> {
             styled(clean(k).into_owned(), t.text),
         ]));
     }
-    if let Some(c) = crate::celery::decode(msg) {
+    if let Some(c) = qdeck_backend::celery::decode(msg) {
         let mut parts = vec![format!("task {}", clean(&c.task))];
         for (label, v) in [
             ("args", &c.args),
@@ -332,7 +332,10 @@ pub fn render_body(f: &mut Frame, st: &State, area: Rect) {
     let Some(msg) = st.msgs.messages.get(st.body.index) else {
         return;
     };
-    let kind = st.body.kind.map_or("?", crate::sanitize::BodyKind::label);
+    let kind = st
+        .body
+        .kind
+        .map_or("?", qdeck_model::sanitize::BodyKind::label);
     let head = head_rows(st, msg, area.width.saturating_sub(2));
     let h = area.height.saturating_sub(2) as usize;
     let total = head.len() + st.body.lines.len();
@@ -377,8 +380,11 @@ pub fn render_body(f: &mut Frame, st: &State, area: Rect) {
 /// The rows above the body, wrapped to the width (none is hidden however short the
 /// terminal): headers and broker fields, then the rule that opens the body. The message
 /// scrolls as one document of these rows and the body's lines.
-fn head_rows<'a>(st: &State, msg: &crate::domain::Message, width: u16) -> Vec<Line<'a>> {
-    let kind = st.body.kind.map_or("?", crate::sanitize::BodyKind::label);
+fn head_rows<'a>(st: &State, msg: &qdeck_model::domain::Message, width: u16) -> Vec<Line<'a>> {
+    let kind = st
+        .body
+        .kind
+        .map_or("?", qdeck_model::sanitize::BodyKind::label);
     let mut rows = wrap_lines(&meta_lines(st, msg), width);
     rows.push(Line::from(styled(
         format!("── body ({kind}, {} lines) ", st.body.lines.len()),

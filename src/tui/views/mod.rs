@@ -23,8 +23,8 @@ use ratatui::Frame;
 
 use super::keymap::{Cmd, COMMANDS};
 use super::state::{Completion, InputKind, Level, State, View};
-use crate::config::Access;
-use crate::sanitize::clean;
+use qdeck_model::config::Access;
+use qdeck_model::sanitize::clean;
 
 /// Smallest area we draw the console into; below it a one-line notice.
 const MIN_W: u16 = 20;
@@ -221,7 +221,8 @@ fn cut(s: &str, max: usize) -> String {
 /// `fleet › queues /ord › messages orders-dlq`): built from the stack itself, so whatever
 /// was left or opened, the header names what is under the view.
 fn breadcrumb(st: &State) -> String {
-    let short = |q: &crate::domain::QueueId| crate::sanitize::clean_short(q.as_str(), 30);
+    let short =
+        |q: &qdeck_model::domain::QueueId| qdeck_model::sanitize::clean_short(q.as_str(), 30);
     let mut parts: Vec<String> = Vec::with_capacity(st.stack.len());
     for v in &st.stack {
         match v {

@@ -8,9 +8,9 @@ use ratatui::Frame;
 
 use super::wrap::wrap_lines;
 use super::{block, fmt_ago, plural, styled};
-use crate::engine::ops::Verdict;
-use crate::sanitize::clean;
 use crate::tui::state::State;
+use qdeck_engine::ops::Verdict;
+use qdeck_model::sanitize::clean;
 
 pub fn render(f: &mut Frame, st: &State, area: Rect) {
     let t = &st.theme;

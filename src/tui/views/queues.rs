@@ -9,10 +9,10 @@ use ratatui::Frame;
 
 use super::columns::{clean_mid, fit, flex_width, kept_row, render_table, sort_head, Col};
 use super::{block, fmt_age, fmt_count, fmt_rate, fmt_secs, fmt_thousands, spark, styled};
-use crate::engine::derive::{derive, Trend};
-use crate::engine::store::{unpack, QueueEntry};
-use crate::sanitize::{clean, clean_short};
 use crate::tui::state::{SortCol, State};
+use qdeck_engine::derive::{derive, Trend};
+use qdeck_engine::store::{unpack, QueueEntry};
+use qdeck_model::sanitize::{clean, clean_short};
 
 /// Problem of a row, for the marker column and the "why" line.
 pub fn row_problem(st: &State, e: &QueueEntry) -> Option<(char, String)> {
@@ -38,7 +38,7 @@ pub fn row_problem(st: &State, e: &QueueEntry) -> Option<(char, String)> {
     None
 }
 
-pub fn eta_text(d: &crate::engine::derive::Derived, is_dlq: bool) -> String {
+pub fn eta_text(d: &qdeck_engine::derive::Derived, is_dlq: bool) -> String {
     Eta::of(d.trend, d.net_rate, d.drain_secs, d.stuck, is_dlq).text()
 }
 

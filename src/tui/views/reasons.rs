@@ -8,9 +8,9 @@ use ratatui::Frame;
 use super::columns::{fit, flex_width, kept_row, render_plain_table, Col};
 use super::wrap::split_for_text;
 use super::{block, fmt_ago, plural, styled};
-use crate::sanitize::{clean, clean_short};
-use crate::triage::scan::thousands;
 use crate::tui::state::{error_line, State};
+use qdeck_engine::triage::scan::thousands;
+use qdeck_model::sanitize::{clean, clean_short};
 
 pub fn render(f: &mut Frame, st: &State, area: Rect) {
     let t = &st.theme;

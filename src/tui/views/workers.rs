@@ -7,9 +7,9 @@ use ratatui::Frame;
 
 use super::columns::{clean_mid, fit, flex_width, kept_row, render_plain_table, sort_head, Col};
 use super::{block, fmt_ago, fmt_count, fmt_rate, styled};
-use crate::domain::{AckMode, Consumer, ConsumerListing};
-use crate::sanitize::{clean, clean_short};
 use crate::tui::state::{error_line, State};
+use qdeck_model::domain::{AckMode, Consumer, ConsumerListing};
+use qdeck_model::sanitize::{clean, clean_short};
 
 const STATE_W: usize = 15;
 

@@ -6,7 +6,7 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use unicode_width::UnicodeWidthChar;
 
-use crate::sanitize::clean;
+use qdeck_model::sanitize::clean;
 
 /// Split `lines` into rows of at most `width` cells, breaking at spaces when a word fits on
 /// the next row and inside the word when it does not. Styles are kept per span.

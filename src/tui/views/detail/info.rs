@@ -5,12 +5,12 @@ use ratatui::text::Line;
 
 use super::super::queues::{eta_text, row_problem};
 use super::super::{fmt_age, fmt_count, fmt_rate, fmt_secs, styled};
-use crate::domain::{AgeSource, BrowseEffect, Capabilities, QueueStats, RedriveMode};
-use crate::engine::derive::{Derived, Trend};
-use crate::engine::store::{QueueEntry, RateSource};
-use crate::sanitize::{clean, clean_short};
 use crate::tui::state::State;
 use crate::tui::theme::Theme;
+use qdeck_engine::derive::{Derived, Trend};
+use qdeck_engine::store::{QueueEntry, RateSource};
+use qdeck_model::domain::{AgeSource, BrowseEffect, Capabilities, QueueStats, RedriveMode};
+use qdeck_model::sanitize::{clean, clean_short};
 
 /// Every line of the detail above the charts, before wrapping.
 pub(super) fn lines<'a>(
@@ -133,7 +133,7 @@ fn derived_lines<'a>(t: &Theme, d: &Derived, is_dlq: bool) -> Vec<Line<'a>> {
 fn window_text(d: &Derived) -> String {
     match d.since_workers_changed {
         Some(_) => "since the worker count changed".into(),
-        None => format!("last {} s", crate::engine::derive::RATE_WINDOW_SECS),
+        None => format!("last {} s", qdeck_engine::derive::RATE_WINDOW_SECS),
     }
 }
 

@@ -9,9 +9,9 @@ use ratatui::Frame;
 
 use super::wrap::wrap_lines;
 use super::{block, fmt_secs, styled};
-use crate::engine::store::{Sample, MISSING};
-use crate::sanitize::clean_short;
 use crate::tui::state::State;
+use qdeck_engine::store::{Sample, MISSING};
+use qdeck_model::sanitize::clean_short;
 
 mod info;
 

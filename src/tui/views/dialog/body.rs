@@ -3,11 +3,11 @@
 use ratatui::text::Line;
 
 use super::super::{fmt_count, styled};
-use crate::domain::{Message, QueueId, RedriveMode, RedriveTarget};
-use crate::engine::edit::Edited;
-use crate::sanitize::{clean, clean_short};
 use crate::tui::state::{DialogKind, PlanShown, State, TransferAsk, RATES};
 use crate::tui::theme::Theme;
+use qdeck_engine::edit::Edited;
+use qdeck_model::domain::{Message, QueueId, RedriveMode, RedriveTarget};
+use qdeck_model::sanitize::{clean, clean_short};
 
 /// The dialog's title and text for its kind.
 pub(super) fn body<'a>(st: &State, kind: &DialogKind) -> (&'static str, Vec<Line<'a>>) {

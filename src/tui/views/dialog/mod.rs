@@ -7,8 +7,8 @@ use ratatui::Frame;
 
 use super::wrap::wrap_lines;
 use super::{block, centered, clear, styled};
-use crate::sanitize::clean;
 use crate::tui::state::{Dialog, DialogKind, State};
+use qdeck_model::sanitize::clean;
 
 mod body;
 

@@ -1,0 +1,436 @@
+//! qdeck's backends: the contract (one async trait every broker implements; what a broker
+//! cannot do is declared in `capabilities()`, never faked) and the brokers, each behind its
+//! feature. Celery (`celery`) rides on the RabbitMQ and Redis (kombu) brokers; `headers` holds
+//! which header names each broker sets itself. Depends on `qdeck-model` only.
+
+pub mod api_calls;
+pub mod celery;
+pub mod error;
+pub mod filter;
+pub mod headers;
+pub mod local;
+pub mod message_filter;
+#[cfg(feature = "nats")]
+pub mod nats;
+pub mod net_error;
+pub mod progress;
+#[cfg(feature = "rabbitmq")]
+pub mod rabbitmq;
+#[cfg(feature = "redis")]
+pub mod redis;
+#[cfg(feature = "servicebus")]
+pub mod servicebus;
+#[cfg(feature = "sqs")]
+pub mod sqs;
+pub mod tls;
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+
+pub use api_calls::ApiCalls;
+pub use error::BackendError;
+pub use filter::QueueFilter;
+pub use message_filter::MessageFilter;
+pub use progress::{OpProgress, ProgressState};
+
+use qdeck_model::config::secret::{Environment, SecretSource};
+use qdeck_model::config::{Profile, ProfileKind};
+use qdeck_model::domain::*;
+
+pub type Result<T> = std::result::Result<T, BackendError>;
+
+#[async_trait]
+pub trait Backend: Send + Sync {
+    fn kind(&self) -> BrokerKind;
+
+    /// What the broker can do in general (the detail panel's notes, the help).
+    fn capabilities(&self) -> Capabilities;
+
+    /// What the broker can do with this one queue: a RabbitMQ stream cannot be browsed, a
+    /// quorum queue counts browses toward its delivery limit, a Service Bus session queue
+    /// cannot be received over REST. Dialogs and commands describe what will really happen
+    /// from this, re-read with the queue list.
+    fn capabilities_for(&self, _queue: &QueueInfo) -> Capabilities {
+        self.capabilities()
+    }
+
+    /// Names, static settings and DLQ links in both directions.
+    async fn list_queues(&self) -> Result<Vec<QueueInfo>>;
+
+    /// The queues whose id matches `filter`. Backends whose broker filters by name override
+    /// this to fetch less (RabbitMQ `name`+`use_regex`, SQS `QueueNamePrefix`); there, DLQ
+    /// links are those the matched queues name, so a matched DLQ whose sources do not match
+    /// may not be marked as one. The default lists everything and filters here.
+    async fn list_queues_matching(&self, filter: &QueueFilter) -> Result<Vec<QueueInfo>> {
+        Ok(filter_client_side(self.list_queues().await?, filter))
+    }
+
+    /// One queue's settings and DLQ links. Backends that can address a queue directly
+    /// override this so that single-queue commands do not list (and, on SQS, pay for) every
+    /// queue. `NotFound` when it does not exist.
+    async fn describe(&self, queue: &QueueId) -> Result<QueueInfo> {
+        find_listed(self, queue).await
+    }
+
+    /// Messages in the queue now, from the most current source the broker has (RabbitMQ: a
+    /// passive declare, not the management API's cached figures). Decisions use this, never a
+    /// polled statistic.
+    async fn count(&self, queue: &QueueId) -> Result<MessageCount> {
+        count_from_stats(self, queue, BackendError::Other, false).await
+    }
+
+    /// Live figures, batched where the API allows. A queue that fails alone lands in
+    /// `StatsBatch::errors`; the call fails as a whole only when the broker does.
+    async fn stats(&self, queues: &[QueueId]) -> Result<StatsBatch>;
+
+    /// Who consumes this queue. `Unsupported` where the broker cannot say.
+    async fn consumers(&self, queue: &QueueId) -> Result<Vec<Consumer>>;
+
+    /// A page of messages without removing any. Where the broker has no side-effect-free
+    /// peek, the effect is in `capabilities().browse`; refuse (`Refused`) where browsing could
+    /// dead-letter a message unless `req.force`.
+    async fn browse(&self, queue: &QueueId, req: &BrowseRequest) -> Result<Page>;
+
+    /// Messages that wait for a future due time (delayed sends, retry back-off, scheduled
+    /// messages), each with `due-at` / `due-in` headers. A separate call from `browse` so a
+    /// backend that cannot list them refuses instead of answering with ready messages.
+    async fn browse_scheduled(&self, _queue: &QueueId, _req: &BrowseRequest) -> Result<Page> {
+        Err(BackendError::Unsupported(format!(
+            "listing scheduled or delayed messages is not implemented for {}",
+            self.kind()
+        )))
+    }
+
+    /// The sessions of a session-enabled entity (Service Bus), with what the broker says about
+    /// each. `Unsupported` where the broker has no sessions.
+    async fn sessions(&self, _queue: &QueueId) -> Result<Vec<SessionInfo>> {
+        Err(BackendError::Unsupported(format!(
+            "{} has no message sessions",
+            self.kind()
+        )))
+    }
+
+    /// A page of one session's messages, as `browse` reads them.
+    async fn browse_session(
+        &self,
+        _queue: &QueueId,
+        _session: &str,
+        _req: &BrowseRequest,
+    ) -> Result<Page> {
+        Err(BackendError::Unsupported(format!(
+            "{} has no message sessions",
+            self.kind()
+        )))
+    }
+
+    /// What `redrive(req)` would do, without changing anything: the same checks the real run
+    /// makes (unknown target, no recorded origin, unsupported queue) fail here the same way.
+    /// Backends with extra checks override it and call it from `redrive`.
+    async fn plan_redrive(&self, req: &RedriveRequest) -> Result<RedrivePlan> {
+        plan_redrive_checked(self, req).await
+    }
+
+    /// Copy → broker confirms → delete. Reports progress and stops at `progress.cancelled()`.
+    async fn redrive(&self, req: &RedriveRequest, progress: &OpProgress) -> Result<RedriveReport>;
+
+    /// Whether `redrive_matching` works on this queue: `Some(what reading leaves on the
+    /// messages that do not match)`, for the confirmation. A filtered redrive then reads the
+    /// source once, testing each message as it arrives, instead of scanning it for ids first.
+    fn redrives_matching(&self, _queue: &QueueInfo) -> Option<String> {
+        None
+    }
+
+    /// Copy → confirm → delete the messages of `req.source` that pass `filter`, in one pass
+    /// over the messages ready at the start (or `filter.max_examined` of them); `req.max`
+    /// caps the matching ones moved. The others are left in the source (the side effect of
+    /// reading them is the one `capabilities().browse` declares). The report's `examined`
+    /// and `matched` say how far the pass got.
+    async fn redrive_matching(
+        &self,
+        _req: &RedriveRequest,
+        _filter: &MessageFilter,
+        _progress: &OpProgress,
+    ) -> Result<RedriveReport> {
+        Err(BackendError::Unsupported(format!(
+            "a one-pass filtered redrive is not implemented for {}",
+            self.kind()
+        )))
+    }
+
+    async fn purge(&self, queue: &QueueId, progress: &OpProgress) -> Result<PurgeReport>;
+
+    /// How many messages of `queue` have a subject `subject` matches (NATS wildcards), for
+    /// the confirmation of `purge_subject`. `Unsupported` where messages have no subject.
+    async fn count_subject(&self, queue: &QueueId, _subject: &str) -> Result<u64> {
+        Err(BackendError::Unsupported(format!(
+            "{queue}: purging by subject works on NATS JetStream streams, not on {}",
+            self.kind()
+        )))
+    }
+
+    /// Purge only the messages whose subject `subject` matches, in one server-side call
+    /// (JetStream's `STREAM.PURGE` with a filter); the others stay.
+    async fn purge_subject(
+        &self,
+        queue: &QueueId,
+        subject: &str,
+        _progress: &OpProgress,
+    ) -> Result<PurgeReport> {
+        self.count_subject(queue, subject).await?;
+        Err(BackendError::Unsupported(format!(
+            "{queue}: purging by subject is not implemented for {}",
+            self.kind()
+        )))
+    }
+
+    /// Cancel one scheduled (delayed) message, `id` as `browse_scheduled` shows it. Default:
+    /// delete it by id; Service Bus cancels by sequence number instead.
+    async fn cancel_scheduled(
+        &self,
+        queue: &QueueId,
+        id: &str,
+        progress: &OpProgress,
+    ) -> Result<DeleteReport> {
+        match self.deleter() {
+            Some(d) => d.delete_ids(queue, &[id.to_string()], progress).await,
+            None => Err(BackendError::Unsupported(format!(
+                "cancelling a scheduled message deletes it by id, which the {} backend cannot do",
+                self.kind()
+            ))),
+        }
+    }
+
+    /// Deleting chosen messages (by id from a browse), where this broker can: `None` where it
+    /// cannot, so "can it" and "do it" are one answer. Checked before scanning for a
+    /// selection, and by edit-and-resend before it sends anything, so a broker that cannot
+    /// remove one message never ends up holding both versions.
+    fn deleter(&self) -> Option<&dyn DeleteById> {
+        None
+    }
+
+    /// Publishing messages, where this broker takes them from qdeck: `None` where only the
+    /// broker's own clients should add them (Redis job libraries), so send, edit, import,
+    /// copy and move refuse before they read or change anything (`sender_of`).
+    fn sender(&self) -> Option<&dyn Sender> {
+        None
+    }
+
+    /// Celery's workers, asked through Celery's own remote control (one broadcast of
+    /// read-only inspect commands on the `celery.pidbox` mailbox, answered within
+    /// `celery::workers::TIMEOUT`). `Unsupported` where the broker carries no Celery.
+    async fn celery_workers(&self) -> Result<crate::celery::workers::WorkerReport> {
+        Err(BackendError::Unsupported(format!(
+            "Celery's remote control is read on RabbitMQ and Redis, not on {}",
+            self.kind()
+        )))
+    }
+
+    /// Send one Celery remote-control command that changes workers (`revoke`, `pool_grow`,
+    /// `pool_shrink`); callers pass the gate (tier `full`) and audit it. The answers.
+    async fn celery_control(
+        &self,
+        _req: &crate::celery::workers::Request,
+    ) -> Result<crate::celery::workers::WorkerReport> {
+        Err(BackendError::Unsupported(format!(
+            "Celery's remote control is sent on RabbitMQ and Redis, not on {}",
+            self.kind()
+        )))
+    }
+
+    /// API calls made so far, per operation name (SQS and CloudWatch bill per call).
+    fn api_calls(&self) -> &ApiCalls;
+
+    /// Start capturing the messages `queue` gives up on, where the broker keeps no DLQ of its
+    /// own (NATS JetStream: a stream of the consumer's dead-letter advisories). The DLQ's id,
+    /// and whether it was created now (`false`: one existed already).
+    async fn create_dlq(&self, queue: &QueueId) -> Result<(QueueId, bool)> {
+        Err(BackendError::Unsupported(format!(
+            "{queue}: {} dead-letters through its own settings; qdeck creates DLQs only for NATS JetStream consumers",
+            self.kind()
+        )))
+    }
+}
+
+/// The checks every redrive makes before it moves anything (source and target exist, an
+/// exact current count capped by `max` and the selection), with the mode `capabilities_for`
+/// declares. Backends whose mode depends on the request or the endpoint adjust the result.
+pub async fn plan_redrive_checked<B: Backend + ?Sized>(
+    b: &B,
+    req: &RedriveRequest,
+) -> Result<RedrivePlan> {
+    let info = b.describe(&req.source).await?;
+    if let RedriveTarget::Queue(t) = &req.target {
+        b.describe(t).await?;
+    }
+    let mut count = b.count(&req.source).await?;
+    if let Some(m) = req.max {
+        count.ready = count.ready.min(m);
+    }
+    if let Some(ids) = &req.only_ids {
+        count.ready = count.ready.min(ids.len() as u64);
+    }
+    Ok(RedrivePlan {
+        count,
+        mode: b.capabilities_for(&info).redrive,
+        notes: Vec::new(),
+    })
+}
+
+/// The refusal for brokers that count delayed messages but cannot list them: `why`, plus the
+/// broker's own count when it answers (the refusal stands either way).
+pub async fn refuse_scheduled<B: Backend + ?Sized>(
+    b: &B,
+    queue: &QueueId,
+    why: &str,
+) -> Result<Page> {
+    let delayed = b
+        .stats(std::slice::from_ref(queue))
+        .await
+        .ok()
+        .and_then(|batch| batch.stats.into_iter().next())
+        .and_then(|st| st.delayed);
+    Err(BackendError::Unsupported(match delayed {
+        Some(n) => format!("{why} ({n} now)"),
+        None => why.to_string(),
+    }))
+}
+
+/// A broker's publishing of messages, the capability behind `Backend::sender`.
+#[async_trait]
+pub trait Sender: Send + Sync {
+    /// Publish one message; returns its id when the broker gives one.
+    async fn send(&self, queue: &QueueId, msg: OutgoingMessage) -> Result<Option<String>>;
+
+    /// Publish several messages to one queue, in order, as one batch where the broker has one
+    /// (a transaction, pipelined confirms, SendMessageBatch). The answer has one entry per
+    /// message tried, in the order given: its id, or why that one was not sent. A failure
+    /// that would repeat for every message (queue gone, connection lost) ends the batch, and
+    /// the messages not tried are absent from the answer. Default: one `send` each, stopping
+    /// at the first failure.
+    async fn send_many(
+        &self,
+        queue: &QueueId,
+        msgs: Vec<OutgoingMessage>,
+    ) -> Vec<Result<Option<String>>> {
+        let mut out = Vec::with_capacity(msgs.len());
+        for m in msgs {
+            let r = self.send(queue, m).await;
+            let stop = r.is_err();
+            out.push(r);
+            if stop {
+                break;
+            }
+        }
+        out
+    }
+}
+
+/// The backend's sender, or the refusal that says why this broker takes no messages from qdeck.
+pub fn sender_of<B: Backend + ?Sized>(b: &B) -> Result<&dyn Sender> {
+    b.sender().ok_or_else(|| {
+        BackendError::Unsupported(match b.kind() {
+            BrokerKind::Redis => "jobs are added with the job library's own client (BullMQ \
+                 Queue#add, Sidekiq perform_async), which sets the fields its workers expect"
+                .to_string(),
+            kind => format!("the {kind} backend cannot publish messages"),
+        })
+    })
+}
+
+/// A broker's deleting of chosen messages, the capability behind `Backend::deleter`.
+#[async_trait]
+pub trait DeleteById: Send + Sync {
+    /// Why `delete_ids` would refuse this queue (it could dead-letter messages nobody chose),
+    /// so edit-and-resend and `purge --where` stop before sending or scanning anything.
+    fn delete_refusal(&self, _queue: &QueueInfo) -> Option<String> {
+        None
+    }
+
+    /// What deleting chosen messages does to the other messages of this queue, for the
+    /// confirmation (RabbitMQ's redelivered flag, SQS receive counts, Service Bus delivery
+    /// counts); `None` where the others are not touched.
+    fn delete_note(&self, _queue: &QueueInfo) -> Option<String> {
+        None
+    }
+
+    /// Delete these messages (ids from a browse) and no others. RabbitMQ and SQS do it by
+    /// receive → match → delete, which sets every other message's redelivered flag or raises
+    /// its receive count (and refuse where that could dead-letter one); Service Bus does it by
+    /// peek-lock → complete / unlock on dead-letter queues only; Redis removes them from a
+    /// failed, dead, retry or schedule set in one script per batch.
+    async fn delete_ids(
+        &self,
+        queue: &QueueId,
+        ids: &[String],
+        progress: &OpProgress,
+    ) -> Result<DeleteReport>;
+}
+/// The listed queues whose id matches.
+pub fn filter_client_side(all: Vec<QueueInfo>, filter: &QueueFilter) -> Vec<QueueInfo> {
+    all.into_iter()
+        .filter(|q| filter.matches(q.id.as_str()))
+        .collect()
+}
+
+/// Connect the backend a profile names, its secrets read from the process environment.
+/// Cheap for every kind: no network until first use, except where the client library insists.
+pub async fn build(profile: &Profile) -> Result<Arc<dyn Backend>> {
+    build_with(profile, &Environment).await
+}
+
+/// As `build`, the variables the profile names read from `secrets`. They are resolved here,
+/// once: a backend keeps the `Secret`s, never the source.
+pub async fn build_with(
+    profile: &Profile,
+    #[allow(unused_variables)] secrets: &dyn SecretSource,
+) -> Result<Arc<dyn Backend>> {
+    match &profile.kind {
+        ProfileKind::Local(s) => Ok(Arc::new(local::LocalHandle::open(&s.resolved_path())?)),
+        #[cfg(feature = "rabbitmq")]
+        ProfileKind::Rabbitmq(s) => rabbitmq::connect(profile, s, secrets).await,
+        #[cfg(feature = "sqs")]
+        ProfileKind::Sqs(s) => sqs::connect(profile, s, secrets).await,
+        #[cfg(feature = "servicebus")]
+        ProfileKind::Servicebus(s) => servicebus::connect(profile, s, secrets).await,
+        #[cfg(feature = "redis")]
+        ProfileKind::Redis(s) => redis::connect(profile, s, secrets).await,
+        #[cfg(feature = "nats")]
+        ProfileKind::Nats(s) => nats::connect(profile, s, secrets).await,
+        #[allow(unreachable_patterns)]
+        other => Err(BackendError::Unsupported(format!(
+            "this qdeck was built without the {} backend (cargo feature {:?})",
+            other.name(),
+            other.name()
+        ))),
+    }
+}
+
+/// `queue`'s entry in the full queue list, for backends that cannot address one queue alone.
+pub(crate) async fn find_listed<B: Backend + ?Sized>(b: &B, queue: &QueueId) -> Result<QueueInfo> {
+    b.list_queues()
+        .await?
+        .into_iter()
+        .find(|q| &q.id == queue)
+        .ok_or_else(|| BackendError::NotFound(format!("unknown queue {:?}", queue.as_str())))
+}
+
+/// A count read from one queue's statistics: `exact` when those come from the broker's own
+/// data rather than a cached figure; a per-queue error becomes `on_error`.
+pub(crate) async fn count_from_stats<B: Backend + ?Sized>(
+    b: &B,
+    queue: &QueueId,
+    on_error: fn(String) -> BackendError,
+    exact: bool,
+) -> Result<MessageCount> {
+    let batch = b.stats(std::slice::from_ref(queue)).await?;
+    if let Some((_, e)) = batch.errors.into_iter().next() {
+        return Err(on_error(e));
+    }
+    let st = batch.stats.into_iter().next();
+    Ok(MessageCount {
+        ready: st.as_ref().and_then(|s| s.depth).unwrap_or(0),
+        in_flight: st.as_ref().and_then(|s| s.in_flight),
+        exact,
+    })
+}

@@ -905,8 +905,13 @@ fn check_perfdata_covers_every_matched_queue() {
     let text = String::from_utf8(out).unwrap();
     let perf = text.split_once(" | ").unwrap().1;
     for i in 0..60 {
-        assert!(perf.contains(&format!("'q{i:02} depth'=0")), "{perf}");
+        assert!(perf.contains(&format!("'q{i:02} depth'=0;;5")), "{perf}");
     }
+    // Each value carries the thresholds it was judged by (`;warn;crit`), for graphers.
+    let out = e.stdout(&["check", "q07", "--warn-depth", "3", "--max-depth", "5"]);
+    let text = String::from_utf8(out).unwrap();
+    let perf = text.split_once(" | ").unwrap().1;
+    assert!(perf.contains("'q07 depth'=0;3;5"), "{text}");
 }
 
 #[test]

@@ -865,7 +865,7 @@ fn copy_command_checks_then_asks() {
         &mut st,
         Action::TransferPlanned {
             moving: false,
-            result: Ok(Box::new(ask)),
+            result: Ok(Box::new(ask.clone())),
         },
     );
     let s = text(&draw(&st, 100, 24));
@@ -902,6 +902,40 @@ fn copy_command_checks_then_asks() {
         "{fx:?}"
     );
     assert!(!fx.iter().any(|e| matches!(e, Effect::Refused { .. })));
+    // Confirming that copy runs it: a copy to another profile only reads this one, so a
+    // browse-tier profile may (it used to confirm, then do nothing at all).
+    update(
+        &mut st,
+        Action::TransferPlanned {
+            moving: false,
+            result: Ok(Box::new(ask.clone())),
+        },
+    );
+    let fx = update(&mut st, key('y'));
+    assert!(
+        fx.iter().any(|e| matches!(e, Effect::Transfer(_))),
+        "{fx:?}"
+    );
+    assert!(st.op.is_some());
+    // Within this profile the copy writes here: refused, and never silently: the result line
+    // and `:ops` say why, with the CLI's exit code for a refusal.
+    st.op = None;
+    let mut same = ask;
+    same.to_profile = None;
+    update(
+        &mut st,
+        Action::TransferPlanned {
+            moving: false,
+            result: Ok(Box::new(same)),
+        },
+    );
+    let fx = update(&mut st, key('y'));
+    assert!(!fx.iter().any(|e| matches!(e, Effect::Transfer(_))));
+    assert!(st.op.is_none());
+    let status = st.status.as_ref().unwrap().text.clone();
+    assert!(status.contains("refused") && status.contains("browse"), "{status}");
+    let logged = st.ops_log.entries.last().expect("the refusal is in :ops");
+    assert_eq!(logged.summary.exit_code, 5);
 }
 
 /// `A` selects what the browser shows: after a search, exactly the matches; again, none.

@@ -242,6 +242,70 @@ fn r_in_the_message_view_redrives_that_message() {
     snap("oncall_redrive_one_message_80x24", &st, 80, 24);
 }
 
+/// The page under an open message reloads (an operation changed the queue): the view keeps
+/// showing the message it opened, headers and body from the one read, and an operation that
+/// ends while it is open returns to the list and says so, so a second `R` can never act on a
+/// message whose body was not on screen. Reloading a group keeps the group.
+#[test]
+fn an_operation_from_the_message_view_never_mixes_two_messages() {
+    let mut st = populated();
+    open_dlq(&mut st);
+    update(&mut st, key(' '));
+    update(&mut st, key('k'));
+    assert_eq!(st.msgs.marked.len(), 1);
+    update(&mut st, code(KeyCode::Enter));
+    assert_eq!(st.view(), View::Message);
+    let opened = text(&draw(&st, 80, 24));
+    assert!(opened.contains("content-type"), "{opened}");
+    assert!(opened.contains("order"), "{opened}");
+    // Message 1 was redriven: the reload's first message is now 2, which has no headers.
+    let mut rest = hostile_messages();
+    rest.remove(0);
+    update(
+        &mut st,
+        Action::Page {
+            queue: QueueId::new("orders-dlq"),
+            append: false,
+            result: Ok(Page {
+                messages: rest.clone(),
+                next: None,
+                effect_note: None,
+            }),
+        },
+    );
+    let screen = text(&draw(&st, 80, 24));
+    assert!(screen.contains("content-type"), "headers of the message opened:\n{screen}");
+    assert!(screen.contains("order"), "its body:\n{screen}");
+    assert!(!screen.contains("pwned"), "no other message's body:\n{screen}");
+    // The operation's end closes the message view and the list reloads.
+    let fx = update(
+        &mut st,
+        Action::OpDone(OpSummary::new(
+            "redrove 1 of 1 from orders-dlq to orders",
+            Verdict::Ok,
+        )),
+    );
+    assert_eq!(st.view(), View::Messages);
+    assert!(st.body.msg.is_none());
+    assert!(st.msgs.marked.is_empty(), "the selection does not outlive the page");
+    let status = st.status.as_ref().unwrap().text.clone();
+    assert!(status.contains("message view closed"), "{status}");
+    assert!(fx.iter().any(|e| matches!(e, Effect::Browse { .. })));
+    // In a reasons group, the reload reads the group again, not the whole DLQ.
+    st.msgs.group = Some("max receives".into());
+    st.msgs.group_origin = Some("orders".into());
+    let fx = update(
+        &mut st,
+        Action::OpDone(OpSummary::new("deleted 1", Verdict::Ok)),
+    );
+    assert!(
+        fx.iter().any(|e| matches!(e, Effect::BrowseGroup { signature, origin, .. }
+            if signature == "max receives" && origin.as_deref() == Some("orders"))),
+        "{fx:?}"
+    );
+    assert!(!fx.iter().any(|e| matches!(e, Effect::Browse { .. })), "{fx:?}");
+}
+
 fn running(st: &mut State, done: u64, total: u64) {
     st.op = Some(OpState {
         label: "redrive orders-dlq → origin".into(),

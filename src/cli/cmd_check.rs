@@ -216,9 +216,21 @@ fn judge_all(
     out
 }
 
-/// Perfdata labels cannot hold quotes or `=`; values are plain numbers (UOM `s` for ages).
-/// With several profiles each label starts with `profile/`.
-pub(super) fn perfdata(rows: &[QueueRow], profile: Option<&str>) -> String {
+/// `;warn;crit` after a perfdata value (monitoring-plugins syntax), so graphers draw the
+/// limits the check judged by; nothing when neither was given.
+fn thresholds(warn: Option<f64>, crit: Option<f64>) -> String {
+    let f = |v: Option<f64>| v.map(|x| format!("{x:.0}")).unwrap_or_default();
+    if warn.is_none() && crit.is_none() {
+        return String::new();
+    }
+    format!(";{};{}", f(warn), f(crit))
+}
+
+/// Perfdata labels cannot hold quotes or `=`; values are plain numbers (UOM `s` for ages),
+/// each followed by the thresholds it is judged by. A DLQ's own depth and age carry the DLQ
+/// limits, as that is what judges them. With several profiles each label starts with
+/// `profile/`.
+pub(super) fn perfdata(rows: &[QueueRow], profile: Option<&str>, a: &CheckArgs) -> String {
     let label = |q: &str, what: &str| {
         let q = match profile {
             Some(p) => format!("{}/{}", name(p), name(q)),
@@ -227,15 +239,27 @@ pub(super) fn perfdata(rows: &[QueueRow], profile: Option<&str>) -> String {
         format!("'{} {what}'", q.replace(['\'', '='], "_"))
     };
     let mut out = Vec::new();
+    let dlq = thresholds(n(a.warn_dlq), n(a.max_dlq));
     for r in rows.iter().filter(|r| r.error.is_none()) {
+        let (depth_t, age_t) = if r.is_dlq {
+            (
+                dlq.clone(),
+                thresholds(secs(a.warn_dlq_age), secs(a.max_dlq_age)),
+            )
+        } else {
+            (
+                thresholds(n(a.warn_depth), n(a.max_depth)),
+                thresholds(secs(a.warn_age), secs(a.max_age)),
+            )
+        };
         if let Some(d) = r.depth {
-            out.push(format!("{}={d}", label(&r.name, "depth")));
+            out.push(format!("{}={d}{depth_t}", label(&r.name, "depth")));
         }
         if let Some(d) = r.dlq_depth {
-            out.push(format!("{}={d}", label(&r.name, "dlq")));
+            out.push(format!("{}={d}{dlq}", label(&r.name, "dlq")));
         }
-        if let Some(a) = r.oldest_age_secs {
-            out.push(format!("{}={:.0}s", label(&r.name, "age"), a));
+        if let Some(age) = r.oldest_age_secs {
+            out.push(format!("{}={age:.0}s{age_t}", label(&r.name, "age")));
         }
     }
     out.join(" ")
@@ -342,7 +366,7 @@ pub async fn check(s: &Session, a: &CheckArgs) -> CliResult {
     print_line(
         code,
         &summary(j.rows.len(), &j.problems),
-        &perfdata(&j.rows, None),
+        &perfdata(&j.rows, None, a),
     );
     Ok(code)
 }

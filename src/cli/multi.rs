@@ -388,8 +388,9 @@ async fn check(base: &Loaded, names: &[String], timeout: Duration, a: CheckArgs)
         output::print(&format!("QDECK UNKNOWN - {}\n", e.message));
         return Ok(cmd_check::UNKNOWN);
     }
+    let args = a.clone();
     let answers = each(base, names, timeout, move |s: Session| {
-        let a = a.clone();
+        let a = args.clone();
         async move {
             cmd_check::judge_profile(&s, &a)
                 .await
@@ -406,7 +407,7 @@ async fn check(base: &Loaded, names: &[String], timeout: Duration, a: CheckArgs)
             Ok(j) => {
                 queues += j.rows.len();
                 problems.extend(j.problems.iter().map(|(c, m)| (*c, format!("{p}: {m}"))));
-                let pd = cmd_check::perfdata(&j.rows, Some(&ans.profile));
+                let pd = cmd_check::perfdata(&j.rows, Some(&ans.profile), &a);
                 if !pd.is_empty() {
                     perf.push(pd);
                 }

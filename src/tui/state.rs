@@ -99,10 +99,17 @@ impl Filter {
         if pat.is_empty() {
             return Filter::default();
         }
-        let (re, literal) = match Regex::new(&format!("(?i){pat}")) {
+        // Smart case, as in vim and less: a pattern with a capital letter matches case,
+        // so `/NaN` finds the literal NaN and not every `tenant`.
+        let flags = if pat.chars().any(char::is_uppercase) {
+            ""
+        } else {
+            "(?i)"
+        };
+        let (re, literal) = match Regex::new(&format!("{flags}{pat}")) {
             Ok(r) => (Some(r), false),
             Err(_) => (
-                Regex::new(&format!("(?i){}", regex::escape(pat))).ok(),
+                Regex::new(&format!("{flags}{}", regex::escape(pat))).ok(),
                 true,
             ),
         };
@@ -234,6 +241,9 @@ pub struct MsgState {
     pub forced: bool,
     /// Drilled in from the reasons view: only this group's messages are shown.
     pub group: Option<String>,
+    /// The group's origin queue (part of its key beside the signature), so that a reload
+    /// after an operation reads the same group again, not the whole DLQ.
+    pub group_origin: Option<String>,
     /// The queue's scheduled (delayed) messages, not its own (`L`).
     pub scheduled: bool,
 }
@@ -262,8 +272,11 @@ pub const WORKER_SORT: [&str; 7] = ["worker", "state", "hold", "done", "failed",
 
 #[derive(Debug, Clone, Default)]
 pub struct BodyState {
-    /// Index into `MsgState::messages`.
-    pub index: usize,
+    /// The open message itself, as it was read when it was opened. Headers, body and any
+    /// action taken from this view all come from this one copy: the browser's page may be
+    /// reloaded underneath (an operation changed the queue), and an index into it would then
+    /// point at another message.
+    pub msg: Option<Message>,
     pub kind: Option<BodyKind>,
     pub lines: Vec<String>,
     pub scroll: usize,
@@ -474,6 +487,14 @@ impl OpSummary {
             text: text.into(),
             verdict,
             exit_code: qdeck_engine::exit::of_verdict(verdict),
+        }
+    }
+    /// An action the profile's tier refuses, with the CLI's exit code for a refusal.
+    pub fn refused(text: impl Into<String>) -> OpSummary {
+        OpSummary {
+            text: text.into(),
+            verdict: Verdict::Failed,
+            exit_code: qdeck_engine::exit::REFUSED,
         }
     }
     pub fn of(outcome: &qdeck_engine::ops::Outcome, text: impl Into<String>) -> OpSummary {

@@ -3,7 +3,7 @@
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
-use super::{messages, set_status, Effect};
+use super::{messages, set_result, set_status, Effect};
 use crate::tui::state::*;
 use qdeck_backend::{BackendError, ProgressState};
 use qdeck_engine::edit::{self, EditorOutcome};
@@ -445,6 +445,15 @@ pub(super) fn dialog_key(st: &mut State, k: KeyEvent, fx: &mut Vec<Effect>) {
 /// flash); its label shows in the status line until it ends.
 fn begin_op(st: &mut State, need: qdeck_model::config::Access, label: String) -> bool {
     if !st.allows(need) {
+        // Never silent: the refusal is the action's result, in the status line and in `:ops`,
+        // worded as the CLI's gate words it and with the exit code the CLI gives (5).
+        let why = format!(
+            "{label}: refused: profile {:?} has access = \"{}\": this needs access = \"{}\"",
+            st.session.profile,
+            st.session.access.as_str(),
+            need.as_str()
+        );
+        set_result(st, &label, &OpSummary::refused(why));
         return false;
     }
     if st.op.is_some() {
@@ -566,8 +575,12 @@ fn confirm_quit(st: &mut State, fx: &mut Vec<Effect>) {
 }
 
 fn confirm_transfer(st: &mut State, t: Box<TransferAsk>, fx: &mut Vec<Effect>) {
+    // A copy to another profile only reads this one (the prod → local repro path); the
+    // target profile's tier was checked by the plan the dialog shows.
     let need = if t.moving {
         qdeck_model::config::Access::Full
+    } else if t.to_profile.is_some() {
+        qdeck_model::config::Access::Browse
     } else {
         qdeck_model::config::Access::Redrive
     };

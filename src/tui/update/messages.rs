@@ -123,10 +123,10 @@ pub(super) fn refilter_msgs(st: &mut State) {
 }
 
 pub(super) fn current_msg(st: &State) -> Option<&Message> {
-    let i = match st.view() {
-        View::Message => st.body.index,
-        _ => *st.msgs.rows.get(st.msgs.cursor.sel)?,
-    };
+    if st.view() == View::Message {
+        return st.body.msg.as_ref();
+    }
+    let i = *st.msgs.rows.get(st.msgs.cursor.sel)?;
     st.msgs.messages.get(i)
 }
 
@@ -233,7 +233,7 @@ pub(super) fn open_message(st: &mut State) {
     };
     let (kind, lines) = sanitize::body_lines(&m.body);
     st.body = BodyState {
-        index: i,
+        msg: Some(m.clone()),
         kind: Some(kind),
         lines,
         scroll: 0,
@@ -413,6 +413,14 @@ fn open_list(st: &mut State, q: QueueId, force: bool, scheduled: bool) {
 /// The browser's queue again from its first page, as it was opened (forced or not).
 pub(super) fn reload(st: &mut State, q: QueueId, fx: &mut Vec<Effect>) {
     st.msgs.loading = true;
+    if let Some(signature) = st.msgs.group.clone() {
+        fx.push(Effect::BrowseGroup {
+            queue: q,
+            signature,
+            origin: st.msgs.group_origin.clone(),
+        });
+        return;
+    }
     fx.push(Effect::Browse {
         queue: q,
         cursor: None,

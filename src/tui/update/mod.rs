@@ -359,7 +359,8 @@ pub(super) fn refuse(
         st.session.profile,
         st.session.access.as_str()
     );
-    set_status(st, Level::Warn, why.clone());
+    // A refusal is the action's result: kept in `:ops` with the CLI's exit code (5).
+    set_result(st, what, &OpSummary::refused(why.clone()));
     if let Some(action) = action {
         fx.push(Effect::Refused {
             action,

@@ -25,6 +25,7 @@ pub(super) fn done(st: &mut State, r: OpSummary, fx: &mut Vec<Effect>) -> bool {
     fx.push(Effect::Refresh);
     if matches!(st.view(), View::Messages | View::Message) {
         if let Some(q) = st.msgs.queue.clone() {
+            after_op_changed_queue(st);
             messages::reload(st, q, fx);
         }
     }
@@ -34,6 +35,30 @@ pub(super) fn done(st: &mut State, r: OpSummary, fx: &mut Vec<Effect>) -> bool {
 pub(super) fn resent(st: &mut State, queue: QueueId, done: OpSummary, fx: &mut Vec<Effect>) {
     set_result(st, "edit and resend", &done);
     if st.msgs.queue.as_ref() == Some(&queue) {
+        after_op_changed_queue(st);
         messages::reload(st, queue, fx);
+    }
+}
+
+/// An operation changed the queue the open message came from: the message on screen may be
+/// gone or moved, so the view returns to the list (which reloads) and the result line says so,
+/// rather than keep showing, and acting on, what was true before.
+fn after_op_changed_queue(st: &mut State) {
+    // Marks named messages of the page the operation changed (some brokers' ids are positions
+    // in the queue); a selection is never carried over to what the reload brings.
+    if !st.msgs.marked.is_empty() {
+        st.msgs.marked.clear();
+        if let Some(status) = &mut st.status {
+            status.text.push_str(" · selection cleared");
+        }
+    }
+    st.msgs.range_from = None;
+    if st.view() != View::Message {
+        return;
+    }
+    st.stack.pop();
+    st.body = BodyState::default();
+    if let Some(status) = &mut st.status {
+        status.text.push_str(" · message view closed: the list is reloaded");
     }
 }

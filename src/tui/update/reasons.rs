@@ -121,6 +121,7 @@ pub(super) fn drill_in(st: &mut State, fx: &mut Vec<Effect>) {
         queue: Some(q.clone()),
         loading: true,
         group: Some(g.signature.clone()),
+        group_origin: g.origin.clone(),
         ..Default::default()
     };
     push(st, View::Messages);

@@ -329,7 +329,7 @@ fn meta_lines<'a>(st: &State, msg: &Message) -> Vec<Line<'a>> {
 
 pub fn render_body(f: &mut Frame, st: &State, area: Rect) {
     let t = &st.theme;
-    let Some(msg) = st.msgs.messages.get(st.body.index) else {
+    let Some(msg) = st.body.msg.as_ref() else {
         return;
     };
     let kind = st
@@ -395,7 +395,7 @@ fn head_rows<'a>(st: &State, msg: &qdeck_model::domain::Message, width: u16) -> 
 
 /// Rows on screen and rows in all of the open message: what its scroll is bounded by.
 pub fn body_geometry(st: &State) -> (usize, usize) {
-    let Some(msg) = st.msgs.messages.get(st.body.index) else {
+    let Some(msg) = st.body.msg.as_ref() else {
         return (1, 0);
     };
     let total = head_rows(st, msg, st.size.0.saturating_sub(2)).len() + st.body.lines.len();

@@ -8,7 +8,7 @@ use ratatui::Frame;
 use super::columns::{clean_mid, fit, flex_width, kept_row, render_plain_table, sort_head, Col};
 use super::{block, fmt_ago, fmt_count, fmt_rate, styled};
 use crate::tui::state::{error_line, State};
-use qdeck_model::domain::{AckMode, Consumer, ConsumerListing};
+use qdeck_model::domain::{AckMode, Consumer, ConsumerListing, WorkerState};
 use qdeck_model::sanitize::{clean, clean_short};
 
 const STATE_W: usize = 15;
@@ -135,11 +135,14 @@ fn cells<'a>(st: &State, c: &Consumer, name_w: usize) -> Vec<Cell<'a>> {
         }
         None => clean_mid(&c.tag, name_w),
     };
-    let state_style = match c.state.as_str() {
-        s if s.starts_with("crashed") || s.starts_with("lease") => t.error,
-        s if s.starts_with("gone") => t.dim,
-        s if s.starts_with("idle") || s.starts_with("quiet") => t.dim,
-        _ => t.text,
+    // Styled by the typed state, never by its display text (which carries the broker's
+    // wording and durations).
+    let state_style = match c.status {
+        WorkerState::LeaseLost => t.error,
+        WorkerState::Gone | WorkerState::Idle | WorkerState::Stopping => t.dim,
+        WorkerState::Active | WorkerState::Busy | WorkerState::Waiting | WorkerState::Unknown => {
+            t.text
+        }
     };
     vec![
         Cell::from(name),

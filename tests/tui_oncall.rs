@@ -250,9 +250,6 @@ fn r_in_the_message_view_redrives_that_message() {
 fn an_operation_from_the_message_view_never_mixes_two_messages() {
     let mut st = populated();
     open_dlq(&mut st);
-    update(&mut st, key(' '));
-    update(&mut st, key('k'));
-    assert_eq!(st.msgs.marked.len(), 1);
     update(&mut st, code(KeyCode::Enter));
     assert_eq!(st.view(), View::Message);
     let opened = text(&draw(&st, 80, 24));
@@ -287,7 +284,6 @@ fn an_operation_from_the_message_view_never_mixes_two_messages() {
     );
     assert_eq!(st.view(), View::Messages);
     assert!(st.body.msg.is_none());
-    assert!(st.msgs.marked.is_empty(), "the selection does not outlive the page");
     let status = st.status.as_ref().unwrap().text.clone();
     assert!(status.contains("message view closed"), "{status}");
     assert!(fx.iter().any(|e| matches!(e, Effect::Browse { .. })));

@@ -44,15 +44,6 @@ pub(super) fn resent(st: &mut State, queue: QueueId, done: OpSummary, fx: &mut V
 /// gone or moved, so the view returns to the list (which reloads) and the result line says so,
 /// rather than keep showing, and acting on, what was true before.
 fn after_op_changed_queue(st: &mut State) {
-    // Marks named messages of the page the operation changed (some brokers' ids are positions
-    // in the queue); a selection is never carried over to what the reload brings.
-    if !st.msgs.marked.is_empty() {
-        st.msgs.marked.clear();
-        if let Some(status) = &mut st.status {
-            status.text.push_str(" · selection cleared");
-        }
-    }
-    st.msgs.range_from = None;
     if st.view() != View::Message {
         return;
     }

@@ -417,6 +417,15 @@ pub struct ServeArgs {
     /// whoever reaches it).
     #[arg(long)]
     pub listen_any: bool,
+    /// Connections served at once; more wait in the kernel's backlog until one closes. Far
+    /// above what scrapers and dashboards open, low enough that a flood cannot take every
+    /// file descriptor.
+    #[arg(long, default_value_t = 1024)]
+    pub max_connections: usize,
+    /// A client must send a whole request head within this long of connecting (or of its
+    /// last answer), or it is disconnected.
+    #[arg(long, value_parser = parse_duration, default_value = "10s")]
+    pub header_timeout: std::time::Duration,
     /// Stop after this long (default: run until interrupted).
     #[arg(long, value_parser = parse_duration)]
     pub duration: Option<std::time::Duration>,

@@ -511,8 +511,9 @@ pub enum ConfigAction {
 pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
     let t = s.trim();
     if let Ok(secs) = t.parse::<f64>() {
-        if secs >= 0.0 && secs.is_finite() {
-            return Ok(std::time::Duration::from_secs_f64(secs));
+        // `try_`: a figure too large for a Duration is bad input, not a panic.
+        if let Ok(d) = std::time::Duration::try_from_secs_f64(secs) {
+            return Ok(d);
         }
         return Err(format!("{s:?} is not a duration (e.g. 30s, 5m, 1h)"));
     }

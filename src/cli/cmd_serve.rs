@@ -31,10 +31,17 @@ pub(super) async fn serve(global: &Global, opts: &LoadOptions, a: ServeArgs) -> 
             "refusing to listen on {addr}: the metrics name every queue; pass --listen-any to serve other hosts"
         )));
     }
-    if a.max_connections == 0 || a.header_timeout.is_zero() {
-        return Err(CliError::usage(
-            "--max-connections and --header-timeout must be above zero",
-        ));
+    // A deadline past the clock's range would panic inside the HTTP server.
+    let day = Duration::from_secs(86_400);
+    if a.max_connections == 0
+        || a.max_connections > Semaphore::MAX_PERMITS
+        || a.header_timeout.is_zero()
+        || a.header_timeout > day
+    {
+        return Err(CliError::usage(format!(
+            "--max-connections must be from 1 to {} and --header-timeout from above zero to 1d",
+            Semaphore::MAX_PERMITS
+        )));
     }
     // Read-only whatever the profiles say: the exporter never changes a broker.
     let any = LoadOptions {
@@ -149,7 +156,7 @@ where
     F: FnMut(A::Conn) -> Fut,
     Fut: Future<Output = ()> + Send + 'static,
 {
-    let slots = Arc::new(Semaphore::new(max));
+    let slots = Arc::new(Semaphore::new(max.min(Semaphore::MAX_PERMITS)));
     let closed = Arc::new(Notify::new());
     let mut backoff = ACCEPT_BACKOFF_MIN;
     let mut failing = false;

@@ -492,10 +492,12 @@ fn a_webhook_url_never_leaks_at_trace_logging() {
     let (ok_url, bodies) = webhook_sink();
     let slack_path = format!("/services/T00000000/B00000000/{TOKEN}");
     let mut outputs = Vec::new();
-    for (base, tries) in [
-        (ok_url.trim_end_matches("/hook").to_string(), "1"),
-        (garbage_sink(), "2"),
+    // Each run keeps its own alert state, so each fires its transition (and its hook).
+    for (run, base, tries) in [
+        (1, ok_url.trim_end_matches("/hook").to_string(), "1"),
+        (2, garbage_sink(), "2"),
     ] {
+        let state = e.dir.path().join(format!("state-{run}.json"));
         let out = e
             .qdeck()
             .env("QDECK_LOG", "trace")
@@ -511,6 +513,8 @@ fn a_webhook_url_never_leaks_at_trace_logging() {
                 "slack",
                 "--hook-tries",
                 tries,
+                "--state",
+                state.to_str().unwrap(),
             ])
             .output()
             .unwrap();

@@ -449,3 +449,100 @@ fn notify_is_global_with_a_per_profile_override() {
     let bad = qdeck_model::config::parse_str("[notify]\nring = true\n").unwrap_err();
     assert!(bad.to_string().contains("unknown field `ring`"), "{bad}");
 }
+
+/// A loopback "webhook" that answers each request with bytes that are not HTTP, so the POST
+/// fails inside the HTTP client (whose errors name the URL they were for).
+fn garbage_sink() -> String {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            let mut buf = [0u8; 4096];
+            let _ = stream.read(&mut buf);
+            let _ = stream.write_all(b"\x00\x01 not http at all\r\n\r\n");
+        }
+    });
+    format!("http://{addr}")
+}
+
+/// Every file under `dir`, as lossy text: the log, the state, the audit, whatever was written.
+fn all_files(dir: &std::path::Path, out: &mut Vec<(PathBuf, String)>) {
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            all_files(&p, out);
+        } else if let Ok(b) = std::fs::read(&p) {
+            out.push((p, String::from_utf8_lossy(&b).into_owned()));
+        }
+    }
+}
+
+/// A Slack-style webhook URL carries its token in the path: at trace logging, through a POST
+/// that succeeds and one that fails inside the HTTP client, it appears in no output, no log
+/// and no file qdeck writes.
+#[test]
+fn a_webhook_url_never_leaks_at_trace_logging() {
+    const TOKEN: &str = "xQdEcKsEcReTtOkEn42";
+    let e = Env::new();
+    e.config(&RULES.replace("600ms", "0s"));
+    e.ok(&["create", "orders", "--dlq", "orders.dlq"]);
+    e.ok(&["send", "orders.dlq", "poison"]);
+    let (ok_url, bodies) = webhook_sink();
+    let slack_path = format!("/services/T00000000/B00000000/{TOKEN}");
+    let mut outputs = Vec::new();
+    // Each run keeps its own alert state, so each fires its transition (and its hook).
+    for (run, base, tries) in [
+        (1, ok_url.trim_end_matches("/hook").to_string(), "1"),
+        (2, garbage_sink(), "2"),
+    ] {
+        let state = e.dir.path().join(format!("state-{run}.json"));
+        let out = e
+            .qdeck()
+            .env("QDECK_LOG", "trace")
+            .env("RUST_LOG", "trace")
+            .env("QDECK_TEST_HOOK", format!("{base}{slack_path}"))
+            .args([
+                "watch",
+                "--duration",
+                "1.5s",
+                "--hook-url-env",
+                "QDECK_TEST_HOOK",
+                "--hook-format",
+                "slack",
+                "--hook-tries",
+                tries,
+                "--state",
+                state.to_str().unwrap(),
+            ])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "{stderr}");
+        outputs.push(String::from_utf8_lossy(&out.stdout).into_owned());
+        outputs.push(stderr);
+    }
+    // Both hooks ran: one delivered, one failed and said so.
+    bodies
+        .recv_timeout(std::time::Duration::from_secs(5))
+        .unwrap();
+    assert!(outputs[3].contains("POST failed"), "{}", outputs[3]);
+    let mut files = Vec::new();
+    all_files(e.dir.path(), &mut files);
+    let log = files
+        .iter()
+        .find(|(p, _)| p.ends_with("qdeck.log"))
+        .map(|(_, t)| t.clone())
+        .unwrap_or_default();
+    assert!(
+        log.contains("TRACE") || log.contains("DEBUG"),
+        "trace logging was not on: {log}"
+    );
+    for o in &outputs {
+        assert!(!o.contains(TOKEN), "leaked to output: {o}");
+    }
+    for (p, text) in &files {
+        assert!(!text.contains(TOKEN), "leaked to {}", p.display());
+    }
+}

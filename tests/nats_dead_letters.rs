@@ -325,3 +325,99 @@ fn find_text(v: &Json, key: &str) -> Option<String> {
         _ => None,
     }
 }
+
+/// Dead letters captured the ways NATS's own docs show: MAX_DELIVERIES alone over a stream's
+/// consumers (`.*`), with MSG_TERMINATED and a `>` wildcard, or for one named consumer. Each
+/// capture is the DLQ of the consumer it covers, counts that consumer's dead letters (only
+/// the kinds it captures), and lists it as its source; a capture of a stream with no consumer
+/// says what it captures instead of an empty name.
+#[tokio::test]
+#[ignore = "needs QDECK_TEST_NATS_URL, QDECK_TEST_PYTHON with nats-py, and nats-server on PATH"]
+async fn captures_as_the_nats_docs_show_them_are_each_consumers_dlq() {
+    nats_url();
+    let store = tempfile::tempdir().unwrap();
+    let server = OwnServer::start(&["-js", "-sd", store.path().to_str().unwrap()]);
+    let md = "$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES";
+    let term = "$JS.EVENT.ADVISORY.CONSUMER.MSG_TERMINATED";
+    let mut scenes = Vec::new();
+    for shape in ["star", "gt", "named"] {
+        let p = common::nats::unique_prefix();
+        peer_at(&server.url, &["setup", &p]);
+        let wq = format!("{p}_WQ");
+        let cap = format!("CAP_{shape}_{p}");
+        let (subjects, with_term) = match shape {
+            "star" => (vec![format!("{md}.{wq}.*")], false),
+            "gt" => (vec![format!("{md}.{wq}.>"), format!("{term}.{wq}.*")], true),
+            _ => (vec![format!("{md}.{wq}.worker")], false),
+        };
+        let mut args = vec!["capture".to_string(), cap.clone()];
+        args.extend(subjects);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        peer_at(&server.url, &args);
+        let failed = peer_at(&server.url, &["fail", &p]);
+        let dead = failed["advisories"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|a| {
+                let s = a["subject"].as_str().unwrap();
+                s.contains(".MAX_DELIVERIES.") || (with_term && s.contains(".MSG_TERMINATED."))
+            })
+            .count() as u64;
+        assert!(dead > 0, "{shape}: nothing died");
+        scenes.push((shape, wq, cap, dead));
+    }
+    // A capture over a stream that has no consumer (yet).
+    let lonely = common::nats::unique_prefix();
+    let orphan = format!("CAP_orphan_{lonely}");
+    peer_at(
+        &server.url,
+        &["capture", &orphan, &format!("{md}.{lonely}_NONE.*")],
+    );
+
+    let b = build(&profile(NatsSettings {
+        url: Some(server.url.clone()),
+        ..Default::default()
+    }))
+    .await
+    .unwrap();
+    let listed = b.list_queues().await.unwrap();
+    let row = |id: &str| {
+        listed
+            .iter()
+            .find(|q| q.id.as_str() == id)
+            .unwrap_or_else(|| panic!("{id} not listed"))
+            .clone()
+    };
+    for (shape, wq, cap, dead) in &scenes {
+        let consumer = format!("{wq}/worker");
+        let info = b.describe(&QueueId::new(consumer.clone())).await.unwrap();
+        assert_eq!(info.dlq, Some(QueueId::new(cap.clone())), "{shape}");
+        let st = stats_of(b.as_ref(), &[consumer.clone(), cap.clone()]).await;
+        let of = |id: &str| st.iter().find(|s| s.id.as_str() == id).unwrap();
+        assert_eq!(
+            of(&consumer).dlq_depth,
+            Some(*dead),
+            "{shape}: the consumer's DLQ depth"
+        );
+        assert_eq!(of(cap).depth, Some(*dead), "{shape}: the capture's depth");
+        let c = row(cap);
+        assert!(c.is_dlq, "{shape}");
+        assert_eq!(
+            c.dlq_sources,
+            vec![QueueId::new(consumer.clone())],
+            "{shape}"
+        );
+        assert_eq!(c.dlq_of().as_deref(), Some(consumer.as_str()), "{shape}");
+        // The limits stream's consumers are not covered by a capture of the work queue.
+        let reader = row(&format!("{}_LIM/reader", wq.trim_end_matches("_WQ")));
+        assert_ne!(reader.dlq, Some(QueueId::new(cap.clone())), "{shape}");
+    }
+    let o = row(&orphan);
+    assert!(o.is_dlq && o.dlq_sources.is_empty());
+    let of = o.dlq_of().unwrap();
+    assert!(
+        of.contains(&format!("every consumer of {lonely}_NONE")),
+        "the orphan capture's row names nothing: {of:?}"
+    );
+}

@@ -1515,3 +1515,60 @@ async fn sidekiq_redrive_honours_a_rate_and_a_bad_one_is_refused() {
     assert!(took < Duration::from_secs(10), "{took:?}");
     flush(3).await;
 }
+
+/// A redriven Sidekiq job's `enqueued_at` keeps the unit its own times are in: integer
+/// milliseconds for a job Sidekiq 8 wrote, float seconds for one an earlier version wrote
+/// (Sidekiq reads it back in the unit it writes; seconds read as ms put the job in 1970).
+#[tokio::test]
+#[ignore = "needs QDECK_TEST_REDIS_URL"]
+async fn sidekiq_redrive_keeps_enqueued_at_in_the_jobs_own_unit() {
+    let _turn = SIDEKIQ_DB.lock().await;
+    flush(3).await;
+    let mut c = raw(3).await;
+    let secs = chrono::Utc::now().timestamp() as f64 - 60.0;
+    let ms = (secs * 1000.0) as i64;
+    for (jid, queue, at) in [
+        ("a00000000000000000000001", "unit_ms", serde_json::json!(ms)),
+        (
+            "a00000000000000000000002",
+            "unit_s",
+            serde_json::json!(secs + 0.25),
+        ),
+    ] {
+        let job = serde_json::json!({
+            "class": "QdeckJob", "args": [1], "queue": queue, "retry": 0, "jid": jid,
+            "created_at": at, "enqueued_at": at, "failed_at": at,
+            "error_class": "RuntimeError", "error_message": "boom",
+        });
+        let _: () = redis::cmd("ZADD")
+            .arg("dead")
+            .arg(secs)
+            .arg(job.to_string())
+            .query_async(&mut c)
+            .await
+            .expect("zadd dead");
+    }
+    let b = backend(settings(3, None)).await;
+    let rep = redrive_all(b.as_ref(), "dead").await;
+    assert_eq!(rep.moved, 2, "{rep:?}");
+    let now_s = chrono::Utc::now().timestamp() as f64;
+    for (queue, in_ms) in [("unit_ms", true), ("unit_s", false)] {
+        let raw_job: String = redis::cmd("LINDEX")
+            .arg(format!("queue:{queue}"))
+            .arg(0)
+            .query_async(&mut c)
+            .await
+            .expect("lindex");
+        let job: serde_json::Value = serde_json::from_str(&raw_job).unwrap();
+        let enq = &job["enqueued_at"];
+        if in_ms {
+            let v = enq
+                .as_i64()
+                .unwrap_or_else(|| panic!("not integer ms: {raw_job}"));
+            assert!((v as f64 / 1000.0 - now_s).abs() < 600.0, "{raw_job}");
+        } else {
+            let v = enq.as_f64().unwrap();
+            assert!((v - now_s).abs() < 600.0, "not seconds: {raw_job}");
+        }
+    }
+}

@@ -1716,3 +1716,80 @@ async fn typed_custom_properties_survive_send_browse_and_copy() {
     assert_eq!(copy.props.get("Label"), wire.props.get("Label"));
     assert_ne!(copy.message_id, wire.message_id);
 }
+
+/// TimeToLive over the REST transport: the stand-in keeps it as Azure does (a TimeSpan, read
+/// back as seconds, a float when not whole, `TimeSpan.MaxValue` when the message set none).
+/// A copy of a message with the default TTL goes out with none, a fractional and a whole TTL
+/// go out as they came in; never as 0, which Azure refuses or expires at once.
+#[tokio::test]
+async fn time_to_live_survives_browse_and_copy_over_rest() {
+    use qdeck_model::domain::Value as V;
+    let s = StandIn::start().await;
+    s.create_queue("ttl", 10, 30);
+    s.create_queue("ttl-copy", 10, 30);
+    let b = backend(&s).await;
+    let sender = b.sender().expect("this backend publishes");
+    let cases: [(&str, Option<V>, V, Option<Value>); 3] = [
+        ("default", None, V::F64(922_337_203_685.477_5), None),
+        (
+            "fractional",
+            Some(V::F64(90.25)),
+            V::F64(90.25),
+            Some(serde_json::json!(90.25)),
+        ),
+        (
+            "explicit",
+            Some(V::I64(3600)),
+            V::I64(3600),
+            Some(serde_json::json!(3600)),
+        ),
+    ];
+    for (label, ttl, _, _) in &cases {
+        let mut m = OutgoingMessage::text(label.as_bytes().to_vec(), &[]);
+        if let Some(t) = ttl {
+            m.properties.push(("TimeToLive".into(), t.clone()));
+        }
+        sender.send(&q("ttl"), m).await.unwrap();
+    }
+    let page = b
+        .browse(
+            &q("ttl"),
+            &BrowseRequest {
+                cursor: None,
+                max: 10,
+                force: true,
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(page.messages.len(), 3);
+    let mut copies = Vec::new();
+    for (m, (label, _, browsed, _)) in page.messages.iter().zip(&cases) {
+        assert_eq!(m.body, label.as_bytes());
+        let ttl = m.properties.iter().find(|(k, _)| k == "TimeToLive");
+        assert_eq!(ttl.map(|(_, v)| v), Some(browsed), "{label}: browsed");
+        let mut ledger = qdeck_backend::headers::HeaderLedger::default();
+        copies.push(qdeck_backend::headers::map_message(
+            m,
+            BrokerKind::Servicebus,
+            BrokerKind::Servicebus,
+            &mut ledger,
+        ));
+    }
+    for r in sender.send_many(&q("ttl-copy"), copies).await {
+        r.unwrap();
+    }
+    let wire = s.messages("ttl-copy", false);
+    assert_eq!(wire.len(), 3);
+    for (m, (label, _, _, sent)) in wire.iter().zip(&cases) {
+        assert_eq!(m.body, label.as_bytes());
+        assert_eq!(m.props.get("TimeToLive"), sent.as_ref(), "{label}: copied");
+    }
+
+    // A TTL no transport can carry is refused by name, and nothing is sent.
+    let mut bad = OutgoingMessage::text(b"x".to_vec(), &[]);
+    bad.properties.push(("TimeToLive".into(), V::str("soon")));
+    let e = sender.send(&q("ttl-copy"), bad).await.unwrap_err();
+    assert!(e.to_string().contains("TimeToLive"), "{e}");
+    assert_eq!(s.messages("ttl-copy", false).len(), 3);
+}

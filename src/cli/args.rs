@@ -417,6 +417,15 @@ pub struct ServeArgs {
     /// whoever reaches it).
     #[arg(long)]
     pub listen_any: bool,
+    /// Connections served at once; more wait in the kernel's backlog until one closes. Far
+    /// above what scrapers and dashboards open, low enough that a flood cannot take every
+    /// file descriptor.
+    #[arg(long, default_value_t = 1024)]
+    pub max_connections: usize,
+    /// A client must send a whole request head within this long of connecting (or of its
+    /// last answer), or it is disconnected.
+    #[arg(long, value_parser = parse_duration, default_value = "10s")]
+    pub header_timeout: std::time::Duration,
     /// Stop after this long (default: run until interrupted).
     #[arg(long, value_parser = parse_duration)]
     pub duration: Option<std::time::Duration>,
@@ -502,8 +511,9 @@ pub enum ConfigAction {
 pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
     let t = s.trim();
     if let Ok(secs) = t.parse::<f64>() {
-        if secs >= 0.0 && secs.is_finite() {
-            return Ok(std::time::Duration::from_secs_f64(secs));
+        // `try_`: a figure too large for a Duration is bad input, not a panic.
+        if let Ok(d) = std::time::Duration::try_from_secs_f64(secs) {
+            return Ok(d);
         }
         return Err(format!("{s:?} is not a duration (e.g. 30s, 5m, 1h)"));
     }

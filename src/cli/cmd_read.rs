@@ -64,7 +64,7 @@ pub async fn ls(
 pub(super) fn row_cells(r: &QueueRow, f: Format) -> Vec<String> {
     let note = match (&r.error, r.is_dlq) {
         (Some(e), _) => format!("error: {}", name(e)),
-        (None, true) => format!("DLQ of {}", name(&r.dlq_sources.join(","))),
+        (None, true) => format!("DLQ of {}", name(r.dlq_of.as_deref().unwrap_or("?"))),
         _ => String::new(),
     };
     vec![
@@ -535,4 +535,45 @@ pub async fn consumers(s: &Session, queue: &str, f: Format) -> CliResult {
     }
     output::print(&t.render(f));
     Ok(OK)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)] // a test asserts by unwrapping
+mod tests {
+    use super::*;
+    use qdeck_model::domain::{QueueId, QueueInfo, DLQ_OF};
+
+    /// A DLQ whose sources the broker does not name still says what it is the DLQ of, in
+    /// every format: never `DLQ of ` with nothing after it.
+    #[test]
+    fn a_dlq_row_always_names_what_it_is_the_dlq_of() {
+        let mut unnamed = QueueInfo {
+            id: QueueId::new("CAP"),
+            is_dlq: true,
+            ..Default::default()
+        };
+        let mut noted = unnamed.clone();
+        noted.settings.extra.insert(
+            DLQ_OF.into(),
+            "every consumer of ORDERS (no such consumer listed)".into(),
+        );
+        let named = QueueInfo {
+            dlq_sources: vec![QueueId::new("orders")],
+            ..unnamed.clone()
+        };
+        for f in [Format::Table, Format::Plain, Format::Csv, Format::Json] {
+            for (info, want) in [
+                (&unnamed, "DLQ of ? ("),
+                (&noted, "DLQ of every consumer of ORDERS"),
+                (&named, "DLQ of orders"),
+            ] {
+                let row = QueueRow::new(info, None, None);
+                let note = row_cells(&row, f).pop().unwrap();
+                assert!(note.starts_with(want), "{f:?}: {note:?}");
+                assert!(row.dlq_of.as_deref().is_some_and(|o| !o.trim().is_empty()));
+            }
+        }
+        unnamed.is_dlq = false;
+        assert_eq!(QueueRow::new(&unnamed, None, None).dlq_of, None);
+    }
 }

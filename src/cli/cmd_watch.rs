@@ -156,7 +156,8 @@ fn hook_settings(a: &WatchArgs) -> Result<Option<Settings>, CliError> {
     let target = match (&a.hook_cmd, &a.hook_url_env) {
         (Some(cmd), _) => Target::Command(cmd.clone()),
         (None, Some(var)) => {
-            let url = std::env::var(var).map_err(|_| {
+            use qdeck_model::config::secret::{Environment, SecretSource};
+            let url = Environment.get(var).ok_or_else(|| {
                 CliError::usage(format!("--hook-url-env {var}: the variable is not set"))
             })?;
             Target::Http {

@@ -21,6 +21,8 @@ pub struct QueueRow {
     pub dlq_depth: Option<u64>,
     pub is_dlq: bool,
     pub dlq_sources: Vec<String>,
+    /// For a DLQ, what it is the DLQ of: its sources, or why they cannot be named.
+    pub dlq_of: Option<String>,
     pub consumers: Option<u32>,
     pub in_rate: Option<f64>,
     pub out_rate: Option<f64>,
@@ -49,6 +51,7 @@ impl QueueRow {
                 .iter()
                 .map(std::string::ToString::to_string)
                 .collect(),
+            dlq_of: info.dlq_of(),
             consumers: stats.and_then(|s| s.consumers),
             in_rate: stats.and_then(|s| s.in_rate),
             out_rate: stats.and_then(|s| s.out_rate),

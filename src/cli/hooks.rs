@@ -11,6 +11,7 @@ use tokio::io::AsyncWriteExt;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
+use qdeck_model::config::secret::Secret;
 use qdeck_engine::alerts::Transition;
 
 /// What a transition is sent to.
@@ -18,8 +19,9 @@ use qdeck_engine::alerts::Transition;
 pub enum Target {
     /// Run with `sh -c`; the transition as one JSON line on stdin.
     Command(String),
-    /// POST to this URL (read from an environment variable, never from the command line).
-    Http { url: String, slack: bool },
+    /// POST to this URL (read from an environment variable, never from the command line). A
+    /// webhook URL is a bearer credential (Slack's carries its token in the path).
+    Http { url: Secret, slack: bool },
 }
 
 #[derive(Debug, Clone)]
@@ -168,7 +170,7 @@ async fn run_command(cmd: &str, t: &Transition, timeout: Duration) -> Result<(),
 
 async fn post(
     client: &reqwest::Client,
-    url: &str,
+    url: &Secret,
     slack: bool,
     t: &Transition,
 ) -> Result<(), String> {
@@ -186,12 +188,18 @@ async fn post(
     } else {
         json(t)
     };
+    // reqwest's errors name the URL they were for: taken out before one is said anywhere.
     let r = client
-        .post(url)
+        .post(url.expose())
         .json(&body)
         .send()
         .await
-        .map_err(|e| format!("POST failed: {}", qdeck_backend::net_error::cause(&e)))?;
+        .map_err(|e| {
+            format!(
+                "POST failed: {}",
+                qdeck_backend::net_error::cause(&e.without_url())
+            )
+        })?;
     if r.status().is_success() {
         Ok(())
     } else {

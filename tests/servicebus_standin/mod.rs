@@ -767,7 +767,10 @@ fn serve(
                         }
                         bp.insert("MessageId".into(), msg.message_id.clone().into());
                         bp.insert("State".into(), "Active".into());
-                        bp.insert("TimeToLive".into(), 922337203685.4775f64.into());
+                        if !bp.contains_key("TimeToLive") {
+                            // No TTL of its own: the entity's default, here TimeSpan.MaxValue.
+                            bp.insert("TimeToLive".into(), 922337203685.4775f64.into());
+                        }
                     } else {
                         bp.remove("MessageId");
                     }
@@ -853,14 +856,37 @@ fn serve(
     resp
 }
 
+/// `TimeSpan.MaxValue.TotalSeconds` as a double reads it; a TTL from there up is none.
+const TTL_NOT_SET_SECS: f64 = 922_337_203_685.0;
+
+/// A TimeSpan's `TotalSeconds` as Azure writes it in JSON: whole seconds bare, else a float.
+fn ttl_json(ticks: i64) -> Value {
+    if ticks.rem_euclid(10_000_000) == 0 {
+        Value::from(ticks / 10_000_000)
+    } else {
+        Value::from(ticks as f64 / 1e7)
+    }
+}
+
 fn build_msg(headers: &hyper::HeaderMap, body: &Bytes, seq: i64) -> Result<Msg, &'static str> {
-    let props: Map<String, Value> = match headers.get("brokerproperties") {
+    let mut props: Map<String, Value> = match headers.get("brokerproperties") {
         Some(v) => match serde_json::from_slice(v.as_bytes()) {
             Ok(Value::Object(m)) => m,
             _ => return Err("BrokerProperties is not a JSON object"),
         },
         None => Map::new(),
     };
+    // Azure keeps TimeToLive as a TimeSpan: seconds in, 100 ns ticks kept, seconds out; a TTL
+    // that is not a positive number is refused (as .NET's ServiceBusMessage refuses it).
+    if let Some(v) = props.remove("TimeToLive") {
+        let secs = v.as_f64().ok_or("TimeToLive is not a number of seconds")?;
+        if secs.is_nan() || secs <= 0.0 {
+            return Err("TimeToLive must be positive");
+        }
+        if secs < TTL_NOT_SET_SECS {
+            props.insert("TimeToLive".into(), ttl_json((secs * 1e7).round() as i64));
+        }
+    }
     let custom = headers
         .iter()
         .filter(|(k, _)| {

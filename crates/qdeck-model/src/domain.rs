@@ -127,6 +127,35 @@ pub struct QueueInfo {
     pub settings: QueueSettings,
 }
 
+/// The `settings.extra` key under which a backend says what a DLQ with no `dlq_sources` is the
+/// DLQ of, or why it cannot name the queues.
+pub const DLQ_OF: &str = "dlq of";
+
+impl QueueInfo {
+    /// What this DLQ is the DLQ of, as a row says it: its sources, else the backend's note,
+    /// else that the broker does not tell. `None` for a queue that is no DLQ; never empty.
+    pub fn dlq_of(&self) -> Option<String> {
+        if !self.is_dlq {
+            return None;
+        }
+        if !self.dlq_sources.is_empty() {
+            let names: Vec<&str> = self.dlq_sources.iter().map(QueueId::as_str).collect();
+            return Some(names.join(","));
+        }
+        Some(
+            match self
+                .settings
+                .extra
+                .get(DLQ_OF)
+                .filter(|n| !n.trim().is_empty())
+            {
+                Some(note) => note.clone(),
+                None => "? (the broker does not say which queues dead-letter here)".to_string(),
+            },
+        )
+    }
+}
+
 /// Live figures for one queue at one instant.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct QueueStats {

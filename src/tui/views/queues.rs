@@ -347,8 +347,13 @@ fn queue_row<'a>(st: &State, e: &QueueEntry, name_w: usize) -> Vec<Cell<'a>> {
         None => Span::raw(" "),
     };
     let mut name = clean_mid(e.info.id.as_str(), name_w);
-    if e.info.is_dlq && !e.info.dlq_sources.is_empty() && name.chars().count() + 4 < name_w {
-        let src = e.info.dlq_sources[0].as_str();
+    if e.info.is_dlq && name.chars().count() + 4 < name_w {
+        // Without a source to name, `?`: the detail panel says why.
+        let src = e
+            .info
+            .dlq_sources
+            .first()
+            .map_or("?", qdeck_model::domain::QueueId::as_str);
         let more = if e.info.dlq_sources.len() > 1 {
             "…"
         } else {

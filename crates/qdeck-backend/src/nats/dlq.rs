@@ -44,11 +44,67 @@ pub fn subject_matches(pattern: &str, subject: &str) -> bool {
     }
 }
 
-/// Whether this stream captures the dead-letter advisories of `stream`/`consumer`: both kinds.
-pub fn captures(s: &StreamInfo, stream: &str, consumer: &str) -> bool {
+/// Which of the two dead-letter advisories of `stream`/`consumer` this stream captures.
+fn captured(s: &StreamInfo, stream: &str, consumer: &str) -> [bool; 2] {
     advisory_subjects(stream, consumer)
+        .map(|subj| s.config.subjects.iter().any(|p| subject_matches(p, &subj)))
+}
+
+/// Whether this stream is a DLQ of `stream`/`consumer`: it captures the consumer's
+/// MAX_DELIVERIES advisories (the messages it gave up on), with or without MSG_TERMINATED,
+/// whether it names the consumer or covers it with a wildcard (NATS's docs capture
+/// `$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.<stream>.*` alone).
+pub fn captures(s: &StreamInfo, stream: &str, consumer: &str) -> bool {
+    captured(s, stream, consumer)[0]
+}
+
+/// What a capture stream takes dead letters of, for a row that has no listed consumer to
+/// name: `ORDERS/worker`, `every consumer of ORDERS`, `every consumer of every stream`.
+pub fn covers(s: &StreamInfo) -> String {
+    let mut out: Vec<String> = Vec::new();
+    for p in &s.config.subjects {
+        // Tokens 5 and 6 of an advisory subject are the stream and the consumer.
+        let t: Vec<&str> = p.split('.').collect();
+        let literal = |i: usize| t.get(i).filter(|x| !matches!(**x, "*" | ">")).copied();
+        let probe = |kind: &str| {
+            let (st, co) = (literal(5).unwrap_or("x"), literal(6).unwrap_or("x"));
+            subject_matches(p, &format!("{kind}.{st}.{co}"))
+        };
+        if !probe(MAX_DELIVERIES) && !probe(TERMINATED) {
+            continue;
+        }
+        let text = match (literal(5), literal(6)) {
+            (Some(st), Some(co)) => format!("{st}/{co}"),
+            (Some(st), None) => format!("every consumer of {st}"),
+            (None, Some(co)) => format!("consumer {co} of every stream"),
+            (None, None) => "every consumer of every stream".to_string(),
+        };
+        if !out.contains(&text) {
+            out.push(text);
+        }
+    }
+    if out.is_empty() {
+        "no consumer's dead letters (it captures no MAX_DELIVERIES advisory)".into()
+    } else {
+        out.join(", ")
+    }
+}
+
+/// Whether one count of a capture stream's messages is one consumer's dead letters: it takes
+/// only dead-letter advisories, of one named consumer. Otherwise they are counted by subject.
+fn one_owner(s: &StreamInfo) -> bool {
+    if !only_dead_letters(s) {
+        return false;
+    }
+    let mut owners = s
+        .config
+        .subjects
         .iter()
-        .all(|subj| s.config.subjects.iter().any(|p| subject_matches(p, subj)))
+        .map(|p| owner_of(p).filter(|(a, b)| ![a, b].iter().any(|t| t.contains(['*', '>']))));
+    let Some(Some(first)) = owners.next() else {
+        return false;
+    };
+    owners.all(|o| o.as_ref() == Some(&first))
 }
 
 /// The filters that pick a capture stream's dead letters out of its other advisories.
@@ -87,7 +143,7 @@ pub struct DeadCounts {
 }
 
 pub async fn dead_counts(b: &NatsBackend, s: &StreamInfo) -> Result<Option<DeadCounts>> {
-    if only_dead_letters(s) {
+    if one_owner(s) {
         return Ok(None);
     }
     let v = b
@@ -135,7 +191,8 @@ pub fn may_capture_prefix(s: &StreamInfo, prefix: &str) -> bool {
         })
 }
 
-/// The capture stream of `stream`/`consumer` among `all`: the one made for it alone first.
+/// The capture stream of `stream`/`consumer` among `all`: the one made for it alone first,
+/// then one that takes both kinds of dead letter, then one that takes nothing else.
 pub fn capture_for<'a>(
     all: &'a [StreamInfo],
     stream: &str,
@@ -144,7 +201,14 @@ pub fn capture_for<'a>(
     let mine = capture_name(stream, consumer);
     all.iter()
         .filter(|s| captures(s, stream, consumer))
-        .min_by_key(|s| (s.config.name != mine, s.config.name.clone()))
+        .min_by_key(|s| {
+            (
+                s.config.name != mine,
+                !captured(s, stream, consumer)[1],
+                !only_dead_letters(s),
+                s.config.name.clone(),
+            )
+        })
 }
 
 /// The name `create-dlq` gives the capture stream.
@@ -233,5 +297,83 @@ mod tests {
             "$JS.EVENT.ADVISORY.CONSUMER.*.ORDERS.*",
             "$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.ORDERS.worker"
         ));
+    }
+
+    fn named(name: &str, subjects: &[&str]) -> StreamInfo {
+        StreamInfo {
+            config: super::super::model::StreamConfig {
+                name: name.into(),
+                subjects: subjects.iter().map(ToString::to_string).collect(),
+                ..Default::default()
+            },
+            ..Default::default()
+        }
+    }
+
+    /// The captures NATS's docs show, and the ones qdeck makes, are each a DLQ of every
+    /// consumer they cover; a stream of other advisories is none.
+    #[test]
+    fn a_capture_is_the_dlq_of_every_consumer_it_covers() {
+        let md = "$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES";
+        let term = "$JS.EVENT.ADVISORY.CONSUMER.MSG_TERMINATED";
+        let covers_worker = [
+            named("A", &[&format!("{md}.ORDERS.*")]),
+            named("B", &[&format!("{md}.ORDERS.>")]),
+            named(
+                "C",
+                &[&format!("{md}.ORDERS.*"), &format!("{term}.ORDERS.*")],
+            ),
+            named("D", &[&format!("{md}.ORDERS.worker")]),
+            named("E", &[&format!("{md}.>")]),
+            named("F", &["$JS.EVENT.ADVISORY.>"]),
+            named("G", &["$JS.EVENT.ADVISORY.CONSUMER.*.ORDERS.*"]),
+        ];
+        for (i, s) in covers_worker.iter().enumerate() {
+            assert!(captures(s, "ORDERS", "worker"), "{:?}", s.config.subjects);
+            // All but D (which names the worker) cover the stream's other consumers too.
+            assert_eq!(
+                captures(s, "ORDERS", "other"),
+                i != 3,
+                "{:?}",
+                s.config.subjects
+            );
+            assert!(!covers(s).is_empty());
+        }
+        assert!(!captures(&covers_worker[3], "ORDERS", "other"));
+        assert!(!captures(&covers_worker[0], "PAYMENTS", "worker"));
+        assert!(!captures(
+            &named("N", &["$JS.EVENT.ADVISORY.CONSUMER.MSG_NAKED.ORDERS.*"]),
+            "ORDERS",
+            "worker"
+        ));
+        assert_eq!(covers(&covers_worker[0]), "every consumer of ORDERS");
+        assert_eq!(covers(&covers_worker[3]), "ORDERS/worker");
+        assert_eq!(covers(&covers_worker[4]), "every consumer of every stream");
+        assert_eq!(covers(&covers_worker[5]), "every consumer of every stream");
+        // Only one named consumer's dead letters are counted by the stream's message count.
+        assert!(one_owner(&covers_worker[3]));
+        assert!(!one_owner(&covers_worker[0]));
+        assert!(!one_owner(&covers_worker[5]));
+        let both = advisory_subjects("ORDERS", "worker");
+        assert!(one_owner(&named(
+            "M",
+            &[both[0].as_str(), both[1].as_str()]
+        )));
+        // The one made for the consumer wins, then one taking both kinds.
+        let all = [
+            named("A", &[&format!("{md}.ORDERS.*")]),
+            named(
+                "Z",
+                &[&format!("{term}.ORDERS.*"), &format!("{md}.ORDERS.worker")],
+            ),
+        ];
+        assert_eq!(
+            capture_for(&all, "ORDERS", "worker").unwrap().config.name,
+            "Z"
+        );
+        assert_eq!(
+            capture_for(&all, "ORDERS", "other").unwrap().config.name,
+            "A"
+        );
     }
 }

@@ -74,6 +74,14 @@ fn stream_info(s: &StreamInfo, sources: Vec<QueueId>) -> QueueInfo {
     if c.max_msgs > 0 {
         extra.insert("max_msgs".into(), c.max_msgs.to_string());
     }
+    if sources.is_empty() && dlq::is_capture(s) {
+        // A capture whose consumers are not listed (none exists yet, or the listing was
+        // filtered) still says whose dead letters it takes.
+        extra.insert(
+            qdeck_model::domain::DLQ_OF.into(),
+            format!("{} (no such consumer listed)", dlq::covers(s)),
+        );
+    }
     QueueInfo {
         id: QueueId::new(c.name.clone()),
         kind: QueueKind::Stream,
@@ -373,8 +381,9 @@ pub async fn stats(b: &NatsBackend, ids: &[QueueId]) -> Result<StatsBatch> {
 }
 
 /// The dead-letter counts of the capture streams among these figures (their own rows, or a
-/// consumer's DLQ) that take other advisories too, by stream name: their message counts
-/// would count naks and the like as dead letters.
+/// consumer's DLQ) that take other advisories too or several consumers' dead letters, by
+/// stream name: their message counts would count naks and the like as dead letters, or one
+/// consumer's DLQ depth as every consumer's.
 async fn wide_capture_counts(
     b: &NatsBackend,
     streams: &[StreamInfo],
@@ -390,7 +399,9 @@ async fn wide_capture_counts(
     let mut out = HashMap::new();
     for s in streams {
         let name = s.config.name.as_str();
-        if names.contains(name) && dlq::is_capture(s) && !dlq::only_dead_letters(s) {
+        // `dead_counts` passes over a capture of one consumer's dead letters only: its
+        // message count is that consumer's.
+        if names.contains(name) && dlq::is_capture(s) {
             if let Some(c) = dlq::dead_counts(b, s).await? {
                 out.insert(name.to_string(), c);
             }

@@ -181,31 +181,42 @@ pub fn split_headers(p: &BasicProperties) -> (Fields, Fields) {
 }
 
 /// The basic properties for a message to send: those given (by their AMQP names), and the
-/// headers table. A property that is not AMQP's is an error the caller maps beforehand.
-pub fn to_properties(props: &[(String, Value)], headers: FieldTable) -> BasicProperties {
+/// headers table. A property that is not AMQP's is an error the caller maps beforehand; a
+/// numeric one whose value does not fit its AMQP type (a priority of 300, a delivery mode of
+/// 1.5, a timestamp that is text) is an error naming it, not a property left out.
+pub fn to_properties(
+    props: &[(String, Value)],
+    headers: FieldTable,
+) -> Result<BasicProperties, crate::BackendError> {
     let mut p = BasicProperties::default();
     for (k, v) in props {
         let text = || lapin::types::ShortString::from(v.text());
-        let num = || v.as_i64().and_then(|n| u8::try_from(n).ok());
+        let unfit = |ty: &str| {
+            crate::BackendError::Invalid(format!(
+                "property {k}: {:?} ({}) is not a {ty}",
+                qdeck_model::sanitize::clean(&v.text()),
+                v.type_name()
+            ))
+        };
+        let octet = || {
+            whole(v)
+                .and_then(|n| u8::try_from(n).ok())
+                .ok_or_else(|| unfit("number from 0 to 255"))
+        };
         p = match k.as_str() {
             "content_type" => p.with_content_type(text()),
             "content_encoding" => p.with_content_encoding(text()),
-            "delivery_mode" => match num() {
-                Some(n) => p.with_delivery_mode(n),
-                None => p,
-            },
-            "priority" => match num() {
-                Some(n) => p.with_priority(n),
-                None => p,
-            },
+            "delivery_mode" => p.with_delivery_mode(octet()?),
+            "priority" => p.with_priority(octet()?),
             "correlation_id" => p.with_correlation_id(text()),
             "reply_to" => p.with_reply_to(text()),
             "expiration" => p.with_expiration(text()),
             "message_id" => p.with_message_id(text()),
-            "timestamp" => match v.as_i64().and_then(|n| u64::try_from(n).ok()) {
-                Some(t) => p.with_timestamp(t),
-                None => p,
-            },
+            "timestamp" => p.with_timestamp(
+                whole(v)
+                    .and_then(|n| u64::try_from(n).ok())
+                    .ok_or_else(|| unfit("timestamp (seconds since 1970)"))?,
+            ),
             "type" => p.with_type(text()),
             "user_id" => p.with_user_id(text()),
             "app_id" => p.with_app_id(text()),
@@ -213,7 +224,18 @@ pub fn to_properties(props: &[(String, Value)], headers: FieldTable) -> BasicPro
             _ => p,
         };
     }
-    p.with_headers(headers)
+    Ok(p.with_headers(headers))
+}
+
+/// An integer value, whatever its width, or a float that is a whole number.
+fn whole(v: &Value) -> Option<i64> {
+    let f = match v {
+        Value::F32(f) => f64::from(*f),
+        Value::F64(f) => *f,
+        Value::Custom { value, .. } => return whole(value),
+        other => return other.as_i64(),
+    };
+    (f.fract() == 0.0 && f.abs() < 9.0e15).then_some(f as i64)
 }
 
 /// What `x-death` and `x-first-death-*` say: reason, origin queue (the first death's queue,
@@ -398,5 +420,45 @@ mod stamp_tests {
         assert_eq!(get("x-qdeck-redriven").as_deref(), Some("2"));
         assert_eq!(get("x-qdeck-redriven-at").as_deref(), Some("9"));
         assert_eq!(get("trace").as_deref(), Some("abc"));
+    }
+}
+
+#[cfg(test)]
+mod property_tests {
+    use super::*;
+
+    fn one(k: &str, v: Value) -> Result<BasicProperties, crate::BackendError> {
+        to_properties(&[(k.to_string(), v)], FieldTable::default())
+    }
+
+    /// A numeric property keeps its value whatever width or float it arrived as, and one
+    /// that does not fit is refused by name instead of sent without it.
+    #[test]
+    fn numeric_properties_keep_their_value_or_are_refused_by_name() {
+        assert_eq!(*one("priority", Value::U8(5)).unwrap().priority(), Some(5));
+        assert_eq!(
+            *one("priority", Value::F64(5.0)).unwrap().priority(),
+            Some(5)
+        );
+        assert_eq!(
+            *one("delivery_mode", Value::I64(1)).unwrap().delivery_mode(),
+            Some(1)
+        );
+        assert_eq!(
+            *one("timestamp", Value::Timestamp(1_764_000_000))
+                .unwrap()
+                .timestamp(),
+            Some(1_764_000_000)
+        );
+        for (k, v) in [
+            ("priority", Value::I64(300)),
+            ("priority", Value::F64(2.5)),
+            ("delivery_mode", Value::str("persistent")),
+            ("timestamp", Value::I64(-1)),
+            ("timestamp", Value::Bool(true)),
+        ] {
+            let e = one(k, v.clone()).unwrap_err().to_string();
+            assert!(e.contains(k), "{k} {v:?}: {e}");
+        }
     }
 }

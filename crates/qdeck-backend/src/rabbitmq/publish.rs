@@ -18,7 +18,7 @@ use qdeck_model::domain::*;
 /// message keeps its own id, time and delivery mode), typed headers, and the ordering key as
 /// `qdeck-key`. A message without an id or time gets a fresh id, the time, and persistence.
 /// `user_id` goes only when it is the connection's own user: RabbitMQ refuses any other.
-fn properties(msg: &OutgoingMessage, id: &str, user: &str) -> BasicProperties {
+fn properties(msg: &OutgoingMessage, id: &str, user: &str) -> Result<BasicProperties> {
     let mut headers = to_table(&msg.headers);
     if let Some(k) = &msg.key {
         headers.insert(
@@ -32,7 +32,7 @@ fn properties(msg: &OutgoingMessage, id: &str, user: &str) -> BasicProperties {
         .filter(|(k, v)| k != "user_id" || v.text() == user)
         .cloned()
         .collect();
-    let mut p = to_properties(&own, headers);
+    let mut p = to_properties(&own, headers)?;
     if p.message_id().is_none() {
         p = p.with_message_id(id.into());
     }
@@ -42,7 +42,7 @@ fn properties(msg: &OutgoingMessage, id: &str, user: &str) -> BasicProperties {
     if p.delivery_mode().is_none() {
         p = p.with_delivery_mode(2);
     }
-    p
+    Ok(p)
 }
 
 fn delayed_refusal() -> BackendError {
@@ -103,7 +103,14 @@ async fn publish_all(
     let mut pending = Vec::with_capacity(msgs.len());
     let mut stopped = None;
     for msg in msgs {
-        let props = properties(msg, &uuid::Uuid::new_v4().to_string(), b.user());
+        let props = match properties(msg, &uuid::Uuid::new_v4().to_string(), b.user()) {
+            Ok(p) => p,
+            Err(e) => {
+                // Nothing after it is sent, as when the channel fails.
+                stopped = Some(e);
+                break;
+            }
+        };
         let id = props
             .message_id()
             .as_ref()

@@ -263,6 +263,10 @@ pub fn info() -> QueueInfo {
         "holds".into(),
         "FAILURE results (celery-task-meta-*): the failed view, read-only".into(),
     );
+    settings.extra.insert(
+        qdeck_model::domain::DLQ_OF.into(),
+        "every Celery task with a result (a result does not record its queue)".into(),
+    );
     QueueInfo {
         id: QueueId::new(RESULTS_ID),
         kind: QueueKind::Standard,
@@ -308,5 +312,16 @@ mod tests {
             Some("KeyError")
         );
         assert!(crate::celery::decode(&m).is_none());
+    }
+}
+
+#[cfg(test)]
+mod dlq_of_tests {
+    /// The failed view is a DLQ no queue dead-letters into by name: its row says whose
+    /// failures it holds rather than an empty name.
+    #[test]
+    fn the_failed_view_says_what_it_is_the_dlq_of() {
+        let of = super::info().dlq_of().unwrap_or_default();
+        assert!(of.contains("Celery task"), "{of:?}");
     }
 }

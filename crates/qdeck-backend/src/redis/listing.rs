@@ -260,6 +260,12 @@ impl Found {
             "holds".into(),
             "the morgue: jobs out of retries; each goes back to its own queue".into(),
         );
+        if names.is_empty() {
+            ds.extra.insert(
+                qdeck_model::domain::DLQ_OF.into(),
+                "every Sidekiq queue (none seen yet)".into(),
+            );
+        }
         let morgue = QueueInfo {
             id: dead,
             kind: QueueKind::Standard,

@@ -162,7 +162,8 @@ return n
 "#;
 
 /// Retry Sidekiq jobs from a sorted set (dead or retry) to each job's own queue, as
-/// SortedEntry#retry does: retry_count down by one when present, enqueued_at = now, pushed
+/// SortedEntry#retry does: retry_count down by one when present, enqueued_at = now (integer ms
+/// where the job's own times are in ms, as Sidekiq 8 writes them, else float seconds), pushed
 /// on queue:<name> and the queue registered. The payload is edited in place rather than
 /// re-encoded, so every other field keeps its exact bytes (Lua's JSON encoder would round
 /// floats such as created_at). Only the payload's own (top-level) keys are edited: a key of
@@ -264,17 +265,22 @@ for _, m in ipairs(members) do
     local at = math.floor(tonumber(now) * 1000)
     local edits = {}
     if rc then edits[#edits + 1] = {"retry_count", tostring(rc - 1)} end
-    edits[#edits + 1] = {"enqueued_at", now}
+    -- enqueued_at in the job's own unit: Sidekiq 8 writes integer milliseconds where earlier
+    -- versions wrote float seconds, and reads it back in the unit it writes.
+    local stamp_of = tonumber(job.enqueued_at) or tonumber(job.created_at) or 0
+    local enq = now
+    if stamp_of > 1e11 then enq = string.format("%d", math.floor(tonumber(now) * 1000)) end
+    edits[#edits + 1] = {"enqueued_at", enq}
     edits[#edits + 1] = {"qdeck_redriven", tostring(stamped)}
     edits[#edits + 1] = {"qdeck_redriven_at", string.format("%d", at)}
     local out = set_numbers(m, edits)
     local ok2, check = pcall(cjson.decode, out)
     if not ok2 or type(check) ~= "table" or check.jid ~= job.jid
       or (rc and tonumber(check.retry_count) ~= rc - 1)
-      or tonumber(check.enqueued_at) ~= tonumber(now)
+      or tonumber(check.enqueued_at) ~= tonumber(enq)
       or tonumber(check.qdeck_redriven) ~= stamped then
       if rc then job.retry_count = rc - 1 end
-      job.enqueued_at = tonumber(now)
+      job.enqueued_at = tonumber(enq)
       job.qdeck_redriven = stamped
       job.qdeck_redriven_at = at
       out = cjson.encode(job)

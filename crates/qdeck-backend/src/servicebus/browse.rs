@@ -99,9 +99,11 @@ fn json_value(v: &Value) -> qdeck_model::domain::Value {
     match v {
         Value::String(s) => V::String(s.clone()),
         Value::Bool(b) => V::Bool(*b),
-        Value::Number(n) => match n.as_i64() {
-            Some(i) => V::I64(i),
-            None => V::F64(n.as_f64().unwrap_or_default()),
+        Value::Number(n) => match (n.as_i64(), n.as_u64()) {
+            (Some(i), _) => V::I64(i),
+            // A .NET ulong past i64: its digits, not the nearest double.
+            (None, Some(_)) => V::Number(n.to_string()),
+            (None, None) => n.as_f64().map_or_else(|| V::Number(n.to_string()), V::F64),
         },
         Value::Null => V::Null,
         other => V::String(other.to_string()),
@@ -124,6 +126,9 @@ pub fn custom_header(v: &qdeck_model::domain::Value) -> String {
         V::Bool(b) => b.to_string(),
         // JSON has no NaN or infinity: those go as text.
         n if n.is_machine_number() && n.text().parse::<f64>().is_ok_and(f64::is_finite) => n.text(),
+        // An unsigned 64-bit value past i64 (read from Service Bus as its digits) goes back as
+        // the same bare number; other numbers kept as text stay text, as before.
+        V::Number(d) if d.parse::<u64>().is_ok() && d.parse::<i64>().is_err() => d.clone(),
         V::Custom { value, .. } => custom_header(value),
         other => Value::String(other.text()).to_string(),
     }
@@ -240,5 +245,9 @@ mod tests {
         assert_eq!(custom_value(&custom_header(&t)), Value::str("{a: 1}"));
         // A value that is not JSON (another client's raw header) is its text.
         assert_eq!(custom_value("plain"), Value::str("plain"));
+        // An unsigned 64-bit value past i64 keeps its digits both ways, not a double's.
+        let big = "18446744073709551615";
+        assert_eq!(custom_value(big), Value::Number(big.into()));
+        assert_eq!(custom_header(&custom_value(big)), big);
     }
 }

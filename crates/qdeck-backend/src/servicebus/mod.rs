@@ -33,6 +33,7 @@ mod resubmit;
 pub mod runtime;
 mod stamp;
 mod token_life;
+pub mod ttl;
 
 use std::sync::Arc;
 
@@ -174,10 +175,12 @@ fn settings_of(e: &QueueEntry) -> QueueSettings {
         max_receives: e
             .field_u64("MaxDeliveryCount")
             .and_then(|n| u32::try_from(n).ok()),
+        // TimeSpan.MaxValue, the default, is no retention: not 29 million years of it.
         retention_secs: e
             .fields
             .get("DefaultMessageTimeToLive")
-            .and_then(|d| mgmt::iso_duration_secs(d)),
+            .and_then(|d| mgmt::iso_duration_secs(d))
+            .filter(|s| *s < ttl::NOT_SET_FROM_SECS),
         ..Default::default()
     };
     for (k, label) in [
@@ -787,7 +790,9 @@ impl Sender for ServiceBus {
             if k == "ContentType" {
                 content_type = Some(v.text());
             } else if k == "TimeToLive" {
-                props.insert(k, serde_json::json!(v.as_i64().unwrap_or_default()));
+                if let Some(ttl) = ttl::rest_json(&v)? {
+                    props.insert(k, ttl);
+                }
             } else if runtime::SETTABLE.contains(&k.as_str()) {
                 props.insert(k, Value::String(v.text()));
             }

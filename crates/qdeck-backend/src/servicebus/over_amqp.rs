@@ -176,7 +176,7 @@ impl ServiceBus {
         queue: &QueueId,
         msg: &OutgoingMessage,
     ) -> Result<Option<String>> {
-        let m = convert::outgoing(msg);
+        let m = convert::outgoing(msg)?;
         let id = convert::message_id(&m);
         amqp::send::send_one(a, queue.as_str(), m).await?;
         Ok(id)
@@ -188,20 +188,38 @@ impl ServiceBus {
         queue: &QueueId,
         msgs: Vec<OutgoingMessage>,
     ) -> Vec<Result<Option<String>>> {
-        let mut link = match amqp::send::Link::open(a, queue.as_str()).await {
-            Ok(l) => l,
-            Err(e) => return vec![Err(e)],
-        };
-        let out: Vec<_> = msgs.iter().map(convert::outgoing).collect();
-        let ids: Vec<Option<String>> = out.iter().map(convert::message_id).collect();
-        a.bump("amqp.send", out.len() as u64);
-        let results = link.send_all(out).await;
-        link.close().await;
+        // Results stop at the first failure, as they do when the link fails: the messages
+        // before one that cannot be converted are sent, it and those after it are not.
+        let mut out = Vec::with_capacity(msgs.len());
+        let mut refused = None;
+        for m in &msgs {
+            match convert::outgoing(m) {
+                Ok(m) => out.push(m),
+                Err(e) => {
+                    refused = Some(e);
+                    break;
+                }
+            }
+        }
+        let mut results: Vec<Result<Option<String>>> = Vec::with_capacity(msgs.len());
+        if !out.is_empty() {
+            let mut link = match amqp::send::Link::open(a, queue.as_str()).await {
+                Ok(l) => l,
+                Err(e) => return vec![Err(e)],
+            };
+            let ids: Vec<Option<String>> = out.iter().map(convert::message_id).collect();
+            let n = out.len();
+            a.bump("amqp.send", n as u64);
+            let sent = link.send_all(out).await;
+            link.close().await;
+            let complete = sent.len() == n && sent.iter().all(Result::is_ok);
+            results.extend(sent.into_iter().zip(ids).map(|(r, id)| r.map(|()| id)));
+            if !complete {
+                return results;
+            }
+        }
+        results.extend(refused.map(Err));
         results
-            .into_iter()
-            .zip(ids)
-            .map(|(r, id)| r.map(|()| id))
-            .collect()
     }
 }
 

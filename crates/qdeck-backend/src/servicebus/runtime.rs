@@ -64,7 +64,13 @@ impl Received {
     }
     pub fn prop_i64(&self, k: &str) -> Option<i64> {
         match self.props.get(k)? {
-            Value::Number(n) => n.as_i64().or_else(|| n.as_f64().map(|f| f as i64)),
+            // A whole number written as a float reads as that number; a fraction or a number
+            // past i64 is not an integer, and is not read as a truncated or saturated one.
+            Value::Number(n) => n.as_i64().or_else(|| {
+                n.as_f64()
+                    .filter(|f| f.fract() == 0.0 && f.abs() < 9.0e18)
+                    .map(|f| f as i64)
+            }),
             Value::String(s) => s.trim().parse().ok(),
             _ => None,
         }

@@ -31,15 +31,16 @@ impl std::fmt::Debug for Secret {
 
 /// Where the secrets a profile names come from.
 pub trait SecretSource: Send + Sync {
-    /// The value of variable `var`, if it has one.
-    fn get(&self, var: &str) -> Option<String>;
+    /// The value of variable `var`, if it has one: a `Secret`, since the source cannot know
+    /// which of its variables hold secrets; a caller that knows one does not exposes it.
+    fn get(&self, var: &str) -> Option<Secret>;
 
     /// The secret in `var`, which profile `profile` names with its key `key`. Every backend
     /// resolves its secrets here, so a missing one reads the same everywhere: the profile,
     /// the key and the variable, never a value.
     fn require(&self, profile: &str, key: &str, var: &str) -> Result<Secret, ConfigError> {
         let problem = match self.get(var) {
-            Some(v) if !v.trim().is_empty() => return Ok(Secret(v)),
+            Some(v) if !v.expose().trim().is_empty() => return Ok(v),
             Some(_) => "is empty",
             None => "is not set",
         };
@@ -51,11 +52,11 @@ pub trait SecretSource: Send + Sync {
     /// Static AWS keys for SQS, from `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY` and
     /// `AWS_SESSION_TOKEN`; `None` leaves credentials to the AWS SDK's chain.
     fn aws_keys(&self) -> Option<AwsKeys> {
-        let filled = |var: &str| self.get(var).filter(|v| !v.trim().is_empty());
+        let filled = |var: &str| self.get(var).filter(|v| !v.expose().trim().is_empty());
         Some(AwsKeys {
-            access_key_id: filled("AWS_ACCESS_KEY_ID")?,
-            secret_access_key: Secret(filled("AWS_SECRET_ACCESS_KEY")?),
-            session_token: filled("AWS_SESSION_TOKEN").map(Secret),
+            access_key_id: filled("AWS_ACCESS_KEY_ID")?.expose().to_string(),
+            secret_access_key: filled("AWS_SECRET_ACCESS_KEY")?,
+            session_token: filled("AWS_SESSION_TOKEN"),
         })
     }
 }
@@ -73,8 +74,8 @@ pub struct AwsKeys {
 pub struct Environment;
 
 impl SecretSource for Environment {
-    fn get(&self, var: &str) -> Option<String> {
-        std::env::var(var).ok()
+    fn get(&self, var: &str) -> Option<Secret> {
+        std::env::var(var).ok().map(Secret)
     }
 
     /// The AWS SDK's own chain reads these variables first, with its own rules (blank values,
@@ -114,8 +115,8 @@ impl std::fmt::Debug for SecretMap {
 }
 
 impl SecretSource for SecretMap {
-    fn get(&self, var: &str) -> Option<String> {
-        self.0.get(var).cloned()
+    fn get(&self, var: &str) -> Option<Secret> {
+        self.0.get(var).cloned().map(Secret)
     }
 }
 

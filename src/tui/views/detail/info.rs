@@ -186,7 +186,10 @@ fn settings_lines<'a>(t: &Theme, e: &QueueEntry) -> Vec<Line<'a>> {
         set.push(format!("keys {}", clean(k)));
     }
     for (k, v) in &s.extra {
-        set.push(format!("{} {}", clean(k), clean(v)));
+        // Said on its own line below.
+        if k != qdeck_model::domain::DLQ_OF {
+            set.push(format!("{} {}", clean(k), clean(v)));
+        }
     }
     let mut lines = vec![Line::from(styled(set.join(" · "), t.text))];
     if !e.info.dlq_sources.is_empty() {
@@ -198,6 +201,11 @@ fn settings_lines<'a>(t: &Theme, e: &QueueEntry) -> Vec<Line<'a>> {
             .collect();
         lines.push(Line::from(styled(
             format!("dead-letter queue of: {}", srcs.join(", ")),
+            t.dlq,
+        )));
+    } else if let Some(of) = e.info.dlq_of() {
+        lines.push(Line::from(styled(
+            format!("dead-letter queue of: {}", clean(&of)),
             t.dlq,
         )));
     }

@@ -13,6 +13,7 @@ use fe2o3_amqp::types::messaging::{
 use fe2o3_amqp::types::primitives::{Binary, OrderedMap, SimpleValue, Symbol, Timestamp, Value};
 
 use super::super::dlq_parent;
+use crate::BackendError;
 use qdeck_model::domain::{self, DeadLetterInfo, OutgoingMessage, QueueId};
 
 pub const SEQUENCE: &str = "x-opt-sequence-number";
@@ -190,7 +191,7 @@ fn standard_properties(m: &AmqpMessage) -> Vec<(String, domain::Value)> {
     if let Some(ttl) = m.header.as_ref().and_then(|h| h.ttl) {
         out.push((
             "TimeToLive".to_string(),
-            domain::Value::I64(i64::from(ttl / 1000)),
+            super::super::ttl::from_amqp_millis(ttl),
         ));
     }
     out
@@ -318,7 +319,7 @@ fn text_of(v: &domain::Value) -> String {
 /// The AMQP message for a message qdeck sends (`qdeck send`, copies from other brokers,
 /// edit and import): body as one data section, standard properties where Microsoft maps
 /// them, the rest as application properties.
-pub fn outgoing(msg: &OutgoingMessage) -> AmqpMessage {
+pub fn outgoing(msg: &OutgoingMessage) -> Result<AmqpMessage, BackendError> {
     let mut props = Properties {
         message_id: Some(MessageId::String(uuid::Uuid::new_v4().to_string())),
         group_id: msg.key.clone(),
@@ -343,9 +344,8 @@ pub fn outgoing(msg: &OutgoingMessage) -> AmqpMessage {
                 );
             }
             "TimeToLive" => {
-                let secs = v.as_i64().unwrap_or_default().max(0);
-                header = Some(Header {
-                    ttl: Some(u32::try_from(secs.saturating_mul(1000)).unwrap_or(u32::MAX)),
+                header = super::super::ttl::amqp_millis(v)?.map(|ms| Header {
+                    ttl: Some(ms),
                     ..Default::default()
                 });
             }
@@ -363,7 +363,7 @@ pub fn outgoing(msg: &OutgoingMessage) -> AmqpMessage {
     for (k, v) in &msg.headers {
         app.insert(k.clone(), to_amqp(v));
     }
-    Message {
+    Ok(Message {
         header,
         delivery_annotations: None,
         message_annotations: (!annotations.is_empty()).then_some(MessageAnnotations(annotations)),
@@ -371,7 +371,7 @@ pub fn outgoing(msg: &OutgoingMessage) -> AmqpMessage {
         application_properties: (!app.is_empty()).then_some(ApplicationProperties(app)),
         body: Body::Data(Batch::from(vec![Data(Binary::from(msg.body.clone()))])),
         footer: None,
-    }
+    })
 }
 
 /// The copy of a received message that redrive sends: the bare message as it was (properties,
@@ -446,7 +446,7 @@ mod tests {
             headers: vec![("tenant".into(), V::str("acme")), ("n".into(), V::I64(3))],
             ..Default::default()
         };
-        let m = outgoing(&msg);
+        let m = outgoing(&msg).unwrap();
         let shown = to_message(&m, "q", None);
         assert_eq!(shown.id, "m-1");
         assert_eq!(shown.key.as_deref(), Some("s1"));
@@ -458,6 +458,29 @@ mod tests {
             Some("application/json")
         );
         assert_eq!(shown.headers[1], ("n".to_string(), V::I64(3)));
+    }
+
+    /// A TTL browsed over REST (seconds, a float when not whole; the default means "not set")
+    /// goes out over AMQP as the same TTL, and reads back as it was.
+    #[test]
+    fn an_outgoing_ttl_keeps_its_value_whatever_its_type() {
+        let with_ttl = |v: V| OutgoingMessage {
+            body: b"x".to_vec(),
+            properties: vec![("TimeToLive".into(), v)],
+            ..Default::default()
+        };
+        let ttl_of = |v: V| outgoing(&with_ttl(v)).map(|m| m.header.and_then(|h| h.ttl));
+        assert_eq!(ttl_of(V::F64(922_337_203_685.477_5)).unwrap(), None);
+        assert_eq!(ttl_of(V::F64(90.25)).unwrap(), Some(90_250));
+        assert_eq!(ttl_of(V::I64(3600)).unwrap(), Some(3_600_000));
+        let e = ttl_of(V::I64(60 * 86_400)).unwrap_err().to_string();
+        assert!(e.contains("TimeToLive"), "{e}");
+        let e = ttl_of(V::Bool(true)).unwrap_err().to_string();
+        assert!(e.contains("TimeToLive"), "{e}");
+
+        let m = outgoing(&with_ttl(V::F64(90.25))).unwrap();
+        let shown = to_message(&m, "q", None);
+        assert_eq!(shown.field_text("TimeToLive").as_deref(), Some("90.25"));
     }
 
     #[test]

@@ -29,8 +29,9 @@ pub struct Workload {
 impl Workload {
     pub fn from_env(profile: &str, env: &dyn SecretSource) -> Result<Workload> {
         let var = |name: &str, why: &str| -> Result<String> {
+            // Ids, a file path and a host: none of them secret.
             match env.get(name) {
-                Some(v) if !v.trim().is_empty() => Ok(v.trim().to_string()),
+                Some(v) if !v.expose().trim().is_empty() => Ok(v.expose().trim().to_string()),
                 found => Err(BackendError::Invalid(format!(
                     "profile '{profile}' (auth = \"workload-identity\"): environment variable {name} is {} ({why})",
                     if found.is_some() { "empty" } else { "not set" }
@@ -45,6 +46,7 @@ impl Workload {
         )?;
         let authority = env
             .get("AZURE_AUTHORITY_HOST")
+            .map(|a| a.expose().to_string())
             .filter(|a| !a.trim().is_empty())
             .unwrap_or_else(|| DEFAULT_AUTHORITY.to_string());
         let authority = check_authority(authority.trim()).map_err(|why| {

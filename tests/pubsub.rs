@@ -1,0 +1,1 @@
+//! Pub/Sub broker tests (being written).

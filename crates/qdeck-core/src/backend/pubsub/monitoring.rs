@@ -122,8 +122,9 @@ impl Monitoring {
     pub async fn latest(&self, project: &str, metric: &str) -> Result<HashMap<String, Point>> {
         let now = chrono::Utc::now();
         let start = now - chrono::Duration::seconds(WINDOW_SECS);
-        let fmt =
-            |t: chrono::DateTime<chrono::Utc>| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+        let fmt = |t: chrono::DateTime<chrono::Utc>| {
+            t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+        };
         let url = format!(
             "{}/v3/projects/{}/timeSeries",
             self.base,

@@ -35,7 +35,7 @@ impl Auth {
             .get_or_try_init(|| async {
                 gcp_auth::provider().await.map_err(|e| {
                     BackendError::Auth(format!(
-                        "no Google credentials found (Application Default Credentials: GOOGLE_APPLICATION_CREDENTIALS, gcloud auth application-default login, or the metadata server): {}",
+                        "Application Default Credentials: {} (looked at GOOGLE_APPLICATION_CREDENTIALS, then the gcloud ADC file, the metadata server and gcloud)",
                         one_line(&e.to_string())
                     ))
                 })
@@ -43,7 +43,7 @@ impl Auth {
             .await?;
         let token = provider.token(&[scope]).await.map_err(|e| {
             BackendError::Auth(format!(
-                "Google refused the credentials: {}",
+                "the token endpoint refused the credentials ({})",
                 one_line(&e.to_string())
             ))
         })?;

@@ -43,7 +43,8 @@ pub fn source_subscription(
     }
     let project = attrs
         .get("CloudPubSubDeadLetterSourceSubscriptionProject")
-        .map(|p| p.trim())
+        .map(String::as_str)
+        .map(str::trim)
         .filter(|p| !p.is_empty())
         .unwrap_or(default_project);
     Some(names::sub_path(project, sub))

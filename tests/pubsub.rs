@@ -82,6 +82,7 @@ fn scene(args: &[&str]) -> Json {
 
 /// Script the Monitoring stand-in's series for `project`.
 async fn set_series(project: &str, page_size: u32, series: Json) {
+    qdeck::tls::install_provider();
     let r = reqwest::Client::new()
         .post(format!("{}/qdeck/series", monitoring()))
         .json(&json!({"project": project, "page_size": page_size, "series": series}))
@@ -93,6 +94,7 @@ async fn set_series(project: &str, page_size: u32, series: Json) {
 
 /// timeSeries.list calls the stand-in served for `project`.
 async fn standin_calls(project: &str) -> u64 {
+    qdeck::tls::install_provider();
     let v: Json = reqwest::get(format!("{}/qdeck/calls", monitoring()))
         .await
         .unwrap()

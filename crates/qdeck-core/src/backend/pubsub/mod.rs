@@ -224,6 +224,18 @@ impl Backend for PubsubBackend {
         let notes = redrive::plan_notes(self, req).await?;
         let mut plan = crate::backend::plan_redrive_checked(self, req).await?;
         plan.mode = RedriveMode::ClientSide;
+        let counted = self
+            .stats(std::slice::from_ref(&req.source))
+            .await
+            .ok()
+            .and_then(|b| b.stats.into_iter().next())
+            .and_then(|st| st.depth)
+            .is_some();
+        if !counted {
+            plan.notes.push(
+                "the count is unknown: Pub/Sub counts only through Cloud Monitoring, which has no figure for this subscription (or no monitoring_endpoint is set); the redrive moves what the subscription delivers".into(),
+            );
+        }
         plan.notes.extend(notes);
         Ok(plan)
     }

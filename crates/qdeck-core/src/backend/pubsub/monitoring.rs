@@ -202,8 +202,7 @@ fn newest(points: &[RawPoint]) -> Option<Point> {
 
 fn http_error(status: u16, body: &str, project: &str) -> BackendError {
     let msg = serde_json::from_str::<GoogleError>(body)
-        .map(|e| e.error.message)
-        .unwrap_or_else(|_| body.chars().take(200).collect());
+        .map_or_else(|_| body.chars().take(200).collect(), |e| e.error.message);
     let msg = crate::sanitize::clean_short(&msg, 200);
     match status {
         401 => BackendError::Auth(format!("Cloud Monitoring: {msg}")),

@@ -20,7 +20,15 @@ fn example_config_parses_with_every_kind() {
     let kinds: Vec<&str> = c.profiles.iter().map(|p| p.kind.name()).collect();
     assert_eq!(
         kinds,
-        vec!["local", "rabbitmq", "sqs", "servicebus", "redis", "nats"]
+        vec![
+            "local",
+            "rabbitmq",
+            "sqs",
+            "servicebus",
+            "redis",
+            "nats",
+            "pubsub"
+        ]
     );
     assert!(c.profiles.iter().any(|p| p.access.is_some()));
     assert!(c

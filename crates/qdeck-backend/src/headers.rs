@@ -100,7 +100,8 @@ pub fn properties_of(kind: BrokerKind) -> &'static [&'static str] {
         // NATS headers are all text; the one with a meaning of its own is the publisher's
         // deduplication id, kept apart so a resend can drop it.
         BrokerKind::Nats => &["Nats-Msg-Id"],
-        BrokerKind::Local | BrokerKind::Redis => &[],
+        // Pub/Sub attributes are all text; the ordering key travels as the message's key.
+        BrokerKind::Local | BrokerKind::Redis | BrokerKind::Pubsub => &[],
     }
 }
 
@@ -167,7 +168,7 @@ fn keeps_type(to: BrokerKind, v: &Value) -> bool {
         BrokerKind::Servicebus => {
             matches!(v, Value::String(_) | Value::Bool(_)) || v.is_machine_number()
         }
-        BrokerKind::Nats => matches!(v, Value::String(_)),
+        BrokerKind::Nats | BrokerKind::Pubsub => matches!(v, Value::String(_)),
         BrokerKind::Local | BrokerKind::Redis => true,
     }
 }

@@ -14,6 +14,8 @@ pub mod message_filter;
 pub mod nats;
 pub mod net_error;
 pub mod progress;
+#[cfg(feature = "pubsub")]
+pub mod pubsub;
 #[cfg(feature = "rabbitmq")]
 pub mod rabbitmq;
 #[cfg(feature = "redis")]
@@ -397,6 +399,8 @@ pub async fn build_with(
         ProfileKind::Redis(s) => redis::connect(profile, s, secrets).await,
         #[cfg(feature = "nats")]
         ProfileKind::Nats(s) => nats::connect(profile, s, secrets).await,
+        #[cfg(feature = "pubsub")]
+        ProfileKind::Pubsub(s) => pubsub::connect(profile, s, secrets).await,
         #[allow(unreachable_patterns)]
         other => Err(BackendError::Unsupported(format!(
             "this qdeck was built without the {} backend (cargo feature {:?})",

@@ -48,6 +48,7 @@ pub enum BrokerKind {
     Servicebus,
     Redis,
     Nats,
+    Pubsub,
 }
 
 impl BrokerKind {
@@ -59,6 +60,7 @@ impl BrokerKind {
             BrokerKind::Servicebus => "servicebus",
             BrokerKind::Redis => "redis",
             BrokerKind::Nats => "nats",
+            BrokerKind::Pubsub => "pubsub",
         }
     }
 }

@@ -48,6 +48,7 @@ pub enum ProfileKind {
     Servicebus(ServicebusSettings),
     Redis(RedisSettings),
     Nats(NatsSettings),
+    Pubsub(PubsubSettings),
 }
 
 impl ProfileKind {
@@ -59,6 +60,7 @@ impl ProfileKind {
             ProfileKind::Servicebus(_) => "servicebus",
             ProfileKind::Redis(_) => "redis",
             ProfileKind::Nats(_) => "nats",
+            ProfileKind::Pubsub(_) => "pubsub",
         }
     }
 
@@ -351,6 +353,23 @@ pub struct NatsSettings {
     /// named from `/connz`, which the JetStream API does not give.
     #[serde(default)]
     pub monitor_url: Option<String>,
+}
+
+/// Google Cloud Pub/Sub: the subscriptions (and topics) of one or more projects.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PubsubSettings {
+    /// Project ids whose topics and subscriptions are listed (at least one).
+    #[serde(default)]
+    pub projects: Vec<String>,
+    /// `host:port` of an emulator or fake (plain gRPC, no credentials); default
+    /// `PUBSUB_EMULATOR_HOST`, else Google's service with Application Default Credentials.
+    #[serde(default)]
+    pub emulator_host: Option<String>,
+    /// Cloud Monitoring's base URL (default `https://monitoring.googleapis.com` on Google's
+    /// service; none with an emulator, so depth and age are then unknown).
+    #[serde(default)]
+    pub monitoring_endpoint: Option<String>,
 }
 
 impl Profile {

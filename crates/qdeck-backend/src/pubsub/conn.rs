@@ -1,0 +1,224 @@
+//! The gRPC connection to Pub/Sub: one lazily connected tonic channel, a bearer token from
+//! Application Default Credentials on each call (none with an emulator), and Google's status
+//! codes mapped to qdeck's errors in one line.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::OnceCell;
+use tonic::codegen::http::uri::PathAndQuery;
+use tonic::transport::{Channel, ClientTlsConfig, Endpoint};
+use tonic::{Code, Status};
+
+use crate::{ApiCalls, BackendError, Result};
+
+/// Google's Pub/Sub endpoint.
+pub const GOOGLE_PUBSUB: &str = "https://pubsub.googleapis.com";
+/// The scope Pub/Sub calls need; Monitoring reads need `MONITORING_SCOPE`.
+pub const PUBSUB_SCOPE: &str = "https://www.googleapis.com/auth/pubsub";
+pub const MONITORING_SCOPE: &str = "https://www.googleapis.com/auth/monitoring.read";
+
+/// Where tokens come from: nowhere (an emulator), or Application Default Credentials,
+/// discovered on first use.
+pub enum Auth {
+    Emulator,
+    Adc(OnceCell<Arc<dyn gcp_auth::TokenProvider>>),
+}
+
+impl Auth {
+    /// A bearer token for `scope`, or `None` with an emulator.
+    pub async fn token(&self, scope: &str) -> Result<Option<String>> {
+        let Auth::Adc(cell) = self else {
+            return Ok(None);
+        };
+        let provider = cell
+            .get_or_try_init(|| async {
+                gcp_auth::provider().await.map_err(|e| {
+                    BackendError::Auth(format!(
+                        "Application Default Credentials: {} (looked at GOOGLE_APPLICATION_CREDENTIALS, then the gcloud ADC file, the metadata server and gcloud)",
+                        one_line(&e.to_string())
+                    ))
+                })
+            })
+            .await?;
+        let token = provider.token(&[scope]).await.map_err(|e| {
+            BackendError::Auth(format!(
+                "the token endpoint refused the credentials ({})",
+                one_line(&e.to_string())
+            ))
+        })?;
+        Ok(Some(token.as_str().to_string()))
+    }
+}
+
+fn one_line(s: &str) -> String {
+    qdeck_model::sanitize::clean_short(&qdeck_model::config::redact::redact(s), 240)
+}
+
+pub struct Conn {
+    channel: Channel,
+    pub auth: Arc<Auth>,
+    pub calls: Arc<ApiCalls>,
+    /// The host, for messages ("Pub/Sub at 127.0.0.1:8085").
+    pub host: String,
+}
+
+impl Conn {
+    /// A channel to `emulator_host` (plain HTTP/2, no credentials) or to Google (TLS, ADC).
+    /// No network until the first call.
+    pub fn new(emulator_host: Option<&str>, calls: Arc<ApiCalls>) -> Result<Conn> {
+        crate::tls::install_provider();
+        let (endpoint, auth, host) = match emulator_host {
+            Some(h) => {
+                let h = h.trim().trim_start_matches("http://");
+                let ep = Endpoint::from_shared(format!("http://{h}")).map_err(|e| {
+                    BackendError::Invalid(format!("emulator_host {h:?} is not host:port: {e}"))
+                })?;
+                (ep, Auth::Emulator, h.to_string())
+            }
+            None => {
+                let ep = Endpoint::from_static(GOOGLE_PUBSUB)
+                    .tls_config(ClientTlsConfig::new().with_webpki_roots())
+                    .map_err(|e| BackendError::Other(format!("TLS for Pub/Sub: {e}")))?;
+                (
+                    ep,
+                    Auth::Adc(OnceCell::new()),
+                    "pubsub.googleapis.com".to_string(),
+                )
+            }
+        };
+        let channel = endpoint
+            .connect_timeout(Duration::from_secs(5))
+            .timeout(Duration::from_secs(30))
+            .http2_keep_alive_interval(Duration::from_secs(30))
+            .connect_lazy();
+        Ok(Conn {
+            channel,
+            auth: Arc::new(auth),
+            calls,
+            host,
+        })
+    }
+
+    /// One unary call of `google.pubsub.v1.{service}/{method}`, counted as `pubsub:{method}`.
+    pub async fn unary<Req, Resp>(
+        &self,
+        service: &str,
+        method: &str,
+        req: Req,
+        timeout: Option<Duration>,
+    ) -> Result<Resp>
+    where
+        Req: prost::Message + Send + Sync + 'static,
+        Resp: prost::Message + Default + Send + Sync + 'static,
+    {
+        self.calls.bump(&format!("pubsub:{method}"));
+        let mut request = tonic::Request::new(req);
+        if let Some(t) = timeout {
+            request.set_timeout(t);
+        }
+        if let Some(token) = self.auth.token(PUBSUB_SCOPE).await? {
+            let value = format!("Bearer {token}")
+                .parse()
+                .map_err(|_| BackendError::Auth("the access token is not a valid header".into()))?;
+            request.metadata_mut().insert("authorization", value);
+        }
+        let path = PathAndQuery::try_from(format!("/google.pubsub.v1.{service}/{method}"))
+            .map_err(|e| BackendError::Other(format!("gRPC path: {e}")))?;
+        let mut grpc = tonic::client::Grpc::new(self.channel.clone());
+        grpc.ready()
+            .await
+            .map_err(|e| self.unreachable(&transport_cause(&e)))?;
+        let codec = tonic_prost::ProstCodec::<Req, Resp>::default();
+        grpc.unary(request, path, codec)
+            .await
+            .map(tonic::Response::into_inner)
+            .map_err(|s| self.status(method, &s))
+    }
+
+    fn unreachable(&self, why: &str) -> BackendError {
+        BackendError::Unreachable(format!("Pub/Sub at {}: {why}", self.host))
+    }
+
+    /// Google's status for `method`, as one line naming what to do where that is known.
+    pub fn status(&self, method: &str, s: &Status) -> BackendError {
+        let msg = one_line(s.message());
+        match s.code() {
+            Code::Unavailable | Code::Unknown if looks_like_transport(s) => {
+                self.unreachable(&transport_words(s))
+            }
+            Code::Unavailable => self.unreachable(&msg),
+            Code::DeadlineExceeded => self.unreachable(&format!("{method} timed out")),
+            Code::Unauthenticated => BackendError::Auth(format!("{method}: {msg}")),
+            Code::PermissionDenied => BackendError::Forbidden {
+                msg: format!("{method} denied: {msg}"),
+                right: Some(permission_for(method).to_string()),
+            },
+            Code::NotFound => BackendError::NotFound(format!("{method}: not found: {msg}")),
+            Code::InvalidArgument | Code::FailedPrecondition | Code::OutOfRange => {
+                BackendError::Invalid(format!("{method}: {msg}"))
+            }
+            Code::ResourceExhausted => BackendError::Throttled {
+                msg: format!("{method}: {msg}"),
+                retry_after: None,
+            },
+            Code::Unimplemented => BackendError::Unsupported(format!(
+                "{method} is not implemented by {}: {msg}",
+                self.host
+            )),
+            code => BackendError::Other(format!("{method}: {code:?}: {msg}")),
+        }
+    }
+}
+
+/// The IAM permission a Pub/Sub method needs, for a `PermissionDenied`.
+pub fn permission_for(method: &str) -> &'static str {
+    match method {
+        "Pull" | "Acknowledge" | "ModifyAckDeadline" => "pubsub.subscriptions.consume",
+        "Seek" => "pubsub.subscriptions.consume (and pubsub.topics.attachSubscription)",
+        "ListSubscriptions" => "pubsub.subscriptions.list",
+        "GetSubscription" => "pubsub.subscriptions.get",
+        "ListTopics" => "pubsub.topics.list",
+        "ListTopicSubscriptions" => "pubsub.topics.get",
+        "Publish" => "pubsub.topics.publish",
+        _ => "a Pub/Sub role on the project",
+    }
+}
+
+fn looks_like_transport(s: &Status) -> bool {
+    std::error::Error::source(s).is_some() || s.message().contains("transport error")
+}
+
+/// A refused or timed-out connection in a few words, from the error's causes.
+fn transport_words(s: &Status) -> String {
+    let mut src: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(s);
+    while let Some(e) = src {
+        if let Some(io) = e.downcast_ref::<std::io::Error>() {
+            return match io.kind() {
+                std::io::ErrorKind::ConnectionRefused => "connection refused".into(),
+                std::io::ErrorKind::TimedOut => "timed out".into(),
+                k => format!("{k}"),
+            };
+        }
+        let text = e.to_string();
+        if text.contains("timed out") {
+            return "timed out".into();
+        }
+        src = e.source();
+    }
+    one_line(s.message())
+}
+
+fn transport_cause(e: &tonic::transport::Error) -> String {
+    let mut src: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(e);
+    while let Some(x) = src {
+        if let Some(io) = x.downcast_ref::<std::io::Error>() {
+            return match io.kind() {
+                std::io::ErrorKind::ConnectionRefused => "connection refused".into(),
+                k => format!("{k}"),
+            };
+        }
+        src = x.source();
+    }
+    one_line(&e.to_string())
+}

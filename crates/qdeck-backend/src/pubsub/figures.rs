@@ -1,0 +1,117 @@
+//! Live figures: depth = `num_undelivered_messages`, age of oldest =
+//! `oldest_unacked_message_age`, both from Cloud Monitoring, fetched once per metric per project
+//! for every subscription asked about. Topics hold no messages of their own.
+
+use std::collections::{BTreeMap, HashMap};
+
+use super::monitoring::{Point, OLDEST_UNACKED, UNDELIVERED};
+use super::names::Target;
+use super::PubsubBackend;
+use crate::Result;
+use qdeck_model::domain::*;
+
+pub const TOPIC_NOTE: &str =
+    "a topic holds no messages of its own: its subscriptions do (depth and age are theirs)";
+
+pub async fn stats(b: &PubsubBackend, queues: &[QueueId]) -> Result<StatsBatch> {
+    let now = now_ms();
+    let mut batch = StatsBatch::default();
+    // Subscriptions asked about, by project.
+    let mut by_project: BTreeMap<String, Vec<(QueueId, String)>> = BTreeMap::new();
+    for q in queues {
+        match Target::parse(q) {
+            Ok(Target::Subscription { project, name }) => {
+                by_project
+                    .entry(project)
+                    .or_default()
+                    .push((q.clone(), name));
+            }
+            Ok(Target::Topic { .. }) => batch.stats.push(QueueStats {
+                id: q.clone(),
+                at_ms: now,
+                age_note: Some(TOPIC_NOTE.into()),
+                ..Default::default()
+            }),
+            Err(e) => batch.errors.push((q.clone(), e.to_string())),
+        }
+    }
+    let Some(mon) = &b.monitoring else {
+        for (q, _) in by_project.into_values().flatten() {
+            batch.stats.push(QueueStats {
+                id: q,
+                at_ms: now,
+                age_note: Some(b.no_monitoring.clone()),
+                ..Default::default()
+            });
+        }
+        return Ok(batch);
+    };
+    let dlq_of = b.dlq_links();
+    for (project, subs) in by_project {
+        let depth = mon.latest(&project, UNDELIVERED).await;
+        let age = mon.latest(&project, OLDEST_UNACKED).await;
+        let (depth, age) = match (depth, age) {
+            (Ok(d), Ok(a)) => (d, a),
+            (Err(e), _) | (_, Err(e)) => {
+                // One project's Monitoring failing is that project's rows' error; when every
+                // project fails alike the poller sees it on each row.
+                for (q, _) in subs {
+                    batch.errors.push((q, e.to_string()));
+                }
+                continue;
+            }
+        };
+        for (q, name) in subs {
+            batch.stats.push(row(&q, &name, &depth, &age, &dlq_of, now));
+        }
+    }
+    Ok(batch)
+}
+
+fn row(
+    q: &QueueId,
+    name: &str,
+    depth: &HashMap<String, Point>,
+    age: &HashMap<String, Point>,
+    dlq_of: &HashMap<QueueId, QueueId>,
+    now: i64,
+) -> QueueStats {
+    let d = depth.get(name);
+    let a = age.get(name);
+    let dlq_depth = dlq_of.get(q).and_then(|dlq| {
+        let Ok(Target::Subscription { name, .. }) = Target::parse(dlq) else {
+            return None;
+        };
+        depth.get(&name).map(|p| p.value as u64)
+    });
+    let oldest_point = d.into_iter().chain(a).map(|p| p.at_ms).min();
+    let age_note = match oldest_point {
+        Some(at) => Some(format!(
+            "Cloud Monitoring, figure {} old",
+            age_words(now - at)
+        )),
+        None => Some(
+            "no Cloud Monitoring point in the last 10 minutes (a new subscription, or metrics not yet written)"
+                .into(),
+        ),
+    };
+    QueueStats {
+        id: q.clone(),
+        at_ms: now,
+        depth: d.map(|p| p.value as u64),
+        oldest_age_secs: a.map(|p| p.value),
+        age_note,
+        dlq_depth,
+        ..Default::default()
+    }
+}
+
+/// `45 s`, `3 min`: how old a Monitoring point is.
+pub fn age_words(ms: i64) -> String {
+    let secs = (ms.max(0) + 500) / 1000;
+    if secs < 120 {
+        format!("{secs} s")
+    } else {
+        format!("{} min", secs / 60)
+    }
+}

@@ -48,6 +48,7 @@ pub enum BrokerKind {
     Servicebus,
     Redis,
     Nats,
+    Kafka,
 }
 
 impl BrokerKind {
@@ -59,6 +60,7 @@ impl BrokerKind {
             BrokerKind::Servicebus => "servicebus",
             BrokerKind::Redis => "redis",
             BrokerKind::Nats => "nats",
+            BrokerKind::Kafka => "kafka",
         }
     }
 }

@@ -4,6 +4,8 @@
 pub mod api_calls;
 pub mod error;
 pub mod filter;
+#[cfg(feature = "kafka")]
+pub mod kafka;
 pub mod local;
 pub mod message_filter;
 #[cfg(feature = "nats")]
@@ -392,6 +394,8 @@ pub async fn build_with(
         ProfileKind::Redis(s) => redis::connect(profile, s, secrets).await,
         #[cfg(feature = "nats")]
         ProfileKind::Nats(s) => nats::connect(profile, s, secrets).await,
+        #[cfg(feature = "kafka")]
+        ProfileKind::Kafka(s) => kafka::connect(profile, s),
         #[allow(unreachable_patterns)]
         other => Err(BackendError::Unsupported(format!(
             "this qdeck was built without the {} backend (cargo feature {:?})",

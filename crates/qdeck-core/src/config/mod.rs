@@ -15,9 +15,9 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 pub use profile::{
-    Access, LocalSettings, NatsSettings, Profile, ProfileKind, RabbitmqSettings, RedisSettings,
-    SbAuth, SbTransport, ServicebusSettings, SqsSettings, SAS_TOKEN_TTL_DEFAULT_SECS,
-    SAS_TOKEN_TTL_MIN_SECS,
+    Access, KafkaSettings, LocalSettings, NatsSettings, Profile, ProfileKind, RabbitmqSettings,
+    RedisSettings, SbAuth, SbTransport, ServicebusSettings, SqsSettings,
+    SAS_TOKEN_TTL_DEFAULT_SECS, SAS_TOKEN_TTL_MIN_SECS,
 };
 
 const DEFAULTS: &str = include_str!("defaults.toml");

@@ -100,7 +100,7 @@ pub fn properties_of(kind: BrokerKind) -> &'static [&'static str] {
         // NATS headers are all text; the one with a meaning of its own is the publisher's
         // deduplication id, kept apart so a resend can drop it.
         BrokerKind::Nats => &["Nats-Msg-Id"],
-        BrokerKind::Local | BrokerKind::Redis => &[],
+        BrokerKind::Local | BrokerKind::Redis | BrokerKind::Kafka => &[],
     }
 }
 
@@ -168,6 +168,8 @@ fn keeps_type(to: BrokerKind, v: &Value) -> bool {
             matches!(v, Value::String(_) | Value::Bool(_)) || v.is_machine_number()
         }
         BrokerKind::Nats => matches!(v, Value::String(_)),
+        // Kafka headers are bytes: text and bytes travel as they are.
+        BrokerKind::Kafka => matches!(v, Value::String(_) | Value::Bytes(_) | Value::Null),
         BrokerKind::Local | BrokerKind::Redis => true,
     }
 }

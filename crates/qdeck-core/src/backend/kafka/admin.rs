@@ -145,7 +145,12 @@ pub async fn committed(
     for (node, gs) in by {
         let req = OffsetFetchRequest::default().with_groups(
             gs.iter()
-                .map(|g| OffsetFetchRequestGroup::default().with_group_id(GroupId(sb(g))))
+                .map(|g| {
+                    // No topics named: every partition the group committed on.
+                    OffsetFetchRequestGroup::default()
+                        .with_group_id(GroupId(sb(g)))
+                        .with_topics(None)
+                })
                 .collect(),
         );
         match c.to(node, "OffsetFetch", &req, OFFSET_FETCH_V).await {

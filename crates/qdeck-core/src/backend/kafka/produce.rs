@@ -86,7 +86,10 @@ fn batch(records: &[Outgoing]) -> Result<Bytes> {
                 producer_epoch: -1,
                 timestamp_type: TimestampType::Creation,
                 offset: i as i64,
-                sequence: -1,
+                // Not idempotent: the batch's base sequence must be -1. The codec starts a new
+                // batch wherever offset − sequence changes, and Kafka takes one batch per
+                // partition per request, so the sequence steps with the offset.
+                sequence: i32::try_from(i).unwrap_or(i32::MAX).wrapping_sub(1),
                 timestamp: now,
                 key: r.key.clone(),
                 value: r.value.clone(),

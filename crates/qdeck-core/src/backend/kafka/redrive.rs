@@ -301,7 +301,14 @@ pub async fn redrive(
                     return Ok(report);
                 }
             }
-            if let Err(e) = commit_progress(b, &dlt, p, next).await {
+            // A chosen subset moves without marking progress: the records passed over are
+            // not redriven, so the group's offsets must not step past them.
+            let mark = if only.is_some() {
+                Ok(())
+            } else {
+                commit_progress(b, &dlt, p, next).await
+            };
+            if let Err(e) = mark {
                 // The copies are written; only the mark is missing: a later run sends them again.
                 report.moved += n;
                 report.possibly_duplicated += n;

@@ -198,7 +198,7 @@ impl KafkaBackend {
                 })?;
                 (i, o.max(starts[i].1))
             }
-            None => (0, starts.first().map(|s| s.1).unwrap_or(0)),
+            None => (0, starts.first().map_or(0, |s| s.1)),
         };
         let mut messages = Vec::new();
         while part_idx < starts.len() && messages.len() < max {
@@ -218,7 +218,7 @@ impl KafkaBackend {
             }
             if done || offset >= got.high_watermark {
                 part_idx += 1;
-                offset = starts.get(part_idx).map(|s| s.1).unwrap_or(0);
+                offset = starts.get(part_idx).map_or(0, |s| s.1);
             }
         }
         let next = (part_idx < starts.len()).then(|| message::id(starts[part_idx].0, offset));

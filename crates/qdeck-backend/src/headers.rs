@@ -101,7 +101,7 @@ pub fn properties_of(kind: BrokerKind) -> &'static [&'static str] {
         // deduplication id, kept apart so a resend can drop it.
         BrokerKind::Nats => &["Nats-Msg-Id"],
         // Pub/Sub attributes are all text; the ordering key travels as the message's key.
-        BrokerKind::Local | BrokerKind::Redis | BrokerKind::Pubsub => &[],
+        BrokerKind::Local | BrokerKind::Redis | BrokerKind::Pubsub | BrokerKind::Kafka => &[],
     }
 }
 
@@ -169,6 +169,8 @@ fn keeps_type(to: BrokerKind, v: &Value) -> bool {
             matches!(v, Value::String(_) | Value::Bool(_)) || v.is_machine_number()
         }
         BrokerKind::Nats | BrokerKind::Pubsub => matches!(v, Value::String(_)),
+        // Kafka headers are bytes: text and bytes travel as they are.
+        BrokerKind::Kafka => matches!(v, Value::String(_) | Value::Bytes(_) | Value::Null),
         BrokerKind::Local | BrokerKind::Redis => true,
     }
 }

@@ -8,6 +8,8 @@ pub mod celery;
 pub mod error;
 pub mod filter;
 pub mod headers;
+#[cfg(feature = "kafka")]
+pub mod kafka;
 pub mod local;
 pub mod message_filter;
 #[cfg(feature = "nats")]
@@ -401,6 +403,8 @@ pub async fn build_with(
         ProfileKind::Nats(s) => nats::connect(profile, s, secrets).await,
         #[cfg(feature = "pubsub")]
         ProfileKind::Pubsub(s) => pubsub::connect(profile, s, secrets).await,
+        #[cfg(feature = "kafka")]
+        ProfileKind::Kafka(s) => kafka::connect(profile, s),
         #[allow(unreachable_patterns)]
         other => Err(BackendError::Unsupported(format!(
             "this qdeck was built without the {} backend (cargo feature {:?})",

@@ -49,6 +49,7 @@ pub enum BrokerKind {
     Redis,
     Nats,
     Pubsub,
+    Kafka,
 }
 
 impl BrokerKind {
@@ -61,6 +62,7 @@ impl BrokerKind {
             BrokerKind::Redis => "redis",
             BrokerKind::Nats => "nats",
             BrokerKind::Pubsub => "pubsub",
+            BrokerKind::Kafka => "kafka",
         }
     }
 }

@@ -15,7 +15,8 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 pub use profile::{
-    Access, LocalSettings, NatsSettings, Profile, ProfileKind, PubsubSettings, RabbitmqSettings,
+    Access, KafkaSettings, LocalSettings, NatsSettings, Profile, ProfileKind, PubsubSettings,
+    RabbitmqSettings,
     RedisSettings, SbAuth, SbTransport, ServicebusSettings, SqsSettings,
     SAS_TOKEN_TTL_DEFAULT_SECS, SAS_TOKEN_TTL_MIN_SECS,
 };

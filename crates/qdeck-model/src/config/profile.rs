@@ -49,6 +49,7 @@ pub enum ProfileKind {
     Redis(RedisSettings),
     Nats(NatsSettings),
     Pubsub(PubsubSettings),
+    Kafka(KafkaSettings),
 }
 
 impl ProfileKind {
@@ -61,6 +62,7 @@ impl ProfileKind {
             ProfileKind::Redis(_) => "redis",
             ProfileKind::Nats(_) => "nats",
             ProfileKind::Pubsub(_) => "pubsub",
+            ProfileKind::Kafka(_) => "kafka",
         }
     }
 
@@ -370,6 +372,27 @@ pub struct PubsubSettings {
     /// service; none with an emulator, so depth and age are then unknown).
     #[serde(default)]
     pub monitoring_endpoint: Option<String>,
+}
+
+/// Apache Kafka: topics and the groups reading them (see backend/kafka).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KafkaSettings {
+    /// `host:port` of one or more brokers, separated by commas.
+    #[serde(default)]
+    pub bootstrap_servers: String,
+    /// The client id requests carry (default `qdeck`), as broker logs and quotas see it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_id: Option<String>,
+    /// Only topics whose names match this regex (default: every topic but Kafka's internal ones).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub topics: Option<String>,
+    /// Only groups whose ids match this regex (default: every group).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub groups: Option<String>,
+    /// Seconds a connect or one request may take (default 10).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_secs: Option<f64>,
 }
 
 impl Profile {

@@ -1,0 +1,160 @@
+//! One TCP connection to one broker, speaking Kafka's framed request/response protocol with
+//! the `kafka-protocol` codec: a 4-byte size, the request header, the body. One request at a
+//! time per connection (the admin calls qdeck makes are few and batched); a connection that
+//! failed or timed out is dropped and opened again on next use.
+
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::time::Duration;
+
+use bytes::{Buf, BufMut, Bytes, BytesMut};
+use kafka_protocol::messages::*;
+use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, StrBytes};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::sync::Mutex;
+
+use crate::{BackendError, Result};
+
+/// The largest response qdeck accepts (a Fetch is asked for far less).
+const MAX_RESPONSE: usize = 64 << 20;
+
+/// A request qdeck sends and its response. `kafka-protocol`'s own `Request` trait needs its
+/// `broker` feature (request decoders, response encoders), which qdeck has no use for.
+pub trait Api: Encodable + HeaderVersion {
+    const KEY: ApiKey;
+    type Response: Decodable + HeaderVersion;
+}
+
+macro_rules! apis {
+    ($($req:ident => $resp:ident : $key:ident),* $(,)?) => {
+        $(impl Api for $req {
+            const KEY: ApiKey = ApiKey::$key;
+            type Response = $resp;
+        })*
+    };
+}
+
+apis! {
+    MetadataRequest => MetadataResponse: Metadata,
+    FindCoordinatorRequest => FindCoordinatorResponse: FindCoordinator,
+    ListGroupsRequest => ListGroupsResponse: ListGroups,
+    DescribeGroupsRequest => DescribeGroupsResponse: DescribeGroups,
+    ConsumerGroupDescribeRequest => ConsumerGroupDescribeResponse: ConsumerGroupDescribe,
+    OffsetFetchRequest => OffsetFetchResponse: OffsetFetch,
+    OffsetCommitRequest => OffsetCommitResponse: OffsetCommit,
+    ListOffsetsRequest => ListOffsetsResponse: ListOffsets,
+    DescribeConfigsRequest => DescribeConfigsResponse: DescribeConfigs,
+    FetchRequest => FetchResponse: Fetch,
+    ProduceRequest => ProduceResponse: Produce,
+}
+
+pub struct Conn {
+    addr: String,
+    client_id: String,
+    timeout: Duration,
+    stream: Mutex<Option<TcpStream>>,
+    correlation: AtomicI32,
+}
+
+impl Conn {
+    pub fn new(addr: &str, client_id: &str, timeout: Duration) -> Conn {
+        Conn {
+            addr: addr.to_string(),
+            client_id: client_id.to_string(),
+            timeout,
+            stream: Mutex::new(None),
+            correlation: AtomicI32::new(1),
+        }
+    }
+
+    /// Send `req` at `version` and read its response, within the timeout.
+    pub async fn send<R: Api>(&self, req: &R, version: i16) -> Result<R::Response> {
+        let mut guard = self.stream.lock().await;
+        let out = tokio::time::timeout(self.timeout, self.exchange(&mut guard, req, version)).await;
+        match out {
+            Ok(Ok(r)) => Ok(r),
+            Ok(Err(e)) => {
+                *guard = None;
+                Err(e)
+            }
+            Err(_) => {
+                *guard = None;
+                Err(BackendError::Unreachable(format!(
+                    "Kafka broker {} did not answer within {}s",
+                    self.addr,
+                    self.timeout.as_secs_f64()
+                )))
+            }
+        }
+    }
+
+    async fn exchange<R: Api>(
+        &self,
+        slot: &mut Option<TcpStream>,
+        req: &R,
+        version: i16,
+    ) -> Result<R::Response> {
+        if slot.is_none() {
+            let s = TcpStream::connect(&self.addr).await.map_err(|e| {
+                BackendError::Unreachable(format!(
+                    "cannot connect to Kafka broker {}: {e}",
+                    self.addr
+                ))
+            })?;
+            let _ = s.set_nodelay(true);
+            *slot = Some(s);
+        }
+        let Some(stream) = slot.as_mut() else {
+            return Err(BackendError::Other("connection slot empty".into()));
+        };
+        let correlation = self.correlation.fetch_add(1, Ordering::Relaxed);
+        let header = RequestHeader::default()
+            .with_request_api_key(R::KEY as i16)
+            .with_request_api_version(version)
+            .with_correlation_id(correlation)
+            .with_client_id(Some(StrBytes::from_string(self.client_id.clone())));
+        let mut body = BytesMut::new();
+        header
+            .encode(&mut body, R::header_version(version))
+            .map_err(|e| codec("request header", e))?;
+        req.encode(&mut body, version)
+            .map_err(|e| codec("request", e))?;
+        let mut frame = BytesMut::with_capacity(body.len() + 4);
+        frame.put_i32(i32::try_from(body.len()).map_err(|_| codec("request", "too large"))?);
+        frame.extend_from_slice(&body);
+        let io = |e: std::io::Error| {
+            BackendError::Unreachable(format!("Kafka broker {}: {e}", self.addr))
+        };
+        stream.write_all(&frame).await.map_err(io)?;
+        let size = stream.read_i32().await.map_err(io)?;
+        let size = usize::try_from(size)
+            .ok()
+            .filter(|s| *s <= MAX_RESPONSE && *s >= 4)
+            .ok_or_else(|| {
+                BackendError::Protocol(format!(
+                    "Kafka broker {} sent a frame of {size} bytes",
+                    self.addr
+                ))
+            })?;
+        let mut buf = vec![0u8; size];
+        stream.read_exact(&mut buf).await.map_err(io)?;
+        let mut buf = Bytes::from(buf);
+        let rh = ResponseHeader::decode(&mut buf, R::Response::header_version(version))
+            .map_err(|e| codec("response header", e))?;
+        if rh.correlation_id != correlation {
+            return Err(BackendError::Protocol(format!(
+                "Kafka broker {} answered request {} with {}",
+                self.addr, correlation, rh.correlation_id
+            )));
+        }
+        let resp = R::Response::decode(&mut buf, version).map_err(|e| codec("response", e))?;
+        if buf.has_remaining() {
+            tracing::debug!(addr = %self.addr, left = buf.remaining(), "Kafka response had bytes left");
+        }
+        Ok(resp)
+    }
+}
+
+fn codec(what: &str, e: impl std::fmt::Display) -> BackendError {
+    BackendError::Protocol(format!("Kafka {what}: {e}"))
+}

@@ -1,0 +1,368 @@
+//! The rows qdeck shows for Kafka and their figures.
+//! - A topic, `TOPIC`: records = end − start offsets summed over partitions; its retention.
+//! - A consumer group reading a topic, `GROUP@TOPIC` (classic groups and KIP-848 ones): depth =
+//!   lag = end offset − committed offset, summed over the partitions the group has committed
+//!   on; consumers = the group's members; committed offsets below the log start offset are
+//!   records lost to the group by retention, counted and said.
+//! - A topic named `<topic>-dlt` / `<topic>.DLT` (Spring Kafka) is the DLQ of `<topic>` and of
+//!   every group row on it.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use super::admin::{self, GroupDescription, GroupListing, Tp, EARLIEST, LATEST};
+use super::routing::ClusterMeta;
+use super::{dlt, KafkaBackend, Target};
+use crate::Result;
+use qdeck_model::domain::*;
+
+/// What one poll reads, each part batched (see admin).
+pub struct Snapshot {
+    pub meta: ClusterMeta,
+    pub groups: Vec<GroupListing>,
+    pub committed: HashMap<String, BTreeMap<Tp, i64>>,
+    pub described: HashMap<String, GroupDescription>,
+    pub group_errors: HashMap<String, String>,
+}
+
+/// Group types whose rows are `GROUP@TOPIC` consumer-group rows.
+fn is_consumer_group(g: &GroupListing) -> bool {
+    matches!(g.group_type.as_str(), "classic" | "consumer" | "")
+        && (g.protocol_type.is_empty() || g.protocol_type == "consumer")
+}
+
+impl KafkaBackend {
+    fn topic_shown(&self, meta: &ClusterMeta, t: &str) -> bool {
+        meta.topics.get(t).is_some_and(|m| !m.internal)
+            && !t.starts_with("__")
+            && self.topics.as_ref().is_none_or(|r| r.is_match(t))
+    }
+
+    /// Metadata, groups and committed offsets (`wanted`: only these groups; `describe`: also
+    /// their members).
+    pub(super) async fn snapshot(
+        &self,
+        wanted: Option<&BTreeSet<String>>,
+        describe: bool,
+    ) -> Result<Snapshot> {
+        let meta = self.cluster.metadata(None).await?;
+        let groups: Vec<GroupListing> = admin::list_groups(&self.cluster, &meta)
+            .await?
+            .into_iter()
+            .filter(is_consumer_group)
+            .filter(|g| self.groups.as_ref().is_none_or(|r| r.is_match(&g.id)))
+            .filter(|g| wanted.is_none_or(|w| w.contains(&g.id)))
+            .collect();
+        let ids: Vec<String> = groups.iter().map(|g| g.id.clone()).collect();
+        let coords = if ids.is_empty() {
+            HashMap::new()
+        } else {
+            self.cluster.coordinators(&ids).await?
+        };
+        let (committed, mut group_errors) = admin::committed(&self.cluster, &ids, &coords).await;
+        let mut described = HashMap::new();
+        if describe {
+            let refs: Vec<&GroupListing> = groups.iter().collect();
+            let (d, e) = admin::describe(&self.cluster, &refs, &coords).await;
+            described = d;
+            group_errors.extend(e);
+        }
+        Ok(Snapshot {
+            meta,
+            groups,
+            committed,
+            described,
+            group_errors,
+        })
+    }
+
+    /// The Spring dead-letter topic of `topic`, if one exists.
+    fn dlt_of(meta: &ClusterMeta, topic: &str) -> Option<String> {
+        dlt::SPRING_SUFFIXES
+            .iter()
+            .map(|s| format!("{topic}{s}"))
+            .find(|d| meta.topics.contains_key(d))
+    }
+
+    pub(super) async fn rows(&self, snap: &Snapshot) -> Result<Vec<QueueInfo>> {
+        let topics: Vec<String> = snap
+            .meta
+            .topics
+            .keys()
+            .filter(|t| self.topic_shown(&snap.meta, t))
+            .cloned()
+            .collect();
+        let configs = admin::configs(
+            &self.cluster,
+            2,
+            &topics,
+            &["retention.ms", "retention.bytes", "cleanup.policy"],
+        )
+        .await
+        .unwrap_or_default();
+        let mut rows: BTreeMap<String, QueueInfo> = BTreeMap::new();
+        for t in &topics {
+            let m = &snap.meta.topics[t];
+            let cfg = configs.get(t);
+            let mut settings = QueueSettings {
+                retention_secs: cfg
+                    .and_then(|c| c.get("retention.ms"))
+                    .and_then(|v| v.parse::<f64>().ok())
+                    .filter(|v| *v >= 0.0)
+                    .map(|ms| ms / 1000.0),
+                ..Default::default()
+            };
+            settings
+                .extra
+                .insert("partitions".into(), m.leaders.len().to_string());
+            if let Some(c) = cfg {
+                for k in ["retention.bytes", "cleanup.policy"] {
+                    if let Some(v) = c.get(k) {
+                        settings.extra.insert(k.into(), v.clone());
+                    }
+                }
+                if c.get("retention.ms").is_some_and(|v| v == "-1") {
+                    settings
+                        .extra
+                        .insert("retention.ms".into(), "-1 (kept forever)".into());
+                }
+            }
+            rows.insert(
+                t.clone(),
+                QueueInfo {
+                    id: QueueId(t.clone()),
+                    kind: QueueKind::Topic,
+                    dlq: Self::dlt_of(&snap.meta, t).map(QueueId),
+                    settings,
+                    ..Default::default()
+                },
+            );
+        }
+        for g in &snap.groups {
+            let Some(offsets) = snap.committed.get(&g.id) else {
+                continue;
+            };
+            let read: BTreeSet<&String> = offsets.keys().map(|(t, _)| t).collect();
+            for t in read {
+                if !topics.contains(t) {
+                    continue;
+                }
+                let id = Target::Group {
+                    group: g.id.clone(),
+                    topic: t.clone(),
+                }
+                .id();
+                let mut settings = QueueSettings::default();
+                settings
+                    .extra
+                    .insert("group type".into(), g.group_type.clone());
+                settings.extra.insert("group state".into(), g.state.clone());
+                rows.insert(
+                    id.as_str().to_string(),
+                    QueueInfo {
+                        id,
+                        kind: QueueKind::Subscription,
+                        dlq: Self::dlt_of(&snap.meta, t).map(QueueId),
+                        settings,
+                        ..Default::default()
+                    },
+                );
+            }
+        }
+        // DLQ links both ways.
+        let links: Vec<(String, String)> = rows
+            .values()
+            .filter_map(|q| {
+                q.dlq
+                    .as_ref()
+                    .map(|d| (q.id.as_str().to_string(), d.as_str().to_string()))
+            })
+            .collect();
+        for (src, d) in links {
+            if let Some(dq) = rows.get_mut(&d) {
+                dq.is_dlq = true;
+                dq.dlq_sources.push(QueueId(src));
+            }
+        }
+        Ok(rows.into_values().collect())
+    }
+
+    pub(super) async fn figures(&self, queues: &[QueueId]) -> Result<StatsBatch> {
+        let targets: Vec<(QueueId, Target)> = queues
+            .iter()
+            .map(|q| (q.clone(), Target::parse(q)))
+            .collect();
+        let wanted: BTreeSet<String> = targets
+            .iter()
+            .filter_map(|(_, t)| match t {
+                Target::Group { group, .. } => Some(group.clone()),
+                Target::Topic(_) => None,
+            })
+            .collect();
+        let snap = if wanted.is_empty() {
+            Snapshot {
+                meta: self.cluster.metadata(None).await?,
+                groups: Vec::new(),
+                committed: HashMap::new(),
+                described: HashMap::new(),
+                group_errors: HashMap::new(),
+            }
+        } else {
+            self.snapshot(Some(&wanted), true).await?
+        };
+        let meta = &snap.meta;
+        // Every partition whose offsets are needed: the topics', the DLTs', the groups' topics.
+        let mut topics_needed: BTreeSet<String> = BTreeSet::new();
+        for (_, t) in &targets {
+            let topic = match t {
+                Target::Topic(t) | Target::Group { topic: t, .. } => t,
+            };
+            topics_needed.insert(topic.clone());
+            if let Some(d) = Self::dlt_of(meta, topic) {
+                topics_needed.insert(d);
+            }
+        }
+        let tps: Vec<Tp> = topics_needed
+            .iter()
+            .filter_map(|t| meta.topics.get(t))
+            .flat_map(|m| m.leaders.keys().map(|p| (m.name.clone(), *p)))
+            .collect();
+        let (start, e1) = admin::offsets(&self.cluster, meta, &tps, EARLIEST).await;
+        let (end, e2) = admin::offsets(&self.cluster, meta, &tps, LATEST).await;
+        let at_ms = chrono::Utc::now().timestamp_millis();
+        let records_of = |topic: &str| -> std::result::Result<u64, String> {
+            let m = meta
+                .topics
+                .get(topic)
+                .ok_or_else(|| format!("no Kafka topic {topic:?}"))?;
+            let mut n = 0u64;
+            for p in m.leaders.keys() {
+                let tp = (topic.to_string(), *p);
+                if let Some(e) = e1.get(&tp).or_else(|| e2.get(&tp)) {
+                    return Err(format!("{topic}[{p}]: {e}"));
+                }
+                let (s, e) = (
+                    start.get(&tp).copied().unwrap_or(0),
+                    end.get(&tp).copied().unwrap_or(0),
+                );
+                n += u64::try_from(e - s).unwrap_or(0);
+            }
+            Ok(n)
+        };
+        let end_sum = |topic: &str| -> u64 {
+            end.iter()
+                .filter(|((t, _), _)| t == topic)
+                .map(|(_, o)| u64::try_from(*o).unwrap_or(0))
+                .sum()
+        };
+        let mut batch = StatsBatch::default();
+        for (id, t) in targets {
+            let topic = match &t {
+                Target::Topic(t) | Target::Group { topic: t, .. } => t.clone(),
+            };
+            let dlq_depth = Self::dlt_of(meta, &topic).and_then(|d| records_of(&d).ok());
+            match t {
+                Target::Topic(topic) => match records_of(&topic) {
+                    Ok(n) => batch.stats.push(QueueStats {
+                        id,
+                        at_ms,
+                        depth: Some(n),
+                        dlq_depth,
+                        enqueued_total: Some(end_sum(&topic)),
+                        age_note: Some(AGE_NOTE.into()),
+                        ..Default::default()
+                    }),
+                    Err(e) => batch.errors.push((id, e)),
+                },
+                Target::Group { group, topic } => {
+                    if let Some(e) = snap.group_errors.get(&group) {
+                        batch.errors.push((id, e.clone()));
+                        continue;
+                    }
+                    let Some(offs) = snap.committed.get(&group) else {
+                        batch
+                            .errors
+                            .push((id, format!("no consumer group {group:?}")));
+                        continue;
+                    };
+                    let mine: Vec<(&Tp, &i64)> =
+                        offs.iter().filter(|((t, _), _)| *t == topic).collect();
+                    if mine.is_empty() {
+                        batch.errors.push((
+                            id,
+                            format!("group {group:?} has committed no offset on topic {topic:?}"),
+                        ));
+                        continue;
+                    }
+                    let mut lag = 0u64;
+                    let mut lost = 0u64;
+                    let mut lost_parts = 0;
+                    let mut committed_sum = 0u64;
+                    let mut err = None;
+                    for (tp, c) in mine {
+                        let (Some(s), Some(e)) = (start.get(tp), end.get(tp)) else {
+                            err = Some(format!(
+                                "{}[{}]: {}",
+                                tp.0,
+                                tp.1,
+                                e1.get(tp)
+                                    .or_else(|| e2.get(tp))
+                                    .cloned()
+                                    .unwrap_or_else(|| "no offsets".into())
+                            ));
+                            break;
+                        };
+                        lag += u64::try_from(e - c).unwrap_or(0);
+                        committed_sum += u64::try_from(*c).unwrap_or(0);
+                        if c < s {
+                            lost += u64::try_from(s - c).unwrap_or(0);
+                            lost_parts += 1;
+                        }
+                    }
+                    if let Some(e) = err {
+                        batch.errors.push((id, e));
+                        continue;
+                    }
+                    let members = snap.described.get(&group).map(|d| {
+                        let on_topic = d
+                            .members
+                            .iter()
+                            .filter(|m| m.assigned.iter().any(|(t, _)| *t == topic))
+                            .count();
+                        let any_assigned = d.members.iter().any(|m| !m.assigned.is_empty());
+                        u32::try_from(if any_assigned {
+                            on_topic
+                        } else {
+                            d.members.len()
+                        })
+                        .unwrap_or(u32::MAX)
+                    });
+                    let mut note = AGE_NOTE.to_string();
+                    if lost > 0 {
+                        note = format!(
+                            "{}: {lost} records lost to this group by retention (committed offset below the log start on {lost_parts} partition{}); {note}",
+                            RETENTION_BREACH,
+                            if lost_parts == 1 { "" } else { "s" }
+                        );
+                    }
+                    batch.stats.push(QueueStats {
+                        id,
+                        at_ms,
+                        depth: Some(lag),
+                        dlq_depth,
+                        consumers: members,
+                        enqueued_total: Some(end_sum(&topic)),
+                        completed_total: Some(committed_sum),
+                        age_note: Some(note),
+                        ..Default::default()
+                    });
+                }
+            }
+        }
+        Ok(batch)
+    }
+}
+
+/// The start of the note on a group row whose committed offsets fell behind retention.
+pub const RETENTION_BREACH: &str = "retention breach";
+
+pub const AGE_NOTE: &str = "age of oldest is not read yet for Kafka (it needs a fetch of the first unread record per lagging partition)";

@@ -1,0 +1,288 @@
+//! Kafka backend against a real Kafka 4.4 broker (scripts/kafka.sh), with scenes made and
+//! figures read back by Kafka's own Java client (tests/fixtures/kafka/src/Scenes.java).
+//!
+//! Needs QDECK_TEST_KAFKA_BOOTSTRAP (e.g. 127.0.0.1:19092) and QDECK_TEST_KAFKA_SCENES (the
+//! classpath of the compiled scenes and Kafka's jars); scripts/kafka_up.sh prints both. Each
+//! test names its topics and groups with a prefix of its own.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test asserts by unwrapping
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+
+use base64::Engine as _;
+use serde_json::Value as Json;
+
+fn bootstrap() -> String {
+    common::broker_var(
+        "QDECK_TEST_KAFKA_BOOTSTRAP",
+        "start a broker with scripts/kafka_up.sh and export what it prints",
+    )
+}
+
+fn scenes() -> String {
+    common::broker_var(
+        "QDECK_TEST_KAFKA_SCENES",
+        "scripts/kafka_up.sh compiles the Java scenes and prints their classpath",
+    )
+}
+
+/// Run a Java scene; its JSON lines on stdout.
+fn scene(args: &[&str]) -> Vec<Json> {
+    let cp = scenes();
+    let mut full = vec!["Scenes", args[0], &*Box::leak(bootstrap().into_boxed_str())];
+    full.extend_from_slice(&args[1..]);
+    let out = Command::new("java")
+        .args(["-Xmx256m", "-cp", &cp])
+        .args(&full)
+        .output()
+        .expect("java");
+    assert!(
+        out.status.success(),
+        "scene {args:?} failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| l.starts_with('{'))
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// A name prefix no other run used.
+fn prefix(test: &str) -> String {
+    let ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis();
+    format!("t{ms}-{test}-")
+}
+
+fn write_kafka_config(dir: &Path, topics: &str) {
+    common::write_config(
+        dir,
+        "k",
+        &[format!(
+            "name = \"k\"\nkind = \"kafka\"\nbootstrap_servers = \"{}\"\ntopics = \"{topics}\"\n",
+            bootstrap()
+        )],
+    );
+}
+
+fn qdeck_json(dir: &Path, args: &[&str]) -> Json {
+    let out = common::qdeck(dir).args(args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "qdeck {args:?}:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "qdeck {args:?}: {e}: {}",
+            String::from_utf8_lossy(&out.stdout)
+        )
+    })
+}
+
+/// `ls -o json`'s rows by name.
+fn rows(dir: &Path) -> BTreeMap<String, Json> {
+    let v = qdeck_json(dir, &["ls", "-o", "json"]);
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["name"].as_str().unwrap().to_string(), r.clone()))
+        .collect()
+}
+
+fn b64(v: &Json) -> Option<Vec<u8>> {
+    v.as_str()
+        .map(|s| base64::engine::general_purpose::STANDARD.decode(s).unwrap())
+}
+
+#[test]
+#[ignore = "needs QDECK_TEST_KAFKA_BOOTSTRAP and QDECK_TEST_KAFKA_SCENES (scripts/kafka_up.sh)"]
+fn group_lag_and_topic_records_equal_kafkas_admin() {
+    let p = prefix("lag");
+    let (orders, billing) = (format!("{p}orders"), format!("{p}billing"));
+    scene(&["topic", &orders, "3"]);
+    scene(&["produce", &orders, "40"]);
+    scene(&["group", &orders, &billing, "12"]);
+    scene(&["produce", &orders, "5"]);
+    let truth = &scene(&["describe", &billing])[0][&billing];
+    assert_eq!(truth["type"], "classic", "{truth}");
+    let parts = truth["partitions"].as_array().unwrap();
+    let lag: i64 = parts
+        .iter()
+        .map(|x| x["latest"].as_i64().unwrap() - x["committed"].as_i64().unwrap())
+        .sum();
+
+    let dir = tempfile::tempdir().unwrap();
+    write_kafka_config(dir.path(), &format!("^{p}"));
+    let rows = rows(dir.path());
+    let topic = &rows[&orders];
+    assert_eq!(topic["depth"], 45, "records = end − start: {topic}");
+    let group = &rows[&format!("{billing}@{orders}")];
+    assert_eq!(
+        group["depth"].as_i64(),
+        Some(lag),
+        "lag as Admin reads it: {group} vs {truth}"
+    );
+    assert_eq!(group["consumers"], truth["members"], "{group}");
+    // In flight is not a Kafka figure for a consumer group: shown as unknown, never 0.
+    assert!(group["in_flight"].is_null(), "{group}");
+
+    // One queue's stats agree with the listing.
+    let st = qdeck_json(
+        dir.path(),
+        &["stats", &format!("{billing}@{orders}"), "-o", "json"],
+    );
+    let text = st.to_string();
+    assert!(
+        text.contains(&format!("\"{lag}\"")) || text.contains(&format!(":{lag}")),
+        "{text}"
+    );
+}
+
+#[test]
+#[ignore = "needs QDECK_TEST_KAFKA_BOOTSTRAP and QDECK_TEST_KAFKA_SCENES (scripts/kafka_up.sh)"]
+fn browse_reads_by_offset_keeping_nulls_and_headers() {
+    let p = prefix("browse");
+    let t = format!("{p}events");
+    scene(&["topic", &t, "1"]);
+    scene(&["produce", &t, "23", "gzip"]);
+    let truth = scene(&["read", &t]);
+    assert_eq!(truth.len(), 23);
+
+    let dir = tempfile::tempdir().unwrap();
+    write_kafka_config(dir.path(), &format!("^{p}"));
+    let page = qdeck_json(dir.path(), &["peek", &t, "-n", "30", "-o", "json"]);
+    let msgs = page
+        .as_array()
+        .unwrap_or_else(|| page["messages"].as_array().unwrap());
+    assert_eq!(msgs.len(), 23, "{page}");
+    for (m, want) in msgs.iter().zip(&truth) {
+        let text = m.to_string();
+        match b64(&want["key"]) {
+            Some(k) => assert_eq!(m["key"].as_str().map(str::as_bytes), Some(&k[..]), "{text}"),
+            None => assert!(m["key"].is_null(), "a null key stays null: {text}"),
+        }
+        if want["value"].is_null() {
+            assert!(text.contains("\"value\""), "a null value is marked: {text}");
+        }
+        let hs = want["headers"].as_array().unwrap();
+        assert!(text.contains("h-seq") && text.contains("h-bin"), "{text}");
+        assert_eq!(hs.len(), 2);
+    }
+    // Browsing joined no group: nothing committed under any group for the topic.
+    let out = Command::new("java")
+        .args(["-cp", &scenes(), "Scenes", "describe", &bootstrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+}
+
+#[test]
+#[ignore = "needs QDECK_TEST_KAFKA_BOOTSTRAP and QDECK_TEST_KAFKA_SCENES (scripts/kafka_up.sh)"]
+fn spring_dlt_redrive_copies_each_record_byte_for_byte_once() {
+    let p = prefix("dlt");
+    let (t, dlt) = (format!("{p}payments"), format!("{p}payments-dlt"));
+    scene(&["spring-dlt", &t, "6"]);
+    let dead = scene(&["read", &dlt]);
+    assert_eq!(dead.len(), 6);
+
+    let dir = tempfile::tempdir().unwrap();
+    write_kafka_config(dir.path(), &format!("^{p}"));
+    let rows = rows(dir.path());
+    let src = &rows[&t];
+    assert_eq!(src["dlq"], dlt, "{src}");
+    assert_eq!(rows[&dlt]["depth"], 6);
+
+    let out = common::qdeck(dir.path())
+        .args(["redrive", &dlt, "--yes", "-o", "json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let back = scene(&["read", &t]);
+    assert_eq!(back.len(), 6, "each dead letter once: {back:?}");
+    for (got, want) in back.iter().zip(&dead) {
+        assert_eq!(got["key"], want["key"]);
+        assert_eq!(got["value"], want["value"]);
+        assert_eq!(
+            got["headers"], want["headers"],
+            "every header, byte for byte"
+        );
+        // A null key goes to the partition the headers name (0 here); one partition anyway.
+        assert_eq!(got["partition"], 0);
+    }
+    // A second run sends nothing: progress is kept in qdeck's own group.
+    let out = common::qdeck(dir.path())
+        .args(["redrive", &dlt, "--yes", "-o", "json"])
+        .output()
+        .unwrap();
+    let again =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    assert_eq!(scene(&["read", &t]).len(), 6, "{again}");
+}
+
+#[test]
+#[ignore = "needs QDECK_TEST_KAFKA_BOOTSTRAP and QDECK_TEST_KAFKA_SCENES (scripts/kafka_up.sh)"]
+fn share_group_dead_letters_are_browsed_with_their_origin() {
+    let p = prefix("share");
+    // The broker creates the DLQ topic itself; its name must carry the cluster's prefix
+    // (errors.deadletterqueue.topic.name.prefix, `dlq.` by default).
+    let (jobs, dlq, group) = (
+        format!("{p}jobs"),
+        format!("dlq.{p}jobs"),
+        format!("{p}workers"),
+    );
+    scene(&["topic", &jobs, "1"]);
+    scene(&["produce", &jobs, "12", "none", "4"]);
+    scene(&["share", &jobs, &group, "2", &dlq]);
+    let dead = scene(&["read", &dlq]);
+    assert_eq!(
+        dead.len(),
+        3,
+        "poison-0, -4, -8 dead-lettered by the broker: {dead:?}"
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    write_kafka_config(dir.path(), &p);
+    let page = qdeck_json(dir.path(), &["peek", &dlq, "-n", "10", "-o", "json"]);
+    let text = page.to_string();
+    assert!(text.contains("share-group"), "{text}");
+    assert!(
+        text.contains("poison-0") && text.contains("poison-8"),
+        "{text}"
+    );
+    assert!(text.contains(&jobs), "origin named: {text}");
+}
+
+#[test]
+fn unreachable_bootstrap_is_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = common::peer::free_port();
+    common::write_config(
+        dir.path(),
+        "k",
+        &[format!(
+            "name = \"k\"\nkind = \"kafka\"\nbootstrap_servers = \"127.0.0.1:{port}\"\ntimeout_secs = 2\n"
+        )],
+    );
+    let out = common::qdeck(dir.path()).args(["ls"]).output().unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("unreachable") && err.contains(&port.to_string()),
+        "{err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+}

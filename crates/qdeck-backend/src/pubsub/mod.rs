@@ -80,7 +80,12 @@ impl PubsubBackend {
         let emulator = settings
             .emulator_host
             .clone()
-            .or_else(|| secrets.get("PUBSUB_EMULATOR_HOST"))
+            // An address, not a secret: read through the one provider, then exposed.
+            .or_else(|| {
+                secrets
+                    .get("PUBSUB_EMULATOR_HOST")
+                    .map(|h| h.expose().to_string())
+            })
             .filter(|h| !h.trim().is_empty());
         let calls = Arc::new(ApiCalls::default());
         let conn = conn::Conn::new(emulator.as_deref(), calls.clone())?;

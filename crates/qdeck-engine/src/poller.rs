@@ -117,8 +117,6 @@ pub enum PollEvent {
     Error(String),
     /// A poll started / finished: the status line shows a spinner.
     Busy(bool),
-    /// API calls per minute over the last minute (None until a minute of data exists… or at
-    /// least two samples).
     /// API calls per minute over the last minute, and the SQS cost per hour at that pace.
     ApiRate(Budget),
 }

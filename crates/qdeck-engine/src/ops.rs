@@ -791,25 +791,14 @@ pub struct OpHandle {
 }
 
 impl OpHandle {
-    pub fn progress(&self) -> ProgressState {
-        self.rx.borrow().clone()
-    }
-
     pub fn watch(&self) -> watch::Receiver<ProgressState> {
         self.rx.clone()
     }
 
-    /// Ask the operation to stop after its current batch; the outcome says what was done.
-    pub fn cancel(&self) {
-        self.progress.cancel();
-    }
-
+    /// What cancels the operation: it stops after its current batch, and the outcome says
+    /// what was done.
     pub fn cancel_handle(&self) -> OpProgress {
         self.progress.clone()
-    }
-
-    pub fn is_finished(&self) -> bool {
-        self.task.is_finished()
     }
 
     pub async fn wait(self) -> Outcome {

@@ -2559,7 +2559,7 @@ fn fleet_title_says_one_profile_in_the_singular() {
     let mut fl = qdeck::tui::state::FleetState::new(&["local".to_string()]);
     fl.apply(qdeck_engine::fleet::FleetRow {
         profile: "local".into(),
-        kind: Some("local".into()),
+        kind: Some(qdeck_model::domain::BrokerKind::Local),
         updated_ms: Some(st.now_ms),
         refresh_secs: 5.0,
         ..Default::default()
@@ -2769,7 +2769,10 @@ async fn fleet_pollers_answer_around_a_dead_broker() {
     assert_eq!(got, Ok(true), "{rows:?}");
     assert_eq!(rows["east"].depth, Some(3));
     assert_eq!(rows["west"].depth, Some(1));
-    assert_eq!(rows["east"].kind.as_deref(), Some("local"));
+    assert_eq!(
+        rows["east"].kind,
+        Some(qdeck_model::domain::BrokerKind::Local)
+    );
     assert!(rows["gone"].updated_ms.is_none());
     // The on-fire view gets each live profile's queues with the configured age threshold.
     let east = &rows["east"];

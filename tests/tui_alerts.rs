@@ -9,7 +9,8 @@ use common::console::*;
 use crossterm::event::KeyCode;
 use qdeck::tui::state::{State, View};
 use qdeck::tui::{update, Action, Effect};
-use qdeck_engine::poller::PollEvent;
+use qdeck_backend::BackendError;
+use qdeck_engine::poller::{PollError, PollEvent};
 use qdeck_model::domain::{QueueId, QueueStats, StatsBatch};
 
 const RULES: &str = r#"
@@ -252,7 +253,9 @@ fn a_health_rule_fires_when_the_profiles_polls_fail_and_when_its_figures_go_stal
     assert_eq!(st.alerts.firing(), 0);
     update(
         &mut st,
-        Action::Poll(PollEvent::Error("connection refused".into())),
+        Action::Poll(PollEvent::Error(PollError::Backend(
+            BackendError::Unreachable("connection refused".into()),
+        ))),
     );
     let firing: Vec<String> = st
         .alerts
@@ -265,7 +268,9 @@ fn a_health_rule_fires_when_the_profiles_polls_fail_and_when_its_figures_go_stal
     st.now_ms += 7_000;
     update(
         &mut st,
-        Action::Poll(PollEvent::Error("connection refused".into())),
+        Action::Poll(PollEvent::Error(PollError::Backend(
+            BackendError::Unreachable("connection refused".into()),
+        ))),
     );
     let mut firing: Vec<String> = st
         .alerts

@@ -318,7 +318,7 @@ fn rabbit_fleet() -> State {
     };
     let mut row = FleetRow {
         profile: "rabbit".into(),
-        kind: Some("rabbitmq".into()),
+        kind: Some(qdeck_model::domain::BrokerKind::Rabbitmq),
         refresh_secs: 5.0,
         max_age_secs: 300.0,
         updated_ms: Some(st.now_ms),

@@ -39,7 +39,7 @@ fn fire_with_dead_brokers() -> State {
     let fl = st.fleet.as_mut().unwrap();
     fl.apply(FleetRow {
         profile: "dead".into(),
-        kind: Some("rabbitmq".into()),
+        kind: Some(qdeck_model::domain::BrokerKind::Rabbitmq),
         error: Some(
             "broker unreachable: management API at http://127.0.0.1:1: connection refused".into(),
         ),
@@ -49,7 +49,7 @@ fn fire_with_dead_brokers() -> State {
     });
     fl.apply(FleetRow {
         profile: "hung".into(),
-        kind: Some("rabbitmq".into()),
+        kind: Some(qdeck_model::domain::BrokerKind::Rabbitmq),
         error: Some("no answer within 20s".into()),
         failing_since_ms: Some(now - 45_000),
         silent_after_secs: Some(20),

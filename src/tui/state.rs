@@ -403,14 +403,15 @@ pub struct TransferAsk {
 }
 
 /// A transfer's plan carried from the dialog to the run. Plans hold the gates of both
-/// profiles, which do not compare: two held plans are equal when they say the same.
+/// profiles, which do not compare, so a held plan is equal only to itself (a clone of the
+/// same `Arc`): two plans made apart are two plans, even when their sentences read the same
+/// (the messages or the target's gate may differ where the text does not show it).
 #[derive(Debug, Clone)]
 pub struct HeldPlan(pub std::sync::Arc<qdeck_engine::ops::TransferPlan>);
 
 impl PartialEq for HeldPlan {
     fn eq(&self, other: &Self) -> bool {
         std::sync::Arc::ptr_eq(&self.0, &other.0)
-            || (self.0.describe() == other.0.describe() && self.0.notes() == other.0.notes())
     }
 }
 

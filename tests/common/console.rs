@@ -244,7 +244,7 @@ pub fn fleet_state() -> State {
     let now = st.now_ms;
     fl.apply(FleetRow {
         profile: "local".into(),
-        kind: Some("local".into()),
+        kind: Some(qdeck_model::domain::BrokerKind::Local),
         queues: Some(4),
         depth: Some(740),
         dlq_depth: Some(7),
@@ -258,14 +258,14 @@ pub fn fleet_state() -> State {
     });
     fl.apply(FleetRow {
         profile: "rabbit-eu".into(),
-        kind: Some("rabbitmq".into()),
+        kind: Some(qdeck_model::domain::BrokerKind::Rabbitmq),
         error: Some("management API at http://127.0.0.1:1 is not reachable\x1b[2J".into()),
         refresh_secs: 2.0,
         ..Default::default()
     });
     fl.apply(FleetRow {
         profile: "sqs-prod".into(),
-        kind: Some("sqs".into()),
+        kind: Some(qdeck_model::domain::BrokerKind::Sqs),
         queues: Some(1200),
         depth: Some(15),
         dlq_depth: Some(0),

@@ -13,14 +13,14 @@ use crate::session::Session;
 use crate::severity::{severity, Signals};
 use qdeck_backend::BackendError;
 use qdeck_model::config::{self, LoadOptions};
-use qdeck_model::domain::{QueueId, QueueInfo, StatsBatch};
+use qdeck_model::domain::{BrokerKind, QueueId, QueueInfo, StatsBatch};
 
 /// What the fleet view shows for one profile.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct FleetRow {
     pub profile: String,
     /// Broker kind, once the profile's configuration was read.
-    pub kind: Option<String>,
+    pub kind: Option<BrokerKind>,
     pub queues: Option<usize>,
     /// Ready messages across ordinary queues (DLQs apart).
     pub depth: Option<u64>,
@@ -317,7 +317,7 @@ fn apply(
     a: Answer<Polled, BackendError>,
 ) {
     if let Some(s) = &a.settings {
-        row.kind = Some(s.kind.to_string());
+        row.kind = Some(s.kind);
         row.refresh_secs = s.refresh_secs;
         row.max_age_secs = s.max_age_secs;
         row.calls_budget = s.calls_budget;
@@ -478,7 +478,7 @@ mod tests {
         ]
         .into();
         let mut row = FleetRow {
-            kind: Some("sqs".into()),
+            kind: Some(BrokerKind::Sqs),
             ..FleetRow::default()
         };
         let between = |kind| budget::between(kind, &before, &now, Duration::from_secs(60));
@@ -492,7 +492,7 @@ mod tests {
         let want = 60.0 * (1_000.0 * 0.4e-6 + 500.0 * 0.01e-3);
         assert!((row.usd_per_hour.unwrap() - want).abs() < 1e-9);
         let mut rabbit = FleetRow {
-            kind: Some("rabbitmq".into()),
+            kind: Some(BrokerKind::Rabbitmq),
             ..FleetRow::default()
         };
         apply_budget(&mut rabbit, between(BrokerKind::Rabbitmq));

@@ -17,7 +17,7 @@ use super::budget::{self, Budget};
 use crate::session::Session;
 use qdeck_backend::BackendError;
 use qdeck_model::config::{ConfigError, LoadOptions, Loaded};
-use qdeck_model::domain::now_ms;
+use qdeck_model::domain::{now_ms, BrokerKind};
 
 /// How long a profile's round (opening its session when needed, then the work) may take
 /// before it is abandoned.
@@ -41,8 +41,8 @@ impl Timeout {
 /// What a profile's configuration says about polling it, known once the configuration was read.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ProfileSettings {
-    /// The profile's `kind`.
-    pub kind: &'static str,
+    /// The profile's broker.
+    pub kind: BrokerKind,
     pub refresh_secs: f64,
     /// `max_calls_per_minute` after defaults; `None` for no limit.
     pub calls_budget: Option<u32>,
@@ -53,7 +53,7 @@ pub struct ProfileSettings {
 impl ProfileSettings {
     fn of(loaded: &Loaded) -> Self {
         ProfileSettings {
-            kind: loaded.profile.kind.name(),
+            kind: loaded.profile.kind.broker_kind(),
             refresh_secs: loaded
                 .profile
                 .refresh_secs
@@ -431,7 +431,10 @@ mod tests {
         assert!(matches!(answers[0].result, Err(PollError::Config(_))));
         assert!(answers[0].settings.is_none() && answers[0].stale(now_ms()));
         assert!(matches!(answers[1].result, Err(PollError::Timeout(_))));
-        assert_eq!(answers[1].settings.as_ref().map(|s| s.kind), Some("local"));
+        assert_eq!(
+            answers[1].settings.as_ref().map(|s| s.kind),
+            Some(BrokerKind::Local)
+        );
         assert_eq!(answers[2].result.as_ref().ok(), Some(&0));
         assert!(!answers[2].stale(now_ms()));
     }

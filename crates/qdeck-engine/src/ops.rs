@@ -238,6 +238,20 @@ pub async fn plan_cancel_scheduled(
     queue: &QueueId,
     id: &str,
 ) -> Result<Planned, BackendError> {
+    find_scheduled(gate, queue, id, CANCEL_SCHEDULED_SCAN).await
+}
+
+/// The most scheduled messages `plan_cancel_scheduled` reads looking for one id: ten pages
+/// of a thousand. A queue with more delayed messages than that is not read to its end for
+/// one cancel; the message is reported as not found among them, with nothing changed.
+pub const CANCEL_SCHEDULED_SCAN: usize = 10_000;
+
+async fn find_scheduled(
+    gate: &Gate,
+    queue: &QueueId,
+    id: &str,
+    limit: usize,
+) -> Result<Planned, BackendError> {
     let b = gate.backend();
     let info = b.describe(queue).await?;
     if b.deleter().is_none() {
@@ -249,14 +263,16 @@ pub async fn plan_cancel_scheduled(
         return Err(BackendError::Unsupported(why));
     }
     let mut cursor = None;
+    let mut read = 0usize;
     loop {
         let req = BrowseRequest {
             cursor: cursor.take(),
-            max: 1000,
+            max: (limit - read).min(1000),
             force: false,
         };
         let page = gate.browse_scheduled(&info.id, &req).await?;
         let got = page.messages.len();
+        read += got;
         if let Some(message) = page.messages.into_iter().find(|m| m.id == id) {
             return Ok(Planned::CancelScheduled {
                 queue: info,
@@ -264,7 +280,15 @@ pub async fn plan_cancel_scheduled(
             });
         }
         match page.next {
-            Some(c) if got > 0 => cursor = Some(c),
+            Some(c) if got > 0 && read < limit => cursor = Some(c),
+            Some(_) if got > 0 => {
+                return Err(BackendError::NotFound(format!(
+                    "no delayed message {} among the first {read} scheduled in {} (more are \
+                 scheduled; only that many are read for one cancel); nothing was changed",
+                    clean(id),
+                    clean(queue.as_str())
+                )))
+            }
             _ => {
                 return Err(BackendError::NotFound(format!(
                 "no delayed message {} in {} (already due, leased or gone); nothing was changed",
@@ -791,25 +815,14 @@ pub struct OpHandle {
 }
 
 impl OpHandle {
-    pub fn progress(&self) -> ProgressState {
-        self.rx.borrow().clone()
-    }
-
     pub fn watch(&self) -> watch::Receiver<ProgressState> {
         self.rx.clone()
     }
 
-    /// Ask the operation to stop after its current batch; the outcome says what was done.
-    pub fn cancel(&self) {
-        self.progress.cancel();
-    }
-
+    /// What cancels the operation: it stops after its current batch, and the outcome says
+    /// what was done.
     pub fn cancel_handle(&self) -> OpProgress {
         self.progress.clone()
-    }
-
-    pub fn is_finished(&self) -> bool {
-        self.task.is_finished()
     }
 
     pub async fn wait(self) -> Outcome {
@@ -1050,6 +1063,56 @@ mod tests {
             matches!(err, BackendError::NotFound(_)),
             "cancelled once: {err:?}"
         );
+    }
+
+    /// Looking for one scheduled message reads at most `limit` of them, not the whole queue.
+    #[tokio::test]
+    async fn cancel_scheduled_reads_a_bounded_number_of_scheduled_messages() {
+        use crate::audit::AuditLog;
+        use qdeck_backend::local::{LocalHandle, QueueOptions};
+        use qdeck_backend::Backend;
+        use qdeck_model::config::Profile;
+        use qdeck_model::domain::OutgoingMessage;
+        use std::sync::Arc;
+        let dir = tempfile::tempdir().unwrap();
+        let b = Arc::new(LocalHandle::open(&dir.path().join("q.db")).unwrap());
+        b.0.create_queue("src", &QueueOptions::default()).unwrap();
+        let g = Gate::new(
+            b.clone(),
+            &Profile::default_local(),
+            AuditLog::new(dir.path().join("audit.log")),
+        );
+        let q = QueueId::new("src");
+        let sender = b.sender().unwrap();
+        let mut ids = Vec::new();
+        for i in 0..3 {
+            let later = OutgoingMessage {
+                delay: Some(std::time::Duration::from_secs(3600 + i)),
+                ..OutgoingMessage::text("later", &[])
+            };
+            ids.push(sender.send(&q, later).await.unwrap().unwrap());
+        }
+        for id in &ids {
+            assert!(find_scheduled(&g, &q, id, 3).await.is_ok(), "{id} within 3");
+        }
+        let found = [
+            find_scheduled(&g, &q, &ids[0], 1).await.is_ok(),
+            find_scheduled(&g, &q, &ids[1], 1).await.is_ok(),
+            find_scheduled(&g, &q, &ids[2], 1).await.is_ok(),
+        ];
+        assert_eq!(
+            found.iter().filter(|f| **f).count(),
+            1,
+            "a limit of one reads one scheduled message: {found:?}"
+        );
+        let missed = ids
+            .iter()
+            .zip(found)
+            .find(|(_, f)| !f)
+            .map(|(id, _)| id.clone())
+            .unwrap();
+        let err = find_scheduled(&g, &q, &missed, 1).await.unwrap_err();
+        assert!(matches!(err, BackendError::NotFound(_)), "{err:?}");
     }
 
     /// `qdeck send` is planned and run like every mutation: the plan's sentence counts one

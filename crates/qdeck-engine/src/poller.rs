@@ -113,12 +113,11 @@ pub fn wait_after_error(cfg: &PollConfig, failures: u32, err: &PollError) -> Dur
 pub enum PollEvent {
     Queues(Vec<QueueInfo>),
     Stats(StatsBatch),
-    /// The whole backend failed (already redacted, one line).
-    Error(String),
+    /// The whole poll failed: the broker's error or a timeout (`PollError::line` is the
+    /// status line's text).
+    Error(PollError),
     /// A poll started / finished: the status line shows a spinner.
     Busy(bool),
-    /// API calls per minute over the last minute (None until a minute of data exists… or at
-    /// least two samples).
     /// API calls per minute over the last minute, and the SQS cost per hour at that pace.
     ApiRate(Budget),
 }
@@ -423,7 +422,7 @@ impl Poller {
                 }
                 Err(e) => {
                     failures = failures.saturating_add(1);
-                    if !self.send(PollEvent::Error(e.line())).await {
+                    if !self.send(PollEvent::Error(e.clone())).await {
                         return;
                     }
                     // A throttled broker said how long to stay away: nothing shortens that.
@@ -605,7 +604,7 @@ mod tests {
 
     /// Runs a poller on `b` (visible: `q`) until `stats_calls` stats calls were made; the
     /// errors it reported.
-    async fn run_until(b: Arc<Throttling>, stats_calls: usize) -> Vec<String> {
+    async fn run_until(b: Arc<Throttling>, stats_calls: usize) -> Vec<PollError> {
         let (tx, mut rx) = mpsc::channel(64);
         let mut cfg = PollConfig::with_refresh(0.1);
         cfg.sweep_every = Duration::from_secs(3600);
@@ -632,7 +631,12 @@ mod tests {
             Some(Duration::from_millis(1500)),
         ));
         let errors = run_until(b.clone(), 2).await;
-        assert!(errors.iter().any(|e| e.contains("throttled")), "{errors:?}");
+        assert!(
+            errors
+                .iter()
+                .any(|e| matches!(e, PollError::Backend(BackendError::Throttled { .. }))),
+            "{errors:?}"
+        );
         let at = b.at.lock().unwrap().clone();
         let gap = at[1].duration_since(at[0]);
         // Backoff alone would be 0.2 s at a 0.1 s refresh.
@@ -712,7 +716,7 @@ mod tests {
         }
         h.stop();
         assert_eq!(errors.len(), 1, "{errors:?}");
-        assert!(errors[0].contains("no answer"), "{errors:?}");
+        assert!(matches!(errors[0], PollError::Timeout(..)), "{errors:?}");
     }
 
     #[test]

@@ -99,23 +99,6 @@ impl Drop for RestoreGuard {
     }
 }
 
-fn init_logging() -> Option<tracing_appender::non_blocking::WorkerGuard> {
-    let dir = paths::state_dir();
-    std::fs::create_dir_all(&dir).ok()?;
-    let appender = tracing_appender::rolling::never(&dir, "qdeck.log");
-    let (nb, guard) = tracing_appender::non_blocking(appender);
-    let filter = tracing_subscriber::EnvFilter::try_from_env("QDECK_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    // If main already installed a subscriber, it stays (it must not write to the screen).
-    tracing_subscriber::fmt()
-        .with_writer(nb)
-        .with_ansi(false)
-        .with_env_filter(filter)
-        .try_init()
-        .ok()?;
-    Some(guard)
-}
-
 /// Runs until the user quits; returns the summary of the operation the user quit after.
 /// `fleet` opens on the fleet view (`qdeck --fleet`, `qdeck -p a,b`) over those profiles
 /// (empty: every configured one).
@@ -124,7 +107,6 @@ pub async fn run(
     demo: Option<DemoHandle>,
     fleet: Option<Vec<String>>,
 ) -> anyhow::Result<Option<OpSummary>> {
-    let _log = init_logging();
     let st = initial_state(&session, demo.as_ref().map(DemoHandle::workers));
     let mut terminal = ratatui::try_init()?;
     let _guard = RestoreGuard;

@@ -155,7 +155,7 @@ pub(super) fn poll(st: &mut State, ev: PollEvent, fx: &mut Vec<Effect>) {
                 st.queues.rows_dirty = false;
             }
         }
-        PollEvent::Error(e) => st.store.backend_failed(e),
+        PollEvent::Error(e) => st.store.backend_failed(e.line()),
         PollEvent::Busy(b) => st.poll.busy = b,
         PollEvent::ApiRate(r) => st.poll.api_rate = Some(r),
     }

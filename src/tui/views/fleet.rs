@@ -12,6 +12,7 @@ use super::{block, fmt_age, fmt_ago, fmt_count, plural, styled};
 use crate::tui::state::State;
 use crate::tui::theme::Theme;
 use qdeck_engine::fleet::FleetRow;
+use qdeck_model::domain::BrokerKind;
 use qdeck_model::sanitize::clean_short;
 
 pub fn render(f: &mut Frame, st: &State, area: Rect) {
@@ -84,7 +85,7 @@ pub fn render(f: &mut Frame, st: &State, area: Rect) {
             };
             let cells = vec![
                 Cell::from(styled(clean_mid(&r.profile, 14), t.title)),
-                Cell::from(r.kind.clone().unwrap_or_else(|| "—".into())),
+                Cell::from(r.kind.map_or("—", BrokerKind::as_str)),
                 Cell::from(fmt_count(r.queues.map(|n| n as u64))),
                 Cell::from(styled(fmt_count(r.depth), figures)),
                 Cell::from(styled(fmt_count(r.dlq_depth), dlq_style)),

@@ -98,7 +98,7 @@ impl Monitor {
             .entry(a.profile.clone())
             .or_insert_with(ProfileView::new);
         if let Some(s) = &a.settings {
-            view.kind = Some(s.kind);
+            view.kind = Some(s.kind.as_str());
             view.refresh_secs = s.refresh_secs;
         }
         match a.result {

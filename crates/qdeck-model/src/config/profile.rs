@@ -66,6 +66,19 @@ impl ProfileKind {
         }
     }
 
+    /// The broker a profile of this kind speaks to.
+    pub fn broker_kind(&self) -> crate::domain::BrokerKind {
+        use crate::domain::BrokerKind;
+        match self {
+            ProfileKind::Local(_) => BrokerKind::Local,
+            ProfileKind::Rabbitmq(_) => BrokerKind::Rabbitmq,
+            ProfileKind::Sqs(_) => BrokerKind::Sqs,
+            ProfileKind::Servicebus(_) => BrokerKind::Servicebus,
+            ProfileKind::Redis(_) => BrokerKind::Redis,
+            ProfileKind::Nats(_) => BrokerKind::Nats,
+        }
+    }
+
     /// The call budget when a profile sets none: SQS bills every request (and CloudWatch every
     /// metric), so it gets a modest one (≈ $0.015/h of requests at list price); the others are
     /// not billed per call and their figures come batched, so no limit.

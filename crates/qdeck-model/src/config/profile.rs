@@ -76,6 +76,8 @@ impl ProfileKind {
             ProfileKind::Servicebus(_) => BrokerKind::Servicebus,
             ProfileKind::Redis(_) => BrokerKind::Redis,
             ProfileKind::Nats(_) => BrokerKind::Nats,
+            ProfileKind::Kafka(_) => BrokerKind::Kafka,
+            ProfileKind::Pubsub(_) => BrokerKind::Pubsub,
         }
     }
 

@@ -935,7 +935,10 @@ fn copy_command_checks_then_asks() {
     assert!(!fx.iter().any(|e| matches!(e, Effect::Transfer(_))));
     assert!(st.op.is_none());
     let status = st.status.as_ref().unwrap().text.clone();
-    assert!(status.contains("refused") && status.contains("browse"), "{status}");
+    assert!(
+        status.contains("refused") && status.contains("browse"),
+        "{status}"
+    );
     let logged = st.ops_log.entries.last().expect("the refusal is in :ops");
     assert_eq!(logged.summary.exit_code, 5);
 }

@@ -271,9 +271,15 @@ fn an_operation_from_the_message_view_never_mixes_two_messages() {
         },
     );
     let screen = text(&draw(&st, 80, 24));
-    assert!(screen.contains("content-type"), "headers of the message opened:\n{screen}");
+    assert!(
+        screen.contains("content-type"),
+        "headers of the message opened:\n{screen}"
+    );
     assert!(screen.contains("order"), "its body:\n{screen}");
-    assert!(!screen.contains("pwned"), "no other message's body:\n{screen}");
+    assert!(
+        !screen.contains("pwned"),
+        "no other message's body:\n{screen}"
+    );
     // The operation's end closes the message view and the list reloads.
     let fx = update(
         &mut st,
@@ -295,11 +301,16 @@ fn an_operation_from_the_message_view_never_mixes_two_messages() {
         Action::OpDone(OpSummary::new("deleted 1", Verdict::Ok)),
     );
     assert!(
-        fx.iter().any(|e| matches!(e, Effect::BrowseGroup { signature, origin, .. }
-            if signature == "max receives" && origin.as_deref() == Some("orders"))),
+        fx.iter().any(
+            |e| matches!(e, Effect::BrowseGroup { signature, origin, .. }
+            if signature == "max receives" && origin.as_deref() == Some("orders"))
+        ),
         "{fx:?}"
     );
-    assert!(!fx.iter().any(|e| matches!(e, Effect::Browse { .. })), "{fx:?}");
+    assert!(
+        !fx.iter().any(|e| matches!(e, Effect::Browse { .. })),
+        "{fx:?}"
+    );
 }
 
 fn running(st: &mut State, done: u64, total: u64) {

@@ -11,8 +11,8 @@ use tokio::io::AsyncWriteExt;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-use qdeck_model::config::secret::Secret;
 use qdeck_engine::alerts::Transition;
+use qdeck_model::config::secret::Secret;
 
 /// What a transition is sent to.
 #[derive(Debug, Clone)]

@@ -50,6 +50,8 @@ fn after_op_changed_queue(st: &mut State) {
     st.stack.pop();
     st.body = BodyState::default();
     if let Some(status) = &mut st.status {
-        status.text.push_str(" · message view closed: the list is reloaded");
+        status
+            .text
+            .push_str(" · message view closed: the list is reloaded");
     }
 }

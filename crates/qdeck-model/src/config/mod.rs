@@ -16,8 +16,7 @@ use serde::{Deserialize, Serialize};
 
 pub use profile::{
     Access, KafkaSettings, LocalSettings, NatsSettings, Profile, ProfileKind, PubsubSettings,
-    RabbitmqSettings,
-    RedisSettings, SbAuth, SbTransport, ServicebusSettings, SqsSettings,
+    RabbitmqSettings, RedisSettings, SbAuth, SbTransport, ServicebusSettings, SqsSettings,
     SAS_TOKEN_TTL_DEFAULT_SECS, SAS_TOKEN_TTL_MIN_SECS,
 };
 

@@ -76,9 +76,19 @@ pub enum PollError {
 }
 
 impl PollError {
-    /// One line, redacted, for the status line.
+    /// One line, redacted, for the status line. It says once that the broker failed: errors
+    /// whose text already names their kind ("broker unreachable: …", "refused: …") are shown as
+    /// they are; the few whose text is the broker's words alone get a `broker error:` head.
     pub fn line(&self) -> String {
         match self {
+            PollError::Backend(
+                e @ (BackendError::NotFound(_)
+                | BackendError::Forbidden { .. }
+                | BackendError::Other(_)),
+            ) => format!(
+                "broker error: {}",
+                qdeck_model::sanitize::one_line(&e.to_string())
+            ),
             PollError::Backend(e) => qdeck_model::sanitize::one_line(&e.to_string()),
             PollError::Timeout(t, next) if next > t => format!(
                 "no answer from the broker within {} s (the next poll waits up to {} s)",
@@ -497,6 +507,17 @@ mod tests {
     use qdeck_backend::{ApiCalls, OpProgress};
     use qdeck_model::domain::*;
     use std::sync::Mutex;
+
+    /// The status line names the failure once: no `broker error: broker unreachable:`.
+    #[test]
+    fn a_poll_error_line_says_broker_once() {
+        let e = PollError::Backend(BackendError::Unreachable("connection refused".into()));
+        assert_eq!(e.line(), "broker unreachable: connection refused");
+        let e = PollError::Backend(BackendError::NotFound("no such vhost".into()));
+        assert_eq!(e.line(), "broker error: no such vhost");
+        let e = PollError::Backend(BackendError::Refused("read-only".into()));
+        assert_eq!(e.line(), "refused: read-only");
+    }
 
     /// Answers the listing; throttles the first `throttle` stats calls (saying `retry_after`)
     /// and records when every stats call came.

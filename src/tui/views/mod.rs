@@ -195,7 +195,7 @@ fn flash(st: &State) -> Option<(String, Style)> {
     st.store
         .backend_error
         .as_ref()
-        .map(|e| (format!("broker error: {}", clean(e)), t.error))
+        .map(|e| (clean(e).into_owned(), t.error))
 }
 
 /// `1 worker`, `3 workers`.

@@ -69,10 +69,7 @@ pub async fn run(s: &Session, cmd: WorkerControlCmd, yes: bool, f: Format) -> Cl
             return Err(e.into());
         }
     };
-    let failed = report
-        .workers
-        .iter()
-        .any(|w| w.notes.iter().any(|n| n.starts_with("error")));
+    let failed = report.workers.iter().any(|w| w.answered_error);
     if failed {
         s.gate.record_failed(
             Mutation::WorkerControl,

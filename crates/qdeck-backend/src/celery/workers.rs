@@ -193,6 +193,10 @@ pub struct CeleryWorker {
     pub queues: Vec<String>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// It answered a control command with Celery's `{"error": …}`: the failure as a value, so
+    /// callers never judge it from the note's wording.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub answered_error: bool,
 }
 
 /// What one discovery found.
@@ -397,6 +401,7 @@ pub fn control_report(
         .into_iter()
         .filter(|r| r.ticket == req.ticket)
         .map(|r| {
+            let answered_error = r.value.get("error").is_some();
             let said = match (r.value.get("ok"), r.value.get("error")) {
                 (_, Some(e)) => format!(
                     "error: {}",
@@ -412,6 +417,7 @@ pub fn control_report(
                 hostname: clean_short(&r.hostname, 200),
                 answered: true,
                 notes: vec![clean_short(&said, 300)],
+                answered_error,
                 ..Default::default()
             }
         })
@@ -588,6 +594,33 @@ mod tests {
         assert_eq!(b["reply_to"]["exchange"], REPLY_EXCHANGE);
         assert_eq!(b["reply_to"]["routing_key"], "oid-1");
         assert!(b["destination"].is_null());
+    }
+
+    /// A worker's `{"error": …}` answer is a value (`answered_error`), whatever its text;
+    /// an `ok` answer that happens to start with "error" is not one.
+    #[test]
+    fn a_control_error_is_typed_not_read_from_the_note() {
+        let r = req("stats");
+        let reply = |host: &str, value: Json| Reply {
+            ticket: r.ticket.clone(),
+            hostname: host.into(),
+            value,
+        };
+        let report = control_report(
+            &r,
+            vec![
+                reply("w1", serde_json::json!({"error": "no such task"})),
+                reply("w2", serde_json::json!({"ok": "errors cleared"})),
+            ],
+            Vec::new(),
+            std::time::Instant::now(),
+        );
+        let flags: Vec<(String, bool)> = report
+            .workers
+            .iter()
+            .map(|w| (w.hostname.clone(), w.answered_error))
+            .collect();
+        assert_eq!(flags, vec![("w1".into(), true), ("w2".into(), false)]);
     }
 
     #[test]

@@ -104,13 +104,27 @@ fn malformed_config_says_file_and_problem() {
     assert!(e.0.contains("not valid TOML"), "{}", e.0);
     assert!(!e.0.contains('\n'), "one line: {}", e.0);
 
-    let f = write(&dir, "[[profiles]]\nname = \"x\"\nkind = \"kafka\"\n");
+    let f = write(&dir, "[[profiles]]\nname = \"x\"\nkind = \"activemq\"\n");
     let e = config::load(&LoadOptions {
         file: Some(f),
         ..Default::default()
     })
     .unwrap_err();
-    assert!(e.0.contains("kafka"), "{}", e.0);
+    assert!(e.0.contains("activemq"), "{}", e.0);
+
+    // A kind qdeck speaks, without what it needs to reach its broker: named at load.
+    for (kind, needs) in [("kafka", "bootstrap_servers"), ("pubsub", "projects")] {
+        let f = write(
+            &dir,
+            &format!("[[profiles]]\nname = \"x\"\nkind = \"{kind}\"\n"),
+        );
+        let e = config::load(&LoadOptions {
+            file: Some(f),
+            ..Default::default()
+        })
+        .unwrap_err();
+        assert!(e.0.contains(needs) && !e.0.contains('\n'), "{}", e.0);
+    }
 
     let f = write(
         &dir,

@@ -136,11 +136,12 @@ fn the_current_profiles_error_is_not_pinned_over_the_fleet() {
     for stack in [vec![View::Fleet], vec![View::Fleet, View::Fire]] {
         st.stack = stack;
         let screen = text(&draw(&st, 80, 24));
-        assert!(!screen.contains("broker error"), "{screen}");
+        assert!(!screen.contains("broker unreachable"), "{screen}");
     }
     st.stack = vec![View::Fleet, View::Queues];
     let screen = text(&draw(&st, 80, 24));
-    assert!(screen.contains("broker error"), "{screen}");
+    assert!(screen.contains("broker unreachable"), "{screen}");
+    assert!(!screen.contains("broker error"), "said once: {screen}");
 }
 
 /// Enter on another profile's queue in the on-fire view switches profile and lands on that

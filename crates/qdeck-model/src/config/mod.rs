@@ -252,6 +252,24 @@ fn validate(c: &AppConfig, file: Option<&Path>) -> Result<(), ConfigError> {
             sb.check(&format!("{where_}: profiles[{i}]"))
                 .map_err(ConfigError)?;
         }
+        // Settings without which the profile cannot reach its broker are named here, at load,
+        // not later as a connection error.
+        if let ProfileKind::Kafka(k) = &p.kind {
+            if k.bootstrap_servers.trim().is_empty() {
+                return Err(ConfigError(format!(
+                    "{where_}: profiles[{i}] ({:?}) needs bootstrap_servers = \"host:port[,host:port]\"",
+                    p.name
+                )));
+            }
+        }
+        if let ProfileKind::Pubsub(ps) = &p.kind {
+            if ps.projects.iter().all(|id| id.trim().is_empty()) {
+                return Err(ConfigError(format!(
+                    "{where_}: profiles[{i}] ({:?}) needs projects = [\"PROJECT_ID\", …]",
+                    p.name
+                )));
+            }
+        }
         if !seen.insert(p.name.as_str()) {
             return Err(ConfigError(format!(
                 "{where_}: profile name {:?} is used twice",

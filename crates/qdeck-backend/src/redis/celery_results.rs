@@ -296,7 +296,7 @@ mod tests {
             m.dead_letter.as_ref().unwrap().reason.as_deref(),
             Some("ValueError: card 3 declined")
         );
-        // Triage's signature (qdeck_engine::triage::signature) leads with this task name.
+        // The failure signature that triage groups by leads with this task name.
         assert_eq!(
             crate::celery::task_of(&m).as_deref(),
             Some("billing.charge")

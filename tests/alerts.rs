@@ -380,8 +380,50 @@ fn webhooks_post_slack_text_and_a_refusing_url_is_logged() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("QDECK_NOT_SET: the variable is not set"));
 }
 
+/// Dead letters written into `orders.dlq` every 100 ms until dropped, so its growth never
+/// pauses between two polls however loaded the machine is (the demo's own poison messages
+/// arrive in bursts, after three receives each, and once left a whole watch without growth).
+struct DeadLetterFeed {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<u64>>,
+}
+
+impl DeadLetterFeed {
+    fn start(e: &Env) -> Self {
+        use std::sync::atomic::Ordering;
+        let b = e.local();
+        let _ = b.create_queue("orders.dlq", &qdeck_backend::local::QueueOptions::default());
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread = std::thread::spawn(move || {
+            let mut sent = 0;
+            while !flag.load(Ordering::Relaxed) {
+                let m = qdeck_model::domain::OutgoingMessage {
+                    body: format!("poison {sent}").into_bytes(),
+                    ..Default::default()
+                };
+                if b.send_sync("orders.dlq", &m).is_ok() {
+                    sent += 1;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+            sent
+        });
+        Self {
+            stop,
+            thread: Some(thread),
+        }
+    }
+
+    /// Stops the feed; how many dead letters it wrote.
+    fn stop(mut self) -> u64 {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.thread.take().map_or(0, |t| t.join().unwrap())
+    }
+}
+
 #[test]
-fn watch_over_the_demo_fires_dlq_growing_once_and_resolves_after_a_purge() {
+fn watch_beside_the_demo_fires_dlq_growing_once_and_resolves_after_a_purge() {
     let e = Env::new();
     e.config(
         r#"
@@ -397,7 +439,9 @@ for = "1s"
 "#,
     );
     let hook = format!("cat >> '{}'", e.hook_file().display());
-    // The demo's poison messages reach orders.dlq after three receives each.
+    // The demo runs beside the watch (its workers, poison messages and lease losses are the
+    // load the rule must see through); the feed makes the growth steady.
+    let feed = DeadLetterFeed::start(&e);
     let mut demo = e
         .process()
         .args([
@@ -416,13 +460,14 @@ for = "1s"
         .spawn()
         .unwrap();
     let (lines, stderr) = e.watch(8.0, &["--hook-cmd", &hook]);
+    let _ = demo.kill();
+    let _ = demo.wait();
+    let fed = feed.stop();
     assert_eq!(
         states(&lines),
         [("firing".into(), "orders.dlq".into())],
-        "{stderr}"
+        "{fed} dead letters fed; {stderr}"
     );
-    let _ = demo.kill();
-    let _ = demo.wait();
     // Restarted after the purge: the saved state knows the rule fired, so it resolves once
     // (its first poll cannot know the growth: unknown is neither firing nor resolved).
     e.ok(&["purge", "orders.dlq", "-y"]);

@@ -205,7 +205,7 @@ fn filtered_redrive_moves_exactly_the_matching_messages() {
         .assert()
         .success()
         .stdout(predicate::str::contains("7 match"))
-        .stdout(predicate::str::contains("would move 7 message(s)"))
+        .stdout(predicate::str::contains("would move 7 chosen message(s)"))
         .stdout(predicate::str::contains("customer <uuid> unknown"));
     assert_eq!((e.depth("orders.dlq"), e.depth("retry")), (16, 0));
     let dry = e.json(&[

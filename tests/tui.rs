@@ -13,12 +13,12 @@ use common::pty::Console;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
-use qdeck::tui::state::{DialogKind, OpSummary, State, View};
+use qdeck::tui::state::{DialogKind, OpSummary, PlanShown, State, View};
 use qdeck::tui::theme::Theme;
 use qdeck::tui::{update, Action, Effect};
 use qdeck_backend::local::{LocalHandle, QueueOptions};
 use qdeck_backend::{Backend, BackendError};
-use qdeck_engine::ops::Verdict;
+use qdeck_engine::ops::{Planned, Verdict};
 use qdeck_engine::poller::{self, PollConfig, PollError, PollEvent};
 use qdeck_engine::store::Store;
 use qdeck_model::config::Access;
@@ -171,7 +171,9 @@ fn force_advice_only_for_a_refusal_force_lifts() {
 fn snapshot_dialogs() {
     let mut st = populated();
     select(&mut st, "orders");
-    update(&mut st, key('P'));
+    let fx = update(&mut st, key('P'));
+    snap("dialog_purge_planning", &st, 80, 24);
+    answer_purge(&mut st, &fx, 240);
     snap("dialog_purge", &st, 80, 24);
     update(&mut st, code(KeyCode::Esc));
     let fx = update(&mut st, key('R'));
@@ -181,7 +183,8 @@ fn snapshot_dialogs() {
     let mut st = populated();
     st.session.protected = true;
     select(&mut st, "payments");
-    update(&mut st, key('P'));
+    let fx = update(&mut st, key('P'));
+    answer_purge(&mut st, &fx, 420);
     for c in "paym".chars() {
         update(&mut st, key(c));
     }
@@ -509,19 +512,35 @@ fn purge_needs_confirmation() {
     let mut st = populated();
     select(&mut st, "payments");
     let fx = update(&mut st, key('P'));
-    assert!(!fx.iter().any(|e| matches!(e, Effect::Purge(_))));
+    assert!(run_of(&fx).is_none());
+    // The dialog asks the engine for the plan; the poller's figure is not the question.
+    assert!(fx.contains(&Effect::PlanPurge(QueueId::new("payments"))));
     match &st.dialog.as_ref().unwrap().kind {
-        DialogKind::Purge { queue, count } => {
+        DialogKind::Purge { queue, plan } => {
             assert_eq!(queue.as_str(), "payments");
-            assert_eq!(*count, Some(423));
+            assert_eq!(*plan, PlanShown::Planning);
         }
         other => panic!("{other:?}"),
     }
+    // `y` before the plan came back runs nothing.
+    let fx = update(&mut st, key('y'));
+    assert!(run_of(&fx).is_none() && st.dialog.is_some(), "{fx:?}");
     update(&mut st, key('n'));
     assert!(st.dialog.is_none());
-    update(&mut st, key('P'));
+    let fx = update(&mut st, key('P'));
+    answer_purge(&mut st, &fx, 423);
+    let s = text(&draw(&st, 80, 24));
+    assert!(
+        s.contains("About to purge payments (423 ready, 0 in flight). This cannot be"),
+        "{s}"
+    );
+    let shown = match &st.dialog.as_ref().unwrap().kind {
+        DialogKind::Purge { plan, .. } => plan.held().cloned().unwrap(),
+        other => panic!("{other:?}"),
+    };
     let fx = update(&mut st, key('y'));
-    assert!(fx.contains(&Effect::Purge(QueueId::new("payments"))));
+    // The very plan the dialog showed runs: nothing is planned again between them.
+    assert!(fx.contains(&Effect::RunPlan(shown)), "{fx:?}");
     assert!(st.op.is_some());
     update(
         &mut st,
@@ -536,18 +555,22 @@ fn protected_profile_types_the_name() {
     let mut st = populated();
     st.session.protected = true;
     select(&mut st, "payments");
-    update(&mut st, key('P'));
+    let fx = update(&mut st, key('P'));
+    answer_purge(&mut st, &fx, 423);
     // 'y' is just a typed letter here.
     let fx = update(&mut st, key('y'));
-    assert!(!fx.iter().any(|e| matches!(e, Effect::Purge(_))));
+    assert!(run_of(&fx).is_none());
     update(&mut st, code(KeyCode::Backspace));
     let fx = update(&mut st, code(KeyCode::Enter));
-    assert!(!fx.iter().any(|e| matches!(e, Effect::Purge(_))));
+    assert!(run_of(&fx).is_none());
     for c in "payments".chars() {
         update(&mut st, key(c));
     }
     let fx = update(&mut st, code(KeyCode::Enter));
-    assert!(fx.contains(&Effect::Purge(QueueId::new("payments"))));
+    assert!(
+        matches!(run_of(&fx), Some(Planned::Purge { queue, .. }) if queue.id.as_str() == "payments"),
+        "{fx:?}"
+    );
 }
 
 #[test]
@@ -677,16 +700,12 @@ fn redrive_selected_messages() {
     update(&mut st, code(KeyCode::Up)); // 1 msg/s
                                         // Enter presses the focused Cancel; y confirms.
     let fx = update(&mut st, key('y'));
-    let req = fx
-        .iter()
-        .find_map(|e| match e {
-            Effect::Redrive(r) => Some(r.clone()),
-            _ => None,
-        })
-        .unwrap();
+    let Some(Planned::Redrive { req, .. }) = run_of(&fx) else {
+        panic!("{fx:?}");
+    };
     assert_eq!(req.target, RedriveTarget::Queue(QueueId::new("orders")));
     assert_eq!(req.rate, Some(qdeck_model::rate::Rate::fixed(1.0)));
-    assert_eq!(req.only_ids.unwrap().len(), 2);
+    assert_eq!(req.only_ids.as_ref().unwrap().len(), 2);
     // Progress, cancel.
     update(
         &mut st,
@@ -714,11 +733,7 @@ fn delete_selected_messages_plans_asks_then_runs() {
     let (queue, ids) = fx
         .iter()
         .find_map(|e| match e {
-            Effect::Delete {
-                queue,
-                ids,
-                run: false,
-            } => Some((queue.clone(), ids.clone())),
+            Effect::PlanDelete { queue, ids } => Some((queue.clone(), ids.clone())),
             _ => None,
         })
         .expect("D asks for a plan first");
@@ -730,33 +745,31 @@ fn delete_selected_messages_plans_asks_then_runs() {
         Action::DeletePlanned {
             queue: queue.clone(),
             ids: ids.clone(),
-            result: Ok(Some(
-                "every other message read gets the redelivered flag".into(),
+            result: Ok(delete_plan(
+                &queue,
+                &ids,
+                Some("every other message read gets the redelivered flag"),
             )),
         },
     );
     let s = text(&draw(&st, 80, 24));
-    assert!(s.contains("Delete 2 message(s) from orders-dlq"), "{s}");
+    assert!(
+        s.contains("About to delete 2 chosen message(s) from orders-dlq"),
+        "{s}"
+    );
     assert!(s.contains("ids 1, 2"), "{s}");
     assert!(s.contains("redelivered flag"), "{s}");
     snap("dialog_delete_80x24", &st, 80, 24);
     snap("dialog_delete_60x15", &st, 60, 15);
     // Enter presses the focused Cancel.
     let fx = update(&mut st, code(KeyCode::Enter));
-    assert!(st.dialog.is_none() && fx.iter().all(|e| !matches!(e, Effect::Delete { .. })));
+    assert!(st.dialog.is_none() && run_of(&fx).is_none());
     update(&mut st, key('D'));
-    update(
-        &mut st,
-        Action::DeletePlanned {
-            queue,
-            ids,
-            result: Ok(None),
-        },
-    );
+    let result = Ok(delete_plan(&queue, &ids, None));
+    update(&mut st, Action::DeletePlanned { queue, ids, result });
     let fx = update(&mut st, key('y'));
     assert!(
-        fx.iter()
-            .any(|e| matches!(e, Effect::Delete { run: true, ids, .. } if ids.len() == 2)),
+        matches!(run_of(&fx), Some(Planned::Delete { ids, .. }) if ids.len() == 2),
         "{fx:?}"
     );
     assert!(st.op.is_some());
@@ -766,7 +779,7 @@ fn delete_selected_messages_plans_asks_then_runs() {
     );
     // One operation at a time.
     let fx = update(&mut st, key('D'));
-    assert!(fx.iter().all(|e| !matches!(e, Effect::Delete { .. })));
+    assert!(fx.iter().all(|e| !matches!(e, Effect::PlanDelete { .. })));
     assert!(st.status.as_ref().unwrap().text.contains("already running"));
 }
 
@@ -793,7 +806,7 @@ fn delete_refusals_are_said_not_asked() {
 
     st.session.access = Access::Redrive;
     let fx = update(&mut st, key('D'));
-    assert!(fx.iter().all(|e| !matches!(e, Effect::Delete { .. })));
+    assert!(fx.iter().all(|e| !matches!(e, Effect::PlanDelete { .. })));
     assert!(
         fx.iter().any(|e| matches!(e, Effect::Refused { .. })),
         "{fx:?}"
@@ -1713,7 +1726,8 @@ fn dialogs() -> Vec<(&'static str, State, &'static str)> {
     let mut out = Vec::new();
     let mut st = populated();
     select(&mut st, "orders");
-    update(&mut st, key('P'));
+    let fx = update(&mut st, key('P'));
+    answer_purge(&mut st, &fx, 240);
     out.push(("purge", st, "y confirm"));
     let mut st = populated();
     select(&mut st, "orders-dlq");
@@ -1723,7 +1737,8 @@ fn dialogs() -> Vec<(&'static str, State, &'static str)> {
     let mut st = populated();
     st.session.protected = true;
     select(&mut st, "payments");
-    update(&mut st, key('P'));
+    let fx = update(&mut st, key('P'));
+    answer_purge(&mut st, &fx, 420);
     out.push(("purge_protected", st, "Esc cancels"));
     let mut st = populated();
     st.caps.browse = BrowseEffect::SideEffect(
@@ -1766,21 +1781,21 @@ fn destructive_dialogs_never_confirm_on_enter() {
             update(&mut st, key(k));
             assert!(st.dialog.is_some());
             let fx = update(&mut st, code(KeyCode::Enter));
-            assert!(
-                !fx.iter()
-                    .any(|e| matches!(e, Effect::Purge(_) | Effect::Redrive(_))),
-                "{k} then Enter on {q} acted"
-            );
+            assert!(run_of(&fx).is_none(), "{k} then Enter on {q} acted");
             assert!(st.dialog.is_none(), "Enter presses the focused Cancel");
         }
     }
     // Moving the focus to the confirm button is a deliberate second step.
     let mut st = populated();
     select(&mut st, "orders");
-    update(&mut st, key('P'));
+    let fx = update(&mut st, key('P'));
+    answer_purge(&mut st, &fx, 3);
     update(&mut st, code(KeyCode::Right));
     let fx = update(&mut st, code(KeyCode::Enter));
-    assert!(fx.contains(&Effect::Purge(QueueId::new("orders"))));
+    assert!(
+        matches!(run_of(&fx), Some(Planned::Purge { queue, .. }) if queue.id.as_str() == "orders"),
+        "{fx:?}"
+    );
 }
 
 #[test]
@@ -2318,7 +2333,7 @@ fn pty_delete_a_reasons_group_on_the_local_broker() {
     c.send(b"A");
     c.wait_for("5 selected");
     c.send(b"D");
-    c.wait_for("Delete 5 message(s) from orders-dlq");
+    c.wait_for("About to delete 5 chosen message(s) from orders-dlq");
     c.send(b"y");
     c.wait_for("deleted 5, already gone 0");
     c.quit();
@@ -2379,14 +2394,14 @@ fn pty_copy_to_another_profile_and_move_within_one() {
     c.send(b"A");
     c.wait_for("7 selected");
     c.type_keys(":copy repro b\r");
-    c.wait_for("Copy 7 message(s) from a/orders-dlq (local)");
-    c.wait_for("to  b/repro (local)");
+    // The plan's own question, as `qdeck copy` asks it.
+    c.wait_for("About to copy 7 message(s) from a/orders-dlq (local) to b/repro");
     c.send(b"y");
     c.wait_for("copy → b/repro: sent 7, failed 0");
     // A copy keeps the selection (a move or a delete clears it).
     c.type_keys(":move orders-replay\r");
-    c.wait_for("Move 7 message(s) from a/orders-dlq (local)");
-    c.wait_for("Each original is deleted after the target confirmed its copy.");
+    c.wait_for("About to move 7 message(s) from a/orders-dlq (local) to");
+    c.wait_for("each original is deleted after the target confirmed its copy");
     c.send(b"y");
     c.wait_for("originals deleted 7, already gone 0");
     c.quit();
@@ -3121,7 +3136,7 @@ fn redrive_dialog_shows_and_runs_its_own_plan() {
     assert!(s.contains("planning with the broker"), "{s}");
     let fx_early = update(&mut st, key('y'));
     assert!(
-        !fx_early.iter().any(|e| matches!(e, Effect::Redrive(_))),
+        run_of(&fx_early).is_none(),
         "y before the plan runs nothing"
     );
     assert!(st.dialog.is_some(), "the dialog stays open");
@@ -3132,17 +3147,18 @@ fn redrive_dialog_shows_and_runs_its_own_plan() {
         &["the target requires sessions: each copy keeps its SessionId"],
     );
     let s = text(&draw(&st, 100, 24));
-    assert!(s.contains("all 6 messages"), "{s}");
+    // The plan's own question, as `qdeck redrive` asks it.
+    assert!(
+        s.contains("About to move 6 message(s) from orders-dlq"),
+        "{s}"
+    );
     assert!(s.contains("target requires sessions"), "{s}");
     let fx = update(&mut st, key('y'));
-    let req = fx
-        .iter()
-        .find_map(|e| match e {
-            Effect::Redrive(r) => Some(r.clone()),
-            _ => None,
-        })
-        .expect("y runs the planned redrive");
-    assert_eq!(req.max, Some(6), "capped by the count the dialog showed");
+    let Some(Planned::Redrive { plan, .. }) = run_of(&fx) else {
+        panic!("y runs the planned redrive: {fx:?}");
+    };
+    // `ops::run` caps an exact plan at its count: the 6 the dialog showed.
+    assert_eq!(plan.count.ready, 6, "the plan the dialog showed runs");
 
     // A plan the broker refuses: the reason shows and y does nothing.
     let mut st = populated();
@@ -3167,7 +3183,7 @@ fn redrive_dialog_shows_and_runs_its_own_plan() {
     let s = text(&draw(&st, 100, 24));
     assert!(s.contains("cannot redrive") && s.contains("stream"), "{s}");
     let fx = update(&mut st, key('y'));
-    assert!(!fx.iter().any(|e| matches!(e, Effect::Redrive(_))));
+    assert!(run_of(&fx).is_none());
 }
 
 /// The console asks the backend about the queue at hand, not the broker in general: a queue

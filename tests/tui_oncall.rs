@@ -220,7 +220,7 @@ fn r_in_the_message_view_redrives_that_message() {
     }
     let screen = text(&draw(&st, 80, 24));
     assert!(
-        screen.contains("Redrive all 7 messages from orders-dlq"),
+        screen.contains("About to move 7 message(s) from orders-dlq"),
         "{screen}"
     );
     update(&mut st, key('n'));
@@ -239,7 +239,10 @@ fn r_in_the_message_view_redrives_that_message() {
         other => panic!("{other:?}"),
     }
     let screen = text(&draw(&st, 80, 24));
-    assert!(screen.contains("Redrive this message (1)"), "{screen}");
+    assert!(
+        screen.contains("About to move message 1 from orders-dlq"),
+        "{screen}"
+    );
     snap("oncall_redrive_one_message_80x24", &st, 80, 24);
 }
 

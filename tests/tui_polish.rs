@@ -329,7 +329,7 @@ fn every_dialog() -> Vec<DialogKind> {
     vec![
         DialogKind::Purge {
             queue: q.clone(),
-            count: Some(7),
+            plan: PlanShown::Ready(purge_plan("orders-dlq", 7)),
         },
         DialogKind::Redrive {
             source: q.clone(),
@@ -347,7 +347,7 @@ fn every_dialog() -> Vec<DialogKind> {
         DialogKind::Delete {
             queue: q.clone(),
             ids: vec!["1".into()],
-            note: None,
+            plan: delete_plan(&q, &["1".into()], None),
         },
         DialogKind::Transfer(Box::new(TransferAsk {
             source: q.clone(),

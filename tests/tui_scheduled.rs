@@ -10,10 +10,11 @@ mod common;
 use common::console::*;
 use common::pty::Console;
 
-use qdeck::tui::state::{DialogKind, View};
+use qdeck::tui::state::{DialogKind, HeldPlan, View};
 use qdeck::tui::{update, Action, Effect};
 use qdeck_backend::local::{LocalHandle, QueueOptions};
 use qdeck_backend::{Backend, BackendError};
+use qdeck_engine::ops::Planned;
 use qdeck_model::config::Access;
 use qdeck_model::domain::*;
 
@@ -142,7 +143,7 @@ fn d_cancels_one_scheduled_message_after_asking() {
     let fx = update(&mut st, key('D'));
     assert!(fx
         .iter()
-        .all(|e| !matches!(e, Effect::CancelScheduled { .. } | Effect::Delete { .. })));
+        .all(|e| !matches!(e, Effect::PlanCancel { .. } | Effect::PlanDelete { .. })));
     assert!(st
         .status
         .as_ref()
@@ -156,16 +157,12 @@ fn d_cancels_one_scheduled_message_after_asking() {
     let (queue, id) = fx
         .iter()
         .find_map(|e| match e {
-            Effect::CancelScheduled {
-                queue,
-                id,
-                run: false,
-            } => Some((queue.clone(), id.clone())),
+            Effect::PlanCancel { queue, id } => Some((queue.clone(), id.clone())),
             _ => None,
         })
         .expect("D plans the cancel first");
     assert!(
-        fx.iter().all(|e| !matches!(e, Effect::Delete { .. })),
+        fx.iter().all(|e| !matches!(e, Effect::PlanDelete { .. })),
         "not a plain delete"
     );
     assert_eq!((queue.as_str(), id.as_str()), ("orders", "s-1"));
@@ -175,7 +172,10 @@ fn d_cancels_one_scheduled_message_after_asking() {
         Action::CancelPlanned {
             queue: queue.clone(),
             id: id.clone(),
-            result: Ok("cancel delayed message s-1 in orders (due 2030-01-01T00:00:00Z)".into()),
+            result: Ok(HeldPlan::new(Planned::CancelScheduled {
+                queue: qinfo("orders", None),
+                message: scheduled("s-1", "2030-01-01T00:00:00Z", "a"),
+            })),
         },
     );
     assert!(matches!(
@@ -194,8 +194,7 @@ fn d_cancels_one_scheduled_message_after_asking() {
     );
     let fx = update(&mut st, key('y'));
     assert!(
-        fx.iter()
-            .any(|e| matches!(e, Effect::CancelScheduled { run: true, id, .. } if id == "s-1")),
+        matches!(run_of(&fx), Some(Planned::CancelScheduled { message, .. }) if message.id == "s-1"),
         "{fx:?}"
     );
     assert!(st.op.is_some());
@@ -223,9 +222,7 @@ fn d_cancels_one_scheduled_message_after_asking() {
 
     st.session.access = Access::Redrive;
     let fx = update(&mut st, key('D'));
-    assert!(fx
-        .iter()
-        .all(|e| !matches!(e, Effect::CancelScheduled { .. })));
+    assert!(fx.iter().all(|e| !matches!(e, Effect::PlanCancel { .. })));
     assert!(
         fx.iter().any(|e| matches!(e, Effect::Refused { .. })),
         "{fx:?}"

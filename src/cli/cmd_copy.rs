@@ -7,7 +7,7 @@ use serde_json::json;
 
 use super::args::{Format, TransferArgs};
 use super::confirm::confirm;
-use super::exit::{of_verdict, CliError, CliResult, OK};
+use super::exit::{of_failed, of_verdict, unexpected, unexpected_plan, CliError, CliResult, OK};
 use super::fetch;
 use super::output::{self, name};
 use super::progress_line::with_progress;
@@ -81,7 +81,7 @@ pub async fn transfer(s: &Session, a: &TransferArgs, moving: bool, f: Format) ->
     })
     .await?;
     let Planned::Transfer(tp) = &planned else {
-        return Ok(OK);
+        return Err(unexpected_plan(verb, &planned));
     };
     let plan = Plan {
         plan: tp,
@@ -99,10 +99,12 @@ pub async fn transfer(s: &Session, a: &TransferArgs, moving: bool, f: Format) ->
         ops::run(&s.gate, planned, &p).await
     })
     .await;
+    if let Some(e) = of_failed(&outcome, &src_info.id) {
+        return Err(e);
+    }
     match outcome {
         Outcome::Transfer(r) => report(r, verb, moving, f),
-        Outcome::Failed { error, .. } => Err(error.into()),
-        _ => Ok(OK),
+        other => Err(unexpected(verb, &other)),
     }
 }
 

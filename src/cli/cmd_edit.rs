@@ -5,7 +5,7 @@ use std::io::IsTerminal;
 
 use super::args::Format;
 use super::confirm::confirm;
-use super::exit::{of_verdict, CliError, CliResult, FAILED, REFUSED, USAGE};
+use super::exit::{of_failed, of_verdict, unexpected, CliError, CliResult, FAILED, REFUSED, USAGE};
 use super::fetch;
 use super::output;
 use qdeck_backend::OpProgress;
@@ -57,7 +57,7 @@ pub async fn edit(
     };
     let planned = ops::plan_edit(&s.gate, info, original, edited, target)?;
     if !yes {
-        let q = format!("About to {}.", planned.describe());
+        let q = planned.question();
         let dest = match &planned {
             Planned::Edit { dest, .. } => dest.clone(),
             _ => planned.queue().clone(),
@@ -67,10 +67,14 @@ pub async fn edit(
             return Err(e);
         }
     }
-    let report = match ops::run(&s.gate, planned, &OpProgress::detached()).await {
+    let source = planned.queue().clone();
+    let outcome = ops::run(&s.gate, planned, &OpProgress::detached()).await;
+    if let Some(e) = of_failed(&outcome, &source) {
+        return Err(e);
+    }
+    let report = match outcome {
         Outcome::Edit(r) => r,
-        Outcome::Failed { error, .. } => return Err(error.into()),
-        other => return Ok(of_verdict(other.verdict())),
+        other => return Err(unexpected("edit", &other)),
     };
     if f == Format::Json {
         output::print_json(&report).ok();

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use super::args::Format;
 use super::confirm::confirm;
-use super::exit::{of_verdict, CliError, CliResult, OK};
+use super::exit::{of_failed, of_verdict, unexpected, unexpected_plan, CliError, CliResult, OK};
 use super::fetch;
 use super::output::{self, name};
 use super::progress_line::with_progress;
@@ -51,7 +51,7 @@ pub async fn import(
         return Ok(OK);
     }
     let Planned::Import { file: read, .. } = &planned else {
-        return Ok(OK);
+        return Err(unexpected_plan("import", &planned));
     };
     let shown_file = read.shown();
     if planned.is_empty() {
@@ -62,7 +62,7 @@ pub async fn import(
     }
     if !yes {
         if let Err(e) = confirm(
-            &format!("About to {plan}."),
+            &planned.question(),
             planned.queue().as_str(),
             s.gate.protected(),
         ) {
@@ -75,15 +75,17 @@ pub async fn import(
         async move { ops::run(gate, planned, &p).await }
     })
     .await;
-    report(outcome, &shown_file, f)
+    report(outcome, &qid, &shown_file, f)
 }
 
 /// The import's own report: its counts (text or JSON), then the error that stopped it.
-fn report(outcome: Outcome, shown_file: &str, f: Format) -> CliResult {
+fn report(outcome: Outcome, queue: &QueueId, shown_file: &str, f: Format) -> CliResult {
+    if let Some(e) = of_failed(&outcome, queue) {
+        return Err(e);
+    }
     let r = match outcome {
         Outcome::Import(r) => r,
-        Outcome::Failed { error, .. } => return Err(error.into()),
-        _ => return Ok(OK),
+        other => return Err(unexpected("import", &other)),
     };
     if f == Format::Json {
         output::print_json(&r).ok();

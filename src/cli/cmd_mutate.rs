@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use super::args::Format;
 use super::confirm::confirm;
-use super::exit::{CliError, CliResult, FAILED, OK};
+use super::exit::{of_failed, unexpected, CliError, CliResult, FAILED, OK};
 use super::fetch;
 use super::output::{self, name};
 use qdeck_engine::gate::Mutation;
@@ -83,10 +83,13 @@ pub async fn send(
     let info = fetch::find(s.backend.as_ref(), queue).await?;
     let planned = ops::plan_send(&s.gate, info, OutgoingMessage { body, ..msg })?;
     let queue = planned.queue().clone();
-    let id = match ops::run(&s.gate, planned, &qdeck_backend::OpProgress::detached()).await {
-        ops::Outcome::Sent { id } => id,
-        ops::Outcome::Failed { error, .. } => return Err(error.into()),
-        _ => None,
+    let outcome = ops::run(&s.gate, planned, &qdeck_backend::OpProgress::detached()).await;
+    if let Some(e) = of_failed(&outcome, &queue) {
+        return Err(e);
+    }
+    let code = super::exit::of_outcome(&outcome);
+    let ops::Outcome::Sent { id } = outcome else {
+        return Err(unexpected("send", &outcome));
     };
     let profile = s.profile().name.as_str();
     if f == Format::Json {
@@ -102,7 +105,7 @@ pub async fn send(
             name(profile)
         ));
     }
-    Ok(OK)
+    Ok(code)
 }
 
 /// Plan, show, confirm, run: the dry run executes the same planning code as the real run and
@@ -181,10 +184,7 @@ pub(super) async fn run_planned(
         return Ok(OK);
     }
     if !yes {
-        let question = match &planned {
-            Planned::Purge { .. } => format!("About to {plan}. This cannot be undone."),
-            _ => format!("About to {plan}."),
-        };
+        let question = planned.question();
         if let Err(e) = confirm(&question, queue.as_str(), s.gate.protected()) {
             s.gate.refuse(planned.mutation(), &queue, &e.message);
             return Err(e);
@@ -210,13 +210,8 @@ pub(super) async fn run_planned(
 }
 
 fn report(queue: &QueueId, outcome: &ops::Outcome, f: Format) -> CliResult {
-    if let ops::Outcome::Failed { error, progress } = outcome {
-        // Nothing done: the error alone is the message. Work done before it is in the counts.
-        if progress.done == 0 {
-            return Err(CliError::from(error.clone()));
-        }
-        let code = super::exit::of_outcome(outcome);
-        return Err(CliError::new(code, outcome.summary(queue)));
+    if let Some(e) = of_failed(outcome, queue) {
+        return Err(e);
     }
     if f == Format::Json {
         output::print_json(&outcome.to_json()).ok();

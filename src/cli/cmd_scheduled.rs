@@ -2,7 +2,7 @@
 
 use super::args::Format;
 use super::confirm::confirm;
-use super::exit::{of_verdict, CliError, CliResult, OK};
+use super::exit::{of_failed, of_verdict, unexpected, CliError, CliResult, OK};
 use super::fetch;
 use super::output::{self, name, opt, Table};
 use qdeck_backend::OpProgress;
@@ -69,7 +69,7 @@ pub async fn cancel(s: &Session, queue: &str, id: &str, yes: bool, f: Format) ->
     let planned = ops::plan_cancel_scheduled(&s.gate, &qid, id).await?;
     let target = planned.queue().clone();
     if !yes {
-        let question = format!("About to {}.", planned.describe());
+        let question = planned.question();
         if let Err(e) = confirm(&question, target.as_str(), s.gate.protected()) {
             s.gate.refuse(Mutation::Delete, &target, &e.message);
             return Err(e);
@@ -77,8 +77,11 @@ pub async fn cancel(s: &Session, queue: &str, id: &str, yes: bool, f: Format) ->
     }
     let (progress, _rx) = OpProgress::new();
     let outcome = ops::run(&s.gate, planned, &progress).await;
-    if let Outcome::Failed { error, .. } = &outcome {
-        return Err(CliError::from(error.clone()));
+    if let Some(e) = of_failed(&outcome, &target) {
+        return Err(e);
+    }
+    if !matches!(outcome, Outcome::CancelScheduled(_)) {
+        return Err(unexpected("cancel", &outcome));
     }
     let code = of_verdict(outcome.verdict());
     if code != OK {

@@ -1,7 +1,9 @@
 //! Exit codes (documented in the README) and the error type commands return.
 
 use qdeck_backend::BackendError;
+use qdeck_engine::ops::Outcome;
 use qdeck_model::config::ConfigError;
+use qdeck_model::domain::QueueId;
 
 // The codes and the verdict → code mapping are the engine's, shared with the console.
 pub use qdeck_engine::exit::{
@@ -63,6 +65,43 @@ impl From<ConfigError> for CliError {
 }
 
 pub type CliResult = Result<u8, CliError>;
+
+/// The error a failed operation ends its command with. Nothing done: the error alone, with
+/// its own code (unknown queue 4, refused 5, unreachable 6…). Some work done before it: the
+/// summary with its counts, exit 3 — what moved stays moved, and the user must hear it.
+pub fn of_failed(outcome: &Outcome, queue: &QueueId) -> Option<CliError> {
+    let Outcome::Failed { error, progress } = outcome else {
+        return None;
+    };
+    Some(if progress.done == 0 {
+        CliError::from(error.clone())
+    } else {
+        CliError::new(of_outcome(outcome), outcome.summary(queue))
+    })
+}
+
+/// A command's plan ended as another operation than the one it planned: a defect, and never
+/// a success (exit 1, the outcome named so the report can be acted on).
+pub fn unexpected(planned: &str, outcome: &Outcome) -> CliError {
+    CliError::new(
+        FAILED,
+        format!(
+            "internal error: the {planned} ended as another operation ({}); please report it",
+            outcome.line()
+        ),
+    )
+}
+
+/// The same for a plan that came back as another operation than the one asked for.
+pub fn unexpected_plan(planned: &str, got: &qdeck_engine::ops::Planned) -> CliError {
+    CliError::new(
+        FAILED,
+        format!(
+            "internal error: the {planned} was planned as another operation ({}); please report it",
+            got.describe()
+        ),
+    )
+}
 
 #[cfg(test)]
 mod tests {

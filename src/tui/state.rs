@@ -310,23 +310,31 @@ pub const RATES: [Option<Rate>; 6] = [
 ];
 
 /// Where a dialog's plan stands: the dialog asks for it when it opens (and again when its
-/// target changes) and shows the plan's own count and notes, so what is confirmed is what
-/// runs.
+/// target changes), shows the plan's own question (`Planned::question`, the CLI's prompt),
+/// and on confirm runs that very plan: what is confirmed is what runs.
 #[derive(Debug, Clone, PartialEq)]
 pub enum PlanShown {
     /// Asked for; `y` waits for the broker's answer.
     Planning,
-    Ready(Box<qdeck_model::domain::RedrivePlan>),
+    Ready(HeldPlan),
     /// Why it cannot run; `y` does nothing.
     Refused(String),
 }
 
+impl PlanShown {
+    pub fn held(&self) -> Option<&HeldPlan> {
+        match self {
+            PlanShown::Ready(p) => Some(p),
+            _ => None,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub enum DialogKind {
-    Purge {
-        queue: QueueId,
-        count: Option<u64>,
-    },
+    /// Purge a queue, on the plan the engine made when the dialog opened (its count is the
+    /// broker's, not the poller's last figure).
+    Purge { queue: QueueId, plan: PlanShown },
     Redrive {
         source: QueueId,
         targets: Vec<RedriveTarget>,
@@ -338,22 +346,19 @@ pub enum DialogKind {
         plan: PlanShown,
     },
     /// Browsing has a side effect on this broker: say it first.
-    Browse {
-        queue: QueueId,
-        note: String,
-    },
-    /// Delete exactly these messages; `note` says what that does to the queue's other
-    /// messages on this broker (from the same plan the CLI makes).
+    Browse { queue: QueueId, note: String },
+    /// Delete exactly these messages, on the plan the CLI makes too (its note says what the
+    /// deletion does to the queue's other messages on this broker).
     Delete {
         queue: QueueId,
         ids: Vec<String>,
-        note: Option<String>,
+        plan: HeldPlan,
     },
-    /// Cancel one scheduled message; `about` is the plan's own sentence (the CLI's prompt).
+    /// Cancel one scheduled message, on its plan.
     CancelScheduled {
         queue: QueueId,
         id: String,
-        about: String,
+        plan: HeldPlan,
     },
     /// Copy or move chosen messages, checked by the app and waiting for the user.
     Transfer(Box<TransferAsk>),
@@ -402,12 +407,27 @@ pub struct TransferAsk {
     pub plan: Option<HeldPlan>,
 }
 
-/// A transfer's plan carried from the dialog to the run. Plans hold the gates of both
-/// profiles, which do not compare, so a held plan is equal only to itself (a clone of the
-/// same `Arc`): two plans made apart are two plans, even when their sentences read the same
-/// (the messages or the target's gate may differ where the text does not show it).
+/// A plan carried from the dialog that shows it to the run that executes it. Plans hold gates
+/// and broker answers, which do not compare, so a held plan is equal only to itself (a clone
+/// of the same `Arc`): two plans made apart are two plans, even when their sentences read the
+/// same (the messages or a gate may differ where the text does not show it).
 #[derive(Debug, Clone)]
-pub struct HeldPlan(pub std::sync::Arc<qdeck_engine::ops::TransferPlan>);
+pub struct HeldPlan(pub std::sync::Arc<qdeck_engine::ops::Planned>);
+
+impl HeldPlan {
+    pub fn new(planned: qdeck_engine::ops::Planned) -> Self {
+        Self(std::sync::Arc::new(planned))
+    }
+
+    pub fn planned(&self) -> &qdeck_engine::ops::Planned {
+        &self.0
+    }
+
+    /// The plan itself, for the run (a copy when the dialog still holds it too).
+    pub fn into_planned(self) -> qdeck_engine::ops::Planned {
+        std::sync::Arc::unwrap_or_clone(self.0)
+    }
+}
 
 impl PartialEq for HeldPlan {
     fn eq(&self, other: &Self) -> bool {

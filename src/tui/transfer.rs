@@ -4,8 +4,6 @@
 //! showed is what `ops::run` runs on confirm (`ops::copy::transfer`, which audits on both
 //! profiles and deletes an original only after its copy was confirmed).
 
-use std::sync::Arc;
-
 use super::state::{error_line, HeldPlan, OpSummary, TransferAsk};
 use qdeck_backend::{BackendError, OpProgress};
 use qdeck_engine::ops::copy;
@@ -102,7 +100,7 @@ pub async fn plan(
         to: tp.target.clone(),
         to_profile,
         moving,
-        plan: Some(HeldPlan(Arc::new(tp))),
+        plan: Some(HeldPlan::new(Planned::Transfer(Box::new(tp)))),
     }))
 }
 
@@ -121,8 +119,8 @@ fn nothing_sent(verb: &str, error: BackendError, p: &OpProgress) -> OpSummary {
 /// now for a dialog opened without one. The one line and verdict the status bar shows.
 pub async fn run(own: &Session, ask: TransferAsk, p: &OpProgress) -> OpSummary {
     let v = verb(ask.moving);
-    let tp = match ask.plan {
-        Some(HeldPlan(held)) => Arc::unwrap_or_clone(held),
+    let planned = match ask.plan {
+        Some(held) => held.into_planned(),
         None => {
             let to_profile = ask.to_profile.as_deref();
             match plan_ops(
@@ -135,14 +133,15 @@ pub async fn run(own: &Session, ask: TransferAsk, p: &OpProgress) -> OpSummary {
             )
             .await
             {
-                Ok(tp) => tp,
+                Ok(tp) => Planned::Transfer(Box::new(tp)),
                 Err(e) => return nothing_sent(v, e, p),
             }
         }
     };
-    let source = tp.source.clone();
-    match ops::run(&own.gate, Planned::Transfer(Box::new(tp)), p).await {
-        Outcome::Failed { error, .. } => nothing_sent(v, error, p),
+    let source = planned.queue().clone();
+    match ops::run(&own.gate, planned, p).await {
+        // Copies sent before the error stay sent: only an error before the first is "nothing".
+        Outcome::Failed { error, progress } if progress.done == 0 => nothing_sent(v, error, p),
         outcome => OpSummary::of(&outcome, one_line(&outcome.summary(&source))),
     }
 }

@@ -5,12 +5,66 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;
 
-use qdeck::tui::state::{State, View};
+use qdeck::tui::state::{HeldPlan, State, View};
 use qdeck::tui::{update, Action, Effect};
+use qdeck_engine::ops::Planned;
 use qdeck_engine::store::Store;
 use qdeck_model::domain::*;
 
 pub const T0: i64 = 1_764_600_000_000; // 2025-12-01T14:40:00Z
+
+/// A plan as the engine makes it for a redrive of `n` messages, client-side, with `notes`.
+pub fn redrive_plan(req: &RedriveRequest, n: u64, notes: &[&str]) -> HeldPlan {
+    HeldPlan::new(Planned::Redrive {
+        req: req.clone(),
+        source: QueueInfo {
+            id: req.source.clone(),
+            is_dlq: true,
+            ..Default::default()
+        },
+        plan: RedrivePlan {
+            count: MessageCount {
+                ready: n,
+                in_flight: Some(0),
+                exact: true,
+            },
+            mode: RedriveMode::ClientSide,
+            notes: notes.iter().map(std::string::ToString::to_string).collect(),
+        },
+        selection: None,
+        filter: None,
+    })
+}
+
+/// A plan for purging `queue`, holding `n` ready messages.
+pub fn purge_plan(queue: &str, n: u64) -> HeldPlan {
+    HeldPlan::new(Planned::Purge {
+        queue: QueueInfo {
+            id: QueueId::new(queue),
+            ..Default::default()
+        },
+        count: MessageCount {
+            ready: n,
+            in_flight: Some(0),
+            exact: true,
+        },
+        note: None,
+        subject: None,
+    })
+}
+
+/// A plan for deleting exactly `ids` from `queue`, with the backend's `note`.
+pub fn delete_plan(queue: &QueueId, ids: &[String], note: Option<&str>) -> HeldPlan {
+    HeldPlan::new(Planned::Delete {
+        queue: QueueInfo {
+            id: queue.clone(),
+            ..Default::default()
+        },
+        ids: ids.to_vec(),
+        note: note.map(str::to_string),
+        selection: serde_json::json!({}),
+    })
+}
 
 /// Answer the redrive dialog's plan request among `fx` as the broker would: `n` messages,
 /// client-side, with `notes`.
@@ -22,21 +76,29 @@ pub fn answer_plan(st: &mut State, fx: &[Effect], n: u64, notes: &[&str]) {
             _ => None,
         })
         .expect("the dialog asks for its plan");
-    update(
-        st,
-        Action::RedrivePlanned {
-            req,
-            result: Ok(RedrivePlan {
-                count: MessageCount {
-                    ready: n,
-                    in_flight: Some(0),
-                    exact: true,
-                },
-                mode: RedriveMode::ClientSide,
-                notes: notes.iter().map(std::string::ToString::to_string).collect(),
-            }),
-        },
-    );
+    let result = Ok(redrive_plan(&req, n, notes));
+    update(st, Action::RedrivePlanned { req, result });
+}
+
+/// Answer the purge dialog's plan request among `fx`: `n` messages in the queue it names.
+pub fn answer_purge(st: &mut State, fx: &[Effect], n: u64) {
+    let queue = fx
+        .iter()
+        .find_map(|e| match e {
+            Effect::PlanPurge(q) => Some(q.clone()),
+            _ => None,
+        })
+        .expect("the purge dialog asks for its plan");
+    let result = Ok(purge_plan(queue.as_str(), n));
+    update(st, Action::PurgePlanned { queue, result });
+}
+
+/// The plan an effect runs, if it runs one.
+pub fn run_of(fx: &[Effect]) -> Option<&Planned> {
+    fx.iter().find_map(|e| match e {
+        Effect::RunPlan(p) => Some(p.planned()),
+        _ => None,
+    })
 }
 
 pub fn key(c: char) -> Action {

@@ -169,28 +169,10 @@ impl Exec {
             }
             Effect::Consumers(queue) => self.consumers(queue),
             Effect::PlanRedrive(req) => self.plan_redrive(req),
-            Effect::Redrive(req) => self.redrive(req),
-            Effect::Purge(queue) => self.purge(queue),
-            Effect::CancelScheduled {
-                queue,
-                id,
-                run: false,
-            } => self.plan_cancel(queue, id),
-            Effect::CancelScheduled {
-                queue,
-                id,
-                run: true,
-            } => self.cancel_scheduled(queue, id),
-            Effect::Delete {
-                queue,
-                ids,
-                run: false,
-            } => self.plan_delete(queue, ids),
-            Effect::Delete {
-                queue,
-                ids,
-                run: true,
-            } => self.delete(queue, ids),
+            Effect::PlanPurge(queue) => self.plan_purge(queue),
+            Effect::PlanCancel { queue, id } => self.plan_cancel(queue, id),
+            Effect::PlanDelete { queue, ids } => self.plan_delete(queue, ids),
+            Effect::RunPlan(plan) => self.run_plan(plan),
             Effect::PlanTransfer {
                 source,
                 messages,

@@ -2,12 +2,10 @@
 //! and consumers to show, plans for the dialogs, the operations the user confirmed, and the
 //! editor's round trip.
 
-use std::future::Future;
-
 use super::exec::{EditJob, Exec};
 use super::triage_scan::{group_page, scan_reasons, triage_settings};
 use super::{one_line, summary, PAGE_SIZE};
-use crate::tui::state::{OpSummary, TransferAsk};
+use crate::tui::state::{HeldPlan, OpSummary, TransferAsk};
 use crate::tui::update::Action;
 use qdeck_backend::{BackendError, OpProgress};
 use qdeck_engine::edit::{self, Edited};
@@ -159,20 +157,26 @@ impl Exec {
     }
 }
 
-/// Planning for the dialogs: nothing changes on the broker.
+/// Planning for the dialogs: nothing changes on the broker. Each dialog holds the plan it
+/// shows and runs it on confirm (`run_plan`), as the CLI runs the plan its prompt showed.
 impl Exec {
     pub(super) fn plan_redrive(&self, req: RedriveRequest) {
         let gate = self.session.gate.clone();
         let tx = self.tx.clone();
         tokio::spawn(async move {
-            let result = match ops::plan_redrive(&gate, req.clone()).await {
-                Ok(ops::Planned::Redrive { plan, .. }) => Ok(plan),
-                Ok(_) => Err(BackendError::Other(
-                    "the redrive planned as another operation".into(),
-                )),
-                Err(e) => Err(e),
-            };
+            let result = ops::plan_redrive(&gate, req.clone())
+                .await
+                .map(HeldPlan::new);
             let _ = tx.send(Action::RedrivePlanned { req, result }).await;
+        });
+    }
+
+    pub(super) fn plan_purge(&self, queue: QueueId) {
+        let gate = self.session.gate.clone();
+        let tx = self.tx.clone();
+        tokio::spawn(async move {
+            let result = ops::plan_purge(&gate, &queue).await.map(HeldPlan::new);
+            let _ = tx.send(Action::PurgePlanned { queue, result }).await;
         });
     }
 
@@ -183,7 +187,7 @@ impl Exec {
         tokio::spawn(async move {
             let result = ops::plan_cancel_scheduled(&gate, &queue, &id)
                 .await
-                .map(|p| p.describe());
+                .map(HeldPlan::new);
             let _ = tx.send(Action::CancelPlanned { queue, id, result }).await;
         });
     }
@@ -192,12 +196,10 @@ impl Exec {
         let gate = self.session.gate.clone();
         let tx = self.tx.clone();
         tokio::spawn(async move {
-            let result =
-                match ops::plan_delete(&gate, &queue, ids.clone(), serde_json::json!({})).await {
-                    Ok(ops::Planned::Delete { note, .. }) => Ok(note),
-                    Ok(_) => Ok(None),
-                    Err(e) => Err(e),
-                };
+            let selection = serde_json::json!({"selected": ids.len(), "chosen_in": "console"});
+            let result = ops::plan_delete(&gate, &queue, ids.clone(), selection)
+                .await
+                .map(HeldPlan::new);
             let _ = tx.send(Action::DeletePlanned { queue, ids, result }).await;
         });
     }
@@ -222,75 +224,18 @@ impl Exec {
 
 /// The operations the user confirmed: one at a time, with progress, ending in a summary.
 impl Exec {
-    /// Plan (`planning`, run on the task) and run an operation on `queue`; a refused plan
-    /// ends it as failed.
-    /// Plan again at confirm (the queue may have changed since the dialog opened) and run
-    /// what was planned; `shown` is the count the dialog asked about, and a plan that now
-    /// finds fewer says so in the result.
-    fn run_planned<F>(&mut self, queue: QueueId, shown: Option<u64>, planning: F)
-    where
-        F: Future<Output = Result<ops::Planned, BackendError>> + Send + 'static,
-    {
+    /// Run the plan a dialog showed and the user confirmed, as it is: nothing is planned
+    /// again between the question and the run. The result goes to the status line and `:ops`.
+    pub(super) fn run_plan(&mut self, plan: HeldPlan) {
         let p = self.start_op();
         let gate = self.session.gate.clone();
         let tx = self.tx.clone();
         tokio::spawn(async move {
-            let mut changed = None;
-            let outcome = match planning.await {
-                Ok(planned) => {
-                    changed = shown.and_then(|n| planned.changed_since(n));
-                    ops::run(&gate, planned, &p).await
-                }
-                Err(error) => Outcome::Failed {
-                    error,
-                    progress: p.snapshot(),
-                },
-            };
-            let mut done = summary(&outcome, &queue);
-            if let Some(note) = changed {
-                done.text = format!("{} ({note})", done.text);
-            }
-            let _ = tx.send(Action::OpDone(done)).await;
+            let planned = plan.into_planned();
+            let queue = planned.queue().clone();
+            let outcome = ops::run(&gate, planned, &p).await;
+            let _ = tx.send(Action::OpDone(summary(&outcome, &queue))).await;
         });
-    }
-
-    pub(super) fn redrive(&mut self, req: RedriveRequest) {
-        // Planned at confirm time from the broker's current count, the same code as the CLI
-        // and its dry run; the count the dialog showed caps it too.
-        let gate = self.session.gate.clone();
-        let queue = req.source.clone();
-        let shown = req.max;
-        self.run_planned(
-            queue,
-            shown,
-            async move { ops::plan_redrive(&gate, req).await },
-        );
-    }
-
-    pub(super) fn purge(&mut self, queue: QueueId) {
-        let gate = self.session.gate.clone();
-        let q = queue.clone();
-        self.run_planned(queue, None, async move { ops::plan_purge(&gate, &q).await });
-    }
-
-    pub(super) fn delete(&mut self, queue: QueueId, ids: Vec<String>) {
-        // Planned again at confirm time: the queue may have changed since the dialog opened,
-        // and the refusal must hold for what really runs.
-        let gate = self.session.gate.clone();
-        let q = queue.clone();
-        let planning = async move {
-            let selection = serde_json::json!({"selected": ids.len(), "chosen_in": "console"});
-            ops::plan_delete(&gate, &q, ids, selection).await
-        };
-        self.run_planned(queue, None, planning);
-    }
-
-    pub(super) fn cancel_scheduled(&mut self, queue: QueueId, id: String) {
-        // Planned again at confirm time: the message may have fallen due meanwhile.
-        let gate = self.session.gate.clone();
-        let q = queue.clone();
-        let planning = async move { ops::plan_cancel_scheduled(&gate, &q, &id).await };
-        self.run_planned(queue, None, planning);
     }
 
     pub(super) fn transfer(&mut self, ask: Box<TransferAsk>) {

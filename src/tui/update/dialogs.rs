@@ -18,24 +18,42 @@ pub(super) fn quit(st: &mut State) {
     }
 }
 
-pub(super) fn open_purge(st: &mut State) {
+/// `P`: the dialog opens at once and asks the engine for the plan (the count the CLI's
+/// prompt gives), never the poller's last figure; `y` waits for it.
+pub(super) fn open_purge(st: &mut State, fx: &mut Vec<Effect>) {
     if let Some(q) = st.context_queue().cloned() {
-        let count = st
-            .store
-            .get(&q)
-            .and_then(|e| e.latest.as_ref())
-            .and_then(|s| {
-                let parts = [s.depth, s.in_flight, s.delayed];
-                parts
-                    .iter()
-                    .any(Option::is_some)
-                    .then(|| parts.iter().flatten().sum())
-            });
+        fx.push(Effect::PlanPurge(q.clone()));
         st.dialog = Some(Dialog::new(
-            DialogKind::Purge { queue: q, count },
+            DialogKind::Purge {
+                queue: q,
+                plan: PlanShown::Planning,
+            },
             st.session.protected,
         ));
     }
+}
+
+/// The purge dialog's plan came back; dropped when the dialog has closed or shows another
+/// queue.
+pub(super) fn purge_planned(
+    st: &mut State,
+    queue: QueueId,
+    result: Result<HeldPlan, BackendError>,
+) {
+    let Some(Dialog {
+        kind: DialogKind::Purge { queue: q, plan },
+        ..
+    }) = st.dialog.as_mut()
+    else {
+        return;
+    };
+    if *q != queue {
+        return;
+    }
+    *plan = match result {
+        Ok(p) => PlanShown::Ready(p),
+        Err(e) => PlanShown::Refused(error_line(&e)),
+    };
 }
 
 /// Open the redrive dialog; `to` presets a target queue (`:redrive QUEUE`).
@@ -130,8 +148,7 @@ fn redrive_request(kind: &DialogKind) -> Option<RedriveRequest> {
         target,
         rate,
         only_ids,
-        count,
-        plan,
+        ..
     } = kind
     else {
         return None;
@@ -142,12 +159,9 @@ fn redrive_request(kind: &DialogKind) -> Option<RedriveRequest> {
             .get(*target)
             .cloned()
             .unwrap_or(RedriveTarget::Origin),
-        // The count the user confirmed caps the run: messages that dead-letter again while it
-        // runs are left for the next one.
-        max: match plan {
-            PlanShown::Ready(_) => count.filter(|c| *c > 0),
-            _ => None,
-        },
+        // Planned without a cap: the plan's own exact count caps the run (`ops::run`), so
+        // messages that dead-letter again while it runs are left for the next one.
+        max: None,
         rate: RATES.get(*rate).copied().flatten(),
         only_ids: only_ids.clone(),
         window: None,
@@ -159,7 +173,7 @@ fn redrive_request(kind: &DialogKind) -> Option<RedriveRequest> {
 pub(super) fn redrive_planned(
     st: &mut State,
     req: RedriveRequest,
-    result: Result<qdeck_model::domain::RedrivePlan, BackendError>,
+    result: Result<HeldPlan, BackendError>,
 ) {
     let Some(d) = st.dialog.as_mut() else {
         return;
@@ -168,16 +182,21 @@ pub(super) fn redrive_planned(
     let DialogKind::Redrive { count, plan, .. } = &mut d.kind else {
         return;
     };
-    let same = current.is_some_and(|c| {
-        c.source == req.source && c.target == req.target && c.only_ids == req.only_ids
-    });
-    if !same {
+    let Some(current) = current
+        .filter(|c| c.source == req.source && c.target == req.target && c.only_ids == req.only_ids)
+    else {
         return;
-    }
+    };
     match result {
         Ok(p) => {
-            *count = Some(p.count.ready);
-            *plan = PlanShown::Ready(Box::new(p));
+            // The rate may have changed while the plan was coming: the dialog's rate runs.
+            let p = if current.rate == req.rate {
+                p
+            } else {
+                HeldPlan::new(p.into_planned().with_rate(current.rate))
+            };
+            *count = Some(p.planned().count().ready);
+            *plan = PlanShown::Ready(p);
         }
         Err(e) => *plan = PlanShown::Refused(error_line(&e)),
     }
@@ -189,7 +208,7 @@ pub(super) fn open_delete(
     st: &mut State,
     queue: QueueId,
     ids: Vec<String>,
-    result: Result<Option<String>, BackendError>,
+    result: Result<HeldPlan, BackendError>,
 ) {
     if st.msgs.queue.as_ref() != Some(&queue)
         || !matches!(st.view(), View::Messages | View::Message)
@@ -197,10 +216,10 @@ pub(super) fn open_delete(
         return;
     }
     match result {
-        Ok(note) => {
+        Ok(plan) => {
             st.status = None;
             st.dialog = Some(Dialog::new(
-                DialogKind::Delete { queue, ids, note },
+                DialogKind::Delete { queue, ids, plan },
                 st.session.protected,
             ));
         }
@@ -221,7 +240,7 @@ pub(super) fn open_cancel(
     st: &mut State,
     queue: QueueId,
     id: String,
-    result: Result<String, BackendError>,
+    result: Result<HeldPlan, BackendError>,
 ) {
     if st.msgs.queue.as_ref() != Some(&queue)
         || !st.msgs.scheduled
@@ -230,10 +249,10 @@ pub(super) fn open_cancel(
         return;
     }
     match result {
-        Ok(about) => {
+        Ok(plan) => {
             st.status = None;
             st.dialog = Some(Dialog::new(
-                DialogKind::CancelScheduled { queue, id, about },
+                DialogKind::CancelScheduled { queue, id, plan },
                 st.session.protected,
             ));
         }
@@ -396,13 +415,19 @@ pub(super) fn dialog_key(st: &mut State, k: KeyEvent, fx: &mut Vec<Effect>) {
             }
         }
         KeyCode::Up | KeyCode::Down => {
-            if let DialogKind::Redrive { rate, .. } = &mut d.kind {
+            if let DialogKind::Redrive { rate, plan, .. } = &mut d.kind {
                 let n = RATES.len();
                 *rate = if k.code == KeyCode::Up {
                     (*rate + 1) % n
                 } else {
                     (*rate + n - 1) % n
                 };
+                // The rate is part of the plan (and of its sentence); nothing else changes,
+                // so the plan shown is re-rated in place rather than asked for again.
+                if let PlanShown::Ready(held) = plan {
+                    let chosen = RATES.get(*rate).copied().flatten();
+                    *held = HeldPlan::new(held.planned().clone().with_rate(chosen));
+                }
             }
         }
         KeyCode::Left | KeyCode::Right => d.confirm_focused = !d.confirm_focused,
@@ -470,13 +495,12 @@ fn begin_op(st: &mut State, need: qdeck_model::config::Access, label: String) ->
 }
 
 fn confirm(st: &mut State, d: Dialog, fx: &mut Vec<Effect>) {
-    // A redrive runs only on the plan the dialog shows.
-    if let Some(why) = redrive_not_ready(&d.kind) {
+    // Purge and redrive run only on the plan the dialog shows.
+    if let Some(why) = plan_not_ready(&d.kind) {
         set_status(st, Level::Warn, why);
         st.dialog = Some(d);
         return;
     }
-    let request = redrive_request(&d.kind);
     match d.kind {
         DialogKind::Browse { queue, .. } => messages::start_browse(st, queue, false, fx),
         DialogKind::Edit {
@@ -514,8 +538,8 @@ fn confirm(st: &mut State, d: Dialog, fx: &mut Vec<Effect>) {
             }
         }
         DialogKind::Transfer(t) => confirm_transfer(st, t, fx),
-        DialogKind::Delete { queue, ids, .. } => confirm_delete(st, queue, ids, fx),
-        DialogKind::CancelScheduled { queue, id, .. } => {
+        DialogKind::Delete { queue, ids, plan } => confirm_delete(st, queue, ids, plan, fx),
+        DialogKind::CancelScheduled { queue, id, plan } => {
             if !begin_op(
                 st,
                 qdeck_model::config::Access::Full,
@@ -524,13 +548,12 @@ fn confirm(st: &mut State, d: Dialog, fx: &mut Vec<Effect>) {
                 return;
             }
             st.msgs.marked.remove(&id);
-            fx.push(Effect::CancelScheduled {
-                queue,
-                id,
-                run: true,
-            });
+            fx.push(Effect::RunPlan(plan));
         }
-        DialogKind::Purge { queue, .. } => {
+        DialogKind::Purge { queue, plan } => {
+            let Some(plan) = plan.held().cloned() else {
+                return;
+            };
             if !begin_op(
                 st,
                 qdeck_model::config::Access::Full,
@@ -538,27 +561,30 @@ fn confirm(st: &mut State, d: Dialog, fx: &mut Vec<Effect>) {
             ) {
                 return;
             }
-            fx.push(Effect::Purge(queue));
+            fx.push(Effect::RunPlan(plan));
         }
-        DialogKind::Redrive { source, .. } => {
-            if let Some(req) = request {
-                confirm_redrive(st, &source, req, fx);
+        DialogKind::Redrive { source, plan, .. } => {
+            if let Some(plan) = plan.held().cloned() {
+                confirm_redrive(st, &source, plan, fx);
             }
         }
     }
 }
 
-/// Why a redrive dialog cannot be confirmed yet: its plan is still coming, or refused.
-fn redrive_not_ready(kind: &DialogKind) -> Option<String> {
-    let DialogKind::Redrive { plan, .. } = kind else {
-        return None;
+/// Why a purge or redrive dialog cannot be confirmed yet: its plan is still coming, or
+/// refused.
+fn plan_not_ready(kind: &DialogKind) -> Option<String> {
+    let (verb, plan) = match kind {
+        DialogKind::Redrive { plan, .. } => ("redrive", plan),
+        DialogKind::Purge { plan, .. } => ("purge", plan),
+        _ => return None,
     };
     match plan {
         PlanShown::Ready(_) => None,
         PlanShown::Planning => {
             Some("still planning with the broker; confirm once the count shows".to_string())
         }
-        PlanShown::Refused(why) => Some(format!("cannot redrive: {why}")),
+        PlanShown::Refused(why) => Some(format!("cannot {verb}: {why}")),
     }
 }
 
@@ -598,21 +624,27 @@ fn confirm_transfer(st: &mut State, t: Box<TransferAsk>, fx: &mut Vec<Effect>) {
     fx.push(Effect::Transfer(t));
 }
 
-fn confirm_delete(st: &mut State, queue: QueueId, ids: Vec<String>, fx: &mut Vec<Effect>) {
+fn confirm_delete(
+    st: &mut State,
+    queue: QueueId,
+    ids: Vec<String>,
+    plan: HeldPlan,
+    fx: &mut Vec<Effect>,
+) {
     let label = format!("delete {} from {queue}", ids.len());
     if !begin_op(st, qdeck_model::config::Access::Full, label) {
         return;
     }
     st.msgs.marked.retain(|m| !ids.contains(m));
-    fx.push(Effect::Delete {
-        queue,
-        ids,
-        run: true,
-    });
+    fx.push(Effect::RunPlan(plan));
 }
 
-fn confirm_redrive(st: &mut State, source: &QueueId, req: RedriveRequest, fx: &mut Vec<Effect>) {
-    let label = match &req.target {
+fn confirm_redrive(st: &mut State, source: &QueueId, plan: HeldPlan, fx: &mut Vec<Effect>) {
+    let target = match plan.planned() {
+        qdeck_engine::ops::Planned::Redrive { req, .. } => req.target.clone(),
+        _ => RedriveTarget::Origin,
+    };
+    let label = match &target {
         RedriveTarget::Origin => format!("redrive {source} → origin"),
         RedriveTarget::Queue(q) => format!("redrive {source} → {q}"),
     };
@@ -620,5 +652,5 @@ fn confirm_redrive(st: &mut State, source: &QueueId, req: RedriveRequest, fx: &m
         return;
     }
     st.msgs.marked.clear();
-    fx.push(Effect::Redrive(req));
+    fx.push(Effect::RunPlan(plan));
 }

@@ -148,7 +148,7 @@ pub(super) fn run_cmd(st: &mut State, cmd: Cmd, fx: &mut Vec<Effect>) {
             };
         }
         Cmd::Redrive => dialogs::open_redrive(st, None, fx),
-        Cmd::Purge => dialogs::open_purge(st),
+        Cmd::Purge => dialogs::open_purge(st, fx),
         Cmd::Delete if st.msgs.scheduled && in_browser(st) => messages::plan_cancel(st, fx),
         Cmd::Delete => messages::plan_delete(st, fx),
         Cmd::Cancel => {

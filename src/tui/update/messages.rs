@@ -142,11 +142,7 @@ pub(super) fn plan_delete(st: &mut State, fx: &mut Vec<Effect>) {
         Level::Info,
         format!("checking what deleting {} message(s) does…", ids.len()),
     );
-    fx.push(Effect::Delete {
-        queue,
-        ids,
-        run: false,
-    });
+    fx.push(Effect::PlanDelete { queue, ids });
 }
 
 /// The browsed queue and the chosen messages for an action that starts an operation, or a
@@ -359,10 +355,9 @@ pub(super) fn plan_cancel(st: &mut State, fx: &mut Vec<Effect>) {
         return;
     };
     set_status(st, Level::Info, "checking the scheduled message…");
-    fx.push(Effect::CancelScheduled {
+    fx.push(Effect::PlanCancel {
         queue,
         id: m.id.clone(),
-        run: false,
     });
 }
 

@@ -91,19 +91,24 @@ pub enum Action {
     /// The plan of the redrive dialog's request, or why it is refused.
     RedrivePlanned {
         req: RedriveRequest,
-        result: Result<qdeck_model::domain::RedrivePlan, BackendError>,
+        result: Result<HeldPlan, BackendError>,
     },
-    /// The plan for deleting chosen messages: the note for the dialog, or why it is refused.
-    /// The plan for cancelling one scheduled message: the text the CLI asks about, or why not.
+    /// The plan of the purge dialog, or why it is refused.
+    PurgePlanned {
+        queue: QueueId,
+        result: Result<HeldPlan, BackendError>,
+    },
+    /// The plan for cancelling one scheduled message, or why not.
     CancelPlanned {
         queue: QueueId,
         id: String,
-        result: Result<String, BackendError>,
+        result: Result<HeldPlan, BackendError>,
     },
+    /// The plan for deleting chosen messages, or why it is refused.
     DeletePlanned {
         queue: QueueId,
         ids: Vec<String>,
-        result: Result<Option<String>, BackendError>,
+        result: Result<HeldPlan, BackendError>,
     },
     /// The checked copy (`moving`: move), or why it cannot go ahead.
     TransferPlanned {
@@ -137,23 +142,24 @@ pub enum Effect {
         scheduled: bool,
     },
     Consumers(QueueId),
-    Redrive(RedriveRequest),
     /// Plan this redrive for the dialog (nothing changes).
     PlanRedrive(RedriveRequest),
-    Purge(QueueId),
-    /// Plan cancelling one scheduled message, then ask; `run`: the user confirmed, cancel it.
-    CancelScheduled {
+    /// Plan purging this queue for the dialog: the broker's count, not the poller's.
+    PlanPurge(QueueId),
+    /// Plan cancelling one scheduled message, then ask.
+    PlanCancel {
         queue: QueueId,
         id: String,
-        run: bool,
     },
     /// Plan deleting these messages (the backend's refusal or its note on the others), then
-    /// ask; `run`: the user confirmed, delete them.
-    Delete {
+    /// ask.
+    PlanDelete {
         queue: QueueId,
         ids: Vec<String>,
-        run: bool,
     },
+    /// The user confirmed a dialog: run the plan it showed, as it is (purge, redrive,
+    /// delete, cancel-scheduled).
+    RunPlan(HeldPlan),
     /// Check a copy/move of these messages (`:copy` / `:move`), then ask.
     PlanTransfer {
         source: QueueId,
@@ -303,6 +309,7 @@ pub fn update(st: &mut State, action: Action) -> Vec<Effect> {
         } => reasons::progress(st, queue, groups, scanned, total),
         Action::ReasonsDone { queue, result } => reasons::done(st, queue, result),
         Action::RedrivePlanned { req, result } => dialogs::redrive_planned(st, req, result),
+        Action::PurgePlanned { queue, result } => dialogs::purge_planned(st, queue, result),
         Action::CancelPlanned { queue, id, result } => {
             dialogs::open_cancel(st, queue, id, result);
         }

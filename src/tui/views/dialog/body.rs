@@ -3,9 +3,10 @@
 use ratatui::text::Line;
 
 use super::super::{fmt_count, styled};
-use crate::tui::state::{DialogKind, PlanShown, State, TransferAsk, RATES};
+use crate::tui::state::{DialogKind, HeldPlan, PlanShown, State, TransferAsk, RATES};
 use crate::tui::theme::Theme;
 use qdeck_engine::edit::Edited;
+use qdeck_engine::ops::Planned;
 use qdeck_model::domain::{Message, QueueId, RedriveMode, RedriveTarget};
 use qdeck_model::sanitize::{clean, clean_short};
 
@@ -13,7 +14,7 @@ use qdeck_model::sanitize::{clean, clean_short};
 pub(super) fn body<'a>(st: &State, kind: &DialogKind) -> (&'static str, Vec<Line<'a>>) {
     let t = &st.theme;
     match kind {
-        DialogKind::Purge { queue, count } => (" purge ", purge(st, queue, *count)),
+        DialogKind::Purge { queue, plan } => (" purge ", purge(st, queue, plan)),
         DialogKind::Redrive {
             source,
             targets,
@@ -23,8 +24,11 @@ pub(super) fn body<'a>(st: &State, kind: &DialogKind) -> (&'static str, Vec<Line
             count,
             plan,
         } => {
-            let mut lines = redrive_route(t, source, targets, *target, only_ids, *count);
-            lines.push(redrive_rate(t, *rate));
+            let mut lines = match plan.held() {
+                Some(p) => vec![question(t, p)],
+                None => redrive_route(t, source, targets, *target, only_ids, *count),
+            };
+            lines.push(redrive_choices(t, targets.len(), *rate));
             lines.extend(redrive_plan(t, plan));
             (" redrive ", lines)
         }
@@ -40,10 +44,10 @@ pub(super) fn body<'a>(st: &State, kind: &DialogKind) -> (&'static str, Vec<Line
             edit(t, source, original, edited, targets, *target),
         ),
         DialogKind::Transfer(tr) => (if tr.moving { " move " } else { " copy " }, transfer(t, tr)),
-        DialogKind::Delete { queue, ids, note } => (" delete ", delete(t, queue, ids, note)),
+        DialogKind::Delete { ids, plan, .. } => (" delete ", delete(t, ids, plan)),
         DialogKind::Browse { queue, note } => (" browse ", browse(t, queue, note)),
-        DialogKind::CancelScheduled { about, .. } => {
-            (" cancel scheduled ", cancel_scheduled(t, about))
+        DialogKind::CancelScheduled { plan, .. } => {
+            (" cancel scheduled ", cancel_scheduled(t, plan))
         }
         DialogKind::EditUnreadable { original, why, .. } => {
             (" edit: cannot read it ", unreadable(t, original, why))
@@ -66,19 +70,32 @@ fn unreadable<'a>(t: &Theme, original: &Message, why: &str) -> Vec<Line<'a>> {
     ]
 }
 
-fn purge<'a>(st: &State, queue: &QueueId, count: Option<u64>) -> Vec<Line<'a>> {
+/// The plan's own question, the line the CLI's prompt asks too (already escaped).
+fn question<'a>(t: &Theme, plan: &HeldPlan) -> Line<'a> {
+    Line::from(styled(plan.planned().question(), t.text))
+}
+
+fn purge<'a>(st: &State, queue: &QueueId, plan: &PlanShown) -> Vec<Line<'a>> {
     let t = &st.theme;
-    let mut lines = vec![
-        Line::from(vec![
-            styled("Purge ", t.text),
-            styled(clean_short(queue.as_str(), 60), t.title),
-            styled("?", t.text),
-        ]),
-        Line::from(styled(
-            format!("This deletes {} messages for good.", fmt_count(count)),
-            t.warn,
-        )),
-    ];
+    let mut lines = match plan {
+        PlanShown::Ready(p) => vec![Line::from(styled(p.planned().question(), t.warn))],
+        PlanShown::Planning => vec![
+            Line::from(vec![
+                styled("Purge ", t.text),
+                styled(clean_short(queue.as_str(), 60), t.title),
+                styled("?", t.text),
+            ]),
+            Line::from(styled("counting with the broker…", t.dim)),
+        ],
+        PlanShown::Refused(why) => vec![Line::from(styled(
+            format!(
+                "cannot purge {}: {}",
+                clean_short(queue.as_str(), 60),
+                clean(why)
+            ),
+            t.error,
+        ))],
+    };
     let caps = st.caps_for(queue);
     if let Some(n) = &caps.purge_note {
         lines.push(Line::from(styled(clean(n).into_owned(), t.dim)));
@@ -130,16 +147,22 @@ fn redrive_route<'a>(
     ]
 }
 
-fn redrive_rate<'a>(t: &Theme, rate: usize) -> Line<'a> {
+/// The dialog's own choices: the target (when there are several) and the rate.
+fn redrive_choices<'a>(t: &Theme, targets: usize, rate: usize) -> Line<'a> {
     let r = match RATES.get(rate).copied().flatten() {
         Some(r) => format!("{r:.0} msg/s"),
         None => "unlimited".into(),
     };
-    Line::from(vec![
+    let mut spans = vec![
         styled("rate ", t.dim),
         styled(r, t.accent),
-        styled("   (↑/↓ to change)", t.dim),
-    ])
+        styled("   (↑/↓ to change", t.dim),
+    ];
+    if targets > 1 {
+        spans.push(styled("; Tab: other target", t.dim));
+    }
+    spans.push(styled(")", t.dim));
+    Line::from(spans)
 }
 
 /// What the plan says, not what the broker can do in general: the plan knows this queue and
@@ -152,20 +175,17 @@ fn redrive_plan<'a>(t: &Theme, plan: &PlanShown) -> Vec<Line<'a>> {
             format!("cannot redrive: {}", clean(why)),
             t.error,
         ))],
-        PlanShown::Ready(p) => {
-            let how = match &p.mode {
-                RedriveMode::Native(s) => format!("the broker moves them ({})", clean(s)),
-                RedriveMode::ClientSide => {
-                    "copy → broker confirms → delete: a crash may duplicate, never lose".into()
-                }
-                RedriveMode::Unsupported(s) => format!("not supported: {}", clean(s)),
-            };
-            let mut lines = vec![Line::from(styled(how, t.dim))];
-            for n in &p.notes {
-                lines.push(Line::from(styled(format!("· {}", clean(n)), t.warn)));
+        // The plan's sentence (above) carries its count, target, mode and notes; what it
+        // cannot say in words is that a client-side move may duplicate but never lose.
+        PlanShown::Ready(p) => match p.planned() {
+            Planned::Redrive { plan, .. } if plan.mode == RedriveMode::ClientSide => {
+                vec![Line::from(styled(
+                    "copy → broker confirms → delete: a crash may duplicate, never lose",
+                    t.dim,
+                ))]
             }
-            lines
-        }
+            _ => Vec::new(),
+        },
     }
 }
 
@@ -242,6 +262,16 @@ fn edit<'a>(
 }
 
 fn transfer<'a>(t: &Theme, tr: &TransferAsk) -> Vec<Line<'a>> {
+    // The plan the dialog holds speaks for itself, as in `qdeck copy`'s prompt.
+    if let Some(p) = &tr.plan {
+        let mut lines = vec![question(t, p)];
+        if let Planned::Transfer(tp) = p.planned() {
+            for n in tp.notes() {
+                lines.push(Line::from(styled(format!("· {n}"), t.dim)));
+            }
+        }
+        return lines;
+    }
     let verb = if tr.moving { "Move" } else { "Copy" };
     let mut lines = vec![
         Line::from(vec![
@@ -271,35 +301,23 @@ fn transfer<'a>(t: &Theme, tr: &TransferAsk) -> Vec<Line<'a>> {
     lines
 }
 
-fn delete<'a>(t: &Theme, queue: &QueueId, ids: &[String], note: &Option<String>) -> Vec<Line<'a>> {
+fn delete<'a>(t: &Theme, ids: &[String], plan: &HeldPlan) -> Vec<Line<'a>> {
     let mut shown: Vec<String> = ids.iter().take(4).map(|i| clean_short(i, 24)).collect();
     if ids.len() > shown.len() {
         shown.push(format!("… and {} more", ids.len() - shown.len()));
     }
-    let mut lines = vec![
-        Line::from(vec![
-            styled(format!("Delete {} message(s) from ", ids.len()), t.text),
-            styled(clean_short(queue.as_str(), 50), t.title),
-            styled("?", t.text),
-        ]),
-        Line::from(styled(
-            "They are gone for good; no other message is deleted.",
-            t.warn,
-        )),
+    vec![
+        Line::from(styled(plan.planned().question(), t.warn)),
         Line::from(vec![
             styled("ids ", t.dim),
             styled(shown.join(", "), t.accent),
         ]),
-    ];
-    if let Some(n) = note {
-        lines.push(Line::from(styled(clean(n).into_owned(), t.dim)));
-    }
-    lines
+    ]
 }
 
-fn cancel_scheduled<'a>(t: &Theme, about: &str) -> Vec<Line<'a>> {
+fn cancel_scheduled<'a>(t: &Theme, plan: &HeldPlan) -> Vec<Line<'a>> {
     vec![
-        Line::from(styled(format!("About to {}.", clean(about)), t.text)),
+        question(t, plan),
         Line::from(styled("No other message changes.", t.dim)),
     ]
 }

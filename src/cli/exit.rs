@@ -119,4 +119,30 @@ mod tests {
         let quit = crate::tui::state::OpSummary::of(&failed, "x");
         assert_eq!(quit.exit_code, UNAVAILABLE);
     }
+
+    /// A failure after some work is partial (3) and says what was done; before any, the
+    /// error's own code; an outcome of another kind than planned is a failure, never 0.
+    #[test]
+    fn failed_and_unexpected_outcomes_never_exit_zero() {
+        let q = QueueId::new("orders.dlq");
+        let failed = |done| Outcome::Failed {
+            error: BackendError::NotFound("orders".into()),
+            progress: qdeck_backend::ProgressState {
+                done,
+                ..Default::default()
+            },
+        };
+        assert_eq!(of_failed(&failed(0), &q).unwrap().code, NOT_FOUND);
+        let partial = of_failed(&failed(2), &q).unwrap();
+        assert_eq!(partial.code, PARTIAL);
+        assert!(
+            partial.message.contains("orders.dlq"),
+            "{}",
+            partial.message
+        );
+        assert!(of_failed(&Outcome::Sent { id: None }, &q).is_none());
+        let odd = unexpected("import", &Outcome::Sent { id: None });
+        assert_eq!(odd.code, FAILED);
+        assert!(odd.message.contains("import"), "{}", odd.message);
+    }
 }

@@ -1,0 +1,153 @@
+//! One operation flow behind both front doors: the console's dialog asks the very question
+//! the CLI asks (`Planned::question`, on the engine's plan of the same queue), and what it runs
+//! on confirm is the plan it showed, not one made again.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test asserts by unwrapping
+
+mod common;
+
+use std::sync::Arc;
+
+use common::cli_env::CliEnv as Env;
+use common::console::*;
+use qdeck::tui::state::{DialogKind, HeldPlan};
+use qdeck::tui::{update, Action, Effect};
+use qdeck_backend::local::LocalHandle;
+use qdeck_engine::audit::AuditLog;
+use qdeck_engine::gate::Gate;
+use qdeck_engine::ops;
+use qdeck_model::config::Profile;
+
+/// The text inside the dialog box titled `title`, its wrapped rows joined again with spaces
+/// (the dialog wraps at word boundaries, so the sentence reads as it was written).
+fn dialog_text(screen: &str, title: &str) -> String {
+    let rows: Vec<Vec<char>> = screen.lines().map(|l| l.chars().collect()).collect();
+    let head = format!("┌ {title} ");
+    let (top, left) = rows
+        .iter()
+        .enumerate()
+        .find_map(|(y, r)| {
+            let s: String = r.iter().collect();
+            s.find(&head).map(|b| (y, s[..b].chars().count()))
+        })
+        .unwrap_or_else(|| panic!("no {title:?} dialog on screen:\n{screen}"));
+    let right = (left + 1..rows[top].len())
+        .find(|x| rows[top][*x] == '┐')
+        .expect("the dialog's top right corner");
+    let mut out = Vec::new();
+    for r in &rows[top + 1..] {
+        if r.get(left) == Some(&'└') {
+            break;
+        }
+        let inner: String = r[left + 1..right].iter().collect();
+        let inner = inner.trim();
+        if !inner.is_empty() {
+            out.push(inner.to_string());
+        }
+    }
+    out.join(" ")
+}
+
+/// What the CLI's dry run says it would do: the plan's sentence (`would …; nothing changed`).
+fn cli_would(e: &Env, args: &[&str]) -> String {
+    let out = e.qdeck().args(args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let s = String::from_utf8(out.stdout).unwrap();
+    s.trim_end()
+        .strip_prefix("dry run: would ")
+        .and_then(|r| r.strip_suffix("; nothing changed"))
+        .unwrap_or_else(|| panic!("not a dry run's sentence: {s:?}"))
+        .to_string()
+}
+
+fn run(e: &Env, args: &[&str]) {
+    let out = e.qdeck().args(args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[tokio::test]
+async fn the_console_asks_what_the_cli_asks_and_runs_the_plan_it_showed() {
+    let e = Env::new();
+    run(&e, &["create", "orders", "--dlq", "orders-dlq"]);
+    for body in ["a", "b", "c"] {
+        run(&e, &["send", "orders-dlq", body]);
+    }
+    let handle = Arc::new(LocalHandle::open(&e.db()).unwrap());
+    let gate = Gate::new(
+        handle,
+        &Profile::default_local(),
+        AuditLog::new(e.dir.path().join("audit.log")),
+    );
+
+    // Purge: the dialog asks for the engine's plan; the poller's figure (7 in the fixture)
+    // is not the question.
+    let mut st = populated();
+    select(&mut st, "orders-dlq");
+    let fx = update(&mut st, key('P'));
+    let queue = fx
+        .iter()
+        .find_map(|f| match f {
+            Effect::PlanPurge(q) => Some(q.clone()),
+            _ => None,
+        })
+        .expect("P asks for the plan");
+    let planned = ops::plan_purge(&gate, &queue).await.unwrap();
+    let result = Ok(HeldPlan::new(planned));
+    update(&mut st, Action::PurgePlanned { queue, result });
+    let shown = dialog_text(&text(&draw(&st, 100, 30)), "purge");
+    let asked = cli_would(&e, &["purge", "orders-dlq", "--dry-run"]);
+    assert!(
+        shown.starts_with(&format!("About to {asked}. This cannot be undone.")),
+        "console: {shown:?}\nCLI: {asked:?}"
+    );
+    assert!(asked.contains("3 ready"), "{asked}");
+    let held = match &st.dialog.as_ref().unwrap().kind {
+        DialogKind::Purge { plan, .. } => plan.held().cloned().unwrap(),
+        other => panic!("{other:?}"),
+    };
+    let fx = update(&mut st, key('y'));
+    assert!(fx.contains(&Effect::RunPlan(held)), "{fx:?}");
+
+    // Redrive to a chosen queue: the same.
+    let mut st = populated();
+    select(&mut st, "orders-dlq");
+    update(&mut st, key('R'));
+    let fx = update(&mut st, code(crossterm::event::KeyCode::Tab));
+    let req = fx
+        .iter()
+        .find_map(|f| match f {
+            Effect::PlanRedrive(r) => Some(r.clone()),
+            _ => None,
+        })
+        .expect("Tab plans the other target");
+    let result = ops::plan_redrive(&gate, req.clone())
+        .await
+        .map(HeldPlan::new);
+    update(&mut st, Action::RedrivePlanned { req, result });
+    let shown = dialog_text(&text(&draw(&st, 100, 30)), "redrive");
+    let asked = cli_would(
+        &e,
+        &["redrive", "orders-dlq", "--to", "orders", "--dry-run"],
+    );
+    assert!(
+        shown.starts_with(&format!("About to {asked}.")),
+        "console: {shown:?}\nCLI: {asked:?}"
+    );
+    assert!(
+        asked.starts_with("move 3 message(s) from orders-dlq to orders"),
+        "{asked}"
+    );
+    let held = match &st.dialog.as_ref().unwrap().kind {
+        DialogKind::Redrive { plan, .. } => plan.held().cloned().unwrap(),
+        other => panic!("{other:?}"),
+    };
+    let fx = update(&mut st, key('y'));
+    assert!(fx.contains(&Effect::RunPlan(held)), "{fx:?}");
+}

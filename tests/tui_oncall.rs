@@ -397,6 +397,23 @@ fn an_operations_result_stays_until_dismissed_and_is_logged() {
     snap("oncall_ops_log_80x24", &st, 80, 24);
     update(&mut st, code(KeyCode::Esc));
     assert_eq!(st.view(), View::Messages);
+
+    // Another profile: the log is the session's, not the profile's, and names each entry's
+    // profile, so the "(:ops)" hint never points at a log that vanished.
+    let fresh = State::new(Store::new(600, 240, 600.0), caps(), "sqs-prod", "sqs");
+    qdeck::tui::update::switched(&mut st, fresh);
+    for c in ":ops".chars() {
+        update(&mut st, key(c));
+    }
+    update(&mut st, code(KeyCode::Enter));
+    assert_eq!(st.view(), View::Ops);
+    let flat = flatten(&text(&draw(&st, 80, 24)));
+    assert!(flat.contains("1 operation this session"), "{flat}");
+    assert!(
+        flat.contains("local · "),
+        "the entry names its profile: {flat}"
+    );
+    assert!(flat.contains("redrove 7 of 9"), "{flat}");
 }
 
 /// A dead letter with many headers: the one that tells the error comes last.

@@ -563,7 +563,7 @@ pub struct Status {
     pub sticky: bool,
 }
 
-/// This session's operations, newest last (`:ops`).
+/// This session's operations across every profile it switched to, newest last (`:ops`).
 #[derive(Debug, Clone, Default)]
 pub struct OpsLog {
     pub entries: Vec<LoggedOp>,
@@ -571,9 +571,11 @@ pub struct OpsLog {
     pub scroll: usize,
 }
 
-/// One finished operation: what ran, when it ended, and its full summary.
+/// One finished operation: what ran, on which profile, when it ended, and its full summary.
 #[derive(Debug, Clone)]
 pub struct LoggedOp {
+    /// The profile it ran on: the log outlives profile switches, so each entry names its own.
+    pub profile: String,
     pub label: String,
     pub ended_ms: i64,
     pub summary: OpSummary,

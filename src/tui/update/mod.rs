@@ -332,6 +332,10 @@ pub fn switched(st: &mut State, mut fresh: State) {
     // on-fire row that asked for one of this profile's queues lands on that queue's detail,
     // over the on-fire view.
     fresh.fleet = st.fleet.take();
+    // The session's operations stay in `:ops` across switches: a result line's "(:ops)" hint
+    // must still lead somewhere after the user moved to another profile.
+    fresh.ops_log = std::mem::take(&mut st.ops_log);
+    fresh.ops_log.scroll = 0;
     let landing = fresh
         .fleet
         .as_mut()
@@ -400,6 +404,7 @@ pub(super) fn set_result(st: &mut State, label: &str, summary: &OpSummary) {
         sticky: true,
     });
     st.ops_log.push(LoggedOp {
+        profile: st.session.profile.clone(),
         label: label.to_string(),
         ended_ms: st.now_ms,
         summary: summary.clone(),

@@ -1,5 +1,6 @@
-//! The operations log (`:ops`): every operation this session ran, newest first, each with
-//! its full summary wrapped (the status line may have cut it), its verdict and when it ended.
+//! The operations log (`:ops`): every operation this session ran on any profile, newest first,
+//! each with its profile, its full summary wrapped (the status line may have cut it), its
+//! verdict and when it ended.
 
 use ratatui::layout::Rect;
 use ratatui::text::Line;
@@ -46,6 +47,7 @@ pub fn render(f: &mut Frame, st: &State, area: Rect) {
         } else {
             format!("{} · ", clean(&op.label))
         };
+        let label = format!("{} · {label}", clean(&op.profile));
         lines.push(Line::from(vec![
             styled(format!("{mark} "), style),
             styled(

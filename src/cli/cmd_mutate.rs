@@ -12,7 +12,7 @@ use super::output::{self, name};
 use qdeck_engine::gate::Mutation;
 use qdeck_engine::ops::{self, Planned};
 use qdeck_engine::session::Session;
-use qdeck_model::domain::{OutgoingMessage, QueueId, RedriveReport, RedriveRequest};
+use qdeck_model::domain::{OutgoingMessage, QueueId, RedriveRequest};
 
 /// The gate refuses (and audits) mutations on read-only profiles before anything else runs.
 fn require(s: &Session, m: Mutation, queue: &str) -> Result<(), CliError> {
@@ -21,40 +21,23 @@ fn require(s: &Session, m: Mutation, queue: &str) -> Result<(), CliError> {
 }
 
 /// `qdeck create-dlq STREAM/CONSUMER`: find or create the stream that captures the consumer's
-/// dead-letter advisories, gated at tier `full` and audited like `create`.
+/// dead-letter advisories; planned, run and audited like every mutation (tier `full`).
 pub async fn create_dlq(s: &Session, queue: &str, f: Format) -> CliResult {
     let id = QueueId::new(queue);
-    s.gate.require(Mutation::Create, &id)?;
-    let (dlq, created) = match s.backend.create_dlq(&id).await {
-        Ok(r) => r,
-        Err(e) => {
-            s.gate
-                .record_failed(Mutation::Create, &id, serde_json::json!({}), &e.to_string());
-            return Err(e.into());
-        }
-    };
-    s.gate.record_ok(
-        Mutation::Create,
-        &id,
-        serde_json::json!({"dlq": dlq.as_str(), "created": created}),
-    );
-    if f == Format::Json {
-        let v = serde_json::json!({"queue": queue, "dlq": dlq, "created": created});
-        output::print_json(&v).ok();
-    } else if created {
-        output::print(&format!(
-            "created {} capturing the dead letters of {}\n",
-            name(dlq.as_str()),
-            name(queue)
-        ));
-    } else {
-        output::print(&format!(
-            "{} already captures the dead letters of {}\n",
-            name(dlq.as_str()),
-            name(queue)
-        ));
+    let planned = ops::plan_create_dlq(&s.gate, &id)?;
+    let outcome = ops::run(&s.gate, planned, &qdeck_backend::OpProgress::detached()).await;
+    if let Some(e) = of_failed(&outcome, &id) {
+        return Err(e);
     }
-    Ok(OK)
+    let ops::Outcome::CreatedDlq(made) = &outcome else {
+        return Err(unexpected("create-dlq", &outcome));
+    };
+    if f == Format::Json {
+        output::print_json(made).ok();
+    } else {
+        output::print(&format!("{}\n", outcome.line()));
+    }
+    Ok(super::exit::of_outcome(&outcome))
 }
 
 pub async fn send(
@@ -159,25 +142,10 @@ pub(super) async fn run_planned(
     let queue = planned.queue().clone();
     if planned.is_empty() {
         if f == Format::Json {
-            let empty = match &planned {
-                Planned::Redrive { .. } => ops::Outcome::Redrive(RedriveReport {
-                    mode: "none (empty)".into(),
-                    ..Default::default()
-                }),
-                Planned::Purge { .. } => ops::Outcome::Purge(qdeck_model::domain::PurgeReport {
-                    purged: Some(0),
-                    note: Some("empty".into()),
-                }),
-                Planned::Delete { .. } => ops::Outcome::Delete(Default::default()),
-                Planned::CancelScheduled { .. } => {
-                    ops::Outcome::CancelScheduled(Default::default())
-                }
-                Planned::Import { .. } => ops::Outcome::Import(Default::default()),
-                // One message each: never empty.
-                Planned::Send { .. } | Planned::Edit { .. } => ops::Outcome::Sent { id: None },
-                Planned::Transfer(_) => ops::Outcome::Transfer(Default::default()),
-            };
-            output::print_json(&empty.to_json()).ok();
+            let empty = planned
+                .empty_outcome()
+                .map_or_else(|| planned.to_json(), |o| o.to_json());
+            output::print_json(&empty).ok();
         } else {
             output::print(&format!("{} is empty; {nothing}\n", name(queue.as_str())));
         }

@@ -6,15 +6,13 @@ use serde_json::json;
 
 use super::args::{Format, WorkerControlCmd};
 use super::confirm::confirm;
-use super::exit::{CliError, CliResult, FAILED, OK};
+use super::exit::{of_failed, of_outcome, unexpected, CliError, CliResult, FAILED, OK};
 use super::output::{self, name};
 use qdeck_backend::celery::workers::Request;
+use qdeck_backend::OpProgress;
 use qdeck_engine::gate::Mutation;
+use qdeck_engine::ops::{self, admin::WORKERS, Outcome};
 use qdeck_engine::session::Session;
-use qdeck_model::domain::QueueId;
-
-/// What the audit log names as the target: the profile's Celery workers.
-const TARGET: &str = "celery-workers";
 
 fn request(cmd: &WorkerControlCmd) -> Result<(Request, String), CliError> {
     let (method, args, dest, what) = match cmd {
@@ -51,41 +49,24 @@ fn request(cmd: &WorkerControlCmd) -> Result<(Request, String), CliError> {
 }
 
 pub async fn run(s: &Session, cmd: WorkerControlCmd, yes: bool, f: Format) -> CliResult {
-    let target = QueueId::new(TARGET);
-    s.gate.require(Mutation::WorkerControl, &target)?;
     let (req, what) = request(&cmd)?;
+    let planned = ops::plan_worker_control(&s.gate, req, what)?;
+    let target = planned.queue().clone();
     if !yes {
-        if let Err(e) = confirm(&format!("About to {what}."), TARGET, s.gate.protected()) {
+        if let Err(e) = confirm(&planned.question(), WORKERS, s.gate.protected()) {
             s.gate.refuse(Mutation::WorkerControl, &target, &e.message);
             return Err(e);
         }
     }
-    let counts = |answers: usize| json!({"command": req.method, "arguments": req.arguments, "destination": req.destination, "answers": answers});
-    let report = match s.backend.celery_control(&req).await {
-        Ok(r) => r,
-        Err(e) => {
-            s.gate
-                .record_failed(Mutation::WorkerControl, &target, counts(0), &e.to_string());
-            return Err(e.into());
-        }
-    };
-    let failed = report.workers.iter().any(|w| w.answered_error);
-    if failed {
-        s.gate.record_failed(
-            Mutation::WorkerControl,
-            &target,
-            counts(report.workers.len()),
-            "a worker answered an error",
-        );
-    } else {
-        s.gate.record_ok(
-            Mutation::WorkerControl,
-            &target,
-            counts(report.workers.len()),
-        );
+    let outcome = ops::run(&s.gate, planned, &OpProgress::detached()).await;
+    if let Some(e) = of_failed(&outcome, &target) {
+        return Err(e);
     }
+    let Outcome::Control(report) = &outcome else {
+        return Err(unexpected("worker control", &outcome));
+    };
     if f == Format::Json {
-        output::print_json(&report).ok();
+        output::print_json(report).ok();
     } else {
         let mut text = String::new();
         for w in &report.workers {
@@ -100,12 +81,12 @@ pub async fn run(s: &Session, cmd: WorkerControlCmd, yes: bool, f: Format) -> Cl
         }
         output::print(&text);
     }
-    if failed {
-        return Err(CliError {
-            code: FAILED,
-            message: "a Celery worker answered an error".into(),
-            reported: true,
-        });
+    // The verdict decides, as for every operation: a worker's error answer fails the command.
+    match of_outcome(&outcome) {
+        OK => Ok(OK),
+        code => Err(CliError::after_report(
+            code,
+            "a Celery worker answered an error",
+        )),
     }
-    Ok(OK)
 }

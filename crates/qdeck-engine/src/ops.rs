@@ -28,6 +28,8 @@ mod transfer;
 pub use transfer::{plan_transfer, TransferPlan, TransferRequest};
 mod edit;
 pub use edit::plan_edit;
+pub mod admin;
+pub use admin::{plan_create_dlq, plan_worker_control, ControlPlan, CreatedDlq};
 
 /// A planned operation: what will happen, computed without changing anything.
 #[derive(Debug, Clone)]
@@ -87,6 +89,10 @@ pub enum Planned {
         queue: QueueInfo,
         msg: OutgoingMessage,
     },
+    /// A Celery remote-control command that changes workers (`qdeck worker-control`).
+    WorkerControl(Box<admin::ControlPlan>),
+    /// Start capturing a consumer's dead letters where the broker keeps none (`create-dlq`).
+    CreateDlq { queue: QueueId },
 }
 
 /// Plan a redrive: the source and target exist, the backend's own checks pass (a DLQ without
@@ -311,6 +317,8 @@ impl Planned {
             Planned::Edit { .. } => Mutation::Edit,
             Planned::Transfer(t) if t.moving => Mutation::Move,
             Planned::Transfer(_) => Mutation::Copy,
+            Planned::WorkerControl(_) => Mutation::WorkerControl,
+            Planned::CreateDlq { .. } => Mutation::Create,
         }
     }
 
@@ -324,6 +332,8 @@ impl Planned {
             | Planned::Send { queue, .. } => &queue.id,
             Planned::Edit { source, .. } => &source.id,
             Planned::Transfer(t) => &t.source,
+            Planned::WorkerControl(c) => &c.target,
+            Planned::CreateDlq { queue } => queue,
         }
     }
 
@@ -337,13 +347,16 @@ impl Planned {
                 in_flight: None,
                 exact: true,
             },
-            Planned::CancelScheduled { .. } | Planned::Send { .. } | Planned::Edit { .. } => {
-                MessageCount {
-                    ready: 1,
-                    in_flight: None,
-                    exact: true,
-                }
-            }
+            // One command, one capture: counted as one thing to do, never "empty".
+            Planned::CancelScheduled { .. }
+            | Planned::Send { .. }
+            | Planned::Edit { .. }
+            | Planned::WorkerControl(_)
+            | Planned::CreateDlq { .. } => MessageCount {
+                ready: 1,
+                in_flight: None,
+                exact: true,
+            },
             Planned::Transfer(t) => MessageCount {
                 ready: t.messages.len() as u64,
                 in_flight: None,
@@ -355,6 +368,30 @@ impl Planned {
                 exact: true,
             },
         }
+    }
+
+    /// What an empty plan reports without running (the report a run that found nothing would
+    /// give); `None` for operations that are never empty.
+    pub fn empty_outcome(&self) -> Option<Outcome> {
+        Some(match self {
+            Planned::Redrive { .. } => Outcome::Redrive(RedriveReport {
+                mode: "none (empty)".into(),
+                ..Default::default()
+            }),
+            Planned::Purge { .. } => Outcome::Purge(PurgeReport {
+                purged: Some(0),
+                note: Some("empty".into()),
+            }),
+            Planned::Delete { .. } => Outcome::Delete(Default::default()),
+            Planned::CancelScheduled { .. } => Outcome::CancelScheduled(Default::default()),
+            Planned::Import { .. } => Outcome::Import(Default::default()),
+            Planned::Transfer(_) => Outcome::Transfer(Default::default()),
+            // One message, one command, one capture each: never empty.
+            Planned::Send { .. }
+            | Planned::Edit { .. }
+            | Planned::WorkerControl(_)
+            | Planned::CreateDlq { .. } => return None,
+        })
     }
 
     /// The question both front doors ask before it runs: the CLI's prompt and the console's
@@ -390,6 +427,8 @@ impl Planned {
             | Planned::Import { .. }
             | Planned::Send { .. }
             | Planned::Edit { .. }
+            | Planned::WorkerControl(_)
+            | Planned::CreateDlq { .. }
             | Planned::Transfer(_) => c.exact && c.ready == 0,
             Planned::Purge { .. } => c.exact && c.ready == 0 && c.in_flight.unwrap_or(0) == 0,
         }
@@ -519,6 +558,11 @@ impl Planned {
                 msg.body.len(),
                 clean(queue.id.as_str())
             ),
+            Planned::WorkerControl(c) => clean(&c.what).into_owned(),
+            Planned::CreateDlq { queue } => format!(
+                "create a stream capturing the dead letters of {} (or keep the one that does)",
+                clean(queue.as_str())
+            ),
         }
     }
 
@@ -608,6 +652,18 @@ impl Planned {
                 "count": 1,
                 "bytes": msg.body.len(),
             }),
+            Planned::WorkerControl(c) => serde_json::json!({
+                "dry_run": true,
+                "action": "worker-control",
+                "command": c.request.method,
+                "arguments": c.request.arguments,
+                "destination": c.request.destination,
+            }),
+            Planned::CreateDlq { queue } => serde_json::json!({
+                "dry_run": true,
+                "action": "create-dlq",
+                "queue": queue,
+            }),
         }
     }
 }
@@ -630,6 +686,10 @@ pub enum Outcome {
     Sent {
         id: Option<String>,
     },
+    /// The workers' answers to a remote-control command.
+    Control(qdeck_backend::celery::workers::WorkerReport),
+    /// A dead-letter capture made, or found already there.
+    CreatedDlq(CreatedDlq),
     Failed {
         error: BackendError,
         progress: ProgressState,
@@ -690,7 +750,10 @@ impl Outcome {
             // Gone before the delete reached it means it became due and was delivered.
             Outcome::CancelScheduled(r) if r.deleted > 0 => Verdict::Ok,
             Outcome::CancelScheduled(_) => Verdict::Failed,
-            Outcome::Sent { .. } => Verdict::Ok,
+            Outcome::Sent { .. } | Outcome::CreatedDlq(_) => Verdict::Ok,
+            // A worker that answered with an error did not do it: the command failed there.
+            Outcome::Control(r) if r.workers.iter().any(|w| w.answered_error) => Verdict::Failed,
+            Outcome::Control(_) => Verdict::Ok,
             // Messages moved or deleted before the error stay moved or deleted.
             Outcome::Failed { progress, .. } if progress.done > 0 => Verdict::Partial,
             Outcome::Failed { .. } => Verdict::Failed,
@@ -709,6 +772,8 @@ impl Outcome {
             Outcome::Import(_) => format!("import into {q}: {}", self.line()),
             Outcome::CancelScheduled(_) => format!("cancel in {q}: {}", self.line()),
             Outcome::Sent { .. } => format!("send to {q}: {}", self.line()),
+            Outcome::Control(_) => format!("worker-control: {}", self.line()),
+            Outcome::CreatedDlq(_) => self.line(),
             Outcome::Failed { .. } => format!("{q}: {}", self.line()),
         }
     }
@@ -791,6 +856,8 @@ impl Outcome {
                 Some(i) => format!("sent 1 message, id {}", clean(i)),
                 None => "sent 1 message".to_string(),
             },
+            Outcome::Control(r) => admin::control_line(r),
+            Outcome::CreatedDlq(c) => c.line(),
             Outcome::Failed { error, progress } => format!(
                 "{} (done {}, failed {} before the error)",
                 clean(&error.to_string()),
@@ -810,6 +877,8 @@ impl Outcome {
             Outcome::Import(r) => serde_json::to_value(r).unwrap_or_default(),
             Outcome::CancelScheduled(r) => serde_json::to_value(r).unwrap_or_default(),
             Outcome::Sent { id } => serde_json::json!({"sent": 1, "id": id}),
+            Outcome::Control(r) => serde_json::to_value(r).unwrap_or_default(),
+            Outcome::CreatedDlq(c) => serde_json::to_value(c).unwrap_or_default(),
             Outcome::Failed { error, progress } => serde_json::json!({
                 "error": clean(&error.to_string()),
                 "done": progress.done,
@@ -999,6 +1068,8 @@ pub async fn run(gate: &Gate, planned: Planned, p: &OpProgress) -> Outcome {
             }
         }
         Planned::Transfer(t) => transfer::run(*t, p).await,
+        Planned::WorkerControl(c) => admin::run_control(gate, *c, p).await,
+        Planned::CreateDlq { queue } => admin::run_create_dlq(gate, &queue, p).await,
         Planned::Edit {
             source,
             original,

@@ -707,3 +707,44 @@ fn a_long_breadcrumb_keeps_where_the_user_is() {
     );
     assert!(header.contains('…'), "{header}");
 }
+
+/// The on-fire list re-sorts as figures arrive; the cursor follows its row, so Enter opens
+/// what the user looked at. A row that leaves the list leaves the cursor where it was, on
+/// the row now there, and a flash names the one that left.
+#[test]
+fn the_on_fire_cursor_follows_its_row_and_says_when_it_left() {
+    let mut st = fire_state();
+    update(&mut st, key('!'));
+    assert_eq!(st.view(), View::Fire);
+    let under = |st: &State| {
+        let f = st.fleet.as_ref().unwrap();
+        let rows = f.fire_rows(st.now_ms);
+        rows[f.fire_cursor.sel.min(rows.len() - 1)].key().label()
+    };
+    // Down to local/orders, below local/orders-dlq.
+    while under(&st) != "local/orders" {
+        update(&mut st, key('j'));
+    }
+    let at = st.fleet.as_ref().unwrap().fire_cursor.sel;
+    // orders-dlq grows past it; then orders outranks everything.
+    let mut row = st.fleet.as_ref().unwrap().rows[0].clone();
+    assert_eq!(row.profile, "local");
+    row.fire[1].severity = 99.0;
+    update(&mut st, Action::Fleet(row.clone()));
+    assert_eq!(under(&st), "local/orders", "the cursor followed its row");
+    assert_ne!(
+        st.fleet.as_ref().unwrap().fire_cursor.sel,
+        at,
+        "the row moved in the list"
+    );
+    // Its row leaves: the cursor keeps its place and the flash says which row went.
+    let before = st.fleet.as_ref().unwrap().fire_cursor.sel;
+    row.fire.remove(1);
+    update(&mut st, Action::Fleet(row));
+    assert_eq!(st.fleet.as_ref().unwrap().fire_cursor.sel, before);
+    let flash = &st.status.as_ref().expect("a flash names the row").text;
+    assert!(
+        flash.contains("local/orders left the on-fire list"),
+        "{flash}"
+    );
+}

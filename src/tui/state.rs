@@ -823,6 +823,9 @@ pub struct FleetState {
     pub rows: Vec<qdeck_engine::fleet::FleetRow>,
     pub cursor: Cursor,
     pub fire_cursor: Cursor,
+    /// The row under the on-fire cursor, by identity: the list re-sorts as figures arrive,
+    /// and the cursor follows its row rather than its position (`follow_fire`).
+    pub fire_sel: Option<FireKey>,
     pub fire_filter: Filter,
     /// The queue an on-fire row asked to open once its profile's session is up (Enter on
     /// another profile's row): the switch lands on exactly that queue.
@@ -846,7 +849,53 @@ pub enum FireRow<'a> {
     },
 }
 
+/// What an on-fire row is, apart from where it ranks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FireKey {
+    Alert {
+        profile: String,
+        rule: String,
+        queue: Option<QueueId>,
+    },
+    Broker(String),
+    Queue {
+        profile: String,
+        queue: QueueId,
+    },
+}
+
+impl FireKey {
+    /// The row as a flash names it.
+    pub fn label(&self) -> String {
+        match self {
+            FireKey::Alert {
+                profile,
+                rule,
+                queue: Some(q),
+            } => format!("alert {rule} on {profile}/{q}"),
+            FireKey::Alert { profile, rule, .. } => format!("alert {rule} on {profile}"),
+            FireKey::Broker(p) => format!("broker of {p}"),
+            FireKey::Queue { profile, queue } => format!("{profile}/{queue}"),
+        }
+    }
+}
+
 impl FireRow<'_> {
+    pub fn key(&self) -> FireKey {
+        match self {
+            FireRow::Alert(a) => FireKey::Alert {
+                profile: a.profile.clone(),
+                rule: a.rule.clone(),
+                queue: a.queue.clone(),
+            },
+            FireRow::Broker { profile, .. } => FireKey::Broker((*profile).to_string()),
+            FireRow::Queue { profile, entry } => FireKey::Queue {
+                profile: (*profile).to_string(),
+                queue: entry.queue.clone(),
+            },
+        }
+    }
+
     pub fn profile(&self) -> &str {
         match self {
             FireRow::Alert(a) => &a.profile,
@@ -876,6 +925,7 @@ impl FleetState {
                 .collect(),
             cursor: Cursor::default(),
             fire_cursor: Cursor::default(),
+            fire_sel: None,
             fire_filter: Filter::default(),
             landing: None,
             alerts: Vec::new(),
@@ -937,6 +987,31 @@ impl FleetState {
                 .then(a.since_ms.cmp(&b.since_ms))
         });
         self.alerts = all;
+    }
+
+    /// Put the on-fire cursor back on its row, found by identity, after the list changed.
+    /// When that row has left the list the cursor keeps its position (the row now there is
+    /// the new selection) and the row that left is returned, so the user can be told.
+    pub fn follow_fire(&mut self, now_ms: i64, page: usize) -> Option<FireKey> {
+        let keys: Vec<FireKey> = self.fire_rows(now_ms).iter().map(FireRow::key).collect();
+        let mut left = None;
+        if let Some(k) = self.fire_sel.take() {
+            match keys.iter().position(|x| *x == k) {
+                Some(p) => self.fire_cursor.sel = p,
+                None => left = Some(k),
+            }
+        }
+        self.fire_cursor.clamp(keys.len(), page);
+        self.fire_sel = keys.get(self.fire_cursor.sel).cloned();
+        left
+    }
+
+    /// The cursor moved by hand: the row now under it is the one to follow.
+    pub fn fire_selected_now(&mut self, now_ms: i64) {
+        self.fire_sel = self
+            .fire_rows(now_ms)
+            .get(self.fire_cursor.sel)
+            .map(FireRow::key);
     }
 
     /// A poll's row replaces the profile's previous one.

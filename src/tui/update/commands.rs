@@ -194,6 +194,7 @@ pub(super) fn fleet_started(st: &mut State, names: &[String]) {
         }
         fresh.cursor = old.cursor;
         fresh.fire_cursor = old.fire_cursor;
+        fresh.fire_sel = old.fire_sel;
         fresh.fire_filter = old.fire_filter;
         fresh.cursor.clamp(fresh.rows.len(), st.size.1 as usize);
     }

@@ -124,5 +124,6 @@ pub(super) fn set_fire_filter(st: &mut State, text: &str) {
     if let Some(f) = &mut st.fleet {
         f.fire_filter = Filter::new(text);
         f.fire_cursor = Cursor::default();
+        f.fire_sel = None;
     }
 }

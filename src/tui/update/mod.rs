@@ -276,6 +276,7 @@ pub fn update(st: &mut State, action: Action) -> Vec<Effect> {
                 f.set_alerts(&st.session.profile, own);
                 st.dirty = true;
             }
+            follow_fire(st);
         }
         Action::FleetStarted(names) => commands::fleet_started(st, &names),
         Action::Failed(e) => set_status(st, Level::Error, error_line(&e)),
@@ -350,6 +351,23 @@ pub fn switched(st: &mut State, mut fresh: State) {
     *st = fresh;
     let msg = format!("profile {} ({})", st.session.profile, st.session.broker);
     set_status(st, Level::Info, msg);
+}
+
+/// The on-fire list changed: its cursor follows its row; a row that left while the user
+/// looks at the list is named, since the cursor now rests on another one.
+pub(super) fn follow_fire(st: &mut State) {
+    let page = st.page_rows();
+    let now = st.now_ms;
+    let Some(left) = st.fleet.as_mut().and_then(|f| f.follow_fire(now, page)) else {
+        return;
+    };
+    if st.view() == View::Fire {
+        let msg = format!(
+            "{} left the on-fire list; the cursor stays where it was",
+            sanitize::clean(&left.label())
+        );
+        set_status(st, Level::Info, msg);
+    }
 }
 
 /// How long a flash stays: info, then warnings and errors.

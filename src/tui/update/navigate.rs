@@ -31,8 +31,10 @@ pub(super) fn move_sel(st: &mut State, delta: isize) {
             }
         }
         View::Fire => {
+            let now = st.now_ms;
             if let Some(f) = &mut st.fleet {
                 f.fire_cursor.move_by(delta, len, page);
+                f.fire_selected_now(now);
             }
         }
         View::Messages => st.msgs.cursor.move_by(delta, len, page),

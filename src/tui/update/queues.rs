@@ -204,4 +204,5 @@ fn alerts(st: &mut State, fx: &mut Vec<Effect>) {
     if let Some(f) = &mut st.fleet {
         f.set_alerts(&st.session.profile, own);
     }
+    super::follow_fire(st);
 }

@@ -2461,6 +2461,47 @@ fn group(
     }
 }
 
+/// A scan's progress re-ranks the groups by count: the cursor follows its group, so Enter
+/// opens the group the user was on.
+#[test]
+fn the_reasons_cursor_follows_its_group_as_the_scan_reranks() {
+    let mut st = populated();
+    select(&mut st, "orders");
+    update(&mut st, key('F'));
+    let now = st.now_ms;
+    let q = QueueId::new("orders-dlq");
+    let progress = |a: u64, b: u64| Action::ReasonsProgress {
+        queue: QueueId::new("orders-dlq"),
+        groups: {
+            let mut g = vec![
+                group(now, "timeout", "orders", a, 0),
+                group(now, "max receives", "orders", b, 0),
+            ];
+            g.sort_by(|x, y| y.count.cmp(&x.count));
+            g
+        },
+        scanned: a + b,
+        total: None,
+    };
+    update(&mut st, progress(50, 10));
+    update(&mut st, key('j'));
+    assert_eq!(
+        st.reasons.groups[st.reasons.cursor.sel].signature,
+        "max receives"
+    );
+    update(&mut st, progress(60, 90));
+    assert_eq!(st.reasons.cursor.sel, 0, "its group moved up");
+    let fx = update(&mut st, code(KeyCode::Enter));
+    assert!(
+        fx.contains(&Effect::BrowseGroup {
+            queue: q,
+            signature: "max receives".into(),
+            origin: Some("orders".into()),
+        }),
+        "{fx:?}"
+    );
+}
+
 #[test]
 fn reasons_view_groups_progress_cancel_and_drill_in() {
     let mut st = populated();

@@ -63,11 +63,24 @@ pub(super) fn progress(
     if r.queue.as_ref() != Some(&queue) || !r.scanning {
         return;
     }
-    r.groups = groups;
+    replace_groups(r, groups);
     r.scanned = scanned;
     r.total = total;
-    r.cursor.clamp(r.groups.len(), 1);
     st.dirty = true;
+}
+
+/// New groups replace the old ones (a scan's progress re-ranks them by count): the cursor
+/// follows its group by signature and origin, or keeps its place when that group is gone.
+fn replace_groups(r: &mut ReasonsState, groups: Vec<Group>) {
+    let key = |g: &Group| (g.signature.clone(), g.origin.clone());
+    let held = r.groups.get(r.cursor.sel).map(key);
+    r.groups = groups;
+    if let Some(k) = held {
+        if let Some(p) = r.groups.iter().position(|g| key(g) == k) {
+            r.cursor.sel = p;
+        }
+    }
+    r.cursor.clamp(r.groups.len(), 1);
 }
 
 pub(super) fn done(
@@ -85,7 +98,7 @@ pub(super) fn done(
             r.note = Some(rep.sample_note());
             r.scanned = rep.scan.scanned;
             r.total = rep.scan.total;
-            r.groups = rep.groups;
+            replace_groups(r, rep.groups);
         }
         Err(e) => r.error = Some(e),
     }

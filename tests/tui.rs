@@ -2477,7 +2477,7 @@ fn the_reasons_cursor_follows_its_group_as_the_scan_reranks() {
                 group(now, "timeout", "orders", a, 0),
                 group(now, "max receives", "orders", b, 0),
             ];
-            g.sort_by(|x, y| y.count.cmp(&x.count));
+            g.sort_by_key(|x| std::cmp::Reverse(x.count));
             g
         },
         scanned: a + b,

@@ -6,7 +6,6 @@
 mod common;
 use common::console::*;
 
-use std::collections::HashMap;
 
 use crossterm::event::KeyCode;
 use qdeck::tui::state::{FleetState, State, View};
@@ -324,7 +323,12 @@ fn rabbit_fleet() -> State {
         updated_ms: Some(st.now_ms),
         ..Default::default()
     };
-    summarize(&mut row, &infos, &batch, &mut HashMap::new());
+    summarize(
+        &mut row,
+        &infos,
+        &batch,
+        &mut qdeck_engine::depth_window::DepthWindow::default(),
+    );
     let mut fl = FleetState::new(&["rabbit".to_string()]);
     fl.apply(row);
     st.fleet = Some(fl);

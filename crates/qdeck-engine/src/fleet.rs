@@ -9,6 +9,7 @@ use tokio::sync::mpsc;
 
 use super::budget::Budget;
 use super::multi_poller::{self, Answer, PollHandle, Timeout};
+use crate::depth_window::{self, DepthWindow};
 use crate::session::Session;
 use crate::severity::{severity, Signals};
 use qdeck_backend::BackendError;
@@ -26,7 +27,7 @@ pub struct FleetRow {
     pub depth: Option<u64>,
     /// Messages across the DLQs.
     pub dlq_depth: Option<u64>,
-    /// DLQ total now minus at the previous poll.
+    /// The DLQs' rise over the depth window (`depth_window`: ≥ 30 s, ≥ three polls).
     pub dlq_change: Option<i64>,
     /// The oldest message of any queue, DLQs included (the on-fire view ranks them on the
     /// same age), and its queue.
@@ -69,7 +70,7 @@ pub struct FireEntry {
     pub is_dlq: bool,
     pub severity: f64,
     pub depth: Option<u64>,
-    /// Depth now minus at the previous poll.
+    /// Depth now minus at the start of its depth window (≥ 30 s, ≥ three polls ago).
     pub change: Option<i64>,
     pub age_secs: Option<f64>,
     pub out_rate: Option<f64>,
@@ -121,19 +122,23 @@ pub enum BrokerProblem {
     Stale { since_ms: i64 },
 }
 
-/// The summary of one poll. `previous` holds each queue's depth at the previous poll (for
-/// "growing") and is replaced by this poll's depths.
+/// The summary of one poll. `window` holds each queue's recent depths: "growing" and a DLQ's
+/// rise are measured from the start of its window (`depth_window`), not from the previous
+/// poll, so figures a broker refreshes every few seconds do not read as stop-and-go.
 pub fn summarize(
     row: &mut FleetRow,
     infos: &[QueueInfo],
     batch: &StatsBatch,
-    previous: &mut HashMap<QueueId, u64>,
+    window: &mut DepthWindow,
 ) {
     let dlqs: std::collections::HashSet<&QueueId> =
         infos.iter().filter(|i| i.is_dlq).map(|i| &i.id).collect();
     let (mut depth, mut dlq, mut growing) = (0u64, 0u64, 0usize);
     let mut worst: Option<(f64, QueueId, bool)> = None;
-    let mut now: HashMap<QueueId, u64> = HashMap::with_capacity(batch.stats.len());
+    let had_previous = !window.is_empty();
+    let span = depth_window::window_ms(row.refresh_secs);
+    let polled_at = qdeck_model::domain::now_ms();
+    let mut dlq_rise: Option<i64> = None;
     let max_age = if row.max_age_secs > 0.0 {
         row.max_age_secs
     } else {
@@ -143,8 +148,15 @@ pub fn summarize(
     for s in &batch.stats {
         let d = s.depth.unwrap_or(0);
         let is_dlq = dlqs.contains(&s.id);
-        let before = previous.get(&s.id).copied();
+        // The broker's time for its figure where it gives one.
+        let at = if s.at_ms > 0 { s.at_ms } else { polled_at };
+        let before = window.record(&s.id, at, d, span);
         let change = before.map(|p| d as i64 - p as i64);
+        if is_dlq {
+            if let Some(c) = change {
+                *dlq_rise.get_or_insert(0) += c;
+            }
+        }
         let signals = Signals {
             dlq_rise: change.filter(|_| is_dlq),
             age_secs: s.oldest_age_secs,
@@ -174,12 +186,12 @@ pub fn summarize(
                 worst = Some((a, s.id.clone(), is_dlq));
             }
         }
-        if !dlqs.contains(&s.id) && previous.get(&s.id).is_some_and(|p| d > *p) {
+        if !is_dlq && before.is_some_and(|p| d > p) {
             growing += 1;
         }
-        now.insert(s.id.clone(), d);
     }
-    let had_previous = !previous.is_empty();
+    let listed: std::collections::HashSet<&QueueId> = infos.iter().map(|i| &i.id).collect();
+    window.retain(|q| listed.contains(q));
     // Worst first, then deepest; only the head is kept.
     let worse = |a: &FireEntry, b: &FireEntry| {
         b.severity
@@ -193,11 +205,7 @@ pub fn summarize(
     }
     fire.sort_by(worse);
     row.fire = fire;
-    *previous = now;
-    row.dlq_change = row
-        .dlq_depth
-        .filter(|_| had_previous)
-        .map(|before| dlq as i64 - before as i64);
+    row.dlq_change = dlq_rise.filter(|_| had_previous);
     row.queues = Some(infos.len());
     row.depth = Some(depth);
     row.dlq_depth = Some(dlq);
@@ -250,8 +258,8 @@ pub fn spawn(
     let mut monitor = (!rules.is_empty())
         .then(|| crate::alerts::Monitor::new(rules, crate::alerts::Tracker::default()));
     tokio::spawn(async move {
-        // Each profile's row and its queue depths at the previous poll (for "growing").
-        let mut rows: HashMap<String, (FleetRow, HashMap<QueueId, u64>)> = HashMap::new();
+        // Each profile's row and its queues' recent depths (for "growing").
+        let mut rows: HashMap<String, (FleetRow, DepthWindow)> = HashMap::new();
         while let Some(a) = answers.recv().await {
             let (row, previous) = rows.entry(a.profile.clone()).or_insert_with(|| {
                 let row = FleetRow {
@@ -259,7 +267,7 @@ pub fn spawn(
                     refresh_secs: multi_poller::DEFAULT_REFRESH_SECS,
                     ..FleetRow::default()
                 };
-                (row, HashMap::new())
+                (row, DepthWindow::default())
             });
             if let Some(m) = &mut monitor {
                 m.apply(copy(&a), qdeck_model::domain::now_ms());
@@ -311,11 +319,7 @@ pub async fn read(s: Session) -> Result<Polled, BackendError> {
 }
 
 /// A profile's row after one answer: the new figures, or the error over the last ones.
-fn apply(
-    row: &mut FleetRow,
-    previous: &mut HashMap<QueueId, u64>,
-    a: Answer<Polled, BackendError>,
-) {
+fn apply(row: &mut FleetRow, previous: &mut DepthWindow, a: Answer<Polled, BackendError>) {
     if let Some(s) = &a.settings {
         row.kind = Some(s.kind);
         row.refresh_secs = s.refresh_secs;
@@ -375,7 +379,7 @@ mod tests {
     #[test]
     fn totals_keep_dlqs_apart_and_growth_needs_two_polls() {
         let infos = vec![info("a", false), info("b", false), info("a.dlq", true)];
-        let mut prev = HashMap::new();
+        let mut prev = DepthWindow::default();
         let mut row = FleetRow::default();
         let batch = |a, b, d| StatsBatch {
             stats: vec![
@@ -407,7 +411,7 @@ mod tests {
             stats: vec![stat("orders", 40, None), stat("orders.dlq", 3, Some(300.0))],
             ..StatsBatch::default()
         };
-        summarize(&mut row, &infos, &batch, &mut HashMap::new());
+        summarize(&mut row, &infos, &batch, &mut DepthWindow::default());
         assert_eq!(row.worst_age, Some((300.0, QueueId::new("orders.dlq"))));
         assert!(row.worst_age_in_dlq);
         let fire_oldest = row
@@ -424,9 +428,54 @@ mod tests {
             ],
             ..StatsBatch::default()
         };
-        summarize(&mut row, &infos, &batch, &mut HashMap::new());
+        summarize(&mut row, &infos, &batch, &mut DepthWindow::default());
         assert_eq!(row.worst_age, Some((900.0, QueueId::new("orders"))));
         assert!(!row.worst_age_in_dlq);
+    }
+
+    /// A DLQ growing steadily while its broker refreshes figures every 5 s, polled every 2 s:
+    /// it keeps one rank beside a queue whose old message scores in between, poll after poll
+    /// (measured poll to poll it scored 63, 21, 61, 22 and swapped places each time).
+    #[test]
+    fn a_steadily_growing_dlq_keeps_its_rank() {
+        let infos = vec![info("orders.dlq", true), info("billing", false)];
+        let mut window = DepthWindow::default();
+        let mut row = FleetRow {
+            max_age_secs: 300.0,
+            refresh_secs: 2.0,
+            ..FleetRow::default()
+        };
+        let mut ranks = Vec::new();
+        for poll in 0..30i64 {
+            let at = 1_000_000 + poll * 2_000;
+            // The broker's figure moves every 5 s.
+            let figure_at = at - at % 5_000;
+            let dlq = QueueStats {
+                at_ms: figure_at,
+                ..stat("orders.dlq", (figure_at / 5_000) as u64 * 5, Some(60.0))
+            };
+            let billing = QueueStats {
+                at_ms: figure_at,
+                ..stat("billing", 40, Some(400.0))
+            };
+            let batch = StatsBatch {
+                stats: vec![dlq, billing],
+                ..StatsBatch::default()
+            };
+            summarize(&mut row, &infos, &batch, &mut window);
+            if poll > 0 {
+                ranks.push(
+                    row.fire
+                        .iter()
+                        .position(|f| f.queue.as_str() == "orders.dlq")
+                        .unwrap(),
+                );
+            }
+        }
+        // Until the broker's figure first moves nothing has grown; from then on, first.
+        let from = ranks.iter().position(|r| *r == 0).expect("it ranks first");
+        assert!(from <= 3, "{ranks:?}");
+        assert!(ranks[from..].iter().all(|r| *r == 0), "{ranks:?}");
     }
 
     #[test]
@@ -434,7 +483,7 @@ mod tests {
         let mut infos: Vec<QueueInfo> =
             (0..300).map(|i| info(&format!("q{i:03}"), false)).collect();
         infos.push(info("jobs.dlq", true));
-        let mut prev = HashMap::new();
+        let mut prev = DepthWindow::default();
         let mut row = FleetRow {
             max_age_secs: 300.0,
             ..FleetRow::default()

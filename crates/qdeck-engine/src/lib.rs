@@ -6,6 +6,7 @@ pub mod alerts;
 pub mod audit;
 pub mod budget;
 pub mod config_check;
+pub mod depth_window;
 pub mod derive;
 pub mod edit;
 pub mod exit;

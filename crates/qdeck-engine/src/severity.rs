@@ -2,10 +2,10 @@
 //!
 //! ```text
 //! severity = 40·G + 30·A + 30·S            (0 ‥ 100)
-//! G  DLQ growth:   0 when the DLQ depth did not rise since the previous poll,
+//! G  DLQ growth:   0 when the DLQ depth did not rise over its window (≥ 30 s),
 //!                  else min(1, 0.5 + log10(rise) / 4)   (1 → 0.5, 10 → 0.75, 100+ → 1)
 //! A  age:          min(1, age of oldest / (2 × max_age)) (at the threshold → 0.5)
-//! S  not draining: 1 when depth > 0 and rose since the previous poll;
+//! S  not draining: 1 when depth > 0 and rose over its window;
 //!                  0.5 when depth > 0 and nothing goes out (out-rate 0, no consumer, or
 //!                  out-rate unknown and the depth did not fall); else 0
 //! ```
@@ -19,11 +19,12 @@
 /// What one queue's last two polls say, broker-neutral.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Signals {
-    /// DLQ depth now minus at the previous poll (only for DLQs; `None` on the first poll).
+    /// DLQ depth now minus at the start of its window (`depth_window`; only for DLQs;
+    /// `None` on the first poll).
     pub dlq_rise: Option<i64>,
     pub age_secs: Option<f64>,
     pub depth: Option<u64>,
-    /// Depth at the previous poll.
+    /// Depth at the start of its window.
     pub previous_depth: Option<u64>,
     /// Messages per second leaving the queue, when the broker says.
     pub out_rate: Option<f64>,

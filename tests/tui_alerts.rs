@@ -238,6 +238,34 @@ async fn another_profiles_firing_rule_comes_through_the_fleet() {
     let screen = text(&draw(&st, 100, 24));
     assert!(screen.contains("FIRING  b/orders.dlq"), "{screen}");
     assert!(screen.contains("2 rules · 1 firing"), "{screen}");
+
+    // b becomes the console's own profile: its alert keeps firing since the time the fleet
+    // saw it start, with no gap in the fire list and nothing announced again.
+    let since = st.fleet.as_ref().unwrap().alerts[0].since_ms;
+    let badge = st.alerts_firing();
+    let fresh = with_rules(
+        State::new(
+            qdeck_engine::store::Store::new(600, 240, 600.0),
+            caps(),
+            "b",
+            "local",
+        ),
+        false,
+        false,
+    );
+    qdeck::tui::update::switched(&mut st, fresh);
+    let own = st.alerts.firing_rows();
+    assert_eq!(own.len(), 1, "{own:?}");
+    assert_eq!((own[0].profile.as_str(), own[0].since_ms), ("b", since));
+    let fl = st.fleet.as_mut().unwrap();
+    fl.set_alerts("b", own);
+    assert_eq!(
+        fl.alerts.len(),
+        1,
+        "listed once, from the console's own tracker"
+    );
+    assert_eq!(fl.alerts[0].since_ms, since);
+    assert_eq!(st.alerts_firing(), badge, "the badge does not drop");
 }
 
 #[test]

@@ -6,7 +6,6 @@
 mod common;
 use common::console::*;
 
-
 use crossterm::event::KeyCode;
 use qdeck::tui::state::{FleetState, State, View};
 use qdeck::tui::{update, Action};

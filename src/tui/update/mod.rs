@@ -333,6 +333,15 @@ pub fn switched(st: &mut State, mut fresh: State) {
     // on-fire row that asked for one of this profile's queues lands on that queue's detail,
     // over the on-fire view.
     fresh.fleet = st.fleet.take();
+    // What already fires on the new profile, as the fleet saw it, stays firing since then:
+    // becoming the console's own changes nothing about an alert (no 30 s gap, no new age).
+    if let Some(row) = fresh
+        .fleet
+        .as_ref()
+        .and_then(|f| f.rows.iter().find(|r| r.profile == fresh.session.profile))
+    {
+        fresh.alerts.tracker.adopt(&row.alerts);
+    }
     // The session's operations stay in `:ops` across switches: a result line's "(:ops)" hint
     // must still lead somewhere after the user moved to another profile.
     fresh.ops_log = std::mem::take(&mut st.ops_log);

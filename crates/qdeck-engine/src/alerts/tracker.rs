@@ -155,6 +155,24 @@ impl Tracker {
         })
     }
 
+    /// Take over what another tracker saw fire (the fleet's, when its profile becomes the
+    /// console's own): each keeps the time it started firing, and nothing is announced again.
+    /// Keys this tracker already knows keep their own state.
+    pub fn adopt(&mut self, firing: &[Firing]) {
+        for f in firing {
+            if self.phases.contains_key(&f.key) {
+                continue;
+            }
+            self.phases.insert(
+                f.key.clone(),
+                Phase::Firing {
+                    since_ms: f.since_ms,
+                },
+            );
+            self.summaries.insert(f.key.clone(), f.summary.clone());
+        }
+    }
+
     /// Keys of `rule` on `profile` that were not evaluated this round (a queue that went
     /// away): they resolve.
     pub fn unseen(&self, rule: &str, profile: &str, seen: &[Key]) -> Vec<Key> {

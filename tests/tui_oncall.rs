@@ -748,3 +748,23 @@ fn the_on_fire_cursor_follows_its_row_and_says_when_it_left() {
         "{flash}"
     );
 }
+
+/// A profile's figures outlive a switch: back on it, its history resumes (its trend, rates
+/// and `stuck?` have the minutes they had), rather than starting from one poll.
+#[test]
+fn a_profiles_history_survives_a_switch_away_and_back() {
+    let mut st = populated();
+    let orders = QueueId::new("orders");
+    let before = st.store.derived(&orders).expect("the fixture has history");
+    let away = State::new(Store::new(600, 240, 600.0), caps(), "sqs-prod", "sqs");
+    qdeck::tui::update::switched(&mut st, away);
+    assert!(st.store.get(&orders).is_none(), "another profile's table");
+    let back = State::new(Store::new(600, 240, 600.0), caps(), "local", "local");
+    qdeck::tui::update::switched(&mut st, back);
+    assert_eq!(
+        st.store.derived(&orders),
+        Some(before),
+        "the history came back whole"
+    );
+    assert!(!st.queues.rows.is_empty(), "its table shows at once");
+}

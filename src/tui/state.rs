@@ -611,6 +611,10 @@ pub type CapsOf =
 
 pub struct State {
     pub store: Store,
+    /// The figures of the profiles the console was on before, kept for the process's life:
+    /// coming back to one resumes its history, so its trend, rates and `stuck?` do not
+    /// start over (`update::switched`).
+    pub kept_stores: std::collections::HashMap<String, Store>,
     /// The broker-wide capabilities; `caps_for` gives one queue's.
     pub caps: Capabilities,
     /// Set by the app from its backend: what this broker can do with each queue (a RabbitMQ
@@ -1040,6 +1044,7 @@ impl State {
     pub fn new(store: Store, caps: Capabilities, profile: &str, broker: &str) -> State {
         State {
             store,
+            kept_stores: std::collections::HashMap::new(),
             caps,
             caps_of: None,
             keymap: KeyMap::default(),

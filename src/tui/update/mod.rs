@@ -346,6 +346,16 @@ pub fn switched(st: &mut State, mut fresh: State) {
     // must still lead somewhere after the user moved to another profile.
     fresh.ops_log = std::mem::take(&mut st.ops_log);
     fresh.ops_log.scroll = 0;
+    // The history of each profile outlives the switch: the one left is kept, the one
+    // returned to resumes where it was (the poller fills the time away as a gap).
+    let mut kept = std::mem::take(&mut st.kept_stores);
+    let left = std::mem::replace(&mut st.store, qdeck_engine::store::Store::new(1, 1, 1.0));
+    kept.insert(st.session.profile.clone(), left);
+    if let Some(back) = kept.remove(&fresh.session.profile) {
+        fresh.store = back;
+        fresh.queues.rows_dirty = true;
+    }
+    fresh.kept_stores = kept;
     let landing = fresh
         .fleet
         .as_mut()
@@ -358,6 +368,9 @@ pub fn switched(st: &mut State, mut fresh: State) {
         fresh.stack = vec![View::Fleet, View::Queues];
     }
     *st = fresh;
+    if st.queues.rows_dirty {
+        queues::rebuild_rows(st);
+    }
     let msg = format!("profile {} ({})", st.session.profile, st.session.broker);
     set_status(st, Level::Info, msg);
 }

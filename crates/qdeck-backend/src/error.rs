@@ -1,5 +1,7 @@
 use std::time::Duration;
 
+use qdeck_model::domain::{QueueError, QueueErrorKind};
+
 /// Errors every backend maps its failures into. Messages are one line, carry no secrets, and
 /// say what to do where that is known. The CLI maps each variant to an exit code.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -41,6 +43,55 @@ pub enum BackendError {
     Protocol(String),
     #[error("{0}")]
     Other(String),
+}
+
+/// One queue's failure in a `StatsBatch`, by the error's variant.
+impl From<&BackendError> for QueueError {
+    fn from(e: &BackendError) -> Self {
+        let kind = match e {
+            BackendError::NotFound(_) => QueueErrorKind::NotFound,
+            BackendError::Auth(_) => QueueErrorKind::Auth,
+            BackendError::Forbidden { .. } => QueueErrorKind::Permission,
+            BackendError::Unreachable(_) => QueueErrorKind::Unreachable,
+            BackendError::Throttled { .. } => QueueErrorKind::Throttled,
+            BackendError::Unsupported(_)
+            | BackendError::Refused(_)
+            | BackendError::RefusedUnlessForced(_)
+            | BackendError::Invalid(_)
+            | BackendError::Storage(_)
+            | BackendError::Protocol(_)
+            | BackendError::Other(_) => QueueErrorKind::Other,
+        };
+        QueueError::new(kind, e.message())
+    }
+}
+
+impl From<BackendError> for QueueError {
+    fn from(e: BackendError) -> Self {
+        QueueError::from(&e)
+    }
+}
+
+/// A queue's failure as the error a call on that queue gives (`count` from its figures).
+impl From<QueueError> for BackendError {
+    fn from(e: QueueError) -> Self {
+        let m = e.message;
+        match e.kind {
+            QueueErrorKind::NotFound => BackendError::NotFound(m),
+            QueueErrorKind::Auth => BackendError::Auth(m),
+            QueueErrorKind::Permission => BackendError::Forbidden {
+                msg: m,
+                right: None,
+            },
+            QueueErrorKind::Unreachable => BackendError::Unreachable(m),
+            QueueErrorKind::Timeout => BackendError::Unreachable(format!("timed out: {m}")),
+            QueueErrorKind::Throttled => BackendError::Throttled {
+                msg: m,
+                retry_after: None,
+            },
+            QueueErrorKind::Other => BackendError::Other(m),
+        }
+    }
 }
 
 /// A missing secret or a bad setting found while building a backend.
@@ -94,6 +145,24 @@ impl BackendError {
         match self {
             BackendError::Throttled { retry_after, .. } => *retry_after,
             _ => None,
+        }
+    }
+
+    /// The message without the words the variant's Display puts before it.
+    pub fn message(&self) -> &str {
+        match self {
+            BackendError::NotFound(m)
+            | BackendError::Auth(m)
+            | BackendError::Unreachable(m)
+            | BackendError::Unsupported(m)
+            | BackendError::Refused(m)
+            | BackendError::RefusedUnlessForced(m)
+            | BackendError::Invalid(m)
+            | BackendError::Storage(m)
+            | BackendError::Protocol(m)
+            | BackendError::Other(m)
+            | BackendError::Forbidden { msg: m, .. }
+            | BackendError::Throttled { msg: m, .. } => m,
         }
     }
 

@@ -383,6 +383,30 @@ fn request_error(display: &str, op: &str, kind: RequestErrorKind) -> BackendErro
     }
 }
 
+/// Whether the TLS set-up or handshake failed: the kind says so for the set-up, while a
+/// certificate the CA does not vouch for comes back as the handshake's I/O error, which
+/// carries rustls's own error inside it.
+fn tls_failed(e: &async_nats::ConnectError) -> bool {
+    if e.kind() == ConnectErrorKind::Tls {
+        return true;
+    }
+    let mut src = std::error::Error::source(e);
+    while let Some(s) = src {
+        let inner_is_tls = match s
+            .downcast_ref::<std::io::Error>()
+            .and_then(|io| io.get_ref())
+        {
+            Some(inner) => inner.is::<rustls::Error>(),
+            None => false,
+        };
+        if inner_is_tls || s.is::<rustls::Error>() {
+            return true;
+        }
+        src = s.source();
+    }
+    false
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -439,28 +463,4 @@ mod tests {
         .unwrap_err();
         assert!(matches!(e, BackendError::Unsupported(_)), "{e:?}");
     }
-}
-
-/// Whether the TLS set-up or handshake failed: the kind says so for the set-up, while a
-/// certificate the CA does not vouch for comes back as the handshake's I/O error, which
-/// carries rustls's own error inside it.
-fn tls_failed(e: &async_nats::ConnectError) -> bool {
-    if e.kind() == ConnectErrorKind::Tls {
-        return true;
-    }
-    let mut src = std::error::Error::source(e);
-    while let Some(s) = src {
-        let inner_is_tls = match s
-            .downcast_ref::<std::io::Error>()
-            .and_then(|io| io.get_ref())
-        {
-            Some(inner) => inner.is::<rustls::Error>(),
-            None => false,
-        };
-        if inner_is_tls || s.is::<rustls::Error>() {
-            return true;
-        }
-        src = s.source();
-    }
-    false
 }

@@ -215,7 +215,7 @@ impl Backend for NatsBackend {
 
     /// Exact: JetStream's own counts, read now.
     async fn count(&self, queue: &QueueId) -> Result<MessageCount> {
-        crate::count_from_stats(self, queue, BackendError::NotFound, true).await
+        crate::count_from_stats(self, queue, true).await
     }
 
     async fn stats(&self, queues: &[QueueId]) -> Result<StatsBatch> {

@@ -29,8 +29,7 @@ pub struct QueueRow {
     /// Why this queue has no figures (e.g. AccessDenied); null when it has.
     pub error: Option<String>,
     /// The kind of `error` (`not_found`, `permission`, `unreachable`, …): what a script
-    /// decides by, never the text.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// decides by, never the text; null with `error`.
     pub error_kind: Option<QueueErrorKind>,
     /// The console's derived figures, present only with `--sample`.
     #[serde(skip_serializing_if = "Option::is_none")]

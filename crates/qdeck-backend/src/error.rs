@@ -62,7 +62,13 @@ impl From<&BackendError> for QueueError {
             | BackendError::Protocol(_)
             | BackendError::Other(_) => QueueErrorKind::Other,
         };
-        QueueError::new(kind, e.message())
+        // Other's words are the variant's whole Display ("unexpected answer from the
+        // broker: …"), which its kind cannot say again; the other kinds say theirs.
+        let message = match kind {
+            QueueErrorKind::Other => e.to_string(),
+            _ => e.message().to_string(),
+        };
+        QueueError::new(kind, message)
     }
 }
 
@@ -171,6 +177,49 @@ impl BackendError {
         BackendError::Forbidden {
             msg: msg.into(),
             right: right.map(str::to_string),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each variant lands in its kind, and a queue's error read back as a call's error keeps
+    /// its variant and prints as it did (no "not authorised: not authorised: …").
+    #[test]
+    fn a_queue_error_keeps_the_kind_and_the_words_of_its_backend_error() {
+        let cases = [
+            (
+                BackendError::NotFound("no queue q".into()),
+                QueueErrorKind::NotFound,
+            ),
+            (BackendError::Auth("bad key".into()), QueueErrorKind::Auth),
+            (
+                BackendError::forbidden("lacks sqs:GetQueueAttributes", Some("sqs:X")),
+                QueueErrorKind::Permission,
+            ),
+            (
+                BackendError::Unreachable("refused".into()),
+                QueueErrorKind::Unreachable,
+            ),
+            (
+                BackendError::Throttled {
+                    msg: "slow down".into(),
+                    retry_after: None,
+                },
+                QueueErrorKind::Throttled,
+            ),
+            (BackendError::Protocol("odd".into()), QueueErrorKind::Other),
+        ];
+        for (e, kind) in cases {
+            let q = QueueError::from(&e);
+            assert_eq!(q.kind, kind, "{e:?}");
+            assert_eq!(q.to_string(), e.to_string(), "{e:?}");
+            let back = BackendError::from(q);
+            assert_eq!(back.to_string(), e.to_string());
+            assert_eq!(back.is_transient(), e.is_transient(), "{e:?}");
+            assert_eq!(kind.is_transient(), e.is_transient(), "{e:?}");
         }
     }
 }

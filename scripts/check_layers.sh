@@ -7,6 +7,7 @@
 #   2. No core crate depends on a terminal crate (ratatui, crossterm), whatever its features.
 #   3. The console (src/tui) imports nothing from the CLI (src/cli). Both live in the `qdeck`
 #      package, so the compiler cannot see this one; a grep does.
+#   4. No non-test code decides by the text of an error or a note (scripts/check_text_decisions.py).
 #
 # A new workspace crate must be given its layer below, or this check fails.
 # Usage: scripts/check_layers.sh   (from anywhere in the repository; exit 1 on a violation)
@@ -93,6 +94,12 @@ if hits=$(grep -rnE '\b(crate|qdeck)::cli\b|\bsuper::(super::)*cli\b|\b(crate|qd
   grep -vE '^[^:]+:[0-9]+:\s*//'); then
   fail "the console (src/tui) imports the CLI (src/cli):"
   echo "$hits" >&2
+fi
+
+# No code outside tests decides by the text of an error or a note (issue 37, item 6); the
+# script names each finding and the few allowed places where the text is the protocol.
+if ! scripts/check_text_decisions.py; then
+  fail "code decides by the text of an error (see above)"
 fi
 
 if [ "$failures" -gt 0 ]; then

@@ -9,7 +9,10 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test asserts by unwrapping
 
+#[path = "celery_contract/mod.rs"]
+mod celery_contract;
 mod common;
+mod contract;
 
 use common::celery::{python, redis_url, run_script, Rmq};
 
@@ -827,3 +830,9 @@ async fn celery_on_rabbitmq_redriven_tasks_run_once_on_a_fixed_worker() {
     scene("delete", &rmq.kombu_url, &queue);
     scene("delete", &rmq.kombu_url, &dlq);
 }
+
+contract_tests!(
+    setup = celery_contract::CeleryFixture::setup(),
+    ignore =
+        "needs QDECK_TEST_AMQP_URL, QDECK_TEST_RABBITMQ_MGMT and QDECK_TEST_PYTHON with celery",
+);

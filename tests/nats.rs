@@ -8,6 +8,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test asserts by unwrapping
 
 mod common;
+mod contract;
+#[path = "nats_contract/mod.rs"]
+mod nats_contract;
 
 use std::collections::BTreeSet;
 use std::process::Command;
@@ -683,3 +686,8 @@ async fn push_consumers_clients_are_named_from_the_monitoring_port() {
     drop(holder.stdin.take());
     let _ = holder.wait();
 }
+
+contract_tests!(
+    setup = nats_contract::NatsFixture::setup(),
+    ignore = "needs QDECK_TEST_NATS_URL and QDECK_TEST_PYTHON with nats-py",
+);

@@ -1029,7 +1029,8 @@ async fn listen_key_scoped_to_an_entity_shows_what_it_can() {
     assert!(batch.stats.is_empty());
     assert_eq!(batch.errors.len(), 2);
     for (_, why) in &batch.errors {
-        assert!(why.contains("Manage right"), "{why}");
+        assert_eq!(why.kind, QueueErrorKind::Permission, "{why}");
+        assert!(why.message.contains("Manage right"), "{why}");
     }
     let p = b
         .browse(

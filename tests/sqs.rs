@@ -1432,8 +1432,9 @@ async fn access_denied_on_one_queue_goes_to_errors_and_throttling_is_named() {
     assert_eq!(batch.stats[0].in_flight, Some(1));
     assert_eq!(batch.errors.len(), 1);
     assert_eq!(batch.errors[0].0, QueueId::new("secret"));
+    assert_eq!(batch.errors[0].1.kind, QueueErrorKind::Permission);
     assert!(
-        batch.errors[0].1.contains("sqs:GetQueueAttributes"),
+        batch.errors[0].1.message.contains("sqs:GetQueueAttributes"),
         "the missing right is named: {}",
         batch.errors[0].1
     );

@@ -101,11 +101,7 @@ pub async fn stats(s: &Session, queue: &str, sample: Option<Duration>, f: Format
     let info = fetch::find(b, queue).await?;
     let batch = b.stats(std::slice::from_ref(&info.id)).await?;
     let st = batch.stats.iter().find(|x| x.id == info.id);
-    let err = batch
-        .errors
-        .iter()
-        .find(|x| x.0 == info.id)
-        .map(|x| x.1.clone());
+    let err = batch.errors.iter().find(|x| x.0 == info.id).map(|x| &x.1);
     let derived = match sample {
         Some(gap) => fetch::sampled(b, vec![info.clone()], gap, drain_target(s))
             .await?

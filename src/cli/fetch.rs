@@ -5,7 +5,7 @@ use serde::Serialize;
 
 use super::exit::CliError;
 use qdeck_backend::Backend;
-use qdeck_model::domain::{QueueId, QueueInfo, QueueKind, QueueStats};
+use qdeck_model::domain::{QueueError, QueueErrorKind, QueueId, QueueInfo, QueueKind, QueueStats};
 
 /// One row of `qdeck ls -o json`. Field names are stable (README "JSON output").
 #[derive(Debug, Clone, Serialize)]
@@ -28,13 +28,20 @@ pub struct QueueRow {
     pub out_rate: Option<f64>,
     /// Why this queue has no figures (e.g. AccessDenied); null when it has.
     pub error: Option<String>,
+    /// The kind of `error` (`not_found`, `permission`, `unreachable`, …): what a script
+    /// decides by, never the text; null with `error`.
+    pub error_kind: Option<QueueErrorKind>,
     /// The console's derived figures, present only with `--sample`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub derived: Option<qdeck_engine::derive::Derived>,
 }
 
 impl QueueRow {
-    pub fn new(info: &QueueInfo, stats: Option<&QueueStats>, error: Option<String>) -> QueueRow {
+    pub fn new(
+        info: &QueueInfo,
+        stats: Option<&QueueStats>,
+        error: Option<&QueueError>,
+    ) -> QueueRow {
         QueueRow {
             name: info.id.to_string(),
             kind: info.kind,
@@ -55,7 +62,8 @@ impl QueueRow {
             consumers: stats.and_then(|s| s.consumers),
             in_rate: stats.and_then(|s| s.in_rate),
             out_rate: stats.and_then(|s| s.out_rate),
-            error,
+            error: error.map(ToString::to_string),
+            error_kind: error.map(|e| e.kind),
             derived: None,
         }
     }
@@ -100,17 +108,11 @@ pub async fn rows_of(
     let batch = backend.stats(&ids).await?;
     let by_id: std::collections::HashMap<&QueueId, &QueueStats> =
         batch.stats.iter().map(|s| (&s.id, s)).collect();
-    let errs: std::collections::HashMap<&QueueId, &String> =
+    let errs: std::collections::HashMap<&QueueId, &QueueError> =
         batch.errors.iter().map(|(q, e)| (q, e)).collect();
     Ok(infos
         .iter()
-        .map(|i| {
-            QueueRow::new(
-                i,
-                by_id.get(&i.id).copied(),
-                errs.get(&i.id).map(|e| (*e).clone()),
-            )
-        })
+        .map(|i| QueueRow::new(i, by_id.get(&i.id).copied(), errs.get(&i.id).copied()))
         .collect())
 }
 
@@ -174,7 +176,7 @@ pub async fn sampled(
         .entries()
         .iter()
         .map(|e| {
-            let mut r = QueueRow::new(&e.info, e.latest.as_ref(), e.error.clone());
+            let mut r = QueueRow::new(&e.info, e.latest.as_ref(), e.error.as_ref());
             r.derived = store.derived(&e.info.id);
             r
         })

@@ -104,7 +104,10 @@ pub async fn run_case<F: Fixture, Fut: std::future::Future<Output = ()>>(fx: &F,
 /// behaviours this backend fails because of a known defect, each with its reason; they stay
 /// ignored until the backend is fixed. `not_applicable` names behaviours that do not apply to
 /// the broker's model at all (each with the reason); no test is generated for them, and the
-/// broker's own test file checks that it refuses them clearly.
+/// broker's own test file checks that it refuses them clearly. Prefer letting the backend
+/// declare it: a case whose plan the backend declares `Unsupported`, a facet it does not
+/// return (`sender()`), or a typed `Unsupported` answer runs, checks the refusal changed
+/// nothing, and prints `contract: CASE does not apply …` (`support::does_not_apply`).
 #[macro_export]
 macro_rules! contract_tests {
     (

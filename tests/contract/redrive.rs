@@ -7,7 +7,10 @@ use std::time::Duration;
 use qdeck_backend::OpProgress;
 use qdeck_model::domain::*;
 
-use super::support::{assert_clean, browse_all, expect_count, ids, request, wait_done};
+use super::support::{
+    assert_clean, browse_all, declared_unsupported, does_not_apply, expect_count, ids, request,
+    wait_done,
+};
 use super::{tag, Fixture};
 
 /// Every dead letter goes back to its origin; none is lost, none stays, none is doubled.
@@ -31,11 +34,14 @@ pub async fn redrive_to_a_named_queue<F: Fixture>(fx: &F) {
     let b = fx.backend();
     let s = fx.scene(&tag("named"), 1, 3).await;
     let target = fx.plain_queue(&tag("target")).await;
+    let req = request(&s.dlq, RedriveTarget::Queue(target.clone()));
+    if let Some(why) = declared_unsupported(b, &req).await {
+        does_not_apply("redrive_to_a_named_queue", &why);
+        expect_count(fx, &s.dlq, 3, "a refused redrive moved nothing").await;
+        return;
+    }
     let report = b
-        .redrive(
-            &request(&s.dlq, RedriveTarget::Queue(target.clone())),
-            &OpProgress::detached(),
-        )
+        .redrive(&req, &OpProgress::detached())
         .await
         .expect("redrive");
     assert_clean(&report, 3);
@@ -61,6 +67,11 @@ pub async fn redrive_honours_max<F: Fixture>(fx: &F) {
     let target = fx.plain_queue(&tag("maxto")).await;
     let mut req = request(&s.dlq, RedriveTarget::Queue(target.clone()));
     req.max = Some(3);
+    if let Some(why) = declared_unsupported(b, &req).await {
+        does_not_apply("redrive_honours_max (to a named queue)", &why);
+        expect_count(fx, &s.dlq, 4, "a refused redrive moved nothing").await;
+        return;
+    }
     let report = b
         .redrive(&req, &OpProgress::detached())
         .await
@@ -105,6 +116,11 @@ pub async fn redrive_moves_at_most_the_count_at_start<F: Fixture>(fx: &F) {
     req.max = Some(at_start);
     // Slow enough that the newcomers arrive while it runs.
     req.rate = Some(qdeck_model::rate::Rate::fixed(2.0));
+    if let Some(why) = declared_unsupported(b, &req).await {
+        does_not_apply("redrive_moves_at_most_the_count_at_start", &why);
+        expect_count(fx, &s.dlq, 4, "a refused redrive moved nothing").await;
+        return;
+    }
     let (progress, mut rx) = OpProgress::new();
     let newcomers = async {
         wait_done(&mut rx, 1, Duration::from_secs(30)).await;

@@ -125,3 +125,26 @@ pub async fn wait_done(rx: &mut watch::Receiver<ProgressState>, done: u64, limit
     })
     .await;
 }
+
+/// Where the backend declares that it cannot do what a case asks (the plan's mode for a
+/// redrive target, a facet it does not return), the case does not apply: the case checks that
+/// doing it anyway is refused, and says so on stderr (shown with `--nocapture`, and in CI's
+/// log), so a case never passes by being skipped in silence.
+pub fn does_not_apply(case: &str, declared: &str) {
+    eprintln!("contract: {case} does not apply to this backend, as it declares: {declared}");
+}
+
+/// Why the backend's plan declares `req` unsupported, if it does; the redrive is then tried
+/// and must be refused, moving nothing.
+pub async fn declared_unsupported(b: &dyn Backend, req: &RedriveRequest) -> Option<String> {
+    let plan = b.plan_redrive(req).await.expect("plan");
+    let RedriveMode::Unsupported(why) = plan.mode else {
+        return None;
+    };
+    let res = b.redrive(req, &qdeck_backend::OpProgress::detached()).await;
+    assert!(
+        res.is_err(),
+        "redrive declared unsupported ({why}) but it ran: {res:?}"
+    );
+    Some(why)
+}

@@ -81,7 +81,7 @@ pub trait Backend: Send + Sync {
     /// passive declare, not the management API's cached figures). Decisions use this, never a
     /// polled statistic.
     async fn count(&self, queue: &QueueId) -> Result<MessageCount> {
-        count_from_stats(self, queue, BackendError::Other, false).await
+        count_from_stats(self, queue, false).await
     }
 
     /// Live figures, batched where the API allows. A queue that fails alone lands in
@@ -424,16 +424,15 @@ pub(crate) async fn find_listed<B: Backend + ?Sized>(b: &B, queue: &QueueId) -> 
 }
 
 /// A count read from one queue's statistics: `exact` when those come from the broker's own
-/// data rather than a cached figure; a per-queue error becomes `on_error`.
+/// data rather than a cached figure; a per-queue error becomes the error of its kind.
 pub(crate) async fn count_from_stats<B: Backend + ?Sized>(
     b: &B,
     queue: &QueueId,
-    on_error: fn(String) -> BackendError,
     exact: bool,
 ) -> Result<MessageCount> {
     let batch = b.stats(std::slice::from_ref(queue)).await?;
     if let Some((_, e)) = batch.errors.into_iter().next() {
-        return Err(on_error(e));
+        return Err(e.into());
     }
     let st = batch.stats.into_iter().next();
     Ok(MessageCount {

@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use super::derive::{derive_with, Derived};
 use super::ring::Ring;
-use qdeck_model::domain::{QueueId, QueueInfo, QueueStats, StatsBatch};
+use qdeck_model::domain::{QueueError, QueueId, QueueInfo, QueueStats, StatsBatch};
 
 /// One history point, kept compact (32 bytes) so 10,000 queues × 240 points stay near 77 MB.
 /// Missing figures are `u32::MAX` / NaN.
@@ -57,8 +57,9 @@ pub struct QueueEntry {
     pub info: QueueInfo,
     pub latest: Option<QueueStats>,
     pub history: Ring<Sample>,
-    /// Last error for this queue alone (AccessDenied, deleted…); cleared by the next success.
-    pub error: Option<String>,
+    /// Last error for this queue alone (AccessDenied, deleted…), by kind; cleared by the next
+    /// success.
+    pub error: Option<QueueError>,
     /// Local time (ms) the latest figures arrived.
     pub updated_ms: Option<i64>,
     pub rate_source: RateSource,
@@ -353,7 +354,7 @@ fn point_rates(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use qdeck_model::domain::QueueInfo;
+    use qdeck_model::domain::{QueueErrorKind, QueueInfo};
 
     fn info(name: &str) -> QueueInfo {
         QueueInfo {
@@ -379,11 +380,15 @@ mod tests {
         };
         s.apply(StatsBatch {
             stats: vec![st],
-            errors: vec![(QueueId::new("b"), "AccessDenied".into())],
+            errors: vec![(
+                QueueId::new("b"),
+                QueueError::new(QueueErrorKind::Permission, "AccessDenied"),
+            )],
         });
+        let e = s.get(&QueueId::new("b")).unwrap().error.clone().unwrap();
         assert_eq!(
-            s.get(&QueueId::new("b")).unwrap().error.as_deref(),
-            Some("AccessDenied")
+            (e.kind, e.message.as_str()),
+            (QueueErrorKind::Permission, "AccessDenied")
         );
         s.set_queues(vec![info("a"), info("c")]);
         assert_eq!(s.len(), 2);

@@ -10,6 +10,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 mod value;
+pub use crate::queue_error::{QueueError, QueueErrorKind};
 pub use value::Value;
 
 /// Named typed values in broker order: a message's properties, headers or metadata.
@@ -192,7 +193,8 @@ pub struct QueueStats {
 #[derive(Debug, Clone, Default)]
 pub struct StatsBatch {
     pub stats: Vec<QueueStats>,
-    pub errors: Vec<(QueueId, String)>,
+    /// Queues whose figures could not be read, each with why, by kind.
+    pub errors: Vec<(QueueId, QueueError)>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

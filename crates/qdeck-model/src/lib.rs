@@ -8,5 +8,6 @@ pub mod config;
 pub mod domain;
 pub mod expr;
 pub mod literal;
+pub mod queue_error;
 pub mod rate;
 pub mod sanitize;

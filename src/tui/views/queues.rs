@@ -12,12 +12,21 @@ use super::{block, fmt_age, fmt_count, fmt_rate, fmt_secs, fmt_thousands, spark,
 use crate::tui::state::{SortCol, State};
 use qdeck_engine::derive::{derive, Trend};
 use qdeck_engine::store::{unpack, QueueEntry};
+use qdeck_model::domain::QueueError;
 use qdeck_model::sanitize::{clean, clean_short};
+
+/// A queue's own error by its kind: `!` for what waits for a person (a key, a right, a queue
+/// that is gone), `~` for what the next poll may clear (the network, the broker's load).
+fn problem_of(err: &QueueError) -> (char, String) {
+    let mark = if err.kind.is_transient() { '~' } else { '!' };
+    let words = err.kind.words();
+    (mark, format!("{words}: {}", clean(&err.message)))
+}
 
 /// Problem of a row, for the marker column and the "why" line.
 pub fn row_problem(st: &State, e: &QueueEntry) -> Option<(char, String)> {
     if let Some(err) = &e.error {
-        return Some(('!', format!("error: {}", clean(err))));
+        return Some(problem_of(err));
     }
     if st.is_stale(e.updated_ms) {
         let why = match &st.store.backend_error {
@@ -297,7 +306,7 @@ fn summary(f: &mut Frame, st: &State, area: Rect) {
     ]));
     if let Some(err) = &e.error {
         lines.push(Line::from(styled(
-            format!("last error: {}", clean(err)),
+            format!("last error: {}", clean(&err.to_string())),
             t.error,
         )));
     }

@@ -298,7 +298,7 @@ impl Backend for KafkaBackend {
                 });
             }
         }
-        crate::count_from_stats(self, queue, BackendError::NotFound, true).await
+        crate::count_from_stats(self, queue, true).await
     }
 
     async fn stats(&self, queues: &[QueueId]) -> Result<StatsBatch> {

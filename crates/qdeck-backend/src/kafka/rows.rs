@@ -271,17 +271,22 @@ impl KafkaBackend {
                         age_note: Some(AGE_NOTE.into()),
                         ..Default::default()
                     }),
-                    Err(e) => batch.errors.push((id, e)),
+                    Err(e) => batch
+                        .errors
+                        .push((id, QueueError::new(QueueErrorKind::Other, e))),
                 },
                 Target::Group { group, topic } => {
                     if let Some(e) = snap.group_errors.get(&group) {
-                        batch.errors.push((id, e.clone()));
+                        batch
+                            .errors
+                            .push((id, QueueError::new(QueueErrorKind::Other, e.clone())));
                         continue;
                     }
                     let Some(offs) = snap.committed.get(&group) else {
-                        batch
-                            .errors
-                            .push((id, format!("no consumer group {group:?}")));
+                        batch.errors.push((
+                            id,
+                            QueueError::not_found(format!("no consumer group {group:?}")),
+                        ));
                         continue;
                     };
                     let mine: Vec<(&Tp, &i64)> =
@@ -289,7 +294,9 @@ impl KafkaBackend {
                     if mine.is_empty() {
                         batch.errors.push((
                             id,
-                            format!("group {group:?} has committed no offset on topic {topic:?}"),
+                            QueueError::not_found(format!(
+                                "group {group:?} has committed no offset on topic {topic:?}"
+                            )),
                         ));
                         continue;
                     }
@@ -319,7 +326,9 @@ impl KafkaBackend {
                         }
                     }
                     if let Some(e) = err {
-                        batch.errors.push((id, e));
+                        batch
+                            .errors
+                            .push((id, QueueError::new(QueueErrorKind::Other, e)));
                         continue;
                     }
                     let members = snap.described.get(&group).map(|d| {

@@ -401,9 +401,10 @@ fn stats_batch(
     let known: HashSet<&str> = meta.iter().map(|m| m.0.as_str()).collect();
     for q in queues {
         if !known.contains(q.as_str()) {
-            batch
-                .errors
-                .push((q.clone(), format!("no queue named {:?}", q.as_str())));
+            batch.errors.push((
+                q.clone(),
+                QueueError::not_found(format!("no queue named {:?}", q.as_str())),
+            ));
         }
     }
     for (name, dlq, enq, done, dead) in meta {

@@ -381,7 +381,7 @@ impl Backend for LocalHandle {
     async fn count(&self, queue: &QueueId) -> Result<MessageCount> {
         let batch = self.stats(std::slice::from_ref(queue)).await?;
         if let Some((q, e)) = batch.errors.into_iter().next() {
-            return Err(BackendError::NotFound(format!("{q}: {e}")));
+            return Err(BackendError::from(e).context(q));
         }
         let st = batch.stats.into_iter().next();
         Ok(MessageCount {

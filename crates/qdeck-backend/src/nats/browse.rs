@@ -52,11 +52,28 @@ pub async fn browse(b: &NatsBackend, queue: &QueueId, req: &BrowseRequest) -> Re
         }
         Target::Consumer(s, c) => {
             let ci = b.consumer(&s, &c).await?;
-            let from = cursor(req)?.unwrap_or(ci.ack_floor.stream_seq + 1);
+            let from = match cursor(req)? {
+                Some(seq) => seq,
+                None => first_seq(b, &ci).await?,
+            };
             let (found, next) = walk(b, &s, from, ci.filter(), max).await?;
             Ok(page(&s, &found, next))
         }
     }
+}
+
+/// Where a consumer's browse starts. Without a DLQ, past its ack floor: the messages it gave up
+/// on (past max_deliver) show there, the only place they can. With a DLQ capturing its
+/// advisories, those are dead letters browsed in the DLQ, and the consumer shows what it
+/// still holds (`ConsumerInfo::first_held_seq`), as its figures count it.
+async fn first_seq(b: &NatsBackend, ci: &super::model::ConsumerInfo) -> Result<u64> {
+    let streams = b.streams().await?;
+    Ok(
+        match super::dlq::capture_for(&streams, &ci.stream_name, &ci.name) {
+            Some(_) => ci.first_held_seq(),
+            None => ci.ack_floor.stream_seq + 1,
+        },
+    )
 }
 
 /// Up to `max` messages of `stream` from sequence `from` whose subject matches `filter`, and

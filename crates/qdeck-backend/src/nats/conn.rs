@@ -352,17 +352,14 @@ fn connect_error(
         ConnectErrorKind::ServerParse => {
             BackendError::Invalid(format!("url {display} is not a NATS URL"))
         }
-        // A certificate the CA does not vouch for comes back as an I/O error of the handshake.
-        k if k == ConnectErrorKind::Tls || e.to_string().contains("certificate") => {
-            BackendError::Unreachable(format!(
-                "{what}: TLS failed ({}){}",
-                qdeck_model::sanitize::clean_short(&e.to_string(), 160),
-                match ca_file {
-                    Some(ca) => format!(" with the CA in tls_ca_file {}", ca.display()),
-                    None => " with the system's CA roots (tls_ca_file names another CA)".into(),
-                }
-            ))
-        }
+        _ if tls_failed(e) => BackendError::Unreachable(format!(
+            "{what}: TLS failed ({}){}",
+            qdeck_model::sanitize::clean_short(&e.to_string(), 160),
+            match ca_file {
+                Some(ca) => format!(" with the CA in tls_ca_file {}", ca.display()),
+                None => " with the system's CA roots (tls_ca_file names another CA)".into(),
+            }
+        )),
         ConnectErrorKind::TimedOut => {
             BackendError::Unreachable(format!("{what}: timed out after {}s", TIMEOUT.as_secs()))
         }
@@ -384,6 +381,30 @@ fn request_error(display: &str, op: &str, kind: RequestErrorKind) -> BackendErro
         )),
         other => BackendError::Unreachable(format!("NATS at {display}: {op}: {other:?}")),
     }
+}
+
+/// Whether the TLS set-up or handshake failed: the kind says so for the set-up, while a
+/// certificate the CA does not vouch for comes back as the handshake's I/O error, which
+/// carries rustls's own error inside it.
+fn tls_failed(e: &async_nats::ConnectError) -> bool {
+    if e.kind() == ConnectErrorKind::Tls {
+        return true;
+    }
+    let mut src = std::error::Error::source(e);
+    while let Some(s) = src {
+        let inner_is_tls = match s
+            .downcast_ref::<std::io::Error>()
+            .and_then(|io| io.get_ref())
+        {
+            Some(inner) => inner.is::<rustls::Error>(),
+            None => false,
+        };
+        if inner_is_tls || s.is::<rustls::Error>() {
+            return true;
+        }
+        src = s.source();
+    }
+    false
 }
 
 #[cfg(test)]

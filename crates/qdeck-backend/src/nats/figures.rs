@@ -309,7 +309,9 @@ pub async fn stats(b: &NatsBackend, ids: &[QueueId]) -> Result<StatsBatch> {
         match t {
             Target::Stream(s) => match by_name.get(s.as_str()) {
                 Some(info) => batch.stats.push(stream_stats(id, info, at)),
-                None => batch.errors.push((id, format!("no stream {s:?}"))),
+                None => batch
+                    .errors
+                    .push((id, QueueError::not_found(format!("no stream {s:?}")))),
             },
             Target::Consumer(s, c) => {
                 match per_stream
@@ -317,7 +319,9 @@ pub async fn stats(b: &NatsBackend, ids: &[QueueId]) -> Result<StatsBatch> {
                     .and_then(|v| v.iter().find(|x| x.name == c))
                 {
                     Some(ci) => wanted_consumers.push((id, ci.clone())),
-                    None => batch.errors.push((id, format!("no consumer {s}/{c}"))),
+                    None => batch
+                        .errors
+                        .push((id, QueueError::not_found(format!("no consumer {s}/{c}")))),
                 }
             }
         }

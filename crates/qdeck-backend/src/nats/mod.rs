@@ -101,6 +101,25 @@ impl NatsBackend {
         })
     }
 
+    /// Why `req` cannot run, when it names a target other than its dead letters' origin (a
+    /// dead letter goes back only to its own subject, see redrive::check_target): the plan
+    /// declares it and the run refuses it before anything moves.
+    async fn foreign_target(&self, req: &RedriveRequest) -> Result<Option<String>> {
+        let RedriveTarget::Queue(t) = &req.target else {
+            return Ok(None);
+        };
+        let dlq = self.describe(&req.source).await?;
+        let own = dlq.dlq_sources.is_empty()
+            || dlq.dlq_sources.iter().any(|s| {
+                s == t || s.as_str().split_once('/').map(|(stream, _)| stream) == Some(t.as_str())
+            });
+        Ok((!own).then(|| {
+            format!(
+                "a JetStream dead letter goes back to its own subject in its stream (target origin), not to {t}"
+            )
+        }))
+    }
+
     async fn stream(&self, name: &str) -> Result<StreamInfo> {
         let v = self
             .conn
@@ -195,18 +214,20 @@ impl Backend for NatsBackend {
     }
 
     async fn describe(&self, queue: &QueueId) -> Result<QueueInfo> {
-        let stream = match Target::parse(queue) {
+        let (stream, capture) = match Target::parse(queue) {
             Target::Stream(s) => {
-                self.stream(&s).await?;
-                s
+                let info = self.stream(&s).await?;
+                (s, dlq::is_capture(&info))
             }
             Target::Consumer(s, c) => {
                 self.consumer(&s, &c).await?;
-                s
+                (s, false)
             }
         };
+        // A DLQ's sources are the consumers whose advisories it captures, found among the
+        // other streams' consumers: the whole listing, not this stream alone.
         let wanted: HashSet<String> = [stream].into_iter().collect();
-        figures::list(self, Some(&wanted))
+        figures::list(self, (!capture).then_some(&wanted))
             .await?
             .into_iter()
             .find(|q| &q.id == queue)
@@ -215,7 +236,7 @@ impl Backend for NatsBackend {
 
     /// Exact: JetStream's own counts, read now.
     async fn count(&self, queue: &QueueId) -> Result<MessageCount> {
-        crate::count_from_stats(self, queue, BackendError::NotFound, true).await
+        crate::count_from_stats(self, queue, true).await
     }
 
     async fn stats(&self, queues: &[QueueId]) -> Result<StatsBatch> {
@@ -232,6 +253,9 @@ impl Backend for NatsBackend {
 
     async fn plan_redrive(&self, req: &RedriveRequest) -> Result<RedrivePlan> {
         let mut plan = crate::plan_redrive_checked(self, req).await?;
+        if let Some(why) = self.foreign_target(req).await? {
+            plan.mode = RedriveMode::Unsupported(why);
+        }
         plan.notes.push(
             "each copy is a new message at a new sequence; its Nats-Msg-Id travels as x-qdeck-nats-msg-id so the stream does not discard the copy as a duplicate".into(),
         );
@@ -239,6 +263,9 @@ impl Backend for NatsBackend {
     }
 
     async fn redrive(&self, req: &RedriveRequest, progress: &OpProgress) -> Result<RedriveReport> {
+        if let Some(why) = self.foreign_target(req).await? {
+            return Err(BackendError::Unsupported(why));
+        }
         redrive::redrive(self, req, progress).await
     }
 

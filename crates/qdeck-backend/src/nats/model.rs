@@ -56,6 +56,19 @@ pub struct ConsumerInfo {
 }
 
 impl ConsumerInfo {
+    /// The first stream sequence the consumer still holds for delivery or acknowledgement.
+    /// Above the ack floor sit the messages in flight and those the server gave up on (past
+    /// max_deliver: never delivered again, never acked, so the floor stays); with nothing in
+    /// flight, everything delivered is one of the latter, and the consumer's messages start
+    /// after the last delivered one.
+    pub fn first_held_seq(&self) -> u64 {
+        if self.num_ack_pending == 0 {
+            self.delivered.stream_seq.max(self.ack_floor.stream_seq) + 1
+        } else {
+            self.ack_floor.stream_seq + 1
+        }
+    }
+
     pub fn is_push(&self) -> bool {
         self.config
             .deliver_subject

@@ -58,9 +58,9 @@ impl PubsubBackend {
         max: usize,
         wait: Duration,
     ) -> Result<Vec<ReceivedMessage>> {
-        let r: std::result::Result<PullResponse, BackendError> = self
+        let r: std::result::Result<PullResponse, tonic::Status> = self
             .conn
-            .unary(
+            .unary_or_status(
                 "Subscriber",
                 "Pull",
                 PullRequest {
@@ -70,12 +70,16 @@ impl PubsubBackend {
                 },
                 Some(wait),
             )
-            .await;
+            .await?;
         match r {
             Ok(r) => Ok(r.received_messages),
-            // Nothing arrived within the wait: an empty answer, not a failure.
-            Err(BackendError::Unreachable(m)) if m.ends_with("Pull timed out") => Ok(Vec::new()),
-            Err(e) => Err(e),
+            // Nothing arrived within the wait: an empty answer, not a failure. The server says
+            // so with DEADLINE_EXCEEDED; where the client's own timer fires first, tonic hands
+            // back its `TimeoutExpired` as the status's source.
+            Err(s) if s.code() == tonic::Code::DeadlineExceeded || timer_fired(&s) => {
+                Ok(Vec::new())
+            }
+            Err(s) => Err(self.conn.status("Pull", &s)),
         }
     }
 
@@ -164,4 +168,16 @@ impl PubsubBackend {
             .await?;
         Ok(())
     }
+}
+
+/// Whether tonic's own deadline timer ended the call.
+fn timer_fired(s: &tonic::Status) -> bool {
+    let mut src = std::error::Error::source(s);
+    while let Some(e) = src {
+        if e.is::<tonic::TimeoutExpired>() {
+            return true;
+        }
+        src = e.source();
+    }
+    false
 }

@@ -112,6 +112,25 @@ impl Conn {
         Req: prost::Message + Send + Sync + 'static,
         Resp: prost::Message + Default + Send + Sync + 'static,
     {
+        self.unary_or_status(service, method, req, timeout)
+            .await?
+            .map_err(|s| self.status(method, &s))
+    }
+
+    /// `unary`, handing back the status Pub/Sub answered with as it is, for a caller that
+    /// judges a code itself (a Pull's deadline is an empty answer, not a failure); failures
+    /// before the call (token, channel) are errors already.
+    pub async fn unary_or_status<Req, Resp>(
+        &self,
+        service: &str,
+        method: &str,
+        req: Req,
+        timeout: Option<Duration>,
+    ) -> Result<std::result::Result<Resp, Status>>
+    where
+        Req: prost::Message + Send + Sync + 'static,
+        Resp: prost::Message + Default + Send + Sync + 'static,
+    {
         self.calls.bump(&format!("pubsub:{method}"));
         let mut request = tonic::Request::new(req);
         if let Some(t) = timeout {
@@ -130,10 +149,10 @@ impl Conn {
             .await
             .map_err(|e| self.unreachable(&transport_cause(&e)))?;
         let codec = tonic_prost::ProstCodec::<Req, Resp>::default();
-        grpc.unary(request, path, codec)
+        Ok(grpc
+            .unary(request, path, codec)
             .await
-            .map(tonic::Response::into_inner)
-            .map_err(|s| self.status(method, &s))
+            .map(tonic::Response::into_inner))
     }
 
     fn unreachable(&self, why: &str) -> BackendError {
@@ -185,8 +204,10 @@ pub fn permission_for(method: &str) -> &'static str {
     }
 }
 
+/// A status tonic made from a local failure (the channel, the connection) carries that
+/// failure as its source; one the server sent has none.
 fn looks_like_transport(s: &Status) -> bool {
-    std::error::Error::source(s).is_some() || s.message().contains("transport error")
+    std::error::Error::source(s).is_some()
 }
 
 /// A refused or timed-out connection in a few words, from the error's causes.
@@ -200,8 +221,7 @@ fn transport_words(s: &Status) -> String {
                 k => format!("{k}"),
             };
         }
-        let text = e.to_string();
-        if text.contains("timed out") {
+        if e.is::<tonic::TimeoutExpired>() || e.is::<tokio::time::error::Elapsed>() {
             return "timed out".into();
         }
         src = e.source();

@@ -32,7 +32,7 @@ pub async fn stats(b: &PubsubBackend, queues: &[QueueId]) -> Result<StatsBatch> 
                 age_note: Some(TOPIC_NOTE.into()),
                 ..Default::default()
             }),
-            Err(e) => batch.errors.push((q.clone(), e.to_string())),
+            Err(e) => batch.errors.push((q.clone(), e.into())),
         }
     }
     let Some(mon) = &b.monitoring else {
@@ -56,7 +56,7 @@ pub async fn stats(b: &PubsubBackend, queues: &[QueueId]) -> Result<StatsBatch> 
                 // One project's Monitoring failing is that project's rows' error; when every
                 // project fails alike the poller sees it on each row.
                 for (q, _) in subs {
-                    batch.errors.push((q, e.to_string()));
+                    batch.errors.push((q, QueueError::from(&e)));
                 }
                 continue;
             }

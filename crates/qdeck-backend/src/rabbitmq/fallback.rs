@@ -49,9 +49,10 @@ pub async fn amqp_stats(b: &RabbitBackend, queues: &[QueueId]) -> Result<StatsBa
                 // A failed passive declare closes the channel: open a new one next time.
                 ch = None;
                 match amqp_error(&e, &format!("queue '{id}'")) {
-                    BackendError::NotFound(_) => batch
-                        .errors
-                        .push((id.clone(), format!("queue '{id}' not found (deleted?)"))),
+                    BackendError::NotFound(_) => batch.errors.push((
+                        id.clone(),
+                        QueueError::not_found(format!("queue '{id}' not found (deleted?)")),
+                    )),
                     other => return Err(other),
                 }
             }

@@ -572,9 +572,10 @@ impl Backend for RabbitBackend {
             }
             let (vhost, name) = self.resolve(id);
             let Some(row) = by_key.get(&(vhost.as_str(), name.as_str())) else {
-                batch
-                    .errors
-                    .push((id.clone(), format!("queue '{id}' not found (deleted?)")));
+                batch.errors.push((
+                    id.clone(),
+                    QueueError::not_found(format!("queue '{id}' not found (deleted?)")),
+                ));
                 continue;
             };
             let mut s = figures::stats_of(id.clone(), row, at);

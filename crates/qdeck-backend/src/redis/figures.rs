@@ -95,7 +95,7 @@ pub async fn stats(b: &RedisBackend, queues: &[QueueId]) -> Result<StatsBatch> {
         if matches!(b.cache().ids.get(id), Some(Target::CeleryResults)) {
             match super::celery_results::figures(b, id).await {
                 Ok(st) => batch.stats.push(st),
-                Err(e) => batch.errors.push((id.clone(), e.to_string())),
+                Err(e) => batch.errors.push((id.clone(), e.into())),
             }
         }
     }
@@ -201,7 +201,7 @@ async fn add_held_by_workers(
 async fn slots_for(
     b: &RedisBackend,
     queues: &[QueueId],
-    errors: &mut Vec<(QueueId, String)>,
+    errors: &mut Vec<(QueueId, QueueError)>,
 ) -> Vec<(QueueId, Slot)> {
     let mut slots: Vec<(QueueId, Slot)> = Vec::new();
     for id in queues {
@@ -241,7 +241,7 @@ async fn slots_for(
             Ok(Target::Celery(q)) => slots.push((id.clone(), Slot::Celery(q))),
             // Scanned apart (celery_results): a result backend has no figures to pipeline.
             Ok(Target::CeleryResults) => {}
-            Err(e) => errors.push((id.clone(), e.to_string())),
+            Err(e) => errors.push((id.clone(), e.into())),
         }
     }
     slots
@@ -347,13 +347,10 @@ fn figures(
     r: &[Value],
     at_ms: i64,
     shared: &Shared<'_>,
-) -> std::result::Result<QueueStats, String> {
+) -> std::result::Result<QueueStats, QueueError> {
     let (totals, rq) = (shared.totals, shared.rq);
     if let Some(Value::ServerError(e)) = r.iter().find(|v| matches!(v, Value::ServerError(_))) {
-        return Err(qdeck_model::sanitize::clean_short(
-            &format!("{} {}", e.code(), e.details().unwrap_or("")),
-            200,
-        ));
+        return Err(server_error(e));
     }
     let mut st = QueueStats {
         id: id.clone(),
@@ -365,7 +362,7 @@ fn figures(
             let v = r.first().map_or(&[][..], as_array);
             let n = |k: usize| v.get(k).and_then(as_i64).unwrap_or(0);
             if n(0) == 0 && !b.cache().ids.contains_key(id) {
-                return Err(format!("no BullMQ queue {queue:?}"));
+                return Err(QueueError::not_found(format!("no BullMQ queue {queue:?}")));
             }
             if failed {
                 bull_failed_figures(&mut st, n);
@@ -382,7 +379,7 @@ fn figures(
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
                 .contains(&q);
             if !listed && depth == 0 && !seen {
-                return Err(format!("no Sidekiq queue {q:?}"));
+                return Err(QueueError::not_found(format!("no Sidekiq queue {q:?}")));
             }
             sidekiq_queue_figures(&mut st, depth, r, totals);
         }
@@ -475,4 +472,26 @@ fn sidekiq_queue_figures(st: &mut QueueStats, depth: i64, r: &[Value], totals: &
     }
     st.age_note =
         Some("DLQ depth, processed and failed counters are Sidekiq's process-wide figures".into());
+}
+
+/// A Redis error reply as one queue's error.
+pub(super) fn server_error(e: &::redis::ServerError) -> QueueError {
+    let text = qdeck_model::sanitize::clean_short(
+        &format!("{} {}", e.code(), e.details().unwrap_or("")),
+        200,
+    );
+    QueueError::new(server_error_kind(e.code()), text)
+}
+
+/// The kind of a Redis error reply, by its code (the first word of the reply, which is how
+/// the Redis protocol types its errors).
+fn server_error_kind(code: &str) -> QueueErrorKind {
+    match code {
+        "NOPERM" => QueueErrorKind::Permission,
+        "NOAUTH" | "WRONGPASS" => QueueErrorKind::Auth,
+        "LOADING" | "BUSY" | "TRYAGAIN" | "MASTERDOWN" | "CLUSTERDOWN" => {
+            QueueErrorKind::Unreachable
+        }
+        _ => QueueErrorKind::Other,
+    }
 }

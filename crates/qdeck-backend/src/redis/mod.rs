@@ -447,7 +447,7 @@ impl Backend for RedisBackend {
 
     /// Exact: the figures are the lengths of the job library's own keys.
     async fn count(&self, queue: &QueueId) -> Result<MessageCount> {
-        crate::count_from_stats(self, queue, BackendError::NotFound, true).await
+        crate::count_from_stats(self, queue, true).await
     }
 
     async fn stats(&self, queues: &[QueueId]) -> Result<StatsBatch> {

@@ -65,12 +65,9 @@ pub fn fill(
     reply: Option<&Value>,
     failed: bool,
     known: bool,
-) -> Result<(), String> {
+) -> Result<(), QueueError> {
     if let Some(Value::ServerError(e)) = reply {
-        return Err(qdeck_model::sanitize::clean_short(
-            &format!("{} {}", e.code(), e.details().unwrap_or("")),
-            200,
-        ));
+        return Err(super::figures::server_error(e));
     }
     let v = reply.map_or(&[][..], as_array);
     let n = |k: usize| v.get(k).and_then(as_i64).unwrap_or(0).max(0) as u64;
@@ -78,7 +75,7 @@ pub fn fill(
     let (len, started, scheduled, deferred, fail) = (n(0), n(2), n(3), n(4), n(5));
     let listed = n(7) == 1;
     if !known && !listed && len + started + scheduled + deferred + fail == 0 {
-        return Err(format!("no RQ queue {queue:?}"));
+        return Err(QueueError::not_found(format!("no RQ queue {queue:?}")));
     }
     if failed {
         st.depth = Some(fail);

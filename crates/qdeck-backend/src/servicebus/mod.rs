@@ -360,9 +360,9 @@ pub(super) fn dlq_count_field(entity: &str) -> &'static str {
 }
 
 /// Why figures are missing for every queue of a key without the Manage right.
-fn unreadable(e: &BackendError) -> Option<String> {
+fn unreadable(e: &BackendError) -> Option<QueueError> {
     match e {
-        BackendError::Forbidden { msg, .. } => Some(msg.clone()),
+        BackendError::Forbidden { .. } => Some(QueueError::from(e)),
         _ => None,
     }
 }
@@ -643,7 +643,7 @@ impl Backend for ServiceBus {
                 Some(e) => batch.stats.push(stats_for(q, e, at)),
                 None => batch.errors.push((
                     q.clone(),
-                    format!("no entity named {}", sanitize::clean(parent)),
+                    QueueError::not_found(format!("no entity named {}", sanitize::clean(parent))),
                 )),
             }
         }

@@ -466,7 +466,7 @@ pub(crate) async fn stats(b: &SqsBackend, queues: &[QueueId]) -> Result<StatsBat
                     ..QueueStats::default()
                 });
             }
-            Err(e) => batch.errors.push((id, e.to_string())),
+            Err(e) => batch.errors.push((id, e.into())),
         }
     }
     // DLQ depth: from this batch, else from the last figures we read for the DLQ.

@@ -21,7 +21,7 @@ use tokio::net::TcpStream;
 
 use super::super::connstr::{sas_token, unix_now, ConnInfo, Credential};
 use super::super::token_life::refresh_margin;
-use super::errors::{classify, one_line};
+use super::errors::{begin_error, classify, one_line, open_error};
 use super::request::RequestLink;
 use crate::{BackendError, Result};
 use qdeck_model::sanitize;
@@ -66,10 +66,14 @@ pub fn host_port(info: &ConnInfo) -> (String, u16) {
     }
 }
 
+fn endpoint(host: &str, port: u16) -> String {
+    format!("Service Bus AMQP endpoint {}:{port}", sanitize::clean(host))
+}
+
 fn unreachable(host: &str, port: u16, why: impl std::fmt::Display) -> BackendError {
     BackendError::Unreachable(format!(
-        "Service Bus AMQP endpoint {}:{port}: {}",
-        sanitize::clean(host),
+        "{}: {}",
+        endpoint(host, port),
         one_line(&why.to_string())
     ))
 }
@@ -93,7 +97,7 @@ pub async fn open(info: &ConnInfo) -> Result<Live> {
         .outgoing_window(10_000)
         .begin(&mut conn)
         .await
-        .map_err(|e| unreachable(&host, port, format!("beginning a session: {e}")))?;
+        .map_err(|e| begin_error(&e, &endpoint(&host, port)))?;
     let cbs = RequestLink::attach(&mut session, "$cbs").await?;
     Ok(Live {
         conn,
@@ -144,7 +148,7 @@ where
     tokio::time::timeout(CONNECT_TIMEOUT, opening)
         .await
         .map_err(|_| unreachable(host, port, "the AMQP handshake timed out"))?
-        .map_err(|e| unreachable(host, port, format!("AMQP handshake: {e}")))
+        .map_err(|e| open_error(&e, &endpoint(host, port)))
 }
 
 /// `sb://HOST/ENTITY`: the audience a token is put for.

@@ -1,7 +1,14 @@
 //! One-line, redacted errors from what the broker answered over AMQP: a `$management` or
-//! `$cbs` status code with its description, or a link or connection error condition.
+//! `$cbs` status code with its description, or a link or connection error condition —
+//! decided by the types fe2o3 gives, never by the text it prints.
+
+use fe2o3_amqp::types::definitions::{
+    AmqpError, Error as AmqpErrorFrame, ErrorCondition, LinkError,
+};
+use fe2o3_amqp::types::primitives::Symbol;
 
 use super::super::http::required_right;
+use super::failure::{AmqpFailure, Failure};
 use crate::BackendError;
 use qdeck_model::config::redact::redact;
 use qdeck_model::sanitize;
@@ -53,133 +60,147 @@ fn unauthorized(detail: &str, what: &str, status: i32) -> BackendError {
     }
 }
 
-/// Conditions by which the broker refuses what was asked (a message a session entity cannot
-/// take, one too large, an operation the entity does not allow): not a fault of the network,
-/// and trying again changes nothing.
-const REFUSALS: [&str; 9] = [
-    "argument-error",
-    "argument-out-of-range",
-    "invalid-field",
-    "decode-error",
-    "not-allowed",
-    "not-implemented",
-    "precondition-failed",
-    "message-size-exceeded",
-    "entity-disabled",
-];
+/// Service Bus's own conditions (`com.microsoft:…`), which fe2o3 can only hand over as a
+/// `Custom` symbol. Compared whole: these symbols are the protocol, as the AMQP ones are.
+mod microsoft {
+    pub const SERVER_BUSY: &str = "com.microsoft:server-busy";
+    pub const MESSAGE_LOCK_LOST: &str = "com.microsoft:message-lock-lost";
+    pub const SESSION_LOCK_LOST: &str = "com.microsoft:session-lock-lost";
+    pub const ENTITY_NOT_FOUND: &str = "com.microsoft:entity-not-found";
+    pub const MESSAGE_NOT_FOUND: &str = "com.microsoft:message-not-found";
+    pub const SESSION_NOT_FOUND: &str = "com.microsoft:session-not-found";
+    pub const NOT_FOUND: &str = "com.microsoft:not-found";
+    pub const UNAUTHORIZED: &str = "com.microsoft:unauthorized-access";
+    /// Refusals: the message or the request cannot be taken as it is (a session entity
+    /// without SessionId, a value out of range, a disabled entity); retrying changes nothing.
+    pub const REFUSALS: [&str; 4] = [
+        "com.microsoft:argument-error",
+        "com.microsoft:argument-out-of-range",
+        "com.microsoft:entity-disabled",
+        "com.microsoft:message-size-exceeded",
+    ];
+}
 
-/// `Error { condition: Custom(Symbol("c")), description: Some("d"), .. }` (an error's Debug
-/// form) as `c: d`; other text as it is. Standard conditions print as variant names
-/// (`AmqpError(NotFound)`), kept as they are.
-fn condition_line(text: &str) -> String {
-    let Some(at) = text.find("condition: ") else {
-        return text.to_string();
-    };
-    let rest = &text[at + "condition: ".len()..];
-    let condition = match rest.strip_prefix("Custom(Symbol(\"") {
-        Some(sym) => quoted(sym),
-        None => rest
-            .split(", description")
-            .next()
-            .unwrap_or(rest)
-            .to_string(),
-    };
-    match text.find("description: Some(\"") {
-        Some(d) => format!(
-            "{condition}: {}",
-            quoted(&text[d + "description: Some(\"".len()..])
-        ),
-        None => condition,
+/// What a broker's AMQP error condition means for qdeck.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Meaning {
+    Unauthorized,
+    NotFound,
+    LockLost,
+    Busy,
+    Refused,
+    /// The link, session or connection went away or was forced closed: worth trying again.
+    Gone,
+}
+
+/// The meaning of a condition, by its type (and, for Service Bus's own, by its symbol).
+fn meaning(c: &ErrorCondition) -> Meaning {
+    match c {
+        ErrorCondition::AmqpError(e) => match e {
+            AmqpError::UnauthorizedAccess => Meaning::Unauthorized,
+            // The entity was deleted under the link: as gone as one never there.
+            AmqpError::NotFound | AmqpError::ResourceDeleted => Meaning::NotFound,
+            AmqpError::ResourceLimitExceeded => Meaning::Busy,
+            AmqpError::DecodeError
+            | AmqpError::NotAllowed
+            | AmqpError::InvalidField
+            | AmqpError::NotImplemented
+            | AmqpError::PreconditionFailed => Meaning::Refused,
+            _ => Meaning::Gone,
+        },
+        ErrorCondition::LinkError(LinkError::MessageSizeExceeded) => Meaning::Refused,
+        ErrorCondition::Custom(sym) => match sym.as_str() {
+            microsoft::UNAUTHORIZED => Meaning::Unauthorized,
+            microsoft::ENTITY_NOT_FOUND
+            | microsoft::MESSAGE_NOT_FOUND
+            | microsoft::SESSION_NOT_FOUND
+            | microsoft::NOT_FOUND => Meaning::NotFound,
+            microsoft::SERVER_BUSY => Meaning::Busy,
+            microsoft::MESSAGE_LOCK_LOST | microsoft::SESSION_LOCK_LOST => Meaning::LockLost,
+            s if microsoft::REFUSALS.contains(&s) => Meaning::Refused,
+            _ => Meaning::Gone,
+        },
+        _ => Meaning::Gone,
     }
 }
 
-/// The text of a Debug-quoted string up to its closing quote, escapes undone.
-fn quoted(s: &str) -> String {
-    let mut out = String::new();
-    let mut chars = s.chars();
-    while let Some(c) = chars.next() {
-        match c {
-            '"' => break,
-            '\\' => out.extend(chars.next()),
-            c => out.push(c),
-        }
-    }
-    out
+/// The condition's symbol as it travels (`amqp:not-found`, `com.microsoft:server-busy`).
+pub fn symbol(c: &ErrorCondition) -> String {
+    let s: Symbol = match c {
+        ErrorCondition::AmqpError(e) => e.into(),
+        ErrorCondition::LinkError(e) => e.into(),
+        ErrorCondition::SessionError(e) => e.into(),
+        ErrorCondition::ConnectionError(e) => e.into(),
+        ErrorCondition::Custom(s) => s.clone(),
+        #[allow(unreachable_patterns)]
+        other => return format!("{other:?}"),
+    };
+    s.0
 }
 
-/// An error from a link or the connection, by its AMQP error condition
-/// (`amqp:unauthorized-access`, `amqp:not-found`, `com.microsoft:server-busy`, ...).
-pub fn from_condition(text: &str, what: &str) -> BackendError {
-    let line = one_line(&condition_line(text));
-    // `resource-limit-exceeded` and `ResourceLimitExceeded` alike.
-    let lower = line.to_ascii_lowercase().replace('-', "");
-    if lower.contains("unauthorized") {
-        unauthorized(&line, what, 401)
-    } else if lower.contains("notfound") {
-        BackendError::NotFound(format!("{what}: not found: {line}"))
-    } else if lower.contains("serverbusy") || lower.contains("resourcelimitexceeded") {
-        BackendError::Throttled {
+/// An error the broker sent (on a detach, an end, a close or a rejected outcome), by its
+/// condition; the line shown is `condition: description`.
+pub fn from_condition(e: &AmqpErrorFrame, what: &str) -> BackendError {
+    let line = match &e.description {
+        Some(d) => one_line(&format!("{}: {d}", symbol(&e.condition))),
+        None => one_line(&symbol(&e.condition)),
+    };
+    match meaning(&e.condition) {
+        // The description is read for the claim it names: Service Bus says which right is
+        // missing only there.
+        Meaning::Unauthorized => unauthorized(&line, what, 401),
+        Meaning::NotFound => BackendError::NotFound(format!("{what}: not found: {line}")),
+        Meaning::LockLost => BackendError::NotFound(format!("{what}: the lock was lost: {line}")),
+        Meaning::Busy => BackendError::Throttled {
             msg: format!("{what}: the broker is busy: {line}"),
             retry_after: None,
-        }
-    } else if lower.contains("messagelocklost") || lower.contains("sessionlocklost") {
-        BackendError::NotFound(format!("{what}: the lock was lost: {line}"))
-    } else if REFUSALS.iter().any(|c| lower.contains(&c.replace('-', ""))) {
-        BackendError::Refused(format!("{what}: the broker refused it: {line}"))
-    } else {
-        BackendError::Unreachable(format!("{what}: {line}"))
+        },
+        Meaning::Refused => BackendError::Refused(format!("{what}: the broker refused it: {line}")),
+        Meaning::Gone => BackendError::Unreachable(format!("{what}: {line}")),
     }
 }
 
-/// `from_condition` for anything that prints its condition.
-pub fn link_error(e: impl std::fmt::Debug, what: &str) -> BackendError {
-    from_condition(&format!("{e:?}"), what)
+/// Any fe2o3 error, by what it carries: the broker's own error where it sent one, else the
+/// kind of local failure (see `failure.rs`).
+pub fn link_error(e: impl AmqpFailure, what: &str) -> BackendError {
+    let line = || one_line(&e.to_string());
+    match e.failure() {
+        Failure::Remote(err) => from_condition(err, what),
+        Failure::Refused => BackendError::Refused(format!("{what}: {}", line())),
+        Failure::Protocol => BackendError::Protocol(format!("{what}: {}", line())),
+        Failure::Transport => BackendError::Unreachable(format!("{what}: {}", line())),
+    }
+}
+
+/// A connection that did not open: refused SASL credentials are an auth error, an error the
+/// broker closed with is read by its condition, anything else means the endpoint is not
+/// reachable as an AMQP broker.
+pub fn open_error(e: &fe2o3_amqp::connection::OpenError, endpoint: &str) -> BackendError {
+    if super::failure::sasl_refused(e) {
+        return BackendError::Auth(format!(
+            "{endpoint}: the broker refused the SASL credentials"
+        ));
+    }
+    match e.failure() {
+        Failure::Remote(err) => from_condition(err, endpoint),
+        _ => BackendError::Unreachable(format!(
+            "{endpoint}: AMQP handshake: {}",
+            one_line(&e.to_string())
+        )),
+    }
+}
+
+/// A session that did not begin, by what stopped it.
+pub fn begin_error(e: &fe2o3_amqp::session::BeginError, endpoint: &str) -> BackendError {
+    match e.failure() {
+        Failure::Remote(err) => from_condition(err, endpoint),
+        _ => BackendError::Unreachable(format!(
+            "{endpoint}: beginning a session: {}",
+            one_line(&e.to_string())
+        )),
+    }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The broker refusing a message (a session entity without SessionId) is a refusal in one
-    /// readable line, not "broker unreachable" with a Debug dump.
-    #[test]
-    fn a_refused_message_is_a_refusal_with_its_condition_and_description() {
-        let debug = r#"Rejected(Error { condition: Custom(Symbol("com.microsoft:argument-error")), description: Some("The SessionId was not set on a message, and it cannot be sent to the \"entity\"."), info: None })"#;
-        let e = from_condition(debug, "sending to talks");
-        let BackendError::Refused(text) = &e else {
-            panic!("{e:?}");
-        };
-        assert_eq!(
-            text,
-            "sending to talks: the broker refused it: com.microsoft:argument-error: The SessionId was not set on a message, and it cannot be sent to the \"entity\"."
-        );
-        let busy = from_condition(
-            "Error { condition: AmqpError(ResourceLimitExceeded), description: None }",
-            "receiving",
-        );
-        assert!(matches!(busy, BackendError::Throttled { .. }), "{busy:?}");
-        let gone = from_condition("connection reset by peer", "receiving");
-        assert!(matches!(gone, BackendError::Unreachable(_)), "{gone:?}");
-    }
-
-    #[test]
-    fn a_missing_claim_names_the_right_and_a_bad_key_is_auth() {
-        let e = from_condition(
-            "RemoteClosedWithError(Error { condition: amqp:unauthorized-access, description: Some(\"Unauthorized access. 'Send' claim(s) are required to perform this operation.\") })",
-            "sending to q",
-        );
-        assert!(
-            matches!(e, BackendError::Forbidden { right: Some(ref r), .. } if r == "Send"),
-            "{e:?}"
-        );
-        let e = classify(
-            401,
-            &Some("InvalidSignature: The token has an invalid signature.".into()),
-            "authorising q",
-        );
-        assert!(matches!(e, BackendError::Auth(_)), "{e:?}");
-        assert!(!e.to_string().contains('\n'));
-        let e = classify(404, &None, "peeking q");
-        assert!(matches!(e, BackendError::NotFound(_)));
-    }
-}
+#[path = "errors_tests.rs"]
+mod tests;

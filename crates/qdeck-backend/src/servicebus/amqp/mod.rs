@@ -13,6 +13,7 @@
 mod conn;
 pub mod convert;
 pub mod errors;
+mod failure;
 mod lock_keeper;
 pub mod peek;
 pub mod purge;

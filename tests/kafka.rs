@@ -286,3 +286,104 @@ fn unreachable_bootstrap_is_one_line() {
     );
     assert!(!err.contains("panicked"), "{err}");
 }
+
+#[test]
+#[ignore = "needs QDECK_TEST_KAFKA_BOOTSTRAP and QDECK_TEST_KAFKA_SCENES (scripts/kafka_up.sh)"]
+fn retention_breach_counts_records_lost_to_the_group() {
+    let p = prefix("breach");
+    let (t, g) = (format!("{p}audit"), format!("{p}auditors"));
+    scene(&["topic", &t, "2"]);
+    scene(&["produce", &t, "60"]);
+    scene(&["group", &t, &g, "10"]);
+    // The log start moves past what the group committed, as retention would.
+    scene(&["delete-records", &t, "20"]);
+    let truth = &scene(&["describe", &g])[0][&g];
+    let lost: i64 = truth["partitions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| (x["earliest"].as_i64().unwrap() - x["committed"].as_i64().unwrap()).max(0))
+        .sum();
+    assert!(lost > 0, "the scene must leave the group behind: {truth}");
+
+    let dir = tempfile::tempdir().unwrap();
+    write_kafka_config(dir.path(), &format!("^{p}"));
+    let rows = rows(dir.path());
+    let row = &rows[&format!("{g}@{t}")];
+    assert_eq!(row["lost"].as_i64(), Some(lost), "{row} vs {truth}");
+    assert!(
+        row["age_note"]
+            .as_str()
+            .unwrap()
+            .contains("retention breach"),
+        "{row}"
+    );
+    // A topic row has no group to lose records to.
+    assert!(rows[&t]["lost"].is_null(), "{}", rows[&t]);
+}
+
+/// The audit log's lines (one JSON object each).
+fn audit(dir: &Path) -> Vec<Json> {
+    std::fs::read_to_string(dir.join("state/qdeck/audit.log"))
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[test]
+#[ignore = "needs QDECK_TEST_KAFKA_BOOTSTRAP and QDECK_TEST_KAFKA_SCENES (scripts/kafka_up.sh)"]
+fn purge_deletes_records_to_the_high_watermark_on_every_partition() {
+    let p = prefix("purge");
+    let (t, g) = (format!("{p}clicks"), format!("{p}counters"));
+    scene(&["topic", &t, "3"]);
+    scene(&["produce", &t, "50"]);
+    scene(&["group", &t, &g, "5"]);
+    // A log start above 0 on every partition: the count is end − start, not end.
+    scene(&["delete-records", &t, "2"]);
+    let before = &scene(&["offsets", &t])[0]["partitions"];
+    let held: i64 = before
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x["latest"].as_i64().unwrap() - x["earliest"].as_i64().unwrap())
+        .sum();
+    assert!(held > 0, "{before}");
+
+    let dir = tempfile::tempdir().unwrap();
+    write_kafka_config(dir.path(), &format!("^{p}"));
+    // The dry run names the count and changes nothing.
+    let dry = qdeck_json(dir.path(), &["purge", &t, "--dry-run", "-o", "json"]);
+    assert_eq!(dry["depth"].as_i64(), Some(held), "{dry}");
+    assert_eq!(&scene(&["offsets", &t])[0]["partitions"], before);
+
+    let done = qdeck_json(dir.path(), &["purge", &t, "-y", "-o", "json"]);
+    assert_eq!(done["purged"].as_i64(), Some(held), "{done}");
+    let after = &scene(&["offsets", &t])[0]["partitions"];
+    for (a, b) in after
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(before.as_array().unwrap())
+    {
+        assert_eq!(a["earliest"], a["latest"], "emptied: {after}");
+        assert_eq!(a["latest"], b["latest"], "nothing else changed: {after}");
+    }
+    let lines = audit(dir.path());
+    let last = lines.last().expect("an audit line");
+    assert_eq!(last["action"], "purge", "{last}");
+    assert_eq!(last["queue"], t, "{last}");
+    assert_eq!(last["result"], "ok", "{last}");
+    assert!(
+        last.to_string().contains(&format!("\"purged\":{held}")),
+        "{last}"
+    );
+
+    // A group row is not purged: the topic's records belong to every group.
+    let out = common::qdeck(dir.path())
+        .args(["purge", &format!("{g}@{t}"), "-y"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert_eq!(String::from_utf8_lossy(&out.stderr).lines().count(), 1);
+}

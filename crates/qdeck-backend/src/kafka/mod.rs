@@ -15,6 +15,7 @@ mod dlt;
 mod fetch;
 mod message;
 mod produce;
+mod purge;
 mod redrive;
 mod routing;
 mod rows;
@@ -256,6 +257,9 @@ impl Backend for KafkaBackend {
 
     fn capabilities_for(&self, queue: &QueueInfo) -> Capabilities {
         let mut caps = self.capabilities();
+        if let Target::Topic(_) = Target::parse(&queue.id) {
+            caps.purge_note = Some(purge::NOTE.into());
+        }
         if !queue.is_dlq {
             caps.redrive = RedriveMode::Unsupported(format!(
                 "redrive starts from a dead-letter topic{}",
@@ -365,10 +369,8 @@ impl Backend for KafkaBackend {
         redrive::redrive(self, req, progress).await
     }
 
-    async fn purge(&self, queue: &QueueId, _progress: &OpProgress) -> Result<PurgeReport> {
-        Err(BackendError::Unsupported(format!(
-            "{queue}: purging Kafka topics (DeleteRecords) is not implemented yet"
-        )))
+    async fn purge(&self, queue: &QueueId, progress: &OpProgress) -> Result<PurgeReport> {
+        purge::purge(self, queue, progress).await
     }
 
     fn api_calls(&self) -> &ApiCalls {

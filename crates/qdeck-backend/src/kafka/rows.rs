@@ -353,6 +353,7 @@ impl KafkaBackend {
                         enqueued_total: Some(end_sum(&topic)),
                         completed_total: Some(committed_sum),
                         age_note: Some(note),
+                        lost: Some(lost),
                         ..Default::default()
                     });
                 }

@@ -387,3 +387,227 @@ fn purge_deletes_records_to_the_high_watermark_on_every_partition() {
     assert!(!out.status.success());
     assert_eq!(String::from_utf8_lossy(&out.stderr).lines().count(), 1);
 }
+
+/// Admin's committed offset of `group` per partition of `topic` (partition → offset).
+fn committed(group: &str, topic: &str) -> BTreeMap<i64, i64> {
+    let d = &scene(&["describe", group])[0][group];
+    d["partitions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|x| x["tp"].as_str().unwrap().starts_with(&format!("{topic}:")))
+        .map(|x| {
+            let p = x["tp"].as_str().unwrap().rsplit(':').next().unwrap();
+            (p.parse().unwrap(), x["committed"].as_i64().unwrap())
+        })
+        .collect()
+}
+
+/// Admin's (earliest, latest) per partition of `topic`.
+fn bounds(topic: &str) -> BTreeMap<i64, (i64, i64)> {
+    scene(&["offsets", topic])[0]["partitions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| {
+            (
+                x["partition"].as_i64().unwrap(),
+                (
+                    x["earliest"].as_i64().unwrap(),
+                    x["latest"].as_i64().unwrap(),
+                ),
+            )
+        })
+        .collect()
+}
+
+#[test]
+#[ignore = "needs QDECK_TEST_KAFKA_BOOTSTRAP and QDECK_TEST_KAFKA_SCENES (scripts/kafka_up.sh)"]
+fn reset_offsets_moves_an_empty_group_as_admin_reads_it_back() {
+    let p = prefix("reset");
+    let (t, g) = (format!("{p}orders"), format!("{p}shipping"));
+    let row = format!("{g}@{t}");
+    scene(&["topic", &t, "2"]);
+    scene(&["produce", &t, "30"]);
+    scene(&["group", &t, &g, "8"]);
+    let b = bounds(&t);
+    let before = committed(&g, &t);
+    assert!(!before.is_empty());
+
+    let dir = tempfile::tempdir().unwrap();
+    write_kafka_config(dir.path(), &format!("^{p}"));
+    let run = |args: &[&str]| -> Json {
+        let mut a = vec!["reset-offsets", &row];
+        a.extend_from_slice(args);
+        a.extend_from_slice(&["-o", "json"]);
+        qdeck_json(dir.path(), &a)
+    };
+
+    // The dry run: per partition the offset now (Admin's) → the new one, lag before → after.
+    let dry = run(&["--to", "latest", "--dry-run"]);
+    let parts = dry["partitions"].as_array().unwrap();
+    assert_eq!(parts.len(), b.len(), "{dry}");
+    for x in parts {
+        let pn = x["partition"].as_i64().unwrap();
+        assert_eq!(x["old"].as_i64(), before.get(&pn).copied(), "{dry}");
+        assert_eq!(x["new"].as_i64(), Some(b[&pn].1), "{dry}");
+        assert_eq!(x["lag_after"], 0, "{dry}");
+        if let Some(c) = before.get(&pn) {
+            assert_eq!(x["lag_before"].as_i64(), Some(b[&pn].1 - c), "{dry}");
+        }
+    }
+    assert_eq!(committed(&g, &t), before, "a dry run changes nothing");
+
+    run(&["--to", "latest", "-y"]);
+    let after = committed(&g, &t);
+    for (pn, (_, end)) in &b {
+        assert_eq!(after.get(pn), Some(end), "latest: {after:?} vs {b:?}");
+    }
+    run(&["--shift", "-4", "-y"]);
+    let shifted = committed(&g, &t);
+    for (pn, (start, end)) in &b {
+        assert_eq!(shifted.get(pn), Some(&(end - 4).max(*start)), "{shifted:?}");
+    }
+    run(&["--to", "3", "-y"]);
+    let at3 = committed(&g, &t);
+    for (pn, (start, end)) in &b {
+        assert_eq!(at3.get(pn), Some(&3.clamp(*start, *end)), "{at3:?}");
+    }
+    run(&["--to", "earliest", "-y"]);
+    let first = committed(&g, &t);
+    for (pn, (start, _)) in &b {
+        assert_eq!(first.get(pn), Some(start), "{first:?}");
+    }
+    // By time: the first record at or after the time of a record in the middle, as the
+    // Java consumer reads the records and their timestamps.
+    let recs = scene(&["read", &t]);
+    let mid = recs[recs.len() / 2]["timestamp"].as_i64().unwrap();
+    let when = chrono::DateTime::from_timestamp_millis(mid)
+        .unwrap()
+        .to_rfc3339();
+    run(&["--to-time", &when, "-y"]);
+    let timed = committed(&g, &t);
+    for (pn, (_, end)) in &b {
+        let want = recs
+            .iter()
+            .filter(|r| r["partition"].as_i64() == Some(*pn))
+            .filter(|r| r["timestamp"].as_i64().unwrap() >= mid)
+            .map(|r| r["offset"].as_i64().unwrap())
+            .min()
+            .unwrap_or(*end);
+        assert_eq!(timed.get(pn), Some(&want), "time {when}: {timed:?}");
+    }
+    let lines = audit(dir.path());
+    let resets: Vec<&Json> = lines
+        .iter()
+        .filter(|l| l["action"] == "reset-offsets")
+        .collect();
+    assert_eq!(resets.len(), 5, "one audit line per reset: {lines:?}");
+    assert!(resets
+        .iter()
+        .all(|l| l["result"] == "ok" && l["queue"] == row.as_str()));
+}
+
+#[test]
+#[ignore = "needs QDECK_TEST_KAFKA_BOOTSTRAP and QDECK_TEST_KAFKA_SCENES (scripts/kafka_up.sh)"]
+fn a_group_with_members_is_refused_in_one_line_naming_it() {
+    use std::io::BufRead;
+    let p = prefix("busy");
+    let (t, g) = (format!("{p}orders"), format!("{p}live"));
+    scene(&["topic", &t, "1"]);
+    scene(&["produce", &t, "5"]);
+    let mut member = Command::new("java")
+        .args([
+            "-Xmx256m",
+            "-cp",
+            &scenes(),
+            "Scenes",
+            "hold",
+            &bootstrap(),
+            &t,
+            &g,
+            "60",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let joined = std::io::BufReader::new(member.stdout.take().unwrap())
+        .lines()
+        .map_while(std::result::Result::ok)
+        .any(|l| l.contains("joined"));
+    assert!(joined, "the scene's consumer never got its partitions");
+
+    let dir = tempfile::tempdir().unwrap();
+    write_kafka_config(dir.path(), &format!("^{p}"));
+    for args in [
+        vec![
+            "reset-offsets".to_string(),
+            format!("{g}@{t}"),
+            "--to".into(),
+            "earliest".into(),
+            "-y".into(),
+        ],
+        vec!["delete-group".to_string(), g.clone(), "-y".into()],
+    ] {
+        let out = common::qdeck(dir.path()).args(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(
+            out.status.code(),
+            Some(5),
+            "refused (exit 5): {args:?}: {err}"
+        );
+        assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+        assert!(err.contains(&g) && err.contains("member"), "{err}");
+    }
+    let _ = member.kill();
+    let _ = member.wait();
+    let refusals = audit(dir.path());
+    assert_eq!(refusals.len(), 2, "{refusals:?}");
+    assert!(
+        refusals.iter().all(|l| l["result"] == "refused"),
+        "{refusals:?}"
+    );
+}
+
+#[test]
+#[ignore = "needs QDECK_TEST_KAFKA_BOOTSTRAP and QDECK_TEST_KAFKA_SCENES (scripts/kafka_up.sh)"]
+fn delete_group_removes_an_empty_group() {
+    let p = prefix("delgroup");
+    let (t, g) = (format!("{p}orders"), format!("{p}retired"));
+    scene(&["topic", &t, "1"]);
+    scene(&["produce", &t, "10"]);
+    scene(&["group", &t, &g, "4"]);
+    let listed = |g: &str| {
+        scene(&["groups"])[0]["groups"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|x| x == g)
+    };
+    assert!(listed(&g));
+
+    let dir = tempfile::tempdir().unwrap();
+    write_kafka_config(dir.path(), &format!("^{p}"));
+    let dry = qdeck_json(dir.path(), &["delete-group", &g, "--dry-run", "-o", "json"]);
+    assert_eq!(dry["topics"][0]["topic"], t, "{dry}");
+    assert_eq!(dry["topics"][0]["lag"], 6, "{dry}");
+    assert!(listed(&g), "a dry run deletes nothing");
+    let done = qdeck_json(dir.path(), &["delete-group", &g, "-y", "-o", "json"]);
+    assert_eq!(done["deleted_group"], g, "{done}");
+    assert!(!listed(&g), "Admin no longer lists {g}");
+    let last = audit(dir.path()).pop().unwrap();
+    assert_eq!(last["action"], "delete-group", "{last}");
+    assert_eq!(last["result"], "ok", "{last}");
+    // Gone: a second delete names it as unknown (exit 4).
+    let out = common::qdeck(dir.path())
+        .args(["delete-group", &g, "-y"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(4),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -173,6 +173,10 @@ pub(super) async fn run_planned(
                 // One message each: never empty.
                 Planned::Send { .. } | Planned::Edit { .. } => ops::Outcome::Sent { id: None },
                 Planned::Transfer(_) => ops::Outcome::Transfer(Default::default()),
+                // Never empty (`Planned::is_empty`).
+                Planned::OffsetReset { .. } | Planned::GroupDelete { .. } => {
+                    ops::Outcome::Sent { id: None }
+                }
             };
             output::print_json(&empty.to_json()).ok();
         } else {

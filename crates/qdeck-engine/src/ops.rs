@@ -15,8 +15,9 @@ use crate::ops::copy::TransferReport;
 use crate::ops::import_run::ImportReport;
 use qdeck_backend::{BackendError, MessageFilter, OpProgress, ProgressState};
 use qdeck_model::domain::{
-    BrowseRequest, DeleteReport, Message, MessageCount, OutgoingMessage, PurgeReport, QueueId,
-    QueueInfo, RedriveMode, RedrivePlan, RedriveReport, RedriveRequest, RedriveTarget,
+    BrowseRequest, DeleteReport, GroupDeletePlan, Message, MessageCount, OffsetResetPlan,
+    OffsetResetReport, OutgoingMessage, PurgeReport, QueueId, QueueInfo, RedriveMode, RedrivePlan,
+    RedriveReport, RedriveRequest, RedriveTarget,
 };
 use qdeck_model::sanitize::clean;
 
@@ -28,6 +29,8 @@ mod transfer;
 pub use transfer::{plan_transfer, TransferPlan, TransferRequest};
 mod edit;
 pub use edit::plan_edit;
+mod groups;
+pub use groups::{plan_group_delete, plan_offset_reset};
 
 /// A planned operation: what will happen, computed without changing anything.
 #[derive(Debug, Clone)]
@@ -86,6 +89,16 @@ pub enum Planned {
     Send {
         queue: QueueInfo,
         msg: OutgoingMessage,
+    },
+    /// Move a consumer group's committed offsets on one topic (`qdeck reset-offsets`).
+    OffsetReset {
+        queue: QueueInfo,
+        plan: OffsetResetPlan,
+    },
+    /// Delete a consumer group and its committed offsets (`qdeck delete-group`).
+    GroupDelete {
+        queue: QueueId,
+        plan: GroupDeletePlan,
     },
 }
 
@@ -311,6 +324,8 @@ impl Planned {
             Planned::Edit { .. } => Mutation::Edit,
             Planned::Transfer(t) if t.moving => Mutation::Move,
             Planned::Transfer(_) => Mutation::Copy,
+            Planned::OffsetReset { .. } => Mutation::ResetOffsets,
+            Planned::GroupDelete { .. } => Mutation::DeleteGroup,
         }
     }
 
@@ -321,7 +336,9 @@ impl Planned {
             | Planned::Delete { queue, .. }
             | Planned::CancelScheduled { queue, .. }
             | Planned::Import { queue, .. }
-            | Planned::Send { queue, .. } => &queue.id,
+            | Planned::Send { queue, .. }
+            | Planned::OffsetReset { queue, .. } => &queue.id,
+            Planned::GroupDelete { queue, .. } => queue,
             Planned::Edit { source, .. } => &source.id,
             Planned::Transfer(t) => &t.source,
         }
@@ -354,6 +371,17 @@ impl Planned {
                 in_flight: None,
                 exact: true,
             },
+            // No message is touched: the figure is the partitions whose offset moves.
+            Planned::OffsetReset { plan, .. } => MessageCount {
+                ready: plan.changed() as u64,
+                in_flight: None,
+                exact: true,
+            },
+            Planned::GroupDelete { .. } => MessageCount {
+                ready: 1,
+                in_flight: None,
+                exact: true,
+            },
         }
     }
 
@@ -383,6 +411,9 @@ impl Planned {
             | Planned::Edit { .. }
             | Planned::Transfer(_) => c.exact && c.ready == 0,
             Planned::Purge { .. } => c.exact && c.ready == 0 && c.in_flight.unwrap_or(0) == 0,
+            // Committing the offsets a group already has is harmless, and deleting a group
+            // with no offsets still removes it: neither is skipped.
+            Planned::OffsetReset { .. } | Planned::GroupDelete { .. } => false,
         }
     }
 
@@ -505,6 +536,8 @@ impl Planned {
                 msg.body.len(),
                 clean(queue.id.as_str())
             ),
+            Planned::OffsetReset { plan, .. } => groups::describe_reset(plan),
+            Planned::GroupDelete { plan, .. } => groups::describe_delete(plan),
         }
     }
 
@@ -594,6 +627,8 @@ impl Planned {
                 "count": 1,
                 "bytes": msg.body.len(),
             }),
+            Planned::OffsetReset { plan, .. } => groups::reset_json(plan),
+            Planned::GroupDelete { plan, .. } => groups::delete_json(plan),
         }
     }
 }
@@ -612,6 +647,12 @@ pub enum Outcome {
     /// A delayed message cancelled (`qdeck cancel-scheduled`): a delete of one id whose
     /// message must not already be gone.
     CancelScheduled(DeleteReport),
+    /// A consumer group's committed offsets moved.
+    OffsetReset(OffsetResetReport),
+    /// A consumer group deleted.
+    GroupDeleted {
+        group: String,
+    },
     /// One message sent; `id` where the broker gives one.
     Sent {
         id: Option<String>,
@@ -676,7 +717,9 @@ impl Outcome {
             // Gone before the delete reached it means it became due and was delivered.
             Outcome::CancelScheduled(r) if r.deleted > 0 => Verdict::Ok,
             Outcome::CancelScheduled(_) => Verdict::Failed,
-            Outcome::Sent { .. } => Verdict::Ok,
+            Outcome::Sent { .. } | Outcome::OffsetReset(_) | Outcome::GroupDeleted { .. } => {
+                Verdict::Ok
+            }
             // Messages moved or deleted before the error stay moved or deleted.
             Outcome::Failed { progress, .. } if progress.done > 0 => Verdict::Partial,
             Outcome::Failed { .. } => Verdict::Failed,
@@ -695,6 +738,8 @@ impl Outcome {
             Outcome::Import(_) => format!("import into {q}: {}", self.line()),
             Outcome::CancelScheduled(_) => format!("cancel in {q}: {}", self.line()),
             Outcome::Sent { .. } => format!("send to {q}: {}", self.line()),
+            Outcome::OffsetReset(_) => format!("reset-offsets {q}: {}", self.line()),
+            Outcome::GroupDeleted { .. } => self.line(),
             Outcome::Failed { .. } => format!("{q}: {}", self.line()),
         }
     }
@@ -777,6 +822,16 @@ impl Outcome {
                 Some(i) => format!("sent 1 message, id {}", clean(i)),
                 None => "sent 1 message".to_string(),
             },
+            Outcome::OffsetReset(r) => format!(
+                "moved the committed offsets of consumer group {} on {} partition(s) of {}; lag now {}",
+                clean(&r.group),
+                r.partitions,
+                clean(&r.topic),
+                r.lag_after
+            ),
+            Outcome::GroupDeleted { group } => {
+                format!("deleted consumer group {}", clean(group))
+            }
             Outcome::Failed { error, progress } => format!(
                 "{} (done {}, failed {} before the error)",
                 clean(&error.to_string()),
@@ -796,6 +851,8 @@ impl Outcome {
             Outcome::Import(r) => serde_json::to_value(r).unwrap_or_default(),
             Outcome::CancelScheduled(r) => serde_json::to_value(r).unwrap_or_default(),
             Outcome::Sent { id } => serde_json::json!({"sent": 1, "id": id}),
+            Outcome::OffsetReset(r) => serde_json::to_value(r).unwrap_or_default(),
+            Outcome::GroupDeleted { group } => serde_json::json!({"deleted_group": group}),
             Outcome::Failed { error, progress } => serde_json::json!({
                 "error": clean(&error.to_string()),
                 "done": progress.done,
@@ -985,6 +1042,8 @@ pub async fn run(gate: &Gate, planned: Planned, p: &OpProgress) -> Outcome {
             }
         }
         Planned::Transfer(t) => transfer::run(*t, p).await,
+        Planned::OffsetReset { queue, plan } => groups::run_reset(gate, &queue.id, &plan, p).await,
+        Planned::GroupDelete { queue, plan } => groups::run_delete(gate, &queue, &plan, p).await,
         Planned::Edit {
             source,
             original,

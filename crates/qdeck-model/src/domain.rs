@@ -9,7 +9,9 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
+mod groups;
 mod value;
+pub use groups::{GroupDeletePlan, OffsetResetPlan, OffsetResetReport, PartitionReset, ResetTo};
 pub use value::Value;
 
 /// Named typed values in broker order: a message's properties, headers or metadata.

@@ -13,6 +13,7 @@ mod admin;
 mod connection;
 mod dlt;
 mod fetch;
+mod groups;
 mod message;
 mod produce;
 mod purge;
@@ -371,6 +372,10 @@ impl Backend for KafkaBackend {
 
     async fn purge(&self, queue: &QueueId, progress: &OpProgress) -> Result<PurgeReport> {
         purge::purge(self, queue, progress).await
+    }
+
+    fn group_admin(&self) -> Option<&dyn crate::GroupAdmin> {
+        Some(self)
     }
 
     fn api_calls(&self) -> &ApiCalls {

@@ -611,3 +611,106 @@ fn delete_group_removes_an_empty_group() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+fn now_ms() -> i64 {
+    i64::try_from(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis(),
+    )
+    .unwrap()
+}
+
+/// The oldest timestamp among the first records `group` has not read (Admin's committed
+/// offsets, the Java consumer's records), and how many partitions lag.
+fn first_unread(group: &str, topic: &str) -> (i64, usize) {
+    let at = committed(group, topic);
+    let b = bounds(topic);
+    let recs = scene(&["read", topic]);
+    let lagging: Vec<(i64, i64)> = at
+        .iter()
+        .filter(|(p, c)| b[p].1 > **c)
+        .map(|(p, c)| (*p, *c))
+        .collect();
+    let oldest = lagging
+        .iter()
+        .map(|(p, c)| {
+            recs.iter()
+                .find(|r| r["partition"].as_i64() == Some(*p) && r["offset"].as_i64() == Some(*c))
+                .map(|r| r["timestamp"].as_i64().unwrap())
+                .unwrap()
+        })
+        .min()
+        .unwrap();
+    (oldest, lagging.len())
+}
+
+#[test]
+#[ignore = "needs QDECK_TEST_KAFKA_BOOTSTRAP and QDECK_TEST_KAFKA_SCENES (scripts/kafka_up.sh)"]
+fn age_of_oldest_is_the_first_unread_records_timestamp() {
+    let p = prefix("age");
+    let (t, g) = (format!("{p}orders"), format!("{p}slow"));
+    scene(&["topic", &t, "3"]);
+    scene(&["produce", &t, "30"]);
+    scene(&["group", &t, &g, "30"]);
+    scene(&["produce", &t, "30"]);
+    let (oldest, lagging) = first_unread(&g, &t);
+    assert!(lagging > 0);
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+
+    let dir = tempfile::tempdir().unwrap();
+    write_kafka_config(dir.path(), &format!("^{p}"));
+    let t0 = now_ms();
+    let rows = rows(dir.path());
+    let t1 = now_ms();
+    let row = &rows[&format!("{g}@{t}")];
+    let age = row["oldest_age_secs"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("{row}"));
+    let (lo, hi) = ((t0 - oldest) as f64 / 1000.0, (t1 - oldest) as f64 / 1000.0);
+    assert!(
+        age >= lo - 0.001 && age <= hi + 0.001,
+        "age {age} outside [{lo}, {hi}]: {row}"
+    );
+    let note = row["age_note"].as_str().unwrap();
+    assert!(
+        note.contains(&format!("over the {lagging} lagging partition")),
+        "{note}"
+    );
+    assert!(!note.contains("estimated"), "{note}");
+    // The topic row has no reader: no age, said why.
+    assert!(rows[&t]["oldest_age_secs"].is_null(), "{}", rows[&t]);
+}
+
+#[test]
+#[ignore = "needs QDECK_TEST_KAFKA_BOOTSTRAP and QDECK_TEST_KAFKA_SCENES (scripts/kafka_up.sh)"]
+fn age_of_oldest_reads_a_bounded_number_of_partitions_and_says_estimated() {
+    let p = prefix("agecap");
+    let (t, g) = (format!("{p}events"), format!("{p}behind"));
+    scene(&["topic", &t, "24"]);
+    scene(&["produce", &t, "300"]);
+    scene(&["group", &t, &g, "300"]);
+    scene(&["produce", &t, "300"]);
+    let (oldest, lagging) = first_unread(&g, &t);
+    assert!(
+        lagging > 16,
+        "the scene must lag on more partitions than one poll reads: {lagging}"
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    write_kafka_config(dir.path(), &format!("^{p}"));
+    let rows = rows(dir.path());
+    let t1 = now_ms();
+    let row = &rows[&format!("{g}@{t}")];
+    let note = row["age_note"].as_str().unwrap();
+    assert!(
+        note.contains("estimated") && note.contains(&format!("on 16 of {lagging} lagging")),
+        "{note}"
+    );
+    // An estimate from some partitions is never older than the true oldest.
+    let age = row["oldest_age_secs"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("{row}"));
+    assert!(age <= (t1 - oldest) as f64 / 1000.0 + 0.001, "{age}: {row}");
+}

@@ -10,6 +10,7 @@
 //! qdeck's own, so a second run does not send them again.
 
 mod admin;
+mod age;
 mod connection;
 mod dlt;
 mod fetch;
@@ -242,7 +243,8 @@ impl Backend for KafkaBackend {
         Capabilities {
             browse: BrowseEffect::None,
             redrive: RedriveMode::ClientSide,
-            age: AgeSource::Unknown(rows::AGE_NOTE.into()),
+            // Group rows: the first unread record's timestamp (rows.rs, age.rs); topics: none.
+            age: AgeSource::Exact,
             consumers: ConsumerListing::Listed,
             purge_cooldown_secs: None,
             purge_note: None,
@@ -250,7 +252,8 @@ impl Backend for KafkaBackend {
             notes: vec![
                 "browse reads by offset (Fetch) from each partition's leader: no group is joined, nothing is committed".into(),
                 "GROUP@TOPIC: depth is the group's lag (end offset − committed offset, summed over the partitions it committed on); in flight is not known: a Kafka consumer group holds partitions, not leases on records".into(),
-                "a committed offset below the log start offset means records were deleted by retention before the group read them (retention breach)".into(),
+                "a committed offset below the log start offset means records were deleted by retention before the group read them (retention breach, counted as lost)".into(),
+                format!("GROUP@TOPIC: age of oldest is the timestamp of the first unread record of each lagging partition (one small Fetch each, at most {} partitions per poll, largest lags first; a row not read in full is marked estimated)", age::MAX_FETCHES),
                 "redrive copies each dead letter to its topic byte for byte (key, value, headers), then commits the DLT's offsets for a group of qdeck's own (qdeck-redrive.DLT) so that it is not sent twice; the dead-letter topic keeps its records".into(),
             ],
         }
@@ -260,6 +263,7 @@ impl Backend for KafkaBackend {
         let mut caps = self.capabilities();
         if let Target::Topic(_) = Target::parse(&queue.id) {
             caps.purge_note = Some(purge::NOTE.into());
+            caps.age = AgeSource::Unknown(rows::AGE_NOTE.into());
         }
         if !queue.is_dlq {
             caps.redrive = RedriveMode::Unsupported(format!(

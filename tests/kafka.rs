@@ -714,3 +714,40 @@ fn age_of_oldest_reads_a_bounded_number_of_partitions_and_says_estimated() {
         .unwrap_or_else(|| panic!("{row}"));
     assert!(age <= (t1 - oldest) as f64 / 1000.0 + 0.001, "{age}: {row}");
 }
+
+#[test]
+#[ignore = "needs QDECK_TEST_KAFKA_BOOTSTRAP and QDECK_TEST_KAFKA_SCENES (scripts/kafka_up.sh)"]
+fn purge_of_one_partition_leaves_the_others() {
+    let p = prefix("purgepart");
+    let t = format!("{p}clicks");
+    scene(&["topic", &t, "3"]);
+    scene(&["produce", &t, "60"]);
+    let before = bounds(&t);
+    let (s1, e1) = before[&1];
+    assert!(e1 > s1, "partition 1 must hold records: {before:?}");
+
+    let dir = tempfile::tempdir().unwrap();
+    write_kafka_config(dir.path(), &format!("^{p}"));
+    let part = format!("{t}:1");
+    let dry = qdeck_json(dir.path(), &["purge", &part, "--dry-run", "-o", "json"]);
+    assert_eq!(dry["depth"].as_i64(), Some(e1 - s1), "{dry}");
+    let done = qdeck_json(dir.path(), &["purge", &part, "-y", "-o", "json"]);
+    assert_eq!(done["purged"].as_i64(), Some(e1 - s1), "{done}");
+    let after = bounds(&t);
+    assert_eq!(after[&1], (e1, e1), "{after:?}");
+    assert_eq!(after[&0], before[&0], "{after:?}");
+    assert_eq!(after[&2], before[&2], "{after:?}");
+    // A partition the topic does not have: unknown (exit 4), one line.
+    let out = common::qdeck(dir.path())
+        .args(["purge", &format!("{t}:9"), "-y"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(4));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr)
+            .trim_end()
+            .lines()
+            .count(),
+        1
+    );
+}

@@ -284,6 +284,9 @@ impl Backend for KafkaBackend {
     }
 
     async fn describe(&self, queue: &QueueId) -> Result<QueueInfo> {
+        if let Some((t, p)) = purge::partition_of(queue) {
+            return purge::describe_partition(self, &t, p).await;
+        }
         let wanted: Option<BTreeSet<String>> = match Target::parse(queue) {
             Target::Group { group, .. } => Some([group].into_iter().collect()),
             Target::Topic(_) => Some(BTreeSet::new()),
@@ -297,6 +300,9 @@ impl Backend for KafkaBackend {
     }
 
     async fn count(&self, queue: &QueueId) -> Result<MessageCount> {
+        if let Some((t, p)) = purge::partition_of(queue) {
+            return purge::count_partition(self, &t, p).await;
+        }
         if let Target::Topic(t) = Target::parse(queue) {
             if dlt::spring_origin(&t).is_some() {
                 let left = redrive::left(self, &t).await?;

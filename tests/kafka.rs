@@ -751,3 +751,50 @@ fn purge_of_one_partition_leaves_the_others() {
         1
     );
 }
+
+/// The gate and the arguments are checked before any broker is asked: this runs without one.
+#[test]
+fn group_operations_are_gated_at_full_and_bad_targets_are_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = common::peer::free_port();
+    common::write_config(
+        dir.path(),
+        "k",
+        &[format!(
+            "name = \"k\"\nkind = \"kafka\"\nbootstrap_servers = \"127.0.0.1:{port}\"\ntimeout_secs = 2\naccess = \"redrive\"\n"
+        )],
+    );
+    for args in [
+        vec!["reset-offsets", "g@t", "--to", "earliest", "-y"],
+        vec!["delete-group", "g", "-y"],
+        vec!["purge", "t:0", "-y"],
+    ] {
+        let out = common::qdeck(dir.path()).args(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(5), "{args:?}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+        assert!(err.contains("access = \"full\""), "{err}");
+    }
+    let lines = audit(dir.path());
+    assert_eq!(lines.len(), 3, "{lines:?}");
+    assert!(lines.iter().all(|l| l["result"] == "refused"), "{lines:?}");
+    let actions: Vec<&str> = lines
+        .iter()
+        .map(|l| l["action"].as_str().unwrap())
+        .collect();
+    assert_eq!(actions, ["reset-offsets", "delete-group", "purge"]);
+
+    for args in [
+        vec!["reset-offsets", "g@t", "-y"],
+        vec!["reset-offsets", "g@t", "--to", "earliest", "--shift", "3"],
+        vec!["reset-offsets", "g@t", "--to", "-4"],
+        vec!["reset-offsets", "g@t", "--to", "soon"],
+        vec!["reset-offsets", "g@t", "--to-time", "yesterday"],
+    ] {
+        let out = common::qdeck(dir.path()).args(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+        assert!(!err.contains("panicked"), "{err}");
+    }
+}

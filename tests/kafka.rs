@@ -798,3 +798,52 @@ fn group_operations_are_gated_at_full_and_bad_targets_are_one_line() {
         assert!(!err.contains("panicked"), "{err}");
     }
 }
+
+#[test]
+#[ignore = "needs QDECK_TEST_KAFKA_BOOTSTRAP and QDECK_TEST_KAFKA_SCENES (scripts/kafka_up.sh)"]
+fn a_kip_848_group_is_reset_and_deleted_like_a_classic_one() {
+    let p = prefix("kip848");
+    let (t, g) = (format!("{p}orders"), format!("{p}modern"));
+    scene(&["topic", &t, "2"]);
+    scene(&["produce", &t, "20"]);
+    scene(&["group", &t, &g, "6", "consumer"]);
+    let truth = &scene(&["describe", &g])[0][&g];
+    assert_eq!(truth["type"], "consumer", "{truth}");
+    let b = bounds(&t);
+
+    let dir = tempfile::tempdir().unwrap();
+    write_kafka_config(dir.path(), &format!("^{p}"));
+    let row = format!("{g}@{t}");
+    qdeck_json(
+        dir.path(),
+        &[
+            "reset-offsets",
+            &row,
+            "--to",
+            "earliest",
+            "-y",
+            "-o",
+            "json",
+        ],
+    );
+    let first = committed(&g, &t);
+    assert_eq!(
+        first.len(),
+        b.len(),
+        "every partition of the topic: {first:?}"
+    );
+    for (pn, (start, _)) in &b {
+        assert_eq!(first.get(pn), Some(start), "{first:?}");
+    }
+    let done = qdeck_json(dir.path(), &["delete-group", &g, "-y", "-o", "json"]);
+    assert_eq!(done["deleted_group"], g, "{done}");
+    let groups = scene(&["groups"]);
+    assert!(
+        !groups[0]["groups"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|x| x == &g),
+        "{groups:?}"
+    );
+}

@@ -298,7 +298,11 @@ pub enum Command {
         /// GROUP@TOPIC, the group's row
         row: String,
         /// `earliest`, `latest`, or an offset for every partition (kept within the log)
-        #[arg(long, value_name = "earliest|latest|OFFSET", allow_hyphen_values = true)]
+        #[arg(
+            long,
+            value_name = "earliest|latest|OFFSET",
+            allow_hyphen_values = true
+        )]
         to: Option<String>,
         /// The first record at or after this time (RFC 3339, e.g. 2026-12-06T10:00:00Z)
         #[arg(long, value_name = "RFC3339")]

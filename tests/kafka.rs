@@ -513,57 +513,65 @@ fn reset_offsets_moves_an_empty_group_as_admin_reads_it_back() {
 fn a_group_with_members_is_refused_in_one_line_naming_it() {
     use std::io::BufRead;
     let p = prefix("busy");
-    let (t, g) = (format!("{p}orders"), format!("{p}live"));
+    let t = format!("{p}orders");
     scene(&["topic", &t, "1"]);
     scene(&["produce", &t, "5"]);
-    let mut member = Command::new("java")
-        .args([
-            "-Xmx256m",
-            "-cp",
-            &scenes(),
-            "Scenes",
-            "hold",
-            &bootstrap(),
-            &t,
-            &g,
-            "60",
-        ])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let joined = std::io::BufReader::new(member.stdout.take().unwrap())
-        .lines()
-        .map_while(std::result::Result::ok)
-        .any(|l| l.contains("joined"));
-    assert!(joined, "the scene's consumer never got its partitions");
-
     let dir = tempfile::tempdir().unwrap();
     write_kafka_config(dir.path(), &format!("^{p}"));
-    for args in [
-        vec![
-            "reset-offsets".to_string(),
-            format!("{g}@{t}"),
-            "--to".into(),
-            "earliest".into(),
-            "-y".into(),
-        ],
-        vec!["delete-group".to_string(), g.clone(), "-y".into()],
-    ] {
-        let out = common::qdeck(dir.path()).args(&args).output().unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(
-            out.status.code(),
-            Some(5),
-            "refused (exit 5): {args:?}: {err}"
+    // Classic groups are described with DescribeGroups, KIP-848 ones with
+    // ConsumerGroupDescribe: a member of either is seen.
+    for protocol in ["classic", "consumer"] {
+        let g = format!("{p}live-{protocol}");
+        let mut member = Command::new("java")
+            .args([
+                "-Xmx256m",
+                "-cp",
+                &scenes(),
+                "Scenes",
+                "hold",
+                &bootstrap(),
+                &t,
+                &g,
+                "60",
+                protocol,
+            ])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let joined = std::io::BufReader::new(member.stdout.take().unwrap())
+            .lines()
+            .map_while(std::result::Result::ok)
+            .any(|l| l.contains("joined"));
+        assert!(
+            joined,
+            "the scene's {protocol} consumer never got its partitions"
         );
-        assert_eq!(err.trim_end().lines().count(), 1, "{err}");
-        assert!(err.contains(&g) && err.contains("member"), "{err}");
+        for args in [
+            vec![
+                "reset-offsets".to_string(),
+                format!("{g}@{t}"),
+                "--to".into(),
+                "earliest".into(),
+                "-y".into(),
+            ],
+            vec!["delete-group".to_string(), g.clone(), "-y".into()],
+        ] {
+            let out = common::qdeck(dir.path()).args(&args).output().unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(
+                out.status.code(),
+                Some(5),
+                "refused (exit 5): {args:?}: {err}"
+            );
+            assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+            assert!(err.contains(&g) && err.contains("member"), "{err}");
+        }
+        let _ = member.kill();
+        let _ = member.wait();
     }
-    let _ = member.kill();
-    let _ = member.wait();
     let refusals = audit(dir.path());
-    assert_eq!(refusals.len(), 2, "{refusals:?}");
+    assert_eq!(refusals.len(), 4, "{refusals:?}");
     assert!(
         refusals.iter().all(|l| l["result"] == "refused"),
         "{refusals:?}"

@@ -249,3 +249,68 @@ pub(super) async fn run_delete(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::audit::AuditLog;
+    use qdeck_backend::local::LocalHandle;
+    use qdeck_model::config::Profile;
+    use std::sync::Arc;
+
+    fn plan() -> OffsetResetPlan {
+        let p = |partition, old, new, lag_before, lag_after, clamped| PartitionReset {
+            partition,
+            old,
+            new,
+            lag_before,
+            lag_after,
+            clamped,
+        };
+        OffsetResetPlan {
+            group: "billing".into(),
+            topic: "orders\u{1b}[2J".into(),
+            to: ResetTo::Shift(-5),
+            partitions: vec![
+                p(0, Some(12), 7, Some(3), 8, false),
+                p(1, Some(2), 0, Some(9), 11, true),
+            ],
+        }
+    }
+
+    /// The plan names each partition's old → new offset and lag before → after, the totals,
+    /// and broker text made visible.
+    #[test]
+    fn the_reset_plan_says_every_partition_and_the_totals() {
+        let text = describe_reset(&plan());
+        assert!(text.contains("[0] 12 → 7 (lag 3 → 8)"), "{text}");
+        assert!(
+            text.contains("[1] 2 → 0 (kept within the log) (lag 9 → 11)"),
+            "{text}"
+        );
+        assert!(text.contains("to shift -5"), "{text}");
+        assert!(text.contains("total lag 12 → 19"), "{text}");
+        assert!(!text.contains('\u{1b}'), "{text}");
+        let j = reset_json(&plan());
+        assert_eq!(j["partitions"][1]["clamped"], true);
+        assert_eq!(j["lag_after"], 19);
+    }
+
+    /// A broker without consumer groups has no facet: planning says so, nothing is asked.
+    #[tokio::test]
+    async fn a_broker_without_groups_refuses_to_plan() {
+        let dir = tempfile::tempdir().unwrap();
+        let b = Arc::new(LocalHandle::open(&dir.path().join("q.db")).unwrap());
+        let g = Gate::new(
+            b,
+            &Profile::default_local(),
+            AuditLog::new(dir.path().join("audit.log")),
+        );
+        let e = plan_offset_reset(&g, &QueueId::new("g@t"), ResetTo::Earliest)
+            .await
+            .unwrap_err();
+        assert!(matches!(e, BackendError::Unsupported(_)), "{e}");
+        let e = plan_group_delete(&g, "g").await.unwrap_err();
+        assert!(e.to_string().contains("consumer groups"), "{e}");
+    }
+}

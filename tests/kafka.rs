@@ -286,3 +286,572 @@ fn unreachable_bootstrap_is_one_line() {
     );
     assert!(!err.contains("panicked"), "{err}");
 }
+
+#[test]
+#[ignore = "needs QDECK_TEST_KAFKA_BOOTSTRAP and QDECK_TEST_KAFKA_SCENES (scripts/kafka_up.sh)"]
+fn retention_breach_counts_records_lost_to_the_group() {
+    let p = prefix("breach");
+    let (t, g) = (format!("{p}audit"), format!("{p}auditors"));
+    scene(&["topic", &t, "2"]);
+    scene(&["produce", &t, "60"]);
+    scene(&["group", &t, &g, "10"]);
+    // The log start moves past what the group committed, as retention would.
+    scene(&["delete-records", &t, "20"]);
+    let truth = &scene(&["describe", &g])[0][&g];
+    let lost: i64 = truth["partitions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| (x["earliest"].as_i64().unwrap() - x["committed"].as_i64().unwrap()).max(0))
+        .sum();
+    assert!(lost > 0, "the scene must leave the group behind: {truth}");
+
+    let dir = tempfile::tempdir().unwrap();
+    write_kafka_config(dir.path(), &format!("^{p}"));
+    let rows = rows(dir.path());
+    let row = &rows[&format!("{g}@{t}")];
+    assert_eq!(row["lost"].as_i64(), Some(lost), "{row} vs {truth}");
+    assert!(
+        row["age_note"]
+            .as_str()
+            .unwrap()
+            .contains("retention breach"),
+        "{row}"
+    );
+    // A topic row has no group to lose records to.
+    assert!(rows[&t]["lost"].is_null(), "{}", rows[&t]);
+}
+
+/// The audit log's lines (one JSON object each).
+fn audit(dir: &Path) -> Vec<Json> {
+    std::fs::read_to_string(dir.join("state/qdeck/audit.log"))
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[test]
+#[ignore = "needs QDECK_TEST_KAFKA_BOOTSTRAP and QDECK_TEST_KAFKA_SCENES (scripts/kafka_up.sh)"]
+fn purge_deletes_records_to_the_high_watermark_on_every_partition() {
+    let p = prefix("purge");
+    let (t, g) = (format!("{p}clicks"), format!("{p}counters"));
+    scene(&["topic", &t, "3"]);
+    scene(&["produce", &t, "50"]);
+    scene(&["group", &t, &g, "5"]);
+    // A log start above 0 on every partition: the count is end − start, not end.
+    scene(&["delete-records", &t, "2"]);
+    let before = &scene(&["offsets", &t])[0]["partitions"];
+    let held: i64 = before
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x["latest"].as_i64().unwrap() - x["earliest"].as_i64().unwrap())
+        .sum();
+    assert!(held > 0, "{before}");
+
+    let dir = tempfile::tempdir().unwrap();
+    write_kafka_config(dir.path(), &format!("^{p}"));
+    // The dry run names the count and changes nothing.
+    let dry = qdeck_json(dir.path(), &["purge", &t, "--dry-run", "-o", "json"]);
+    assert_eq!(dry["depth"].as_i64(), Some(held), "{dry}");
+    assert_eq!(&scene(&["offsets", &t])[0]["partitions"], before);
+
+    let done = qdeck_json(dir.path(), &["purge", &t, "-y", "-o", "json"]);
+    assert_eq!(done["purged"].as_i64(), Some(held), "{done}");
+    let after = &scene(&["offsets", &t])[0]["partitions"];
+    for (a, b) in after
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(before.as_array().unwrap())
+    {
+        assert_eq!(a["earliest"], a["latest"], "emptied: {after}");
+        assert_eq!(a["latest"], b["latest"], "nothing else changed: {after}");
+    }
+    let lines = audit(dir.path());
+    let last = lines.last().expect("an audit line");
+    assert_eq!(last["action"], "purge", "{last}");
+    assert_eq!(last["queue"], t, "{last}");
+    assert_eq!(last["result"], "ok", "{last}");
+    assert!(
+        last.to_string().contains(&format!("\"purged\":{held}")),
+        "{last}"
+    );
+
+    // A group row is not purged: the topic's records belong to every group.
+    let out = common::qdeck(dir.path())
+        .args(["purge", &format!("{g}@{t}"), "-y"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert_eq!(String::from_utf8_lossy(&out.stderr).lines().count(), 1);
+}
+
+/// Admin's committed offset of `group` per partition of `topic` (partition → offset).
+fn committed(group: &str, topic: &str) -> BTreeMap<i64, i64> {
+    let d = &scene(&["describe", group])[0][group];
+    d["partitions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|x| x["tp"].as_str().unwrap().starts_with(&format!("{topic}:")))
+        .map(|x| {
+            let p = x["tp"].as_str().unwrap().rsplit(':').next().unwrap();
+            (p.parse().unwrap(), x["committed"].as_i64().unwrap())
+        })
+        .collect()
+}
+
+/// Admin's (earliest, latest) per partition of `topic`.
+fn bounds(topic: &str) -> BTreeMap<i64, (i64, i64)> {
+    scene(&["offsets", topic])[0]["partitions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| {
+            (
+                x["partition"].as_i64().unwrap(),
+                (
+                    x["earliest"].as_i64().unwrap(),
+                    x["latest"].as_i64().unwrap(),
+                ),
+            )
+        })
+        .collect()
+}
+
+#[test]
+#[ignore = "needs QDECK_TEST_KAFKA_BOOTSTRAP and QDECK_TEST_KAFKA_SCENES (scripts/kafka_up.sh)"]
+fn reset_offsets_moves_an_empty_group_as_admin_reads_it_back() {
+    let p = prefix("reset");
+    let (t, g) = (format!("{p}orders"), format!("{p}shipping"));
+    let row = format!("{g}@{t}");
+    scene(&["topic", &t, "2"]);
+    scene(&["produce", &t, "30"]);
+    scene(&["group", &t, &g, "8"]);
+    let b = bounds(&t);
+    let before = committed(&g, &t);
+    assert!(!before.is_empty());
+
+    let dir = tempfile::tempdir().unwrap();
+    write_kafka_config(dir.path(), &format!("^{p}"));
+    let run = |args: &[&str]| -> Json {
+        let mut a = vec!["reset-offsets", &row];
+        a.extend_from_slice(args);
+        a.extend_from_slice(&["-o", "json"]);
+        qdeck_json(dir.path(), &a)
+    };
+
+    // The dry run: per partition the offset now (Admin's) → the new one, lag before → after.
+    let dry = run(&["--to", "latest", "--dry-run"]);
+    let parts = dry["partitions"].as_array().unwrap();
+    assert_eq!(parts.len(), b.len(), "{dry}");
+    for x in parts {
+        let pn = x["partition"].as_i64().unwrap();
+        assert_eq!(x["old"].as_i64(), before.get(&pn).copied(), "{dry}");
+        assert_eq!(x["new"].as_i64(), Some(b[&pn].1), "{dry}");
+        assert_eq!(x["lag_after"], 0, "{dry}");
+        if let Some(c) = before.get(&pn) {
+            assert_eq!(x["lag_before"].as_i64(), Some(b[&pn].1 - c), "{dry}");
+        }
+    }
+    assert_eq!(committed(&g, &t), before, "a dry run changes nothing");
+
+    run(&["--to", "latest", "-y"]);
+    let after = committed(&g, &t);
+    for (pn, (_, end)) in &b {
+        assert_eq!(after.get(pn), Some(end), "latest: {after:?} vs {b:?}");
+    }
+    run(&["--shift", "-4", "-y"]);
+    let shifted = committed(&g, &t);
+    for (pn, (start, end)) in &b {
+        assert_eq!(shifted.get(pn), Some(&(end - 4).max(*start)), "{shifted:?}");
+    }
+    run(&["--to", "3", "-y"]);
+    let at3 = committed(&g, &t);
+    for (pn, (start, end)) in &b {
+        assert_eq!(at3.get(pn), Some(&3.clamp(*start, *end)), "{at3:?}");
+    }
+    run(&["--to", "earliest", "-y"]);
+    let first = committed(&g, &t);
+    for (pn, (start, _)) in &b {
+        assert_eq!(first.get(pn), Some(start), "{first:?}");
+    }
+    // By time: the first record at or after the time of a record in the middle, as the
+    // Java consumer reads the records and their timestamps.
+    let recs = scene(&["read", &t]);
+    let mid = recs[recs.len() / 2]["timestamp"].as_i64().unwrap();
+    let when = chrono::DateTime::from_timestamp_millis(mid)
+        .unwrap()
+        .to_rfc3339();
+    run(&["--to-time", &when, "-y"]);
+    let timed = committed(&g, &t);
+    for (pn, (_, end)) in &b {
+        let want = recs
+            .iter()
+            .filter(|r| r["partition"].as_i64() == Some(*pn))
+            .filter(|r| r["timestamp"].as_i64().unwrap() >= mid)
+            .map(|r| r["offset"].as_i64().unwrap())
+            .min()
+            .unwrap_or(*end);
+        assert_eq!(timed.get(pn), Some(&want), "time {when}: {timed:?}");
+    }
+    let lines = audit(dir.path());
+    let resets: Vec<&Json> = lines
+        .iter()
+        .filter(|l| l["action"] == "reset-offsets")
+        .collect();
+    assert_eq!(resets.len(), 5, "one audit line per reset: {lines:?}");
+    assert!(resets
+        .iter()
+        .all(|l| l["result"] == "ok" && l["queue"] == row.as_str()));
+}
+
+#[test]
+#[ignore = "needs QDECK_TEST_KAFKA_BOOTSTRAP and QDECK_TEST_KAFKA_SCENES (scripts/kafka_up.sh)"]
+fn a_group_with_members_is_refused_in_one_line_naming_it() {
+    use std::io::BufRead;
+    let p = prefix("busy");
+    let t = format!("{p}orders");
+    scene(&["topic", &t, "1"]);
+    scene(&["produce", &t, "5"]);
+    let dir = tempfile::tempdir().unwrap();
+    write_kafka_config(dir.path(), &format!("^{p}"));
+    // Classic groups are described with DescribeGroups, KIP-848 ones with
+    // ConsumerGroupDescribe: a member of either is seen.
+    for protocol in ["classic", "consumer"] {
+        let g = format!("{p}live-{protocol}");
+        let mut member = Command::new("java")
+            .args([
+                "-Xmx256m",
+                "-cp",
+                &scenes(),
+                "Scenes",
+                "hold",
+                &bootstrap(),
+                &t,
+                &g,
+                "60",
+                protocol,
+            ])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let joined = std::io::BufReader::new(member.stdout.take().unwrap())
+            .lines()
+            .map_while(std::result::Result::ok)
+            .any(|l| l.contains("joined"));
+        assert!(
+            joined,
+            "the scene's {protocol} consumer never got its partitions"
+        );
+        for args in [
+            vec![
+                "reset-offsets".to_string(),
+                format!("{g}@{t}"),
+                "--to".into(),
+                "earliest".into(),
+                "-y".into(),
+            ],
+            vec!["delete-group".to_string(), g.clone(), "-y".into()],
+        ] {
+            let out = common::qdeck(dir.path()).args(&args).output().unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(
+                out.status.code(),
+                Some(5),
+                "refused (exit 5): {args:?}: {err}"
+            );
+            assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+            assert!(err.contains(&g) && err.contains("member"), "{err}");
+        }
+        let _ = member.kill();
+        let _ = member.wait();
+    }
+    let refusals = audit(dir.path());
+    assert_eq!(refusals.len(), 4, "{refusals:?}");
+    assert!(
+        refusals.iter().all(|l| l["result"] == "refused"),
+        "{refusals:?}"
+    );
+}
+
+#[test]
+#[ignore = "needs QDECK_TEST_KAFKA_BOOTSTRAP and QDECK_TEST_KAFKA_SCENES (scripts/kafka_up.sh)"]
+fn delete_group_removes_an_empty_group() {
+    let p = prefix("delgroup");
+    let (t, g) = (format!("{p}orders"), format!("{p}retired"));
+    scene(&["topic", &t, "1"]);
+    scene(&["produce", &t, "10"]);
+    scene(&["group", &t, &g, "4"]);
+    let listed = |g: &str| {
+        scene(&["groups"])[0]["groups"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|x| x == g)
+    };
+    assert!(listed(&g));
+
+    let dir = tempfile::tempdir().unwrap();
+    write_kafka_config(dir.path(), &format!("^{p}"));
+    let dry = qdeck_json(dir.path(), &["delete-group", &g, "--dry-run", "-o", "json"]);
+    assert_eq!(dry["topics"][0]["topic"], t, "{dry}");
+    assert_eq!(dry["topics"][0]["lag"], 6, "{dry}");
+    assert!(listed(&g), "a dry run deletes nothing");
+    let done = qdeck_json(dir.path(), &["delete-group", &g, "-y", "-o", "json"]);
+    assert_eq!(done["deleted_group"], g, "{done}");
+    assert!(!listed(&g), "Admin no longer lists {g}");
+    let last = audit(dir.path()).pop().unwrap();
+    assert_eq!(last["action"], "delete-group", "{last}");
+    assert_eq!(last["result"], "ok", "{last}");
+    // Gone: a second delete names it as unknown (exit 4).
+    let out = common::qdeck(dir.path())
+        .args(["delete-group", &g, "-y"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(4),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn now_ms() -> i64 {
+    i64::try_from(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis(),
+    )
+    .unwrap()
+}
+
+/// The oldest timestamp among the first records `group` has not read (Admin's committed
+/// offsets, the Java consumer's records), and how many partitions lag.
+fn first_unread(group: &str, topic: &str) -> (i64, usize) {
+    let at = committed(group, topic);
+    let b = bounds(topic);
+    let recs = scene(&["read", topic]);
+    let lagging: Vec<(i64, i64)> = at
+        .iter()
+        .filter(|(p, c)| b[p].1 > **c)
+        .map(|(p, c)| (*p, *c))
+        .collect();
+    let oldest = lagging
+        .iter()
+        .map(|(p, c)| {
+            recs.iter()
+                .find(|r| r["partition"].as_i64() == Some(*p) && r["offset"].as_i64() == Some(*c))
+                .map(|r| r["timestamp"].as_i64().unwrap())
+                .unwrap()
+        })
+        .min()
+        .unwrap();
+    (oldest, lagging.len())
+}
+
+#[test]
+#[ignore = "needs QDECK_TEST_KAFKA_BOOTSTRAP and QDECK_TEST_KAFKA_SCENES (scripts/kafka_up.sh)"]
+fn age_of_oldest_is_the_first_unread_records_timestamp() {
+    let p = prefix("age");
+    let (t, g) = (format!("{p}orders"), format!("{p}slow"));
+    scene(&["topic", &t, "3"]);
+    scene(&["produce", &t, "30"]);
+    scene(&["group", &t, &g, "30"]);
+    scene(&["produce", &t, "30"]);
+    let (oldest, lagging) = first_unread(&g, &t);
+    assert!(lagging > 0);
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+
+    let dir = tempfile::tempdir().unwrap();
+    write_kafka_config(dir.path(), &format!("^{p}"));
+    let t0 = now_ms();
+    let rows = rows(dir.path());
+    let t1 = now_ms();
+    let row = &rows[&format!("{g}@{t}")];
+    let age = row["oldest_age_secs"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("{row}"));
+    let (lo, hi) = ((t0 - oldest) as f64 / 1000.0, (t1 - oldest) as f64 / 1000.0);
+    assert!(
+        age >= lo - 0.001 && age <= hi + 0.001,
+        "age {age} outside [{lo}, {hi}]: {row}"
+    );
+    let note = row["age_note"].as_str().unwrap();
+    assert!(
+        note.contains(&format!("over the {lagging} lagging partition")),
+        "{note}"
+    );
+    assert!(!note.contains("estimated"), "{note}");
+    // The topic row has no reader: no age, said why.
+    assert!(rows[&t]["oldest_age_secs"].is_null(), "{}", rows[&t]);
+}
+
+#[test]
+#[ignore = "needs QDECK_TEST_KAFKA_BOOTSTRAP and QDECK_TEST_KAFKA_SCENES (scripts/kafka_up.sh)"]
+fn age_of_oldest_reads_a_bounded_number_of_partitions_and_says_estimated() {
+    let p = prefix("agecap");
+    let (t, g) = (format!("{p}events"), format!("{p}behind"));
+    scene(&["topic", &t, "24"]);
+    scene(&["produce", &t, "300"]);
+    scene(&["group", &t, &g, "300"]);
+    scene(&["produce", &t, "300"]);
+    let (oldest, lagging) = first_unread(&g, &t);
+    assert!(
+        lagging > 16,
+        "the scene must lag on more partitions than one poll reads: {lagging}"
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    write_kafka_config(dir.path(), &format!("^{p}"));
+    let rows = rows(dir.path());
+    let t1 = now_ms();
+    let row = &rows[&format!("{g}@{t}")];
+    let note = row["age_note"].as_str().unwrap();
+    assert!(
+        note.contains("estimated") && note.contains(&format!("on 16 of {lagging} lagging")),
+        "{note}"
+    );
+    // An estimate from some partitions is never older than the true oldest.
+    let age = row["oldest_age_secs"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("{row}"));
+    assert!(age <= (t1 - oldest) as f64 / 1000.0 + 0.001, "{age}: {row}");
+}
+
+#[test]
+#[ignore = "needs QDECK_TEST_KAFKA_BOOTSTRAP and QDECK_TEST_KAFKA_SCENES (scripts/kafka_up.sh)"]
+fn purge_of_one_partition_leaves_the_others() {
+    let p = prefix("purgepart");
+    let t = format!("{p}clicks");
+    scene(&["topic", &t, "3"]);
+    scene(&["produce", &t, "60"]);
+    let before = bounds(&t);
+    let (s1, e1) = before[&1];
+    assert!(e1 > s1, "partition 1 must hold records: {before:?}");
+
+    let dir = tempfile::tempdir().unwrap();
+    write_kafka_config(dir.path(), &format!("^{p}"));
+    let part = format!("{t}:1");
+    let dry = qdeck_json(dir.path(), &["purge", &part, "--dry-run", "-o", "json"]);
+    assert_eq!(dry["depth"].as_i64(), Some(e1 - s1), "{dry}");
+    let done = qdeck_json(dir.path(), &["purge", &part, "-y", "-o", "json"]);
+    assert_eq!(done["purged"].as_i64(), Some(e1 - s1), "{done}");
+    let after = bounds(&t);
+    assert_eq!(after[&1], (e1, e1), "{after:?}");
+    assert_eq!(after[&0], before[&0], "{after:?}");
+    assert_eq!(after[&2], before[&2], "{after:?}");
+    // A partition the topic does not have: unknown (exit 4), one line.
+    let out = common::qdeck(dir.path())
+        .args(["purge", &format!("{t}:9"), "-y"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(4));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr)
+            .trim_end()
+            .lines()
+            .count(),
+        1
+    );
+}
+
+/// The gate and the arguments are checked before any broker is asked: this runs without one.
+#[test]
+fn group_operations_are_gated_at_full_and_bad_targets_are_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = common::peer::free_port();
+    common::write_config(
+        dir.path(),
+        "k",
+        &[format!(
+            "name = \"k\"\nkind = \"kafka\"\nbootstrap_servers = \"127.0.0.1:{port}\"\ntimeout_secs = 2\naccess = \"redrive\"\n"
+        )],
+    );
+    for args in [
+        vec!["reset-offsets", "g@t", "--to", "earliest", "-y"],
+        vec!["delete-group", "g", "-y"],
+        vec!["purge", "t:0", "-y"],
+    ] {
+        let out = common::qdeck(dir.path()).args(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(5), "{args:?}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+        assert!(err.contains("access = \"full\""), "{err}");
+    }
+    let lines = audit(dir.path());
+    assert_eq!(lines.len(), 3, "{lines:?}");
+    assert!(lines.iter().all(|l| l["result"] == "refused"), "{lines:?}");
+    let actions: Vec<&str> = lines
+        .iter()
+        .map(|l| l["action"].as_str().unwrap())
+        .collect();
+    assert_eq!(actions, ["reset-offsets", "delete-group", "purge"]);
+
+    for args in [
+        vec!["reset-offsets", "g@t", "-y"],
+        vec!["reset-offsets", "g@t", "--to", "earliest", "--shift", "3"],
+        vec!["reset-offsets", "g@t", "--to", "-4"],
+        vec!["reset-offsets", "g@t", "--to", "soon"],
+        vec!["reset-offsets", "g@t", "--to-time", "yesterday"],
+    ] {
+        let out = common::qdeck(dir.path()).args(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+        assert!(!err.contains("panicked"), "{err}");
+    }
+}
+
+#[test]
+#[ignore = "needs QDECK_TEST_KAFKA_BOOTSTRAP and QDECK_TEST_KAFKA_SCENES (scripts/kafka_up.sh)"]
+fn a_kip_848_group_is_reset_and_deleted_like_a_classic_one() {
+    let p = prefix("kip848");
+    let (t, g) = (format!("{p}orders"), format!("{p}modern"));
+    scene(&["topic", &t, "2"]);
+    scene(&["produce", &t, "20"]);
+    scene(&["group", &t, &g, "6", "consumer"]);
+    let truth = &scene(&["describe", &g])[0][&g];
+    assert_eq!(truth["type"], "consumer", "{truth}");
+    let b = bounds(&t);
+
+    let dir = tempfile::tempdir().unwrap();
+    write_kafka_config(dir.path(), &format!("^{p}"));
+    let row = format!("{g}@{t}");
+    qdeck_json(
+        dir.path(),
+        &[
+            "reset-offsets",
+            &row,
+            "--to",
+            "earliest",
+            "-y",
+            "-o",
+            "json",
+        ],
+    );
+    let first = committed(&g, &t);
+    assert_eq!(
+        first.len(),
+        b.len(),
+        "every partition of the topic: {first:?}"
+    );
+    for (pn, (start, _)) in &b {
+        assert_eq!(first.get(pn), Some(start), "{first:?}");
+    }
+    let done = qdeck_json(dir.path(), &["delete-group", &g, "-y", "-o", "json"]);
+    assert_eq!(done["deleted_group"], g, "{done}");
+    let groups = scene(&["groups"]);
+    assert!(
+        !groups[0]["groups"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|x| x == &g),
+        "{groups:?}"
+    );
+}

@@ -354,3 +354,56 @@ fn fleet_oldest_counts_the_dlq_and_says_so_as_the_fire_view_does() {
     let dlq_row = fire.lines().find(|l| l.contains("orders.dlq")).unwrap();
     assert!(dlq_row.contains("5m"), "{fire}");
 }
+
+// ---------- Kafka: records lost to retention ----------
+
+/// A Kafka group row behind its topic's log start: its depth is drawn in the theme's error
+/// colour and the detail counts the records lost; a row with none lost stays plain.
+#[test]
+fn records_lost_to_retention_turn_the_depth_red_and_are_counted() {
+    let mut store = Store::with_defaults();
+    store.set_queues(vec![qinfo("late@orders", None), qinfo("fine@orders", None)]);
+    let epoch = store.epoch_ms();
+    let stats = |name: &str, lost: u64| QueueStats {
+        id: QueueId::new(name),
+        at_ms: epoch,
+        depth: Some(4321),
+        lost: Some(lost),
+        ..Default::default()
+    };
+    store.apply(StatsBatch {
+        stats: vec![stats("late@orders", 17), stats("fine@orders", 0)],
+        errors: vec![],
+    });
+    let mut st = State::new(store, caps(), "kafka", "kafka");
+    st.poll.listed = true;
+    st.now_ms = st.store.last_ok_ms.unwrap_or(T0);
+    update(&mut st, Action::Resize(80, 24));
+    qdeck::tui::update::rebuild_rows(&mut st);
+    let t = draw(&st, 80, 24);
+    let buf = t.backend().buffer();
+    let depth_style = |row: &str| {
+        let y = (0..buf.area.height)
+            .find(|y| {
+                (0..buf.area.width)
+                    .map(|x| buf[(x, *y)].symbol())
+                    .collect::<String>()
+                    .contains(row)
+            })
+            .unwrap_or_else(|| panic!("{row} not drawn:\n{}", text(&t)));
+        let line: Vec<&str> = (0..buf.area.width).map(|x| buf[(x, y)].symbol()).collect();
+        let x = (0..line.len() - 3)
+            .find(|x| line[*x..*x + 4].concat() == "4321")
+            .unwrap_or_else(|| panic!("no depth on the row of {row}"));
+        buf[(x as u16, y)].style()
+    };
+    let error_fg = st.theme.error.fg;
+    assert!(error_fg.is_some());
+    assert_eq!(depth_style("late@orders").fg, error_fg);
+    assert_ne!(depth_style("fine@orders").fg, error_fg);
+
+    select(&mut st, "late@orders");
+    update(&mut st, code(KeyCode::Enter));
+    let detail = text(&draw(&st, 80, 24));
+    assert!(detail.contains("17 lost to retention"), "{detail}");
+}

@@ -290,6 +290,41 @@ pub enum Command {
         #[arg(short = 'n', long, default_value_t = 10)]
         count: usize,
     },
+    /// Kafka: move a consumer group's committed offsets on one topic, while the group is
+    /// empty (as Kafka requires). The plan shows per partition the old offset → the new one
+    /// and the lag before → after. Give one of --to, --to-time, --shift. Needs
+    /// access = "full"; confirmed and audited (with every old and new offset).
+    ResetOffsets {
+        /// GROUP@TOPIC, the group's row
+        row: String,
+        /// `earliest`, `latest`, or an offset for every partition (kept within the log)
+        #[arg(
+            long,
+            value_name = "earliest|latest|OFFSET",
+            allow_hyphen_values = true
+        )]
+        to: Option<String>,
+        /// The first record at or after this time (RFC 3339, e.g. 2026-12-06T10:00:00Z)
+        #[arg(long, value_name = "RFC3339")]
+        to_time: Option<String>,
+        /// Move each committed offset by N records (negative: back), kept within the log
+        #[arg(long, value_name = "N", allow_hyphen_values = true)]
+        shift: Option<i64>,
+        #[arg(long)]
+        dry_run: bool,
+        #[arg(long, short = 'y')]
+        yes: bool,
+    },
+    /// Kafka: delete a consumer group and its committed offsets, while it is empty (as Kafka
+    /// requires). Needs access = "full"; confirmed and audited.
+    DeleteGroup {
+        /// The group id (GROUP@TOPIC names the group too)
+        group: String,
+        #[arg(long)]
+        dry_run: bool,
+        #[arg(long, short = 'y')]
+        yes: bool,
+    },
     /// Start capturing a NATS JetStream consumer's dead letters: creates a stream of its
     /// MAX_DELIVERIES and MSG_TERMINATED advisories (kept 30 days, at most 1,000,000), which
     /// becomes the consumer's DLQ. Needs access = "full"; audited.

@@ -65,7 +65,10 @@ pub(super) fn row_cells(r: &QueueRow, f: Format) -> Vec<String> {
     let note = match (&r.error, r.is_dlq) {
         (Some(e), _) => format!("error: {}", name(e)),
         (None, true) => format!("DLQ of {}", name(r.dlq_of.as_deref().unwrap_or("?"))),
-        _ => String::new(),
+        (None, false) => match r.lost {
+            Some(n) if n > 0 => format!("retention breach: {n} lost"),
+            _ => String::new(),
+        },
     };
     vec![
         name(&r.name),
@@ -181,6 +184,9 @@ impl Pairs {
             );
         }
         self.kv("consumers", opt(row.consumers));
+        if row.lost.is_some() {
+            self.kv("lost to retention", opt(row.lost));
+        }
         self.kv("dlq", row.dlq.as_deref().map_or_else(|| "—".into(), name));
         self.kv("dlq depth", opt(row.dlq_depth));
         if !row.dlq_sources.is_empty() {

@@ -42,6 +42,11 @@ const QUEUE_GAUGES: &[(&str, &str, Figure)] = &[
     ("queue_in_rate", "Arrivals per second", |f| f.in_rate),
     ("queue_out_rate", "Completions per second", |f| f.out_rate),
     (
+        "queue_lost",
+        "Records deleted before the reader read them (Kafka: committed offset below the log start)",
+        |f| f.lost,
+    ),
+    (
         "queue_workers_needed",
         "Workers needed to drain within the drain target",
         |f| f.workers_needed,

@@ -24,6 +24,9 @@ pub struct QueueRow {
     /// For a DLQ, what it is the DLQ of: its sources, or why they cannot be named.
     pub dlq_of: Option<String>,
     pub consumers: Option<u32>,
+    /// Messages deleted by the broker before this reader read them (Kafka retention breach:
+    /// committed offset below the log start); null where the broker has no such notion.
+    pub lost: Option<u64>,
     pub in_rate: Option<f64>,
     pub out_rate: Option<f64>,
     /// Why this queue has no figures (e.g. AccessDenied); null when it has.
@@ -60,6 +63,7 @@ impl QueueRow {
                 .collect(),
             dlq_of: info.dlq_of(),
             consumers: stats.and_then(|s| s.consumers),
+            lost: stats.and_then(|s| s.lost),
             in_rate: stats.and_then(|s| s.in_rate),
             out_rate: stats.and_then(|s| s.out_rate),
             error: error.map(ToString::to_string),

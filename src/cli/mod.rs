@@ -7,6 +7,7 @@ mod cmd_config;
 mod cmd_copy;
 mod cmd_edit;
 mod cmd_export;
+mod cmd_groups;
 mod cmd_import;
 mod cmd_local;
 mod cmd_mutate;
@@ -247,6 +248,22 @@ async fn changing(s: &Session, cmd: Command, f: args::Format) -> CliResult {
         Command::Copy(a) => cmd_copy::transfer(s, &a, false, f).await,
         Command::Move(a) => cmd_copy::transfer(s, &a, true, f).await,
         Command::CreateDlq { queue } => cmd_mutate::create_dlq(s, &queue, f).await,
+        Command::ResetOffsets {
+            row,
+            to,
+            to_time,
+            shift,
+            dry_run,
+            yes,
+        } => {
+            let to = cmd_groups::reset_target(to.as_deref(), to_time.as_deref(), shift)?;
+            cmd_groups::reset_offsets(s, &row, to, dry_run, yes, f).await
+        }
+        Command::DeleteGroup {
+            group,
+            dry_run,
+            yes,
+        } => cmd_groups::delete_group(s, &group, dry_run, yes, f).await,
         Command::WorkerControl { cmd, yes } => cmd_worker_control::run(s, cmd, yes, f).await,
         Command::CancelScheduled { queue, id, yes } => {
             cmd_scheduled::cancel(s, &queue, &id, yes, f).await

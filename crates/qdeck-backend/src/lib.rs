@@ -242,6 +242,12 @@ pub trait Backend: Send + Sync {
         )))
     }
 
+    /// Consumer-group administration (moving a group's offsets, deleting a group), where the
+    /// broker has consumer groups: `None` where it has none (every broker but Kafka).
+    fn group_admin(&self) -> Option<&dyn GroupAdmin> {
+        None
+    }
+
     /// API calls made so far, per operation name (SQS and CloudWatch bill per call).
     fn api_calls(&self) -> &ApiCalls;
 
@@ -340,6 +346,26 @@ pub fn sender_of<B: Backend + ?Sized>(b: &B) -> Result<&dyn Sender> {
             kind => format!("the {kind} backend cannot publish messages"),
         })
     })
+}
+
+/// A broker's consumer-group administration, the capability behind `Backend::group_admin`.
+/// Both operations need the group empty, as the broker does: a group with members is
+/// refused (`BackendError::Refused`) with one line naming it, when planned and again when run.
+#[async_trait]
+pub trait GroupAdmin: Send + Sync {
+    /// What moving `row`'s (a group reading a topic) committed offsets to `to` would do, per
+    /// partition, read now. Nothing is changed.
+    async fn plan_offset_reset(&self, row: &QueueId, to: ResetTo) -> Result<OffsetResetPlan>;
+
+    /// Commit the plan's new offsets (as planned: a later run never moves further than the
+    /// user saw).
+    async fn reset_offsets(&self, plan: &OffsetResetPlan) -> Result<OffsetResetReport>;
+
+    /// What deleting `group` loses (its committed offsets and the topics they are on).
+    async fn plan_group_delete(&self, group: &str) -> Result<GroupDeletePlan>;
+
+    /// Delete `group` and its committed offsets.
+    async fn delete_group(&self, group: &str) -> Result<()>;
 }
 
 /// A broker's deleting of chosen messages, the capability behind `Backend::deleter`.

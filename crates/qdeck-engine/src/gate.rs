@@ -41,6 +41,10 @@ pub enum Mutation {
     Demo,
     /// A Celery remote-control command that changes workers (revoke, pool grow or shrink).
     WorkerControl,
+    /// Move a consumer group's committed offsets (Kafka `reset-offsets`).
+    ResetOffsets,
+    /// Delete a consumer group and its committed offsets (Kafka).
+    DeleteGroup,
 }
 
 impl Mutation {
@@ -59,6 +63,8 @@ impl Mutation {
             Mutation::Create => "create",
             Mutation::Demo => "demo",
             Mutation::WorkerControl => "worker-control",
+            Mutation::ResetOffsets => "reset-offsets",
+            Mutation::DeleteGroup => "delete-group",
         }
     }
 
@@ -78,7 +84,10 @@ impl Mutation {
             | Mutation::Delete
             | Mutation::Create
             | Mutation::Demo
-            | Mutation::WorkerControl => Access::Full,
+            | Mutation::WorkerControl
+            // Moving a group forward skips records for good; deleting one drops its offsets.
+            | Mutation::ResetOffsets
+            | Mutation::DeleteGroup => Access::Full,
         }
     }
 }
@@ -798,6 +807,8 @@ mod tests {
             Mutation::Delete,
             Mutation::Create,
             Mutation::Demo,
+            Mutation::ResetOffsets,
+            Mutation::DeleteGroup,
         ];
         for tier in Access::ALL {
             let mut p = Profile::default_local();

@@ -15,8 +15,9 @@ use crate::ops::copy::TransferReport;
 use crate::ops::import_run::ImportReport;
 use qdeck_backend::{BackendError, MessageFilter, OpProgress, ProgressState};
 use qdeck_model::domain::{
-    BrowseRequest, DeleteReport, Message, MessageCount, OutgoingMessage, PurgeReport, QueueId,
-    QueueInfo, RedriveMode, RedrivePlan, RedriveReport, RedriveRequest, RedriveTarget,
+    BrowseRequest, DeleteReport, GroupDeletePlan, Message, MessageCount, OffsetResetPlan,
+    OffsetResetReport, OutgoingMessage, PurgeReport, QueueId, QueueInfo, RedriveMode, RedrivePlan,
+    RedriveReport, RedriveRequest, RedriveTarget,
 };
 use qdeck_model::sanitize::clean;
 
@@ -30,6 +31,8 @@ mod edit;
 pub use edit::plan_edit;
 pub mod admin;
 pub use admin::{plan_create_dlq, plan_worker_control, ControlPlan, CreatedDlq};
+mod groups;
+pub use groups::{plan_group_delete, plan_offset_reset};
 
 /// A planned operation: what will happen, computed without changing anything.
 #[derive(Debug, Clone)]
@@ -93,6 +96,16 @@ pub enum Planned {
     WorkerControl(Box<admin::ControlPlan>),
     /// Start capturing a consumer's dead letters where the broker keeps none (`create-dlq`).
     CreateDlq { queue: QueueId },
+    /// Move a consumer group's committed offsets on one topic (`qdeck reset-offsets`).
+    OffsetReset {
+        queue: QueueInfo,
+        plan: OffsetResetPlan,
+    },
+    /// Delete a consumer group and its committed offsets (`qdeck delete-group`).
+    GroupDelete {
+        queue: QueueId,
+        plan: GroupDeletePlan,
+    },
 }
 
 /// Plan a redrive: the source and target exist, the backend's own checks pass (a DLQ without
@@ -319,6 +332,8 @@ impl Planned {
             Planned::Transfer(_) => Mutation::Copy,
             Planned::WorkerControl(_) => Mutation::WorkerControl,
             Planned::CreateDlq { .. } => Mutation::Create,
+            Planned::OffsetReset { .. } => Mutation::ResetOffsets,
+            Planned::GroupDelete { .. } => Mutation::DeleteGroup,
         }
     }
 
@@ -329,7 +344,9 @@ impl Planned {
             | Planned::Delete { queue, .. }
             | Planned::CancelScheduled { queue, .. }
             | Planned::Import { queue, .. }
-            | Planned::Send { queue, .. } => &queue.id,
+            | Planned::Send { queue, .. }
+            | Planned::OffsetReset { queue, .. } => &queue.id,
+            Planned::GroupDelete { queue, .. } => queue,
             Planned::Edit { source, .. } => &source.id,
             Planned::Transfer(t) => &t.source,
             Planned::WorkerControl(c) => &c.target,
@@ -367,6 +384,17 @@ impl Planned {
                 in_flight: None,
                 exact: true,
             },
+            // No message is touched: the figure is the partitions whose offset moves.
+            Planned::OffsetReset { plan, .. } => MessageCount {
+                ready: plan.changed() as u64,
+                in_flight: None,
+                exact: true,
+            },
+            Planned::GroupDelete { .. } => MessageCount {
+                ready: 1,
+                in_flight: None,
+                exact: true,
+            },
         }
     }
 
@@ -390,7 +418,9 @@ impl Planned {
             Planned::Send { .. }
             | Planned::Edit { .. }
             | Planned::WorkerControl(_)
-            | Planned::CreateDlq { .. } => return None,
+            | Planned::CreateDlq { .. }
+            | Planned::OffsetReset { .. }
+            | Planned::GroupDelete { .. } => return None,
         })
     }
 
@@ -431,6 +461,9 @@ impl Planned {
             | Planned::CreateDlq { .. }
             | Planned::Transfer(_) => c.exact && c.ready == 0,
             Planned::Purge { .. } => c.exact && c.ready == 0 && c.in_flight.unwrap_or(0) == 0,
+            // Committing the offsets a group already has is harmless, and deleting a group
+            // with no offsets still removes it: neither is skipped.
+            Planned::OffsetReset { .. } | Planned::GroupDelete { .. } => false,
         }
     }
 
@@ -563,6 +596,8 @@ impl Planned {
                 "create a stream capturing the dead letters of {} (or keep the one that does)",
                 clean(queue.as_str())
             ),
+            Planned::OffsetReset { plan, .. } => groups::describe_reset(plan),
+            Planned::GroupDelete { plan, .. } => groups::describe_delete(plan),
         }
     }
 
@@ -664,6 +699,8 @@ impl Planned {
                 "action": "create-dlq",
                 "queue": queue,
             }),
+            Planned::OffsetReset { plan, .. } => groups::reset_json(plan),
+            Planned::GroupDelete { plan, .. } => groups::delete_json(plan),
         }
     }
 }
@@ -682,6 +719,12 @@ pub enum Outcome {
     /// A delayed message cancelled (`qdeck cancel-scheduled`): a delete of one id whose
     /// message must not already be gone.
     CancelScheduled(DeleteReport),
+    /// A consumer group's committed offsets moved.
+    OffsetReset(OffsetResetReport),
+    /// A consumer group deleted.
+    GroupDeleted {
+        group: String,
+    },
     /// One message sent; `id` where the broker gives one.
     Sent {
         id: Option<String>,
@@ -754,6 +797,7 @@ impl Outcome {
             // A worker that answered with an error did not do it: the command failed there.
             Outcome::Control(r) if r.workers.iter().any(|w| w.answered_error) => Verdict::Failed,
             Outcome::Control(_) => Verdict::Ok,
+            Outcome::OffsetReset(_) | Outcome::GroupDeleted { .. } => Verdict::Ok,
             // Messages moved or deleted before the error stay moved or deleted.
             Outcome::Failed { progress, .. } if progress.done > 0 => Verdict::Partial,
             Outcome::Failed { .. } => Verdict::Failed,
@@ -774,6 +818,8 @@ impl Outcome {
             Outcome::Sent { .. } => format!("send to {q}: {}", self.line()),
             Outcome::Control(_) => format!("worker-control: {}", self.line()),
             Outcome::CreatedDlq(_) => self.line(),
+            Outcome::OffsetReset(_) => format!("reset-offsets {q}: {}", self.line()),
+            Outcome::GroupDeleted { .. } => self.line(),
             Outcome::Failed { .. } => format!("{q}: {}", self.line()),
         }
     }
@@ -858,6 +904,16 @@ impl Outcome {
             },
             Outcome::Control(r) => admin::control_line(r),
             Outcome::CreatedDlq(c) => c.line(),
+            Outcome::OffsetReset(r) => format!(
+                "moved the committed offsets of consumer group {} on {} partition(s) of {}; lag now {}",
+                clean(&r.group),
+                r.partitions,
+                clean(&r.topic),
+                r.lag_after
+            ),
+            Outcome::GroupDeleted { group } => {
+                format!("deleted consumer group {}", clean(group))
+            }
             Outcome::Failed { error, progress } => format!(
                 "{} (done {}, failed {} before the error)",
                 clean(&error.to_string()),
@@ -879,6 +935,8 @@ impl Outcome {
             Outcome::Sent { id } => serde_json::json!({"sent": 1, "id": id}),
             Outcome::Control(r) => serde_json::to_value(r).unwrap_or_default(),
             Outcome::CreatedDlq(c) => serde_json::to_value(c).unwrap_or_default(),
+            Outcome::OffsetReset(r) => serde_json::to_value(r).unwrap_or_default(),
+            Outcome::GroupDeleted { group } => serde_json::json!({"deleted_group": group}),
             Outcome::Failed { error, progress } => serde_json::json!({
                 "error": clean(&error.to_string()),
                 "done": progress.done,
@@ -1070,6 +1128,8 @@ pub async fn run(gate: &Gate, planned: Planned, p: &OpProgress) -> Outcome {
         Planned::Transfer(t) => transfer::run(*t, p).await,
         Planned::WorkerControl(c) => admin::run_control(gate, *c, p).await,
         Planned::CreateDlq { queue } => admin::run_create_dlq(gate, &queue, p).await,
+        Planned::OffsetReset { queue, plan } => groups::run_reset(gate, &queue.id, &plan, p).await,
+        Planned::GroupDelete { queue, plan } => groups::run_delete(gate, &queue, &plan, p).await,
         Planned::Edit {
             source,
             original,

@@ -9,8 +9,10 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
+mod groups;
 mod value;
 pub use crate::queue_error::{QueueError, QueueErrorKind};
+pub use groups::{GroupDeletePlan, OffsetResetPlan, OffsetResetReport, PartitionReset, ResetTo};
 pub use value::Value;
 
 /// Named typed values in broker order: a message's properties, headers or metadata.
@@ -187,6 +189,10 @@ pub struct QueueStats {
     /// Rates the broker computed itself, messages per second.
     pub in_rate: Option<f64>,
     pub out_rate: Option<f64>,
+    /// Messages the broker deleted before this reader got to them (Kafka: a group's committed
+    /// offset below the partition's log start offset, a retention breach), summed over the
+    /// partitions. `None` where the broker has no such notion; `Some(0)` when none are lost.
+    pub lost: Option<u64>,
 }
 
 /// Result of one `stats` call: figures for queues that answered, errors for those that did not.

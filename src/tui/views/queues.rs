@@ -389,7 +389,16 @@ fn queue_row<'a>(st: &State, e: &QueueEntry, name_w: usize) -> Vec<Cell<'a>> {
     let mut cells = vec![
         Cell::from(marker),
         Cell::from(styled(name, name_style)),
-        Cell::from(styled(fmt_count(depth), base)),
+        // Records lost to retention (a Kafka group behind its topic's log start) turn the
+        // depth red: the lag no longer counts everything the group missed.
+        Cell::from(styled(
+            fmt_count(depth),
+            if l.and_then(|s| s.lost).unwrap_or(0) > 0 {
+                t.error
+            } else {
+                base
+            },
+        )),
         Cell::from(styled(fmt_count(l.and_then(|s| s.in_flight)), base)),
         Cell::from(styled(fmt_count(l.and_then(|s| s.delayed)), base)),
     ];

@@ -46,6 +46,8 @@ apis! {
     DescribeConfigsRequest => DescribeConfigsResponse: DescribeConfigs,
     FetchRequest => FetchResponse: Fetch,
     ProduceRequest => ProduceResponse: Produce,
+    DeleteRecordsRequest => DeleteRecordsResponse: DeleteRecords,
+    DeleteGroupsRequest => DeleteGroupsResponse: DeleteGroups,
 }
 
 pub struct Conn {

@@ -10,11 +10,14 @@
 //! qdeck's own, so a second run does not send them again.
 
 mod admin;
+mod age;
 mod connection;
 mod dlt;
 mod fetch;
+mod groups;
 mod message;
 mod produce;
+mod purge;
 mod redrive;
 mod routing;
 mod rows;
@@ -240,7 +243,8 @@ impl Backend for KafkaBackend {
         Capabilities {
             browse: BrowseEffect::None,
             redrive: RedriveMode::ClientSide,
-            age: AgeSource::Unknown(rows::AGE_NOTE.into()),
+            // Group rows: the first unread record's timestamp (rows.rs, age.rs); topics: none.
+            age: AgeSource::Exact,
             consumers: ConsumerListing::Listed,
             purge_cooldown_secs: None,
             purge_note: None,
@@ -248,7 +252,8 @@ impl Backend for KafkaBackend {
             notes: vec![
                 "browse reads by offset (Fetch) from each partition's leader: no group is joined, nothing is committed".into(),
                 "GROUP@TOPIC: depth is the group's lag (end offset − committed offset, summed over the partitions it committed on); in flight is not known: a Kafka consumer group holds partitions, not leases on records".into(),
-                "a committed offset below the log start offset means records were deleted by retention before the group read them (retention breach)".into(),
+                "a committed offset below the log start offset means records were deleted by retention before the group read them (retention breach, counted as lost)".into(),
+                format!("GROUP@TOPIC: age of oldest is the timestamp of the first unread record of each lagging partition (one small Fetch each, at most {} partitions per poll, largest lags first; a row not read in full is marked estimated)", age::MAX_FETCHES),
                 "redrive copies each dead letter to its topic byte for byte (key, value, headers), then commits the DLT's offsets for a group of qdeck's own (qdeck-redrive.DLT) so that it is not sent twice; the dead-letter topic keeps its records".into(),
             ],
         }
@@ -256,6 +261,10 @@ impl Backend for KafkaBackend {
 
     fn capabilities_for(&self, queue: &QueueInfo) -> Capabilities {
         let mut caps = self.capabilities();
+        if let Target::Topic(_) = Target::parse(&queue.id) {
+            caps.purge_note = Some(purge::NOTE.into());
+            caps.age = AgeSource::Unknown(rows::AGE_NOTE.into());
+        }
         if !queue.is_dlq {
             caps.redrive = RedriveMode::Unsupported(format!(
                 "redrive starts from a dead-letter topic{}",
@@ -275,6 +284,9 @@ impl Backend for KafkaBackend {
     }
 
     async fn describe(&self, queue: &QueueId) -> Result<QueueInfo> {
+        if let Some((t, p)) = purge::partition_of(queue) {
+            return purge::describe_partition(self, &t, p).await;
+        }
         let wanted: Option<BTreeSet<String>> = match Target::parse(queue) {
             Target::Group { group, .. } => Some([group].into_iter().collect()),
             Target::Topic(_) => Some(BTreeSet::new()),
@@ -288,6 +300,9 @@ impl Backend for KafkaBackend {
     }
 
     async fn count(&self, queue: &QueueId) -> Result<MessageCount> {
+        if let Some((t, p)) = purge::partition_of(queue) {
+            return purge::count_partition(self, &t, p).await;
+        }
         if let Target::Topic(t) = Target::parse(queue) {
             if dlt::spring_origin(&t).is_some() {
                 let left = redrive::left(self, &t).await?;
@@ -365,10 +380,12 @@ impl Backend for KafkaBackend {
         redrive::redrive(self, req, progress).await
     }
 
-    async fn purge(&self, queue: &QueueId, _progress: &OpProgress) -> Result<PurgeReport> {
-        Err(BackendError::Unsupported(format!(
-            "{queue}: purging Kafka topics (DeleteRecords) is not implemented yet"
-        )))
+    async fn purge(&self, queue: &QueueId, progress: &OpProgress) -> Result<PurgeReport> {
+        purge::purge(self, queue, progress).await
+    }
+
+    fn group_admin(&self) -> Option<&dyn crate::GroupAdmin> {
+        Some(self)
     }
 
     fn api_calls(&self) -> &ApiCalls {

@@ -10,6 +10,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use super::admin::{self, GroupDescription, GroupListing, Tp, EARLIEST, LATEST};
+use super::age::{self, Lagging};
 use super::routing::ClusterMeta;
 use super::{dlt, KafkaBackend, Target};
 use crate::Result;
@@ -255,6 +256,8 @@ impl KafkaBackend {
                 .sum()
         };
         let mut batch = StatsBatch::default();
+        // Group rows with lag: their index in `batch.stats` and their lagging partitions.
+        let mut lagging: Vec<(usize, Vec<Lagging>)> = Vec::new();
         for (id, t) in targets {
             let topic = match &t {
                 Target::Topic(t) | Target::Group { topic: t, .. } => t.clone(),
@@ -304,6 +307,7 @@ impl KafkaBackend {
                     let mut lost = 0u64;
                     let mut lost_parts = 0;
                     let mut committed_sum = 0u64;
+                    let mut behind: Vec<Lagging> = Vec::new();
                     let mut err = None;
                     for (tp, c) in mine {
                         let (Some(s), Some(e)) = (start.get(tp), end.get(tp)) else {
@@ -319,6 +323,15 @@ impl KafkaBackend {
                             break;
                         };
                         lag += u64::try_from(e - c).unwrap_or(0);
+                        if e > c {
+                            behind.push(Lagging {
+                                topic: tp.0.clone(),
+                                partition: tp.1,
+                                // Below the log start the first unread record still there.
+                                from: (*c).max(*s),
+                                lag: u64::try_from(e - c).unwrap_or(0),
+                            });
+                        }
                         committed_sum += u64::try_from(*c).unwrap_or(0);
                         if c < s {
                             lost += u64::try_from(s - c).unwrap_or(0);
@@ -345,13 +358,21 @@ impl KafkaBackend {
                         })
                         .unwrap_or(u32::MAX)
                     });
-                    let mut note = AGE_NOTE.to_string();
+                    let unread = !behind.is_empty();
+                    let mut note = if !unread {
+                        "nothing unread".to_string()
+                    } else {
+                        String::new()
+                    };
                     if lost > 0 {
                         note = format!(
                             "{}: {lost} records lost to this group by retention (committed offset below the log start on {lost_parts} partition{}); {note}",
                             RETENTION_BREACH,
                             if lost_parts == 1 { "" } else { "s" }
                         );
+                    }
+                    if unread {
+                        lagging.push((batch.stats.len(), behind));
                     }
                     batch.stats.push(QueueStats {
                         id,
@@ -361,17 +382,57 @@ impl KafkaBackend {
                         consumers: members,
                         enqueued_total: Some(end_sum(&topic)),
                         completed_total: Some(committed_sum),
+                        // Nothing unread is an age of 0; a lagging row gets its age below.
+                        oldest_age_secs: (!unread).then_some(0.0),
                         age_note: Some(note),
+                        lost: Some(lost),
                         ..Default::default()
                     });
                 }
             }
         }
+        let lists: Vec<Vec<Lagging>> = lagging.iter().map(|(_, l)| l.clone()).collect();
+        let heads = age::heads(&self.cluster, meta, &lists).await;
+        for ((i, _), h) in lagging.iter().zip(heads) {
+            let st = &mut batch.stats[*i];
+            st.oldest_age_secs = h.oldest_ms.map(|ts| (st.at_ms - ts).max(0) as f64 / 1000.0);
+            let how = age_words(&h);
+            st.age_note = Some(match st.age_note.take().filter(|n| !n.is_empty()) {
+                Some(n) => format!("{n}{how}"),
+                None => how,
+            });
+        }
         Ok(batch)
+    }
+}
+
+/// How a group row's age was read, for its note.
+fn age_words(h: &age::Head) -> String {
+    let what = "timestamp of the first unread record";
+    if h.read == h.lagging {
+        format!(
+            "{what}, oldest over the {} lagging partition{}",
+            h.lagging,
+            if h.lagging == 1 { "" } else { "s" }
+        )
+    } else if h.read == 0 {
+        format!(
+            "not read this poll: {} lagging partitions, at most {} read per poll",
+            h.lagging,
+            age::MAX_FETCHES
+        )
+    } else {
+        format!(
+            "estimated: {what} on {} of {} lagging partitions (at most {} read per poll, largest lags first); the others may hold older records",
+            h.read,
+            h.lagging,
+            age::MAX_FETCHES
+        )
     }
 }
 
 /// The start of the note on a group row whose committed offsets fell behind retention.
 pub const RETENTION_BREACH: &str = "retention breach";
 
-pub const AGE_NOTE: &str = "age of oldest is not read yet for Kafka (it needs a fetch of the first unread record per lagging partition)";
+pub const AGE_NOTE: &str =
+    "a topic has no reader of its own: age of oldest is read on its group rows (GROUP@TOPIC)";

@@ -433,6 +433,7 @@ fn stats_batch(
             dead_lettered_total: Some(*dead as u64),
             in_rate: None,
             out_rate: None,
+            lost: None,
         });
     }
     batch

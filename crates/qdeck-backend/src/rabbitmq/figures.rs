@@ -357,6 +357,7 @@ pub fn stats_of(id: QueueId, row: &QueueRow, at_ms: i64) -> QueueStats {
         dead_lettered_total: None,
         in_rate: rate(&ms.publish_details),
         out_rate,
+        lost: None,
     }
 }
 

@@ -29,6 +29,7 @@ pub enum Figure {
     OutRate,
     Workers,
     WorkersNeeded,
+    Lost,
     Eta,
     Unreachable,
     Stale,
@@ -48,6 +49,7 @@ impl Figure {
             "out_rate" => Figure::OutRate,
             "workers" => Figure::Workers,
             "workers_needed" => Figure::WorkersNeeded,
+            "lost" => Figure::Lost,
             "eta" => Figure::Eta,
             "unreachable" => Figure::Unreachable,
             "stale" => Figure::Stale,
@@ -78,6 +80,7 @@ impl Figure {
             Figure::OutRate => f.out_rate,
             Figure::Workers => f.workers,
             Figure::WorkersNeeded => f.workers_needed,
+            Figure::Lost => f.lost,
             Figure::Eta => f.eta,
             Figure::Unreachable => flag(f.unreachable),
             Figure::Stale => flag(f.stale),
@@ -288,12 +291,24 @@ mod tests {
     }
 
     #[test]
+    fn records_lost_to_retention_are_a_figure() {
+        let c = Condition::parse("lost > 0 and depth > 10").unwrap();
+        let lost = |n: Option<f64>| Figures { lost: n, ..figs() };
+        assert!(c.holds(&lost(Some(3.0))));
+        assert!(!c.holds(&lost(Some(0.0))));
+        assert!(!c.holds(&lost(None)));
+    }
+
+    #[test]
     fn an_unknown_figure_satisfies_nothing() {
         assert!(!t("eta > 0"));
         assert!(!t("eta < 1h"));
         assert!(!t("eta != 5"));
         assert!(t("not eta > 0"));
         assert!(!t("workers_needed > 0"));
+        // Only Kafka group rows know records lost to retention.
+        assert!(!t("lost > 0"));
+        assert!(!t("lost = 0"));
     }
 
     #[test]

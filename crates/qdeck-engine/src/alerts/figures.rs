@@ -24,6 +24,8 @@ pub struct Figures {
     pub out_rate: Option<f64>,
     pub workers: Option<f64>,
     pub workers_needed: Option<f64>,
+    /// Records deleted before the reader read them (a Kafka group's retention breach).
+    pub lost: Option<f64>,
     /// Seconds until the queue drains at the current net rate.
     pub eta: Option<f64>,
     /// The profile's last poll failed.
@@ -34,7 +36,7 @@ pub struct Figures {
 
 /// The names `when` knows, for errors and the docs.
 pub const NAMES: &str = "depth, in_flight, delayed, age, dlq_depth, dlq_growth, consumers, \
-                         in_rate, out_rate, workers, workers_needed, eta, unreachable, stale";
+                         in_rate, out_rate, workers, workers_needed, lost, eta, unreachable, stale";
 
 impl Figures {
     /// A queue's figures from the store, with `target_secs` for workers needed.
@@ -54,6 +56,7 @@ impl Figures {
             out_rate: d.out_rate,
             workers: d.workers.map(f64::from),
             workers_needed: d.workers_needed.map(f64::from),
+            lost: s.and_then(|s| n(s.lost)),
             eta: d.drain_secs,
             unreachable: false,
             stale: false,

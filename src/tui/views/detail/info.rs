@@ -52,6 +52,13 @@ fn depth_line<'a>(t: &Theme, e: &QueueEntry, l: Option<&QueueStats>) -> Line<'a>
         styled(" · delayed ", t.dim),
         styled(fmt_count(l.and_then(|s| s.delayed)), t.text),
         styled(dlq_txt, t.dlq),
+        styled(
+            match l.and_then(|s| s.lost) {
+                Some(n) if n > 0 => format!(" · {n} lost to retention"),
+                _ => String::new(),
+            },
+            t.error,
+        ),
     ])
 }
 

@@ -1,0 +1,288 @@
+//! Consumer-group administration: moving a group's committed offsets on one topic
+//! (OffsetCommit as an admin: generation −1, no member id) and deleting a group
+//! (DeleteGroups), both sent to the group's coordinator. Kafka accepts either only while the
+//! group has no members, and so does qdeck: the group is described before planning and again
+//! right before the change, so a consumer that joined in between is named, not overridden.
+
+use std::collections::{BTreeMap, HashMap};
+
+use async_trait::async_trait;
+use kafka_protocol::error::ParseResponseErrorCode;
+use kafka_protocol::messages::offset_commit_request::{
+    OffsetCommitRequestPartition, OffsetCommitRequestTopic,
+};
+use kafka_protocol::messages::{DeleteGroupsRequest, GroupId, OffsetCommitRequest, TopicName};
+use kafka_protocol::protocol::StrBytes;
+use kafka_protocol::ResponseError;
+
+use super::admin::{self, GroupListing, Tp, EARLIEST, LATEST};
+use super::redrive::OFFSET_COMMIT_V;
+use super::routing::ClusterMeta;
+use super::{KafkaBackend, Target};
+use crate::{BackendError, GroupAdmin, Result};
+use qdeck_model::domain::*;
+
+pub const DELETE_GROUPS_V: i16 = 2;
+
+fn sb(s: &str) -> StrBytes {
+    StrBytes::from_string(s.to_string())
+}
+
+/// The group row `row` names, or why it is not one.
+fn group_row(row: &QueueId) -> Result<(String, String)> {
+    match Target::parse(row) {
+        Target::Group { group, topic } => Ok((group, topic)),
+        Target::Topic(t) => Err(BackendError::Invalid(format!(
+            "{t:?} is a topic: name a group reading it as GROUP@{t}"
+        ))),
+    }
+}
+
+/// A consumer group as the offset operations need it: its coordinator, known empty.
+struct EmptyGroup {
+    coordinator: i32,
+}
+
+impl KafkaBackend {
+    /// The group's coordinator, once its description shows no member; `Refused` naming the
+    /// group and its members' count otherwise, `NotFound` when there is no such group.
+    async fn empty_group(&self, meta: &ClusterMeta, group: &str) -> Result<EmptyGroup> {
+        let listing: GroupListing = admin::list_groups(&self.cluster, meta)
+            .await?
+            .into_iter()
+            .find(|g| g.id == group)
+            .ok_or_else(|| BackendError::NotFound(format!("no consumer group {group:?}")))?;
+        if listing.group_type == "share" || listing.group_type == "streams" {
+            return Err(BackendError::Unsupported(format!(
+                "{group:?} is a {} group: qdeck moves and deletes consumer groups only",
+                listing.group_type
+            )));
+        }
+        let coords = self.cluster.coordinators(&[group.to_string()]).await?;
+        let coordinator = *coords.get(group).ok_or_else(|| {
+            BackendError::Unreachable(format!("no coordinator found for group {group:?}"))
+        })?;
+        let (described, errors) = admin::describe(&self.cluster, &[&listing], &coords).await;
+        if let Some(e) = errors.get(group) {
+            return Err(BackendError::Unreachable(format!("group {group:?}: {e}")));
+        }
+        let members = described.get(group).map_or(0, |d| d.members.len());
+        if members > 0 {
+            return Err(BackendError::Refused(format!(
+                "consumer group {group:?} has {members} member(s): Kafka changes a group's offsets or deletes it only while it is empty; stop its consumers first"
+            )));
+        }
+        Ok(EmptyGroup { coordinator })
+    }
+
+    async fn plan_reset(&self, row: &QueueId, to: ResetTo) -> Result<OffsetResetPlan> {
+        let (group, topic) = group_row(row)?;
+        let meta = self
+            .cluster
+            .metadata(Some(std::slice::from_ref(&topic)))
+            .await?;
+        let tm = meta
+            .topics
+            .get(&topic)
+            .ok_or_else(|| BackendError::NotFound(format!("no Kafka topic {topic:?}")))?;
+        let g = self.empty_group(&meta, &group).await?;
+        let coords: HashMap<String, i32> = [(group.clone(), g.coordinator)].into();
+        let (committed, errs) =
+            admin::committed(&self.cluster, std::slice::from_ref(&group), &coords).await;
+        if let Some(e) = errs.get(&group) {
+            return Err(BackendError::Unreachable(format!("group {group:?}: {e}")));
+        }
+        let committed = committed.get(&group).cloned().unwrap_or_default();
+        let tps: Vec<Tp> = tm.leaders.keys().map(|p| (topic.clone(), *p)).collect();
+        let bound = |at: i64| admin::offsets(&self.cluster, &meta, &tps, at);
+        let (start, e1) = bound(EARLIEST).await;
+        let (end, e2) = bound(LATEST).await;
+        let at_time = match to {
+            ResetTo::Time(ms) => Some(bound(ms).await),
+            _ => None,
+        };
+        let mut partitions = Vec::new();
+        for tp in &tps {
+            let missing = |e: &HashMap<Tp, String>| e.get(tp).cloned();
+            let (Some(s), Some(e)) = (start.get(tp).copied(), end.get(tp).copied()) else {
+                let why = missing(&e1)
+                    .or_else(|| missing(&e2))
+                    .unwrap_or_else(|| "no offsets".into());
+                return Err(BackendError::Unreachable(format!(
+                    "{}[{}]: {why}",
+                    tp.0, tp.1
+                )));
+            };
+            let old = committed.get(tp).copied();
+            let wanted = match to {
+                ResetTo::Earliest => s,
+                ResetTo::Latest => e,
+                ResetTo::Offset(o) => o,
+                ResetTo::Shift(n) => match old {
+                    Some(c) => c.saturating_add(n),
+                    // Nothing to shift from: left as it is.
+                    None => continue,
+                },
+                ResetTo::Time(_) => {
+                    let (found, errs) = at_time.as_ref().map_or_else(
+                        || (None, None),
+                        |(f, e)| (f.get(tp).copied(), e.get(tp).cloned()),
+                    );
+                    if let Some(why) = errs {
+                        return Err(BackendError::Unreachable(format!(
+                            "{}[{}]: {why}",
+                            tp.0, tp.1
+                        )));
+                    }
+                    // −1: no record that recent, so the end.
+                    found.filter(|o| *o >= 0).unwrap_or(e)
+                }
+            };
+            let new = wanted.clamp(s, e.max(s));
+            partitions.push(PartitionReset {
+                partition: tp.1,
+                old,
+                new,
+                lag_before: old.map(|c| u64::try_from(e - c).unwrap_or(0)),
+                lag_after: u64::try_from(e - new).unwrap_or(0),
+                clamped: new != wanted,
+            });
+        }
+        Ok(OffsetResetPlan {
+            group,
+            topic,
+            to,
+            partitions,
+        })
+    }
+
+    async fn commit_plan(&self, plan: &OffsetResetPlan) -> Result<OffsetResetReport> {
+        let meta = self
+            .cluster
+            .metadata(Some(std::slice::from_ref(&plan.topic)))
+            .await?;
+        let g = self.empty_group(&meta, &plan.group).await?;
+        let req = OffsetCommitRequest::default()
+            .with_group_id(GroupId(sb(&plan.group)))
+            // An admin commit: no generation, no member. Kafka takes it only for an empty group.
+            .with_generation_id_or_member_epoch(-1)
+            .with_member_id(StrBytes::from_static_str(""))
+            .with_topics(vec![OffsetCommitRequestTopic::default()
+                .with_name(TopicName(sb(&plan.topic)))
+                .with_partitions(
+                    plan.partitions
+                        .iter()
+                        .map(|p| {
+                            OffsetCommitRequestPartition::default()
+                                .with_partition_index(p.partition)
+                                .with_committed_offset(p.new)
+                                .with_committed_leader_epoch(-1)
+                        })
+                        .collect(),
+                )]);
+        let resp = self
+            .cluster
+            .to(g.coordinator, "OffsetCommit", &req, OFFSET_COMMIT_V)
+            .await?;
+        let mut failed: BTreeMap<i32, ResponseError> = BTreeMap::new();
+        let mut done = 0u64;
+        for t in resp.topics {
+            for p in t.partitions {
+                match p.error_code.err() {
+                    None => done += 1,
+                    Some(e) => {
+                        failed.insert(p.partition_index, e);
+                    }
+                }
+            }
+        }
+        if let Some((p, e)) = failed.iter().next() {
+            let msg = format!(
+                "group {:?}: the coordinator refused the new offset of {}[{p}]: {e} ({} of {} partition(s) moved)",
+                plan.group,
+                plan.topic,
+                done,
+                plan.partitions.len()
+            );
+            return Err(match e {
+                ResponseError::UnknownMemberId
+                | ResponseError::IllegalGeneration
+                | ResponseError::RebalanceInProgress => BackendError::Refused(msg),
+                _ => BackendError::Other(msg),
+            });
+        }
+        Ok(OffsetResetReport {
+            group: plan.group.clone(),
+            topic: plan.topic.clone(),
+            partitions: done,
+            lag_after: plan.lag_after(),
+        })
+    }
+
+    async fn plan_delete(&self, group: &str) -> Result<GroupDeletePlan> {
+        let meta = self.cluster.metadata(None).await?;
+        let g = self.empty_group(&meta, group).await?;
+        let coords: HashMap<String, i32> = [(group.to_string(), g.coordinator)].into();
+        let (committed, errs) =
+            admin::committed(&self.cluster, &[group.to_string()], &coords).await;
+        if let Some(e) = errs.get(group) {
+            return Err(BackendError::Unreachable(format!("group {group:?}: {e}")));
+        }
+        let committed = committed.get(group).cloned().unwrap_or_default();
+        let tps: Vec<Tp> = committed.keys().cloned().collect();
+        let (end, _) = admin::offsets(&self.cluster, &meta, &tps, LATEST).await;
+        let mut topics: BTreeMap<String, u64> = BTreeMap::new();
+        for (tp, c) in &committed {
+            let lag = end.get(tp).map_or(0, |e| u64::try_from(e - c).unwrap_or(0));
+            *topics.entry(tp.0.clone()).or_default() += lag;
+        }
+        Ok(GroupDeletePlan {
+            group: group.to_string(),
+            topics: topics.into_iter().collect(),
+        })
+    }
+
+    async fn delete(&self, group: &str) -> Result<()> {
+        let meta = self.cluster.metadata(Some(&[])).await?;
+        let g = self.empty_group(&meta, group).await?;
+        let req = DeleteGroupsRequest::default().with_groups_names(vec![GroupId(sb(group))]);
+        let resp = self
+            .cluster
+            .to(g.coordinator, "DeleteGroups", &req, DELETE_GROUPS_V)
+            .await?;
+        for r in resp.results {
+            if let Some(e) = r.error_code.err() {
+                let msg = format!("deleting consumer group {group:?}: {e}");
+                return Err(match e {
+                    ResponseError::NonEmptyGroup => BackendError::Refused(msg),
+                    ResponseError::GroupIdNotFound => BackendError::NotFound(msg),
+                    ResponseError::GroupAuthorizationFailed => BackendError::Forbidden {
+                        msg,
+                        right: Some("Delete on the group".into()),
+                    },
+                    _ => BackendError::Other(msg),
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl GroupAdmin for KafkaBackend {
+    async fn plan_offset_reset(&self, row: &QueueId, to: ResetTo) -> Result<OffsetResetPlan> {
+        self.plan_reset(row, to).await
+    }
+
+    async fn reset_offsets(&self, plan: &OffsetResetPlan) -> Result<OffsetResetReport> {
+        self.commit_plan(plan).await
+    }
+
+    async fn plan_group_delete(&self, group: &str) -> Result<GroupDeletePlan> {
+        self.plan_delete(group).await
+    }
+
+    async fn delete_group(&self, group: &str) -> Result<()> {
+        self.delete(group).await
+    }
+}

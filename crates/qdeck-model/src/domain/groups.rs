@@ -1,0 +1,95 @@
+//! Consumer-group operations (Kafka): moving a group's committed offsets and deleting a group.
+//! The plans carry every figure the confirmation shows, read from the broker when planned.
+
+use serde::{Deserialize, Serialize};
+
+/// Where `reset-offsets` moves a group's committed offsets on each partition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "to", content = "value")]
+pub enum ResetTo {
+    /// The log start offset.
+    Earliest,
+    /// The end offset (the group skips everything not yet read).
+    Latest,
+    /// This offset on every partition, kept within [log start, end].
+    Offset(i64),
+    /// The first record with a timestamp at or after this Unix time in milliseconds; the end
+    /// where no record is that recent.
+    Time(i64),
+    /// The committed offset moved by this many records (negative: back), kept within
+    /// [log start, end]; partitions without a committed offset are left as they are.
+    Shift(i64),
+}
+
+impl std::fmt::Display for ResetTo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ResetTo::Earliest => f.write_str("earliest"),
+            ResetTo::Latest => f.write_str("latest"),
+            ResetTo::Offset(o) => write!(f, "offset {o}"),
+            ResetTo::Time(ms) => match chrono::DateTime::from_timestamp_millis(*ms) {
+                Some(t) => write!(f, "time {}", t.to_rfc3339()),
+                None => write!(f, "time {ms} ms"),
+            },
+            ResetTo::Shift(n) => write!(f, "shift {n:+}"),
+        }
+    }
+}
+
+/// One partition of an offset reset: the committed offset now and after, and the lag each
+/// leaves (end offset − committed offset).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PartitionReset {
+    pub partition: i32,
+    /// `None`: the group has committed nothing on this partition.
+    pub old: Option<i64>,
+    pub new: i64,
+    pub lag_before: Option<u64>,
+    pub lag_after: u64,
+    /// The offset asked for lay outside [log start, end] and was moved to the nearer bound.
+    pub clamped: bool,
+}
+
+/// What resetting one group's offsets on one topic will do, read when planned.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OffsetResetPlan {
+    pub group: String,
+    pub topic: String,
+    pub to: ResetTo,
+    pub partitions: Vec<PartitionReset>,
+}
+
+impl OffsetResetPlan {
+    pub fn lag_before(&self) -> u64 {
+        self.partitions.iter().filter_map(|p| p.lag_before).sum()
+    }
+
+    pub fn lag_after(&self) -> u64 {
+        self.partitions.iter().map(|p| p.lag_after).sum()
+    }
+
+    /// Partitions whose committed offset changes.
+    pub fn changed(&self) -> usize {
+        self.partitions
+            .iter()
+            .filter(|p| p.old != Some(p.new))
+            .count()
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OffsetResetReport {
+    pub group: String,
+    pub topic: String,
+    /// Partitions whose new offset the coordinator accepted.
+    pub partitions: u64,
+    pub lag_after: u64,
+}
+
+/// What deleting a consumer group loses: its committed offsets on these topics.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GroupDeletePlan {
+    pub group: String,
+    /// Topics the group has committed offsets on, with its lag on each.
+    pub topics: Vec<(String, u64)>,
+}

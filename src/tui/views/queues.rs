@@ -435,3 +435,22 @@ fn queue_row<'a>(st: &State, e: &QueueEntry, name_w: usize) -> Vec<Cell<'a>> {
     cells.push(Cell::from(styled(eta_text(&d, e.info.is_dlq), eta_style)));
     cells
 }
+
+#[cfg(test)]
+mod tests {
+    use super::problem_of;
+    use qdeck_model::domain::{QueueError, QueueErrorKind};
+
+    /// The marker and the words come from the kind: what the next poll may clear is `~`, what
+    /// waits for a person is `!`; the broker's text is only shown.
+    #[test]
+    fn a_queue_error_is_marked_and_worded_by_its_kind() {
+        let (mark, why) = problem_of(&QueueError::new(QueueErrorKind::Permission, "AccessDenied"));
+        assert_eq!((mark, why.as_str()), ('!', "no permission: AccessDenied"));
+        let (mark, why) = problem_of(&QueueError::new(QueueErrorKind::Unreachable, "refused"));
+        assert_eq!((mark, why.as_str()), ('~', "unreachable: refused"));
+        // Text that reads like another kind changes nothing.
+        let (mark, _) = problem_of(&QueueError::new(QueueErrorKind::NotFound, "timed out"));
+        assert_eq!(mark, '!');
+    }
+}

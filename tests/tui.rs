@@ -246,6 +246,49 @@ fn snapshot_help_and_workers() {
     snap("workers_80x24", &st, 80, 12);
 }
 
+/// Unsorted, the workers view lists the live first: a crashed worker the broker lists first
+/// goes below the one working.
+#[test]
+fn the_workers_view_lists_live_workers_first() {
+    let mut st = populated();
+    st.queues.cursor.sel = 0;
+    update(&mut st, key('w'));
+    let q = st.workers.queue.clone().unwrap();
+    let worker = |tag: &str, status: WorkerState, state: &str| Consumer {
+        queue: q.clone(),
+        tag: tag.into(),
+        peer: None,
+        prefetch: None,
+        ack_mode: AckMode::Manual,
+        state: state.into(),
+        status,
+        status_since_ms: None,
+        holding: None,
+        processed: None,
+        failed: None,
+        rate: None,
+        last_seen_ms: None,
+    };
+    update(
+        &mut st,
+        Action::Consumers {
+            queue: q.clone(),
+            result: Ok(vec![
+                worker("a-crashed", WorkerState::LeaseLost, "lease lost ×1"),
+                worker("b-gone", WorkerState::Gone, "gone 1m"),
+                worker("c-live", WorkerState::Busy, "busy"),
+            ]),
+        },
+    );
+    let order: Vec<&str> = st
+        .workers
+        .rows
+        .iter()
+        .map(|&i| st.workers.list[i].tag.as_str())
+        .collect();
+    assert_eq!(order, ["c-live", "a-crashed", "b-gone"]);
+}
+
 #[test]
 fn snapshot_themes() {
     let mut st = populated();

@@ -6,7 +6,7 @@ use std::cmp::Ordering;
 
 use crate::tui::state::*;
 use qdeck_backend::BackendError;
-use qdeck_model::domain::{Consumer, Message, QueueId};
+use qdeck_model::domain::{Consumer, Message, QueueId, WorkerState};
 
 /// `scheduled`: the browser lists scheduled messages, whose time column is when they fall due.
 fn msg_key(m: &Message, col: usize, scheduled: bool) -> (Option<f64>, String) {
@@ -94,6 +94,18 @@ pub(super) fn workers_loaded(
 }
 
 /// Re-filter and re-sort the workers, keeping the selected worker selected.
+/// Where a worker's state puts it in the unsorted list: working, then waiting, then unknown,
+/// then what crashed or left.
+fn liveness(s: WorkerState) -> u8 {
+    match s {
+        WorkerState::Busy | WorkerState::Active => 0,
+        WorkerState::Idle | WorkerState::Waiting | WorkerState::Stopping => 1,
+        WorkerState::Unknown => 2,
+        WorkerState::LeaseLost => 3,
+        WorkerState::Gone => 4,
+    }
+}
+
 pub fn rebuild_workers(st: &mut State) {
     let w = &mut st.workers;
     let keep = w
@@ -114,6 +126,10 @@ pub fn rebuild_workers(st: &mut State) {
         rows.sort_by(|&a, &b| {
             cmp_keys(&worker_key(&list[a], col), &worker_key(&list[b], col), desc)
         });
+    } else {
+        // Unsorted: the live first, in the broker's order, then the lost and the gone.
+        let list = &w.list;
+        rows.sort_by_key(|&i| liveness(list[i].status));
     }
     w.rows = rows;
     if let Some(tag) = keep {

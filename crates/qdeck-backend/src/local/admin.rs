@@ -331,7 +331,7 @@ impl LocalBackend {
                             AND m.queue = w.queue AND m.visible_ms <= ?2)
                  FROM workers w WHERE w.queue = ?1 AND (w.last_seen_ms > ?3
                     OR EXISTS (SELECT 1 FROM messages m WHERE m.leased_by = w.worker
-                        AND m.queue = w.queue))
+                        AND m.queue = w.queue AND m.visible_ms > ?2))
                  ORDER BY w.worker",
             )
             .map_err(map_err)?;
@@ -439,8 +439,10 @@ fn stats_batch(
     batch
 }
 
-/// Workers not seen for this long are dropped from the list (unless they still hold leases).
-pub const GONE_KEEP_MS: i64 = 180_000;
+/// Workers not seen for this long are dropped from the list, unless they still hold a live
+/// lease: a crashed worker whose leases expired is history after two minutes (its lost
+/// leases count in the queue's redeliveries, not as a row above the live workers).
+pub const GONE_KEEP_MS: i64 = 120_000;
 /// Seen within this long: active; within `IDLE_MS`: idle; after: gone.
 /// Up to this many queues asked for, their settings are read by name, not by a full scan.
 const BY_NAME_MAX: usize = 1_000;
@@ -521,5 +523,64 @@ mod worker_tests {
         assert_eq!(decayed_rate(4.0, 1_000), 4.0);
         assert!((decayed_rate(4.0, 20_000) - 1.0).abs() < 1e-9);
         assert_eq!(decayed_rate(4.0, 583_000), 0.0);
+    }
+}
+
+#[cfg(test)]
+mod pruning_tests {
+    use super::*;
+    use crate::local::LocalBackend;
+    use qdeck_model::domain::OutgoingMessage;
+    use std::time::Duration;
+
+    /// A worker that crashed holding a lease: listed (lease lost) while its crash is recent,
+    /// gone from the list once it is older than `GONE_KEEP_MS`, even though the expired lease
+    /// still names it; a worker holding a live lease stays however quiet it is.
+    #[test]
+    fn a_crashed_workers_row_is_pruned_after_the_keep_time() {
+        let dir = tempfile::tempdir().unwrap();
+        let b = LocalBackend::open(&dir.path().join("q.db")).unwrap();
+        b.create_queue("q", &QueueOptions::default()).unwrap();
+        for body in ["a", "b"] {
+            let m = OutgoingMessage {
+                body: body.as_bytes().to_vec(),
+                ..Default::default()
+            };
+            b.send_sync("q", &m).unwrap();
+        }
+        b.receive("q", "crashed", 1, Some(Duration::from_secs(60)))
+            .unwrap();
+        b.receive("q", "slow", 1, Some(Duration::from_secs(3_600)))
+            .unwrap();
+        let q = QueueId::new("q");
+        let names = |b: &LocalBackend| -> Vec<String> {
+            b.consumers_sync(&q)
+                .unwrap()
+                .into_iter()
+                .map(|c| c.tag)
+                .collect()
+        };
+        // The crash: its lease expired a minute ago, last seen a minute ago.
+        let ago = |ms: i64| now_ms() - ms;
+        let age = |b: &LocalBackend, last_seen: i64, visible: i64| {
+            let conn = b.lock();
+            conn.execute(
+                "UPDATE messages SET visible_ms = ?1 WHERE leased_by = 'crashed'",
+                [visible],
+            )
+            .unwrap();
+            conn.execute(
+                "UPDATE workers SET last_seen_ms = ?1 WHERE worker IN ('crashed', 'slow')",
+                [last_seen],
+            )
+            .unwrap();
+        };
+        age(&b, ago(60_000), ago(60_000));
+        let listed = b.consumers_sync(&q).unwrap();
+        let crashed = listed.iter().find(|c| c.tag == "crashed").unwrap();
+        assert_eq!(crashed.status, WorkerState::LeaseLost);
+        // Older than the keep time: pruned; the one with a live lease stays.
+        age(&b, ago(GONE_KEEP_MS + 60_000), ago(GONE_KEEP_MS + 60_000));
+        assert_eq!(names(&b), vec!["slow".to_string()]);
     }
 }

@@ -694,6 +694,46 @@ async fn consumers_show_prefetch_and_ack_mode() {
     cleanup(&ch, &[&q]).await;
 }
 
+/// A consumer is named by the name its client gave the connection (`connection_name`, the
+/// management API's `user_provided_name`), its tag after it; `qdeck consumers` says the same.
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "needs QDECK_TEST_AMQP_URL"]
+async fn consumers_are_named_by_their_connections_given_name() {
+    let e = broker();
+    let (_c, ch) = admin(&e).await;
+    let q = uniq("named-workers");
+    declare(&ch, &q, FieldTable::default()).await;
+    let named = Connection::connect(
+        &e.url,
+        ConnectionProperties::default().with_connection_name("uxw-orders-worker-1".into()),
+    )
+    .await
+    .expect("named connection");
+    let wc = named.create_channel().await.expect("channel");
+    let _consumer = wc
+        .basic_consume(
+            q.as_str().into(),
+            "ctag-1".into(),
+            BasicConsumeOptions::default(),
+            FieldTable::default(),
+        )
+        .await
+        .expect("consume");
+    let b = backend(&e).await;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let tags = loop {
+        let l = b.consumers(&QueueId::new(&q)).await.expect("consumers");
+        let tags: Vec<String> = l.into_iter().map(|c| c.tag).collect();
+        if tags.iter().any(|t| t.contains("uxw")) || Instant::now() > deadline {
+            break tags;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    };
+    assert_eq!(tags, vec!["uxw-orders-worker-1 · ctag-1".to_string()]);
+    drop(named);
+    cleanup(&ch, &[&q]).await;
+}
+
 #[tokio::test(flavor = "multi_thread")]
 #[ignore = "needs QDECK_TEST_AMQP_URL"]
 async fn redrive_10000_to_origin_loses_nothing() {

@@ -45,7 +45,7 @@ pub fn merge(
         .iter()
         .filter(|r| r.queue.name == name && (r.queue.vhost.is_empty() || r.queue.vhost == vhost))
     {
-        let amqp = to_consumer(id, r, channels);
+        let amqp = to_consumer(id, r, channels, None);
         let worker = connection_of(r)
             .and_then(|c| by_conn.get(c))
             .and_then(|h| report.workers.iter().find(|w| &w.hostname == h));

@@ -43,7 +43,14 @@ pub struct ChannelRow {
     pub consumer_count: Option<u64>,
 }
 
-pub fn to_consumer(id: &QueueId, r: &ConsumerRow, channels: &[ChannelRow]) -> Consumer {
+/// One consumer; `given` is the name its client gave the connection, which leads its tag
+/// (the tag alone is `amq.ctag-…`, which says nothing about who consumes).
+pub fn to_consumer(
+    id: &QueueId,
+    r: &ConsumerRow,
+    channels: &[ChannelRow],
+    given: Option<&str>,
+) -> Consumer {
     let ch = r.channel_details.as_ref();
     let s = |k: &str| {
         ch.and_then(|c| c.get(k))
@@ -87,7 +94,10 @@ pub fn to_consumer(id: &QueueId, r: &ConsumerRow, channels: &[ChannelRow]) -> Co
     }
     Consumer {
         queue: id.clone(),
-        tag: r.consumer_tag.clone(),
+        tag: match given {
+            Some(n) => format!("{n} · {}", r.consumer_tag),
+            None => r.consumer_tag.clone(),
+        },
         peer,
         prefetch: r.prefetch_count.map(|p| p.min(u32::MAX as u64) as u32),
         ack_mode,

@@ -7,6 +7,7 @@
 mod browse;
 mod celery_consumers;
 mod conn;
+mod connection_names;
 mod consumers;
 mod delete;
 mod fallback;
@@ -83,6 +84,8 @@ pub struct RabbitBackend {
     version: Mutex<Option<Version>>,
     /// The last discovery of Celery workers per vhost (remote control), reused while fresh.
     celery: tokio::sync::Mutex<HashMap<String, (Instant, crate::celery::workers::WorkerReport)>>,
+    /// The names clients gave their connections, read once per connection.
+    connection_names: connection_names::ConnectionNames,
 }
 
 /// A discovery of Celery workers younger than this answers again (figures, consumers and the
@@ -113,6 +116,7 @@ impl RabbitBackend {
             cache: Mutex::new(Cache::default()),
             version: Mutex::new(None),
             celery: tokio::sync::Mutex::new(HashMap::new()),
+            connection_names: connection_names::ConnectionNames::default(),
         })
     }
 
@@ -616,12 +620,23 @@ impl Backend for RabbitBackend {
                 ));
             }
         }
-        Ok(rows
-            .iter()
+        let rows: Vec<consumers::ConsumerRow> = rows
+            .into_iter()
             .filter(|r| {
                 r.queue.name == name && (r.queue.vhost.is_empty() || r.queue.vhost == vhost)
             })
-            .map(|r| consumers::to_consumer(queue, r, &channels))
+            .collect();
+        let vhost_path = format!("/api/vhosts/{}", enc(&vhost));
+        let names = self
+            .connection_names
+            .of(&self.mgmt, &vhost_path, &rows)
+            .await;
+        Ok(rows
+            .iter()
+            .map(|r| {
+                let given = connection_names::connection_of(r).and_then(|c| names.get(&c));
+                consumers::to_consumer(queue, r, &channels, given.map(String::as_str))
+            })
             .collect())
     }
 

@@ -200,7 +200,8 @@ pub fn derive_with(entry: &QueueEntry, target_secs: f64, measure_secs: u32) -> D
         s => s,
     };
     let depth = entry.latest.as_ref().and_then(|s| s.depth);
-    let workers = entry.latest.as_ref().and_then(|s| s.consumers);
+    // The pool the operator runs, not the processes alive at this instant.
+    let workers = entry.pool.size();
     // What one worker does, from the work done since the worker count last changed: the old
     // count's completions divided by the new count is what read 6, then 8, after `+ +`.
     let since = entry.workers_since.unwrap_or(0);
@@ -434,6 +435,24 @@ mod tests {
         assert!((d.per_worker_rate.unwrap() - 4.0).abs() < 0.3, "{d:?}");
         // (10 in/s + backlog 600/600 s) / 4 = 2.75 → 3, never 6 or 8.
         assert_eq!(d.workers_needed, Some(3), "{:?}", d.arithmetic);
+    }
+
+    /// The demo's crashing workers: four workers at 3/s each, one of them crashing and being
+    /// replaced every few seconds, so the count reads 4, 4, 3, 4, … The pool is four, and
+    /// the figure is there rather than "measuring" (it read measuring in 15 of 16 samples).
+    #[test]
+    fn crashing_workers_still_give_workers_needed() {
+        let mut s = Store::new(600, 600, 600.0);
+        let id = counters(&mut s, 90, |t| {
+            let done = 12 * t;
+            let enq = 15 * t;
+            (enq - done, enq, done, if t % 5 == 2 { 3 } else { 4 })
+        });
+        let d = s.derived(&id).unwrap();
+        assert!(!d.measuring, "{d:?}");
+        assert_eq!(d.workers, Some(4));
+        assert!((d.per_worker_rate.unwrap() - 3.0).abs() < 0.3, "{d:?}");
+        assert!(d.workers_needed.is_some(), "{d:?}");
     }
 
     /// A one-shot sample: two polls 10 s apart, one worker in both. The first poll has no

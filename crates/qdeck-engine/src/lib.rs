@@ -23,3 +23,4 @@ pub mod store;
 #[cfg(test)]
 pub(crate) mod testing;
 pub mod triage;
+pub mod worker_pool;

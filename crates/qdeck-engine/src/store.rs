@@ -63,9 +63,11 @@ pub struct QueueEntry {
     /// Local time (ms) the latest figures arrived.
     pub updated_ms: Option<i64>,
     pub rate_source: RateSource,
-    /// History time (`Sample::t`) the consumer count last changed: per-worker figures are
+    /// History time (`Sample::t`) the worker pool last changed size: per-worker figures are
     /// measured from there, not divided across workers that were not there.
     pub workers_since: Option<u32>,
+    /// The worker pool (`worker_pool`): a crashed worker and its replacement count once.
+    pub pool: crate::worker_pool::WorkerPool,
     /// Local time (ms) the queue was last on screen or alerting (or listed, for a new one):
     /// its history ring is kept while this is within `history_secs`.
     pub needed_ms: i64,
@@ -166,6 +168,7 @@ impl Store {
                     updated_ms: None,
                     rate_source: RateSource::Unknown,
                     workers_since: None,
+                    pool: crate::worker_pool::WorkerPool::default(),
                     needed_ms: now,
                 },
             };
@@ -220,10 +223,9 @@ impl Store {
             in_rate: in_rate.map_or(f32::NAN, |r| r as f32),
             out_rate: out_rate.map_or(f32::NAN, |r| r as f32),
         };
-        let changed = match e.latest.as_ref() {
-            Some(prev) => prev.consumers != s.consumers,
-            None => true,
-        };
+        let pool_before = e.pool.size();
+        let pool_now = e.pool.record(s.at_ms, s.consumers);
+        let changed = e.latest.is_none() || pool_before != pool_now;
         if changed {
             e.workers_since = Some(sample.t);
         }

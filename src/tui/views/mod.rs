@@ -11,6 +11,7 @@ pub mod help;
 pub mod messages;
 mod ops;
 pub mod queues;
+mod reason_text;
 mod reasons;
 mod workers;
 pub mod wrap;

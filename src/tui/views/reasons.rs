@@ -83,6 +83,7 @@ pub fn render(f: &mut Frame, st: &State, area: Rect) {
     let (table_area, text_area) = split_for_text(inner, selected);
     let (cursor, from, to) = r.cursor.placed(r.groups.len(), table_area.height as usize);
     let ago = |ms: Option<i64>| ms.map_or_else(|| "—".into(), |m| fmt_ago(st.now_ms - m));
+    let sigs: Vec<&str> = r.groups.iter().map(|g| g.signature.as_str()).collect();
     let rows: Vec<Row> = r.groups[from..to]
         .iter()
         .map(|g| {
@@ -102,7 +103,7 @@ pub fn render(f: &mut Frame, st: &State, area: Rect) {
                         .as_deref()
                         .map_or_else(|| "—".into(), |o| clean_short(o, 16)),
                 ),
-                Cell::from(clean_short(&g.signature, reason_w)),
+                Cell::from(super::reason_text::distinct(&g.signature, &sigs, reason_w)),
             ];
             kept_row(cells, &keep).style(t.text)
         })

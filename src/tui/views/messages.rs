@@ -12,9 +12,28 @@ use crate::tui::state::{error_line, State};
 use qdeck_model::domain::Message;
 use qdeck_model::sanitize::{clean, clean_short, preview};
 
+/// A time in a list cell: month, day and time of day, UTC (the column says so).
 fn fmt_time(ms: Option<i64>) -> String {
     ms.and_then(qdeck_model::domain::ms_to_datetime)
         .map_or_else(|| "—".into(), |d| d.format("%m-%d %H:%M:%S").to_string())
+}
+
+/// A time in the message view, where there is room for all of it: year and zone included.
+fn fmt_full_time(ms: Option<i64>) -> String {
+    ms.and_then(qdeck_model::domain::ms_to_datetime)
+        .map_or_else(
+            || "—".into(),
+            |d| d.format("%Y-%m-%d %H:%M:%S UTC").to_string(),
+        )
+}
+
+/// When a scheduled message falls due, from now: `in 82s`, `in 3h05`, or `due` once passed.
+fn fmt_due(due_ms: Option<i64>, now_ms: i64) -> String {
+    match due_ms {
+        None => "—".into(),
+        Some(d) if d <= now_ms => "due".into(),
+        Some(d) => format!("in {}", fmt_secs(((d - now_ms) / 1000) as f64)),
+    }
 }
 
 fn fmt_size(n: usize) -> String {
@@ -63,7 +82,11 @@ pub fn render_list(f: &mut Frame, st: &State, area: Rect) {
         Col::fixed("", 1, 0),
         Col::fixed(head("ID", 0), 12, 0),
         // Scheduled messages are read by when they fall due.
-        Col::fixed(head(if m.scheduled { "DUE" } else { "ENQUEUED" }, 1), 14, 4),
+        Col::fixed(
+            head(if m.scheduled { "DUE" } else { "ENQUEUED UTC" }, 1),
+            14,
+            4,
+        ),
         Col::fixed(head("RCV", 2), 4, 2),
         Col::fixed(
             key_head(&st.session.broker, sessions),
@@ -199,11 +222,11 @@ fn list_cells<'a>(st: &State, msg: &Message, marked: bool, body_w: usize) -> Vec
     vec![
         Cell::from(styled(if marked { "●" } else { " " }, t.marked)),
         Cell::from(clean_mid(&msg.id, 12)),
-        Cell::from(fmt_time(if st.msgs.scheduled {
-            msg.due_ms()
+        Cell::from(if st.msgs.scheduled {
+            fmt_due(msg.due_ms(), st.now_ms)
         } else {
-            msg.enqueued_ms
-        })),
+            fmt_time(msg.enqueued_ms)
+        }),
         Cell::from(fmt_count(msg.receive_count)),
         Cell::from(clean_mid(
             session_of(msg).or(msg.key.as_deref()).unwrap_or("—"),
@@ -246,9 +269,9 @@ fn meta_lines<'a>(st: &State, msg: &Message) -> Vec<Line<'a>> {
         styled(clean(&msg.id).into_owned(), t.title),
         styled(
             format!(
-                " · seq {} · enqueued {} · received {} times · {} bytes",
+                " · seq {} · enqueued {} · received {} times in this queue · {} bytes",
                 msg.seq.map_or_else(|| "—".into(), |s| s.to_string()),
-                fmt_time(msg.enqueued_ms),
+                fmt_full_time(msg.enqueued_ms),
                 fmt_count(msg.receive_count),
                 msg.body.len()
             ),
@@ -303,12 +326,12 @@ fn meta_lines<'a>(st: &State, msg: &Message) -> Vec<Line<'a>> {
             parts.push(format!("from {}", clean(o.as_str())));
         }
         if let Some(c) = d.count {
-            parts.push(format!("{c}×"));
+            parts.push(format!("{c} time(s)"));
         }
         if let Some(at) = d.at_ms {
             parts.push(format!(
                 "at {} ({} ago)",
-                fmt_time(Some(at)),
+                fmt_full_time(Some(at)),
                 fmt_secs(((st.now_ms - at).max(0) / 1000) as f64)
             ));
         }

@@ -85,6 +85,8 @@ fn l_lists_scheduled_messages_by_due_time() {
     assert!(s.contains("┌ scheduled orders"), "the title: {s}");
     assert!(s.contains("DUE"), "{s}");
     assert!(!s.contains("ENQUEUED"), "{s}");
+    // Due times read from now (the fixture's clock): `in 1121d`, not a date.
+    assert!(s.contains("in 1121d") && s.contains("in 1122d"), "{s}");
     let soon = s.find("s-soon").expect("s-soon listed");
     let late = s.find("s-late").expect("s-late listed");
     assert!(soon < late, "due soonest first: {s}");

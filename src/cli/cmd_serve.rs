@@ -68,9 +68,23 @@ pub(super) async fn serve(global: &Global, opts: &LoadOptions, a: ServeArgs) -> 
     let (_polling, mut rx) = super::cmd_watch::poll(&base, &names);
     let fed = page.clone();
     tokio::spawn(async move {
-        while let Some(a) = rx.recv().await {
+        let mut clock = tokio::time::interval(qdeck_engine::alerts::monitor::HEALTH_TICK);
+        loop {
             let now = now_ms();
-            monitor.apply(a, now);
+            tokio::select! {
+                a = rx.recv() => match a {
+                    Some(a) => {
+                        monitor.apply(a, now);
+                    }
+                    None => return,
+                },
+                // Health rules fire on time, not on the next answer.
+                _ = clock.tick() => {
+                    if monitor.evaluate_health(now).is_empty() {
+                        continue;
+                    }
+                }
+            }
             let text = exposition::render(&monitor, now).map(Bytes::from).ok();
             *lock(&fed) = Page {
                 open_metrics: text,

@@ -113,14 +113,25 @@ async fn run(
     };
     tokio::pin!(until);
     let mut warned = false;
+    let mut clock = tokio::time::interval(qdeck_engine::alerts::monitor::HEALTH_TICK);
     loop {
         let answer = tokio::select! {
-            a = rx.recv() => match a { Some(a) => a, None => return },
+            a = rx.recv() => match a { Some(a) => Some(a), None => return },
+            _ = clock.tick() => None,
             _ = tokio::signal::ctrl_c() => return,
             () = &mut until => return,
         };
-        for t in monitor.apply(answer, now_ms()) {
-            on(&t);
+        let on_clock = answer.is_none();
+        let changes = match answer {
+            Some(a) => monitor.apply(a, now_ms()),
+            None => monitor.evaluate_health(now_ms()),
+        };
+        // The state is saved after every answer, and after a tick only when it changed.
+        if on_clock && changes.is_empty() {
+            continue;
+        }
+        for t in &changes {
+            on(t);
         }
         match monitor.tracker.save(state) {
             Ok(()) => warned = false,

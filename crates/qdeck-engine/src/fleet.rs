@@ -260,7 +260,26 @@ pub fn spawn(
     tokio::spawn(async move {
         // Each profile's row and its queues' recent depths (for "growing").
         let mut rows: HashMap<String, (FleetRow, DepthWindow)> = HashMap::new();
-        while let Some(a) = answers.recv().await {
+        let mut clock = tokio::time::interval(crate::alerts::monitor::HEALTH_TICK);
+        loop {
+            let a = tokio::select! {
+                a = answers.recv() => match a { Some(a) => a, None => return },
+                // Health rules fire on time, not on the next answer: the rows whose alerts
+                // changed go out again.
+                _ = clock.tick() => {
+                    let Some(m) = &mut monitor else { continue };
+                    let changed = m.evaluate_health(qdeck_model::domain::now_ms());
+                    for t in &changed {
+                        if let Some((row, _)) = rows.get_mut(&t.profile) {
+                            row.alerts = firing_on(m, &t.profile);
+                            if tx.send(row.clone()).await.is_err() {
+                                return;
+                            }
+                        }
+                    }
+                    continue;
+                }
+            };
             let (row, previous) = rows.entry(a.profile.clone()).or_insert_with(|| {
                 let row = FleetRow {
                     profile: a.profile.clone(),
@@ -271,12 +290,7 @@ pub fn spawn(
             });
             if let Some(m) = &mut monitor {
                 m.apply(copy(&a), qdeck_model::domain::now_ms());
-                row.alerts = m
-                    .tracker
-                    .firing_alerts(&m.rules)
-                    .into_iter()
-                    .filter(|f| f.key.profile == a.profile)
-                    .collect();
+                row.alerts = firing_on(m, &a.profile);
             }
             apply(row, previous, a);
             if tx.send(row.clone()).await.is_err() {
@@ -285,6 +299,15 @@ pub fn spawn(
         }
     });
     handle
+}
+
+/// What fires on `profile` now, for its row.
+fn firing_on(m: &crate::alerts::Monitor, profile: &str) -> Vec<crate::alerts::Firing> {
+    m.tracker
+        .firing_alerts(&m.rules)
+        .into_iter()
+        .filter(|f| f.key.profile == profile)
+        .collect()
 }
 
 /// An answer for the alert monitor, which keeps figures of its own (the row keeps sums).

@@ -10,7 +10,9 @@ pub(super) fn tick(st: &mut State, now: i64, fx: &mut Vec<Effect>) {
     if st.queues.rows_dirty {
         queues::rebuild_rows(st);
     }
-    // A broker counts as down from a time on, so the on-fire list can change with the clock.
+    // A broker counts as down from a time on, so the on-fire list can change with the clock,
+    // and a health rule fires on time rather than at the next answer.
+    queues::alerts(st, fx, true);
     super::follow_fire(st);
     // The workers view follows the poll rhythm; message pages do not (browsing may
     // have side effects on some brokers).

@@ -160,17 +160,34 @@ pub(super) fn poll(st: &mut State, ev: PollEvent, fx: &mut Vec<Effect>) {
         PollEvent::ApiRate(r) => st.poll.api_rate = Some(r),
     }
     if figures {
-        alerts(st, fx);
+        alerts(st, fx, false);
     }
     st.dirty = true;
 }
 
-/// The alert rules on the figures just in; a rule starting to fire rings the bell or sends a
-/// desktop notification when `[notify]` asks for it.
-fn alerts(st: &mut State, fx: &mut Vec<Effect>) {
+/// The alert rules on the figures just in (`health_only`: the health rules on the clock,
+/// which fire with time alone); a rule starting to fire rings the bell or sends a desktop
+/// notification when `[notify]` asks for it.
+pub(super) fn alerts(st: &mut State, fx: &mut Vec<Effect>, health_only: bool) {
     if st.alerts.rules.is_empty() {
         return;
     }
+    let health_rules: Vec<qdeck_engine::alerts::Rule>;
+    let rules = if health_only {
+        health_rules = st
+            .alerts
+            .rules
+            .iter()
+            .filter(|r| r.when.only_health())
+            .cloned()
+            .collect();
+        if health_rules.is_empty() {
+            return;
+        }
+        &health_rules
+    } else {
+        &st.alerts.rules
+    };
     let health = qdeck_engine::alerts::Health {
         unreachable: st.store.backend_error.is_some(),
         // The same rule as `watch`: no success for three refresh periods.
@@ -182,7 +199,7 @@ fn alerts(st: &mut State, fx: &mut Vec<Effect>) {
             ),
     };
     let changes = qdeck_engine::alerts::evaluate(
-        &st.alerts.rules,
+        rules,
         &mut st.alerts.tracker,
         &st.session.profile,
         &st.store,

@@ -140,6 +140,43 @@ impl Monitor {
     }
 }
 
+impl Monitor {
+    /// The health rules of every profile, on the clock rather than on an answer: a broker
+    /// stays down and figures go stale with time alone, and a refused connection's back-off
+    /// can hold the next answer for a minute. Evaluated every second, a health rule fires at
+    /// its `for` after the failure was first seen, not at whichever answer comes after that.
+    pub fn evaluate_health(&mut self, now_ms: i64) -> Vec<Transition> {
+        let health_rules: Vec<Rule> = self
+            .rules
+            .iter()
+            .filter(|r| r.when.only_health())
+            .cloned()
+            .collect();
+        if health_rules.is_empty() {
+            return Vec::new();
+        }
+        let mut out = Vec::new();
+        for (profile, view) in &self.profiles {
+            let health = Health {
+                unreachable: view.error.is_some(),
+                stale: view.stale(now_ms),
+            };
+            out.extend(evaluate(
+                &health_rules,
+                &mut self.tracker,
+                profile,
+                &view.store,
+                health,
+                now_ms,
+            ));
+        }
+        out
+    }
+}
+
+/// How often the health rules are evaluated between answers.
+pub const HEALTH_TICK: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// A profile's health, which every queue's figures carry.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Health {
@@ -228,4 +265,45 @@ pub fn figures(e: &QueueEntry, store: &Store, health: Health) -> Figures {
     f.unreachable = health.unreachable;
     f.stale = health.stale;
     f
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::multi_poller::PollError;
+
+    fn down(profile: &str) -> Answer<Polled, BackendError> {
+        Answer {
+            profile: profile.into(),
+            settings: None,
+            result: Err(PollError::Work(BackendError::Unreachable(
+                "connection refused".into(),
+            ))),
+            updated_ms: None,
+            budget: None,
+            took: std::time::Duration::from_millis(3),
+            calls: None,
+        }
+    }
+
+    /// A refused connection answers once, then backs off: the health rule fires on the clock
+    /// at its `for`, not at the next answer a minute later.
+    #[test]
+    fn a_health_rule_fires_at_its_for_without_another_answer() {
+        let cfg = qdeck_model::config::parse_str(
+            "[[alerts]]\nname = \"down\"\nwhen = \"unreachable\"\nfor = \"30s\"\n",
+        )
+        .unwrap();
+        let mut m = Monitor::new(crate::alerts::rules(&cfg).unwrap(), Tracker::default());
+        let t0 = 1_000_000;
+        assert!(m.apply(down("prod"), t0).is_empty(), "pending, not firing");
+        assert!(m.evaluate_health(t0 + 29_000).is_empty());
+        let fired = m.evaluate_health(t0 + 30_500);
+        assert_eq!(fired.len(), 1, "{fired:?}");
+        assert_eq!(
+            (fired[0].rule.as_str(), fired[0].profile.as_str()),
+            ("down", "prod")
+        );
+        assert!(m.evaluate_health(t0 + 31_500).is_empty(), "once");
+    }
 }

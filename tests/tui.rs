@@ -2394,6 +2394,13 @@ fn pty_delete_a_reasons_group_on_the_local_broker() {
             .any(|l| l.contains("\"delete\"") && l.contains("\"deleted\":5")),
         "{audit}"
     );
+    // A console started later shows it in `:ops`: the audit log is the one record.
+    let mut c = local_console(dir.path(), &db, &[]);
+    c.wait_for("orders-dlq");
+    c.type_keys(":ops\r");
+    c.wait_for("earlier from the audit log");
+    c.wait_for("delete orders-dlq by");
+    c.quit();
 }
 
 /// `:copy QUEUE PROFILE` and `:move QUEUE` from the browser on real local brokers: the copy

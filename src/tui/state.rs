@@ -577,13 +577,68 @@ pub struct LoggedOp {
     /// The profile it ran on: the log outlives profile switches, so each entry names its own.
     pub profile: String,
     pub label: String,
+    /// Read from the audit log at start: done before this console (by it, the CLI or
+    /// someone else), shown as the recent past.
+    pub earlier: bool,
     pub ended_ms: i64,
     pub summary: OpSummary,
+}
+
+impl LoggedOp {
+    fn from_audit(e: qdeck_engine::audit::AuditEntry) -> LoggedOp {
+        let verdict = match e.result.as_str() {
+            "ok" => Verdict::Ok,
+            "partial" => Verdict::Partial,
+            "cancelled" => Verdict::Cancelled,
+            _ => Verdict::Failed,
+        };
+        let counts = match &e.counts {
+            serde_json::Value::Object(m) if !m.is_empty() => format!(" {}", e.counts),
+            _ => String::new(),
+        };
+        let error = e
+            .error
+            .as_deref()
+            .map(|x| format!(" — {x}"))
+            .unwrap_or_default();
+        let text = format!(
+            "{} {} by {}: {}{counts}{error}",
+            e.action, e.queue, e.user, e.result
+        );
+        let summary = if e.result == "refused" {
+            OpSummary::refused(text)
+        } else {
+            OpSummary::new(text, verdict)
+        };
+        LoggedOp {
+            ended_ms: chrono::DateTime::parse_from_rfc3339(&e.time)
+                .map_or(0, |d| d.timestamp_millis()),
+            profile: e.profile,
+            label: String::new(),
+            earlier: true,
+            summary,
+        }
+    }
 }
 
 impl OpsLog {
     /// Kept per session; a long night of single-message redrives stays well under this.
     pub const MAX: usize = 500;
+
+    /// The recent past from the audit log, as the console starts: the same record the CLI
+    /// and every other qdeck writes, so `:ops` is one store, not a second one.
+    pub fn from_audit(entries: Vec<qdeck_engine::audit::AuditEntry>) -> OpsLog {
+        let mut log = OpsLog::default();
+        for e in entries {
+            log.push(LoggedOp::from_audit(e));
+        }
+        log
+    }
+
+    /// Entries of this session (the rest came from the audit log at start).
+    pub fn this_session(&self) -> usize {
+        self.entries.iter().filter(|e| !e.earlier).count()
+    }
 
     pub fn push(&mut self, op: LoggedOp) {
         if self.entries.len() >= Self::MAX {

@@ -4,11 +4,11 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use qdeck_model::config::redact::redact;
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct AuditEntry {
     /// RFC 3339, UTC.
     pub time: String,
@@ -70,6 +70,37 @@ impl AuditLog {
         &self.path
     }
 
+    /// The last `n` entries, oldest first, read from the file's tail (at most its last
+    /// 512 KiB: a long log is not read whole to show a console's recent past). Lines that do
+    /// not parse (a torn last line, an older format) are passed over.
+    pub fn recent(&self, n: usize) -> Vec<AuditEntry> {
+        use std::io::{Read, Seek, SeekFrom};
+        const TAIL: u64 = 512 * 1024;
+        let Ok(mut f) = std::fs::File::open(&self.path) else {
+            return Vec::new();
+        };
+        let len = f.metadata().map_or(0, |m| m.len());
+        let from = len.saturating_sub(TAIL);
+        let mut buf = Vec::new();
+        if f.seek(SeekFrom::Start(from)).is_err() || f.read_to_end(&mut buf).is_err() {
+            return Vec::new();
+        }
+        let text = String::from_utf8_lossy(&buf);
+        let mut lines: Vec<&str> = text.lines().collect();
+        // A read that starts mid-file starts mid-line.
+        if from > 0 && !lines.is_empty() {
+            lines.remove(0);
+        }
+        let mut out: Vec<AuditEntry> = lines
+            .iter()
+            .rev()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .take(n)
+            .collect();
+        out.reverse();
+        out
+    }
+
     /// Append one entry. Fails loudly: a mutation whose record cannot be written is reported.
     pub fn append(&self, mut entry: AuditEntry) -> std::io::Result<()> {
         if let Some(e) = entry.error.take() {
@@ -85,5 +116,43 @@ impl AuditLog {
             .append(true)
             .open(&self.path)?;
         f.write_all(line.as_bytes())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(action: &str) -> AuditEntry {
+        AuditEntry {
+            time: "2026-12-06T10:00:00.000Z".into(),
+            user: "tester".into(),
+            profile: "local".into(),
+            broker: "local".into(),
+            queue: "q".into(),
+            action: action.into(),
+            target: None,
+            counts: serde_json::json!({}),
+            result: "ok".into(),
+            error: None,
+        }
+    }
+
+    #[test]
+    fn recent_reads_the_last_entries_and_passes_over_a_torn_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = AuditLog::new(dir.path().join("audit.log"));
+        assert!(log.recent(5).is_empty(), "no file yet");
+        for a in ["purge", "redrive", "send"] {
+            log.append(entry(a)).unwrap();
+        }
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(log.path())
+            .unwrap()
+            .write_all(b"{\"time\": \"torn")
+            .unwrap();
+        let got: Vec<String> = log.recent(2).into_iter().map(|e| e.action).collect();
+        assert_eq!(got, ["redrive", "send"]);
     }
 }

@@ -47,6 +47,9 @@ pub fn refresh_secs(session: &Session) -> f64 {
 }
 
 /// The console's state for a session, before any figures arrive.
+/// Audit entries `:ops` shows from before the console started.
+const OPS_PAST: usize = 50;
+
 pub fn initial_state(session: &Session, demo_workers: Option<usize>) -> State {
     let cfg = &session.loaded.config;
     let mut store = Store::new(cfg.ui.history_secs.max(60), 240, cfg.ui.drain_target_secs);
@@ -78,6 +81,10 @@ pub fn initial_state(session: &Session, demo_workers: Option<usize>) -> State {
     st.session.export_dir = Some(paths::state_dir().join("exports"));
     // The file was checked when it was loaded: a rule that fails here cannot occur.
     st.alerts.rules = qdeck_engine::alerts::rules(cfg).unwrap_or_default();
+    // `:ops` opens on the recent past, from the record every qdeck writes.
+    st.ops_log = crate::tui::state::OpsLog::from_audit(
+        qdeck_engine::audit::AuditLog::new(session.loaded.audit_log_path()).recent(OPS_PAST),
+    );
     st.alerts.notify = session
         .profile()
         .notify

@@ -446,6 +446,7 @@ pub(super) fn set_result(st: &mut State, label: &str, summary: &OpSummary) {
     st.ops_log.push(LoggedOp {
         profile: st.session.profile.clone(),
         label: label.to_string(),
+        earlier: false,
         ended_ms: st.now_ms,
         summary: summary.clone(),
     });

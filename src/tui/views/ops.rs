@@ -19,10 +19,18 @@ pub fn render(f: &mut Frame, st: &State, area: Rect) {
     let title = Line::from(vec![
         styled(" operations ", t.title),
         styled(
-            format!(
-                "{} this session ",
-                plural(log.entries.len() as u64, "operation", "operations")
-            ),
+            {
+                let earlier = log.entries.len() - log.this_session();
+                let past = if earlier > 0 {
+                    format!(" · {earlier} earlier from the audit log")
+                } else {
+                    String::new()
+                };
+                format!(
+                    "{} this session{past} ",
+                    plural(log.this_session() as u64, "operation", "operations")
+                )
+            },
             t.dim,
         ),
     ]);

@@ -339,35 +339,45 @@ async fn console(opts: &LoadOptions, fleet: Option<Vec<String>>) -> CliResult {
         ));
     }
     let loaded = qdeck_engine::config_check::load(opts)?;
+    // Said in the status bar as the console opens (why no demo runs).
+    let mut start_note: Option<String> = None;
     let (backend, demo): (Arc<dyn Backend>, _) = match &loaded.profile.kind {
         ProfileKind::Local(s) => {
             let local = Arc::new(qdeck_backend::local::LocalBackend::open(
                 &s.resolved_path(),
             )?);
             let handle = LocalHandle(local.clone());
-            let empty = handle.list_queues().await?.is_empty();
-            let demo = if loaded.is_unconfigured()
-                && empty
-                && loaded.profile.effective_access() == qdeck_model::config::Access::Full
-            {
-                Some(
-                    crate::demo::DemoHandle::start(local, crate::demo::DemoConfig::default())
-                        .map_err(|e| CliError::new(exit::FAILED, e.to_string()))?,
-                )
+            let newcomer = loaded.is_unconfigured()
+                && loaded.profile.effective_access() == qdeck_model::config::Access::Full;
+            let choice = if newcomer {
+                Some(crate::demo::newcomer::choose(&handle).await)
             } else {
                 None
+            };
+            let demo = match choice {
+                Some(crate::demo::newcomer::DemoChoice::Start) => Some(
+                    crate::demo::DemoHandle::start(local, crate::demo::DemoConfig::default())
+                        .map_err(|e| CliError::new(exit::FAILED, e.to_string()))?,
+                ),
+                Some(crate::demo::newcomer::DemoChoice::Skip(why)) => {
+                    start_note = Some(why);
+                    None
+                }
+                None => None,
             };
             (Arc::new(handle), demo)
         }
         _ => (backend::build(&loaded.profile).await?, None),
     };
     let session = Session::with_backend(loaded, backend);
-    let done = crate::tui::run(session, demo, fleet).await.map_err(|e| {
-        CliError::new(
-            exit::FAILED,
-            qdeck_model::config::redact::redact(&format!("{e:#}")),
-        )
-    })?;
+    let done = crate::tui::run(session, demo, fleet, start_note)
+        .await
+        .map_err(|e| {
+            CliError::new(
+                exit::FAILED,
+                qdeck_model::config::redact::redact(&format!("{e:#}")),
+            )
+        })?;
     // Quit during a redrive/purge: its summary on the restored terminal, the CLI's code.
     let Some(s) = done else {
         return Ok(exit::OK);

@@ -16,6 +16,7 @@
 //! runtime. Dropping the [`DemoHandle`] stops every thread; workers return their leases.
 
 mod headless;
+pub mod newcomer;
 mod producer;
 mod worker;
 

@@ -20,11 +20,13 @@ pub use update::{update, Action, Effect};
 /// Returns the summary of the operation the user quit after, if any (the caller prints it on
 /// the restored terminal and exits with its code).
 /// `fleet` opens on the fleet view with one row per named profile (empty: every configured
-/// profile); `:fleet` later polls the same list.
+/// profile); `:fleet` later polls the same list. `note` stays in the status bar as the
+/// console opens (why no demo runs).
 pub async fn run(
     session: Session,
     demo: Option<DemoHandle>,
     fleet: Option<Vec<String>>,
+    note: Option<String>,
 ) -> anyhow::Result<Option<state::OpSummary>> {
-    app::run(session, demo, fleet).await
+    app::run(session, demo, fleet, note).await
 }

@@ -113,8 +113,12 @@ pub async fn run(
     session: Session,
     demo: Option<DemoHandle>,
     fleet: Option<Vec<String>>,
+    note: Option<String>,
 ) -> anyhow::Result<Option<OpSummary>> {
-    let st = initial_state(&session, demo.as_ref().map(DemoHandle::workers));
+    let mut st = initial_state(&session, demo.as_ref().map(DemoHandle::workers));
+    if let Some(n) = note {
+        crate::tui::update::notice(&mut st, n);
+    }
     let mut terminal = ratatui::try_init()?;
     let _guard = RestoreGuard;
     if let Ok(sz) = terminal.size() {

@@ -424,6 +424,15 @@ pub(super) fn refuse(
     }
 }
 
+/// A line that stays in the status bar until replaced or dismissed (`x`): what the console
+/// opened on, when it is not what a newcomer expects (no demo, and why).
+pub fn notice(st: &mut State, text: impl Into<String>) {
+    set_status(st, Level::Info, text);
+    if let Some(s) = &mut st.status {
+        s.sticky = true;
+    }
+}
+
 pub fn set_status(st: &mut State, level: Level, text: impl Into<String>) {
     st.status = Some(Status {
         text: sanitize::clean(&text.into()).into_owned(),

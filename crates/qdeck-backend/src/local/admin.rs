@@ -447,7 +447,7 @@ pub const GONE_KEEP_MS: i64 = 120_000;
 /// Up to this many queues asked for, their settings are read by name, not by a full scan.
 const BY_NAME_MAX: usize = 1_000;
 const ACTIVE_MS: i64 = 5_000;
-const IDLE_MS: i64 = 60_000;
+pub(super) const IDLE_MS: i64 = 60_000;
 
 /// The worker's state as the local broker can tell it: a lease that expired without an ack
 /// means the worker crashed or lost its lease.

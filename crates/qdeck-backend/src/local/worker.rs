@@ -440,7 +440,8 @@ impl LocalBackend {
         })
     }
 
-    /// Return every message `worker` holds (visibility 0), as a worker does on shutdown.
+    /// Return every message `worker` holds (visibility 0), as a worker does on shutdown, and
+    /// mark it gone.
     pub fn release_worker(&self, worker: &str) -> Result<usize> {
         let now = now_ms();
         self.write(|tx| {
@@ -448,6 +449,13 @@ impl LocalBackend {
                 "UPDATE messages SET leased_by = NULL, visible_ms = ?2
                  WHERE leased_by = ?1 AND visible_ms > ?2",
                 params![worker, now],
+            )?;
+            // A worker that stopped cleanly is gone, not "active" for a few more seconds: a
+            // console starting right after must not take it for one still running. Its row
+            // and counts stay listed (as gone) until the list prunes it.
+            tx.execute(
+                "UPDATE workers SET last_seen_ms = MIN(last_seen_ms, ?2) WHERE worker = ?1",
+                params![worker, now - super::admin::IDLE_MS],
             )?;
             Ok(Ok(n))
         })

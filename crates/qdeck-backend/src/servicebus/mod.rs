@@ -425,22 +425,6 @@ fn dlq_send_refusal() -> BackendError {
     BackendError::Invalid("Service Bus does not accept messages sent to a dead-letter queue".into())
 }
 
-/// Why REST cannot receive from this entity, when it cannot: session-enabled queues and
-/// subscriptions need a session receiver (their dead-letter queues do not).
-fn session_refusal(info: &QueueInfo) -> Option<String> {
-    let session = info
-        .settings
-        .extra
-        .get("requires_session")
-        .is_some_and(|v| v.eq_ignore_ascii_case("true"));
-    (session && !info.is_dlq).then(|| {
-        format!(
-            "{} requires sessions, and Service Bus REST has no session receiver: browsing, purging and receiving are refused (its dead-letter queue has no sessions and can be browsed and resubmitted)",
-            sanitize::clean(info.id.as_str())
-        )
-    })
-}
-
 /// The note shown wherever copies into `target` get a new MessageId.
 pub fn new_id_note(target: &str, known: bool) -> String {
     let why = if known {

@@ -18,9 +18,10 @@ use async_trait::async_trait;
 use super::copy_policy::CopyPolicy;
 use super::http::Rest;
 use super::transport::Transport;
-use super::{dlq_parent, session_refusal, ServiceBus, AGE_NOTE, DELETE_COST};
+use super::{dlq_parent, ServiceBus, AGE_NOTE, DELETE_COST};
 use crate::{BackendError, OpProgress, Result};
 use qdeck_model::domain::*;
+use qdeck_model::sanitize;
 
 const NO_SESSIONS: &str =
     "Service Bus REST has no session receiver: sessions need transport = \"amqp\"";
@@ -161,4 +162,20 @@ impl Transport for RestTransport {
         }
         delete::delete_ids(&self.rest, queue.as_str(), ids, progress).await
     }
+}
+
+/// Why REST cannot receive from this entity, when it cannot: session-enabled queues and
+/// subscriptions need a session receiver (their dead-letter queues do not).
+fn session_refusal(info: &QueueInfo) -> Option<String> {
+    let session = info
+        .settings
+        .extra
+        .get("requires_session")
+        .is_some_and(|v| v.eq_ignore_ascii_case("true"));
+    (session && !info.is_dlq).then(|| {
+        format!(
+            "{} requires sessions, and Service Bus REST has no session receiver: browsing, purging and receiving are refused (its dead-letter queue has no sessions and can be browsed and resubmitted)",
+            sanitize::clean(info.id.as_str())
+        )
+    })
 }

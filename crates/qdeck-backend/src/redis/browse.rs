@@ -166,10 +166,10 @@ pub async fn browse(b: &RedisBackend, queue: &QueueId, req: &BrowseRequest) -> R
             page.next = (ids.len() as isize == max).then(|| format!("f:{}", off + max));
         }
         Target::Rq(q) => {
-            page = super::rq_browse::page(b, &mut cm, &q, false, off, max).await?;
+            page = super::rq::browse::page(b, &mut cm, &q, false, off, max).await?;
         }
         Target::RqFailed(q) => {
-            page = super::rq_browse::page(b, &mut cm, &q, true, off, max).await?;
+            page = super::rq::browse::page(b, &mut cm, &q, true, off, max).await?;
         }
         Target::CeleryResults => {
             page = super::celery_results::page(b, off.max(0) as usize, max.max(1) as usize).await?;
@@ -179,7 +179,7 @@ pub async fn browse(b: &RedisBackend, queue: &QueueId, req: &BrowseRequest) -> R
                 .strip_prefix('c')
                 .and_then(|s| s.parse::<usize>().ok())
                 .unwrap_or(0);
-            page = super::kombu_browse::page(&mut cm, &q, step, off, max).await?;
+            page = super::kombu::browse::page(&mut cm, &q, step, off, max).await?;
         }
         Target::SkQueue(q) => {
             let items = list_page(&mut cm, &b.skey(&format!("queue:{q}")), off, max).await?;

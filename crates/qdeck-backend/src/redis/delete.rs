@@ -43,8 +43,8 @@ pub async fn delete_ids(
         ),
         Target::RqFailed(q) => (
             &b.scripts.rq_remove_ids,
-            super::rq_listing::registry_key("failed", q),
-            Some(super::rq_listing::JOB_PREFIX.to_string()),
+            super::rq::listing::registry_key("failed", q),
+            Some(super::rq::listing::JOB_PREFIX.to_string()),
         ),
         Target::SkDead => (&b.scripts.sidekiq_remove, b.skey("dead"), None),
         Target::SkRetry => (&b.scripts.sidekiq_remove, b.skey("retry"), None),

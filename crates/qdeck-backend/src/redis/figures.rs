@@ -1,7 +1,7 @@
 //! Figures for any number of queues in one pipelined round trip: one read-only EVALSHA per
 //! BullMQ queue (counts, paused flag, oldest waiting job's timestamp), plain reads for
 //! Sidekiq (list lengths and the oldest payload's enqueued_at, sorted set sizes, counters),
-//! one read-only EVALSHA per RQ queue (rq_figures.rs).
+//! one read-only EVALSHA per RQ queue (rq/figures.rs).
 
 use ::redis::Value;
 
@@ -79,12 +79,12 @@ enum Slot {
 fn width(s: &Slot) -> usize {
     match s {
         Slot::Bull { .. } => 1,
-        // Every RQ queue is read by batch runs after the slots' commands (rq_figures.rs).
+        // Every RQ queue is read by batch runs after the slots' commands (rq/figures.rs).
         Slot::Rq { .. } => 0,
         Slot::SkQueue(_) => 3,
         Slot::SkDead | Slot::SkRetry => 2,
         Slot::SkSchedule => 1,
-        Slot::Celery(_) => super::kombu_figures::WIDTH,
+        Slot::Celery(_) => super::kombu::figures::WIDTH,
     }
 }
 
@@ -131,7 +131,7 @@ pub async fn stats(b: &RedisBackend, queues: &[QueueId]) -> Result<StatsBatch> {
         SidekiqTotals::default()
     };
     let rq_at: usize = slots.iter().map(|(_, s)| width(s)).sum();
-    let rq = super::rq_figures::by_queue(
+    let rq = super::rq::figures::by_queue(
         &rq_names,
         replies
             .get(rq_at..(rq_at + rq_runs).min(replies.len()))
@@ -139,14 +139,14 @@ pub async fn stats(b: &RedisBackend, queues: &[QueueId]) -> Result<StatsBatch> {
     );
     let unacked = if any_celery {
         let at = rq_at + rq_runs;
-        super::kombu_figures::Unacked::from_replies(
+        super::kombu::figures::Unacked::from_replies(
             replies
-                .get(at..(at + super::kombu_figures::SHARED).min(replies.len()))
+                .get(at..(at + super::kombu::figures::SHARED).min(replies.len()))
                 .unwrap_or(&[]),
             at_ms,
         )
     } else {
-        super::kombu_figures::Unacked::default()
+        super::kombu::figures::Unacked::default()
     };
     let shared = Shared {
         totals: &totals,
@@ -248,7 +248,7 @@ async fn slots_for(
 }
 
 /// The commands of every slot (`width` each, in order), then the RQ queues' batch runs (their
-/// count is returned), then the Celery queues' shared reads (kombu_figures::SHARED), then
+/// count is returned), then the Celery queues' shared reads (kombu::figures::SHARED), then
 /// Sidekiq's process-wide counters when any slot is Sidekiq's.
 fn pipeline(
     b: &RedisBackend,
@@ -298,12 +298,12 @@ fn pipeline(
                 pipe.zcard(b.skey("schedule"));
             }
             Slot::Rq { .. } => {}
-            Slot::Celery(q) => super::kombu_figures::add_queue(&mut pipe, q),
+            Slot::Celery(q) => super::kombu::figures::add_queue(&mut pipe, q),
         }
     }
-    let rq_runs = super::rq_figures::add_to(b, &mut pipe, rq_names);
+    let rq_runs = super::rq::figures::add_to(b, &mut pipe, rq_names);
     if any_celery {
-        super::kombu_figures::add_shared(&mut pipe, now_ms());
+        super::kombu::figures::add_shared(&mut pipe, now_ms());
     }
     if any_sidekiq {
         pipe.get(b.skey("stat:processed"))
@@ -336,7 +336,7 @@ impl SidekiqTotals {
 struct Shared<'a> {
     totals: &'a SidekiqTotals,
     rq: &'a std::collections::HashMap<String, Value>,
-    unacked: &'a super::kombu_figures::Unacked,
+    unacked: &'a super::kombu::figures::Unacked,
 }
 
 /// One queue's figures from its replies `r`, or why it has none.
@@ -404,9 +404,9 @@ fn figures(
         }
         Slot::Rq { queue, failed } => {
             let known = b.cache().ids.contains_key(id);
-            super::rq_figures::fill(&mut st, &queue, rq.get(&queue), failed, known)?;
+            super::rq::figures::fill(&mut st, &queue, rq.get(&queue), failed, known)?;
         }
-        Slot::Celery(q) => super::kombu_figures::fill(&mut st, &q, r, shared.unacked),
+        Slot::Celery(q) => super::kombu::figures::fill(&mut st, &q, r, shared.unacked),
     }
     Ok(st)
 }

@@ -1,8 +1,8 @@
 //! Which job libraries use this database and their queues, found by key schema: BullMQ by
 //! `<prefix>:<queue>:meta` hashes (their `version` field names the library version),
 //! Sidekiq by its `queues` set, `processes` set and sorted sets, RQ by its `rq:queues` and
-//! `rq:workers` sets (rq_listing.rs), Celery by kombu's `_kombu.binding.*` tables
-//! (kombu_listing.rs).
+//! `rq:workers` sets (rq/listing.rs), Celery by kombu's `_kombu.binding.*` tables
+//! (kombu/listing.rs).
 
 use std::collections::HashMap;
 
@@ -124,13 +124,13 @@ pub async fn list(b: &RedisBackend) -> Result<Vec<QueueInfo>> {
     };
     let rq = match b.wants(Flavor::Rq) {
         Some(false) => None,
-        Some(true) => Some(super::rq_listing::scan(b).await?),
-        None => Some(super::rq_listing::scan(b).await?).filter(|s| s.present),
+        Some(true) => Some(super::rq::listing::scan(b).await?),
+        None => Some(super::rq::listing::scan(b).await?).filter(|s| s.present),
     };
     let celery = match b.wants(Flavor::Celery) {
         Some(false) => None,
-        Some(true) => Some(super::kombu_listing::scan(b).await?),
-        None => Some(super::kombu_listing::scan(b).await?).filter(|s| !s.queues.is_empty()),
+        Some(true) => Some(super::kombu::listing::scan(b).await?),
+        None => Some(super::kombu::listing::scan(b).await?).filter(|s| !s.queues.is_empty()),
     };
     let present = usize::from(!bull.is_empty())
         + usize::from(sk.is_some())
@@ -153,11 +153,11 @@ pub async fn list(b: &RedisBackend) -> Result<Vec<QueueInfo>> {
     }
     let mut rq_version = None;
     if let Some(rq) = rq {
-        super::rq_listing::add(b, &mut found, &rq, both);
+        super::rq::listing::add(b, &mut found, &rq, both);
         rq_version = rq.version;
     }
     if let Some(celery) = &celery {
-        super::kombu_listing::add(b, &mut found, celery, both);
+        super::kombu::listing::add(b, &mut found, celery, both);
     }
     let results = match b.wants(Flavor::Celery) {
         Some(false) => false,

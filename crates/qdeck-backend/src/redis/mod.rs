@@ -15,20 +15,10 @@ mod delete;
 mod figures;
 mod jobs;
 mod json_text;
-mod kombu_browse;
-mod kombu_envelope;
-mod kombu_figures;
-mod kombu_listing;
-mod kombu_pidbox;
+mod kombu;
 mod listing;
 mod mutate;
-mod rq_browse;
-mod rq_figures;
-mod rq_jobs;
-mod rq_listing;
-mod rq_mutate;
-mod rq_scripts;
-mod rq_workers;
+mod rq;
 mod scheduled;
 mod scripts;
 mod workers;
@@ -205,10 +195,10 @@ impl RedisBackend {
                 bull_remove_ids: Lua::new(scripts::BULL_REMOVE_IDS),
                 sidekiq_retry: Lua::new(scripts::SIDEKIQ_RETRY),
                 sidekiq_remove: Lua::new(scripts::SIDEKIQ_REMOVE_JIDS),
-                rq_figures: Lua::new(rq_scripts::RQ_FIGURES),
-                rq_requeue: Lua::new(rq_scripts::RQ_REQUEUE),
-                rq_remove: Lua::new(&rq_scripts::rq_remove_batch()),
-                rq_remove_ids: Lua::new(&rq_scripts::rq_remove_ids()),
+                rq_figures: Lua::new(rq::scripts::RQ_FIGURES),
+                rq_requeue: Lua::new(rq::scripts::RQ_REQUEUE),
+                rq_remove: Lua::new(&rq::scripts::rq_remove_batch()),
+                rq_remove_ids: Lua::new(&rq::scripts::rq_remove_ids()),
             },
             cache: Mutex::new(Cache::default()),
             sk_seen: Mutex::new(HashSet::new()),
@@ -347,7 +337,7 @@ impl RedisBackend {
                 return Ok(r.clone());
             }
         }
-        let r = kombu_pidbox::discover(self).await?;
+        let r = kombu::pidbox::discover(self).await?;
         *slot = Some((std::time::Instant::now(), r.clone()));
         Ok(r)
     }
@@ -489,7 +479,7 @@ impl Backend for RedisBackend {
         &self,
         req: &crate::celery::workers::Request,
     ) -> Result<crate::celery::workers::WorkerReport> {
-        let r = kombu_pidbox::control(self, req).await;
+        let r = kombu::pidbox::control(self, req).await;
         // What the workers hold may have changed: the next look asks again.
         *self.celery_workers.lock().await = None;
         r

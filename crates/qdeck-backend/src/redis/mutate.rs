@@ -136,7 +136,7 @@ pub async fn redrive(
                 // Unreadable jobs stay at the head of the registry: later batches start
                 // after them.
                 let skip = if explicit { 0 } else { report.failed };
-                super::rq_mutate::requeue_batch(b, &mut cm, q, n, skip, &chunk).await?
+                super::rq::mutate::requeue_batch(b, &mut cm, q, n, skip, &chunk).await?
             }
             Target::SkDead | Target::SkRetry => {
                 let set = if target == Target::SkDead {
@@ -196,7 +196,7 @@ pub async fn purge(
         Target::CeleryResults => Err(super::celery_results::refuse()),
         Target::Rq(q) | Target::RqFailed(q) => {
             let failed = matches!(t, Target::RqFailed(_));
-            super::rq_mutate::purge(b, &mut cm, q, failed, progress).await
+            super::rq::mutate::purge(b, &mut cm, q, failed, progress).await
         }
         Target::SkQueue(q) => {
             // As Sidekiq::Queue#clear: the list goes and the queue leaves the `queues` set.
@@ -303,7 +303,7 @@ async fn purge_celery(
     // transaction, so a task pushed meanwhile is either counted and gone or kept.
     let mut pipe = ::redis::pipe();
     pipe.atomic();
-    for key in super::kombu_listing::lists(q) {
+    for key in super::kombu::listing::lists(q) {
         pipe.llen(&key).del(&key);
     }
     let replies: Vec<u64> = pipe.query_async(cm).await.map_err(super::conn::map_err)?;

@@ -80,7 +80,7 @@ pub async fn browse_scheduled(
             (msgs, members.len())
         }
         Target::Rq(q) => {
-            let jobs = super::rq_browse::scheduled(b, &mut cm, &q, off, max).await?;
+            let jobs = super::rq::browse::scheduled(b, &mut cm, &q, off, max).await?;
             let n = jobs.len();
             let msgs = jobs
                 .into_iter()

@@ -20,7 +20,7 @@ pub async fn consumers(b: &RedisBackend, queue: &QueueId) -> Result<Vec<Consumer
     match b.resolve(queue).await? {
         Target::Bull(q) | Target::BullFailed(q) => bull_workers(b, queue, &q).await,
         Target::SkQueue(q) => sidekiq_processes(b, queue, Some(&q)).await,
-        Target::Rq(q) | Target::RqFailed(q) => super::rq_workers::workers(b, queue, &q).await,
+        Target::Rq(q) | Target::RqFailed(q) => super::rq::workers::workers(b, queue, &q).await,
         Target::Celery(q) => Ok(b.celery_report().await?.consumers(queue, &q)),
         _ => sidekiq_processes(b, queue, None).await,
     }

@@ -1,15 +1,15 @@
-//! Azure Service Bus backend: counts and settings from the ATOM management API (`mgmt`), and
-//! messages over AMQP 1.0 (`amqp`, profile `transport = "amqp"`, the default: a true peek,
-//! sessions, scheduled and deferred messages; `over_amqp` hands the operations to it) or over
-//! REST (`transport = "rest"`): runtime calls (`runtime`) for send, peek-lock, unlock,
-//! complete, renew and receive-and-delete, DLQ browse (`browse`), client-side resubmit
-//! (`resubmit`) and purge (`purge`). The connection string comes from the variable the profile
-//! names, read through the `SecretSource` the backend is built with.
+//! Azure Service Bus backend: counts and settings from the ATOM management API (`mgmt`),
+//! whichever the transport; messages through one `Transport` chosen when the backend is built
+//! from the profile's `transport`: AMQP 1.0 (`amqp/`, the default: a true peek, sessions,
+//! scheduled and deferred messages) or REST (`rest/`: peek-lock, unlock, complete,
+//! receive-and-delete over HTTP). How a redrive copies is the same over both
+//! (`copy_policy`). The connection string comes from the variable the profile names, read
+//! through the `SecretSource` the backend is built with.
 //!
-//! Runtime calls go straight over reqwest, not through `azure_messaging_servicebus` 0.21: see
-//! the comment at the top of `runtime.rs` for why (binary bodies, lenient BrokerProperties,
-//! keeping the lock URI, custom endpoints). Those crates are dev-dependencies only, kept for
-//! the test that documents their failures.
+//! REST runtime calls go straight over reqwest, not through `azure_messaging_servicebus` 0.21:
+//! see the comment at the top of `rest/runtime.rs` for why (binary bodies, lenient
+//! BrokerProperties, keeping the lock URI, custom endpoints). Those crates are dev-dependencies
+//! only, kept for the test that documents their failures.
 //!
 //! Rows: queues and subscriptions with their `$DeadLetterQueue`, and topics (kind `topic`, no
 //! DLQ) for their own figures (scheduled messages wait on the topic). An entity with
@@ -21,37 +21,36 @@
 //! AMQP against `scripts/sb_standin.sh` (held to Microsoft's own client).
 
 mod amqp;
-mod browse;
 pub mod connstr;
-mod delete;
+mod copy_policy;
 pub mod entra;
 mod http;
 pub mod mgmt;
-mod over_amqp;
-mod purge;
-mod resubmit;
-pub mod runtime;
-mod stamp;
+pub mod rest;
 mod token_life;
+mod transport;
 pub mod ttl;
 
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use serde_json::{Map, Value};
 
 use super::{ApiCalls, Backend, BackendError, DeleteById, OpProgress, Result, Sender};
+use copy_policy::target_of;
 use http::Rest;
 use mgmt::QueueEntry;
 use qdeck_model::config::secret::SecretSource;
 use qdeck_model::config::{Profile, SbAuth, SbTransport, ServicebusSettings};
 use qdeck_model::domain::*;
 use qdeck_model::sanitize;
+use transport::Transport;
 
 pub const DLQ_SUFFIX: &str = "/$DeadLetterQueue";
 
-const REST_NO_SESSIONS: &str =
-    "Service Bus REST has no session receiver: sessions need transport = \"amqp\"";
+/// Deleting by id has no addressed delete to use: this is what it costs the other messages.
+pub const DELETE_COST: &str =
+    "deleting chosen messages peek-locks every message it passes, completes \
+     the chosen ones and unlocks the others (their DeliveryCount +1); only on dead-letter queues";
 
 const AGE_NOTE: &str =
     "Service Bus reports no age of oldest message, and REST cannot peek without locking";
@@ -86,10 +85,10 @@ pub fn dlq_parent(entity: &str) -> Option<&str> {
 }
 
 pub struct ServiceBus {
-    /// The management API (counts, settings), and the runtime over REST when `amqp` is `None`.
+    /// The management API (counts, settings, listing), whichever the transport.
     rest: Arc<Rest>,
-    /// Message operations over AMQP (profile `transport = "amqp"`, the default).
-    amqp: Option<Arc<amqp::Amqp>>,
+    /// How messages travel: REST or AMQP (profile `transport`, AMQP by default).
+    transport: Box<dyn Transport>,
     /// Also list topics' subscriptions (profile `topics`, default true).
     topics: bool,
 }
@@ -150,11 +149,13 @@ pub async fn connect(
         None => info,
     };
     let rest = Arc::new(Rest::new(info)?);
-    let amqp = (settings.transport.unwrap_or_default() == SbTransport::Amqp)
-        .then(|| Arc::new(amqp::Amqp::new(runtime_info, rest.clone())));
+    let transport: Box<dyn Transport> = match settings.transport.unwrap_or_default() {
+        SbTransport::Amqp => Box::new(amqp::Amqp::new(runtime_info, rest.clone())),
+        SbTransport::Rest => Box::new(rest::RestTransport::new(rest.clone())),
+    };
     Ok(Arc::new(ServiceBus {
         rest,
-        amqp,
+        transport,
         topics: settings.topics.unwrap_or(true),
     }))
 }
@@ -420,20 +421,8 @@ impl ServiceBus {
     }
 }
 
-/// Why REST cannot receive from this entity, when it cannot: session-enabled queues and
-/// subscriptions need a session receiver (their dead-letter queues do not).
-fn session_refusal(info: &QueueInfo) -> Option<String> {
-    let session = info
-        .settings
-        .extra
-        .get("requires_session")
-        .is_some_and(|v| v.eq_ignore_ascii_case("true"));
-    (session && !info.is_dlq).then(|| {
-        format!(
-            "{} requires sessions, and Service Bus REST has no session receiver: browsing, purging and receiving are refused (its dead-letter queue has no sessions and can be browsed and resubmitted)",
-            sanitize::clean(info.id.as_str())
-        )
-    })
+fn dlq_send_refusal() -> BackendError {
+    BackendError::Invalid("Service Bus does not accept messages sent to a dead-letter queue".into())
 }
 
 /// The note shown wherever copies into `target` get a new MessageId.
@@ -446,7 +435,7 @@ pub fn new_id_note(target: &str, known: bool) -> String {
     format!(
         "{} {why}: a copy keeping the original MessageId would be accepted and then silently dropped inside the detection window, so each copy gets a new MessageId and keeps the original in the property {}",
         sanitize::clean(target),
-        resubmit::ORIGINAL_ID_PROPERTY
+        copy_policy::ORIGINAL_ID_PROPERTY
     )
 }
 
@@ -461,34 +450,7 @@ impl Backend for ServiceBus {
     }
 
     fn capabilities(&self) -> Capabilities {
-        if self.amqp.is_some() {
-            return over_amqp::capabilities();
-        }
-        Capabilities {
-            browse: BrowseEffect::SideEffect(
-                "Service Bus REST has no peek: browsing a dead-letter queue locks each message for a moment and unlocks it, \
-                 which raises its DeliveryCount by one. Active queues are refused: the same lock+unlock would push \
-                 their messages toward MaxDeliveryCount and into the dead-letter queue."
-                    .to_string(),
-            ),
-            redrive: RedriveMode::ClientSide,
-            age: AgeSource::Unknown(AGE_NOTE.to_string()),
-            consumers: ConsumerListing::Unsupported(
-                "Service Bus does not list the receivers of a queue".to_string(),
-            ),
-            purge_cooldown_secs: None,
-            purge_note: Some(
-                "Purge receives and deletes messages one by one; messages locked by other receivers and scheduled messages are not purged"
-                    .to_string(),
-            ),
-            broker_rates: false,
-            notes: vec![
-                "Depth is ActiveMessageCount, which includes locked messages: Service Bus does not report in-flight separately".to_string(),
-                "Counts need a key with Manage rights".to_string(),
-                "Custom property names travel as HTTP headers and come back lower-cased".to_string(),
-                delete::COST.to_string(),
-            ],
-        }
+        self.transport.capabilities()
     }
 
     fn capabilities_for(&self, queue: &QueueInfo) -> Capabilities {
@@ -503,7 +465,7 @@ impl Backend for ServiceBus {
                     .into(),
             );
         }
-        if let Some(why) = session_refusal(queue).filter(|_| self.amqp.is_none()) {
+        if let Some(why) = self.transport.receive_refusal(queue) {
             caps.browse = BrowseEffect::Unsupported(why.clone());
             caps.redrive = RedriveMode::Unsupported(why.clone());
             caps.purge_note = Some(why);
@@ -571,12 +533,12 @@ impl Backend for ServiceBus {
     /// Manage cannot read them; over AMQP it counts by peeking instead, so a Listen/Send key
     /// can still plan a redrive or a purge.
     async fn count(&self, queue: &QueueId) -> Result<MessageCount> {
-        let e = match (self.entry_of(queue).await, self.amqp()) {
-            (Ok(e), _) => e,
-            (Err(BackendError::Forbidden { .. }), Some(a)) => {
-                return self.amqp_count_by_peek(a, queue).await;
+        let e = match self.entry_of(queue).await {
+            Ok(e) => e,
+            Err(e @ BackendError::Forbidden { .. }) => {
+                return self.transport.count_unreadable(queue, e).await;
             }
-            (Err(e), _) => return Err(e),
+            Err(e) => return Err(e),
         };
         let ready = if dlq_parent(queue.as_str()).is_some() {
             e.count(dlq_count_field(queue.as_str()))
@@ -657,21 +619,11 @@ impl Backend for ServiceBus {
     }
 
     async fn browse(&self, queue: &QueueId, req: &BrowseRequest) -> Result<Page> {
-        if let Some(a) = self.amqp() {
-            return amqp::peek::browse(a, queue.as_str(), req, None).await;
-        }
-        // Forced browse of an active entity: refuse session entities before locking anything.
-        if req.force && dlq_parent(queue.as_str()).is_none() {
-            self.refuse_unreceivable(queue).await?;
-        }
-        browse::browse(&self.rest, queue.as_str(), req).await
+        self.transport.browse(self, queue, req).await
     }
 
     async fn sessions(&self, queue: &QueueId) -> Result<Vec<SessionInfo>> {
-        match self.amqp() {
-            Some(a) => amqp::sessions::list(a, queue.as_str()).await,
-            None => Err(BackendError::Unsupported(REST_NO_SESSIONS.into())),
-        }
+        self.transport.sessions(queue).await
     }
 
     async fn browse_session(
@@ -680,30 +632,19 @@ impl Backend for ServiceBus {
         session: &str,
         req: &BrowseRequest,
     ) -> Result<Page> {
-        match self.amqp() {
-            Some(a) => amqp::peek::browse(a, queue.as_str(), req, Some(session)).await,
-            None => Err(BackendError::Unsupported(REST_NO_SESSIONS.into())),
-        }
+        self.transport.browse_session(queue, session, req).await
     }
 
     async fn browse_scheduled(&self, queue: &QueueId, req: &BrowseRequest) -> Result<Page> {
-        if let Some(a) = self.amqp() {
-            return self.amqp_scheduled(a, queue, req).await;
-        }
-        crate::refuse_scheduled(
-            self,
-            queue,
-            "Service Bus REST cannot peek scheduled messages (only the AMQP client can); \
-             ScheduledMessageCount counts them",
-        )
-        .await
+        self.transport.browse_scheduled(self, queue, req).await
     }
+
     async fn plan_redrive(&self, req: &RedriveRequest) -> Result<RedrivePlan> {
         let source = self.describe(&req.source).await?;
         if let RedriveMode::Unsupported(why) = self.capabilities_for(&source).redrive {
             return Err(BackendError::Unsupported(why));
         }
-        let target = resubmit::target_of(req)?;
+        let target = target_of(req)?;
         let policy = self.copy_policy(&target).await?;
         let mut count = self.count(&req.source).await?;
         if let Some(m) = req.max {
@@ -720,22 +661,16 @@ impl Backend for ServiceBus {
     }
 
     async fn redrive(&self, req: &RedriveRequest, progress: &OpProgress) -> Result<RedriveReport> {
-        let target = resubmit::target_of(req)?;
+        let target = target_of(req)?;
         let policy = self.copy_policy(&target).await?;
-        if let Some(a) = self.amqp() {
-            return self.amqp_redrive(a, req, policy, progress).await;
-        }
-        resubmit::resubmit(self.rest.clone(), req, policy, progress).await
+        self.transport.redrive(req, policy, progress).await
     }
 
     async fn purge(&self, queue: &QueueId, progress: &OpProgress) -> Result<PurgeReport> {
         if dlq_parent(queue.as_str()).is_none() {
             self.refuse_unreceivable(queue).await?;
         }
-        if let Some(a) = self.amqp() {
-            return self.amqp_purge(a, queue, progress).await;
-        }
-        purge::purge(self.rest.clone(), queue.as_str(), progress).await
+        self.transport.purge(self, queue, progress).await
     }
 
     fn deleter(&self) -> Option<&dyn DeleteById> {
@@ -748,10 +683,7 @@ impl Backend for ServiceBus {
         id: &str,
         progress: &OpProgress,
     ) -> Result<DeleteReport> {
-        match self.amqp() {
-            Some(a) => self.amqp_cancel_scheduled(a, queue, id).await,
-            None => self.delete_ids(queue, &[id.to_string()], progress).await,
-        }
+        self.transport.cancel_scheduled(queue, id, progress).await
     }
 
     fn api_calls(&self) -> &ApiCalls {
@@ -763,52 +695,9 @@ impl Backend for ServiceBus {
 impl Sender for ServiceBus {
     async fn send(&self, queue: &QueueId, msg: OutgoingMessage) -> Result<Option<String>> {
         if dlq_parent(queue.as_str()).is_some() {
-            return Err(BackendError::Invalid(
-                "Service Bus does not accept messages sent to a dead-letter queue".to_string(),
-            ));
+            return Err(dlq_send_refusal());
         }
-        if let Some(a) = self.amqp() {
-            return self.amqp_send(a, queue, &msg).await;
-        }
-        let id = uuid::Uuid::new_v4().to_string();
-        let mut props = Map::new();
-        props.insert("MessageId".into(), Value::String(id.clone()));
-        if let Some(k) = &msg.key {
-            props.insert("SessionId".into(), Value::String(k.clone()));
-        }
-        if let Some(d) = msg.delay {
-            let at = chrono::Utc::now() + chrono::Duration::milliseconds(d.as_millis() as i64);
-            props.insert(
-                "ScheduledEnqueueTimeUtc".into(),
-                Value::String(at.format("%a, %d %b %Y %H:%M:%S GMT").to_string()),
-            );
-        }
-        // A MessageId given here is sent (`qdeck send -P MessageId=…`); the paths that send a
-        // browsed message again take its id out first (`headers::drop_identity`).
-        let mut content_type = None;
-        for (k, v) in msg.properties {
-            if k == "ContentType" {
-                content_type = Some(v.text());
-            } else if k == "TimeToLive" {
-                if let Some(ttl) = ttl::rest_json(&v)? {
-                    props.insert(k, ttl);
-                }
-            } else if runtime::SETTABLE.contains(&k.as_str()) {
-                props.insert(k, Value::String(v.text()));
-            }
-        }
-        let mut custom = Vec::new();
-        for (k, v) in msg.headers {
-            custom.push((k, browse::custom_header(&v)));
-        }
-        let out = runtime::Outgoing {
-            body: msg.body,
-            content_type,
-            props,
-            custom,
-        };
-        runtime::send(&self.rest, queue.as_str(), &out).await?;
-        Ok(Some(id))
+        self.transport.send(queue, msg).await
     }
 
     async fn send_many(
@@ -816,36 +705,28 @@ impl Sender for ServiceBus {
         queue: &QueueId,
         msgs: Vec<OutgoingMessage>,
     ) -> Vec<Result<Option<String>>> {
-        match self.amqp() {
-            Some(a) if dlq_parent(queue.as_str()).is_none() => {
-                self.amqp_send_many(a, queue, msgs).await
-            }
-            _ => {
-                let mut out = Vec::with_capacity(msgs.len());
-                for m in msgs {
-                    let r = self.send(queue, m).await;
-                    let stop = r.is_err();
-                    out.push(r);
-                    if stop {
-                        break;
-                    }
-                }
-                out
-            }
+        if dlq_parent(queue.as_str()).is_some() {
+            // Each would be refused alike: the answer stops at the first, as `send_many` does.
+            return msgs
+                .iter()
+                .take(1)
+                .map(|_| Err(dlq_send_refusal()))
+                .collect();
         }
+        self.transport.send_many(queue, msgs).await
     }
 }
 
 #[async_trait]
 impl DeleteById for ServiceBus {
     fn delete_note(&self, _queue: &QueueInfo) -> Option<String> {
-        Some(delete::COST.into())
+        Some(DELETE_COST.into())
     }
 
     fn delete_refusal(&self, queue: &QueueInfo) -> Option<String> {
         dlq_parent(queue.id.as_str())
             .is_none()
-            .then(|| format!("{}: {}; refused", queue.id, delete::COST))
+            .then(|| format!("{}: {}; refused", queue.id, DELETE_COST))
     }
 
     /// Peek-lock → complete the chosen ids, unlock the rest (DeliveryCount +1).
@@ -855,34 +736,20 @@ impl DeleteById for ServiceBus {
         ids: &[String],
         progress: &OpProgress,
     ) -> Result<DeleteReport> {
-        if let Some(a) = self.amqp() {
-            // Deferred messages are taken by sequence number, touching no other message.
-            let only_deferred = dlq_parent(queue.as_str()).is_none()
-                && amqp::purge::all_deferred(a, queue.as_str(), ids).await?;
-            if dlq_parent(queue.as_str()).is_some() || only_deferred {
-                return amqp::purge::delete_ids(a, queue.as_str(), ids, progress).await;
-            }
-        }
-        if dlq_parent(queue.as_str()).is_none() {
-            return Err(BackendError::Refused(format!(
-                "{queue}: {}; refused",
-                delete::COST
-            )));
-        }
-        delete::delete_ids(&self.rest, queue.as_str(), ids, progress).await
+        self.transport.delete_ids(queue, ids, progress).await
     }
 }
 
 impl ServiceBus {
     /// Refuse, before locking anything, an entity REST cannot receive from (a session-enabled
     /// queue or subscription, a topic). A key without Manage cannot tell: the broker decides.
-    async fn refuse_unreceivable(&self, queue: &QueueId) -> Result<()> {
+    pub(super) async fn refuse_unreceivable(&self, queue: &QueueId) -> Result<()> {
         let info = match self.describe(queue).await {
             Ok(i) => i,
             Err(BackendError::Forbidden { .. }) => return Ok(()),
             Err(e) => return Err(e),
         };
-        if let Some(why) = session_refusal(&info).filter(|_| self.amqp.is_none()) {
+        if let Some(why) = self.transport.receive_refusal(&info) {
             return Err(BackendError::Unsupported(why));
         }
         if info.kind == QueueKind::Topic {
@@ -896,7 +763,7 @@ impl ServiceBus {
 
     /// How copies into `target` are made: with a new MessageId when the target has duplicate
     /// detection on (or when the key cannot read whether it has).
-    async fn copy_policy(&self, target: &str) -> Result<resubmit::CopyPolicy> {
+    async fn copy_policy(&self, target: &str) -> Result<copy_policy::CopyPolicy> {
         let entry = self.target_entry(target).await?;
         let (new_ids, known) = match &entry {
             Some(e) => (e.flag("RequiresDuplicateDetection"), true),
@@ -912,7 +779,7 @@ impl ServiceBus {
                 sanitize::clean(target)
             ));
         }
-        Ok(resubmit::CopyPolicy { new_ids, notes })
+        Ok(copy_policy::CopyPolicy { new_ids, notes })
     }
 }
 

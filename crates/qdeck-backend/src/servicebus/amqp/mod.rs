@@ -8,7 +8,7 @@
 //!
 //! One connection per backend, opened on first use and again after it breaks; links are opened
 //! per operation (and `$management` links kept per entity), each after a CBS token for the
-//! entity was put (`conn`).
+//! entity was put (`conn`). `transport` is how the backend reaches all this.
 
 mod conn;
 pub mod convert;
@@ -23,6 +23,7 @@ mod request;
 pub mod scheduled;
 pub mod send;
 pub mod sessions;
+mod transport;
 
 use std::sync::Arc;
 

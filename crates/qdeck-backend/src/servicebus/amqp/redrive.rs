@@ -26,7 +26,7 @@ use std::time::Duration;
 use fe2o3_amqp::types::messaging::MessageId;
 use fe2o3_amqp::types::primitives::SimpleValue;
 
-use super::super::resubmit::{CopyPolicy, ORIGINAL_ID_PROPERTY};
+use super::super::copy_policy::{CopyPolicy, ORIGINAL_ID_PROPERTY};
 use super::convert::{self, AmqpMessage};
 use super::lock_keeper::{Keep, LockSet};
 use super::receive::{settle_by_token, LockReceiver, Locked};

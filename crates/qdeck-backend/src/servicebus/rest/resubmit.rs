@@ -20,9 +20,10 @@ use std::time::Duration;
 
 use futures::future::join_all;
 
-use super::http::Rest;
 use super::runtime::{self, Outgoing, Received};
-use super::{dlq_parent, mgmt};
+use crate::servicebus::copy_policy::{target_of, CopyPolicy, ORIGINAL_ID_PROPERTY};
+use crate::servicebus::http::Rest;
+use crate::servicebus::{dlq_count_field, dlq_parent, mgmt};
 use crate::{BackendError, OpProgress, Result};
 use qdeck_model::domain::*;
 use qdeck_model::rate::Limiter;
@@ -33,18 +34,6 @@ const EMPTY_STOP: u32 = 3;
 /// Transient failures in a row after which the run stops.
 const ERR_STOP: u32 = 5;
 const MAX_ERRORS_KEPT: usize = 20;
-/// Custom property holding the original MessageId of a copy sent with a new one.
-pub const ORIGINAL_ID_PROPERTY: &str = "OriginalMessageId";
-
-/// How copies are made, decided from the target's settings before the run.
-#[derive(Debug, Clone, Default)]
-pub struct CopyPolicy {
-    /// Give each copy a new MessageId (the target has, or may have, duplicate detection).
-    pub new_ids: bool,
-    /// Said in the dialog (plan) and in the report.
-    pub notes: Vec<String>,
-}
-
 #[derive(Default)]
 struct State {
     report: RedriveReport,
@@ -149,33 +138,6 @@ fn identity(m: &Received) -> Option<String> {
         .or_else(|| m.message_id())
 }
 
-/// The entity copies go to, after the checks every resubmit makes.
-pub fn target_of(req: &RedriveRequest) -> Result<String> {
-    let source = req.source.as_str();
-    let Some(parent) = dlq_parent(source) else {
-        return Err(BackendError::Invalid(format!(
-            "resubmit moves messages out of a dead-letter queue: use {}/$DeadLetterQueue as the source",
-            qdeck_model::sanitize::clean(source)
-        )));
-    };
-    let target = match &req.target {
-        RedriveTarget::Origin if super::is_subscription(parent) => {
-            return Err(BackendError::Invalid(format!(
-                "{} is a subscription and cannot receive messages: choose the topic (every subscription gets a copy) or a queue as the target",
-                qdeck_model::sanitize::clean(parent)
-            )))
-        }
-        RedriveTarget::Origin => parent.to_string(),
-        RedriveTarget::Queue(q) => q.as_str().to_string(),
-    };
-    if dlq_parent(&target).is_some() {
-        return Err(BackendError::Invalid(
-            "Service Bus does not accept messages sent to a dead-letter queue".into(),
-        ));
-    }
-    Ok(target)
-}
-
 pub async fn resubmit(
     rest: Arc<Rest>,
     req: &RedriveRequest,
@@ -190,7 +152,7 @@ pub async fn resubmit(
     // without; the watermark still stops it at copies coming back).
     let mut max = req.max;
     if let Ok(Some(e)) = mgmt::get_queue(&rest, &parent).await {
-        if let Some(n) = e.count(super::dlq_count_field(&source)) {
+        if let Some(n) = e.count(dlq_count_field(&source)) {
             max = Some(max.map_or(n, |m| m.min(n)));
         }
     }

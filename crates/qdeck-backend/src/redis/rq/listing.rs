@@ -2,9 +2,9 @@
 //! (`rq:queue:<name>`), `rq:workers` each worker's hash, whose `version` field says which RQ
 //! runs here. Each queue is listed with its failed job registry as its DLQ.
 
-use super::conn::map_err;
-use super::listing::Found;
-use super::{RedisBackend, Target};
+use crate::redis::conn::map_err;
+use crate::redis::listing::Found;
+use crate::redis::{RedisBackend, Target};
 use crate::Result;
 use qdeck_model::domain::*;
 use qdeck_model::sanitize::clean_short;

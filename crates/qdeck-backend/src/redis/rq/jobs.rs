@@ -13,8 +13,8 @@ use std::collections::HashMap;
 
 use base64::Engine;
 
-use super::figures::{as_array, as_string};
-use super::json_text::pretty_or_raw;
+use crate::redis::figures::{as_array, as_string};
+use crate::redis::json_text::pretty_or_raw;
 use qdeck_model::domain::*;
 use qdeck_model::sanitize::clean_short;
 

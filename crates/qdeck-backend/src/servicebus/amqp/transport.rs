@@ -1,9 +1,14 @@
-//! The `Backend` operations that go over AMQP when the profile's transport is `amqp`: what
-//! they declare, and how `ServiceBus` hands them to `amqp`.
+//! `Transport` over AMQP (profile `transport = "amqp"`, the default): a true peek, sessions,
+//! scheduled and deferred messages. What it declares, and how each operation is handed to the
+//! modules beside this one.
 
-use super::amqp::{self, convert, Amqp};
-use super::resubmit::{self, CopyPolicy};
-use super::{dlq_parent, mgmt, ServiceBus};
+use async_trait::async_trait;
+
+use super::{convert, Amqp};
+use crate::servicebus::amqp;
+use crate::servicebus::copy_policy::{target_of, CopyPolicy};
+use crate::servicebus::transport::Transport;
+use crate::servicebus::{dlq_count_field, dlq_parent, mgmt, ServiceBus, DELETE_COST};
 use crate::{Backend, BackendError, OpProgress, Result};
 use qdeck_model::domain::*;
 use qdeck_model::sanitize;
@@ -13,7 +18,7 @@ const DEFAULT_LOCK_SECS: f64 = 30.0;
 /// Messages counted by peek at most (20 peeks of 250); beyond, the count is marked inexact.
 const COUNT_BY_PEEK_CAP: u64 = 5_000;
 
-pub fn capabilities() -> Capabilities {
+fn capabilities() -> Capabilities {
     Capabilities {
         browse: BrowseEffect::None,
         redrive: RedriveMode::ClientSide,
@@ -36,19 +41,10 @@ pub fn capabilities() -> Capabilities {
     }
 }
 
-impl ServiceBus {
-    pub(super) fn amqp(&self) -> Option<&Amqp> {
-        self.amqp.as_deref()
-    }
-
+impl Amqp {
     /// The scheduled messages, each under its sequence number (what cancelling takes).
-    pub(super) async fn amqp_scheduled(
-        &self,
-        a: &Amqp,
-        queue: &QueueId,
-        req: &BrowseRequest,
-    ) -> Result<Page> {
-        let mut page = amqp::peek::browse_scheduled(a, queue.as_str(), req).await?;
+    async fn peek_scheduled(&self, queue: &QueueId, req: &BrowseRequest) -> Result<Page> {
+        let mut page = amqp::peek::browse_scheduled(self, queue.as_str(), req).await?;
         for m in &mut page.messages {
             if let Some(seq) = m.seq {
                 m.id = seq.to_string();
@@ -64,16 +60,13 @@ impl ServiceBus {
     /// Count the messages a redrive or purge would take by peeking (scheduled ones are left
     /// out: neither takes them), for a key without the Manage right the management API's
     /// figures need. Exact up to `COUNT_BY_PEEK_CAP`, marked inexact beyond.
-    pub(super) async fn amqp_count_by_peek(
-        &self,
-        a: &Amqp,
-        queue: &QueueId,
-    ) -> Result<MessageCount> {
+    async fn count_by_peek(&self, queue: &QueueId) -> Result<MessageCount> {
         let mut ready = 0u64;
         let mut from = 0i64;
         loop {
             let got =
-                amqp::peek::peek_raw(a, queue.as_str(), from, amqp::peek::PEEK_BATCH, None).await?;
+                amqp::peek::peek_raw(self, queue.as_str(), from, amqp::peek::PEEK_BATCH, None)
+                    .await?;
             let Some(last) = got.last().and_then(convert::sequence_number) else {
                 return Ok(MessageCount {
                     ready,
@@ -95,23 +88,69 @@ impl ServiceBus {
             from = last + 1;
         }
     }
+}
 
-    pub(super) async fn amqp_redrive(
+#[async_trait]
+impl Transport for Amqp {
+    fn capabilities(&self) -> Capabilities {
+        capabilities()
+    }
+
+    /// A session receiver takes every kind of entity REST refuses.
+    fn receive_refusal(&self, _info: &QueueInfo) -> Option<String> {
+        None
+    }
+
+    /// Peeking needs only Listen, so a key without Manage can still plan a redrive or purge.
+    async fn count_unreadable(
         &self,
-        a: &Amqp,
+        queue: &QueueId,
+        _forbidden: BackendError,
+    ) -> Result<MessageCount> {
+        self.count_by_peek(queue).await
+    }
+
+    async fn browse(&self, _sb: &ServiceBus, queue: &QueueId, req: &BrowseRequest) -> Result<Page> {
+        amqp::peek::browse(self, queue.as_str(), req, None).await
+    }
+
+    async fn sessions(&self, queue: &QueueId) -> Result<Vec<SessionInfo>> {
+        amqp::sessions::list(self, queue.as_str()).await
+    }
+
+    async fn browse_session(
+        &self,
+        queue: &QueueId,
+        session: &str,
+        req: &BrowseRequest,
+    ) -> Result<Page> {
+        amqp::peek::browse(self, queue.as_str(), req, Some(session)).await
+    }
+
+    async fn browse_scheduled(
+        &self,
+        _sb: &ServiceBus,
+        queue: &QueueId,
+        req: &BrowseRequest,
+    ) -> Result<Page> {
+        self.peek_scheduled(queue, req).await
+    }
+
+    async fn redrive(
+        &self,
         req: &RedriveRequest,
         policy: CopyPolicy,
         progress: &OpProgress,
     ) -> Result<RedriveReport> {
         let source = req.source.as_str().to_string();
-        let target = resubmit::target_of(req)?;
+        let target = target_of(req)?;
         let parent = dlq_parent(&source).unwrap_or(source.as_str()).to_string();
         progress.phase("counting");
         // What is in the DLQ now caps the run, when the key may read it.
         let mut max = req.max;
         let mut lock_secs = DEFAULT_LOCK_SECS;
         if let Ok(Some(e)) = mgmt::get_queue(&self.rest, &parent).await {
-            if let Some(n) = e.count(super::dlq_count_field(&source)) {
+            if let Some(n) = e.count(dlq_count_field(&source)) {
                 max = Some(max.map_or(n, |m| m.min(n)));
             }
             if let Some(s) = e
@@ -123,7 +162,7 @@ impl ServiceBus {
             }
         }
         let run = amqp::redrive::Run {
-            amqp: a,
+            amqp: self,
             source,
             target,
             max,
@@ -135,27 +174,27 @@ impl ServiceBus {
 
     /// Purge; a session-enabled entity session by session (a receiver without a session
     /// filter is refused there).
-    pub(super) async fn amqp_purge(
+    async fn purge(
         &self,
-        a: &Amqp,
+        sb: &ServiceBus,
         queue: &QueueId,
         progress: &OpProgress,
     ) -> Result<PurgeReport> {
-        let sessions = match self.describe(queue).await {
+        let sessions = match sb.describe(queue).await {
             Ok(info) if !info.is_dlq && requires_session(&info) => {
-                Some(amqp::sessions::ids(a, queue.as_str()).await?)
+                Some(amqp::sessions::ids(self, queue.as_str()).await?)
             }
             _ => None,
         };
-        amqp::purge::purge(a, queue.as_str(), sessions, progress).await
+        amqp::purge::purge(self, queue.as_str(), sessions, progress).await
     }
 
     /// Cancel a scheduled message by its sequence number.
-    pub(super) async fn amqp_cancel_scheduled(
+    async fn cancel_scheduled(
         &self,
-        a: &Amqp,
         queue: &QueueId,
         id: &str,
+        _progress: &OpProgress,
     ) -> Result<DeleteReport> {
         let seq: i64 = id.trim().parse().map_err(|_| {
             BackendError::Invalid(format!(
@@ -163,28 +202,22 @@ impl ServiceBus {
                 sanitize::clean(id)
             ))
         })?;
-        amqp::scheduled::cancel(a, queue.as_str(), &[seq]).await?;
+        amqp::scheduled::cancel(self, queue.as_str(), &[seq]).await?;
         Ok(DeleteReport {
             deleted: 1,
             ..Default::default()
         })
     }
 
-    pub(super) async fn amqp_send(
-        &self,
-        a: &Amqp,
-        queue: &QueueId,
-        msg: &OutgoingMessage,
-    ) -> Result<Option<String>> {
-        let m = convert::outgoing(msg)?;
+    async fn send(&self, queue: &QueueId, msg: OutgoingMessage) -> Result<Option<String>> {
+        let m = convert::outgoing(&msg)?;
         let id = convert::message_id(&m);
-        amqp::send::send_one(a, queue.as_str(), m).await?;
+        amqp::send::send_one(self, queue.as_str(), m).await?;
         Ok(id)
     }
 
-    pub(super) async fn amqp_send_many(
+    async fn send_many(
         &self,
-        a: &Amqp,
         queue: &QueueId,
         msgs: Vec<OutgoingMessage>,
     ) -> Vec<Result<Option<String>>> {
@@ -203,13 +236,13 @@ impl ServiceBus {
         }
         let mut results: Vec<Result<Option<String>>> = Vec::with_capacity(msgs.len());
         if !out.is_empty() {
-            let mut link = match amqp::send::Link::open(a, queue.as_str()).await {
+            let mut link = match amqp::send::Link::open(self, queue.as_str()).await {
                 Ok(l) => l,
                 Err(e) => return vec![Err(e)],
             };
             let ids: Vec<Option<String>> = out.iter().map(convert::message_id).collect();
             let n = out.len();
-            a.bump("amqp.send", n as u64);
+            self.bump("amqp.send", n as u64);
             let sent = link.send_all(out).await;
             link.close().await;
             let complete = sent.len() == n && sent.iter().all(Result::is_ok);
@@ -220,6 +253,23 @@ impl ServiceBus {
         }
         results.extend(refused.map(Err));
         results
+    }
+
+    /// Deferred messages are taken by sequence number, touching no other message; anything
+    /// else only on a dead-letter queue, where the peek-lock it takes does no harm.
+    async fn delete_ids(
+        &self,
+        queue: &QueueId,
+        ids: &[String],
+        progress: &OpProgress,
+    ) -> Result<DeleteReport> {
+        let is_dlq = dlq_parent(queue.as_str()).is_some();
+        if is_dlq || amqp::purge::all_deferred(self, queue.as_str(), ids).await? {
+            return amqp::purge::delete_ids(self, queue.as_str(), ids, progress).await;
+        }
+        Err(BackendError::Refused(format!(
+            "{queue}: {DELETE_COST}; refused"
+        )))
     }
 }
 

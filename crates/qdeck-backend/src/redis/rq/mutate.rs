@@ -1,13 +1,13 @@
-//! RQ's requeue and purge, each batch one Lua script run (rq_scripts.rs). The batching,
+//! RQ's requeue and purge, each batch one Lua script run (scripts.rs). The batching,
 //! pacing, cancel and report are mutate.rs's, shared with BullMQ and Sidekiq.
 
 use ::redis::aio::ConnectionManager;
 use ::redis::Value;
 
-use super::figures::as_i64;
-use super::rq_jobs::rq_time_text;
-use super::rq_listing::{queue_key, registry_key, JOB_PREFIX, QUEUES, QUEUE_PREFIX};
-use super::RedisBackend;
+use super::jobs::rq_time_text;
+use super::listing::{queue_key, registry_key, JOB_PREFIX, QUEUES, QUEUE_PREFIX};
+use crate::redis::figures::as_i64;
+use crate::redis::RedisBackend;
 use crate::{OpProgress, Result};
 use qdeck_model::domain::*;
 

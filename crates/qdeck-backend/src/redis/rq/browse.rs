@@ -7,12 +7,12 @@ use std::collections::HashMap;
 use ::redis::aio::ConnectionManager;
 use ::redis::Value;
 
-use super::browse::zset_page;
-use super::conn::map_err;
-use super::figures::as_array;
-use super::rq_jobs::rq_job;
-use super::rq_listing::{queue_key, registry_key, JOB_PREFIX};
-use super::RedisBackend;
+use super::jobs::rq_job;
+use super::listing::{queue_key, registry_key, JOB_PREFIX};
+use crate::redis::browse::zset_page;
+use crate::redis::conn::map_err;
+use crate::redis::figures::as_array;
+use crate::redis::RedisBackend;
 use crate::Result;
 use qdeck_model::domain::*;
 

@@ -6,11 +6,11 @@
 
 use ::redis::Value;
 
-use super::conn::map_err;
-use super::figures::{as_array, as_string};
-use super::rq_jobs::rq_time_ms;
-use super::rq_listing::WORKER_PREFIX;
-use super::RedisBackend;
+use super::jobs::rq_time_ms;
+use super::listing::WORKER_PREFIX;
+use crate::redis::conn::map_err;
+use crate::redis::figures::{as_array, as_string};
+use crate::redis::RedisBackend;
 use crate::Result;
 use qdeck_model::domain::*;
 use qdeck_model::sanitize::clean_short;

@@ -7,9 +7,9 @@
 
 use std::collections::BTreeSet;
 
-use super::conn::map_err;
-use super::listing::Found;
-use super::{RedisBackend, Target};
+use crate::redis::conn::map_err;
+use crate::redis::listing::Found;
+use crate::redis::{RedisBackend, Target};
 use crate::Result;
 use qdeck_model::domain::*;
 

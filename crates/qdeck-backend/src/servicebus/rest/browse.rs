@@ -6,9 +6,9 @@
 use futures::future::join_all;
 use serde_json::Value;
 
-use super::dlq_parent;
-use super::http::Rest;
 use super::runtime::{self, Received};
+use crate::servicebus::dlq_parent;
+use crate::servicebus::http::Rest;
 use crate::{BackendError, Result};
 use qdeck_model::domain::*;
 

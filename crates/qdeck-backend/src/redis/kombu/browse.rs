@@ -2,9 +2,9 @@
 //! messages: the priority lists step by step (0, 3, 6, 9), each from its right end. Reads
 //! only (LRANGE): no message moves, nothing enters `unacked`.
 
-use super::browse::list_page;
-use super::kombu_envelope;
-use super::kombu_listing::lists;
+use super::envelope;
+use super::listing::lists;
+use crate::redis::browse::list_page;
 use crate::Result;
 use qdeck_model::domain::*;
 
@@ -26,10 +26,10 @@ pub async fn page(
         }
         let items = list_page(cm, &keys[step], off, room).await?;
         let got = items.len() as isize;
-        let shown = keys[step].replace(super::kombu_listing::SEP, "\\x06\\x16");
+        let shown = keys[step].replace(super::listing::SEP, "\\x06\\x16");
         for (i, raw) in items.iter().enumerate() {
             page.messages
-                .push(kombu_envelope::message(raw, &shown, off as usize + i));
+                .push(envelope::message(raw, &shown, off as usize + i));
         }
         if got < room {
             step += 1;

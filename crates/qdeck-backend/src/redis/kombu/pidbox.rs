@@ -14,9 +14,9 @@
 use base64::Engine;
 use serde_json::json;
 
-use super::conn::map_err;
-use super::RedisBackend;
 use crate::celery::workers::{self as cw, Reply, Request};
+use crate::redis::conn::map_err;
+use crate::redis::RedisBackend;
 use crate::Result;
 
 /// kombu's separator inside a binding member: routing key, pattern, queue.
@@ -118,14 +118,14 @@ fn split_answer(vals: &[::redis::Value]) -> (Vec<String>, Vec<u64>) {
     let bound = it
         .next()
         .map(|v| {
-            super::figures::as_array(v)
+            crate::redis::figures::as_array(v)
                 .iter()
-                .filter_map(super::figures::as_string)
+                .filter_map(crate::redis::figures::as_string)
                 .collect()
         })
         .unwrap_or_default();
     let counts = it
-        .filter_map(|v| super::figures::as_i64(v).map(|n| n.max(0) as u64))
+        .filter_map(|v| crate::redis::figures::as_i64(v).map(|n| n.max(0) as u64))
         .collect();
     (bound, counts)
 }
@@ -163,7 +163,7 @@ async fn gather(
         b.calls.bump("BRPOP");
         let Some((_, raw)) = popped else { break };
         got += 1;
-        let m = super::kombu_envelope::message(&raw, list, 0);
+        let m = super::envelope::message(&raw, list, 0);
         let ticket = m
             .headers
             .iter()

@@ -17,7 +17,7 @@ use reqwest::header::{HeaderName, HeaderValue, CONTENT_TYPE};
 use reqwest::Method;
 use serde_json::{Map, Value};
 
-use super::http::{entity_url_path, status_error, Rest};
+use crate::servicebus::http::{entity_url_path, status_error, Rest};
 use crate::{BackendError, Result};
 
 /// Response headers that are HTTP/transport, not user (custom) properties.
@@ -83,7 +83,7 @@ impl Received {
     }
 }
 
-fn parse_received(resp: super::http::Resp, entity: &str) -> Received {
+fn parse_received(resp: crate::servicebus::http::Resp, entity: &str) -> Received {
     let h = &resp.headers;
     let props = h
         .get("brokerproperties")

@@ -8,8 +8,8 @@ use std::collections::HashSet;
 
 use futures::future::join_all;
 
-use super::http::Rest;
 use super::runtime::{self, Received};
+use crate::servicebus::http::Rest;
 use crate::{OpProgress, Result};
 use qdeck_model::domain::DeleteReport;
 
@@ -18,9 +18,6 @@ use qdeck_model::domain::DeleteReport;
 const MAX_HELD: usize = 500;
 
 /// What a refusal and the confirmation say it costs.
-pub const COST: &str = "deleting chosen messages peek-locks every message it passes, completes \
-     the chosen ones and unlocks the others (their DeliveryCount +1); only on dead-letter queues";
-
 pub async fn delete_ids(
     rest: &Rest,
     entity: &str,

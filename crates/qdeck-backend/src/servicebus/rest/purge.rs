@@ -3,8 +3,8 @@
 
 use std::sync::{Arc, Mutex};
 
-use super::http::Rest;
 use super::runtime;
+use crate::servicebus::http::Rest;
 use crate::{BackendError, OpProgress, Result};
 use qdeck_model::domain::PurgeReport;
 

@@ -8,9 +8,9 @@ use std::collections::HashMap;
 
 use ::redis::Value;
 
-use super::figures::{as_array, as_i64, as_string};
-use super::kombu_envelope;
-use super::kombu_listing::{lists, UNACKED, UNACKED_INDEX, VISIBILITY_TIMEOUT_SECS};
+use super::envelope;
+use super::listing::{lists, UNACKED, UNACKED_INDEX, VISIBILITY_TIMEOUT_SECS};
+use crate::redis::figures::{as_array, as_i64, as_string};
 use qdeck_model::domain::*;
 
 /// Commands `add_queue` adds per queue.
@@ -105,7 +105,7 @@ pub fn fill(st: &mut QueueStats, queue: &str, r: &[Value], unacked: &Unacked) {
         .position(|n| *n > 0)
         .and_then(|i| r.get(4 + i))
         .and_then(|v| match v {
-            Value::BulkString(b) => Some(kombu_envelope::message(b, queue, 0)),
+            Value::BulkString(b) => Some(envelope::message(b, queue, 0)),
             _ => None,
         });
     st.oldest_age_secs = None;

@@ -1,4 +1,4 @@
-//! RQ queues' figures from read-only script runs (rq_scripts::RQ_FIGURES), each for up to
+//! RQ queues' figures from read-only script runs (scripts::RQ_FIGURES), each for up to
 //! `CHUNK` queues, which the caller pipelines with the other libraries' commands: the list
 //! length, the head job's enqueued_at, the sizes of the started, scheduled, deferred and
 //! failed registries, and the oldest failed job's ended_at.
@@ -7,10 +7,10 @@ use std::collections::HashMap;
 
 use ::redis::Value;
 
-use super::figures::{as_array, as_i64, as_string};
-use super::rq_jobs::rq_time_ms;
-use super::rq_listing::{queue_key, registry_key, JOB_PREFIX, QUEUES};
-use super::RedisBackend;
+use super::jobs::rq_time_ms;
+use super::listing::{queue_key, registry_key, JOB_PREFIX, QUEUES};
+use crate::redis::figures::{as_array, as_i64, as_string};
+use crate::redis::RedisBackend;
 use qdeck_model::domain::*;
 
 /// Queues per script run: a run blocks Redis while it reads (about 5 µs a queue).
@@ -67,7 +67,7 @@ pub fn fill(
     known: bool,
 ) -> Result<(), QueueError> {
     if let Some(Value::ServerError(e)) = reply {
-        return Err(super::figures::server_error(e));
+        return Err(crate::redis::figures::server_error(e));
     }
     let v = reply.map_or(&[][..], as_array);
     let n = |k: usize| v.get(k).and_then(as_i64).unwrap_or(0).max(0) as u64;

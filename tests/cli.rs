@@ -1417,3 +1417,32 @@ fn cancel_scheduled_deletes_one_delayed_message_through_the_gate() {
         "{last}"
     );
 }
+
+/// The Service Bus emulator's connection string names its AMQP endpoint; without
+/// `management_url` the listing goes there and fails. The error says what to set, in one
+/// line, with the unreachable code (6).
+#[test]
+fn the_service_bus_emulator_without_management_url_says_what_to_set() {
+    let e = Env::new();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let cfg = e.write_config(
+        "[[profiles]]\nname = \"emu\"\nkind = \"servicebus\"\nconnection_string_env = \"QDECK_EMU\"\n",
+    );
+    let conn = format!(
+        "Endpoint=sb://127.0.0.1:{port};SharedAccessKeyName=k;SharedAccessKey=s;UseDevelopmentEmulator=true"
+    );
+    let out = e
+        .qdeck()
+        .env("QDECK_EMU", conn)
+        .args(["--config", cfg.to_str().unwrap(), "ls"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(6), "{stderr}");
+    assert!(stderr.contains("set management_url"), "{stderr}");
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+}

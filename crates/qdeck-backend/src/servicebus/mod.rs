@@ -91,6 +91,9 @@ pub struct ServiceBus {
     transport: Box<dyn Transport>,
     /// Also list topics' subscriptions (profile `topics`, default true).
     topics: bool,
+    /// The development emulator with no `management_url`: its management API is not on the
+    /// connection string's endpoint, so a failed listing says what to set.
+    emulator_without_management: bool,
 }
 
 /// `orders/Subscriptions/audit` (or its DLQ) is a subscription, not a queue.
@@ -138,6 +141,11 @@ pub async fn connect(
         .sas_token_ttl_secs()
         .map_err(|e| BackendError::Invalid(format!("profile '{}': {e}", profile.name)))?;
     let runtime_info = info.clone();
+    let emulator_without_management = info.emulator
+        && settings
+            .management_url
+            .as_deref()
+            .is_none_or(|u| u.trim().is_empty());
     let info = match settings
         .management_url
         .as_deref()
@@ -157,7 +165,26 @@ pub async fn connect(
         rest,
         transport,
         topics: settings.topics.unwrap_or(true),
+        emulator_without_management,
     }))
+}
+
+impl ServiceBus {
+    /// A failed listing against the emulator's AMQP endpoint says what is missing: the
+    /// emulator serves its management API elsewhere, and a bare HTTP error does not say so.
+    fn emulator_hint(&self, e: BackendError) -> BackendError {
+        if !self.emulator_without_management {
+            return e;
+        }
+        let hint = "the Service Bus emulator serves its management API on its own HTTP \
+                    port: set management_url in the profile";
+        match e {
+            BackendError::Unreachable(m) => BackendError::Unreachable(format!("{m}; {hint}")),
+            BackendError::Protocol(m) => BackendError::Protocol(format!("{m}; {hint}")),
+            BackendError::Other(m) => BackendError::Other(format!("{m}; {hint}")),
+            other => other,
+        }
+    }
 }
 
 fn strip_invalid(e: &BackendError) -> String {
@@ -501,7 +528,7 @@ impl Backend for ServiceBus {
                 }
                 None => return Err(e),
             },
-            Err(e) => return Err(e),
+            Err(e) => return Err(self.emulator_hint(e)),
         };
         Ok(infos_for(&entries))
     }

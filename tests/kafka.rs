@@ -8,6 +8,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test asserts by unwrapping
 
 mod common;
+mod contract;
+#[path = "kafka_contract/mod.rs"]
+mod kafka_contract;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -855,3 +858,8 @@ fn a_kip_848_group_is_reset_and_deleted_like_a_classic_one() {
         "{groups:?}"
     );
 }
+
+contract_tests!(
+    setup = kafka_contract::KafkaFixture::setup(),
+    ignore = "needs QDECK_TEST_KAFKA_BOOTSTRAP and QDECK_TEST_KAFKA_SCENES (scripts/kafka_up.sh)",
+);

@@ -255,6 +255,7 @@ impl Backend for KafkaBackend {
                 "a committed offset below the log start offset means records were deleted by retention before the group read them (retention breach, counted as lost)".into(),
                 format!("GROUP@TOPIC: age of oldest is the timestamp of the first unread record of each lagging partition (one small Fetch each, at most {} partitions per poll, largest lags first; a row not read in full is marked estimated)", age::MAX_FETCHES),
                 "redrive copies each dead letter to its topic byte for byte (key, value, headers), then commits the DLT's offsets for a group of qdeck's own (qdeck-redrive.DLT) so that it is not sent twice; the dead-letter topic keeps its records".into(),
+                "redrive with a rate writes one record at a time, each booked before it is written; a chosen subset (redrive-where, selected ids) is refused: single records cannot be marked as redriven".into(),
             ],
         }
     }

@@ -859,6 +859,99 @@ fn a_kip_848_group_is_reset_and_deleted_like_a_classic_one() {
     );
 }
 
+/// A share group whose consumer accepted some records and holds the rest acquired: qdeck's
+/// row shows the lag the broker reports (equal to Admin.listShareGroupOffsets), no in-flight
+/// figure (with why), and the group's own delivery limit, lock duration and DLQ topic (equal
+/// to Admin.describeConfigs on the GROUP resource).
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "needs QDECK_TEST_KAFKA_BOOTSTRAP and QDECK_TEST_KAFKA_SCENES (scripts/kafka_up.sh)"]
+async fn share_group_rows_carry_the_brokers_lag_and_the_groups_config() {
+    use std::io::BufRead;
+    let p = prefix("sharerow");
+    let (jobs, dlq, group) = (
+        format!("{p}jobs"),
+        format!("dlq.{p}jobs"),
+        format!("{p}workers"),
+    );
+    scene(&["topic", &jobs, "2"]);
+    scene(&["topic", &dlq, "1"]);
+    scene(&["produce", &jobs, "30"]);
+    let mut holder = Command::new("java")
+        .args(["-Xmx256m", "-cp", &scenes(), "Scenes", "share-hold"])
+        .args([&bootstrap(), &jobs, &group, "3", "45000", &dlq, "4", "40"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let line = std::io::BufReader::new(holder.stdout.take().unwrap())
+        .lines()
+        .map_while(std::result::Result::ok)
+        .find(|l| l.starts_with('{'))
+        .expect("the share consumer's report");
+    let held: Json = serde_json::from_str(&line).unwrap();
+    assert_eq!(held["accepted"], 4, "{held}");
+    assert!(
+        held["held"].as_i64().unwrap() > 0,
+        "records left acquired: {held}"
+    );
+
+    let truth = &scene(&["describe", &group])[0][&group];
+    assert_eq!(truth["type"], "share", "{truth}");
+    let lag: i64 = truth["partitions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        // A partition the group has not read yet has no state (null), as qdeck skips it.
+        .filter_map(|x| x["lag"].as_i64())
+        .sum();
+    eprintln!("Admin: {truth}");
+    let cfg = &scene(&["group-config", &group])[0];
+
+    let b = kafka_contract::backend().await;
+    let id = qdeck_model::domain::QueueId::new(format!("{group}@{jobs}"));
+    let info = b.describe(&id).await.expect("describe the share group row");
+    let batch = b.stats(std::slice::from_ref(&id)).await.expect("stats");
+    let _ = holder.kill();
+    let _ = holder.wait();
+    scene(&["drop", &p]);
+    scene(&["drop", &dlq]);
+
+    assert!(batch.errors.is_empty(), "{:?}", batch.errors);
+    let st = &batch.stats[0];
+    assert_eq!(st.depth, Some(lag as u64), "lag as Admin reads it: {truth}");
+    // 30 records, 4 acknowledged: at most 26 unacknowledged, fewer when a partition has no
+    // share state yet (the broker counts none of its records), which the row then says.
+    assert!(lag > 0 && lag <= 26, "{truth}");
+    let stateless = truth["partitions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|x| x["lag"].is_null())
+        .count();
+    assert_eq!(st.in_flight, None, "in flight is not split out of the lag");
+    let note = st.age_note.clone().unwrap_or_default();
+    assert!(
+        note.contains("in flight"),
+        "says why in flight is not given: {note}"
+    );
+    assert_eq!(st.dlq_depth, Some(0), "{st:?}");
+    let num = |k: &str| cfg[k].as_str().and_then(|v| v.parse::<f64>().ok());
+    assert_eq!(
+        info.settings.max_receives.map(f64::from),
+        num("share.delivery.count.limit"),
+        "{cfg}"
+    );
+    assert_eq!(info.settings.max_receives, Some(3));
+    assert_eq!(
+        info.settings.lease_secs.map(|s| s * 1000.0),
+        num("share.record.lock.duration.ms"),
+        "{cfg}"
+    );
+    assert_eq!(info.settings.lease_secs, Some(45.0));
+    assert_eq!(cfg["errors.deadletterqueue.topic.name"], dlq.as_str());
+    assert_eq!(info.dlq.as_ref().map(|d| d.as_str()), Some(dlq.as_str()));
+}
+
 contract_tests!(
     setup = kafka_contract::KafkaFixture::setup(),
     ignore = "needs QDECK_TEST_KAFKA_BOOTSTRAP and QDECK_TEST_KAFKA_SCENES (scripts/kafka_up.sh)",

@@ -25,28 +25,33 @@ pub struct KafkaFixture {
     p: String,
 }
 
+/// qdeck's Kafka backend on the test broker.
+pub async fn backend() -> Arc<dyn Backend> {
+    let profile = Profile {
+        name: "kafka-test".into(),
+        kind: ProfileKind::Kafka(KafkaSettings {
+            bootstrap_servers: crate::bootstrap(),
+            ..Default::default()
+        }),
+        access: None,
+        read_only: false,
+        protected: false,
+        refresh_secs: None,
+        max_calls_per_minute: None,
+        reason_headers: Vec::new(),
+        notify: None,
+    };
+    qdeck_backend::build(&profile)
+        .await
+        .expect("build kafka backend")
+}
+
 impl KafkaFixture {
     pub async fn setup() -> KafkaFixture {
-        let profile = Profile {
-            name: "kafka-contract".into(),
-            kind: ProfileKind::Kafka(KafkaSettings {
-                bootstrap_servers: crate::bootstrap(),
-                ..Default::default()
-            }),
-            access: None,
-            read_only: false,
-            protected: false,
-            refresh_secs: None,
-            max_calls_per_minute: None,
-            reason_headers: Vec::new(),
-            notify: None,
-        };
         // The scenes' classpath is checked now, so a missing one is one clear message.
         crate::scenes();
         KafkaFixture {
-            b: qdeck_backend::build(&profile)
-                .await
-                .expect("build kafka backend"),
+            b: backend().await,
             p: crate::prefix("c"),
         }
     }

@@ -21,6 +21,7 @@ mod purge;
 mod redrive;
 mod routing;
 mod rows;
+mod share;
 
 use std::collections::BTreeSet;
 use std::sync::Arc;

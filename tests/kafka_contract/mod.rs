@@ -27,10 +27,16 @@ pub struct KafkaFixture {
 
 /// qdeck's Kafka backend on the test broker.
 pub async fn backend() -> Arc<dyn Backend> {
+    backend_at(&crate::bootstrap(), None).await
+}
+
+/// qdeck's Kafka backend on the brokers at `bs`, with the profile's timeout when given.
+pub async fn backend_at(bs: &str, timeout_secs: Option<f64>) -> Arc<dyn Backend> {
     let profile = Profile {
         name: "kafka-test".into(),
         kind: ProfileKind::Kafka(KafkaSettings {
-            bootstrap_servers: crate::bootstrap(),
+            bootstrap_servers: bs.to_string(),
+            timeout_secs,
             ..Default::default()
         }),
         access: None,

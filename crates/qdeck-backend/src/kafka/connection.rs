@@ -69,6 +69,10 @@ impl Conn {
         }
     }
 
+    pub fn addr(&self) -> &str {
+        &self.addr
+    }
+
     /// Send `req` at `version` and read its response, within the timeout.
     pub async fn send<R: Api>(&self, req: &R, version: i16) -> Result<R::Response> {
         let mut guard = self.stream.lock().await;

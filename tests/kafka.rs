@@ -934,6 +934,11 @@ async fn share_group_rows_carry_the_brokers_lag_and_the_groups_config() {
         .filter(|x| x["lag"].is_null())
         .count();
     assert_eq!(st.in_flight, None, "in flight is not split out of the lag");
+    assert_eq!(
+        st.consumers.map(i64::from),
+        truth["members"].as_i64(),
+        "{truth}"
+    );
     let note = st.age_note.clone().unwrap_or_default();
     assert!(
         note.contains("in flight"),

@@ -48,6 +48,7 @@ apis! {
     ProduceRequest => ProduceResponse: Produce,
     DeleteRecordsRequest => DeleteRecordsResponse: DeleteRecords,
     DeleteGroupsRequest => DeleteGroupsResponse: DeleteGroups,
+    ShareGroupDescribeRequest => ShareGroupDescribeResponse: ShareGroupDescribe,
 }
 
 pub struct Conn {

@@ -86,6 +86,9 @@ impl KafkaBackend {
             let (d, e) = admin::describe(&self.cluster, &refs, &coords).await;
             described = d;
             group_errors.extend(e);
+            let (d, e) = share::describe(&self.cluster, &share_ids, &coords).await;
+            described.extend(d);
+            group_errors.extend(e);
         }
         Ok(Snapshot {
             meta,
@@ -371,12 +374,14 @@ impl KafkaBackend {
                     }
                     let dlq_depth =
                         Self::share_dlq(&snap, &group, &topic).and_then(|d| records_of(&d).ok());
+                    let consumers = snap.described.get(&group).map(|d| members_on(d, &topic));
                     match share_figures(&snap, &group, &topic) {
                         Ok((lag, note)) => batch.stats.push(QueueStats {
                             id,
                             at_ms,
                             depth: lag,
                             dlq_depth,
+                            consumers,
                             enqueued_total: Some(end_sum(&topic)),
                             age_note: Some(note),
                             ..Default::default()
@@ -450,20 +455,7 @@ impl KafkaBackend {
                             .push((id, QueueError::new(QueueErrorKind::Other, e)));
                         continue;
                     }
-                    let members = snap.described.get(&group).map(|d| {
-                        let on_topic = d
-                            .members
-                            .iter()
-                            .filter(|m| m.assigned.iter().any(|(t, _)| *t == topic))
-                            .count();
-                        let any_assigned = d.members.iter().any(|m| !m.assigned.is_empty());
-                        u32::try_from(if any_assigned {
-                            on_topic
-                        } else {
-                            d.members.len()
-                        })
-                        .unwrap_or(u32::MAX)
-                    });
+                    let members = snap.described.get(&group).map(|d| members_on(d, &topic));
                     let unread = !behind.is_empty();
                     let mut note = if !unread {
                         "nothing unread".to_string()
@@ -510,6 +502,23 @@ impl KafkaBackend {
         }
         Ok(batch)
     }
+}
+
+/// A group's members reading `topic`: those assigned partitions of it when the broker tells
+/// assignments, else every member.
+fn members_on(d: &GroupDescription, topic: &str) -> u32 {
+    let on_topic = d
+        .members
+        .iter()
+        .filter(|m| m.assigned.iter().any(|(t, _)| t == topic))
+        .count();
+    let any_assigned = d.members.iter().any(|m| !m.assigned.is_empty());
+    u32::try_from(if any_assigned {
+        on_topic
+    } else {
+        d.members.len()
+    })
+    .unwrap_or(u32::MAX)
 }
 
 /// A share group row's depth (the broker's lag summed over the topic's share partitions;

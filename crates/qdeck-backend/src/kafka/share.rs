@@ -10,13 +10,17 @@ use std::collections::{BTreeMap, HashMap};
 
 use bytes::Buf;
 use kafka_protocol::messages::describe_share_group_offsets_request::DescribeShareGroupOffsetsRequestGroup;
-use kafka_protocol::messages::{ApiKey, DescribeShareGroupOffsetsRequest, GroupId};
+use kafka_protocol::messages::{
+    ApiKey, DescribeShareGroupOffsetsRequest, GroupId, ShareGroupDescribeRequest,
+};
 use kafka_protocol::protocol::buf::{ByteBuf, ByteBufMut};
 use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, StrBytes};
 
-use super::admin::Tp;
+use super::admin::{GroupDescription, Member, Tp};
 use super::connection::Api;
 use super::routing::Cluster;
+
+pub const SHARE_DESCRIBE_V: i16 = 1;
 
 /// The version spoken: the first with the broker's lag.
 pub const DESCRIBE_OFFSETS_V: i16 = 1;
@@ -234,6 +238,78 @@ pub async fn offsets(
                             errors.insert(g, e);
                         }
                     }
+                }
+            }
+            Err(e) => {
+                for g in gs {
+                    errors.insert(g, e.to_string());
+                }
+            }
+        }
+    }
+    (out, errors)
+}
+
+/// Each share group's state and members with their assigned partitions (ShareGroupDescribe,
+/// one request per coordinator), or the group's error.
+pub async fn describe(
+    c: &Cluster,
+    groups: &[String],
+    coords: &HashMap<String, i32>,
+) -> (HashMap<String, GroupDescription>, HashMap<String, String>) {
+    let mut by_node: BTreeMap<i32, Vec<String>> = BTreeMap::new();
+    for g in groups {
+        if let Some(n) = coords.get(g) {
+            by_node.entry(*n).or_default().push(g.clone());
+        }
+    }
+    let (mut out, mut errors) = (HashMap::new(), HashMap::new());
+    for (node, gs) in by_node {
+        let req = ShareGroupDescribeRequest::default().with_group_ids(
+            gs.iter()
+                .map(|g| GroupId(StrBytes::from_string(g.clone())))
+                .collect(),
+        );
+        match c
+            .to(node, "ShareGroupDescribe", &req, SHARE_DESCRIBE_V)
+            .await
+        {
+            Ok(resp) => {
+                for g in resp.groups {
+                    let id = g.group_id.0.to_string();
+                    if g.error_code != 0 {
+                        errors.insert(
+                            id,
+                            error_text(g.error_code, g.error_message.map(|m| m.to_string())),
+                        );
+                        continue;
+                    }
+                    let members = g
+                        .members
+                        .iter()
+                        .map(|m| Member {
+                            member_id: m.member_id.to_string(),
+                            client_id: m.client_id.to_string(),
+                            host: m.client_host.to_string(),
+                            assigned: m
+                                .assignment
+                                .topic_partitions
+                                .iter()
+                                .flat_map(|tp| {
+                                    tp.partitions
+                                        .iter()
+                                        .map(|p| (tp.topic_name.0.to_string(), *p))
+                                })
+                                .collect(),
+                        })
+                        .collect();
+                    out.insert(
+                        id,
+                        GroupDescription {
+                            state: g.group_state.to_string(),
+                            members,
+                        },
+                    );
                 }
             }
             Err(e) => {

@@ -548,7 +548,7 @@ fn share_figures(
     let how = if lag.is_some() {
         "depth is the share group's lag as the broker reports it (KIP-1226)"
     } else {
-        "depth unknown: the broker reported no share-group lag (Kafka before 4.2)"
+        "depth unknown: the broker reported no share-group lag (−1) for a partition"
     };
     // A share partition gets state only once the group reads from it; until then the broker
     // counts none of its records in the lag, and the row says so rather than add them itself.

@@ -90,6 +90,13 @@ pub async fn redrive_moves_only_selected_ids<F: Fixture>(fx: &F) {
     let chosen = vec![all[1].clone(), all[3].clone()];
     let mut req = request(&s.dlq, RedriveTarget::Origin);
     req.only_ids = Some(chosen.clone());
+    // A broker that cannot take single messages out of a DLQ (Kafka) declares it in the plan.
+    if let Some(why) = declared_unsupported(b, &req).await {
+        does_not_apply("redrive_moves_only_selected_ids", &why);
+        expect_count(fx, &s.dlq, 5, "a refused redrive moved nothing").await;
+        expect_count(fx, &s.src, 0, "a refused redrive sent nothing").await;
+        return;
+    }
     let report = b
         .redrive(&req, &OpProgress::detached())
         .await

@@ -411,9 +411,10 @@ pub async fn offsets(
                 }
             }
             Err(e) => {
+                let who = c.who_answered().await;
                 for (t, ps) in topics {
                     for p in ps {
-                        errors.insert((t.clone(), p), format!("broker {leader}: {e}"));
+                        errors.insert((t.clone(), p), format!("broker {leader}: {e} ({who})"));
                     }
                 }
             }

@@ -48,6 +48,7 @@ apis! {
     ProduceRequest => ProduceResponse: Produce,
     DeleteRecordsRequest => DeleteRecordsResponse: DeleteRecords,
     DeleteGroupsRequest => DeleteGroupsResponse: DeleteGroups,
+    ShareGroupDescribeRequest => ShareGroupDescribeResponse: ShareGroupDescribe,
 }
 
 pub struct Conn {
@@ -67,6 +68,10 @@ impl Conn {
             stream: Mutex::new(None),
             correlation: AtomicI32::new(1),
         }
+    }
+
+    pub fn addr(&self) -> &str {
+        &self.addr
     }
 
     /// Send `req` at `version` and read its response, within the timeout.

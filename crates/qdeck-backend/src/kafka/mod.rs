@@ -21,6 +21,7 @@ mod purge;
 mod redrive;
 mod routing;
 mod rows;
+mod share;
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -252,9 +253,11 @@ impl Backend for KafkaBackend {
             notes: vec![
                 "browse reads by offset (Fetch) from each partition's leader: no group is joined, nothing is committed".into(),
                 "GROUP@TOPIC: depth is the group's lag (end offset − committed offset, summed over the partitions it committed on); in flight is not known: a Kafka consumer group holds partitions, not leases on records".into(),
+                "GROUP@TOPIC of a share group: depth is the share-group lag the broker reports (KIP-1226), acquired records included; in flight is not known; max receives, lease and DLQ come from the group's config".into(),
                 "a committed offset below the log start offset means records were deleted by retention before the group read them (retention breach, counted as lost)".into(),
                 format!("GROUP@TOPIC: age of oldest is the timestamp of the first unread record of each lagging partition (one small Fetch each, at most {} partitions per poll, largest lags first; a row not read in full is marked estimated)", age::MAX_FETCHES),
                 "redrive copies each dead letter to its topic byte for byte (key, value, headers), then commits the DLT's offsets for a group of qdeck's own (qdeck-redrive.DLT) so that it is not sent twice; the dead-letter topic keeps its records".into(),
+                "redrive with a rate writes one record at a time, each booked before it is written; a chosen subset (redrive-where, selected ids) is refused: single records cannot be marked as redriven".into(),
             ],
         }
     }

@@ -22,6 +22,7 @@ use super::routing::ClusterMeta;
 use super::{dlt, message, KafkaBackend, Target};
 use crate::{BackendError, OpProgress, Result};
 use qdeck_model::domain::*;
+use qdeck_model::rate::Limiter;
 
 pub const OFFSET_COMMIT_V: i16 = 8;
 const MODE: &str = "client-side: Fetch from the dead-letter topic → Produce (acks=all) → commit qdeck's progress offsets";
@@ -105,6 +106,11 @@ fn target_topic(req: &RedriveRequest, dlt: &str, r: &KRecord) -> Result<String> 
     }
 }
 
+/// Why a chosen subset is refused: Kafka deletes records only up to an offset, and qdeck's
+/// progress offsets can only step past a contiguous run, so the records passed over and the
+/// ones copied would look alike to a later run (which would copy the chosen ones again).
+pub const SUBSET_REFUSED: &str = "a chosen subset of a dead-letter topic cannot be marked as redriven: Kafka cannot delete single records, and qdeck's progress offsets only step past a contiguous run; redrive from the start (with --max for a count)";
+
 pub async fn plan(b: &KafkaBackend, req: &RedriveRequest) -> Result<RedrivePlan> {
     let dlt = source_topic(&req.source)?;
     if let RedriveTarget::Queue(t) = &req.target {
@@ -159,7 +165,11 @@ pub async fn plan(b: &KafkaBackend, req: &RedriveRequest) -> Result<RedrivePlan>
             in_flight: None,
             exact: true,
         },
-        mode: RedriveMode::ClientSide,
+        mode: if req.only_ids.is_some() {
+            RedriveMode::Unsupported(SUBSET_REFUSED.into())
+        } else {
+            RedriveMode::ClientSide
+        },
         notes,
     })
 }
@@ -202,21 +212,17 @@ pub async fn redrive(
     progress: &OpProgress,
 ) -> Result<RedriveReport> {
     let dlt = source_topic(&req.source)?;
+    if req.only_ids.is_some() {
+        return Err(BackendError::Unsupported(SUBSET_REFUSED.into()));
+    }
     let meta = b.cluster.metadata(None).await?;
     let win = window(b, &meta, &dlt).await?;
-    let only: Option<BTreeSet<&str>> = req
-        .only_ids
-        .as_ref()
-        .map(|v| v.iter().map(String::as_str).collect());
     let limit = req.max.unwrap_or(u64::MAX);
     let total: u64 = win
         .values()
         .map(|(f, e)| u64::try_from(e - f).unwrap_or(0))
         .sum();
-    progress.set_total(Some(match &only {
-        Some(ids) => total.min(limit).min(ids.len() as u64),
-        None => total.min(limit),
-    }));
+    progress.set_total(Some(total.min(limit)));
     progress.phase("redriving");
     let mut report = RedriveReport {
         mode: MODE.into(),
@@ -224,6 +230,11 @@ pub async fn redrive(
     };
     let mut taken = 0u64;
     let mut rr: HashMap<String, i32> = HashMap::new();
+    // With a rate, one record per round: each is booked with the limiter before it is
+    // written, so progress never runs ahead of the rate and a cancel stops between records.
+    let limiter = Limiter::new(req.rate);
+    let per_round = if req.rate.is_some() { 1 } else { u64::MAX };
+    let cancel = progress.cancel_token();
     'parts: for (p, (from, end)) in win {
         let mut offset = from;
         while offset < end {
@@ -247,15 +258,9 @@ pub async fn redrive(
                     next = end;
                     break;
                 }
-                if taken >= limit {
+                if taken >= limit || n >= per_round {
                     next = r.offset;
                     break;
-                }
-                if only
-                    .as_ref()
-                    .is_some_and(|ids| !ids.contains(message::id(r.partition, r.offset).as_str()))
-                {
-                    continue;
                 }
                 let topic = target_topic(req, &dlt, r)?;
                 let tm = meta.topics.get(&topic).ok_or_else(|| {
@@ -293,6 +298,13 @@ pub async fn redrive(
                 n += 1;
                 taken += 1;
             }
+            if n > 0 && req.rate.is_some() {
+                limiter.take(n, &cancel).await;
+                if progress.cancelled() {
+                    report.cancelled = true;
+                    break 'parts;
+                }
+            }
             for (topic, by_part) in &out {
                 if let Err(e) = produce::produce(&b.cluster, &meta, topic, by_part).await {
                     report.failed += by_part.values().map(|v| v.len() as u64).sum::<u64>();
@@ -301,14 +313,7 @@ pub async fn redrive(
                     return Ok(report);
                 }
             }
-            // A chosen subset moves without marking progress: the records passed over are
-            // not redriven, so the group's offsets must not step past them.
-            let mark = if only.is_some() {
-                Ok(())
-            } else {
-                commit_progress(b, &dlt, p, next).await
-            };
-            if let Err(e) = mark {
+            if let Err(e) = commit_progress(b, &dlt, p, next).await {
                 // The copies are written; only the mark is missing: a later run sends them again.
                 report.moved += n;
                 report.possibly_duplicated += n;

@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use kafka_protocol::error::ParseResponseErrorCode;
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
@@ -40,6 +40,10 @@ pub struct Cluster {
     pub calls: Arc<ApiCalls>,
     conns: Mutex<HashMap<String, Arc<Conn>>>,
     brokers: Mutex<BTreeMap<i32, String>>,
+    /// Each address's last outcome: answered or not, and when. A broker that did not answer
+    /// is not waited on again for one timeout, so one stopped broker costs a poll one timeout,
+    /// not one per request; the rows name who answered and who did not.
+    seen: std::sync::Mutex<HashMap<String, (bool, Instant)>>,
 }
 
 impl Cluster {
@@ -56,7 +60,77 @@ impl Cluster {
             calls,
             conns: Mutex::new(HashMap::new()),
             brokers: Mutex::new(BTreeMap::new()),
+            seen: std::sync::Mutex::new(HashMap::new()),
         }
+    }
+
+    fn mark(&self, addr: &str, answered: bool) {
+        self.seen
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(addr.to_string(), (answered, Instant::now()));
+    }
+
+    /// Whether `addr` failed to answer within the last timeout.
+    fn silent(&self, addr: &str) -> bool {
+        self.seen
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(addr)
+            .is_some_and(|(ok, at)| !ok && at.elapsed() < self.timeout)
+    }
+
+    /// Send on `c`, unless its broker just failed to answer; remember the outcome.
+    async fn send_on<R: super::connection::Api>(
+        &self,
+        c: &Conn,
+        req: &R,
+        version: i16,
+    ) -> Result<R::Response> {
+        if self.silent(c.addr()) {
+            return Err(BackendError::Unreachable(format!(
+                "Kafka broker {} did not answer a request less than {}s ago; not waited on again yet",
+                c.addr(),
+                self.timeout.as_secs_f64()
+            )));
+        }
+        let r = c.send(req, version).await;
+        match &r {
+            Ok(_) => self.mark(c.addr(), true),
+            Err(BackendError::Unreachable(_)) => self.mark(c.addr(), false),
+            Err(_) => {}
+        }
+        r
+    }
+
+    /// Which brokers answered and which did not, by their last outcome, for a row's error.
+    pub async fn who_answered(&self) -> String {
+        let brokers = self.brokers.lock().await.clone();
+        let seen = self
+            .seen
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        let (mut ok, mut not) = (Vec::new(), Vec::new());
+        for (id, addr) in &brokers {
+            match seen.get(addr) {
+                Some((true, _)) => ok.push(format!("{id} ({addr})")),
+                Some((false, _)) => not.push(format!("{id} ({addr})")),
+                None => {}
+            }
+        }
+        let list = |v: &[String]| {
+            if v.is_empty() {
+                "none".to_string()
+            } else {
+                v.join(", ")
+            }
+        };
+        format!(
+            "brokers that answered: {}; did not: {}",
+            list(&ok),
+            list(&not)
+        )
     }
 
     async fn conn(&self, addr: &str) -> Arc<Conn> {
@@ -98,10 +172,12 @@ impl Cluster {
                 addrs.push(b.clone());
             }
         }
+        // Those that just failed to answer go last (and fail at once).
+        addrs.sort_by_key(|a| self.silent(a));
         let mut last = None;
         for a in addrs {
             self.calls.bump(op);
-            match self.conn(&a).await.send(req, version).await {
+            match self.send_on(&*self.conn(&a).await, req, version).await {
                 Ok(r) => return Ok(r),
                 Err(e @ BackendError::Unreachable(_)) => last = Some(e),
                 Err(e) => return Err(e),
@@ -122,7 +198,7 @@ impl Cluster {
     ) -> Result<R::Response> {
         let c = self.node(id).await?;
         self.calls.bump(op);
-        c.send(req, version).await
+        self.send_on(&c, req, version).await
     }
 
     /// Metadata for `topics` (`None`: every topic; `Some(&[])`: only the brokers).

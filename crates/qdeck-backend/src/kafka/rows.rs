@@ -12,6 +12,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use super::admin::{self, GroupDescription, GroupListing, Tp, EARLIEST, LATEST};
 use super::age::{self, Lagging};
 use super::routing::ClusterMeta;
+use super::share::{self, SharePart};
 use super::{dlt, KafkaBackend, Target};
 use crate::Result;
 use qdeck_model::domain::*;
@@ -23,6 +24,10 @@ pub struct Snapshot {
     pub committed: HashMap<String, BTreeMap<Tp, i64>>,
     pub described: HashMap<String, GroupDescription>,
     pub group_errors: HashMap<String, String>,
+    /// Share groups (KIP-932), their partitions as the broker reports them, and their configs.
+    pub shares: Vec<GroupListing>,
+    pub share_offsets: HashMap<String, BTreeMap<Tp, SharePart>>,
+    pub share_configs: HashMap<String, BTreeMap<String, String>>,
 }
 
 /// Group types whose rows are `GROUP@TOPIC` consumer-group rows.
@@ -46,25 +51,43 @@ impl KafkaBackend {
         describe: bool,
     ) -> Result<Snapshot> {
         let meta = self.cluster.metadata(None).await?;
-        let groups: Vec<GroupListing> = admin::list_groups(&self.cluster, &meta)
-            .await?
-            .into_iter()
-            .filter(is_consumer_group)
-            .filter(|g| self.groups.as_ref().is_none_or(|r| r.is_match(&g.id)))
-            .filter(|g| wanted.is_none_or(|w| w.contains(&g.id)))
-            .collect();
+        let (shares, groups): (Vec<GroupListing>, Vec<GroupListing>) =
+            admin::list_groups(&self.cluster, &meta)
+                .await?
+                .into_iter()
+                .filter(|g| is_consumer_group(g) || g.group_type == "share")
+                .filter(|g| self.groups.as_ref().is_none_or(|r| r.is_match(&g.id)))
+                .filter(|g| wanted.is_none_or(|w| w.contains(&g.id)))
+                .partition(|g| g.group_type == "share");
         let ids: Vec<String> = groups.iter().map(|g| g.id.clone()).collect();
-        let coords = if ids.is_empty() {
+        let share_ids: Vec<String> = shares.iter().map(|g| g.id.clone()).collect();
+        let all: Vec<String> = ids.iter().chain(&share_ids).cloned().collect();
+        let coords = if all.is_empty() {
             HashMap::new()
         } else {
-            self.cluster.coordinators(&ids).await?
+            self.cluster.coordinators(&all).await?
         };
         let (committed, mut group_errors) = admin::committed(&self.cluster, &ids, &coords).await;
+        let (share_offsets, share_errors) =
+            share::offsets(&self.cluster, &share_ids, &coords).await;
+        group_errors.extend(share_errors);
+        // A group's own settings (resource type 32); a failed read leaves them unknown.
+        let share_configs = admin::configs(
+            &self.cluster,
+            32,
+            &share_ids,
+            &[share::DELIVERY_LIMIT, share::LOCK_MS, share::DLQ_TOPIC],
+        )
+        .await
+        .unwrap_or_default();
         let mut described = HashMap::new();
         if describe {
             let refs: Vec<&GroupListing> = groups.iter().collect();
             let (d, e) = admin::describe(&self.cluster, &refs, &coords).await;
             described = d;
+            group_errors.extend(e);
+            let (d, e) = share::describe(&self.cluster, &share_ids, &coords).await;
+            described.extend(d);
             group_errors.extend(e);
         }
         Ok(Snapshot {
@@ -73,7 +96,21 @@ impl KafkaBackend {
             committed,
             described,
             group_errors,
+            shares,
+            share_offsets,
+            share_configs,
         })
+    }
+
+    /// A share group's dead-letter topic, when its config names one that exists; else the
+    /// Spring DLT of the topic, as for other groups.
+    fn share_dlq(snap: &Snapshot, group: &str, topic: &str) -> Option<String> {
+        snap.share_configs
+            .get(group)
+            .and_then(|c| c.get(share::DLQ_TOPIC))
+            .filter(|d| !d.is_empty() && snap.meta.topics.contains_key(*d))
+            .cloned()
+            .or_else(|| Self::dlt_of(&snap.meta, topic))
     }
 
     /// The Spring dead-letter topic of `topic`, if one exists.
@@ -169,6 +206,48 @@ impl KafkaBackend {
                 );
             }
         }
+        for g in &snap.shares {
+            let Some(parts) = snap.share_offsets.get(&g.id) else {
+                continue;
+            };
+            let read: BTreeSet<&String> = parts.keys().map(|(t, _)| t).collect();
+            let cfg = snap.share_configs.get(&g.id);
+            let num = |k: &str| {
+                cfg.and_then(|c| c.get(k))
+                    .and_then(|v| v.parse::<f64>().ok())
+            };
+            for t in read {
+                if !topics.contains(t) {
+                    continue;
+                }
+                let id = Target::Group {
+                    group: g.id.clone(),
+                    topic: t.clone(),
+                }
+                .id();
+                let mut settings = QueueSettings {
+                    max_receives: num(share::DELIVERY_LIMIT)
+                        .filter(|v| *v >= 1.0 && *v <= f64::from(u32::MAX))
+                        .map(|v| v as u32),
+                    lease_secs: num(share::LOCK_MS)
+                        .filter(|v| *v >= 0.0)
+                        .map(|ms| ms / 1000.0),
+                    ..Default::default()
+                };
+                settings.extra.insert("group type".into(), "share".into());
+                settings.extra.insert("group state".into(), g.state.clone());
+                rows.insert(
+                    id.as_str().to_string(),
+                    QueueInfo {
+                        id,
+                        kind: QueueKind::Subscription,
+                        dlq: Self::share_dlq(snap, &g.id, t).map(QueueId),
+                        settings,
+                        ..Default::default()
+                    },
+                );
+            }
+        }
         // DLQ links both ways.
         let links: Vec<(String, String)> = rows
             .values()
@@ -206,6 +285,9 @@ impl KafkaBackend {
                 committed: HashMap::new(),
                 described: HashMap::new(),
                 group_errors: HashMap::new(),
+                shares: Vec::new(),
+                share_offsets: HashMap::new(),
+                share_configs: HashMap::new(),
             }
         } else {
             self.snapshot(Some(&wanted), true).await?
@@ -220,6 +302,11 @@ impl KafkaBackend {
             topics_needed.insert(topic.clone());
             if let Some(d) = Self::dlt_of(meta, topic) {
                 topics_needed.insert(d);
+            }
+            if let Target::Group { group, topic } = t {
+                if let Some(d) = Self::share_dlq(&snap, group, topic) {
+                    topics_needed.insert(d);
+                }
             }
         }
         let tps: Vec<Tp> = topics_needed
@@ -278,6 +365,30 @@ impl KafkaBackend {
                         .errors
                         .push((id, QueueError::new(QueueErrorKind::Other, e))),
                 },
+                Target::Group { group, topic } if snap.shares.iter().any(|g| g.id == group) => {
+                    if let Some(e) = snap.group_errors.get(&group) {
+                        batch
+                            .errors
+                            .push((id, QueueError::new(QueueErrorKind::Other, e.clone())));
+                        continue;
+                    }
+                    let dlq_depth =
+                        Self::share_dlq(&snap, &group, &topic).and_then(|d| records_of(&d).ok());
+                    let consumers = snap.described.get(&group).map(|d| members_on(d, &topic));
+                    match share_figures(&snap, &group, &topic) {
+                        Ok((lag, note)) => batch.stats.push(QueueStats {
+                            id,
+                            at_ms,
+                            depth: lag,
+                            dlq_depth,
+                            consumers,
+                            enqueued_total: Some(end_sum(&topic)),
+                            age_note: Some(note),
+                            ..Default::default()
+                        }),
+                        Err(e) => batch.errors.push((id, QueueError::not_found(e))),
+                    }
+                }
                 Target::Group { group, topic } => {
                     if let Some(e) = snap.group_errors.get(&group) {
                         batch
@@ -344,20 +455,7 @@ impl KafkaBackend {
                             .push((id, QueueError::new(QueueErrorKind::Other, e)));
                         continue;
                     }
-                    let members = snap.described.get(&group).map(|d| {
-                        let on_topic = d
-                            .members
-                            .iter()
-                            .filter(|m| m.assigned.iter().any(|(t, _)| *t == topic))
-                            .count();
-                        let any_assigned = d.members.iter().any(|m| !m.assigned.is_empty());
-                        u32::try_from(if any_assigned {
-                            on_topic
-                        } else {
-                            d.members.len()
-                        })
-                        .unwrap_or(u32::MAX)
-                    });
+                    let members = snap.described.get(&group).map(|d| members_on(d, &topic));
                     let unread = !behind.is_empty();
                     let mut note = if !unread {
                         "nothing unread".to_string()
@@ -404,6 +502,66 @@ impl KafkaBackend {
         }
         Ok(batch)
     }
+}
+
+/// A group's members reading `topic`: those assigned partitions of it when the broker tells
+/// assignments, else every member.
+fn members_on(d: &GroupDescription, topic: &str) -> u32 {
+    let on_topic = d
+        .members
+        .iter()
+        .filter(|m| m.assigned.iter().any(|(t, _)| t == topic))
+        .count();
+    let any_assigned = d.members.iter().any(|m| !m.assigned.is_empty());
+    u32::try_from(if any_assigned {
+        on_topic
+    } else {
+        d.members.len()
+    })
+    .unwrap_or(u32::MAX)
+}
+
+/// A share group row's depth (the broker's lag summed over the topic's share partitions;
+/// unknown when any partition's lag is) and its note, or why there is no such row.
+fn share_figures(
+    snap: &Snapshot,
+    group: &str,
+    topic: &str,
+) -> std::result::Result<(Option<u64>, String), String> {
+    let parts: Vec<&SharePart> = snap
+        .share_offsets
+        .get(group)
+        .into_iter()
+        .flatten()
+        .filter(|((t, _), _)| t == topic)
+        .map(|(_, p)| p)
+        .collect();
+    if parts.is_empty() {
+        return Err(format!(
+            "share group {group:?} has no share partition on topic {topic:?}"
+        ));
+    }
+    let lag: Option<u64> = parts
+        .iter()
+        .map(|p| p.lag.map(|l| u64::try_from(l).unwrap_or(0)))
+        .sum();
+    let how = if lag.is_some() {
+        "depth is the share group's lag as the broker reports it (KIP-1226)"
+    } else {
+        "depth unknown: the broker reported no share-group lag (−1) for a partition"
+    };
+    // A share partition gets state only once the group reads from it; until then the broker
+    // counts none of its records in the lag, and the row says so rather than add them itself.
+    let all = snap.meta.topics.get(topic).map_or(0, |m| m.leaders.len());
+    let unread = if all > parts.len() {
+        format!(
+            "; {} of {all} partitions have no share state yet (not read by the group): their records are not in the lag",
+            all - parts.len()
+        )
+    } else {
+        String::new()
+    };
+    Ok((lag, format!("{how}{unread}; {}", share::IN_FLIGHT_NOTE)))
 }
 
 /// How a group row's age was read, for its note.

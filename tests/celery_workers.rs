@@ -199,7 +199,11 @@ async fn celery_workers_on_redis_match_celery_inspect() {
 
     let b = redis_backend().await;
     let t0 = Instant::now();
-    let rep = b.celery_workers().await.expect("discover");
+    let rep = qdeck_backend::celery_of(b.as_ref())
+        .unwrap()
+        .workers()
+        .await
+        .expect("discover");
     let took = t0.elapsed();
     assert_same(&rep, &celery, wt);
     let w = worker(&rep, wt);
@@ -292,7 +296,11 @@ async fn celery_workers_on_rabbitmq_match_celery_inspect() {
     let celery = inspect(&url);
 
     let b = rmq_backend(&rmq).await;
-    let rep = b.celery_workers().await.expect("discover");
+    let rep = qdeck_backend::celery_of(b.as_ref())
+        .unwrap()
+        .workers()
+        .await
+        .expect("discover");
     assert_same(&rep, &celery, &host);
     let w = worker(&rep, &host);
     let held: BTreeSet<String> = task_ids(&w.active)
@@ -522,7 +530,11 @@ async fn celery_on_redis_agrees_with_flower() {
     let workers = flower_workers(&flower, host).await;
     let lengths = flower.get("/api/queues/length").await.expect("lengths");
     let b = redis_backend().await;
-    let rep = b.celery_workers().await.expect("discover");
+    let rep = qdeck_backend::celery_of(b.as_ref())
+        .unwrap()
+        .workers()
+        .await
+        .expect("discover");
     assert_agrees_with_flower(&rep, &workers, host);
     let st = b.stats(&[QueueId::new("cw-flower")]).await.expect("stats");
     assert!(st.stats[0].depth.unwrap() > 0, "{:?}", st.stats[0]);
@@ -553,7 +565,11 @@ async fn celery_on_rabbitmq_agrees_with_flower() {
     let flower = Flower::start(&url, Some(&api)).await;
     let workers = flower_workers(&flower, &host).await;
     let b = rmq_backend(&rmq).await;
-    let rep = b.celery_workers().await.expect("discover");
+    let rep = qdeck_backend::celery_of(b.as_ref())
+        .unwrap()
+        .workers()
+        .await
+        .expect("discover");
     assert_agrees_with_flower(&rep, &workers, &host);
     // Both read the management API, whose figures lag a few seconds: compare once they agree
     // with the tasks sent (20 = 2 started and acknowledged + the rest ready or unacked).
@@ -561,7 +577,11 @@ async fn celery_on_rabbitmq_agrees_with_flower() {
     for _ in 0..40 {
         let lengths = flower.get("/api/queues/length").await.expect("lengths");
         theirs = flower_length(&lengths, &queue);
-        let rep = b.celery_workers().await.expect("discover");
+        let rep = qdeck_backend::celery_of(b.as_ref())
+            .unwrap()
+            .workers()
+            .await
+            .expect("discover");
         let st = b.stats(&[QueueId::new(&queue)]).await.expect("stats");
         let s = &st.stats[0];
         ours = Some(s.depth.unwrap_or(0) + s.in_flight.unwrap_or(0) - rep.acked_held(&queue));
@@ -608,7 +628,11 @@ async fn manual_celery_worker_discovery_20_workers() {
     let refs: Vec<&str> = hosts.iter().map(String::as_str).collect();
     wait_for(&url, &refs, |_| true);
     let b = redis_backend().await;
-    let rep = b.celery_workers().await.expect("discover");
+    let rep = qdeck_backend::celery_of(b.as_ref())
+        .unwrap()
+        .workers()
+        .await
+        .expect("discover");
     assert_eq!(rep.workers.iter().filter(|w| w.answered).count(), n);
 
     let mut ours = Duration::MAX;
@@ -616,7 +640,11 @@ async fn manual_celery_worker_discovery_20_workers() {
         // Past the reuse window: every round is a broadcast.
         tokio::time::sleep(Duration::from_millis(3100)).await;
         let t0 = Instant::now();
-        let rep = b.celery_workers().await.expect("discover");
+        let rep = qdeck_backend::celery_of(b.as_ref())
+            .unwrap()
+            .workers()
+            .await
+            .expect("discover");
         ours = ours.min(t0.elapsed());
         assert_eq!(rep.workers.iter().filter(|w| w.answered).count(), n);
     }
@@ -731,9 +759,9 @@ async fn celery_remote_control_on_redis_leaves_nothing_behind() {
     let _g = DB_LOCK.lock().await;
     flush().await;
     let t0 = Instant::now();
-    let rep = redis_backend()
-        .await
-        .celery_workers()
+    let rep = qdeck_backend::celery_of(redis_backend().await.as_ref())
+        .unwrap()
+        .workers()
         .await
         .expect("discover");
     assert!(
@@ -770,9 +798,9 @@ async fn celery_remote_control_on_redis_leaves_nothing_behind() {
         .query_async(&mut c)
         .await
         .unwrap();
-    let rep = redis_backend()
-        .await
-        .celery_workers()
+    let rep = qdeck_backend::celery_of(redis_backend().await.as_ref())
+        .unwrap()
+        .workers()
         .await
         .expect("discover");
     assert!(worker(&rep, host).answered);

@@ -538,11 +538,12 @@ async fn session_queues_are_browsed_listed_and_purged() {
         signature: Default::default(),
     };
     assert_eq!(all.iter().filter(|m| pred.matches(m, &ctx)).count(), 3);
-    let list = b.sessions(&q("chats")).await.unwrap();
+    let sessions = qdeck_backend::sessions_of(b.as_ref()).unwrap();
+    let list = sessions.sessions(&q("chats")).await.unwrap();
     let got: Vec<(String, Option<u64>)> = list.iter().map(|x| (x.id.clone(), x.messages)).collect();
     assert_eq!(got, vec![("a".into(), Some(2)), ("b".into(), Some(3))]);
     assert_eq!(list[0].state, b"st-a".to_vec());
-    let only_b = b
+    let only_b = sessions
         .browse_session(&q("chats"), "b", &req(10))
         .await
         .unwrap()

@@ -50,7 +50,12 @@ async fn consumer_rows_show_their_dead_letters_and_the_dlq_browses_them() {
     .await
     .unwrap();
     let worker = format!("{}/worker", scene.wq());
-    let (dlq, _) = b.create_dlq(&QueueId::new(worker.clone())).await.unwrap();
+    let wq = QueueId::new(worker.clone());
+    let (dlq, _) = qdeck_backend::dlq_creation_of(b.as_ref(), &wq)
+        .unwrap()
+        .create_dlq(&wq)
+        .await
+        .unwrap();
     peer(&["fail", &scene.p]);
     let mut st = polled(&b).await;
 

@@ -461,7 +461,10 @@ async fn with_celery_workers(
     list: &[qdeck_model::domain::Consumer],
 ) -> serde_json::Value {
     let report = if list.iter().any(|c| c.tag.contains('@')) {
-        b.celery_workers().await.ok()
+        match qdeck_backend::celery_of(b) {
+            Ok(c) => c.workers().await.ok(),
+            Err(_) => None,
+        }
     } else {
         None
     };

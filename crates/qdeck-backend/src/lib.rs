@@ -6,6 +6,7 @@
 pub mod api_calls;
 pub mod celery;
 pub mod error;
+pub mod facets;
 pub mod filter;
 pub mod headers;
 #[cfg(feature = "kafka")]
@@ -34,6 +35,10 @@ use async_trait::async_trait;
 
 pub use api_calls::ApiCalls;
 pub use error::BackendError;
+pub use facets::{
+    celery_of, dlq_creation_of, sessions_of, subject_purge_of, CeleryRemote, DlqCreation, Sessions,
+    SubjectPurge,
+};
 pub use filter::QueueFilter;
 pub use message_filter::MessageFilter;
 pub use progress::{OpProgress, ProgressState};
@@ -106,26 +111,9 @@ pub trait Backend: Send + Sync {
         )))
     }
 
-    /// The sessions of a session-enabled entity (Service Bus), with what the broker says about
-    /// each. `Unsupported` where the broker has no sessions.
-    async fn sessions(&self, _queue: &QueueId) -> Result<Vec<SessionInfo>> {
-        Err(BackendError::Unsupported(format!(
-            "{} has no message sessions",
-            self.kind()
-        )))
-    }
-
-    /// A page of one session's messages, as `browse` reads them.
-    async fn browse_session(
-        &self,
-        _queue: &QueueId,
-        _session: &str,
-        _req: &BrowseRequest,
-    ) -> Result<Page> {
-        Err(BackendError::Unsupported(format!(
-            "{} has no message sessions",
-            self.kind()
-        )))
+    /// Message sessions, where the broker has them (Service Bus): `None` elsewhere.
+    fn session_reader(&self) -> Option<&dyn Sessions> {
+        None
     }
 
     /// What `redrive(req)` would do, without changing anything: the same checks the real run
@@ -164,28 +152,9 @@ pub trait Backend: Send + Sync {
 
     async fn purge(&self, queue: &QueueId, progress: &OpProgress) -> Result<PurgeReport>;
 
-    /// How many messages of `queue` have a subject `subject` matches (NATS wildcards), for
-    /// the confirmation of `purge_subject`. `Unsupported` where messages have no subject.
-    async fn count_subject(&self, queue: &QueueId, _subject: &str) -> Result<u64> {
-        Err(BackendError::Unsupported(format!(
-            "{queue}: purging by subject works on NATS JetStream streams, not on {}",
-            self.kind()
-        )))
-    }
-
-    /// Purge only the messages whose subject `subject` matches, in one server-side call
-    /// (JetStream's `STREAM.PURGE` with a filter); the others stay.
-    async fn purge_subject(
-        &self,
-        queue: &QueueId,
-        subject: &str,
-        _progress: &OpProgress,
-    ) -> Result<PurgeReport> {
-        self.count_subject(queue, subject).await?;
-        Err(BackendError::Unsupported(format!(
-            "{queue}: purging by subject is not implemented for {}",
-            self.kind()
-        )))
+    /// Purging by subject, where messages carry one (NATS JetStream): `None` elsewhere.
+    fn subject_purge(&self) -> Option<&dyn SubjectPurge> {
+        None
     }
 
     /// Cancel one scheduled (delayed) message, `id` as `browse_scheduled` shows it. Default:
@@ -220,26 +189,10 @@ pub trait Backend: Send + Sync {
         None
     }
 
-    /// Celery's workers, asked through Celery's own remote control (one broadcast of
-    /// read-only inspect commands on the `celery.pidbox` mailbox, answered within
-    /// `celery::workers::TIMEOUT`). `Unsupported` where the broker carries no Celery.
-    async fn celery_workers(&self) -> Result<crate::celery::workers::WorkerReport> {
-        Err(BackendError::Unsupported(format!(
-            "Celery's remote control is read on RabbitMQ and Redis, not on {}",
-            self.kind()
-        )))
-    }
-
-    /// Send one Celery remote-control command that changes workers (`revoke`, `pool_grow`,
-    /// `pool_shrink`); callers pass the gate (tier `full`) and audit it. The answers.
-    async fn celery_control(
-        &self,
-        _req: &crate::celery::workers::Request,
-    ) -> Result<crate::celery::workers::WorkerReport> {
-        Err(BackendError::Unsupported(format!(
-            "Celery's remote control is sent on RabbitMQ and Redis, not on {}",
-            self.kind()
-        )))
+    /// Celery's remote control, where the broker carries Celery (RabbitMQ, Redis): `None`
+    /// elsewhere.
+    fn celery_remote(&self) -> Option<&dyn CeleryRemote> {
+        None
     }
 
     /// Consumer-group administration (moving a group's offsets, deleting a group), where the
@@ -251,14 +204,10 @@ pub trait Backend: Send + Sync {
     /// API calls made so far, per operation name (SQS and CloudWatch bill per call).
     fn api_calls(&self) -> &ApiCalls;
 
-    /// Start capturing the messages `queue` gives up on, where the broker keeps no DLQ of its
-    /// own (NATS JetStream: a stream of the consumer's dead-letter advisories). The DLQ's id,
-    /// and whether it was created now (`false`: one existed already).
-    async fn create_dlq(&self, queue: &QueueId) -> Result<(QueueId, bool)> {
-        Err(BackendError::Unsupported(format!(
-            "{queue}: {} dead-letters through its own settings; qdeck creates DLQs only for NATS JetStream consumers",
-            self.kind()
-        )))
+    /// Creating a dead-letter capture, where the broker keeps no DLQ of its own (NATS
+    /// JetStream): `None` elsewhere.
+    fn dlq_creation(&self) -> Option<&dyn DlqCreation> {
+        None
     }
 }
 

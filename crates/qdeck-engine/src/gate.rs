@@ -271,7 +271,9 @@ impl Gate {
         queue: &QueueId,
     ) -> Result<Vec<qdeck_model::domain::SessionInfo>, BackendError> {
         self.require(Mutation::Browse, queue)?;
-        self.backend.sessions(queue).await
+        qdeck_backend::sessions_of(self.backend.as_ref())?
+            .sessions(queue)
+            .await
     }
 
     /// Read a page of one session's messages: the same tier as `browse`.
@@ -282,7 +284,9 @@ impl Gate {
         req: &qdeck_model::domain::BrowseRequest,
     ) -> Result<qdeck_model::domain::Page, BackendError> {
         self.require(Mutation::Browse, queue)?;
-        self.backend.browse_session(queue, session, req).await
+        qdeck_backend::sessions_of(self.backend.as_ref())?
+            .browse_session(queue, session, req)
+            .await
     }
 
     pub async fn redrive(
@@ -418,7 +422,11 @@ impl Gate {
         progress: &OpProgress,
     ) -> Result<PurgeReport, BackendError> {
         self.require(Mutation::Purge, queue)?;
-        match self.backend.purge_subject(queue, subject, progress).await {
+        let purged = match qdeck_backend::subject_purge_of(self.backend.as_ref(), queue) {
+            Ok(p) => p.purge_subject(queue, subject, progress).await,
+            Err(e) => Err(e),
+        };
+        match purged {
             Ok(r) => {
                 self.record(
                     Mutation::Purge,

@@ -209,7 +209,9 @@ pub async fn plan_purge_subject(
 ) -> Result<Planned, BackendError> {
     let b = gate.backend();
     let info = b.describe(queue).await?;
-    let n = b.count_subject(queue, subject).await?;
+    let n = qdeck_backend::subject_purge_of(b.as_ref(), queue)?
+        .count_subject(queue, subject)
+        .await?;
     Ok(Planned::Purge {
         queue: info,
         count: MessageCount {

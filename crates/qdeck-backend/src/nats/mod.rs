@@ -273,6 +273,25 @@ impl Backend for NatsBackend {
         mutate::purge(self, queue, progress).await
     }
 
+    fn subject_purge(&self) -> Option<&dyn crate::SubjectPurge> {
+        Some(self)
+    }
+
+    fn deleter(&self) -> Option<&dyn DeleteById> {
+        Some(self)
+    }
+
+    fn api_calls(&self) -> &ApiCalls {
+        &self.calls
+    }
+
+    fn dlq_creation(&self) -> Option<&dyn crate::DlqCreation> {
+        Some(self)
+    }
+}
+
+#[async_trait]
+impl crate::SubjectPurge for NatsBackend {
     async fn count_subject(&self, queue: &QueueId, subject: &str) -> Result<u64> {
         mutate::count_subject(self, queue, subject).await
     }
@@ -285,15 +304,10 @@ impl Backend for NatsBackend {
     ) -> Result<PurgeReport> {
         mutate::purge_subject(self, queue, subject).await
     }
+}
 
-    fn deleter(&self) -> Option<&dyn DeleteById> {
-        Some(self)
-    }
-
-    fn api_calls(&self) -> &ApiCalls {
-        &self.calls
-    }
-
+#[async_trait]
+impl crate::DlqCreation for NatsBackend {
     async fn create_dlq(&self, queue: &QueueId) -> Result<(QueueId, bool)> {
         NatsBackend::create_dlq(self, queue, DEFAULT_MAX_AGE_SECS, DEFAULT_MAX_MSGS).await
     }

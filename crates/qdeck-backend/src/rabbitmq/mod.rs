@@ -680,11 +680,18 @@ impl Backend for RabbitBackend {
         &self.calls
     }
 
-    async fn celery_workers(&self) -> Result<crate::celery::workers::WorkerReport> {
+    fn celery_remote(&self) -> Option<&dyn crate::CeleryRemote> {
+        Some(self)
+    }
+}
+
+#[async_trait]
+impl crate::CeleryRemote for RabbitBackend {
+    async fn workers(&self) -> Result<crate::celery::workers::WorkerReport> {
         self.celery_report(&self.creds.default_vhost).await
     }
 
-    async fn celery_control(
+    async fn control(
         &self,
         req: &crate::celery::workers::Request,
     ) -> Result<crate::celery::workers::WorkerReport> {

@@ -471,11 +471,18 @@ impl Backend for RedisBackend {
         &self.calls
     }
 
-    async fn celery_workers(&self) -> Result<crate::celery::workers::WorkerReport> {
+    fn celery_remote(&self) -> Option<&dyn crate::CeleryRemote> {
+        Some(self)
+    }
+}
+
+#[async_trait]
+impl crate::CeleryRemote for RedisBackend {
+    async fn workers(&self) -> Result<crate::celery::workers::WorkerReport> {
         self.celery_report().await
     }
 
-    async fn celery_control(
+    async fn control(
         &self,
         req: &crate::celery::workers::Request,
     ) -> Result<crate::celery::workers::WorkerReport> {

@@ -169,6 +169,22 @@ pub async fn connect(
     }))
 }
 
+#[async_trait]
+impl crate::Sessions for ServiceBus {
+    async fn sessions(&self, queue: &QueueId) -> Result<Vec<SessionInfo>> {
+        self.transport.sessions(queue).await
+    }
+
+    async fn browse_session(
+        &self,
+        queue: &QueueId,
+        session: &str,
+        req: &BrowseRequest,
+    ) -> Result<Page> {
+        self.transport.browse_session(queue, session, req).await
+    }
+}
+
 impl ServiceBus {
     /// A failed listing against the emulator's AMQP endpoint says what is missing: the
     /// emulator serves its management API elsewhere, and a bare HTTP error does not say so.
@@ -649,17 +665,8 @@ impl Backend for ServiceBus {
         self.transport.browse(self, queue, req).await
     }
 
-    async fn sessions(&self, queue: &QueueId) -> Result<Vec<SessionInfo>> {
-        self.transport.sessions(queue).await
-    }
-
-    async fn browse_session(
-        &self,
-        queue: &QueueId,
-        session: &str,
-        req: &BrowseRequest,
-    ) -> Result<Page> {
-        self.transport.browse_session(queue, session, req).await
+    fn session_reader(&self) -> Option<&dyn crate::Sessions> {
+        Some(self)
     }
 
     async fn browse_scheduled(&self, queue: &QueueId, req: &BrowseRequest) -> Result<Page> {

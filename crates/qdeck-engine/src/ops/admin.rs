@@ -85,7 +85,12 @@ pub(super) async fn run_control(gate: &Gate, c: ControlPlan, p: &OpProgress) -> 
             "answers": answers,
         })
     };
-    let outcome = match gate.backend().celery_control(&c.request).await {
+    let celery = qdeck_backend::celery_of(gate.backend().as_ref());
+    let answer = match celery {
+        Ok(r) => r.control(&c.request).await,
+        Err(e) => Err(e),
+    };
+    let outcome = match answer {
         Ok(r) => Outcome::Control(r),
         Err(error) => Outcome::Failed {
             error,
@@ -116,7 +121,11 @@ pub(super) async fn run_control(gate: &Gate, c: ControlPlan, p: &OpProgress) -> 
 
 pub(super) async fn run_create_dlq(gate: &Gate, queue: &QueueId, p: &OpProgress) -> Outcome {
     p.set_total(Some(1));
-    let outcome = match gate.backend().create_dlq(queue).await {
+    let made = match qdeck_backend::dlq_creation_of(gate.backend().as_ref(), queue) {
+        Ok(c) => c.create_dlq(queue).await,
+        Err(e) => Err(e),
+    };
+    let outcome = match made {
         Ok((dlq, created)) => {
             p.add_done(1);
             Outcome::CreatedDlq(CreatedDlq {

@@ -3,8 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
-/// What kind of failure kept a queue's figures away. Backends map their errors into it
-/// (`qdeck_backend::BackendError` → `QueueError`), never by the text.
+/// What kind of failure kept a queue's figures away. The layer above maps its own error
+/// type into it by variant, never by the text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum QueueErrorKind {

@@ -96,6 +96,18 @@ if hits=$(grep -rnE '\b(crate|qdeck)::cli\b|\bsuper::(super::)*cli\b|\b(crate|qd
   echo "$hits" >&2
 fi
 
+# A lower crate does not even name a layer above it, comments included: a doc that says how
+# the backend maps into the model is the backend's to say, and a path there is an import
+# waiting to happen.
+for pair in "qdeck-model:qdeck_backend|qdeck_engine|qdeck::" "qdeck-backend:qdeck_engine|qdeck::" "qdeck-engine:qdeck::"; do
+  crate=${pair%%:*}
+  above=${pair#*:}
+  if hits=$(grep -rnE "\b($above)" "crates/$crate/src"); then
+    fail "crates/$crate names a layer above it:"
+    echo "$hits" >&2
+  fi
+done
+
 # No code outside tests decides by the text of an error or a note (issue 37, item 6); the
 # script names each finding and the few allowed places where the text is the protocol.
 if ! scripts/check_text_decisions.py; then

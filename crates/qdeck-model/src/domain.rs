@@ -193,6 +193,16 @@ pub struct QueueStats {
     /// offset below the partition's log start offset, a retention breach), summed over the
     /// partitions. `None` where the broker has no such notion; `Some(0)` when none are lost.
     pub lost: Option<u64>,
+    /// What a log keeps whether or not its readers consumed it (a JetStream limits or interest
+    /// stream, a Kafka topic, a RabbitMQ stream): retention, not backlog. Such a row leaves
+    /// `depth` and `oldest_age_secs` `None`, since its readers' rows carry the backlog, so
+    /// nothing ranks on fire, fires a rule or fails `check` on what is merely kept; a rule
+    /// reads it only by name (`retained`).
+    #[serde(default)]
+    pub retained: Option<u64>,
+    /// Age of the oldest retained message, seconds (`retained_age`).
+    #[serde(default)]
+    pub retained_age_secs: Option<f64>,
 }
 
 /// Result of one `stats` call: figures for queues that answered, errors for those that did not.

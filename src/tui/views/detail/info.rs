@@ -59,7 +59,20 @@ fn depth_line<'a>(t: &Theme, e: &QueueEntry, l: Option<&QueueStats>) -> Line<'a>
             },
             t.error,
         ),
+        styled(retained_text(l), t.dim),
     ])
+}
+
+/// What a log keeps after its readers read it, said as retention (its depth is `—`).
+fn retained_text(l: Option<&QueueStats>) -> String {
+    match l.and_then(|s| s.retained) {
+        Some(n) => format!(
+            " · retains {} (oldest {}): retention, not backlog",
+            fmt_count(Some(n)),
+            fmt_age(l.and_then(|s| s.retained_age_secs))
+        ),
+        None => String::new(),
+    }
 }
 
 fn age_line<'a>(t: &Theme, caps: &Capabilities, l: Option<&QueueStats>) -> Line<'a> {

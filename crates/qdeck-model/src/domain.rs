@@ -292,8 +292,15 @@ pub struct Consumer {
 /// What the broker recorded about a dead-lettered message.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct DeadLetterInfo {
+    /// The broker's own word for it (`rejected`, `maxReceiveCount exceeded`, `max_deliveries`).
     pub reason: Option<String>,
     pub description: Option<String>,
+    /// Why it died in the words of whoever failed it, the most specific text the message
+    /// records (an exception message, an error description, a termination reason), as its
+    /// backend reads it; `None` where only the broker's generic `reason` is known. The message
+    /// view's `why` line and the DLQ list's REASON show it first.
+    #[serde(default)]
+    pub why: Option<String>,
     /// The queue the message was dead-lettered from (the redrive target by default).
     pub origin: Option<QueueId>,
     pub count: Option<u64>,

@@ -294,7 +294,10 @@ fn summary(f: &mut Frame, st: &State, area: Rect) {
         (None, Some(n)) => format!("DLQ holds {}", fmt_count(Some(n))),
         _ => "no DLQ".into(),
     };
-    let workers = match (d.workers, d.workers_needed) {
+    let workers = match (
+        super::workers::shown_count(st, &e.info.id, d.workers),
+        d.workers_needed,
+    ) {
         (Some(w), Some(n)) => format!("workers {w} · {n} needed"),
         (Some(w), None) if d.measuring => format!("workers {w} · needed: measuring"),
         (Some(w), None) => format!("workers {w}"),

@@ -76,6 +76,14 @@ async fn consumer_rows_show_their_dead_letters_and_the_dlq_browses_them() {
     for c in ["reader", "pusher"] {
         row(&format!("{}/{c}", scene.lim()));
     }
+    // The limits stream keeps what its consumers read: its 5 messages are retention, in
+    // parentheses, not a depth (issue 41 item 12).
+    let own = format!("{}/", scene.lim());
+    let lim = screen
+        .lines()
+        .find(|l| l.contains(&scene.lim()) && !l.contains(&own))
+        .unwrap_or_else(|| panic!("no row {}:\n{screen}", scene.lim()));
+    assert!(lim.contains("(5)"), "{lim}\n{screen}");
 
     // Browsing the DLQ asks the backend for a page; the real answer is drawn.
     select(&mut st, dlq.as_str());

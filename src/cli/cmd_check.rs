@@ -148,7 +148,9 @@ fn judge_all(
             out.push((UNKNOWN, format!("{} {}", name(&r.name), name(e))));
             continue;
         }
-        if r.is_dlq {
+        // A log's messages are retention: its readers' rows are judged on their backlog, and
+        // it has no depth or age to call unknown.
+        if r.is_dlq || (r.retained.is_some() && r.depth.is_none()) {
             continue;
         }
         Limit {

@@ -65,8 +65,9 @@ pub(super) fn row_cells(r: &QueueRow, f: Format) -> Vec<String> {
     let note = match (&r.error, r.is_dlq) {
         (Some(e), _) => format!("error: {}", name(e)),
         (None, true) => format!("DLQ of {}", name(r.dlq_of.as_deref().unwrap_or("?"))),
-        (None, false) => match r.lost {
-            Some(n) if n > 0 => format!("retention breach: {n} lost"),
+        (None, false) => match (r.lost, r.retained) {
+            (Some(n), _) if n > 0 => format!("retention breach: {n} lost"),
+            (_, Some(n)) => format!("retains {n} (not backlog)"),
             _ => String::new(),
         },
     };
@@ -186,6 +187,10 @@ impl Pairs {
         self.kv("consumers", opt(row.consumers));
         if row.lost.is_some() {
             self.kv("lost to retention", opt(row.lost));
+        }
+        if row.retained.is_some() {
+            self.kv("retained", opt(row.retained));
+            self.kv("retained age", age_in(row.retained_age_secs, f));
         }
         self.kv("dlq", row.dlq.as_deref().map_or_else(|| "—".into(), name));
         self.kv("dlq depth", opt(row.dlq_depth));

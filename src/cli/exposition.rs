@@ -47,6 +47,11 @@ const QUEUE_GAUGES: &[(&str, &str, Figure)] = &[
         |f| f.lost,
     ),
     (
+        "queue_retained",
+        "Messages a log keeps after its readers read them (retention, not backlog)",
+        |f| f.retained,
+    ),
+    (
         "queue_workers_needed",
         "Workers needed to drain within the drain target",
         |f| f.workers_needed,

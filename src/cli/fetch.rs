@@ -27,6 +27,11 @@ pub struct QueueRow {
     /// Messages deleted by the broker before this reader read them (Kafka retention breach:
     /// committed offset below the log start); null where the broker has no such notion.
     pub lost: Option<u64>,
+    /// What a log keeps after its readers read it (a JetStream limits stream, a Kafka
+    /// topic): retention, not backlog, so `depth` and `oldest_age_secs` are null there and
+    /// `check` judges its readers' rows instead.
+    pub retained: Option<u64>,
+    pub retained_age_secs: Option<f64>,
     pub in_rate: Option<f64>,
     pub out_rate: Option<f64>,
     /// Why this queue has no figures (e.g. AccessDenied); null when it has.
@@ -64,6 +69,8 @@ impl QueueRow {
             dlq_of: info.dlq_of(),
             consumers: stats.and_then(|s| s.consumers),
             lost: stats.and_then(|s| s.lost),
+            retained: stats.and_then(|s| s.retained),
+            retained_age_secs: stats.and_then(|s| s.retained_age_secs),
             in_rate: stats.and_then(|s| s.in_rate),
             out_rate: stats.and_then(|s| s.out_rate),
             error: error.map(ToString::to_string),

@@ -730,6 +730,9 @@ pub struct SessionInfo {
     /// Where "save" writes (state dir); None in tests means the executor picks.
     pub export_dir: Option<PathBuf>,
     pub theme_dir: Option<PathBuf>,
+    /// Where a message's failure text is read (the profile's `reason_headers` first): the
+    /// message view's `why` line and the DLQ list's REASON.
+    pub reasons: qdeck_engine::triage::SignatureConfig,
 }
 
 impl SessionInfo {
@@ -744,6 +747,7 @@ impl SessionInfo {
             call_budget: None,
             export_dir: None,
             theme_dir: None,
+            reasons: qdeck_engine::triage::SignatureConfig::default(),
         }
     }
 }

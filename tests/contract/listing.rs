@@ -37,7 +37,7 @@ pub async fn lists_dlq_links_both_ways<F: Fixture>(fx: &F) {
     );
 }
 
-/// Depths from `stats` and `count` equal what the scene put there.
+/// Depths (a log's retained count) from `stats` and `count` equal what the scene put there.
 pub async fn figures_match_the_scene<F: Fixture>(fx: &F) {
     let b = fx.backend();
     let s = fx.scene(&tag("figures"), 3, 2).await;
@@ -45,7 +45,8 @@ pub async fn figures_match_the_scene<F: Fixture>(fx: &F) {
     let deadline = Instant::now() + patience(fx);
     let got = loop {
         let (fs, fd) = (figures(b, &s.src).await, figures(b, &s.dlq).await);
-        let got = (fs.depth, fs.dlq_depth, fd.depth);
+        // What the source holds: a log (a Kafka topic) reports it as retention, not depth.
+        let got = (fs.depth.or(fs.retained), fs.dlq_depth, fd.depth);
         if got == want || Instant::now() >= deadline {
             break got;
         }

@@ -411,7 +411,11 @@ pub(crate) async fn count_from_stats<B: Backend + ?Sized>(
     }
     let st = batch.stats.into_iter().next();
     Ok(MessageCount {
-        ready: st.as_ref().and_then(|s| s.depth).unwrap_or(0),
+        // A log's retained messages are no backlog, but they are what a purge removes.
+        ready: st
+            .as_ref()
+            .and_then(|s| s.depth.or(s.retained))
+            .unwrap_or(0),
         in_flight: st.as_ref().and_then(|s| s.in_flight),
         exact,
     })

@@ -193,6 +193,16 @@ pub struct QueueStats {
     /// offset below the partition's log start offset, a retention breach), summed over the
     /// partitions. `None` where the broker has no such notion; `Some(0)` when none are lost.
     pub lost: Option<u64>,
+    /// What a log keeps whether or not its readers consumed it (a JetStream limits or interest
+    /// stream, a Kafka topic, a RabbitMQ stream): retention, not backlog. Such a row leaves
+    /// `depth` and `oldest_age_secs` `None`, since its readers' rows carry the backlog, so
+    /// nothing ranks on fire, fires a rule or fails `check` on what is merely kept; a rule
+    /// reads it only by name (`retained`).
+    #[serde(default)]
+    pub retained: Option<u64>,
+    /// Age of the oldest retained message, seconds (`retained_age`).
+    #[serde(default)]
+    pub retained_age_secs: Option<f64>,
 }
 
 /// Result of one `stats` call: figures for queues that answered, errors for those that did not.
@@ -282,8 +292,15 @@ pub struct Consumer {
 /// What the broker recorded about a dead-lettered message.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct DeadLetterInfo {
+    /// The broker's own word for it (`rejected`, `maxReceiveCount exceeded`, `max_deliveries`).
     pub reason: Option<String>,
     pub description: Option<String>,
+    /// Why it died in the words of whoever failed it, the most specific text the message
+    /// records (an exception message, an error description, a termination reason), as its
+    /// backend reads it; `None` where only the broker's generic `reason` is known. The message
+    /// view's `why` line and the DLQ list's REASON show it first.
+    #[serde(default)]
+    pub why: Option<String>,
     /// The queue the message was dead-lettered from (the redrive target by default).
     pub origin: Option<QueueId>,
     pub count: Option<u64>,

@@ -79,6 +79,7 @@ pub fn initial_state(session: &Session, demo_workers: Option<usize>) -> State {
     st.session.refresh_secs = refresh_secs(session);
     st.session.call_budget = session.profile().calls_per_minute();
     st.session.export_dir = Some(paths::state_dir().join("exports"));
+    st.session.reasons = qdeck_engine::triage::SignatureConfig::for_session(&session.loaded);
     // The file was checked when it was loaded: a rule that fails here cannot occur.
     st.alerts.rules = qdeck_engine::alerts::rules(cfg).unwrap_or_default();
     // `:ops` opens on the recent past, from the record every qdeck writes.

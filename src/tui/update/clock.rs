@@ -15,14 +15,30 @@ pub(super) fn tick(st: &mut State, now: i64, fx: &mut Vec<Effect>) {
     queues::alerts(st, fx, true);
     super::follow_fire(st);
     // The workers view follows the poll rhythm; message pages do not (browsing may
-    // have side effects on some brokers).
-    let w = &st.workers;
-    if st.view() == View::Workers
-        && !w.loading
-        && w.fetched_ms
-            .is_none_or(|t| (now - t) as f64 >= st.session.refresh_secs * 1000.0)
-    {
-        if let Some(q) = w.queue.clone() {
+    // have side effects on some brokers). So does the detail of a queue whose workers are
+    // listed: its worker count reads that list (`views::workers::shown_count`).
+    let listed = match st.view() {
+        View::Workers => st.workers.queue.clone(),
+        View::Detail => st.focus.clone().filter(|q| {
+            !matches!(
+                st.caps_for(q).consumers,
+                qdeck_model::domain::ConsumerListing::Unsupported(_)
+            )
+        }),
+        _ => None,
+    };
+    if let Some(q) = listed {
+        if st.workers.queue.as_ref() != Some(&q) {
+            st.workers = WorkersState {
+                queue: Some(q.clone()),
+                ..Default::default()
+            };
+        }
+        let w = &st.workers;
+        if !w.loading
+            && w.fetched_ms
+                .is_none_or(|t| (now - t) as f64 >= st.session.refresh_secs * 1000.0)
+        {
             st.workers.loading = true;
             fx.push(Effect::Consumers(q));
         }

@@ -2,14 +2,21 @@
 //! browser and the workers view (here). `/`, `s`, `S`, the digit keys and Esc act on the list
 //! on screen, never on another view's.
 
+use std::borrow::Cow;
 use std::cmp::Ordering;
 
 use crate::tui::state::*;
 use qdeck_backend::BackendError;
+use qdeck_engine::triage::{signature, SignatureConfig};
 use qdeck_model::domain::{Consumer, Message, QueueId, WorkerState};
 
 /// `scheduled`: the browser lists scheduled messages, whose time column is when they fall due.
-fn msg_key(m: &Message, col: usize, scheduled: bool) -> (Option<f64>, String) {
+fn msg_key(
+    m: &Message,
+    col: usize,
+    scheduled: bool,
+    reasons: &SignatureConfig,
+) -> (Option<f64>, String) {
     let dl = m.dead_letter.as_ref();
     match col {
         0 => (
@@ -19,7 +26,13 @@ fn msg_key(m: &Message, col: usize, scheduled: bool) -> (Option<f64>, String) {
         1 if scheduled => (m.due_ms().map(|t| t as f64), m.id.clone()),
         1 => (m.enqueued_ms.map(|t| t as f64), m.id.clone()),
         2 => (m.receive_count.map(|n| n as f64), m.id.clone()),
-        3 => (None, dl.and_then(|d| d.reason.clone()).unwrap_or_default()),
+        // By what the REASON cell shows.
+        3 => (
+            None,
+            signature::why(m, reasons)
+                .map(Cow::into_owned)
+                .unwrap_or_default(),
+        ),
         4 => (
             None,
             dl.and_then(|d| d.origin.as_ref().map(ToString::to_string))
@@ -62,10 +75,11 @@ pub(super) fn sort_msgs(st: &mut State) {
     let desc = m.sort_desc;
     let sch = m.scheduled;
     let msgs = &m.messages;
+    let reasons = &st.session.reasons;
     m.rows.sort_by(|&a, &b| {
         cmp_keys(
-            &msg_key(&msgs[a], col, sch),
-            &msg_key(&msgs[b], col, sch),
+            &msg_key(&msgs[a], col, sch, reasons),
+            &msg_key(&msgs[b], col, sch, reasons),
             desc,
         )
     });

@@ -212,7 +212,7 @@ fn problem_age(now_ms: i64, p: &BrokerProblem) -> Option<f64> {
 
 /// The problem in the few words a row has room for: `down 2m`, `no answer for 45s`,
 /// `stale 5m`. The selected row's whole story is under the table.
-fn problem_summary(now_ms: i64, p: &BrokerProblem) -> String {
+pub(super) fn problem_summary(now_ms: i64, p: &BrokerProblem) -> String {
     let age = problem_age(now_ms, p).map(fmt_secs);
     match (p, age) {
         (BrokerProblem::Silent { .. }, Some(a)) => format!("no answer for {a}"),

@@ -11,9 +11,12 @@ use super::wrap::split_for_text;
 use super::{block, fmt_age, fmt_ago, fmt_count, plural, styled};
 use crate::tui::state::State;
 use crate::tui::theme::Theme;
-use qdeck_engine::fleet::FleetRow;
+use qdeck_engine::fleet::{BrokerProblem, FleetRow};
 use qdeck_model::domain::BrokerKind;
 use qdeck_model::sanitize::clean_short;
+
+/// The longest state the column holds, `no answer for 47h59`.
+const STATE_MIN: u16 = 20;
 
 pub fn render(f: &mut Frame, st: &State, area: Rect) {
     let t = &st.theme;
@@ -36,7 +39,9 @@ pub fn render(f: &mut Frame, st: &State, area: Rect) {
     }
     let cols = vec![
         Col::fixed("PROFILE", 14, 0),
-        Col::fixed("KIND", 10, 3),
+        // The profile's name usually says its kind: the first to give way, so that cost,
+        // call rate and a whole state fit 120 columns.
+        Col::fixed("KIND", 10, 5),
         Col::fixed("QUEUES", 7, 1),
         Col::fixed("DEPTH", 8, 0),
         // Counts take at most 6 cells (`99999`, `9999k`, `10.0M`): one goes to OLDEST.
@@ -49,8 +54,9 @@ pub fn render(f: &mut Frame, st: &State, area: Rect) {
         Col::fixed("CALLS/m", 7, 4),
         // SQS/CloudWatch bill per request; the other kinds cost nothing per call.
         Col::fixed("$/h", 7, 4),
-        // The state takes the room left: an error is the one long text here.
-        Col::flex("STATE", 10, 0),
+        // The state takes the room left, and never less than its longest words: columns go
+        // before a state is cut (the selected row's error is in full under the table).
+        Col::flex("STATE", STATE_MIN, 0),
     ];
     let keep = fit(&cols, inner.width, st.wide);
     let state_w = flex_width(&cols, &keep, inner.width);
@@ -65,10 +71,13 @@ pub fn render(f: &mut Frame, st: &State, area: Rect) {
         .iter()
         .map(|r| {
             let stale = r.stale(st.now_ms);
-            let (state, style) = match (&r.error, r.updated_ms) {
-                (Some(e), _) => (format!("error: {e}"), t.error),
+            // In the on-fire view's words (`down 2m`, `no answer for 45s`, `stale 5m`).
+            let (state, style) = match (r.broker_problem(st.now_ms), r.updated_ms) {
+                (Some(p @ BrokerProblem::Stale { .. }), _) => {
+                    (super::fire::problem_summary(st.now_ms, &p), t.stale)
+                }
+                (Some(p), _) => (super::fire::problem_summary(st.now_ms, &p), t.error),
                 (None, None) => ("connecting…".to_string(), t.dim),
-                (None, Some(_)) if stale => ("stale".to_string(), t.stale),
                 (None, Some(u)) => (format!("ok {}", fmt_ago(st.now_ms - u)), t.good),
             };
             let figures = if r.error.is_some() || stale {

@@ -9,7 +9,8 @@ use super::columns::{clean_mid, fit, flex_width, kept_row, render_plain_table, s
 use super::wrap::wrap_lines;
 use super::{block, fmt_count, fmt_secs, styled};
 use crate::tui::state::{error_line, State};
-use qdeck_model::domain::Message;
+use qdeck_engine::triage::signature::why;
+use qdeck_model::domain::{DeadLetterInfo, Message, Part};
 use qdeck_model::sanitize::{clean, clean_short, preview};
 
 /// A time in a list cell: month, day and time of day, UTC (the column says so).
@@ -72,7 +73,10 @@ pub fn render_list(f: &mut Frame, st: &State, area: Rect) {
         return;
     }
     // REASON and ORIGIN say why a message is in a DLQ: they outrank the body preview.
-    let dead = m.messages.iter().any(|x| x.dead_letter.is_some());
+    let dead = m
+        .messages
+        .iter()
+        .any(|x| x.dead_letter.is_some() || why(x, &st.session.reasons).is_some());
     // The ordering key (a Service Bus session, an SQS FIFO group) only where messages carry one.
     let keyed = m.messages.iter().any(|x| x.key.is_some());
     // A Service Bus SessionId says how messages are grouped for delivery: worth more room.
@@ -232,8 +236,9 @@ fn list_cells<'a>(st: &State, msg: &Message, marked: bool, body_w: usize) -> Vec
             session_of(msg).or(msg.key.as_deref()).unwrap_or("—"),
             12,
         )),
+        // The most specific text recorded (the exception, not `rejected`).
         Cell::from(styled(
-            clean_short(dl.and_then(|d| d.reason.as_deref()).unwrap_or("—"), 18),
+            clean_short(why(msg, &st.session.reasons).as_deref().unwrap_or("—"), 18),
             t.dlq,
         )),
         Cell::from(clean_mid(
@@ -262,9 +267,22 @@ fn list_cells<'a>(st: &State, msg: &Message, marked: bool, body_w: usize) -> Vec
     ]
 }
 
+/// The rows above the body: why it died first (what the message was opened for), the broker's
+/// account of the death, the message's identity, then its fields under labelled sections.
 fn meta_lines<'a>(st: &State, msg: &Message) -> Vec<Line<'a>> {
     let t = &st.theme;
-    let mut v = vec![Line::from(vec![
+    let mut v = Vec::new();
+    let why_text = why(msg, &st.session.reasons);
+    if let Some(w) = &why_text {
+        v.push(Line::from(vec![
+            styled("why ", t.dim),
+            styled(clean(w).into_owned(), t.dlq),
+        ]));
+    }
+    if let Some(d) = &msg.dead_letter {
+        v.push(death_line(st, d, why_text.as_deref()));
+    }
+    v.push(Line::from(vec![
         styled("id ", t.dim),
         styled(clean(&msg.id).into_owned(), t.title),
         styled(
@@ -277,7 +295,7 @@ fn meta_lines<'a>(st: &State, msg: &Message) -> Vec<Line<'a>> {
             ),
             t.dim,
         ),
-    ])];
+    ]));
     if let Some(k) = &msg.key {
         v.push(Line::from(vec![
             styled(
@@ -314,40 +332,54 @@ fn meta_lines<'a>(st: &State, msg: &Message) -> Vec<Line<'a>> {
             t.accent,
         )));
     }
-    if let Some(d) = &msg.dead_letter {
-        let mut parts = Vec::new();
-        if let Some(r) = &d.reason {
-            parts.push(format!("reason {}", clean(r)));
+    for (part, label) in [
+        (Part::Meta, "broker fields"),
+        (Part::Property, "properties"),
+        (Part::Header, "headers"),
+    ] {
+        let mut fields = msg.fields().filter(|(p, _, _)| *p == part).peekable();
+        if fields.peek().is_none() {
+            continue;
         }
-        if let Some(x) = &d.description {
-            parts.push(clean(x).into_owned());
+        v.push(Line::from(styled(format!("── {label} "), t.border)));
+        for (_, k, val) in fields {
+            let val = val.text();
+            v.push(Line::from(vec![
+                styled(format!("{}: ", clean_short(k, 40)), t.accent),
+                styled(clean(&val).into_owned(), t.text),
+            ]));
         }
-        if let Some(o) = &d.origin {
-            parts.push(format!("from {}", clean(o.as_str())));
-        }
-        if let Some(c) = d.count {
-            parts.push(format!("{c} time(s)"));
-        }
-        if let Some(at) = d.at_ms {
-            parts.push(format!(
-                "at {} ({} ago)",
-                fmt_full_time(Some(at)),
-                fmt_secs(((st.now_ms - at).max(0) / 1000) as f64)
-            ));
-        }
-        v.push(Line::from(styled(
-            format!("dead-lettered: {}", parts.join(" · ")),
-            t.dlq,
-        )));
-    }
-    for (_, k, val) in msg.fields() {
-        let val = val.text();
-        v.push(Line::from(vec![
-            styled(format!("{}: ", clean_short(k, 40)), t.accent),
-            styled(clean(&val).into_owned(), t.text),
-        ]));
     }
     v
+}
+
+/// The broker's account of the death: its own reason, where from, how often, when, and its
+/// description unless that is the `why` line's text already.
+fn death_line<'a>(st: &State, d: &DeadLetterInfo, why_text: Option<&str>) -> Line<'a> {
+    let mut parts = Vec::new();
+    if let Some(r) = d.reason.as_deref().filter(|r| Some(*r) != why_text) {
+        parts.push(clean(r).into_owned());
+    }
+    if let Some(x) = d.description.as_deref().filter(|x| Some(*x) != why_text) {
+        parts.push(clean(x).into_owned());
+    }
+    if let Some(o) = &d.origin {
+        parts.push(format!("from {}", clean(o.as_str())));
+    }
+    if let Some(c) = d.count {
+        parts.push(format!("{c} time(s)"));
+    }
+    if let Some(at) = d.at_ms {
+        parts.push(format!(
+            "at {} ({} ago)",
+            fmt_full_time(Some(at)),
+            fmt_secs(((st.now_ms - at).max(0) / 1000) as f64)
+        ));
+    }
+    Line::from(styled(
+        format!("dead-lettered: {}", parts.join(" · ")),
+        st.theme.dlq,
+    ))
 }
 
 pub fn render_body(f: &mut Frame, st: &State, area: Rect) {

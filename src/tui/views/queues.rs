@@ -294,7 +294,10 @@ fn summary(f: &mut Frame, st: &State, area: Rect) {
         (None, Some(n)) => format!("DLQ holds {}", fmt_count(Some(n))),
         _ => "no DLQ".into(),
     };
-    let workers = match (d.workers, d.workers_needed) {
+    let workers = match (
+        super::workers::shown_count(st, &e.info.id, d.workers),
+        d.workers_needed,
+    ) {
         (Some(w), Some(n)) => format!("workers {w} · {n} needed"),
         (Some(w), None) if d.measuring => format!("workers {w} · needed: measuring"),
         (Some(w), None) => format!("workers {w}"),
@@ -391,14 +394,19 @@ fn queue_row<'a>(st: &State, e: &QueueEntry, name_w: usize) -> Vec<Cell<'a>> {
         Cell::from(styled(name, name_style)),
         // Records lost to retention (a Kafka group behind its topic's log start) turn the
         // depth red: the lag no longer counts everything the group missed.
-        Cell::from(styled(
-            fmt_count(depth),
-            if l.and_then(|s| s.lost).unwrap_or(0) > 0 {
-                t.error
-            } else {
-                base
-            },
-        )),
+        match l.and_then(|s| s.retained).filter(|_| depth.is_none()) {
+            // A log's messages are retention, not backlog: dim and in parentheses, so the
+            // column never reads as depth (its readers' rows carry that).
+            Some(kept) => Cell::from(styled(format!("({})", fmt_count(Some(kept))), t.dim)),
+            None => Cell::from(styled(
+                fmt_count(depth),
+                if l.and_then(|s| s.lost).unwrap_or(0) > 0 {
+                    t.error
+                } else {
+                    base
+                },
+            )),
+        },
         Cell::from(styled(fmt_count(l.and_then(|s| s.in_flight)), base)),
         Cell::from(styled(fmt_count(l.and_then(|s| s.delayed)), base)),
     ];

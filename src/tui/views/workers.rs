@@ -8,10 +8,26 @@ use ratatui::Frame;
 use super::columns::{clean_mid, fit, flex_width, kept_row, render_plain_table, sort_head, Col};
 use super::{block, fmt_ago, fmt_count, fmt_rate, styled};
 use crate::tui::state::{error_line, State};
-use qdeck_model::domain::{AckMode, Consumer, ConsumerListing, WorkerState};
+use qdeck_model::domain::{AckMode, Consumer, ConsumerListing, QueueId, WorkerState};
 use qdeck_model::sanitize::{clean, clean_short};
 
 const STATE_W: usize = 15;
+
+/// How many workers `queue` has, the one figure every view shows: the live workers this view
+/// listed for it (gone and lease-lost ones apart), once it has listed them; else the count
+/// from the broker's figures. A summary never says `—` beside a list of one.
+pub fn shown_count(st: &State, queue: &QueueId, from_figures: Option<u32>) -> Option<u32> {
+    let w = &st.workers;
+    if w.queue.as_ref() != Some(queue) || w.fetched_ms.is_none() || w.error.is_some() {
+        return from_figures;
+    }
+    let live = w
+        .list
+        .iter()
+        .filter(|c| !matches!(c.status, WorkerState::Gone | WorkerState::LeaseLost))
+        .count();
+    Some(u32::try_from(live).unwrap_or(u32::MAX))
+}
 
 pub fn render(f: &mut Frame, st: &State, area: Rect) {
     let t = &st.theme;

@@ -78,6 +78,7 @@ pub fn to_message(r: &KRecord) -> Message {
         DeadLetterInfo {
             reason: o.reason.clone().or_else(|| o.message.clone()),
             description: o.message.clone(),
+            why: o.message.clone().filter(|m| !m.trim().is_empty()),
             origin: o.topic.clone().map(QueueId),
             count: o.delivery_count,
             at_ms: None,

@@ -352,15 +352,22 @@ impl KafkaBackend {
             let dlq_depth = Self::dlt_of(meta, &topic).and_then(|d| records_of(&d).ok());
             match t {
                 Target::Topic(topic) => match records_of(&topic) {
-                    Ok(n) => batch.stats.push(QueueStats {
-                        id,
-                        at_ms,
-                        depth: Some(n),
-                        dlq_depth,
-                        enqueued_total: Some(end_sum(&topic)),
-                        age_note: Some(AGE_NOTE.into()),
-                        ..Default::default()
-                    }),
+                    Ok(n) => {
+                        // A topic keeps what its groups read: its records are retention, and
+                        // its groups' lag the backlog. A dead-letter topic's records are its
+                        // dead letters.
+                        let dead = is_dead_letter_topic(&snap, &topic);
+                        batch.stats.push(QueueStats {
+                            id,
+                            at_ms,
+                            depth: dead.then_some(n),
+                            retained: (!dead).then_some(n),
+                            dlq_depth,
+                            enqueued_total: Some(end_sum(&topic)),
+                            age_note: Some(AGE_NOTE.into()),
+                            ..Default::default()
+                        });
+                    }
                     Err(e) => batch
                         .errors
                         .push((id, QueueError::new(QueueErrorKind::Other, e))),
@@ -592,5 +599,14 @@ fn age_words(h: &age::Head) -> String {
 /// The start of the note on a group row whose committed offsets fell behind retention.
 pub const RETENTION_BREACH: &str = "retention breach";
 
+/// A Spring dead-letter topic of a listed topic, or a share group's configured DLQ topic.
+fn is_dead_letter_topic(snap: &Snapshot, topic: &str) -> bool {
+    dlt::spring_origin(topic).is_some_and(|o| snap.meta.topics.contains_key(o))
+        || snap
+            .share_configs
+            .values()
+            .any(|c| c.get(share::DLQ_TOPIC).is_some_and(|d| d == topic))
+}
+
 pub const AGE_NOTE: &str =
-    "a topic has no reader of its own: age of oldest is read on its group rows (GROUP@TOPIC)";
+    "a topic keeps what its groups read: its records are retention, not backlog; what each group has yet to read, and its age, are on its group rows (GROUP@TOPIC)";

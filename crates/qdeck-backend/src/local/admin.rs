@@ -434,6 +434,8 @@ fn stats_batch(
             in_rate: None,
             out_rate: None,
             lost: None,
+            retained: None,
+            retained_age_secs: None,
         });
     }
     batch

@@ -137,6 +137,7 @@ fn message_row(r: &rusqlite::Row, now: i64) -> rusqlite::Result<Message> {
     let dead_letter = (reason.is_some() || origin.is_some()).then(|| DeadLetterInfo {
         reason,
         description: None,
+        why: None,
         origin: origin.map(QueueId::new),
         count: r.get::<_, Option<i64>>(11).ok().flatten().map(|c| c as u64),
         at_ms: r.get(10).ok().flatten(),

@@ -226,6 +226,7 @@ pub async fn dead_letter(b: &NatsBackend, a: &StoredMsg) -> Result<Message> {
     m.dead_letter = Some(DeadLetterInfo {
         reason: Some(adv.why().to_string()),
         description: adv.reason.clone().filter(|r| !r.is_empty()),
+        why: adv.reason.clone().filter(|r| !r.trim().is_empty()),
         origin: Some(figures::consumer_id(&adv.stream, &adv.consumer)),
         count: Some(adv.deliveries),
         at_ms: super::model::rfc3339_ms(&adv.timestamp).or_else(|| a.time_ms()),

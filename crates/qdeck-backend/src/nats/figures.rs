@@ -266,14 +266,16 @@ async fn consumers_by_stream(
     Ok(out)
 }
 
-/// Where a consumer's oldest unacked message is: (stream, ack floor + 1, filter). Its age is
-/// the time of the first message there, read by sequence.
+/// Where a consumer's oldest unprocessed message is: (stream, first held sequence, filter).
+/// Its age is the time of the first message there, read by sequence. The first held sequence,
+/// not ack floor + 1: with nothing in flight the floor stays below the messages the consumer
+/// gave up on (max_deliver, terminated), and their age is no backlog.
 type AgeKey = (String, u64, String);
 
 fn age_key(c: &ConsumerInfo) -> AgeKey {
     (
         c.stream_name.clone(),
-        c.ack_floor.stream_seq + 1,
+        c.first_held_seq(),
         c.filter().to_string(),
     )
 }
@@ -424,17 +426,39 @@ fn stream_stats(id: QueueId, s: &StreamInfo, at_ms: i64) -> QueueStats {
             .and_then(rfc3339_ms)
             .map(age_secs)
     };
-    QueueStats {
+    let base = QueueStats {
         id,
         at_ms,
-        depth: Some(s.state.messages),
         in_flight: None,
-        oldest_age_secs: age,
         consumers: u32::try_from(s.state.consumer_count).ok(),
         // Every message ever stored took the next sequence.
         enqueued_total: Some(s.state.last_seq),
         ..Default::default()
+    };
+    if keeps_what_is_read(s) {
+        QueueStats {
+            retained: Some(s.state.messages),
+            retained_age_secs: age,
+            age_note: Some(RETENTION_NOTE.into()),
+            ..base
+        }
+    } else {
+        QueueStats {
+            depth: Some(s.state.messages),
+            oldest_age_secs: age,
+            ..base
+        }
     }
+}
+
+/// Why a log stream's row has no depth or age.
+const RETENTION_NOTE: &str = "a log stream keeps what its consumers read: its messages are retention, not backlog; each consumer's row (STREAM/CONSUMER) carries what it has yet to process";
+
+/// A limits or interest stream keeps messages its consumers already processed (until a limit,
+/// or every interested consumer, lets them go), so what it stores is no backlog. A work queue
+/// removes what is acked, and a capture stream's messages are dead letters: theirs is.
+fn keeps_what_is_read(s: &StreamInfo) -> bool {
+    s.config.retention != "workqueue" && !dlq::is_capture(s)
 }
 
 fn consumer_stats(id: QueueId, c: &ConsumerInfo, at_ms: i64) -> QueueStats {

@@ -342,10 +342,17 @@ pub fn stats_of(id: QueueId, row: &QueueRow, at_ms: i64) -> QueueStats {
             (a, b, c) => Some(a.unwrap_or(0.0) + b.unwrap_or(0.0) + c.unwrap_or(0.0)),
         },
     };
+    // A stream queue keeps what its consumers read (they track their own offsets): its
+    // message count is retention, not backlog.
+    let (depth, retained) = if row.kind() == QueueKind::Stream {
+        (None, ready)
+    } else {
+        (ready, None)
+    };
     QueueStats {
         id,
         at_ms,
-        depth: ready,
+        depth,
         in_flight: unacked,
         delayed: None,
         dlq_depth: None,
@@ -358,6 +365,8 @@ pub fn stats_of(id: QueueId, row: &QueueRow, at_ms: i64) -> QueueStats {
         in_rate: rate(&ms.publish_details),
         out_rate,
         lost: None,
+        retained,
+        retained_age_secs: None,
     }
 }
 

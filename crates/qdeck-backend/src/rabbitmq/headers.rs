@@ -305,10 +305,19 @@ pub fn parse_dead_letter(p: &BasicProperties) -> Option<DeadLetterInfo> {
     Some(DeadLetterInfo {
         reason,
         description,
+        why: exception_message(p),
         origin: origin.map(QueueId::new),
         count,
         at_ms,
     })
+}
+
+/// The exception a consumer recorded before it rejected or republished the message: Spring
+/// AMQP's `x-exception-message` (the convention other clients copied).
+fn exception_message(p: &BasicProperties) -> Option<String> {
+    header(p, "x-exception-message")
+        .and_then(as_text)
+        .filter(|s| !s.trim().is_empty())
 }
 
 /// The message's id: its `message_id` property, else a hash of body and headers (stable
@@ -370,6 +379,25 @@ mod tests {
             "{text}"
         );
         assert!(parse_dead_letter(&BasicProperties::default()).is_none());
+        // No exception recorded: nothing more specific than the broker's `rejected`.
+        assert_eq!(d.why, None);
+    }
+
+    #[test]
+    fn the_exception_a_consumer_recorded_is_why_it_died() {
+        let mut h = FieldTable::default();
+        h.insert("x-first-death-queue".into(), ls("orders"));
+        h.insert("x-first-death-reason".into(), ls("rejected"));
+        h.insert(
+            "x-exception-message".into(),
+            ls("customer 42 not found in billing-eu"),
+        );
+        let d = parse_dead_letter(&BasicProperties::default().with_headers(h)).unwrap();
+        assert_eq!(d.reason.as_deref(), Some("rejected"));
+        assert_eq!(
+            d.why.as_deref(),
+            Some("customer 42 not found in billing-eu")
+        );
     }
 
     #[test]

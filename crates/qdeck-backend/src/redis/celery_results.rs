@@ -188,6 +188,8 @@ pub fn message(d: &Json, raw_len_hint: Option<usize>) -> Message {
     m.dead_letter = Some(DeadLetterInfo {
         reason: Some(clean_short(&reason(d), 300)),
         description: None,
+        // The exception, `ValueError: card 3 declined`: the application's own words.
+        why: Some(clean_short(&reason(d), 300)),
         origin: s("queue").map(QueueId::new),
         count: None,
         at_ms: m.enqueued_ms,

@@ -118,6 +118,11 @@ pub fn bull_job(id: &str, h: &HashMap<String, Vec<u8>>, origin: Option<&QueueId>
         meta: headers,
         body,
         dead_letter: origin.map(|o| DeadLetterInfo {
+            // BullMQ's failedReason is the error the processor threw: the application's words.
+            why: reason
+                .as_deref()
+                .filter(|r| !r.trim().is_empty())
+                .map(|r| clean_short(r, 500)),
             reason: reason.map(|r| clean_short(&r, 500)),
             description: None,
             origin: Some(o.clone()),
@@ -235,6 +240,7 @@ pub fn sidekiq_job(
         meta: headers,
         body,
         dead_letter: origin_of.map(|f| DeadLetterInfo {
+            why: sidekiq_why(reason.as_deref(), message.as_deref()),
             reason: reason.map(|r| clean_short(&r, 200)),
             description: message.map(|m| clean_short(&m, 500)),
             origin: queue.as_deref().map(f),
@@ -242,5 +248,35 @@ pub fn sidekiq_job(
             at_ms: j.get("failed_at").and_then(sidekiq_time_ms),
         }),
         ..Message::default()
+    }
+}
+
+/// Sidekiq's `error_class: error_message` (`Stripe::CardError: card 3 declined`), or whichever
+/// of the two the job records.
+fn sidekiq_why(class: Option<&str>, message: Option<&str>) -> Option<String> {
+    let text = match (class, message.filter(|m| !m.trim().is_empty())) {
+        (Some(c), Some(m)) => format!("{c}: {m}"),
+        (None, Some(m)) => m.to_string(),
+        (Some(c), None) => c.to_string(),
+        (None, None) => return None,
+    };
+    Some(clean_short(&text, 500))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::sidekiq_why;
+
+    #[test]
+    fn sidekiqs_error_class_and_message_say_why() {
+        assert_eq!(
+            sidekiq_why(Some("Stripe::CardError"), Some("card 3 declined")).as_deref(),
+            Some("Stripe::CardError: card 3 declined")
+        );
+        assert_eq!(
+            sidekiq_why(Some("Timeout"), Some(" ")).as_deref(),
+            Some("Timeout")
+        );
+        assert_eq!(sidekiq_why(None, None), None);
     }
 }

@@ -31,6 +31,8 @@ pub enum Figure {
     WorkersNeeded,
     Lost,
     Eta,
+    Retained,
+    RetainedAge,
     Unreachable,
     Stale,
 }
@@ -51,6 +53,8 @@ impl Figure {
             "workers_needed" => Figure::WorkersNeeded,
             "lost" => Figure::Lost,
             "eta" => Figure::Eta,
+            "retained" => Figure::Retained,
+            "retained_age" => Figure::RetainedAge,
             "unreachable" => Figure::Unreachable,
             "stale" => Figure::Stale,
             _ => return None,
@@ -62,7 +66,7 @@ impl Figure {
     }
 
     fn is_duration(self) -> bool {
-        matches!(self, Figure::Age | Figure::Eta)
+        matches!(self, Figure::Age | Figure::Eta | Figure::RetainedAge)
     }
 
     /// The figure's value: a number (durations in seconds), or 1/0 for a flag.
@@ -82,6 +86,8 @@ impl Figure {
             Figure::WorkersNeeded => f.workers_needed,
             Figure::Lost => f.lost,
             Figure::Eta => f.eta,
+            Figure::Retained => f.retained,
+            Figure::RetainedAge => f.retained_age,
             Figure::Unreachable => flag(f.unreachable),
             Figure::Stale => flag(f.stale),
         }
@@ -297,6 +303,20 @@ mod tests {
         assert!(c.holds(&lost(Some(3.0))));
         assert!(!c.holds(&lost(Some(0.0))));
         assert!(!c.holds(&lost(None)));
+    }
+
+    #[test]
+    fn retention_is_read_only_by_name() {
+        // A log's row: what it keeps is no depth or age, so backlog rules pass it by.
+        let log = Figures {
+            retained: Some(5_000.0),
+            retained_age: Some(86_400.0),
+            ..Figures::default()
+        };
+        let holds = |src: &str| Condition::parse(src).unwrap().holds(&log);
+        assert!(!holds("age > 5m"));
+        assert!(!holds("depth > 0"));
+        assert!(holds("retained_age > 1h and retained > 1000"));
     }
 
     #[test]

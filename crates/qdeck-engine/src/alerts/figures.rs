@@ -28,6 +28,11 @@ pub struct Figures {
     pub lost: Option<f64>,
     /// Seconds until the queue drains at the current net rate.
     pub eta: Option<f64>,
+    /// What a log keeps after its readers read it, and the age of its oldest (a JetStream
+    /// limits stream, a Kafka topic): retention, never in `depth` or `age`, read only when a
+    /// rule names it.
+    pub retained: Option<f64>,
+    pub retained_age: Option<f64>,
     /// The profile's last poll failed.
     pub unreachable: bool,
     /// The figures are older than three refresh periods.
@@ -36,7 +41,8 @@ pub struct Figures {
 
 /// The names `when` knows, for errors and the docs.
 pub const NAMES: &str = "depth, in_flight, delayed, age, dlq_depth, dlq_growth, consumers, \
-                         in_rate, out_rate, workers, workers_needed, lost, eta, unreachable, stale";
+                         in_rate, out_rate, workers, workers_needed, lost, eta, retained, \
+                         retained_age, unreachable, stale";
 
 impl Figures {
     /// A queue's figures from the store, with `target_secs` for workers needed.
@@ -58,6 +64,8 @@ impl Figures {
             workers_needed: d.workers_needed.map(f64::from),
             lost: s.and_then(|s| n(s.lost)),
             eta: d.drain_secs,
+            retained: s.and_then(|s| n(s.retained)),
+            retained_age: s.and_then(|s| s.retained_age_secs),
             unreachable: false,
             stale: false,
         }

@@ -195,6 +195,8 @@ fn figure_name(f: super::condition::Figure) -> &'static str {
         WorkersNeeded => "workers_needed",
         Lost => "lost",
         Eta => "eta",
+        Retained => "retained",
+        RetainedAge => "retained_age",
         Unreachable => "unreachable",
         Stale => "stale",
     }
@@ -220,6 +222,8 @@ fn figure_text(name: &str, f: &Figures) -> Option<String> {
         "workers_needed" => count(f.workers_needed),
         "lost" => count(f.lost),
         "eta" => secs(f.eta),
+        "retained" => count(f.retained),
+        "retained_age" => secs(f.retained_age),
         "unreachable" => f.unreachable.to_string(),
         "stale" => f.stale.to_string(),
         _ => return None,

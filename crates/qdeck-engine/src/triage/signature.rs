@@ -94,6 +94,33 @@ pub fn error_text<'a>(m: &'a Message, cfg: &SignatureConfig) -> Option<Cow<'a, s
         .filter(|s| !s.trim().is_empty())
 }
 
+/// Why the message died, the most specific text first: the header the profile names
+/// (`reason_headers`: its applications know best), the failure's own words as its backend
+/// read them (`DeadLetterInfo::why`), the error headers of a message its broker did not mark
+/// dead (Spring AMQP republishes with `x-exception-message` and no `x-death`), and only then
+/// the broker's generic reason (`rejected`). Raw text: views clean it.
+pub fn why<'a>(m: &'a Message, cfg: &SignatureConfig) -> Option<Cow<'a, str>> {
+    fn given(s: &str) -> bool {
+        !s.trim().is_empty()
+    }
+    cfg.extra_headers
+        .iter()
+        .find_map(|h| header(m, h).filter(|s| given(s)))
+        .or_else(|| {
+            m.dead_letter
+                .as_ref()
+                .and_then(|d| d.why.as_deref())
+                .map(Cow::Borrowed)
+                .filter(|s| given(s))
+        })
+        .or_else(|| {
+            ERROR_HEADERS
+                .iter()
+                .find_map(|h| header(m, h).filter(|s| given(s)))
+        })
+        .or_else(|| broker_reason(m))
+}
+
 /// Every reason text the message records, raw (what `reason = "…"` compares against).
 pub fn reason_texts<'a>(m: &'a Message, cfg: &SignatureConfig) -> Vec<Cow<'a, str>> {
     [broker_reason(m), error_text(m, cfg)]
@@ -179,7 +206,7 @@ pub fn normalize(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use qdeck_model::domain::{DeadLetterInfo, QueueId};
+    use qdeck_model::domain::{DeadLetterInfo, QueueId, Value};
 
     fn msg(headers: &[(&str, &str)], dl: Option<DeadLetterInfo>) -> Message {
         Message {
@@ -225,6 +252,41 @@ mod tests {
         let s = normalize(&"é".repeat(300));
         assert!(s.ends_with('…'));
         assert!(s.len() <= MAX_LEN + '…'.len_utf8());
+    }
+
+    #[test]
+    fn why_is_the_most_specific_text_recorded() {
+        let cfg = SignatureConfig::default();
+        let dead = |text: Option<&str>| Message {
+            dead_letter: Some(DeadLetterInfo {
+                reason: Some("rejected".into()),
+                description: Some("last died in 'orders' via exchange ''".into()),
+                why: text.map(str::to_string),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        // The backend's reading of the failure beats the broker's word; a route is no reason.
+        let m = dead(Some("customer 42 not found"));
+        assert_eq!(why(&m, &cfg).as_deref(), Some("customer 42 not found"));
+        assert_eq!(why(&dead(None), &cfg).as_deref(), Some("rejected"));
+        assert_eq!(why(&dead(Some("  ")), &cfg).as_deref(), Some("rejected"));
+        // A header the profile names comes first; error headers serve a message no broker
+        // marked dead.
+        let mut named = dead(Some("customer 42 not found"));
+        named
+            .headers
+            .push(("x-error".into(), Value::str("billing down")));
+        let cfg_x = SignatureConfig {
+            extra_headers: vec!["x-error".into()],
+        };
+        assert_eq!(why(&named, &cfg_x).as_deref(), Some("billing down"));
+        let republished = Message {
+            headers: vec![("x-exception-message".into(), Value::str("boom"))],
+            ..Default::default()
+        };
+        assert_eq!(why(&republished, &cfg).as_deref(), Some("boom"));
+        assert_eq!(why(&Message::default(), &cfg), None);
     }
 
     #[test]

@@ -31,7 +31,8 @@ pub(super) fn lines<'a>(
     lines.push(depth_line(t, e, l));
     lines.push(age_line(t, caps, l));
     if let Some(d) = d {
-        lines.extend(derived_lines(t, d, e.info.is_dlq));
+        let workers = super::super::workers::shown_count(st, &e.info.id, d.workers);
+        lines.extend(derived_lines(t, d, workers, e.info.is_dlq));
     }
     lines.extend(settings_lines(t, e));
     lines.extend(capability_notes(t, caps));
@@ -59,7 +60,20 @@ fn depth_line<'a>(t: &Theme, e: &QueueEntry, l: Option<&QueueStats>) -> Line<'a>
             },
             t.error,
         ),
+        styled(retained_text(l), t.dim),
     ])
+}
+
+/// What a log keeps after its readers read it, said as retention (its depth is `—`).
+fn retained_text(l: Option<&QueueStats>) -> String {
+    match l.and_then(|s| s.retained) {
+        Some(n) => format!(
+            " · retains {} (oldest {}): retention, not backlog",
+            fmt_count(Some(n)),
+            fmt_age(l.and_then(|s| s.retained_age_secs))
+        ),
+        None => String::new(),
+    }
 }
 
 fn age_line<'a>(t: &Theme, caps: &Capabilities, l: Option<&QueueStats>) -> Line<'a> {
@@ -87,7 +101,7 @@ fn age_line<'a>(t: &Theme, caps: &Capabilities, l: Option<&QueueStats>) -> Line<
 }
 
 /// Rates, trend and drain time, workers needed, and the arithmetic behind them.
-fn derived_lines<'a>(t: &Theme, d: &Derived, is_dlq: bool) -> Vec<Line<'a>> {
+fn derived_lines<'a>(t: &Theme, d: &Derived, workers: Option<u32>, is_dlq: bool) -> Vec<Line<'a>> {
     let src = match d.rate_source {
         RateSource::Broker => "broker rates",
         RateSource::Counters => "derived from the broker's counters",
@@ -121,7 +135,7 @@ fn derived_lines<'a>(t: &Theme, d: &Derived, is_dlq: bool) -> Vec<Line<'a>> {
             styled(format!("trend {:?} · ", d.trend).to_lowercase(), t.text),
             styled(drain, t.accent),
         ]),
-        workers_line(t, d),
+        workers_line(t, d, workers),
     ];
     if let Some(a) = &d.arithmetic {
         lines.push(Line::from(styled(format!("  {a}"), t.dim)));
@@ -144,10 +158,11 @@ fn window_text(d: &Derived) -> String {
     }
 }
 
-fn workers_line<'a>(t: &Theme, d: &Derived) -> Line<'a> {
+/// `workers`: the count the workers view shows too (`workers::shown_count`).
+fn workers_line<'a>(t: &Theme, d: &Derived, workers: Option<u32>) -> Line<'a> {
     let mut w = vec![
         styled("workers ", t.dim),
-        styled(fmt_count(d.workers.map(u64::from)), t.text),
+        styled(fmt_count(workers.map(u64::from)), t.text),
     ];
     if let Some(pw) = d.per_worker_rate {
         w.push(styled(

@@ -241,6 +241,8 @@ pub fn rq_job(
         meta,
         body,
         dead_letter: origin_of.map(|f| DeadLetterInfo {
+            // The traceback's last line, `ValueError: card 3 declined`.
+            why: reason.as_deref().map(|r| clean_short(r, 500)),
             reason: reason.map(|r| clean_short(&r, 500)),
             description: description.map(|d| clean_short(&d, 500)),
             origin: origin.as_deref().map(f),

@@ -283,6 +283,7 @@ pub fn to_message(
     let dead_letter = dlq_parent(entity).map(|parent| DeadLetterInfo {
         reason: app_text("DeadLetterReason"),
         description: app_text("DeadLetterErrorDescription"),
+        why: app_text("DeadLetterErrorDescription").filter(|d| !d.trim().is_empty()),
         origin: Some(QueueId::new(
             annotation(m, DEADLETTER_SOURCE)
                 .map_or_else(|| parent.to_string(), |v| from_amqp(v).text()),

@@ -192,6 +192,7 @@ pub fn to_message(m: &Received, entity: &str) -> Message {
         .map(QueueId::new);
     let dead_letter = dlq_parent(entity).map(|_| DeadLetterInfo {
         reason,
+        why: description.clone().filter(|d| !d.trim().is_empty()),
         description,
         origin,
         count: None,

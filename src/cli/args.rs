@@ -165,6 +165,11 @@ pub enum Command {
         /// Group the named queue's own (live) messages, not its DLQ's.
         #[arg(long)]
         live: bool,
+        /// Group by the text of this header or attribute (before the profile's
+        /// `reason_headers`); repeat for fallbacks. For brokers that record no failure reason
+        /// (Pub/Sub), where the application writes its own.
+        #[arg(long = "by", value_name = "HEADER")]
+        by: Vec<String>,
         #[command(flatten)]
         scan: ScanArgs,
     },

@@ -163,7 +163,12 @@ async fn on_session(s: &Session, cmd: Command, f: args::Format) -> CliResult {
         Command::Sessions { queue, peek, count } => {
             cmd_sessions::sessions(s, &queue, peek.as_deref(), count, f).await
         }
-        Command::Reasons { dlq, live, scan } => cmd_reasons::reasons(s, &dlq, live, &scan, f).await,
+        Command::Reasons {
+            dlq,
+            live,
+            by,
+            scan,
+        } => cmd_reasons::reasons(s, &dlq, live, &by, &scan, f).await,
         Command::Export {
             queue,
             file,

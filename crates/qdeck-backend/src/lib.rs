@@ -16,6 +16,7 @@ pub mod message_filter;
 #[cfg(feature = "nats")]
 pub mod nats;
 pub mod net_error;
+pub mod no_failure_text;
 pub mod progress;
 #[cfg(feature = "pubsub")]
 pub mod pubsub;

@@ -434,6 +434,7 @@ fn stats_batch(
             in_rate: None,
             out_rate: None,
             lost: None,
+            sampled: None,
         });
     }
     batch

@@ -89,7 +89,7 @@ pub fn to_message(r: &ReceivedMessage, project: &str, origin: Option<&QueueId>) 
     let from_attr = source_subscription(&m.attributes, project).and_then(|p| names::sub_id(&p));
     let dead_letter = match (from_attr, origin) {
         (Some(o), _) => Some(DeadLetterInfo {
-            reason: Some("max delivery attempts reached".into()),
+            reason: Some(crate::no_failure_text::DELIVERIES_RAN_OUT.into()),
             origin: Some(o),
             count: m
                 .attributes
@@ -98,7 +98,7 @@ pub fn to_message(r: &ReceivedMessage, project: &str, origin: Option<&QueueId>) 
             ..Default::default()
         }),
         (None, Some(o)) => Some(DeadLetterInfo {
-            reason: Some("max delivery attempts reached".into()),
+            reason: Some(crate::no_failure_text::DELIVERIES_RAN_OUT.into()),
             description: Some(
                 "source from the dead-letter policies (the message names none)".into(),
             ),

@@ -358,6 +358,7 @@ pub fn stats_of(id: QueueId, row: &QueueRow, at_ms: i64) -> QueueStats {
         in_rate: rate(&ms.publish_details),
         out_rate,
         lost: None,
+        sampled: None,
     }
 }
 

@@ -31,6 +31,7 @@ pub enum Figure {
     WorkersNeeded,
     Lost,
     Eta,
+    FigureAge,
     Unreachable,
     Stale,
 }
@@ -51,6 +52,7 @@ impl Figure {
             "workers_needed" => Figure::WorkersNeeded,
             "lost" => Figure::Lost,
             "eta" => Figure::Eta,
+            "figure_age" => Figure::FigureAge,
             "unreachable" => Figure::Unreachable,
             "stale" => Figure::Stale,
             _ => return None,
@@ -62,7 +64,7 @@ impl Figure {
     }
 
     fn is_duration(self) -> bool {
-        matches!(self, Figure::Age | Figure::Eta)
+        matches!(self, Figure::Age | Figure::Eta | Figure::FigureAge)
     }
 
     /// The figure's value: a number (durations in seconds), or 1/0 for a flag.
@@ -82,6 +84,7 @@ impl Figure {
             Figure::WorkersNeeded => f.workers_needed,
             Figure::Lost => f.lost,
             Figure::Eta => f.eta,
+            Figure::FigureAge => f.figure_age,
             Figure::Unreachable => flag(f.unreachable),
             Figure::Stale => flag(f.stale),
         }

@@ -195,6 +195,7 @@ fn figure_name(f: super::condition::Figure) -> &'static str {
         WorkersNeeded => "workers_needed",
         Lost => "lost",
         Eta => "eta",
+        FigureAge => "figure_age",
         Unreachable => "unreachable",
         Stale => "stale",
     }
@@ -220,6 +221,7 @@ fn figure_text(name: &str, f: &Figures) -> Option<String> {
         "workers_needed" => count(f.workers_needed),
         "lost" => count(f.lost),
         "eta" => secs(f.eta),
+        "figure_age" => secs(f.figure_age),
         "unreachable" => f.unreachable.to_string(),
         "stale" => f.stale.to_string(),
         _ => return None,

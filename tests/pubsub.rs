@@ -17,6 +17,8 @@ mod pubsub_contract;
 mod pubsub_fleet;
 #[path = "pubsub_kill/mod.rs"]
 mod pubsub_kill;
+#[path = "pubsub_replay/mod.rs"]
+mod pubsub_replay;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

@@ -320,6 +320,21 @@ pub enum Command {
         #[arg(long, short = 'y')]
         yes: bool,
     },
+    /// Pub/Sub: seek a subscription back to a time (replay). Messages published since become
+    /// unacknowledged and are delivered again (acknowledged ones only where the subscription
+    /// retains them); those published before are acknowledged. Needs access = "full";
+    /// planned, confirmed and audited.
+    Replay {
+        /// PROJECT/SUBSCRIPTION
+        queue: String,
+        /// The time to seek back to (RFC 3339, e.g. 2026-12-06T10:00:00Z)
+        #[arg(long, value_name = "RFC3339")]
+        to_time: String,
+        #[arg(long)]
+        dry_run: bool,
+        #[arg(long, short = 'y')]
+        yes: bool,
+    },
     /// Kafka: delete a consumer group and its committed offsets, while it is empty (as Kafka
     /// requires). Needs access = "full"; confirmed and audited.
     DeleteGroup {

@@ -10,9 +10,11 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 mod groups;
+mod seek;
 mod value;
 pub use crate::queue_error::{QueueError, QueueErrorKind};
 pub use groups::{GroupDeletePlan, OffsetResetPlan, OffsetResetReport, PartitionReset, ResetTo};
+pub use seek::{SeekPlan, SeekReport};
 pub use value::Value;
 
 /// Named typed values in broker order: a message's properties, headers or metadata.

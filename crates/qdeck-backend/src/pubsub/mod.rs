@@ -16,6 +16,7 @@ mod names;
 mod proto;
 mod purge;
 mod redrive;
+mod seek;
 
 use std::sync::{Arc, Mutex};
 
@@ -269,5 +270,20 @@ impl Backend for PubsubBackend {
 
     fn api_calls(&self) -> &ApiCalls {
         &self.calls
+    }
+
+    fn seeker(&self) -> Option<&dyn super::Seeker> {
+        Some(self)
+    }
+}
+
+#[async_trait]
+impl super::Seeker for PubsubBackend {
+    async fn plan_seek(&self, queue: &QueueId, to_ms: i64) -> Result<SeekPlan> {
+        seek::plan(self, queue, to_ms).await
+    }
+
+    async fn seek(&self, plan: &SeekPlan) -> Result<SeekReport> {
+        seek::seek(self, plan).await
     }
 }

@@ -17,6 +17,8 @@ mod pubsub_contract;
 mod pubsub_fleet;
 #[path = "pubsub_kill/mod.rs"]
 mod pubsub_kill;
+#[path = "pubsub_reasons/mod.rs"]
+mod pubsub_reasons;
 #[path = "pubsub_replay/mod.rs"]
 mod pubsub_replay;
 

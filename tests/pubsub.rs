@@ -10,6 +10,17 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test asserts by unwrapping
 
 mod common;
+mod contract;
+#[path = "pubsub_contract/mod.rs"]
+mod pubsub_contract;
+#[path = "pubsub_fleet/mod.rs"]
+mod pubsub_fleet;
+#[path = "pubsub_kill/mod.rs"]
+mod pubsub_kill;
+#[path = "pubsub_reasons/mod.rs"]
+mod pubsub_reasons;
+#[path = "pubsub_replay/mod.rs"]
+mod pubsub_replay;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -253,6 +264,54 @@ async fn rows_and_figures_equal_what_googles_clients_read() {
     assert_eq!(google_depth["calls"], 2);
 }
 
+/// Monitoring's figures are minutes old: each row says as of when (the point's end time, a
+/// minute's sampling), and the engine keeps a point read at several polls as one measurement,
+/// so they read as no trend rather than a flat queue, and the figures' age is on the row.
+#[tokio::test]
+#[ignore = "needs QDECK_TEST_PUBSUB_EMULATOR, QDECK_TEST_PUBSUB_MONITORING and QDECK_TEST_PYTHON"]
+async fn figures_say_how_old_they_are_and_count_once_in_the_history() {
+    let p = project();
+    scene(&["backlog", &p, "bl", "--grow", "12"]);
+    let b = backend(&p).await;
+    let rows = b.list_queues().await.unwrap();
+    let id = q(format!("{p}/bl-sub"));
+    set_series(
+        &p,
+        100,
+        json!([
+            {"metric": UNDELIVERED, "subscription_id": "bl-sub", "values": [12, 4], "lag_seconds": 150},
+            {"metric": OLDEST, "subscription_id": "bl-sub", "values": [80, 20], "lag_seconds": 150},
+        ]),
+    )
+    .await;
+    let mut store = qdeck_engine::store::Store::with_defaults();
+    store.set_queues(rows);
+    for poll in 0..3 {
+        let mut batch = b.stats(std::slice::from_ref(&id)).await.unwrap();
+        // As if read at polls 30 s apart: Monitoring would serve the same point all that while.
+        batch.stats[0].at_ms += poll * 30_000;
+        let st = &batch.stats[0];
+        let sampled = st
+            .sampled
+            .expect("a Monitoring figure says when it was measured");
+        assert_eq!(sampled.every_secs, 60);
+        assert!(
+            st.at_ms - sampled.at_ms >= 150_000,
+            "the point ends 150 s before the stand-in was scripted: {st:?}"
+        );
+        store.apply(batch);
+    }
+    let e = store.get(&id).unwrap();
+    assert_eq!(
+        e.history.len(),
+        1,
+        "three reads of one point are one measurement"
+    );
+    let d = store.derived(&id).unwrap();
+    assert_eq!(d.trend, qdeck_engine::derive::Trend::Unknown, "{d:?}");
+    assert!(d.figures_age_secs.unwrap() >= 150.0, "{d:?}");
+}
+
 #[tokio::test]
 #[ignore = "needs QDECK_TEST_PUBSUB_EMULATOR, QDECK_TEST_PUBSUB_MONITORING and QDECK_TEST_PYTHON"]
 async fn browse_counts_what_googles_client_pulls_and_leaves_every_message_deliverable() {
@@ -469,6 +528,8 @@ async fn manual_pubsub_benchmark() {
     set_series(&p, 500, Json::Array(series)).await;
     let b = backend(&p).await;
     let ids: Vec<QueueId> = names.iter().map(|s| q(format!("{p}/{s}"))).collect();
+    // Listed first, as the poller does: the figures' time is Monitoring's, not the listing's.
+    b.list_queues().await.unwrap();
     let t = std::time::Instant::now();
     let batch = b.stats(&ids).await.unwrap();
     let qdeck_secs = t.elapsed().as_secs_f64();
@@ -622,3 +683,8 @@ async fn a_bad_or_refused_credential_is_one_line_naming_it() {
     );
     assert!(!text.contains("BEGIN PRIVATE KEY"), "{text}");
 }
+
+contract_tests!(
+    setup = pubsub_contract::PubsubFixture::setup(),
+    ignore = "needs QDECK_TEST_PUBSUB_EMULATOR, QDECK_TEST_PUBSUB_MONITORING and QDECK_TEST_PYTHON (scripts/pubsub_up.sh)",
+);

@@ -165,6 +165,11 @@ pub enum Command {
         /// Group the named queue's own (live) messages, not its DLQ's.
         #[arg(long)]
         live: bool,
+        /// Group by the text of this header or attribute (before the profile's
+        /// `reason_headers`); repeat for fallbacks. For brokers that record no failure reason
+        /// (Pub/Sub), where the application writes its own.
+        #[arg(long = "by", value_name = "HEADER")]
+        by: Vec<String>,
         #[command(flatten)]
         scan: ScanArgs,
     },
@@ -310,6 +315,21 @@ pub enum Command {
         /// Move each committed offset by N records (negative: back), kept within the log
         #[arg(long, value_name = "N", allow_hyphen_values = true)]
         shift: Option<i64>,
+        #[arg(long)]
+        dry_run: bool,
+        #[arg(long, short = 'y')]
+        yes: bool,
+    },
+    /// Pub/Sub: seek a subscription back to a time (replay). Messages published since become
+    /// unacknowledged and are delivered again (acknowledged ones only where the subscription
+    /// retains them); those published before are acknowledged. Needs access = "full";
+    /// planned, confirmed and audited.
+    Replay {
+        /// PROJECT/SUBSCRIPTION
+        queue: String,
+        /// The time to seek back to (RFC 3339, e.g. 2026-12-06T10:00:00Z)
+        #[arg(long, value_name = "RFC3339")]
+        to_time: String,
         #[arg(long)]
         dry_run: bool,
         #[arg(long, short = 'y')]

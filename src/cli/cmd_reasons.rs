@@ -41,7 +41,14 @@ fn target(info: &QueueInfo, live: bool) -> (QueueId, Option<QueueId>, String) {
     }
 }
 
-pub async fn reasons(s: &Session, queue: &str, live: bool, a: &ScanArgs, f: Format) -> CliResult {
+pub async fn reasons(
+    s: &Session,
+    queue: &str,
+    live: bool,
+    by: &[String],
+    a: &ScanArgs,
+    f: Format,
+) -> CliResult {
     let limits = scan::limits(s, a, true)?;
     // Grouping reads bodies and headers: tier `browse` at least.
     s.gate
@@ -49,7 +56,15 @@ pub async fn reasons(s: &Session, queue: &str, live: bool, a: &ScanArgs, f: Form
     let b = s.backend.as_ref();
     let info = fetch::find(b, queue).await?;
     let (read, dlq_of, title) = target(&info, live);
-    let cfg = scan::signature_config(s);
+    let mut cfg = scan::signature_config(s);
+    // `--by` first: what the user names now knows best what to group by.
+    let named: Vec<String> = by
+        .iter()
+        .map(|h| h.trim().to_string())
+        .filter(|h| !h.is_empty())
+        .collect();
+    cfg.extra_headers.retain(|h| !named.contains(h));
+    cfg.extra_headers.splice(0..0, named);
     let report = scan::with_progress("scan", |p| {
         let read = &read;
         async move { triage::reasons(b, read, &limits, &cfg, &p).await }

@@ -17,6 +17,10 @@ pub struct QueueRow {
     pub delayed: Option<u64>,
     pub oldest_age_secs: Option<f64>,
     pub age_note: Option<String>,
+    /// How old the figures were when the broker answered, for figures from a metric sampled
+    /// and published late (Pub/Sub's Cloud Monitoring); absent for figures read live.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub figures_age_secs: Option<f64>,
     pub dlq: Option<String>,
     pub dlq_depth: Option<u64>,
     pub is_dlq: bool,
@@ -58,6 +62,9 @@ impl QueueRow {
             delayed: stats.and_then(|s| s.delayed),
             oldest_age_secs: stats.and_then(|s| s.oldest_age_secs),
             age_note: stats.and_then(|s| s.age_note.clone()),
+            figures_age_secs: stats
+                .filter(|s| s.sampled.is_some())
+                .map(QueueStats::figures_age_secs),
             dlq: info.dlq.as_ref().map(std::string::ToString::to_string),
             dlq_depth: stats.and_then(|s| s.dlq_depth),
             is_dlq: info.is_dlq,

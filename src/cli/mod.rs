@@ -16,6 +16,7 @@ mod cmd_purge_where;
 mod cmd_read;
 mod cmd_reasons;
 mod cmd_redrive_where;
+mod cmd_replay;
 mod cmd_scheduled;
 mod cmd_serve;
 mod cmd_sessions;
@@ -163,7 +164,12 @@ async fn on_session(s: &Session, cmd: Command, f: args::Format) -> CliResult {
         Command::Sessions { queue, peek, count } => {
             cmd_sessions::sessions(s, &queue, peek.as_deref(), count, f).await
         }
-        Command::Reasons { dlq, live, scan } => cmd_reasons::reasons(s, &dlq, live, &scan, f).await,
+        Command::Reasons {
+            dlq,
+            live,
+            by,
+            scan,
+        } => cmd_reasons::reasons(s, &dlq, live, &by, &scan, f).await,
         Command::Export {
             queue,
             file,
@@ -264,6 +270,12 @@ async fn changing(s: &Session, cmd: Command, f: args::Format) -> CliResult {
             dry_run,
             yes,
         } => cmd_groups::delete_group(s, &group, dry_run, yes, f).await,
+        Command::Replay {
+            queue,
+            to_time,
+            dry_run,
+            yes,
+        } => cmd_replay::replay(s, &queue, &to_time, dry_run, yes, f).await,
         Command::WorkerControl { cmd, yes } => cmd_worker_control::run(s, cmd, yes, f).await,
         Command::CancelScheduled { queue, id, yes } => {
             cmd_scheduled::cancel(s, &queue, &id, yes, f).await

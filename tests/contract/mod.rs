@@ -66,6 +66,14 @@ pub trait Fixture {
     /// Delete every queue this fixture created (other helpers share the brokers).
     async fn cleanup(&self);
 
+    /// Messages `q` holds now as the broker's own client reads them, for a backend whose
+    /// `count` can only be a metric minutes late (Pub/Sub counts only through Cloud
+    /// Monitoring). Outcomes are then judged by this. `None` (every other broker): judged by
+    /// `Backend::count`.
+    async fn held(&self, _q: &QueueId) -> Option<usize> {
+        None
+    }
+
     /// How long the broker's figures may lag behind what happened (RabbitMQ's management
     /// API refreshes every 5 s). Checks poll for at most twice this plus a margin.
     fn settle(&self) -> Duration {

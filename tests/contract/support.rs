@@ -16,13 +16,17 @@ pub fn patience<F: Fixture>(fx: &F) -> Duration {
     fx.settle() * 2 + Duration::from_secs(15)
 }
 
-/// Ready messages in `q` by `Backend::count`, polled until it equals `want` or patience runs
-/// out; then asserted.
+/// Ready messages in `q` by `Backend::count` (or by the broker's own client where the fixture
+/// reads it: `Fixture::held`), polled until it equals `want` or patience runs out; then
+/// asserted.
 pub async fn expect_count<F: Fixture>(fx: &F, q: &QueueId, want: usize, what: &str) {
     let b = fx.backend();
     let deadline = Instant::now() + patience(fx);
     loop {
-        let got = b.count(q).await.map(|c| c.ready);
+        let got = match fx.held(q).await {
+            Some(n) => Ok(n as u64),
+            None => b.count(q).await.map(|c| c.ready),
+        };
         match got {
             Ok(n) if n == want as u64 => return,
             _ if Instant::now() >= deadline => {

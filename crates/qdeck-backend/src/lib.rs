@@ -16,6 +16,7 @@ pub mod message_filter;
 #[cfg(feature = "nats")]
 pub mod nats;
 pub mod net_error;
+pub mod no_failure_text;
 pub mod progress;
 #[cfg(feature = "pubsub")]
 pub mod pubsub;
@@ -201,6 +202,12 @@ pub trait Backend: Send + Sync {
         None
     }
 
+    /// Seeking a subscription back to a time (replay), where the broker can: `None` where it
+    /// cannot (every broker but Pub/Sub).
+    fn seeker(&self) -> Option<&dyn Seeker> {
+        None
+    }
+
     /// API calls made so far, per operation name (SQS and CloudWatch bill per call).
     fn api_calls(&self) -> &ApiCalls;
 
@@ -315,6 +322,18 @@ pub trait GroupAdmin: Send + Sync {
 
     /// Delete `group` and its committed offsets.
     async fn delete_group(&self, group: &str) -> Result<()>;
+}
+
+/// Replay, the capability behind `Backend::seeker`: a subscription sought back to a time
+/// delivers again what was published since (as far as the broker keeps it) and acknowledges
+/// what was published before.
+#[async_trait]
+pub trait Seeker: Send + Sync {
+    /// What seeking `queue` back to `to_ms` (Unix ms) would do, in words. Nothing is changed.
+    async fn plan_seek(&self, queue: &QueueId, to_ms: i64) -> Result<SeekPlan>;
+
+    /// Seek as planned.
+    async fn seek(&self, plan: &SeekPlan) -> Result<SeekReport>;
 }
 
 /// A broker's deleting of chosen messages, the capability behind `Backend::deleter`.

@@ -4,6 +4,7 @@
 use serde::Serialize;
 
 use super::store::{unpack, unpack_f, QueueEntry, RateSource, Sample};
+use qdeck_model::domain::QueueStats;
 
 /// Seconds of history the rates are averaged over.
 pub const RATE_WINDOW_SECS: u32 = 60;
@@ -49,6 +50,22 @@ pub struct Derived {
     pub arithmetic: Option<String>,
     /// Age keeps rising while depth stays flat: a poison message or a stuck key.
     pub stuck: bool,
+    /// How old the figures were when the broker answered, where they come from a metric
+    /// sampled and published late (Cloud Monitoring); `None` for figures read live.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub figures_age_secs: Option<f64>,
+}
+
+/// Seconds between two independent measurements of the queue's figures: a metric's sampling
+/// interval (Cloud Monitoring: 60), 0 for figures read live.
+pub fn sample_secs(entry: &QueueEntry) -> u32 {
+    entry.latest.as_ref().map_or(0, QueueStats::sample_secs)
+}
+
+/// Seconds of history the rates are averaged over: `RATE_WINDOW_SECS`, or two sampling
+/// intervals of a metric, so that a window always spans a change the metric can show.
+pub fn rate_window_secs(entry: &QueueEntry) -> u32 {
+    RATE_WINDOW_SECS.max(2 * sample_secs(entry))
 }
 
 fn mean(xs: impl Iterator<Item = Option<f64>>) -> Option<f64> {
@@ -64,7 +81,7 @@ fn window(entry: &QueueEntry) -> Vec<Sample> {
     let Some(last) = entry.history.last() else {
         return Vec::new();
     };
-    let from = last.t.saturating_sub(RATE_WINDOW_SECS);
+    let from = last.t.saturating_sub(rate_window_secs(entry));
     entry
         .history
         .iter()
@@ -105,7 +122,7 @@ fn points_since(entry: &QueueEntry, from: u32) -> impl Iterator<Item = &Sample> 
 /// would keep saying "growing" for a minute after scaling up. A change seen at the first
 /// point of the history is only the first count, not a change.
 fn window_start(entry: &QueueEntry, newest: u32) -> (u32, Option<u32>) {
-    let from = newest.saturating_sub(RATE_WINDOW_SECS);
+    let from = newest.saturating_sub(rate_window_secs(entry));
     let oldest = entry.history.iter().next().map_or(newest, |s| s.t);
     match entry.workers_since {
         Some(c) if c > from && c > oldest && c < newest => (c, Some(c)),
@@ -141,9 +158,12 @@ pub fn rates(entry: &QueueEntry) -> Rates {
     }
     let in_rate = (in_n > 0).then(|| in_sum / in_n as f64);
     let out_rate = (out_n > 0).then(|| out_sum / out_n as f64);
+    // No growth is judged over less than one of the metric's sampling intervals: two polls
+    // of a figure sampled each minute show the same measurement, not a flat queue.
+    let min_dt = f64::from(sample_secs(entry).max(1));
     let depth_slope = first.zip(last).and_then(|(a, b)| {
         let dt = b.t as f64 - a.t as f64;
-        (dt >= 1.0).then(|| (b.depth as f64 - a.depth as f64) / dt)
+        (dt >= min_dt).then(|| (b.depth as f64 - a.depth as f64) / dt)
     });
     // In, out and net from the same window, so net = in − out on the screen; the depth slope
     // only when the broker gives no rates.
@@ -159,9 +179,15 @@ pub fn rates(entry: &QueueEntry) -> Rates {
         Some(_) => Trend::Flat,
         None => Trend::Unknown,
     };
+    // Counted from when the broker answered: figures measured minutes earlier have had that
+    // long to drain already.
+    let figures_age = entry
+        .latest
+        .as_ref()
+        .map_or(0.0, QueueStats::figures_age_secs);
     let drain_secs = match (depth, net_rate) {
         (Some(0), _) => Some(0.0),
-        (Some(d), Some(n)) if n < -eps => Some(d as f64 / -n),
+        (Some(d), Some(n)) if n < -eps => Some((d as f64 / -n - figures_age).max(0.0)),
         _ => None,
     };
     Rates {
@@ -255,6 +281,11 @@ pub fn derive_with(entry: &QueueEntry, target_secs: f64, measure_secs: u32) -> D
         target_secs,
         arithmetic,
         stuck: stuck(entry),
+        figures_age_secs: entry
+            .latest
+            .as_ref()
+            .filter(|s| s.sampled.is_some())
+            .map(QueueStats::figures_age_secs),
     }
 }
 
@@ -283,13 +314,13 @@ pub fn workers_needed(
     (n, text)
 }
 
-/// Age keeps rising while depth stays flat over the last `RATE_WINDOW_SECS`: a poison
+/// Age keeps rising while depth stays flat over the rate window (`rate_window_secs`): a poison
 /// message or a stuck key. Without allocating, so the ETA sort can ask it of every queue.
 pub fn stuck(entry: &QueueEntry) -> bool {
     let Some(newest) = entry.history.last() else {
         return false;
     };
-    let from = newest.t.saturating_sub(RATE_WINDOW_SECS);
+    let from = newest.t.saturating_sub(rate_window_secs(entry));
     let mut aged =
         points_since(entry, from).filter(|s| !s.age_secs.is_nan() && unpack(s.depth).is_some());
     let Some(a) = aged.next() else {
@@ -297,7 +328,7 @@ pub fn stuck(entry: &QueueEntry) -> bool {
     };
     let b = aged.last().unwrap_or(a);
     let span = b.t as f64 - a.t as f64;
-    if span < 20.0 || b.depth == 0 {
+    if span < 20f64.max(f64::from(sample_secs(entry))) || b.depth == 0 {
         return false;
     }
     let age_rise = b.age_secs as f64 - a.age_secs as f64;
@@ -648,3 +679,7 @@ mod tests {
         );
     }
 }
+
+#[cfg(test)]
+#[path = "derive_sampled_tests.rs"]
+mod sampled_tests;

@@ -45,6 +45,8 @@ pub enum Mutation {
     ResetOffsets,
     /// Delete a consumer group and its committed offsets (Kafka).
     DeleteGroup,
+    /// Seek a subscription back to a time (Pub/Sub replay).
+    Replay,
 }
 
 impl Mutation {
@@ -65,6 +67,7 @@ impl Mutation {
             Mutation::WorkerControl => "worker-control",
             Mutation::ResetOffsets => "reset-offsets",
             Mutation::DeleteGroup => "delete-group",
+            Mutation::Replay => "replay",
         }
     }
 
@@ -87,7 +90,9 @@ impl Mutation {
             | Mutation::WorkerControl
             // Moving a group forward skips records for good; deleting one drops its offsets.
             | Mutation::ResetOffsets
-            | Mutation::DeleteGroup => Access::Full,
+            | Mutation::DeleteGroup
+            // What was published before the time is acknowledged for good.
+            | Mutation::Replay => Access::Full,
         }
     }
 }

@@ -33,6 +33,8 @@ pub mod admin;
 pub use admin::{plan_create_dlq, plan_worker_control, ControlPlan, CreatedDlq};
 mod groups;
 pub use groups::{plan_group_delete, plan_offset_reset};
+mod seek;
+pub use seek::plan_seek;
 
 /// A planned operation: what will happen, computed without changing anything.
 #[derive(Debug, Clone)]
@@ -96,6 +98,11 @@ pub enum Planned {
     WorkerControl(Box<admin::ControlPlan>),
     /// Start capturing a consumer's dead letters where the broker keeps none (`create-dlq`).
     CreateDlq { queue: QueueId },
+    /// Seek a subscription back to a time (`qdeck replay`, Pub/Sub).
+    Seek {
+        queue: QueueInfo,
+        plan: qdeck_model::domain::SeekPlan,
+    },
     /// Move a consumer group's committed offsets on one topic (`qdeck reset-offsets`).
     OffsetReset {
         queue: QueueInfo,
@@ -335,6 +342,7 @@ impl Planned {
             Planned::WorkerControl(_) => Mutation::WorkerControl,
             Planned::CreateDlq { .. } => Mutation::Create,
             Planned::OffsetReset { .. } => Mutation::ResetOffsets,
+            Planned::Seek { .. } => Mutation::Replay,
             Planned::GroupDelete { .. } => Mutation::DeleteGroup,
         }
     }
@@ -347,7 +355,8 @@ impl Planned {
             | Planned::CancelScheduled { queue, .. }
             | Planned::Import { queue, .. }
             | Planned::Send { queue, .. }
-            | Planned::OffsetReset { queue, .. } => &queue.id,
+            | Planned::OffsetReset { queue, .. }
+            | Planned::Seek { queue, .. } => &queue.id,
             Planned::GroupDelete { queue, .. } => queue,
             Planned::Edit { source, .. } => &source.id,
             Planned::Transfer(t) => &t.source,
@@ -397,6 +406,12 @@ impl Planned {
                 in_flight: None,
                 exact: true,
             },
+            // Pub/Sub does not say how many a seek brings back: one seek, count unknown.
+            Planned::Seek { .. } => MessageCount {
+                ready: 1,
+                in_flight: None,
+                exact: false,
+            },
         }
     }
 
@@ -422,6 +437,7 @@ impl Planned {
             | Planned::WorkerControl(_)
             | Planned::CreateDlq { .. }
             | Planned::OffsetReset { .. }
+            | Planned::Seek { .. }
             | Planned::GroupDelete { .. } => return None,
         })
     }
@@ -430,7 +446,7 @@ impl Planned {
     /// dialog put exactly this above their answer, so what is confirmed reads the same.
     pub fn question(&self) -> String {
         match self {
-            Planned::Purge { .. } => {
+            Planned::Purge { .. } | Planned::Seek { .. } => {
                 format!("About to {}. This cannot be undone.", self.describe())
             }
             _ => format!("About to {}.", self.describe()),
@@ -465,7 +481,9 @@ impl Planned {
             Planned::Purge { .. } => c.exact && c.ready == 0 && c.in_flight.unwrap_or(0) == 0,
             // Committing the offsets a group already has is harmless, and deleting a group
             // with no offsets still removes it: neither is skipped.
-            Planned::OffsetReset { .. } | Planned::GroupDelete { .. } => false,
+            Planned::OffsetReset { .. } | Planned::GroupDelete { .. } | Planned::Seek { .. } => {
+                false
+            }
         }
     }
 
@@ -600,6 +618,7 @@ impl Planned {
             ),
             Planned::OffsetReset { plan, .. } => groups::describe_reset(plan),
             Planned::GroupDelete { plan, .. } => groups::describe_delete(plan),
+            Planned::Seek { plan, .. } => seek::describe(plan),
         }
     }
 
@@ -703,6 +722,7 @@ impl Planned {
             }),
             Planned::OffsetReset { plan, .. } => groups::reset_json(plan),
             Planned::GroupDelete { plan, .. } => groups::delete_json(plan),
+            Planned::Seek { plan, .. } => seek::plan_json(plan),
         }
     }
 }
@@ -723,6 +743,7 @@ pub enum Outcome {
     CancelScheduled(DeleteReport),
     /// A consumer group's committed offsets moved.
     OffsetReset(OffsetResetReport),
+    Seek(qdeck_model::domain::SeekReport),
     /// A consumer group deleted.
     GroupDeleted {
         group: String,
@@ -799,7 +820,9 @@ impl Outcome {
             // A worker that answered with an error did not do it: the command failed there.
             Outcome::Control(r) if r.workers.iter().any(|w| w.answered_error) => Verdict::Failed,
             Outcome::Control(_) => Verdict::Ok,
-            Outcome::OffsetReset(_) | Outcome::GroupDeleted { .. } => Verdict::Ok,
+            Outcome::OffsetReset(_) | Outcome::GroupDeleted { .. } | Outcome::Seek(_) => {
+                Verdict::Ok
+            }
             // Messages moved or deleted before the error stay moved or deleted.
             Outcome::Failed { progress, .. } if progress.done > 0 => Verdict::Partial,
             Outcome::Failed { .. } => Verdict::Failed,
@@ -821,6 +844,7 @@ impl Outcome {
             Outcome::Control(_) => format!("worker-control: {}", self.line()),
             Outcome::CreatedDlq(_) => self.line(),
             Outcome::OffsetReset(_) => format!("reset-offsets {q}: {}", self.line()),
+            Outcome::Seek(_) => format!("replay {q}: {}", self.line()),
             Outcome::GroupDeleted { .. } => self.line(),
             Outcome::Failed { .. } => format!("{q}: {}", self.line()),
         }
@@ -916,6 +940,7 @@ impl Outcome {
             Outcome::GroupDeleted { group } => {
                 format!("deleted consumer group {}", clean(group))
             }
+            Outcome::Seek(r) => clean(r.note.as_deref().unwrap_or("sought")).into_owned(),
             Outcome::Failed { error, progress } => format!(
                 "{} (done {}, failed {} before the error)",
                 clean(&error.to_string()),
@@ -939,6 +964,7 @@ impl Outcome {
             Outcome::CreatedDlq(c) => serde_json::to_value(c).unwrap_or_default(),
             Outcome::OffsetReset(r) => serde_json::to_value(r).unwrap_or_default(),
             Outcome::GroupDeleted { group } => serde_json::json!({"deleted_group": group}),
+            Outcome::Seek(r) => serde_json::to_value(r).unwrap_or_default(),
             Outcome::Failed { error, progress } => serde_json::json!({
                 "error": clean(&error.to_string()),
                 "done": progress.done,
@@ -1132,6 +1158,7 @@ pub async fn run(gate: &Gate, planned: Planned, p: &OpProgress) -> Outcome {
         Planned::CreateDlq { queue } => admin::run_create_dlq(gate, &queue, p).await,
         Planned::OffsetReset { queue, plan } => groups::run_reset(gate, &queue.id, &plan, p).await,
         Planned::GroupDelete { queue, plan } => groups::run_delete(gate, &queue, &plan, p).await,
+        Planned::Seek { queue, plan } => seek::run(gate, &queue.id, &plan, p).await,
         Planned::Edit {
             source,
             original,

@@ -73,6 +73,10 @@ pub struct QueueEntry {
     pub needed_ms: i64,
 }
 
+/// How far before its creation the store's epoch lies: figures a metric measured minutes
+/// before the first poll still go into the history at their own time (`QueueStats::sampled`).
+const EPOCH_BEFORE_MS: i64 = 3_600_000;
+
 #[derive(Debug)]
 pub struct Store {
     epoch_ms: i64,
@@ -107,7 +111,7 @@ impl Store {
     pub fn new(history_secs: u64, points: usize, drain_target_secs: f64) -> Store {
         let points = points.max(2);
         Store {
-            epoch_ms: qdeck_model::domain::now_ms(),
+            epoch_ms: qdeck_model::domain::now_ms() - EPOCH_BEFORE_MS,
             entries: Vec::new(),
             index: HashMap::new(),
             ring_cap: points,
@@ -213,8 +217,11 @@ impl Store {
         let wanted = now_ms - e.needed_ms < history_ms;
         let (in_rate, out_rate, source) = point_rates(e.latest.as_ref(), &s);
         e.rate_source = source;
+        // A metric's point goes in at the time it describes: polls that read the same point
+        // again land on the same second and are not due, so they add no flat stretch.
+        let measured_ms = s.sampled.map_or(s.at_ms, |m| m.at_ms);
         let sample = Sample {
-            t: (((s.at_ms.max(epoch)) - epoch) / 1000) as u32,
+            t: (((measured_ms.max(epoch)) - epoch) / 1000) as u32,
             depth: pack(s.depth),
             in_flight: pack(s.in_flight),
             delayed: pack(s.delayed),

@@ -10,9 +10,11 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 mod groups;
+mod seek;
 mod value;
 pub use crate::queue_error::{QueueError, QueueErrorKind};
 pub use groups::{GroupDeletePlan, OffsetResetPlan, OffsetResetReport, PartitionReset, ResetTo};
+pub use seek::{SeekPlan, SeekReport};
 pub use value::Value;
 
 /// Named typed values in broker order: a message's properties, headers or metadata.
@@ -203,6 +205,35 @@ pub struct QueueStats {
     /// Age of the oldest retained message, seconds (`retained_age`).
     #[serde(default)]
     pub retained_age_secs: Option<f64>,
+    /// When the figures were measured, where that is not when the broker answered (a metric
+    /// sampled each minute and published minutes late). `None`: as of `at_ms`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sampled: Option<Sampled>,
+}
+
+/// The time a metric's figures describe and how often the metric is sampled: Cloud
+/// Monitoring writes a point a minute, readable a few minutes later. Figures that repeat
+/// between two points are the same measurement, and no change shows over less than one
+/// sampling interval.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Sampled {
+    /// Unix time in milliseconds the figures describe (the point's end time).
+    pub at_ms: i64,
+    /// Seconds between two points of the metric.
+    pub every_secs: u32,
+}
+
+impl QueueStats {
+    /// Seconds the figures were old when the broker answered: 0 for figures read live.
+    pub fn figures_age_secs(&self) -> f64 {
+        self.sampled
+            .map_or(0.0, |s| ((self.at_ms - s.at_ms).max(0)) as f64 / 1000.0)
+    }
+
+    /// Seconds between two independent measurements: 0 for figures read live.
+    pub fn sample_secs(&self) -> u32 {
+        self.sampled.map_or(0, |s| s.every_secs)
+    }
 }
 
 /// Result of one `stats` call: figures for queues that answered, errors for those that did not.

@@ -436,6 +436,7 @@ fn stats_batch(
             lost: None,
             retained: None,
             retained_age_secs: None,
+            sampled: None,
         });
     }
     batch

@@ -10,6 +10,10 @@ use super::PubsubBackend;
 use crate::Result;
 use qdeck_model::domain::*;
 
+/// Seconds between two points of the subscription metrics: Google documents them as "sampled
+/// every 60 seconds; after sampling, data is not visible for up to 120 seconds".
+pub const SAMPLE_SECS: u32 = 60;
+
 pub const TOPIC_NOTE: &str =
     "a topic holds no messages of its own: its subscriptions do (depth and age are theirs)";
 
@@ -35,6 +39,36 @@ pub async fn stats(b: &PubsubBackend, queues: &[QueueId]) -> Result<StatsBatch> 
             Err(e) => batch.errors.push((q.clone(), e.into())),
         }
     }
+    // Subscriptions the listing does not hold get an error, never figures; the DLQ links
+    // come from the same listing.
+    let paths: Vec<String> = by_project
+        .iter()
+        .flat_map(|(p, subs)| subs.iter().map(move |(_, n)| super::names::sub_path(p, n)))
+        .collect();
+    let listing = b.listing_covering(&paths).await;
+    if let Some(l) = &listing {
+        for (project, subs) in &mut by_project {
+            subs.retain(|(q, name)| {
+                let known = l.subs.contains_key(&super::names::sub_path(project, name));
+                if !known {
+                    batch.errors.push((
+                        q.clone(),
+                        QueueError::not_found(format!("unknown subscription {q}")),
+                    ));
+                }
+                known
+            });
+        }
+    }
+    let dlq_of: HashMap<QueueId, QueueId> = listing
+        .as_ref()
+        .map(|l| {
+            super::listing::rows(l)
+                .into_iter()
+                .filter_map(|q| q.dlq.map(|d| (q.id, d)))
+                .collect()
+        })
+        .unwrap_or_default();
     let Some(mon) = &b.monitoring else {
         for (q, _) in by_project.into_values().flatten() {
             batch.stats.push(QueueStats {
@@ -46,7 +80,6 @@ pub async fn stats(b: &PubsubBackend, queues: &[QueueId]) -> Result<StatsBatch> 
         }
         return Ok(batch);
     };
-    let dlq_of = b.dlq_links();
     for (project, subs) in by_project {
         let depth = mon.latest(&project, UNDELIVERED).await;
         let age = mon.latest(&project, OLDEST_UNACKED).await;
@@ -102,6 +135,11 @@ fn row(
         oldest_age_secs: a.map(|p| p.value),
         age_note,
         dlq_depth,
+        // The older of the two points: what the row's figures are as of.
+        sampled: oldest_point.map(|at_ms| Sampled {
+            at_ms,
+            every_secs: SAMPLE_SECS,
+        }),
         ..Default::default()
     }
 }

@@ -16,8 +16,8 @@ mod names;
 mod proto;
 mod purge;
 mod redrive;
+mod seek;
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
@@ -131,20 +131,20 @@ impl PubsubBackend {
         }
     }
 
-    /// Subscription → its DLQ subscription, from the last listing.
-    fn dlq_links(&self) -> HashMap<QueueId, QueueId> {
-        let last = self
+    /// The last listing when it holds every subscription path in `paths`, else a new one (a
+    /// subscription made since the last poll's listing would otherwise have no DLQ link and
+    /// could not be told from one that does not exist). `None` when listing fails: figures
+    /// then go without links rather than not at all.
+    async fn listing_covering(&self, paths: &[String]) -> Option<listing::Listing> {
+        let cached = self
             .last
             .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        last.as_ref()
-            .map(|l| {
-                listing::rows(l)
-                    .into_iter()
-                    .filter_map(|q| q.dlq.map(|d| (q.id, d)))
-                    .collect()
-            })
-            .unwrap_or_default()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        match cached {
+            Some(l) if paths.iter().all(|p| l.subs.contains_key(p)) => Some(l),
+            _ => listing::list_all(self).await.ok(),
+        }
     }
 
     /// The one subscription whose dead-letter policy names `topic` (a DLQ's source), as the
@@ -270,5 +270,20 @@ impl Backend for PubsubBackend {
 
     fn api_calls(&self) -> &ApiCalls {
         &self.calls
+    }
+
+    fn seeker(&self) -> Option<&dyn super::Seeker> {
+        Some(self)
+    }
+}
+
+#[async_trait]
+impl super::Seeker for PubsubBackend {
+    async fn plan_seek(&self, queue: &QueueId, to_ms: i64) -> Result<SeekPlan> {
+        seek::plan(self, queue, to_ms).await
+    }
+
+    async fn seek(&self, plan: &SeekPlan) -> Result<SeekReport> {
+        seek::seek(self, plan).await
     }
 }

@@ -89,7 +89,7 @@ pub fn to_message(r: &ReceivedMessage, project: &str, origin: Option<&QueueId>) 
     let from_attr = source_subscription(&m.attributes, project).and_then(|p| names::sub_id(&p));
     let dead_letter = match (from_attr, origin) {
         (Some(o), _) => Some(DeadLetterInfo {
-            reason: Some("max delivery attempts reached".into()),
+            reason: Some(crate::no_failure_text::DELIVERIES_RAN_OUT.into()),
             origin: Some(o),
             count: m
                 .attributes
@@ -97,14 +97,19 @@ pub fn to_message(r: &ReceivedMessage, project: &str, origin: Option<&QueueId>) 
                 .and_then(|c| c.trim().parse().ok()),
             ..Default::default()
         }),
-        (None, Some(o)) => Some(DeadLetterInfo {
-            reason: Some("max delivery attempts reached".into()),
-            description: Some(
-                "source from the dead-letter policies (the message names none)".into(),
-            ),
-            origin: Some(o.clone()),
-            ..Default::default()
-        }),
+        (None, Some(o)) => {
+            // Where the origin came from is broker metadata, not a failure text: as the
+            // description it would read as the reason and split the reasons view's groups.
+            meta.push((
+                "dead_letter_source".to_string(),
+                Value::str("from the dead-letter policies (the message names none)"),
+            ));
+            Some(DeadLetterInfo {
+                reason: Some(crate::no_failure_text::DELIVERIES_RAN_OUT.into()),
+                origin: Some(o.clone()),
+                ..Default::default()
+            })
+        }
         (None, None) => None,
     };
     Message {

@@ -212,8 +212,10 @@ pub async fn redrive(
     let cancel = progress.cancel_token();
     let mut window = req.window.unwrap_or(DEFAULT_WINDOW).clamp(1, 1000) as usize;
     if let Some(r) = req.rate {
-        // A batch should not wait on the limiter longer than it is held.
-        window = window.min(r.batch(Duration::from_secs(20), window));
+        // A batch is published at once: at most one second's worth, so that no second
+        // carries more than the rate plus that (the contract's pacing bound), and no batch
+        // waits on the limiter anywhere near its 60 s hold.
+        window = window.min(r.batch(Duration::from_secs(1), window));
     }
     let mut t = Tally::default();
     t.report.mode = MODE.into();

@@ -367,6 +367,7 @@ pub fn stats_of(id: QueueId, row: &QueueRow, at_ms: i64) -> QueueStats {
         lost: None,
         retained,
         retained_age_secs: None,
+        sampled: None,
     }
 }
 

@@ -33,6 +33,7 @@ pub enum Figure {
     Eta,
     Retained,
     RetainedAge,
+    FigureAge,
     Unreachable,
     Stale,
 }
@@ -55,6 +56,7 @@ impl Figure {
             "eta" => Figure::Eta,
             "retained" => Figure::Retained,
             "retained_age" => Figure::RetainedAge,
+            "figure_age" => Figure::FigureAge,
             "unreachable" => Figure::Unreachable,
             "stale" => Figure::Stale,
             _ => return None,
@@ -66,7 +68,10 @@ impl Figure {
     }
 
     fn is_duration(self) -> bool {
-        matches!(self, Figure::Age | Figure::Eta | Figure::RetainedAge)
+        matches!(
+            self,
+            Figure::Age | Figure::Eta | Figure::RetainedAge | Figure::FigureAge
+        )
     }
 
     /// The figure's value: a number (durations in seconds), or 1/0 for a flag.
@@ -88,6 +93,7 @@ impl Figure {
             Figure::Eta => f.eta,
             Figure::Retained => f.retained,
             Figure::RetainedAge => f.retained_age,
+            Figure::FigureAge => f.figure_age,
             Figure::Unreachable => flag(f.unreachable),
             Figure::Stale => flag(f.stale),
         }

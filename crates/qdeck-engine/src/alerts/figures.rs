@@ -33,6 +33,9 @@ pub struct Figures {
     /// rule names it.
     pub retained: Option<f64>,
     pub retained_age: Option<f64>,
+    /// How old the figures were when the broker answered, for figures from a metric sampled
+    /// and published minutes late (Pub/Sub's Cloud Monitoring); 0 for figures read live.
+    pub figure_age: Option<f64>,
     /// The profile's last poll failed.
     pub unreachable: bool,
     /// The figures are older than three refresh periods.
@@ -42,7 +45,7 @@ pub struct Figures {
 /// The names `when` knows, for errors and the docs.
 pub const NAMES: &str = "depth, in_flight, delayed, age, dlq_depth, dlq_growth, consumers, \
                          in_rate, out_rate, workers, workers_needed, lost, eta, retained, \
-                         retained_age, unreachable, stale";
+                         retained_age, figure_age, unreachable, stale";
 
 impl Figures {
     /// A queue's figures from the store, with `target_secs` for workers needed.
@@ -66,6 +69,7 @@ impl Figures {
             eta: d.drain_secs,
             retained: s.and_then(|s| n(s.retained)),
             retained_age: s.and_then(|s| s.retained_age_secs),
+            figure_age: Some(d.figures_age_secs.unwrap_or(0.0)),
             unreachable: false,
             stale: false,
         }
@@ -85,7 +89,9 @@ fn dlq_growth(entry: &QueueEntry) -> Option<f64> {
     let now = held(last)?;
     let from = last.t.saturating_sub(GROWTH_WINDOW_SECS);
     let first = entry.history.iter().find(|p| p.t >= from)?;
-    if first.t == last.t {
+    // Growth over less than one sampling interval of a metric would compare a measurement
+    // with itself (and a single point with nothing).
+    if last.t - first.t < derive::sample_secs(entry).max(1) {
         return None;
     }
     Some(now - held(first)?)

@@ -197,6 +197,7 @@ fn figure_name(f: super::condition::Figure) -> &'static str {
         Eta => "eta",
         Retained => "retained",
         RetainedAge => "retained_age",
+        FigureAge => "figure_age",
         Unreachable => "unreachable",
         Stale => "stale",
     }
@@ -224,6 +225,7 @@ fn figure_text(name: &str, f: &Figures) -> Option<String> {
         "eta" => secs(f.eta),
         "retained" => count(f.retained),
         "retained_age" => secs(f.retained_age),
+        "figure_age" => secs(f.figure_age),
         "unreachable" => f.unreachable.to_string(),
         "stale" => f.stale.to_string(),
         _ => return None,

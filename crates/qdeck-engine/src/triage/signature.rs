@@ -146,6 +146,12 @@ pub fn signature(m: &Message, cfg: &SignatureConfig) -> Signature {
         (None, None) => NO_REASON.to_string(),
     };
     let text = normalize(&raw);
+    // A broker that records no failure text (Pub/Sub) still says how many deliveries failed:
+    // kept as written, beside the source (`origin`), unless a header the user named holds text.
+    let text = match qdeck_backend::no_failure_text::deliveries_group(m) {
+        Some(k) if error_text(m, cfg).is_none() => format!("{text} {k}"),
+        _ => text,
+    };
     // One Celery task failing one way is one group: its name leads, kept as written (task
     // names may hold digits the normalisation would blur).
     let text = match qdeck_backend::celery::task_of(m) {
@@ -340,6 +346,47 @@ mod tests {
         );
         assert_eq!(signature(&m, &cfg).text, "db down <n>");
         assert_eq!(signature(&msg(&[], None), &cfg).text, NO_REASON);
+    }
+
+    #[test]
+    fn pubsub_dead_letters_group_by_a_named_attribute_else_deliveries_and_source() {
+        let dl = |count: Option<u64>, origin: &str| {
+            Some(DeadLetterInfo {
+                reason: Some(qdeck_backend::no_failure_text::DELIVERIES_RAN_OUT.into()),
+                origin: Some(QueueId::new(origin)),
+                count,
+                ..Default::default()
+            })
+        };
+        let attrs = [("why", "schema v2 rejected")];
+        let cfg = SignatureConfig::default();
+        let five = signature(&msg(&attrs, dl(Some(5), "p/orders")), &cfg);
+        assert_eq!(
+            five.text,
+            "max delivery attempts reached after 5 deliveries"
+        );
+        assert_eq!(five.origin.as_deref(), Some("p/orders"));
+        // The count is kept as written: 5 and 100 deliveries are two groups.
+        let hundred = signature(&msg(&attrs, dl(Some(100), "p/orders")), &cfg);
+        assert_ne!(hundred, five);
+        let other = signature(&msg(&attrs, dl(Some(5), "p/billing")), &cfg);
+        assert_ne!(other, five, "another source is another group");
+        assert_eq!(
+            signature(&msg(&attrs, dl(None, "p/orders")), &cfg).text,
+            "max delivery attempts reached deliveries not recorded"
+        );
+        // The attribute the user names groups instead of the count.
+        let by_why = SignatureConfig {
+            extra_headers: vec!["why".into()],
+        };
+        assert_eq!(
+            signature(&msg(&attrs, dl(Some(5), "p/orders")), &by_why),
+            signature(&msg(&attrs, dl(Some(100), "p/orders")), &by_why)
+        );
+        assert_eq!(
+            signature(&msg(&attrs, dl(Some(5), "p/orders")), &by_why).text,
+            "max delivery attempts reached: schema v<n> rejected"
+        );
     }
 
     #[test]

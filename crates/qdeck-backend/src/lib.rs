@@ -379,7 +379,7 @@ pub async fn build_with(
         #[cfg(feature = "pubsub")]
         ProfileKind::Pubsub(s) => pubsub::connect(profile, s, secrets).await,
         #[cfg(feature = "kafka")]
-        ProfileKind::Kafka(s) => kafka::connect(profile, s),
+        ProfileKind::Kafka(s) => kafka::connect(profile, s, secrets),
         #[allow(unreachable_patterns)]
         other => Err(BackendError::Unsupported(format!(
             "this qdeck was built without the {} backend (cargo feature {:?})",

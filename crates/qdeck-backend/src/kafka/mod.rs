@@ -21,6 +21,9 @@ mod purge;
 mod redrive;
 mod routing;
 mod rows;
+mod sasl;
+mod scram;
+mod security;
 mod share;
 
 use std::collections::BTreeSet;
@@ -31,6 +34,7 @@ use async_trait::async_trait;
 use regex::Regex;
 
 use super::{ApiCalls, Backend, BackendError, OpProgress, Result};
+use qdeck_model::config::secret::SecretSource;
 use qdeck_model::config::{KafkaSettings, Profile};
 use qdeck_model::domain::*;
 
@@ -42,8 +46,16 @@ const DEFAULT_TIMEOUT_SECS: f64 = 10.0;
 /// Records per browse page when the request gives no size.
 const DEFAULT_PAGE: usize = 50;
 
-pub fn connect(profile: &Profile, settings: &KafkaSettings) -> Result<Arc<dyn Backend>> {
-    Ok(Arc::new(KafkaBackend::new(&profile.name, settings)?))
+pub fn connect(
+    profile: &Profile,
+    settings: &KafkaSettings,
+    secrets: &dyn SecretSource,
+) -> Result<Arc<dyn Backend>> {
+    Ok(Arc::new(KafkaBackend::new(
+        &profile.name,
+        settings,
+        secrets,
+    )?))
 }
 
 /// What a row id names.
@@ -93,7 +105,11 @@ fn regex(key: &str, v: Option<&str>, profile: &str) -> Result<Option<Regex>> {
 }
 
 impl KafkaBackend {
-    pub fn new(profile: &str, s: &KafkaSettings) -> Result<KafkaBackend> {
+    pub fn new(
+        profile: &str,
+        s: &KafkaSettings,
+        secrets: &dyn SecretSource,
+    ) -> Result<KafkaBackend> {
         let bootstrap: Vec<String> = s
             .bootstrap_servers
             .split(',')
@@ -120,6 +136,7 @@ impl KafkaBackend {
                 "profile {profile:?}: timeout_secs must be between 0 and 3600"
             )));
         }
+        let security = security::Security::from_settings(profile, s, secrets)?;
         let calls = Arc::new(ApiCalls::default());
         Ok(KafkaBackend {
             cluster: routing::Cluster::new(
@@ -130,6 +147,7 @@ impl KafkaBackend {
                     .unwrap_or("qdeck"),
                 Duration::from_secs_f64(secs),
                 calls.clone(),
+                security,
             ),
             calls,
             topics: regex("topics", s.topics.as_deref(), profile)?,

@@ -11,6 +11,8 @@ mod common;
 mod contract;
 #[path = "kafka_contract/mod.rs"]
 mod kafka_contract;
+#[path = "kafka_records/mod.rs"]
+mod kafka_records;
 #[path = "kafka_security/mod.rs"]
 mod kafka_security;
 

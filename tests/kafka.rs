@@ -13,6 +13,8 @@ mod contract;
 mod kafka_contract;
 #[path = "kafka_records/mod.rs"]
 mod kafka_records;
+#[path = "kafka_redrive_kill/mod.rs"]
+mod kafka_redrive_kill;
 #[path = "kafka_security/mod.rs"]
 mod kafka_security;
 

@@ -9,6 +9,8 @@
 
 mod common;
 mod contract;
+#[path = "kafka_console/mod.rs"]
+mod kafka_console;
 #[path = "kafka_contract/mod.rs"]
 mod kafka_contract;
 #[path = "kafka_records/mod.rs"]

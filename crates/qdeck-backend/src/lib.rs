@@ -315,6 +315,10 @@ pub trait GroupAdmin: Send + Sync {
 
     /// Delete `group` and its committed offsets.
     async fn delete_group(&self, group: &str) -> Result<()>;
+
+    /// `row`'s partitions now: log bounds, the group's committed offset and the member that
+    /// holds each, for the console's partition table.
+    async fn partitions(&self, row: &QueueId) -> Result<Vec<PartitionFigures>>;
 }
 
 /// A broker's deleting of chosen messages, the capability behind `Backend::deleter`.

@@ -12,7 +12,9 @@ use serde::{Deserialize, Serialize};
 mod groups;
 mod value;
 pub use crate::queue_error::{QueueError, QueueErrorKind};
-pub use groups::{GroupDeletePlan, OffsetResetPlan, OffsetResetReport, PartitionReset, ResetTo};
+pub use groups::{
+    GroupDeletePlan, OffsetResetPlan, OffsetResetReport, PartitionFigures, PartitionReset, ResetTo,
+};
 pub use value::Value;
 
 /// Named typed values in broker order: a message's properties, headers or metadata.

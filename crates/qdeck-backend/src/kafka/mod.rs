@@ -16,6 +16,7 @@ mod dlt;
 mod fetch;
 mod groups;
 mod message;
+mod partitions;
 mod produce;
 mod purge;
 mod redrive;
@@ -366,17 +367,37 @@ impl Backend for KafkaBackend {
                     .filter(|(t, _)| *t == topic)
                     .map(|(_, p)| p.to_string())
                     .collect();
+                // The assigned partitions go in the tag, where the view has room for them;
+                // the state column says how many. The member id (client id, a dash and a
+                // UUID) is cut to its end, which is enough to tell two members apart.
+                let short = m
+                    .member_id
+                    .char_indices()
+                    .rev()
+                    .nth(7)
+                    .map_or(m.member_id.as_str(), |(i, _)| &m.member_id[i..]);
+                let (tag, state) = if parts.is_empty() {
+                    (
+                        format!("{} ({})", m.client_id, m.member_id),
+                        format!("group {}", d.state),
+                    )
+                } else {
+                    (
+                        format!("{} partitions {} (…{short})", m.client_id, parts.join(",")),
+                        format!(
+                            "{} partition{}",
+                            parts.len(),
+                            if parts.len() == 1 { "" } else { "s" }
+                        ),
+                    )
+                };
                 Consumer {
                     queue: queue.clone(),
-                    tag: format!("{} ({})", m.client_id, m.member_id),
+                    tag,
                     peer: Some(m.host.trim_start_matches('/').to_string()),
                     prefetch: None,
                     ack_mode: AckMode::Manual,
-                    state: if parts.is_empty() {
-                        format!("group {}", d.state)
-                    } else {
-                        format!("partitions {}", parts.join(","))
-                    },
+                    state,
                     status: WorkerState::Active,
                     status_since_ms: None,
                     holding: None,

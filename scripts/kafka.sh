@@ -1,9 +1,17 @@
 #!/usr/bin/env bash
 # A real Apache Kafka 4.4.0 (KRaft, loopback only) for qdeck's Kafka tests and for trying by hand.
 #
-#   scripts/kafka.sh PORT [--brokers N]   start N brokers (default 1) on PORT, PORT+1, ...;
+#   scripts/kafka.sh PORT [--brokers N] [--secure]
+#                                         start N brokers (default 1) on PORT, PORT+1, ...;
 #                                         the first stdout line is the bootstrap address
 #   scripts/kafka.sh stop PORT            stop what `kafka.sh PORT` started
+#
+# --secure (one broker only) adds two listeners beside PLAINTEXT, for the SASL and TLS tests:
+#   SASL_PLAINTEXT on PORT+10 with PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512, user `qdeck`,
+#     password `$KAFKA_TEST_PASSWORD` (a test password, printed by kafka_up.sh);
+#   SSL on PORT+11, its certificate (IP 127.0.0.1, DNS localhost) signed by a CA made here
+#     with openssl, in $data/tls/ca.crt; $data/tls/other-ca.crt is an unrelated CA, for the
+#     test of a CA that does not match.
 #
 # The jars come from Maven Central through tests/fixtures/kafka/pom.xml (fetched once into
 # $QDECK_KAFKA_HOME/libs, default ~/.cache/qdeck-kafka). Apache's tarball, with its .sh
@@ -22,6 +30,9 @@ KAFKA_HOME="${QDECK_KAFKA_HOME:-$HOME/.cache/qdeck-kafka}"
 LIBS="$KAFKA_HOME/libs"
 HEAP="${KAFKA_HEAP:--Xmx384m -Xms64m}"
 JAVA="${JAVA:-java}"
+# The SASL test user's password: a fixture, not a secret (the broker is on loopback and
+# thrown away); tests check it never appears in qdeck's output.
+KAFKA_TEST_PASSWORD="${KAFKA_TEST_PASSWORD:-qdeck-kafka-test-pw-7Q2x}"
 
 die() { echo "kafka.sh: $*" >&2; exit 2; }
 
@@ -84,22 +95,40 @@ XML
 
 # server-N.properties for node N of `brokers`, listening on PORT+N-1.
 write_props() {
-  local file="$1" node="$2" port="$3" ctl="$4" data="$5"
+  local file="$1" node="$2" port="$3" ctl="$4" data="$5" secure="${6:-0}"
+  local extra="" adv="PLAINTEXT://127.0.0.1:$port"
+  if [[ $secure == 1 ]]; then
+    extra=",SASL_PLAINTEXT://127.0.0.1:$((port + 10)),SSL://127.0.0.1:$((port + 11))"
+    adv="$adv$extra"
+  fi
   {
     if [[ $node == 1 ]]; then
       echo "process.roles=broker,controller"
-      echo "listeners=PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$ctl"
+      echo "listeners=PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$ctl$extra"
     else
       echo "process.roles=broker"
       echo "listeners=PLAINTEXT://127.0.0.1:$port"
+    fi
+    if [[ $secure == 1 ]]; then
+      cat <<PROPS
+sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512
+listener.name.sasl_plaintext.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required user_qdeck="$KAFKA_TEST_PASSWORD";
+listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
+listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
+ssl.keystore.type=PKCS12
+ssl.keystore.location=$data/tls/server.p12
+ssl.keystore.password=qdeck-keystore
+ssl.key.password=qdeck-keystore
+ssl.client.auth=none
+PROPS
     fi
     cat <<PROPS
 node.id=$node
 controller.quorum.bootstrap.servers=127.0.0.1:$ctl
 controller.listener.names=CONTROLLER
 inter.broker.listener.name=PLAINTEXT
-advertised.listeners=PLAINTEXT://127.0.0.1:$port
-listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
+advertised.listeners=$adv
+listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,SSL:SSL
 log.dirs=$data/node-$node
 num.partitions=1
 num.network.threads=2
@@ -129,8 +158,30 @@ PROPS
   } >"$file"
 }
 
+# A CA, the broker's certificate it signs (IP 127.0.0.1, DNS localhost) in a PKCS12 keystore,
+# and an unrelated CA, in $1.
+make_tls() {
+  local dir="$1"
+  command -v openssl >/dev/null || die "--secure needs openssl"
+  mkdir -p "$dir"
+  (
+    cd "$dir"
+    openssl req -x509 -newkey rsa:2048 -nodes -days 30 -subj "/CN=qdeck test CA" \
+      -keyout ca.key -out ca.crt
+    openssl req -x509 -newkey rsa:2048 -nodes -days 30 -subj "/CN=qdeck unrelated CA" \
+      -keyout other-ca.key -out other-ca.crt
+    openssl req -newkey rsa:2048 -nodes -subj "/CN=127.0.0.1" -keyout server.key -out server.csr
+    printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n' >server.ext
+    openssl x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 30 \
+      -extfile server.ext -out server.crt
+    openssl pkcs12 -export -in server.crt -inkey server.key -certfile ca.crt -name broker \
+      -passout pass:qdeck-keystore -out server.p12
+  ) >"$dir/openssl.log" 2>&1 || die "openssl failed: $(tail -n3 "$dir/openssl.log" | tr '\n' ' ')"
+}
+
 start() {
-  local port="$1" brokers="$2"
+  local port="$1" brokers="$2" secure="${3:-0}"
+  [[ $secure == 1 && $brokers != 1 ]] && die "--secure is for one broker (SASL and TLS are tested on one broker with several listeners)"
   [[ "$port" =~ ^[0-9]+$ ]] || die "PORT must be a number, got '$port'"
   [[ "$brokers" =~ ^[1-9]$ ]] || die "--brokers must be 1 to 9, got '$brokers'"
   local ctl=$((port + 100)) data="${QDECK_KAFKA_DATA:-/tmp/qdeck-kafka-$port}"
@@ -138,21 +189,32 @@ start() {
   for n in $(seq 1 "$brokers"); do
     listening $((port + n - 1)) && die "port $((port + n - 1)) is already in use (scripts/kafka.sh stop $port?)"
   done
+  if [[ $secure == 1 ]]; then
+    for p in $((port + 10)) $((port + 11)); do
+      listening "$p" && die "port $p (for --secure) is already in use"
+    done
+  fi
   listening "$ctl" && die "controller port $ctl is already in use"
   fetch_jars
   stop "$port" 2>/dev/null || true
   rm -rf "$data"
   mkdir -p "$data"
   write_log4j "$data/log4j2.xml"
+  [[ $secure == 1 ]] && make_tls "$data/tls"
   local cp="$LIBS/*" cluster
   cluster="$("$JAVA" -cp "$cp" kafka.tools.StorageTool random-uuid 2>/dev/null | tail -n1 || true)"
   [[ -n "$cluster" ]] || die "StorageTool random-uuid failed"
   local t0=$SECONDS
   for n in $(seq 1 "$brokers"); do
     local props="$data/server-$n.properties"
-    write_props "$props" "$n" $((port + n - 1)) "$ctl" "$data"
+    write_props "$props" "$n" $((port + n - 1)) "$ctl" "$data" "$secure"
     local how=(--no-initial-controllers)
     [[ $n == 1 ]] && how=(--standalone)
+    # SCRAM credentials live in the cluster metadata; KRaft takes them at format time.
+    if [[ $secure == 1 ]]; then
+      how+=(--add-scram "SCRAM-SHA-256=[name=qdeck,password=$KAFKA_TEST_PASSWORD]"
+        --add-scram "SCRAM-SHA-512=[name=qdeck,password=$KAFKA_TEST_PASSWORD]")
+    fi
     "$JAVA" -Xmx256m -Dkafka.logs.dir="$data" -Dkafka.log.name="format-$n.log" \
       -Dlog4j2.configurationFile="$data/log4j2.xml" -cp "$cp" \
       kafka.tools.StorageTool format -t "$cluster" -c "$props" "${how[@]}" \
@@ -191,15 +253,16 @@ start() {
 
 case "${1:-}" in
   stop) [[ -n "${2:-}" ]] || die "usage: kafka.sh stop PORT"; stop "$2" ;;
-  ""|-h|--help) sed -n '2,17p' "$0"; [[ -n "${1:-}" ]] ;;
+  ""|-h|--help) sed -n '2,26p' "$0"; [[ -n "${1:-}" ]] ;;
   *)
-    port="$1"; shift; brokers=1
+    port="$1"; shift; brokers=1; secure=0
     while [[ $# -gt 0 ]]; do
       case "$1" in
         --brokers) brokers="${2:-}"; shift 2 || die "--brokers needs a number" ;;
+        --secure) secure=1; shift ;;
         *) die "unknown argument '$1'" ;;
       esac
     done
-    start "$port" "$brokers"
+    start "$port" "$brokers" "$secure"
     ;;
 esac

@@ -695,7 +695,7 @@ fn config_path_validate_and_completions() {
         .assert()
         .success()
         .stdout(predicate::str::contains(
-            "valid, 7 profiles: local, rabbit-dev, aws-prod, azure-prod, jobs, js, gcp; 3 alert rules\n",
+            "valid, 8 profiles: local, rabbit-dev, aws-prod, azure-prod, jobs, js, kafka, gcp; 3 alert rules\n",
         ));
     e.qdeck()
         .args(["completions", "bash"])

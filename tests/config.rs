@@ -27,6 +27,7 @@ fn example_config_parses_with_every_kind() {
             "servicebus",
             "redis",
             "nats",
+            "kafka",
             "pubsub"
         ]
     );

@@ -9,8 +9,16 @@
 
 mod common;
 mod contract;
+#[path = "kafka_console/mod.rs"]
+mod kafka_console;
 #[path = "kafka_contract/mod.rs"]
 mod kafka_contract;
+#[path = "kafka_records/mod.rs"]
+mod kafka_records;
+#[path = "kafka_redrive_kill/mod.rs"]
+mod kafka_redrive_kill;
+#[path = "kafka_security/mod.rs"]
+mod kafka_security;
 
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -4,6 +4,7 @@
 pub mod app;
 pub mod frame_stats;
 pub mod keymap;
+pub mod partition_table;
 pub mod state;
 pub mod theme;
 pub mod transfer;

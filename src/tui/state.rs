@@ -812,6 +812,8 @@ pub struct DetailState {
     pub scroll: usize,
     /// The charts' window: 60, 300 or 600 s.
     pub chart_window_secs: u64,
+    /// A Kafka group row's partition table.
+    pub partitions: super::partition_table::PartitionsState,
 }
 
 impl Default for DetailState {
@@ -819,6 +821,7 @@ impl Default for DetailState {
         DetailState {
             scroll: 0,
             chart_window_secs: 600,
+            partitions: Default::default(),
         }
     }
 }

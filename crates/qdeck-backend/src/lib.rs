@@ -322,6 +322,10 @@ pub trait GroupAdmin: Send + Sync {
 
     /// Delete `group` and its committed offsets.
     async fn delete_group(&self, group: &str) -> Result<()>;
+
+    /// `row`'s partitions now: log bounds, the group's committed offset and the member that
+    /// holds each, for the console's partition table.
+    async fn partitions(&self, row: &QueueId) -> Result<Vec<PartitionFigures>>;
 }
 
 /// Replay, the capability behind `Backend::seeker`: a subscription sought back to a time
@@ -398,7 +402,7 @@ pub async fn build_with(
         #[cfg(feature = "pubsub")]
         ProfileKind::Pubsub(s) => pubsub::connect(profile, s, secrets).await,
         #[cfg(feature = "kafka")]
-        ProfileKind::Kafka(s) => kafka::connect(profile, s),
+        ProfileKind::Kafka(s) => kafka::connect(profile, s, secrets),
         #[allow(unreachable_patterns)]
         other => Err(BackendError::Unsupported(format!(
             "this qdeck was built without the {} backend (cargo feature {:?})",

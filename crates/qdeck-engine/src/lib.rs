@@ -14,6 +14,7 @@ pub mod fleet;
 pub mod gate;
 pub mod multi_poller;
 pub mod ops;
+pub mod partitions;
 pub mod poller;
 pub mod ring;
 pub mod schedule;

@@ -13,7 +13,9 @@ mod groups;
 mod seek;
 mod value;
 pub use crate::queue_error::{QueueError, QueueErrorKind};
-pub use groups::{GroupDeletePlan, OffsetResetPlan, OffsetResetReport, PartitionReset, ResetTo};
+pub use groups::{
+    GroupDeletePlan, OffsetResetPlan, OffsetResetReport, PartitionFigures, PartitionReset, ResetTo,
+};
 pub use seek::{SeekPlan, SeekReport};
 pub use value::Value;
 

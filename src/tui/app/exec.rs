@@ -168,6 +168,7 @@ impl Exec {
                 self.session.gate.refuse(action, &queue, &why);
             }
             Effect::Consumers(queue) => self.consumers(queue),
+            Effect::Partitions(queue) => self.partitions(queue),
             Effect::PlanRedrive(req) => self.plan_redrive(req),
             Effect::PlanPurge(queue) => self.plan_purge(queue),
             Effect::PlanCancel { queue, id } => self.plan_cancel(queue, id),

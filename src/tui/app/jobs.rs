@@ -90,6 +90,20 @@ impl Exec {
             let _ = tx.send(Action::Consumers { queue, result }).await;
         });
     }
+
+    pub(super) fn partitions(&self, queue: QueueId) {
+        let backend = self.session.backend.clone();
+        let tx = self.tx.clone();
+        tokio::spawn(async move {
+            let result = match backend.group_admin() {
+                Some(admin) => admin.partitions(&queue).await,
+                None => Err(BackendError::Unsupported(
+                    "this broker has no consumer groups".into(),
+                )),
+            };
+            let _ = tx.send(Action::Partitions { queue, result }).await;
+        });
+    }
 }
 
 /// Editing: the draft for the editor (the event loop runs it), then the edited copy's send.

@@ -43,6 +43,7 @@ pub(super) fn tick(st: &mut State, now: i64, fx: &mut Vec<Effect>) {
             fx.push(Effect::Consumers(q));
         }
     }
+    crate::tui::partition_table::tick(st, now, fx);
     // Status messages are flashes: gone after a few seconds, errors a little later (an
     // operation's result stays).
     if st.status.as_ref().is_some_and(|s| {

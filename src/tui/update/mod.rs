@@ -55,6 +55,11 @@ pub enum Action {
         queue: QueueId,
         result: Result<Vec<Consumer>, BackendError>,
     },
+    /// A Kafka group row's partitions, for the detail's table.
+    Partitions {
+        queue: QueueId,
+        result: Result<Vec<qdeck_model::domain::PartitionFigures>, BackendError>,
+    },
     OpProgress(ProgressState),
     /// Summary of a finished operation.
     OpDone(OpSummary),
@@ -142,6 +147,8 @@ pub enum Effect {
         scheduled: bool,
     },
     Consumers(QueueId),
+    /// Read a Kafka group row's partitions (the detail's table).
+    Partitions(QueueId),
     /// Plan this redrive for the dialog (nothing changes).
     PlanRedrive(RedriveRequest),
     /// Plan purging this queue for the dialog: the broker's count, not the poller's.
@@ -257,6 +264,9 @@ pub fn update(st: &mut State, action: Action) -> Vec<Effect> {
             result,
         } => messages::page_loaded(st, queue, append, result, true),
         Action::Consumers { queue, result } => lists::workers_loaded(st, queue, result),
+        Action::Partitions { queue, result } => {
+            crate::tui::partition_table::loaded(st, queue, result);
+        }
         Action::OpProgress(p) => ops::progress(st, p),
         Action::OpDone(r) => {
             // Quitting after the operation: nothing more is asked of the broker.

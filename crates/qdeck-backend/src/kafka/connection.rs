@@ -1,19 +1,27 @@
 //! One TCP connection to one broker, speaking Kafka's framed request/response protocol with
 //! the `kafka-protocol` codec: a 4-byte size, the request header, the body. One request at a
 //! time per connection (the admin calls qdeck makes are few and batched); a connection that
-//! failed or timed out is dropped and opened again on next use.
+//! failed or timed out is dropped and opened again on next use. A new connection is first
+//! secured as the profile says (security.rs: TLS, then SASL), within the same timeout.
 
 use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, StrBytes};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::Mutex;
 
+use super::security::Security;
 use crate::{BackendError, Result};
+
+/// A byte stream to a broker: plain TCP or TLS over it.
+pub trait Io: AsyncRead + AsyncWrite + Send + Unpin {}
+impl<T: AsyncRead + AsyncWrite + Send + Unpin> Io for T {}
+pub type Stream = Box<dyn Io>;
 
 /// The largest response qdeck accepts (a Fetch is asked for far less).
 const MAX_RESPONSE: usize = 64 << 20;
@@ -49,22 +57,26 @@ apis! {
     DeleteRecordsRequest => DeleteRecordsResponse: DeleteRecords,
     DeleteGroupsRequest => DeleteGroupsResponse: DeleteGroups,
     ShareGroupDescribeRequest => ShareGroupDescribeResponse: ShareGroupDescribe,
+    SaslHandshakeRequest => SaslHandshakeResponse: SaslHandshake,
+    SaslAuthenticateRequest => SaslAuthenticateResponse: SaslAuthenticate,
 }
 
 pub struct Conn {
     addr: String,
     client_id: String,
     timeout: Duration,
-    stream: Mutex<Option<TcpStream>>,
+    security: Arc<Security>,
+    stream: Mutex<Option<Stream>>,
     correlation: AtomicI32,
 }
 
 impl Conn {
-    pub fn new(addr: &str, client_id: &str, timeout: Duration) -> Conn {
+    pub fn new(addr: &str, client_id: &str, timeout: Duration, security: Arc<Security>) -> Conn {
         Conn {
             addr: addr.to_string(),
             client_id: client_id.to_string(),
             timeout,
+            security,
             stream: Mutex::new(None),
             correlation: AtomicI32::new(1),
         }
@@ -97,23 +109,37 @@ impl Conn {
 
     async fn exchange<R: Api>(
         &self,
-        slot: &mut Option<TcpStream>,
+        slot: &mut Option<Stream>,
         req: &R,
         version: i16,
     ) -> Result<R::Response> {
         if slot.is_none() {
-            let s = TcpStream::connect(&self.addr).await.map_err(|e| {
+            let tcp = TcpStream::connect(&self.addr).await.map_err(|e| {
                 BackendError::Unreachable(format!(
                     "cannot connect to Kafka broker {}: {e}",
                     self.addr
                 ))
             })?;
-            let _ = s.set_nodelay(true);
-            *slot = Some(s);
+            let _ = tcp.set_nodelay(true);
+            let mut stream = self.security.open(&self.addr, tcp).await?;
+            if let Some(sasl) = &self.security.sasl {
+                super::sasl::authenticate(self, &mut stream, sasl).await?;
+            }
+            *slot = Some(stream);
         }
         let Some(stream) = slot.as_mut() else {
             return Err(BackendError::Other("connection slot empty".into()));
         };
+        self.roundtrip(stream, req, version).await
+    }
+
+    /// One request and its response on `stream`.
+    pub(super) async fn roundtrip<R: Api>(
+        &self,
+        stream: &mut Stream,
+        req: &R,
+        version: i16,
+    ) -> Result<R::Response> {
         let correlation = self.correlation.fetch_add(1, Ordering::Relaxed);
         let header = RequestHeader::default()
             .with_request_api_key(R::KEY as i16)
@@ -133,7 +159,17 @@ impl Conn {
             BackendError::Unreachable(format!("Kafka broker {}: {e}", self.addr))
         };
         stream.write_all(&frame).await.map_err(io)?;
+        stream.flush().await.map_err(io)?;
         let size = stream.read_i32().await.map_err(io)?;
+        // A TLS listener answers plain bytes with a TLS alert or handshake record (0x15 or
+        // 0x16, then version 3.x), which reads as a frame size of hundreds of megabytes.
+        let [b0, b1, ..] = size.to_be_bytes();
+        if (b0 == 0x15 || b0 == 0x16) && b1 == 0x03 {
+            return Err(BackendError::Unreachable(format!(
+                "Kafka broker {} answered with TLS: this listener is SSL or SASL_SSL; set tls = true (with tls_ca_file for a private CA)",
+                self.addr
+            )));
+        }
         let size = usize::try_from(size)
             .ok()
             .filter(|s| *s <= MAX_RESPONSE && *s >= 4)

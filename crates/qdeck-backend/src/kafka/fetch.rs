@@ -3,6 +3,11 @@
 //! compressed ones are inflated here (gzip and snappy by the codec's pure-Rust features, lz4
 //! by lz4_flex, zstd by ruzstd). Control records (transaction markers) are skipped; a batch cut
 //! short at the end of a response is left for the next fetch.
+//!
+//! Reads are read_committed, as a consumer with `isolation.level=read_committed` sees them:
+//! the broker answers up to the last stable offset and lists the aborted transactions, whose
+//! records are dropped here. A dead letter whose transaction was rolled back never became one,
+//! and must be neither shown nor sent back.
 
 use std::io::Read;
 
@@ -62,16 +67,28 @@ fn inflate(buf: &mut Bytes, c: Compression) -> anyhow::Result<Bytes> {
     }
 }
 
+/// A control record's type, from its key (version, type): 0 is ABORT, 1 COMMIT.
+fn is_abort_marker(key: Option<&Bytes>) -> bool {
+    key.is_some_and(|k| k.len() >= 4 && i16::from_be_bytes([k[2], k[3]]) == 0)
+}
+
 /// Decode the complete record batches of a Fetch response's `records`, skipping records
-/// before `from` and control records; the offset after the last batch seen.
+/// before `from`, control records and the records of `aborted` transactions (producer id,
+/// first offset, as the Fetch response lists them); the offset after the last batch seen.
 pub fn decode(
     topic: &str,
     partition: i32,
     mut data: Bytes,
     from: i64,
+    aborted: &[(i64, i64)],
 ) -> Result<(Vec<KRecord>, Option<i64>)> {
     let mut out = Vec::new();
     let mut next = None;
+    // Kafka's own rule (Java's CompletedFetch): a producer's records are skipped from the
+    // first offset of its aborted transaction until its ABORT marker.
+    let mut pending: Vec<(i64, i64)> = aborted.to_vec();
+    pending.sort_by_key(|a| std::cmp::Reverse(a.1));
+    let mut aborting: std::collections::HashSet<i64> = std::collections::HashSet::new();
     while data.len() >= 12 {
         let base = i64::from_be_bytes(data[0..8].try_into().unwrap_or([0; 8]));
         let len = i32::from_be_bytes(data[8..12].try_into().unwrap_or([0; 4]));
@@ -90,7 +107,18 @@ pub fn decode(
                 ))
             })?;
         for r in set.records {
-            if r.control || r.offset < from {
+            while pending.last().is_some_and(|a| a.1 <= r.offset) {
+                if let Some((producer, _)) = pending.pop() {
+                    aborting.insert(producer);
+                }
+            }
+            if r.control {
+                if r.transactional && is_abort_marker(r.key.as_ref()) {
+                    aborting.remove(&r.producer_id);
+                }
+                continue;
+            }
+            if r.offset < from || (r.transactional && aborting.contains(&r.producer_id)) {
                 continue;
             }
             out.push(KRecord {
@@ -135,7 +163,7 @@ pub async fn fetch(
         .with_max_wait_ms(0)
         .with_min_bytes(0)
         .with_max_bytes(max_bytes)
-        .with_isolation_level(0)
+        .with_isolation_level(1)
         .with_session_id(0)
         .with_session_epoch(-1)
         .with_topics(vec![FetchTopic::default()
@@ -173,7 +201,15 @@ pub async fn fetch(
         });
     }
     let (records, after) = match pd.records {
-        Some(data) => decode(topic, partition, data, offset)?,
+        Some(data) => {
+            let aborted: Vec<(i64, i64)> = pd
+                .aborted_transactions
+                .iter()
+                .flatten()
+                .map(|a| (a.producer_id.0, a.first_offset))
+                .collect();
+            decode(topic, partition, data, offset, &aborted)?
+        }
         None => (Vec::new(), None),
     };
     let next = records

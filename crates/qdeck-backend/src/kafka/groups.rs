@@ -285,4 +285,8 @@ impl GroupAdmin for KafkaBackend {
     async fn delete_group(&self, group: &str) -> Result<()> {
         self.delete(group).await
     }
+
+    async fn partitions(&self, row: &QueueId) -> Result<Vec<PartitionFigures>> {
+        self.partition_figures(row).await
+    }
 }

@@ -16,11 +16,15 @@ mod dlt;
 mod fetch;
 mod groups;
 mod message;
+mod partitions;
 mod produce;
 mod purge;
 mod redrive;
 mod routing;
 mod rows;
+mod sasl;
+mod scram;
+mod security;
 mod share;
 
 use std::collections::BTreeSet;
@@ -31,6 +35,7 @@ use async_trait::async_trait;
 use regex::Regex;
 
 use super::{ApiCalls, Backend, BackendError, OpProgress, Result};
+use qdeck_model::config::secret::SecretSource;
 use qdeck_model::config::{KafkaSettings, Profile};
 use qdeck_model::domain::*;
 
@@ -42,8 +47,16 @@ const DEFAULT_TIMEOUT_SECS: f64 = 10.0;
 /// Records per browse page when the request gives no size.
 const DEFAULT_PAGE: usize = 50;
 
-pub fn connect(profile: &Profile, settings: &KafkaSettings) -> Result<Arc<dyn Backend>> {
-    Ok(Arc::new(KafkaBackend::new(&profile.name, settings)?))
+pub fn connect(
+    profile: &Profile,
+    settings: &KafkaSettings,
+    secrets: &dyn SecretSource,
+) -> Result<Arc<dyn Backend>> {
+    Ok(Arc::new(KafkaBackend::new(
+        &profile.name,
+        settings,
+        secrets,
+    )?))
 }
 
 /// What a row id names.
@@ -93,7 +106,11 @@ fn regex(key: &str, v: Option<&str>, profile: &str) -> Result<Option<Regex>> {
 }
 
 impl KafkaBackend {
-    pub fn new(profile: &str, s: &KafkaSettings) -> Result<KafkaBackend> {
+    pub fn new(
+        profile: &str,
+        s: &KafkaSettings,
+        secrets: &dyn SecretSource,
+    ) -> Result<KafkaBackend> {
         let bootstrap: Vec<String> = s
             .bootstrap_servers
             .split(',')
@@ -120,6 +137,7 @@ impl KafkaBackend {
                 "profile {profile:?}: timeout_secs must be between 0 and 3600"
             )));
         }
+        let security = security::Security::from_settings(profile, s, secrets)?;
         let calls = Arc::new(ApiCalls::default());
         Ok(KafkaBackend {
             cluster: routing::Cluster::new(
@@ -130,6 +148,7 @@ impl KafkaBackend {
                     .unwrap_or("qdeck"),
                 Duration::from_secs_f64(secs),
                 calls.clone(),
+                security,
             ),
             calls,
             topics: regex("topics", s.topics.as_deref(), profile)?,
@@ -348,17 +367,37 @@ impl Backend for KafkaBackend {
                     .filter(|(t, _)| *t == topic)
                     .map(|(_, p)| p.to_string())
                     .collect();
+                // The assigned partitions go in the tag, where the view has room for them;
+                // the state column says how many. The member id (client id, a dash and a
+                // UUID) is cut to its end, which is enough to tell two members apart.
+                let short = m
+                    .member_id
+                    .char_indices()
+                    .rev()
+                    .nth(7)
+                    .map_or(m.member_id.as_str(), |(i, _)| &m.member_id[i..]);
+                let (tag, state) = if parts.is_empty() {
+                    (
+                        format!("{} ({})", m.client_id, m.member_id),
+                        format!("group {}", d.state),
+                    )
+                } else {
+                    (
+                        format!("{} partitions {} (…{short})", m.client_id, parts.join(",")),
+                        format!(
+                            "{} partition{}",
+                            parts.len(),
+                            if parts.len() == 1 { "" } else { "s" }
+                        ),
+                    )
+                };
                 Consumer {
                     queue: queue.clone(),
-                    tag: format!("{} ({})", m.client_id, m.member_id),
+                    tag,
                     peer: Some(m.host.trim_start_matches('/').to_string()),
                     prefetch: None,
                     ack_mode: AckMode::Manual,
-                    state: if parts.is_empty() {
-                        format!("group {}", d.state)
-                    } else {
-                        format!("partitions {}", parts.join(","))
-                    },
+                    state,
                     status: WorkerState::Active,
                     status_since_ms: None,
                     holding: None,

@@ -13,6 +13,7 @@ use kafka_protocol::protocol::StrBytes;
 use tokio::sync::Mutex;
 
 use super::connection::Conn;
+use super::security::Security;
 use crate::{ApiCalls, BackendError, Result};
 
 pub const METADATA_V: i16 = 12;
@@ -38,6 +39,7 @@ pub struct Cluster {
     client_id: String,
     pub timeout: Duration,
     pub calls: Arc<ApiCalls>,
+    security: Arc<Security>,
     conns: Mutex<HashMap<String, Arc<Conn>>>,
     brokers: Mutex<BTreeMap<i32, String>>,
     /// Each address's last outcome: answered or not, and when. A broker that did not answer
@@ -52,12 +54,14 @@ impl Cluster {
         client_id: &str,
         timeout: Duration,
         calls: Arc<ApiCalls>,
+        security: Security,
     ) -> Cluster {
         Cluster {
             bootstrap,
             client_id: client_id.to_string(),
             timeout,
             calls,
+            security: Arc::new(security),
             conns: Mutex::new(HashMap::new()),
             brokers: Mutex::new(BTreeMap::new()),
             seen: std::sync::Mutex::new(HashMap::new()),
@@ -137,7 +141,14 @@ impl Cluster {
         let mut conns = self.conns.lock().await;
         conns
             .entry(addr.to_string())
-            .or_insert_with(|| Arc::new(Conn::new(addr, &self.client_id, self.timeout)))
+            .or_insert_with(|| {
+                Arc::new(Conn::new(
+                    addr,
+                    &self.client_id,
+                    self.timeout,
+                    self.security.clone(),
+                ))
+            })
             .clone()
     }
 

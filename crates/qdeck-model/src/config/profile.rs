@@ -408,6 +408,21 @@ pub struct KafkaSettings {
     /// Seconds a connect or one request may take (default 10).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout_secs: Option<f64>,
+    /// SASL mechanism: `PLAIN`, `SCRAM-SHA-256` or `SCRAM-SHA-512` (default: no SASL).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sasl_mechanism: Option<String>,
+    /// The SASL user name (needed with `sasl_mechanism`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sasl_username: Option<String>,
+    /// Name of an environment variable holding the SASL password (needed with `sasl_mechanism`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sasl_password_env: Option<String>,
+    /// Speak TLS to every broker (Kafka's `SSL` / `SASL_SSL`); implied by `tls_ca_file`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls: Option<bool>,
+    /// PEM file of the CA that signed the brokers' certificates (default: the public web roots).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls_ca_file: Option<String>,
 }
 
 impl Profile {

@@ -93,3 +93,30 @@ pub struct GroupDeletePlan {
     /// Topics the group has committed offsets on, with its lag on each.
     pub topics: Vec<(String, u64)>,
 }
+
+/// One partition of a group row as the broker tells it now (Kafka), for the detail's
+/// partition table: the log's bounds, the group's committed offset and who holds it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PartitionFigures {
+    pub partition: i32,
+    pub log_start: i64,
+    pub end: i64,
+    /// `None`: the group has committed nothing on this partition.
+    pub committed: Option<i64>,
+    /// The member it is assigned to (client id and host), when the broker tells it.
+    pub member: Option<String>,
+}
+
+impl PartitionFigures {
+    /// End − committed; `None` where nothing is committed (Kafka has no offset to measure from).
+    pub fn lag(&self) -> Option<u64> {
+        self.committed
+            .map(|c| u64::try_from(self.end - c).unwrap_or(0))
+    }
+
+    /// Records retention deleted before the group read them (committed below the log start).
+    pub fn lost(&self) -> u64 {
+        self.committed
+            .map_or(0, |c| u64::try_from(self.log_start - c).unwrap_or(0))
+    }
+}

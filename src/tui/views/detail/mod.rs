@@ -14,6 +14,7 @@ use qdeck_engine::store::{Sample, MISSING};
 use qdeck_model::sanitize::clean_short;
 
 mod info;
+mod partitions;
 
 pub fn render(f: &mut Frame, st: &State, area: Rect) {
     let t = &st.theme;
@@ -37,7 +38,8 @@ pub fn render(f: &mut Frame, st: &State, area: Rect) {
         return;
     };
     let caps = st.caps_for(q);
-    let lines = info::lines(st, e, st.store.derived(q).as_ref(), &caps);
+    let mut lines = info::lines(st, e, st.store.derived(q).as_ref(), &caps);
+    lines.extend(partitions::lines(st));
 
     // Sized from the wrapped rows: the last notes are the ones a line count loses.
     let rows = wrap_lines(&lines, inner.width);

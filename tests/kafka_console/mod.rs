@@ -1,0 +1,141 @@
+//! The console on Kafka, headless: a group row's detail shows its partition table (lag, rates,
+//! state, member per partition, the skew line and stuck partitions) and the workers view lists
+//! the group's members, from what the real broker answered for a scene made by Java's client.
+
+use std::io::BufRead;
+use std::sync::Arc;
+
+use crossterm::event::KeyCode;
+use qdeck::tui::state::State;
+use qdeck::tui::{update, Action, Effect};
+use qdeck_backend::Backend;
+use qdeck_engine::partitions::STUCK_POLLS;
+use qdeck_engine::store::Store;
+use qdeck_model::domain::*;
+
+use crate::common::console::{code, draw, key, select, text};
+use crate::{bootstrap, now_ms, prefix, scene, scenes};
+
+/// A console holding the rows named with `prefix` and their figures now.
+async fn console(b: &Arc<dyn Backend>, prefix: &str) -> State {
+    let queues: Vec<QueueInfo> = b
+        .list_queues()
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|q| q.id.as_str().contains(prefix))
+        .collect();
+    let ids: Vec<QueueId> = queues.iter().map(|q| q.id.clone()).collect();
+    let mut store = Store::new(600, 240, 600.0);
+    store.set_queues(queues);
+    store.apply(b.stats(&ids).await.unwrap());
+    let mut st = State::new(store, b.capabilities(), "kafka-test", "kafka");
+    st.poll.listed = true;
+    st.now_ms = now_ms();
+    st.store.last_ok_ms = Some(st.now_ms);
+    update(&mut st, Action::Resize(160, 60));
+    qdeck::tui::update::rebuild_rows(&mut st);
+    st
+}
+
+/// One clock tick at `now`: the partition read it asks for, answered by the backend.
+async fn tick_and_answer(st: &mut State, b: &Arc<dyn Backend>, now: i64) -> bool {
+    let fx = update(st, Action::Tick(now));
+    let Some(q) = fx.iter().find_map(|e| match e {
+        Effect::Partitions(q) => Some(q.clone()),
+        _ => None,
+    }) else {
+        return false;
+    };
+    let result = b.group_admin().unwrap().partitions(&q).await;
+    update(st, Action::Partitions { queue: q, result });
+    true
+}
+
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "needs QDECK_TEST_KAFKA_BOOTSTRAP and QDECK_TEST_KAFKA_SCENES (scripts/kafka_up.sh)"]
+async fn a_group_rows_detail_shows_its_partitions_skew_stuck_ones_and_members() {
+    let p = prefix("console");
+    let (t, g) = (format!("{p}pay"), format!("{p}billing"));
+    let dlt = format!("{t}-dlt");
+    // Four partitions, read to the end by the group; then twenty records land on partition 0
+    // only (the Spring DLT scene writes to partition 0), so partition 0 holds all the lag.
+    scene(&["topic", &dlt, "4"]);
+    scene(&["produce", &dlt, "8"]);
+    scene(&["group", &dlt, &g, "8"]);
+    scene(&["spring-dlt", &t, "20"]);
+    // A member of the group that holds the partitions and commits nothing.
+    let mut member = std::process::Command::new("java")
+        .args(["-Xmx256m", "-cp", &scenes(), "Scenes", "hold"])
+        .args([&bootstrap(), &dlt, &g, "90"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let joined = std::io::BufReader::new(member.stdout.take().unwrap())
+        .lines()
+        .map_while(std::result::Result::ok)
+        .any(|l| l.contains("joined"));
+    assert!(joined, "the scene's consumer never got its partitions");
+
+    let b = crate::kafka_contract::backend().await;
+    let mut st = console(&b, &p).await;
+    let row = format!("{g}@{dlt}");
+    select(&mut st, &row);
+    update(&mut st, code(KeyCode::Enter));
+    let mut now = now_ms();
+    assert!(
+        tick_and_answer(&mut st, &b, now).await,
+        "the open detail asks for the partitions"
+    );
+    let screen = text(&draw(&st, 160, 60));
+    assert!(screen.contains("partitions"), "{screen}");
+    assert!(
+        screen.contains("1 of 4 partitions hold 90 % of the lag"),
+        "the skew line: {screen}"
+    );
+    let part0 = screen
+        .lines()
+        .find(|l| l.trim_start_matches(['│', ' ']).starts_with("0 ") && l.contains(" 20 "))
+        .unwrap_or_else(|| panic!("partition 0 with its lag of 20: {screen}"));
+    assert!(part0.contains("qdeck-scenes"), "its member: {part0}");
+    assert!(part0.contains("reading"), "{part0}");
+    assert!(screen.contains("caught up"), "{screen}");
+    assert!(screen.contains("none stuck"), "{screen}");
+
+    // The member commits nothing: after STUCK_POLLS more polls partition 0 is stuck.
+    let refresh = (st.session.refresh_secs * 1000.0) as i64;
+    let mut asked = 0;
+    for _ in 0..STUCK_POLLS {
+        now += refresh;
+        asked += usize::from(tick_and_answer(&mut st, &b, now).await);
+    }
+    assert_eq!(asked, STUCK_POLLS as usize, "one read a refresh period");
+    let screen = text(&draw(&st, 160, 60));
+    assert!(
+        screen.contains("stuck: partition 0"),
+        "partition 0 stuck: {screen}"
+    );
+
+    // The workers view: the group's member with its client id and partitions.
+    update(&mut st, code(KeyCode::Esc));
+    let fx = update(&mut st, key('w'));
+    let q = fx
+        .iter()
+        .find_map(|e| match e {
+            Effect::Consumers(q) => Some(q.clone()),
+            _ => None,
+        })
+        .expect("the workers view asks for the consumers");
+    let result = b.consumers(&q).await;
+    update(&mut st, Action::Consumers { queue: q, result });
+    let screen = text(&draw(&st, 160, 40));
+    assert!(
+        screen.contains("qdeck-scenes partitions 0,1,2,3")
+            && screen.contains("127.0.0.1")
+            && screen.contains("4 partitions"),
+        "the member and its partitions: {screen}"
+    );
+    let _ = member.kill();
+    let _ = member.wait();
+}

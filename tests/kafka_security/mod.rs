@@ -1,0 +1,209 @@
+//! SASL and TLS on one broker with several listeners (scripts/kafka.sh --secure, started by
+//! scripts/kafka_up.sh): the scenes write on the PLAINTEXT listener, qdeck reads the same
+//! cluster over SASL_PLAINTEXT (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512) and over SSL with the
+//! CA the script made. The password travels only in the environment variable the profile
+//! names; it must not come back in any output or in qdeck's log, even at trace level.
+
+use std::path::Path;
+
+use serde_json::Value as Json;
+
+use crate::common;
+
+const PW_VAR: &str = "QDECK_KAFKA_TEST_PW";
+
+fn var(name: &str) -> String {
+    common::broker_var(
+        name,
+        "scripts/kafka_up.sh starts the broker with --secure and prints it",
+    )
+}
+
+/// A profile on `bootstrap` with `extra` lines (SASL or TLS keys), only the test's topics.
+fn config(dir: &Path, bootstrap: &str, topics: &str, extra: &str) {
+    common::write_config(
+        dir,
+        "k",
+        &[format!(
+            "name = \"k\"\nkind = \"kafka\"\nbootstrap_servers = \"{bootstrap}\"\ntopics = \"{topics}\"\ntimeout_secs = 5\n{extra}"
+        )],
+    );
+}
+
+fn sasl(mechanism: &str) -> String {
+    format!("sasl_mechanism = \"{mechanism}\"\nsasl_username = \"qdeck\"\nsasl_password_env = \"{PW_VAR}\"\n")
+}
+
+/// `qdeck ARGS` with the password variable set to `pw` and trace logging on.
+fn run(dir: &Path, pw: &str, args: &[&str]) -> std::process::Output {
+    common::qdeck(dir)
+        .env(PW_VAR, pw)
+        .env("QDECK_LOG", "trace")
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// Everything qdeck wrote: stdout, stderr and its log file.
+fn everything(dir: &Path, out: &std::process::Output) -> String {
+    let log = std::fs::read_to_string(dir.join("state/qdeck/qdeck.log")).unwrap_or_default();
+    format!(
+        "{}{}{log}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+fn one_line_error(out: &std::process::Output) -> String {
+    assert!(!out.status.success(), "expected a failure");
+    let err = String::from_utf8_lossy(&out.stderr).trim().to_string();
+    assert_eq!(err.lines().count(), 1, "one line: {err}");
+    assert!(!err.contains("panicked"), "{err}");
+    err
+}
+
+#[test]
+#[ignore = "needs the QDECK_TEST_KAFKA_* variables of scripts/kafka_up.sh (a broker started with --secure)"]
+fn rows_are_read_over_sasl_plain_scram_and_tls_and_the_password_never_shows() {
+    let (sasl_at, tls_at, ca, pw) = (
+        var("QDECK_TEST_KAFKA_SASL"),
+        var("QDECK_TEST_KAFKA_TLS"),
+        var("QDECK_TEST_KAFKA_CA"),
+        var("QDECK_TEST_KAFKA_SASL_PASSWORD"),
+    );
+    let p = crate::prefix("secure");
+    let (t, g) = (format!("{p}orders"), format!("{p}billing"));
+    crate::scene(&["topic", &t, "2"]);
+    crate::scene(&["produce", &t, "17"]);
+    crate::scene(&["group", &t, &g, "5"]);
+    // The lag as Kafka's Admin client reads it (over the PLAINTEXT listener).
+    let truth = &crate::scene(&["describe", &g])[0][&g];
+    let lag: i64 = truth["partitions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x["latest"].as_i64().unwrap() - x["committed"].as_i64().unwrap())
+        .sum();
+    assert!(lag > 0, "{truth}");
+    let ways = [
+        ("SASL PLAIN", sasl_at.as_str(), sasl("PLAIN")),
+        (
+            "SASL SCRAM-SHA-256",
+            sasl_at.as_str(),
+            sasl("SCRAM-SHA-256"),
+        ),
+        (
+            "SASL SCRAM-SHA-512",
+            sasl_at.as_str(),
+            sasl("SCRAM-SHA-512"),
+        ),
+        ("TLS", tls_at.as_str(), format!("tls_ca_file = \"{ca}\"\n")),
+    ];
+    for (how, at, keys) in ways {
+        let dir = tempfile::tempdir().unwrap();
+        config(dir.path(), at, &format!("^{p}"), &keys);
+        let out = run(dir.path(), &pw, &["ls", "-o", "json"]);
+        let all = everything(dir.path(), &out);
+        assert!(out.status.success(), "{how}: {all}");
+        let rows: Json = serde_json::from_slice(&out.stdout).unwrap();
+        let row = |name: &str| {
+            rows.as_array()
+                .unwrap()
+                .iter()
+                .find(|r| r["name"] == name)
+                .cloned()
+                .unwrap_or_else(|| panic!("{how}: no row {name}: {rows}"))
+        };
+        assert_eq!(row(&t)["depth"], 17, "{how}: records of the topic");
+        assert_eq!(
+            row(&format!("{g}@{t}"))["depth"].as_i64(),
+            Some(lag),
+            "{how}: the group's lag as Admin reads it"
+        );
+        // Browsing goes to the partition leaders, over the same listener.
+        let page = run(dir.path(), &pw, &["peek", &t, "-n", "3", "-o", "json"]);
+        assert!(
+            page.status.success(),
+            "{how}: {}",
+            everything(dir.path(), &page)
+        );
+        let all = everything(dir.path(), &page);
+        assert!(all.contains("v-"), "{how}: records read: {all}");
+        assert!(
+            !all.contains(&pw),
+            "{how}: the password shows in output or log"
+        );
+    }
+}
+
+#[test]
+#[ignore = "needs the QDECK_TEST_KAFKA_* variables of scripts/kafka_up.sh (a broker started with --secure)"]
+fn a_wrong_sasl_password_is_one_line_naming_it() {
+    let sasl_at = var("QDECK_TEST_KAFKA_SASL");
+    let wrong = "not-the-password-x9";
+    for mechanism in ["PLAIN", "SCRAM-SHA-512"] {
+        let dir = tempfile::tempdir().unwrap();
+        config(dir.path(), &sasl_at, ".", &sasl(mechanism));
+        let out = run(dir.path(), wrong, &["ls"]);
+        let err = one_line_error(&out);
+        assert_eq!(out.status.code(), Some(6), "unavailable: {err}");
+        assert!(
+            err.contains(&format!("SASL {mechanism}"))
+                && err.contains("\"qdeck\"")
+                && err.contains("password")
+                && err.contains(PW_VAR),
+            "names the mechanism, user and the password's variable: {err}"
+        );
+        assert!(
+            !everything(dir.path(), &out).contains(wrong),
+            "the wrong password shows: {err}"
+        );
+    }
+    // SASL against the PLAINTEXT listener, and a missing variable, are one line too.
+    let dir = tempfile::tempdir().unwrap();
+    config(dir.path(), &crate::bootstrap(), ".", &sasl("SCRAM-SHA-256"));
+    let err = one_line_error(&run(dir.path(), wrong, &["ls"]));
+    assert!(err.contains("SASL"), "{err}");
+    let out = common::qdeck(dir.path()).args(["ls"]).output().unwrap();
+    let err = one_line_error(&out);
+    assert!(err.contains(PW_VAR) && err.contains("not set"), "{err}");
+}
+
+#[test]
+#[ignore = "needs the QDECK_TEST_KAFKA_* variables of scripts/kafka_up.sh (a broker started with --secure)"]
+fn a_ca_that_does_not_match_is_one_line() {
+    let (tls_at, other) = (
+        var("QDECK_TEST_KAFKA_TLS"),
+        var("QDECK_TEST_KAFKA_OTHER_CA"),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    config(
+        dir.path(),
+        &tls_at,
+        ".",
+        &format!("tls_ca_file = \"{other}\"\n"),
+    );
+    let err = one_line_error(&run(dir.path(), "", &["ls"]));
+    assert!(
+        err.contains("TLS") && err.contains(&tls_at) && err.contains(&other),
+        "names TLS, the broker and the CA file: {err}"
+    );
+    // The public web roots do not trust the test CA either; a file that is not PEM is named.
+    config(dir.path(), &tls_at, ".", "tls = true\n");
+    let err = one_line_error(&run(dir.path(), "", &["ls"]));
+    assert!(err.contains("TLS") && err.contains("web roots"), "{err}");
+    let junk = dir.path().join("junk.pem");
+    std::fs::write(&junk, "hello").unwrap();
+    config(
+        dir.path(),
+        &tls_at,
+        ".",
+        &format!("tls_ca_file = \"{}\"\n", junk.display()),
+    );
+    let err = one_line_error(&run(dir.path(), "", &["ls"]));
+    assert!(err.contains("tls_ca_file"), "{err}");
+    // No TLS against the SSL listener: said so, not a huge "frame size".
+    config(dir.path(), &tls_at, ".", "");
+    let err = one_line_error(&run(dir.path(), "", &["ls"]));
+    assert!(err.contains("tls = true"), "{err}");
+}

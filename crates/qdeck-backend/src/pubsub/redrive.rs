@@ -209,7 +209,6 @@ pub async fn redrive(
     }
     progress.phase("republishing");
     let limiter = Limiter::new(req.rate);
-    let cancel = progress.cancel_token();
     let mut window = req.window.unwrap_or(DEFAULT_WINDOW).clamp(1, 1000) as usize;
     if let Some(r) = req.rate {
         // A batch is published at once: at most one second's worth, so that no second
@@ -222,18 +221,11 @@ pub async fn redrive(
     let mut taken = 0u64;
     let mut examined = 0u64;
     let mut matched = 0u64;
-    // Dead letters left in the subscription by this run (not chosen, not matching, no route):
-    // held, with their deadline extended, until the run ends, so that none is pulled twice
-    // and the pass ends when the subscription answers empty. Given back together at the end.
-    let mut held: Vec<String> = Vec::new();
+    let mut run = Run::default();
     let mut held_at = Instant::now();
-    // Copies confirmed: a dead letter that comes back after its copy was confirmed (its
-    // acknowledgement was lost) is acknowledged, not copied again.
-    let mut moved_ids: HashSet<String> = HashSet::new();
-    let mut failure = None;
     while !progress.cancelled() && taken < limit {
-        if !held.is_empty() && held_at.elapsed() > Duration::from_secs(30) {
-            if let Err(e) = b.modify_ack_deadline(&path, &held, HOLD_SECS).await {
+        if !run.held.is_empty() && held_at.elapsed() > Duration::from_secs(30) {
+            if let Err(e) = b.modify_ack_deadline(&path, &run.held, HOLD_SECS).await {
                 t.err(format!(
                     "could not keep the messages left behind aside ({e}): some may be read twice"
                 ));
@@ -252,7 +244,7 @@ pub async fn redrive(
         let mut again = Vec::new();
         for r in &batch {
             let m = r.message.clone().unwrap_or_default();
-            if moved_ids.contains(&m.message_id) {
+            if run.moved_ids.contains(&m.message_id) {
                 again.push(r.ack_id.clone());
                 continue;
             }
@@ -265,7 +257,7 @@ pub async fn redrive(
                     f.matches(&msg::to_message(r, &router.project, None))
                 });
             if !passes || taken >= limit {
-                held.push(r.ack_id.clone());
+                run.held.push(r.ack_id.clone());
                 continue;
             }
             matched += 1;
@@ -278,76 +270,26 @@ pub async fn redrive(
                     t.report.failed += 1;
                     progress.add_failed(1);
                     t.err(format!("{}: {e}", m.message_id));
-                    held.push(r.ack_id.clone());
+                    run.held.push(r.ack_id.clone());
                 }
             }
         }
         if !again.is_empty() {
             let _ = b.acknowledge(&path, &again).await;
         }
-        for (topic, rs) in groups {
-            if failure.is_some() || cancel.is_cancelled() {
-                held.extend(rs.iter().map(|r| r.ack_id.clone()));
-                continue;
-            }
-            limiter.take(rs.len() as u64, &cancel).await;
-            if cancel.is_cancelled() {
-                held.extend(rs.iter().map(|r| r.ack_id.clone()));
-                continue;
-            }
-            let copies: Vec<PubsubMessage> = rs
-                .iter()
-                .map(|r| {
-                    let m = r.message.clone().unwrap_or_default();
-                    PubsubMessage {
-                        data: m.data,
-                        attributes: msg::copy_attributes(&m.attributes).0,
-                        message_id: String::new(),
-                        publish_time: None,
-                        ordering_key: m.ordering_key,
-                    }
-                })
-                .collect();
-            let n = rs.len() as u64;
-            match b.publish(&topic, copies).await {
-                Ok(_) => {
-                    moved_ids.extend(
-                        rs.iter()
-                            .filter_map(|r| r.message.as_ref().map(|m| m.message_id.clone())),
-                    );
-                    let ids: Vec<String> = rs.iter().map(|r| r.ack_id.clone()).collect();
-                    t.report.moved += n;
-                    progress.add_done(n);
-                    if let Err(e) = b.acknowledge(&path, &ids).await {
-                        t.report.possibly_duplicated += n;
-                        t.err(format!("copies confirmed but the dead letters were not acknowledged ({e}): they will be delivered again"));
-                        failure = Some(e);
-                    }
-                }
-                Err(e) => {
-                    t.report.failed += n;
-                    progress.add_failed(n);
-                    t.err(format!(
-                        "publish to {}: {e}",
-                        names::topic_id(&topic).map_or(topic.clone(), |q| q.0)
-                    ));
-                    held.extend(rs.iter().map(|r| r.ack_id.clone()));
-                    failure = Some(e);
-                }
-            }
-        }
-        if failure.is_some() {
+        publish_groups(b, &path, groups, &limiter, progress, &mut t, &mut run).await;
+        if run.failure.is_some() {
             break;
         }
     }
-    if !held.is_empty() {
-        if let Err(e) = b.modify_ack_deadline(&path, &held, 0).await {
+    if !run.held.is_empty() {
+        if let Err(e) = b.modify_ack_deadline(&path, &run.held, 0).await {
             t.err(format!(
                 "messages left behind come back after their ack deadline ({e})"
             ));
         }
     }
-    if let Some(e) = failure {
+    if let Some(e) = run.failure {
         if t.report.moved == 0 {
             return Err(e);
         }
@@ -358,4 +300,84 @@ pub async fn redrive(
         t.report.matched = Some(matched);
     }
     Ok(t.report)
+}
+
+/// What a run keeps across batches.
+#[derive(Default)]
+struct Run {
+    /// Dead letters left in the subscription by this run (not chosen, not matching, no
+    /// route): held, with their deadline extended, until the run ends, so that none is pulled
+    /// twice and the pass ends when the subscription answers empty. Given back together at
+    /// the end.
+    held: Vec<String>,
+    /// Copies confirmed: a dead letter that comes back after its copy was confirmed (its
+    /// acknowledgement was lost) is acknowledged, not copied again.
+    moved_ids: HashSet<String>,
+    /// The failure that ends the run after this batch.
+    failure: Option<BackendError>,
+}
+
+/// Publish each target topic's copies of a batch, paced, and acknowledge the dead letters
+/// whose copies were confirmed; after a failure or a cancel the rest are held.
+async fn publish_groups(
+    b: &PubsubBackend,
+    path: &str,
+    groups: BTreeMap<String, Vec<&ReceivedMessage>>,
+    limiter: &Limiter,
+    progress: &OpProgress,
+    t: &mut Tally,
+    run: &mut Run,
+) {
+    let cancel = progress.cancel_token();
+    for (topic, rs) in groups {
+        if run.failure.is_some() || cancel.is_cancelled() {
+            run.held.extend(rs.iter().map(|r| r.ack_id.clone()));
+            continue;
+        }
+        limiter.take(rs.len() as u64, &cancel).await;
+        if cancel.is_cancelled() {
+            run.held.extend(rs.iter().map(|r| r.ack_id.clone()));
+            continue;
+        }
+        let copies: Vec<PubsubMessage> = rs
+            .iter()
+            .map(|r| {
+                let m = r.message.clone().unwrap_or_default();
+                PubsubMessage {
+                    data: m.data,
+                    attributes: msg::copy_attributes(&m.attributes).0,
+                    message_id: String::new(),
+                    publish_time: None,
+                    ordering_key: m.ordering_key,
+                }
+            })
+            .collect();
+        let n = rs.len() as u64;
+        match b.publish(&topic, copies).await {
+            Ok(_) => {
+                run.moved_ids.extend(
+                    rs.iter()
+                        .filter_map(|r| r.message.as_ref().map(|m| m.message_id.clone())),
+                );
+                let ids: Vec<String> = rs.iter().map(|r| r.ack_id.clone()).collect();
+                t.report.moved += n;
+                progress.add_done(n);
+                if let Err(e) = b.acknowledge(path, &ids).await {
+                    t.report.possibly_duplicated += n;
+                    t.err(format!("copies confirmed but the dead letters were not acknowledged ({e}): they will be delivered again"));
+                    run.failure = Some(e);
+                }
+            }
+            Err(e) => {
+                t.report.failed += n;
+                progress.add_failed(n);
+                t.err(format!(
+                    "publish to {}: {e}",
+                    names::topic_id(&topic).map_or(topic.clone(), |q| q.0)
+                ));
+                run.held.extend(rs.iter().map(|r| r.ack_id.clone()));
+                run.failure = Some(e);
+            }
+        }
+    }
 }

@@ -498,59 +498,7 @@ impl Planned {
                 plan,
                 filter,
                 ..
-            } => {
-                let target = match &req.target {
-                    RedriveTarget::Origin => match source.dlq_sources.as_slice() {
-                        [one] => format!("their origin ({})", clean(one.as_str())),
-                        [] => "their recorded origin".to_string(),
-                        many => format!(
-                            "their origins ({})",
-                            clean(
-                                &many
-                                    .iter()
-                                    .map(qdeck_model::domain::QueueId::as_str)
-                                    .collect::<Vec<_>>()
-                                    .join(", ")
-                            )
-                        ),
-                    },
-                    RedriveTarget::Queue(q) => clean(q.as_str()).into_owned(),
-                };
-                let how = match &plan.mode {
-                    RedriveMode::Native(m) => format!(" (server-side: {})", clean(m)),
-                    _ => " (copy, confirm, then delete)".to_string(),
-                };
-                let rate = req
-                    .rate
-                    .map(|r| format!(" at most {r}/s"))
-                    .unwrap_or_default();
-                // One message chosen by id is named: the user confirms that message, not a count.
-                let what = match req.only_ids.as_deref() {
-                    Some([id]) if c.ready == 1 => format!("message {}", clean(id)),
-                    Some(_) => format!("{approx}{} chosen message(s)", c.ready),
-                    None => format!("{approx}{} message(s)", c.ready),
-                };
-                let mut s = match filter {
-                    None => format!(
-                        "move {what} from {} to {target}{rate}{how}",
-                        clean(source.id.as_str()),
-                    ),
-                    Some(f) => format!(
-                        "move the message(s) matching {} among the {approx}{} ready in {} to {target}{}{rate}{how}, reading the queue once",
-                        clean(&format!("{:?}", f.source)),
-                        c.ready,
-                        clean(source.id.as_str()),
-                        req.max
-                            .map(|m| format!(" (at most {m})"))
-                            .unwrap_or_default(),
-                    ),
-                };
-                for n in &plan.notes {
-                    s.push_str("; ");
-                    s.push_str(&clean(n));
-                }
-                s
-            }
+            } => describe_redrive(req, source, plan, filter.as_deref(), &c),
             Planned::Purge {
                 queue,
                 count,
@@ -1177,6 +1125,68 @@ pub async fn run(gate: &Gate, planned: Planned, p: &OpProgress) -> Outcome {
             }
         }
     }
+}
+
+/// The sentence of a redrive plan: what moves, from where to where, how fast and how.
+fn describe_redrive(
+    req: &RedriveRequest,
+    source: &QueueInfo,
+    plan: &RedrivePlan,
+    filter: Option<&MessageFilter>,
+    c: &MessageCount,
+) -> String {
+    let approx = if c.exact { "" } else { "≈" };
+    let target = match &req.target {
+        RedriveTarget::Origin => match source.dlq_sources.as_slice() {
+            [one] => format!("their origin ({})", clean(one.as_str())),
+            [] => "their recorded origin".to_string(),
+            many => format!(
+                "their origins ({})",
+                clean(
+                    &many
+                        .iter()
+                        .map(qdeck_model::domain::QueueId::as_str)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            ),
+        },
+        RedriveTarget::Queue(q) => clean(q.as_str()).into_owned(),
+    };
+    let how = match &plan.mode {
+        RedriveMode::Native(m) => format!(" (server-side: {})", clean(m)),
+        _ => " (copy, confirm, then delete)".to_string(),
+    };
+    let rate = req
+        .rate
+        .map(|r| format!(" at most {r}/s"))
+        .unwrap_or_default();
+    // One message chosen by id is named: the user confirms that message, not a count.
+    let what = match req.only_ids.as_deref() {
+        Some([id]) if c.ready == 1 => format!("message {}", clean(id)),
+        Some(_) => format!("{approx}{} chosen message(s)", c.ready),
+        None => format!("{approx}{} message(s)", c.ready),
+    };
+    let mut s = match filter {
+            None => format!(
+                "move {what} from {} to {target}{rate}{how}",
+                clean(source.id.as_str()),
+            ),
+            Some(f) => format!(
+                "move the message(s) matching {} among the {approx}{} ready in {} to {target}{}{rate}{how}, reading the queue once",
+                clean(&format!("{:?}", f.source)),
+                c.ready,
+                clean(source.id.as_str()),
+                req.max
+                    .map(|m| format!(" (at most {m})"))
+                    .unwrap_or_default(),
+            ),
+        };
+    for n in &plan.notes {
+        s.push_str("; ");
+        s.push_str(&clean(n));
+    }
+    s
 }
 
 #[cfg(test)]

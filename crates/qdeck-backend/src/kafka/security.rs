@@ -149,7 +149,7 @@ impl Security {
             Err(e) => {
                 let why = e.to_string();
                 // A plaintext listener reads the ClientHello as a request and hangs up.
-                let hint = if why.contains("eof") {
+                let hint = if e.kind() == std::io::ErrorKind::UnexpectedEof {
                     ": the broker closed the connection; is this listener PLAINTEXT or SASL_PLAINTEXT (then drop tls)?"
                 } else {
                     ""

@@ -223,7 +223,7 @@ impl LocalBackend {
 
     /// Open read-write; write the schema only when the file lacks it.
     fn open_writable(path: &Path) -> std::result::Result<Connection, OpenError> {
-        let conn = Connection::open(path)?;
+        let mut conn = Connection::open(path)?;
         conn.busy_handler(Some(busy::wait))?;
         if let Some(why) = schema::refuse_reason(&conn)? {
             return Err(OpenError::Refused(why));

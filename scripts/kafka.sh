@@ -6,12 +6,14 @@
 #                                         the first stdout line is the bootstrap address
 #   scripts/kafka.sh stop PORT            stop what `kafka.sh PORT` started
 #
-# --secure (one broker only) adds two listeners beside PLAINTEXT, for the SASL and TLS tests:
+# --secure (one broker only) adds three listeners beside PLAINTEXT, for the SASL and TLS tests:
 #   SASL_PLAINTEXT on PORT+10 with PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512, user `qdeck`,
 #     password `$KAFKA_TEST_PASSWORD` (a test password, printed by kafka_up.sh);
 #   SSL on PORT+11, its certificate (IP 127.0.0.1, DNS localhost) signed by a CA made here
 #     with openssl, in $data/tls/ca.crt; $data/tls/other-ca.crt is an unrelated CA, for the
-#     test of a CA that does not match.
+#     test of a CA that does not match;
+#   SASL_SSL on PORT+12: the same mechanisms and user inside the same TLS (what managed
+#     Kafka services such as MSK and Confluent Cloud expose).
 #
 # The jars come from Maven Central through tests/fixtures/kafka/pom.xml (fetched once into
 # $QDECK_KAFKA_HOME/libs, default ~/.cache/qdeck-kafka). Apache's tarball, with its .sh
@@ -98,7 +100,7 @@ write_props() {
   local file="$1" node="$2" port="$3" ctl="$4" data="$5" secure="${6:-0}"
   local extra="" adv="PLAINTEXT://127.0.0.1:$port"
   if [[ $secure == 1 ]]; then
-    extra=",SASL_PLAINTEXT://127.0.0.1:$((port + 10)),SSL://127.0.0.1:$((port + 11))"
+    extra=",SASL_PLAINTEXT://127.0.0.1:$((port + 10)),SSL://127.0.0.1:$((port + 11)),SASL_SSL://127.0.0.1:$((port + 12))"
     adv="$adv$extra"
   fi
   {
@@ -115,6 +117,9 @@ sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512
 listener.name.sasl_plaintext.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required user_qdeck="$KAFKA_TEST_PASSWORD";
 listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
 listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
+listener.name.sasl_ssl.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required user_qdeck="$KAFKA_TEST_PASSWORD";
+listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
+listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
 ssl.keystore.type=PKCS12
 ssl.keystore.location=$data/tls/server.p12
 ssl.keystore.password=qdeck-keystore
@@ -128,7 +133,7 @@ controller.quorum.bootstrap.servers=127.0.0.1:$ctl
 controller.listener.names=CONTROLLER
 inter.broker.listener.name=PLAINTEXT
 advertised.listeners=$adv
-listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,SSL:SSL
+listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,SSL:SSL,SASL_SSL:SASL_SSL
 log.dirs=$data/node-$node
 num.partitions=1
 num.network.threads=2
@@ -190,7 +195,7 @@ start() {
     listening $((port + n - 1)) && die "port $((port + n - 1)) is already in use (scripts/kafka.sh stop $port?)"
   done
   if [[ $secure == 1 ]]; then
-    for p in $((port + 10)) $((port + 11)); do
+    for p in $((port + 10)) $((port + 11)) $((port + 12)); do
       listening "$p" && die "port $p (for --secure) is already in use"
     done
   fi

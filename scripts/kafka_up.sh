@@ -9,10 +9,11 @@
 #   QDECK_TEST_KAFKA_SASL=127.0.0.1:19102        SASL_PLAINTEXT: PLAIN, SCRAM-SHA-256/512
 #   QDECK_TEST_KAFKA_SASL_PASSWORD=...           user qdeck's test password
 #   QDECK_TEST_KAFKA_TLS=127.0.0.1:19103         SSL
+#   QDECK_TEST_KAFKA_SASL_SSL=127.0.0.1:19104    SASL_SSL: the SASL mechanisms inside TLS
 #   QDECK_TEST_KAFKA_CA=.../tls/ca.crt           the CA of the SSL listener's certificate
 #   QDECK_TEST_KAFKA_OTHER_CA=.../tls/other-ca.crt  a CA that did not sign it
 #
-# (the last five only when the broker on the port has those listeners: one started by an
+# (the last six only when the broker on the port has those listeners: one started by an
 # older kafka_up.sh has not).
 #
 # Use: eval "$(scripts/kafka_up.sh | sed 's/^/export /')"; stop with scripts/kafka.sh stop 19092.
@@ -57,6 +58,11 @@ if [[ -f "$tls/ca.crt" ]] && (exec 3<>"/dev/tcp/127.0.0.1/$((PORT + 10))") 2>/de
   echo "QDECK_TEST_KAFKA_SASL=127.0.0.1:$((PORT + 10))"
   echo "QDECK_TEST_KAFKA_SASL_PASSWORD=${KAFKA_TEST_PASSWORD:-qdeck-kafka-test-pw-7Q2x}"
   echo "QDECK_TEST_KAFKA_TLS=127.0.0.1:$((PORT + 11))"
+  # A broker started before SASL_SSL was added has the other two only; the SASL_SSL test then
+  # says its variable is missing (restart with scripts/kafka.sh stop $PORT).
+  if (exec 3<>"/dev/tcp/127.0.0.1/$((PORT + 12))") 2>/dev/null; then
+    echo "QDECK_TEST_KAFKA_SASL_SSL=127.0.0.1:$((PORT + 12))"
+  fi
   echo "QDECK_TEST_KAFKA_CA=$tls/ca.crt"
   echo "QDECK_TEST_KAFKA_OTHER_CA=$tls/other-ca.crt"
 else

@@ -2,7 +2,8 @@
 //! (gzip, snappy, lz4, zstd), written in transactions (so control markers sit between the
 //! records and offsets have gaps), some rolled back, with null keys and null values. Browse
 //! and redrive must read every committed record, skip the markers and the rolled-back
-//! records, and keep nulls as nulls.
+//! records, keep nulls as nulls, and keep a header key written twice (Spring's exception
+//! message of each failure) twice, in order.
 
 use serde_json::Value as Json;
 
@@ -34,6 +35,23 @@ fn compressed_transactional_batches_are_browsed_and_redriven_with_nulls_kept() {
         );
         for (m, want) in msgs.iter().zip(&dead) {
             let text = m.to_string();
+            // Spring appends an exception message per failure: the key comes twice, in order.
+            let messages: Vec<&Json> = m["headers"]
+                .as_array()
+                .unwrap_or_else(|| panic!("{codec}: headers as a list: {text}"))
+                .iter()
+                .filter(|h| h[0] == "kafka_dlt-exception-message")
+                .map(|h| &h[1])
+                .collect();
+            assert_eq!(
+                messages.len(),
+                2,
+                "{codec}: a repeated header key kept: {text}"
+            );
+            assert_eq!(
+                messages[0], "earlier: timeout after 30000 ms",
+                "{codec}: {text}"
+            );
             assert_eq!(
                 m["id"],
                 Json::String(format!("0:{}", want["offset"])),

@@ -1,6 +1,6 @@
 //! Reading records by offset with Fetch, straight from the partition's leader: no group is
-//! joined, nothing is committed or acquired. Record batches are decoded by `kafka-protocol`;
-//! compressed ones are inflated here (gzip and snappy by the codec's pure-Rust features, lz4
+//! joined, nothing is committed or acquired. Record batches are read by batch.rs (formats
+//! before magic 2 by `kafka-protocol`); compressed ones are inflated here (gzip and snappy by the codec's pure-Rust features, lz4
 //! by lz4_flex, zstd by ruzstd). Control records (transaction markers) are skipped; a batch cut
 //! short at the end of a response is left for the next fetch.
 //!
@@ -72,6 +72,67 @@ fn is_abort_marker(key: Option<&Bytes>) -> bool {
     key.is_some_and(|k| k.len() >= 4 && i16::from_be_bytes([k[2], k[3]]) == 0)
 }
 
+/// One record with what its batch says about it.
+struct Decoded {
+    offset: i64,
+    timestamp: i64,
+    timestamp_type: i8,
+    key: Option<Bytes>,
+    value: Option<Bytes>,
+    headers: Vec<(String, Option<Bytes>)>,
+    control: bool,
+    transactional: bool,
+    producer_id: i64,
+}
+
+/// The records of one whole batch: magic 2 by qdeck's own reader (batch.rs), which keeps a
+/// header key written twice; the formats before it by the codec crate's.
+fn records_of(batch: Bytes, at: &dyn Fn() -> String) -> Result<Vec<Decoded>> {
+    let unflate = |mut b: Bytes, c| inflate(&mut b, c).map_err(|e| e.to_string());
+    match super::batch::decode(&batch, unflate) {
+        Ok(b) => Ok(b
+            .records
+            .into_iter()
+            .map(|e| Decoded {
+                offset: e.offset,
+                timestamp: e.timestamp,
+                timestamp_type: b.timestamp_type,
+                key: e.key,
+                value: e.value,
+                headers: e.headers,
+                control: b.control,
+                transactional: b.transactional,
+                producer_id: b.producer_id,
+            })
+            .collect()),
+        Err(super::batch::BatchError::OldMagic(_)) => {
+            let mut batch = batch;
+            let set = RecordBatchDecoder::decode_with_custom_compression(&mut batch, Some(inflate))
+                .map_err(|e| BackendError::Protocol(format!("{}: {e}", at())))?;
+            Ok(set
+                .records
+                .into_iter()
+                .map(|r| Decoded {
+                    offset: r.offset,
+                    timestamp: r.timestamp,
+                    timestamp_type: r.timestamp_type as i8,
+                    key: r.key,
+                    value: r.value,
+                    headers: r
+                        .headers
+                        .into_iter()
+                        .map(|(k, v)| (k.to_string(), v))
+                        .collect(),
+                    control: r.control,
+                    transactional: r.transactional,
+                    producer_id: r.producer_id,
+                })
+                .collect())
+        }
+        Err(e) => Err(BackendError::Protocol(format!("{}: {e}", at()))),
+    }
+}
+
 /// Decode the complete record batches of a Fetch response's `records`, skipping records
 /// before `from`, control records and the records of `aborted` transactions (producer id,
 /// first offset, as the Fetch response lists them); the offset after the last batch seen.
@@ -96,17 +157,12 @@ pub fn decode(
         if data.len() < 12 + len || len < 49 {
             break;
         }
-        let mut batch = data.split_to(12 + len);
+        let batch = data.split_to(12 + len);
         // last offset delta sits at byte 23 of the batch: the next offset is base + delta + 1.
         let delta = i32::from_be_bytes(batch[23..27].try_into().unwrap_or([0; 4]));
         next = Some(base + i64::from(delta) + 1);
-        let set = RecordBatchDecoder::decode_with_custom_compression(&mut batch, Some(inflate))
-            .map_err(|e| {
-                BackendError::Protocol(format!(
-                    "Kafka record batch of {topic}[{partition}] at {base}: {e}"
-                ))
-            })?;
-        for r in set.records {
+        let where_ = || format!("Kafka record batch of {topic}[{partition}] at {base}");
+        for r in records_of(batch, &where_)? {
             while pending.last().is_some_and(|a| a.1 <= r.offset) {
                 if let Some((producer, _)) = pending.pop() {
                     aborting.insert(producer);
@@ -126,14 +182,10 @@ pub fn decode(
                 partition,
                 offset: r.offset,
                 timestamp: r.timestamp,
-                timestamp_type: r.timestamp_type as i8,
+                timestamp_type: r.timestamp_type,
                 key: r.key,
                 value: r.value,
-                headers: r
-                    .headers
-                    .into_iter()
-                    .map(|(k, v)| (k.to_string(), v))
-                    .collect(),
+                headers: r.headers,
             });
         }
     }

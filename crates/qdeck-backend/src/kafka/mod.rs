@@ -11,6 +11,7 @@
 
 mod admin;
 mod age;
+mod batch;
 mod connection;
 mod dlt;
 mod fetch;

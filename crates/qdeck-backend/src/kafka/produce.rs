@@ -4,15 +4,11 @@
 
 use std::collections::BTreeMap;
 
-use bytes::{Bytes, BytesMut};
-use indexmap::IndexMap;
+use bytes::Bytes;
 use kafka_protocol::error::ParseResponseErrorCode;
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::{ProduceRequest, TopicName};
 use kafka_protocol::protocol::StrBytes;
-use kafka_protocol::records::{
-    Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
-};
 
 use super::routing::{Cluster, ClusterMeta};
 use crate::{BackendError, Result};
@@ -67,47 +63,19 @@ pub struct Outgoing {
     pub headers: Vec<(String, Option<Bytes>)>,
 }
 
+/// One uncompressed batch, by batch.rs, which writes each header as given, a repeated key
+/// included (the codec crate's encoder keeps headers in a map).
 fn batch(records: &[Outgoing]) -> Result<Bytes> {
     let now = chrono::Utc::now().timestamp_millis();
-    let recs: Vec<Record> = records
+    let outs: Vec<super::batch::Out<'_>> = records
         .iter()
-        .enumerate()
-        .map(|(i, r)| {
-            let mut headers = IndexMap::new();
-            for (k, v) in &r.headers {
-                headers.insert(StrBytes::from_string(k.clone()), v.clone());
-            }
-            Record {
-                transactional: false,
-                control: false,
-                delete_horizon: false,
-                partition_leader_epoch: -1,
-                producer_id: -1,
-                producer_epoch: -1,
-                timestamp_type: TimestampType::Creation,
-                offset: i as i64,
-                // Not idempotent: the batch's base sequence must be -1. The codec starts a new
-                // batch wherever offset − sequence changes, and Kafka takes one batch per
-                // partition per request, so the sequence steps with the offset.
-                sequence: i32::try_from(i).unwrap_or(i32::MAX).wrapping_sub(1),
-                timestamp: now,
-                key: r.key.clone(),
-                value: r.value.clone(),
-                headers,
-            }
+        .map(|r| super::batch::Out {
+            key: r.key.as_deref(),
+            value: r.value.as_deref(),
+            headers: &r.headers,
         })
         .collect();
-    let mut buf = BytesMut::new();
-    RecordBatchEncoder::encode(
-        &mut buf,
-        &recs,
-        &RecordEncodeOptions {
-            version: 2,
-            compression: Compression::None,
-        },
-    )
-    .map_err(|e| BackendError::Protocol(format!("encoding a Kafka record batch: {e}")))?;
-    Ok(buf.freeze())
+    Ok(super::batch::encode(&outs, now))
 }
 
 /// Write `by_partition`'s records to `topic`, one request per leader; the first offset given

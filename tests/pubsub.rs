@@ -21,6 +21,8 @@ mod pubsub_kill;
 mod pubsub_reasons;
 #[path = "pubsub_replay/mod.rs"]
 mod pubsub_replay;
+#[path = "pubsub_wif/mod.rs"]
+mod pubsub_wif;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -122,6 +124,8 @@ fn profile(project: &str, emulator_host: &str, monitoring_endpoint: Option<Strin
             projects: vec![project.to_string()],
             emulator_host: Some(emulator_host.to_string()),
             monitoring_endpoint,
+            credentials_file: None,
+            endpoint: None,
         }),
         access: None,
         read_only: false,
@@ -645,17 +649,18 @@ async fn a_bad_or_refused_credential_is_one_line_naming_it() {
     let bad_file = dir.path().join("bad.json");
     std::fs::write(&bad_file, "{ not a key").unwrap();
 
-    let google = |p: &str| Profile {
+    // The profile names its own file: no process-wide variable is set.
+    let google = |p: &str, file: &std::path::Path| Profile {
         kind: ProfileKind::Pubsub(PubsubSettings {
             projects: vec![p.to_string()],
             emulator_host: None,
             monitoring_endpoint: None,
+            credentials_file: Some(file.display().to_string()),
+            endpoint: None,
         }),
         ..profile(p, "unused", None)
     };
-    // Only this test sets the variable; the others run on the emulator and never read it.
-    std::env::set_var("GOOGLE_APPLICATION_CREDENTIALS", &key_file);
-    let b = build(&google("p")).await.unwrap();
+    let b = build(&google("p", &key_file)).await.unwrap();
     let e = tokio::time::timeout(Duration::from_secs(20), b.list_queues())
         .await
         .expect("no hang")
@@ -671,14 +676,14 @@ async fn a_bad_or_refused_credential_is_one_line_naming_it() {
         "the stand-in was asked"
     );
 
-    std::env::set_var("GOOGLE_APPLICATION_CREDENTIALS", &bad_file);
-    let b = build(&google("p")).await.unwrap();
+    let b = build(&google("p", &bad_file)).await.unwrap();
     let e = b.list_queues().await.unwrap_err();
     let text = e.to_string();
-    std::env::remove_var("GOOGLE_APPLICATION_CREDENTIALS");
     assert!(matches!(e, BackendError::Auth(_)), "{text}");
     assert!(
-        text.contains("GOOGLE_APPLICATION_CREDENTIALS") && !text.contains('\n'),
+        text.contains("credentials_file")
+            && text.contains(&bad_file.display().to_string())
+            && !text.contains('\n'),
         "{text}"
     );
     assert!(!text.contains("BEGIN PRIVATE KEY"), "{text}");

@@ -2,6 +2,7 @@
 //! Application Default Credentials on each call (none with an emulator), and Google's status
 //! codes mapped to qdeck's errors in one line.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -22,33 +23,116 @@ pub const MONITORING_SCOPE: &str = "https://www.googleapis.com/auth/monitoring.r
 /// discovered on first use.
 pub enum Auth {
     Emulator,
-    Adc(OnceCell<Arc<dyn gcp_auth::TokenProvider>>),
+    Adc {
+        /// A credentials file named by the profile (`credentials_file`) or by
+        /// `GOOGLE_APPLICATION_CREDENTIALS`, with which of the two named it; `None`: the gcloud
+        /// ADC file, then the metadata server, then gcloud.
+        file: Option<(PathBuf, &'static str)>,
+        source: Box<OnceCell<Source>>,
+    },
+}
+
+pub enum Source {
+    Gcp(Arc<dyn gcp_auth::TokenProvider>),
+    /// Workload identity federation, which `gcp_auth` does not read.
+    External(Box<super::external_account::ExternalAccount>),
 }
 
 impl Auth {
+    pub fn adc(file: Option<(PathBuf, &'static str)>) -> Auth {
+        Auth::Adc {
+            file,
+            source: Box::new(OnceCell::new()),
+        }
+    }
+
     /// A bearer token for `scope`, or `None` with an emulator.
     pub async fn token(&self, scope: &str) -> Result<Option<String>> {
-        let Auth::Adc(cell) = self else {
+        let Auth::Adc { file, source } = self else {
             return Ok(None);
         };
-        let provider = cell
-            .get_or_try_init(|| async {
-                gcp_auth::provider().await.map_err(|e| {
+        let source = source.get_or_try_init(|| resolve(file.as_ref())).await?;
+        match source {
+            Source::External(x) => Ok(Some(x.token(scope).await?)),
+            Source::Gcp(provider) => {
+                let token = provider.token(&[scope]).await.map_err(|e| {
                     BackendError::Auth(format!(
-                        "Application Default Credentials: {} (looked at GOOGLE_APPLICATION_CREDENTIALS, then the gcloud ADC file, the metadata server and gcloud)",
+                        "the token endpoint refused the credentials ({})",
                         one_line(&e.to_string())
                     ))
-                })
-            })
-            .await?;
-        let token = provider.token(&[scope]).await.map_err(|e| {
+                })?;
+                Ok(Some(token.as_str().to_string()))
+            }
+        }
+    }
+}
+
+/// The token source: a named file by its `type` (a service-account key through `gcp_auth`,
+/// an `external_account` through qdeck's own exchange), else `gcp_auth`'s discovery.
+async fn resolve(file: Option<&(PathBuf, &'static str)>) -> Result<Source> {
+    let Some((path, named_by)) = file else {
+        let provider = gcp_auth::provider().await.map_err(|e| {
             BackendError::Auth(format!(
-                "the token endpoint refused the credentials ({})",
+                "Application Default Credentials: {} (looked at GOOGLE_APPLICATION_CREDENTIALS, then the gcloud ADC file, the metadata server and gcloud)",
                 one_line(&e.to_string())
             ))
         })?;
-        Ok(Some(token.as_str().to_string()))
+        return Ok(Source::Gcp(provider));
+    };
+    let bad = |why: String| {
+        BackendError::Auth(format!(
+            "credentials file {} (named by {named_by}): {}",
+            path.display(),
+            one_line(&why)
+        ))
+    };
+    let json = tokio::fs::read_to_string(path)
+        .await
+        .map_err(|e| bad(e.to_string()))?;
+    let kind = serde_json::from_str::<serde_json::Value>(&json)
+        .map_err(|e| bad(format!("not JSON ({e})")))?
+        .get("type")
+        .and_then(|t| t.as_str().map(str::to_string));
+    match kind.as_deref() {
+        Some("external_account") => Ok(Source::External(Box::new(
+            super::external_account::ExternalAccount::from_json(&json, path)?,
+        ))),
+        Some("service_account") => gcp_auth::CustomServiceAccount::from_json(&json)
+            .map(|sa| Source::Gcp(Arc::new(sa)))
+            .map_err(|e| bad(e.to_string())),
+        Some(other) => Err(bad(format!(
+            "type {other:?} is not read here: give a service-account key or an external_account (workload identity federation) file, or leave it unset for the gcloud ADC file and the metadata server"
+        ))),
+        None => Err(bad("no \"type\": not a Google credentials file".into())),
     }
+}
+
+/// Google's service at `url` (a regional or Private Service Connect endpoint), with TLS; plain
+/// HTTP only on loopback, since every call carries a token.
+fn google_endpoint(url: &str) -> Result<(Endpoint, String)> {
+    let url = url.trim().trim_end_matches('/');
+    let bad = |why: &str| BackendError::Invalid(format!("endpoint {url:?}: {why}"));
+    let (plain, rest) = match url.split_once("://") {
+        Some(("https", rest)) => (false, rest),
+        Some(("http", rest)) => (true, rest),
+        _ => return Err(bad("give https://HOST[:PORT]")),
+    };
+    let host = rest.to_string();
+    let name = host.rsplit_once(':').map_or(host.as_str(), |(h, _)| h);
+    let loopback = matches!(name, "localhost" | "127.0.0.1" | "[::1]");
+    if plain && !loopback {
+        return Err(bad(
+            "plain http would send Google tokens in clear; use https (plain http is for loopback only)",
+        ));
+    }
+    let ep = Endpoint::from_shared(url.to_string()).map_err(|e| bad(&e.to_string()))?;
+    let ep = if plain {
+        ep
+    } else {
+        ep.tls_config(ClientTlsConfig::new().with_webpki_roots())
+            .map_err(|e| BackendError::Other(format!("TLS for Pub/Sub: {e}")))?
+    };
+    Ok((ep, host))
 }
 
 fn one_line(s: &str) -> String {
@@ -66,7 +150,12 @@ pub struct Conn {
 impl Conn {
     /// A channel to `emulator_host` (plain HTTP/2, no credentials) or to Google (TLS, ADC).
     /// No network until the first call.
-    pub fn new(emulator_host: Option<&str>, calls: Arc<ApiCalls>) -> Result<Conn> {
+    pub fn new(
+        emulator_host: Option<&str>,
+        endpoint: Option<&str>,
+        credentials: Option<(PathBuf, &'static str)>,
+        calls: Arc<ApiCalls>,
+    ) -> Result<Conn> {
         crate::tls::install_provider();
         let (endpoint, auth, host) = match emulator_host {
             Some(h) => {
@@ -77,14 +166,8 @@ impl Conn {
                 (ep, Auth::Emulator, h.to_string())
             }
             None => {
-                let ep = Endpoint::from_static(GOOGLE_PUBSUB)
-                    .tls_config(ClientTlsConfig::new().with_webpki_roots())
-                    .map_err(|e| BackendError::Other(format!("TLS for Pub/Sub: {e}")))?;
-                (
-                    ep,
-                    Auth::Adc(OnceCell::new()),
-                    "pubsub.googleapis.com".to_string(),
-                )
+                let (ep, host) = google_endpoint(endpoint.unwrap_or(GOOGLE_PUBSUB))?;
+                (ep, Auth::adc(credentials), host)
             }
         };
         let channel = endpoint

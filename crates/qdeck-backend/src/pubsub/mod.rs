@@ -8,6 +8,7 @@
 mod browse;
 mod calls;
 mod conn;
+mod external_account;
 mod figures;
 mod listing;
 mod monitoring;
@@ -88,7 +89,32 @@ impl PubsubBackend {
             })
             .filter(|h| !h.trim().is_empty());
         let calls = Arc::new(ApiCalls::default());
-        let conn = conn::Conn::new(emulator.as_deref(), calls.clone())?;
+        // The profile's own file first, so that two profiles can use two identities in one
+        // console; the variable is process-wide.
+        let credentials = settings
+            .credentials_file
+            .as_deref()
+            .map(str::trim)
+            .filter(|f| !f.is_empty())
+            .map(|f| (std::path::PathBuf::from(f), "credentials_file"))
+            .or_else(|| {
+                secrets
+                    .get("GOOGLE_APPLICATION_CREDENTIALS")
+                    .map(|p| p.expose().trim().to_string())
+                    .filter(|p| !p.is_empty())
+                    .map(|p| {
+                        (
+                            std::path::PathBuf::from(p),
+                            "GOOGLE_APPLICATION_CREDENTIALS",
+                        )
+                    })
+            });
+        let endpoint = settings
+            .endpoint
+            .as_deref()
+            .map(str::trim)
+            .filter(|e| !e.is_empty());
+        let conn = conn::Conn::new(emulator.as_deref(), endpoint, credentials, calls.clone())?;
         let endpoint = settings
             .monitoring_endpoint
             .clone()

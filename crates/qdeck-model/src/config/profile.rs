@@ -387,6 +387,17 @@ pub struct PubsubSettings {
     /// service; none with an emulator, so depth and age are then unknown).
     #[serde(default)]
     pub monitoring_endpoint: Option<String>,
+    /// A Google credentials file for this profile: a service-account key, or an
+    /// `external_account` file (workload identity federation). Default:
+    /// `GOOGLE_APPLICATION_CREDENTIALS`, else the gcloud ADC file, then the metadata server.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub credentials_file: Option<String>,
+    /// Pub/Sub's endpoint on Google's service (default `https://pubsub.googleapis.com`): a
+    /// regional one (`https://us-east1-pubsub.googleapis.com`) or a Private Service Connect
+    /// name. Unlike `emulator_host`, calls carry credentials, so plain `http://` is refused
+    /// except on loopback.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub endpoint: Option<String>,
 }
 
 /// Apache Kafka: topics and the groups reading them (see backend/kafka).

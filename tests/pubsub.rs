@@ -37,6 +37,7 @@ use serde_json::{json, Value as Json};
 
 const UNDELIVERED: &str = "pubsub.googleapis.com/subscription/num_undelivered_messages";
 const OLDEST: &str = "pubsub.googleapis.com/subscription/oldest_unacked_message_age";
+const FORWARDED: &str = "pubsub.googleapis.com/subscription/dead_letter_message_count";
 
 fn emulator() -> String {
     common::broker_var(
@@ -218,6 +219,8 @@ async fn rows_and_figures_equal_what_googles_clients_read() {
         series.push(json!({"metric": UNDELIVERED, "subscription_id": s, "values": [d, d + 7], "lag_seconds": 90}));
         series.push(json!({"metric": OLDEST, "subscription_id": s, "values": [a, a + 60], "lag_seconds": 90}));
     }
+    // Forwarded to the dead-letter topic: a per-minute DELTA, three points in the window.
+    series.push(json!({"metric": FORWARDED, "subscription_id": "dl-sub", "values": [2, 0, 3], "lag_seconds": 90}));
     set_series(&p, 2, Json::Array(series)).await;
 
     let ids: Vec<QueueId> = subs.iter().map(|s| q(format!("{p}/{s}"))).collect();
@@ -230,6 +233,7 @@ async fn rows_and_figures_equal_what_googles_clients_read() {
     // What Google's Monitoring types parse from the same answers.
     let google_depth = scene(&["monitoring", &monitoring(), &p, UNDELIVERED]);
     let google_age = scene(&["monitoring", &monitoring(), &p, OLDEST]);
+    let google_forwarded = scene(&["monitoring", &monitoring(), &p, FORWARDED]);
     for st in &batch.stats {
         let sub = st.id.as_str().rsplit('/').next().unwrap();
         assert_eq!(
@@ -255,15 +259,33 @@ async fn rows_and_figures_equal_what_googles_clients_read() {
         Some(3),
         "the DLQ's depth on its source's row"
     );
+    // The window's total, as Google's types read the same series; only a subscription with a
+    // dead-letter policy forwards (0 where no point was written), the others have no count.
+    assert_eq!(google_forwarded["series"]["dl-sub"]["metric_kind"], "DELTA");
+    let forwarded = src
+        .forwarded
+        .expect("a forwarded count on the source's row");
+    assert_eq!(
+        Some(forwarded.count),
+        google_forwarded["series"]["dl-sub"]["sum"].as_u64(),
+        "forwarded in the window"
+    );
+    assert_eq!((forwarded.count, forwarded.window_secs), (5, 600));
+    for st in &batch.stats {
+        if !st.id.as_str().ends_with("/dl-sub") {
+            assert_eq!(st.forwarded, None, "{}: no dead-letter policy", st.id);
+        }
+    }
 
-    // One call per metric per project, following pages: 3 series at 2 a page = 2 pages each.
+    // One call per metric per project, following pages: 3 series at 2 a page = 2 pages each
+    // for depth and age, one page for the forwarded count.
     let delta = after.get("monitoring:timeSeries.list").unwrap_or(&0)
         - before.get("monitoring:timeSeries.list").unwrap_or(&0);
-    assert_eq!(delta, 4, "{after:?}");
+    assert_eq!(delta, 5, "{after:?}");
     assert_eq!(
         standin_calls(&p).await - calls_before,
-        4 + 4,
-        "qdeck's 4 and the Python reads' 4"
+        5 + 5,
+        "qdeck's 5 and the Python reads' 5"
     );
     assert_eq!(google_depth["calls"], 2);
 }

@@ -211,6 +211,17 @@ pub struct QueueStats {
     /// sampled each minute and published minutes late). `None`: as of `at_ms`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sampled: Option<Sampled>,
+    /// Messages this queue forwarded to its dead-letter queue over a recent window, where the
+    /// broker counts them (Pub/Sub's `dead_letter_message_count`). `None`: no such count.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forwarded: Option<Forwarded>,
+}
+
+/// A count of dead-lettered messages over the last `window_secs` seconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Forwarded {
+    pub count: u64,
+    pub window_secs: u32,
 }
 
 /// The time a metric's figures describe and how often the metric is sampled: Cloud

@@ -437,6 +437,7 @@ fn stats_batch(
             retained: None,
             retained_age_secs: None,
             sampled: None,
+            forwarded: None,
         });
     }
     batch

@@ -1,10 +1,12 @@
 //! Live figures: depth = `num_undelivered_messages`, age of oldest =
-//! `oldest_unacked_message_age`, both from Cloud Monitoring, fetched once per metric per project
-//! for every subscription asked about. Topics hold no messages of their own.
+//! `oldest_unacked_message_age`, and the messages forwarded to the dead-letter topic
+//! (`dead_letter_message_count` summed over the window), all from Cloud Monitoring, fetched
+//! once per metric per project for every subscription asked about. Topics hold no messages of
+//! their own.
 
 use std::collections::{BTreeMap, HashMap};
 
-use super::monitoring::{Point, OLDEST_UNACKED, UNDELIVERED};
+use super::monitoring::{Point, FORWARDED, OLDEST_UNACKED, UNDELIVERED, WINDOW_SECS};
 use super::names::Target;
 use super::PubsubBackend;
 use crate::Result;
@@ -83,9 +85,10 @@ pub async fn stats(b: &PubsubBackend, queues: &[QueueId]) -> Result<StatsBatch> 
     for (project, subs) in by_project {
         let depth = mon.latest(&project, UNDELIVERED).await;
         let age = mon.latest(&project, OLDEST_UNACKED).await;
-        let (depth, age) = match (depth, age) {
-            (Ok(d), Ok(a)) => (d, a),
-            (Err(e), _) | (_, Err(e)) => {
+        let forwarded = mon.summed(&project, FORWARDED).await;
+        let (depth, age, forwarded) = match (depth, age, forwarded) {
+            (Ok(d), Ok(a), Ok(f)) => (d, a, f),
+            (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => {
                 // One project's Monitoring failing is that project's rows' error; when every
                 // project fails alike the poller sees it on each row.
                 for (q, _) in subs {
@@ -95,7 +98,16 @@ pub async fn stats(b: &PubsubBackend, queues: &[QueueId]) -> Result<StatsBatch> 
             }
         };
         for (q, name) in subs {
-            batch.stats.push(row(&q, &name, &depth, &age, &dlq_of, now));
+            let mut st = row(&q, &name, &depth, &age, &dlq_of, now);
+            // Only a subscription with a dead-letter policy forwards; no point in the window
+            // there means none were forwarded in it.
+            if dlq_of.contains_key(&q) {
+                st.forwarded = Some(Forwarded {
+                    count: forwarded.get(&name).map_or(0, |p| p.value.max(0.0) as u64),
+                    window_secs: WINDOW_SECS as u32,
+                });
+            }
+            batch.stats.push(st);
         }
     }
     Ok(batch)

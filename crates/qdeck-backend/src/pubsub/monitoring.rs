@@ -15,8 +15,11 @@ use crate::{ApiCalls, BackendError, Result};
 pub const GOOGLE_MONITORING: &str = "https://monitoring.googleapis.com";
 pub const UNDELIVERED: &str = "pubsub.googleapis.com/subscription/num_undelivered_messages";
 pub const OLDEST_UNACKED: &str = "pubsub.googleapis.com/subscription/oldest_unacked_message_age";
-/// How far back a call looks for the newest point of each series.
-const WINDOW_SECS: i64 = 600;
+/// Messages a subscription forwarded to its dead-letter topic: a DELTA metric, one count per
+/// sampling interval, so the window's points are summed.
+pub const FORWARDED: &str = "pubsub.googleapis.com/subscription/dead_letter_message_count";
+/// How far back a call looks for the points of each series.
+pub const WINDOW_SECS: i64 = 600;
 
 /// The newest point of one subscription's series.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -120,6 +123,28 @@ impl Monitoring {
     /// The newest point of `metric` for every subscription of `project` that has one, keyed
     /// by subscription id: one `timeSeries.list` call, following its pages.
     pub async fn latest(&self, project: &str, metric: &str) -> Result<HashMap<String, Point>> {
+        let all = self.points(project, metric).await?;
+        Ok(all
+            .into_iter()
+            .filter_map(|(sub, points)| Some((sub, points.into_iter().max_by_key(|p| p.at_ms)?)))
+            .collect())
+    }
+
+    /// A DELTA metric summed over the window, with its newest point's time, per subscription.
+    pub async fn summed(&self, project: &str, metric: &str) -> Result<HashMap<String, Point>> {
+        let all = self.points(project, metric).await?;
+        Ok(all
+            .into_iter()
+            .filter_map(|(sub, points)| {
+                let at_ms = points.iter().map(|p| p.at_ms).max()?;
+                let value = points.iter().map(|p| p.value).sum();
+                Some((sub, Point { value, at_ms }))
+            })
+            .collect())
+    }
+
+    /// Every point of `metric` in the window, per subscription.
+    async fn points(&self, project: &str, metric: &str) -> Result<HashMap<String, Vec<Point>>> {
         let now = chrono::Utc::now();
         let start = now - chrono::Duration::seconds(WINDOW_SECS);
         let fmt = |t: chrono::DateTime<chrono::Utc>| {
@@ -173,9 +198,9 @@ impl Monitoring {
                 let Some(sub) = s.resource.labels.get("subscription_id") else {
                     continue;
                 };
-                if let Some(p) = newest(&s.points) {
-                    out.insert(sub.clone(), p);
-                }
+                out.entry(sub.clone())
+                    .or_insert_with(Vec::new)
+                    .extend(parsed(&s.points));
             }
             if page.next_page_token.is_empty() {
                 break;
@@ -186,18 +211,16 @@ impl Monitoring {
     }
 }
 
-/// The newest point of a series (Monitoring lists them newest first; checked, not assumed).
-fn newest(points: &[RawPoint]) -> Option<Point> {
-    points
-        .iter()
-        .filter_map(|p| {
-            let at = chrono::DateTime::parse_from_rfc3339(&p.interval.end_time).ok()?;
-            Some(Point {
-                value: p.value.number()?,
-                at_ms: at.timestamp_millis(),
-            })
+/// A series' points that carry a time and a number (Monitoring lists them newest first; the
+/// order is not relied on).
+fn parsed(points: &[RawPoint]) -> impl Iterator<Item = Point> + '_ {
+    points.iter().filter_map(|p| {
+        let at = chrono::DateTime::parse_from_rfc3339(&p.interval.end_time).ok()?;
+        Some(Point {
+            value: p.value.number()?,
+            at_ms: at.timestamp_millis(),
         })
-        .max_by_key(|p| p.at_ms)
+    })
 }
 
 fn http_error(status: u16, body: &str, project: &str) -> BackendError {
@@ -234,7 +257,9 @@ mod tests {
         )
         .unwrap();
         assert_eq!(page.next_page_token, "abc");
-        let p = newest(&page.time_series[0].points).unwrap();
+        let p = parsed(&page.time_series[0].points)
+            .max_by_key(|p| p.at_ms)
+            .unwrap();
         assert_eq!(p.value, 12.0);
         assert_eq!(p.at_ms, 1_767_225_660_000);
     }

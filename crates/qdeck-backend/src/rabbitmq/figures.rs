@@ -368,6 +368,7 @@ pub fn stats_of(id: QueueId, row: &QueueRow, at_ms: i64) -> QueueStats {
         retained,
         retained_age_secs: None,
         sampled: None,
+        forwarded: None,
     }
 }
 

@@ -61,7 +61,20 @@ fn depth_line<'a>(t: &Theme, e: &QueueEntry, l: Option<&QueueStats>) -> Line<'a>
             t.error,
         ),
         styled(retained_text(l), t.dim),
+        styled(forwarded_text(l), t.dlq),
     ])
+}
+
+/// What the broker counts as dead-lettered recently (Pub/Sub), beside the DLQ's depth.
+fn forwarded_text(l: Option<&QueueStats>) -> String {
+    match l.and_then(|s| s.forwarded) {
+        Some(f) => format!(
+            " · forwarded {} in {} min",
+            fmt_count(Some(f.count)),
+            f.window_secs / 60
+        ),
+        None => String::new(),
+    }
 }
 
 /// What a log keeps after its readers read it, said as retention (its depth is `—`).

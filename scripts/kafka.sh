@@ -13,7 +13,9 @@
 #     with openssl, in $data/tls/ca.crt; $data/tls/other-ca.crt is an unrelated CA, for the
 #     test of a CA that does not match;
 #   SASL_SSL on PORT+12: the same mechanisms and user inside the same TLS (what managed
-#     Kafka services such as MSK and Confluent Cloud expose).
+#     Kafka services such as MSK and Confluent Cloud expose);
+#   and Kafka's StandardAuthorizer, allowing everything no ACL denies (ANONYMOUS is the super
+#     user), so a test can deny user `qdeck` a topic.
 #
 # The jars come from Maven Central through tests/fixtures/kafka/pom.xml (fetched once into
 # $QDECK_KAFKA_HOME/libs, default ~/.cache/qdeck-kafka). Apache's tarball, with its .sh
@@ -125,6 +127,11 @@ ssl.keystore.location=$data/tls/server.p12
 ssl.keystore.password=qdeck-keystore
 ssl.key.password=qdeck-keystore
 ssl.client.auth=none
+# ACLs for the authorisation test: nothing is denied unless an ACL says so; PLAINTEXT, the
+# controller and SSL (no client certificate) all come as ANONYMOUS, the super user.
+authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer
+super.users=User:ANONYMOUS
+allow.everyone.if.no.acl.found=true
 PROPS
     fi
     cat <<PROPS

@@ -67,7 +67,9 @@ fn one_line_error(out: &std::process::Output) -> String {
 fn scene_with_lag(name: &str) -> (String, String, String, i64) {
     let p = crate::prefix(name);
     let (t, g) = (format!("{p}orders"), format!("{p}billing"));
-    crate::scene(&["topic", &t, "2"]);
+    // One partition: the group commits its first five records there, so its lag is 12 however
+    // the consumer orders its fetches (with two, a partition holding exactly five left no lag).
+    crate::scene(&["topic", &t, "1"]);
     crate::scene(&["produce", &t, "17"]);
     crate::scene(&["group", &t, &g, "5"]);
     let truth = &crate::scene(&["describe", &g])[0][&g];
@@ -246,4 +248,62 @@ fn a_ca_that_does_not_match_is_one_line() {
     config(dir.path(), &tls_at, ".", "");
     let err = one_line_error(&run(dir.path(), "", &["ls"]));
     assert!(err.contains("tls = true"), "{err}");
+}
+
+/// Kafka leaves a topic the user may not describe out of every listing; asked for by name it
+/// answers TOPIC_AUTHORIZATION_FAILED. qdeck must say that in one line naming the topic and
+/// the right, not "unknown queue", and must still list what the user may see.
+#[test]
+#[ignore = "needs the QDECK_TEST_KAFKA_* variables of scripts/kafka_up.sh (a broker started with --secure)"]
+fn a_topic_the_user_may_not_describe_is_one_line_naming_the_right() {
+    let (sasl_at, pw) = (
+        var("QDECK_TEST_KAFKA_SASL"),
+        var("QDECK_TEST_KAFKA_SASL_PASSWORD"),
+    );
+    let p = crate::prefix("acl");
+    let (open, shut) = (format!("{p}open"), format!("{p}shut"));
+    crate::scene(&["topic", &open, "1"]);
+    crate::scene(&["topic", &shut, "1"]);
+    crate::scene(&["produce", &shut, "3"]);
+    crate::scene(&["deny", &shut, "User:qdeck"]);
+    let dir = tempfile::tempdir().unwrap();
+    config(
+        dir.path(),
+        &sasl_at,
+        &format!("^{p}"),
+        &sasl("SCRAM-SHA-256"),
+    );
+
+    let out = run(dir.path(), &pw, &["ls", "-o", "json"]);
+    assert!(out.status.success(), "{}", everything(dir.path(), &out));
+    let rows: Json = serde_json::from_slice(&out.stdout).unwrap();
+    let names: Vec<&str> = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|r| r["name"].as_str())
+        .collect();
+    assert!(names.contains(&open.as_str()), "{names:?}");
+    assert!(!names.contains(&shut.as_str()), "Kafka hides it: {names:?}");
+
+    for args in [
+        vec!["peek", shut.as_str()],
+        vec!["purge", shut.as_str(), "--yes"],
+    ] {
+        let out = run(dir.path(), &pw, &args);
+        let err = one_line_error(&out);
+        assert_eq!(
+            out.status.code(),
+            Some(6),
+            "{args:?}: a right missing: {err}"
+        );
+        assert!(
+            err.contains(&format!("{shut:?}")) && err.contains("not allowed to describe"),
+            "{args:?}: names the topic and the right: {err}"
+        );
+        assert!(!err.contains("unknown queue"), "{args:?}: {err}");
+    }
+    // The same user still reads the topic it may see.
+    let out = run(dir.path(), &pw, &["peek", &open]);
+    assert!(out.status.success(), "{}", everything(dir.path(), &out));
 }

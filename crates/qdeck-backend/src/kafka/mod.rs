@@ -310,16 +310,25 @@ impl Backend for KafkaBackend {
         if let Some((t, p)) = purge::partition_of(queue) {
             return purge::describe_partition(self, &t, p).await;
         }
-        let wanted: Option<BTreeSet<String>> = match Target::parse(queue) {
-            Target::Group { group, .. } => Some([group].into_iter().collect()),
+        let target = Target::parse(queue);
+        let wanted: Option<BTreeSet<String>> = match &target {
+            Target::Group { group, .. } => Some([group.clone()].into_iter().collect()),
             Target::Topic(_) => Some(BTreeSet::new()),
         };
         let snap = self.snapshot(wanted.as_ref(), false).await?;
-        self.rows(&snap)
-            .await?
-            .into_iter()
-            .find(|q| &q.id == queue)
-            .ok_or_else(|| BackendError::NotFound(format!("unknown queue {:?}", queue.as_str())))
+        if let Some(q) = self.rows(&snap).await?.into_iter().find(|q| &q.id == queue) {
+            return Ok(q);
+        }
+        // A listing leaves out the topics the user may not describe; asked by name, Kafka
+        // says so (TOPIC_AUTHORIZATION_FAILED), which is not "unknown" and must not read so.
+        let topic = match target {
+            Target::Topic(t) | Target::Group { topic: t, .. } => t,
+        };
+        self.cluster.metadata(Some(&[topic])).await?;
+        Err(BackendError::NotFound(format!(
+            "unknown queue {:?}",
+            queue.as_str()
+        )))
     }
 
     async fn count(&self, queue: &QueueId) -> Result<MessageCount> {

@@ -102,8 +102,8 @@ pub async fn page(
             .map_err(map_err)?
     };
     let found = jobs(b, cm, &ids).await?;
-    let both = b.cache().both;
-    let origin = |name: &str| b.rq_id(name, both, false);
+    let both = b.both();
+    let origin = |name: &str| b.rq.id(name, both, false);
     let origin_of = failed.then_some(&origin as &dyn Fn(&str) -> QueueId);
     let messages = ids
         .iter()

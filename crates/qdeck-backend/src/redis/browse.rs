@@ -6,6 +6,7 @@ use ::redis::Value;
 
 use super::conn::map_err;
 use super::figures::{as_array, as_f64};
+use super::library::Paging;
 use super::RedisBackend;
 use crate::{BackendError, Result};
 use qdeck_model::domain::*;
@@ -86,9 +87,8 @@ pub(super) async fn zset_page(
 pub async fn browse(b: &RedisBackend, queue: &QueueId, req: &BrowseRequest) -> Result<Page> {
     let lib = b.owner(queue).await?;
     let max = req.max.clamp(1, 1000) as isize;
-    let at = parse_cursor(&req.cursor)?;
-    let mut cm = b.conn.get().await?;
-    let page = lib.browse(b, &mut cm, queue, at, max).await?;
+    let (part, off) = parse_cursor(&req.cursor)?;
+    let page = lib.browse(b, queue, Paging { part, off, max }).await?;
     b.calls.bump("browse");
     Ok(page)
 }

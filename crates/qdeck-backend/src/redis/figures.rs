@@ -84,7 +84,7 @@ pub async fn stats(b: &RedisBackend, queues: &[QueueId]) -> Result<StatsBatch> {
     let mut width = 0;
     for (f, ids) in &by_library {
         let lib = b.library(*f);
-        let (n, read) = lib.add_figures(b, ids, &mut pipe);
+        let (n, read) = lib.add_figures(ids, &mut pipe);
         parts.push((width..width + n, read));
         width += n;
         scripts.extend(lib.figure_scripts());

@@ -5,7 +5,7 @@
 //! progress) stays in the redis/ root and calls these methods for the library's part.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Mutex, MutexGuard};
 
 use ::redis::aio::ConnectionManager;
 use ::redis::{Pipeline, Value};
@@ -40,10 +40,22 @@ pub(super) struct DeletePlan<'a> {
 /// One redrive batch's reply is `{moved, skipped}`; `skip` is how many unreadable jobs earlier
 /// batches left at the head (RQ starts after them).
 pub(super) struct Batch<'a> {
+    pub cm: &'a mut ConnectionManager,
     pub n: u64,
     pub skip: u64,
     pub ids: &'a [String],
 }
+
+/// Where a page starts: the cursor's part (a library's own tag, empty at the start), the
+/// offset in it, and how many at most.
+pub(super) struct Paging {
+    pub part: String,
+    pub off: isize,
+    pub max: isize,
+}
+
+/// Jobs waiting for their time, each with its due time (ms).
+pub(super) type Due = Vec<(Message, Option<i64>)>;
 
 #[async_trait]
 pub(super) trait JobLibrary: Send + Sync {
@@ -53,10 +65,14 @@ pub(super) trait JobLibrary: Send + Sync {
     async fn scan(&self, b: &RedisBackend, forced: bool) -> Result<Box<dyn Scanned>>;
 
     /// Why a queue is read-only here (an untested library version), if it is.
-    fn read_only_reason(&self, id: &QueueId) -> Option<String>;
+    fn read_only_reason(&self, _id: &QueueId) -> Option<String> {
+        None
+    }
 
     /// Whether a redrive may start from this queue (a failed, retry or dead set).
-    fn redrives_from(&self, id: &QueueId) -> bool;
+    fn redrives_from(&self, _id: &QueueId) -> bool {
+        false
+    }
 
     /// The queue's own capabilities, from the backend's.
     fn queue_caps(&self, id: &QueueId, caps: &mut Capabilities) {
@@ -71,66 +87,41 @@ pub(super) trait JobLibrary: Send + Sync {
     }
 
     /// The scripts its figures run (loaded again when Redis has lost them).
-    fn figure_scripts(&self) -> Vec<&Lua>;
+    fn figure_scripts(&self) -> Vec<&Lua> {
+        Vec::new()
+    }
 
     /// Adds the figures of `ids` to the shared pipeline: how many replies they give, and
     /// what reads them.
-    fn add_figures<'a>(
-        &'a self,
-        b: &'a RedisBackend,
-        ids: &[QueueId],
-        pipe: &mut Pipeline,
-    ) -> (usize, ReadFigures<'a>);
+    fn add_figures<'a>(&'a self, ids: &[QueueId], pipe: &mut Pipeline) -> (usize, ReadFigures<'a>);
 
     /// Figures that are not read through the pipeline, after it.
     async fn figures_after(&self, _b: &RedisBackend, _ids: &[QueueId], _batch: &mut StatsBatch) {}
 
     async fn consumers(&self, b: &RedisBackend, id: &QueueId) -> Result<Vec<Consumer>>;
 
-    /// A page from `off`, in the part `part` of the cursor (empty at the start).
-    async fn browse(
-        &self,
-        b: &RedisBackend,
-        cm: &mut ConnectionManager,
-        id: &QueueId,
-        at: (String, isize),
-        max: isize,
-    ) -> Result<Page>;
+    async fn browse(&self, b: &RedisBackend, id: &QueueId, at: Paging) -> Result<Page>;
 
-    /// Jobs waiting for their time, with their due time (ms).
-    async fn scheduled(
-        &self,
-        b: &RedisBackend,
-        cm: &mut ConnectionManager,
-        id: &QueueId,
-        off: isize,
-        max: isize,
-    ) -> Result<Vec<(Message, Option<i64>)>>;
+    async fn scheduled(&self, b: &RedisBackend, id: &QueueId, at: Paging) -> Result<Due>;
 
     /// Refuses a redrive the library does not do.
     async fn check_redrive(&self, b: &RedisBackend, req: &RedriveRequest) -> Result<()>;
 
     /// One redrive batch, atomic on the server.
-    async fn redrive_batch(
-        &self,
-        b: &RedisBackend,
-        cm: &mut ConnectionManager,
-        id: &QueueId,
-        batch: Batch<'_>,
-    ) -> Result<Value>;
+    async fn redrive_batch(&self, id: &QueueId, batch: Batch<'_>) -> Result<Value>;
 
-    async fn purge(
-        &self,
-        b: &RedisBackend,
-        cm: &mut ConnectionManager,
-        id: &QueueId,
-        progress: &OpProgress,
-    ) -> Result<PurgeReport>;
+    async fn purge(&self, b: &RedisBackend, id: &QueueId, p: &OpProgress) -> Result<PurgeReport>;
 
     /// Why deleting chosen jobs is refused on the queue, when it is.
     fn delete_refusal(&self, id: &QueueId) -> Option<String>;
 
     fn delete_plan(&self, id: &QueueId) -> Result<DeletePlan<'_>>;
+}
+
+/// A lock that a panic elsewhere does not make unusable (what it guards stays consistent:
+/// each write replaces a whole value).
+pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// A library's own map from queue ids to its keys, replaced at each listing.
@@ -141,14 +132,8 @@ impl<K: Clone> Keys<K> {
         Keys(Mutex::new(HashMap::new()))
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<QueueId, K>> {
-        self.0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
     pub fn get(&self, id: &QueueId) -> Option<K> {
-        self.lock().get(id).cloned()
+        lock(&self.0).get(id).cloned()
     }
 
     /// The key of a queue the backend routed here; gone only if a listing meanwhile dropped it.
@@ -162,7 +147,66 @@ impl<K: Clone> Keys<K> {
     }
 
     pub fn replace(&self, keys: HashMap<QueueId, K>) {
-        *self.lock() = keys;
+        *lock(&self.0) = keys;
+    }
+}
+
+/// What a BullMQ or RQ id stands for: a queue, or its failed set or registry (its DLQ).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum QueueOrFailed {
+    Queue(String),
+    Failed(String),
+}
+
+impl QueueOrFailed {
+    pub fn name(&self) -> &str {
+        match self {
+            QueueOrFailed::Queue(q) | QueueOrFailed::Failed(q) => q,
+        }
+    }
+
+    pub fn failed(&self) -> bool {
+        matches!(self, QueueOrFailed::Failed(_))
+    }
+}
+
+impl Keys<QueueOrFailed> {
+    /// The failed set a redrive starts from, when the target is its own queue (a library that
+    /// retries a job where it came from); `why` names the library's rule otherwise.
+    pub async fn failed_to_own_queue(
+        &self,
+        b: &RedisBackend,
+        lib: Flavor,
+        req: &RedriveRequest,
+        why: impl Fn(&str) -> String + Send,
+    ) -> Result<()> {
+        let QueueOrFailed::Failed(q) = self.need(&req.source)? else {
+            return Err(super::mutate::not_failed(&req.source));
+        };
+        if let RedriveTarget::Queue(dst) = &req.target {
+            let own = b.owner(dst).await?.flavor() == lib
+                && self.get(dst) == Some(QueueOrFailed::Queue(q.clone()));
+            if !own {
+                return Err(BackendError::Unsupported(why(&q)));
+            }
+        }
+        Ok(())
+    }
+
+    /// The name of the failed set a batch runs on.
+    pub fn failed_name(&self, id: &QueueId) -> Result<String> {
+        match self.need(id)? {
+            QueueOrFailed::Failed(q) => Ok(q),
+            QueueOrFailed::Queue(_) => Err(super::mutate::not_failed(id)),
+        }
+    }
+
+    /// Chosen jobs are deleted from the failed set only.
+    pub fn failed_only(&self, id: &QueueId) -> Option<String> {
+        match self.get(id)? {
+            QueueOrFailed::Queue(_) => Some(super::delete::waiting_refusal(id)),
+            QueueOrFailed::Failed(_) => None,
+        }
     }
 }
 

@@ -83,18 +83,13 @@ pub async fn redrive(
         let explicit = ids.is_some();
         // Unreadable jobs stay at the head of the set: later batches start after them.
         let skip = if explicit { 0 } else { report.failed };
-        let reply = lib
-            .redrive_batch(
-                b,
-                &mut cm,
-                &req.source,
-                Batch {
-                    n,
-                    skip,
-                    ids: &chunk,
-                },
-            )
-            .await?;
+        let batch = Batch {
+            cm: &mut cm,
+            n,
+            skip,
+            ids: &chunk,
+        };
+        let reply = lib.redrive_batch(&req.source, batch).await?;
         b.calls.bump("redrive batch");
         let (moved, skipped) = pair(&reply);
         report.moved += moved;
@@ -122,7 +117,6 @@ pub async fn purge(
     progress: &OpProgress,
 ) -> Result<PurgeReport> {
     let lib = b.owner_to_change(queue).await?;
-    let mut cm = b.conn.get().await?;
     progress.phase("purging");
-    lib.purge(b, &mut cm, queue, progress).await
+    lib.purge(b, queue, progress).await
 }

@@ -3,6 +3,7 @@
 //! and `retry` set, an RQ queue's scheduled registry (`rq:scheduled:<name>`). Read-only; each
 //! job shows when it is due.
 
+use super::library::Paging;
 use super::RedisBackend;
 use crate::{BackendError, Result};
 use qdeck_model::domain::*;
@@ -33,9 +34,13 @@ pub async fn browse_scheduled(
     };
     let max = req.max.clamp(1, 1000) as isize;
     let lib = b.owner(queue).await?;
-    let mut cm = b.conn.get().await?;
     let now = now_ms();
-    let jobs = lib.scheduled(b, &mut cm, queue, off, max).await?;
+    let at = Paging {
+        part: String::new(),
+        off,
+        max,
+    };
+    let jobs = lib.scheduled(b, queue, at).await?;
     let n = jobs.len();
     let messages = jobs
         .into_iter()

@@ -9,6 +9,7 @@ use super::jobs::bull_job;
 use super::Bullmq;
 use crate::redis::browse::{list_page, zset_page};
 use crate::redis::conn::map_err;
+use crate::redis::library::{Due, Paging};
 use crate::redis::RedisBackend;
 use crate::Result;
 use qdeck_model::domain::*;
@@ -40,14 +41,9 @@ fn text_ids<T>(members: &[(Vec<u8>, T)]) -> Vec<String> {
 
 /// The wait list first (what workers take next), then prioritized jobs; the cursor's part is
 /// `w` or `p`.
-pub(super) async fn waiting(
-    lib: &Bullmq,
-    b: &RedisBackend,
-    cm: &mut ConnectionManager,
-    q: &str,
-    (part, off): (String, isize),
-    max: isize,
-) -> Result<Page> {
+pub(super) async fn waiting(lib: &Bullmq, b: &RedisBackend, q: &str, at: Paging) -> Result<Page> {
+    let Paging { part, off, max } = at;
+    let cm = &mut b.conn.get().await?;
     let mut page = Page::default();
     let mut part = if part.is_empty() {
         "w".to_string()
@@ -87,14 +83,9 @@ pub(super) async fn waiting(
 }
 
 /// The failed set, oldest first; each job names its queue as its origin.
-pub(super) async fn failed(
-    lib: &Bullmq,
-    b: &RedisBackend,
-    cm: &mut ConnectionManager,
-    q: &str,
-    off: isize,
-    max: isize,
-) -> Result<Page> {
+pub(super) async fn failed(lib: &Bullmq, b: &RedisBackend, q: &str, at: Paging) -> Result<Page> {
+    let Paging { off, max, .. } = at;
+    let cm = &mut b.conn.get().await?;
     let ids = text_ids(&zset_page(cm, &lib.key(q, "failed"), off, max).await?);
     let found = hashes(lib, b, cm, q, &ids).await?;
     let origin = QueueId::new(q.to_string());
@@ -120,14 +111,9 @@ fn due_ms(score: f64) -> i64 {
 }
 
 /// The delayed set: each job with its due time.
-pub(super) async fn delayed(
-    lib: &Bullmq,
-    b: &RedisBackend,
-    cm: &mut ConnectionManager,
-    q: &str,
-    off: isize,
-    max: isize,
-) -> Result<Vec<(Message, Option<i64>)>> {
+pub(super) async fn delayed(lib: &Bullmq, b: &RedisBackend, q: &str, at: Paging) -> Result<Due> {
+    let Paging { off, max, .. } = at;
+    let cm = &mut b.conn.get().await?;
     let members = zset_page(cm, &lib.key(q, "delayed"), off, max).await?;
     let ids = text_ids(&members);
     let found = hashes(lib, b, cm, q, &ids).await?;

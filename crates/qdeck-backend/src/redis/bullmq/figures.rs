@@ -6,12 +6,10 @@ use ::redis::{Pipeline, Value};
 use super::{Bullmq, Key};
 use crate::redis::figures::{age_from_ms, as_array, as_i64, reply_error};
 use crate::redis::library::ReadFigures;
-use crate::redis::RedisBackend;
 use qdeck_model::domain::*;
 
 pub(super) fn add<'a>(
     lib: &'a Bullmq,
-    _b: &'a RedisBackend,
     ids: &[QueueId],
     pipe: &mut Pipeline,
 ) -> (usize, ReadFigures<'a>) {

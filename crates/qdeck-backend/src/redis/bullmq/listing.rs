@@ -89,6 +89,6 @@ impl Scanned for BullScan {
             found.push(failed, Flavor::Bullmq);
         }
         b.bullmq.keys.replace(keys);
-        *b.bullmq.versions() = versions;
+        *crate::redis::library::lock(&b.bullmq.versions) = versions;
     }
 }

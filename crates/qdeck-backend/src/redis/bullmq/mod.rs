@@ -14,30 +14,20 @@ mod workers;
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use ::redis::aio::ConnectionManager;
 use ::redis::{Pipeline, Value};
 use async_trait::async_trait;
 
 use super::conn::Lua;
-use super::library::{self, Batch, DeletePlan, JobLibrary, Keys, ReadFigures, Scanned};
+use super::library::{
+    self, lock, Batch, DeletePlan, Due, JobLibrary, Keys, Paging, QueueOrFailed, ReadFigures,
+    Scanned,
+};
 use super::{Flavor, RedisBackend, BULLMQ_TESTED_MAJOR};
-use crate::{BackendError, OpProgress, Result};
+use crate::{OpProgress, Result};
 use qdeck_model::domain::*;
 
 /// What a BullMQ queue id stands for.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Key {
-    Queue(String),
-    Failed(String),
-}
-
-impl Key {
-    fn name(&self) -> &str {
-        match self {
-            Key::Queue(q) | Key::Failed(q) => q,
-        }
-    }
-}
+type Key = QueueOrFailed;
 
 struct Scripts {
     figures: Lua,
@@ -79,12 +69,6 @@ impl Bullmq {
     fn job_prefix(&self, queue: &str) -> String {
         format!("{}:{}:", self.prefix, queue)
     }
-
-    fn versions(&self) -> std::sync::MutexGuard<'_, HashMap<String, String>> {
-        self.versions
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
 }
 
 #[async_trait]
@@ -99,7 +83,7 @@ impl JobLibrary for Bullmq {
 
     fn read_only_reason(&self, id: &QueueId) -> Option<String> {
         let key = self.keys.get(id)?;
-        let versions = self.versions();
+        let versions = lock(&self.versions);
         let v = versions.get(key.name())?;
         let num = v.rsplit(':').next().unwrap_or(v);
         let lib = v.split(':').next().unwrap_or("");
@@ -114,20 +98,15 @@ impl JobLibrary for Bullmq {
     }
 
     fn redrives_from(&self, id: &QueueId) -> bool {
-        matches!(self.keys.get(id), Some(Key::Failed(_)))
+        self.keys.get(id).is_some_and(|k| k.failed())
     }
 
     fn figure_scripts(&self) -> Vec<&Lua> {
         vec![&self.scripts.figures]
     }
 
-    fn add_figures<'a>(
-        &'a self,
-        b: &'a RedisBackend,
-        ids: &[QueueId],
-        pipe: &mut Pipeline,
-    ) -> (usize, ReadFigures<'a>) {
-        figures::add(self, b, ids, pipe)
+    fn add_figures<'a>(&'a self, ids: &[QueueId], pipe: &mut Pipeline) -> (usize, ReadFigures<'a>) {
+        figures::add(self, ids, pipe)
     }
 
     async fn consumers(&self, b: &RedisBackend, id: &QueueId) -> Result<Vec<Consumer>> {
@@ -135,30 +114,16 @@ impl JobLibrary for Bullmq {
         workers::workers(self, b, id, key.name()).await
     }
 
-    async fn browse(
-        &self,
-        b: &RedisBackend,
-        cm: &mut ConnectionManager,
-        id: &QueueId,
-        at: (String, isize),
-        max: isize,
-    ) -> Result<Page> {
+    async fn browse(&self, b: &RedisBackend, id: &QueueId, at: Paging) -> Result<Page> {
         match self.keys.need(id)? {
-            Key::Queue(q) => browse::waiting(self, b, cm, &q, at, max).await,
-            Key::Failed(q) => browse::failed(self, b, cm, &q, at.1, max).await,
+            Key::Queue(q) => browse::waiting(self, b, &q, at).await,
+            Key::Failed(q) => browse::failed(self, b, &q, at).await,
         }
     }
 
-    async fn scheduled(
-        &self,
-        b: &RedisBackend,
-        cm: &mut ConnectionManager,
-        id: &QueueId,
-        off: isize,
-        max: isize,
-    ) -> Result<Vec<(Message, Option<i64>)>> {
+    async fn scheduled(&self, b: &RedisBackend, id: &QueueId, at: Paging) -> Result<Due> {
         match self.keys.need(id)? {
-            Key::Queue(q) => browse::delayed(self, b, cm, &q, off, max).await,
+            Key::Queue(q) => browse::delayed(self, b, &q, at).await,
             Key::Failed(_) => library::unsupported(
                 "failed and dead jobs are not scheduled: peek --scheduled the queue itself",
             ),
@@ -166,51 +131,22 @@ impl JobLibrary for Bullmq {
     }
 
     async fn check_redrive(&self, b: &RedisBackend, req: &RedriveRequest) -> Result<()> {
-        let Key::Failed(q) = self.keys.need(&req.source)? else {
-            return Err(super::mutate::not_failed(&req.source));
-        };
-        if let RedriveTarget::Queue(dst) = &req.target {
-            let same = b.owner(dst).await?.flavor() == Flavor::Bullmq
-                && self.keys.get(dst) == Some(Key::Queue(q.clone()));
-            if !same {
-                return Err(BackendError::Unsupported(format!(
-                    "a failed BullMQ job is retried in its own queue {q:?} (Job#retry); moving it to another queue would change its id and history"
-                )));
-            }
-        }
-        Ok(())
+        self.keys.failed_to_own_queue(b, Flavor::Bullmq, req, |q| format!(
+            "a failed BullMQ job is retried in its own queue {q:?} (Job#retry); moving it to another queue would change its id and history"
+        )).await
     }
 
-    async fn redrive_batch(
-        &self,
-        _b: &RedisBackend,
-        cm: &mut ConnectionManager,
-        id: &QueueId,
-        batch: Batch<'_>,
-    ) -> Result<Value> {
-        let Key::Failed(q) = self.keys.need(id)? else {
-            return Err(super::mutate::not_failed(id));
-        };
-        mutate::retry_batch(self, cm, &q, batch).await
+    async fn redrive_batch(&self, id: &QueueId, batch: Batch<'_>) -> Result<Value> {
+        mutate::retry_batch(self, &self.keys.failed_name(id)?, batch).await
     }
 
-    async fn purge(
-        &self,
-        b: &RedisBackend,
-        cm: &mut ConnectionManager,
-        id: &QueueId,
-        progress: &OpProgress,
-    ) -> Result<PurgeReport> {
+    async fn purge(&self, b: &RedisBackend, id: &QueueId, p: &OpProgress) -> Result<PurgeReport> {
         let key = self.keys.need(id)?;
-        let failed = matches!(key, Key::Failed(_));
-        mutate::purge(self, b, cm, key.name(), failed, progress).await
+        mutate::purge(self, b, key.name(), key.failed(), p).await
     }
 
     fn delete_refusal(&self, id: &QueueId) -> Option<String> {
-        match self.keys.get(id)? {
-            Key::Queue(_) => Some(super::delete::waiting_refusal(id)),
-            Key::Failed(_) => None,
-        }
+        self.keys.failed_only(id)
     }
 
     fn delete_plan(&self, id: &QueueId) -> Result<DeletePlan<'_>> {

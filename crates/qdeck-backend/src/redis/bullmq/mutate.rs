@@ -1,7 +1,6 @@
 //! BullMQ's retry (Job#retry of failed jobs into their own queue) and drain/clean, each batch
 //! one run of a script that follows BullMQ's own.
 
-use ::redis::aio::ConnectionManager;
 use ::redis::Value;
 
 use super::Bullmq;
@@ -13,12 +12,7 @@ use qdeck_model::domain::PurgeReport;
 /// Jobs per purge script run.
 const PURGE_BATCH: u64 = 1000;
 
-pub(super) async fn retry_batch(
-    lib: &Bullmq,
-    cm: &mut ConnectionManager,
-    q: &str,
-    batch: Batch<'_>,
-) -> Result<Value> {
+pub(super) async fn retry_batch(lib: &Bullmq, q: &str, batch: Batch<'_>) -> Result<Value> {
     let keys: Vec<String> = [
         "failed",
         "wait",
@@ -34,7 +28,7 @@ pub(super) async fn retry_batch(
     .collect();
     let mut args = vec![lib.job_prefix(q), batch.n.to_string()];
     args.extend(batch.ids.iter().cloned());
-    lib.scripts.retry.run(cm, &keys, &args).await
+    lib.scripts.retry.run(batch.cm, &keys, &args).await
 }
 
 /// Drains a BullMQ queue (waiting, paused, prioritized) or cleans its failed set, removing
@@ -42,11 +36,11 @@ pub(super) async fn retry_batch(
 pub(super) async fn purge(
     lib: &Bullmq,
     b: &RedisBackend,
-    cm: &mut ConnectionManager,
     q: &str,
     failed: bool,
     progress: &OpProgress,
 ) -> Result<PurgeReport> {
+    let mut cm = b.conn.get().await?;
     let mut total = 0u64;
     let parts: &[(&str, &str)] = if !failed {
         &[
@@ -66,7 +60,7 @@ pub(super) async fn purge(
         let args = [lib.job_prefix(q), PURGE_BATCH.to_string(), kind.to_string()];
         let (n, cancelled) = remove_batches(
             b,
-            cm,
+            &mut cm,
             &lib.scripts.remove,
             &lib.key(q, key),
             &args,

@@ -14,12 +14,12 @@ pub mod results;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ::redis::aio::ConnectionManager;
 use ::redis::{Pipeline, Value};
 use async_trait::async_trait;
 
-use super::conn::Lua;
-use super::library::{self, Batch, DeletePlan, JobLibrary, Keys, ReadFigures, Scanned};
+use super::library::{
+    self, Batch, DeletePlan, Due, JobLibrary, Keys, Paging, ReadFigures, Scanned,
+};
 use super::{Flavor, RedisBackend, CELERY_NO_CHOSEN};
 use crate::celery::workers::{Request, WorkerReport, HELD_FRESH};
 use crate::{BackendError, OpProgress, Result};
@@ -139,14 +139,6 @@ impl JobLibrary for Kombu {
         Ok(Box::new(listing::scan(b, forced).await?))
     }
 
-    fn read_only_reason(&self, _id: &QueueId) -> Option<String> {
-        None
-    }
-
-    fn redrives_from(&self, _id: &QueueId) -> bool {
-        false
-    }
-
     fn queue_caps(&self, id: &QueueId, caps: &mut Capabilities) {
         match self.keys.get(id) {
             Some(Key::Queue(_)) => {
@@ -170,16 +162,7 @@ impl JobLibrary for Kombu {
         }
     }
 
-    fn figure_scripts(&self) -> Vec<&Lua> {
-        Vec::new()
-    }
-
-    fn add_figures<'a>(
-        &'a self,
-        _b: &'a RedisBackend,
-        ids: &[QueueId],
-        pipe: &mut Pipeline,
-    ) -> (usize, ReadFigures<'a>) {
+    fn add_figures<'a>(&'a self, ids: &[QueueId], pipe: &mut Pipeline) -> (usize, ReadFigures<'a>) {
         figures::add(self, ids, pipe)
     }
 
@@ -204,34 +187,21 @@ impl JobLibrary for Kombu {
         }
     }
 
-    async fn browse(
-        &self,
-        b: &RedisBackend,
-        cm: &mut ConnectionManager,
-        id: &QueueId,
-        (part, off): (String, isize),
-        max: isize,
-    ) -> Result<Page> {
+    async fn browse(&self, b: &RedisBackend, id: &QueueId, at: Paging) -> Result<Page> {
+        let Paging { part, off, max } = at;
         match self.keys.need(id)? {
             Key::Queue(q) => {
                 let step = part
                     .strip_prefix('c')
                     .and_then(|s| s.parse::<usize>().ok())
                     .unwrap_or(0);
-                browse::page(cm, &q, step, off, max).await
+                browse::page(&mut b.conn.get().await?, &q, step, off, max).await
             }
             Key::Results => results::page(b, off.max(0) as usize, max.max(1) as usize).await,
         }
     }
 
-    async fn scheduled(
-        &self,
-        _b: &RedisBackend,
-        _cm: &mut ConnectionManager,
-        id: &QueueId,
-        _off: isize,
-        _max: isize,
-    ) -> Result<Vec<(Message, Option<i64>)>> {
+    async fn scheduled(&self, _b: &RedisBackend, id: &QueueId, _at: Paging) -> Result<Due> {
         match self.keys.need(id)? {
             Key::Queue(_) => library::unsupported(
                 "Celery keeps eta and countdown tasks in the queue itself (the worker holds them until due): peek shows each task's eta",
@@ -247,25 +217,13 @@ impl JobLibrary for Kombu {
         }
     }
 
-    async fn redrive_batch(
-        &self,
-        _b: &RedisBackend,
-        _cm: &mut ConnectionManager,
-        id: &QueueId,
-        _batch: Batch<'_>,
-    ) -> Result<Value> {
+    async fn redrive_batch(&self, id: &QueueId, _batch: Batch<'_>) -> Result<Value> {
         Err(super::mutate::not_failed(id))
     }
 
-    async fn purge(
-        &self,
-        b: &RedisBackend,
-        cm: &mut ConnectionManager,
-        id: &QueueId,
-        progress: &OpProgress,
-    ) -> Result<PurgeReport> {
+    async fn purge(&self, b: &RedisBackend, id: &QueueId, p: &OpProgress) -> Result<PurgeReport> {
         match self.keys.need(id)? {
-            Key::Queue(q) => purge(b, cm, &q, progress).await,
+            Key::Queue(q) => purge(b, &q, p).await,
             Key::Results => Err(results::refuse()),
         }
     }
@@ -283,12 +241,8 @@ impl JobLibrary for Kombu {
 }
 
 /// Empties every priority list of a queue, as kombu's `_purge`.
-async fn purge(
-    b: &RedisBackend,
-    cm: &mut ConnectionManager,
-    q: &str,
-    progress: &OpProgress,
-) -> Result<PurgeReport> {
+async fn purge(b: &RedisBackend, q: &str, progress: &OpProgress) -> Result<PurgeReport> {
+    let cm = &mut b.conn.get().await?;
     // Every priority list's length and deletion in one transaction, so a task pushed
     // meanwhile is either counted and gone or kept.
     let mut pipe = ::redis::pipe();

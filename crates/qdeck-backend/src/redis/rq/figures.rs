@@ -85,13 +85,7 @@ pub(super) fn add<'a>(
                 ..Default::default()
             };
             let filled = match &key {
-                Some(k) => fill(
-                    &mut st,
-                    k.name(),
-                    by_name.get(k.name()),
-                    matches!(k, Key::Failed(_)),
-                    true,
-                ),
+                Some(k) => fill(&mut st, k.name(), by_name.get(k.name()), k.failed(), true),
                 None => Err(QueueError::not_found("no RQ queue".to_string())),
             };
             match filled {

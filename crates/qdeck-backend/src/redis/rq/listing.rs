@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use super::Key;
 use crate::redis::conn::map_err;
-use crate::redis::library::Scanned;
+use crate::redis::library::{lock, Scanned};
 use crate::redis::listing::{with_failed, Found};
 use crate::redis::{Flavor, RedisBackend};
 use crate::Result;
@@ -75,7 +75,7 @@ impl Scanned for RqScan {
     fn add(self: Box<Self>, b: &RedisBackend, found: &mut Found, both: bool) {
         let lib = &b.rq;
         if !self.present {
-            *lib.version() = None;
+            *lock(&lib.version) = None;
             return;
         }
         let shown = match &self.version {
@@ -98,6 +98,6 @@ impl Scanned for RqScan {
             found.push(failed, Flavor::Rq);
         }
         lib.keys.replace(keys);
-        *lib.version() = self.version;
+        *lock(&lib.version) = self.version;
     }
 }

@@ -13,31 +13,21 @@ pub mod workers;
 
 use std::sync::Mutex;
 
-use ::redis::aio::ConnectionManager;
 use ::redis::{Pipeline, Value};
 use async_trait::async_trait;
 
 use super::conn::Lua;
-use super::library::{self, Batch, DeletePlan, JobLibrary, Keys, ReadFigures, Scanned};
+use super::library::{
+    self, lock, Batch, DeletePlan, Due, JobLibrary, Keys, Paging, QueueOrFailed, ReadFigures,
+    Scanned,
+};
 use super::{Flavor, RedisBackend, RQ_TESTED_MAJOR};
-use crate::{BackendError, OpProgress, Result};
+use crate::{OpProgress, Result};
 use qdeck_model::domain::*;
 
 /// What an RQ queue id stands for: a queue (`rq:queue:<name>`) or its failed job registry
 /// (`rq:failed:<name>`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Key {
-    Queue(String),
-    Failed(String),
-}
-
-impl Key {
-    fn name(&self) -> &str {
-        match self {
-            Key::Queue(q) | Key::Failed(q) => q,
-        }
-    }
-}
+type Key = QueueOrFailed;
 
 struct Scripts {
     figures: Lua,
@@ -80,12 +70,6 @@ impl Rq {
             base
         })
     }
-
-    fn version(&self) -> std::sync::MutexGuard<'_, Option<String>> {
-        self.version
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
 }
 
 #[async_trait]
@@ -100,7 +84,7 @@ impl JobLibrary for Rq {
 
     fn read_only_reason(&self, id: &QueueId) -> Option<String> {
         self.keys.get(id)?;
-        let v = self.version().clone()?;
+        let v = lock(&self.version).clone()?;
         (v.split('.').next() != Some(RQ_TESTED_MAJOR)).then(|| {
             format!(
                 "read-only: an RQ {} worker runs here, qdeck is tested with RQ {}.x",
@@ -111,19 +95,14 @@ impl JobLibrary for Rq {
     }
 
     fn redrives_from(&self, id: &QueueId) -> bool {
-        matches!(self.keys.get(id), Some(Key::Failed(_)))
+        self.keys.get(id).is_some_and(|k| k.failed())
     }
 
     fn figure_scripts(&self) -> Vec<&Lua> {
         vec![&self.scripts.figures]
     }
 
-    fn add_figures<'a>(
-        &'a self,
-        _b: &'a RedisBackend,
-        ids: &[QueueId],
-        pipe: &mut Pipeline,
-    ) -> (usize, ReadFigures<'a>) {
+    fn add_figures<'a>(&'a self, ids: &[QueueId], pipe: &mut Pipeline) -> (usize, ReadFigures<'a>) {
         figures::add(self, ids, pipe)
     }
 
@@ -131,29 +110,14 @@ impl JobLibrary for Rq {
         workers::workers(b, id, self.keys.need(id)?.name()).await
     }
 
-    async fn browse(
-        &self,
-        b: &RedisBackend,
-        cm: &mut ConnectionManager,
-        id: &QueueId,
-        at: (String, isize),
-        max: isize,
-    ) -> Result<Page> {
+    async fn browse(&self, b: &RedisBackend, id: &QueueId, at: Paging) -> Result<Page> {
         let key = self.keys.need(id)?;
-        let failed = matches!(key, Key::Failed(_));
-        browse::page(b, cm, key.name(), failed, at.1, max).await
+        browse::page(b, key.name(), key.failed(), at).await
     }
 
-    async fn scheduled(
-        &self,
-        b: &RedisBackend,
-        cm: &mut ConnectionManager,
-        id: &QueueId,
-        off: isize,
-        max: isize,
-    ) -> Result<Vec<(Message, Option<i64>)>> {
+    async fn scheduled(&self, b: &RedisBackend, id: &QueueId, at: Paging) -> Result<Due> {
         match self.keys.need(id)? {
-            Key::Queue(q) => browse::scheduled(b, cm, &q, off, max).await,
+            Key::Queue(q) => browse::scheduled(b, &q, at).await,
             Key::Failed(_) => library::unsupported(
                 "failed and dead jobs are not scheduled: peek --scheduled the queue itself",
             ),
@@ -161,51 +125,22 @@ impl JobLibrary for Rq {
     }
 
     async fn check_redrive(&self, b: &RedisBackend, req: &RedriveRequest) -> Result<()> {
-        let Key::Failed(q) = self.keys.need(&req.source)? else {
-            return Err(super::mutate::not_failed(&req.source));
-        };
-        if let RedriveTarget::Queue(dst) = &req.target {
-            let same = b.owner(dst).await?.flavor() == Flavor::Rq
-                && self.keys.get(dst) == Some(Key::Queue(q.clone()));
-            if !same {
-                return Err(BackendError::Unsupported(format!(
-                    "RQ requeues a failed job to its origin queue {q:?} (FailedJobRegistry#requeue); choose target origin"
-                )));
-            }
-        }
-        Ok(())
+        self.keys.failed_to_own_queue(b, Flavor::Rq, req, |q| format!(
+            "RQ requeues a failed job to its origin queue {q:?} (FailedJobRegistry#requeue); choose target origin"
+        )).await
     }
 
-    async fn redrive_batch(
-        &self,
-        _b: &RedisBackend,
-        cm: &mut ConnectionManager,
-        id: &QueueId,
-        batch: Batch<'_>,
-    ) -> Result<Value> {
-        let Key::Failed(q) = self.keys.need(id)? else {
-            return Err(super::mutate::not_failed(id));
-        };
-        mutate::requeue_batch(self, cm, &q, batch).await
+    async fn redrive_batch(&self, id: &QueueId, batch: Batch<'_>) -> Result<Value> {
+        mutate::requeue_batch(self, &self.keys.failed_name(id)?, batch).await
     }
 
-    async fn purge(
-        &self,
-        b: &RedisBackend,
-        cm: &mut ConnectionManager,
-        id: &QueueId,
-        progress: &OpProgress,
-    ) -> Result<PurgeReport> {
+    async fn purge(&self, b: &RedisBackend, id: &QueueId, p: &OpProgress) -> Result<PurgeReport> {
         let key = self.keys.need(id)?;
-        let failed = matches!(key, Key::Failed(_));
-        mutate::purge(self, b, cm, key.name(), failed, progress).await
+        mutate::purge(self, b, key.name(), key.failed(), p).await
     }
 
     fn delete_refusal(&self, id: &QueueId) -> Option<String> {
-        match self.keys.get(id)? {
-            Key::Queue(_) => Some(super::delete::waiting_refusal(id)),
-            Key::Failed(_) => None,
-        }
+        self.keys.failed_only(id)
     }
 
     fn delete_plan(&self, id: &QueueId) -> Result<DeletePlan<'_>> {

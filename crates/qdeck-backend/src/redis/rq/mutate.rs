@@ -1,7 +1,6 @@
 //! RQ's requeue and purge, each batch one Lua script run (scripts.rs). The batching,
 //! pacing, cancel and report are mutate.rs's, shared with BullMQ and Sidekiq.
 
-use ::redis::aio::ConnectionManager;
 use ::redis::Value;
 
 use super::jobs::rq_time_text;
@@ -17,12 +16,7 @@ const PURGE_BATCH: u64 = 1000;
 /// Requeue up to `n` jobs of `queue`'s failed registry (the ids given, else the first ones
 /// after `skip` unreadable jobs left by earlier batches). The reply is
 /// `{moved, unreadable or missing}`.
-pub(super) async fn requeue_batch(
-    lib: &Rq,
-    cm: &mut ConnectionManager,
-    queue: &str,
-    batch: Batch<'_>,
-) -> Result<Value> {
+pub(super) async fn requeue_batch(lib: &Rq, queue: &str, batch: Batch<'_>) -> Result<Value> {
     let now = now_ms();
     let keys = vec![registry_key("failed", queue), QUEUES.to_string()];
     let mut args = vec![
@@ -34,7 +28,7 @@ pub(super) async fn requeue_batch(
         batch.skip.to_string(),
     ];
     args.extend(batch.ids.iter().cloned());
-    lib.scripts.requeue.run(cm, &keys, &args).await
+    lib.scripts.requeue.run(batch.cm, &keys, &args).await
 }
 
 /// Empty a queue (as Queue#empty: every job popped with its job hash) or its failed registry
@@ -42,7 +36,6 @@ pub(super) async fn requeue_batch(
 pub(super) async fn purge(
     lib: &Rq,
     b: &RedisBackend,
-    cm: &mut ConnectionManager,
     queue: &str,
     failed: bool,
     progress: &OpProgress,
@@ -57,7 +50,9 @@ pub(super) async fn purge(
         PURGE_BATCH.to_string(),
         kind.to_string(),
     ];
-    let (n, cancelled) = remove_batches(b, cm, &lib.scripts.remove, &key, &args, progress).await?;
+    let mut cm = b.conn.get().await?;
+    let (n, cancelled) =
+        remove_batches(b, &mut cm, &lib.scripts.remove, &key, &args, progress).await?;
     let note = if failed {
         "failed registry emptied: job hashes and results removed with it"
     } else {

@@ -1,23 +1,17 @@
 //! Browsing a Sidekiq queue (its list, oldest first) and its sorted sets (lowest score first):
 //! reads only (LRANGE, ZRANGE).
 
-use ::redis::aio::ConnectionManager;
-
 use super::jobs::sidekiq_job;
 use super::{Key, Sidekiq};
 use crate::redis::browse::{list_page, zset_page};
+use crate::redis::library::{Due, Paging};
 use crate::redis::RedisBackend;
 use crate::Result;
 use qdeck_model::domain::*;
 
-pub(super) async fn page(
-    lib: &Sidekiq,
-    b: &RedisBackend,
-    cm: &mut ConnectionManager,
-    key: &Key,
-    off: isize,
-    max: isize,
-) -> Result<Page> {
+pub(super) async fn page(lib: &Sidekiq, b: &RedisBackend, key: &Key, at: Paging) -> Result<Page> {
+    let Paging { off, max, .. } = at;
+    let cm = &mut b.conn.get().await?;
     let mut page = Page::default();
     let set = match key {
         Key::Queue(q) => {
@@ -42,13 +36,9 @@ pub(super) async fn page(
 }
 
 /// Jobs of the `retry` or `schedule` set with their due time (the set's score, in seconds).
-pub(super) async fn due(
-    lib: &Sidekiq,
-    cm: &mut ConnectionManager,
-    key: &Key,
-    off: isize,
-    max: isize,
-) -> Result<Vec<(Message, Option<i64>)>> {
+pub(super) async fn due(lib: &Sidekiq, b: &RedisBackend, key: &Key, at: Paging) -> Result<Due> {
+    let Paging { off, max, .. } = at;
+    let cm = &mut b.conn.get().await?;
     let members = zset_page(cm, &lib.key(key.set().unwrap_or("schedule")), off, max).await?;
     Ok(members
         .iter()

@@ -6,8 +6,7 @@ use ::redis::{Pipeline, Value};
 use super::jobs::sidekiq_time_ms;
 use super::{Key, Sidekiq};
 use crate::redis::figures::{age_from_ms, as_array, as_f64, as_i64, as_string, reply_error};
-use crate::redis::library::ReadFigures;
-use crate::redis::RedisBackend;
+use crate::redis::library::{lock, ReadFigures};
 use qdeck_model::domain::*;
 
 /// Commands each key adds to the pipeline, in order.
@@ -21,7 +20,6 @@ fn width(k: &Key) -> usize {
 
 pub(super) fn add<'a>(
     lib: &'a Sidekiq,
-    _b: &'a RedisBackend,
     ids: &[QueueId],
     pipe: &mut Pipeline,
 ) -> (usize, ReadFigures<'a>) {
@@ -121,7 +119,7 @@ fn one(
         Key::Queue(q) => {
             let listed = r.get(2).and_then(as_i64).unwrap_or(0) == 1;
             let depth = r.first().and_then(as_i64).unwrap_or(0);
-            if !listed && depth == 0 && !lib.seen().contains(q) {
+            if !listed && depth == 0 && !lock(&lib.seen).contains(q) {
                 return Err(QueueError::not_found(format!("no Sidekiq queue {q:?}")));
             }
             queue_figures(&mut st, depth, r, totals);

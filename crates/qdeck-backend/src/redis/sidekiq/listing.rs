@@ -7,7 +7,7 @@ use ::redis::AsyncCommands;
 
 use super::{Key, Sidekiq};
 use crate::redis::conn::map_err;
-use crate::redis::library::Scanned;
+use crate::redis::library::{lock, Scanned};
 use crate::redis::listing::{entry, Found};
 use crate::redis::{Flavor, RedisBackend};
 use crate::Result;
@@ -59,11 +59,11 @@ impl Scanned for SidekiqScan {
     fn add(self: Box<Self>, b: &RedisBackend, found: &mut Found, both: bool) {
         let lib = &b.sidekiq;
         if !self.present {
-            *lib.version() = None;
+            *lock(&lib.version) = None;
             return;
         }
         let names: Vec<String> = {
-            let mut seen = lib.seen();
+            let mut seen = lock(&lib.seen);
             seen.extend(self.queues.iter().cloned());
             let mut names: Vec<String> = seen.iter().cloned().collect();
             names.sort();
@@ -113,6 +113,6 @@ impl Scanned for SidekiqScan {
             found.push(set, Flavor::Sidekiq);
         }
         lib.keys.replace(keys);
-        *lib.version() = self.version;
+        *lock(&lib.version) = self.version;
     }
 }

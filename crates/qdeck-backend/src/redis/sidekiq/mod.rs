@@ -15,12 +15,13 @@ mod workers;
 use std::collections::HashSet;
 use std::sync::Mutex;
 
-use ::redis::aio::ConnectionManager;
 use ::redis::{Pipeline, Value};
 use async_trait::async_trait;
 
 use super::conn::Lua;
-use super::library::{self, Batch, DeletePlan, JobLibrary, Keys, ReadFigures, Scanned};
+use super::library::{
+    self, lock, Batch, DeletePlan, Due, JobLibrary, Keys, Paging, ReadFigures, Scanned,
+};
 use super::{Flavor, RedisBackend, SIDEKIQ_TESTED_MAJOR};
 use crate::{BackendError, OpProgress, Result};
 use qdeck_model::domain::*;
@@ -91,18 +92,6 @@ impl Sidekiq {
             QueueId::new(name)
         }
     }
-
-    fn seen(&self) -> std::sync::MutexGuard<'_, HashSet<String>> {
-        self.seen
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    fn version(&self) -> std::sync::MutexGuard<'_, Option<String>> {
-        self.version
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
 }
 
 #[async_trait]
@@ -117,7 +106,7 @@ impl JobLibrary for Sidekiq {
 
     fn read_only_reason(&self, id: &QueueId) -> Option<String> {
         self.keys.get(id)?;
-        let v = self.version().clone()?;
+        let v = lock(&self.version).clone()?;
         (v.split('.').next() != Some(SIDEKIQ_TESTED_MAJOR)).then(|| {
             format!(
                 "read-only: a Sidekiq {} process runs here, qdeck is tested with Sidekiq {}.x",
@@ -131,17 +120,8 @@ impl JobLibrary for Sidekiq {
         matches!(self.keys.get(id), Some(Key::Dead | Key::Retry))
     }
 
-    fn figure_scripts(&self) -> Vec<&Lua> {
-        Vec::new()
-    }
-
-    fn add_figures<'a>(
-        &'a self,
-        b: &'a RedisBackend,
-        ids: &[QueueId],
-        pipe: &mut Pipeline,
-    ) -> (usize, ReadFigures<'a>) {
-        figures::add(self, b, ids, pipe)
+    fn add_figures<'a>(&'a self, ids: &[QueueId], pipe: &mut Pipeline) -> (usize, ReadFigures<'a>) {
+        figures::add(self, ids, pipe)
     }
 
     async fn consumers(&self, b: &RedisBackend, id: &QueueId) -> Result<Vec<Consumer>> {
@@ -151,25 +131,11 @@ impl JobLibrary for Sidekiq {
         }
     }
 
-    async fn browse(
-        &self,
-        b: &RedisBackend,
-        cm: &mut ConnectionManager,
-        id: &QueueId,
-        at: (String, isize),
-        max: isize,
-    ) -> Result<Page> {
-        browse::page(self, b, cm, &self.keys.need(id)?, at.1, max).await
+    async fn browse(&self, b: &RedisBackend, id: &QueueId, at: Paging) -> Result<Page> {
+        browse::page(self, b, &self.keys.need(id)?, at).await
     }
 
-    async fn scheduled(
-        &self,
-        _b: &RedisBackend,
-        cm: &mut ConnectionManager,
-        id: &QueueId,
-        off: isize,
-        max: isize,
-    ) -> Result<Vec<(Message, Option<i64>)>> {
+    async fn scheduled(&self, b: &RedisBackend, id: &QueueId, at: Paging) -> Result<Due> {
         match self.keys.need(id)? {
             Key::Queue(_) => library::unsupported(
                 "Sidekiq keeps the scheduled jobs of every queue in one set: peek the `scheduled` queue",
@@ -178,7 +144,7 @@ impl JobLibrary for Sidekiq {
                 "failed and dead jobs are not scheduled: peek --scheduled the queue itself",
             ),
             // The retry set is scored by the next retry time, like `schedule` by the due time.
-            set @ (Key::Retry | Key::Schedule) => browse::due(self, cm, &set, off, max).await,
+            set @ (Key::Retry | Key::Schedule) => browse::due(self, b, &set, at).await,
         }
     }
 
@@ -195,27 +161,15 @@ impl JobLibrary for Sidekiq {
         Ok(())
     }
 
-    async fn redrive_batch(
-        &self,
-        _b: &RedisBackend,
-        cm: &mut ConnectionManager,
-        id: &QueueId,
-        batch: Batch<'_>,
-    ) -> Result<Value> {
+    async fn redrive_batch(&self, id: &QueueId, batch: Batch<'_>) -> Result<Value> {
         match self.keys.need(id)?.set() {
-            Some(set @ ("dead" | "retry")) => mutate::retry_batch(self, cm, set, batch).await,
+            Some(set @ ("dead" | "retry")) => mutate::retry_batch(self, set, batch).await,
             _ => Err(super::mutate::not_failed(id)),
         }
     }
 
-    async fn purge(
-        &self,
-        _b: &RedisBackend,
-        cm: &mut ConnectionManager,
-        id: &QueueId,
-        progress: &OpProgress,
-    ) -> Result<PurgeReport> {
-        mutate::purge(self, cm, &self.keys.need(id)?, progress).await
+    async fn purge(&self, b: &RedisBackend, id: &QueueId, p: &OpProgress) -> Result<PurgeReport> {
+        mutate::purge(self, b, &self.keys.need(id)?, p).await
     }
 
     fn delete_refusal(&self, id: &QueueId) -> Option<String> {

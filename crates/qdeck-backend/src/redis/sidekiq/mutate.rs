@@ -1,34 +1,30 @@
 //! Sidekiq's retry (SortedEntry#retry from the dead or retry set to each job's own queue) and
 //! clear (Sidekiq::Queue#clear, SortedSet#clear).
 
-use ::redis::aio::ConnectionManager;
 use ::redis::Value;
 
 use super::{Key, Sidekiq};
 use crate::redis::conn::map_err;
 use crate::redis::library::Batch;
+use crate::redis::RedisBackend;
 use crate::{OpProgress, Result};
 use qdeck_model::domain::PurgeReport;
 
-pub(super) async fn retry_batch(
-    lib: &Sidekiq,
-    cm: &mut ConnectionManager,
-    set: &str,
-    batch: Batch<'_>,
-) -> Result<Value> {
+pub(super) async fn retry_batch(lib: &Sidekiq, set: &str, batch: Batch<'_>) -> Result<Value> {
     let keys = vec![lib.key(set), lib.key("queues")];
     let now = chrono::Utc::now().timestamp_micros() as f64 / 1e6;
     let mut args = vec![lib.ns.clone(), format!("{now:.6}"), batch.n.to_string()];
     args.extend(batch.ids.iter().cloned());
-    lib.scripts.retry.run(cm, &keys, &args).await
+    lib.scripts.retry.run(batch.cm, &keys, &args).await
 }
 
 pub(super) async fn purge(
     lib: &Sidekiq,
-    cm: &mut ConnectionManager,
+    b: &RedisBackend,
     key: &Key,
     progress: &OpProgress,
 ) -> Result<PurgeReport> {
+    let cm = &mut b.conn.get().await?;
     let (n, note) = match key {
         Key::Queue(q) => {
             // As Sidekiq::Queue#clear: the list goes and the queue leaves the `queues` set.

@@ -10,15 +10,76 @@ use ::redis::Value;
 
 use super::envelope;
 use super::listing::{lists, UNACKED, UNACKED_INDEX, VISIBILITY_TIMEOUT_SECS};
-use crate::redis::figures::{as_array, as_i64, as_string};
+use super::{Key, Kombu};
+use crate::redis::figures::{as_array, as_i64, as_string, reply_error};
+use crate::redis::library::ReadFigures;
 use qdeck_model::domain::*;
 
 /// Commands `add_queue` adds per queue.
-pub const WIDTH: usize = 8;
+const WIDTH: usize = 8;
 /// Commands `add_shared` adds once.
-pub const SHARED: usize = 2;
+const SHARED: usize = 2;
 
-pub fn add_queue(pipe: &mut ::redis::Pipeline, queue: &str) {
+/// The figures of the Celery queues among `ids` (the results queue's are read after the
+/// pipeline, `Kombu::figures_after`): each queue's lists, then the shared `unacked` reads.
+pub(super) fn add<'a>(
+    lib: &'a Kombu,
+    ids: &[QueueId],
+    pipe: &mut ::redis::Pipeline,
+) -> (usize, ReadFigures<'a>) {
+    let mut plan = Vec::new();
+    for id in ids {
+        match lib.keys.get(id) {
+            Some(Key::Queue(q)) => {
+                add_queue(pipe, &q);
+                plan.push((id.clone(), Some(q)));
+            }
+            Some(Key::Results) => {}
+            None => plan.push((id.clone(), None)),
+        }
+    }
+    let queues = plan.iter().filter(|(_, q)| q.is_some()).count();
+    if queues == 0 {
+        let read = move |_: &[Value], _: i64, batch: &mut StatsBatch| {
+            for (id, _) in plan {
+                batch.errors.push((id, gone()));
+            }
+        };
+        return (0, Box::new(read));
+    }
+    add_shared(pipe, now_ms());
+    let read = move |replies: &[Value], at_ms: i64, batch: &mut StatsBatch| {
+        let at = queues * WIDTH;
+        let unacked = Unacked::from_replies(replies.get(at..at + SHARED).unwrap_or(&[]), at_ms);
+        let mut i = 0;
+        for (id, q) in plan {
+            let Some(q) = q else {
+                batch.errors.push((id, gone()));
+                continue;
+            };
+            let r = replies.get(i..i + WIDTH).unwrap_or(&[]);
+            i += WIDTH;
+            if let Some(e) = reply_error(r.iter()) {
+                batch.errors.push((id, e));
+                continue;
+            }
+            let mut st = QueueStats {
+                id,
+                at_ms,
+                ..Default::default()
+            };
+            fill(&mut st, &q, r, &unacked);
+            batch.stats.push(st);
+        }
+    };
+    (queues * WIDTH + SHARED, Box::new(read))
+}
+
+fn gone() -> QueueError {
+    QueueError::not_found("no Celery queue".to_string())
+}
+
+fn add_queue(pipe: &mut ::redis::Pipeline, queue: &str) {
     let keys = lists(queue);
     for k in &keys {
         pipe.llen(k);
@@ -28,7 +89,7 @@ pub fn add_queue(pipe: &mut ::redis::Pipeline, queue: &str) {
     }
 }
 
-pub fn add_shared(pipe: &mut ::redis::Pipeline, now_ms: i64) {
+fn add_shared(pipe: &mut ::redis::Pipeline, now_ms: i64) {
     pipe.hvals(UNACKED);
     let ceiling = now_ms as f64 / 1000.0 - VISIBILITY_TIMEOUT_SECS;
     pipe.zcount(UNACKED_INDEX, "-inf", ceiling);
@@ -37,7 +98,7 @@ pub fn add_shared(pipe: &mut ::redis::Pipeline, now_ms: i64) {
 /// What the shared replies say: messages held per routing key (those whose eta is still to
 /// come apart: a worker holds them until due), and past the timeout.
 #[derive(Default)]
-pub struct Unacked {
+struct Unacked {
     pub by_key: HashMap<String, u64>,
     pub eta_by_key: HashMap<String, u64>,
     pub unreadable: u64,
@@ -45,7 +106,7 @@ pub struct Unacked {
 }
 
 impl Unacked {
-    pub fn from_replies(r: &[Value], now_ms: i64) -> Unacked {
+    fn from_replies(r: &[Value], now_ms: i64) -> Unacked {
         let mut u = Unacked::default();
         for v in r.first().map_or(&[][..], as_array) {
             let entry =
@@ -75,7 +136,7 @@ impl Unacked {
 }
 
 /// One queue's figures from its `WIDTH` replies.
-pub fn fill(st: &mut QueueStats, queue: &str, r: &[Value], unacked: &Unacked) {
+fn fill(st: &mut QueueStats, queue: &str, r: &[Value], unacked: &Unacked) {
     let lens: Vec<u64> = (0..4)
         .map(|i| r.get(i).and_then(as_i64).unwrap_or(0).max(0) as u64)
         .collect();

@@ -5,13 +5,14 @@
 //! (`<queue>\x06\x163`, `…6`, `…9`); messages being worked on sit in the `unacked` hash and
 //! the `unacked_index` sorted set until acked or restored.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 
+use super::Key;
 use crate::redis::conn::map_err;
-use crate::redis::listing::Found;
-use crate::redis::{RedisBackend, Target};
+use crate::redis::library::Scanned;
+use crate::redis::listing::{entry, scan_all, Found};
+use crate::redis::{Flavor, RedisBackend};
 use crate::Result;
-use qdeck_model::domain::*;
 
 /// kombu's separator inside binding members and priority list names.
 pub const SEP: &str = "\x06\x16";
@@ -47,30 +48,15 @@ fn is_control(exchange: &str, queue: &str) -> bool {
 }
 
 pub struct KombuScan {
-    pub queues: Vec<String>,
+    present: bool,
+    queues: Vec<String>,
+    /// Whether Celery's result backend keeps results here (results.rs).
+    results: bool,
 }
 
-pub async fn scan(b: &RedisBackend) -> Result<KombuScan> {
+pub async fn scan(b: &RedisBackend, forced: bool) -> Result<KombuScan> {
     let mut cm = b.conn.get().await?;
-    let mut tables = Vec::new();
-    let mut cursor: u64 = 0;
-    loop {
-        let (next, keys): (u64, Vec<String>) = ::redis::cmd("SCAN")
-            .arg(cursor)
-            .arg("MATCH")
-            .arg(format!("{BINDING_PREFIX}*"))
-            .arg("COUNT")
-            .arg(5000)
-            .query_async(&mut cm)
-            .await
-            .map_err(map_err)?;
-        b.calls.bump("SCAN");
-        tables.extend(keys);
-        cursor = next;
-        if cursor == 0 {
-            break;
-        }
-    }
+    let tables = scan_all(b, &mut cm, &format!("{BINDING_PREFIX}*")).await?;
     let mut queues = BTreeSet::new();
     if !tables.is_empty() {
         let mut pipe = ::redis::pipe();
@@ -90,34 +76,42 @@ pub async fn scan(b: &RedisBackend) -> Result<KombuScan> {
         }
     }
     Ok(KombuScan {
+        present: forced || !queues.is_empty(),
         queues: queues.into_iter().collect(),
+        results: super::results::present(b).await?,
     })
 }
 
-/// Each Celery queue. Celery keeps no dead-letter list on Redis: none is linked.
-pub fn add(b: &RedisBackend, found: &mut Found, scan: &KombuScan, both: bool) {
-    for name in &scan.queues {
-        let mut settings = QueueSettings::default();
-        // The app's own `visibility_timeout` lives in its config, not in Redis.
-        settings.extra.insert(
-            "visibility timeout".into(),
-            "kombu's default is 1 h; the app's transport options may set another".into(),
-        );
-        settings
-            .extra
-            .insert("library".into(), "Celery (kombu Redis transport)".into());
-        settings.extra.insert(
-            "holds".into(),
-            "task messages, one list per priority step (0, 3, 6, 9); eta/countdown tasks wait in the list and in the worker".into(),
-        );
-        let info = QueueInfo {
-            id: b.celery_id(name, both),
-            kind: QueueKind::Standard,
-            is_dlq: false,
-            dlq: None,
-            dlq_sources: Vec::new(),
-            settings,
-        };
-        found.push(info, Target::Celery(name.clone()));
+impl Scanned for KombuScan {
+    fn present(&self) -> bool {
+        self.present
+    }
+
+    /// Each Celery queue (Celery keeps no dead-letter list on Redis: none is linked), and the
+    /// failed results when the result backend is here.
+    fn add(self: Box<Self>, b: &RedisBackend, found: &mut Found, both: bool) {
+        let lib = &b.kombu;
+        let mut keys = HashMap::new();
+        let queues = if self.present { &self.queues[..] } else { &[] };
+        for name in queues {
+            let mut info = entry(
+                lib.id(name, both),
+                "Celery (kombu Redis transport)",
+                Some("task messages, one list per priority step (0, 3, 6, 9); eta/countdown tasks wait in the list and in the worker"),
+            );
+            // The app's own `visibility_timeout` lives in its config, not in Redis.
+            info.settings.extra.insert(
+                "visibility timeout".into(),
+                "kombu's default is 1 h; the app's transport options may set another".into(),
+            );
+            keys.insert(info.id.clone(), Key::Queue(name.clone()));
+            found.push(info, Flavor::Celery);
+        }
+        if self.results {
+            let info = super::results::info();
+            keys.insert(info.id.clone(), Key::Results);
+            found.push(info, Flavor::Celery);
+        }
+        lib.keys.replace(keys);
     }
 }

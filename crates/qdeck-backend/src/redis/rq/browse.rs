@@ -12,6 +12,7 @@ use super::listing::{queue_key, registry_key, JOB_PREFIX};
 use crate::redis::browse::zset_page;
 use crate::redis::conn::map_err;
 use crate::redis::figures::as_array;
+use crate::redis::library::{Due, Paging};
 use crate::redis::RedisBackend;
 use crate::Result;
 use qdeck_model::domain::*;
@@ -82,14 +83,9 @@ fn ids_of(members: &[(Vec<u8>, Option<f64>)]) -> Vec<String> {
 }
 
 /// A page of a queue (`failed` false) or of its failed registry, `off` jobs from the start.
-pub async fn page(
-    b: &RedisBackend,
-    cm: &mut ConnectionManager,
-    queue: &str,
-    failed: bool,
-    off: isize,
-    max: isize,
-) -> Result<Page> {
+pub async fn page(b: &RedisBackend, queue: &str, failed: bool, at: Paging) -> Result<Page> {
+    let Paging { off, max, .. } = at;
+    let cm = &mut b.conn.get().await?;
     let ids: Vec<String> = if failed {
         ids_of(&zset_page(cm, &registry_key("failed", queue), off, max).await?)
     } else {
@@ -102,8 +98,8 @@ pub async fn page(
             .map_err(map_err)?
     };
     let found = jobs(b, cm, &ids).await?;
-    let both = b.cache().both;
-    let origin = |name: &str| b.rq_id(name, both, false);
+    let both = b.both();
+    let origin = |name: &str| b.rq.id(name, both, false);
     let origin_of = failed.then_some(&origin as &dyn Fn(&str) -> QueueId);
     let messages = ids
         .iter()
@@ -120,13 +116,9 @@ pub async fn page(
 
 /// The scheduled registry (scored by the Unix second each job is due): the jobs with their
 /// due time, `(message, due ms)`.
-pub async fn scheduled(
-    b: &RedisBackend,
-    cm: &mut ConnectionManager,
-    queue: &str,
-    off: isize,
-    max: isize,
-) -> Result<Vec<(Message, Option<i64>)>> {
+pub async fn scheduled(b: &RedisBackend, queue: &str, at: Paging) -> Result<Due> {
+    let Paging { off, max, .. } = at;
+    let cm = &mut b.conn.get().await?;
     let members = zset_page(cm, &registry_key("scheduled", queue), off, max).await?;
     let ids = ids_of(&members);
     let found = jobs(b, cm, &ids).await?;

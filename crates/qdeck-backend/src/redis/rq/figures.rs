@@ -9,15 +9,16 @@ use ::redis::Value;
 
 use super::jobs::rq_time_ms;
 use super::listing::{queue_key, registry_key, JOB_PREFIX, QUEUES};
+use super::{Key, Rq};
 use crate::redis::figures::{as_array, as_i64, as_string};
-use crate::redis::RedisBackend;
+use crate::redis::library::ReadFigures;
 use qdeck_model::domain::*;
 
 /// Queues per script run: a run blocks Redis while it reads (about 5 µs a queue).
 const CHUNK: usize = 500;
 
 /// Append script runs for `queues` (distinct names) to `pipe`; returns how many commands.
-pub fn add_to(b: &RedisBackend, pipe: &mut ::redis::Pipeline, queues: &[String]) -> usize {
+fn add_to(lib: &Rq, pipe: &mut ::redis::Pipeline, queues: &[String]) -> usize {
     let mut n = 0;
     for chunk in queues.chunks(CHUNK) {
         let mut keys = vec![QUEUES.to_string()];
@@ -29,14 +30,14 @@ pub fn add_to(b: &RedisBackend, pipe: &mut ::redis::Pipeline, queues: &[String])
             }
             args.push(queue_key(q));
         }
-        b.scripts.rq_figures.add_to(pipe, &keys, &args);
+        lib.scripts.figures.add_to(pipe, &keys, &args);
         n += 1;
     }
     n
 }
 
 /// Each queue's reply, by name, from the replies of the runs `add_to` added.
-pub fn by_queue(queues: &[String], replies: &[Value]) -> HashMap<String, Value> {
+fn by_queue(queues: &[String], replies: &[Value]) -> HashMap<String, Value> {
     let mut out = HashMap::new();
     for (chunk, reply) in queues.chunks(CHUNK).zip(replies) {
         for (q, v) in chunk.iter().zip(as_array(reply)) {
@@ -57,9 +58,48 @@ fn age(at_ms: i64, stamp: Option<String>) -> Option<f64> {
     Some(((at_ms - ms) as f64 / 1000.0).max(0.0))
 }
 
+/// The figures of `ids`: the script runs for their distinct queues, then each id's figures
+/// from its queue's reply.
+pub(super) fn add<'a>(
+    lib: &'a Rq,
+    ids: &[QueueId],
+    pipe: &mut ::redis::Pipeline,
+) -> (usize, ReadFigures<'a>) {
+    let plan: Vec<(QueueId, Option<Key>)> = ids
+        .iter()
+        .map(|id| (id.clone(), lib.keys.get(id)))
+        .collect();
+    let mut names: Vec<String> = plan
+        .iter()
+        .filter_map(|(_, k)| k.as_ref().map(|k| k.name().to_string()))
+        .collect();
+    names.sort();
+    names.dedup();
+    let runs = add_to(lib, pipe, &names);
+    let read = move |replies: &[Value], at_ms: i64, batch: &mut StatsBatch| {
+        let by_name = by_queue(&names, replies);
+        for (id, key) in plan {
+            let mut st = QueueStats {
+                id: id.clone(),
+                at_ms,
+                ..Default::default()
+            };
+            let filled = match &key {
+                Some(k) => fill(&mut st, k.name(), by_name.get(k.name()), k.failed(), true),
+                None => Err(QueueError::not_found("no RQ queue".to_string())),
+            };
+            match filled {
+                Ok(()) => batch.stats.push(st),
+                Err(e) => batch.errors.push((id, e)),
+            }
+        }
+    };
+    (runs, Box::new(read))
+}
+
 /// Fill `st` from the script's reply; `known`: the queue was listed (an unlisted queue with
 /// nothing in it is an unknown one).
-pub fn fill(
+fn fill(
     st: &mut QueueStats,
     queue: &str,
     reply: Option<&Value>,

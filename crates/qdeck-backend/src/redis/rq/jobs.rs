@@ -14,12 +14,11 @@ use std::collections::HashMap;
 use base64::Engine;
 
 use crate::redis::figures::{as_array, as_string};
+use crate::redis::jobs::{iso, TRACE_HEAD};
 use crate::redis::json_text::pretty_or_raw;
 use qdeck_model::domain::*;
 use qdeck_model::sanitize::clean_short;
 
-/// Lines of a traceback shown in the list view; the detail has them all.
-const TRACE_HEAD: usize = 3;
 /// Largest expansion of compressed job data or traceback: past it the text is not expanded
 /// (a hostile or broken hash must not make qdeck allocate without bound).
 const INFLATE_LIMIT: usize = 4 << 20;
@@ -142,13 +141,6 @@ pub fn exception_line(trace: &str) -> Option<String> {
         .rev()
         .find(|l| !l.trim().is_empty() && !l.starts_with(char::is_whitespace))
         .map(|l| l.trim().to_string())
-}
-
-fn iso(ms: i64) -> String {
-    ms_to_datetime(ms).map_or_else(
-        || ms.to_string(),
-        |d| d.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
-    )
 }
 
 /// One job. `latest` is the XREVRANGE reply of its results stream (newest entry); `origin_of`

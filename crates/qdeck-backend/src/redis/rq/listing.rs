@@ -2,11 +2,14 @@
 //! (`rq:queue:<name>`), `rq:workers` each worker's hash, whose `version` field says which RQ
 //! runs here. Each queue is listed with its failed job registry as its DLQ.
 
+use std::collections::HashMap;
+
+use super::Key;
 use crate::redis::conn::map_err;
-use crate::redis::listing::Found;
-use crate::redis::{RedisBackend, Target};
+use crate::redis::library::{lock, Scanned};
+use crate::redis::listing::{with_failed, Found};
+use crate::redis::{Flavor, RedisBackend};
 use crate::Result;
-use qdeck_model::domain::*;
 use qdeck_model::sanitize::clean_short;
 
 /// RQ's fixed key names (rq 2.x; RQ has no prefix setting).
@@ -26,12 +29,12 @@ pub fn registry_key(kind: &str, name: &str) -> String {
 }
 
 pub struct RqScan {
-    pub present: bool,
-    pub queues: Vec<String>,
-    pub version: Option<String>,
+    present: bool,
+    queues: Vec<String>,
+    version: Option<String>,
 }
 
-pub async fn scan(b: &RedisBackend) -> Result<RqScan> {
+pub async fn scan(b: &RedisBackend, forced: bool) -> Result<RqScan> {
     let mut cm = b.conn.get().await?;
     let (queues, workers): (Vec<String>, Vec<String>) = ::redis::pipe()
         .smembers(QUEUES)
@@ -57,46 +60,44 @@ pub async fn scan(b: &RedisBackend) -> Result<RqScan> {
     names.sort();
     names.dedup();
     Ok(RqScan {
-        present: !queues.is_empty() || !workers.is_empty(),
+        present: forced || !queues.is_empty() || !workers.is_empty(),
         queues: names,
         version,
     })
 }
 
-/// Each queue and its failed job registry.
-pub fn add(b: &RedisBackend, found: &mut Found, rq: &RqScan, both: bool) {
-    let lib = match &rq.version {
-        Some(v) => format!("RQ {}", clean_short(v, 20)),
-        None => "RQ (no worker registered to tell its version)".to_string(),
-    };
-    for name in &rq.queues {
-        let id = b.rq_id(name, both, false);
-        let failed = b.rq_id(name, both, true);
-        let mut settings = QueueSettings::default();
-        settings.extra.insert("library".into(), lib.clone());
-        let queue = QueueInfo {
-            id: id.clone(),
-            kind: QueueKind::Standard,
-            is_dlq: false,
-            dlq: Some(failed.clone()),
-            dlq_sources: Vec::new(),
-            settings,
+impl Scanned for RqScan {
+    fn present(&self) -> bool {
+        self.present
+    }
+
+    /// Each queue and its failed job registry.
+    fn add(self: Box<Self>, b: &RedisBackend, found: &mut Found, both: bool) {
+        let lib = &b.rq;
+        if !self.present {
+            *lock(&lib.version) = None;
+            return;
+        }
+        let shown = match &self.version {
+            Some(v) => format!("RQ {}", clean_short(v, 20)),
+            None => "RQ (no worker registered to tell its version)".to_string(),
         };
-        let mut fs = QueueSettings::default();
-        fs.extra.insert("library".into(), lib.clone());
-        fs.extra.insert(
-            "holds".into(),
-            "the failed job registry: a redrive requeues each job to its origin queue".into(),
-        );
-        let failed = QueueInfo {
-            id: failed,
-            kind: QueueKind::Standard,
-            is_dlq: true,
-            dlq: None,
-            dlq_sources: vec![id],
-            settings: fs,
-        };
-        found.push(queue, Target::Rq(name.clone()));
-        found.push(failed, Target::RqFailed(name.clone()));
+        let mut keys = HashMap::new();
+        for name in &self.queues {
+            let id = lib.id(name, both, false);
+            let failed = lib.id(name, both, true);
+            keys.insert(id.clone(), Key::Queue(name.clone()));
+            keys.insert(failed.clone(), Key::Failed(name.clone()));
+            let (queue, failed) = with_failed(
+                id,
+                failed,
+                &shown,
+                "the failed job registry: a redrive requeues each job to its origin queue",
+            );
+            found.push(queue, Flavor::Rq);
+            found.push(failed, Flavor::Rq);
+        }
+        lib.keys.replace(keys);
+        *lock(&lib.version) = self.version;
     }
 }

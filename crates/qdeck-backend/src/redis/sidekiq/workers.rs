@@ -1,14 +1,11 @@
-//! Workers. Sidekiq: the `processes` set, each process's heartbeat hash and its `:workers`
+//! Sidekiq's workers: the `processes` set, each process's heartbeat hash and its `:workers`
 //! hash of jobs in progress; a process whose heartbeat key expired (Sidekiq gives it 60 s)
-//! or whose beat is older than that is shown as gone, not busy. BullMQ: the connections
-//! CLIENT LIST names `<prefix>:<base64 queue>` (or `...:w:<worker name>`), as BullMQ's own
-//! Queue#getWorkers finds them.
+//! or whose beat is older than that is shown as gone, not busy.
 
-use base64::Engine;
-
-use super::conn::map_err;
-use super::figures::{as_array, as_f64, as_i64, as_string};
-use super::{RedisBackend, Target};
+use super::Sidekiq;
+use crate::redis::conn::map_err;
+use crate::redis::figures::{as_array, as_f64, as_i64, as_string};
+use crate::redis::RedisBackend;
 use crate::Result;
 use qdeck_model::domain::*;
 use qdeck_model::sanitize::clean_short;
@@ -16,83 +13,15 @@ use qdeck_model::sanitize::clean_short;
 /// Sidekiq expires a heartbeat after 60 s; a beat older than this is a stopped process.
 const BEAT_STALE_SECS: f64 = 60.0;
 
-pub async fn consumers(b: &RedisBackend, queue: &QueueId) -> Result<Vec<Consumer>> {
-    match b.resolve(queue).await? {
-        Target::Bull(q) | Target::BullFailed(q) => bull_workers(b, queue, &q).await,
-        Target::SkQueue(q) => sidekiq_processes(b, queue, Some(&q)).await,
-        Target::Rq(q) | Target::RqFailed(q) => super::rq::workers::workers(b, queue, &q).await,
-        Target::Celery(q) => Ok(b.celery_report().await?.consumers(queue, &q)),
-        _ => sidekiq_processes(b, queue, None).await,
-    }
-}
-
-async fn bull_workers(b: &RedisBackend, id: &QueueId, q: &str) -> Result<Vec<Consumer>> {
-    let mut cm = b.conn.get().await?;
-    let list: String = ::redis::cmd("CLIENT")
-        .arg("LIST")
-        .query_async(&mut cm)
-        .await
-        .map_err(map_err)?;
-    b.calls.bump("CLIENT LIST");
-    let base = format!(
-        "{}:{}",
-        b.bull_prefix,
-        base64::engine::general_purpose::STANDARD.encode(q)
-    );
-    let named = format!("{base}:w:");
-    let mut out = Vec::new();
-    for line in list.lines() {
-        let field = |k: &str| {
-            line.split(' ')
-                .find_map(|kv| kv.strip_prefix(k).and_then(|v| v.strip_prefix('=')))
-        };
-        let Some(name) = field("name") else { continue };
-        if name != base && !name.starts_with(&named) {
-            continue;
-        }
-        let idle = field("idle").and_then(|s| s.parse::<u64>().ok());
-        let cmd = field("cmd").unwrap_or("");
-        // A worker waiting for jobs sits in a blocking call; anything else is working.
-        let state = match idle {
-            Some(s) => format!(
-                "connected, idle {s}s (last command {})",
-                clean_short(cmd, 20)
-            ),
-            None => "connected".to_string(),
-        };
-        let last_seen_ms = idle.map(|s| now_ms() - (s as i64) * 1000);
-        out.push(Consumer {
-            queue: id.clone(),
-            tag: clean_short(name.strip_prefix(&named).unwrap_or(name), 100),
-            peer: field("addr").map(|a| clean_short(a, 60)),
-            prefetch: None,
-            ack_mode: AckMode::Manual,
-            state,
-            // The connection alone is known: idle since its last command, else taking work.
-            status: if idle.is_some_and(|s| s > 0) {
-                WorkerState::Idle
-            } else {
-                WorkerState::Active
-            },
-            status_since_ms: last_seen_ms.filter(|_| idle.is_some_and(|s| s > 0)),
-            holding: None,
-            processed: None,
-            failed: None,
-            rate: None,
-            last_seen_ms,
-        });
-    }
-    Ok(out)
-}
-
-async fn sidekiq_processes(
+pub(super) async fn processes(
+    lib: &Sidekiq,
     b: &RedisBackend,
     id: &QueueId,
     only: Option<&str>,
 ) -> Result<Vec<Consumer>> {
     let mut cm = b.conn.get().await?;
     let procs: Vec<String> = ::redis::cmd("SMEMBERS")
-        .arg(b.skey("processes"))
+        .arg(lib.key("processes"))
         .query_async(&mut cm)
         .await
         .map_err(map_err)?;
@@ -102,9 +31,9 @@ async fn sidekiq_processes(
     let mut pipe = ::redis::pipe();
     for p in &procs {
         pipe.cmd("HMGET")
-            .arg(b.skey(p))
+            .arg(lib.key(p))
             .arg(&["info", "busy", "beat", "quiet"]);
-        pipe.hgetall(b.skey(&format!("{p}:workers")));
+        pipe.hgetall(lib.key(&format!("{p}:workers")));
     }
     let replies: Vec<::redis::Value> = pipe.query_async(&mut cm).await.map_err(map_err)?;
     b.calls.bump("pipeline");

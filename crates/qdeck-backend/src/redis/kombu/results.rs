@@ -11,9 +11,10 @@
 
 use serde_json::Value as Json;
 
-use super::conn::map_err;
-use super::figures::as_string;
-use super::RedisBackend;
+use crate::redis::conn::map_err;
+use crate::redis::figures::as_string;
+use crate::redis::listing::scan_step;
+use crate::redis::RedisBackend;
 use crate::{BackendError, Result};
 use qdeck_model::domain::*;
 use qdeck_model::sanitize::clean_short;
@@ -31,16 +32,7 @@ pub async fn present(b: &RedisBackend) -> Result<bool> {
     let mut cm = b.conn.get().await?;
     let mut cursor: u64 = 0;
     for _ in 0..50 {
-        let (next, keys): (u64, Vec<String>) = ::redis::cmd("SCAN")
-            .arg(cursor)
-            .arg("MATCH")
-            .arg(format!("{KEY_PREFIX}*"))
-            .arg("COUNT")
-            .arg(5000)
-            .query_async(&mut cm)
-            .await
-            .map_err(map_err)?;
-        b.calls.bump("SCAN");
+        let (next, keys) = scan_step(b, &mut cm, cursor, &format!("{KEY_PREFIX}*"), 5000).await?;
         if !keys.is_empty() {
             return Ok(true);
         }
@@ -61,7 +53,7 @@ const SCAN_FRESH: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// The last scan while fresh, else a new one.
 async fn failures_cached(b: &RedisBackend) -> Result<std::sync::Arc<Scan>> {
-    let mut slot = b.results_scan.lock().await;
+    let mut slot = b.kombu.results_scan.lock().await;
     if let Some((at, s)) = slot.as_ref() {
         if at.elapsed() < SCAN_FRESH {
             return Ok(s.clone());
@@ -79,16 +71,7 @@ pub async fn failures(b: &RedisBackend) -> Result<Scan> {
     let mut failed = Vec::new();
     let mut scanned = 0usize;
     loop {
-        let (next, keys): (u64, Vec<String>) = ::redis::cmd("SCAN")
-            .arg(cursor)
-            .arg("MATCH")
-            .arg(format!("{KEY_PREFIX}*"))
-            .arg("COUNT")
-            .arg(1000)
-            .query_async(&mut cm)
-            .await
-            .map_err(map_err)?;
-        b.calls.bump("SCAN");
+        let (next, keys) = scan_step(b, &mut cm, cursor, &format!("{KEY_PREFIX}*"), 1000).await?;
         if !keys.is_empty() {
             let vals: Vec<::redis::Value> = ::redis::cmd("MGET")
                 .arg(&keys)
@@ -232,7 +215,7 @@ pub async fn figures(b: &RedisBackend, id: &QueueId) -> Result<QueueStats> {
 pub async fn page(b: &RedisBackend, off: usize, max: usize) -> Result<Page> {
     let (failed, scanned, cut) = failures(b).await?;
     // A browse saw the results as they are now: figures start from it.
-    *b.results_scan.lock().await = None;
+    *b.kombu.results_scan.lock().await = None;
     let messages: Vec<Message> = failed
         .iter()
         .skip(off)

@@ -141,131 +141,147 @@ impl KafkaBackend {
         .unwrap_or_default();
         let mut rows: BTreeMap<String, QueueInfo> = BTreeMap::new();
         for t in &topics {
-            let m = &snap.meta.topics[t];
-            let cfg = configs.get(t);
-            let mut settings = QueueSettings {
-                retention_secs: cfg
-                    .and_then(|c| c.get("retention.ms"))
-                    .and_then(|v| v.parse::<f64>().ok())
-                    .filter(|v| *v >= 0.0)
-                    .map(|ms| ms / 1000.0),
-                ..Default::default()
-            };
+            rows.insert(t.clone(), topic_row(snap, t, configs.get(t)));
+        }
+        for q in group_rows(snap, &topics).chain(share_rows(snap, &topics)) {
+            rows.insert(q.id.as_str().to_string(), q);
+        }
+        link_dlqs(&mut rows);
+        Ok(rows.into_values().collect())
+    }
+}
+
+/// A topic's row: partitions and its retention settings (its records are what it keeps).
+fn topic_row(snap: &Snapshot, t: &str, cfg: Option<&BTreeMap<String, String>>) -> QueueInfo {
+    let m = &snap.meta.topics[t];
+    let mut settings = QueueSettings {
+        retention_secs: cfg
+            .and_then(|c| c.get("retention.ms"))
+            .and_then(|v| v.parse::<f64>().ok())
+            .filter(|v| *v >= 0.0)
+            .map(|ms| ms / 1000.0),
+        ..Default::default()
+    };
+    settings
+        .extra
+        .insert("partitions".into(), m.leaders.len().to_string());
+    if let Some(c) = cfg {
+        for k in ["retention.bytes", "cleanup.policy"] {
+            if let Some(v) = c.get(k) {
+                settings.extra.insert(k.into(), v.clone());
+            }
+        }
+        if c.get("retention.ms").is_some_and(|v| v == "-1") {
             settings
                 .extra
-                .insert("partitions".into(), m.leaders.len().to_string());
-            if let Some(c) = cfg {
-                for k in ["retention.bytes", "cleanup.policy"] {
-                    if let Some(v) = c.get(k) {
-                        settings.extra.insert(k.into(), v.clone());
-                    }
-                }
-                if c.get("retention.ms").is_some_and(|v| v == "-1") {
-                    settings
-                        .extra
-                        .insert("retention.ms".into(), "-1 (kept forever)".into());
-                }
-            }
-            rows.insert(
-                t.clone(),
-                QueueInfo {
-                    id: QueueId(t.clone()),
-                    kind: QueueKind::Topic,
-                    dlq: Self::dlt_of(&snap.meta, t).map(QueueId),
-                    settings,
-                    ..Default::default()
-                },
-            );
+                .insert("retention.ms".into(), "-1 (kept forever)".into());
         }
-        for g in &snap.groups {
-            let Some(offsets) = snap.committed.get(&g.id) else {
-                continue;
-            };
-            let read: BTreeSet<&String> = offsets.keys().map(|(t, _)| t).collect();
-            for t in read {
-                if !topics.contains(t) {
-                    continue;
-                }
-                let id = Target::Group {
-                    group: g.id.clone(),
-                    topic: t.clone(),
-                }
-                .id();
+    }
+    QueueInfo {
+        id: QueueId(t.to_string()),
+        kind: QueueKind::Topic,
+        dlq: KafkaBackend::dlt_of(&snap.meta, t).map(QueueId),
+        settings,
+        ..Default::default()
+    }
+}
+
+/// A consumer group's row for each shown topic it has committed offsets on.
+fn group_rows<'a>(
+    snap: &'a Snapshot,
+    topics: &'a [String],
+) -> impl Iterator<Item = QueueInfo> + 'a {
+    snap.groups.iter().flat_map(move |g| {
+        let read: BTreeSet<&String> = snap
+            .committed
+            .get(&g.id)
+            .map(|offsets| offsets.keys().map(|(t, _)| t).collect())
+            .unwrap_or_default();
+        read.into_iter()
+            .filter(|t| topics.contains(t))
+            .map(|t| {
                 let mut settings = QueueSettings::default();
                 settings
                     .extra
                     .insert("group type".into(), g.group_type.clone());
                 settings.extra.insert("group state".into(), g.state.clone());
-                rows.insert(
-                    id.as_str().to_string(),
-                    QueueInfo {
-                        id,
-                        kind: QueueKind::Subscription,
-                        dlq: Self::dlt_of(&snap.meta, t).map(QueueId),
-                        settings,
-                        ..Default::default()
-                    },
-                );
-            }
-        }
-        for g in &snap.shares {
-            let Some(parts) = snap.share_offsets.get(&g.id) else {
-                continue;
-            };
-            let read: BTreeSet<&String> = parts.keys().map(|(t, _)| t).collect();
-            let cfg = snap.share_configs.get(&g.id);
-            let num = |k: &str| {
-                cfg.and_then(|c| c.get(k))
-                    .and_then(|v| v.parse::<f64>().ok())
-            };
-            for t in read {
-                if !topics.contains(t) {
-                    continue;
+                QueueInfo {
+                    id: Target::Group {
+                        group: g.id.clone(),
+                        topic: t.clone(),
+                    }
+                    .id(),
+                    kind: QueueKind::Subscription,
+                    dlq: KafkaBackend::dlt_of(&snap.meta, t).map(QueueId),
+                    settings,
+                    ..Default::default()
                 }
-                let id = Target::Group {
-                    group: g.id.clone(),
-                    topic: t.clone(),
-                }
-                .id();
+            })
+            .collect::<Vec<_>>()
+    })
+}
+
+/// A share group's row for each shown topic it has offsets on, with its delivery limit and
+/// lock duration from the group's config.
+fn share_rows<'a>(
+    snap: &'a Snapshot,
+    topics: &'a [String],
+) -> impl Iterator<Item = QueueInfo> + 'a {
+    snap.shares.iter().flat_map(move |g| {
+        let read: BTreeSet<&String> = snap
+            .share_offsets
+            .get(&g.id)
+            .map(|parts| parts.keys().map(|(t, _)| t).collect())
+            .unwrap_or_default();
+        let cfg = snap.share_configs.get(&g.id);
+        let num = |k: &str| {
+            cfg.and_then(|c| c.get(k))
+                .and_then(|v| v.parse::<f64>().ok())
+        };
+        let (limit, lock) = (num(share::DELIVERY_LIMIT), num(share::LOCK_MS));
+        read.into_iter()
+            .filter(|t| topics.contains(t))
+            .map(|t| {
                 let mut settings = QueueSettings {
-                    max_receives: num(share::DELIVERY_LIMIT)
+                    max_receives: limit
                         .filter(|v| *v >= 1.0 && *v <= f64::from(u32::MAX))
                         .map(|v| v as u32),
-                    lease_secs: num(share::LOCK_MS)
-                        .filter(|v| *v >= 0.0)
-                        .map(|ms| ms / 1000.0),
+                    lease_secs: lock.filter(|v| *v >= 0.0).map(|ms| ms / 1000.0),
                     ..Default::default()
                 };
                 settings.extra.insert("group type".into(), "share".into());
                 settings.extra.insert("group state".into(), g.state.clone());
-                rows.insert(
-                    id.as_str().to_string(),
-                    QueueInfo {
-                        id,
-                        kind: QueueKind::Subscription,
-                        dlq: Self::share_dlq(snap, &g.id, t).map(QueueId),
-                        settings,
-                        ..Default::default()
-                    },
-                );
-            }
-        }
-        // DLQ links both ways.
-        let links: Vec<(String, String)> = rows
-            .values()
-            .filter_map(|q| {
-                q.dlq
-                    .as_ref()
-                    .map(|d| (q.id.as_str().to_string(), d.as_str().to_string()))
+                QueueInfo {
+                    id: Target::Group {
+                        group: g.id.clone(),
+                        topic: t.clone(),
+                    }
+                    .id(),
+                    kind: QueueKind::Subscription,
+                    dlq: KafkaBackend::share_dlq(snap, &g.id, t).map(QueueId),
+                    settings,
+                    ..Default::default()
+                }
             })
-            .collect();
-        for (src, d) in links {
-            if let Some(dq) = rows.get_mut(&d) {
-                dq.is_dlq = true;
-                dq.dlq_sources.push(QueueId(src));
-            }
+            .collect::<Vec<_>>()
+    })
+}
+
+/// DLQ links both ways: each DLQ row lists the rows that dead-letter into it.
+fn link_dlqs(rows: &mut BTreeMap<String, QueueInfo>) {
+    let links: Vec<(String, String)> = rows
+        .values()
+        .filter_map(|q| {
+            q.dlq
+                .as_ref()
+                .map(|d| (q.id.as_str().to_string(), d.as_str().to_string()))
+        })
+        .collect();
+    for (src, d) in links {
+        if let Some(dq) = rows.get_mut(&d) {
+            dq.is_dlq = true;
+            dq.dlq_sources.push(QueueId(src));
         }
-        Ok(rows.into_values().collect())
     }
 }
 

@@ -54,13 +54,13 @@ fn state(n: usize) -> State {
         "bench",
         "local",
     );
-    st.poll.listed = true;
-    st.now_ms = st.store.last_ok_ms.unwrap_or(0);
+    st.scene().poll.listed = true;
+    st.scene().now_ms = st.store.last_ok_ms.unwrap_or(0);
     update(&mut st, Action::Resize(200, 50));
     qdeck::tui::update::rebuild_rows(&mut st);
     // Somewhere in the middle, so the visible slice is not the first rows.
-    st.queues.cursor.sel = n / 2;
-    st.queues.cursor.offset = (n / 2).saturating_sub(10);
+    st.scene().queues.cursor.sel = n / 2;
+    st.scene().queues.cursor.offset = (n / 2).saturating_sub(10);
     assert_eq!(st.view(), View::Queues);
     st
 }
@@ -146,7 +146,7 @@ fn cpu_report() {
     let small = frame(&state(100));
     let mut big = state(100_000);
     let large = frame(&big);
-    big.queues.sort = SortCol::Eta;
+    big.scene().queues.sort = SortCol::Eta;
     let resort = cpu_us(5, || qdeck::tui::update::rebuild_rows(&mut big));
     if let (Some(s), Some(l), Some(r)) = (small, large, resort) {
         println!(
@@ -199,7 +199,7 @@ fn bench(c: &mut Criterion) {
     g.sample_size(20);
     let mut st = state(100_000);
     for sort in [SortCol::Depth, SortCol::Eta] {
-        st.queues.sort = sort;
+        st.scene().queues.sort = sort;
         g.bench_function(format!("{}_100000", sort.name()), |b| {
             b.iter(|| qdeck::tui::update::rebuild_rows(&mut st));
         });

@@ -41,7 +41,7 @@ fn snapshot_queues() {
 #[test]
 fn snapshot_queues_states() {
     let mut st = State::new(Store::with_defaults(), caps(), "local", "local");
-    st.now_ms = T0;
+    st.scene().now_ms = T0;
     snap("queues_loading", &st, 80, 12);
     update(&mut st, Action::Poll(PollEvent::Queues(vec![])));
     snap("queues_empty", &st, 80, 12);
@@ -56,17 +56,17 @@ fn snapshot_queues_states() {
     snap("queues_error_stale", &st, 80, 14);
 
     let mut st = populated();
-    st.now_ms += 60_000; // two refreshes missed
-    st.store.last_ok_ms = Some(st.now_ms);
+    st.scene().now_ms += 60_000; // two refreshes missed
+    st.scene().store.last_ok_ms = Some(st.now_ms);
     snap("queues_stale_rows", &st, 80, 14);
 
     let mut st = populated();
-    st.session.access = Access::Browse;
+    st.scene().session.access = Access::Browse;
     snap("queues_read_only", &st, 100, 12);
 
     let mut st = populated();
-    st.demo_workers = Some(1);
-    st.session.protected = true;
+    st.scene().demo_workers = Some(1);
+    st.scene().session.protected = true;
     snap("queues_demo_protected", &st, 100, 12);
 
     let mut st = populated();
@@ -181,7 +181,7 @@ fn snapshot_dialogs() {
     snap("dialog_redrive", &st, 80, 24);
 
     let mut st = populated();
-    st.session.protected = true;
+    st.scene().session.protected = true;
     select(&mut st, "payments");
     let fx = update(&mut st, key('P'));
     answer_purge(&mut st, &fx, 420);
@@ -194,12 +194,12 @@ fn snapshot_dialogs() {
 #[test]
 fn snapshot_help_and_workers() {
     let mut st = populated();
-    st.session.access = Access::Browse;
+    st.scene().session.access = Access::Browse;
     update(&mut st, key('?'));
     snap("help_read_only", &st, 80, 40);
 
     let mut st = populated();
-    st.queues.cursor.sel = 0;
+    st.scene().queues.cursor.sel = 0;
     let fx = update(&mut st, key('w'));
     let q = st.workers.queue.clone().unwrap();
     assert!(fx.contains(&Effect::Consumers(q.clone())));
@@ -251,7 +251,7 @@ fn snapshot_help_and_workers() {
 #[test]
 fn the_workers_view_lists_live_workers_first() {
     let mut st = populated();
-    st.queues.cursor.sel = 0;
+    st.scene().queues.cursor.sel = 0;
     update(&mut st, key('w'));
     let q = st.workers.queue.clone().unwrap();
     let worker = |tag: &str, status: WorkerState, state: &str| Consumer {
@@ -292,7 +292,7 @@ fn the_workers_view_lists_live_workers_first() {
 #[test]
 fn snapshot_themes() {
     let mut st = populated();
-    st.theme = Theme::mono();
+    st.scene().theme = Theme::mono();
     let t = draw(&st, 80, 24);
     // Mono sets no colours anywhere.
     for c in t.backend().buffer().content() {
@@ -345,12 +345,12 @@ trait CloneView {
 impl CloneView for State {
     fn clone_view(&self) -> State {
         let mut st = populated();
-        st.stack = self.stack.clone();
-        st.focus = self.focus.clone();
-        st.msgs = self.msgs.clone();
-        st.body = self.body.clone();
-        st.dialog = self.dialog.clone();
-        st.queues.cursor = self.queues.cursor.clone();
+        st.scene().stack = self.stack.clone();
+        st.scene().focus = self.focus.clone();
+        st.scene().msgs = self.msgs.clone();
+        st.scene().body = self.body.clone();
+        st.scene().dialog = self.dialog.clone();
+        st.scene().queues.cursor = self.queues.cursor.clone();
         st
     }
 }
@@ -373,7 +373,7 @@ fn no_raw_escape_reaches_the_screen() {
     assert!(text(&t).contains("evil␛[2J␛]0;x␇⟨U+202E⟩"));
     open_dlq(&mut st);
     for i in 0..3 {
-        st.msgs.cursor.sel = i;
+        st.scene().msgs.cursor.sel = i;
         update(&mut st, code(KeyCode::Enter));
         for (w, h) in [(80, 24), (200, 50), (40, 10)] {
             assert_no_controls(&draw(&st, w, h));
@@ -480,7 +480,7 @@ fn every_row_drawn_is_reported_visible() {
         .map(|i| qinfo(&format!("bulk-{i:03}"), None))
         .collect();
     qs.push(qinfo("orders", Some("orders-dlq")));
-    st.store.set_queues(qs);
+    st.scene().store.set_queues(qs);
     qdeck::tui::update::rebuild_rows(&mut st);
     for (w, h) in [(200u16, 50u16), (80, 24), (60, 15)] {
         update(&mut st, Action::Resize(w, h));
@@ -537,9 +537,9 @@ fn every_row_drawn_is_reported_visible() {
 #[test]
 fn partial_sort_is_said_in_the_title_at_every_size() {
     let mut st = populated();
-    st.queues.sort = qdeck::tui::state::SortCol::Depth;
-    st.queues.sort_unknown = 2901;
-    st.queues.sort_unpolled = 2901;
+    st.scene().queues.sort = qdeck::tui::state::SortCol::Depth;
+    st.scene().queues.sort_unknown = 2901;
+    st.scene().queues.sort_unpolled = 2901;
     for (w, h, want) in [
         (120u16, 40u16, "2,901 without figures yet, sorted last"),
         (80, 24, "2,901 without figures yet, sorted last"),
@@ -597,7 +597,7 @@ fn purge_needs_confirmation() {
 #[test]
 fn protected_profile_types_the_name() {
     let mut st = populated();
-    st.session.protected = true;
+    st.scene().session.protected = true;
     select(&mut st, "payments");
     let fx = update(&mut st, key('P'));
     answer_purge(&mut st, &fx, 423);
@@ -620,7 +620,7 @@ fn protected_profile_types_the_name() {
 #[test]
 fn read_only_has_no_mutating_keys() {
     let mut st = populated();
-    st.session.access = Access::Browse;
+    st.scene().session.access = Access::Browse;
     for (a, what) in [(key('P'), "purge"), (key('R'), "redrive")] {
         let fx = update(&mut st, a);
         assert!(st.dialog.is_none());
@@ -642,7 +642,7 @@ fn read_only_has_no_mutating_keys() {
     }
     update(&mut st, code(KeyCode::Enter));
     assert!(st.dialog.is_none());
-    st.status = None;
+    st.scene().status = None;
     let t = draw(&st, 120, 24);
     let s = text(&t);
     assert!(!s.contains("purge") && !s.contains("redrive"), "{s}");
@@ -659,15 +659,15 @@ fn read_only_has_no_mutating_keys() {
 #[test]
 fn redrive_tier_redrives_but_never_purges() {
     let mut st = populated();
-    st.session.access = Access::Redrive;
+    st.scene().session.access = Access::Redrive;
     select(&mut st, "orders-dlq");
     update(&mut st, key('P'));
     assert!(st.dialog.is_none());
     assert!(st.status.as_ref().unwrap().text.contains("full"));
     update(&mut st, key('R'));
     assert!(st.dialog.is_some(), "redrive opens its dialog");
-    st.dialog = None;
-    st.status = None;
+    st.scene().dialog = None;
+    st.scene().status = None;
     let s = text(&draw(&st, 160, 24));
     assert!(s.contains("redrive") && !s.contains("purge"), "{s}");
     assert!(s.contains("NO PURGE"));
@@ -677,7 +677,7 @@ fn redrive_tier_redrives_but_never_purges() {
 #[test]
 fn stats_tier_never_opens_messages() {
     let mut st = populated();
-    st.session.access = Access::Stats;
+    st.scene().session.access = Access::Stats;
     for a in [key('b'), key('d')] {
         let fx = update(&mut st, a);
         assert!(!fx.iter().any(|e| matches!(e, Effect::Browse { .. })));
@@ -702,7 +702,7 @@ fn stats_tier_never_opens_messages() {
     let fx = update(&mut st, code(KeyCode::Enter));
     assert!(fx.iter().any(|e| matches!(e, Effect::Refused { .. })));
     assert_eq!(st.view(), View::Detail);
-    st.status = None;
+    st.scene().status = None;
     let s = text(&draw(&st, 160, 24));
     assert!(s.contains("STATS ONLY"), "{s}");
     let footer = s.lines().last().unwrap();
@@ -848,7 +848,7 @@ fn delete_refusals_are_said_not_asked() {
     let flash = &st.status.as_ref().unwrap().text;
     assert!(flash.contains("cannot delete from orders-dlq") && flash.contains("quorum"));
 
-    st.session.access = Access::Redrive;
+    st.scene().session.access = Access::Redrive;
     let fx = update(&mut st, key('D'));
     assert!(fx.iter().all(|e| !matches!(e, Effect::PlanDelete { .. })));
     assert!(
@@ -862,7 +862,7 @@ fn delete_refusals_are_said_not_asked() {
 #[test]
 fn copy_command_checks_then_asks() {
     let mut st = populated();
-    st.session.profiles = vec!["local".into(), "other".into()];
+    st.scene().session.profiles = vec!["local".into(), "other".into()];
     open_dlq(&mut st);
     update(&mut st, key(' '));
     update(&mut st, key(' '));
@@ -945,8 +945,8 @@ fn copy_command_checks_then_asks() {
     assert!(st.op.is_some());
     // On a `browse` profile the command goes to the planner, which checks the tiers of both
     // profiles as `qdeck copy` does (it used to be refused here from this profile's alone).
-    st.op = None;
-    st.session.access = Access::Browse;
+    st.scene().op = None;
+    st.scene().session.access = Access::Browse;
     let mut fx = Vec::new();
     for ch in ":copy repro other\r".chars() {
         let a = if ch == '\r' {
@@ -978,7 +978,7 @@ fn copy_command_checks_then_asks() {
     assert!(st.op.is_some());
     // Within this profile the copy writes here: refused, and never silently: the result line
     // and `:ops` say why, with the CLI's exit code for a refusal.
-    st.op = None;
+    st.scene().op = None;
     let mut same = ask;
     same.to_profile = None;
     update(
@@ -1080,7 +1080,7 @@ fn demo_keys_only_with_demo() {
     assert!(update(&mut st, key('+'))
         .iter()
         .all(|e| matches!(e, Effect::Visible(_))));
-    st.demo_workers = Some(1);
+    st.scene().demo_workers = Some(1);
     assert!(update(&mut st, key('+')).contains(&Effect::AddWorker));
     assert!(update(&mut st, key('-')).contains(&Effect::RemoveWorker));
 }
@@ -1092,7 +1092,7 @@ fn keymap_overrides_from_config() {
     let (km, problems) = qdeck::tui::keymap::KeyMap::new(&o);
     assert!(problems.is_empty());
     let mut st = populated();
-    st.keymap = km;
+    st.scene().keymap = km;
     update(&mut st, key('n'));
     assert_eq!(st.queues.cursor.sel, 1);
     update(&mut st, key('j'));
@@ -1401,7 +1401,7 @@ async fn console_move_whose_deletes_fail_is_partial_like_the_cli() {
     assert_eq!(done.verdict, Verdict::Partial, "{}", done.text);
 
     let mut st = populated();
-    st.exit.after_op = true;
+    st.scene().exit.after_op = true;
     update(&mut st, Action::OpDone(done));
     let status = st.status.as_ref().unwrap();
     assert_eq!(
@@ -1677,7 +1677,7 @@ fn pty_end_to_end() {
 #[test]
 fn profile_command() {
     let mut st = populated();
-    st.session.profiles = vec!["local".into(), "prod".into()];
+    st.scene().session.profiles = vec!["local".into(), "prod".into()];
     let run = |st: &mut State, cmd: &str| {
         update(st, key(':'));
         for c in cmd.chars() {
@@ -1779,13 +1779,13 @@ fn dialogs() -> Vec<(&'static str, State, &'static str)> {
     answer_plan(&mut st, &fx, 7, &["copies get a new MessageId"]);
     out.push(("redrive_origin", st, "y confirm"));
     let mut st = populated();
-    st.session.protected = true;
+    st.scene().session.protected = true;
     select(&mut st, "payments");
     let fx = update(&mut st, key('P'));
     answer_purge(&mut st, &fx, 420);
     out.push(("purge_protected", st, "Esc cancels"));
     let mut st = populated();
-    st.caps.browse = BrowseEffect::SideEffect(
+    st.scene().caps.browse = BrowseEffect::SideEffect(
         "each browse requeues the messages it reads and raises their redelivery count, which \
          may push them to the dead-letter queue"
             .into(),
@@ -2205,7 +2205,7 @@ fn edit_tab_picks_another_queue_and_nothing_is_sent_without_a_change() {
         assert!(st.status.as_ref().unwrap().text.contains(says));
     }
     // Below tier redrive the key only flashes.
-    st.session.access = Access::Browse;
+    st.scene().session.access = Access::Browse;
     let fx = update(&mut st, key('e'));
     assert!(!fx.iter().any(|e| matches!(e, Effect::Edit { .. })));
     assert!(st.status.as_ref().unwrap().text.contains("redrive"));
@@ -2681,7 +2681,7 @@ fn reasons_view_final_wording_and_tier() {
     );
     // At tier stats no scan starts.
     let mut st = populated();
-    st.session.access = Access::Stats;
+    st.scene().session.access = Access::Stats;
     select(&mut st, "orders-dlq");
     let fx = update(&mut st, key('F'));
     assert!(!fx.iter().any(|e| matches!(e, Effect::Reasons(_))));
@@ -2708,8 +2708,8 @@ fn fleet_title_says_one_profile_in_the_singular() {
         refresh_secs: 5.0,
         ..Default::default()
     });
-    st.fleet = Some(fl);
-    st.stack = vec![View::Fleet];
+    st.scene().fleet = Some(fl);
+    st.scene().stack = vec![View::Fleet];
     let s = text(&draw(&st, 80, 24));
     assert!(s.contains("fleet 1 profile "), "{s}");
     assert!(!s.contains("1 profiles"), "{s}");
@@ -2779,7 +2779,7 @@ fn fire_view_ranks_every_profiles_queues_by_severity() {
     assert_eq!(order.len(), 7, "every kept queue of every profile");
     // The fleet row shows the SQS cost per hour, blank for the other kinds.
     let mut fleet = fire_state();
-    fleet.stack = vec![View::Fleet];
+    fleet.scene().stack = vec![View::Fleet];
     let s = text(&draw(&fleet, 120, 10));
     assert!(s.contains("$/h") && s.contains("0.0123"), "{s}");
     snap("fleet_cost_120x10", &fleet, 120, 10);
@@ -2797,7 +2797,7 @@ fn help_over_the_fire_view_gives_the_formula() {
 #[test]
 fn fire_view_filters_opens_and_comes_back() {
     let mut st = fire_state();
-    st.stack = vec![View::Fleet];
+    st.scene().stack = vec![View::Fleet];
     update(&mut st, key('f'));
     assert_eq!(st.view(), View::Fire);
     // `/` filters on profile/queue as you type; Esc clears it, a second Esc leaves.
@@ -2993,7 +2993,7 @@ async fn fleet_prices_sqs_calls() {
 fn status_line_shows_the_refresh_budget() {
     use qdeck_engine::budget::Budget;
     let mut st = populated();
-    st.poll.api_rate = Some(Budget {
+    st.scene().poll.api_rate = Some(Budget {
         calls_per_min: 126.0,
         usd_per_hour: Some(0.003024),
     });
@@ -3002,7 +3002,7 @@ fn status_line_shows_the_refresh_budget() {
         screen.contains("126 calls/min · ≈$0.0030/h"),
         "status line: {screen}"
     );
-    st.poll.api_rate = Some(Budget {
+    st.scene().poll.api_rate = Some(Budget {
         calls_per_min: 12.0,
         usd_per_hour: None,
     });
@@ -3284,8 +3284,8 @@ fn redrive_dialog_shows_and_runs_its_own_plan() {
 #[test]
 fn browse_decides_on_the_queues_own_capabilities() {
     let mut st = populated();
-    st.caps.browse = BrowseEffect::None;
-    st.caps_of = Some(Arc::new(|info: &QueueInfo| {
+    st.scene().caps.browse = BrowseEffect::None;
+    st.scene().caps_of = Some(Arc::new(|info: &QueueInfo| {
         let mut c = caps();
         c.browse = match info.id.as_str() {
             "orders" => BrowseEffect::Unsupported(
@@ -3310,7 +3310,7 @@ fn browse_decides_on_the_queues_own_capabilities() {
         st.dialog.as_ref().map(|d| &d.kind),
         Some(DialogKind::Browse { note, .. }) if note.contains("quorum")
     ));
-    st.dialog = None;
+    st.scene().dialog = None;
     select(&mut st, "emails");
     let fx = update(&mut st, key('b'));
     assert!(

@@ -28,15 +28,15 @@ when = "depth > 100000"
 
 fn with_rules(mut st: State, bell: bool, desktop: bool) -> State {
     let cfg = qdeck_model::config::parse_str(RULES).unwrap();
-    st.alerts.rules = qdeck_engine::alerts::rules(&cfg).unwrap();
-    st.alerts.notify.bell = bell;
-    st.alerts.notify.desktop = desktop;
+    st.scene().alerts.rules = qdeck_engine::alerts::rules(&cfg).unwrap();
+    st.scene().alerts.notify.bell = bell;
+    st.scene().alerts.notify.desktop = desktop;
     st
 }
 
 /// One poll of the DLQ's figures at `depth`.
 fn poll_dlq(st: &mut State, depth: u64) -> Vec<Effect> {
-    st.now_ms += 2_000;
+    st.scene().now_ms += 2_000;
     let batch = StatsBatch {
         stats: vec![QueueStats {
             id: QueueId::new("orders-dlq"),
@@ -233,7 +233,7 @@ async fn another_profiles_firing_rule_comes_through_the_fleet() {
     // `:alerts` on another profile's console lists it under its rule, named with its profile.
     let mut st = with_rules(populated(), false, false);
     assert_ne!(st.session.profile, "b");
-    st.fleet = Some(fl);
+    st.scene().fleet = Some(fl);
     command(&mut st, ":alerts");
     let screen = text(&draw(&st, 100, 24));
     assert!(screen.contains("FIRING  b/orders.dlq"), "{screen}");
@@ -257,7 +257,7 @@ async fn another_profiles_firing_rule_comes_through_the_fleet() {
     let own = st.alerts.firing_rows();
     assert_eq!(own.len(), 1, "{own:?}");
     assert_eq!((own[0].profile.as_str(), own[0].since_ms), ("b", since));
-    let fl = st.fleet.as_mut().unwrap();
+    let fl = st.scene().fleet.as_mut().unwrap();
     fl.set_alerts("b", own);
     assert_eq!(
         fl.alerts.len(),
@@ -275,8 +275,8 @@ fn a_health_rule_fires_when_the_profiles_polls_fail_and_when_its_figures_go_stal
         "[[alerts]]\nname = \"down\"\nwhen = \"unreachable\"\n\n[[alerts]]\nname = \"old\"\nwhen = \"stale\"\n",
     )
     .unwrap();
-    st.alerts.rules = qdeck_engine::alerts::rules(&cfg).unwrap();
-    st.session.refresh_secs = 2.0;
+    st.scene().alerts.rules = qdeck_engine::alerts::rules(&cfg).unwrap();
+    st.scene().session.refresh_secs = 2.0;
     poll_dlq(&mut st, 1);
     assert_eq!(st.alerts.firing(), 0);
     update(
@@ -293,7 +293,7 @@ fn a_health_rule_fires_when_the_profiles_polls_fail_and_when_its_figures_go_stal
         .collect();
     assert_eq!(firing, ["down"]);
     // Seven seconds without a success at a 2 s refresh: stale too.
-    st.now_ms += 7_000;
+    st.scene().now_ms += 7_000;
     update(
         &mut st,
         Action::Poll(PollEvent::Error(PollError::Backend(
@@ -310,7 +310,7 @@ fn a_health_rule_fires_when_the_profiles_polls_fail_and_when_its_figures_go_stal
     assert_eq!(firing, ["down", "old"]);
     // A success ends both (the store stamps a success with the wall clock: the console's
     // clock follows it).
-    st.now_ms = qdeck_model::domain::now_ms() - 2_000;
+    st.scene().now_ms = qdeck_model::domain::now_ms() - 2_000;
     poll_dlq(&mut st, 1);
     assert_eq!(st.alerts.firing(), 0, "{:?}", st.alerts.firing_rows());
 }

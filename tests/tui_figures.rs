@@ -59,8 +59,8 @@ fn scaled_up(until: i64) -> State {
         });
     }
     let mut st = State::new(store, caps(), "local", "local");
-    st.poll.listed = true;
-    st.now_ms = st.store.last_ok_ms.unwrap_or(T0);
+    st.scene().poll.listed = true;
+    st.scene().now_ms = st.store.last_ok_ms.unwrap_or(T0);
     update(&mut st, Action::Resize(80, 24));
     qdeck::tui::update::rebuild_rows(&mut st);
     select(&mut st, "jobs");
@@ -98,9 +98,9 @@ fn with_gaps() -> State {
     let mut infos: Vec<QueueInfo> = st.store.entries().iter().map(|e| e.info.clone()).collect();
     infos.push(qinfo("fresh", None));
     infos.push(qinfo("partial", Some("partial-dlq")));
-    st.store.set_queues(infos);
+    st.scene().store.set_queues(infos);
     let at = st.store.epoch_ms() + 40_000;
-    st.store.apply(StatsBatch {
+    st.scene().store.apply(StatsBatch {
         stats: vec![QueueStats {
             id: QueueId::new("partial"),
             at_ms: at,
@@ -109,7 +109,7 @@ fn with_gaps() -> State {
         }],
         errors: vec![],
     });
-    st.store.last_ok_ms = Some(st.now_ms);
+    st.scene().store.last_ok_ms = Some(st.now_ms);
     qdeck::tui::update::rebuild_rows(&mut st);
     st
 }
@@ -225,7 +225,7 @@ fn every_eta() -> State {
     for q in ["surge", "nearly", "poison", "fresh"] {
         infos.push(qinfo(q, None));
     }
-    st.store.set_queues(infos);
+    st.scene().store.set_queues(infos);
     let epoch = st.store.epoch_ms();
     for t in 0..=40u64 {
         let s = |id: &str, depth: u64, enq: u64, done: u64, age: f64| QueueStats {
@@ -238,7 +238,7 @@ fn every_eta() -> State {
             oldest_age_secs: Some(age),
             ..Default::default()
         };
-        st.store.apply(StatsBatch {
+        st.scene().store.apply(StatsBatch {
             stats: vec![
                 s("surge", 20 * t, 30 * t, 10 * t, 1.0),
                 s("nearly", 400 - 8 * t, 2 * t, 10 * t, 1.0),
@@ -247,7 +247,7 @@ fn every_eta() -> State {
             errors: vec![],
         });
     }
-    st.store.last_ok_ms = Some(st.now_ms);
+    st.scene().store.last_ok_ms = Some(st.now_ms);
     qdeck::tui::update::rebuild_rows(&mut st);
     st
 }
@@ -330,8 +330,8 @@ fn rabbit_fleet() -> State {
     );
     let mut fl = FleetState::new(&["rabbit".to_string()]);
     fl.apply(row);
-    st.fleet = Some(fl);
-    st.stack = vec![View::Fleet];
+    st.scene().fleet = Some(fl);
+    st.scene().stack = vec![View::Fleet];
     st
 }
 
@@ -376,8 +376,8 @@ fn records_lost_to_retention_turn_the_depth_red_and_are_counted() {
         errors: vec![],
     });
     let mut st = State::new(store, caps(), "kafka", "kafka");
-    st.poll.listed = true;
-    st.now_ms = st.store.last_ok_ms.unwrap_or(T0);
+    st.scene().poll.listed = true;
+    st.scene().now_ms = st.store.last_ok_ms.unwrap_or(T0);
     update(&mut st, Action::Resize(80, 24));
     qdeck::tui::update::rebuild_rows(&mut st);
     let t = draw(&st, 80, 24);

@@ -16,7 +16,7 @@ use qdeck_model::domain::BrokerKind;
 fn fleet() -> State {
     let mut st = fleet_state();
     let now = st.now_ms;
-    let fl = st.fleet.as_mut().unwrap();
+    let fl = st.scene().fleet.as_mut().unwrap();
     fl.apply(FleetRow {
         profile: "hung".into(),
         kind: Some(BrokerKind::Rabbitmq),
@@ -85,7 +85,7 @@ fn the_state_column_is_no_narrower_at_120_columns_than_at_80() {
 #[test]
 fn the_selected_profiles_error_is_whole_under_the_table() {
     let mut st = fleet();
-    st.fleet.as_mut().unwrap().cursor.sel = 1;
+    st.scene().fleet.as_mut().unwrap().cursor.sel = 1;
     let t = draw(&st, 80, 24);
     assert_no_controls(&t);
     let flat: String = text(&t)

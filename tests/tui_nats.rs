@@ -30,9 +30,9 @@ async fn polled(b: &Arc<dyn Backend>) -> State {
     assert!(batch.errors.is_empty(), "{:?}", batch.errors);
     store.apply(batch);
     let mut st = State::new(store, b.capabilities(), "nats-test", "nats");
-    st.poll.listed = true;
-    st.now_ms = now_ms();
-    st.store.last_ok_ms = Some(st.now_ms);
+    st.scene().poll.listed = true;
+    st.scene().now_ms = now_ms();
+    st.scene().store.last_ok_ms = Some(st.now_ms);
     update(&mut st, Action::Resize(160, 30));
     qdeck::tui::update::rebuild_rows(&mut st);
     st

@@ -36,7 +36,7 @@ fn snap(name: &str, st: &State, w: u16, h: u16) {
 fn fire_with_dead_brokers() -> State {
     let mut st = fire_state();
     let now = st.now_ms;
-    let fl = st.fleet.as_mut().unwrap();
+    let fl = st.scene().fleet.as_mut().unwrap();
     fl.apply(FleetRow {
         profile: "dead".into(),
         kind: Some(qdeck_model::domain::BrokerKind::Rabbitmq),
@@ -132,13 +132,14 @@ fn a_profiles_error_is_read_in_full_from_the_fleet_and_the_fire_view() {
 #[test]
 fn the_current_profiles_error_is_not_pinned_over_the_fleet() {
     let mut st = fire_with_dead_brokers();
-    st.store.backend_error = Some("broker unreachable: connection refused at 127.0.0.1:1".into());
+    st.scene().store.backend_error =
+        Some("broker unreachable: connection refused at 127.0.0.1:1".into());
     for stack in [vec![View::Fleet], vec![View::Fleet, View::Fire]] {
-        st.stack = stack;
+        st.scene().stack = stack;
         let screen = text(&draw(&st, 80, 24));
         assert!(!screen.contains("broker unreachable"), "{screen}");
     }
-    st.stack = vec![View::Fleet, View::Queues];
+    st.scene().stack = vec![View::Fleet, View::Queues];
     let screen = text(&draw(&st, 80, 24));
     assert!(screen.contains("broker unreachable"), "{screen}");
     assert!(!screen.contains("broker error"), "said once: {screen}");
@@ -177,7 +178,7 @@ fn enter_on_another_profiles_fire_row_lands_on_that_queue() {
         dlq,
     ]);
     let mut fresh = State::new(store, caps(), "sqs-prod", "sqs");
-    fresh.poll.listed = true;
+    fresh.scene().poll.listed = true;
     qdeck::tui::update::switched(&mut st, fresh);
     assert_eq!(st.stack, vec![View::Fleet, View::Fire, View::Detail]);
     assert_eq!(st.focus, Some(QueueId::new("billing-dlq")));
@@ -298,8 +299,8 @@ fn an_operation_from_the_message_view_never_mixes_two_messages() {
     assert!(status.contains("message view closed"), "{status}");
     assert!(fx.iter().any(|e| matches!(e, Effect::Browse { .. })));
     // In a reasons group, the reload reads the group again, not the whole DLQ.
-    st.msgs.group = Some("max receives".into());
-    st.msgs.group_origin = Some("orders".into());
+    st.scene().msgs.group = Some("max receives".into());
+    st.scene().msgs.group_origin = Some("orders".into());
     let fx = update(
         &mut st,
         Action::OpDone(OpSummary::new("deleted 1", Verdict::Ok)),
@@ -318,7 +319,7 @@ fn an_operation_from_the_message_view_never_mixes_two_messages() {
 }
 
 fn running(st: &mut State, done: u64, total: u64) {
-    st.op = Some(OpState {
+    st.scene().op = Some(OpState {
         label: "redrive orders-dlq → origin".into(),
         progress: qdeck_backend::ProgressState {
             done,
@@ -556,11 +557,11 @@ fn reasons_say_which_queue_they_group() {
 #[test]
 fn the_footer_says_loading_until_the_list_arrives() {
     let mut st = populated();
-    st.poll.listed = false;
+    st.scene().poll.listed = false;
     let footer = text(&draw(&st, 80, 24)).lines().last().unwrap().to_string();
     assert!(footer.contains("loading…"), "{footer}");
     assert!(!footer.contains("updated"), "{footer}");
-    st.poll.listed = true;
+    st.scene().poll.listed = true;
     let footer = text(&draw(&st, 80, 24)).lines().last().unwrap().to_string();
     assert!(footer.contains("updated 0s ago"), "{footer}");
 }

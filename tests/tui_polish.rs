@@ -96,7 +96,11 @@ fn every_completed_command_is_known() {
         update(&mut st, key(':'));
         typed(&mut st, &name);
         update(&mut st, code(KeyCode::Enter));
-        let said = st.status.map(|s| s.text).unwrap_or_default();
+        let said = st
+            .status
+            .as_ref()
+            .map(|s| s.text.clone())
+            .unwrap_or_default();
         assert!(!said.contains("unknown command"), ":{name}: {said}");
     }
 }
@@ -116,7 +120,7 @@ fn tab_completes_queue_profile_and_theme_arguments() {
     ];
     for (line, want) in cases {
         let mut st = populated();
-        st.session.profiles = vec!["local".into(), "prod-eu".into(), "prod-us".into()];
+        st.scene().session.profiles = vec!["local".into(), "prod-eu".into(), "prod-us".into()];
         update(&mut st, key(':'));
         typed(&mut st, line);
         let mut seen = Vec::new();
@@ -145,7 +149,7 @@ fn tab_completes_queue_profile_and_theme_arguments() {
 #[test]
 fn up_and_down_walk_the_history_and_enter_saves_it() {
     let mut st = populated();
-    st.prompt.history = vec!["theme light".into(), "sort depth".into()];
+    st.scene().prompt.history = vec!["theme light".into(), "sort depth".into()];
     update(&mut st, key(':'));
     typed(&mut st, "fl");
     update(&mut st, code(KeyCode::Up));
@@ -173,7 +177,7 @@ fn up_and_down_walk_the_history_and_enter_saves_it() {
         "queues".into()
     ])));
     // Bounded: the oldest go first.
-    st.prompt.history = (0..500).map(|i| format!("sort {i}")).collect();
+    st.scene().prompt.history = (0..500).map(|i| format!("sort {i}")).collect();
     update(&mut st, key(':'));
     typed(&mut st, "help");
     update(&mut st, code(KeyCode::Enter));
@@ -306,7 +310,7 @@ fn quit_dialog_says_keep_running_or_stop_it() {
 
 fn running_op() -> State {
     let mut st = populated();
-    st.op = Some(qdeck::tui::state::OpState {
+    st.scene().op = Some(qdeck::tui::state::OpState {
         label: "redrive orders-dlq → origin".into(),
         progress: qdeck_backend::ProgressState {
             done: 10,
@@ -400,7 +404,7 @@ fn every_dialog_says_cancelled_when_cancelled() {
             let typing = matches!(kind, DialogKind::Edit { .. });
             let mut d = Dialog::new(kind.clone(), typing);
             d.confirm_focused = false;
-            st.dialog = Some(d);
+            st.scene().dialog = Some(d);
             if typing && name != "Esc" && name != "Ctrl-C" {
                 continue;
             }
@@ -454,7 +458,7 @@ fn unreadable_edit_offers_edit_again() {
         "{fx:?}"
     );
     // Below tier redrive it opens nothing.
-    st.session.access = Access::Browse;
+    st.scene().session.access = Access::Browse;
     update(
         &mut st,
         Action::EditUnreadable {
@@ -545,12 +549,12 @@ fn help_wraps_under_its_text_and_has_single_corners() {
 }
 
 fn with_calls(st: &mut State) {
-    st.poll.busy = true;
-    st.poll.api_rate = Some(qdeck_engine::budget::Budget {
+    st.scene().poll.busy = true;
+    st.scene().poll.api_rate = Some(qdeck_engine::budget::Budget {
         calls_per_min: 120.0,
         usd_per_hour: Some(0.0042),
     });
-    st.session.call_budget = Some(600);
+    st.scene().session.call_budget = Some(600);
 }
 
 /// The footer's right part keeps `? help`; below 100 columns the call rate and cost give way
@@ -593,11 +597,11 @@ fn message_views_hint_redrive_delete_edit_and_reasons_at_80_columns() {
         for hint in ["R redrive", "D delete", "e edit", "F reasons"] {
             assert!(f.contains(hint), "{view:?} lacks {hint}: {f:?}");
         }
-        st.session.access = Access::Redrive;
+        st.scene().session.access = Access::Redrive;
         let f = footer(&st, 80, 24);
         assert!(!f.contains("D delete"), "{f:?}");
         assert!(f.contains("R redrive") && f.contains("e edit"), "{f:?}");
-        st.session.access = Access::Full;
+        st.scene().session.access = Access::Full;
     }
 }
 
@@ -610,14 +614,14 @@ fn header_says_the_broker_kind_once() {
         ("Local-B", "local", " Local-B queues", "Local-B local"),
     ] {
         let mut st = populated();
-        st.session.profile = profile.into();
-        st.session.broker = broker.into();
+        st.scene().session.profile = profile.into();
+        st.scene().session.broker = broker.into();
         let s = text(&draw(&st, 80, 24));
         let head = s.lines().next().unwrap();
         assert!(head.contains(want) && !head.contains(not), "{head:?}");
     }
     let mut st = populated();
-    st.session.profile = "local-a".into();
+    st.scene().session.profile = "local-a".into();
     snap("header_local_a_80x24", &st, 80, 24);
 }
 
@@ -627,7 +631,7 @@ fn header_says_the_broker_kind_once() {
 #[test]
 fn workers_state_fits_lease_lost() {
     let mut st = populated();
-    st.queues.cursor.sel = 0;
+    st.scene().queues.cursor.sel = 0;
     update(&mut st, key('w'));
     let q = st.workers.queue.clone().unwrap();
     let now = st.now_ms;
@@ -705,13 +709,13 @@ fn queue_keys_on_the_fleet_say_what_they_need() {
 #[test]
 fn the_key_column_is_the_brokers_session_or_group_and_only_where_messages_have_one() {
     let mut st = populated();
-    st.session.broker = "servicebus".into();
+    st.scene().session.broker = "servicebus".into();
     open_dlq(&mut st);
     assert!(
         text(&draw(&st, 120, 12)).contains(" KEY "),
         "a partition key is no session"
     );
-    st.msgs.messages[0]
+    st.scene().msgs.messages[0]
         .properties
         .push(("SessionId".into(), "k\x1b[31m".into()));
     let screen = text(&draw(&st, 120, 12));
@@ -725,13 +729,13 @@ fn the_key_column_is_the_brokers_session_or_group_and_only_where_messages_have_o
     assert!(screen.contains("session k␛[31m"), "{screen}");
 
     let mut st = populated();
-    st.session.broker = "sqs".into();
+    st.scene().session.broker = "sqs".into();
     open_dlq(&mut st);
     assert!(text(&draw(&st, 120, 12)).contains("GROUP"));
 
     let mut st = populated();
     open_dlq(&mut st);
-    for m in &mut st.msgs.messages {
+    for m in &mut st.scene().msgs.messages {
         m.key = None;
     }
     let screen = text(&draw(&st, 200, 12));

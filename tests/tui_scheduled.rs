@@ -106,7 +106,7 @@ fn l_lists_scheduled_messages_by_due_time() {
         assert!(flash.contains("D cancels one"), "{k}: {flash}");
     }
     // `n` asks for the next page of the same listing.
-    st.msgs.next = Some("c1".into());
+    st.scene().msgs.next = Some("c1".into());
     let fx = update(&mut st, key('n'));
     assert!(
         fx.iter().any(|e| matches!(
@@ -152,7 +152,7 @@ fn d_cancels_one_scheduled_message_after_asking() {
         .unwrap()
         .text
         .contains("one scheduled message at a time"));
-    st.msgs.marked.clear();
+    st.scene().msgs.marked.clear();
     update(&mut st, key('g'));
 
     let fx = update(&mut st, key('D'));
@@ -202,7 +202,7 @@ fn d_cancels_one_scheduled_message_after_asking() {
     assert!(st.op.is_some());
 
     // A plan that failed (the message fell due meanwhile) is said, not asked.
-    st.op = None;
+    st.scene().op = None;
     update(&mut st, key('D'));
     update(
         &mut st,
@@ -222,7 +222,7 @@ fn d_cancels_one_scheduled_message_after_asking() {
         .text
         .contains("cannot cancel s-1"));
 
-    st.session.access = Access::Redrive;
+    st.scene().session.access = Access::Redrive;
     let fx = update(&mut st, key('D'));
     assert!(fx.iter().all(|e| !matches!(e, Effect::PlanCancel { .. })));
     assert!(

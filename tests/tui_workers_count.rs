@@ -35,8 +35,8 @@ fn uncounted() -> State {
         });
     }
     let mut st = State::new(store, caps(), "redis", "redis");
-    st.poll.listed = true;
-    st.now_ms = st.store.last_ok_ms.unwrap_or(T0);
+    st.scene().poll.listed = true;
+    st.scene().now_ms = st.store.last_ok_ms.unwrap_or(T0);
     update(&mut st, Action::Resize(120, 40));
     qdeck::tui::update::rebuild_rows(&mut st);
     st
@@ -116,7 +116,7 @@ fn the_detail_the_summary_and_the_workers_view_count_the_same_workers() {
 #[test]
 fn a_detail_on_a_broker_that_cannot_list_workers_asks_for_none() {
     let mut st = uncounted();
-    st.caps.consumers = ConsumerListing::Unsupported("SQS does not list consumers".into());
+    st.scene().caps.consumers = ConsumerListing::Unsupported("SQS does not list consumers".into());
     update(&mut st, code(KeyCode::Enter));
     let now = st.now_ms;
     let fx = update(&mut st, Action::Tick(now + 1000));

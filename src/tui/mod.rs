@@ -4,12 +4,13 @@
 pub mod app;
 pub mod frame_stats;
 pub mod keymap;
-pub mod partition_table;
-pub mod state;
 pub mod theme;
 pub mod transfer;
 pub mod update;
 pub mod views;
+
+/// The console's state lives in `update`, the one module that writes it; its read-only path.
+pub use update::state;
 
 use crate::demo::DemoHandle;
 use qdeck_engine::session::Session;

@@ -170,9 +170,9 @@ pub fn populated() -> State {
         });
     }
     let mut st = State::new(store, caps(), "local", "local");
-    st.poll.listed = true;
-    st.now_ms = st.store.last_ok_ms.unwrap_or(T0);
-    st.store.last_ok_ms = Some(st.now_ms);
+    st.scene().poll.listed = true;
+    st.scene().now_ms = st.store.last_ok_ms.unwrap_or(T0);
+    st.scene().store.last_ok_ms = Some(st.now_ms);
     update(&mut st, Action::Resize(80, 24));
     qdeck::tui::update::rebuild_rows(&mut st);
     st
@@ -266,7 +266,7 @@ pub fn assert_no_controls(t: &Terminal<TestBackend>) {
 
 /// Put the queue table's cursor on `name`.
 pub fn select(st: &mut State, name: &str) {
-    st.queues.cursor.sel = st
+    st.scene().queues.cursor.sel = st
         .queues
         .rows
         .iter()
@@ -337,8 +337,8 @@ pub fn fleet_state() -> State {
         refresh_secs: 5.0,
         ..Default::default()
     });
-    st.fleet = Some(fl);
-    st.stack = vec![View::Fleet];
+    st.scene().fleet = Some(fl);
+    st.scene().stack = vec![View::Fleet];
     st
 }
 
@@ -364,7 +364,7 @@ pub fn fire_entry(
 /// The fleet of `fleet_state`, with queues on fire in two profiles and an SQS cost.
 pub fn fire_state() -> State {
     let mut st = fleet_state();
-    let fl = st.fleet.as_mut().unwrap();
+    let fl = st.scene().fleet.as_mut().unwrap();
     for r in &mut fl.rows {
         r.max_age_secs = 300.0;
         match r.profile.as_str() {
@@ -393,6 +393,6 @@ pub fn fire_state() -> State {
             _ => {}
         }
     }
-    st.stack = vec![View::Fleet, View::Fire];
+    st.scene().stack = vec![View::Fleet, View::Fire];
     st
 }

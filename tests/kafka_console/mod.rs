@@ -30,9 +30,9 @@ async fn console(b: &Arc<dyn Backend>, prefix: &str) -> State {
     store.set_queues(queues);
     store.apply(b.stats(&ids).await.unwrap());
     let mut st = State::new(store, b.capabilities(), "kafka-test", "kafka");
-    st.poll.listed = true;
-    st.now_ms = now_ms();
-    st.store.last_ok_ms = Some(st.now_ms);
+    st.scene().poll.listed = true;
+    st.scene().now_ms = now_ms();
+    st.scene().store.last_ok_ms = Some(st.now_ms);
     update(&mut st, Action::Resize(160, 60));
     qdeck::tui::update::rebuild_rows(&mut st);
     st

@@ -17,9 +17,9 @@ use ratatui::Terminal;
 
 use super::frame_stats::FrameStats;
 use super::keymap::KeyMap;
-use super::state::{Level, OpSummary, State};
+use super::state::{Level, OpSummary, Setup, State};
 use super::theme::Theme;
-use super::update::{set_status, update, Action, Effect};
+use super::update::{drawn, set_status, update, Action, Effect};
 use super::views;
 use crate::demo::DemoHandle;
 use exec::{Exec, Inbox};
@@ -54,43 +54,40 @@ pub fn initial_state(session: &Session, demo_workers: Option<usize>) -> State {
     let cfg = &session.loaded.config;
     let mut store = Store::new(cfg.ui.history_secs.max(60), 240, cfg.ui.drain_target_secs);
     store.alert_age_secs = cfg.fire.max_age_secs;
-    let mut st = State::new(
-        store,
-        session.backend.capabilities(),
-        &session.profile().name,
-        session.backend.kind().as_str(),
-    );
-    let (km, problems) = KeyMap::new(&cfg.keys);
-    st.keymap = km;
+    let mut setup = Setup::new(&session.profile().name, session.backend.kind().as_str());
+    let (keymap, problems) = KeyMap::new(&cfg.keys);
+    setup.keymap = keymap;
     let backend = session.backend.clone();
-    st.caps_of = Some(std::sync::Arc::new(move |info| {
+    setup.caps_of = Some(std::sync::Arc::new(move |info| {
         backend.capabilities_for(info)
     }));
     let dir = paths::config_dir().join("themes");
     let (theme, theme_err) = Theme::startup(&cfg.ui.theme, Some(&dir));
-    st.theme = theme;
-    st.prompt.history = prompt_files::load_history(&prompt_files::history_file());
-    st.prompt.themes.extend(prompt_files::theme_files(&dir));
-    st.session.theme_dir = Some(dir);
-    st.session.access = session.gate.access();
-    st.session.protected = session.gate.protected();
-    st.demo_workers = demo_workers;
-    st.session.profiles = qdeck_model::config::profile_names(cfg);
-    st.session.refresh_secs = refresh_secs(session);
-    st.session.call_budget = session.profile().calls_per_minute();
-    st.session.export_dir = Some(paths::state_dir().join("exports"));
-    st.session.reasons = qdeck_engine::triage::SignatureConfig::for_session(&session.loaded);
+    setup.theme = theme;
+    setup.history = prompt_files::load_history(&prompt_files::history_file());
+    setup.theme_files = prompt_files::theme_files(&dir);
+    setup.demo_workers = demo_workers;
+    let info = &mut setup.session;
+    info.theme_dir = Some(dir);
+    info.access = session.gate.access();
+    info.protected = session.gate.protected();
+    info.profiles = qdeck_model::config::profile_names(cfg);
+    info.refresh_secs = refresh_secs(session);
+    info.call_budget = session.profile().calls_per_minute();
+    info.export_dir = Some(paths::state_dir().join("exports"));
+    info.reasons = qdeck_engine::triage::SignatureConfig::for_session(&session.loaded);
     // The file was checked when it was loaded: a rule that fails here cannot occur.
-    st.alerts.rules = qdeck_engine::alerts::rules(cfg).unwrap_or_default();
+    setup.alert_rules = qdeck_engine::alerts::rules(cfg).unwrap_or_default();
     // `:ops` opens on the recent past, from the record every qdeck writes.
-    st.ops_log = crate::tui::state::OpsLog::from_audit(
+    setup.ops_log = crate::tui::state::OpsLog::from_audit(
         qdeck_engine::audit::AuditLog::new(session.loaded.audit_log_path()).recent(OPS_PAST),
     );
-    st.alerts.notify = session
+    setup.notify = session
         .profile()
         .notify
         .clone()
         .unwrap_or_else(|| cfg.notify.clone());
+    let mut st = State::with(store, session.backend.capabilities(), setup);
     if let Some(e) = theme_err.or(problems.into_iter().next()) {
         set_status(&mut st, Level::Warn, e);
     }
@@ -153,7 +150,7 @@ impl Screen {
             let t = Instant::now();
             terminal.draw(|f| views::render(f, st))?;
             self.frames.drawn(t.elapsed(), st.size);
-            st.dirty = false;
+            drawn(st);
             self.last_draw = Some(Instant::now());
         }
         Ok(())
@@ -329,7 +326,7 @@ where
     if let Some(op) = &ex.op {
         op.cancel();
     }
-    Ok(st.exit.summary)
+    Ok(st.exit.summary.clone())
 }
 
 /// Leave the alternate screen and raw mode, run the editor, come back. The terminal is

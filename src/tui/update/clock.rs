@@ -1,10 +1,10 @@
 //! The one-second tick: re-sorting, the workers view's refresh, flashes that expire, and
 //! clocks that move.
 
+use super::state::*;
 use super::{queues, Effect, FLASH_INFO_MS, FLASH_WARN_MS};
-use crate::tui::state::*;
 
-pub(super) fn tick(st: &mut State, now: i64, fx: &mut Vec<Effect>) {
+pub(super) fn tick(st: &mut Model, now: i64, fx: &mut Vec<Effect>) {
     st.now_ms = now;
     // Re-sorting runs over every queue: on user actions and this tick, not per batch.
     if st.queues.rows_dirty {
@@ -43,7 +43,7 @@ pub(super) fn tick(st: &mut State, now: i64, fx: &mut Vec<Effect>) {
             fx.push(Effect::Consumers(q));
         }
     }
-    crate::tui::partition_table::tick(st, now, fx);
+    super::partitions::tick(st, now, fx);
     // Status messages are flashes: gone after a few seconds, errors a little later (an
     // operation's result stays).
     if st.status.as_ref().is_some_and(|s| {

@@ -1,14 +1,14 @@
 //! `:` commands. Most reuse a key's command so both paths behave alike; the rest take an
 //! argument no key can carry.
 
-use super::{dialogs, keys::run_cmd, messages, push, queues, set_status, Effect};
+use super::state::*;
+use super::{dialogs, keys::run_cmd, messages, push, queues, status, Effect};
 use crate::tui::keymap::Cmd;
-use crate::tui::state::*;
 use crate::tui::theme::Theme;
 use qdeck_model::config::Access;
 use qdeck_model::domain::QueueId;
 
-pub(super) fn command(st: &mut State, text: &str, fx: &mut Vec<Effect>) {
+pub(super) fn command(st: &mut Model, text: &str, fx: &mut Vec<Effect>) {
     let mut words = text.split_whitespace();
     let Some(head) = words.next() else {
         return;
@@ -69,7 +69,7 @@ pub(super) fn command(st: &mut State, text: &str, fx: &mut Vec<Effect>) {
                     };
                     queues::rebuild_rows(st);
                 }
-                None => set_status(
+                None => status(
                     st,
                     Level::Warn,
                     format!("sort by: {}", SortCol::ALL.map(SortCol::name).join(", ")),
@@ -79,13 +79,13 @@ pub(super) fn command(st: &mut State, text: &str, fx: &mut Vec<Effect>) {
         "theme" => match Theme::load(&arg, st.session.theme_dir.as_deref()) {
             Ok(t) => {
                 st.theme = t;
-                set_status(st, Level::Info, format!("theme {arg}"));
+                status(st, Level::Info, format!("theme {arg}"));
             }
-            Err(e) => set_status(st, Level::Warn, e),
+            Err(e) => status(st, Level::Warn, e),
         },
         "profile" | "ctx" => {
             if st.op.is_some() && !arg.is_empty() && arg != st.session.profile {
-                set_status(st, Level::Warn, "wait for the running operation to finish");
+                status(st, Level::Warn, "wait for the running operation to finish");
             } else {
                 // The file may have changed since start: re-read it, then list or switch.
                 fx.push(Effect::ReadProfiles(
@@ -101,10 +101,10 @@ pub(super) fn command(st: &mut State, text: &str, fx: &mut Vec<Effect>) {
             } else if st.store.get(&QueueId::new(arg.as_str())).is_some() {
                 dialogs::open_redrive(st, Some(QueueId::new(arg)), fx);
             } else {
-                set_status(st, Level::Warn, format!("unknown queue {arg:?}"));
+                status(st, Level::Warn, format!("unknown queue {arg:?}"));
             }
         }
-        other => set_status(
+        other => status(
             st,
             Level::Warn,
             format!("unknown command :{other} (try :help)"),
@@ -116,7 +116,7 @@ pub(super) fn command(st: &mut State, text: &str, fx: &mut Vec<Effect>) {
 /// Esc comes back to the fleet).
 /// Back to the queue table: over the fleet when the fleet is open (`fleet › queues`), whatever
 /// view (the on-fire one included) was on top.
-fn home(st: &mut State) {
+fn home(st: &mut Model) {
     st.stack = if st.stack.first() == Some(&View::Fleet) {
         vec![View::Fleet, View::Queues]
     } else {
@@ -124,7 +124,7 @@ fn home(st: &mut State) {
     };
 }
 
-pub(super) fn open_fleet_row(st: &mut State, fx: &mut Vec<Effect>) {
+pub(super) fn open_fleet_row(st: &mut Model, fx: &mut Vec<Effect>) {
     let Some(name) = st
         .fleet
         .as_ref()
@@ -136,9 +136,9 @@ pub(super) fn open_fleet_row(st: &mut State, fx: &mut Vec<Effect>) {
     if name == st.session.profile {
         push(st, View::Queues);
     } else if st.op.is_some() {
-        set_status(st, Level::Warn, "wait for the running operation to finish");
+        status(st, Level::Warn, "wait for the running operation to finish");
     } else {
-        set_status(st, Level::Info, format!("switching to profile {name}…"));
+        status(st, Level::Info, format!("switching to profile {name}…"));
         fx.push(Effect::SwitchProfile(name));
     }
 }
@@ -147,7 +147,7 @@ pub(super) fn open_fleet_row(st: &mut State, fx: &mut Vec<Effect>) {
 /// goes through the profile switch, which lands on exactly that queue (`FleetState::landing`),
 /// never on whatever row 1 of that profile is; Esc comes back here. A broker row opens its
 /// profile's queue table, where its error is told.
-pub(super) fn open_fire_row(st: &mut State, fx: &mut Vec<Effect>) {
+pub(super) fn open_fire_row(st: &mut Model, fx: &mut Vec<Effect>) {
     let now = st.now_ms;
     let Some((profile, queue)) = st.fleet.as_ref().and_then(|f| {
         // The rows may have shrunk under the cursor since it last moved: the last row is the
@@ -164,18 +164,18 @@ pub(super) fn open_fire_row(st: &mut State, fx: &mut Vec<Effect>) {
             None => push(st, View::Queues),
         }
     } else if st.op.is_some() {
-        set_status(st, Level::Warn, "wait for the running operation to finish");
+        status(st, Level::Warn, "wait for the running operation to finish");
     } else {
         if let Some(f) = &mut st.fleet {
             f.landing = queue.map(|q| (profile.clone(), q));
         }
-        set_status(st, Level::Info, format!("switching to profile {profile}…"));
+        status(st, Level::Info, format!("switching to profile {profile}…"));
         fx.push(Effect::SwitchProfile(profile));
     }
 }
 
 /// The detail of `q`, over the view on top (Esc comes back to it).
-fn open_detail(st: &mut State, q: QueueId) {
+fn open_detail(st: &mut Model, q: QueueId) {
     st.focus = Some(q);
     st.detail.scroll = 0;
     push(st, View::Detail);
@@ -183,7 +183,7 @@ fn open_detail(st: &mut State, q: QueueId) {
 
 /// The profile list re-read from the configuration file: list it, or switch to `then`.
 /// The fleet's pollers run: its view opens (under the on-fire view when `:fire` asked).
-pub(super) fn fleet_started(st: &mut State, names: &[String]) {
+pub(super) fn fleet_started(st: &mut Model, names: &[String]) {
     // Profiles still in the list keep their rows (and cursors stay); new ones start empty.
     let mut fresh = FleetState::new(names);
     if let Some(old) = st.fleet.take() {
@@ -209,14 +209,14 @@ pub(super) fn fleet_started(st: &mut State, names: &[String]) {
 }
 
 pub(super) fn profiles_read(
-    st: &mut State,
+    st: &mut Model,
     names: Result<Vec<String>, String>,
     then: Option<String>,
     fx: &mut Vec<Effect>,
 ) {
     match names {
         Ok(n) => st.session.profiles = n,
-        Err(e) => set_status(
+        Err(e) => status(
             st,
             Level::Warn,
             format!("cannot re-read the configuration: {e}"),
@@ -230,17 +230,17 @@ pub(super) fn profiles_read(
                 st.session.broker,
                 st.session.profiles.join(", ")
             );
-            set_status(st, Level::Info, msg);
+            status(st, Level::Info, msg);
         }
         Some(arg) if !st.session.profiles.contains(&arg) => {
             let msg = format!(
                 "unknown profile {arg:?}; profiles: {}",
                 st.session.profiles.join(", ")
             );
-            set_status(st, Level::Warn, msg);
+            status(st, Level::Warn, msg);
         }
         Some(arg) => {
-            set_status(st, Level::Info, format!("switching to profile {arg}…"));
+            status(st, Level::Info, format!("switching to profile {arg}…"));
             fx.push(Effect::SwitchProfile(arg));
         }
     }

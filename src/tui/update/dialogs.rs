@@ -3,14 +3,14 @@
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
-use super::{messages, set_result, set_status, Effect};
-use crate::tui::state::*;
+use super::state::*;
+use super::{messages, set_result, status, Effect};
 use qdeck_backend::{BackendError, ProgressState};
 use qdeck_engine::edit::{self, EditorOutcome};
 use qdeck_model::domain::{QueueId, RedriveRequest, RedriveTarget};
 
 /// q / Ctrl-C while an operation runs ask first; with nothing running they quit.
-pub(super) fn quit(st: &mut State) {
+pub(super) fn quit(st: &mut Model) {
     if st.op.is_some() {
         st.dialog = Some(Dialog::new(DialogKind::Quit, false));
     } else {
@@ -20,7 +20,7 @@ pub(super) fn quit(st: &mut State) {
 
 /// `P`: the dialog opens at once and asks the engine for the plan (the count the CLI's
 /// prompt gives), never the poller's last figure; `y` waits for it.
-pub(super) fn open_purge(st: &mut State, fx: &mut Vec<Effect>) {
+pub(super) fn open_purge(st: &mut Model, fx: &mut Vec<Effect>) {
     if let Some(q) = st.context_queue().cloned() {
         fx.push(Effect::PlanPurge(q.clone()));
         st.dialog = Some(Dialog::new(
@@ -36,7 +36,7 @@ pub(super) fn open_purge(st: &mut State, fx: &mut Vec<Effect>) {
 /// The purge dialog's plan came back; dropped when the dialog has closed or shows another
 /// queue.
 pub(super) fn purge_planned(
-    st: &mut State,
+    st: &mut Model,
     queue: QueueId,
     result: Result<HeldPlan, BackendError>,
 ) {
@@ -57,7 +57,7 @@ pub(super) fn purge_planned(
 }
 
 /// Open the redrive dialog; `to` presets a target queue (`:redrive QUEUE`).
-pub(super) fn open_redrive(st: &mut State, to: Option<QueueId>, fx: &mut Vec<Effect>) {
+pub(super) fn open_redrive(st: &mut Model, to: Option<QueueId>, fx: &mut Vec<Effect>) {
     let in_msgs = matches!(st.view(), View::Messages | View::Message);
     if messages::scheduled_refusal(st, "R (redrive)") {
         return;
@@ -66,7 +66,7 @@ pub(super) fn open_redrive(st: &mut State, to: Option<QueueId>, fx: &mut Vec<Eff
         return;
     };
     let Some(info) = st.store.get(&q).map(|e| e.info.clone()) else {
-        set_status(st, Level::Warn, format!("{q}: not in the queue list yet"));
+        status(st, Level::Warn, format!("{q}: not in the queue list yet"));
         return;
     };
     // Redrive moves out of a DLQ: the selected queue if it is one, else its DLQ.
@@ -75,7 +75,7 @@ pub(super) fn open_redrive(st: &mut State, to: Option<QueueId>, fx: &mut Vec<Eff
     } else if let Some(d) = info.dlq.clone() {
         d
     } else {
-        set_status(
+        status(
             st,
             Level::Warn,
             format!("{q} has no dead-letter queue to redrive"),
@@ -129,7 +129,7 @@ pub(super) fn open_redrive(st: &mut State, to: Option<QueueId>, fx: &mut Vec<Eff
 
 /// The messages `R` redrives by id: in the single-message view the one open (a message view
 /// acts on its message, as `D` does), in the list the selected ones; `None` is the whole queue.
-fn redriven_ids(st: &State) -> Option<Vec<String>> {
+fn redriven_ids(st: &Model) -> Option<Vec<String>> {
     match st.view() {
         View::Message => super::messages::current_msg(st).map(|m| vec![m.id.clone()]),
         View::Messages if !st.msgs.marked.is_empty() => {
@@ -171,7 +171,7 @@ fn redrive_request(kind: &DialogKind) -> Option<RedriveRequest> {
 /// The plan for the redrive dialog came back: show its count and notes, or why it cannot
 /// run. Dropped when the dialog has closed or now shows another target.
 pub(super) fn redrive_planned(
-    st: &mut State,
+    st: &mut Model,
     req: RedriveRequest,
     result: Result<HeldPlan, BackendError>,
 ) {
@@ -205,7 +205,7 @@ pub(super) fn redrive_planned(
 /// The plan for deleting chosen messages came back: ask, with what it does to the others, or
 /// say why the broker cannot. Dropped when the user has left that queue's messages meanwhile.
 pub(super) fn open_delete(
-    st: &mut State,
+    st: &mut Model,
     queue: QueueId,
     ids: Vec<String>,
     result: Result<HeldPlan, BackendError>,
@@ -225,7 +225,7 @@ pub(super) fn open_delete(
         }
         Err(e) => {
             let why = error_line(&e);
-            set_status(
+            status(
                 st,
                 Level::Warn,
                 format!("cannot delete from {queue}: {why}"),
@@ -237,7 +237,7 @@ pub(super) fn open_delete(
 /// The plan for cancelling a scheduled message came back: ask with its text, or say why not.
 /// Dropped when the user has left that queue's scheduled messages meanwhile.
 pub(super) fn open_cancel(
-    st: &mut State,
+    st: &mut Model,
     queue: QueueId,
     id: String,
     result: Result<HeldPlan, BackendError>,
@@ -258,14 +258,14 @@ pub(super) fn open_cancel(
         }
         Err(e) => {
             let why = error_line(&e);
-            set_status(st, Level::Warn, format!("cannot cancel {id}: {why}"));
+            status(st, Level::Warn, format!("cannot cancel {id}: {why}"));
         }
     }
 }
 
 /// The checked copy/move came back: ask, or say why it cannot go ahead.
 pub(super) fn open_transfer(
-    st: &mut State,
+    st: &mut Model,
     moving: bool,
     result: Result<Box<TransferAsk>, BackendError>,
 ) {
@@ -280,7 +280,7 @@ pub(super) fn open_transfer(
         }
         Err(e) => {
             let verb = if moving { "move" } else { "copy" };
-            set_status(
+            status(
                 st,
                 Level::Warn,
                 format!("cannot {verb}: {}", error_line(&e)),
@@ -291,7 +291,7 @@ pub(super) fn open_transfer(
 
 /// The editor closed: ask where to send the copy, or say why nothing will be sent.
 pub(super) fn edited(
-    st: &mut State,
+    st: &mut Model,
     source: QueueId,
     original: Box<qdeck_model::domain::Message>,
     result: Result<EditorOutcome, String>,
@@ -299,7 +299,7 @@ pub(super) fn edited(
     let edited = match result {
         Ok(EditorOutcome::Changed(e)) => e,
         Ok(EditorOutcome::Unchanged) => {
-            set_status(
+            status(
                 st,
                 Level::Warn,
                 "the file was left unchanged; nothing was sent",
@@ -307,7 +307,7 @@ pub(super) fn edited(
             return;
         }
         Err(e) => {
-            set_status(st, Level::Warn, e);
+            status(st, Level::Warn, e);
             return;
         }
     };
@@ -337,7 +337,7 @@ pub(super) fn edited(
 /// The edited text came back unreadable: offer to open it again (the focused button, so
 /// Enter never drops the user's work), or to drop it.
 pub(super) fn edit_unreadable(
-    st: &mut State,
+    st: &mut Model,
     source: QueueId,
     original: Box<qdeck_model::domain::Message>,
     text: String,
@@ -358,7 +358,7 @@ pub(super) fn edit_unreadable(
 
 /// The dialog closes without acting, and says so: a dialog that just vanished leaves the
 /// user wondering whether it ran.
-fn cancel(st: &mut State) {
+fn cancel(st: &mut Model) {
     let Some(d) = st.dialog.take() else {
         return;
     };
@@ -369,10 +369,10 @@ fn cancel(st: &mut State) {
         DialogKind::Browse { .. } => "cancelled; nothing was browsed",
         _ => "cancelled; nothing changed",
     };
-    set_status(st, Level::Info, what);
+    status(st, Level::Info, what);
 }
 
-pub(super) fn dialog_key(st: &mut State, k: KeyEvent, fx: &mut Vec<Effect>) {
+pub(super) fn dialog_key(st: &mut Model, k: KeyEvent, fx: &mut Vec<Effect>) {
     let Some(d) = st.dialog.as_mut() else {
         return;
     };
@@ -468,7 +468,7 @@ pub(super) fn dialog_key(st: &mut State, k: KeyEvent, fx: &mut Vec<Effect>) {
 
 /// A confirmed operation starts when the tier allows it and no other one runs (said in a
 /// flash); its label shows in the status line until it ends.
-fn begin_op(st: &mut State, need: qdeck_model::config::Access, label: String) -> bool {
+fn begin_op(st: &mut Model, need: qdeck_model::config::Access, label: String) -> bool {
     if !st.allows(need) {
         // Never silent: the refusal is the action's result, in the status line and in `:ops`,
         // worded as the CLI's gate words it and with the exit code the CLI gives (5).
@@ -482,7 +482,7 @@ fn begin_op(st: &mut State, need: qdeck_model::config::Access, label: String) ->
         return false;
     }
     if st.op.is_some() {
-        set_status(st, Level::Warn, "an operation is already running");
+        status(st, Level::Warn, "an operation is already running");
         return false;
     }
     st.op = Some(OpState {
@@ -494,10 +494,10 @@ fn begin_op(st: &mut State, need: qdeck_model::config::Access, label: String) ->
     true
 }
 
-fn confirm(st: &mut State, d: Dialog, fx: &mut Vec<Effect>) {
+fn confirm(st: &mut Model, d: Dialog, fx: &mut Vec<Effect>) {
     // Purge and redrive run only on the plan the dialog shows.
     if let Some(why) = plan_not_ready(&d.kind) {
-        set_status(st, Level::Warn, why);
+        status(st, Level::Warn, why);
         st.dialog = Some(d);
         return;
     }
@@ -588,7 +588,7 @@ fn plan_not_ready(kind: &DialogKind) -> Option<String> {
     }
 }
 
-fn confirm_quit(st: &mut State, fx: &mut Vec<Effect>) {
+fn confirm_quit(st: &mut Model, fx: &mut Vec<Effect>) {
     // Cancel the run; the console quits when its summary arrives.
     st.exit.after_op = true;
     match &mut st.op {
@@ -600,7 +600,7 @@ fn confirm_quit(st: &mut State, fx: &mut Vec<Effect>) {
     }
 }
 
-fn confirm_transfer(st: &mut State, t: Box<TransferAsk>, fx: &mut Vec<Effect>) {
+fn confirm_transfer(st: &mut Model, t: Box<TransferAsk>, fx: &mut Vec<Effect>) {
     // A copy to another profile only reads this one (the prod → local repro path); the
     // target profile's tier was checked by the plan the dialog shows.
     let need = if t.moving {
@@ -625,7 +625,7 @@ fn confirm_transfer(st: &mut State, t: Box<TransferAsk>, fx: &mut Vec<Effect>) {
 }
 
 fn confirm_delete(
-    st: &mut State,
+    st: &mut Model,
     queue: QueueId,
     ids: Vec<String>,
     plan: HeldPlan,
@@ -639,7 +639,7 @@ fn confirm_delete(
     fx.push(Effect::RunPlan(plan));
 }
 
-fn confirm_redrive(st: &mut State, source: &QueueId, plan: HeldPlan, fx: &mut Vec<Effect>) {
+fn confirm_redrive(st: &mut Model, source: &QueueId, plan: HeldPlan, fx: &mut Vec<Effect>) {
     let target = match plan.planned() {
         qdeck_engine::ops::Planned::Redrive { req, .. } => req.target.clone(),
         _ => RedriveTarget::Origin,

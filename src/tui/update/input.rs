@@ -2,11 +2,11 @@
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
+use super::state::*;
 use super::{commands, messages, prompt, queues, Effect};
-use crate::tui::state::*;
 
 /// `/` opens the filter (the search, in the browser) of the list on screen, with its text.
-pub(super) fn open_filter(st: &mut State) {
+pub(super) fn open_filter(st: &mut Model) {
     let (kind, text) = match st.view() {
         View::Messages => (InputKind::Search, st.msgs.search.text.clone()),
         View::Workers => (InputKind::WorkerFilter, st.workers.filter.text.clone()),
@@ -21,7 +21,7 @@ pub(super) fn open_filter(st: &mut State) {
     st.input = Some(Input { kind, text });
 }
 
-pub(super) fn open_command(st: &mut State) {
+pub(super) fn open_command(st: &mut Model) {
     st.prompt.browsing = None;
     st.prompt.completion = None;
     st.input = Some(Input {
@@ -30,7 +30,7 @@ pub(super) fn open_command(st: &mut State) {
     });
 }
 
-pub(super) fn input_key(st: &mut State, k: KeyEvent, fx: &mut Vec<Effect>) {
+pub(super) fn input_key(st: &mut Model, k: KeyEvent, fx: &mut Vec<Effect>) {
     let Some(inp) = st.input.as_mut() else {
         return;
     };
@@ -94,7 +94,7 @@ pub(super) fn input_key(st: &mut State, k: KeyEvent, fx: &mut Vec<Effect>) {
 }
 
 /// Filters apply as you type.
-fn live_filter(st: &mut State) {
+fn live_filter(st: &mut Model) {
     let Some(inp) = &st.input else {
         return;
     };
@@ -120,7 +120,7 @@ fn live_filter(st: &mut State) {
 }
 
 /// The on-fire rows are built per frame, so a new filter only resets the cursor.
-pub(super) fn set_fire_filter(st: &mut State, text: &str) {
+pub(super) fn set_fire_filter(st: &mut Model, text: &str) {
     if let Some(f) = &mut st.fleet {
         f.fire_filter = Filter::new(text);
         f.fire_cursor = Cursor::default();

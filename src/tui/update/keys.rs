@@ -4,14 +4,12 @@
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 use super::navigate::move_sel;
-use super::{
-    dialogs, input, lists, messages, navigate, push, reasons, selection, set_status, Effect,
-};
+use super::state::*;
+use super::{dialogs, input, lists, messages, navigate, push, reasons, selection, status, Effect};
 use crate::tui::keymap::{Cmd, COMMANDS};
-use crate::tui::state::*;
 use qdeck_engine::gate::Mutation;
 
-pub(super) fn key(st: &mut State, k: KeyEvent, fx: &mut Vec<Effect>) {
+pub(super) fn key(st: &mut Model, k: KeyEvent, fx: &mut Vec<Effect>) {
     if st.dialog.is_some() {
         dialogs::dialog_key(st, k, fx);
         return;
@@ -44,7 +42,7 @@ pub(super) fn key(st: &mut State, k: KeyEvent, fx: &mut Vec<Effect>) {
 
 /// Help scrolls with the movement keys and closes with ?, Esc or q; other keys do nothing
 /// (a stray key must not close what the user is reading).
-fn help_key(st: &mut State, k: KeyEvent) {
+fn help_key(st: &mut Model, k: KeyEvent) {
     let (page, total) = crate::tui::views::help::geometry(st, st.size);
     let max = total.saturating_sub(page);
     let cmd = st.keymap.lookup(k);
@@ -79,7 +77,7 @@ fn mutation_of(cmd: Cmd) -> Option<Mutation> {
     }
 }
 
-pub(super) fn run_cmd(st: &mut State, cmd: Cmd, fx: &mut Vec<Effect>) {
+pub(super) fn run_cmd(st: &mut Model, cmd: Cmd, fx: &mut Vec<Effect>) {
     if let Some(info) = COMMANDS.iter().find(|c| c.cmd == cmd) {
         if !st.allows(info.needs) {
             // Not advertised, and refused here before any dialog or view opens.
@@ -91,14 +89,14 @@ pub(super) fn run_cmd(st: &mut State, cmd: Cmd, fx: &mut Vec<Effect>) {
     // queue table's cursor, under it, belongs to another view).
     if st.view() == View::Fleet && queue_scoped(cmd) {
         let msg = "choose a queue first: Enter opens this profile's queues (f: what is on fire)";
-        set_status(st, Level::Info, msg);
+        status(st, Level::Info, msg);
         return;
     }
     // The on-fire rows may belong to other profiles: Enter opens the row's queue in its own
     // profile first, so a key never acts on the queue table's row under the view.
     if st.view() == View::Fire && queue_scoped(cmd) {
         let msg = "open the queue first: Enter shows it (in its profile), then act on it";
-        set_status(st, Level::Info, msg);
+        status(st, Level::Info, msg);
         return;
     }
     let page = st.page_rows() as isize;
@@ -178,22 +176,22 @@ fn queue_scoped(cmd: Cmd) -> bool {
     )
 }
 
-fn in_browser(st: &State) -> bool {
+fn in_browser(st: &Model) -> bool {
     matches!(st.view(), View::Messages | View::Message)
 }
 
-fn toggle_wide(st: &mut State) {
+fn toggle_wide(st: &mut Model) {
     st.wide = !st.wide;
     let msg = if st.wide {
         "wide columns on (Ctrl-W: off)"
     } else {
         "wide columns off"
     };
-    set_status(st, Level::Info, msg);
+    status(st, Level::Info, msg);
 }
 
 /// The workers view of the queue in context, loading its consumers.
-fn open_workers(st: &mut State, fx: &mut Vec<Effect>) {
+fn open_workers(st: &mut Model, fx: &mut Vec<Effect>) {
     if let Some(q) = st.context_queue().cloned() {
         st.focus = Some(q.clone());
         st.workers = WorkersState {
@@ -207,7 +205,7 @@ fn open_workers(st: &mut State, fx: &mut Vec<Effect>) {
 }
 
 /// Poll now, and reload what the view on screen shows.
-fn refresh(st: &mut State, fx: &mut Vec<Effect>) {
+fn refresh(st: &mut Model, fx: &mut Vec<Effect>) {
     fx.push(Effect::Refresh);
     match st.view() {
         View::Messages => {
@@ -227,7 +225,7 @@ fn refresh(st: &mut State, fx: &mut Vec<Effect>) {
 }
 
 /// `+`/`-` add or remove one of the demo's workers.
-fn demo_worker(st: &mut State, add: bool, fx: &mut Vec<Effect>) {
+fn demo_worker(st: &mut Model, add: bool, fx: &mut Vec<Effect>) {
     if st.demo_workers.is_some() {
         fx.push(if add {
             Effect::AddWorker
@@ -237,7 +235,7 @@ fn demo_worker(st: &mut State, add: bool, fx: &mut Vec<Effect>) {
     } else {
         // Said, not silently ignored: the demo only starts on an empty, unconfigured
         // local broker.
-        set_status(
+        status(
             st,
             Level::Warn,
             "+/- drive the demo's workers, and no demo runs here: start one with `qdeck demo`",

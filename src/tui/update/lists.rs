@@ -5,7 +5,7 @@
 use std::borrow::Cow;
 use std::cmp::Ordering;
 
-use crate::tui::state::*;
+use super::state::*;
 use qdeck_backend::BackendError;
 use qdeck_engine::triage::{signature, SignatureConfig};
 use qdeck_model::domain::{Consumer, Message, QueueId, WorkerState};
@@ -67,7 +67,7 @@ fn cmp_keys(a: &(Option<f64>, String), b: &(Option<f64>, String), desc: bool) ->
     o.then_with(|| a.1.cmp(&b.1))
 }
 
-pub(super) fn sort_msgs(st: &mut State) {
+pub(super) fn sort_msgs(st: &mut Model) {
     let Some(col) = st.msgs.sort else {
         return;
     };
@@ -87,7 +87,7 @@ pub(super) fn sort_msgs(st: &mut State) {
 
 /// The consumers of `queue` arrived (or failed): shown if the workers view is still on it.
 pub(super) fn workers_loaded(
-    st: &mut State,
+    st: &mut Model,
     queue: QueueId,
     result: Result<Vec<Consumer>, BackendError>,
 ) {
@@ -120,7 +120,7 @@ fn liveness(s: WorkerState) -> u8 {
     }
 }
 
-pub fn rebuild_workers(st: &mut State) {
+pub(super) fn rebuild_workers(st: &mut Model) {
     let w = &mut st.workers;
     let keep = w
         .rows
@@ -157,7 +157,7 @@ pub fn rebuild_workers(st: &mut State) {
 }
 
 /// `s` sorts the list on screen by its next column, `S` reverses the order.
-pub(super) fn sort_cmd(st: &mut State, next_col: bool) {
+pub(super) fn sort_cmd(st: &mut Model, next_col: bool) {
     match st.view() {
         View::Queues => {
             if next_col {
@@ -200,7 +200,7 @@ pub(super) fn sort_next(cur: Option<usize>, n: usize) -> Option<usize> {
 }
 
 /// Sort the list on screen by its `col`-th column (0-based); the same column again reverses.
-pub(super) fn sort_by_column(st: &mut State, col: usize) {
+pub(super) fn sort_by_column(st: &mut Model, col: usize) {
     match st.view() {
         View::Queues => {
             let Some(c) = SortCol::ALL.get(col).copied() else {

@@ -1,8 +1,8 @@
 //! The message browser: pages arriving, search, selection, and the messages a copy or save
 //! acts on.
 
-use super::{push, set_status, Effect};
-use crate::tui::state::*;
+use super::state::*;
+use super::{push, status, Effect};
 use qdeck_backend::BackendError;
 use qdeck_engine::gate::Mutation;
 use qdeck_model::config::Access;
@@ -10,7 +10,7 @@ use qdeck_model::domain::{BrowseEffect, Message, Page, QueueId};
 use qdeck_model::sanitize;
 
 /// Message views are never opened below tier `browse`.
-fn refused(st: &mut State, fx: &mut Vec<Effect>) -> bool {
+fn refused(st: &mut Model, fx: &mut Vec<Effect>) -> bool {
     if st.allows(Access::Browse) {
         return false;
     }
@@ -27,7 +27,7 @@ fn refused(st: &mut State, fx: &mut Vec<Effect>) -> bool {
 /// A page arrived: kept only while the browser still shows that queue's messages of the same
 /// kind (its own, or its scheduled ones), so a late page never lands in the other list.
 pub(super) fn page_loaded(
-    st: &mut State,
+    st: &mut Model,
     queue: QueueId,
     append: bool,
     result: Result<Page, BackendError>,
@@ -111,7 +111,7 @@ fn search_hit(f: &Filter, msg: &Message) -> bool {
     hit != f.invert
 }
 
-pub(super) fn refilter_msgs(st: &mut State) {
+pub(super) fn refilter_msgs(st: &mut Model) {
     let m = &mut st.msgs;
     m.rows = (0..m.messages.len())
         .filter(|&i| search_hit(&m.search, &m.messages[i]))
@@ -122,7 +122,7 @@ pub(super) fn refilter_msgs(st: &mut State) {
     st.dirty = true;
 }
 
-pub(super) fn current_msg(st: &State) -> Option<&Message> {
+pub(super) fn current_msg(st: &Model) -> Option<&Message> {
     if st.view() == View::Message {
         return st.body.msg.as_ref();
     }
@@ -132,12 +132,12 @@ pub(super) fn current_msg(st: &State) -> Option<&Message> {
 
 /// `D`: the selected messages (in the list) or the one open (or under the cursor) go to be
 /// planned; the dialog opens with the plan's note, or a flash says why the broker cannot.
-pub(super) fn plan_delete(st: &mut State, fx: &mut Vec<Effect>) {
+pub(super) fn plan_delete(st: &mut Model, fx: &mut Vec<Effect>) {
     let Some((queue, msgs)) = chosen_for(st, "D deletes") else {
         return;
     };
     let ids: Vec<String> = msgs.into_iter().map(|m| m.id).collect();
-    set_status(
+    status(
         st,
         Level::Info,
         format!("checking what deleting {} message(s) does…", ids.len()),
@@ -148,14 +148,14 @@ pub(super) fn plan_delete(st: &mut State, fx: &mut Vec<Effect>) {
 /// The browsed queue and the chosen messages for an action that starts an operation, or a
 /// flash saying why not (not in the message browser: `what` names the action; another
 /// operation running); `None` also when nothing is there to choose.
-fn chosen_for(st: &mut State, what: &str) -> Option<(QueueId, Vec<Message>)> {
+fn chosen_for(st: &mut Model, what: &str) -> Option<(QueueId, Vec<Message>)> {
     if !matches!(st.view(), View::Messages | View::Message) {
         let msg = format!("{what} chosen messages: open the message browser first (b or d)");
-        set_status(st, Level::Warn, msg);
+        status(st, Level::Warn, msg);
         return None;
     }
     if st.op.is_some() {
-        set_status(st, Level::Warn, "an operation is already running");
+        status(st, Level::Warn, "an operation is already running");
         return None;
     }
     let queue = st.msgs.queue.clone()?;
@@ -165,7 +165,7 @@ fn chosen_for(st: &mut State, what: &str) -> Option<(QueueId, Vec<Message>)> {
 
 /// The messages an action on "the selection" takes: the selected ones in the list, else the
 /// one open or under the cursor.
-fn chosen(st: &State) -> Vec<Message> {
+fn chosen(st: &Model) -> Vec<Message> {
     if st.view() == View::Messages && !st.msgs.marked.is_empty() {
         st.msgs
             .messages
@@ -183,11 +183,11 @@ fn chosen(st: &State) -> Vec<Message> {
 /// The tiers are not judged here from this profile's alone: a copy needs `browse` here and
 /// `redrive` on the target (`copy::require`, as `qdeck copy`), so a read-only prod profile
 /// can copy to a local one; the planner refuses, and audits, what the tiers forbid.
-pub(super) fn plan_transfer(st: &mut State, arg: &str, moving: bool, fx: &mut Vec<Effect>) {
+pub(super) fn plan_transfer(st: &mut Model, arg: &str, moving: bool, fx: &mut Vec<Effect>) {
     let verb = if moving { "move" } else { "copy" };
     let mut words = arg.split_whitespace();
     let (Some(to), profile, None) = (words.next(), words.next(), words.next()) else {
-        set_status(st, Level::Warn, format!("usage: :{verb} QUEUE [PROFILE]"));
+        status(st, Level::Warn, format!("usage: :{verb} QUEUE [PROFILE]"));
         return;
     };
     if let Some(p) = profile.filter(|p| !st.session.profiles.iter().any(|x| x == p)) {
@@ -195,7 +195,7 @@ pub(super) fn plan_transfer(st: &mut State, arg: &str, moving: bool, fx: &mut Ve
             "unknown profile {p:?}; profiles: {}",
             st.session.profiles.join(", ")
         );
-        set_status(st, Level::Warn, msg);
+        status(st, Level::Warn, msg);
         return;
     }
     if scheduled_refusal(st, &format!(":{verb}")) {
@@ -204,7 +204,7 @@ pub(super) fn plan_transfer(st: &mut State, arg: &str, moving: bool, fx: &mut Ve
     let Some((source, messages)) = chosen_for(st, &format!(":{verb} acts on")) else {
         return;
     };
-    set_status(
+    status(
         st,
         Level::Info,
         format!("checking the {verb} of {} message(s)…", messages.len()),
@@ -220,7 +220,7 @@ pub(super) fn plan_transfer(st: &mut State, arg: &str, moving: bool, fx: &mut Ve
     });
 }
 
-pub(super) fn open_message(st: &mut State) {
+pub(super) fn open_message(st: &mut Model) {
     let Some(&i) = st.msgs.rows.get(st.msgs.cursor.sel) else {
         return;
     };
@@ -237,7 +237,7 @@ pub(super) fn open_message(st: &mut State) {
     push(st, View::Message);
 }
 
-pub(super) fn save(st: &State, fx: &mut Vec<Effect>) {
+pub(super) fn save(st: &Model, fx: &mut Vec<Effect>) {
     if let (Some(q), true) = (
         st.msgs.queue.clone(),
         matches!(st.view(), View::Messages | View::Message),
@@ -253,7 +253,7 @@ pub(super) fn save(st: &State, fx: &mut Vec<Effect>) {
 }
 
 /// `e` on a message: hand it to the event loop, which suspends the screen for the editor.
-pub(super) fn edit(st: &mut State, fx: &mut Vec<Effect>) {
+pub(super) fn edit(st: &mut Model, fx: &mut Vec<Effect>) {
     if !matches!(st.view(), View::Messages | View::Message) || scheduled_refusal(st, "e (edit)") {
         return;
     }
@@ -261,7 +261,7 @@ pub(super) fn edit(st: &mut State, fx: &mut Vec<Effect>) {
         return;
     };
     if st.op.is_some() {
-        set_status(st, Level::Warn, "an operation is already running");
+        status(st, Level::Warn, "an operation is already running");
         return;
     }
     fx.push(Effect::Edit {
@@ -270,7 +270,7 @@ pub(super) fn edit(st: &mut State, fx: &mut Vec<Effect>) {
     });
 }
 
-pub(super) fn browse(st: &mut State, q: QueueId, fx: &mut Vec<Effect>) {
+pub(super) fn browse(st: &mut Model, q: QueueId, fx: &mut Vec<Effect>) {
     if refused(st, fx) {
         return;
     }
@@ -288,14 +288,14 @@ pub(super) fn browse(st: &mut State, q: QueueId, fx: &mut Vec<Effect>) {
     }
     if let BrowseEffect::Unsupported(why) = &caps.browse {
         let why = why.clone();
-        set_status(st, Level::Warn, format!("cannot browse: {why}"));
+        status(st, Level::Warn, format!("cannot browse: {why}"));
         return;
     }
     start_browse(st, q, false, fx);
 }
 
 /// The dead-letter queue of the queue in context (itself when it is one).
-pub(super) fn browse_dlq(st: &mut State, fx: &mut Vec<Effect>) {
+pub(super) fn browse_dlq(st: &mut Model, fx: &mut Vec<Effect>) {
     let Some(q) = st.context_queue().cloned() else {
         return;
     };
@@ -304,14 +304,14 @@ pub(super) fn browse_dlq(st: &mut State, fx: &mut Vec<Effect>) {
         Some(i) if i.is_dlq => browse(st, q, fx),
         Some(i) => match i.dlq {
             Some(d) => browse(st, d, fx),
-            None => set_status(st, Level::Warn, format!("{q} has no dead-letter queue")),
+            None => status(st, Level::Warn, format!("{q} has no dead-letter queue")),
         },
         None => {}
     }
 }
 
 /// `L`: the scheduled (delayed) messages of the queue in context, due soonest first.
-pub(super) fn browse_scheduled(st: &mut State, fx: &mut Vec<Effect>) {
+pub(super) fn browse_scheduled(st: &mut Model, fx: &mut Vec<Effect>) {
     let Some(q) = st.context_queue().cloned() else {
         return;
     };
@@ -329,20 +329,20 @@ pub(super) fn browse_scheduled(st: &mut State, fx: &mut Vec<Effect>) {
 
 /// Whether `what` is refused because the browser lists scheduled messages: they are not
 /// delivered yet, so only cancelling (`D`) acts on them; the flash says so.
-pub(super) fn scheduled_refusal(st: &mut State, what: &str) -> bool {
+pub(super) fn scheduled_refusal(st: &mut Model, what: &str) -> bool {
     if !(st.msgs.scheduled && matches!(st.view(), View::Messages | View::Message)) {
         return false;
     }
     let msg = format!(
         "{what} acts on delivered messages; these wait for their due time: D cancels one, b browses the queue"
     );
-    set_status(st, Level::Warn, msg);
+    status(st, Level::Warn, msg);
     true
 }
 
 /// `D` among scheduled messages: the one under the cursor (or the one selected) goes to be
 /// planned, as `qdeck cancel-scheduled` plans it; the dialog asks with the plan's text.
-pub(super) fn plan_cancel(st: &mut State, fx: &mut Vec<Effect>) {
+pub(super) fn plan_cancel(st: &mut Model, fx: &mut Vec<Effect>) {
     let Some((queue, msgs)) = chosen_for(st, "D cancels") else {
         return;
     };
@@ -351,10 +351,10 @@ pub(super) fn plan_cancel(st: &mut State, fx: &mut Vec<Effect>) {
             "D cancels one scheduled message at a time: {} are selected (space unselects)",
             msgs.len()
         );
-        set_status(st, Level::Warn, msg);
+        status(st, Level::Warn, msg);
         return;
     };
-    set_status(st, Level::Info, "checking the scheduled message…");
+    status(st, Level::Info, "checking the scheduled message…");
     fx.push(Effect::PlanCancel {
         queue,
         id: m.id.clone(),
@@ -362,7 +362,7 @@ pub(super) fn plan_cancel(st: &mut State, fx: &mut Vec<Effect>) {
 }
 
 /// `n`: the browser's next page, appended.
-pub(super) fn next_page(st: &mut State, fx: &mut Vec<Effect>) {
+pub(super) fn next_page(st: &mut Model, fx: &mut Vec<Effect>) {
     if st.view() != View::Messages {
         return;
     }
@@ -377,7 +377,7 @@ pub(super) fn next_page(st: &mut State, fx: &mut Vec<Effect>) {
     }
 }
 
-pub(super) fn start_browse(st: &mut State, q: QueueId, force: bool, fx: &mut Vec<Effect>) {
+pub(super) fn start_browse(st: &mut Model, q: QueueId, force: bool, fx: &mut Vec<Effect>) {
     if refused(st, fx) {
         return;
     }
@@ -391,7 +391,7 @@ pub(super) fn start_browse(st: &mut State, q: QueueId, force: bool, fx: &mut Vec
 }
 
 /// The browser, empty and loading, on `q`'s own messages or its scheduled ones.
-fn open_list(st: &mut State, q: QueueId, force: bool, scheduled: bool) {
+fn open_list(st: &mut Model, q: QueueId, force: bool, scheduled: bool) {
     st.msgs = MsgState {
         queue: Some(q),
         loading: true,
@@ -406,7 +406,7 @@ fn open_list(st: &mut State, q: QueueId, force: bool, scheduled: bool) {
 }
 
 /// The browser's queue again from its first page, as it was opened (forced or not).
-pub(super) fn reload(st: &mut State, q: QueueId, fx: &mut Vec<Effect>) {
+pub(super) fn reload(st: &mut Model, q: QueueId, fx: &mut Vec<Effect>) {
     st.msgs.loading = true;
     if let Some(signature) = st.msgs.group.clone() {
         fx.push(Effect::BrowseGroup {

@@ -1,4 +1,4 @@
-//! The pure update: `update(&mut State, Action) -> Vec<Effect>`. No I/O here; effects are
+//! The pure update: `update(&mut Model, Action) -> Vec<Effect>`. No I/O here; effects are
 //! carried out by the event loop (or inspected by tests).
 //!
 //! This file only routes actions; the submodules hold the logic, split by what the user is
@@ -13,14 +13,16 @@ mod lists;
 mod messages;
 mod navigate;
 mod ops;
+mod partitions;
 mod prompt;
 mod queues;
 mod reasons;
 mod selection;
+pub mod state;
 
 use crossterm::event::{KeyEvent, KeyEventKind};
 
-use super::state::*;
+use self::state::*;
 use qdeck_backend::{BackendError, ProgressState};
 use qdeck_engine::edit::{Edited, EditorOutcome};
 use qdeck_engine::gate::Mutation;
@@ -28,10 +30,6 @@ use qdeck_engine::poller::PollEvent;
 use qdeck_model::config::Access;
 use qdeck_model::domain::{Consumer, Message, Page, QueueId, RedriveRequest};
 use qdeck_model::sanitize;
-
-// Tests and benches build the queue list without going through `update`.
-pub use lists::rebuild_workers;
-pub use queues::rebuild_rows;
 
 #[derive(Debug, Clone)]
 pub enum Action {
@@ -238,7 +236,12 @@ pub enum Effect {
     SaveHistory(Vec<String>),
 }
 
+/// The one door through which the console's state changes.
 pub fn update(st: &mut State, action: Action) -> Vec<Effect> {
+    reduce(&mut st.model, action)
+}
+
+fn reduce(st: &mut Model, action: Action) -> Vec<Effect> {
     let mut fx = Vec::new();
     match action {
         Action::Key(k) => {
@@ -265,7 +268,7 @@ pub fn update(st: &mut State, action: Action) -> Vec<Effect> {
         } => messages::page_loaded(st, queue, append, result, true),
         Action::Consumers { queue, result } => lists::workers_loaded(st, queue, result),
         Action::Partitions { queue, result } => {
-            crate::tui::partition_table::loaded(st, queue, result);
+            partitions::loaded(st, queue, result);
         }
         Action::OpProgress(p) => ops::progress(st, p),
         Action::OpDone(r) => {
@@ -289,10 +292,10 @@ pub fn update(st: &mut State, action: Action) -> Vec<Effect> {
             follow_fire(st);
         }
         Action::FleetStarted(names) => commands::fleet_started(st, &names),
-        Action::Failed(e) => set_status(st, Level::Error, error_line(&e)),
+        Action::Failed(e) => status(st, Level::Error, error_line(&e)),
         Action::Notice(r) => match r {
-            Ok(t) => set_status(st, Level::Info, t),
-            Err(e) => set_status(st, Level::Error, e),
+            Ok(t) => status(st, Level::Info, t),
+            Err(e) => status(st, Level::Error, e),
         },
         Action::Edited {
             queue,
@@ -336,7 +339,9 @@ pub fn update(st: &mut State, action: Action) -> Vec<Effect> {
 
 /// The session of `:profile NAME` opened: `fresh` is its state, which takes over this one's
 /// look, size and fleet view.
-pub fn switched(st: &mut State, mut fresh: State) {
+pub fn switched(st: &mut State, fresh: State) {
+    let st = &mut st.model;
+    let mut fresh = fresh.model;
     fresh.theme = st.theme.clone();
     fresh.size = st.size;
     // With the fleet view open, the new profile's queue table sits on it (Esc returns); an
@@ -382,12 +387,12 @@ pub fn switched(st: &mut State, mut fresh: State) {
         queues::rebuild_rows(st);
     }
     let msg = format!("profile {} ({})", st.session.profile, st.session.broker);
-    set_status(st, Level::Info, msg);
+    status(st, Level::Info, msg);
 }
 
 /// The on-fire list changed: its cursor follows its row; a row that left while the user
 /// looks at the list is named, since the cursor now rests on another one.
-pub(super) fn follow_fire(st: &mut State) {
+pub(super) fn follow_fire(st: &mut Model) {
     let page = st.page_rows();
     let now = st.now_ms;
     let Some(left) = st.fleet.as_mut().and_then(|f| f.follow_fire(now, page)) else {
@@ -398,8 +403,30 @@ pub(super) fn follow_fire(st: &mut State) {
             "{} left the on-fire list; the cursor stays where it was",
             sanitize::clean(&left.label())
         );
-        set_status(st, Level::Info, msg);
+        status(st, Level::Info, msg);
     }
+}
+
+/// The queue table's rows built again from the store (tests and benches that fill a store
+/// and draw it without a poll).
+pub fn rebuild_rows(st: &mut State) {
+    queues::rebuild_rows(&mut st.model);
+}
+
+/// A test or a bench arranges its scene (the clock, a dialog open, an operation running) by
+/// writing the state here. Only with the `scene` feature, which only this package's
+/// dev-dependency on itself turns on: in a build of qdeck this door does not exist, so
+/// nothing outside `update` can write the state.
+#[cfg(feature = "scene")]
+impl State {
+    pub fn scene(&mut self) -> &mut Model {
+        &mut self.model
+    }
+}
+
+/// The frame is on the screen: nothing waits to be drawn until the state changes again.
+pub fn drawn(st: &mut State) {
+    st.model.dirty = false;
 }
 
 /// How long a flash stays: info, then warnings and errors.
@@ -408,7 +435,7 @@ pub const FLASH_WARN_MS: i64 = 8_000;
 
 /// The tier forbids `what`: say so in a flash and have the gate audit the refusal.
 pub(super) fn refuse(
-    st: &mut State,
+    st: &mut Model,
     what: &str,
     needs: Access,
     action: Option<Mutation>,
@@ -437,13 +464,19 @@ pub(super) fn refuse(
 /// A line that stays in the status bar until replaced or dismissed (`x`): what the console
 /// opened on, when it is not what a newcomer expects (no demo, and why).
 pub fn notice(st: &mut State, text: impl Into<String>) {
-    set_status(st, Level::Info, text);
+    let st = &mut st.model;
+    status(st, Level::Info, text);
     if let Some(s) = &mut st.status {
         s.sticky = true;
     }
 }
 
+/// A flash in the status line (the app's own warnings at start, tests).
 pub fn set_status(st: &mut State, level: Level, text: impl Into<String>) {
+    status(&mut st.model, level, text);
+}
+
+pub(super) fn status(st: &mut Model, level: Level, text: impl Into<String>) {
     st.status = Some(Status {
         text: sanitize::clean(&text.into()).into_owned(),
         level,
@@ -455,7 +488,7 @@ pub fn set_status(st: &mut State, level: Level, text: impl Into<String>) {
 
 /// An operation ended: its summary stays on screen until replaced or dismissed (`x`), and
 /// goes into the session's operations log (`:ops`) in full.
-pub(super) fn set_result(st: &mut State, label: &str, summary: &OpSummary) {
+pub(super) fn set_result(st: &mut Model, label: &str, summary: &OpSummary) {
     st.status = Some(Status {
         text: sanitize::clean(&summary.text).into_owned(),
         level: summary.level(),
@@ -473,7 +506,7 @@ pub(super) fn set_result(st: &mut State, label: &str, summary: &OpSummary) {
 }
 
 /// Opening the view already on top must not stack a copy that Back would then have to pop.
-pub(super) fn push(st: &mut State, v: View) {
+pub(super) fn push(st: &mut Model, v: View) {
     if st.view() != v {
         st.stack.push(v);
     }

@@ -1,10 +1,10 @@
 //! Moving around: the cursor of the view on screen, Enter into the row under it, and Esc
 //! back out.
 
+use super::state::*;
 use super::{commands, messages, push, queues, reasons, Effect};
-use crate::tui::state::*;
 
-fn list_len(st: &State) -> usize {
+fn list_len(st: &Model) -> usize {
     match st.view() {
         View::Queues => st.queues.rows.len(),
         View::Fleet => st.fleet.as_ref().map_or(0, |f| f.rows.len()),
@@ -20,7 +20,7 @@ fn list_len(st: &State) -> usize {
     }
 }
 
-pub(super) fn move_sel(st: &mut State, delta: isize) {
+pub(super) fn move_sel(st: &mut Model, delta: isize) {
     let len = list_len(st);
     let page = st.page_rows();
     match st.view() {
@@ -61,7 +61,7 @@ pub(super) fn move_sel(st: &mut State, delta: isize) {
 }
 
 /// Enter opens what the row under the cursor leads to.
-pub(super) fn enter(st: &mut State, fx: &mut Vec<Effect>) {
+pub(super) fn enter(st: &mut Model, fx: &mut Vec<Effect>) {
     match st.view() {
         View::Queues => {
             if let Some(q) = st.selected_queue().cloned() {
@@ -85,7 +85,7 @@ pub(super) fn enter(st: &mut State, fx: &mut Vec<Effect>) {
 
 /// k9s: Esc first clears the view's filter (and a range being selected), then leaves the
 /// view.
-pub(super) fn back(st: &mut State, fx: &mut Vec<Effect>) {
+pub(super) fn back(st: &mut Model, fx: &mut Vec<Effect>) {
     match st.view() {
         View::Queues if st.queues.filter.is_active() => {
             st.queues.filter = Filter::default();

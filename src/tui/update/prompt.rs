@@ -1,8 +1,8 @@
 //! The `:` prompt's history (↑/↓) and Tab completion. Both only change the prompt's text;
 //! the app keeps the history across runs (`Effect::SaveHistory`, loaded at startup).
 
+use super::state::*;
 use super::Effect;
-use crate::tui::state::*;
 
 /// The `:` commands Tab completes, by their main name (`commands::command` also takes
 /// aliases such as `q` and `ctx`).
@@ -32,7 +32,7 @@ pub(super) const COMMANDS: &[&str] = &[
 ];
 
 /// ↑ (`older`) or ↓ through the history; the line typed before ↑ comes back after the newest.
-pub(super) fn browse_history(st: &mut State, older: bool) {
+pub(super) fn browse_history(st: &mut Model, older: bool) {
     let p = &mut st.prompt;
     let Some(inp) = st.input.as_mut() else {
         return;
@@ -58,7 +58,7 @@ pub(super) fn browse_history(st: &mut State, older: bool) {
 
 /// A command was run: it becomes the newest history entry (a repeat of the newest is kept
 /// once), and the app writes the history out.
-pub(super) fn remember(st: &mut State, text: &str, fx: &mut Vec<Effect>) {
+pub(super) fn remember(st: &mut Model, text: &str, fx: &mut Vec<Effect>) {
     let p = &mut st.prompt;
     p.browsing = None;
     p.completion = None;
@@ -76,7 +76,7 @@ pub(super) fn remember(st: &mut State, text: &str, fx: &mut Vec<Effect>) {
 
 /// Tab (`forward`) or Shift-Tab: the first Tab completes the last word with its first
 /// candidate, the next ones cycle through the others.
-pub(super) fn complete(st: &mut State, forward: bool) {
+pub(super) fn complete(st: &mut Model, forward: bool) {
     let Some(text) = st.input.as_ref().map(|i| i.text.clone()) else {
         return;
     };
@@ -138,7 +138,7 @@ fn matching(all: &[String], word: &str) -> Vec<String> {
 }
 
 /// What the word after `stem` can be: a command name first, then the command's argument.
-fn candidates(st: &State, stem: &str) -> Vec<String> {
+fn candidates(st: &Model, stem: &str) -> Vec<String> {
     let words: Vec<&str> = stem.split_whitespace().collect();
     let owned = |v: &[&str]| v.iter().map(|s| (*s).to_string()).collect::<Vec<_>>();
     let queues = || {

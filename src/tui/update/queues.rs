@@ -1,8 +1,8 @@
 //! The queue list: poll results feed the store, and the visible rows decide what the poller
 //! fetches first.
 
+use super::state::*;
 use super::Effect;
-use crate::tui::state::*;
 use crate::tui::views::queues::Eta;
 use qdeck_engine::derive;
 use qdeck_engine::poller::PollEvent;
@@ -42,7 +42,7 @@ pub fn sort_key(e: &QueueEntry, col: SortCol) -> Option<(u8, f64)> {
 }
 
 /// Re-filter and re-sort the queue rows, keeping the selected queue selected.
-pub fn rebuild_rows(st: &mut State) {
+pub(super) fn rebuild_rows(st: &mut Model) {
     let keep = st.selected_queue().cloned();
     let entries = st.store.entries();
     let mut rows: Vec<usize> = (0..entries.len())
@@ -95,7 +95,7 @@ pub fn rebuild_rows(st: &mut State) {
     st.dirty = true;
 }
 
-pub(super) fn visible(st: &mut State) -> Option<Effect> {
+pub(super) fn visible(st: &mut Model) -> Option<Effect> {
     let mut ids: Vec<QueueId> = Vec::new();
     match st.view() {
         View::Queues | View::Help => {
@@ -133,7 +133,7 @@ pub(super) fn visible(st: &mut State) -> Option<Effect> {
     Some(Effect::Visible(ids))
 }
 
-pub(super) fn poll(st: &mut State, ev: PollEvent, fx: &mut Vec<Effect>) {
+pub(super) fn poll(st: &mut Model, ev: PollEvent, fx: &mut Vec<Effect>) {
     let figures = matches!(ev, PollEvent::Stats(_) | PollEvent::Error(_));
     match ev {
         PollEvent::Queues(qs) => {
@@ -168,7 +168,7 @@ pub(super) fn poll(st: &mut State, ev: PollEvent, fx: &mut Vec<Effect>) {
 /// The alert rules on the figures just in (`health_only`: the health rules on the clock,
 /// which fire with time alone); a rule starting to fire rings the bell or sends a desktop
 /// notification when `[notify]` asks for it.
-pub(super) fn alerts(st: &mut State, fx: &mut Vec<Effect>, health_only: bool) {
+pub(super) fn alerts(st: &mut Model, fx: &mut Vec<Effect>, health_only: bool) {
     if st.alerts.rules.is_empty() {
         return;
     }

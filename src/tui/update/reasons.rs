@@ -1,13 +1,13 @@
 //! The reasons view: a DLQ grouped by failure signature while a bounded scan runs; Esc
 //! cancels the scan, Enter opens the group's messages in the message browser.
 
-use super::{push, set_status, Effect};
-use crate::tui::state::*;
+use super::state::*;
+use super::{push, status, Effect};
 use qdeck_engine::triage::{Group, ReasonsReport};
 use qdeck_model::domain::QueueId;
 
 /// `F` / `:reasons`: on a DLQ its own groups; on a queue with a DLQ, the DLQ's.
-pub(super) fn open(st: &mut State, fx: &mut Vec<Effect>) {
+pub(super) fn open(st: &mut Model, fx: &mut Vec<Effect>) {
     let Some(q) = st.context_queue().cloned() else {
         return;
     };
@@ -36,7 +36,7 @@ pub(super) fn open(st: &mut State, fx: &mut Vec<Effect>) {
 }
 
 /// `r` in the view: scan the same DLQ again from the top.
-pub(super) fn rescan(st: &mut State, fx: &mut Vec<Effect>) {
+pub(super) fn rescan(st: &mut Model, fx: &mut Vec<Effect>) {
     let Some(q) = st.reasons.queue.clone() else {
         return;
     };
@@ -53,7 +53,7 @@ pub(super) fn rescan(st: &mut State, fx: &mut Vec<Effect>) {
 }
 
 pub(super) fn progress(
-    st: &mut State,
+    st: &mut Model,
     queue: QueueId,
     groups: Vec<Group>,
     scanned: u64,
@@ -84,7 +84,7 @@ fn replace_groups(r: &mut ReasonsState, groups: Vec<Group>) {
 }
 
 pub(super) fn done(
-    st: &mut State,
+    st: &mut Model,
     queue: QueueId,
     result: Result<ReasonsReport, qdeck_backend::BackendError>,
 ) {
@@ -108,11 +108,11 @@ pub(super) fn done(
 }
 
 /// Esc while scanning stops the scan and keeps what it grouped; after that, Esc leaves.
-pub(super) fn back(st: &mut State, fx: &mut Vec<Effect>) {
+pub(super) fn back(st: &mut Model, fx: &mut Vec<Effect>) {
     if st.reasons.scanning {
         st.reasons.scanning = false;
         fx.push(Effect::CancelReasons);
-        set_status(
+        status(
             st,
             Level::Info,
             "scan cancelled: the groups cover what was read",
@@ -123,7 +123,7 @@ pub(super) fn back(st: &mut State, fx: &mut Vec<Effect>) {
 }
 
 /// Enter on a group: its messages (from a fresh bounded scan) in the message browser.
-pub(super) fn drill_in(st: &mut State, fx: &mut Vec<Effect>) {
+pub(super) fn drill_in(st: &mut Model, fx: &mut Vec<Effect>) {
     let (Some(q), Some(g)) = (
         st.reasons.queue.clone(),
         st.reasons.groups.get(st.reasons.cursor.sel).cloned(),

@@ -1,11 +1,11 @@
 //! Choosing messages in the browser: one at a time, a range, or all shown. Copy, move,
 //! delete and redrive act on the chosen ones.
 
-use super::{messages, navigate, set_status};
-use crate::tui::state::*;
+use super::state::*;
+use super::{messages, navigate, status};
 
 /// Space: select or unselect the message under the cursor, then move to the next row.
-pub(super) fn mark(st: &mut State) {
+pub(super) fn mark(st: &mut Model) {
     if st.view() != View::Messages {
         return;
     }
@@ -18,7 +18,7 @@ pub(super) fn mark(st: &mut State) {
             "selected"
         };
         let n = st.msgs.marked.len();
-        set_status(
+        status(
             st,
             Level::Info,
             format!("{verb} {id} ({n} selected) · moved to the next row"),
@@ -28,7 +28,7 @@ pub(super) fn mark(st: &mut State) {
 }
 
 /// `v`: the first press marks where the range starts, the second selects every row between.
-pub(super) fn mark_range(st: &mut State) {
+pub(super) fn mark_range(st: &mut Model) {
     if st.view() != View::Messages {
         return;
     }
@@ -39,7 +39,7 @@ pub(super) fn mark_range(st: &mut State) {
     match st.msgs.range_from.take() {
         None => {
             st.msgs.range_from = Some(here);
-            set_status(st, Level::Info, "range: move, then v to select (Esc drops)");
+            status(st, Level::Info, "range: move, then v to select (Esc drops)");
         }
         Some(from) => {
             let (a, b) = (from.min(here), from.max(here));
@@ -50,14 +50,14 @@ pub(super) fn mark_range(st: &mut State) {
                 .collect();
             let n = ids.len();
             st.msgs.marked.extend(ids);
-            set_status(st, Level::Info, format!("{n} messages selected"));
+            status(st, Level::Info, format!("{n} messages selected"));
         }
     }
 }
 
 /// `A`: select every message the browser shows (the search's matches); when all of them are
 /// selected already, unselect them.
-pub(super) fn select_all(st: &mut State) {
+pub(super) fn select_all(st: &mut Model) {
     if st.view() != View::Messages {
         return;
     }
@@ -86,7 +86,7 @@ pub(super) fn select_all(st: &mut State) {
         ""
     };
     let verb = if all { "unselected" } else { "selected" };
-    set_status(
+    status(
         st,
         Level::Info,
         format!("{verb} the {} shown · {n} selected{more}", shown.len()),

@@ -9,11 +9,11 @@ use ratatui::Frame;
 
 use super::wrap::wrap_lines;
 use super::{block, fmt_ago, fmt_secs, plural, styled};
-use crate::tui::state::{FiringAlert, State};
+use crate::tui::state::{FiringAlert, Model};
 use qdeck_engine::alerts::{Phase, Rule};
 use qdeck_model::sanitize::clean;
 
-pub fn render(f: &mut Frame, st: &State, area: Rect) {
+pub fn render(f: &mut Frame, st: &Model, area: Rect) {
     let t = &st.theme;
     let a = &st.alerts;
     let pending = a
@@ -66,7 +66,7 @@ pub fn render(f: &mut Frame, st: &State, area: Rect) {
 
 /// A rule's heading, then one line per place it fires, holds or resolved (or "quiet").
 fn rule_lines<'a>(
-    st: &'a State,
+    st: &'a Model,
     rule: &'a Rule,
     elsewhere: &[&'a FiringAlert],
     lines: &mut Vec<Line<'a>>,

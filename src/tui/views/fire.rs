@@ -10,13 +10,13 @@ use ratatui::Frame;
 
 use super::columns::{clean_mid, fit, flex_width, kept_row, render_plain_table, Col};
 use super::{block, fmt_age, fmt_count, fmt_rate, fmt_secs, plural, styled};
-use crate::tui::state::{FireRow, FiringAlert, FleetState, State};
+use crate::tui::state::{FireRow, FiringAlert, FleetState, Model};
 use qdeck_engine::alerts::Severity;
 use qdeck_engine::fleet::{BrokerProblem, FireEntry};
 use qdeck_model::domain::QueueId;
 use qdeck_model::sanitize::{clean, clean_short};
 
-pub fn render(f: &mut Frame, st: &State, area: Rect) {
+pub fn render(f: &mut Frame, st: &Model, area: Rect) {
     let t = &st.theme;
     let Some(fl) = &st.fleet else {
         return;
@@ -119,7 +119,7 @@ pub fn render(f: &mut Frame, st: &State, area: Rect) {
 
 /// An alert rule firing: its severity, where, which rule and for how long.
 fn alert_row<'a>(
-    st: &State,
+    st: &Model,
     fl: &FleetState,
     a: &FiringAlert,
     queue_w: usize,
@@ -164,7 +164,7 @@ fn alert_row<'a>(
 
 /// The selected alert's story under the table: which rule, for how long, and the line it
 /// printed when it started firing (its figures then, not now: the row has those).
-fn alert_text(st: &State, a: &FiringAlert) -> String {
+fn alert_text(st: &Model, a: &FiringAlert) -> String {
     let since = fmt_secs(((st.now_ms - a.since_ms).max(0) / 1000) as f64);
     format!(
         "{} {}, firing for {since}; when it fired: {}",
@@ -176,7 +176,7 @@ fn alert_text(st: &State, a: &FiringAlert) -> String {
 
 /// A profile whose broker does not answer: no figures, only what is wrong and since when.
 fn broker_row<'a>(
-    st: &State,
+    st: &Model,
     profile: &str,
     problem: &BrokerProblem,
     queue_w: usize,
@@ -226,7 +226,7 @@ pub(super) fn problem_summary(now_ms: i64, p: &BrokerProblem) -> String {
 
 /// The whole story of a broker row, for the lines under the table: what failed (the error
 /// says it: `broker unreachable: …`, `not authorised: …`) and for how long.
-fn problem_text(st: &State, profile: &str, p: &BrokerProblem) -> String {
+fn problem_text(st: &Model, profile: &str, p: &BrokerProblem) -> String {
     let age = problem_age(st.now_ms, p).map(fmt_secs);
     let story = match p {
         BrokerProblem::Failing { error, .. } => error.clone(),
@@ -242,7 +242,7 @@ fn problem_text(st: &State, profile: &str, p: &BrokerProblem) -> String {
 }
 
 fn queue_row<'a>(
-    st: &State,
+    st: &Model,
     fl: &FleetState,
     profile: &str,
     e: &FireEntry,

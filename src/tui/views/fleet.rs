@@ -9,7 +9,7 @@ use ratatui::Frame;
 use super::columns::{clean_mid, fit, flex_width, kept_row, render_plain_table, Col};
 use super::wrap::split_for_text;
 use super::{block, fmt_age, fmt_ago, fmt_count, plural, styled};
-use crate::tui::state::State;
+use crate::tui::state::Model;
 use crate::tui::theme::Theme;
 use qdeck_engine::fleet::{BrokerProblem, FleetRow};
 use qdeck_model::domain::BrokerKind;
@@ -18,7 +18,7 @@ use qdeck_model::sanitize::clean_short;
 /// The longest state the column holds, `no answer for 47h59`.
 const STATE_MIN: u16 = 20;
 
-pub fn render(f: &mut Frame, st: &State, area: Rect) {
+pub fn render(f: &mut Frame, st: &Model, area: Rect) {
     let t = &st.theme;
     let Some(fl) = &st.fleet else {
         return;

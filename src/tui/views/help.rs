@@ -10,7 +10,7 @@ use ratatui::Frame;
 use super::wrap::wrap_lines;
 use super::{block, centered, clear, styled};
 use crate::tui::keymap::{Cmd, COMMANDS};
-use crate::tui::state::{State, View};
+use crate::tui::state::{Model, View};
 use qdeck_model::config::Access;
 
 const WIDTH: u16 = 78;
@@ -96,7 +96,7 @@ fn view_name(v: View) -> &'static str {
 }
 
 /// The view help was opened over.
-pub fn under(st: &State) -> View {
+pub fn under(st: &Model) -> View {
     st.stack
         .iter()
         .rev()
@@ -118,7 +118,7 @@ fn is_view_specific(c: Cmd) -> bool {
     .any(|v| view_cmds(*v).contains(&c))
 }
 
-fn shown(st: &State, c: Cmd) -> bool {
+fn shown(st: &Model, c: Cmd) -> bool {
     let Some(info) = COMMANDS.iter().find(|i| i.cmd == c) else {
         return false;
     };
@@ -128,7 +128,7 @@ fn shown(st: &State, c: Cmd) -> bool {
     !(matches!(c, Cmd::AddWorker | Cmd::RemoveWorker) && st.demo_workers.is_none())
 }
 
-pub fn lines<'a>(st: &State) -> Vec<Line<'a>> {
+pub fn lines<'a>(st: &Model) -> Vec<Line<'a>> {
     let t = &st.theme;
     let view = under(st);
     let row = |c: Cmd| -> Option<Line<'a>> {
@@ -204,7 +204,7 @@ pub fn lines<'a>(st: &State) -> Vec<Line<'a>> {
 }
 
 /// The `:` commands the tier allows, and the prompt's own keys.
-fn command_lines<'a>(st: &State) -> Vec<Line<'a>> {
+fn command_lines<'a>(st: &Model) -> Vec<Line<'a>> {
     let t = &st.theme;
     let mut out = vec![Line::from(styled("── : commands ──", t.title))];
     let cmds: &[(&str, &str)] = &[
@@ -272,7 +272,7 @@ fn command_lines<'a>(st: &State) -> Vec<Line<'a>> {
 
 /// The help's lines wrapped to `width`, a wrapped line's rows starting under its text rather
 /// than under its key (or under its own indent).
-fn rows(st: &State, width: u16) -> Vec<Line<'static>> {
+fn rows(st: &Model, width: u16) -> Vec<Line<'static>> {
     let mut out = Vec::new();
     for line in lines(st) {
         let (head, tail): (Span, Vec<Span>) = match line.spans.split_first() {
@@ -326,7 +326,7 @@ fn box_size(area: (u16, u16), rows: usize) -> (u16, u16) {
 
 /// Rows of text the help box shows at once, and how many rows the help has, for a terminal of
 /// `size` (the update clamps the scroll with these).
-pub fn geometry(st: &State, size: (u16, u16)) -> (usize, usize) {
+pub fn geometry(st: &Model, size: (u16, u16)) -> (usize, usize) {
     let w = box_size(size, 0).0.saturating_sub(2);
     let total = rows(st, w).len();
     // Header, footer and the box's borders.
@@ -334,7 +334,7 @@ pub fn geometry(st: &State, size: (u16, u16)) -> (usize, usize) {
     (page, total)
 }
 
-pub fn render(f: &mut Frame, st: &State, area: Rect) {
+pub fn render(f: &mut Frame, st: &Model, area: Rect) {
     let t = &st.theme;
     let w = box_size((area.width, area.height), 0).0;
     let rows = rows(st, w.saturating_sub(2));

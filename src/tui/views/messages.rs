@@ -8,7 +8,7 @@ use ratatui::Frame;
 use super::columns::{clean_mid, fit, flex_width, kept_row, render_plain_table, sort_head, Col};
 use super::wrap::wrap_lines;
 use super::{block, fmt_count, fmt_secs, styled};
-use crate::tui::state::{error_line, State};
+use crate::tui::state::{error_line, Model};
 use qdeck_engine::triage::signature::why;
 use qdeck_model::domain::{DeadLetterInfo, Message, Part};
 use qdeck_model::sanitize::{clean, clean_short, preview};
@@ -45,7 +45,7 @@ fn fmt_size(n: usize) -> String {
     }
 }
 
-pub fn render_list(f: &mut Frame, st: &State, area: Rect) {
+pub fn render_list(f: &mut Frame, st: &Model, area: Rect) {
     let t = &st.theme;
     let m = &st.msgs;
     let b = block(st, list_title(st));
@@ -124,7 +124,7 @@ pub fn render_list(f: &mut Frame, st: &State, area: Rect) {
     render_plain_table(f, ta, rows, (&cols, &keep), t, cursor.sel - from);
 }
 
-fn list_title<'a>(st: &State) -> Line<'a> {
+fn list_title<'a>(st: &Model) -> Line<'a> {
     let t = &st.theme;
     let m = &st.msgs;
     let q = m
@@ -168,7 +168,7 @@ fn list_title<'a>(st: &State) -> Line<'a> {
 }
 
 /// Above the list: why the browse failed, and what browsing did on this broker.
-fn list_notes<'a>(st: &State) -> Vec<Line<'a>> {
+fn list_notes<'a>(st: &Model) -> Vec<Line<'a>> {
     let t = &st.theme;
     let m = &st.msgs;
     let mut notes: Vec<Line> = Vec::new();
@@ -220,7 +220,7 @@ fn key_head(broker: &str, sessions: bool) -> &'static str {
 }
 
 /// One message's cells; the body preview is `body_w` wide.
-fn list_cells<'a>(st: &State, msg: &Message, marked: bool, body_w: usize) -> Vec<Cell<'a>> {
+fn list_cells<'a>(st: &Model, msg: &Message, marked: bool, body_w: usize) -> Vec<Cell<'a>> {
     let t = &st.theme;
     let dl = msg.dead_letter.as_ref();
     vec![
@@ -269,7 +269,7 @@ fn list_cells<'a>(st: &State, msg: &Message, marked: bool, body_w: usize) -> Vec
 
 /// The rows above the body: why it died first (what the message was opened for), the broker's
 /// account of the death, the message's identity, then its fields under labelled sections.
-fn meta_lines<'a>(st: &State, msg: &Message) -> Vec<Line<'a>> {
+fn meta_lines<'a>(st: &Model, msg: &Message) -> Vec<Line<'a>> {
     let t = &st.theme;
     let mut v = Vec::new();
     let why_text = why(msg, &st.session.reasons);
@@ -355,7 +355,7 @@ fn meta_lines<'a>(st: &State, msg: &Message) -> Vec<Line<'a>> {
 
 /// The broker's account of the death: its own reason, where from, how often, when, and its
 /// description unless that is the `why` line's text already.
-fn death_line<'a>(st: &State, d: &DeadLetterInfo, why_text: Option<&str>) -> Line<'a> {
+fn death_line<'a>(st: &Model, d: &DeadLetterInfo, why_text: Option<&str>) -> Line<'a> {
     let mut parts = Vec::new();
     if let Some(r) = d.reason.as_deref().filter(|r| Some(*r) != why_text) {
         parts.push(clean(r).into_owned());
@@ -382,7 +382,7 @@ fn death_line<'a>(st: &State, d: &DeadLetterInfo, why_text: Option<&str>) -> Lin
     ))
 }
 
-pub fn render_body(f: &mut Frame, st: &State, area: Rect) {
+pub fn render_body(f: &mut Frame, st: &Model, area: Rect) {
     let t = &st.theme;
     let Some(msg) = st.body.msg.as_ref() else {
         return;
@@ -435,7 +435,7 @@ pub fn render_body(f: &mut Frame, st: &State, area: Rect) {
 /// The rows above the body, wrapped to the width (none is hidden however short the
 /// terminal): headers and broker fields, then the rule that opens the body. The message
 /// scrolls as one document of these rows and the body's lines.
-fn head_rows<'a>(st: &State, msg: &qdeck_model::domain::Message, width: u16) -> Vec<Line<'a>> {
+fn head_rows<'a>(st: &Model, msg: &qdeck_model::domain::Message, width: u16) -> Vec<Line<'a>> {
     let kind = st
         .body
         .kind
@@ -449,7 +449,7 @@ fn head_rows<'a>(st: &State, msg: &qdeck_model::domain::Message, width: u16) -> 
 }
 
 /// Rows on screen and rows in all of the open message: what its scroll is bounded by.
-pub fn body_geometry(st: &State) -> (usize, usize) {
+pub fn body_geometry(st: &Model) -> (usize, usize) {
     let Some(msg) = st.body.msg.as_ref() else {
         return (1, 0);
     };

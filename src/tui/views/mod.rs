@@ -1,4 +1,4 @@
-//! Rendering: pure functions from `&State` to a frame. Every piece of broker text goes through
+//! Rendering: pure functions from `&Model` to a frame. Every piece of broker text goes through
 //! `sanitize` before it reaches a span.
 
 mod alerts;
@@ -23,7 +23,7 @@ use ratatui::widgets::{Block, Borders, Clear, Paragraph};
 use ratatui::Frame;
 
 use super::keymap::{Cmd, COMMANDS};
-use super::state::{Completion, InputKind, Level, State, View};
+use super::state::{Completion, InputKind, Level, Model, View};
 use qdeck_model::config::Access;
 use qdeck_model::sanitize::clean;
 
@@ -31,7 +31,7 @@ use qdeck_model::sanitize::clean;
 const MIN_W: u16 = 20;
 const MIN_H: u16 = 6;
 
-pub fn render(f: &mut Frame, st: &State) {
+pub fn render(f: &mut Frame, st: &Model) {
     let area = f.area();
     if area.width < MIN_W || area.height < MIN_H {
         let p = Paragraph::new(format!(
@@ -88,7 +88,7 @@ pub fn render(f: &mut Frame, st: &State) {
     }
 }
 
-fn header(f: &mut Frame, st: &State, area: Rect) {
+fn header(f: &mut Frame, st: &Model, area: Rect) {
     let t = &st.theme;
     let mut spans = vec![Span::styled(" qdeck ", t.badge)];
     spans.push(Span::styled(
@@ -142,7 +142,7 @@ fn keep_tail(s: &str, max: usize) -> String {
 }
 
 /// Rows of the view area between the header, the status rows and the footer.
-pub fn main_height(st: &State) -> usize {
+pub fn main_height(st: &Model) -> usize {
     (st.size.1 as usize)
         .saturating_sub(2)
         .saturating_sub(status_rows(st, st.size.0).len())
@@ -154,7 +154,7 @@ const STATUS_ROWS: usize = 2;
 
 /// The status rows: the flash (or a broker error) wrapped to the width, an operation's
 /// result with the key that dismisses it. Empty when there is nothing to say.
-fn status_rows(st: &State, width: u16) -> Vec<Line<'static>> {
+fn status_rows(st: &Model, width: u16) -> Vec<Line<'static>> {
     let Some((text, style)) = flash(st) else {
         return Vec::new();
     };
@@ -178,7 +178,7 @@ fn status_rows(st: &State, width: u16) -> Vec<Line<'static>> {
 }
 
 /// The flash to show now, if any: the latest status message, else a broker error.
-fn flash(st: &State) -> Option<(String, Style)> {
+fn flash(st: &Model) -> Option<(String, Style)> {
     let t = &st.theme;
     if let Some(s) = &st.status {
         let style = match s.level {
@@ -221,7 +221,7 @@ fn cut(s: &str, max: usize) -> String {
 /// The path to the view on top, one part per view on the stack (`fleet › on fire › orders`,
 /// `fleet › queues /ord › messages orders-dlq`): built from the stack itself, so whatever
 /// was left or opened, the header names what is under the view.
-fn breadcrumb(st: &State) -> String {
+fn breadcrumb(st: &Model) -> String {
     let short =
         |q: &qdeck_model::domain::QueueId| qdeck_model::sanitize::clean_short(q.as_str(), 30);
     let mut parts: Vec<String> = Vec::with_capacity(st.stack.len());
@@ -263,7 +263,7 @@ fn breadcrumb(st: &State) -> String {
     parts.join(" › ")
 }
 
-fn footer(f: &mut Frame, st: &State, area: Rect) {
+fn footer(f: &mut Frame, st: &Model, area: Rect) {
     let t = &st.theme;
     if let Some(inp) = &st.input {
         let prefix = match inp.kind {
@@ -326,7 +326,7 @@ fn footer(f: &mut Frame, st: &State, area: Rect) {
 
 /// The Tab candidates after the prompt, the one filled in highlighted: the run of them that
 /// holds it and fits in `room` cells, with `…` where more are cut.
-fn completions<'a>(st: &State, c: &Completion, room: usize) -> Vec<Span<'a>> {
+fn completions<'a>(st: &Model, c: &Completion, room: usize) -> Vec<Span<'a>> {
     let t = &st.theme;
     let count = format!("  {}/{} ", c.index + 1, c.candidates.len());
     let room = room.saturating_sub(count.chars().count() + 2);
@@ -358,7 +358,7 @@ fn completions<'a>(st: &State, c: &Completion, room: usize) -> Vec<Span<'a>> {
 /// A running operation in one row, the essentials first: the count (`1,200/20,000`, or
 /// `1,200 done`), failures, and the cancel key; then, as room allows, the phase, the bar
 /// and the label.
-fn progress_line<'a>(st: &State, op: &super::state::OpState, width: u16) -> Line<'a> {
+fn progress_line<'a>(st: &Model, op: &super::state::OpState, width: u16) -> Line<'a> {
     let t = &st.theme;
     let p = &op.progress;
     let count = match p.total {
@@ -416,7 +416,7 @@ fn progress_line<'a>(st: &State, op: &super::state::OpState, width: u16) -> Line
     Line::from(spans)
 }
 
-fn right_status(st: &State) -> String {
+fn right_status(st: &Model) -> String {
     let mut parts = Vec::new();
     if st.poll.busy {
         parts.push("⟳".to_string());
@@ -474,7 +474,7 @@ fn tier_badge(a: Access) -> Option<&'static str> {
     }
 }
 
-fn hints(st: &State) -> String {
+fn hints(st: &Model) -> String {
     let k = |c| st.keymap.hint(c).to_string();
     // Keys the tier forbids are not advertised.
     let allowed = |c: &Cmd| {
@@ -599,7 +599,7 @@ fn fit_hints(h: &str, width: usize) -> String {
 }
 
 /// A bordered block with a title.
-pub(crate) fn block<'a>(st: &State, title: Line<'a>) -> Block<'a> {
+pub(crate) fn block<'a>(st: &Model, title: Line<'a>) -> Block<'a> {
     Block::default()
         .borders(Borders::ALL)
         .border_style(st.theme.border)

@@ -9,11 +9,11 @@ use ratatui::Frame;
 
 use super::wrap::wrap_lines;
 use super::{block, fmt_ago, plural, styled};
-use crate::tui::state::State;
+use crate::tui::state::Model;
 use qdeck_engine::ops::Verdict;
 use qdeck_model::sanitize::clean;
 
-pub fn render(f: &mut Frame, st: &State, area: Rect) {
+pub fn render(f: &mut Frame, st: &Model, area: Rect) {
     let t = &st.theme;
     let log = &st.ops_log;
     let title = Line::from(vec![

@@ -9,7 +9,7 @@ use ratatui::Frame;
 
 use super::columns::{clean_mid, fit, flex_width, kept_row, render_table, sort_head, Col};
 use super::{block, fmt_age, fmt_count, fmt_rate, fmt_secs, fmt_thousands, spark, styled};
-use crate::tui::state::{SortCol, State};
+use crate::tui::state::{Model, SortCol};
 use qdeck_engine::derive::{derive, Trend};
 use qdeck_engine::store::{unpack, QueueEntry};
 use qdeck_model::domain::QueueError;
@@ -24,7 +24,7 @@ fn problem_of(err: &QueueError) -> (char, String) {
 }
 
 /// Problem of a row, for the marker column and the "why" line.
-pub fn row_problem(st: &State, e: &QueueEntry) -> Option<(char, String)> {
+pub fn row_problem(st: &Model, e: &QueueEntry) -> Option<(char, String)> {
     if let Some(err) = &e.error {
         return Some(problem_of(err));
     }
@@ -117,7 +117,7 @@ impl Eta {
     }
 }
 
-pub fn render(f: &mut Frame, st: &State, area: Rect) {
+pub fn render(f: &mut Frame, st: &Model, area: Rect) {
     let t = &st.theme;
     let sel_problem = st
         .selected_queue()
@@ -243,7 +243,7 @@ const SUMMARY_H: u16 = 8;
 
 /// The selected queue at a glance: depth, in-flight and age over time, DLQ, workers needed,
 /// the last error.
-fn summary(f: &mut Frame, st: &State, area: Rect) {
+fn summary(f: &mut Frame, st: &Model, area: Rect) {
     let t = &st.theme;
     let Some(e) = st.selected_queue().and_then(|q| st.store.get(q)) else {
         return;
@@ -326,7 +326,7 @@ fn summary(f: &mut Frame, st: &State, area: Rect) {
 }
 
 /// The queue table's columns: the name never goes; DEPTH, DLQ and ETA outlast the rates.
-fn queue_cols(st: &State) -> Vec<Col> {
+fn queue_cols(st: &Model) -> Vec<Col> {
     let pos = |c: SortCol| SortCol::ALL.iter().position(|x| *x == c).unwrap_or(0);
     let head = |name: &str, c: SortCol| {
         sort_head(name, pos(c), Some(pos(st.queues.sort)), st.queues.sort_desc)
@@ -347,7 +347,7 @@ fn queue_cols(st: &State) -> Vec<Col> {
 }
 
 /// Every cell of a row, in `queue_cols` order.
-fn queue_row<'a>(st: &State, e: &QueueEntry, name_w: usize) -> Vec<Cell<'a>> {
+fn queue_row<'a>(st: &Model, e: &QueueEntry, name_w: usize) -> Vec<Cell<'a>> {
     let t = &st.theme;
     let l = e.latest.as_ref();
     let d = derive(e, st.store.drain_target_secs);

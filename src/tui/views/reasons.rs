@@ -8,11 +8,11 @@ use ratatui::Frame;
 use super::columns::{fit, flex_width, kept_row, render_plain_table, Col};
 use super::wrap::split_for_text;
 use super::{block, fmt_ago, plural, styled};
-use crate::tui::state::{error_line, State};
+use crate::tui::state::{error_line, Model};
 use qdeck_engine::triage::scan::thousands;
 use qdeck_model::sanitize::{clean, clean_short};
 
-pub fn render(f: &mut Frame, st: &State, area: Rect) {
+pub fn render(f: &mut Frame, st: &Model, area: Rect) {
     let t = &st.theme;
     let r = &st.reasons;
     let q = r

@@ -7,7 +7,7 @@ use ratatui::Frame;
 
 use super::columns::{clean_mid, fit, flex_width, kept_row, render_plain_table, sort_head, Col};
 use super::{block, fmt_ago, fmt_count, fmt_rate, styled};
-use crate::tui::state::{error_line, State};
+use crate::tui::state::{error_line, Model};
 use qdeck_model::domain::{AckMode, Consumer, ConsumerListing, QueueId, WorkerState};
 use qdeck_model::sanitize::{clean, clean_short};
 
@@ -16,7 +16,7 @@ const STATE_W: usize = 15;
 /// How many workers `queue` has, the one figure every view shows: the live workers this view
 /// listed for it (gone and lease-lost ones apart), once it has listed them; else the count
 /// from the broker's figures. A summary never says `—` beside a list of one.
-pub fn shown_count(st: &State, queue: &QueueId, from_figures: Option<u32>) -> Option<u32> {
+pub fn shown_count(st: &Model, queue: &QueueId, from_figures: Option<u32>) -> Option<u32> {
     let w = &st.workers;
     if w.queue.as_ref() != Some(queue) || w.fetched_ms.is_none() || w.error.is_some() {
         return from_figures;
@@ -29,7 +29,7 @@ pub fn shown_count(st: &State, queue: &QueueId, from_figures: Option<u32>) -> Op
     Some(u32::try_from(live).unwrap_or(u32::MAX))
 }
 
-pub fn render(f: &mut Frame, st: &State, area: Rect) {
+pub fn render(f: &mut Frame, st: &Model, area: Rect) {
     let t = &st.theme;
     let w = &st.workers;
     let b = block(st, title(st));
@@ -63,7 +63,7 @@ pub fn render(f: &mut Frame, st: &State, area: Rect) {
     render_plain_table(f, inner, rows, (&cols, &keep), t, cursor.sel - from);
 }
 
-fn title<'a>(st: &State) -> Line<'a> {
+fn title<'a>(st: &Model) -> Line<'a> {
     let t = &st.theme;
     let w = &st.workers;
     let q = w
@@ -94,7 +94,7 @@ fn title<'a>(st: &State) -> Line<'a> {
 
 /// What shows instead of the table: the broker cannot list consumers, the listing failed, or
 /// there is no row to show.
-fn placeholder<'a>(st: &State) -> Option<Paragraph<'a>> {
+fn placeholder<'a>(st: &Model) -> Option<Paragraph<'a>> {
     let t = &st.theme;
     let w = &st.workers;
     if let ConsumerListing::Unsupported(why) = &st.caps.consumers {
@@ -128,7 +128,7 @@ fn placeholder<'a>(st: &State) -> Option<Paragraph<'a>> {
 }
 
 /// One worker's cells; the name column is `name_w` wide.
-fn cells<'a>(st: &State, c: &Consumer, name_w: usize) -> Vec<Cell<'a>> {
+fn cells<'a>(st: &Model, c: &Consumer, name_w: usize) -> Vec<Cell<'a>> {
     let t = &st.theme;
     // The seeds' warnings: unlimited prefetch and auto-ack lose or hoard messages.
     let prefetch = match c.prefetch {

@@ -5,7 +5,7 @@ use ratatui::text::Line;
 
 use super::super::queues::{eta_text, row_problem};
 use super::super::{fmt_age, fmt_count, fmt_rate, fmt_secs, styled};
-use crate::tui::state::State;
+use crate::tui::state::Model;
 use crate::tui::theme::Theme;
 use qdeck_engine::derive::{Derived, Trend};
 use qdeck_engine::store::{QueueEntry, RateSource};
@@ -14,7 +14,7 @@ use qdeck_model::sanitize::{clean, clean_short};
 
 /// Every line of the detail above the charts, before wrapping.
 pub(super) fn lines<'a>(
-    st: &State,
+    st: &Model,
     e: &QueueEntry,
     d: Option<&Derived>,
     caps: &Capabilities,

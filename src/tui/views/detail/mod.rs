@@ -9,14 +9,14 @@ use ratatui::Frame;
 
 use super::wrap::wrap_lines;
 use super::{block, fmt_secs, styled};
-use crate::tui::state::State;
+use crate::tui::state::Model;
 use qdeck_engine::store::{Sample, MISSING};
 use qdeck_model::sanitize::clean_short;
 
 mod info;
 mod partitions;
 
-pub fn render(f: &mut Frame, st: &State, area: Rect) {
+pub fn render(f: &mut Frame, st: &Model, area: Rect) {
     let t = &st.theme;
     let Some(q) = &st.focus else {
         return;
@@ -88,7 +88,7 @@ fn scrolled(rows: Vec<Line<'static>>, h: usize, scroll: usize, dim: Style) -> Ve
     shown
 }
 
-pub(super) fn charts(f: &mut Frame, st: &State, hist: Vec<Sample>, area: Rect) {
+pub(super) fn charts(f: &mut Frame, st: &Model, hist: Vec<Sample>, area: Rect) {
     let t = &st.theme;
     let last_t = hist.last().map_or(0, |s| s.t);
     let from = last_t.saturating_sub(st.detail.chart_window_secs as u32);

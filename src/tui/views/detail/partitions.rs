@@ -5,15 +5,15 @@
 use ratatui::text::Line;
 
 use super::super::{fmt_count, fmt_rate, styled};
-use crate::tui::partition_table::shown_row;
-use crate::tui::state::State;
+
+use crate::tui::state::Model;
 use qdeck_engine::partitions::{PartitionState, STUCK_POLLS};
 use qdeck_model::sanitize::clean_short;
 
 /// Lines for the open detail, empty when it is not a Kafka group row.
-pub(super) fn lines<'a>(st: &State) -> Vec<Line<'a>> {
+pub(super) fn lines<'a>(st: &Model) -> Vec<Line<'a>> {
     let t = &st.theme;
-    if shown_row(st).is_none() {
+    if st.partition_row().is_none() {
         return Vec::new();
     }
     let p = &st.detail.partitions;

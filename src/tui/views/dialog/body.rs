@@ -3,7 +3,7 @@
 use ratatui::text::Line;
 
 use super::super::{fmt_count, styled};
-use crate::tui::state::{DialogKind, HeldPlan, PlanShown, State, TransferAsk, RATES};
+use crate::tui::state::{DialogKind, HeldPlan, Model, PlanShown, TransferAsk, RATES};
 use crate::tui::theme::Theme;
 use qdeck_engine::edit::Edited;
 use qdeck_engine::ops::Planned;
@@ -11,7 +11,7 @@ use qdeck_model::domain::{Message, QueueId, RedriveMode, RedriveTarget};
 use qdeck_model::sanitize::{clean, clean_short};
 
 /// The dialog's title and text for its kind.
-pub(super) fn body<'a>(st: &State, kind: &DialogKind) -> (&'static str, Vec<Line<'a>>) {
+pub(super) fn body<'a>(st: &Model, kind: &DialogKind) -> (&'static str, Vec<Line<'a>>) {
     let t = &st.theme;
     match kind {
         DialogKind::Purge { queue, plan } => (" purge ", purge(st, queue, plan)),
@@ -75,7 +75,7 @@ fn question<'a>(t: &Theme, plan: &HeldPlan) -> Line<'a> {
     Line::from(styled(plan.planned().question(), t.text))
 }
 
-fn purge<'a>(st: &State, queue: &QueueId, plan: &PlanShown) -> Vec<Line<'a>> {
+fn purge<'a>(st: &Model, queue: &QueueId, plan: &PlanShown) -> Vec<Line<'a>> {
     let t = &st.theme;
     let mut lines = match plan {
         PlanShown::Ready(p) => vec![Line::from(styled(p.planned().question(), t.warn))],
@@ -189,7 +189,7 @@ fn redrive_plan<'a>(t: &Theme, plan: &PlanShown) -> Vec<Line<'a>> {
     }
 }
 
-fn quit<'a>(st: &State) -> Vec<Line<'a>> {
+fn quit<'a>(st: &Model) -> Vec<Line<'a>> {
     let t = &st.theme;
     let what = match &st.op {
         Some(op) => {

@@ -7,12 +7,12 @@ use ratatui::Frame;
 
 use super::wrap::wrap_lines;
 use super::{block, centered, clear, styled};
-use crate::tui::state::{Dialog, DialogKind, State};
+use crate::tui::state::{Dialog, DialogKind, Model};
 use qdeck_model::sanitize::clean;
 
 mod body;
 
-pub fn render(f: &mut Frame, st: &State, d: &Dialog, area: Rect) {
+pub fn render(f: &mut Frame, st: &Model, d: &Dialog, area: Rect) {
     let (title, mut lines) = body::body(st, &d.kind);
     if d.needs_name {
         lines.extend(name_prompt(st, d));
@@ -23,7 +23,7 @@ pub fn render(f: &mut Frame, st: &State, d: &Dialog, area: Rect) {
 
 /// A protected profile (and every edit) types a name to confirm: what to type, and the
 /// text typed so far.
-fn name_prompt<'a>(st: &State, d: &Dialog) -> Vec<Line<'a>> {
+fn name_prompt<'a>(st: &Model, d: &Dialog) -> Vec<Line<'a>> {
     let t = &st.theme;
     vec![
         Line::from(""),
@@ -52,7 +52,7 @@ fn name_prompt<'a>(st: &State, d: &Dialog) -> Vec<Line<'a>> {
 /// The box centred in `area`, sized to its wrapped text and legend.
 fn draw(
     f: &mut Frame,
-    st: &State,
+    st: &Model,
     area: Rect,
     title: &str,
     lines: &[Line],
@@ -106,7 +106,7 @@ fn draw(
 }
 
 /// The buttons and keys: Cancel has the focus when the dialog opens.
-fn legend<'a>(st: &State, d: &Dialog) -> Vec<Line<'a>> {
+fn legend<'a>(st: &Model, d: &Dialog) -> Vec<Line<'a>> {
     let t = &st.theme;
     let (cancel_style, confirm_style) = if d.confirm_focused {
         (t.dim, t.selected)

@@ -1558,7 +1558,12 @@ fn pty_profile_switch_lists_the_new_profile() {
     let mut c = Console::spawn(dir.path(), &["--config", cfg, "--fleet"], &[], 100, 30);
     c.wait_for("fleet 2 profiles");
     c.type_keys(":profile pb\r");
-    c.wait_for("beta-q");
+    // The fleet already shows beta-q: wait for pb's own table (no alpha-q), or the Esc below can
+    // land before the switch and the switch then covers the fleet again.
+    c.poll_until(Duration::from_secs(10), |s| {
+        s.contains("beta-q") && !s.contains("alpha-q") && !s.contains("fleet 2 profiles")
+    })
+    .unwrap_or_else(|| panic!("pb's own table:\n{}", c.screen()));
     c.send(b"\x1b");
     let fleet = c
         .poll_until(Duration::from_secs(10), |s| {

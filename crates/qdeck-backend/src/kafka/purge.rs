@@ -90,6 +90,67 @@ pub async fn count_partition(b: &KafkaBackend, topic: &str, p: i32) -> Result<Me
     }
 }
 
+/// DeleteRecords up to the high watermark of `parts` of `topic`, on their leader; the records
+/// it removed (each partition's new low watermark against its earlier one). A partition that
+/// failed goes to `failures`.
+async fn delete_on(
+    b: &KafkaBackend,
+    leader: i32,
+    topic: &str,
+    parts: &[i32],
+    before: &std::collections::HashMap<Tp, i64>,
+    progress: &OpProgress,
+    failures: &mut Vec<String>,
+) -> u64 {
+    let timeout_ms = i32::try_from(b.cluster.timeout.as_millis()).unwrap_or(i32::MAX);
+    let req = DeleteRecordsRequest::default()
+        .with_timeout_ms(timeout_ms)
+        .with_topics(vec![DeleteRecordsTopic::default()
+            .with_name(TopicName(StrBytes::from_string(topic.to_string())))
+            .with_partitions(
+                parts
+                    .iter()
+                    .map(|p| {
+                        DeleteRecordsPartition::default()
+                            .with_partition_index(*p)
+                            .with_offset(HIGH_WATERMARK)
+                    })
+                    .collect(),
+            )]);
+    let resp = match b
+        .cluster
+        .to(leader, "DeleteRecords", &req, DELETE_RECORDS_V)
+        .await
+    {
+        Ok(r) => r,
+        Err(e) => {
+            failures.extend(parts.iter().map(|p| format!("{topic}[{p}]: {e}")));
+            return 0;
+        }
+    };
+    let mut purged = 0;
+    for p in resp.topics.into_iter().flat_map(|t| t.partitions) {
+        match p.error_code.err() {
+            None => {
+                let old = before
+                    .get(&(topic.to_string(), p.partition_index))
+                    .copied()
+                    .unwrap_or(p.low_watermark);
+                purged += u64::try_from(p.low_watermark - old).unwrap_or(0);
+                progress.add_done(1);
+            }
+            Some(e) => {
+                progress.add_failed(1);
+                failures.push(format!(
+                    "{topic}[{}]: DeleteRecords: {e}",
+                    p.partition_index
+                ));
+            }
+        }
+    }
+    purged
+}
+
 pub async fn purge(
     b: &KafkaBackend,
     queue: &QueueId,
@@ -136,7 +197,6 @@ pub async fn purge(
     for (p, leader) in tm.leaders.iter().filter(|(p, _)| chosen(p)) {
         by_leader.entry(*leader).or_default().push(*p);
     }
-    let timeout_ms = i32::try_from(b.cluster.timeout.as_millis()).unwrap_or(i32::MAX);
     let mut purged = 0u64;
     let mut failures: Vec<String> = Vec::new();
     for (leader, parts) in by_leader {
@@ -147,53 +207,7 @@ pub async fn purge(
             failures.extend(parts.iter().map(|p| format!("{topic}[{p}]: no leader")));
             continue;
         }
-        let req = DeleteRecordsRequest::default()
-            .with_timeout_ms(timeout_ms)
-            .with_topics(vec![DeleteRecordsTopic::default()
-                .with_name(TopicName(StrBytes::from_string(topic.clone())))
-                .with_partitions(
-                    parts
-                        .iter()
-                        .map(|p| {
-                            DeleteRecordsPartition::default()
-                                .with_partition_index(*p)
-                                .with_offset(HIGH_WATERMARK)
-                        })
-                        .collect(),
-                )]);
-        let resp = match b
-            .cluster
-            .to(leader, "DeleteRecords", &req, DELETE_RECORDS_V)
-            .await
-        {
-            Ok(r) => r,
-            Err(e) => {
-                failures.extend(parts.iter().map(|p| format!("{topic}[{p}]: {e}")));
-                continue;
-            }
-        };
-        for t in resp.topics {
-            for p in t.partitions {
-                match p.error_code.err() {
-                    None => {
-                        let old = before
-                            .get(&(topic.clone(), p.partition_index))
-                            .copied()
-                            .unwrap_or(p.low_watermark);
-                        let n = u64::try_from(p.low_watermark - old).unwrap_or(0);
-                        purged += n;
-                        progress.add_done(1);
-                    }
-                    Some(e) => {
-                        progress.add_failed(1);
-                        failures.push(format!(
-                            "{topic}[{}]: DeleteRecords: {e}",
-                            p.partition_index
-                        ));
-                    }
-                }
-            }
-        }
+        purged += delete_on(b, leader, &topic, &parts, &before, progress, &mut failures).await;
     }
     if let Some(first) = failures.first() {
         let more = failures.len() - 1;

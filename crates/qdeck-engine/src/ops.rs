@@ -46,7 +46,7 @@ pub enum Planned {
         /// For a filtered redrive: the predicate and scan counts, for the audit line.
         selection: Option<serde_json::Value>,
         /// A one-pass filtered redrive: the backend tests each message as it reads the source
-        /// (`Backend::redrive_matching`); `plan.count` is then the messages it will examine.
+        /// (`Backend::filtered_redrive`); `plan.count` is then the messages it will examine.
         filter: Option<Box<MessageFilter>>,
     },
     Purge {
@@ -145,7 +145,7 @@ pub async fn plan_redrive(gate: &Gate, req: RedriveRequest) -> Result<Planned, B
     })
 }
 
-/// Plan a one-pass filtered redrive where the backend offers one (`redrives_matching`):
+/// Plan a one-pass filtered redrive where the backend offers one (`filtered_redrive`):
 /// the count is the messages the pass will examine (those ready now, at most
 /// `filter.max_examined`), `req.max` caps the matching ones moved, and the notes say what
 /// reading the others does to them.
@@ -167,7 +167,9 @@ pub async fn plan_redrive_matching(
         ..
     } = &mut planned
     {
-        let Some(effect) = gate.backend().redrives_matching(source) else {
+        let Some((_, effect)) =
+            qdeck_backend::filtered_redrive_for(gate.backend().as_ref(), source)
+        else {
             return Err(BackendError::Unsupported(format!(
                 "a one-pass filtered redrive is not available for {}",
                 clean(source.id.as_str())
@@ -258,7 +260,7 @@ pub async fn plan_delete(
     })
 }
 
-/// Plan cancelling one delayed message: the backend deletes by id, and `id` is a message of
+/// Plan cancelling one delayed message: the backend lists scheduled messages, and `id` is one of
 /// the scheduled listing now (one already due was delivered or is about to be: not cancelled).
 /// Refusals come before anything changes; a missing id is `NotFound`.
 pub async fn plan_cancel_scheduled(
@@ -282,13 +284,9 @@ async fn find_scheduled(
 ) -> Result<Planned, BackendError> {
     let b = gate.backend();
     let info = b.describe(queue).await?;
-    if b.deleter().is_none() {
-        let why = format!(
-            "cancelling a scheduled message deletes it by id, which the {} backend cannot do",
-            b.kind()
-        );
-        gate.refuse(Mutation::Delete, &info.id, &why);
-        return Err(BackendError::Unsupported(why));
+    if let Err(e) = qdeck_backend::scheduled_of(b.as_ref(), &info.id).await {
+        gate.refuse(Mutation::Delete, &info.id, &e.to_string());
+        return Err(e);
     }
     let mut cursor = None;
     let mut read = 0usize;

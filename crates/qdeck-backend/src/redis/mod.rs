@@ -452,9 +452,10 @@ impl Backend for RedisBackend {
         browse::browse(self, queue, req).await
     }
 
-    async fn browse_scheduled(&self, queue: &QueueId, req: &BrowseRequest) -> Result<Page> {
-        scheduled::browse_scheduled(self, queue, req).await
+    fn scheduled(&self) -> Option<&dyn crate::ScheduledListing> {
+        Some(self)
     }
+
     async fn redrive(&self, req: &RedriveRequest, progress: &OpProgress) -> Result<RedriveReport> {
         mutate::redrive(self, req, progress).await
     }
@@ -490,6 +491,22 @@ impl crate::CeleryRemote for RedisBackend {
         // What the workers hold may have changed: the next look asks again.
         *self.celery_workers.lock().await = None;
         r
+    }
+}
+
+#[async_trait]
+impl crate::ScheduledListing for RedisBackend {
+    async fn browse_scheduled(&self, queue: &QueueId, req: &BrowseRequest) -> Result<Page> {
+        scheduled::browse_scheduled(self, queue, req).await
+    }
+
+    async fn cancel_scheduled(
+        &self,
+        queue: &QueueId,
+        id: &str,
+        progress: &OpProgress,
+    ) -> Result<DeleteReport> {
+        crate::cancel_by_delete(self, queue, id, progress).await
     }
 }
 

@@ -227,8 +227,27 @@ pub fn abilities<B: Backend + ?Sized>(b: &B, queue: &QueueInfo) -> Vec<&'static 
         (b.dlq_creation().is_some(), "DLQ creation"),
         (b.group_admin().is_some(), "consumer groups"),
         (b.seeker().is_some(), "seek (replay)"),
+        (b.queue_creation().is_some(), "queue creation"),
     ]
     .into_iter()
     .filter_map(|(has, name)| has.then_some(name))
     .collect()
+}
+
+/// Creating queues with their settings, where qdeck owns the broker (the local broker): other
+/// brokers' queues are made with their own tools.
+#[async_trait]
+pub trait QueueCreation: Send + Sync {
+    /// Create `name` with `opts`; an existing queue takes the new settings and keeps its
+    /// messages.
+    async fn create_queue(&self, name: &str, opts: &crate::local::QueueOptions) -> Result<()>;
+}
+
+pub fn queue_creation_of<B: Backend + ?Sized>(b: &B) -> Result<&dyn QueueCreation> {
+    b.queue_creation().ok_or_else(|| {
+        BackendError::Unsupported(format!(
+            "qdeck creates queues on the local broker; {} queues are made with its own tools",
+            b.kind()
+        ))
+    })
 }

@@ -38,8 +38,8 @@ pub use api_calls::ApiCalls;
 pub use error::BackendError;
 pub use facets::{
     cancel_by_delete, celery_of, dlq_creation_of, filtered_redrive_for, filtered_redrive_of,
-    scheduled_of, seeker_of, sessions_of, subject_purge_of, CeleryRemote, DlqCreation,
-    FilteredRedrive, ScheduledListing, Sessions, SubjectPurge,
+    queue_creation_of, scheduled_of, seeker_of, sessions_of, subject_purge_of, CeleryRemote,
+    DlqCreation, FilteredRedrive, QueueCreation, ScheduledListing, Sessions, SubjectPurge,
 };
 pub use filter::QueueFilter;
 pub use message_filter::MessageFilter;
@@ -178,6 +178,12 @@ pub trait Backend: Send + Sync {
 
     /// API calls made so far, per operation name (SQS and CloudWatch bill per call).
     fn api_calls(&self) -> &ApiCalls;
+
+    /// Creating queues with their settings, where qdeck owns the broker (the local broker):
+    /// `None` elsewhere.
+    fn queue_creation(&self) -> Option<&dyn QueueCreation> {
+        None
+    }
 
     /// Creating a dead-letter capture, where the broker keeps no DLQ of its own (NATS
     /// JetStream): `None` elsewhere.

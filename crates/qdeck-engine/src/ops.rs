@@ -30,7 +30,10 @@ pub use transfer::{plan_transfer, TransferPlan, TransferRequest};
 mod edit;
 pub use edit::plan_edit;
 pub mod admin;
-pub use admin::{plan_create_dlq, plan_worker_control, ControlPlan, CreatedDlq};
+pub use admin::{
+    plan_create_dlq, plan_create_queue, plan_demo_setup, plan_worker_control, ControlPlan,
+    CreatePlan, CreatedDlq, CreatedQueues,
+};
 mod groups;
 pub use groups::{plan_group_delete, plan_offset_reset};
 mod seek;
@@ -98,6 +101,8 @@ pub enum Planned {
     WorkerControl(Box<admin::ControlPlan>),
     /// Start capturing a consumer's dead letters where the broker keeps none (`create-dlq`).
     CreateDlq { queue: QueueId },
+    /// Create queues where qdeck owns the broker (`qdeck create`, the demo's own queues).
+    CreateQueues(Box<admin::CreatePlan>),
     /// Seek a subscription back to a time (`qdeck replay`, Pub/Sub).
     Seek {
         queue: QueueInfo,
@@ -339,6 +344,7 @@ impl Planned {
             Planned::Transfer(_) => Mutation::Copy,
             Planned::WorkerControl(_) => Mutation::WorkerControl,
             Planned::CreateDlq { .. } => Mutation::Create,
+            Planned::CreateQueues(c) => c.mutation,
             Planned::OffsetReset { .. } => Mutation::ResetOffsets,
             Planned::Seek { .. } => Mutation::Replay,
             Planned::GroupDelete { .. } => Mutation::DeleteGroup,
@@ -360,6 +366,7 @@ impl Planned {
             Planned::Transfer(t) => &t.source,
             Planned::WorkerControl(c) => &c.target,
             Planned::CreateDlq { queue } => queue,
+            Planned::CreateQueues(c) => &c.target,
         }
     }
 
@@ -380,6 +387,11 @@ impl Planned {
             | Planned::WorkerControl(_)
             | Planned::CreateDlq { .. } => MessageCount {
                 ready: 1,
+                in_flight: None,
+                exact: true,
+            },
+            Planned::CreateQueues(c) => MessageCount {
+                ready: c.queues.len() as u64,
                 in_flight: None,
                 exact: true,
             },
@@ -434,6 +446,7 @@ impl Planned {
             | Planned::Edit { .. }
             | Planned::WorkerControl(_)
             | Planned::CreateDlq { .. }
+            | Planned::CreateQueues(_)
             | Planned::OffsetReset { .. }
             | Planned::Seek { .. }
             | Planned::GroupDelete { .. } => return None,
@@ -475,6 +488,7 @@ impl Planned {
             | Planned::Edit { .. }
             | Planned::WorkerControl(_)
             | Planned::CreateDlq { .. }
+            | Planned::CreateQueues(_)
             | Planned::Transfer(_) => c.exact && c.ready == 0,
             Planned::Purge { .. } => c.exact && c.ready == 0 && c.in_flight.unwrap_or(0) == 0,
             // Committing the offsets a group already has is harmless, and deleting a group
@@ -562,6 +576,14 @@ impl Planned {
                 "create a stream capturing the dead letters of {} (or keep the one that does)",
                 clean(queue.as_str())
             ),
+            Planned::CreateQueues(c) => {
+                let names: Vec<String> = c
+                    .queues
+                    .iter()
+                    .map(|(n, _)| clean(n).into_owned())
+                    .collect();
+                format!("create {}", names.join(", "))
+            }
             Planned::OffsetReset { plan, .. } => groups::describe_reset(plan),
             Planned::GroupDelete { plan, .. } => groups::describe_delete(plan),
             Planned::Seek { plan, .. } => seek::describe(plan),
@@ -666,6 +688,11 @@ impl Planned {
                 "action": "create-dlq",
                 "queue": queue,
             }),
+            Planned::CreateQueues(c) => serde_json::json!({
+                "dry_run": true,
+                "action": c.mutation.name(),
+                "queues": c.queues.iter().map(|(n, _)| n).collect::<Vec<_>>(),
+            }),
             Planned::OffsetReset { plan, .. } => groups::reset_json(plan),
             Planned::GroupDelete { plan, .. } => groups::delete_json(plan),
             Planned::Seek { plan, .. } => seek::plan_json(plan),
@@ -702,6 +729,8 @@ pub enum Outcome {
     Control(qdeck_backend::celery::workers::WorkerReport),
     /// A dead-letter capture made, or found already there.
     CreatedDlq(CreatedDlq),
+    /// Queues created where qdeck owns the broker.
+    CreatedQueues(CreatedQueues),
     Failed {
         error: BackendError,
         progress: ProgressState,
@@ -762,7 +791,9 @@ impl Outcome {
             // Gone before the delete reached it means it became due and was delivered.
             Outcome::CancelScheduled(r) if r.deleted > 0 => Verdict::Ok,
             Outcome::CancelScheduled(_) => Verdict::Failed,
-            Outcome::Sent { .. } | Outcome::CreatedDlq(_) => Verdict::Ok,
+            Outcome::Sent { .. } | Outcome::CreatedDlq(_) | Outcome::CreatedQueues(_) => {
+                Verdict::Ok
+            }
             // A worker that answered with an error did not do it: the command failed there.
             Outcome::Control(r) if r.workers.iter().any(|w| w.answered_error) => Verdict::Failed,
             Outcome::Control(_) => Verdict::Ok,
@@ -788,7 +819,7 @@ impl Outcome {
             Outcome::CancelScheduled(_) => format!("cancel in {q}: {}", self.line()),
             Outcome::Sent { .. } => format!("send to {q}: {}", self.line()),
             Outcome::Control(_) => format!("worker-control: {}", self.line()),
-            Outcome::CreatedDlq(_) => self.line(),
+            Outcome::CreatedDlq(_) | Outcome::CreatedQueues(_) => self.line(),
             Outcome::OffsetReset(_) => format!("reset-offsets {q}: {}", self.line()),
             Outcome::Seek(_) => format!("replay {q}: {}", self.line()),
             Outcome::GroupDeleted { .. } => self.line(),
@@ -876,6 +907,7 @@ impl Outcome {
             },
             Outcome::Control(r) => admin::control_line(r),
             Outcome::CreatedDlq(c) => c.line(),
+            Outcome::CreatedQueues(c) => c.line(),
             Outcome::OffsetReset(r) => format!(
                 "moved the committed offsets of consumer group {} on {} partition(s) of {}; lag now {}",
                 clean(&r.group),
@@ -908,6 +940,7 @@ impl Outcome {
             Outcome::Sent { id } => serde_json::json!({"sent": 1, "id": id}),
             Outcome::Control(r) => serde_json::to_value(r).unwrap_or_default(),
             Outcome::CreatedDlq(c) => serde_json::to_value(c).unwrap_or_default(),
+            Outcome::CreatedQueues(c) => serde_json::to_value(c).unwrap_or_default(),
             Outcome::OffsetReset(r) => serde_json::to_value(r).unwrap_or_default(),
             Outcome::GroupDeleted { group } => serde_json::json!({"deleted_group": group}),
             Outcome::Seek(r) => serde_json::to_value(r).unwrap_or_default(),
@@ -1102,6 +1135,7 @@ pub async fn run(gate: &Gate, planned: Planned, p: &OpProgress) -> Outcome {
         Planned::Transfer(t) => transfer::run(*t, p).await,
         Planned::WorkerControl(c) => admin::run_control(gate, *c, p).await,
         Planned::CreateDlq { queue } => admin::run_create_dlq(gate, &queue, p).await,
+        Planned::CreateQueues(c) => admin::run_create_queues(gate, *c, p).await,
         Planned::OffsetReset { queue, plan } => groups::run_reset(gate, &queue.id, &plan, p).await,
         Planned::GroupDelete { queue, plan } => groups::run_delete(gate, &queue, &plan, p).await,
         Planned::Seek { queue, plan } => seek::run(gate, &queue.id, &plan, p).await,

@@ -411,6 +411,10 @@ impl Backend for LocalHandle {
         Some(self)
     }
 
+    fn queue_creation(&self) -> Option<&dyn crate::QueueCreation> {
+        Some(self)
+    }
+
     /// The same checks the real run makes (`redrive_plan`), so a dry run cannot disagree.
     async fn plan_redrive(&self, req: &RedriveRequest) -> Result<RedrivePlan> {
         let r = req.clone();
@@ -452,6 +456,15 @@ impl Backend for LocalHandle {
 
     fn api_calls(&self) -> &ApiCalls {
         &self.0.calls
+    }
+}
+
+#[async_trait]
+impl crate::QueueCreation for LocalHandle {
+    async fn create_queue(&self, name: &str, opts: &QueueOptions) -> Result<()> {
+        self.0.calls.bump("local:create_queue");
+        let (name, opts) = (name.to_string(), opts.clone());
+        self.0.blocking(move |b| b.create_queue(&name, &opts)).await
     }
 }
 

@@ -763,6 +763,23 @@ impl DeleteById for RabbitBackend {
     }
 }
 
+#[async_trait]
+impl crate::FilteredRedrive for RabbitBackend {
+    /// A stream is read by offset, not consumed: it has no one-pass redrive.
+    fn reading_effect(&self, queue: &QueueInfo) -> Option<String> {
+        (queue.kind != QueueKind::Stream).then(|| one_pass::EFFECT.to_string())
+    }
+
+    async fn redrive_matching(
+        &self,
+        req: &RedriveRequest,
+        filter: &MessageFilter,
+        progress: &OpProgress,
+    ) -> Result<RedriveReport> {
+        redrive::redrive_matching(self, req, filter, progress).await
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -857,22 +874,5 @@ protected = true
         .expect("creds");
         assert_eq!(c.password.expose(), "pw-in-env");
         assert_eq!(c.uri.authority.userinfo.password, "");
-    }
-}
-
-#[async_trait]
-impl crate::FilteredRedrive for RabbitBackend {
-    /// A stream is read by offset, not consumed: it has no one-pass redrive.
-    fn reading_effect(&self, queue: &QueueInfo) -> Option<String> {
-        (queue.kind != QueueKind::Stream).then(|| one_pass::EFFECT.to_string())
-    }
-
-    async fn redrive_matching(
-        &self,
-        req: &RedriveRequest,
-        filter: &MessageFilter,
-        progress: &OpProgress,
-    ) -> Result<RedriveReport> {
-        redrive::redrive_matching(self, req, filter, progress).await
     }
 }

@@ -146,7 +146,7 @@ mod tests {
         let f = dir.path().join("in.jsonl");
         std::fs::write(&f, "{\"body\":\"one\"}\n{\"body\": oops}\n").unwrap();
         let err =
-            read_import_file(&f, &qdeck_backend::headers::rules_of(BrokerKind::Local)).unwrap_err();
+            read_import_file(&f, qdeck_backend::headers::rules_of(BrokerKind::Local)).unwrap_err();
         let BackendError::Invalid(m) = &err else {
             panic!("{err:?}")
         };
@@ -159,7 +159,7 @@ mod tests {
         let line = "{\"body\":\"two\",\"broker\":\"rabbitmq\",\"properties\":[[\"content_type\",\"text/plain\"]],\"meta\":[[\"redelivered\",true]]}";
         std::fs::write(&f, format!("{{\"body\":\"one\"}}\n\n{line}\n")).unwrap();
         let read =
-            read_import_file(&f, &qdeck_backend::headers::rules_of(BrokerKind::Local)).unwrap();
+            read_import_file(&f, qdeck_backend::headers::rules_of(BrokerKind::Local)).unwrap();
         let planned = plan_import(&g, b.describe(&q).await.unwrap(), read, None).unwrap();
         assert_eq!(planned.mutation(), crate::gate::Mutation::Import);
         assert_eq!((planned.count().ready, planned.count().exact), (2, true));

@@ -982,6 +982,10 @@ async fn demo_workload_moves_every_queue_and_stops_cleanly() {
         poison_share: 0.3,
         crash_share: 0.0,
     };
+    // The demo's queues come first, as `qdeck demo` plans them through the gate.
+    for (n, o) in qdeck::demo::queues() {
+        b.create_queue(&n, &o).expect("demo queue");
+    }
     let demo = DemoHandle::start(b.clone(), cfg).expect("demo starts");
     assert_eq!(demo.workers(), 2);
     demo.add_worker();
@@ -1047,6 +1051,10 @@ async fn demo_workload_moves_every_queue_and_stops_cleanly() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn headless_demo_prints_and_ends_after_its_duration() {
     let (_d, b) = broker();
+    // The demo's queues come first, as `qdeck demo` plans them through the gate.
+    for (n, o) in qdeck::demo::queues() {
+        b.create_queue(&n, &o).expect("demo queue");
+    }
     qdeck::demo::run_headless(
         b.clone(),
         qdeck::demo::DemoConfig::default(),
@@ -1066,6 +1074,10 @@ async fn headless_demo_prints_and_ends_after_its_duration() {
 async fn manual_demo_story() {
     use qdeck::demo::{DemoConfig, DemoHandle};
     let (_d, b) = broker();
+    // The demo's queues come first, as `qdeck demo` plans them through the gate.
+    for (n, o) in qdeck::demo::queues() {
+        b.create_queue(&n, &o).expect("demo queue");
+    }
     let demo = DemoHandle::start(b.clone(), DemoConfig::default()).expect("demo starts");
     for step in 0..12 {
         if step == 5 {

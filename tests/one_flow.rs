@@ -151,3 +151,74 @@ async fn the_console_asks_what_the_cli_asks_and_runs_the_plan_it_showed() {
     let fx = update(&mut st, key('y'));
     assert!(fx.contains(&Effect::RunPlan(held)), "{fx:?}");
 }
+
+/// The audit log's lines, oldest first.
+fn audit_lines(e: &Env) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(e.dir.path().join("state/qdeck/audit.log"))
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("audit lines are JSON"))
+        .collect()
+}
+
+/// `qdeck create` is planned, run and reported like every mutation: a create the broker
+/// refuses is audited with its result and why (it used to leave no line at all), and one that
+/// succeeds is audited from the run's report, with what it made.
+#[test]
+fn create_is_audited_from_its_plan_with_the_result() {
+    let e = Env::new();
+    let out = e
+        .qdeck()
+        .args(["create", "orders", "--max-receives", "3"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "max-receives needs a DLQ");
+    let lines = audit_lines(&e);
+    let last = lines.last().expect("a failed create is audited");
+    assert_eq!(last["action"], "create", "{last}");
+    assert_eq!(last["queue"], "orders", "{last}");
+    assert_eq!(last["result"], "error", "{last}");
+    assert_eq!(last["counts"]["queues"], 0, "{last}");
+    assert!(
+        last["error"].as_str().is_some_and(|s| !s.is_empty()),
+        "{last}"
+    );
+
+    let out = e.qdeck().args(["create", "orders"]).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "created orders\n");
+    let lines = audit_lines(&e);
+    let last = lines.last().unwrap();
+    assert_eq!(
+        (&last["action"], &last["result"], &last["counts"]["queues"]),
+        (&"create".into(), &"ok".into(), &1.into()),
+        "{last}"
+    );
+}
+
+/// The demo's own queues are created through the plan before its workload starts: its audit
+/// line is the run's report (the queues it made, its result), not a line written beforehand.
+#[test]
+fn the_demos_queue_set_up_is_audited_from_its_plan() {
+    let e = Env::new();
+    let out = e
+        .qdeck()
+        .args(["demo", "--duration", "1s", "--rate", "1"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines = audit_lines(&e);
+    let demo: Vec<_> = lines.iter().filter(|l| l["action"] == "demo").collect();
+    assert_eq!(demo.len(), 1, "{lines:?}");
+    assert_eq!(demo[0]["result"], "ok", "{}", demo[0]);
+    assert_eq!(demo[0]["counts"]["queues"], 3, "{}", demo[0]);
+    assert_eq!(demo[0]["counts"]["workers"], 1, "{}", demo[0]);
+}

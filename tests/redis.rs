@@ -456,7 +456,12 @@ async fn bullmq_figures_equal_get_job_counts() {
         max: 10,
         force: false,
     };
-    let delayed = b.browse_scheduled(&qid, &req).await.expect("delayed jobs");
+    let delayed = b
+        .scheduled()
+        .expect("lists scheduled")
+        .browse_scheduled(&qid, &req)
+        .await
+        .expect("delayed jobs");
     let due: Vec<i64> = delayed
         .messages
         .iter()
@@ -561,6 +566,8 @@ async fn sidekiq_figures_equal_sidekiq_api() {
         force: false,
     };
     let sched = b
+        .scheduled()
+        .expect("lists scheduled")
         .browse_scheduled(&QueueId::new("scheduled"), &req)
         .await
         .expect("scheduled jobs");
@@ -570,7 +577,12 @@ async fn sidekiq_figures_equal_sidekiq_api() {
         .messages
         .iter()
         .all(|m| m.field_text("due-at").is_some_and(|v| !v.is_empty())));
-    match b.browse_scheduled(&QueueId::new(q.clone()), &req).await {
+    match b
+        .scheduled()
+        .expect("lists scheduled")
+        .browse_scheduled(&QueueId::new(q.clone()), &req)
+        .await
+    {
         Err(BackendError::Unsupported(why)) => assert!(why.contains("`scheduled`"), "{why}"),
         other => panic!("expected a pointer to `scheduled`, got {other:?}"),
     }
@@ -1065,6 +1077,8 @@ async fn sidekiq_cancel_scheduled_removes_exactly_that_job() {
         force: false,
     };
     let before: Vec<String> = b
+        .scheduled()
+        .expect("lists scheduled")
         .browse_scheduled(&QueueId::new("scheduled"), &req)
         .await
         .expect("scheduled jobs")
@@ -1090,6 +1104,8 @@ async fn sidekiq_cancel_scheduled_removes_exactly_that_job() {
     let out = run("no-such-jid");
     assert_eq!(out.status.code(), Some(4));
     let after: Vec<String> = b
+        .scheduled()
+        .expect("lists scheduled")
         .browse_scheduled(&QueueId::new("scheduled"), &req)
         .await
         .expect("scheduled jobs")

@@ -232,6 +232,8 @@ async fn rq_figures_equal_rq_and_redrive_then_a_fixed_worker_completes_every_job
         ..Default::default()
     };
     let due = b
+        .scheduled()
+        .expect("lists scheduled")
         .browse_scheduled(&QueueId::new("emails"), &req)
         .await
         .expect("scheduled")

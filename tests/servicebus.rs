@@ -184,12 +184,10 @@ async fn scheduled_listing_is_refused_with_the_scheduled_count() {
         )
         .await
         .unwrap();
-    let req = BrowseRequest {
-        cursor: None,
-        max: 10,
-        force: false,
-    };
-    let e = b.browse_scheduled(&q("later"), &req).await.unwrap_err();
+    let e = qdeck_backend::scheduled_of(&*b, &q("later"))
+        .await
+        .map(|_| ())
+        .unwrap_err();
     assert!(matches!(e, BackendError::Unsupported(_)), "{e}");
     let why = e.to_string();
     assert!(
@@ -1703,8 +1701,8 @@ async fn typed_custom_properties_survive_send_browse_and_copy() {
     let mut ledger = qdeck_backend::headers::HeaderLedger::default();
     let out = qdeck_backend::headers::map_message(
         m,
-        qdeck_model::domain::BrokerKind::Servicebus,
-        qdeck_model::domain::BrokerKind::Servicebus,
+        qdeck_backend::headers::rules_of(qdeck_model::domain::BrokerKind::Servicebus),
+        qdeck_backend::headers::rules_of(qdeck_model::domain::BrokerKind::Servicebus),
         &mut ledger,
     );
     b.sender()
@@ -1772,8 +1770,8 @@ async fn time_to_live_survives_browse_and_copy_over_rest() {
         let mut ledger = qdeck_backend::headers::HeaderLedger::default();
         copies.push(qdeck_backend::headers::map_message(
             m,
-            BrokerKind::Servicebus,
-            BrokerKind::Servicebus,
+            qdeck_backend::headers::rules_of(BrokerKind::Servicebus),
+            qdeck_backend::headers::rules_of(BrokerKind::Servicebus),
             &mut ledger,
         ));
     }

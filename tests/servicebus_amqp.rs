@@ -364,7 +364,12 @@ async fn scheduled_messages_are_listed_and_one_is_cancelled() {
         .map(|v| v.as_i64().unwrap())
         .collect();
     assert_eq!(seqs.len(), 3, "{got}");
-    let page = b.browse_scheduled(&q("later"), &req(10)).await.unwrap();
+    let page = b
+        .scheduled()
+        .unwrap()
+        .browse_scheduled(&q("later"), &req(10))
+        .await
+        .unwrap();
     let ids: Vec<String> = page.messages.iter().map(|m| m.id.clone()).collect();
     let want: Vec<String> = seqs.iter().map(i64::to_string).collect();
     assert_eq!(ids, want, "listed under their sequence numbers");
@@ -374,11 +379,15 @@ async fn scheduled_messages_are_listed_and_one_is_cancelled() {
         assert!(m.field_text("due-at").is_some());
     }
     let r = b
+        .scheduled()
+        .unwrap()
         .cancel_scheduled(&q("later"), &want[1], &OpProgress::detached())
         .await
         .unwrap();
     assert_eq!(r.deleted, 1);
     let left: Vec<String> = b
+        .scheduled()
+        .unwrap()
         .browse_scheduled(&q("later"), &req(10))
         .await
         .unwrap()

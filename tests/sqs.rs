@@ -315,12 +315,7 @@ async fn scheduled_listing_is_refused_with_the_reason_and_the_count() {
         )
         .await
         .expect("send delayed");
-    let req = BrowseRequest {
-        cursor: None,
-        max: 10,
-        force: false,
-    };
-    match b.browse_scheduled(&q, &req).await {
+    match qdeck_backend::scheduled_of(&*b, &q).await.map(|_| ()) {
         Err(BackendError::Unsupported(why)) => {
             assert!(why.contains("SQS cannot list delayed messages"), "{why}");
             assert!(why.contains("ApproximateNumberOfMessagesDelayed"), "{why}");

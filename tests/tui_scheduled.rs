@@ -291,7 +291,13 @@ fn pty_cancels_a_delayed_message_on_the_local_broker() {
         force: false,
     };
     let q = QueueId::new("jobs");
-    let left = rt.block_on(h.browse_scheduled(&q, &req)).unwrap();
+    let left = rt
+        .block_on(
+            h.scheduled()
+                .expect("lists scheduled")
+                .browse_scheduled(&q, &req),
+        )
+        .unwrap();
     assert!(
         left.messages.is_empty(),
         "still scheduled: {:?}",

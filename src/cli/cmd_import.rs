@@ -38,7 +38,7 @@ pub async fn import(
         s.gate.require(Mutation::Import, &qid)?;
     }
     let b = s.backend.as_ref();
-    let read = ops::read_import_file(file, b.kind()).map_err(file_error)?;
+    let read = ops::read_import_file(file, b.header_rules()).map_err(file_error)?;
     let info = fetch::find(b, queue).await?;
     let planned = ops::plan_import(&s.gate, info, read, rate).map_err(file_error)?;
     let plan = planned.describe();

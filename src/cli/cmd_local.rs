@@ -3,12 +3,14 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::exit::{CliError, CliResult, OK, USAGE};
-use super::output::{self, name};
+use super::exit::{of_failed, unexpected, CliError, CliResult, OK, USAGE};
+use super::output;
 use crate::demo::{self, DemoConfig};
 use qdeck_backend::local::{KeyPolicy, LocalBackend, LocalHandle, QueueOptions};
+use qdeck_backend::OpProgress;
 use qdeck_engine::audit::AuditLog;
 use qdeck_engine::gate::{Gate, Mutation};
+use qdeck_engine::ops;
 use qdeck_model::config::{Loaded, ProfileKind};
 use qdeck_model::domain::QueueId;
 
@@ -29,7 +31,7 @@ pub fn open_local(loaded: &Loaded, what: &str) -> Result<Arc<LocalBackend>, CliE
 
 /// The gate for a local-broker command: the same read-only check and audit line as every other
 /// mutation.
-fn gate_for(loaded: &Loaded, local: &Arc<LocalBackend>) -> Gate {
+pub(crate) fn gate_for(loaded: &Loaded, local: &Arc<LocalBackend>) -> Gate {
     Gate::new(
         Arc::new(LocalHandle(local.clone())),
         &loaded.profile,
@@ -37,7 +39,9 @@ fn gate_for(loaded: &Loaded, local: &Arc<LocalBackend>) -> Gate {
     )
 }
 
-pub fn create(
+/// `qdeck create`: planned, run and audited like every mutation (tier `full`); the audit line
+/// is the run's, with its result.
+pub async fn create(
     loaded: &Loaded,
     queue: &str,
     dlq: Option<String>,
@@ -47,27 +51,43 @@ pub fn create(
 ) -> CliResult {
     let local = open_local(loaded, "create")?;
     let gate = gate_for(loaded, &local);
-    gate.require(Mutation::Create, &QueueId::new(queue))?;
+    let id = QueueId::new(queue);
+    gate.require(Mutation::Create, &id)?;
     let policy: KeyPolicy = key_policy.parse()?;
     if lease.is_zero() {
         return Err(CliError::usage("--lease must be longer than 0"));
     }
-    local.create_queue(
-        queue,
-        &QueueOptions {
-            lease,
-            max_receives,
-            dlq,
-            key_policy: policy,
-        },
-    )?;
-    gate.record_ok(
-        Mutation::Create,
-        &QueueId::new(queue),
-        serde_json::json!({"queues": 1}),
-    );
-    output::print(&format!("created {}\n", name(queue)));
-    Ok(OK)
+    let opts = QueueOptions {
+        lease,
+        max_receives,
+        dlq,
+        key_policy: policy,
+    };
+    let planned = ops::plan_create_queue(&gate, queue, opts)?;
+    let outcome = ops::run(&gate, planned, &OpProgress::detached()).await;
+    if let Some(e) = of_failed(&outcome, &id) {
+        return Err(e);
+    }
+    let ops::Outcome::CreatedQueues(_) = &outcome else {
+        return Err(unexpected("create", &outcome));
+    };
+    output::print(&format!("{}\n", outcome.line()));
+    Ok(qdeck_engine::exit::of_outcome(&outcome))
+}
+
+/// The demo's own queues, planned, run and audited (tier of `demo`) before its workload
+/// starts; the audit line carries the workload's rates.
+pub async fn set_up_demo(gate: &Gate, note: serde_json::Value) -> Result<(), CliError> {
+    let star = QueueId::new("*");
+    let planned = ops::plan_demo_setup(gate, demo::queues(), note)?;
+    let outcome = ops::run(gate, planned, &OpProgress::detached()).await;
+    if let Some(e) = of_failed(&outcome, &star) {
+        return Err(e);
+    }
+    match outcome {
+        ops::Outcome::CreatedQueues(_) => Ok(()),
+        other => Err(unexpected("demo", &other)),
+    }
 }
 
 pub async fn demo(
@@ -84,12 +104,11 @@ pub async fn demo(
     }
     let local = open_local(loaded, "demo")?;
     let gate = gate_for(loaded, &local);
-    gate.require(Mutation::Demo, &QueueId::new("*"))?;
-    gate.record_ok(
-        Mutation::Demo,
-        &QueueId::new("*"),
+    set_up_demo(
+        &gate,
         serde_json::json!({"produce_rate": rate, "workers": workers}),
-    );
+    )
+    .await?;
     let cfg = DemoConfig {
         produce_rate: rate,
         workers,

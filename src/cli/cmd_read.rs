@@ -115,6 +115,7 @@ pub async fn stats(s: &Session, queue: &str, sample: Option<Duration>, f: Format
         None => None,
     };
     let caps = b.capabilities_for(&info);
+    let abilities = qdeck_backend::facets::abilities(b, &info);
     let calls = b.api_calls().snapshot();
     // Printed as far as it goes, but a script must not take missing figures for an answer.
     let unread = match (st, &err) {
@@ -131,6 +132,7 @@ pub async fn stats(s: &Session, queue: &str, sample: Option<Duration>, f: Format
             "queue": row,
             "settings": info.settings,
             "capabilities": caps,
+            "abilities": abilities,
             "api_calls": calls,
         });
         output::print_json(&v).ok();
@@ -143,6 +145,7 @@ pub async fn stats(s: &Session, queue: &str, sample: Option<Duration>, f: Format
         pairs.derived(d, f);
     }
     pairs.capabilities(&caps);
+    pairs.kv("abilities", abilities.join(", "));
     let total = b.api_calls().total();
     pairs.kv("api calls", format!("{total} this run"));
     #[cfg(feature = "sqs")]

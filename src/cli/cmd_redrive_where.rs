@@ -1,5 +1,5 @@
 //! `qdeck redrive DLQ --where PRED`. Where the backend can test messages as it consumes
-//! (`Backend::redrives_matching`: RabbitMQ), the real run reads the DLQ once and moves the
+//! (`Backend::filtered_redrive`: RabbitMQ, Pub/Sub), the real run reads the DLQ once and moves the
 //! matching messages as it meets them. Elsewhere, and for `--dry-run` and `--scan-time`, it
 //! scans the DLQ, matches, collects ids, then redrives only those (`RedriveRequest::only_ids`,
 //! honoured by every backend). `--dry-run` prints the count and a sample of matching ids and
@@ -51,7 +51,8 @@ pub async fn redrive_where(
     let ctx = scan::eval_context(s);
     // `--scan-time` bounds a scan by time, which a pass that must end on a known message count
     // does not honour: that request keeps the scan-then-move path.
-    if !dry_run && a.scan_time.is_none() && b.redrives_matching(&info).is_some() {
+    if !dry_run && a.scan_time.is_none() && qdeck_backend::filtered_redrive_for(b, &info).is_some()
+    {
         let text = pred.source().to_string();
         let mut filter = MessageFilter::new(text, move |m| pred.matches(m, &ctx));
         filter.max_examined = a.limit;

@@ -110,7 +110,9 @@ async fn dispatch(cli: Cli) -> CliResult {
             max_receives,
             lease,
             key_policy,
-        } => return cmd_local::create(&loaded, &queue, dlq, max_receives, lease, &key_policy),
+        } => {
+            return cmd_local::create(&loaded, &queue, dlq, max_receives, lease, &key_policy).await
+        }
         Command::Demo {
             rate,
             workers,
@@ -367,10 +369,18 @@ async fn console(opts: &LoadOptions, fleet: Option<Vec<String>>) -> CliResult {
                 None
             };
             let demo = match choice {
-                Some(crate::demo::newcomer::DemoChoice::Start) => Some(
-                    crate::demo::DemoHandle::start(local, crate::demo::DemoConfig::default())
-                        .map_err(|e| CliError::new(exit::FAILED, e.to_string()))?,
-                ),
+                Some(crate::demo::newcomer::DemoChoice::Start) => {
+                    let cfg = crate::demo::DemoConfig::default();
+                    let note = serde_json::json!({
+                        "produce_rate": cfg.produce_rate,
+                        "workers": cfg.workers,
+                    });
+                    cmd_local::set_up_demo(&cmd_local::gate_for(&loaded, &local), note).await?;
+                    Some(
+                        crate::demo::DemoHandle::start(local, cfg)
+                            .map_err(|e| CliError::new(exit::FAILED, e.to_string()))?,
+                    )
+                }
                 Some(crate::demo::newcomer::DemoChoice::Skip(why)) => {
                     start_note = Some(why);
                     None

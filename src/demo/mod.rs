@@ -159,10 +159,9 @@ pub struct DemoHandle {
 }
 
 impl DemoHandle {
-    /// Create the demo queues (settings are reset, messages kept) and start the workload.
+    /// Start the workload on the demo's queues (`queues`, created through the gate first).
     pub fn start(local: Arc<LocalBackend>, cfg: DemoConfig) -> anyhow::Result<DemoHandle> {
         cfg.validate()?;
-        setup_queues(&local)?;
         let shared = Arc::new(Shared {
             local,
             produce_rate: AtomicU64::new(cfg.produce_rate.to_bits()),
@@ -314,31 +313,34 @@ impl Drop for DemoHandle {
     }
 }
 
-fn setup_queues(local: &LocalBackend) -> anyhow::Result<()> {
-    local.create_queue(
-        ORDERS,
-        &QueueOptions {
-            lease: Duration::from_secs(10),
-            max_receives: Some(3),
-            dlq: Some(ORDERS_DLQ.to_string()),
-            key_policy: KeyPolicy::Parallel,
-        },
-    )?;
-    local.create_queue(
-        PAYMENTS,
-        &QueueOptions {
-            lease: Duration::from_secs(10),
-            max_receives: Some(4),
-            dlq: Some(PAYMENTS_DLQ.to_string()),
-            key_policy: KeyPolicy::Ordered,
-        },
-    )?;
-    local.create_queue(
-        REPORTS,
-        &QueueOptions {
-            lease: Duration::from_secs(30),
-            ..Default::default()
-        },
-    )?;
-    Ok(())
+/// The demo's own queues and their settings, created through the gate (`ops::plan_demo_setup`)
+/// before `DemoHandle::start`: settings are reset, messages kept.
+pub fn queues() -> Vec<(String, QueueOptions)> {
+    vec![
+        (
+            ORDERS.to_string(),
+            QueueOptions {
+                lease: Duration::from_secs(10),
+                max_receives: Some(3),
+                dlq: Some(ORDERS_DLQ.to_string()),
+                key_policy: KeyPolicy::Parallel,
+            },
+        ),
+        (
+            PAYMENTS.to_string(),
+            QueueOptions {
+                lease: Duration::from_secs(10),
+                max_receives: Some(4),
+                dlq: Some(PAYMENTS_DLQ.to_string()),
+                key_policy: KeyPolicy::Ordered,
+            },
+        ),
+        (
+            REPORTS.to_string(),
+            QueueOptions {
+                lease: Duration::from_secs(30),
+                ..Default::default()
+            },
+        ),
+    ]
 }

@@ -205,6 +205,8 @@ async fn rabbitmq_one_pass_honours_max() {
     fill(&conn, &dlq).await;
     wait_count(b.as_ref(), &dlq, N).await;
     let r = b
+        .filtered_redrive()
+        .expect("one pass")
         .redrive_matching(
             &request(&dlq, &to, Some(300)),
             &filter(),
@@ -238,7 +240,11 @@ async fn rabbitmq_one_pass_cancelled_midway_loses_nothing() {
         let mut req = request(&dlq, &to, None);
         req.rate = Some(qdeck_model::rate::Rate::fixed(400.0));
         let (b, p): (Arc<dyn Backend>, _) = (b.clone(), progress.clone());
-        tokio::spawn(async move { b.redrive_matching(&req, &filter(), &p).await })
+        tokio::spawn(async move {
+            qdeck_backend::filtered_redrive_of(b.as_ref())?
+                .redrive_matching(&req, &filter(), &p)
+                .await
+        })
     };
     while rx.borrow().done == 0 {
         if rx.changed().await.is_err() {

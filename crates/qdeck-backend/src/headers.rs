@@ -1,6 +1,7 @@
 //! Header mapping for a copy between brokers (`qdeck copy` / `move`): what the source broker
-//! set itself is carried as `x-qdeck-NAME`, and what the target cannot take (SQS: at most 10
-//! message attributes, restricted names, no empty values) is dropped. Every rename and drop
+//! set itself is carried as `x-qdeck-NAME`, and what the target cannot take (its
+//! `HeaderRules`: SQS takes at most 10 message attributes, restricted names, no empty
+//! values) is dropped. Every rename and drop
 //! is counted, so the report lists exactly what did not arrive under its own name.
 
 use std::collections::BTreeMap;
@@ -12,8 +13,8 @@ use qdeck_model::domain::{BrokerKind, DeadLetterInfo, Message, OutgoingMessage, 
 /// Prefix for headers the source broker set: the target keeps them as plain data.
 pub const CARRIED_PREFIX: &str = "x-qdeck-";
 
-/// SQS takes at most this many message attributes per message.
-const SQS_MAX_ATTRIBUTES: usize = 10;
+mod rules;
+pub use rules::rules_of;
 
 /// What happened to one header name over the whole run.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -65,113 +66,132 @@ impl HeaderLedger {
     }
 }
 
-/// Standard properties a broker takes on send, by the names it uses.
-pub fn properties_of(kind: BrokerKind) -> &'static [&'static str] {
-    match kind {
-        // AMQP 0-9-1 basic properties, as pika and lapin name them.
-        BrokerKind::Rabbitmq => &[
-            "content_type",
-            "content_encoding",
-            "delivery_mode",
-            "priority",
-            "correlation_id",
-            "reply_to",
-            "expiration",
-            "message_id",
-            "timestamp",
-            "type",
-            "user_id",
-            "app_id",
-            "cluster_id",
-        ],
-        BrokerKind::Sqs => &["MessageGroupId", "MessageDeduplicationId"],
-        BrokerKind::Servicebus => &[
-            "ContentType",
-            "MessageId",
-            "CorrelationId",
-            "SessionId",
-            "Label",
-            "ReplyTo",
-            "To",
-            "ReplyToSessionId",
-            "PartitionKey",
-            "TimeToLive",
-        ],
-        // NATS headers are all text; the one with a meaning of its own is the publisher's
-        // deduplication id, kept apart so a resend can drop it.
-        BrokerKind::Nats => &["Nats-Msg-Id"],
-        // Pub/Sub attributes are all text; the ordering key travels as the message's key.
-        BrokerKind::Local | BrokerKind::Redis | BrokerKind::Pubsub | BrokerKind::Kafka => &[],
+/// What a broker does with a message's fields on send, declared per broker (`rules`), so
+/// copy, move, edit and import ask the target's rules instead of naming brokers.
+#[derive(Debug)]
+pub struct HeaderRules {
+    pub kind: BrokerKind,
+    /// Standard properties it takes on send, by the names it uses.
+    pub properties: &'static [&'static str],
+    /// Properties it deduplicates on: a message sent again under the same one within the
+    /// broker's window is accepted and never delivered (SQS FIFO's 5 minutes, Service Bus
+    /// duplicate detection), so a copy, move, edit or import that kept it could delete an
+    /// original whose copy the broker dropped.
+    pub identity: &'static [&'static str],
+    /// Properties other brokers have too: (shared name, its own name).
+    pub shared: &'static [(&'static str, &'static str)],
+    /// Metadata its own browse computes, never carried to another broker.
+    pub computed: &'static [&'static str],
+    /// Whether a header value keeps its type on it.
+    pub keeps_type: fn(&Value) -> bool,
+    /// Limits on the headers it takes, where it has some.
+    pub attributes: Option<AttributeRules>,
+    /// Why a binary body cannot be sent to it, where bodies are text.
+    pub text_bodies: Option<&'static str>,
+    /// How a version-1 export file from it is read.
+    pub v1: V1Rules,
+}
+
+/// A broker's limits on headers (SQS message attributes).
+#[derive(Debug)]
+pub struct AttributeRules {
+    /// At most this many per message: user headers are kept first.
+    pub max: usize,
+    /// The reason given for those beyond `max`.
+    pub over_max: &'static str,
+    /// Why one (name, value) is refused, when it is.
+    pub refusal: fn(&str, &str) -> Option<&'static str>,
+}
+
+/// Version 1 export files held one list of text headers, the broker's own among them.
+#[derive(Debug)]
+pub struct V1Rules {
+    /// Names the broker set itself: left out on import.
+    pub system: &'static [&'static str],
+    /// Only names with this prefix were the application's (sent without it).
+    pub only_prefixed: Option<&'static str>,
+    /// Names sent under another.
+    pub renames: &'static [(&'static str, &'static str)],
+    /// Values were written as `TYPE: value`.
+    pub typed_text: bool,
+}
+
+impl V1Rules {
+    /// Every header was the application's.
+    pub const PLAIN: V1Rules = V1Rules {
+        system: &[],
+        only_prefixed: None,
+        renames: &[],
+        typed_text: false,
+    };
+}
+
+impl HeaderRules {
+    /// The name a property of `from` goes under here, when this broker has the same one.
+    fn same_property(&self, name: &str, from: &HeaderRules) -> Option<&'static str> {
+        let (shared, _) = from.shared.iter().find(|(_, own)| *own == name)?;
+        self.shared
+            .iter()
+            .find(|(s, _)| s == shared)
+            .map(|(_, own)| *own)
+    }
+
+    /// Take out the properties this broker deduplicates on, for a message that is sent again
+    /// (the broker then gives it a fresh one); the names taken out.
+    pub fn drop_identity(&self, out: &mut OutgoingMessage) -> Vec<String> {
+        let mut dropped = Vec::new();
+        out.properties.retain(|(k, _)| {
+            let keep = !self.identity.contains(&k.as_str());
+            if !keep {
+                dropped.push(k.clone());
+            }
+            keep
+        });
+        dropped
+    }
+
+    /// Why a body cannot travel to this broker as it is, when it cannot.
+    pub fn body_refusal(&self, body: &[u8]) -> Option<&'static str> {
+        self.text_bodies
+            .filter(|_| std::str::from_utf8(body).is_err())
+    }
+
+    /// Version 1: the header to send for an exported one, or `None` when this (the source)
+    /// broker set it.
+    pub fn v1_header(&self, name: &str, value: &Value) -> Option<(String, Value)> {
+        let v1 = &self.v1;
+        if v1.system.contains(&name) {
+            return None;
+        }
+        let name = match v1.only_prefixed {
+            Some(p) => name.strip_prefix(p)?,
+            None => name,
+        };
+        let name = v1
+            .renames
+            .iter()
+            .find(|(from, _)| *from == name)
+            .map_or(name, |(_, to)| *to);
+        let value = if v1.typed_text {
+            Value::str(v1_typed_value(&value.text()))
+        } else {
+            value.clone()
+        };
+        Some((name.to_string(), value))
     }
 }
 
-/// Properties a broker deduplicates on: a message sent again under the same one within the
-/// broker's window is accepted and never delivered (SQS FIFO's 5 minutes, Service Bus
-/// duplicate detection), so a copy, move, edit or import that kept it could delete an original
-/// whose copy the broker dropped.
-pub fn identity_properties(kind: BrokerKind) -> &'static [&'static str] {
-    match kind {
-        BrokerKind::Sqs => &["MessageDeduplicationId"],
-        BrokerKind::Servicebus => &["MessageId"],
-        BrokerKind::Nats => &["Nats-Msg-Id"],
-        _ => &[],
-    }
-}
-
-/// Take out the properties `kind` deduplicates on, for a message that is sent again (the
-/// broker then gives it a fresh one); the names taken out.
-pub fn drop_identity(kind: BrokerKind, out: &mut OutgoingMessage) -> Vec<String> {
-    let ids = identity_properties(kind);
-    let mut dropped = Vec::new();
-    out.properties.retain(|(k, _)| {
-        let keep = !ids.contains(&k.as_str());
-        if !keep {
-            dropped.push(k.clone());
+/// Version 1 wrote SQS message attributes as `TYPE: value` (`String: acme` → `acme`).
+fn v1_typed_value(v: &str) -> &str {
+    match v.split_once(": ") {
+        Some((ty, rest))
+            if ["String", "Number", "Binary"]
+                .iter()
+                .any(|t| ty == *t || ty.starts_with(&format!("{t}."))) =>
+        {
+            rest
         }
-        keep
-    });
-    dropped
-}
-
-/// Properties that mean the same on two brokers: (RabbitMQ name, Service Bus name).
-const SAME_PROPERTY: &[(&str, &str)] = &[
-    ("content_type", "ContentType"),
-    ("correlation_id", "CorrelationId"),
-    ("reply_to", "ReplyTo"),
-    ("message_id", "MessageId"),
-];
-
-/// The name a property of `from` goes under on `to`, when `to` has the same property.
-fn same_property(name: &str, from: BrokerKind, to: BrokerKind) -> Option<&'static str> {
-    use BrokerKind::{Rabbitmq, Servicebus};
-    SAME_PROPERTY.iter().find_map(|(r, s)| match (from, to) {
-        (Rabbitmq, Servicebus) if *r == name => Some(*s),
-        (Servicebus, Rabbitmq) if *s == name => Some(*r),
-        _ => None,
-    })
-}
-
-/// Metadata that is not carried even across brokers: the ordering key travels as the key,
-/// and the local broker's state and due times are computed by its browse.
-fn never_carried(from: BrokerKind, name: &str) -> bool {
-    from == BrokerKind::Local && matches!(name, "state" | "due-at" | "due-in")
-}
-
-/// Whether a header keeps its type on the target broker.
-fn keeps_type(to: BrokerKind, v: &Value) -> bool {
-    match to {
-        BrokerKind::Sqs => matches!(
-            v,
-            Value::String(_) | Value::Number(_) | Value::Bytes(_) | Value::Custom { .. }
-        ),
-        BrokerKind::Rabbitmq => !matches!(v, Value::Number(_) | Value::Custom { .. }),
-        BrokerKind::Servicebus => {
-            matches!(v, Value::String(_) | Value::Bool(_)) || v.is_machine_number()
-        }
-        BrokerKind::Nats | BrokerKind::Pubsub => matches!(v, Value::String(_)),
-        // Kafka headers are bytes: text and bytes travel as they are.
-        BrokerKind::Kafka => matches!(v, Value::String(_) | Value::Bytes(_) | Value::Null),
-        BrokerKind::Local | BrokerKind::Redis => true,
+        _ => v,
     }
 }
 
@@ -186,8 +206,8 @@ fn keeps_type(to: BrokerKind, v: &Value) -> bool {
 /// `x-qdeck-dead-letter-*` stamps.
 pub fn map_message(
     m: &Message,
-    from: BrokerKind,
-    to: BrokerKind,
+    from: &HeaderRules,
+    to: &HeaderRules,
     ledger: &mut HeaderLedger,
 ) -> OutgoingMessage {
     map_outgoing(
@@ -206,8 +226,8 @@ pub fn map_outgoing(
     mut out: OutgoingMessage,
     meta: &[(String, Value)],
     dead_letter: Option<&DeadLetterInfo>,
-    from: BrokerKind,
-    to: BrokerKind,
+    from: &HeaderRules,
+    to: &HeaderRules,
     ledger: &mut HeaderLedger,
 ) -> OutgoingMessage {
     let mut props = Vec::new();
@@ -217,13 +237,14 @@ pub fn map_outgoing(
         .into_iter()
         .map(|(k, v)| (k.clone(), k, v, None))
         .collect();
+    let same_kind = from.kind == to.kind;
     for (k, v) in std::mem::take(&mut out.properties) {
-        if from == to {
+        if same_kind {
             props.push((k, v));
-        } else if let Some(n) = same_property(&k, from, to) {
+        } else if let Some(n) = to.same_property(&k, from) {
             ledger.note(&k, Some(n.to_string()), "the same property on the target");
             props.push((n.to_string(), v));
-        } else if properties_of(to).contains(&k.as_str()) {
+        } else if to.properties.contains(&k.as_str()) {
             props.push((k, v));
         } else {
             let name = format!("{CARRIED_PREFIX}{k}");
@@ -236,7 +257,7 @@ pub fn map_outgoing(
         }
     }
     out.properties = props;
-    for name in drop_identity(to, &mut out) {
+    for name in to.drop_identity(&mut out) {
         ledger.note(
             &name,
             None,
@@ -245,7 +266,7 @@ pub fn map_outgoing(
     }
     for (k, v) in meta {
         // Within one kind the target broker sets its own.
-        if from == to || never_carried(from, k) {
+        if same_kind || from.computed.contains(&k.as_str()) {
             continue;
         }
         let name = format!("{CARRIED_PREFIX}{k}");
@@ -270,18 +291,26 @@ pub fn map_outgoing(
             }
         }
     }
-    if to == BrokerKind::Sqs {
-        all.retain(|(label, name, v, _)| sqs_keeps(label, name, &v.text(), ledger));
-        for (label, ..) in all.iter().skip(SQS_MAX_ATTRIBUTES) {
-            ledger.note(label, None, "SQS takes at most 10 message attributes");
+    if let Some(rules) = &to.attributes {
+        all.retain(
+            |(label, name, v, _)| match (rules.refusal)(name, &v.text()) {
+                Some(why) => {
+                    ledger.note(label, None, why);
+                    false
+                }
+                None => true,
+            },
+        );
+        for (label, ..) in all.iter().skip(rules.max) {
+            ledger.note(label, None, rules.over_max);
         }
-        all.truncate(SQS_MAX_ATTRIBUTES);
+        all.truncate(rules.max);
     }
     for (label, name, v, why) in &mut all {
         if let Some(why) = why {
             ledger.note(label, Some(name.clone()), why);
         }
-        if !keeps_type(to, v) {
+        if !(to.keeps_type)(v) {
             ledger.note(
                 label,
                 Some(name.clone()),
@@ -298,31 +327,6 @@ pub fn map_outgoing(
 }
 
 type Entry = (String, String, Value, Option<&'static str>);
-
-/// Whether SQS accepts this attribute (names of letters, digits, `_ - .`, no leading `AWS.`
-/// or `Amazon.`, up to 256 characters; a value is not empty), else noted as dropped.
-fn sqs_keeps(label: &str, name: &str, value: &str, ledger: &mut HeaderLedger) -> bool {
-    let lower = name.to_ascii_lowercase();
-    let why = if name.is_empty()
-        || name.len() > 256
-        || !name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
-        || name.starts_with('.')
-        || name.ends_with('.')
-        || name.contains("..")
-        || lower.starts_with("aws.")
-        || lower.starts_with("amazon.")
-    {
-        "not a valid SQS attribute name"
-    } else if value.is_empty() {
-        "SQS attributes cannot be empty"
-    } else {
-        return true;
-    };
-    ledger.note(label, None, why);
-    false
-}
 
 #[cfg(test)]
 mod tests {
@@ -354,7 +358,7 @@ mod tests {
             meta: pairs(&[("redelivered", "true")]),
             ..msg(&[("x-tenant", "acme")])
         };
-        let o = map_message(&m, BrokerKind::Rabbitmq, BrokerKind::Servicebus, &mut l);
+        let o = map_message(&m, &rules::RABBITMQ, &rules::SERVICEBUS, &mut l);
         assert_eq!(o.properties, pairs(&[("ContentType", "application/json")]));
         assert_eq!(
             o.headers,
@@ -364,7 +368,7 @@ mod tests {
                 ("x-qdeck-redelivered", "true")
             ])
         );
-        map_message(&m, BrokerKind::Rabbitmq, BrokerKind::Servicebus, &mut l);
+        map_message(&m, &rules::RABBITMQ, &rules::SERVICEBUS, &mut l);
         let lines: Vec<String> = l.changes().iter().map(HeaderChange::line).collect();
         assert_eq!(
             lines,
@@ -385,7 +389,7 @@ mod tests {
             meta: pairs(&[("x-death", "[]"), ("redelivered", "true")]),
             ..msg(&[])
         };
-        let o = map_message(&m, BrokerKind::Rabbitmq, BrokerKind::Rabbitmq, &mut l);
+        let o = map_message(&m, &rules::RABBITMQ, &rules::RABBITMQ, &mut l);
         assert_eq!(o.properties, m.properties);
         assert_eq!(o.headers, m.headers);
         assert!(l.changes().is_empty());
@@ -397,7 +401,7 @@ mod tests {
             }),
             ..m.clone()
         };
-        let o = map_message(&dead, BrokerKind::Rabbitmq, BrokerKind::Rabbitmq, &mut l);
+        let o = map_message(&dead, &rules::RABBITMQ, &rules::RABBITMQ, &mut l);
         assert_eq!(o.headers.last().unwrap().0, "x-qdeck-dead-letter-reason");
         assert_eq!(l.changes().len(), 1);
     }
@@ -409,7 +413,7 @@ mod tests {
             headers: vec![("t".into(), Value::Table(vec![("a".into(), Value::I32(1))]))],
             ..msg(&[])
         };
-        let o = map_message(&m, BrokerKind::Rabbitmq, BrokerKind::Sqs, &mut l);
+        let o = map_message(&m, &rules::RABBITMQ, &rules::SQS, &mut l);
         assert_eq!(o.headers, pairs(&[("t", "{a: 1}")]));
         assert!(
             l.changes()[0].why.contains("a table value"),
@@ -426,7 +430,7 @@ mod tests {
         h.push(("bad name".into(), "v".into()));
         h.push(("empty".into(), String::new()));
         let hs: Vec<(&str, &str)> = h.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-        let o = map_message(&msg(&hs), BrokerKind::Local, BrokerKind::Sqs, &mut l);
+        let o = map_message(&msg(&hs), &rules::LOCAL, &rules::SQS, &mut l);
         assert_eq!(o.headers.len(), 10);
         assert_eq!(o.headers[9].0, "h09");
         let dropped: Vec<String> = l

@@ -1,7 +1,7 @@
 //! qdeck's backends: the contract (one async trait every broker implements; what a broker
 //! cannot do is declared in `capabilities()`, never faked) and the brokers, each behind its
 //! feature. Celery (`celery`) rides on the RabbitMQ and Redis (kombu) brokers; `headers` holds
-//! which header names each broker sets itself. Depends on `qdeck-model` only.
+//! each broker's header rules. Depends on `qdeck-model` only.
 
 pub mod api_calls;
 pub mod celery;
@@ -37,8 +37,9 @@ use async_trait::async_trait;
 pub use api_calls::ApiCalls;
 pub use error::BackendError;
 pub use facets::{
-    celery_of, dlq_creation_of, sessions_of, subject_purge_of, CeleryRemote, DlqCreation, Sessions,
-    SubjectPurge,
+    cancel_by_delete, celery_of, dlq_creation_of, filtered_redrive_for, filtered_redrive_of,
+    queue_creation_of, scheduled_of, seeker_of, sessions_of, subject_purge_of, CeleryRemote,
+    DlqCreation, FilteredRedrive, QueueCreation, ScheduledListing, Sessions, SubjectPurge,
 };
 pub use filter::QueueFilter;
 pub use message_filter::MessageFilter;
@@ -102,14 +103,10 @@ pub trait Backend: Send + Sync {
     /// dead-letter a message unless `req.force`.
     async fn browse(&self, queue: &QueueId, req: &BrowseRequest) -> Result<Page>;
 
-    /// Messages that wait for a future due time (delayed sends, retry back-off, scheduled
-    /// messages), each with `due-at` / `due-in` headers. A separate call from `browse` so a
-    /// backend that cannot list them refuses instead of answering with ready messages.
-    async fn browse_scheduled(&self, _queue: &QueueId, _req: &BrowseRequest) -> Result<Page> {
-        Err(BackendError::Unsupported(format!(
-            "listing scheduled or delayed messages is not implemented for {}",
-            self.kind()
-        )))
+    /// Listing (and cancelling) messages that wait for a future due time, where the broker
+    /// can: `None` elsewhere (`scheduled_of` gives the refusal, with the broker's count).
+    fn scheduled(&self) -> Option<&dyn ScheduledListing> {
+        None
     }
 
     /// Message sessions, where the broker has them (Service Bus): `None` elsewhere.
@@ -127,28 +124,10 @@ pub trait Backend: Send + Sync {
     /// Copy → broker confirms → delete. Reports progress and stops at `progress.cancelled()`.
     async fn redrive(&self, req: &RedriveRequest, progress: &OpProgress) -> Result<RedriveReport>;
 
-    /// Whether `redrive_matching` works on this queue: `Some(what reading leaves on the
-    /// messages that do not match)`, for the confirmation. A filtered redrive then reads the
-    /// source once, testing each message as it arrives, instead of scanning it for ids first.
-    fn redrives_matching(&self, _queue: &QueueInfo) -> Option<String> {
+    /// A one-pass filtered redrive, where the broker has one (RabbitMQ, Pub/Sub): `None`
+    /// elsewhere, where a filtered redrive scans for ids first.
+    fn filtered_redrive(&self) -> Option<&dyn FilteredRedrive> {
         None
-    }
-
-    /// Copy → confirm → delete the messages of `req.source` that pass `filter`, in one pass
-    /// over the messages ready at the start (or `filter.max_examined` of them); `req.max`
-    /// caps the matching ones moved. The others are left in the source (the side effect of
-    /// reading them is the one `capabilities().browse` declares). The report's `examined`
-    /// and `matched` say how far the pass got.
-    async fn redrive_matching(
-        &self,
-        _req: &RedriveRequest,
-        _filter: &MessageFilter,
-        _progress: &OpProgress,
-    ) -> Result<RedriveReport> {
-        Err(BackendError::Unsupported(format!(
-            "a one-pass filtered redrive is not implemented for {}",
-            self.kind()
-        )))
     }
 
     async fn purge(&self, queue: &QueueId, progress: &OpProgress) -> Result<PurgeReport>;
@@ -156,23 +135,6 @@ pub trait Backend: Send + Sync {
     /// Purging by subject, where messages carry one (NATS JetStream): `None` elsewhere.
     fn subject_purge(&self) -> Option<&dyn SubjectPurge> {
         None
-    }
-
-    /// Cancel one scheduled (delayed) message, `id` as `browse_scheduled` shows it. Default:
-    /// delete it by id; Service Bus cancels by sequence number instead.
-    async fn cancel_scheduled(
-        &self,
-        queue: &QueueId,
-        id: &str,
-        progress: &OpProgress,
-    ) -> Result<DeleteReport> {
-        match self.deleter() {
-            Some(d) => d.delete_ids(queue, &[id.to_string()], progress).await,
-            None => Err(BackendError::Unsupported(format!(
-                "cancelling a scheduled message deletes it by id, which the {} backend cannot do",
-                self.kind()
-            ))),
-        }
     }
 
     /// Deleting chosen messages (by id from a browse), where this broker can: `None` where it
@@ -208,8 +170,20 @@ pub trait Backend: Send + Sync {
         None
     }
 
+    /// What this broker does with a message's fields on send (properties, identity, types
+    /// and limits), for copy, move, edit and import.
+    fn header_rules(&self) -> &'static headers::HeaderRules {
+        headers::rules_of(self.kind())
+    }
+
     /// API calls made so far, per operation name (SQS and CloudWatch bill per call).
     fn api_calls(&self) -> &ApiCalls;
+
+    /// Creating queues with their settings, where qdeck owns the broker (the local broker):
+    /// `None` elsewhere.
+    fn queue_creation(&self) -> Option<&dyn QueueCreation> {
+        None
+    }
 
     /// Creating a dead-letter capture, where the broker keeps no DLQ of its own (NATS
     /// JetStream): `None` elsewhere.
@@ -243,23 +217,23 @@ pub async fn plan_redrive_checked<B: Backend + ?Sized>(
     })
 }
 
-/// The refusal for brokers that count delayed messages but cannot list them: `why`, plus the
-/// broker's own count when it answers (the refusal stands either way).
-pub async fn refuse_scheduled<B: Backend + ?Sized>(
+/// The refusal for brokers that cannot list delayed messages: `why`, plus the broker's own
+/// count when it keeps one (the refusal stands either way).
+pub(crate) async fn refusal_with_delayed<B: Backend + ?Sized>(
     b: &B,
     queue: &QueueId,
     why: &str,
-) -> Result<Page> {
+) -> BackendError {
     let delayed = b
         .stats(std::slice::from_ref(queue))
         .await
         .ok()
         .and_then(|batch| batch.stats.into_iter().next())
         .and_then(|st| st.delayed);
-    Err(BackendError::Unsupported(match delayed {
+    BackendError::Unsupported(match delayed {
         Some(n) => format!("{why} ({n} now)"),
         None => why.to_string(),
-    }))
+    })
 }
 
 /// A broker's publishing of messages, the capability behind `Backend::sender`.

@@ -392,7 +392,7 @@ pub async fn resend(
         }
     };
     let mut out = edited.into_outgoing();
-    qdeck_backend::headers::drop_identity(backend.kind(), &mut out);
+    backend.header_rules().drop_identity(&mut out);
     let new_id = match sender.send(&to, out).await {
         Ok(id) => id,
         Err(e) => {

@@ -267,7 +267,10 @@ impl Gate {
         req: &qdeck_model::domain::BrowseRequest,
     ) -> Result<qdeck_model::domain::Page, BackendError> {
         self.require(Mutation::Browse, queue)?;
-        self.backend.browse_scheduled(queue, req).await
+        qdeck_backend::scheduled_of(self.backend.as_ref(), queue)
+            .await?
+            .browse_scheduled(queue, req)
+            .await
     }
 
     /// The sessions of an entity (their state may hold application data): the `browse` tier.
@@ -313,7 +316,7 @@ impl Gate {
         self.redrive_audited(req, None, note, progress).await
     }
 
-    /// A one-pass filtered redrive (`Backend::redrive_matching`): the same tier check and
+    /// A one-pass filtered redrive (`Backend::filtered_redrive`): the same tier check and
     /// audit line as any redrive, with the examined and matched counts of the pass.
     pub async fn redrive_matching(
         &self,
@@ -350,7 +353,10 @@ impl Gate {
             RedriveTarget::Queue(q) => q.to_string(),
         });
         let run = match filter {
-            Some(f) => self.backend.redrive_matching(req, f, progress).await,
+            Some(f) => match qdeck_backend::filtered_redrive_of(self.backend.as_ref()) {
+                Ok(one_pass) => one_pass.redrive_matching(req, f, progress).await,
+                Err(e) => Err(e),
+            },
             None => self.backend.redrive(req, progress).await,
         };
         match run {
@@ -500,9 +506,13 @@ impl Gate {
         };
         let cancelling = note.get("cancel_scheduled").is_some();
         let deleted = match (self.backend.deleter(), ids) {
-            // A cancel is the backend's own operation (Service Bus cancels by sequence number).
-            (Some(_), [id]) if cancelling => {
-                self.backend.cancel_scheduled(queue, id, progress).await
+            // A cancel is the scheduled listing's own operation (Service Bus cancels by
+            // sequence number).
+            (_, [id]) if cancelling => {
+                match qdeck_backend::scheduled_of(self.backend.as_ref(), queue).await {
+                    Ok(s) => s.cancel_scheduled(queue, id, progress).await,
+                    Err(e) => Err(e),
+                }
             }
             (Some(d), _) => d.delete_ids(queue, ids, progress).await,
             (None, _) => Err(BackendError::Unsupported(format!(

@@ -30,7 +30,10 @@ pub use transfer::{plan_transfer, TransferPlan, TransferRequest};
 mod edit;
 pub use edit::plan_edit;
 pub mod admin;
-pub use admin::{plan_create_dlq, plan_worker_control, ControlPlan, CreatedDlq};
+pub use admin::{
+    plan_create_dlq, plan_create_queue, plan_demo_setup, plan_worker_control, ControlPlan,
+    CreatePlan, CreatedDlq, CreatedQueues,
+};
 mod groups;
 pub use groups::{plan_group_delete, plan_offset_reset};
 mod seek;
@@ -46,7 +49,7 @@ pub enum Planned {
         /// For a filtered redrive: the predicate and scan counts, for the audit line.
         selection: Option<serde_json::Value>,
         /// A one-pass filtered redrive: the backend tests each message as it reads the source
-        /// (`Backend::redrive_matching`); `plan.count` is then the messages it will examine.
+        /// (`Backend::filtered_redrive`); `plan.count` is then the messages it will examine.
         filter: Option<Box<MessageFilter>>,
     },
     Purge {
@@ -98,6 +101,8 @@ pub enum Planned {
     WorkerControl(Box<admin::ControlPlan>),
     /// Start capturing a consumer's dead letters where the broker keeps none (`create-dlq`).
     CreateDlq { queue: QueueId },
+    /// Create queues where qdeck owns the broker (`qdeck create`, the demo's own queues).
+    CreateQueues(Box<admin::CreatePlan>),
     /// Seek a subscription back to a time (`qdeck replay`, Pub/Sub).
     Seek {
         queue: QueueInfo,
@@ -145,7 +150,7 @@ pub async fn plan_redrive(gate: &Gate, req: RedriveRequest) -> Result<Planned, B
     })
 }
 
-/// Plan a one-pass filtered redrive where the backend offers one (`redrives_matching`):
+/// Plan a one-pass filtered redrive where the backend offers one (`filtered_redrive`):
 /// the count is the messages the pass will examine (those ready now, at most
 /// `filter.max_examined`), `req.max` caps the matching ones moved, and the notes say what
 /// reading the others does to them.
@@ -167,7 +172,9 @@ pub async fn plan_redrive_matching(
         ..
     } = &mut planned
     {
-        let Some(effect) = gate.backend().redrives_matching(source) else {
+        let Some((_, effect)) =
+            qdeck_backend::filtered_redrive_for(gate.backend().as_ref(), source)
+        else {
             return Err(BackendError::Unsupported(format!(
                 "a one-pass filtered redrive is not available for {}",
                 clean(source.id.as_str())
@@ -258,7 +265,7 @@ pub async fn plan_delete(
     })
 }
 
-/// Plan cancelling one delayed message: the backend deletes by id, and `id` is a message of
+/// Plan cancelling one delayed message: the backend lists scheduled messages, and `id` is one of
 /// the scheduled listing now (one already due was delivered or is about to be: not cancelled).
 /// Refusals come before anything changes; a missing id is `NotFound`.
 pub async fn plan_cancel_scheduled(
@@ -282,13 +289,9 @@ async fn find_scheduled(
 ) -> Result<Planned, BackendError> {
     let b = gate.backend();
     let info = b.describe(queue).await?;
-    if b.deleter().is_none() {
-        let why = format!(
-            "cancelling a scheduled message deletes it by id, which the {} backend cannot do",
-            b.kind()
-        );
-        gate.refuse(Mutation::Delete, &info.id, &why);
-        return Err(BackendError::Unsupported(why));
+    if let Err(e) = qdeck_backend::scheduled_of(b.as_ref(), &info.id).await {
+        gate.refuse(Mutation::Delete, &info.id, &e.to_string());
+        return Err(e);
     }
     let mut cursor = None;
     let mut read = 0usize;
@@ -341,6 +344,7 @@ impl Planned {
             Planned::Transfer(_) => Mutation::Copy,
             Planned::WorkerControl(_) => Mutation::WorkerControl,
             Planned::CreateDlq { .. } => Mutation::Create,
+            Planned::CreateQueues(c) => c.mutation,
             Planned::OffsetReset { .. } => Mutation::ResetOffsets,
             Planned::Seek { .. } => Mutation::Replay,
             Planned::GroupDelete { .. } => Mutation::DeleteGroup,
@@ -362,6 +366,7 @@ impl Planned {
             Planned::Transfer(t) => &t.source,
             Planned::WorkerControl(c) => &c.target,
             Planned::CreateDlq { queue } => queue,
+            Planned::CreateQueues(c) => &c.target,
         }
     }
 
@@ -382,6 +387,11 @@ impl Planned {
             | Planned::WorkerControl(_)
             | Planned::CreateDlq { .. } => MessageCount {
                 ready: 1,
+                in_flight: None,
+                exact: true,
+            },
+            Planned::CreateQueues(c) => MessageCount {
+                ready: c.queues.len() as u64,
                 in_flight: None,
                 exact: true,
             },
@@ -436,6 +446,7 @@ impl Planned {
             | Planned::Edit { .. }
             | Planned::WorkerControl(_)
             | Planned::CreateDlq { .. }
+            | Planned::CreateQueues(_)
             | Planned::OffsetReset { .. }
             | Planned::Seek { .. }
             | Planned::GroupDelete { .. } => return None,
@@ -477,6 +488,7 @@ impl Planned {
             | Planned::Edit { .. }
             | Planned::WorkerControl(_)
             | Planned::CreateDlq { .. }
+            | Planned::CreateQueues(_)
             | Planned::Transfer(_) => c.exact && c.ready == 0,
             Planned::Purge { .. } => c.exact && c.ready == 0 && c.in_flight.unwrap_or(0) == 0,
             // Committing the offsets a group already has is harmless, and deleting a group
@@ -564,6 +576,14 @@ impl Planned {
                 "create a stream capturing the dead letters of {} (or keep the one that does)",
                 clean(queue.as_str())
             ),
+            Planned::CreateQueues(c) => {
+                let names: Vec<String> = c
+                    .queues
+                    .iter()
+                    .map(|(n, _)| clean(n).into_owned())
+                    .collect();
+                format!("create {}", names.join(", "))
+            }
             Planned::OffsetReset { plan, .. } => groups::describe_reset(plan),
             Planned::GroupDelete { plan, .. } => groups::describe_delete(plan),
             Planned::Seek { plan, .. } => seek::describe(plan),
@@ -668,6 +688,11 @@ impl Planned {
                 "action": "create-dlq",
                 "queue": queue,
             }),
+            Planned::CreateQueues(c) => serde_json::json!({
+                "dry_run": true,
+                "action": c.mutation.name(),
+                "queues": c.queues.iter().map(|(n, _)| n).collect::<Vec<_>>(),
+            }),
             Planned::OffsetReset { plan, .. } => groups::reset_json(plan),
             Planned::GroupDelete { plan, .. } => groups::delete_json(plan),
             Planned::Seek { plan, .. } => seek::plan_json(plan),
@@ -704,6 +729,8 @@ pub enum Outcome {
     Control(qdeck_backend::celery::workers::WorkerReport),
     /// A dead-letter capture made, or found already there.
     CreatedDlq(CreatedDlq),
+    /// Queues created where qdeck owns the broker.
+    CreatedQueues(CreatedQueues),
     Failed {
         error: BackendError,
         progress: ProgressState,
@@ -764,7 +791,9 @@ impl Outcome {
             // Gone before the delete reached it means it became due and was delivered.
             Outcome::CancelScheduled(r) if r.deleted > 0 => Verdict::Ok,
             Outcome::CancelScheduled(_) => Verdict::Failed,
-            Outcome::Sent { .. } | Outcome::CreatedDlq(_) => Verdict::Ok,
+            Outcome::Sent { .. } | Outcome::CreatedDlq(_) | Outcome::CreatedQueues(_) => {
+                Verdict::Ok
+            }
             // A worker that answered with an error did not do it: the command failed there.
             Outcome::Control(r) if r.workers.iter().any(|w| w.answered_error) => Verdict::Failed,
             Outcome::Control(_) => Verdict::Ok,
@@ -790,7 +819,7 @@ impl Outcome {
             Outcome::CancelScheduled(_) => format!("cancel in {q}: {}", self.line()),
             Outcome::Sent { .. } => format!("send to {q}: {}", self.line()),
             Outcome::Control(_) => format!("worker-control: {}", self.line()),
-            Outcome::CreatedDlq(_) => self.line(),
+            Outcome::CreatedDlq(_) | Outcome::CreatedQueues(_) => self.line(),
             Outcome::OffsetReset(_) => format!("reset-offsets {q}: {}", self.line()),
             Outcome::Seek(_) => format!("replay {q}: {}", self.line()),
             Outcome::GroupDeleted { .. } => self.line(),
@@ -878,6 +907,7 @@ impl Outcome {
             },
             Outcome::Control(r) => admin::control_line(r),
             Outcome::CreatedDlq(c) => c.line(),
+            Outcome::CreatedQueues(c) => c.line(),
             Outcome::OffsetReset(r) => format!(
                 "moved the committed offsets of consumer group {} on {} partition(s) of {}; lag now {}",
                 clean(&r.group),
@@ -910,6 +940,7 @@ impl Outcome {
             Outcome::Sent { id } => serde_json::json!({"sent": 1, "id": id}),
             Outcome::Control(r) => serde_json::to_value(r).unwrap_or_default(),
             Outcome::CreatedDlq(c) => serde_json::to_value(c).unwrap_or_default(),
+            Outcome::CreatedQueues(c) => serde_json::to_value(c).unwrap_or_default(),
             Outcome::OffsetReset(r) => serde_json::to_value(r).unwrap_or_default(),
             Outcome::GroupDeleted { group } => serde_json::json!({"deleted_group": group}),
             Outcome::Seek(r) => serde_json::to_value(r).unwrap_or_default(),
@@ -1104,6 +1135,7 @@ pub async fn run(gate: &Gate, planned: Planned, p: &OpProgress) -> Outcome {
         Planned::Transfer(t) => transfer::run(*t, p).await,
         Planned::WorkerControl(c) => admin::run_control(gate, *c, p).await,
         Planned::CreateDlq { queue } => admin::run_create_dlq(gate, &queue, p).await,
+        Planned::CreateQueues(c) => admin::run_create_queues(gate, *c, p).await,
         Planned::OffsetReset { queue, plan } => groups::run_reset(gate, &queue.id, &plan, p).await,
         Planned::GroupDelete { queue, plan } => groups::run_delete(gate, &queue, &plan, p).await,
         Planned::Seek { queue, plan } => seek::run(gate, &queue.id, &plan, p).await,

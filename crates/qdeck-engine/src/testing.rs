@@ -7,7 +7,9 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use qdeck_backend::local::{LocalHandle, QueueOptions};
-use qdeck_backend::{ApiCalls, Backend, BackendError, DeleteById, OpProgress, Result, Sender};
+use qdeck_backend::{
+    ApiCalls, Backend, BackendError, DeleteById, OpProgress, Result, ScheduledListing, Sender,
+};
 use qdeck_model::domain::*;
 
 pub(crate) struct Scripted {
@@ -56,8 +58,8 @@ impl Backend for Scripted {
     async fn browse(&self, queue: &QueueId, req: &BrowseRequest) -> Result<Page> {
         self.inner.browse(queue, req).await
     }
-    async fn browse_scheduled(&self, queue: &QueueId, req: &BrowseRequest) -> Result<Page> {
-        self.inner.browse_scheduled(queue, req).await
+    fn scheduled(&self) -> Option<&dyn ScheduledListing> {
+        Some(self)
     }
     fn sender(&self) -> Option<&dyn Sender> {
         self.inner.sender()
@@ -96,5 +98,25 @@ impl DeleteById for Scripted {
         self.delete
             .clone()
             .ok_or_else(|| BackendError::Unreachable("connection lost (scripted)".into()))
+    }
+}
+
+/// The local broker's listing; a cancel is the scripted deletion, as a delete by id is.
+#[async_trait]
+impl ScheduledListing for Scripted {
+    async fn browse_scheduled(&self, queue: &QueueId, req: &BrowseRequest) -> Result<Page> {
+        match self.inner.scheduled() {
+            Some(s) => s.browse_scheduled(queue, req).await,
+            None => Err(BackendError::Unsupported("no scheduled listing".into())),
+        }
+    }
+
+    async fn cancel_scheduled(
+        &self,
+        queue: &QueueId,
+        id: &str,
+        progress: &OpProgress,
+    ) -> Result<DeleteReport> {
+        qdeck_backend::cancel_by_delete(self, queue, id, progress).await
     }
 }

@@ -407,13 +407,14 @@ impl Backend for LocalHandle {
         Ok(page)
     }
 
-    async fn browse_scheduled(&self, queue: &QueueId, req: &BrowseRequest) -> Result<Page> {
-        self.0.calls.bump("local:browse_scheduled");
-        let (q, r) = (queue.clone(), req.clone());
-        self.0
-            .blocking(move |b| b.browse_scheduled_sync(&q, &r))
-            .await
+    fn scheduled(&self) -> Option<&dyn crate::ScheduledListing> {
+        Some(self)
     }
+
+    fn queue_creation(&self) -> Option<&dyn crate::QueueCreation> {
+        Some(self)
+    }
+
     /// The same checks the real run makes (`redrive_plan`), so a dry run cannot disagree.
     async fn plan_redrive(&self, req: &RedriveRequest) -> Result<RedrivePlan> {
         let r = req.clone();
@@ -455,6 +456,35 @@ impl Backend for LocalHandle {
 
     fn api_calls(&self) -> &ApiCalls {
         &self.0.calls
+    }
+}
+
+#[async_trait]
+impl crate::QueueCreation for LocalHandle {
+    async fn create_queue(&self, name: &str, opts: &QueueOptions) -> Result<()> {
+        self.0.calls.bump("local:create_queue");
+        let (name, opts) = (name.to_string(), opts.clone());
+        self.0.blocking(move |b| b.create_queue(&name, &opts)).await
+    }
+}
+
+#[async_trait]
+impl crate::ScheduledListing for LocalHandle {
+    async fn browse_scheduled(&self, queue: &QueueId, req: &BrowseRequest) -> Result<Page> {
+        self.0.calls.bump("local:browse_scheduled");
+        let (q, r) = (queue.clone(), req.clone());
+        self.0
+            .blocking(move |b| b.browse_scheduled_sync(&q, &r))
+            .await
+    }
+
+    async fn cancel_scheduled(
+        &self,
+        queue: &QueueId,
+        id: &str,
+        progress: &OpProgress,
+    ) -> Result<DeleteReport> {
+        crate::cancel_by_delete(self, queue, id, progress).await
     }
 }
 

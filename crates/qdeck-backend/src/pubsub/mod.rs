@@ -275,19 +275,8 @@ impl Backend for PubsubBackend {
         redrive::redrive(self, req, None, progress).await
     }
 
-    fn redrives_matching(&self, queue: &QueueInfo) -> Option<String> {
-        (queue.kind == QueueKind::Subscription).then(|| {
-            "messages that do not match are pulled and given back (modifyAckDeadline 0): each counts one more delivery".to_string()
-        })
-    }
-
-    async fn redrive_matching(
-        &self,
-        req: &RedriveRequest,
-        filter: &MessageFilter,
-        progress: &OpProgress,
-    ) -> Result<RedriveReport> {
-        redrive::redrive(self, req, Some(filter), progress).await
+    fn filtered_redrive(&self) -> Option<&dyn crate::FilteredRedrive> {
+        Some(self)
     }
 
     async fn purge(&self, queue: &QueueId, _progress: &OpProgress) -> Result<PurgeReport> {
@@ -300,6 +289,25 @@ impl Backend for PubsubBackend {
 
     fn seeker(&self) -> Option<&dyn super::Seeker> {
         Some(self)
+    }
+}
+
+#[async_trait]
+impl crate::FilteredRedrive for PubsubBackend {
+    /// Only a subscription delivers messages to test; a topic is read through one.
+    fn reading_effect(&self, queue: &QueueInfo) -> Option<String> {
+        (queue.kind == QueueKind::Subscription).then(|| {
+            "messages that do not match are pulled and given back (modifyAckDeadline 0): each counts one more delivery".to_string()
+        })
+    }
+
+    async fn redrive_matching(
+        &self,
+        req: &RedriveRequest,
+        filter: &MessageFilter,
+        progress: &OpProgress,
+    ) -> Result<RedriveReport> {
+        redrive::redrive(self, req, Some(filter), progress).await
     }
 }
 

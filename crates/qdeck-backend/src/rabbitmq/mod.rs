@@ -644,28 +644,12 @@ impl Backend for RabbitBackend {
         browse::browse(self, queue, req).await
     }
 
-    async fn browse_scheduled(&self, _queue: &QueueId, _req: &BrowseRequest) -> Result<Page> {
-        Err(BackendError::Unsupported(
-            "RabbitMQ cannot list delayed messages: the delayed-message plugin keeps them inside \
-             its exchange, which has no browse API"
-                .to_string(),
-        ))
-    }
     async fn redrive(&self, req: &RedriveRequest, progress: &OpProgress) -> Result<RedriveReport> {
         redrive::redrive(self, req, progress).await
     }
 
-    fn redrives_matching(&self, queue: &QueueInfo) -> Option<String> {
-        (queue.kind != QueueKind::Stream).then(|| one_pass::EFFECT.to_string())
-    }
-
-    async fn redrive_matching(
-        &self,
-        req: &RedriveRequest,
-        filter: &MessageFilter,
-        progress: &OpProgress,
-    ) -> Result<RedriveReport> {
-        redrive::redrive_matching(self, req, filter, progress).await
+    fn filtered_redrive(&self) -> Option<&dyn crate::FilteredRedrive> {
+        Some(self)
     }
 
     async fn purge(&self, queue: &QueueId, progress: &OpProgress) -> Result<PurgeReport> {
@@ -776,6 +760,23 @@ impl DeleteById for RabbitBackend {
         progress: &OpProgress,
     ) -> Result<DeleteReport> {
         delete::delete_ids(self, queue, ids, progress).await
+    }
+}
+
+#[async_trait]
+impl crate::FilteredRedrive for RabbitBackend {
+    /// A stream is read by offset, not consumed: it has no one-pass redrive.
+    fn reading_effect(&self, queue: &QueueInfo) -> Option<String> {
+        (queue.kind != QueueKind::Stream).then(|| one_pass::EFFECT.to_string())
+    }
+
+    async fn redrive_matching(
+        &self,
+        req: &RedriveRequest,
+        filter: &MessageFilter,
+        progress: &OpProgress,
+    ) -> Result<RedriveReport> {
+        redrive::redrive_matching(self, req, filter, progress).await
     }
 }
 

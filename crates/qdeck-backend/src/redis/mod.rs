@@ -258,9 +258,10 @@ impl Backend for RedisBackend {
         browse::browse(self, queue, req).await
     }
 
-    async fn browse_scheduled(&self, queue: &QueueId, req: &BrowseRequest) -> Result<Page> {
-        scheduled::browse_scheduled(self, queue, req).await
+    fn scheduled(&self) -> Option<&dyn crate::ScheduledListing> {
+        Some(self)
     }
+
     async fn redrive(&self, req: &RedriveRequest, progress: &OpProgress) -> Result<RedriveReport> {
         mutate::redrive(self, req, progress).await
     }
@@ -293,6 +294,22 @@ impl crate::CeleryRemote for RedisBackend {
         req: &crate::celery::workers::Request,
     ) -> Result<crate::celery::workers::WorkerReport> {
         self.kombu.control(self, req).await
+    }
+}
+
+#[async_trait]
+impl crate::ScheduledListing for RedisBackend {
+    async fn browse_scheduled(&self, queue: &QueueId, req: &BrowseRequest) -> Result<Page> {
+        scheduled::browse_scheduled(self, queue, req).await
+    }
+
+    async fn cancel_scheduled(
+        &self,
+        queue: &QueueId,
+        id: &str,
+        progress: &OpProgress,
+    ) -> Result<DeleteReport> {
+        crate::cancel_by_delete(self, queue, id, progress).await
     }
 }
 

@@ -669,8 +669,8 @@ impl Backend for ServiceBus {
         Some(self)
     }
 
-    async fn browse_scheduled(&self, queue: &QueueId, req: &BrowseRequest) -> Result<Page> {
-        self.transport.browse_scheduled(self, queue, req).await
+    fn scheduled(&self) -> Option<&dyn crate::ScheduledListing> {
+        self.transport.scheduled()
     }
 
     async fn plan_redrive(&self, req: &RedriveRequest) -> Result<RedrivePlan> {
@@ -709,15 +709,6 @@ impl Backend for ServiceBus {
 
     fn deleter(&self) -> Option<&dyn DeleteById> {
         Some(self)
-    }
-
-    async fn cancel_scheduled(
-        &self,
-        queue: &QueueId,
-        id: &str,
-        progress: &OpProgress,
-    ) -> Result<DeleteReport> {
-        self.transport.cancel_scheduled(queue, id, progress).await
     }
 
     fn api_calls(&self) -> &ApiCalls {

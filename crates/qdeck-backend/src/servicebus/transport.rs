@@ -39,12 +39,8 @@ pub(super) trait Transport: Send + Sync {
         req: &BrowseRequest,
     ) -> Result<Page>;
 
-    async fn browse_scheduled(
-        &self,
-        sb: &ServiceBus,
-        queue: &QueueId,
-        req: &BrowseRequest,
-    ) -> Result<Page>;
+    /// Listing and cancelling scheduled messages, where this transport can peek them.
+    fn scheduled(&self) -> Option<&dyn crate::ScheduledListing>;
 
     /// Copy dead letters from `req.source` to its target, each deleted only once copied.
     async fn redrive(
@@ -61,13 +57,6 @@ pub(super) trait Transport: Send + Sync {
         queue: &QueueId,
         progress: &OpProgress,
     ) -> Result<PurgeReport>;
-
-    async fn cancel_scheduled(
-        &self,
-        queue: &QueueId,
-        id: &str,
-        progress: &OpProgress,
-    ) -> Result<DeleteReport>;
 
     /// Send one message to an entity that is not a dead-letter queue.
     async fn send(&self, queue: &QueueId, msg: OutgoingMessage) -> Result<Option<String>>;

@@ -119,7 +119,10 @@ pub(crate) fn to_message(b: &SqsBackend, m: &SqsMessage, sources: &[QueueId]) ->
         let mut sys: Vec<(&str, &String)> = a.iter().map(|(k, v)| (k.as_str(), v)).collect();
         sys.sort();
         for (k, v) in sys {
-            if crate::headers::properties_of(BrokerKind::Sqs).contains(&k) {
+            if crate::headers::rules_of(BrokerKind::Sqs)
+                .properties
+                .contains(&k)
+            {
                 properties.push((k.to_string(), Value::str(v.as_str())));
             } else if k.ends_with("Timestamp") {
                 meta.push((k.to_string(), Value::String(ts_display(v))));

@@ -466,14 +466,6 @@ impl Backend for SqsBackend {
         browse::browse(self, queue, req).await
     }
 
-    async fn browse_scheduled(&self, queue: &QueueId, _req: &BrowseRequest) -> Result<Page> {
-        crate::refuse_scheduled(
-            self,
-            queue,
-            "SQS cannot list delayed messages; ApproximateNumberOfMessagesDelayed counts them",
-        )
-        .await
-    }
     async fn redrive(&self, req: &RedriveRequest, progress: &OpProgress) -> Result<RedriveReport> {
         redrive::redrive(self, req, progress).await
     }

@@ -25,7 +25,7 @@ fn text_body(body: Vec<u8>) -> Result<String> {
 /// FIFO queues need a group (the message's `MessageGroupId`, else its ordering key, else
 /// "default") and a deduplication id (the message's own, as `qdeck send -P` gives it, else
 /// fresh; the paths that send a browsed message again take its id out first, see
-/// `headers::drop_identity`). A standard queue takes the delay instead (at most 15
+/// `HeaderRules::drop_identity`). A standard queue takes the delay instead (at most 15
 /// min).
 fn group_and_dedup(meta: &QueueMeta, msg: &OutgoingMessage) -> Option<(String, String)> {
     meta.fifo.then(|| {

@@ -1,6 +1,7 @@
 //! Operations on workers and on a broker's set-up rather than on messages: a Celery
 //! remote-control command that changes workers, and a dead-letter capture made where the
-//! broker keeps none. They are planned, confirmed, run and audited like every mutation, so the
+//! broker keeps none, queues created where qdeck owns the broker (`qdeck create`, the demo's
+//! own queues). They are planned, confirmed, run and audited like every mutation, so the
 //! tier, the read-only switch, the prompt's text and the audit line come from one place.
 
 use serde::Serialize;
@@ -9,6 +10,7 @@ use serde_json::json;
 use super::{Outcome, Planned};
 use crate::gate::{Gate, Mutation};
 use qdeck_backend::celery::workers::{Request, WorkerReport};
+use qdeck_backend::local::QueueOptions;
 use qdeck_backend::{BackendError, OpProgress};
 use qdeck_model::domain::QueueId;
 use qdeck_model::sanitize::clean;
@@ -163,4 +165,116 @@ pub fn control_line(r: &WorkerReport) -> String {
         (n, 0) => format!("{n} worker(s) answered ok"),
         (n, f) => format!("{n} worker(s) answered, {f} with an error"),
     }
+}
+
+/// Queues to create on a broker qdeck owns (`qdeck create`, the demo's own queues), with the
+/// tier and the audit line of the operation that asks for them.
+#[derive(Debug, Clone)]
+pub struct CreatePlan {
+    /// The queue named in the audit line (`*` for the demo's set).
+    pub target: QueueId,
+    pub queues: Vec<(String, QueueOptions)>,
+    pub mutation: Mutation,
+    /// Joins the audit line's counts (the demo's rates).
+    pub note: serde_json::Value,
+}
+
+/// The queues a create made (an existing one took the new settings and kept its messages).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CreatedQueues {
+    pub queues: Vec<String>,
+}
+
+impl CreatedQueues {
+    pub fn line(&self) -> String {
+        let names: Vec<String> = self.queues.iter().map(|q| clean(q).into_owned()).collect();
+        format!("created {}", names.join(", "))
+    }
+}
+
+/// Plan creating `name` with `opts` (`qdeck create`), tier `full`.
+pub fn plan_create_queue(
+    gate: &Gate,
+    name: &str,
+    opts: QueueOptions,
+) -> Result<Planned, BackendError> {
+    let target = QueueId::new(name);
+    plan_creation(
+        gate,
+        target,
+        vec![(name.to_string(), opts)],
+        Mutation::Create,
+        json!({}),
+    )
+}
+
+/// Plan the demo's own queues, at the demo's tier, its rates in the audit line.
+pub fn plan_demo_setup(
+    gate: &Gate,
+    queues: Vec<(String, QueueOptions)>,
+    note: serde_json::Value,
+) -> Result<Planned, BackendError> {
+    plan_creation(gate, QueueId::new("*"), queues, Mutation::Demo, note)
+}
+
+fn plan_creation(
+    gate: &Gate,
+    target: QueueId,
+    queues: Vec<(String, QueueOptions)>,
+    mutation: Mutation,
+    note: serde_json::Value,
+) -> Result<Planned, BackendError> {
+    gate.require(mutation, &target)?;
+    qdeck_backend::queue_creation_of(gate.backend().as_ref())?;
+    Ok(Planned::CreateQueues(Box::new(CreatePlan {
+        target,
+        queues,
+        mutation,
+        note,
+    })))
+}
+
+pub(super) async fn run_create_queues(gate: &Gate, c: CreatePlan, p: &OpProgress) -> Outcome {
+    p.set_total(Some(c.queues.len() as u64));
+    let mut made = Vec::new();
+    let mut failure = None;
+    match qdeck_backend::queue_creation_of(gate.backend().as_ref()) {
+        Ok(creator) => {
+            for (name, opts) in &c.queues {
+                if let Err(e) = creator.create_queue(name, opts).await {
+                    failure = Some(e);
+                    break;
+                }
+                p.add_done(1);
+                made.push(name.clone());
+            }
+        }
+        Err(e) => failure = Some(e),
+    }
+    let mut counts = json!({"queues": made.len()});
+    if let (Some(c), serde_json::Value::Object(n)) = (counts.as_object_mut(), &c.note) {
+        c.extend(n.clone());
+    }
+    let (outcome, error) = match failure {
+        None => (Outcome::CreatedQueues(CreatedQueues { queues: made }), None),
+        Some(error) => {
+            let why = error.to_string();
+            (
+                Outcome::Failed {
+                    error,
+                    progress: p.snapshot(),
+                },
+                Some(why),
+            )
+        }
+    };
+    gate.record(
+        c.mutation,
+        &c.target,
+        None,
+        counts,
+        outcome.verdict(),
+        error,
+    );
+    outcome
 }

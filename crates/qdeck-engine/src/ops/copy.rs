@@ -149,13 +149,15 @@ pub async fn check(
         }
         delete_note = d.delete_note(&info);
     }
-    if tb.kind() == qdeck_model::domain::BrokerKind::Sqs {
-        if let Some(m) = msgs.iter().find(|m| std::str::from_utf8(&m.body).is_err()) {
-            return Err(BackendError::Invalid(format!(
-                "message {} has a binary body and SQS bodies are text; nothing was sent",
-                qdeck_model::sanitize::clean(&m.id)
-            )));
-        }
+    let rules = tb.header_rules();
+    if let Some((m, why)) = msgs
+        .iter()
+        .find_map(|m| rules.body_refusal(&m.body).map(|why| (m, why)))
+    {
+        return Err(BackendError::Invalid(format!(
+            "message {} has a binary body and {why}; nothing was sent",
+            qdeck_model::sanitize::clean(&m.id)
+        )));
     }
     let typed = if moving && from.gate.protected() {
         Some(from.queue.clone())
@@ -173,7 +175,10 @@ pub async fn check(
 
 /// What the copies will look like: every header rename and drop over `msgs`, without sending.
 pub fn preview_headers(from: End<'_>, to: End<'_>, msgs: &[Message]) -> Vec<HeaderChange> {
-    let (fk, tk) = (from.gate.backend().kind(), to.gate.backend().kind());
+    let (fk, tk) = (
+        from.gate.backend().header_rules(),
+        to.gate.backend().header_rules(),
+    );
     let mut ledger = HeaderLedger::default();
     for m in msgs {
         map_message(m, fk, tk, &mut ledger);
@@ -197,7 +202,10 @@ pub async fn transfer(
     progress: &OpProgress,
 ) -> Result<TransferReport, BackendError> {
     require(from, to, moving)?;
-    let (fk, tk) = (from.gate.backend().kind(), to.gate.backend().kind());
+    let (fk, tk) = (
+        from.gate.backend().header_rules(),
+        to.gate.backend().header_rules(),
+    );
     let mut report = TransferReport {
         action: if moving { "move" } else { "copy" },
         from: from.label(),

@@ -7,9 +7,9 @@ use std::path::Path;
 use super::Planned;
 use crate::gate::Gate;
 use crate::triage::transfer::Record;
-use qdeck_backend::headers::{drop_identity, map_outgoing, HeaderChange, HeaderLedger};
+use qdeck_backend::headers::{map_outgoing, rules_of, HeaderChange, HeaderLedger, HeaderRules};
 use qdeck_backend::BackendError;
-use qdeck_model::domain::{BrokerKind, OutgoingMessage, QueueInfo};
+use qdeck_model::domain::{OutgoingMessage, QueueInfo};
 use qdeck_model::rate::Rate;
 use qdeck_model::sanitize::clean;
 
@@ -34,7 +34,7 @@ impl ImportFile {
 
 /// Every line of `file` parsed for a `target` broker. A line that does not parse is
 /// `Invalid`, naming the file and the line, and nothing is sent.
-pub fn read_import_file(file: &Path, target: BrokerKind) -> Result<ImportFile, BackendError> {
+pub fn read_import_file(file: &Path, target: &HeaderRules) -> Result<ImportFile, BackendError> {
     let path = file.display().to_string();
     let shown = clean(&path).into_owned();
     let f = std::fs::File::open(file)
@@ -52,13 +52,14 @@ pub fn read_import_file(file: &Path, target: BrokerKind) -> Result<ImportFile, B
             BackendError::Invalid(format!("{shown} line {n}: {}; nothing was sent", clean(&e)))
         })?;
         let (mut msg, mut left_out) = rec.to_outgoing();
-        if let Some(from) = rec.broker.filter(|k| *k != target) {
+        if let Some(from) = rec.broker.filter(|k| *k != target.kind) {
             // Across kinds the metadata travels as x-qdeck-* headers (listed), not left out.
             left_out.clear();
             let dead = rec.dead_letter.as_ref();
+            let from = rules_of(from);
             msg = map_outgoing(msg, &rec.meta, dead, from, target, &mut ledger);
         }
-        left_out.extend(drop_identity(target, &mut msg));
+        left_out.extend(target.drop_identity(&mut msg));
         for d in left_out {
             if !dropped.contains(&d) {
                 dropped.push(d);
@@ -75,24 +76,23 @@ pub fn read_import_file(file: &Path, target: BrokerKind) -> Result<ImportFile, B
 }
 
 /// Plan sending a read file into `queue` (found by the caller): refused before anything is
-/// sent when a body cannot travel to this broker (SQS bodies are text).
+/// sent when a body cannot travel to this broker (its header rules: SQS bodies are text).
 pub fn plan_import(
     gate: &Gate,
     queue: QueueInfo,
     file: ImportFile,
     rate: Option<Rate>,
 ) -> Result<Planned, BackendError> {
-    if gate.backend().kind() == BrokerKind::Sqs {
-        if let Some((n, _)) = file
-            .msgs
-            .iter()
-            .find(|(_, m)| std::str::from_utf8(&m.body).is_err())
-        {
-            return Err(BackendError::Invalid(format!(
-                "{} line {n}: the body is binary and SQS bodies are text; nothing was sent",
-                file.shown()
-            )));
-        }
+    let rules = gate.backend().header_rules();
+    if let Some((n, why)) = file
+        .msgs
+        .iter()
+        .find_map(|(n, m)| rules.body_refusal(&m.body).map(|why| (n, why)))
+    {
+        return Err(BackendError::Invalid(format!(
+            "{} line {n}: the body is binary and {why}; nothing was sent",
+            file.shown()
+        )));
     }
     Ok(Planned::Import { queue, file, rate })
 }
@@ -125,6 +125,7 @@ mod tests {
     use qdeck_backend::local::{LocalHandle, QueueOptions};
     use qdeck_backend::{Backend, OpProgress};
     use qdeck_model::config::Profile;
+    use qdeck_model::domain::BrokerKind;
     use qdeck_model::domain::QueueId;
     use std::sync::Arc;
 
@@ -144,7 +145,8 @@ mod tests {
         let q = QueueId::new("dst");
         let f = dir.path().join("in.jsonl");
         std::fs::write(&f, "{\"body\":\"one\"}\n{\"body\": oops}\n").unwrap();
-        let err = read_import_file(&f, BrokerKind::Local).unwrap_err();
+        let err =
+            read_import_file(&f, qdeck_backend::headers::rules_of(BrokerKind::Local)).unwrap_err();
         let BackendError::Invalid(m) = &err else {
             panic!("{err:?}")
         };
@@ -156,7 +158,8 @@ mod tests {
 
         let line = "{\"body\":\"two\",\"broker\":\"rabbitmq\",\"properties\":[[\"content_type\",\"text/plain\"]],\"meta\":[[\"redelivered\",true]]}";
         std::fs::write(&f, format!("{{\"body\":\"one\"}}\n\n{line}\n")).unwrap();
-        let read = read_import_file(&f, BrokerKind::Local).unwrap();
+        let read =
+            read_import_file(&f, qdeck_backend::headers::rules_of(BrokerKind::Local)).unwrap();
         let planned = plan_import(&g, b.describe(&q).await.unwrap(), read, None).unwrap();
         assert_eq!(planned.mutation(), crate::gate::Mutation::Import);
         assert_eq!((planned.count().ready, planned.count().exact), (2, true));

@@ -3,7 +3,7 @@
 //! and what becomes acknowledged; the run goes through the gate at tier `full`, since the
 //! messages published before the time are acknowledged for good.
 
-use qdeck_backend::{BackendError, OpProgress, Seeker};
+use qdeck_backend::{BackendError, OpProgress};
 use qdeck_model::domain::{QueueId, QueueInfo, SeekPlan};
 use qdeck_model::sanitize::clean;
 use serde_json::json;
@@ -11,19 +11,11 @@ use serde_json::json;
 use super::{Outcome, Planned};
 use crate::gate::{Gate, Mutation};
 
-fn seeker_of(gate: &Gate) -> Result<&dyn Seeker, BackendError> {
-    let b = gate.backend();
-    b.seeker().ok_or_else(|| {
-        BackendError::Unsupported(format!(
-            "the {} backend cannot seek a queue back to a time (replay is Pub/Sub's)",
-            b.kind()
-        ))
-    })
-}
-
 /// Plan seeking subscription `queue` back to `to_ms` (Unix ms). Nothing is changed.
 pub async fn plan_seek(gate: &Gate, queue: &QueueId, to_ms: i64) -> Result<Planned, BackendError> {
-    let plan = seeker_of(gate)?.plan_seek(queue, to_ms).await?;
+    let plan = qdeck_backend::seeker_of(gate.backend().as_ref(), queue)?
+        .plan_seek(queue, to_ms)
+        .await?;
     let info = QueueInfo {
         id: queue.clone(),
         ..Default::default()
@@ -68,7 +60,7 @@ pub(super) async fn run(gate: &Gate, queue: &QueueId, plan: &SeekPlan, p: &OpPro
     if let Err(e) = gate.require(Mutation::Replay, queue) {
         return failed(e, p);
     }
-    let seeker = match seeker_of(gate) {
+    let seeker = match qdeck_backend::seeker_of(gate.backend().as_ref(), queue) {
         Ok(s) => s,
         Err(e) => return failed(e, p),
     };

@@ -7,7 +7,8 @@
 //! Version 2 (`"v": 2`) keeps the message's four parts apart: what the application set
 //! (`properties`, `headers`) is sent again on import, what the broker added (`meta`) is not.
 //! Version 1 files (no `v`) had one list of text `headers` holding all three; on import the
-//! names the source broker sets itself are left out, as that version did.
+//! names the source broker sets itself are left out, as that version did (the broker's
+//! `HeaderRules::v1`).
 
 use serde::{Deserialize, Serialize};
 
@@ -107,77 +108,17 @@ impl Record {
         }
         let mut headers = Vec::new();
         let mut dropped = Vec::new();
+        let rules = self.broker.map(qdeck_backend::headers::rules_of);
         for (k, v) in &self.headers {
-            let text = v.text();
-            match sendable(self.broker, k) {
-                Some(name) if self.broker == Some(BrokerKind::Sqs) => {
-                    headers.push((name, Value::str(v1_sqs_value(&text))));
-                }
-                Some(name) => headers.push((name, v.clone())),
-                None => dropped.push(k.clone()),
+            match rules {
+                None => headers.push((k.clone(), v.clone())),
+                Some(r) => match r.v1_header(k, v) {
+                    Some(h) => headers.push(h),
+                    None => dropped.push(k.clone()),
+                },
             }
         }
         (OutgoingMessage { headers, ..out }, dropped)
-    }
-}
-
-/// Version 1 wrote SQS message attributes as `TYPE: value` (`String: acme` → `acme`).
-fn v1_sqs_value(v: &str) -> &str {
-    match v.split_once(": ") {
-        Some((ty, rest))
-            if ["String", "Number", "Binary"]
-                .iter()
-                .any(|t| ty == *t || ty.starts_with(&format!("{t}."))) =>
-        {
-            rest
-        }
-        _ => v,
-    }
-}
-
-/// Service Bus broker properties the broker sets (the settable ones are sent again).
-const SERVICEBUS_SYSTEM: &[&str] = &[
-    "DeliveryCount",
-    "EnqueuedSequenceNumber",
-    "EnqueuedTimeUtc",
-    "LockToken",
-    "LockedUntilUtc",
-    "MessageId",
-    "SequenceNumber",
-    "State",
-    "TimeToLive",
-    "DeadLetterSource",
-    "ScheduledEnqueueTimeUtc",
-    "SessionId",
-    "PartitionKey",
-];
-
-/// What the RabbitMQ browse reports about the delivery, properties qdeck's send sets itself,
-/// and headers the broker writes.
-const RABBITMQ_SYSTEM: &[&str] = &[
-    "exchange",
-    "routing-key",
-    "redelivered",
-    "delivery-mode",
-    "message-id",
-    "timestamp",
-    "x-death",
-    "x-delivery-count",
-    "qdeck-key",
-];
-
-/// Version 1: the header name to send for an exported one, or `None` when the source broker
-/// set it.
-fn sendable(broker: Option<BrokerKind>, name: &str) -> Option<String> {
-    let keep = |n: &str| Some(n.to_string());
-    match broker {
-        Some(BrokerKind::Local) if name == "state" => None,
-        // SQS: system attributes are bare names, message attributes `attr.NAME`.
-        Some(BrokerKind::Sqs) => name.strip_prefix("attr.").and_then(keep),
-        Some(BrokerKind::Rabbitmq) if RABBITMQ_SYSTEM.contains(&name) => None,
-        Some(BrokerKind::Servicebus) if SERVICEBUS_SYSTEM.contains(&name) => None,
-        Some(BrokerKind::Servicebus) if name == "ContentType" => keep("content-type"),
-        _ => keep(name),
     }
 }
 

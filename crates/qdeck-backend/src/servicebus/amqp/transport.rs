@@ -127,13 +127,8 @@ impl Transport for Amqp {
         amqp::peek::browse(self, queue.as_str(), req, Some(session)).await
     }
 
-    async fn browse_scheduled(
-        &self,
-        _sb: &ServiceBus,
-        queue: &QueueId,
-        req: &BrowseRequest,
-    ) -> Result<Page> {
-        self.peek_scheduled(queue, req).await
+    fn scheduled(&self) -> Option<&dyn crate::ScheduledListing> {
+        Some(self)
     }
 
     async fn redrive(
@@ -187,26 +182,6 @@ impl Transport for Amqp {
             _ => None,
         };
         amqp::purge::purge(self, queue.as_str(), sessions, progress).await
-    }
-
-    /// Cancel a scheduled message by its sequence number.
-    async fn cancel_scheduled(
-        &self,
-        queue: &QueueId,
-        id: &str,
-        _progress: &OpProgress,
-    ) -> Result<DeleteReport> {
-        let seq: i64 = id.trim().parse().map_err(|_| {
-            BackendError::Invalid(format!(
-                "{}: a scheduled message is cancelled by its sequence number (as `peek --scheduled` shows it)",
-                sanitize::clean(id)
-            ))
-        })?;
-        amqp::scheduled::cancel(self, queue.as_str(), &[seq]).await?;
-        Ok(DeleteReport {
-            deleted: 1,
-            ..Default::default()
-        })
     }
 
     async fn send(&self, queue: &QueueId, msg: OutgoingMessage) -> Result<Option<String>> {
@@ -278,4 +253,31 @@ fn requires_session(info: &QueueInfo) -> bool {
         .extra
         .get("requires_session")
         .is_some_and(|v| v.eq_ignore_ascii_case("true"))
+}
+
+#[async_trait]
+impl crate::ScheduledListing for Amqp {
+    async fn browse_scheduled(&self, queue: &QueueId, req: &BrowseRequest) -> Result<Page> {
+        self.peek_scheduled(queue, req).await
+    }
+
+    /// Cancel a scheduled message by its sequence number.
+    async fn cancel_scheduled(
+        &self,
+        queue: &QueueId,
+        id: &str,
+        _progress: &OpProgress,
+    ) -> Result<DeleteReport> {
+        let seq: i64 = id.trim().parse().map_err(|_| {
+            BackendError::Invalid(format!(
+                "{}: a scheduled message is cancelled by its sequence number (as `peek --scheduled` shows it)",
+                sanitize::clean(id)
+            ))
+        })?;
+        amqp::scheduled::cancel(self, queue.as_str(), &[seq]).await?;
+        Ok(DeleteReport {
+            deleted: 1,
+            ..Default::default()
+        })
+    }
 }

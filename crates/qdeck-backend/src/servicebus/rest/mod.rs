@@ -100,19 +100,9 @@ impl Transport for RestTransport {
         Err(BackendError::Unsupported(NO_SESSIONS.into()))
     }
 
-    async fn browse_scheduled(
-        &self,
-        sb: &ServiceBus,
-        queue: &QueueId,
-        _req: &BrowseRequest,
-    ) -> Result<Page> {
-        crate::refuse_scheduled(
-            sb,
-            queue,
-            "Service Bus REST cannot peek scheduled messages (only the AMQP client can); \
-             ScheduledMessageCount counts them",
-        )
-        .await
+    /// REST cannot peek scheduled messages (only AMQP can).
+    fn scheduled(&self) -> Option<&dyn crate::ScheduledListing> {
+        None
     }
 
     async fn redrive(
@@ -131,16 +121,6 @@ impl Transport for RestTransport {
         progress: &OpProgress,
     ) -> Result<PurgeReport> {
         purge::purge(self.rest.clone(), queue.as_str(), progress).await
-    }
-
-    /// REST cannot address a scheduled message: it is deleted as any other, by id.
-    async fn cancel_scheduled(
-        &self,
-        queue: &QueueId,
-        id: &str,
-        progress: &OpProgress,
-    ) -> Result<DeleteReport> {
-        self.delete_ids(queue, &[id.to_string()], progress).await
     }
 
     async fn send(&self, queue: &QueueId, msg: OutgoingMessage) -> Result<Option<String>> {

@@ -24,7 +24,7 @@ pub async fn send(rest: &Rest, queue: &QueueId, msg: OutgoingMessage) -> Result<
         );
     }
     // A MessageId given here is sent (`qdeck send -P MessageId=…`); the paths that send a
-    // browsed message again take its id out first (`headers::drop_identity`).
+    // browsed message again take its id out first (`HeaderRules::drop_identity`).
     let mut content_type = None;
     for (k, v) in msg.properties {
         if k == "ContentType" {

@@ -37,6 +37,8 @@ pub async fn delete_seqs(
     yes: bool,
     f: Format,
 ) -> CliResult {
+    // `--seq` is a JetStream stream sequence, a NATS notion with no equivalent elsewhere; the
+    // check names the flag's broker rather than a facet because the flag is NATS's own.
     if s.backend.kind() != BrokerKind::Nats {
         return Err(CliError::usage(
             "--seq deletes by stream sequence on NATS JetStream; elsewhere use purge --where 'id = \"…\"'",

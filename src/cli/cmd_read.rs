@@ -148,6 +148,7 @@ pub async fn stats(s: &Session, queue: &str, sample: Option<Duration>, f: Format
     pairs.kv("abilities", abilities.join(", "));
     let total = b.api_calls().total();
     pairs.kv("api calls", format!("{total} this run"));
+    // Only SQS bills per request: its cost line, as `budget.rs` prices it.
     #[cfg(feature = "sqs")]
     if b.kind() == qdeck_model::domain::BrokerKind::Sqs {
         pairs.sqs_cost(s, &calls);

@@ -136,6 +136,8 @@ pub struct CallCost {
 
 impl CallCost {
     pub fn new(kind: BrokerKind, chunk: usize) -> CallCost {
+        // BrokerKind here: the call budget prices what each broker's API charges per call (SQS
+        // bills one GetQueueAttributes per queue; the others answer a chunk in one call).
         let per_queue = match kind {
             BrokerKind::Sqs => 1.0,
             _ => 1.0 / chunk.max(1) as f64,
@@ -168,6 +170,7 @@ impl CallCost {
 
 #[cfg(feature = "sqs")]
 fn usd_per_hour(kind: BrokerKind, since: &BTreeMap<String, u64>, elapsed: Duration) -> Option<f64> {
+    // Only SQS bills per request; its price table lives in its backend module.
     (kind == BrokerKind::Sqs)
         .then(|| qdeck_backend::sqs::cost::estimated_cost_per_hour(since, elapsed))
 }

@@ -191,6 +191,8 @@ struct Poller {
 /// asked for: one call can carry the figures of them all. Asking a hundred at a time made each
 /// sweep chunk a full listing and left a 20,000-queue broker hours from its last figure.
 fn one_call_covers_all(kind: BrokerKind) -> bool {
+    // BrokerKind here, not a backend declaration: this is the poller's chunking policy, read
+    // from the broker's known API cost; a declared "cost per stats call" would move it.
     kind == BrokerKind::Rabbitmq
 }
 

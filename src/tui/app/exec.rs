@@ -298,6 +298,7 @@ impl Exec {
     /// them (draining a shared channel could drop the new poller's first queue list).
     pub(super) fn switch(&mut self, session: Session) -> (State, mpsc::Receiver<PollEvent>) {
         self.poller.stop();
+        // The demo's workers run only against the embedded broker the demo itself started.
         let demo = match (&self.demo, session.backend.kind()) {
             (Some(d), qdeck_model::domain::BrokerKind::Local) => Some(d.workers()),
             _ => None,

@@ -52,6 +52,11 @@ const QUEUE_GAUGES: &[(&str, &str, Figure)] = &[
         |f| f.retained,
     ),
     (
+        "queue_dlq_forwarded_recent",
+        "Messages the broker forwarded to the dead-letter queue over its own recent window (Pub/Sub: dead_letter_message_count over 10 minutes)",
+        |f| f.forwarded,
+    ),
+    (
         "queue_workers_needed",
         "Workers needed to drain within the drain target",
         |f| f.workers_needed,

@@ -34,6 +34,7 @@ pub enum Figure {
     Retained,
     RetainedAge,
     FigureAge,
+    Forwarded,
     Unreachable,
     Stale,
 }
@@ -57,6 +58,7 @@ impl Figure {
             "retained" => Figure::Retained,
             "retained_age" => Figure::RetainedAge,
             "figure_age" => Figure::FigureAge,
+            "forwarded" => Figure::Forwarded,
             "unreachable" => Figure::Unreachable,
             "stale" => Figure::Stale,
             _ => return None,
@@ -94,6 +96,7 @@ impl Figure {
             Figure::Retained => f.retained,
             Figure::RetainedAge => f.retained_age,
             Figure::FigureAge => f.figure_age,
+            Figure::Forwarded => f.forwarded,
             Figure::Unreachable => flag(f.unreachable),
             Figure::Stale => flag(f.stale),
         }
@@ -323,6 +326,19 @@ mod tests {
         assert!(!holds("age > 5m"));
         assert!(!holds("depth > 0"));
         assert!(holds("retained_age > 1h and retained > 1000"));
+    }
+
+    #[test]
+    fn the_brokers_forwarded_count_is_a_figure_where_it_counts_one() {
+        let c = Condition::parse("forwarded > 3").unwrap();
+        let with = |n: Option<f64>| Figures {
+            forwarded: n,
+            ..figs()
+        };
+        assert!(c.holds(&with(Some(5.0))));
+        assert!(!c.holds(&with(Some(0.0))));
+        // A broker that counts no forwarding (not Pub/Sub) never meets it.
+        assert!(!c.holds(&with(None)));
     }
 
     #[test]

@@ -36,6 +36,9 @@ pub struct Figures {
     /// How old the figures were when the broker answered, for figures from a metric sampled
     /// and published minutes late (Pub/Sub's Cloud Monitoring); 0 for figures read live.
     pub figure_age: Option<f64>,
+    /// Messages the queue's broker forwarded to its dead-letter queue over its own recent
+    /// window (Pub/Sub's `dead_letter_message_count` over 10 minutes); `None` elsewhere.
+    pub forwarded: Option<f64>,
     /// The profile's last poll failed.
     pub unreachable: bool,
     /// The figures are older than three refresh periods.
@@ -45,7 +48,7 @@ pub struct Figures {
 /// The names `when` knows, for errors and the docs.
 pub const NAMES: &str = "depth, in_flight, delayed, age, dlq_depth, dlq_growth, consumers, \
                          in_rate, out_rate, workers, workers_needed, lost, eta, retained, \
-                         retained_age, figure_age, unreachable, stale";
+                         retained_age, figure_age, forwarded, unreachable, stale";
 
 impl Figures {
     /// A queue's figures from the store, with `target_secs` for workers needed.
@@ -70,6 +73,7 @@ impl Figures {
             retained: s.and_then(|s| n(s.retained)),
             retained_age: s.and_then(|s| s.retained_age_secs),
             figure_age: Some(d.figures_age_secs.unwrap_or(0.0)),
+            forwarded: s.and_then(|s| s.forwarded).map(|f| f.count as f64),
             unreachable: false,
             stale: false,
         }

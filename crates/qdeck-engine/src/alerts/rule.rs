@@ -198,6 +198,7 @@ fn figure_name(f: super::condition::Figure) -> &'static str {
         Retained => "retained",
         RetainedAge => "retained_age",
         FigureAge => "figure_age",
+        Forwarded => "forwarded",
         Unreachable => "unreachable",
         Stale => "stale",
     }
@@ -226,6 +227,7 @@ fn figure_text(name: &str, f: &Figures) -> Option<String> {
         "retained" => count(f.retained),
         "retained_age" => secs(f.retained_age),
         "figure_age" => secs(f.figure_age),
+        "forwarded" => count(f.forwarded),
         "unreachable" => f.unreachable.to_string(),
         "stale" => f.stale.to_string(),
         _ => return None,

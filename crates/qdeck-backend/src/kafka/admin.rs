@@ -176,7 +176,7 @@ pub async fn committed(
             }
             Err(e) => {
                 for g in gs {
-                    errors.insert(g.clone(), e.to_string());
+                    errors.insert((*g).clone(), e.to_string());
                 }
             }
         }
@@ -184,15 +184,16 @@ pub async fn committed(
     (out, errors)
 }
 
+type Described = (HashMap<String, GroupDescription>, HashMap<String, String>);
+
 /// Members of classic groups (DescribeGroups) and KIP-848 groups (ConsumerGroupDescribe),
 /// one request of each kind per coordinator.
 pub async fn describe(
     c: &Cluster,
     groups: &[&GroupListing],
     coords: &HashMap<String, i32>,
-) -> (HashMap<String, GroupDescription>, HashMap<String, String>) {
-    let mut out = HashMap::new();
-    let mut errors = HashMap::new();
+) -> Described {
+    let mut found: Described = (HashMap::new(), HashMap::new());
     let classic: Vec<String> = groups
         .iter()
         .filter(|g| g.group_type != "consumer" && g.group_type != "share")
@@ -205,109 +206,125 @@ pub async fn describe(
         .collect();
     let (by, lost) = by_coordinator(&classic, coords);
     for g in lost {
-        errors.insert(g.clone(), "no coordinator found for the group".to_string());
+        found
+            .1
+            .insert(g.clone(), "no coordinator found for the group".to_string());
     }
     for (node, gs) in by {
-        let req = DescribeGroupsRequest::default()
-            .with_groups(gs.iter().map(|g| GroupId(sb(g))).collect());
-        match c.to(node, "DescribeGroups", &req, DESCRIBE_GROUPS_V).await {
-            Ok(resp) => {
-                for g in resp.groups {
-                    let id = g.group_id.0.to_string();
-                    if let Some(e) = g.error_code.err() {
-                        errors.insert(id, format!("DescribeGroups: {e}"));
-                        continue;
-                    }
-                    let consumer = g.protocol_type.as_str() == "consumer";
-                    let members = g
-                        .members
-                        .iter()
-                        .map(|m| Member {
-                            member_id: m.member_id.to_string(),
-                            client_id: m.client_id.to_string(),
-                            host: m.client_host.to_string(),
-                            assigned: if consumer {
-                                decode_assignment(&m.member_assignment)
-                            } else {
-                                Vec::new()
-                            },
-                        })
-                        .collect();
-                    out.insert(
-                        id,
-                        GroupDescription {
-                            state: g.group_state.to_string(),
-                            members,
-                        },
-                    );
-                }
-            }
-            Err(e) => {
-                for g in gs {
-                    errors.insert(g.clone(), e.to_string());
-                }
-            }
-        }
+        describe_classic(c, node, &gs, &mut found).await;
     }
     let (by, lost) = by_coordinator(&modern, coords);
     for g in lost {
-        errors.insert(g.clone(), "no coordinator found for the group".to_string());
+        found
+            .1
+            .insert(g.clone(), "no coordinator found for the group".to_string());
     }
     for (node, gs) in by {
-        let req = ConsumerGroupDescribeRequest::default()
-            .with_group_ids(gs.iter().map(|g| GroupId(sb(g))).collect());
-        match c
-            .to(
-                node,
-                "ConsumerGroupDescribe",
-                &req,
-                CONSUMER_GROUP_DESCRIBE_V,
-            )
-            .await
-        {
-            Ok(resp) => {
-                for g in resp.groups {
-                    let id = g.group_id.0.to_string();
-                    if let Some(e) = g.error_code.err() {
-                        errors.insert(id, format!("ConsumerGroupDescribe: {e}"));
-                        continue;
-                    }
-                    let members = g
-                        .members
-                        .iter()
-                        .map(|m| Member {
-                            member_id: m.member_id.to_string(),
-                            client_id: m.client_id.to_string(),
-                            host: m.client_host.to_string(),
-                            assigned: m
-                                .assignment
-                                .topic_partitions
-                                .iter()
-                                .flat_map(|t| {
-                                    t.partitions
-                                        .iter()
-                                        .map(|p| (t.topic_name.0.to_string(), *p))
-                                })
-                                .collect(),
-                        })
-                        .collect();
-                    out.insert(
-                        id,
-                        GroupDescription {
-                            state: g.group_state.to_string(),
-                            members,
-                        },
-                    );
-                }
-            }
-            Err(e) => {
-                for g in gs {
-                    errors.insert(g.clone(), e.to_string());
-                }
-            }
-        }
+        describe_modern(c, node, &gs, &mut found).await;
     }
-    (out, errors)
+    found
+}
+
+/// DescribeGroups on one coordinator; members' assignments decoded for consumer groups.
+async fn describe_classic(c: &Cluster, node: i32, gs: &[&String], found: &mut Described) {
+    let (out, errors) = found;
+    let req =
+        DescribeGroupsRequest::default().with_groups(gs.iter().map(|g| GroupId(sb(g))).collect());
+    let resp = match c.to(node, "DescribeGroups", &req, DESCRIBE_GROUPS_V).await {
+        Ok(resp) => resp,
+        Err(e) => {
+            for g in gs {
+                errors.insert((*g).clone(), e.to_string());
+            }
+            return;
+        }
+    };
+    for g in resp.groups {
+        let id = g.group_id.0.to_string();
+        if let Some(e) = g.error_code.err() {
+            errors.insert(id, format!("DescribeGroups: {e}"));
+            continue;
+        }
+        let consumer = g.protocol_type.as_str() == "consumer";
+        let members = g
+            .members
+            .iter()
+            .map(|m| Member {
+                member_id: m.member_id.to_string(),
+                client_id: m.client_id.to_string(),
+                host: m.client_host.to_string(),
+                assigned: if consumer {
+                    decode_assignment(&m.member_assignment)
+                } else {
+                    Vec::new()
+                },
+            })
+            .collect();
+        out.insert(
+            id,
+            GroupDescription {
+                state: g.group_state.to_string(),
+                members,
+            },
+        );
+    }
+}
+
+/// ConsumerGroupDescribe (KIP-848) on one coordinator: members with their assignments.
+async fn describe_modern(c: &Cluster, node: i32, gs: &[&String], found: &mut Described) {
+    let (out, errors) = found;
+    let req = ConsumerGroupDescribeRequest::default()
+        .with_group_ids(gs.iter().map(|g| GroupId(sb(g))).collect());
+    let resp = match c
+        .to(
+            node,
+            "ConsumerGroupDescribe",
+            &req,
+            CONSUMER_GROUP_DESCRIBE_V,
+        )
+        .await
+    {
+        Ok(resp) => resp,
+        Err(e) => {
+            for g in gs {
+                errors.insert((*g).clone(), e.to_string());
+            }
+            return;
+        }
+    };
+    for g in resp.groups {
+        let id = g.group_id.0.to_string();
+        if let Some(e) = g.error_code.err() {
+            errors.insert(id, format!("ConsumerGroupDescribe: {e}"));
+            continue;
+        }
+        let members = g
+            .members
+            .iter()
+            .map(|m| Member {
+                member_id: m.member_id.to_string(),
+                client_id: m.client_id.to_string(),
+                host: m.client_host.to_string(),
+                assigned: m
+                    .assignment
+                    .topic_partitions
+                    .iter()
+                    .flat_map(|t| {
+                        t.partitions
+                            .iter()
+                            .map(|p| (t.topic_name.0.to_string(), *p))
+                    })
+                    .collect(),
+            })
+            .collect();
+        out.insert(
+            id,
+            GroupDescription {
+                state: g.group_state.to_string(),
+                members,
+            },
+        );
+    }
 }
 
 /// The consumer protocol's assignment: version (i16), [topic (string), [partition (i32)]],

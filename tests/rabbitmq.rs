@@ -377,6 +377,82 @@ async fn figures_match_management_api_and_dlq_links_via_arguments() {
     cleanup(&ch, &[&src, &dlq, &qq]).await;
 }
 
+/// qdeck's own browse is not consumers' work (issue 41: a browse showed as `OUT/s 17.0`):
+/// RabbitMQ counts its gets in `deliver_get`, and the broker's own rates show them, while
+/// the out rate qdeck gives the queue stays 0 through the broker's next samples.
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "needs QDECK_TEST_AMQP_URL"]
+async fn own_browse_is_not_counted_as_consumers_work() {
+    let e = broker();
+    let (_c, ch) = admin(&e).await;
+    let q = uniq("browsed");
+    declare(&ch, &q, FieldTable::default()).await;
+    publish(&ch, &q, 41, false).await;
+    wait_ready(&e, &q, 41).await;
+    let b = backend(&e).await;
+    let id = QueueId::new(&q);
+    let path = format!("/api/queues/%2F/{}", urlencoding::encode(&q));
+    // The broker gives a counter a rate only from its second sample on: one message
+    // consumed first, as on a queue with history, and a sample (5 s) for the rate to start.
+    ch.basic_get(q.as_str().into(), BasicGetOptions { no_ack: true })
+        .await
+        .unwrap()
+        .expect("a message to consume");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while mgmt_get(&e, &path).await["message_stats"]["deliver_get"].as_u64() != Some(1) {
+        assert!(
+            Instant::now() < deadline,
+            "the broker never counted the get"
+        );
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(5500)).await;
+    // Twice: first gets, then gets of messages already delivered (redelivered).
+    for _ in 0..2 {
+        let page = b
+            .browse(
+                &id,
+                &BrowseRequest {
+                    cursor: None,
+                    max: 20,
+                    force: false,
+                },
+            )
+            .await
+            .expect("browse");
+        assert_eq!(page.messages.len(), 20);
+    }
+    let rate = |v: &serde_json::Value, k: &str| {
+        v["message_stats"][format!("{k}_details")]["rate"]
+            .as_f64()
+            .unwrap_or(0.0)
+    };
+    let mut broker_saw = 0.0f64;
+    let mut polls_after = 0;
+    let started = Instant::now();
+    // Until two polls after the broker's rates showed the browse (a sample every 5 s).
+    while started.elapsed() < Duration::from_secs(30) && polls_after < 3 {
+        let st = b.stats(std::slice::from_ref(&id)).await.expect("stats");
+        let m = mgmt_get(&e, &path).await;
+        broker_saw = broker_saw.max(rate(&m, "deliver_get") - rate(&m, "redeliver"));
+        let out = st.stats[0].out_rate.unwrap_or(0.0);
+        assert!(
+            out < 0.01,
+            "OUT/s {out} with no consumer, {:.1}s after qdeck's browse",
+            started.elapsed().as_secs_f64()
+        );
+        if broker_saw > 0.0 {
+            polls_after += 1;
+        }
+        tokio::time::sleep(Duration::from_millis(700)).await;
+    }
+    assert!(
+        broker_saw > 0.0,
+        "the broker's own rates never showed the browse: the test proves nothing"
+    );
+    cleanup(&ch, &[&q]).await;
+}
+
 /// A delayed send needs a plugin qdeck does not use: refused alone, and in a batch the
 /// messages before it are sent and none after it.
 #[tokio::test(flavor = "multi_thread")]

@@ -407,3 +407,58 @@ fn records_lost_to_retention_turn_the_depth_red_and_are_counted() {
     let detail = text(&draw(&st, 80, 24));
     assert!(detail.contains("17 lost to retention"), "{detail}");
 }
+
+/// Figures a metrics service sampled (Pub/Sub's Cloud Monitoring: a point a minute, read
+/// minutes later) are marked `≈` in the table, and the summary pane says how old they are; a
+/// row read live has neither.
+#[test]
+fn sampled_figures_are_marked_and_their_age_is_said() {
+    let mut store = Store::with_defaults();
+    store.set_queues(vec![qinfo("proj/sampled-sub", None), qinfo("live", None)]);
+    let epoch = store.epoch_ms();
+    let stats = |name: &str, sampled: Option<Sampled>| QueueStats {
+        id: QueueId::new(name),
+        at_ms: epoch,
+        depth: Some(7),
+        oldest_age_secs: Some(900.0),
+        sampled,
+        ..Default::default()
+    };
+    let three_min_before = Sampled {
+        at_ms: epoch - 180_000,
+        every_secs: 60,
+    };
+    store.apply(StatsBatch {
+        stats: vec![
+            stats("proj/sampled-sub", Some(three_min_before)),
+            stats("live", None),
+        ],
+        errors: vec![],
+    });
+    let mut st = State::new(store, caps(), "ps", "ps");
+    st.scene().poll.listed = true;
+    st.scene().now_ms = epoch;
+    update(&mut st, Action::Resize(80, 24));
+    qdeck::tui::update::rebuild_rows(&mut st);
+    let screen = text(&draw(&st, 80, 24));
+    let marker = |name: &str| {
+        screen
+            .lines()
+            .find(|l| l.contains(name) && !l.contains("selected"))
+            .and_then(|l| l.trim_start_matches(['│', ' ']).chars().next())
+            .unwrap_or_else(|| panic!("{name} not drawn:\n{screen}"))
+    };
+    assert_eq!(marker("proj/sampled-sub"), '≈', "{screen}");
+    assert_eq!(
+        marker("live"),
+        'l',
+        "no marker before a live row:\n{screen}"
+    );
+
+    select(&mut st, "proj/sampled-sub");
+    let s = text(&draw(&st, 80, 24));
+    assert!(s.contains("15m · as of 3m ago (sampled every 60s)"), "{s}");
+    select(&mut st, "live");
+    let s = text(&draw(&st, 80, 24));
+    assert!(!s.contains("as of"), "{s}");
+}

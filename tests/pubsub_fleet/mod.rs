@@ -10,9 +10,10 @@ use qdeck_model::domain::BrokerKind;
 use serde_json::json;
 
 use crate::pubsub_kill::qdeck;
-use crate::{project, scene, set_series, OLDEST, UNDELIVERED};
+use crate::{project, scene, set_series, FORWARDED, OLDEST, UNDELIVERED};
 
-/// A dead-letter scene whose subscriptions the stand-in gives depth 7 (age 15 min) and 2.
+/// A dead-letter scene whose subscriptions the stand-in gives depth 7 (age 15 min) and 2, the
+/// source having forwarded 2 + 3 messages to its dead-letter topic in the last minutes.
 async fn scripted_scene() -> String {
     let p = project();
     scene(&["dead-letters", &p, "dl", "--good", "1", "--poison", "2"]);
@@ -24,6 +25,7 @@ async fn scripted_scene() -> String {
             {"metric": OLDEST, "subscription_id": "dl-sub", "values": [900]},
             {"metric": UNDELIVERED, "subscription_id": "dl-dlq-sub", "values": [2]},
             {"metric": OLDEST, "subscription_id": "dl-dlq-sub", "values": [400]},
+            {"metric": FORWARDED, "subscription_id": "dl-sub", "values": [2, 3]},
         ]),
     )
     .await;
@@ -60,7 +62,19 @@ async fn pubsub_rows_reach_the_fleet_the_fire_view_and_serve() {
     let dir = tempfile::tempdir().unwrap();
     let cfg = crate::pubsub_kill::write_config(dir.path(), &p, "[ui]\nrefresh_secs = 0.5\n");
 
-    // The fleet row and the on-fire view.
+    // The fleet row and the on-fire view, with a rule on the forwarded count (5 > 3: it fires
+    // on the source only; the DLQ itself forwards nothing).
+    let rule = qdeck_model::config::alerts::AlertRuleConfig {
+        name: "dead-lettering".into(),
+        queues: None,
+        profiles: Vec::new(),
+        kinds: Vec::new(),
+        when: "forwarded > 3".into(),
+        for_: None,
+        severity: Some("critical".into()),
+        summary: None,
+    };
+    let rules = vec![qdeck_engine::alerts::Rule::compile(&rule, 0).unwrap()];
     let (tx, mut rx) = tokio::sync::mpsc::channel(16);
     let _fleet = qdeck_engine::fleet::spawn(
         |n| qdeck_model::config::LoadOptions {
@@ -69,7 +83,7 @@ async fn pubsub_rows_reach_the_fleet_the_fire_view_and_serve() {
             read_only: false,
         },
         &["ps".to_string()],
-        Vec::new(),
+        rules,
         tx,
     );
     let row = tokio::time::timeout(Duration::from_secs(60), async {
@@ -98,6 +112,12 @@ async fn pubsub_rows_reach_the_fleet_the_fire_view_and_serve() {
     );
     let dlq = fire(&format!("{p}/dl-dlq-sub")).expect("its DLQ on the on-fire view");
     assert_eq!((dlq.depth, dlq.is_dlq), (Some(2), true));
+    let alerts: Vec<(&str, &str)> = row
+        .alerts
+        .iter()
+        .map(|a| (a.key.rule.as_str(), a.key.queue.as_str()))
+        .collect();
+    assert_eq!(alerts, vec![("dead-lettering", src.as_str())], "{row:?}");
 
     // `qdeck serve`: the same figures, labelled by profile and queue.
     let mut child = qdeck(
@@ -140,6 +160,11 @@ async fn pubsub_rows_reach_the_fleet_the_fire_view_and_serve() {
         series(&body, "qdeck_queue_dlq_depth", &want),
         Some(2.0),
         "{body}"
+    );
+    assert_eq!(
+        series(&body, "qdeck_queue_dlq_forwarded_recent", &want),
+        Some(5.0),
+        "the forwarded count over Monitoring's window: {body}"
     );
     assert_eq!(
         series(

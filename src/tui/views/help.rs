@@ -164,6 +164,13 @@ pub fn lines<'a>(st: &Model) -> Vec<Line<'a>> {
                 t.text,
             ),
         ]));
+        out.push(Line::from(vec![
+            styled(format!("{:>14}  ", "! ~ ? ≈"), t.accent),
+            styled(
+                "needs a person · may clear · stuck? · sampled minutes ago",
+                t.text,
+            ),
+        ]));
     }
     if view == View::Messages {
         out.push(Line::from(vec![

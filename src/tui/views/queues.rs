@@ -8,7 +8,7 @@ use ratatui::widgets::{Cell, Paragraph, Row};
 use ratatui::Frame;
 
 use super::columns::{clean_mid, fit, flex_width, kept_row, render_table, sort_head, Col};
-use super::{block, fmt_age, fmt_count, fmt_rate, fmt_secs, fmt_thousands, spark, styled};
+use super::{block, fmt_age, fmt_ago, fmt_count, fmt_rate, fmt_secs, fmt_thousands, spark, styled};
 use crate::tui::state::{Model, SortCol};
 use qdeck_engine::derive::{derive, Trend};
 use qdeck_engine::store::{unpack, QueueEntry};
@@ -21,6 +21,21 @@ fn problem_of(err: &QueueError) -> (char, String) {
     let mark = if err.kind.is_transient() { '~' } else { '!' };
     let words = err.kind.words();
     (mark, format!("{words}: {}", clean(&err.message)))
+}
+
+/// The marker of a row whose figures were sampled by a metrics service, not read live.
+pub const SAMPLED_MARK: &str = "≈";
+
+/// How old a row's sampled figures are (`as of 3m ago`), or nothing for figures read live.
+fn sampled_text(l: Option<&qdeck_model::domain::QueueStats>, now_ms: i64) -> String {
+    match l.and_then(|s| s.sampled) {
+        Some(s) => format!(
+            " · as of {} (sampled every {})",
+            fmt_ago(now_ms - s.at_ms),
+            fmt_secs(f64::from(s.every_secs))
+        ),
+        None => String::new(),
+    }
 }
 
 /// Problem of a row, for the marker column and the "why" line.
@@ -286,7 +301,11 @@ fn summary(f: &mut Frame, st: &Model, area: Rect) {
             tail.iter()
                 .map(|s| (!s.age_secs.is_nan()).then_some(s.age_secs as f64))
                 .collect(),
-            fmt_age(l.and_then(|s| s.oldest_age_secs)),
+            format!(
+                "{}{}",
+                fmt_age(l.and_then(|s| s.oldest_age_secs)),
+                sampled_text(l, st.now_ms)
+            ),
         ),
     ];
     let dlq = match (&e.info.dlq, l.and_then(|s| s.dlq_depth)) {
@@ -356,6 +375,9 @@ fn queue_row<'a>(st: &Model, e: &QueueEntry, name_w: usize) -> Vec<Cell<'a>> {
     let marker = match &problem {
         Some((c, _)) => styled(c.to_string(), t.warn),
         None if d.stuck && !e.info.is_dlq => styled("?", t.warn),
+        // Figures a metrics service sampled minutes ago (Pub/Sub's Cloud Monitoring): the row
+        // is what was true then, and says so; the summary pane says how long ago.
+        None if l.is_some_and(|s| s.sampled.is_some()) => styled(SAMPLED_MARK, t.dim),
         None => Span::raw(" "),
     };
     let mut name = clean_mid(e.info.id.as_str(), name_w);

@@ -113,20 +113,47 @@ pub async fn list_groups(c: &Cluster, meta: &ClusterMeta) -> Result<Vec<GroupLis
     Ok(out)
 }
 
-/// Groups by their coordinator.
-fn by_coordinator<'a>(
-    groups: &'a [String],
+/// Groups batched by their coordinator; a group without one goes to `errors` with the reason.
+pub fn by_coordinator<'a>(
+    groups: impl IntoIterator<Item = &'a String>,
     coords: &HashMap<String, i32>,
-) -> (BTreeMap<i32, Vec<&'a String>>, Vec<&'a String>) {
+    errors: &mut HashMap<String, String>,
+) -> BTreeMap<i32, Vec<&'a String>> {
     let mut by: BTreeMap<i32, Vec<&String>> = BTreeMap::new();
-    let mut lost = Vec::new();
     for g in groups {
         match coords.get(g) {
             Some(n) => by.entry(*n).or_default().push(g),
-            None => lost.push(g),
+            None => {
+                errors.insert(g.clone(), "no coordinator found for the group".to_string());
+            }
         }
     }
-    (by, lost)
+    by
+}
+
+/// Every group of one coordinator's batch gets the error of the request that failed.
+pub fn batch_failed(errors: &mut HashMap<String, String>, gs: &[&String], e: &BackendError) {
+    for g in gs {
+        errors.insert((*g).clone(), e.to_string());
+    }
+}
+
+/// A member as the describe responses give it, with its assigned partitions.
+pub fn member(id: &StrBytes, client: &StrBytes, host: &StrBytes, assigned: Vec<Tp>) -> Member {
+    Member {
+        member_id: id.to_string(),
+        client_id: client.to_string(),
+        host: host.to_string(),
+        assigned,
+    }
+}
+
+/// A KIP-848 / KIP-932 assignment (topic name, partitions) as (topic, partition) pairs.
+pub fn assigned<'a>(topics: impl IntoIterator<Item = (&'a TopicName, &'a [i32])>) -> Vec<Tp> {
+    topics
+        .into_iter()
+        .flat_map(|(t, ps)| ps.iter().map(move |p| (t.0.to_string(), *p)))
+        .collect()
 }
 
 /// Committed offsets of each group, per partition: one OffsetFetch per coordinator. A group
@@ -138,11 +165,7 @@ pub async fn committed(
 ) -> (HashMap<String, BTreeMap<Tp, i64>>, HashMap<String, String>) {
     let mut out: HashMap<String, BTreeMap<Tp, i64>> = HashMap::new();
     let mut errors = HashMap::new();
-    let (by, lost) = by_coordinator(groups, coords);
-    for g in lost {
-        errors.insert(g.clone(), "no coordinator found for the group".to_string());
-    }
-    for (node, gs) in by {
+    for (node, gs) in by_coordinator(groups, coords, &mut errors) {
         let req = OffsetFetchRequest::default().with_groups(
             gs.iter()
                 .map(|g| {
@@ -174,11 +197,7 @@ pub async fn committed(
                     }
                 }
             }
-            Err(e) => {
-                for g in gs {
-                    errors.insert((*g).clone(), e.to_string());
-                }
-            }
+            Err(e) => batch_failed(&mut errors, &gs, &e),
         }
     }
     (out, errors)
@@ -194,32 +213,18 @@ pub async fn describe(
     coords: &HashMap<String, i32>,
 ) -> Described {
     let mut found: Described = (HashMap::new(), HashMap::new());
-    let classic: Vec<String> = groups
+    let classic = groups
         .iter()
         .filter(|g| g.group_type != "consumer" && g.group_type != "share")
-        .map(|g| g.id.clone())
-        .collect();
-    let modern: Vec<String> = groups
-        .iter()
-        .filter(|g| g.group_type == "consumer")
-        .map(|g| g.id.clone())
-        .collect();
-    let (by, lost) = by_coordinator(&classic, coords);
-    for g in lost {
-        found
-            .1
-            .insert(g.clone(), "no coordinator found for the group".to_string());
-    }
-    for (node, gs) in by {
+        .map(|g| &g.id);
+    for (node, gs) in by_coordinator(classic, coords, &mut found.1) {
         describe_classic(c, node, &gs, &mut found).await;
     }
-    let (by, lost) = by_coordinator(&modern, coords);
-    for g in lost {
-        found
-            .1
-            .insert(g.clone(), "no coordinator found for the group".to_string());
-    }
-    for (node, gs) in by {
+    let modern = groups
+        .iter()
+        .filter(|g| g.group_type == "consumer")
+        .map(|g| &g.id);
+    for (node, gs) in by_coordinator(modern, coords, &mut found.1) {
         describe_modern(c, node, &gs, &mut found).await;
     }
     found
@@ -232,12 +237,7 @@ async fn describe_classic(c: &Cluster, node: i32, gs: &[&String], found: &mut De
         DescribeGroupsRequest::default().with_groups(gs.iter().map(|g| GroupId(sb(g))).collect());
     let resp = match c.to(node, "DescribeGroups", &req, DESCRIBE_GROUPS_V).await {
         Ok(resp) => resp,
-        Err(e) => {
-            for g in gs {
-                errors.insert((*g).clone(), e.to_string());
-            }
-            return;
-        }
+        Err(e) => return batch_failed(errors, gs, &e),
     };
     for g in resp.groups {
         let id = g.group_id.0.to_string();
@@ -249,15 +249,13 @@ async fn describe_classic(c: &Cluster, node: i32, gs: &[&String], found: &mut De
         let members = g
             .members
             .iter()
-            .map(|m| Member {
-                member_id: m.member_id.to_string(),
-                client_id: m.client_id.to_string(),
-                host: m.client_host.to_string(),
-                assigned: if consumer {
+            .map(|m| {
+                let assigned = if consumer {
                     decode_assignment(&m.member_assignment)
                 } else {
                     Vec::new()
-                },
+                };
+                member(&m.member_id, &m.client_id, &m.client_host, assigned)
             })
             .collect();
         out.insert(
@@ -285,12 +283,7 @@ async fn describe_modern(c: &Cluster, node: i32, gs: &[&String], found: &mut Des
         .await
     {
         Ok(resp) => resp,
-        Err(e) => {
-            for g in gs {
-                errors.insert((*g).clone(), e.to_string());
-            }
-            return;
-        }
+        Err(e) => return batch_failed(errors, gs, &e),
     };
     for g in resp.groups {
         let id = g.group_id.0.to_string();
@@ -301,20 +294,10 @@ async fn describe_modern(c: &Cluster, node: i32, gs: &[&String], found: &mut Des
         let members = g
             .members
             .iter()
-            .map(|m| Member {
-                member_id: m.member_id.to_string(),
-                client_id: m.client_id.to_string(),
-                host: m.client_host.to_string(),
-                assigned: m
-                    .assignment
-                    .topic_partitions
-                    .iter()
-                    .flat_map(|t| {
-                        t.partitions
-                            .iter()
-                            .map(|p| (t.topic_name.0.to_string(), *p))
-                    })
-                    .collect(),
+            .map(|m| {
+                let tps = m.assignment.topic_partitions.iter();
+                let assigned = assigned(tps.map(|t| (&t.topic_name, t.partitions.as_slice())));
+                member(&m.member_id, &m.client_id, &m.client_host, assigned)
             })
             .collect();
         out.insert(

@@ -206,6 +206,41 @@ async fn commit_progress(b: &KafkaBackend, dlt: &str, partition: i32, next: i64)
     Ok(())
 }
 
+/// Where a redriven record goes: its topic, and the partition Java's default partitioner
+/// gives its key; a record without a key goes back to the partition its headers name, else
+/// round robin over the topic's partitions (`rr`: the last one chosen per topic).
+fn route(
+    meta: &ClusterMeta,
+    req: &RedriveRequest,
+    dlt: &str,
+    r: &KRecord,
+    rr: &mut HashMap<String, i32>,
+) -> Result<(String, i32)> {
+    let topic = target_topic(req, dlt, r)?;
+    let tm = meta.topics.get(&topic).ok_or_else(|| {
+        BackendError::NotFound(format!(
+            "no Kafka topic {topic:?} (the original topic of {dlt})"
+        ))
+    })?;
+    let parts = tm.leaders.len();
+    if let Some(k) = &r.key {
+        return Ok((topic, produce::partition_for_key(k, parts)));
+    }
+    let named = dlt::origin(r)
+        .filter(|o| o.topic.as_deref() == Some(topic.as_str()))
+        .and_then(|o| o.partition)
+        .filter(|p| tm.leaders.contains_key(p));
+    let part = match named {
+        Some(p) => p,
+        None => {
+            let c = rr.entry(topic.clone()).or_insert(0);
+            *c = (*c + 1) % i32::try_from(parts.max(1)).unwrap_or(1);
+            *c
+        }
+    };
+    Ok((topic, part))
+}
+
 pub async fn redrive(
     b: &KafkaBackend,
     req: &RedriveRequest,
@@ -262,30 +297,7 @@ pub async fn redrive(
                     next = r.offset;
                     break;
                 }
-                let topic = target_topic(req, &dlt, r)?;
-                let tm = meta.topics.get(&topic).ok_or_else(|| {
-                    BackendError::NotFound(format!(
-                        "no Kafka topic {topic:?} (the original topic of {dlt})"
-                    ))
-                })?;
-                let parts = tm.leaders.len();
-                let part = match &r.key {
-                    Some(k) => produce::partition_for_key(k, parts),
-                    None => {
-                        let named = dlt::origin(r)
-                            .filter(|o| o.topic.as_deref() == Some(topic.as_str()))
-                            .and_then(|o| o.partition)
-                            .filter(|p| tm.leaders.contains_key(p));
-                        match named {
-                            Some(p) => p,
-                            None => {
-                                let c = rr.entry(topic.clone()).or_insert(0);
-                                *c = (*c + 1) % i32::try_from(parts.max(1)).unwrap_or(1);
-                                *c
-                            }
-                        }
-                    }
-                };
+                let (topic, part) = route(&meta, req, &dlt, r, &mut rr)?;
                 out.entry(topic)
                     .or_default()
                     .entry(part)

@@ -186,38 +186,51 @@ fn topic_row(snap: &Snapshot, t: &str, cfg: Option<&BTreeMap<String, String>>) -
     }
 }
 
+/// The shown topics a group has offsets on (committed ones, or share partitions).
+fn topics_read<'a, V>(
+    parts: Option<&'a BTreeMap<Tp, V>>,
+    topics: &'a [String],
+) -> impl Iterator<Item = &'a String> + 'a {
+    let read: BTreeSet<&String> = parts
+        .map(|p| p.keys().map(|(t, _)| t).collect())
+        .unwrap_or_default();
+    read.into_iter().filter(move |t| topics.contains(t))
+}
+
+/// A `GROUP@TOPIC` row with the group's type and state among its settings.
+fn group_row(
+    g: &GroupListing,
+    topic: &str,
+    mut settings: QueueSettings,
+    dlq: Option<String>,
+) -> QueueInfo {
+    settings
+        .extra
+        .insert("group type".into(), g.group_type.clone());
+    settings.extra.insert("group state".into(), g.state.clone());
+    QueueInfo {
+        id: Target::Group {
+            group: g.id.clone(),
+            topic: topic.to_string(),
+        }
+        .id(),
+        kind: QueueKind::Subscription,
+        dlq: dlq.map(QueueId),
+        settings,
+        ..Default::default()
+    }
+}
+
 /// A consumer group's row for each shown topic it has committed offsets on.
 fn group_rows<'a>(
     snap: &'a Snapshot,
     topics: &'a [String],
 ) -> impl Iterator<Item = QueueInfo> + 'a {
     snap.groups.iter().flat_map(move |g| {
-        let read: BTreeSet<&String> = snap
-            .committed
-            .get(&g.id)
-            .map(|offsets| offsets.keys().map(|(t, _)| t).collect())
-            .unwrap_or_default();
-        read.into_iter()
-            .filter(|t| topics.contains(t))
-            .map(|t| {
-                let mut settings = QueueSettings::default();
-                settings
-                    .extra
-                    .insert("group type".into(), g.group_type.clone());
-                settings.extra.insert("group state".into(), g.state.clone());
-                QueueInfo {
-                    id: Target::Group {
-                        group: g.id.clone(),
-                        topic: t.clone(),
-                    }
-                    .id(),
-                    kind: QueueKind::Subscription,
-                    dlq: KafkaBackend::dlt_of(&snap.meta, t).map(QueueId),
-                    settings,
-                    ..Default::default()
-                }
-            })
-            .collect::<Vec<_>>()
+        topics_read(snap.committed.get(&g.id), topics).map(move |t| {
+            let dlq = KafkaBackend::dlt_of(&snap.meta, t);
+            group_row(g, t, QueueSettings::default(), dlq)
+        })
     })
 }
 
@@ -228,42 +241,24 @@ fn share_rows<'a>(
     topics: &'a [String],
 ) -> impl Iterator<Item = QueueInfo> + 'a {
     snap.shares.iter().flat_map(move |g| {
-        let read: BTreeSet<&String> = snap
-            .share_offsets
-            .get(&g.id)
-            .map(|parts| parts.keys().map(|(t, _)| t).collect())
-            .unwrap_or_default();
         let cfg = snap.share_configs.get(&g.id);
         let num = |k: &str| {
             cfg.and_then(|c| c.get(k))
                 .and_then(|v| v.parse::<f64>().ok())
         };
-        let (limit, lock) = (num(share::DELIVERY_LIMIT), num(share::LOCK_MS));
-        read.into_iter()
-            .filter(|t| topics.contains(t))
-            .map(|t| {
-                let mut settings = QueueSettings {
-                    max_receives: limit
-                        .filter(|v| *v >= 1.0 && *v <= f64::from(u32::MAX))
-                        .map(|v| v as u32),
-                    lease_secs: lock.filter(|v| *v >= 0.0).map(|ms| ms / 1000.0),
-                    ..Default::default()
-                };
-                settings.extra.insert("group type".into(), "share".into());
-                settings.extra.insert("group state".into(), g.state.clone());
-                QueueInfo {
-                    id: Target::Group {
-                        group: g.id.clone(),
-                        topic: t.clone(),
-                    }
-                    .id(),
-                    kind: QueueKind::Subscription,
-                    dlq: KafkaBackend::share_dlq(snap, &g.id, t).map(QueueId),
-                    settings,
-                    ..Default::default()
-                }
-            })
-            .collect::<Vec<_>>()
+        let settings = QueueSettings {
+            max_receives: num(share::DELIVERY_LIMIT)
+                .filter(|v| *v >= 1.0 && *v <= f64::from(u32::MAX))
+                .map(|v| v as u32),
+            lease_secs: num(share::LOCK_MS)
+                .filter(|v| *v >= 0.0)
+                .map(|ms| ms / 1000.0),
+            ..Default::default()
+        };
+        topics_read(snap.share_offsets.get(&g.id), topics).map(move |t| {
+            let dlq = KafkaBackend::share_dlq(snap, &g.id, t);
+            group_row(g, t, settings.clone(), dlq)
+        })
     })
 }
 

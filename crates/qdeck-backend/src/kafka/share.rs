@@ -16,7 +16,7 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::buf::{ByteBuf, ByteBufMut};
 use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, StrBytes};
 
-use super::admin::{GroupDescription, Member, Tp};
+use super::admin::{assigned, batch_failed, by_coordinator, member, GroupDescription, Tp};
 use super::connection::Api;
 use super::routing::Cluster;
 
@@ -201,24 +201,14 @@ pub async fn offsets(
     HashMap<String, BTreeMap<Tp, SharePart>>,
     HashMap<String, String>,
 ) {
-    let mut by_node: BTreeMap<i32, Vec<String>> = BTreeMap::new();
-    let mut errors = HashMap::new();
-    for g in groups {
-        match coords.get(g) {
-            Some(n) => by_node.entry(*n).or_default().push(g.clone()),
-            None => {
-                errors.insert(g.clone(), "no coordinator found".to_string());
-            }
-        }
-    }
-    let mut out = HashMap::new();
-    for (node, gs) in by_node {
+    let (mut out, mut errors) = (HashMap::new(), HashMap::new());
+    for (node, gs) in by_coordinator(groups, coords, &mut errors) {
         let req = OffsetsV1(
             DescribeShareGroupOffsetsRequest::default().with_groups(
                 gs.iter()
                     .map(|g| {
                         DescribeShareGroupOffsetsRequestGroup::default()
-                            .with_group_id(GroupId(StrBytes::from_string(g.clone())))
+                            .with_group_id(GroupId(StrBytes::from_string((*g).clone())))
                             .with_topics(None)
                     })
                     .collect(),
@@ -240,11 +230,7 @@ pub async fn offsets(
                     }
                 }
             }
-            Err(e) => {
-                for g in gs {
-                    errors.insert(g, e.to_string());
-                }
-            }
+            Err(e) => batch_failed(&mut errors, &gs, &e),
         }
     }
     (out, errors)
@@ -257,17 +243,11 @@ pub async fn describe(
     groups: &[String],
     coords: &HashMap<String, i32>,
 ) -> (HashMap<String, GroupDescription>, HashMap<String, String>) {
-    let mut by_node: BTreeMap<i32, Vec<String>> = BTreeMap::new();
-    for g in groups {
-        if let Some(n) = coords.get(g) {
-            by_node.entry(*n).or_default().push(g.clone());
-        }
-    }
     let (mut out, mut errors) = (HashMap::new(), HashMap::new());
-    for (node, gs) in by_node {
+    for (node, gs) in by_coordinator(groups, coords, &mut errors) {
         let req = ShareGroupDescribeRequest::default().with_group_ids(
             gs.iter()
-                .map(|g| GroupId(StrBytes::from_string(g.clone())))
+                .map(|g| GroupId(StrBytes::from_string((*g).clone())))
                 .collect(),
         );
         match c
@@ -287,20 +267,10 @@ pub async fn describe(
                     let members = g
                         .members
                         .iter()
-                        .map(|m| Member {
-                            member_id: m.member_id.to_string(),
-                            client_id: m.client_id.to_string(),
-                            host: m.client_host.to_string(),
-                            assigned: m
-                                .assignment
-                                .topic_partitions
-                                .iter()
-                                .flat_map(|tp| {
-                                    tp.partitions
-                                        .iter()
-                                        .map(|p| (tp.topic_name.0.to_string(), *p))
-                                })
-                                .collect(),
+                        .map(|m| {
+                            let tps = m.assignment.topic_partitions.iter();
+                            let tps = tps.map(|t| (&t.topic_name, t.partitions.as_slice()));
+                            member(&m.member_id, &m.client_id, &m.client_host, assigned(tps))
                         })
                         .collect();
                     out.insert(
@@ -312,11 +282,7 @@ pub async fn describe(
                     );
                 }
             }
-            Err(e) => {
-                for g in gs {
-                    errors.insert(g, e.to_string());
-                }
-            }
+            Err(e) => batch_failed(&mut errors, &gs, &e),
         }
     }
     (out, errors)

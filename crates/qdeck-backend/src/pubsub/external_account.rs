@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 use serde::Deserialize;
 use tokio::sync::Mutex;
 
+use super::google_http::{call, google_words};
 use crate::{BackendError, Result};
 
 const TOKEN_EXCHANGE: &str = "urn:ietf:params:oauth:grant-type:token-exchange";
@@ -217,17 +218,7 @@ impl ExternalAccount {
 
     /// POST and read the answer; a refusal names the step and Google's own words.
     async fn send(&self, step: &str, req: reqwest::RequestBuilder) -> Result<String> {
-        let resp = req.send().await.map_err(|e| {
-            BackendError::Unreachable(format!(
-                "{step} for {}: {}",
-                self.origin,
-                crate::net_error::cause(&e)
-            ))
-        })?;
-        let status = resp.status();
-        let text = resp.text().await.map_err(|e| {
-            BackendError::Unreachable(format!("{step}: {}", crate::net_error::cause(&e)))
-        })?;
+        let (status, text) = call(&format!("{step} for {}", self.origin), req).await?;
         if status.is_success() {
             return Ok(text);
         }
@@ -257,15 +248,8 @@ impl ExternalAccount {
             for (k, v) in &src.headers {
                 req = req.header(k, v);
             }
-            let resp = req.send().await.map_err(|e| {
-                BackendError::Unreachable(format!(
-                    "the subject token URL of {}: {}",
-                    self.origin,
-                    crate::net_error::cause(&e)
-                ))
-            })?;
-            let status = resp.status();
-            let text = resp.text().await.unwrap_or_default();
+            let step = format!("the subject token URL of {}", self.origin);
+            let (status, text) = call(&step, req).await?;
             if !status.is_success() {
                 return Err(refused(
                     &self.origin,
@@ -295,17 +279,6 @@ impl ExternalAccount {
         }
         Ok(token)
     }
-}
-
-/// Google's error text from an OAuth (`error_description`) or API (`error.message`) answer.
-fn google_words(body: &str) -> String {
-    let v: serde_json::Value = serde_json::from_str(body).unwrap_or_default();
-    let words = v["error_description"]
-        .as_str()
-        .or_else(|| v["error"]["message"].as_str())
-        .or_else(|| v["error"].as_str())
-        .map_or_else(|| body.chars().take(160).collect(), str::to_string);
-    qdeck_model::sanitize::clean_short(&qdeck_model::config::redact::redact(&words), 200)
 }
 
 #[cfg(test)]

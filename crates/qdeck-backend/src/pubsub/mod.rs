@@ -10,6 +10,7 @@ mod calls;
 mod conn;
 mod external_account;
 mod figures;
+mod google_http;
 mod listing;
 mod monitoring;
 mod msg;

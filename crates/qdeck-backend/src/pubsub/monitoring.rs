@@ -10,6 +10,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use super::conn::{Auth, MONITORING_SCOPE};
+use super::google_http::{call, google_words};
 use crate::{ApiCalls, BackendError, Result};
 
 pub const GOOGLE_MONITORING: &str = "https://monitoring.googleapis.com";
@@ -89,17 +90,6 @@ impl TypedValue {
     }
 }
 
-#[derive(Deserialize)]
-struct GoogleError {
-    error: GoogleErrorBody,
-}
-
-#[derive(Deserialize)]
-struct GoogleErrorBody {
-    #[serde(default)]
-    message: String,
-}
-
 impl Monitoring {
     pub fn new(base: &str, auth: Arc<Auth>, calls: Arc<ApiCalls>) -> Result<Monitoring> {
         crate::tls::install_provider();
@@ -173,21 +163,7 @@ impl Monitoring {
             if let Some(t) = &token {
                 req = req.bearer_auth(t);
             }
-            let resp = req.send().await.map_err(|e| {
-                BackendError::Unreachable(format!(
-                    "Cloud Monitoring at {}: {}",
-                    self.base,
-                    crate::net_error::cause(&e)
-                ))
-            })?;
-            let status = resp.status();
-            let text = resp.text().await.map_err(|e| {
-                BackendError::Unreachable(format!(
-                    "Cloud Monitoring at {}: {}",
-                    self.base,
-                    crate::net_error::cause(&e)
-                ))
-            })?;
+            let (status, text) = call(&format!("Cloud Monitoring at {}", self.base), req).await?;
             if !status.is_success() {
                 return Err(http_error(status.as_u16(), &text, project));
             }
@@ -224,9 +200,7 @@ fn parsed(points: &[RawPoint]) -> impl Iterator<Item = Point> + '_ {
 }
 
 fn http_error(status: u16, body: &str, project: &str) -> BackendError {
-    let msg = serde_json::from_str::<GoogleError>(body)
-        .map_or_else(|_| body.chars().take(200).collect(), |e| e.error.message);
-    let msg = qdeck_model::sanitize::clean_short(&msg, 200);
+    let msg = google_words(body);
     match status {
         401 => BackendError::Auth(format!("Cloud Monitoring: {msg}")),
         403 => BackendError::Forbidden {

@@ -129,6 +129,9 @@ async fn fetch_and_return(
     }
     b.calls
         .bump_by("amqp:basic.get", got.len().saturating_sub(1) as u64);
+    let first = got.iter().filter(|d| !d.redelivered).count();
+    b.own_gets
+        .record(queue, got.len() as u64, first as u64, now_ms());
     // Return everything we hold, whatever happened above; closing the channel requeues too.
     if let Some(tag) = last_tag {
         let _ = ch

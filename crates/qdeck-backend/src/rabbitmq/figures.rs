@@ -17,6 +17,7 @@ message_stats.publish,message_stats.publish_details.rate,\
 message_stats.ack,message_stats.ack_details.rate,\
 message_stats.deliver_no_ack,message_stats.deliver_no_ack_details.rate,\
 message_stats.get_no_ack,message_stats.get_no_ack_details.rate,\
+message_stats.get_details.rate,\
 message_stats.deliver_get,message_stats.deliver_get_details.rate,\
 message_stats.redeliver,message_stats.redeliver_details.rate";
 
@@ -36,6 +37,9 @@ pub struct MsgStats {
     pub deliver_no_ack_details: Option<Rate>,
     pub get_no_ack: Option<u64>,
     pub get_no_ack_details: Option<Rate>,
+    /// Gets in ack mode: qdeck's browse is one (see `own_gets`).
+    #[serde(default)]
+    pub get_details: Option<Rate>,
     pub deliver_get: Option<u64>,
     pub deliver_get_details: Option<Rate>,
     pub redeliver: Option<u64>,

@@ -16,6 +16,7 @@ mod headers;
 mod matching;
 mod mgmt;
 mod one_pass;
+mod own_gets;
 mod pidbox;
 mod publish;
 mod purge;
@@ -86,6 +87,8 @@ pub struct RabbitBackend {
     celery: tokio::sync::Mutex<HashMap<String, (Instant, crate::celery::workers::WorkerReport)>>,
     /// The names clients gave their connections, read once per connection.
     connection_names: connection_names::ConnectionNames,
+    /// qdeck's own browses, taken out of OUT/s.
+    own_gets: own_gets::OwnGets,
 }
 
 /// A discovery of Celery workers younger than this answers again (figures, consumers and the
@@ -117,6 +120,7 @@ impl RabbitBackend {
             version: Mutex::new(None),
             celery: tokio::sync::Mutex::new(HashMap::new()),
             connection_names: connection_names::ConnectionNames::default(),
+            own_gets: own_gets::OwnGets::default(),
         })
     }
 
@@ -583,6 +587,12 @@ impl Backend for RabbitBackend {
                 continue;
             };
             let mut s = figures::stats_of(id.clone(), row, at);
+            let get_rate = row
+                .message_stats
+                .as_ref()
+                .and_then(|m| m.get_details.as_ref())
+                .and_then(|r| r.rate);
+            self.own_gets.correct(&mut s, get_rate);
             if let Some(dlq) = figures::resolve_dlq(row, &topo).first() {
                 if let Some(d) = by_key.get(&(vhost.as_str(), dlq.as_str())) {
                     s.dlq_depth = d.messages_ready;

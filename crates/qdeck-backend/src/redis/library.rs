@@ -201,6 +201,21 @@ impl Keys<QueueOrFailed> {
         }
     }
 
+    /// Whether the id is a failed set (where a redrive starts).
+    pub fn is_failed(&self, id: &QueueId) -> bool {
+        self.get(id).is_some_and(|k| k.failed())
+    }
+
+    /// The queue whose scheduled jobs are listed: a failed set has none.
+    pub fn scheduled_of(&self, id: &QueueId) -> Result<String> {
+        match self.need(id)? {
+            QueueOrFailed::Queue(q) => Ok(q),
+            QueueOrFailed::Failed(_) => unsupported(
+                "failed and dead jobs are not scheduled: peek --scheduled the queue itself",
+            ),
+        }
+    }
+
     /// Chosen jobs are deleted from the failed set only.
     pub fn failed_only(&self, id: &QueueId) -> Option<String> {
         match self.get(id)? {

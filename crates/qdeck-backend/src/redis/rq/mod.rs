@@ -18,8 +18,7 @@ use async_trait::async_trait;
 
 use super::conn::Lua;
 use super::library::{
-    self, lock, Batch, DeletePlan, Due, JobLibrary, Keys, Paging, QueueOrFailed, ReadFigures,
-    Scanned,
+    lock, Batch, DeletePlan, Due, JobLibrary, Keys, Paging, QueueOrFailed, ReadFigures, Scanned,
 };
 use super::{Flavor, RedisBackend, RQ_TESTED_MAJOR};
 use crate::{OpProgress, Result};
@@ -95,7 +94,7 @@ impl JobLibrary for Rq {
     }
 
     fn redrives_from(&self, id: &QueueId) -> bool {
-        self.keys.get(id).is_some_and(|k| k.failed())
+        self.keys.is_failed(id)
     }
 
     fn figure_scripts(&self) -> Vec<&Lua> {
@@ -116,12 +115,8 @@ impl JobLibrary for Rq {
     }
 
     async fn scheduled(&self, b: &RedisBackend, id: &QueueId, at: Paging) -> Result<Due> {
-        match self.keys.need(id)? {
-            Key::Queue(q) => browse::scheduled(b, &q, at).await,
-            Key::Failed(_) => library::unsupported(
-                "failed and dead jobs are not scheduled: peek --scheduled the queue itself",
-            ),
-        }
+        let q = self.keys.scheduled_of(id)?;
+        browse::scheduled(b, &q, at).await
     }
 
     async fn check_redrive(&self, b: &RedisBackend, req: &RedriveRequest) -> Result<()> {

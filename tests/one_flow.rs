@@ -17,36 +17,6 @@ use qdeck_engine::gate::Gate;
 use qdeck_engine::ops;
 use qdeck_model::config::Profile;
 
-/// The text inside the dialog box titled `title`, its wrapped rows joined again with spaces
-/// (the dialog wraps at word boundaries, so the sentence reads as it was written).
-fn dialog_text(screen: &str, title: &str) -> String {
-    let rows: Vec<Vec<char>> = screen.lines().map(|l| l.chars().collect()).collect();
-    let head = format!("┌ {title} ");
-    let (top, left) = rows
-        .iter()
-        .enumerate()
-        .find_map(|(y, r)| {
-            let s: String = r.iter().collect();
-            s.find(&head).map(|b| (y, s[..b].chars().count()))
-        })
-        .unwrap_or_else(|| panic!("no {title:?} dialog on screen:\n{screen}"));
-    let right = (left + 1..rows[top].len())
-        .find(|x| rows[top][*x] == '┐')
-        .expect("the dialog's top right corner");
-    let mut out = Vec::new();
-    for r in &rows[top + 1..] {
-        if r.get(left) == Some(&'└') {
-            break;
-        }
-        let inner: String = r[left + 1..right].iter().collect();
-        let inner = inner.trim();
-        if !inner.is_empty() {
-            out.push(inner.to_string());
-        }
-    }
-    out.join(" ")
-}
-
 /// What the CLI's dry run says it would do: the plan's sentence (`would …; nothing changed`).
 fn cli_would(e: &Env, args: &[&str]) -> String {
     let out = e.qdeck().args(args).output().unwrap();

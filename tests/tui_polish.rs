@@ -66,13 +66,17 @@ fn tab_completes_command_names_and_cycles() {
     snap("prompt_candidates_80x24", &st, 80, 24);
     snap("prompt_candidates_60x15", &st, 60, 15);
     let foot = footer(&st, 80, 24);
-    assert!(foot.contains("1/2") && foot.contains("redrive"), "{foot}");
+    assert!(foot.contains("1/3") && foot.contains("redrive"), "{foot}");
     update(&mut st, code(KeyCode::Tab));
     assert_eq!(prompt_text(&st), "redrive");
     update(&mut st, code(KeyCode::Tab));
+    assert_eq!(prompt_text(&st), "reset");
+    update(&mut st, code(KeyCode::Tab));
     assert_eq!(prompt_text(&st), "reasons", "cycles round");
     update(&mut st, shift_tab());
-    assert_eq!(prompt_text(&st), "redrive", "Shift-Tab goes back");
+    assert_eq!(prompt_text(&st), "reset", "Shift-Tab goes back");
+    update(&mut st, shift_tab());
+    assert_eq!(prompt_text(&st), "redrive");
     // Typing ends the cycle and keeps the text; the next Tab completes the argument.
     typed(&mut st, " orders-");
     update(&mut st, code(KeyCode::Tab));

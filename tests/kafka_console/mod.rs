@@ -13,8 +13,13 @@ use qdeck_engine::partitions::STUCK_POLLS;
 use qdeck_engine::store::Store;
 use qdeck_model::domain::*;
 
-use crate::common::console::{code, draw, key, select, text};
+use crate::common::console::{code, dialog_text, draw, key, select, text};
 use crate::{bootstrap, now_ms, prefix, scene, scenes};
+use qdeck::tui::state::{DialogKind, HeldPlan};
+use qdeck_backend::OpProgress;
+use qdeck_engine::audit::AuditLog;
+use qdeck_engine::gate::Gate;
+use qdeck_engine::ops::{self, Outcome};
 
 /// A console holding the rows named with `prefix` and their figures now.
 async fn console(b: &Arc<dyn Backend>, prefix: &str) -> State {
@@ -138,4 +143,98 @@ async fn a_group_rows_detail_shows_its_partitions_skew_stuck_ones_and_members() 
     );
     let _ = member.kill();
     let _ = member.wait();
+}
+
+fn command(st: &mut State, text: &str) -> Vec<Effect> {
+    for c in text.chars() {
+        update(st, key(c));
+    }
+    update(st, code(KeyCode::Enter))
+}
+
+/// `:reset` on a group row: the dialog asks what `qdeck reset-offsets --dry-run` prints (per
+/// partition the offset now → the new one, the lag before → after), `y` runs that very plan,
+/// and Kafka's Admin client reads the new offsets back; a word that names no target is one
+/// line, and no dialog.
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "needs QDECK_TEST_KAFKA_BOOTSTRAP and QDECK_TEST_KAFKA_SCENES (scripts/kafka_up.sh)"]
+async fn reset_in_the_console_asks_the_clis_plan_and_moves_the_offsets() {
+    let p = prefix("console-reset");
+    let (t, g) = (format!("{p}orders"), format!("{p}shipping"));
+    let row = format!("{g}@{t}");
+    scene(&["topic", &t, "2"]);
+    scene(&["produce", &t, "30"]);
+    scene(&["group", &t, &g, "8"]);
+    let bounds = crate::bounds(&t);
+    let before = crate::committed(&g, &t);
+    assert!(!before.is_empty(), "the scene's group committed offsets");
+
+    let b = crate::kafka_contract::backend().await;
+    let dir = tempfile::tempdir().unwrap();
+    let gate = Gate::new(
+        b.clone(),
+        &crate::kafka_contract::profile_at(&crate::bootstrap(), None),
+        AuditLog::new(dir.path().join("audit.log")),
+    );
+    let mut st = console(&b, &p).await;
+    select(&mut st, &row);
+
+    let fx = command(&mut st, ":reset soon");
+    assert!(
+        st.dialog.is_none(),
+        "no dialog for a word that names no target"
+    );
+    assert!(!fx.iter().any(|e| matches!(e, Effect::PlanReset(..))));
+    let screen = text(&draw(&st, 160, 60));
+    assert!(screen.contains("expected earliest, latest"), "{screen}");
+
+    let fx = command(&mut st, ":reset earliest");
+    let (queue, to) = fx
+        .iter()
+        .find_map(|e| match e {
+            Effect::PlanReset(q, to) => Some((q.clone(), *to)),
+            _ => None,
+        })
+        .expect(":reset asks for the plan");
+    assert_eq!((queue.as_str(), to), (row.as_str(), ResetTo::Earliest));
+    let planned = ops::plan_offset_reset(&gate, &queue, to).await.unwrap();
+    let result = Ok(HeldPlan::new(planned));
+    update(&mut st, Action::ResetPlanned { queue, result });
+    let shown = dialog_text(&text(&draw(&st, 160, 60)), "reset offsets");
+
+    crate::write_kafka_config(dir.path(), &format!("^{p}"));
+    let out = crate::common::qdeck(dir.path())
+        .args(["reset-offsets", &row, "--to", "earliest", "--dry-run"])
+        .output()
+        .unwrap();
+    let cli = String::from_utf8_lossy(&out.stdout);
+    let asked = cli
+        .trim()
+        .strip_prefix("dry run: would ")
+        .and_then(|r| r.strip_suffix("; nothing changed"))
+        .unwrap_or_else(|| panic!("not a dry run's sentence: {cli:?}"));
+    assert!(
+        shown.starts_with(&format!("About to {asked}.")),
+        "console: {shown:?}\nCLI: {asked:?}"
+    );
+    for (pn, old) in &before {
+        let (start, _) = bounds[pn];
+        assert!(
+            asked.contains(&format!("[{pn}] {old} → {start}")),
+            "{asked}"
+        );
+    }
+
+    let held = match &st.dialog.as_ref().unwrap().kind {
+        DialogKind::ResetOffsets { plan, .. } => plan.held().cloned().unwrap(),
+        other => panic!("{other:?}"),
+    };
+    let fx = update(&mut st, key('y'));
+    assert!(fx.contains(&Effect::RunPlan(held.clone())), "{fx:?}");
+    let outcome = ops::run(&gate, held.planned().clone(), &OpProgress::detached()).await;
+    assert!(matches!(outcome, Outcome::OffsetReset(_)), "{outcome:?}");
+    let after = crate::committed(&g, &t);
+    for (pn, (start, _)) in &bounds {
+        assert_eq!(after.get(pn), Some(start), "{after:?}");
+    }
 }

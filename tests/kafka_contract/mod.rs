@@ -32,7 +32,14 @@ pub async fn backend() -> Arc<dyn Backend> {
 
 /// qdeck's Kafka backend on the brokers at `bs`, with the profile's timeout when given.
 pub async fn backend_at(bs: &str, timeout_secs: Option<f64>) -> Arc<dyn Backend> {
-    let profile = Profile {
+    qdeck_backend::build(&profile_at(bs, timeout_secs))
+        .await
+        .expect("build kafka backend")
+}
+
+/// The test profile on the brokers at `bs`.
+pub fn profile_at(bs: &str, timeout_secs: Option<f64>) -> Profile {
+    Profile {
         name: "kafka-test".into(),
         kind: ProfileKind::Kafka(KafkaSettings {
             bootstrap_servers: bs.to_string(),
@@ -46,10 +53,7 @@ pub async fn backend_at(bs: &str, timeout_secs: Option<f64>) -> Arc<dyn Backend>
         max_calls_per_minute: None,
         reason_headers: Vec::new(),
         notify: None,
-    };
-    qdeck_backend::build(&profile)
-        .await
-        .expect("build kafka backend")
+    }
 }
 
 impl KafkaFixture {

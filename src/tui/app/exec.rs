@@ -171,6 +171,7 @@ impl Exec {
             Effect::Partitions(queue) => self.partitions(queue),
             Effect::PlanRedrive(req) => self.plan_redrive(req),
             Effect::PlanPurge(queue) => self.plan_purge(queue),
+            Effect::PlanReset(queue, to) => self.plan_reset(queue, to),
             Effect::PlanCancel { queue, id } => self.plan_cancel(queue, id),
             Effect::PlanDelete { queue, ids } => self.plan_delete(queue, ids),
             Effect::RunPlan(plan) => self.run_plan(plan),

@@ -194,6 +194,18 @@ impl Exec {
         });
     }
 
+    /// Plan moving a group row's offsets as `qdeck reset-offsets` does, for the dialog.
+    pub(super) fn plan_reset(&self, queue: QueueId, to: qdeck_model::domain::ResetTo) {
+        let gate = self.session.gate.clone();
+        let tx = self.tx.clone();
+        tokio::spawn(async move {
+            let result = ops::plan_offset_reset(&gate, &queue, to)
+                .await
+                .map(HeldPlan::new);
+            let _ = tx.send(Action::ResetPlanned { queue, result }).await;
+        });
+    }
+
     /// Plan cancelling `id` as `qdeck cancel-scheduled` does, for the dialog's question.
     pub(super) fn plan_cancel(&self, queue: QueueId, id: String) {
         let gate = self.session.gate.clone();

@@ -94,6 +94,7 @@ pub(super) fn command(st: &mut Model, text: &str, fx: &mut Vec<Effect>) {
             }
         }
         "purge" => run_cmd(st, Cmd::Purge, fx),
+        "reset" => dialogs::open_reset(st, &arg, fx),
         "copy" | "move" => messages::plan_transfer(st, &arg, head == "move", fx),
         "redrive" => {
             if arg.is_empty() || !st.allows(Access::Redrive) {

@@ -56,6 +56,61 @@ pub(super) fn purge_planned(
     };
 }
 
+/// `:reset TO` on a Kafka group row: the dialog opens at once and asks the engine for the plan
+/// (the one `qdeck reset-offsets --dry-run` prints); `y` waits for it.
+pub(super) fn open_reset(st: &mut Model, arg: &str, fx: &mut Vec<Effect>) {
+    let Some(q) = st.context_queue().cloned() else {
+        return;
+    };
+    if !st.allows(qdeck_model::config::Access::Full) {
+        status(
+            st,
+            Level::Warn,
+            "resetting offsets needs access tier full (it skips or repeats records for good)",
+        );
+        return;
+    }
+    let to = match qdeck_model::domain::ResetTo::parse(arg) {
+        Ok(to) => to,
+        Err(why) => {
+            status(st, Level::Warn, format!(":reset {why}"));
+            return;
+        }
+    };
+    fx.push(Effect::PlanReset(q.clone(), to));
+    st.dialog = Some(Dialog::new(
+        DialogKind::ResetOffsets {
+            queue: q,
+            to,
+            plan: PlanShown::Planning,
+        },
+        st.session.protected,
+    ));
+}
+
+/// The reset dialog's plan came back; dropped when the dialog has closed or shows another
+/// row.
+pub(super) fn reset_planned(
+    st: &mut Model,
+    queue: QueueId,
+    result: Result<HeldPlan, BackendError>,
+) {
+    let Some(Dialog {
+        kind: DialogKind::ResetOffsets { queue: q, plan, .. },
+        ..
+    }) = st.dialog.as_mut()
+    else {
+        return;
+    };
+    if *q != queue {
+        return;
+    }
+    *plan = match result {
+        Ok(p) => PlanShown::Ready(p),
+        Err(e) => PlanShown::Refused(error_line(&e)),
+    };
+}
+
 /// Open the redrive dialog; `to` presets a target queue (`:redrive QUEUE`).
 pub(super) fn open_redrive(st: &mut Model, to: Option<QueueId>, fx: &mut Vec<Effect>) {
     let in_msgs = matches!(st.view(), View::Messages | View::Message);
@@ -550,6 +605,19 @@ fn confirm(st: &mut Model, d: Dialog, fx: &mut Vec<Effect>) {
             st.msgs.marked.remove(&id);
             fx.push(Effect::RunPlan(plan));
         }
+        DialogKind::ResetOffsets { queue, plan, .. } => {
+            let Some(plan) = plan.held().cloned() else {
+                return;
+            };
+            if !begin_op(
+                st,
+                qdeck_model::config::Access::Full,
+                format!("reset offsets of {queue}"),
+            ) {
+                return;
+            }
+            fx.push(Effect::RunPlan(plan));
+        }
         DialogKind::Purge { queue, plan } => {
             let Some(plan) = plan.held().cloned() else {
                 return;
@@ -577,6 +645,7 @@ fn plan_not_ready(kind: &DialogKind) -> Option<String> {
     let (verb, plan) = match kind {
         DialogKind::Redrive { plan, .. } => ("redrive", plan),
         DialogKind::Purge { plan, .. } => ("purge", plan),
+        DialogKind::ResetOffsets { plan, .. } => ("reset offsets", plan),
         _ => return None,
     };
     match plan {

@@ -101,6 +101,11 @@ pub enum Action {
         queue: QueueId,
         result: Result<HeldPlan, BackendError>,
     },
+    /// The plan of the offset reset dialog, or why it is refused.
+    ResetPlanned {
+        queue: QueueId,
+        result: Result<HeldPlan, BackendError>,
+    },
     /// The plan for cancelling one scheduled message, or why not.
     CancelPlanned {
         queue: QueueId,
@@ -151,6 +156,8 @@ pub enum Effect {
     PlanRedrive(RedriveRequest),
     /// Plan purging this queue for the dialog: the broker's count, not the poller's.
     PlanPurge(QueueId),
+    /// Plan moving a Kafka group row's committed offsets for the dialog.
+    PlanReset(QueueId, qdeck_model::domain::ResetTo),
     /// Plan cancelling one scheduled message, then ask.
     PlanCancel {
         queue: QueueId,
@@ -324,6 +331,7 @@ fn reduce(st: &mut Model, action: Action) -> Vec<Effect> {
         Action::ReasonsDone { queue, result } => reasons::done(st, queue, result),
         Action::RedrivePlanned { req, result } => dialogs::redrive_planned(st, req, result),
         Action::PurgePlanned { queue, result } => dialogs::purge_planned(st, queue, result),
+        Action::ResetPlanned { queue, result } => dialogs::reset_planned(st, queue, result),
         Action::CancelPlanned { queue, id, result } => {
             dialogs::open_cancel(st, queue, id, result);
         }

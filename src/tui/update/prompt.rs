@@ -25,6 +25,7 @@ pub(super) const COMMANDS: &[&str] = &[
     "q!",
     "reasons",
     "redrive",
+    "reset",
     "scheduled",
     "sort",
     "theme",

@@ -240,13 +240,18 @@ fn command_lines<'a>(st: &Model) -> Vec<Line<'a>> {
             "the same, deleting each confirmed original",
         ),
         (":purge", "purge the queue"),
+        (
+            ":reset TO",
+            "Kafka group: offsets to earliest|latest|N|+N|-N|a time",
+        ),
         (":queues", "back to the queue list"),
         (":fleet", "every profile, one row each"),
         (":fire", "every profile's most severe queues, worst first"),
         (":alerts", "each alert rule: firing, pending, resolved"),
     ];
     for (c, h) in cmds {
-        let needs = if c.starts_with(":purge") || c.starts_with(":move") {
+        let needs = if c.starts_with(":purge") || c.starts_with(":move") || c.starts_with(":reset")
+        {
             Access::Full
         } else if c.starts_with(":redrive") {
             Access::Redrive

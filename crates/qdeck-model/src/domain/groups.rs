@@ -21,6 +21,35 @@ pub enum ResetTo {
     Shift(i64),
 }
 
+impl ResetTo {
+    /// The one word the console's `:reset` takes: `earliest`, `latest`, an offset, a shift
+    /// (`+N`, `-N`) or an RFC 3339 time; the error says what is accepted.
+    pub fn parse(word: &str) -> Result<ResetTo, String> {
+        let w = word.trim();
+        let usage = || {
+            format!(
+                "{:?}: expected earliest, latest, an offset, +N or -N (a shift), or an RFC 3339 time",
+                crate::sanitize::clean_short(w, 40)
+            )
+        };
+        match w {
+            "earliest" => return Ok(ResetTo::Earliest),
+            "latest" => return Ok(ResetTo::Latest),
+            _ => {}
+        }
+        if let Some(n) = w.strip_prefix('+').or(w.starts_with('-').then_some(w)) {
+            let n: i64 = n.parse().map_err(|_| usage())?;
+            return Ok(ResetTo::Shift(n));
+        }
+        if w.bytes().all(|b| b.is_ascii_digit()) && !w.is_empty() {
+            return w.parse().map(ResetTo::Offset).map_err(|_| usage());
+        }
+        chrono::DateTime::parse_from_rfc3339(w)
+            .map(|t| ResetTo::Time(t.timestamp_millis()))
+            .map_err(|_| usage())
+    }
+}
+
 impl std::fmt::Display for ResetTo {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
@@ -118,5 +147,27 @@ impl PartitionFigures {
     pub fn lost(&self) -> u64 {
         self.committed
             .map_or(0, |c| u64::try_from(self.log_start - c).unwrap_or(0))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ResetTo;
+
+    #[test]
+    fn one_word_names_each_target_and_anything_else_is_refused() {
+        assert_eq!(ResetTo::parse("earliest"), Ok(ResetTo::Earliest));
+        assert_eq!(ResetTo::parse("latest"), Ok(ResetTo::Latest));
+        assert_eq!(ResetTo::parse("42"), Ok(ResetTo::Offset(42)));
+        assert_eq!(ResetTo::parse("+5"), Ok(ResetTo::Shift(5)));
+        assert_eq!(ResetTo::parse("-5"), Ok(ResetTo::Shift(-5)));
+        assert_eq!(
+            ResetTo::parse("2026-12-07T10:00:00Z"),
+            Ok(ResetTo::Time(1_796_637_600_000))
+        );
+        for bad in ["", "soon", "+x", "-", "4.5", "1e3"] {
+            let e = ResetTo::parse(bad).unwrap_err();
+            assert!(e.contains("expected earliest, latest"), "{bad}: {e}");
+        }
     }
 }

@@ -39,6 +39,13 @@ pub enum DialogKind {
     /// Purge a queue, on the plan the engine made when the dialog opened (its count is the
     /// broker's, not the poller's last figure).
     Purge { queue: QueueId, plan: PlanShown },
+    /// Move a Kafka group's committed offsets (`:reset`), on the plan the engine made when
+    /// the dialog opened: per partition the offset now → the new one, the lag before → after.
+    ResetOffsets {
+        queue: QueueId,
+        to: qdeck_model::domain::ResetTo,
+        plan: PlanShown,
+    },
     Redrive {
         source: QueueId,
         targets: Vec<RedriveTarget>,
@@ -166,6 +173,7 @@ impl Dialog {
     pub fn queue(&self) -> Option<&QueueId> {
         match &self.kind {
             DialogKind::Purge { queue, .. }
+            | DialogKind::ResetOffsets { queue, .. }
             | DialogKind::Browse { queue, .. }
             | DialogKind::Delete { queue, .. }
             | DialogKind::CancelScheduled { queue, .. } => Some(queue),
@@ -188,6 +196,7 @@ impl Dialog {
         matches!(
             self.kind,
             DialogKind::Purge { .. }
+                | DialogKind::ResetOffsets { .. }
                 | DialogKind::Redrive { .. }
                 | DialogKind::Edit { .. }
                 | DialogKind::Delete { .. }

@@ -15,6 +15,9 @@ pub(super) fn body<'a>(st: &Model, kind: &DialogKind) -> (&'static str, Vec<Line
     let t = &st.theme;
     match kind {
         DialogKind::Purge { queue, plan } => (" purge ", purge(st, queue, plan)),
+        DialogKind::ResetOffsets { queue, to, plan } => {
+            (" reset offsets ", reset(t, queue, *to, plan))
+        }
         DialogKind::Redrive {
             source,
             targets,
@@ -73,6 +76,35 @@ fn unreadable<'a>(t: &Theme, original: &Message, why: &str) -> Vec<Line<'a>> {
 /// The plan's own question, the line the CLI's prompt asks too (already escaped).
 fn question<'a>(t: &Theme, plan: &HeldPlan) -> Line<'a> {
     Line::from(styled(plan.planned().question(), t.text))
+}
+
+fn reset<'a>(
+    t: &Theme,
+    queue: &QueueId,
+    to: qdeck_model::domain::ResetTo,
+    plan: &PlanShown,
+) -> Vec<Line<'a>> {
+    let row = clean_short(queue.as_str(), 60);
+    match plan {
+        PlanShown::Ready(p) => vec![
+            Line::from(styled(p.planned().question(), t.warn)),
+            Line::from(styled(
+                "Kafka moves the offsets only while the group has no member.",
+                t.dim,
+            )),
+        ],
+        PlanShown::Planning => vec![
+            Line::from(vec![styled(
+                format!("Reset the offsets of {row} to {to}?"),
+                t.text,
+            )]),
+            Line::from(styled("reading offsets with the broker…", t.dim)),
+        ],
+        PlanShown::Refused(why) => vec![Line::from(styled(
+            format!("cannot reset the offsets of {row}: {}", clean(why)),
+            t.error,
+        ))],
+    }
 }
 
 fn purge<'a>(st: &Model, queue: &QueueId, plan: &PlanShown) -> Vec<Line<'a>> {

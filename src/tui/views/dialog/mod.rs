@@ -115,6 +115,7 @@ fn legend<'a>(st: &Model, d: &Dialog) -> Vec<Line<'a>> {
     };
     let verb = match &d.kind {
         DialogKind::Purge { .. } => "purge",
+        DialogKind::ResetOffsets { .. } => "reset",
         DialogKind::Delete { .. } => "delete",
         DialogKind::CancelScheduled { .. } => "cancel it",
         DialogKind::Transfer(t) if t.moving => "move",

@@ -284,6 +284,66 @@ fn share_group_dead_letters_are_browsed_with_their_origin() {
     assert!(text.contains(&jobs), "origin named: {text}");
 }
 
+/// A share group's start offsets (KIP-932) move like a consumer group's offsets: the dry run
+/// shows where Kafka's Admin says the group stands, the reset runs AlterShareGroupOffsets,
+/// and `listShareGroupOffsets` reads the new start offsets back.
+#[test]
+#[ignore = "needs QDECK_TEST_KAFKA_BOOTSTRAP and QDECK_TEST_KAFKA_SCENES (scripts/kafka_up.sh)"]
+fn a_share_groups_start_offsets_are_reset_as_admin_reads_them_back() {
+    let p = prefix("sharereset");
+    let (jobs, group) = (format!("{p}jobs"), format!("{p}workers"));
+    let row = format!("{group}@{jobs}");
+    scene(&["topic", &jobs, "1"]);
+    scene(&["produce", &jobs, "12"]);
+    scene(&["share", &jobs, &group, "5", ""]);
+    let start = |what: &str| -> i64 {
+        let d = scene(&["describe", &group]);
+        let g = &d[0][&group];
+        assert_eq!(g["type"], "share", "{d:?}");
+        assert_eq!(g["members"], 0, "the scene's consumer has left: {d:?}");
+        g["partitions"][0]["start"]
+            .as_i64()
+            .unwrap_or_else(|| panic!("{what}: no start offset in {d:?}"))
+    };
+    // Every record accepted; the broker may keep the start offset where it was (its lag 0).
+    let before = start("after the scene");
+
+    let dir = tempfile::tempdir().unwrap();
+    write_kafka_config(dir.path(), &format!("^{p}"));
+    let run = |args: &[&str]| -> Json {
+        let mut a = vec!["reset-offsets", &row];
+        a.extend_from_slice(args);
+        a.extend_from_slice(&["-o", "json"]);
+        qdeck_json(dir.path(), &a)
+    };
+    let dry = run(&["--to", "latest", "--dry-run"]);
+    let part = &dry["partitions"][0];
+    assert_eq!(part["old"].as_i64(), Some(before), "{dry}");
+    assert_eq!(
+        (part["new"].as_i64(), part["lag_after"].as_i64()),
+        (Some(12), Some(0)),
+        "{dry}"
+    );
+    assert_eq!(
+        start("after the dry run"),
+        before,
+        "a dry run changes nothing"
+    );
+
+    run(&["--to", "latest", "-y"]);
+    assert_eq!(start("after --to latest"), 12);
+    run(&["--to", "7", "-y"]);
+    assert_eq!(start("after --to 7"), 7);
+    run(&["--to", "earliest", "-y"]);
+    assert_eq!(start("after --to earliest"), 0);
+    let resets: Vec<Json> = audit(dir.path())
+        .into_iter()
+        .filter(|l| l["action"] == "reset-offsets")
+        .collect();
+    assert_eq!(resets.len(), 3, "{resets:?}");
+    assert!(resets.iter().all(|l| l["result"] == "ok"), "{resets:?}");
+}
+
 #[test]
 fn unreachable_bootstrap_is_one_line() {
     let dir = tempfile::tempdir().unwrap();

@@ -57,6 +57,7 @@ apis! {
     DeleteRecordsRequest => DeleteRecordsResponse: DeleteRecords,
     DeleteGroupsRequest => DeleteGroupsResponse: DeleteGroups,
     ShareGroupDescribeRequest => ShareGroupDescribeResponse: ShareGroupDescribe,
+    AlterShareGroupOffsetsRequest => AlterShareGroupOffsetsResponse: AlterShareGroupOffsets,
     SaslHandshakeRequest => SaslHandshakeResponse: SaslHandshake,
     SaslAuthenticateRequest => SaslAuthenticateResponse: SaslAuthenticate,
 }

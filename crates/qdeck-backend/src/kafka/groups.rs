@@ -1,6 +1,7 @@
 //! Consumer-group administration: moving a group's committed offsets on one topic
-//! (OffsetCommit as an admin: generation −1, no member id) and deleting a group
-//! (DeleteGroups), both sent to the group's coordinator. Kafka accepts either only while the
+//! (OffsetCommit as an admin: generation −1, no member id; a share group's start offsets with
+//! AlterShareGroupOffsets, share_reset.rs) and deleting a consumer group (DeleteGroups), all
+//! sent to the group's coordinator. Kafka accepts either only while the
 //! group has no members, and so does qdeck: the group is described before planning and again
 //! right before the change, so a consumer that joined in between is named, not overridden.
 
@@ -38,41 +39,60 @@ fn group_row(row: &QueueId) -> Result<(String, String)> {
     }
 }
 
-/// A consumer group as the offset operations need it: its coordinator, known empty.
+/// A group as the offset operations need it: its coordinator, known empty.
 struct EmptyGroup {
     coordinator: i32,
+    /// A share group (KIP-932): its offsets are share partitions' start offsets.
+    share: bool,
 }
 
 impl KafkaBackend {
     /// The group's coordinator, once its description shows no member; `Refused` naming the
-    /// group and its members' count otherwise, `NotFound` when there is no such group.
-    async fn empty_group(&self, meta: &ClusterMeta, group: &str) -> Result<EmptyGroup> {
+    /// group and its members' count otherwise, `NotFound` when there is no such group. Share
+    /// groups only where `share_ok` (their offsets move; deleting one is not offered).
+    async fn empty_group(
+        &self,
+        meta: &ClusterMeta,
+        group: &str,
+        share_ok: bool,
+    ) -> Result<EmptyGroup> {
         let listing: GroupListing = admin::list_groups(&self.cluster, meta)
             .await?
             .into_iter()
             .find(|g| g.id == group)
             .ok_or_else(|| BackendError::NotFound(format!("no consumer group {group:?}")))?;
-        if listing.group_type == "share" || listing.group_type == "streams" {
+        let share = listing.group_type == "share";
+        if (share && !share_ok) || listing.group_type == "streams" {
             return Err(BackendError::Unsupported(format!(
-                "{group:?} is a {} group: qdeck moves and deletes consumer groups only",
-                listing.group_type
+                "{group:?} is a {} group: qdeck {} consumer groups only",
+                listing.group_type,
+                if share_ok {
+                    "moves the offsets of share and"
+                } else {
+                    "deletes"
+                }
             )));
         }
         let coords = self.cluster.coordinators(&[group.to_string()]).await?;
         let coordinator = *coords.get(group).ok_or_else(|| {
             BackendError::Unreachable(format!("no coordinator found for group {group:?}"))
         })?;
-        let (described, errors) = admin::describe(&self.cluster, &[&listing], &coords).await;
+        let (described, errors) = if share {
+            super::share::describe(&self.cluster, &[group.to_string()], &coords).await
+        } else {
+            admin::describe(&self.cluster, &[&listing], &coords).await
+        };
         if let Some(e) = errors.get(group) {
             return Err(BackendError::Unreachable(format!("group {group:?}: {e}")));
         }
         let members = described.get(group).map_or(0, |d| d.members.len());
         if members > 0 {
             return Err(BackendError::Refused(format!(
-                "consumer group {group:?} has {members} member(s): Kafka changes a group's offsets or deletes it only while it is empty; stop its consumers first"
+                "{} group {group:?} has {members} member(s): Kafka changes a group's offsets or deletes it only while it is empty; stop its consumers first",
+                if share { "share" } else { "consumer" }
             )));
         }
-        Ok(EmptyGroup { coordinator })
+        Ok(EmptyGroup { coordinator, share })
     }
 
     async fn plan_reset(&self, row: &QueueId, to: ResetTo) -> Result<OffsetResetPlan> {
@@ -85,14 +105,26 @@ impl KafkaBackend {
             .topics
             .get(&topic)
             .ok_or_else(|| BackendError::NotFound(format!("no Kafka topic {topic:?}")))?;
-        let g = self.empty_group(&meta, &group).await?;
-        let coords: HashMap<String, i32> = [(group.clone(), g.coordinator)].into();
-        let (committed, errs) =
-            admin::committed(&self.cluster, std::slice::from_ref(&group), &coords).await;
-        if let Some(e) = errs.get(&group) {
-            return Err(BackendError::Unreachable(format!("group {group:?}: {e}")));
-        }
-        let committed = committed.get(&group).cloned().unwrap_or_default();
+        let g = self.empty_group(&meta, &group, true).await?;
+        // Where the group stands per partition, and the broker's lag for a share partition.
+        let (committed, share_lag): (BTreeMap<Tp, i64>, BTreeMap<Tp, Option<i64>>) = if g.share {
+            let parts = self.share_state(g.coordinator, &group).await?;
+            (
+                parts.iter().map(|(tp, p)| (tp.clone(), p.start)).collect(),
+                parts.iter().map(|(tp, p)| (tp.clone(), p.lag)).collect(),
+            )
+        } else {
+            let coords: HashMap<String, i32> = [(group.clone(), g.coordinator)].into();
+            let (committed, errs) =
+                admin::committed(&self.cluster, std::slice::from_ref(&group), &coords).await;
+            if let Some(e) = errs.get(&group) {
+                return Err(BackendError::Unreachable(format!("group {group:?}: {e}")));
+            }
+            (
+                committed.get(&group).cloned().unwrap_or_default(),
+                BTreeMap::new(),
+            )
+        };
         let tps: Vec<Tp> = tm.leaders.keys().map(|p| (topic.clone(), *p)).collect();
         let bound = |at: i64| admin::offsets(&self.cluster, &meta, &tps, at);
         let (start, e1) = bound(EARLIEST).await;
@@ -143,7 +175,11 @@ impl KafkaBackend {
                 partition: tp.1,
                 old,
                 new,
-                lag_before: old.map(|c| u64::try_from(e - c).unwrap_or(0)),
+                // A share partition's own lag, as the broker counts it, where it gives one.
+                lag_before: match share_lag.get(tp) {
+                    Some(Some(l)) => u64::try_from(*l).ok(),
+                    _ => old.map(|c| u64::try_from(e - c).unwrap_or(0)),
+                },
                 lag_after: u64::try_from(e - new).unwrap_or(0),
                 clamped: new != wanted,
             });
@@ -161,7 +197,10 @@ impl KafkaBackend {
             .cluster
             .metadata(Some(std::slice::from_ref(&plan.topic)))
             .await?;
-        let g = self.empty_group(&meta, &plan.group).await?;
+        let g = self.empty_group(&meta, &plan.group, true).await?;
+        if g.share {
+            return self.alter_share_offsets(g.coordinator, plan).await;
+        }
         let req = OffsetCommitRequest::default()
             .with_group_id(GroupId(sb(&plan.group)))
             // An admin commit: no generation, no member. Kafka takes it only for an empty group.
@@ -221,7 +260,7 @@ impl KafkaBackend {
 
     async fn plan_delete(&self, group: &str) -> Result<GroupDeletePlan> {
         let meta = self.cluster.metadata(None).await?;
-        let g = self.empty_group(&meta, group).await?;
+        let g = self.empty_group(&meta, group, false).await?;
         let coords: HashMap<String, i32> = [(group.to_string(), g.coordinator)].into();
         let (committed, errs) =
             admin::committed(&self.cluster, &[group.to_string()], &coords).await;
@@ -244,7 +283,7 @@ impl KafkaBackend {
 
     async fn delete(&self, group: &str) -> Result<()> {
         let meta = self.cluster.metadata(Some(&[])).await?;
-        let g = self.empty_group(&meta, group).await?;
+        let g = self.empty_group(&meta, group, false).await?;
         let req = DeleteGroupsRequest::default().with_groups_names(vec![GroupId(sb(group))]);
         let resp = self
             .cluster

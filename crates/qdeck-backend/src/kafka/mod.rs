@@ -27,6 +27,7 @@ mod sasl;
 mod scram;
 mod security;
 mod share;
+mod share_reset;
 
 use std::collections::BTreeSet;
 use std::sync::Arc;

@@ -286,10 +286,10 @@ fn share_group_dead_letters_are_browsed_with_their_origin() {
 
 /// A share group's start offsets (KIP-932) move like a consumer group's offsets: the dry run
 /// shows where Kafka's Admin says the group stands, the reset runs AlterShareGroupOffsets,
-/// and `listShareGroupOffsets` reads the new start offsets back.
+/// and `listShareGroupOffsets` reads the new start offsets back; then the group is deleted.
 #[test]
 #[ignore = "needs QDECK_TEST_KAFKA_BOOTSTRAP and QDECK_TEST_KAFKA_SCENES (scripts/kafka_up.sh)"]
-fn a_share_groups_start_offsets_are_reset_as_admin_reads_them_back() {
+fn a_share_groups_start_offsets_are_reset_and_the_group_deleted_as_admin_reads_back() {
     let p = prefix("sharereset");
     let (jobs, group) = (format!("{p}jobs"), format!("{p}workers"));
     let row = format!("{group}@{jobs}");
@@ -342,6 +342,26 @@ fn a_share_groups_start_offsets_are_reset_as_admin_reads_them_back() {
         .collect();
     assert_eq!(resets.len(), 3, "{resets:?}");
     assert!(resets.iter().all(|l| l["result"] == "ok"), "{resets:?}");
+
+    // Deleted like a consumer group: the plan names its topic with the broker's share lag
+    // (12 again to deliver after the reset to earliest), and Admin no longer lists it.
+    let listed = || {
+        scene(&["groups"])[0]["groups"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|x| *x == group.as_str())
+    };
+    assert!(listed());
+    let dry = qdeck_json(
+        dir.path(),
+        &["delete-group", &group, "--dry-run", "-o", "json"],
+    );
+    assert_eq!(dry["topics"][0]["topic"], jobs.as_str(), "{dry}");
+    assert!(listed(), "a dry run deletes nothing");
+    let done = qdeck_json(dir.path(), &["delete-group", &group, "-y", "-o", "json"]);
+    assert_eq!(done["deleted_group"], group.as_str(), "{done}");
+    assert!(!listed(), "Admin no longer lists {group}");
 }
 
 #[test]

@@ -1,7 +1,7 @@
 //! Consumer-group administration: moving a group's committed offsets on one topic
 //! (OffsetCommit as an admin: generation −1, no member id; a share group's start offsets with
-//! AlterShareGroupOffsets, share_reset.rs) and deleting a consumer group (DeleteGroups), all
-//! sent to the group's coordinator. Kafka accepts either only while the
+//! AlterShareGroupOffsets, share_reset.rs) and deleting a consumer or share group
+//! (DeleteGroups), all sent to the group's coordinator. Kafka accepts either only while the
 //! group has no members, and so does qdeck: the group is described before planning and again
 //! right before the change, so a consumer that joined in between is named, not overridden.
 
@@ -48,29 +48,17 @@ struct EmptyGroup {
 
 impl KafkaBackend {
     /// The group's coordinator, once its description shows no member; `Refused` naming the
-    /// group and its members' count otherwise, `NotFound` when there is no such group. Share
-    /// groups only where `share_ok` (their offsets move; deleting one is not offered).
-    async fn empty_group(
-        &self,
-        meta: &ClusterMeta,
-        group: &str,
-        share_ok: bool,
-    ) -> Result<EmptyGroup> {
+    /// group and its members' count otherwise, `NotFound` when there is no such group.
+    async fn empty_group(&self, meta: &ClusterMeta, group: &str) -> Result<EmptyGroup> {
         let listing: GroupListing = admin::list_groups(&self.cluster, meta)
             .await?
             .into_iter()
             .find(|g| g.id == group)
             .ok_or_else(|| BackendError::NotFound(format!("no consumer group {group:?}")))?;
         let share = listing.group_type == "share";
-        if (share && !share_ok) || listing.group_type == "streams" {
+        if listing.group_type == "streams" {
             return Err(BackendError::Unsupported(format!(
-                "{group:?} is a {} group: qdeck {} consumer groups only",
-                listing.group_type,
-                if share_ok {
-                    "moves the offsets of share and"
-                } else {
-                    "deletes"
-                }
+                "{group:?} is a streams group: qdeck moves and deletes consumer and share groups only"
             )));
         }
         let coords = self.cluster.coordinators(&[group.to_string()]).await?;
@@ -105,7 +93,7 @@ impl KafkaBackend {
             .topics
             .get(&topic)
             .ok_or_else(|| BackendError::NotFound(format!("no Kafka topic {topic:?}")))?;
-        let g = self.empty_group(&meta, &group, true).await?;
+        let g = self.empty_group(&meta, &group).await?;
         // Where the group stands per partition, and the broker's lag for a share partition.
         let (committed, share_lag): (BTreeMap<Tp, i64>, BTreeMap<Tp, Option<i64>>) = if g.share {
             let parts = self.share_state(g.coordinator, &group).await?;
@@ -197,7 +185,7 @@ impl KafkaBackend {
             .cluster
             .metadata(Some(std::slice::from_ref(&plan.topic)))
             .await?;
-        let g = self.empty_group(&meta, &plan.group, true).await?;
+        let g = self.empty_group(&meta, &plan.group).await?;
         if g.share {
             return self.alter_share_offsets(g.coordinator, plan).await;
         }
@@ -260,7 +248,19 @@ impl KafkaBackend {
 
     async fn plan_delete(&self, group: &str) -> Result<GroupDeletePlan> {
         let meta = self.cluster.metadata(None).await?;
-        let g = self.empty_group(&meta, group, false).await?;
+        let g = self.empty_group(&meta, group).await?;
+        let mut topics: BTreeMap<String, u64> = BTreeMap::new();
+        if g.share {
+            // A share group's lag per partition is the broker's own.
+            for (tp, p) in self.share_state(g.coordinator, group).await? {
+                let lag = p.lag.and_then(|l| u64::try_from(l).ok()).unwrap_or(0);
+                *topics.entry(tp.0).or_default() += lag;
+            }
+            return Ok(GroupDeletePlan {
+                group: group.to_string(),
+                topics: topics.into_iter().collect(),
+            });
+        }
         let coords: HashMap<String, i32> = [(group.to_string(), g.coordinator)].into();
         let (committed, errs) =
             admin::committed(&self.cluster, &[group.to_string()], &coords).await;
@@ -270,7 +270,6 @@ impl KafkaBackend {
         let committed = committed.get(group).cloned().unwrap_or_default();
         let tps: Vec<Tp> = committed.keys().cloned().collect();
         let (end, _) = admin::offsets(&self.cluster, &meta, &tps, LATEST).await;
-        let mut topics: BTreeMap<String, u64> = BTreeMap::new();
         for (tp, c) in &committed {
             let lag = end.get(tp).map_or(0, |e| u64::try_from(e - c).unwrap_or(0));
             *topics.entry(tp.0.clone()).or_default() += lag;
@@ -283,7 +282,7 @@ impl KafkaBackend {
 
     async fn delete(&self, group: &str) -> Result<()> {
         let meta = self.cluster.metadata(Some(&[])).await?;
-        let g = self.empty_group(&meta, group, false).await?;
+        let g = self.empty_group(&meta, group).await?;
         let req = DeleteGroupsRequest::default().with_groups_names(vec![GroupId(sb(group))]);
         let resp = self
             .cluster

@@ -1006,6 +1006,7 @@ async fn share_group_rows_carry_the_brokers_lag_and_the_groups_config() {
     let id = qdeck_model::domain::QueueId::new(format!("{group}@{jobs}"));
     let info = b.describe(&id).await.expect("describe the share group row");
     let batch = b.stats(std::slice::from_ref(&id)).await.expect("stats");
+    let records = scene(&["read", &jobs]);
     let _ = holder.kill();
     let _ = holder.wait();
     scene(&["drop", &p]);
@@ -1040,6 +1041,31 @@ async fn share_group_rows_carry_the_brokers_lag_and_the_groups_config() {
         "the row names the partitions the broker's lag leaves out: {note}"
     );
     assert_eq!(st.dlq_depth, Some(0), "{st:?}");
+    // Age of oldest: the record at each lagging share partition's start offset (as Admin's
+    // listShareGroupOffsets gives it), the oldest of them, read by the Java consumer.
+    let oldest = truth["partitions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|x| x["lag"].as_i64().is_some_and(|l| l > 0))
+        .filter_map(|x| {
+            let part: i64 = x["tp"].as_str()?.rsplit(':').next()?.parse().ok()?;
+            let start = x["start"].as_i64()?;
+            records
+                .iter()
+                .find(|r| {
+                    r["partition"].as_i64() == Some(part) && r["offset"].as_i64() == Some(start)
+                })
+                .and_then(|r| r["timestamp"].as_i64())
+        })
+        .min()
+        .expect("a lagging share partition's start record");
+    assert_eq!(
+        st.oldest_age_secs,
+        Some((st.at_ms - oldest).max(0) as f64 / 1000.0),
+        "{note} / {truth}"
+    );
+    assert!(note.contains("share-partition start offset"), "{note}");
     let num = |k: &str| cfg[k].as_str().and_then(|v| v.parse::<f64>().ok());
     assert_eq!(
         info.settings.max_receives.map(f64::from),

@@ -324,3 +324,40 @@ fn the_alerts_view_without_rules_says_how_to_add_them_at_60_columns() {
     assert!(screen.contains("no alert rules"), "{screen}");
     assert!(screen.contains("shows how)"), "{screen}");
 }
+
+/// A rule pending on a profile in the fleet (its condition holds, its `for` not over yet) goes
+/// on counting from when the fleet saw it start once that profile becomes the console's own:
+/// it fires when the fleet would have, not a whole `for` after the switch.
+#[test]
+fn a_pending_rule_keeps_its_start_when_its_profile_becomes_the_consoles() {
+    use qdeck_engine::alerts::{Key, Phase};
+    let names = vec!["a".to_string(), "b".to_string()];
+    let mut fl = qdeck::tui::state::FleetState::new(&names);
+    let key = Key {
+        rule: "slow".into(),
+        profile: "b".into(),
+        queue: "orders".into(),
+    };
+    let since = 1_000;
+    fl.apply(qdeck_engine::fleet::FleetRow {
+        profile: "b".into(),
+        pending: vec![(key.clone(), since)],
+        ..Default::default()
+    });
+    let mut st = populated();
+    st.scene().fleet = Some(fl);
+    let fresh = State::new(
+        qdeck_engine::store::Store::new(600, 240, 600.0),
+        caps(),
+        "b",
+        "local",
+    );
+    qdeck::tui::update::switched(&mut st, fresh);
+    let phase = st
+        .alerts
+        .tracker
+        .phases()
+        .find(|(k, _)| **k == key)
+        .map(|(_, p)| *p);
+    assert_eq!(phase, Some(Phase::Pending { since_ms: since }));
+}

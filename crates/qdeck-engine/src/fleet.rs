@@ -57,6 +57,9 @@ pub struct FleetRow {
     pub max_age_secs: f64,
     /// Alert rules firing on this profile's queues, most severe first.
     pub alerts: Vec<crate::alerts::Firing>,
+    /// Rules whose condition holds on this profile for less than their `for` (rule's key,
+    /// since when): a console that takes the profile over keeps counting from there.
+    pub pending: Vec<(crate::alerts::Key, i64)>,
 }
 
 /// Rows each profile contributes to the on-fire view: enough to fill any screen, bounded
@@ -148,8 +151,14 @@ pub fn summarize(
     for s in &batch.stats {
         let d = s.depth.unwrap_or(0);
         let is_dlq = dlqs.contains(&s.id);
-        // The broker's time for its figure where it gives one.
-        let at = if s.at_ms > 0 { s.at_ms } else { polled_at };
+        // When the figure was true: a sampled metric's point time (Cloud Monitoring's, a
+        // minute apart and read minutes later), else the broker's answer, else this poll.
+        // A point read again at a later poll is the same measurement, not a flat minute.
+        let at = match s.sampled {
+            Some(p) if p.at_ms > 0 => p.at_ms,
+            _ if s.at_ms > 0 => s.at_ms,
+            _ => polled_at,
+        };
         let before = window.record(&s.id, at, d, span);
         let change = before.map(|p| d as i64 - p as i64);
         if is_dlq {
@@ -271,7 +280,7 @@ pub fn spawn(
                     let changed = m.evaluate_health(qdeck_model::domain::now_ms());
                     for t in &changed {
                         if let Some((row, _)) = rows.get_mut(&t.profile) {
-                            row.alerts = firing_on(m, &t.profile);
+                            (row.alerts, row.pending) = alerts_on(m, &t.profile);
                             if tx.send(row.clone()).await.is_err() {
                                 return;
                             }
@@ -290,7 +299,7 @@ pub fn spawn(
             });
             if let Some(m) = &mut monitor {
                 m.apply(copy(&a), qdeck_model::domain::now_ms());
-                row.alerts = firing_on(m, &a.profile);
+                (row.alerts, row.pending) = alerts_on(m, &a.profile);
             }
             apply(row, previous, a);
             if tx.send(row.clone()).await.is_err() {
@@ -301,13 +310,27 @@ pub fn spawn(
     handle
 }
 
-/// What fires on `profile` now, for its row.
-fn firing_on(m: &crate::alerts::Monitor, profile: &str) -> Vec<crate::alerts::Firing> {
-    m.tracker
+/// What fires on `profile` now, and what is pending there, for its row.
+fn alerts_on(
+    m: &crate::alerts::Monitor,
+    profile: &str,
+) -> (Vec<crate::alerts::Firing>, Vec<(crate::alerts::Key, i64)>) {
+    let firing = m
+        .tracker
         .firing_alerts(&m.rules)
         .into_iter()
         .filter(|f| f.key.profile == profile)
-        .collect()
+        .collect();
+    let pending = m
+        .tracker
+        .phases()
+        .filter(|(k, _)| k.profile == profile)
+        .filter_map(|(k, p)| match p {
+            crate::alerts::Phase::Pending { since_ms } => Some((k.clone(), *since_ms)),
+            crate::alerts::Phase::Firing { .. } => None,
+        })
+        .collect();
+    (firing, pending)
 }
 
 /// An answer for the alert monitor, which keeps figures of its own (the row keeps sums).
@@ -499,6 +522,49 @@ mod tests {
         let from = ranks.iter().position(|r| *r == 0).expect("it ranks first");
         assert!(from <= 3, "{ranks:?}");
         assert!(ranks[from..].iter().all(|r| *r == 0), "{ranks:?}");
+    }
+
+    /// A sampled metric (Cloud Monitoring: a point a minute), polled every 5 s: the same point
+    /// comes back at twelve polls, and the 30 s window is shorter than a point's interval.
+    /// Measured on the points' own times its DLQ rises steadily; measured on the polls' times
+    /// it read +6 for half a minute, then +0, as the window did or did not reach a new point.
+    #[test]
+    fn a_sampled_dlq_grows_on_its_points_times_not_the_polls() {
+        let infos = vec![info("sub-dlq", true)];
+        let mut window = DepthWindow::default();
+        let mut row = FleetRow {
+            max_age_secs: 300.0,
+            refresh_secs: 5.0,
+            ..FleetRow::default()
+        };
+        let mut changes = Vec::new();
+        for poll in 0..48i64 {
+            let at = 10_000_000 + poll * 5_000;
+            // Points every 60 s, readable 90 s after their time.
+            let point = (at - 90_000) - (at - 90_000).rem_euclid(60_000);
+            let depth = (point / 60_000) as u64 * 6;
+            let s = QueueStats {
+                at_ms: at,
+                sampled: Some(qdeck_model::domain::Sampled {
+                    at_ms: point,
+                    every_secs: 60,
+                }),
+                ..stat("sub-dlq", depth, None)
+            };
+            let batch = StatsBatch {
+                stats: vec![s],
+                ..StatsBatch::default()
+            };
+            summarize(&mut row, &infos, &batch, &mut window);
+            changes.push(row.fire[0].change);
+        }
+        // After the first point has a predecessor, every poll reads one point's rise.
+        let from = changes
+            .iter()
+            .position(|c| *c == Some(6))
+            .unwrap_or_else(|| panic!("{changes:?}"));
+        assert!(from <= 13, "{changes:?}");
+        assert!(changes[from..].iter().all(|c| *c == Some(6)), "{changes:?}");
     }
 
     #[test]

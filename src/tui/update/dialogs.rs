@@ -40,14 +40,24 @@ pub(super) fn purge_planned(
     queue: QueueId,
     result: Result<HeldPlan, BackendError>,
 ) {
-    let Some(Dialog {
-        kind: DialogKind::Purge { queue: q, plan },
-        ..
-    }) = st.dialog.as_mut()
-    else {
+    plan_arrived(st, &queue, result, |k| match k {
+        DialogKind::Purge { queue, plan } => Some((queue, plan)),
+        _ => None,
+    });
+}
+
+/// A dialog's plan came back: it shows when the dialog open is still the one that asked
+/// (`pick` gives that kind's queue and plan) about the same queue, else it is dropped.
+fn plan_arrived(
+    st: &mut Model,
+    queue: &QueueId,
+    result: Result<HeldPlan, BackendError>,
+    pick: impl FnOnce(&mut DialogKind) -> Option<(&QueueId, &mut PlanShown)>,
+) {
+    let Some((q, plan)) = st.dialog.as_mut().and_then(|d| pick(&mut d.kind)) else {
         return;
     };
-    if *q != queue {
+    if q != queue {
         return;
     }
     *plan = match result {
@@ -95,20 +105,10 @@ pub(super) fn reset_planned(
     queue: QueueId,
     result: Result<HeldPlan, BackendError>,
 ) {
-    let Some(Dialog {
-        kind: DialogKind::ResetOffsets { queue: q, plan, .. },
-        ..
-    }) = st.dialog.as_mut()
-    else {
-        return;
-    };
-    if *q != queue {
-        return;
-    }
-    *plan = match result {
-        Ok(p) => PlanShown::Ready(p),
-        Err(e) => PlanShown::Refused(error_line(&e)),
-    };
+    plan_arrived(st, &queue, result, |k| match k {
+        DialogKind::ResetOffsets { queue, plan, .. } => Some((queue, plan)),
+        _ => None,
+    });
 }
 
 /// Open the redrive dialog; `to` presets a target queue (`:redrive QUEUE`).

@@ -364,6 +364,7 @@ pub fn switched(st: &mut State, fresh: State) {
         .and_then(|f| f.rows.iter().find(|r| r.profile == fresh.session.profile))
     {
         fresh.alerts.tracker.adopt(&row.alerts);
+        fresh.alerts.tracker.adopt_pending(&row.pending);
     }
     // The session's operations stay in `:ops` across switches: a result line's "(:ops)" hint
     // must still lead somewhere after the user moved to another profile.

@@ -340,9 +340,16 @@ fn share_figures(
     Ok((lag, format!("{how}{unread}; {}", share::IN_FLIGHT_NOTE)))
 }
 
+/// What a consumer group row's age is the age of.
+pub const FIRST_UNREAD: &str = "timestamp of the first unread record";
+/// What a share group row's age is the age of: the share-partition start offset is the first
+/// record not yet acknowledged or archived (the broker's persisted state, which may trail the
+/// latest acknowledgements: an age read there is at most older than the truth, never younger).
+pub const SHARE_START: &str =
+    "timestamp of the record at the share-partition start offset (the oldest not yet acknowledged)";
+
 /// How a group row's age was read, for its note.
-fn age_words(h: &age::Head) -> String {
-    let what = "timestamp of the first unread record";
+fn age_words(h: &age::Head, what: &str) -> String {
     if h.read == h.lagging {
         format!(
             "{what}, oldest over the {} lagging partition{}",

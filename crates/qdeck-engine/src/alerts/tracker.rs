@@ -173,6 +173,16 @@ impl Tracker {
         }
     }
 
+    /// Rules another evaluator saw pending (key, since when): they go on counting from then
+    /// here, unless this tracker already has a state for them.
+    pub fn adopt_pending(&mut self, pending: &[(Key, i64)]) {
+        for (k, since_ms) in pending {
+            self.phases.entry(k.clone()).or_insert(Phase::Pending {
+                since_ms: *since_ms,
+            });
+        }
+    }
+
     /// Keys of `rule` on `profile` that were not evaluated this round (a queue that went
     /// away): they resolve.
     pub fn unseen(&self, rule: &str, profile: &str, seen: &[Key]) -> Vec<Key> {

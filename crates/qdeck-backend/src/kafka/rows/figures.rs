@@ -9,8 +9,8 @@ use super::super::age::{self, Lagging};
 use super::super::routing::ClusterMeta;
 use super::super::{KafkaBackend, Target};
 use super::{
-    age_words, is_dead_letter_topic, members_on, share_figures, Snapshot, AGE_NOTE,
-    RETENTION_BREACH,
+    age_words, is_dead_letter_topic, members_on, share_figures, Snapshot, AGE_NOTE, FIRST_UNREAD,
+    RETENTION_BREACH, SHARE_START,
 };
 use crate::Result;
 use qdeck_model::domain::*;
@@ -95,24 +95,29 @@ impl KafkaBackend {
             at_ms: chrono::Utc::now().timestamp_millis(),
         };
         let mut batch = StatsBatch::default();
-        // Group rows with lag: their index in `batch.stats` and their lagging partitions.
-        let mut lagging: Vec<(usize, Vec<Lagging>)> = Vec::new();
+        // Group rows with lag: their index in `batch.stats`, their lagging partitions, and
+        // what the record read there is.
+        let mut lagging: Vec<(usize, Vec<Lagging>, &str)> = Vec::new();
         for (id, t) in targets {
             let dlq_depth = Self::dlt_of(&snap.meta, topic_of(&t))
                 .and_then(|d| poll.offsets.records_of(&snap.meta, &d).ok());
             let row = match t {
                 Target::Topic(topic) => poll.topic_row(id.clone(), &topic, dlq_depth),
-                Target::Group { group, topic } if snap.shares.iter().any(|g| g.id == group) => {
-                    poll.share_row(id.clone(), &group, &topic)
-                }
-                Target::Group { group, topic } => poll
-                    .group_row(id.clone(), &group, &topic, dlq_depth)
-                    .map(|(st, behind)| {
+                Target::Group { group, topic } => {
+                    let share = snap.shares.iter().any(|g| g.id == group);
+                    let row = if share {
+                        poll.share_row(id.clone(), &group, &topic)
+                    } else {
+                        poll.group_row(id.clone(), &group, &topic, dlq_depth)
+                    };
+                    row.map(|(st, behind)| {
                         if !behind.is_empty() {
-                            lagging.push((batch.stats.len(), behind));
+                            let what = if share { SHARE_START } else { FIRST_UNREAD };
+                            lagging.push((batch.stats.len(), behind, what));
                         }
                         st
-                    }),
+                    })
+                }
             };
             match row {
                 Ok(st) => batch.stats.push(st),
@@ -175,14 +180,14 @@ impl KafkaBackend {
         &self,
         meta: &ClusterMeta,
         batch: &mut StatsBatch,
-        lagging: &[(usize, Vec<Lagging>)],
+        lagging: &[(usize, Vec<Lagging>, &str)],
     ) {
-        let lists: Vec<Vec<Lagging>> = lagging.iter().map(|(_, l)| l.clone()).collect();
+        let lists: Vec<Vec<Lagging>> = lagging.iter().map(|(_, l, _)| l.clone()).collect();
         let heads = age::heads(&self.cluster, meta, &lists).await;
-        for ((i, _), h) in lagging.iter().zip(heads) {
+        for ((i, _, what), h) in lagging.iter().zip(heads) {
             let st = &mut batch.stats[*i];
             st.oldest_age_secs = h.oldest_ms.map(|ts| (st.at_ms - ts).max(0) as f64 / 1000.0);
-            let how = age_words(&h);
+            let how = age_words(&h, what);
             st.age_note = Some(match st.age_note.take().filter(|n| !n.is_empty()) {
                 Some(n) => format!("{n}{how}"),
                 None => how,
@@ -217,12 +222,14 @@ impl Poll<'_> {
         })
     }
 
+    /// A share group's row on `topic`, and its share partitions holding records not yet
+    /// acknowledged (whose age is read after, at their start offsets).
     fn share_row(
         &self,
         id: QueueId,
         group: &str,
         topic: &str,
-    ) -> std::result::Result<QueueStats, QueueError> {
+    ) -> std::result::Result<(QueueStats, Vec<Lagging>), QueueError> {
         if let Some(e) = self.snap.group_errors.get(group) {
             return Err(other(e.clone()));
         }
@@ -230,16 +237,37 @@ impl Poll<'_> {
             .and_then(|d| self.offsets.records_of(&self.snap.meta, &d).ok());
         let consumers = self.snap.described.get(group).map(|d| members_on(d, topic));
         let (lag, note) = share_figures(self.snap, group, topic).map_err(QueueError::not_found)?;
-        Ok(QueueStats {
+        let behind: Vec<Lagging> = self
+            .snap
+            .share_offsets
+            .get(group)
+            .into_iter()
+            .flatten()
+            .filter(|((t, _), p)| t == topic && p.lag.is_none_or(|l| l > 0))
+            .map(|((t, partition), p)| Lagging {
+                topic: t.clone(),
+                partition: *partition,
+                from: p.start,
+                lag: p.lag.and_then(|l| u64::try_from(l).ok()).unwrap_or(0),
+            })
+            .collect();
+        let st = QueueStats {
             id,
             at_ms: self.at_ms,
             depth: lag,
             dlq_depth,
             consumers,
             enqueued_total: Some(self.offsets.end_sum(topic)),
-            age_note: Some(note),
+            // Nothing unacknowledged is an age of 0; otherwise it is read after.
+            oldest_age_secs: (lag == Some(0)).then_some(0.0),
+            age_note: Some(if behind.is_empty() {
+                note
+            } else {
+                format!("{note}; ")
+            }),
             ..Default::default()
-        })
+        };
+        Ok((st, behind))
     }
 
     /// A consumer group's row on `topic`, and its lagging partitions (whose age is read after).

@@ -6,7 +6,9 @@
 //! share of first deliveries in that browse, is taken off the out rate.
 //!
 //! Only the broker's rates are corrected. Without them (statistics disabled) the counters are
-//! used as they are, and a browse counts once in them.
+//! used as they are, and a browse counts once in them. The share of first deliveries is that
+//! of qdeck's browses in the last minute together: when browses straddle one of the broker's
+//! samples, the correction for that sample is approximate (never below 0).
 
 use std::collections::HashMap;
 use std::sync::Mutex;

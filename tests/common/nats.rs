@@ -155,35 +155,46 @@ pub struct OwnServer {
 impl OwnServer {
     /// Started with these command-line flags (listening on 127.0.0.1 and the port added).
     pub fn start(args: &[&str]) -> OwnServer {
-        let port = free_port();
-        let mut cmd = Command::new("nats-server");
-        cmd.args(["-a", "127.0.0.1", "-p", &port.to_string()])
-            .args(args);
-        OwnServer::spawn(cmd, port, "nats")
+        OwnServer::on_a_free_port("nats", |port| {
+            let mut cmd = Command::new("nats-server");
+            cmd.args(["-a", "127.0.0.1", "-p", &port.to_string()])
+                .args(args);
+            cmd
+        })
     }
 
     /// Started from a config file whose text `conf` gets `port` to listen on.
     pub fn with_config(dir: &Path, conf: impl Fn(u16) -> String, scheme: &str) -> OwnServer {
-        let port = free_port();
-        let path = dir.join(format!("nats-{port}.conf"));
-        std::fs::write(&path, conf(port)).unwrap();
-        let mut cmd = Command::new("nats-server");
-        cmd.arg("-c").arg(&path);
-        OwnServer::spawn(cmd, port, scheme)
+        OwnServer::on_a_free_port(scheme, |port| {
+            let path = dir.join(format!("nats-{port}.conf"));
+            std::fs::write(&path, conf(port)).unwrap();
+            let mut cmd = Command::new("nats-server");
+            cmd.arg("-c").arg(&path);
+            cmd
+        })
     }
 
-    fn spawn(mut cmd: Command, port: u16, scheme: &str) -> OwnServer {
-        let child = cmd
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap_or_else(|e| super::skip(&format!("cannot run nats-server: {e}")));
-        let child = KillOnDrop(child);
-        assert!(wait_for_port(port), "nats-server did not listen on {port}");
-        OwnServer {
-            _child: child,
-            url: format!("{scheme}://127.0.0.1:{port}"),
-            port,
+    /// A port found free can be taken by a test running beside this one before the server
+    /// binds it: then the server exits, and it is started again on another port (at most
+    /// three tries). A port that answers while the server has exited is someone else's.
+    fn on_a_free_port(scheme: &str, command: impl Fn(u16) -> Command) -> OwnServer {
+        for _ in 0..3 {
+            let port = free_port();
+            let child = command(port)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap_or_else(|e| super::skip(&format!("cannot run nats-server: {e}")));
+            let mut child = KillOnDrop(child);
+            let up = wait_for_port(port);
+            if up && child.0.try_wait().is_ok_and(|s| s.is_none()) {
+                return OwnServer {
+                    _child: child,
+                    url: format!("{scheme}://127.0.0.1:{port}"),
+                    port,
+                };
+            }
         }
+        panic!("nats-server did not start on a free port in three tries");
     }
 }

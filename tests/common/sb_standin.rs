@@ -59,13 +59,32 @@ impl SbStandin {
     }
 
     /// As `start`, with QDECK_SB_STANDIN_FAULT set to `faults` (see faults.py; "" for none).
+    /// A port found free can be taken by a test running beside this one before the stand-in
+    /// binds it; a stand-in that prints no connection string is started again on other ports
+    /// (at most three tries).
     pub fn launch(queues: &[&str], extra: &[&str], faults: &str) -> SbStandin {
         let py = python();
+        let mut last = String::new();
+        for _ in 0..3 {
+            match Self::try_launch(&py, queues, extra, faults) {
+                Ok(s) => return s,
+                Err(first) => last = first,
+            }
+        }
+        panic!("the stand-in did not start in three tries; its first line: {last:?}");
+    }
+
+    fn try_launch(
+        py: &str,
+        queues: &[&str],
+        extra: &[&str],
+        faults: &str,
+    ) -> Result<SbStandin, String> {
         let mut cmd = Command::new("bash");
         cmd.arg(root().join("scripts/sb_standin.sh"))
             .arg(free_port().to_string())
             .args(["--management-port", &free_port().to_string()])
-            .env("QDECK_TEST_PYTHON", &py)
+            .env("QDECK_TEST_PYTHON", py)
             .env("QDECK_SB_STANDIN_FAULT", faults)
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit());
@@ -87,12 +106,16 @@ impl SbStandin {
         let (conn, mgmt) = rx
             .recv_timeout(Duration::from_secs(30))
             .expect("the stand-in printed its connection string within 30 s");
-        assert!(conn.starts_with("Endpoint=sb://"), "first line: {conn:?}");
+        if !conn.starts_with("Endpoint=sb://") {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(conn);
+        }
         let mgmt = mgmt
             .strip_prefix("management=")
             .unwrap_or_else(|| panic!("second line: {mgmt:?}"))
             .to_string();
-        SbStandin { child, conn, mgmt }
+        Ok(SbStandin { child, conn, mgmt })
     }
 
     /// The connection string's `Endpoint=…;UseDevelopmentEmulator=true` alone, without a key.

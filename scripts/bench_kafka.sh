@@ -5,13 +5,14 @@
 #      Kafka API (a bounded count, not one per group) and its warm wall time against a warm Java
 #      Admin making the same describe and offset calls (target ≤ 1.0×);
 #   2. the command as users feel it, each started cold: `qdeck ls` against ConsumerGroupCommand
-#      --describe of the same groups (target ≤ 0.2×);
+#      --describe of the same groups, then against ShareGroupCommand --describe of SHARE_GROUPS
+#      share groups (target ≤ 0.2× each);
 #   3. redrive of MESSAGES × 1 KB dead letters: qdeck's redrive of a Spring dead-letter topic
 #      against a warm Java consume → produce loop (target ≥ 0.8×), and nothing lost.
 #
 # Env: QDECK_TEST_KAFKA_BOOTSTRAP, QDECK_TEST_KAFKA_SCENES (scripts/kafka_up.sh prints both),
 #      QDECK_BENCH_TOPICS (50), QDECK_BENCH_PARTITIONS (20), QDECK_BENCH_GROUPS (200),
-#      QDECK_BENCH_MESSAGES (20000), QDECK_BENCH_RUNS (cold runs, median; 5), QDECK_BENCH_KEEP=1
+#      QDECK_BENCH_SHARE_GROUPS (20), QDECK_BENCH_MESSAGES (20000), QDECK_BENCH_RUNS (cold runs, median; 5), QDECK_BENCH_KEEP=1
 #      keeps the scene's topics and groups,
 #      CARGO_TARGET_DIR as usual. qdeck is built with --release.
 set -euo pipefail
@@ -23,6 +24,7 @@ BS="$QDECK_TEST_KAFKA_BOOTSTRAP"
 TOPICS="${QDECK_BENCH_TOPICS:-50}"
 PARTS="${QDECK_BENCH_PARTITIONS:-20}"
 GROUPS_N="${QDECK_BENCH_GROUPS:-200}"
+SHARES="${QDECK_BENCH_SHARE_GROUPS:-20}"
 N="${QDECK_BENCH_MESSAGES:-20000}"
 RUNS="${QDECK_BENCH_RUNS:-5}"
 LIBS="${QDECK_TEST_KAFKA_SCENES#*:}"
@@ -33,7 +35,7 @@ export QDECK_BENCH_KAFKA_PREFIX="$PREFIX"
 
 javac -nowarn -d "$TMP/classes" -cp "$LIBS" tests/fixtures/kafka/bench/KafkaBench.java
 bench() { java -Xmx512m -cp "$TMP/classes:$LIBS" KafkaBench "$1" "$BS" "${@:2}" | grep '^{'; }
-groups_of() { java -Xmx512m -cp "$TMP/classes:$LIBS" KafkaBench groups "$BS" "$1" | tail -n1; }
+groups_of() { java -Xmx512m -cp "$TMP/classes:$LIBS" KafkaBench "$1" "$BS" "$2" | tail -n1; }
 field() { python3 -c 'import json,sys; print(json.loads(sys.stdin.read())[sys.argv[1]])' "$1"; }
 median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 now_ms() { date +%s%3N; }
@@ -58,6 +60,7 @@ echo "poll ratio qdeck/java: $(python3 -c "print(round($qm/$jm, 2))") (target �
 echo "== 2. cold commands, median of $RUNS"
 mkdir -p "$TMP/home"
 run_qdeck() { env HOME="$TMP/home" XDG_STATE_HOME="$TMP/home/state" XDG_DATA_HOME="$TMP/home/data" QDECK_CONFIG="$TMP/config.toml" "$QDECK" "$@"; }
+# Profile k holds the classic groups (PREFIXg*), profile s the share groups (PREFIXs*).
 cat > "$TMP/config.toml" <<EOF
 default_profile = "k"
 [[profiles]]
@@ -65,23 +68,43 @@ name = "k"
 kind = "kafka"
 bootstrap_servers = "$BS"
 topics = "^$PREFIX"
-groups = "^$PREFIX"
+groups = "^${PREFIX}g|^qdeck-redrive"
+[[profiles]]
+name = "s"
+kind = "kafka"
+bootstrap_servers = "$BS"
+topics = "^$PREFIX"
+groups = "^${PREFIX}s"
 EOF
-# The same groups on both sides: ConsumerGroupCommand is given each of the scene's groups.
-group_args=(); for g in $(groups_of "$PREFIX"); do group_args+=(--group "$g"); done
-qdeck_cold=(); java_cold=()
-for _ in $(seq "$RUNS"); do
-  t0=$(now_ms); run_qdeck ls -o json > "$TMP/ls.json"; t1=$(now_ms)
-  qdeck_cold+=($((t1 - t0)))
-  t0=$(now_ms)
-  java -cp "$LIBS" org.apache.kafka.tools.consumer.group.ConsumerGroupCommand \
-    --bootstrap-server "$BS" --describe "${group_args[@]}" > "$TMP/cgc.txt" 2>/dev/null || true
-  t1=$(now_ms)
-  java_cold+=($((t1 - t0)))
-done
-qc="$(printf '%s\n' "${qdeck_cold[@]}" | median)"; jc="$(printf '%s\n' "${java_cold[@]}" | median)"
-echo "qdeck ls: ${qc} ms; ConsumerGroupCommand --describe of the same $((${#group_args[@]} / 2)) groups: ${jc} ms; rows $(python3 -c "import json;print(len(json.load(open('$TMP/ls.json'))))")"
+# cold PROFILE TOOL ARGS...: the median of RUNS cold `qdeck ls` and of RUNS cold TOOL --describe
+# (a main class of kafka-tools), in qc and jc; the rows qdeck printed in rows.
+cold() {
+  local profile="$1" tool="$2"; shift 2
+  local qs=() js=() t0 t1
+  for _ in $(seq "$RUNS"); do
+    t0=$(now_ms); run_qdeck ls -p "$profile" -o json > "$TMP/ls.json"; t1=$(now_ms)
+    qs+=($((t1 - t0)))
+    t0=$(now_ms)
+    java -cp "$LIBS" "$tool" --bootstrap-server "$BS" --describe "$@" > "$TMP/tool.txt" 2>/dev/null || true
+    t1=$(now_ms)
+    js+=($((t1 - t0)))
+  done
+  qc="$(printf '%s\n' "${qs[@]}" | median)"; jc="$(printf '%s\n' "${js[@]}" | median)"
+  rows="$(python3 -c "import json;print(len(json.load(open('$TMP/ls.json'))))")"
+}
+# The same groups on both sides: each tool is given each of the scene's groups.
+group_args=(); for g in $(groups_of groups "$PREFIX"); do group_args+=(--group "$g"); done
+cold k org.apache.kafka.tools.consumer.group.ConsumerGroupCommand "${group_args[@]}"
+echo "qdeck ls: ${qc} ms; ConsumerGroupCommand --describe of the same $((${#group_args[@]} / 2)) groups: ${jc} ms; rows $rows"
 echo "cold ratio qdeck/java: $(python3 -c "print(round($qc/$jc, 3))") (target ≤ 0.2)"
+
+echo "== 2b. $SHARES share groups, each read once by a KafkaShareConsumer"
+bench shares "$PREFIX" "$TOPICS" "$SHARES"
+share_args=(); for g in $(groups_of share-groups "$PREFIX"); do share_args+=(--group "$g"); done
+cold s org.apache.kafka.tools.consumer.group.ShareGroupCommand "${share_args[@]}"
+grep -q "^${PREFIX}s" "$TMP/tool.txt" || echo "!! ShareGroupCommand printed no group of the scene"
+echo "qdeck ls: ${qc} ms; ShareGroupCommand --describe of the same $((${#share_args[@]} / 2)) share groups: ${jc} ms; rows $rows"
+echo "share cold ratio qdeck/java: $(python3 -c "print(round($qc/$jc, 3))") (target ≤ 0.2)"
 
 echo "== 3. redrive of $N × 1 KB dead letters"
 bench dead "${PREFIX}orders" "${PREFIX}orders-dlt" "$N" 1024

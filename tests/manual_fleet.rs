@@ -38,20 +38,33 @@ fn free_port() -> u16 {
         .expect("a free port")
 }
 
-fn start_moto(port: u16) -> Moto {
-    let child = Command::new("moto_server")
-        .args(["-H", "127.0.0.1", "-p", &port.to_string()])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("moto_server on PATH (pip install 'moto[server]')");
-    let moto = Moto(child);
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "moto did not start on {port}");
-        std::thread::sleep(Duration::from_millis(100));
+/// moto_server on a port found free; started again on another port when a process beside it
+/// took that port first (moto then exits), at most three tries.
+fn start_moto() -> (Moto, u16) {
+    for _ in 0..3 {
+        let port = free_port();
+        let child = Command::new("moto_server")
+            .args(["-H", "127.0.0.1", "-p", &port.to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("moto_server on PATH (pip install 'moto[server]')");
+        let mut moto = Moto(child);
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while TcpStream::connect(("127.0.0.1", port)).is_err() && Instant::now() < deadline {
+            if moto.0.try_wait().is_ok_and(|s| s.is_some()) {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        std::thread::sleep(Duration::from_millis(150));
+        if moto.0.try_wait().is_ok_and(|s| s.is_none())
+            && TcpStream::connect(("127.0.0.1", port)).is_ok()
+        {
+            return (moto, port);
+        }
     }
-    moto
+    panic!("moto_server did not start on a free port in three tries");
 }
 
 /// Successful polls per profile (the row's `updated_ms`), and whether the last row of each
@@ -92,8 +105,7 @@ async fn manual_fleet_one_broker_down() {
         .and_then(|s| s.parse().ok())
         .unwrap_or(60.0);
 
-    let port = free_port();
-    let moto = start_moto(port);
+    let (moto, port) = start_moto();
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let mut cfg = String::new();

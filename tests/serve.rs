@@ -262,14 +262,6 @@ fn promql(prom: &str, query: &str) -> Option<f64> {
     v["data"]["result"][0]["value"][1].as_str()?.parse().ok()
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 #[test]
 #[ignore = "needs QDECK_TEST_PROMETHEUS, QDECK_TEST_PROMTOOL, QDECK_TEST_AMQP_URL and QDECK_TEST_RABBITMQ_MGMT"]
 fn prometheus_scrapes_serve_and_promql_agrees_with_ls() {
@@ -372,7 +364,6 @@ fn prometheus_scrapes_serve_and_promql_agrees_with_ls() {
     );
 
     // A real Prometheus scrapes the exporter every second.
-    let prom_addr = format!("127.0.0.1:{}", free_port());
     let prom_dir = e.dir.path().join("prometheus");
     std::fs::create_dir_all(&prom_dir).unwrap();
     let prom_cfg = prom_dir.join("prometheus.yml");
@@ -384,25 +375,17 @@ fn prometheus_scrapes_serve_and_promql_agrees_with_ls() {
         ),
     )
     .unwrap();
-    let mut prom = std::process::Command::new(&prometheus)
-        .arg(format!("--config.file={}", prom_cfg.display()))
-        .arg(format!(
-            "--storage.tsdb.path={}",
-            prom_dir.join("data").display()
-        ))
-        .arg(format!("--web.listen-address={prom_addr}"))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    struct Kill<'a>(&'a mut Child);
-    impl Drop for Kill<'_> {
-        fn drop(&mut self) {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
-    let _prom = Kill(&mut prom);
+    let (_prom, prom_port) = common::peer::spawn_on_free_port("prometheus", |port| {
+        let mut cmd = std::process::Command::new(&prometheus);
+        cmd.arg(format!("--config.file={}", prom_cfg.display()))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                prom_dir.join(format!("data-{port}")).display()
+            ))
+            .arg(format!("--web.listen-address=127.0.0.1:{port}"));
+        cmd
+    });
+    let prom_addr = format!("127.0.0.1:{prom_port}");
 
     let wanted = [
         ("local", "orders", "depth", "qdeck_queue_depth"),

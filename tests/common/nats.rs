@@ -3,7 +3,7 @@
 //! profiles and backends on the shared server, and nats-servers of a test's own.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::Arc;
 
 use qdeck_backend::{build, Backend};
@@ -11,7 +11,7 @@ use qdeck_model::config::{NatsSettings, Profile, ProfileKind};
 use qdeck_model::domain::{QueueId, QueueStats};
 use serde_json::Value as Json;
 
-use super::peer::{free_port, run_json, wait_for_port, KillOnDrop};
+use super::peer::{run_json, spawn_on_free_port, KillOnDrop};
 
 pub fn nats_url() -> String {
     super::broker_var(
@@ -174,27 +174,13 @@ impl OwnServer {
         })
     }
 
-    /// A port found free can be taken by a test running beside this one before the server
-    /// binds it: then the server exits, and it is started again on another port (at most
-    /// three tries). A port that answers while the server has exited is someone else's.
+    /// nats-server on a port found free (`spawn_on_free_port` retries a port taken meanwhile).
     fn on_a_free_port(scheme: &str, command: impl Fn(u16) -> Command) -> OwnServer {
-        for _ in 0..3 {
-            let port = free_port();
-            let child = command(port)
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .unwrap_or_else(|e| super::skip(&format!("cannot run nats-server: {e}")));
-            let mut child = KillOnDrop(child);
-            let up = wait_for_port(port);
-            if up && child.0.try_wait().is_ok_and(|s| s.is_none()) {
-                return OwnServer {
-                    _child: child,
-                    url: format!("{scheme}://127.0.0.1:{port}"),
-                    port,
-                };
-            }
+        let (child, port) = spawn_on_free_port("nats-server", command);
+        OwnServer {
+            _child: child,
+            url: format!("{scheme}://127.0.0.1:{port}"),
+            port,
         }
-        panic!("nats-server did not start on a free port in three tries");
     }
 }

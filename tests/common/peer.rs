@@ -3,7 +3,7 @@
 //! test's own, and a child process that dies with the test.
 
 use std::path::Path;
-use std::process::{Child, Command};
+use std::process::{Child, Command, Stdio};
 
 use serde_json::Value as Json;
 
@@ -56,4 +56,27 @@ pub fn wait_for_port(port: u16) -> bool {
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
     false
+}
+
+/// A server of the test's own on a port found free. The port can be taken by a test running
+/// beside this one before the server binds it: the server then exits, and it is started again
+/// on another port (at most three tries). A port that answers while the server has exited is
+/// someone else's, so the child must still be running once the port answers.
+pub fn spawn_on_free_port(what: &str, command: impl Fn(u16) -> Command) -> (KillOnDrop, u16) {
+    for _ in 0..3 {
+        let port = free_port();
+        let child = command(port)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| super::skip(&format!("cannot run {what}: {e}")));
+        let mut child = KillOnDrop(child);
+        let up = wait_for_port(port);
+        // A server that lost the race exits right after failing to bind.
+        std::thread::sleep(std::time::Duration::from_millis(150));
+        if up && child.0.try_wait().is_ok_and(|s| s.is_none()) {
+            return (child, port);
+        }
+    }
+    panic!("{what} did not start on a free port in three tries");
 }

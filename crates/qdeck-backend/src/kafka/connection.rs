@@ -2,7 +2,8 @@
 //! the `kafka-protocol` codec: a 4-byte size, the request header, the body. One request at a
 //! time per connection (the admin calls qdeck makes are few and batched); a connection that
 //! failed or timed out is dropped and opened again on next use. A new connection is first
-//! secured as the profile says (security.rs: TLS, then SASL), within the same timeout.
+//! secured as the profile says (security.rs: TLS, then SASL), within the same timeout, and then
+//! asks the broker which API versions it serves (versions.rs picks each request's version).
 
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::Arc;
@@ -16,6 +17,7 @@ use tokio::net::TcpStream;
 use tokio::sync::Mutex;
 
 use super::security::Security;
+use super::versions::Served;
 use crate::{BackendError, Result};
 
 /// A byte stream to a broker: plain TCP or TLS over it.
@@ -30,6 +32,9 @@ const MAX_RESPONSE: usize = 64 << 20;
 /// `broker` feature (request decoders, response encoders), which qdeck has no use for.
 pub trait Api: Encodable + HeaderVersion {
     const KEY: ApiKey;
+    /// The oldest version qdeck fills correctly, where that is older than the version the
+    /// caller asks for; `None`: only that version.
+    const FLOOR: Option<i16> = None;
     type Response: Decodable + HeaderVersion;
 }
 
@@ -45,7 +50,6 @@ macro_rules! apis {
 apis! {
     MetadataRequest => MetadataResponse: Metadata,
     FindCoordinatorRequest => FindCoordinatorResponse: FindCoordinator,
-    ListGroupsRequest => ListGroupsResponse: ListGroups,
     DescribeGroupsRequest => DescribeGroupsResponse: DescribeGroups,
     ConsumerGroupDescribeRequest => ConsumerGroupDescribeResponse: ConsumerGroupDescribe,
     OffsetFetchRequest => OffsetFetchResponse: OffsetFetch,
@@ -60,6 +64,25 @@ apis! {
     AlterShareGroupOffsetsRequest => AlterShareGroupOffsetsResponse: AlterShareGroupOffsets,
     SaslHandshakeRequest => SaslHandshakeResponse: SaslHandshake,
     SaslAuthenticateRequest => SaslAuthenticateResponse: SaslAuthenticate,
+    ApiVersionsRequest => ApiVersionsResponse: ApiVersions,
+}
+
+/// ListGroups asks for nothing version-specific: before v4 a group has no state, before v5 no
+/// type, which rows.rs reads as a classic consumer group (no share groups on such a broker).
+impl Api for ListGroupsRequest {
+    const KEY: ApiKey = ApiKey::ListGroups;
+    const FLOOR: Option<i16> = Some(0);
+    type Response = ListGroupsResponse;
+}
+
+/// The version of ApiVersions qdeck asks with (Kafka 2.4 and later serve it).
+const API_VERSIONS_V: i16 = 3;
+
+/// An open, secured connection and what its broker serves (`None`: its ApiVersions answer
+/// could not be read, and each request goes at the caller's version as before).
+struct Open {
+    stream: Stream,
+    served: Option<Served>,
 }
 
 pub struct Conn {
@@ -67,7 +90,7 @@ pub struct Conn {
     client_id: String,
     timeout: Duration,
     security: Arc<Security>,
-    stream: Mutex<Option<Stream>>,
+    stream: Mutex<Option<Open>>,
     correlation: AtomicI32,
 }
 
@@ -94,7 +117,10 @@ impl Conn {
         match out {
             Ok(Ok(r)) => Ok(r),
             Ok(Err(e)) => {
-                *guard = None;
+                // A version the broker does not serve leaves the connection as good as it was.
+                if !matches!(e, BackendError::Unsupported(_)) {
+                    *guard = None;
+                }
                 Err(e)
             }
             Err(_) => {
@@ -110,31 +136,60 @@ impl Conn {
 
     async fn exchange<R: Api>(
         &self,
-        slot: &mut Option<Stream>,
+        slot: &mut Option<Open>,
         req: &R,
         version: i16,
     ) -> Result<R::Response> {
         if slot.is_none() {
-            let tcp = TcpStream::connect(&self.addr).await.map_err(|e| {
-                BackendError::Unreachable(format!(
-                    "cannot connect to Kafka broker {}: {e}",
-                    self.addr
-                ))
-            })?;
-            let _ = tcp.set_nodelay(true);
-            let mut stream = self.security.open(&self.addr, tcp).await?;
-            if let Some(sasl) = &self.security.sasl {
-                super::sasl::authenticate(self, &mut stream, sasl).await?;
-            }
-            *slot = Some(stream);
+            *slot = Some(self.open().await?);
         }
-        let Some(stream) = slot.as_mut() else {
+        let Some(open) = slot.as_mut() else {
             return Err(BackendError::Other("connection slot empty".into()));
         };
-        self.roundtrip(stream, req, version).await
+        let version = match &open.served {
+            Some(s) => s.pick(&self.addr, R::KEY, version, R::FLOOR.unwrap_or(version))?,
+            None => version,
+        };
+        self.roundtrip(&mut open.stream, req, version).await
     }
 
-    /// One request and its response on `stream`.
+    /// Connect, secure, and ask what the broker serves.
+    async fn open(&self) -> Result<Open> {
+        let tcp = TcpStream::connect(&self.addr).await.map_err(|e| {
+            BackendError::Unreachable(format!("cannot connect to Kafka broker {}: {e}", self.addr))
+        })?;
+        let _ = tcp.set_nodelay(true);
+        let mut stream = self.security.open(&self.addr, tcp).await?;
+        if let Some(sasl) = &self.security.sasl {
+            super::sasl::authenticate(self, &mut stream, sasl).await?;
+        }
+        let ask = ApiVersionsRequest::default()
+            .with_client_software_name(StrBytes::from_static_str("qdeck"))
+            .with_client_software_version(StrBytes::from_static_str(env!("CARGO_PKG_VERSION")));
+        let served = match self.roundtrip(&mut stream, &ask, API_VERSIONS_V).await {
+            Ok(resp) if resp.error_code == 0 => Some(Served::from_response(&resp)),
+            // A broker older than ApiVersions v3 answers in v0's shape with an error; qdeck's
+            // fixed versions then meet the broker's own refusal as before.
+            Ok(resp) => {
+                tracing::debug!(addr = %self.addr, code = resp.error_code, "ApiVersions refused");
+                None
+            }
+            Err(e @ BackendError::Unreachable(_)) => return Err(e),
+            Err(e) => {
+                tracing::debug!(addr = %self.addr, error = %e, "ApiVersions unreadable");
+                None
+            }
+        };
+        Ok(Open { stream, served })
+    }
+
+    /// The versions the broker serves, once a connection is open (tests and diagnostics).
+    #[cfg(test)]
+    pub async fn served(&self) -> Option<Served> {
+        let guard = self.stream.lock().await;
+        guard.as_ref().and_then(|o| o.served.clone())
+    }
+
     pub(super) async fn roundtrip<R: Api>(
         &self,
         stream: &mut Stream,

@@ -8,7 +8,6 @@
 use std::collections::{BTreeMap, HashMap};
 
 use async_trait::async_trait;
-use kafka_protocol::error::ParseResponseErrorCode;
 use kafka_protocol::messages::offset_commit_request::{
     OffsetCommitRequestPartition, OffsetCommitRequestTopic,
 };
@@ -27,6 +26,39 @@ pub const DELETE_GROUPS_V: i16 = 2;
 
 fn sb(s: &str) -> StrBytes {
     StrBytes::from_string(s.to_string())
+}
+
+/// What a coordinator's refusal of a change to a group means to the user: the group is in use,
+/// gone, not theirs to change (`right` names the ACL), or beyond what the broker can do. `code`
+/// is the wire code, so one the codec does not know still reads as a number.
+pub(super) fn coordinator_refusal(what: String, code: i16, right: &str) -> BackendError {
+    let e = ResponseError::try_from_code(code);
+    let msg = match &e {
+        Some(e) => format!("{what}: {e}"),
+        None => format!("{what}: error {code}"),
+    };
+    match e {
+        Some(
+            ResponseError::NonEmptyGroup
+            | ResponseError::UnknownMemberId
+            | ResponseError::IllegalGeneration
+            | ResponseError::RebalanceInProgress,
+        ) => BackendError::Refused(msg),
+        Some(ResponseError::GroupIdNotFound) => BackendError::NotFound(msg),
+        Some(ResponseError::GroupAuthorizationFailed | ResponseError::TopicAuthorizationFailed) => {
+            BackendError::Forbidden {
+                msg,
+                right: Some(right.into()),
+            }
+        }
+        Some(ResponseError::UnsupportedVersion) => BackendError::Unsupported(msg),
+        Some(
+            ResponseError::CoordinatorNotAvailable
+            | ResponseError::CoordinatorLoadInProgress
+            | ResponseError::NotCoordinator,
+        ) => BackendError::Unreachable(msg),
+        _ => BackendError::Other(msg),
+    }
 }
 
 /// The group row `row` names, or why it is not one.
@@ -211,32 +243,29 @@ impl KafkaBackend {
             .cluster
             .to(g.coordinator, "OffsetCommit", &req, OFFSET_COMMIT_V)
             .await?;
-        let mut failed: BTreeMap<i32, ResponseError> = BTreeMap::new();
+        let mut failed: BTreeMap<i32, i16> = BTreeMap::new();
         let mut done = 0u64;
         for t in resp.topics {
             for p in t.partitions {
-                match p.error_code.err() {
-                    None => done += 1,
-                    Some(e) => {
-                        failed.insert(p.partition_index, e);
-                    }
+                if p.error_code == 0 {
+                    done += 1;
+                } else {
+                    failed.insert(p.partition_index, p.error_code);
                 }
             }
         }
-        if let Some((p, e)) = failed.iter().next() {
-            let msg = format!(
-                "group {:?}: the coordinator refused the new offset of {}[{p}]: {e} ({} of {} partition(s) moved)",
-                plan.group,
-                plan.topic,
-                done,
-                plan.partitions.len()
-            );
-            return Err(match e {
-                ResponseError::UnknownMemberId
-                | ResponseError::IllegalGeneration
-                | ResponseError::RebalanceInProgress => BackendError::Refused(msg),
-                _ => BackendError::Other(msg),
-            });
+        if let Some((p, code)) = failed.iter().next() {
+            return Err(coordinator_refusal(
+                format!(
+                    "group {:?}: the coordinator refused the new offset of {}[{p}] ({} of {} partition(s) moved)",
+                    plan.group,
+                    plan.topic,
+                    done,
+                    plan.partitions.len()
+                ),
+                *code,
+                "Read on the group",
+            ));
         }
         Ok(OffsetResetReport {
             group: plan.group.clone(),
@@ -249,30 +278,37 @@ impl KafkaBackend {
     async fn plan_delete(&self, group: &str) -> Result<GroupDeletePlan> {
         let meta = self.cluster.metadata(None).await?;
         let g = self.empty_group(&meta, group).await?;
-        let mut topics: BTreeMap<String, u64> = BTreeMap::new();
-        if g.share {
-            // A share group's lag per partition is the broker's own.
-            for (tp, p) in self.share_state(g.coordinator, group).await? {
-                let lag = p.lag.and_then(|l| u64::try_from(l).ok()).unwrap_or(0);
-                *topics.entry(tp.0).or_default() += lag;
+        // (topic, lag) per partition: a share group's lag is the broker's own, a consumer
+        // group's is the end offset less its commit.
+        let lags: Vec<(String, u64)> = if g.share {
+            self.share_state(g.coordinator, group)
+                .await?
+                .into_iter()
+                .map(|(tp, p)| (tp.0, p.lag.and_then(|l| u64::try_from(l).ok()).unwrap_or(0)))
+                .collect()
+        } else {
+            let coords: HashMap<String, i32> = [(group.to_string(), g.coordinator)].into();
+            let (committed, errs) =
+                admin::committed(&self.cluster, &[group.to_string()], &coords).await;
+            if let Some(e) = errs.get(group) {
+                return Err(BackendError::Unreachable(format!("group {group:?}: {e}")));
             }
-            return Ok(GroupDeletePlan {
-                group: group.to_string(),
-                topics: topics.into_iter().collect(),
-            });
-        }
-        let coords: HashMap<String, i32> = [(group.to_string(), g.coordinator)].into();
-        let (committed, errs) =
-            admin::committed(&self.cluster, &[group.to_string()], &coords).await;
-        if let Some(e) = errs.get(group) {
-            return Err(BackendError::Unreachable(format!("group {group:?}: {e}")));
-        }
-        let committed = committed.get(group).cloned().unwrap_or_default();
-        let tps: Vec<Tp> = committed.keys().cloned().collect();
-        let (end, _) = admin::offsets(&self.cluster, &meta, &tps, LATEST).await;
-        for (tp, c) in &committed {
-            let lag = end.get(tp).map_or(0, |e| u64::try_from(e - c).unwrap_or(0));
-            *topics.entry(tp.0.clone()).or_default() += lag;
+            let committed = committed.get(group).cloned().unwrap_or_default();
+            let tps: Vec<Tp> = committed.keys().cloned().collect();
+            let (end, _) = admin::offsets(&self.cluster, &meta, &tps, LATEST).await;
+            committed
+                .into_iter()
+                .map(|(tp, c)| {
+                    let lag = end
+                        .get(&tp)
+                        .map_or(0, |e| u64::try_from(e - c).unwrap_or(0));
+                    (tp.0, lag)
+                })
+                .collect()
+        };
+        let mut topics: BTreeMap<String, u64> = BTreeMap::new();
+        for (topic, lag) in lags {
+            *topics.entry(topic).or_default() += lag;
         }
         Ok(GroupDeletePlan {
             group: group.to_string(),
@@ -289,17 +325,12 @@ impl KafkaBackend {
             .to(g.coordinator, "DeleteGroups", &req, DELETE_GROUPS_V)
             .await?;
         for r in resp.results {
-            if let Some(e) = r.error_code.err() {
-                let msg = format!("deleting consumer group {group:?}: {e}");
-                return Err(match e {
-                    ResponseError::NonEmptyGroup => BackendError::Refused(msg),
-                    ResponseError::GroupIdNotFound => BackendError::NotFound(msg),
-                    ResponseError::GroupAuthorizationFailed => BackendError::Forbidden {
-                        msg,
-                        right: Some("Delete on the group".into()),
-                    },
-                    _ => BackendError::Other(msg),
-                });
+            if r.error_code != 0 {
+                return Err(coordinator_refusal(
+                    format!("deleting group {group:?}"),
+                    r.error_code,
+                    "Delete on the group",
+                ));
             }
         }
         Ok(())

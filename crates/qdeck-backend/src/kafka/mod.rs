@@ -28,6 +28,7 @@ mod scram;
 mod security;
 mod share;
 mod share_reset;
+mod versions;
 
 use std::collections::BTreeSet;
 use std::sync::Arc;

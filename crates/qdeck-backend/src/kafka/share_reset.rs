@@ -11,9 +11,9 @@ use kafka_protocol::messages::alter_share_group_offsets_request::{
 };
 use kafka_protocol::messages::{AlterShareGroupOffsetsRequest, GroupId, TopicName};
 use kafka_protocol::protocol::StrBytes;
-use kafka_protocol::ResponseError;
 
 use super::admin::Tp;
+use super::groups::coordinator_refusal;
 use super::share::{self, SharePart};
 use super::KafkaBackend;
 use crate::{BackendError, Result};
@@ -69,22 +69,8 @@ impl KafkaBackend {
                 ALTER_SHARE_OFFSETS_V,
             )
             .await?;
-        let refusal = |what: String, code: i16| {
-            let e = ResponseError::try_from_code(code);
-            let msg = match &e {
-                Some(e) => format!("{what}: {e}"),
-                None => format!("{what}: error {code}"),
-            };
-            match e {
-                Some(ResponseError::NonEmptyGroup) => BackendError::Refused(msg),
-                Some(ResponseError::GroupAuthorizationFailed) => BackendError::Forbidden {
-                    msg,
-                    right: Some("Read on the group".into()),
-                },
-                Some(ResponseError::UnsupportedVersion) => BackendError::Unsupported(msg),
-                _ => BackendError::Other(msg),
-            }
-        };
+        let refusal =
+            |what: String, code: i16| coordinator_refusal(what, code, "Read on the group");
         if resp.error_code != 0 {
             let words = resp
                 .error_message

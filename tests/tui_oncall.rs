@@ -769,3 +769,119 @@ fn a_profiles_history_survives_a_switch_away_and_back() {
     );
     assert!(!st.queues.rows.is_empty(), "its table shows at once");
 }
+
+/// `R` redrives what the user looks at. In a reason group's list (the walk of 2026-12-07: a
+/// group of 6 offered `move 12`, the whole DLQ) and in a searched list, with nothing marked,
+/// it takes the rows shown and the dialog says so; from the reasons view it takes every group,
+/// and the dialog says that too.
+#[test]
+fn r_redrives_the_group_or_search_shown_and_says_when_it_takes_every_group() {
+    let mut st = populated();
+    select(&mut st, "orders-dlq");
+    update(&mut st, key('F'));
+    let now = st.now_ms;
+    let group = |sig: &str, count: u64| qdeck_engine::triage::Group {
+        signature: sig.into(),
+        origin: Some("orders".into()),
+        count,
+        first_seen_ms: Some(now - 60_000),
+        last_seen_ms: Some(now - 1_000),
+        sample_id: "1".into(),
+        redriven: 0,
+    };
+    update(
+        &mut st,
+        Action::ReasonsProgress {
+            queue: QueueId::new("orders-dlq"),
+            groups: vec![group("bad amount", 2), group("unknown customer", 1)],
+            scanned: 3,
+            total: Some(3),
+        },
+    );
+    let planned = |fx: &[Effect]| {
+        fx.iter()
+            .find_map(|e| match e {
+                Effect::PlanRedrive(r) => Some(r.clone()),
+                _ => None,
+            })
+            .expect("the dialog asks for its plan")
+    };
+    // The reasons view: every group, said.
+    let fx = update(&mut st, key('R'));
+    assert_eq!(planned(&fx).only_ids, None);
+    let screen = flatten(&text(&draw(&st, 80, 24)));
+    assert!(screen.contains("every reason group"), "{screen}");
+    update(&mut st, code(KeyCode::Esc));
+    assert!(st.dialog.is_none());
+
+    // The group's list: its two rows, not the DLQ's three.
+    update(&mut st, code(KeyCode::Enter));
+    assert_eq!(st.view(), View::Messages);
+    let msg = |id: &str| Message {
+        id: id.into(),
+        body: format!("body of {id}").into_bytes(),
+        ..Default::default()
+    };
+    update(
+        &mut st,
+        Action::Page {
+            queue: QueueId::new("orders-dlq"),
+            append: false,
+            result: Ok(Page {
+                messages: vec![msg("m1"), msg("m3")],
+                next: None,
+                effect_note: None,
+            }),
+        },
+    );
+    let fx = update(&mut st, key('R'));
+    assert_eq!(
+        planned(&fx).only_ids,
+        Some(vec!["m1".to_string(), "m3".to_string()])
+    );
+    let screen = flatten(&text(&draw(&st, 80, 24)));
+    assert!(
+        screen.contains("the 2 message(s) this list shows (reason group bad amount)"),
+        "{screen}"
+    );
+    update(&mut st, code(KeyCode::Esc));
+
+    // A search narrows the list further: its one row.
+    update(&mut st, key('/'));
+    for c in "m3".chars() {
+        update(&mut st, key(c));
+    }
+    update(&mut st, code(KeyCode::Enter));
+    let fx = update(&mut st, key('R'));
+    assert_eq!(planned(&fx).only_ids, Some(vec!["m3".to_string()]));
+    update(&mut st, code(KeyCode::Esc));
+
+    // A purge from the narrowed list says it takes the whole queue.
+    update(&mut st, key('P'));
+    assert!(
+        matches!(
+            st.dialog.as_ref().map(|d| &d.kind),
+            Some(DialogKind::Purge { .. })
+        ),
+        "P opens the purge dialog"
+    );
+    let screen = flatten(&text(&draw(&st, 80, 24)));
+    assert!(
+        screen.contains("the whole queue: every message, not only the reason group and search"),
+        "{screen}"
+    );
+    update(&mut st, code(KeyCode::Esc));
+
+    // A search that shows nothing redrives nothing.
+    update(&mut st, key('/'));
+    for c in "zzz".chars() {
+        update(&mut st, key(c));
+    }
+    update(&mut st, code(KeyCode::Enter));
+    let fx = update(&mut st, key('R'));
+    assert!(
+        !fx.iter().any(|e| matches!(e, Effect::PlanRedrive(_))),
+        "{fx:?}"
+    );
+    assert!(st.dialog.is_none());
+}

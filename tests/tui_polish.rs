@@ -346,6 +346,7 @@ fn every_dialog() -> Vec<DialogKind> {
             rate: 0,
             only_ids: None,
             count: Some(7),
+            scope: None,
             plan: PlanShown::Planning,
         },
         DialogKind::Browse {

@@ -186,3 +186,51 @@ fn a_why_with_escapes_stays_escaped_in_the_message_view() {
         "{screen}"
     );
 }
+
+/// A Kafka record with a null value (a tombstone) and a null header beside one with an empty
+/// value: the list and the message view say null where the broker said null, and (empty) only
+/// where the bytes are empty.
+#[test]
+fn a_null_value_reads_null_and_an_empty_one_empty() {
+    let mut st = populated();
+    select(&mut st, "orders-dlq");
+    update(&mut st, key('b'));
+    let record = |id: &str, seq: i64, null: bool| Message {
+        id: id.into(),
+        seq: Some(seq),
+        enqueued_ms: Some(T0),
+        key: Some(format!("order-{seq}")),
+        meta: [
+            ("partition".to_string(), Value::I32(0)),
+            ("offset".to_string(), Value::I64(seq)),
+        ]
+        .into_iter()
+        .chain(null.then(|| ("value".to_string(), Value::Null)))
+        .collect(),
+        headers: vec![("trace".into(), Value::Null)],
+        ..Default::default()
+    };
+    update(
+        &mut st,
+        Action::Page {
+            queue: QueueId::new("orders-dlq"),
+            append: false,
+            result: Ok(Page {
+                messages: vec![record("0:1", 1, true), record("0:2", 2, false)],
+                next: None,
+                effect_note: None,
+            }),
+        },
+    );
+    let screen = text(&draw(&st, 80, 24));
+    assert!(row_of(&screen, "0:1").contains("(null)"), "{screen}");
+    assert!(row_of(&screen, "0:2").contains("(empty)"), "{screen}");
+    update(&mut st, code(KeyCode::Enter));
+    let screen = text(&draw(&st, 80, 24));
+    assert!(screen.contains("value: null"), "{screen}");
+    assert!(screen.contains("trace: null"), "{screen}");
+    assert!(
+        screen.contains("── body (null)") && screen.contains("null body"),
+        "{screen}"
+    );
+}

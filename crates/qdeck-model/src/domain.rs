@@ -408,6 +408,16 @@ impl Message {
             .collect()
     }
 
+    /// Whether the body is null rather than empty: a backend whose broker tells the two apart
+    /// (Kafka's null value, a tombstone) says so with the broker field `value: null`.
+    pub fn body_is_null(&self) -> bool {
+        self.body.is_empty()
+            && self
+                .meta
+                .iter()
+                .any(|(k, v)| k == "value" && matches!(v, Value::Null))
+    }
+
     /// The display text of the first field of that name (case-insensitive), any part.
     pub fn field_text(&self, name: &str) -> Option<String> {
         self.fields()

@@ -8,6 +8,7 @@ use super::{messages, set_result, status, Effect};
 use qdeck_backend::{BackendError, ProgressState};
 use qdeck_engine::edit::{self, EditorOutcome};
 use qdeck_model::domain::{QueueId, RedriveRequest, RedriveTarget};
+use qdeck_model::sanitize::clean_short;
 
 /// q / Ctrl-C while an operation runs ask first; with nothing running they quit.
 pub(super) fn quit(st: &mut Model) {
@@ -161,6 +162,15 @@ pub(super) fn open_redrive(st: &mut Model, to: Option<QueueId>, fx: &mut Vec<Eff
         };
     }
     let only_ids = redriven_ids(st);
+    if only_ids.as_ref().is_some_and(Vec::is_empty) {
+        status(
+            st,
+            Level::Warn,
+            "nothing to redrive: the list shows no message",
+        );
+        return;
+    }
+    let scope = redrive_scope(st, only_ids.as_ref().map(Vec::len));
     let count = match &only_ids {
         Some(v) => Some(v.len() as u64),
         None => st
@@ -176,6 +186,7 @@ pub(super) fn open_redrive(st: &mut Model, to: Option<QueueId>, fx: &mut Vec<Eff
         rate: 0,
         only_ids,
         count,
+        scope,
         plan: PlanShown::Planning,
     };
     fx.extend(redrive_request(&kind).map(Effect::PlanRedrive));
@@ -183,12 +194,43 @@ pub(super) fn open_redrive(st: &mut Model, to: Option<QueueId>, fx: &mut Vec<Eff
 }
 
 /// The messages `R` redrives by id: in the single-message view the one open (a message view
-/// acts on its message, as `D` does), in the list the selected ones; `None` is the whole queue.
+/// acts on its message, as `D` does), in the list the selected ones; in a list narrowed to a
+/// reason group or a search, with none selected, the rows it shows (never the whole queue
+/// behind them); `None` is the whole queue.
 fn redriven_ids(st: &Model) -> Option<Vec<String>> {
     match st.view() {
         View::Message => super::messages::current_msg(st).map(|m| vec![m.id.clone()]),
         View::Messages if !st.msgs.marked.is_empty() => {
             Some(st.msgs.marked.iter().cloned().collect())
+        }
+        View::Messages if st.msgs.group.is_some() || !st.msgs.search.text.is_empty() => Some(
+            st.msgs
+                .rows
+                .iter()
+                .filter_map(|&i| st.msgs.messages.get(i))
+                .map(|m| m.id.clone())
+                .collect(),
+        ),
+        _ => None,
+    }
+}
+
+/// What the dialog says the redrive covers when that is not simply what is selected: the rows
+/// of a group or search list, or, from the reasons view, every group at once.
+fn redrive_scope(st: &Model, shown: Option<usize>) -> Option<String> {
+    match (st.view(), shown) {
+        (View::Reasons, _) => Some(
+            "every reason group: the whole DLQ, not only the group under the cursor (Enter opens a group to redrive it alone)"
+                .into(),
+        ),
+        (View::Messages, Some(n)) if st.msgs.marked.is_empty() => {
+            let what = match &st.msgs.group {
+                Some(g) => format!("reason group {}", clean_short(g, 60)),
+                None => format!("search /{}", clean_short(&st.msgs.search.text, 40)),
+            };
+            Some(format!(
+                "the {n} message(s) this list shows ({what}), not the rest of the queue"
+            ))
         }
         _ => None,
     }

@@ -228,6 +228,8 @@ pub(super) fn open_message(st: &mut Model) {
         return;
     };
     let (kind, lines) = sanitize::body_lines(&m.body);
+    // A null body has no lines at all, not one empty line.
+    let lines = if m.body_is_null() { Vec::new() } else { lines };
     st.body = BodyState {
         msg: Some(m.clone()),
         kind: Some(kind),

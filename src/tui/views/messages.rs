@@ -10,7 +10,7 @@ use super::wrap::wrap_lines;
 use super::{block, fmt_count, fmt_secs, styled};
 use crate::tui::state::{error_line, Model};
 use qdeck_engine::triage::signature::why;
-use qdeck_model::domain::{DeadLetterInfo, Message, Part};
+use qdeck_model::domain::{DeadLetterInfo, Message, Part, Value};
 use qdeck_model::sanitize::{clean, clean_short, preview};
 
 /// A time in a list cell: month, day and time of day, UTC (the column says so).
@@ -262,6 +262,7 @@ fn list_cells<'a>(st: &Model, msg: &Message, marked: bool, body_w: usize) -> Vec
                 ),
                 t.text,
             ),
+            None if msg.body_is_null() => styled("(null)".to_string(), t.dim),
             None => styled(preview(&msg.body, body_w), t.dim),
         }),
     ]
@@ -287,11 +288,19 @@ fn meta_lines<'a>(st: &Model, msg: &Message) -> Vec<Line<'a>> {
         styled(clean(&msg.id).into_owned(), t.title),
         styled(
             format!(
-                " · seq {} · enqueued {} · received {} times in this queue · {} bytes",
+                " · seq {} · enqueued {}{} · {}",
                 msg.seq.map_or_else(|| "—".into(), |s| s.to_string()),
                 fmt_full_time(msg.enqueued_ms),
-                fmt_count(msg.receive_count),
-                msg.body.len()
+                // A count the broker does not keep (a log's record, a topic's dead letter) is
+                // left out rather than shown as a blank count.
+                msg.receive_count
+                    .map(|n| format!(" · received {} times in this queue", fmt_count(Some(n))))
+                    .unwrap_or_default(),
+                if msg.body_is_null() {
+                    "null body".to_string()
+                } else {
+                    format!("{} bytes", msg.body.len())
+                }
             ),
             t.dim,
         ),
@@ -343,10 +352,14 @@ fn meta_lines<'a>(st: &Model, msg: &Message) -> Vec<Line<'a>> {
         }
         v.push(Line::from(styled(format!("── {label} "), t.border)));
         for (_, k, val) in fields {
-            let val = val.text();
+            // A null (Kafka's null key or value, a null header) is not an empty string.
+            let shown = match val {
+                Value::Null => styled("null".to_string(), t.dim),
+                _ => styled(clean(&val.text()).into_owned(), t.text),
+            };
             v.push(Line::from(vec![
                 styled(format!("{}: ", clean_short(k, 40)), t.accent),
-                styled(clean(&val).into_owned(), t.text),
+                shown,
             ]));
         }
     }
@@ -441,10 +454,12 @@ fn head_rows<'a>(st: &Model, msg: &qdeck_model::domain::Message, width: u16) -> 
         .kind
         .map_or("?", qdeck_model::sanitize::BodyKind::label);
     let mut rows = wrap_lines(&meta_lines(st, msg), width);
-    rows.push(Line::from(styled(
-        format!("── body ({kind}, {} lines) ", st.body.lines.len()),
-        st.theme.border,
-    )));
+    let label = if msg.body_is_null() {
+        "── body (null) ".to_string()
+    } else {
+        format!("── body ({kind}, {} lines) ", st.body.lines.len())
+    };
+    rows.push(Line::from(styled(label, st.theme.border)));
     rows
 }
 

@@ -19,14 +19,25 @@ pub fn parse_id(id: &str) -> Option<(i32, i64)> {
     Some((p.parse().ok()?, o.parse().ok()?))
 }
 
+/// A header's value: text when it reads as text, else bytes (shown as hex). Spring writes its
+/// partition and offset headers as big-endian integers, whose bytes are valid UTF-8 but would
+/// show as control characters.
 fn value_of(v: &Option<Bytes>) -> Value {
     match v {
         None => Value::Null,
-        Some(b) => match std::str::from_utf8(b) {
-            Ok(s) => Value::String(s.to_string()),
-            Err(_) => Value::Bytes(b.to_vec()),
+        Some(b) => match text_of(b) {
+            Some(s) => Value::String(s.to_string()),
+            None => Value::Bytes(b.to_vec()),
         },
     }
+}
+
+/// `b` as text, unless it is not UTF-8 or holds control characters other than tab and newlines.
+fn text_of(b: &[u8]) -> Option<&str> {
+    std::str::from_utf8(b).ok().filter(|s| {
+        !s.chars()
+            .any(|c| c.is_control() && !matches!(c, '\t' | '\n' | '\r'))
+    })
 }
 
 pub fn to_message(r: &KRecord) -> Message {
@@ -50,9 +61,9 @@ pub fn to_message(r: &KRecord) -> Message {
             meta.push(("key".into(), Value::Null));
             None
         }
-        Some(k) => match std::str::from_utf8(k) {
-            Ok(s) => Some(s.to_string()),
-            Err(_) => {
+        Some(k) => match text_of(k) {
+            Some(s) => Some(s.to_string()),
+            None => {
                 meta.push(("key".into(), Value::Bytes(k.to_vec())));
                 None
             }
@@ -99,5 +110,25 @@ pub fn to_message(r: &KRecord) -> Message {
         meta,
         body: r.value.as_ref().map(|v| v.to_vec()).unwrap_or_default(),
         dead_letter,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn header_bytes_that_are_not_text_stay_bytes() {
+        // Spring's kafka_dlt-original-partition: a big-endian int, valid UTF-8 but NULs.
+        let int = Some(Bytes::from_static(&[0, 0, 0, 3]));
+        assert_eq!(value_of(&int), Value::Bytes(vec![0, 0, 0, 3]));
+        let text = Some(Bytes::from_static(b"timeout after 30000 ms\n\tat Foo"));
+        assert_eq!(
+            value_of(&text),
+            Value::String("timeout after 30000 ms\n\tat Foo".into())
+        );
+        assert_eq!(value_of(&None), Value::Null);
+        let escape = Some(Bytes::from_static(b"\x1b[2J"));
+        assert!(matches!(value_of(&escape), Value::Bytes(_)));
     }
 }

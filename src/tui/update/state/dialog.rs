@@ -53,6 +53,9 @@ pub enum DialogKind {
         rate: usize,
         only_ids: Option<Vec<String>>,
         count: Option<u64>,
+        /// What the user looked at when the redrive takes more or less than it (a reason
+        /// group's list, a search, the reasons view over every group), said in the dialog.
+        scope: Option<String>,
         /// The plan for the target shown, made by the same code as the CLI's prompt.
         plan: PlanShown,
     },

@@ -238,3 +238,93 @@ async fn reset_in_the_console_asks_the_clis_plan_and_moves_the_offsets() {
         assert_eq!(after.get(pn), Some(start), "{after:?}");
     }
 }
+
+/// A redrive the backend cannot run is refused before the yes, not after it (the walk of
+/// 2026-12-07: a reason group's list on a Spring dead-letter topic asked "About to move 6
+/// chosen message(s) … (copy, confirm, then delete)" while Kafka's plan said a subset cannot
+/// be marked as redriven). The engine's plan is the refusal, so the console's dialog shows it
+/// and `y` runs nothing; the whole topic still plans as a question.
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "needs QDECK_TEST_KAFKA_BOOTSTRAP and QDECK_TEST_KAFKA_SCENES (scripts/kafka_up.sh)"]
+async fn a_subset_redrive_kafka_cannot_run_is_refused_in_the_dialog() {
+    let p = prefix("console-subset");
+    let t = format!("{p}orders");
+    scene(&["topic", &t, "1"]);
+    scene(&["spring-dlt", &t, "4"]);
+    let dlt = QueueId::new(format!("{t}-dlt"));
+
+    let b = crate::kafka_contract::backend().await;
+    let dir = tempfile::tempdir().unwrap();
+    let gate = Gate::new(
+        b.clone(),
+        &crate::kafka_contract::profile_at(&crate::bootstrap(), None),
+        AuditLog::new(dir.path().join("audit.log")),
+    );
+    let whole = RedriveRequest {
+        source: dlt.clone(),
+        target: RedriveTarget::Origin,
+        max: None,
+        rate: None,
+        only_ids: None,
+        window: None,
+    };
+    let planned = ops::plan_redrive(&gate, whole.clone()).await.unwrap();
+    assert_eq!(planned.count().ready, 4, "{}", planned.question());
+
+    let mut st = console(&b, &p).await;
+    select(&mut st, dlt.as_str());
+    update(&mut st, key('b'));
+    let page = b
+        .browse(
+            &dlt,
+            &BrowseRequest {
+                cursor: None,
+                max: 10,
+                force: false,
+            },
+        )
+        .await
+        .unwrap();
+    let marked: Vec<String> = page.messages.iter().take(2).map(|m| m.id.clone()).collect();
+    update(
+        &mut st,
+        Action::Page {
+            queue: dlt.clone(),
+            append: false,
+            result: Ok(page),
+        },
+    );
+    for _ in &marked {
+        // Space marks the row and moves down.
+        update(&mut st, code(KeyCode::Char(' ')));
+    }
+    let fx = update(&mut st, key('R'));
+    let req = fx
+        .iter()
+        .find_map(|e| match e {
+            Effect::PlanRedrive(r) => Some(r.clone()),
+            _ => None,
+        })
+        .expect("the dialog asks for its plan");
+    assert_eq!(req.only_ids.as_ref().map(Vec::len), Some(2), "{req:?}");
+    let result = ops::plan_redrive(&gate, req.clone())
+        .await
+        .map(HeldPlan::new);
+    let e = result
+        .as_ref()
+        .err()
+        .expect("a subset of a topic is refused");
+    assert!(
+        matches!(e, qdeck_backend::BackendError::Unsupported(_)),
+        "{e:?}"
+    );
+    update(&mut st, Action::RedrivePlanned { req, result });
+    let shown = dialog_text(&text(&draw(&st, 160, 60)), "redrive");
+    assert!(shown.contains("cannot redrive"), "{shown}");
+    assert!(!shown.contains("About to move"), "{shown}");
+    let fx = update(&mut st, key('y'));
+    assert!(
+        !fx.iter().any(|e| matches!(e, Effect::RunPlan(_))),
+        "nothing runs on a refused plan: {fx:?}"
+    );
+}

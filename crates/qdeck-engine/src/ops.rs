@@ -141,6 +141,15 @@ pub async fn plan_redrive(gate: &Gate, req: RedriveRequest) -> Result<Planned, B
         }
     }
     let plan = b.plan_redrive(&req).await?;
+    // A plan the backend cannot run is a refusal with its reason, never a question: neither
+    // door asks to confirm a move that would only fail after the yes.
+    if let RedriveMode::Unsupported(why) = &plan.mode {
+        return Err(BackendError::Unsupported(format!(
+            "{}: {}",
+            clean(req.source.as_str()),
+            clean(why)
+        )));
+    }
     Ok(Planned::Redrive {
         req,
         source,

@@ -310,10 +310,9 @@ async fn a_subset_redrive_kafka_cannot_run_is_refused_in_the_dialog() {
     let result = ops::plan_redrive(&gate, req.clone())
         .await
         .map(HeldPlan::new);
-    let e = result
-        .as_ref()
-        .err()
-        .expect("a subset of a topic is refused");
+    let Err(e) = &result else {
+        panic!("a subset of a topic is refused")
+    };
     assert!(
         matches!(e, qdeck_backend::BackendError::Unsupported(_)),
         "{e:?}"

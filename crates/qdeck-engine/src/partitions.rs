@@ -9,7 +9,7 @@ use qdeck_model::domain::PartitionFigures;
 
 /// Polls with the committed offset unchanged while lag > 0 before a partition is "stuck".
 pub const STUCK_POLLS: u32 = 3;
-/// The share of the lag the skew line accounts for.
+/// The share of the lag the skew line accounts for at least.
 const SKEW_SHARE: f64 = 0.9;
 
 #[derive(Debug, Clone, PartialEq)]
@@ -18,6 +18,9 @@ pub enum PartitionState {
     CaughtUp,
     /// Lag, and the committed offset moved since the last poll (or this is the first).
     Reading,
+    /// Lag, and no member holds the partition (an empty group, or one not assigned it):
+    /// nothing reads it, which is not the same as a reader stuck on it.
+    Unassigned,
     /// Lag, and the committed offset has not moved for this many polls (≥ STUCK_POLLS).
     Stuck(u32),
     /// The group has committed nothing here.
@@ -29,6 +32,7 @@ impl PartitionState {
         match self {
             PartitionState::CaughtUp => "caught up".into(),
             PartitionState::Reading => "reading".into(),
+            PartitionState::Unassigned => "behind, no member".into(),
             PartitionState::Stuck(n) => format!("stuck ({n} polls)"),
             PartitionState::NoOffset => "no offset".into(),
         }
@@ -90,6 +94,7 @@ impl PartitionWatch {
             let state = match lag {
                 None => PartitionState::NoOffset,
                 Some(0) => PartitionState::CaughtUp,
+                Some(_) if f.member.is_none() => PartitionState::Unassigned,
                 Some(_) if *still >= STUCK_POLLS => PartitionState::Stuck(*still),
                 Some(_) => PartitionState::Reading,
             };
@@ -119,7 +124,7 @@ impl PartitionWatch {
     }
 }
 
-/// "K of N partitions hold 90 % of the lag": the fewest partitions whose lag adds up to 90 %
+/// "K of N partitions hold P % of the lag": the fewest partitions whose lag adds up to 90 %
 /// of the total. Said only when that is at most half of the partitions: an even spread is not
 /// worth a line.
 pub fn skew(lags: &[u64], partitions: usize) -> Option<String> {
@@ -139,12 +144,10 @@ pub fn skew(lags: &[u64], partitions: usize) -> Option<String> {
             break;
         }
     }
-    (k * 2 <= partitions).then(|| {
-        format!(
-            "{k} of {partitions} partitions hold {:.0} % of the lag",
-            SKEW_SHARE * 100.0
-        )
-    })
+    // The share they really hold, rounded down (so 100 % only when it is all of it).
+    let share = (sum as u128 * 100 / total as u128) as u64;
+    (k * 2 <= partitions)
+        .then(|| format!("{k} of {partitions} partitions hold {share} % of the lag"))
 }
 
 #[cfg(test)]
@@ -157,7 +160,7 @@ mod tests {
             log_start: 0,
             end,
             committed,
-            member: None,
+            member: Some("consumer-1".into()),
         }
     }
 
@@ -170,7 +173,7 @@ mod tests {
         lags[9] = 50;
         assert_eq!(
             skew(&lags, 12).as_deref(),
-            Some("3 of 12 partitions hold 90 % of the lag")
+            Some("3 of 12 partitions hold 95 % of the lag")
         );
         // Even lag: no line; no lag: no line.
         assert_eq!(skew(&[10, 10, 10, 10], 4), None);
@@ -213,6 +216,22 @@ mod tests {
         // Once it moves again it is reading, not stuck.
         let table = w.observe(t, &[fig(1, 40, Some(11))]);
         assert_eq!(table.rows[0].state, PartitionState::Reading);
+        assert!(table.stuck.is_empty());
+    }
+
+    /// An empty group's lagging partition has no reader at all: it says so, and however long
+    /// its commit stands still it is not called stuck (nothing is stuck on it).
+    #[test]
+    fn a_lagging_partition_no_member_holds_is_behind_not_reading_or_stuck() {
+        let mut w = PartitionWatch::default();
+        let mut table = PartitionTable::default();
+        for i in 0..=STUCK_POLLS {
+            let mut f = fig(0, 40, Some(10));
+            f.member = None;
+            table = w.observe(f64::from(i) * 2.0, &[f]);
+        }
+        assert_eq!(table.rows[0].state, PartitionState::Unassigned);
+        assert_eq!(table.rows[0].state.label(), "behind, no member");
         assert!(table.stuck.is_empty());
     }
 

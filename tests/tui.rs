@@ -642,6 +642,24 @@ fn read_only_has_no_mutating_keys() {
     }
     update(&mut st, code(KeyCode::Enter));
     assert!(st.dialog.is_none());
+    // `:reset` is refused like every key: worded as they are, audited, kept in `:ops`.
+    update(&mut st, key(':'));
+    for c in "reset earliest".chars() {
+        update(&mut st, key(c));
+    }
+    let fx = update(&mut st, code(KeyCode::Enter));
+    assert!(st.dialog.is_none());
+    assert!(
+        fx.iter().any(|e| matches!(e, Effect::Refused { .. })),
+        "{fx:?}"
+    );
+    let flash = st.status.as_ref().expect("a flash says why").text.clone();
+    assert!(
+        flash.contains("resetting offsets needs access = \"full\"") && flash.contains("browse"),
+        "{flash}"
+    );
+    let logged = st.ops_log.entries.last().expect("the refusal is in :ops");
+    assert_eq!(logged.summary.exit_code, 5);
     st.scene().status = None;
     let t = draw(&st, 120, 24);
     let s = text(&t);

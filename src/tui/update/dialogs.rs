@@ -74,10 +74,13 @@ pub(super) fn open_reset(st: &mut Model, arg: &str, fx: &mut Vec<Effect>) {
         return;
     };
     if !st.allows(qdeck_model::config::Access::Full) {
-        status(
+        // The tier's refusal, worded, kept in `:ops` and audited as every other key's is.
+        super::refuse(
             st,
-            Level::Warn,
-            "resetting offsets needs access tier full (it skips or repeats records for good)",
+            "resetting offsets",
+            qdeck_model::config::Access::Full,
+            Some(qdeck_engine::gate::Mutation::ResetOffsets),
+            fx,
         );
         return;
     }

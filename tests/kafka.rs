@@ -282,6 +282,18 @@ fn share_group_dead_letters_are_browsed_with_their_origin() {
         "{text}"
     );
     assert!(text.contains(&jobs), "origin named: {text}");
+
+    // The topic alone (as the console polls the rows on screen, here `ls` with a pattern that
+    // matches only it): still the group's dead-letter topic, its records its depth.
+    let rows = qdeck_json(
+        dir.path(),
+        &["ls", &format!("^{}$", regex::escape(&dlq)), "-o", "json"],
+    );
+    let row = &rows.as_array().expect("rows")[0];
+    assert_eq!(row["name"], dlq.as_str(), "{rows}");
+    assert_eq!(row["depth"], 3, "{rows}");
+    assert!(row["retained"].is_null(), "{rows}");
+    assert_eq!(row["is_dlq"], true, "{rows}");
 }
 
 /// A share group's start offsets (KIP-932) move like a consumer group's offsets: the dry run

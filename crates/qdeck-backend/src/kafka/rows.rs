@@ -384,5 +384,8 @@ fn is_dead_letter_topic(snap: &Snapshot, topic: &str) -> bool {
             .any(|c| c.get(share::DLQ_TOPIC).is_some_and(|d| d == topic))
 }
 
+pub const DLT_AGE_NOTE: &str =
+    "a dead-letter topic: depth is every record it holds, redriven ones too until retention removes them (a redrive plan counts only those past qdeck's progress); the age of the oldest is not read";
+
 pub const AGE_NOTE: &str =
     "a topic keeps what its groups read: its records are retention, not backlog; what each group has yet to read, and its age, are on its group rows (GROUP@TOPIC)";

@@ -2,15 +2,16 @@
 //! latest), then one row at a time, then the age of the oldest unread record of the rows that
 //! lag (bounded fetches, see `age`).
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use super::super::admin::{self, Tp, EARLIEST, LATEST};
 use super::super::age::{self, Lagging};
 use super::super::routing::ClusterMeta;
+use super::super::share;
 use super::super::{KafkaBackend, Target};
 use super::{
-    age_words, is_dead_letter_topic, members_on, share_figures, Snapshot, AGE_NOTE, FIRST_UNREAD,
-    RETENTION_BREACH, SHARE_START,
+    age_words, is_dead_letter_topic, members_on, share_figures, Snapshot, AGE_NOTE, DLT_AGE_NOTE,
+    FIRST_UNREAD, RETENTION_BREACH, SHARE_START,
 };
 use crate::Result;
 use qdeck_model::domain::*;
@@ -128,7 +129,10 @@ impl KafkaBackend {
         Ok(batch)
     }
 
-    /// The groups asked about, described; only the cluster's metadata when none is.
+    /// The groups asked about, described; only the cluster's metadata when none is. With a
+    /// topic among the rows, every share group's dead-letter topic setting too: whether a
+    /// topic is one is in the groups' config, and a topic row's depth must not depend on which
+    /// rows are polled beside it (the console polls the rows on screen).
     async fn snapshot_for(&self, targets: &[(QueueId, Target)]) -> Result<Snapshot> {
         let wanted: BTreeSet<String> = targets
             .iter()
@@ -137,19 +141,46 @@ impl KafkaBackend {
                 Target::Topic(_) => None,
             })
             .collect();
-        if !wanted.is_empty() {
-            return self.snapshot(Some(&wanted), true).await;
+        let mut snap = if wanted.is_empty() {
+            Snapshot {
+                meta: self.cluster.metadata(None).await?,
+                groups: Vec::new(),
+                committed: HashMap::new(),
+                described: HashMap::new(),
+                group_errors: HashMap::new(),
+                shares: Vec::new(),
+                share_offsets: HashMap::new(),
+                share_configs: HashMap::new(),
+            }
+        } else {
+            self.snapshot(Some(&wanted), true).await?
+        };
+        if targets.iter().any(|(_, t)| matches!(t, Target::Topic(_))) {
+            for (g, c) in self.share_dlq_settings(&snap.meta).await {
+                snap.share_configs.entry(g).or_insert(c);
+            }
         }
-        Ok(Snapshot {
-            meta: self.cluster.metadata(None).await?,
-            groups: Vec::new(),
-            committed: HashMap::new(),
-            described: HashMap::new(),
-            group_errors: HashMap::new(),
-            shares: Vec::new(),
-            share_offsets: HashMap::new(),
-            share_configs: HashMap::new(),
-        })
+        Ok(snap)
+    }
+
+    /// Each share group's dead-letter topic setting (empty when it cannot be read: a topic
+    /// then reads as retention, as before the groups were known).
+    async fn share_dlq_settings(
+        &self,
+        meta: &ClusterMeta,
+    ) -> HashMap<String, BTreeMap<String, String>> {
+        let Ok(groups) = admin::list_groups(&self.cluster, meta).await else {
+            return HashMap::new();
+        };
+        let ids: Vec<String> = groups
+            .into_iter()
+            .filter(|g| g.group_type == "share")
+            .filter(|g| self.groups.as_ref().is_none_or(|r| r.is_match(&g.id)))
+            .map(|g| g.id)
+            .collect();
+        admin::configs(&self.cluster, 32, &ids, &[share::DLQ_TOPIC])
+            .await
+            .unwrap_or_default()
     }
 
     /// Every partition whose offsets are needed: the topics', the DLTs', the groups' topics.
@@ -217,7 +248,7 @@ impl Poll<'_> {
             retained: (!dead).then_some(n),
             dlq_depth,
             enqueued_total: Some(self.offsets.end_sum(topic)),
-            age_note: Some(AGE_NOTE.into()),
+            age_note: Some(if dead { DLT_AGE_NOTE } else { AGE_NOTE }.into()),
             ..Default::default()
         })
     }

@@ -192,7 +192,11 @@ impl Decodable for OffsetsV1Response {
     }
 }
 
-/// Every share partition of each group (one request per coordinator), or the group's error.
+/// Each share group's start offsets and lag per share partition (DescribeShareGroupOffsets
+/// v1), or the group's error. One request per group, not one per coordinator: Kafka 4.4
+/// answers a request naming many groups one group at a time, about 0.1 s each (20 groups in
+/// 1.9–2.4 s, the same from Java's Admin), while single-group requests take a few ms each
+/// (20 in 75–110 ms); measured on the broker `scripts/kafka.sh` starts, 2026-12-07.
 pub async fn offsets(
     c: &Cluster,
     groups: &[String],
@@ -202,22 +206,26 @@ pub async fn offsets(
     HashMap<String, String>,
 ) {
     let (mut out, mut errors) = (HashMap::new(), HashMap::new());
+    let mut asks = Vec::new();
     for (node, gs) in by_coordinator(groups, coords, &mut errors) {
-        let req = OffsetsV1(
-            DescribeShareGroupOffsetsRequest::default().with_groups(
-                gs.iter()
-                    .map(|g| {
+        for g in gs {
+            asks.push(async move {
+                let req = OffsetsV1(
+                    DescribeShareGroupOffsetsRequest::default().with_groups(vec![
                         DescribeShareGroupOffsetsRequestGroup::default()
-                            .with_group_id(GroupId(StrBytes::from_string((*g).clone())))
-                            .with_topics(None)
-                    })
-                    .collect(),
-            ),
-        );
-        match c
-            .to(node, "DescribeShareGroupOffsets", &req, DESCRIBE_OFFSETS_V)
-            .await
-        {
+                            .with_group_id(GroupId(StrBytes::from_string(g.clone())))
+                            .with_topics(None),
+                    ]),
+                );
+                let r = c
+                    .to(node, "DescribeShareGroupOffsets", &req, DESCRIBE_OFFSETS_V)
+                    .await;
+                (g, r)
+            });
+        }
+    }
+    for (g, r) in futures::future::join_all(asks).await {
+        match r {
             Ok(resp) => {
                 for (g, r) in resp.groups {
                     match r {
@@ -230,7 +238,7 @@ pub async fn offsets(
                     }
                 }
             }
-            Err(e) => batch_failed(&mut errors, &gs, &e),
+            Err(e) => batch_failed(&mut errors, &[g], &e),
         }
     }
     (out, errors)

@@ -482,6 +482,19 @@ fn the_message_view_scrolls_headers_and_body_as_one() {
     snap("oncall_message_top_60x15", &st, 60, 15);
 }
 
+/// A reason group of DLQ `orders-dlq` from `orders`, seen over the last hour.
+fn reason_group(now: i64, sig: &str, count: u64) -> qdeck_engine::triage::Group {
+    qdeck_engine::triage::Group {
+        signature: sig.into(),
+        origin: Some("orders".into()),
+        count,
+        first_seen_ms: Some(now - 3_600_000),
+        last_seen_ms: Some(now - 60_000),
+        sample_id: "1".into(),
+        redriven: 0,
+    }
+}
+
 /// At 80×24 the reasons view gives the failure text the width (FIRST and LAST give way),
 /// cuts it at its end, never in the middle, and shows the selected group's text whole.
 #[test]
@@ -490,15 +503,7 @@ fn the_reasons_view_keeps_the_failure_text_readable_at_80_columns() {
     select(&mut st, "orders-dlq");
     update(&mut st, key('F'));
     let now = st.now_ms;
-    let group = |sig: &str, count: u64| qdeck_engine::triage::Group {
-        signature: sig.into(),
-        origin: Some("orders".into()),
-        count,
-        first_seen_ms: Some(now - 3_600_000),
-        last_seen_ms: Some(now - 60_000),
-        sample_id: "1".into(),
-        redriven: 0,
-    };
+    let group = |sig: &str, count: u64| reason_group(now, sig, count);
     let long = "rejected: timeout while reserving stock for order <n> at warehouse <n> after <n> retries (upstream inventory-service answered 503)";
     update(
         &mut st,
@@ -780,15 +785,7 @@ fn r_redrives_the_group_or_search_shown_and_says_when_it_takes_every_group() {
     select(&mut st, "orders-dlq");
     update(&mut st, key('F'));
     let now = st.now_ms;
-    let group = |sig: &str, count: u64| qdeck_engine::triage::Group {
-        signature: sig.into(),
-        origin: Some("orders".into()),
-        count,
-        first_seen_ms: Some(now - 60_000),
-        last_seen_ms: Some(now - 1_000),
-        sample_id: "1".into(),
-        redriven: 0,
-    };
+    let group = |sig: &str, count: u64| reason_group(now, sig, count);
     update(
         &mut st,
         Action::ReasonsProgress {

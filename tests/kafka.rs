@@ -214,10 +214,27 @@ fn spring_dlt_redrive_copies_each_record_byte_for_byte_once() {
 
     let dir = tempfile::tempdir().unwrap();
     write_kafka_config(dir.path(), &format!("^{p}"));
+    let before = now_ms();
     let rows = rows(dir.path());
+    let after = now_ms();
     let src = &rows[&t];
     assert_eq!(src["dlq"], dlt, "{src}");
     assert_eq!(rows[&dlt]["depth"], 6);
+    // The dead-letter topic's age is its oldest record's, as Java's consumer reads the
+    // timestamps (the poll's own clock lies between `before` and `after`).
+    let oldest = dead
+        .iter()
+        .filter_map(|r| r["timestamp"].as_i64())
+        .min()
+        .expect("timestamps");
+    let Some(age) = rows[&dlt]["oldest_age_secs"].as_f64() else {
+        panic!("no age on the DLT row: {}", rows[&dlt])
+    };
+    let age_ms = (age * 1000.0).round() as i64;
+    assert!(
+        (before - oldest - 1..=after - oldest + 1).contains(&age_ms),
+        "age {age_ms} ms, oldest record at {oldest}, poll between {before} and {after}"
+    );
 
     let out = common::qdeck(dir.path())
         .args(["redrive", &dlt, "--yes", "-o", "json"])

@@ -349,22 +349,46 @@ pub const SHARE_START: &str =
     "timestamp of the record at the share-partition start offset (the oldest not yet acknowledged)";
 
 /// How a group row's age was read, for its note.
-fn age_words(h: &age::Head, what: &str) -> String {
+/// What a row's age of oldest is read from, and what its partitions read are.
+#[derive(Debug, Clone, Copy)]
+pub struct AgeOf {
+    pub what: &'static str,
+    /// The partitions read, in the singular: "lagging partition", "partition holding records".
+    pub partitions: &'static str,
+}
+
+pub const FIRST_UNREAD_AGE: AgeOf = AgeOf {
+    what: FIRST_UNREAD,
+    partitions: "lagging partition",
+};
+pub const SHARE_START_AGE: AgeOf = AgeOf {
+    what: SHARE_START,
+    partitions: "lagging partition",
+};
+pub const DLT_OLDEST_AGE: AgeOf = AgeOf {
+    what: DLT_OLDEST,
+    partitions: "partition holding records",
+};
+
+fn age_words(h: &age::Head, of: AgeOf) -> String {
+    let AgeOf { what, partitions } = of;
+    let s = |n: usize| if n == 1 { "" } else { "s" };
     if h.read == h.lagging {
         format!(
-            "{what}, oldest over the {} lagging partition{}",
+            "{what}, oldest over the {} {partitions}{}",
             h.lagging,
-            if h.lagging == 1 { "" } else { "s" }
+            s(h.lagging)
         )
     } else if h.read == 0 {
         format!(
-            "not read this poll: {} lagging partitions, at most {} read per poll",
+            "not read this poll: {} {partitions}{}, at most {} read per poll",
             h.lagging,
+            s(h.lagging),
             age::MAX_FETCHES
         )
     } else {
         format!(
-            "estimated: {what} on {} of {} lagging partitions (at most {} read per poll, largest lags first); the others may hold older records",
+            "estimated: {what} on {} of {} {partitions}s (at most {} read per poll, largest lags first); the others may hold older records",
             h.read,
             h.lagging,
             age::MAX_FETCHES
@@ -385,7 +409,10 @@ fn is_dead_letter_topic(snap: &Snapshot, topic: &str) -> bool {
 }
 
 pub const DLT_AGE_NOTE: &str =
-    "a dead-letter topic: depth is every record it holds, redriven ones too until retention removes them (a redrive plan counts only those past qdeck's progress); the age of the oldest is not read";
+    "a dead-letter topic: depth is every record it holds, redriven ones too until retention removes them (a redrive plan counts only those past qdeck's progress); age is that of the oldest record it holds; ";
+
+/// What the age of a dead-letter topic's row is read from.
+pub const DLT_OLDEST: &str = "timestamp of the record at the partition's start offset";
 
 pub const AGE_NOTE: &str =
     "a topic keeps what its groups read: its records are retention, not backlog; what each group has yet to read, and its age, are on its group rows (GROUP@TOPIC)";

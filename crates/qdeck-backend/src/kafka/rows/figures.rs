@@ -10,8 +10,8 @@ use super::super::routing::ClusterMeta;
 use super::super::share;
 use super::super::{KafkaBackend, Target};
 use super::{
-    age_words, is_dead_letter_topic, members_on, share_figures, Snapshot, AGE_NOTE, DLT_AGE_NOTE,
-    FIRST_UNREAD, RETENTION_BREACH, SHARE_START,
+    age_words, is_dead_letter_topic, members_on, share_figures, AgeOf, Snapshot, AGE_NOTE,
+    DLT_AGE_NOTE, DLT_OLDEST_AGE, FIRST_UNREAD_AGE, RETENTION_BREACH, SHARE_START_AGE,
 };
 use crate::Result;
 use qdeck_model::domain::*;
@@ -37,6 +37,26 @@ impl Offsets {
     }
 
     /// Records in `topic` (end − start over its partitions), or the first failure.
+    /// The partitions of `topic` holding records: from each one's start offset.
+    fn held(&self, meta: &ClusterMeta, topic: &str) -> Vec<Lagging> {
+        let Some(m) = meta.topics.get(topic) else {
+            return Vec::new();
+        };
+        m.leaders
+            .keys()
+            .filter_map(|p| {
+                let tp = (topic.to_string(), *p);
+                let (s, e) = (*self.start.get(&tp)?, *self.end.get(&tp)?);
+                (e > s).then(|| Lagging {
+                    topic: topic.to_string(),
+                    partition: *p,
+                    from: s,
+                    lag: u64::try_from(e - s).unwrap_or(0),
+                })
+            })
+            .collect()
+    }
+
     fn records_of(&self, meta: &ClusterMeta, topic: &str) -> std::result::Result<u64, String> {
         let m = meta
             .topics
@@ -98,12 +118,20 @@ impl KafkaBackend {
         let mut batch = StatsBatch::default();
         // Group rows with lag: their index in `batch.stats`, their lagging partitions, and
         // what the record read there is.
-        let mut lagging: Vec<(usize, Vec<Lagging>, &str)> = Vec::new();
+        let mut lagging: Vec<(usize, Vec<Lagging>, AgeOf)> = Vec::new();
         for (id, t) in targets {
             let dlq_depth = Self::dlt_of(&snap.meta, topic_of(&t))
                 .and_then(|d| poll.offsets.records_of(&snap.meta, &d).ok());
             let row = match t {
-                Target::Topic(topic) => poll.topic_row(id.clone(), &topic, dlq_depth),
+                Target::Topic(topic) => {
+                    poll.topic_row(id.clone(), &topic, dlq_depth)
+                        .map(|(st, held)| {
+                            if !held.is_empty() {
+                                lagging.push((batch.stats.len(), held, DLT_OLDEST_AGE));
+                            }
+                            st
+                        })
+                }
                 Target::Group { group, topic } => {
                     let share = snap.shares.iter().any(|g| g.id == group);
                     let row = if share {
@@ -113,7 +141,11 @@ impl KafkaBackend {
                     };
                     row.map(|(st, behind)| {
                         if !behind.is_empty() {
-                            let what = if share { SHARE_START } else { FIRST_UNREAD };
+                            let what = if share {
+                                SHARE_START_AGE
+                            } else {
+                                FIRST_UNREAD_AGE
+                            };
                             lagging.push((batch.stats.len(), behind, what));
                         }
                         st
@@ -211,14 +243,14 @@ impl KafkaBackend {
         &self,
         meta: &ClusterMeta,
         batch: &mut StatsBatch,
-        lagging: &[(usize, Vec<Lagging>, &str)],
+        lagging: &[(usize, Vec<Lagging>, AgeOf)],
     ) {
         let lists: Vec<Vec<Lagging>> = lagging.iter().map(|(_, l, _)| l.clone()).collect();
         let heads = age::heads(&self.cluster, meta, &lists).await;
         for ((i, _, what), h) in lagging.iter().zip(heads) {
             let st = &mut batch.stats[*i];
             st.oldest_age_secs = h.oldest_ms.map(|ts| (st.at_ms - ts).max(0) as f64 / 1000.0);
-            let how = age_words(&h, what);
+            let how = age_words(&h, *what);
             st.age_note = Some(match st.age_note.take().filter(|n| !n.is_empty()) {
                 Some(n) => format!("{n}{how}"),
                 None => how,
@@ -228,12 +260,14 @@ impl KafkaBackend {
 }
 
 impl Poll<'_> {
+    /// A topic's row, and for a dead-letter topic its partitions holding records (whose
+    /// oldest record's age is read after, at each partition's start offset).
     fn topic_row(
         &self,
         id: QueueId,
         topic: &str,
         dlq_depth: Option<u64>,
-    ) -> std::result::Result<QueueStats, QueueError> {
+    ) -> std::result::Result<(QueueStats, Vec<Lagging>), QueueError> {
         let n = self
             .offsets
             .records_of(&self.snap.meta, topic)
@@ -241,7 +275,12 @@ impl Poll<'_> {
         // A topic keeps what its groups read: its records are retention, and its groups' lag
         // the backlog. A dead-letter topic's records are its dead letters.
         let dead = is_dead_letter_topic(self.snap, topic);
-        Ok(QueueStats {
+        let held = if dead {
+            self.offsets.held(&self.snap.meta, topic)
+        } else {
+            Vec::new()
+        };
+        let st = QueueStats {
             id,
             at_ms: self.at_ms,
             depth: dead.then_some(n),
@@ -249,8 +288,11 @@ impl Poll<'_> {
             dlq_depth,
             enqueued_total: Some(self.offsets.end_sum(topic)),
             age_note: Some(if dead { DLT_AGE_NOTE } else { AGE_NOTE }.into()),
+            // Nothing held is an age of 0; otherwise it is read after.
+            oldest_age_secs: (dead && held.is_empty()).then_some(0.0),
             ..Default::default()
-        })
+        };
+        Ok((st, held))
     }
 
     /// A share group's row on `topic`, and its share partitions holding records not yet

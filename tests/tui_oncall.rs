@@ -795,17 +795,9 @@ fn r_redrives_the_group_or_search_shown_and_says_when_it_takes_every_group() {
             total: Some(3),
         },
     );
-    let planned = |fx: &[Effect]| {
-        fx.iter()
-            .find_map(|e| match e {
-                Effect::PlanRedrive(r) => Some(r.clone()),
-                _ => None,
-            })
-            .expect("the dialog asks for its plan")
-    };
     // The reasons view: every group, said.
     let fx = update(&mut st, key('R'));
-    assert_eq!(planned(&fx).only_ids, None);
+    assert_eq!(plan_request(&fx).only_ids, None);
     let screen = flatten(&text(&draw(&st, 80, 24)));
     assert!(screen.contains("every reason group"), "{screen}");
     update(&mut st, code(KeyCode::Esc));
@@ -819,21 +811,10 @@ fn r_redrives_the_group_or_search_shown_and_says_when_it_takes_every_group() {
         body: format!("body of {id}").into_bytes(),
         ..Default::default()
     };
-    update(
-        &mut st,
-        Action::Page {
-            queue: QueueId::new("orders-dlq"),
-            append: false,
-            result: Ok(Page {
-                messages: vec![msg("m1"), msg("m3")],
-                next: None,
-                effect_note: None,
-            }),
-        },
-    );
+    page(&mut st, "orders-dlq", vec![msg("m1"), msg("m3")]);
     let fx = update(&mut st, key('R'));
     assert_eq!(
-        planned(&fx).only_ids,
+        plan_request(&fx).only_ids,
         Some(vec!["m1".to_string(), "m3".to_string()])
     );
     let screen = flatten(&text(&draw(&st, 80, 24)));
@@ -844,13 +825,9 @@ fn r_redrives_the_group_or_search_shown_and_says_when_it_takes_every_group() {
     update(&mut st, code(KeyCode::Esc));
 
     // A search narrows the list further: its one row.
-    update(&mut st, key('/'));
-    for c in "m3".chars() {
-        update(&mut st, key(c));
-    }
-    update(&mut st, code(KeyCode::Enter));
+    search(&mut st, "m3");
     let fx = update(&mut st, key('R'));
-    assert_eq!(planned(&fx).only_ids, Some(vec!["m3".to_string()]));
+    assert_eq!(plan_request(&fx).only_ids, Some(vec!["m3".to_string()]));
     update(&mut st, code(KeyCode::Esc));
 
     // A purge from the narrowed list says it takes the whole queue.
@@ -870,11 +847,7 @@ fn r_redrives_the_group_or_search_shown_and_says_when_it_takes_every_group() {
     update(&mut st, code(KeyCode::Esc));
 
     // A search that shows nothing redrives nothing.
-    update(&mut st, key('/'));
-    for c in "zzz".chars() {
-        update(&mut st, key(c));
-    }
-    update(&mut st, code(KeyCode::Enter));
+    search(&mut st, "zzz");
     let fx = update(&mut st, key('R'));
     assert!(
         !fx.iter().any(|e| matches!(e, Effect::PlanRedrive(_))),

@@ -210,17 +210,10 @@ fn a_null_value_reads_null_and_an_empty_one_empty() {
         headers: vec![("trace".into(), Value::Null)],
         ..Default::default()
     };
-    update(
+    page(
         &mut st,
-        Action::Page {
-            queue: QueueId::new("orders-dlq"),
-            append: false,
-            result: Ok(Page {
-                messages: vec![record("0:1", 1, true), record("0:2", 2, false)],
-                next: None,
-                effect_note: None,
-            }),
-        },
+        "orders-dlq",
+        vec![record("0:1", 1, true), record("0:2", 2, false)],
     );
     let screen = text(&draw(&st, 80, 24));
     assert!(row_of(&screen, "0:1").contains("(null)"), "{screen}");

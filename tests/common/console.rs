@@ -69,15 +69,44 @@ pub fn delete_plan(queue: &QueueId, ids: &[String], note: Option<&str>) -> HeldP
 /// Answer the redrive dialog's plan request among `fx` as the broker would: `n` messages,
 /// client-side, with `notes`.
 pub fn answer_plan(st: &mut State, fx: &[Effect], n: u64, notes: &[&str]) {
-    let req = fx
-        .iter()
+    let req = plan_request(fx);
+    let result = Ok(redrive_plan(&req, n, notes));
+    update(st, Action::RedrivePlanned { req, result });
+}
+
+/// The redrive request the dialog asked the engine to plan, among `fx`.
+pub fn plan_request(fx: &[Effect]) -> RedriveRequest {
+    fx.iter()
         .find_map(|e| match e {
             Effect::PlanRedrive(r) => Some(r.clone()),
             _ => None,
         })
-        .expect("the dialog asks for its plan");
-    let result = Ok(redrive_plan(&req, n, notes));
-    update(st, Action::RedrivePlanned { req, result });
+        .expect("the dialog asks for its plan")
+}
+
+/// The browser's page of `queue` arrived holding `messages` (the last page).
+pub fn page(st: &mut State, queue: &str, messages: Vec<Message>) -> Vec<Effect> {
+    update(
+        st,
+        Action::Page {
+            queue: QueueId::new(queue),
+            append: false,
+            result: Ok(Page {
+                messages,
+                next: None,
+                effect_note: None,
+            }),
+        },
+    )
+}
+
+/// `/text` and Enter: the list's search.
+pub fn search(st: &mut State, text: &str) {
+    update(st, key('/'));
+    for c in text.chars() {
+        update(st, key(c));
+    }
+    update(st, code(KeyCode::Enter));
 }
 
 /// Answer the purge dialog's plan request among `fx`: `n` messages in the queue it names.

@@ -299,13 +299,7 @@ async fn a_subset_redrive_kafka_cannot_run_is_refused_in_the_dialog() {
         update(&mut st, code(KeyCode::Char(' ')));
     }
     let fx = update(&mut st, key('R'));
-    let req = fx
-        .iter()
-        .find_map(|e| match e {
-            Effect::PlanRedrive(r) => Some(r.clone()),
-            _ => None,
-        })
-        .expect("the dialog asks for its plan");
+    let req = crate::common::console::plan_request(&fx);
     assert_eq!(req.only_ids.as_ref().map(Vec::len), Some(2), "{req:?}");
     let result = ops::plan_redrive(&gate, req.clone())
         .await

@@ -149,6 +149,7 @@ async fn manual_fleet_one_broker_down() {
         },
         &names,
         Vec::new(),
+        Default::default(),
         tx,
     );
     // Warm up: every profile answered once.

@@ -2762,12 +2762,18 @@ fn fleet_enter_opens_a_profile_and_esc_comes_back() {
         update(&mut fresh, key(c));
     }
     let fx = update(&mut fresh, code(KeyCode::Enter));
-    assert!(fx.contains(&Effect::StartFleet), "{fx:?}");
+    assert!(
+        fx.contains(&Effect::StartFleet(fresh.alerts.book.clone())),
+        "{fx:?}"
+    );
     for c in ":fleet".chars() {
         update(&mut st, key(c));
     }
     let fx = update(&mut st, code(KeyCode::Enter));
-    assert!(fx.contains(&Effect::StartFleet), "{fx:?}");
+    assert!(
+        fx.contains(&Effect::StartFleet(st.alerts.book.clone())),
+        "{fx:?}"
+    );
     assert_eq!(st.view(), View::Fleet);
     // A profile added to the file joins; the rows of the others keep their figures.
     let names: Vec<String> = ["local", "rabbit-eu", "sqs-prod", "added"]
@@ -2862,7 +2868,10 @@ fn fire_view_filters_opens_and_comes_back() {
         update(&mut fresh, key(c));
     }
     let fx = update(&mut fresh, code(KeyCode::Enter));
-    assert!(fx.contains(&Effect::StartFleet), "{fx:?}");
+    assert!(
+        fx.contains(&Effect::StartFleet(fresh.alerts.book.clone())),
+        "{fx:?}"
+    );
     assert_eq!(fresh.stack, vec![View::Fleet, View::Fire]);
 }
 
@@ -2914,6 +2923,7 @@ async fn fleet_pollers_answer_around_a_dead_broker() {
         },
         &names,
         Vec::new(),
+        Default::default(),
         tx,
     );
     let mut rows = std::collections::HashMap::new();
@@ -2983,6 +2993,7 @@ async fn fleet_prices_sqs_calls() {
         },
         &names,
         Vec::new(),
+        Default::default(),
         tx,
     );
     let mut rows = std::collections::HashMap::new();
@@ -3139,6 +3150,7 @@ async fn fire_ranks_an_old_idle_queue_on_the_first_poll() {
         },
         &["here".to_string()],
         Vec::new(),
+        Default::default(),
         tx,
     );
     let first = tokio::time::timeout(Duration::from_secs(20), rx.recv())

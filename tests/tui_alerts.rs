@@ -159,8 +159,10 @@ fn notify_rings_and_sends_a_desktop_line_once_per_firing() {
     assert!(!fx.iter().any(|e| matches!(e, Effect::Notify { .. })));
 }
 
-/// The fleet poller evaluates the rules on every profile it polls: another profile's firing
-/// rule reaches the console through its fleet row and ranks first in the on-fire view.
+/// The fleet poller evaluates the rules on every profile it polls into the console's alert
+/// book: another profile's firing rule ranks first in the on-fire view and is in `:alerts`;
+/// when that profile becomes the console's own, the same state goes on (no gap, no new age,
+/// no drop of the badge) and the profile left stays listed.
 #[tokio::test]
 async fn another_profiles_firing_rule_comes_through_the_fleet() {
     let dir = tempfile::tempdir().unwrap();
@@ -197,6 +199,17 @@ async fn another_profiles_firing_rule_comes_through_the_fleet() {
     let config = qdeck_model::config::validate_file(&cfg).unwrap();
     let rules = qdeck_engine::alerts::rules(&config).unwrap();
     let names = vec!["a".to_string(), "b".to_string()];
+    let mut st = with_rules(
+        State::new(
+            qdeck_engine::store::Store::new(600, 240, 600.0),
+            caps(),
+            "a",
+            "local",
+        ),
+        false,
+        false,
+    );
+    st.scene().fleet = Some(qdeck::tui::state::FleetState::new(&names));
     let (tx, mut rx) = tokio::sync::mpsc::channel(64);
     let _fleet = qdeck_engine::fleet::spawn(
         |n| qdeck_model::config::LoadOptions {
@@ -206,18 +219,18 @@ async fn another_profiles_firing_rule_comes_through_the_fleet() {
         },
         &names,
         rules,
+        st.alerts.book.clone(),
         tx,
     );
-    let mut fl = qdeck::tui::state::FleetState::new(&names);
     tokio::time::timeout(std::time::Duration::from_secs(30), async {
-        while fl.alerts.is_empty() {
+        while st.fleet.as_ref().unwrap().alerts.is_empty() {
             let row = rx.recv().await.unwrap();
-            fl.apply(row);
-            fl.set_alerts("a", Vec::new());
+            update(&mut st, Action::Fleet(row));
         }
     })
     .await
     .expect("profile b's rule fires within 30 s");
+    let fl = st.fleet.as_ref().unwrap();
     assert_eq!(fl.alerts.len(), 1);
     let f = &fl.alerts[0];
     assert_eq!(
@@ -229,19 +242,21 @@ async fn another_profiles_firing_rule_comes_through_the_fleet() {
     let rows = fl.fire_rows(qdeck_model::domain::now_ms());
     assert!(matches!(rows[0], qdeck::tui::state::FireRow::Alert(_)));
     assert_eq!(rows[0].profile(), "b");
+    let since = f.since_ms;
+    assert_eq!(
+        st.alerts.firing(),
+        0,
+        "nothing fires on the console's own a"
+    );
 
-    // `:alerts` on another profile's console lists it under its rule, named with its profile.
-    let mut st = with_rules(populated(), false, false);
-    assert_ne!(st.session.profile, "b");
-    st.scene().fleet = Some(fl);
+    // `:alerts` lists it under its rule, named with its profile.
     command(&mut st, ":alerts");
     let screen = text(&draw(&st, 100, 24));
     assert!(screen.contains("FIRING  b/orders.dlq"), "{screen}");
     assert!(screen.contains("2 rules · 1 firing"), "{screen}");
 
     // b becomes the console's own profile: its alert keeps firing since the time the fleet
-    // saw it start, with no gap in the fire list and nothing announced again.
-    let since = st.fleet.as_ref().unwrap().alerts[0].since_ms;
+    // saw it start, listed once, with nothing announced again.
     let badge = st.alerts_firing();
     let fresh = with_rules(
         State::new(
@@ -254,18 +269,30 @@ async fn another_profiles_firing_rule_comes_through_the_fleet() {
         false,
     );
     qdeck::tui::update::switched(&mut st, fresh);
+    assert_eq!(st.alerts.book.console().as_deref(), Some("b"));
     let own = st.alerts.firing_rows();
     assert_eq!(own.len(), 1, "{own:?}");
     assert_eq!((own[0].profile.as_str(), own[0].since_ms), ("b", since));
-    let fl = st.scene().fleet.as_mut().unwrap();
-    fl.set_alerts("b", own);
-    assert_eq!(
-        fl.alerts.len(),
-        1,
-        "listed once, from the console's own tracker"
+    // The console's own first polls of b (the DLQ listed, not measured yet) leave it firing.
+    update(
+        &mut st,
+        Action::Poll(PollEvent::Queues(vec![qdeck_model::domain::QueueInfo {
+            id: QueueId::new("orders.dlq"),
+            is_dlq: true,
+            ..Default::default()
+        }])),
     );
+    update(
+        &mut st,
+        Action::Poll(PollEvent::Stats(StatsBatch::default())),
+    );
+    let fl = st.fleet.as_ref().unwrap();
+    assert_eq!(fl.alerts.len(), 1, "listed once: {:?}", fl.alerts);
     assert_eq!(fl.alerts[0].since_ms, since);
     assert_eq!(st.alerts_firing(), badge, "the badge does not drop");
+    command(&mut st, ":alerts");
+    let screen = text(&draw(&st, 100, 24));
+    assert!(screen.contains("FIRING  orders.dlq"), "{screen}");
 }
 
 #[test]
@@ -327,37 +354,94 @@ fn the_alerts_view_without_rules_says_how_to_add_them_at_60_columns() {
 
 /// A rule pending on a profile in the fleet (its condition holds, its `for` not over yet) goes
 /// on counting from when the fleet saw it start once that profile becomes the console's own:
-/// it fires when the fleet would have, not a whole `for` after the switch.
+/// it fires at the console's first poll after the fleet's start plus `for`, not a whole `for`
+/// after the switch.
 #[test]
 fn a_pending_rule_keeps_its_start_when_its_profile_becomes_the_consoles() {
-    use qdeck_engine::alerts::{Key, Phase};
-    let names = vec!["a".to_string(), "b".to_string()];
-    let mut fl = qdeck::tui::state::FleetState::new(&names);
+    use qdeck_engine::alerts::{Evaluator, Health, Key, Phase};
+    let cfg = qdeck_model::config::parse_str(
+        "[[alerts]]\nname = \"slow\"\nwhen = \"depth > 0\"\nfor = \"60s\"\n",
+    )
+    .unwrap();
+    let rules = qdeck_engine::alerts::rules(&cfg).unwrap();
+    let mut st = populated();
+    st.scene().alerts.rules = rules.clone();
+    // The fleet poller's view of profile b: orders holds 5, first seen at `since`.
+    let mut fleet_store = qdeck_engine::store::Store::new(600, 240, 600.0);
+    fleet_store.set_queues(vec![qdeck_model::domain::QueueInfo {
+        id: QueueId::new("orders"),
+        ..Default::default()
+    }]);
+    // After the store's epoch: samples are kept as offsets from it.
+    let since = qdeck_model::domain::now_ms() + 1_000;
+    fleet_store.apply(StatsBatch {
+        stats: vec![QueueStats {
+            id: QueueId::new("orders"),
+            at_ms: since,
+            depth: Some(5),
+            ..Default::default()
+        }],
+        errors: vec![],
+    });
+    let book = st.alerts.book.clone();
+    book.evaluate(
+        Evaluator::Fleet,
+        &rules,
+        "b",
+        &fleet_store,
+        Health::default(),
+        since,
+    );
     let key = Key {
         rule: "slow".into(),
         profile: "b".into(),
         queue: "orders".into(),
     };
-    let since = 1_000;
-    fl.apply(qdeck_engine::fleet::FleetRow {
-        profile: "b".into(),
-        pending: vec![(key.clone(), since)],
-        ..Default::default()
-    });
-    let mut st = populated();
-    st.scene().fleet = Some(fl);
-    let fresh = State::new(
+    let mut fresh = State::new(
         qdeck_engine::store::Store::new(600, 240, 600.0),
         caps(),
         "b",
         "local",
     );
+    fresh.scene().alerts.rules = rules;
+    fresh.scene().now_ms = since + 30_000;
     qdeck::tui::update::switched(&mut st, fresh);
-    let phase = st
-        .alerts
-        .tracker
-        .phases()
-        .find(|(k, _)| **k == key)
-        .map(|(_, p)| *p);
-    assert_eq!(phase, Some(Phase::Pending { since_ms: since }));
+    let phase = |st: &State| {
+        st.alerts
+            .book
+            .read(|t| t.phases().find(|(k, _)| **k == key).map(|(_, p)| *p))
+    };
+    assert_eq!(phase(&st), Some(Phase::Pending { since_ms: since }));
+    // The console's own polls of b: still pending 30 s in, firing at the first poll past 60 s.
+    update(
+        &mut st,
+        Action::Poll(PollEvent::Queues(vec![qdeck_model::domain::QueueInfo {
+            id: QueueId::new("orders"),
+            ..Default::default()
+        }])),
+    );
+    let poll = |st: &mut State, at: i64| {
+        st.scene().now_ms = at;
+        update(
+            st,
+            Action::Poll(PollEvent::Stats(StatsBatch {
+                stats: vec![QueueStats {
+                    id: QueueId::new("orders"),
+                    at_ms: at,
+                    depth: Some(5),
+                    ..Default::default()
+                }],
+                errors: vec![],
+            })),
+        );
+    };
+    poll(&mut st, since + 32_000);
+    assert_eq!(phase(&st), Some(Phase::Pending { since_ms: since }));
+    poll(&mut st, since + 61_000);
+    assert_eq!(
+        phase(&st),
+        Some(Phase::Firing {
+            since_ms: since + 61_000
+        })
+    );
 }

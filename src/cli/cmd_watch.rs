@@ -133,7 +133,7 @@ async fn run(
         for t in &changes {
             on(t);
         }
-        match monitor.tracker.save(state) {
+        match monitor.book.read(|t| t.save(state)) {
             Ok(()) => warned = false,
             // Said once until it works again: a full disk must not flood the terminal.
             Err(e) if !warned => {

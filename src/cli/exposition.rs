@@ -139,18 +139,14 @@ pub fn render(m: &Monitor, now_ms: i64) -> Result<String, std::fmt::Error> {
             }
         }
     }
-    for (k, _) in m.tracker.firing() {
-        let severity = m
-            .rules
-            .iter()
-            .find(|r| r.name == k.rule)
-            .map_or("warning", |r| r.severity.as_str());
+    for f in m.book.firing_alerts(&m.rules) {
+        let k = f.key;
         firing
             .get_or_create(&vec![
-                ("rule", k.rule.clone()),
-                ("profile", k.profile.clone()),
-                ("queue", k.queue.clone()),
-                ("severity", severity.to_string()),
+                ("rule", k.rule),
+                ("profile", k.profile),
+                ("queue", k.queue),
+                ("severity", f.severity.as_str().to_string()),
             ])
             .set(1.0);
     }

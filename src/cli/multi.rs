@@ -524,7 +524,13 @@ mod tests {
         let cli = ls_rows(&base, &names, Duration::from_secs(10), None, None).await;
         let (tx, mut rx) = tokio::sync::mpsc::channel(16);
         let loaded = base.clone();
-        let _fleet = fleet::spawn(move |n| loaded.options_for(n), &names, Vec::new(), tx);
+        let _fleet = fleet::spawn(
+            move |n| loaded.options_for(n),
+            &names,
+            Vec::new(),
+            Default::default(),
+            tx,
+        );
         let mut rows = std::collections::HashMap::new();
         tokio::time::timeout(Duration::from_secs(30), async {
             while rows.len() < 2 {

@@ -76,6 +76,7 @@ async fn pubsub_rows_reach_the_fleet_the_fire_view_and_serve() {
     };
     let rules = vec![qdeck_engine::alerts::Rule::compile(&rule, 0).unwrap()];
     let (tx, mut rx) = tokio::sync::mpsc::channel(16);
+    let book = qdeck_engine::alerts::AlertBook::default();
     let _fleet = qdeck_engine::fleet::spawn(
         |n| qdeck_model::config::LoadOptions {
             file: Some(cfg.clone()),
@@ -83,7 +84,8 @@ async fn pubsub_rows_reach_the_fleet_the_fire_view_and_serve() {
             read_only: false,
         },
         &["ps".to_string()],
-        rules,
+        rules.clone(),
+        book.clone(),
         tx,
     );
     let row = tokio::time::timeout(Duration::from_secs(60), async {
@@ -112,8 +114,9 @@ async fn pubsub_rows_reach_the_fleet_the_fire_view_and_serve() {
     );
     let dlq = fire(&format!("{p}/dl-dlq-sub")).expect("its DLQ on the on-fire view");
     assert_eq!((dlq.depth, dlq.is_dlq), (Some(2), true));
-    let alerts: Vec<(&str, &str)> = row
-        .alerts
+    // The rules were evaluated on this answer before its row went out.
+    let firing = book.firing_alerts(&rules);
+    let alerts: Vec<(&str, &str)> = firing
         .iter()
         .map(|a| (a.key.rule.as_str(), a.key.queue.as_str()))
         .collect();

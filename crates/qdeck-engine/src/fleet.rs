@@ -55,11 +55,6 @@ pub struct FleetRow {
     pub fire: Vec<FireEntry>,
     /// `[fire] max_age_secs` of the profile's configuration.
     pub max_age_secs: f64,
-    /// Alert rules firing on this profile's queues, most severe first.
-    pub alerts: Vec<crate::alerts::Firing>,
-    /// Rules whose condition holds on this profile for less than their `for` (rule's key,
-    /// since when): a console that takes the profile over keeps counting from there.
-    pub pending: Vec<(crate::alerts::Key, i64)>,
 }
 
 /// Rows each profile contributes to the on-fire view: enough to fill any screen, bounded
@@ -255,17 +250,18 @@ pub type Polled = (Vec<QueueInfo>, StatsBatch);
 /// period; every answer becomes that profile's updated row on `tx`.
 ///
 /// The alert `rules` are evaluated on every answer (with each profile's history kept for
-/// them), and each row carries what fires on its profile.
+/// them) into `book`, except on the profile the book gives to the console; a row goes out
+/// again when a health rule changed on the clock.
 pub fn spawn(
     options: impl Fn(&str) -> LoadOptions,
     names: &[String],
     rules: Vec<crate::alerts::Rule>,
+    book: crate::alerts::AlertBook,
     tx: mpsc::Sender<FleetRow>,
 ) -> FleetHandle {
     let (answers_tx, mut answers) = mpsc::channel::<Answer<Polled, BackendError>>(64);
     let handle = multi_poller::spawn(options, names, Timeout::FromRefresh, read, answers_tx);
-    let mut monitor = (!rules.is_empty())
-        .then(|| crate::alerts::Monitor::new(rules, crate::alerts::Tracker::default()));
+    let mut monitor = (!rules.is_empty()).then(|| crate::alerts::Monitor::sharing(rules, book));
     tokio::spawn(async move {
         // Each profile's row and its queues' recent depths (for "growing").
         let mut rows: HashMap<String, (FleetRow, DepthWindow)> = HashMap::new();
@@ -279,8 +275,7 @@ pub fn spawn(
                     let Some(m) = &mut monitor else { continue };
                     let changed = m.evaluate_health(qdeck_model::domain::now_ms());
                     for t in &changed {
-                        if let Some((row, _)) = rows.get_mut(&t.profile) {
-                            (row.alerts, row.pending) = alerts_on(m, &t.profile);
+                        if let Some((row, _)) = rows.get(&t.profile) {
                             if tx.send(row.clone()).await.is_err() {
                                 return;
                             }
@@ -299,7 +294,6 @@ pub fn spawn(
             });
             if let Some(m) = &mut monitor {
                 m.apply(copy(&a), qdeck_model::domain::now_ms());
-                (row.alerts, row.pending) = alerts_on(m, &a.profile);
             }
             apply(row, previous, a);
             if tx.send(row.clone()).await.is_err() {
@@ -308,29 +302,6 @@ pub fn spawn(
         }
     });
     handle
-}
-
-/// What fires on `profile` now, and what is pending there, for its row.
-fn alerts_on(
-    m: &crate::alerts::Monitor,
-    profile: &str,
-) -> (Vec<crate::alerts::Firing>, Vec<(crate::alerts::Key, i64)>) {
-    let firing = m
-        .tracker
-        .firing_alerts(&m.rules)
-        .into_iter()
-        .filter(|f| f.key.profile == profile)
-        .collect();
-    let pending = m
-        .tracker
-        .phases()
-        .filter(|(k, _)| k.profile == profile)
-        .filter_map(|(k, p)| match p {
-            crate::alerts::Phase::Pending { since_ms } => Some((k.clone(), *since_ms)),
-            crate::alerts::Phase::Firing { .. } => None,
-        })
-        .collect();
-    (firing, pending)
 }
 
 /// An answer for the alert monitor, which keeps figures of its own (the row keeps sums).

@@ -199,7 +199,7 @@ impl Exec {
             Effect::Save { queue, messages } => self.save(queue, messages),
             Effect::SwitchProfile(name) => self.switch_profile(name),
             Effect::ReadProfiles(then) => self.read_profiles(then),
-            Effect::StartFleet => return Some(self.start_fleet()),
+            Effect::StartFleet(book) => return Some(self.start_fleet(book)),
             // A few hundred short lines: written at once, so the next run (or the state of a
             // `:profile` switch, read from the file) has the command just run.
             Effect::SaveHistory(lines) => {
@@ -255,7 +255,7 @@ impl Exec {
 
     /// Poll the fleet view's profiles. The file is read again (as `:profile` does): a
     /// profile added since the start joins the fleet, one removed leaves it.
-    fn start_fleet(&mut self) -> Action {
+    fn start_fleet(&mut self, book: qdeck_engine::alerts::AlertBook) -> Action {
         let opts = self
             .session
             .loaded
@@ -276,6 +276,7 @@ impl Exec {
                 move |n| loaded.options_for(n),
                 &names,
                 rules,
+                book,
                 self.fleet_tx.clone(),
             ));
         }

@@ -257,7 +257,7 @@ where
         apply(&mut ex, &mut st, Action::Resize(sz.width, sz.height));
     }
     if start_fleet {
-        if let Some(a) = ex.run(Effect::StartFleet) {
+        if let Some(a) = ex.run(Effect::StartFleet(st.alerts.book.clone())) {
             apply(&mut ex, &mut st, a);
         }
     }

@@ -43,12 +43,12 @@ pub(super) fn command(st: &mut Model, text: &str, fx: &mut Vec<Effect>) {
                 st.stack = vec![View::Fleet];
             }
             // Started, or its profile list read again from the file.
-            fx.push(Effect::StartFleet);
+            fx.push(Effect::StartFleet(st.alerts.book.clone()));
         }
         "fire" => {
             if st.fleet.is_none() {
                 // The executor starts the pollers and keeps the on-fire view on top.
-                fx.push(Effect::StartFleet);
+                fx.push(Effect::StartFleet(st.alerts.book.clone()));
             }
             st.stack = vec![View::Fleet, View::Fire];
         }
@@ -199,7 +199,7 @@ pub(super) fn fleet_started(st: &mut Model, names: &[String]) {
         fresh.fire_filter = old.fire_filter;
         fresh.cursor.clamp(fresh.rows.len(), st.size.1 as usize);
     }
-    fresh.set_alerts(&st.session.profile, st.alerts.firing_rows());
+    fresh.set_alerts(&st.session.profile, st.alerts.every_firing_row());
     st.fleet = Some(fresh);
     st.stack = if st.view() == View::Fire {
         vec![View::Fleet, View::Fire]

@@ -231,8 +231,9 @@ pub enum Effect {
         queue: QueueId,
         why: String,
     },
-    /// Start polling every profile for the fleet view (`:fleet`).
-    StartFleet,
+    /// Start polling every profile for the fleet view (`:fleet`); its alert rules are
+    /// evaluated into the console's book.
+    StartFleet(qdeck_engine::alerts::AlertBook),
     /// Open the editor again on `draft`, the text of an edit that did not parse.
     EditAgain {
         queue: QueueId,
@@ -290,10 +291,10 @@ fn reduce(st: &mut Model, action: Action) -> Vec<Effect> {
         }
         Action::Profiles { names, then } => commands::profiles_read(st, names, then, &mut fx),
         Action::Fleet(row) => {
-            let own = st.alerts.firing_rows();
+            let all = st.alerts.every_firing_row();
             if let Some(f) = &mut st.fleet {
                 f.apply(row);
-                f.set_alerts(&st.session.profile, own);
+                f.set_alerts(&st.session.profile, all);
                 st.dirty = true;
             }
             follow_fire(st);
@@ -356,16 +357,10 @@ pub fn switched(st: &mut State, fresh: State) {
     // on-fire row that asked for one of this profile's queues lands on that queue's detail,
     // over the on-fire view.
     fresh.fleet = st.fleet.take();
-    // What already fires on the new profile, as the fleet saw it, stays firing since then:
-    // becoming the console's own changes nothing about an alert (no 30 s gap, no new age).
-    if let Some(row) = fresh
-        .fleet
-        .as_ref()
-        .and_then(|f| f.rows.iter().find(|r| r.profile == fresh.session.profile))
-    {
-        fresh.alerts.tracker.adopt(&row.alerts);
-        fresh.alerts.tracker.adopt_pending(&row.pending);
-    }
+    // One alert book for the process: what fires or is pending on the new profile goes on
+    // from where the fleet poller left it, and the profile left is the fleet's to evaluate.
+    fresh.alerts.book = st.alerts.book.clone();
+    fresh.alerts.book.set_console(&fresh.session.profile);
     // The session's operations stay in `:ops` across switches: a result line's "(:ops)" hint
     // must still lead somewhere after the user moved to another profile.
     fresh.ops_log = std::mem::take(&mut st.ops_log);

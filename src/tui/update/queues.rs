@@ -198,9 +198,9 @@ pub(super) fn alerts(st: &mut Model, fx: &mut Vec<Effect>, health_only: bool) {
                 st.now_ms,
             ),
     };
-    let changes = qdeck_engine::alerts::evaluate(
+    let changes = st.alerts.book.evaluate(
+        qdeck_engine::alerts::Evaluator::Console,
         rules,
-        &mut st.alerts.tracker,
         &st.session.profile,
         &st.store,
         health,
@@ -217,9 +217,9 @@ pub(super) fn alerts(st: &mut Model, fx: &mut Vec<Effect>, health_only: bool) {
             });
         }
     }
-    let own = st.alerts.firing_rows();
+    let all = st.alerts.every_firing_row();
     if let Some(f) = &mut st.fleet {
-        f.set_alerts(&st.session.profile, own);
+        f.set_alerts(&st.session.profile, all);
     }
     super::follow_fire(st);
 }

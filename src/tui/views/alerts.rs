@@ -1,6 +1,7 @@
-//! The alerts view (`:alerts`): each `[[alerts]]` rule with where it stands on this profile
-//! (firing since, pending for, resolved at, or quiet) and, while the fleet is polled, where it
-//! fires on the other profiles.
+//! The alerts view (`:alerts`): each `[[alerts]]` rule with where it stands on every profile
+//! this process evaluates (firing since, pending for, resolved at, or quiet), the console's
+//! own profile first. The states come from the one alert book the console and its fleet
+//! poller share, so this view, the badge and the on-fire list never disagree.
 
 use ratatui::layout::Rect;
 use ratatui::text::Line;
@@ -9,27 +10,20 @@ use ratatui::Frame;
 
 use super::wrap::wrap_lines;
 use super::{block, fmt_ago, fmt_secs, plural, styled};
-use crate::tui::state::{FiringAlert, Model};
-use qdeck_engine::alerts::{Phase, Rule};
+use crate::tui::state::Model;
+use qdeck_engine::alerts::{Key, Phase, Rule, Tracker};
 use qdeck_model::sanitize::clean;
 
 pub fn render(f: &mut Frame, st: &Model, area: Rect) {
     let t = &st.theme;
     let a = &st.alerts;
-    let pending = a
-        .tracker
-        .phases()
-        .filter(|(_, p)| matches!(p, Phase::Pending { .. }))
-        .count();
-    let profile = st.session.profile.as_str();
-    // Only the fleet poller knows what fires on the other profiles; their pending and
-    // resolved phases stay in its tracker.
-    let elsewhere: Vec<&FiringAlert> = st
-        .fleet
-        .as_ref()
-        .map(|f| f.alerts.iter().filter(|x| x.profile != profile).collect())
-        .unwrap_or_default();
-    let firing = a.firing() + elsewhere.len();
+    // A copy, so that nothing below holds the book's lock (a second lock would wait
+    // forever).
+    let tr = a.book.read(Tracker::clone);
+    let (firing, pending) = tr.phases().fold((0, 0), |(f, p), (_, ph)| match ph {
+        Phase::Firing { .. } => (f + 1, p),
+        Phase::Pending { .. } => (f, p + 1),
+    });
     let title = Line::from(vec![
         styled(" alerts ", t.title),
         styled(
@@ -54,7 +48,7 @@ pub fn render(f: &mut Frame, st: &Model, area: Rect) {
     }
     let mut lines: Vec<Line> = Vec::new();
     for rule in &a.rules {
-        rule_lines(st, rule, &elsewhere, &mut lines);
+        rule_lines(st, &tr, rule, &mut lines);
     }
     let rows = wrap_lines(&lines, inner.width);
     let skip = a.scroll.min(rows.len().saturating_sub(1));
@@ -64,16 +58,33 @@ pub fn render(f: &mut Frame, st: &Model, area: Rect) {
     );
 }
 
+/// Where a key stands: the queue on the console's profile, `profile/queue` elsewhere, the
+/// profile alone for its health rules.
+fn place(own: &str, k: &Key) -> String {
+    match (k.profile == own, k.queue.is_empty()) {
+        (true, true) => k.profile.clone(),
+        (true, false) => k.queue.clone(),
+        (false, true) => k.profile.clone(),
+        (false, false) => format!("{}/{}", k.profile, k.queue),
+    }
+}
+
+/// The console's own profile first, then the others by name.
+fn order<'a, T>(own: &str, mut v: Vec<(&'a Key, T)>) -> Vec<(&'a Key, T)> {
+    v.sort_by(|a, b| {
+        (a.0.profile != own, &a.0.profile, &a.0.queue).cmp(&(
+            b.0.profile != own,
+            &b.0.profile,
+            &b.0.queue,
+        ))
+    });
+    v
+}
+
 /// A rule's heading, then one line per place it fires, holds or resolved (or "quiet").
-fn rule_lines<'a>(
-    st: &'a Model,
-    rule: &'a Rule,
-    elsewhere: &[&'a FiringAlert],
-    lines: &mut Vec<Line<'a>>,
-) {
+fn rule_lines<'a>(st: &'a Model, tr: &Tracker, rule: &'a Rule, lines: &mut Vec<Line<'a>>) {
     let t = &st.theme;
-    let a = &st.alerts;
-    let profile = st.session.profile.as_str();
+    let own = st.session.profile.as_str();
     let wait = if rule.for_secs > 0.0 {
         format!(" for {}", fmt_secs(rule.for_secs))
     } else {
@@ -90,84 +101,56 @@ fn rule_lines<'a>(
             t.dim,
         ),
     ]));
+    let since = |ms: i64| fmt_secs(((st.now_ms - ms).max(0) / 1000) as f64);
+    let phases = order(
+        own,
+        tr.phases().filter(|(k, _)| k.rule == rule.name).collect(),
+    );
     let mut any = false;
-    for (k, phase) in a.tracker.phases() {
-        if k.rule != rule.name || k.profile != profile {
-            continue;
-        }
+    for (k, phase) in phases {
         any = true;
-        let place = if k.queue.is_empty() {
-            profile
-        } else {
-            k.queue.as_str()
-        };
         let (label, style, when) = match phase {
-            Phase::Firing { since_ms } => (
-                "FIRING ",
-                t.error,
-                format!(
-                    "for {}",
-                    fmt_secs(((st.now_ms - since_ms).max(0) / 1000) as f64)
-                ),
-            ),
-            Phase::Pending { since_ms } => (
-                "pending",
-                t.warn,
-                format!(
-                    "holds for {}",
-                    fmt_secs(((st.now_ms - since_ms).max(0) / 1000) as f64)
-                ),
-            ),
+            Phase::Firing { since_ms } => ("FIRING ", t.error, format!("for {}", since(*since_ms))),
+            Phase::Pending { since_ms } => {
+                ("pending", t.warn, format!("holds for {}", since(*since_ms)))
+            }
         };
         lines.push(Line::from(vec![
             styled(format!("  {label} "), style),
-            styled(format!("{} ", clean(place)), t.text),
-            styled(when, t.dim),
+            styled(format!("{} ", clean(&place(own, k))), t.text),
+            styled(format!("{when}{}", as_of(st, k)), t.dim),
         ]));
     }
-    for (k, r) in a.tracker.resolved() {
-        if k.rule != rule.name || k.profile != profile || a.tracker.phases().any(|(p, _)| p == k) {
-            continue;
-        }
+    let resolved = order(
+        own,
+        tr.resolved()
+            .filter(|(k, _)| k.rule == rule.name && !tr.phases().any(|(p, _)| p == *k))
+            .collect(),
+    );
+    for (k, r) in resolved {
         any = true;
         lines.push(Line::from(vec![
             styled("  resolved ", t.good),
-            styled(
-                format!(
-                    "{} ",
-                    clean(if k.queue.is_empty() {
-                        profile
-                    } else {
-                        &k.queue
-                    })
-                ),
-                t.text,
-            ),
+            styled(format!("{} ", clean(&place(own, k))), t.text),
             styled(
                 format!("{} · {}", fmt_ago(st.now_ms - r.at_ms), clean(&r.summary)),
                 t.dim,
             ),
         ]));
     }
-    for x in elsewhere.iter().filter(|x| x.rule == rule.name) {
-        any = true;
-        let place = match &x.queue {
-            Some(q) => format!("{}/{}", x.profile, q.as_str()),
-            None => x.profile.clone(),
-        };
-        lines.push(Line::from(vec![
-            styled("  FIRING  ", t.error),
-            styled(format!("{} ", clean(&place)), t.text),
-            styled(
-                format!(
-                    "for {}",
-                    fmt_secs(((st.now_ms - x.since_ms).max(0) / 1000) as f64)
-                ),
-                t.dim,
-            ),
-        ]));
-    }
     if !any {
         lines.push(Line::from(styled("  quiet", t.dim)));
+    }
+}
+
+/// Another profile's state is only as fresh as its last evaluation: without the fleet
+/// poller nobody evaluates it, and the line says when that last happened.
+fn as_of(st: &Model, k: &Key) -> String {
+    if k.profile == st.session.profile || st.fleet.is_some() {
+        return String::new();
+    }
+    match st.alerts.book.evaluated_ms(&k.profile) {
+        Some(at) => format!(" · as of {} (:fleet polls it)", fmt_ago(st.now_ms - at)),
+        None => String::new(),
     }
 }

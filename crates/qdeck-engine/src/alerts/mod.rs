@@ -1,12 +1,14 @@
 //! Alert rules (`[[alerts]]`): a condition over the figures qdeck derives, held for a while,
 //! fires; the console, `qdeck watch` and `qdeck serve` read the same rules and states.
 
+pub mod book;
 pub mod condition;
 pub mod figures;
 pub mod monitor;
 pub mod rule;
 pub mod tracker;
 
+pub use book::{AlertBook, Evaluator};
 pub use condition::Condition;
 pub use figures::Figures;
 pub use monitor::{evaluate, watched_for_history, Health, Monitor, ProfileView};

@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 
+use super::book::{AlertBook, Evaluator};
 use super::figures::Figures;
 use super::rule::Rule;
 use super::tracker::{Key, Tracker, Transition};
@@ -76,17 +77,24 @@ impl ProfileView {
 
 pub struct Monitor {
     pub rules: Vec<Rule>,
-    pub tracker: Tracker,
+    /// Where the rules' state lives: the monitor's own, or the console's (the fleet poller's
+    /// monitor leaves the console's profile to the console).
+    pub book: AlertBook,
     pub profiles: BTreeMap<String, ProfileView>,
 }
 
 impl Monitor {
-    pub fn new(rules: Vec<Rule>, mut tracker: Tracker) -> Self {
+    pub fn new(rules: Vec<Rule>, tracker: Tracker) -> Self {
+        Monitor::sharing(rules, AlertBook::from_tracker(tracker))
+    }
+
+    /// A monitor writing its rules' state into `book`, shared with a console.
+    pub fn sharing(rules: Vec<Rule>, book: AlertBook) -> Self {
         let names: Vec<&str> = rules.iter().map(|r| r.name.as_str()).collect();
-        tracker.keep_rules(&names);
+        book.keep_rules(&names);
         Monitor {
             rules,
-            tracker,
+            book,
             profiles: BTreeMap::new(),
         }
     }
@@ -129,9 +137,9 @@ impl Monitor {
             unreachable: view.error.is_some(),
             stale: view.stale(now_ms),
         };
-        evaluate(
+        self.book.evaluate(
+            Evaluator::Fleet,
             &self.rules,
-            &mut self.tracker,
             profile,
             &view.store,
             health,
@@ -161,9 +169,9 @@ impl Monitor {
                 unreachable: view.error.is_some(),
                 stale: view.stale(now_ms),
             };
-            out.extend(evaluate(
+            out.extend(self.book.evaluate(
+                Evaluator::Fleet,
                 &health_rules,
-                &mut self.tracker,
                 profile,
                 &view.store,
                 health,
@@ -220,11 +228,13 @@ pub fn evaluate(
             }
             let q = e.info.id.as_str();
             seen.push(key(q));
-            if rule.when.needs_history() && e.history.len() < 2 {
+            // A queue with no figures yet (listed, not measured: the first polls after a
+            // profile switch) is unknown, not quiet: what fires or is pending on it stays.
+            if e.latest.is_none() || (rule.when.needs_history() && e.history.len() < 2) {
                 continue;
             }
             let f = figures(e, store, health);
-            let holds = e.latest.is_some() && rule.when.holds(&f);
+            let holds = rule.when.holds(&f);
             out.extend(
                 tracker.observe(rule, key(q), holds, now_ms, || rule.summary(profile, q, &f)),
             );

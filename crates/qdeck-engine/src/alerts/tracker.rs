@@ -155,34 +155,6 @@ impl Tracker {
         })
     }
 
-    /// Take over what another tracker saw fire (the fleet's, when its profile becomes the
-    /// console's own): each keeps the time it started firing, and nothing is announced again.
-    /// Keys this tracker already knows keep their own state.
-    pub fn adopt(&mut self, firing: &[Firing]) {
-        for f in firing {
-            if self.phases.contains_key(&f.key) {
-                continue;
-            }
-            self.phases.insert(
-                f.key.clone(),
-                Phase::Firing {
-                    since_ms: f.since_ms,
-                },
-            );
-            self.summaries.insert(f.key.clone(), f.summary.clone());
-        }
-    }
-
-    /// Rules another evaluator saw pending (key, since when): they go on counting from then
-    /// here, unless this tracker already has a state for them.
-    pub fn adopt_pending(&mut self, pending: &[(Key, i64)]) {
-        for (k, since_ms) in pending {
-            self.phases.entry(k.clone()).or_insert(Phase::Pending {
-                since_ms: *since_ms,
-            });
-        }
-    }
-
     /// Keys of `rule` on `profile` that were not evaluated this round (a queue that went
     /// away): they resolve.
     pub fn unseen(&self, rule: &str, profile: &str, seen: &[Key]) -> Vec<Key> {

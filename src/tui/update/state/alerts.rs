@@ -1,4 +1,5 @@
-//! The alerts view's state: this profile's `[[alerts]]` rules and what fires on it.
+//! The alerts view's state: the `[[alerts]]` rules and the process's alert book, which the
+//! console writes for its own profile and the fleet poller for every other one.
 
 use qdeck_model::domain::QueueId;
 
@@ -6,21 +7,38 @@ use qdeck_model::domain::QueueId;
 #[derive(Debug, Clone, Default)]
 pub struct AlertsState {
     pub rules: Vec<qdeck_engine::alerts::Rule>,
-    pub tracker: qdeck_engine::alerts::Tracker,
+    /// Shared with the fleet poller and with the state of every profile switched to, for
+    /// the life of the process.
+    pub book: qdeck_engine::alerts::AlertBook,
     pub notify: qdeck_model::config::alerts::NotifyConfig,
     /// First line of the alerts view.
     pub scroll: usize,
 }
 
 impl AlertsState {
-    /// Rules firing now, counted per queue.
-    pub fn firing(&self) -> usize {
-        self.tracker.firing().count()
+    /// A new book whose console profile is `profile`.
+    pub fn for_console(profile: &str) -> AlertsState {
+        let s = AlertsState::default();
+        s.book.set_console(profile);
+        s
     }
 
-    /// What fires on this profile now, most severe first, then oldest first.
+    /// Rules firing now on the console's profile, counted per queue.
+    pub fn firing(&self) -> usize {
+        self.firing_rows().len()
+    }
+
+    /// What fires on the console's profile now, most severe first, then oldest first.
     pub fn firing_rows(&self) -> Vec<FiringAlert> {
-        self.tracker
+        let own = self.book.console();
+        let mut v = self.every_firing_row();
+        v.retain(|f| Some(&f.profile) == own.as_ref());
+        v
+    }
+
+    /// What fires on every profile this process has evaluated.
+    pub fn every_firing_row(&self) -> Vec<FiringAlert> {
+        self.book
             .firing_alerts(&self.rules)
             .into_iter()
             .map(FiringAlert::from)

@@ -161,17 +161,12 @@ impl FleetState {
         v
     }
 
-    /// What fires across the fleet: `own` (the console's profile, evaluated on its own
-    /// polls) and every other profile's, from its fleet row.
-    pub fn set_alerts(&mut self, own_profile: &str, own: Vec<FiringAlert>) {
-        let mut all = own;
-        for r in self.rows.iter().filter(|r| r.profile != own_profile) {
-            all.extend(r.alerts.iter().cloned().map(FiringAlert::from));
-        }
-        all.sort_by(|a, b| {
-            b.severity
-                .cmp(&a.severity)
-                .then(a.since_ms.cmp(&b.since_ms))
+    /// What fires across the fleet, from the alert book (`all`, most severe first): the
+    /// console's profile and the profiles this fleet polls (a profile dropped from the
+    /// configuration since leaves the list).
+    pub fn set_alerts(&mut self, own_profile: &str, mut all: Vec<FiringAlert>) {
+        all.retain(|a| {
+            a.profile == own_profile || self.rows.iter().any(|r| r.profile == a.profile)
         });
         self.alerts = all;
     }

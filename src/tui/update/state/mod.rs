@@ -166,7 +166,7 @@ impl Model {
             dialog: None,
             help: HelpState::default(),
             ops_log: OpsLog::default(),
-            alerts: AlertsState::default(),
+            alerts: AlertsState::for_console(profile),
             detail: DetailState::default(),
             wide: false,
             op: None,

@@ -610,6 +610,36 @@ fn message_views_hint_redrive_delete_edit_and_reasons_at_80_columns() {
     }
 }
 
+/// A broker without the delete-by-id facet (Kafka: a record is not deleted on its own) is not
+/// offered `D` or `e` in the message views, which would be refused after the key; without
+/// the send facet `e` goes too. What the footer leaves out comes from the facets the session
+/// read, so it cannot disagree with what the keys do.
+#[test]
+fn message_views_offer_only_what_the_brokers_facets_can_do() {
+    let mut st = populated();
+    with_calls(&mut st);
+    open_dlq(&mut st);
+    st.scene().session.deletes_by_id = false;
+    for view in [View::Messages, View::Message] {
+        if view == View::Message {
+            update(&mut st, code(KeyCode::Enter));
+        }
+        let f = footer(&st, 80, 24);
+        assert!(
+            !f.contains("D delete") && !f.contains("e edit"),
+            "{view:?}: {f:?}"
+        );
+        assert!(
+            f.contains("R redrive") && f.contains("F reasons"),
+            "{view:?}: {f:?}"
+        );
+    }
+    st.scene().session.deletes_by_id = true;
+    st.scene().session.sends = false;
+    let f = footer(&st, 80, 24);
+    assert!(f.contains("D delete") && !f.contains("e edit"), "{f:?}");
+}
+
 /// The broker kind follows the profile name only when the name does not already say it.
 #[test]
 fn header_says_the_broker_kind_once() {

@@ -76,6 +76,9 @@ pub fn initial_state(session: &Session, demo_workers: Option<usize>) -> State {
     info.call_budget = session.profile().calls_per_minute();
     info.export_dir = Some(paths::state_dir().join("exports"));
     info.reasons = qdeck_engine::triage::SignatureConfig::for_session(&session.loaded);
+    // Read from the facets themselves, so the footer offers exactly what the keys can do.
+    info.deletes_by_id = session.backend.deleter().is_some();
+    info.sends = session.backend.sender().is_some();
     // The file was checked when it was loaded: a rule that fails here cannot occur.
     setup.alert_rules = qdeck_engine::alerts::rules(cfg).unwrap_or_default();
     // `:ops` opens on the recent past, from the record every qdeck writes.

@@ -476,12 +476,18 @@ fn tier_badge(a: Access) -> Option<&'static str> {
 
 fn hints(st: &Model) -> String {
     let k = |c| st.keymap.hint(c).to_string();
-    // Keys the tier forbids are not advertised.
+    // Keys the tier forbids, or the broker cannot do, are not advertised.
+    let can = |c: &Cmd| match c {
+        Cmd::Delete if !st.msgs.scheduled => st.session.deletes_by_id,
+        Cmd::Edit => st.session.deletes_by_id && st.session.sends,
+        _ => true,
+    };
     let allowed = |c: &Cmd| {
-        COMMANDS
-            .iter()
-            .find(|i| i.cmd == *c)
-            .is_none_or(|i| st.allows(i.needs))
+        can(c)
+            && COMMANDS
+                .iter()
+                .find(|i| i.cmd == *c)
+                .is_none_or(|i| st.allows(i.needs))
     };
     let pairs: Vec<(Cmd, &str)> = match st.view() {
         View::Queues => vec![

@@ -24,6 +24,10 @@ pub struct SessionInfo {
     /// Where a message's failure text is read (the profile's `reason_headers` first): the
     /// message view's `why` line and the DLQ list's REASON.
     pub reasons: qdeck_engine::triage::SignatureConfig,
+    /// The backend deletes one message by id (its `deleter` facet): `D` and `e` need it.
+    pub deletes_by_id: bool,
+    /// The backend sends a message (its `sender` facet): `e` sends the edited copy.
+    pub sends: bool,
 }
 
 impl SessionInfo {
@@ -39,6 +43,8 @@ impl SessionInfo {
             export_dir: None,
             theme_dir: None,
             reasons: qdeck_engine::triage::SignatureConfig::default(),
+            deletes_by_id: true,
+            sends: true,
         }
     }
 }

@@ -1456,6 +1456,30 @@ async fn shovel_redrive_when_enabled() {
         only_ids: None,
         window: None,
     };
+    // The plan says how this request moves its messages: the shovel for a whole queue to
+    // one queue; client-side to each message's origin, at a rate or for chosen messages
+    // (the dialog said "server-side" for a to-origin redrive before).
+    let mode = |r: RedriveRequest| {
+        let b = &b;
+        async move { b.plan_redrive(&r).await.expect("plan").mode }
+    };
+    assert!(matches!(mode(req.clone()).await, RedriveMode::Native(_)));
+    for other in [
+        RedriveRequest {
+            target: RedriveTarget::Origin,
+            ..req.clone()
+        },
+        RedriveRequest {
+            rate: Some("50".parse().unwrap()),
+            ..req.clone()
+        },
+        RedriveRequest {
+            only_ids: Some(vec!["x".into()]),
+            ..req.clone()
+        },
+    ] {
+        assert_eq!(mode(other.clone()).await, RedriveMode::ClientSide, "{other:?}");
+    }
     let rep = b.redrive(&req, &progress).await.expect("shovel redrive");
     assert_eq!(rep.mode, "shovel");
     assert!(matches!(b.capabilities().redrive, RedriveMode::Native(_)));

@@ -654,6 +654,10 @@ impl Backend for RabbitBackend {
         browse::browse(self, queue, req).await
     }
 
+    async fn plan_redrive(&self, req: &RedriveRequest) -> Result<RedrivePlan> {
+        redrive::plan(self, req).await
+    }
+
     async fn redrive(&self, req: &RedriveRequest, progress: &OpProgress) -> Result<RedriveReport> {
         redrive::redrive(self, req, progress).await
     }

@@ -101,9 +101,10 @@ async fn run(
 ) -> Result<RedriveReport> {
     let (vhost, src) = b.resolve(&req.source);
     let fixed = fixed_target(b, req, &vhost, &src)?;
-    let shovel =
-        fixed.is_some() && req.rate.is_none() && req.only_ids.is_none() && matching.is_none();
-    if let (true, Some(dest)) = (shovel && b.shovel_in_use().await, &fixed) {
+    if let (true, Some(dest)) = (
+        shovel_fits(req, fixed.is_some(), matching.is_some()) && b.shovel_in_use().await,
+        &fixed,
+    ) {
         if let Some(rep) =
             super::shovel::move_with_shovel(b, &vhost, &src, dest, req.max, progress).await?
         {
@@ -143,6 +144,26 @@ async fn run(
 }
 
 /// The queue every copy goes to, or `None` for each message's x-death origin.
+/// A shovel moves a whole queue to one queue as fast as the broker goes: not to each
+/// message's origin, not at a rate, not chosen messages.
+fn shovel_fits(req: &RedriveRequest, fixed: bool, matching: bool) -> bool {
+    fixed && req.rate.is_none() && req.only_ids.is_none() && !matching
+}
+
+/// The plan says how this request would move its messages, not what the broker can do in
+/// general: a to-origin redrive is client-side even where the shovel moves the others.
+pub async fn plan(b: &RabbitBackend, req: &RedriveRequest) -> Result<RedrivePlan> {
+    let (vhost, src) = b.resolve(&req.source);
+    let fixed = fixed_target(b, req, &vhost, &src)?;
+    let mut plan = crate::plan_redrive_checked(b, req).await?;
+    plan.mode = if shovel_fits(req, fixed.is_some(), false) && b.shovel_in_use().await {
+        RedriveMode::Native("a dynamic shovel on the broker".into())
+    } else {
+        RedriveMode::ClientSide
+    };
+    Ok(plan)
+}
+
 fn fixed_target(
     b: &RabbitBackend,
     req: &RedriveRequest,

@@ -1478,7 +1478,11 @@ async fn shovel_redrive_when_enabled() {
             ..req.clone()
         },
     ] {
-        assert_eq!(mode(other.clone()).await, RedriveMode::ClientSide, "{other:?}");
+        assert_eq!(
+            mode(other.clone()).await,
+            RedriveMode::ClientSide,
+            "{other:?}"
+        );
     }
     let rep = b.redrive(&req, &progress).await.expect("shovel redrive");
     assert_eq!(rep.mode, "shovel");

@@ -855,3 +855,117 @@ fn r_redrives_the_group_or_search_shown_and_says_when_it_takes_every_group() {
     );
     assert!(st.dialog.is_none());
 }
+
+/// The queue table and the workers list re-sort under a fixed cursor: when the row under it
+/// leaves (a queue deleted on the broker, a worker gone from the list), the cursor keeps its
+/// place and a flash names the row that left, as the on-fire list does.
+#[test]
+fn a_row_that_leaves_the_queue_table_or_the_workers_list_is_named() {
+    use qdeck_model::domain::{AckMode, Consumer, WorkerState};
+    let mut st = populated();
+    select(&mut st, "orders-dlq");
+    let at = st.queues.cursor.sel;
+    let listed: Vec<_> = ["orders", "payments", "emails"]
+        .into_iter()
+        .map(|n| qinfo(n, None))
+        .collect();
+    update(
+        &mut st,
+        Action::Poll(qdeck_engine::poller::PollEvent::Queues(listed)),
+    );
+    assert_eq!(st.queues.cursor.sel, at);
+    let flash = &st.status.as_ref().expect("a flash names the queue").text;
+    assert!(flash.contains("orders-dlq left the queue list"), "{flash}");
+
+    let worker = |tag: &str| Consumer {
+        queue: QueueId::new("orders"),
+        tag: tag.into(),
+        peer: None,
+        prefetch: None,
+        ack_mode: AckMode::Manual,
+        state: "active".into(),
+        status: WorkerState::Active,
+        status_since_ms: None,
+        holding: None,
+        processed: None,
+        failed: None,
+        rate: None,
+        last_seen_ms: None,
+    };
+    select(&mut st, "orders");
+    update(&mut st, key('w'));
+    let q = st.workers.queue.clone().unwrap();
+    let answer = |st: &mut State, tags: &[&str]| {
+        update(
+            st,
+            Action::Consumers {
+                queue: q.clone(),
+                result: Ok(tags.iter().map(|t| worker(t)).collect()),
+            },
+        );
+    };
+    answer(&mut st, &["w-1", "w-2", "w-3"]);
+    update(&mut st, key('j'));
+    let under = |st: &State| {
+        st.workers.list[st.workers.rows[st.workers.cursor.sel]]
+            .tag
+            .clone()
+    };
+    assert_eq!(under(&st), "w-2");
+    // The broker lists them in another order: the cursor follows w-2.
+    answer(&mut st, &["w-3", "w-1", "w-2"]);
+    assert_eq!(under(&st), "w-2", "the cursor followed its worker");
+    let at = st.workers.cursor.sel;
+    answer(&mut st, &["w-3", "w-1", "w-4"]);
+    assert_eq!(st.workers.cursor.sel, at, "the cursor keeps its place");
+    let flash = &st.status.as_ref().expect("a flash names the worker").text;
+    assert!(flash.contains("w-2 left the workers list"), "{flash}");
+}
+
+/// The reasons list re-ranks as a scan goes on: the cursor follows its group; a group gone
+/// from the next answer (a rescan after a redrive) is named in the flash.
+#[test]
+fn the_reasons_cursor_follows_its_group_and_names_one_that_left() {
+    let mut st = populated();
+    select(&mut st, "orders-dlq");
+    update(&mut st, key('F'));
+    let now = st.now_ms;
+    let answer = |st: &mut State, groups: Vec<qdeck_engine::triage::Group>| {
+        update(
+            st,
+            Action::ReasonsProgress {
+                queue: QueueId::new("orders-dlq"),
+                groups,
+                scanned: 10,
+                total: Some(20),
+            },
+        );
+    };
+    answer(
+        &mut st,
+        vec![
+            reason_group(now, "timeout", 5),
+            reason_group(now, "not found", 3),
+        ],
+    );
+    update(&mut st, key('j'));
+    let under = |st: &State| st.reasons.groups[st.reasons.cursor.sel].signature.clone();
+    assert_eq!(under(&st), "not found");
+    answer(
+        &mut st,
+        vec![
+            reason_group(now, "not found", 9),
+            reason_group(now, "timeout", 5),
+        ],
+    );
+    assert_eq!(under(&st), "not found", "the cursor followed its group");
+    answer(
+        &mut st,
+        vec![
+            reason_group(now, "timeout", 5),
+            reason_group(now, "bad json", 4),
+        ],
+    );
+    let flash = &st.status.as_ref().expect("a flash names the group").text;
+    assert!(flash.contains("not found left the reasons list"), "{flash}");
+}

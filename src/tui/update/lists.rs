@@ -94,6 +94,7 @@ pub(super) fn workers_loaded(
     if st.workers.queue.as_ref() != Some(&queue) {
         return;
     }
+    let keep = selected_worker(st);
     st.workers.loading = false;
     st.workers.fetched_ms = Some(st.now_ms);
     match result {
@@ -103,7 +104,9 @@ pub(super) fn workers_loaded(
         }
         Err(e) => st.workers.error = Some(e),
     }
-    rebuild_workers(st);
+    if let Some(left) = rebuild_workers_keeping(st, keep) {
+        super::left_the_list(st, View::Workers, &left, "workers list");
+    }
     st.dirty = true;
 }
 
@@ -120,13 +123,24 @@ fn liveness(s: WorkerState) -> u8 {
     }
 }
 
-pub(super) fn rebuild_workers(st: &mut Model) {
-    let w = &mut st.workers;
-    let keep = w
-        .rows
+/// Returns the selected worker's tag when it is no longer listed.
+pub(super) fn rebuild_workers(st: &mut Model) -> Option<String> {
+    let keep = selected_worker(st);
+    rebuild_workers_keeping(st, keep)
+}
+
+/// The tag of the worker under the cursor; read before the list changes, since the rows
+/// index it.
+fn selected_worker(st: &Model) -> Option<String> {
+    let w = &st.workers;
+    w.rows
         .get(w.cursor.sel)
         .and_then(|&i| w.list.get(i))
-        .map(|c| c.tag.clone());
+        .map(|c| c.tag.clone())
+}
+
+fn rebuild_workers_keeping(st: &mut Model, keep: Option<String>) -> Option<String> {
+    let w = &mut st.workers;
     let mut rows: Vec<usize> = (0..w.list.len())
         .filter(|&i| {
             let c = &w.list[i];
@@ -146,14 +160,17 @@ pub(super) fn rebuild_workers(st: &mut Model) {
         rows.sort_by_key(|&i| liveness(list[i].status));
     }
     w.rows = rows;
+    let mut left = None;
     if let Some(tag) = keep {
-        if let Some(p) = w.rows.iter().position(|&i| w.list[i].tag == tag) {
-            w.cursor.sel = p;
+        match w.rows.iter().position(|&i| w.list[i].tag == tag) {
+            Some(p) => w.cursor.sel = p,
+            None => left = Some(tag),
         }
     }
     let page = st.page_rows();
     st.workers.cursor.clamp(st.workers.rows.len(), page);
     st.dirty = true;
+    left
 }
 
 /// `s` sorts the list on screen by its next column, `S` reverses the order.

@@ -402,10 +402,16 @@ pub(super) fn follow_fire(st: &mut Model) {
     let Some(left) = st.fleet.as_mut().and_then(|f| f.follow_fire(now, page)) else {
         return;
     };
-    if st.view() == View::Fire {
+    left_the_list(st, View::Fire, &left.label(), "on-fire list");
+}
+
+/// The row under a list's cursor left it (the list re-sorted without it): the cursor keeps
+/// its position, and while the user looks at that list a flash names the row that left.
+pub(super) fn left_the_list(st: &mut Model, view: View, row: &str, list: &str) {
+    if st.view() == view {
         let msg = format!(
-            "{} left the on-fire list; the cursor stays where it was",
-            sanitize::clean(&left.label())
+            "{} left the {list}; the cursor stays where it was",
+            sanitize::clean(row)
         );
         status(st, Level::Info, msg);
     }
@@ -414,7 +420,7 @@ pub(super) fn follow_fire(st: &mut Model) {
 /// The queue table's rows built again from the store (tests and benches that fill a store
 /// and draw it without a poll).
 pub fn rebuild_rows(st: &mut State) {
-    queues::rebuild_rows(&mut st.model);
+    let _ = queues::rebuild_rows(&mut st.model);
 }
 
 /// A test or a bench arranges its scene (the clock, a dialog open, an operation running) by

@@ -42,8 +42,16 @@ pub fn sort_key(e: &QueueEntry, col: SortCol) -> Option<(u8, f64)> {
 }
 
 /// Re-filter and re-sort the queue rows, keeping the selected queue selected.
-pub(super) fn rebuild_rows(st: &mut Model) {
+/// Returns the selected queue when it is no longer in the table (the cursor stays where it
+/// was).
+pub(super) fn rebuild_rows(st: &mut Model) -> Option<QueueId> {
     let keep = st.selected_queue().cloned();
+    rebuild_rows_keeping(st, keep)
+}
+
+/// The rows built again, the cursor on `keep` where it is still listed. The queue under the
+/// cursor must be read before the store's entries change: the rows index them.
+fn rebuild_rows_keeping(st: &mut Model, keep: Option<QueueId>) -> Option<QueueId> {
     let entries = st.store.entries();
     let mut rows: Vec<usize> = (0..entries.len())
         .filter(|&i| st.queues.filter.matches(entries[i].info.id.as_str()))
@@ -80,19 +88,22 @@ pub(super) fn rebuild_rows(st: &mut Model) {
     }
     st.queues.rows = rows;
     st.queues.rows_dirty = false;
+    let mut left = None;
     if let Some(id) = keep {
-        if let Some(p) = st
+        match st
             .queues
             .rows
             .iter()
             .position(|&i| st.store.entries()[i].info.id == id)
         {
-            st.queues.cursor.sel = p;
+            Some(p) => st.queues.cursor.sel = p,
+            None => left = Some(id),
         }
     }
     let page = st.page_rows();
     st.queues.cursor.clamp(st.queues.rows.len(), page);
     st.dirty = true;
+    left
 }
 
 pub(super) fn visible(st: &mut Model) -> Option<Effect> {
@@ -137,6 +148,7 @@ pub(super) fn poll(st: &mut Model, ev: PollEvent, fx: &mut Vec<Effect>) {
     let figures = matches!(ev, PollEvent::Stats(_) | PollEvent::Error(_));
     match ev {
         PollEvent::Queues(qs) => {
+            let keep = st.selected_queue().cloned();
             st.store.set_queues(qs);
             let watched = qdeck_engine::alerts::watched_for_history(
                 &st.alerts.rules,
@@ -145,7 +157,11 @@ pub(super) fn poll(st: &mut Model, ev: PollEvent, fx: &mut Vec<Effect>) {
             );
             st.store.set_watched(watched);
             st.poll.listed = true;
-            rebuild_rows(st);
+            // A queue gone from the broker's list takes its row with it: said, since the
+            // cursor now rests on another queue.
+            if let Some(left) = rebuild_rows_keeping(st, keep) {
+                super::left_the_list(st, View::Queues, left.as_str(), "queue list");
+            }
         }
         PollEvent::Stats(b) => {
             st.store.apply(b);

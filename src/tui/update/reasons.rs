@@ -59,28 +59,35 @@ pub(super) fn progress(
     scanned: u64,
     total: Option<u64>,
 ) {
-    let r = &mut st.reasons;
+    let r = &st.reasons;
     if r.queue.as_ref() != Some(&queue) || !r.scanning {
         return;
     }
-    replace_groups(r, groups);
-    r.scanned = scanned;
-    r.total = total;
+    replace_groups(st, groups);
+    st.reasons.scanned = scanned;
+    st.reasons.total = total;
     st.dirty = true;
 }
 
 /// New groups replace the old ones (a scan's progress re-ranks them by count): the cursor
-/// follows its group by signature and origin, or keeps its place when that group is gone.
-fn replace_groups(r: &mut ReasonsState, groups: Vec<Group>) {
+/// follows its group by signature and origin, or keeps its place when that group is gone,
+/// and then the flash names it.
+fn replace_groups(st: &mut Model, groups: Vec<Group>) {
+    let r = &mut st.reasons;
     let key = |g: &Group| (g.signature.clone(), g.origin.clone());
     let held = r.groups.get(r.cursor.sel).map(key);
     r.groups = groups;
+    let mut left = None;
     if let Some(k) = held {
-        if let Some(p) = r.groups.iter().position(|g| key(g) == k) {
-            r.cursor.sel = p;
+        match r.groups.iter().position(|g| key(g) == k) {
+            Some(p) => r.cursor.sel = p,
+            None => left = Some(k.0),
         }
     }
     r.cursor.clamp(r.groups.len(), 1);
+    if let Some(sig) = left {
+        super::left_the_list(st, View::Reasons, &sig, "reasons list");
+    }
 }
 
 pub(super) fn done(
@@ -88,20 +95,21 @@ pub(super) fn done(
     queue: QueueId,
     result: Result<ReasonsReport, qdeck_backend::BackendError>,
 ) {
-    let r = &mut st.reasons;
-    if r.queue.as_ref() != Some(&queue) {
+    if st.reasons.queue.as_ref() != Some(&queue) {
         return;
     }
-    r.scanning = false;
+    st.reasons.scanning = false;
     match result {
         Ok(rep) => {
+            let r = &mut st.reasons;
             r.note = Some(rep.sample_note());
             r.scanned = rep.scan.scanned;
             r.total = rep.scan.total;
-            replace_groups(r, rep.groups);
+            replace_groups(st, rep.groups);
         }
-        Err(e) => r.error = Some(e),
+        Err(e) => st.reasons.error = Some(e),
     }
+    let r = &mut st.reasons;
     let n = r.groups.len();
     r.cursor.clamp(n, 1);
     st.dirty = true;

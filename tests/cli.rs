@@ -1446,3 +1446,33 @@ fn the_service_bus_emulator_without_management_url_says_what_to_set() {
     assert!(stderr.contains("set management_url"), "{stderr}");
     assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
 }
+
+/// `--help` opens with the package's description, which names every system qdeck reads (it
+/// named four while the package read ten).
+#[test]
+fn help_names_every_system() {
+    let env = Env::new();
+    let out = String::from_utf8(env.stdout(&["--help"])).unwrap();
+    // The first paragraph, as clap wraps it.
+    let first = out
+        .lines()
+        .take_while(|l| !l.trim().is_empty())
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert_eq!(first, env!("CARGO_PKG_DESCRIPTION"));
+    for system in [
+        "SQS",
+        "Service Bus",
+        "RabbitMQ",
+        "BullMQ",
+        "Sidekiq",
+        "RQ",
+        "Celery",
+        "NATS JetStream",
+        "Kafka",
+        "Pub/Sub",
+        "local broker",
+    ] {
+        assert!(first.contains(system), "{system} missing from {first:?}");
+    }
+}

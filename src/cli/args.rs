@@ -10,7 +10,8 @@ use qdeck_model::rate::{parse_rate, Rate};
 #[command(
     name = "qdeck",
     version,
-    about = "Terminal operations console for message queues: SQS, Service Bus, RabbitMQ and an embedded local broker",
+    // The package's description, which names every system qdeck reads (one text, not two).
+    about,
     long_about = None,
     after_help = "Run without a command to open the console. Exit codes are listed in the README."
 )]

@@ -201,12 +201,10 @@ pub(super) fn open_redrive(st: &mut Model, to: Option<QueueId>, fx: &mut Vec<Eff
 /// reason group or a search, with none selected, the rows it shows (never the whole queue
 /// behind them); `None` is the whole queue.
 fn redriven_ids(st: &Model) -> Option<Vec<String>> {
-    match st.view() {
-        View::Message => super::messages::current_msg(st).map(|m| vec![m.id.clone()]),
-        View::Messages if !st.msgs.marked.is_empty() => {
-            Some(st.msgs.marked.iter().cloned().collect())
-        }
-        View::Messages if st.msgs.group.is_some() || !st.msgs.search.text.is_empty() => Some(
+    match Narrowing::of(st.view(), &st.msgs)? {
+        Narrowing::OneMessage => super::messages::current_msg(st).map(|m| vec![m.id.clone()]),
+        Narrowing::Marked => Some(st.msgs.marked.iter().cloned().collect()),
+        Narrowing::Listed { .. } => Some(
             st.msgs
                 .rows
                 .iter()
@@ -214,23 +212,27 @@ fn redriven_ids(st: &Model) -> Option<Vec<String>> {
                 .map(|m| m.id.clone())
                 .collect(),
         ),
-        _ => None,
+        Narrowing::ReasonGroups => None,
     }
 }
 
 /// What the dialog says the redrive covers when that is not simply what is selected: the rows
 /// of a group or search list, or, from the reasons view, every group at once.
 fn redrive_scope(st: &Model, shown: Option<usize>) -> Option<String> {
-    match (st.view(), shown) {
-        (View::Reasons, _) => Some(
+    match (Narrowing::of(st.view(), &st.msgs)?, shown) {
+        (Narrowing::ReasonGroups, _) => Some(
             "every reason group: the whole DLQ, not only the group under the cursor (Enter opens a group to redrive it alone)"
                 .into(),
         ),
-        (View::Messages, Some(n)) if st.msgs.marked.is_empty() => {
-            let what = match &st.msgs.group {
-                Some(g) => format!("reason group {}", clean_short(g, 60)),
-                None => format!("search /{}", clean_short(&st.msgs.search.text, 40)),
-            };
+        (Narrowing::Listed { group, search }, Some(n)) => {
+            let what = [
+                group.map(|g| format!("reason group {}", clean_short(&g, 60))),
+                search.map(|s| format!("search /{}", clean_short(&s, 40))),
+            ]
+            .into_iter()
+            .flatten()
+            .collect::<Vec<_>>()
+            .join(", ");
             Some(format!(
                 "the {n} message(s) this list shows ({what}), not the rest of the queue"
             ))

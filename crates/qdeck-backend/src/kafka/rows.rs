@@ -52,15 +52,34 @@ impl KafkaBackend {
         wanted: Option<&BTreeSet<String>>,
         describe: bool,
     ) -> Result<Snapshot> {
+        self.snapshot_with(wanted, describe, false).await
+    }
+
+    /// As `snapshot`; `every_share_config`: the settings of every share group shown, not only
+    /// the wanted ones (whether a topic is some share group's dead-letter topic is in them),
+    /// read from the same group listing and in the same DescribeConfigs request.
+    pub(super) async fn snapshot_with(
+        &self,
+        wanted: Option<&BTreeSet<String>>,
+        describe: bool,
+        every_share_config: bool,
+    ) -> Result<Snapshot> {
         let meta = self.cluster.metadata(None).await?;
-        let (shares, groups): (Vec<GroupListing>, Vec<GroupListing>) =
+        let (all_shares, groups): (Vec<GroupListing>, Vec<GroupListing>) =
             admin::list_groups(&self.cluster, &meta)
                 .await?
                 .into_iter()
                 .filter(|g| is_consumer_group(g) || g.group_type == "share")
                 .filter(|g| self.groups.as_ref().is_none_or(|r| r.is_match(&g.id)))
-                .filter(|g| wanted.is_none_or(|w| w.contains(&g.id)))
                 .partition(|g| g.group_type == "share");
+        let is_wanted = |g: &GroupListing| wanted.is_none_or(|w| w.contains(&g.id));
+        let groups: Vec<GroupListing> = groups.into_iter().filter(is_wanted).collect();
+        let config_ids: Vec<String> = all_shares
+            .iter()
+            .filter(|g| every_share_config || is_wanted(g))
+            .map(|g| g.id.clone())
+            .collect();
+        let shares: Vec<GroupListing> = all_shares.into_iter().filter(is_wanted).collect();
         let ids: Vec<String> = groups.iter().map(|g| g.id.clone()).collect();
         let share_ids: Vec<String> = shares.iter().map(|g| g.id.clone()).collect();
         let all: Vec<String> = ids.iter().chain(&share_ids).cloned().collect();
@@ -77,7 +96,7 @@ impl KafkaBackend {
         let share_configs = admin::configs(
             &self.cluster,
             32,
-            &share_ids,
+            &config_ids,
             &[share::DELIVERY_LIMIT, share::LOCK_MS, share::DLQ_TOPIC],
         )
         .await

@@ -54,3 +54,53 @@ pub struct BodyState {
     pub lines: Vec<String>,
     pub scroll: usize,
 }
+
+/// What the view on top narrows its queue to: the user sees less than the queue, so an
+/// action taking "what is shown" and one taking the whole queue must each say which.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Narrowing {
+    /// The reasons view: one group is under the cursor, every group is listed.
+    ReasonGroups,
+    /// The single-message view: the message open.
+    OneMessage,
+    /// The list with messages marked.
+    Marked,
+    /// The list narrowed to a reason group, a search, or both (nothing marked).
+    Listed {
+        group: Option<String>,
+        search: Option<String>,
+    },
+}
+
+impl Narrowing {
+    /// The view's narrowing, as a dialog that takes more than it says so.
+    pub fn of(view: super::View, msgs: &MsgState) -> Option<Narrowing> {
+        use super::View;
+        match view {
+            View::Reasons => Some(Narrowing::ReasonGroups),
+            View::Message => Some(Narrowing::OneMessage),
+            View::Messages if !msgs.marked.is_empty() => Some(Narrowing::Marked),
+            View::Messages => {
+                let group = msgs.group.clone();
+                let search = (!msgs.search.text.is_empty()).then(|| msgs.search.text.clone());
+                (group.is_some() || search.is_some()).then_some(Narrowing::Listed { group, search })
+            }
+            _ => None,
+        }
+    }
+
+    /// What the user is looking at, in words ("the messages marked").
+    pub fn seen(&self) -> &'static str {
+        match self {
+            Narrowing::ReasonGroups => "the reason group under the cursor",
+            Narrowing::OneMessage => "the message open",
+            Narrowing::Marked => "the messages marked",
+            Narrowing::Listed {
+                group: Some(_),
+                search: Some(_),
+            } => "the reason group and search this list shows",
+            Narrowing::Listed { group: Some(_), .. } => "the reason group this list shows",
+            Narrowing::Listed { .. } => "the search this list shows",
+        }
+    }
+}

@@ -3,7 +3,7 @@
 use ratatui::text::Line;
 
 use super::super::{fmt_count, styled};
-use crate::tui::state::{DialogKind, HeldPlan, Model, PlanShown, TransferAsk, View, RATES};
+use crate::tui::state::{DialogKind, HeldPlan, Model, Narrowing, PlanShown, TransferAsk, RATES};
 use crate::tui::theme::Theme;
 use qdeck_engine::edit::Edited;
 use qdeck_engine::ops::Planned;
@@ -112,23 +112,6 @@ fn reset<'a>(
     }
 }
 
-/// What the view under a whole-queue dialog narrows the queue to, if anything: a purge from
-/// there takes more than the user is looking at, and says so.
-fn narrowed(st: &Model) -> Option<&'static str> {
-    match st.view() {
-        View::Reasons => Some("the reason group under the cursor"),
-        View::Message => Some("the message open"),
-        View::Messages if !st.msgs.marked.is_empty() => Some("the messages marked"),
-        View::Messages => match (st.msgs.group.is_some(), !st.msgs.search.text.is_empty()) {
-            (true, true) => Some("the reason group and search this list shows"),
-            (true, false) => Some("the reason group this list shows"),
-            (false, true) => Some("the search this list shows"),
-            (false, false) => None,
-        },
-        _ => None,
-    }
-}
-
 fn purge<'a>(st: &Model, queue: &QueueId, plan: &PlanShown) -> Vec<Line<'a>> {
     let t = &st.theme;
     let mut lines = match plan {
@@ -150,9 +133,9 @@ fn purge<'a>(st: &Model, queue: &QueueId, plan: &PlanShown) -> Vec<Line<'a>> {
             t.error,
         ))],
     };
-    if let Some(narrow) = narrowed(st) {
+    if let Some(narrow) = Narrowing::of(st.view(), &st.msgs) {
         lines.push(Line::from(styled(
-            format!("the whole queue: every message, not only {narrow}"),
+            format!("the whole queue: every message, not only {}", narrow.seen()),
             t.warn,
         )));
     }

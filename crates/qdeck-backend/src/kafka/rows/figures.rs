@@ -2,12 +2,11 @@
 //! latest), then one row at a time, then the age of the oldest unread record of the rows that
 //! lag (bounded fetches, see `age`).
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap};
 
 use super::super::admin::{self, Tp, EARLIEST, LATEST};
 use super::super::age::{self, Lagging};
 use super::super::routing::ClusterMeta;
-use super::super::share;
 use super::super::{KafkaBackend, Target};
 use super::{
     age_words, is_dead_letter_topic, members_on, share_figures, AgeOf, Snapshot, AGE_NOTE,
@@ -162,9 +161,9 @@ impl KafkaBackend {
     }
 
     /// The groups asked about, described; only the cluster's metadata when none is. With a
-    /// topic among the rows, every share group's dead-letter topic setting too: whether a
-    /// topic is one is in the groups' config, and a topic row's depth must not depend on which
-    /// rows are polled beside it (the console polls the rows on screen).
+    /// topic among the rows, every share group's settings too: whether a topic is a dead-letter
+    /// topic is in the groups' config, and a topic row's depth must not depend on which rows
+    /// are polled beside it (the console polls the rows on screen).
     async fn snapshot_for(&self, targets: &[(QueueId, Target)]) -> Result<Snapshot> {
         let wanted: BTreeSet<String> = targets
             .iter()
@@ -173,46 +172,28 @@ impl KafkaBackend {
                 Target::Topic(_) => None,
             })
             .collect();
-        let mut snap = if wanted.is_empty() {
-            Snapshot {
-                meta: self.cluster.metadata(None).await?,
-                groups: Vec::new(),
-                committed: HashMap::new(),
-                described: HashMap::new(),
-                group_errors: HashMap::new(),
-                shares: Vec::new(),
-                share_offsets: HashMap::new(),
-                share_configs: HashMap::new(),
-            }
-        } else {
-            self.snapshot(Some(&wanted), true).await?
-        };
-        if targets.iter().any(|(_, t)| matches!(t, Target::Topic(_))) {
-            for (g, c) in self.share_dlq_settings(&snap.meta).await {
-                snap.share_configs.entry(g).or_insert(c);
+        let topics = targets.iter().any(|(_, t)| matches!(t, Target::Topic(_)));
+        if !wanted.is_empty() {
+            return self.snapshot_with(Some(&wanted), true, topics).await;
+        }
+        // Topics only: one group listing and one DescribeConfigs for the share groups'
+        // settings. A principal that may not list groups still gets its topic rows (a topic
+        // then reads as retention unless a Spring DLT, as before the groups were known).
+        if topics {
+            if let Ok(snap) = self.snapshot_with(Some(&wanted), false, true).await {
+                return Ok(snap);
             }
         }
-        Ok(snap)
-    }
-
-    /// Each share group's dead-letter topic setting (empty when it cannot be read: a topic
-    /// then reads as retention, as before the groups were known).
-    async fn share_dlq_settings(
-        &self,
-        meta: &ClusterMeta,
-    ) -> HashMap<String, BTreeMap<String, String>> {
-        let Ok(groups) = admin::list_groups(&self.cluster, meta).await else {
-            return HashMap::new();
-        };
-        let ids: Vec<String> = groups
-            .into_iter()
-            .filter(|g| g.group_type == "share")
-            .filter(|g| self.groups.as_ref().is_none_or(|r| r.is_match(&g.id)))
-            .map(|g| g.id)
-            .collect();
-        admin::configs(&self.cluster, 32, &ids, &[share::DLQ_TOPIC])
-            .await
-            .unwrap_or_default()
+        Ok(Snapshot {
+            meta: self.cluster.metadata(None).await?,
+            groups: Vec::new(),
+            committed: HashMap::new(),
+            described: HashMap::new(),
+            group_errors: HashMap::new(),
+            shares: Vec::new(),
+            share_offsets: HashMap::new(),
+            share_configs: HashMap::new(),
+        })
     }
 
     /// Every partition whose offsets are needed: the topics', the DLTs', the groups' topics.

@@ -311,6 +311,29 @@ fn share_group_dead_letters_are_browsed_with_their_origin() {
     assert_eq!(row["depth"], 3, "{rows}");
     assert!(row["retained"].is_null(), "{rows}");
     assert_eq!(row["is_dlq"], true, "{rows}");
+
+    // The group's row and its DLQ topic's row in one poll (the console's screen): the groups
+    // are listed once (one ListGroups per broker), and the topic's DLQ setting is read in the
+    // same DescribeConfigs as the group's own settings.
+    tokio::runtime::Runtime::new().unwrap().block_on(async {
+        let b = kafka_contract::backend().await;
+        let ids = [
+            qdeck_model::domain::QueueId::new(format!("{group}@{jobs}")),
+            qdeck_model::domain::QueueId::new(&dlq),
+        ];
+        let before = b.api_calls().snapshot();
+        let batch = b.stats(&ids).await.expect("stats");
+        let after = b.api_calls().snapshot();
+        let spent = |op: &str| after.get(op).unwrap_or(&0) - before.get(op).unwrap_or(&0);
+        assert_eq!(spent("ListGroups"), 1, "one broker, listed once: {after:?}");
+        assert_eq!(spent("DescribeConfigs"), 1, "{after:?}");
+        let dlq_row = batch
+            .stats
+            .iter()
+            .find(|s| s.id.as_str() == dlq)
+            .expect("the DLQ row");
+        assert_eq!(dlq_row.depth, Some(3), "{batch:?}");
+    });
 }
 
 /// A share group's start offsets (KIP-932) move like a consumer group's offsets: the dry run

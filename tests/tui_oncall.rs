@@ -969,3 +969,37 @@ fn the_reasons_cursor_follows_its_group_and_names_one_that_left() {
     let flash = &st.status.as_ref().expect("a flash names the group").text;
     assert!(flash.contains("not found left the reasons list"), "{flash}");
 }
+
+/// The on-fire title keeps whole words: at 100 columns the long counts, at 60 the short ones
+/// (it was cut inside "queues" at 60).
+#[test]
+fn the_on_fire_title_is_never_cut_inside_a_word() {
+    let mut st = fire_with_dead_brokers();
+    let now = st.now_ms;
+    st.scene().fleet.as_mut().unwrap().alerts = vec![qdeck::tui::state::FiringAlert {
+        profile: "local".into(),
+        rule: "dlq-not-empty".into(),
+        queue: Some(QueueId::new("orders-dlq")),
+        severity: qdeck_engine::alerts::Severity::Critical,
+        since_ms: now - 60_000,
+        summary: "orders-dlq holds 7 dead letters".into(),
+    }];
+    let title = |w: u16| {
+        text(&draw(&st, w, 15))
+            .lines()
+            .nth(1)
+            .unwrap_or_default()
+            .to_string()
+    };
+    let wide = title(100);
+    assert!(
+        wide.contains("1 alert firing · 4 brokers not answering · "),
+        "{wide}"
+    );
+    assert!(wide.contains(" queues "), "{wide}");
+    let narrow = title(60);
+    assert!(
+        narrow.contains("down · ") && narrow.contains(" queues "),
+        "{narrow}"
+    );
+}

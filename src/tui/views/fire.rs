@@ -30,34 +30,49 @@ pub fn render(f: &mut Frame, st: &Model, area: Rect) {
         .iter()
         .filter(|r| matches!(r, FireRow::Alert(_)))
         .count();
+    // The long words where they fit, the short ones on a narrow terminal: a title is never
+    // cut inside a word.
+    let counts = |short: bool| {
+        let mut parts: Vec<(String, ratatui::style::Style)> = Vec::new();
+        if alerting > 0 {
+            let (one, many) = if short {
+                ("firing", "firing")
+            } else {
+                ("alert firing", "alerts firing")
+            };
+            parts.push((plural(alerting as u64, one, many), t.error));
+        }
+        if down > 0 {
+            let (one, many) = if short {
+                ("down", "down")
+            } else {
+                ("broker not answering", "brokers not answering")
+            };
+            parts.push((plural(down as u64, one, many), t.error));
+        }
+        let queues = (rows_all.len() - down - alerting) as u64;
+        parts.push((plural(queues, "queue", "queues"), t.dim));
+        parts
+    };
+    let width = |parts: &[(String, ratatui::style::Style)]| {
+        " on fire ".len()
+            + parts
+                .iter()
+                .map(|(p, _)| p.chars().count() + 3)
+                .sum::<usize>()
+    };
+    let mut parts = counts(false);
+    if width(&parts) + 2 > area.width as usize {
+        parts = counts(true);
+    }
     let mut title = vec![styled(" on fire ", t.title)];
-    if alerting > 0 {
-        title.push(styled(
-            format!(
-                "{} ",
-                plural(alerting as u64, "alert firing", "alerts firing")
-            ),
-            t.error,
-        ));
-        title.push(styled("· ", t.dim));
+    let last = parts.len() - 1;
+    for (i, (text, style)) in parts.into_iter().enumerate() {
+        title.push(styled(format!("{text} "), style));
+        if i < last {
+            title.push(styled("· ", t.dim));
+        }
     }
-    if down > 0 {
-        title.push(styled(
-            format!(
-                "{} ",
-                plural(down as u64, "broker not answering", "brokers not answering")
-            ),
-            t.error,
-        ));
-        title.push(styled("· ", t.dim));
-    }
-    title.push(styled(
-        format!(
-            "{} ",
-            plural((rows_all.len() - down - alerting) as u64, "queue", "queues")
-        ),
-        t.dim,
-    ));
     if fl.fire_filter.is_active() {
         title.push(styled(
             format!("/{} ", clean(&fl.fire_filter.text)),

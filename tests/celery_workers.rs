@@ -699,7 +699,7 @@ fn console_workers_view_shows_celery_workers() {
     use qdeck::tui::{update, Action};
     use qdeck_backend::celery::workers::WorkerTask;
     let mut st = populated();
-    st.scene().queues.cursor.sel = 0;
+    update(&mut st, key('g'));
     update(&mut st, key('w'));
     let q = st.workers.queue.clone().unwrap();
     let busy = CeleryWorker {

@@ -41,7 +41,7 @@ fn snapshot_queues() {
 #[test]
 fn snapshot_queues_states() {
     let mut st = State::new(Store::with_defaults(), caps(), "local", "local");
-    st.scene().now_ms = T0;
+    update(&mut st, Action::Tick(T0));
     snap("queues_loading", &st, 80, 12);
     update(&mut st, Action::Poll(PollEvent::Queues(vec![])));
     snap("queues_empty", &st, 80, 12);
@@ -60,13 +60,13 @@ fn snapshot_queues_states() {
     st.scene().store.last_ok_ms = Some(st.now_ms);
     snap("queues_stale_rows", &st, 80, 14);
 
-    let mut st = populated();
-    st.scene().session.access = Access::Browse;
+    let st = populated_with(|s| s.session.access = Access::Browse);
     snap("queues_read_only", &st, 100, 12);
 
-    let mut st = populated();
-    st.scene().demo_workers = Some(1);
-    st.scene().session.protected = true;
+    let st = populated_with(|s| {
+        s.demo_workers = Some(1);
+        s.session.protected = true;
+    });
     snap("queues_demo_protected", &st, 100, 12);
 
     let mut st = populated();
@@ -180,8 +180,7 @@ fn snapshot_dialogs() {
     answer_plan(&mut st, &fx, 7, &[]);
     snap("dialog_redrive", &st, 80, 24);
 
-    let mut st = populated();
-    st.scene().session.protected = true;
+    let mut st = populated_with(|s| s.session.protected = true);
     select(&mut st, "payments");
     let fx = update(&mut st, key('P'));
     answer_purge(&mut st, &fx, 420);
@@ -193,13 +192,12 @@ fn snapshot_dialogs() {
 
 #[test]
 fn snapshot_help_and_workers() {
-    let mut st = populated();
-    st.scene().session.access = Access::Browse;
+    let mut st = populated_with(|s| s.session.access = Access::Browse);
     update(&mut st, key('?'));
     snap("help_read_only", &st, 80, 40);
 
     let mut st = populated();
-    st.scene().queues.cursor.sel = 0;
+    update(&mut st, code(KeyCode::Home));
     let fx = update(&mut st, key('w'));
     let q = st.workers.queue.clone().unwrap();
     assert!(fx.contains(&Effect::Consumers(q.clone())));
@@ -251,7 +249,7 @@ fn snapshot_help_and_workers() {
 #[test]
 fn the_workers_view_lists_live_workers_first() {
     let mut st = populated();
-    st.scene().queues.cursor.sel = 0;
+    update(&mut st, code(KeyCode::Home));
     update(&mut st, key('w'));
     let q = st.workers.queue.clone().unwrap();
     let worker = |tag: &str, status: WorkerState, state: &str| Consumer {
@@ -291,8 +289,7 @@ fn the_workers_view_lists_live_workers_first() {
 
 #[test]
 fn snapshot_themes() {
-    let mut st = populated();
-    st.scene().theme = Theme::mono();
+    let mut st = populated_with(|s| s.theme = Theme::mono());
     let t = draw(&st, 80, 24);
     // Mono sets no colours anywhere.
     for c in t.backend().buffer().content() {
@@ -311,47 +308,40 @@ fn snapshot_themes() {
 
 #[test]
 fn tiny_sizes_never_panic() {
-    let mut states = vec![populated()];
-    let mut s = populated();
-    open_dlq(&mut s);
-    states.push(s.clone_view());
-    update(&mut s, code(KeyCode::Enter));
-    states.push(s.clone_view());
-    let mut s = populated();
-    update(&mut s, code(KeyCode::Enter));
-    states.push(s.clone_view());
-    update(&mut s, key('P'));
-    states.push(s.clone_view());
-    update(&mut s, code(KeyCode::Esc));
-    update(&mut s, key('?'));
-    states.push(s);
-    for st in &states {
+    // Each screen reached from `populated` as a user would: the table, the DLQ's messages,
+    // one message, the detail, its purge dialog, and help.
+    let scenes: [fn(&mut State); 6] = [
+        |_| {},
+        open_dlq,
+        |s| {
+            open_dlq(s);
+            update(s, code(KeyCode::Enter));
+        },
+        |s| {
+            update(s, code(KeyCode::Enter));
+        },
+        |s| {
+            update(s, code(KeyCode::Enter));
+            update(s, key('P'));
+        },
+        |s| {
+            update(s, code(KeyCode::Enter));
+            update(s, key('P'));
+            update(s, code(KeyCode::Esc));
+            update(s, key('?'));
+        },
+    ];
+    for scene in scenes {
+        let mut st = populated();
+        scene(&mut st);
         for w in 0..=40u16 {
             for h in 0..=14u16 {
-                let t = draw(st, w, h);
+                let t = draw(&st, w, h);
                 assert_no_controls(&t);
             }
         }
-        let t = draw(st, 10, 5);
+        let t = draw(&st, 10, 5);
         assert!(text(&t).contains("qdeck"));
-    }
-}
-
-/// Clone helper: State is not Clone (it holds the store); re-create the same screen.
-trait CloneView {
-    fn clone_view(&self) -> State;
-}
-
-impl CloneView for State {
-    fn clone_view(&self) -> State {
-        let mut st = populated();
-        st.scene().stack = self.stack.clone();
-        st.scene().focus = self.focus.clone();
-        st.scene().msgs = self.msgs.clone();
-        st.scene().body = self.body.clone();
-        st.scene().dialog = self.dialog.clone();
-        st.scene().queues.cursor = self.queues.cursor.clone();
-        st
     }
 }
 
@@ -372,13 +362,13 @@ fn no_raw_escape_reaches_the_screen() {
     assert_no_controls(&t);
     assert!(text(&t).contains("evil␛[2J␛]0;x␇⟨U+202E⟩"));
     open_dlq(&mut st);
-    for i in 0..3 {
-        st.scene().msgs.cursor.sel = i;
+    for _ in 0..3 {
         update(&mut st, code(KeyCode::Enter));
         for (w, h) in [(80, 24), (200, 50), (40, 10)] {
             assert_no_controls(&draw(&st, w, h));
         }
         update(&mut st, code(KeyCode::Esc));
+        update(&mut st, key('j'));
     }
 }
 
@@ -480,8 +470,7 @@ fn every_row_drawn_is_reported_visible() {
         .map(|i| qinfo(&format!("bulk-{i:03}"), None))
         .collect();
     qs.push(qinfo("orders", Some("orders-dlq")));
-    st.scene().store.set_queues(qs);
-    qdeck::tui::update::rebuild_rows(&mut st);
+    update(&mut st, Action::Poll(PollEvent::Queues(qs)));
     for (w, h) in [(200u16, 50u16), (80, 24), (60, 15)] {
         update(&mut st, Action::Resize(w, h));
         for keys in [
@@ -596,8 +585,7 @@ fn purge_needs_confirmation() {
 
 #[test]
 fn protected_profile_types_the_name() {
-    let mut st = populated();
-    st.scene().session.protected = true;
+    let mut st = populated_with(|s| s.session.protected = true);
     select(&mut st, "payments");
     let fx = update(&mut st, key('P'));
     answer_purge(&mut st, &fx, 423);
@@ -619,8 +607,7 @@ fn protected_profile_types_the_name() {
 
 #[test]
 fn read_only_has_no_mutating_keys() {
-    let mut st = populated();
-    st.scene().session.access = Access::Browse;
+    let mut st = populated_with(|s| s.session.access = Access::Browse);
     for (a, what) in [(key('P'), "purge"), (key('R'), "redrive")] {
         let fx = update(&mut st, a);
         assert!(st.dialog.is_none());
@@ -660,7 +647,9 @@ fn read_only_has_no_mutating_keys() {
     );
     let logged = st.ops_log.entries.last().expect("the refusal is in :ops");
     assert_eq!(logged.summary.exit_code, 5);
-    st.scene().status = None;
+    // No key of this tier dismisses a refusal's line (`x` is refused too): the screen of
+    // the same profile with no line on it.
+    let mut st = populated_with(|s| s.session.access = Access::Browse);
     let t = draw(&st, 120, 24);
     let s = text(&t);
     assert!(!s.contains("purge") && !s.contains("redrive"), "{s}");
@@ -676,16 +665,22 @@ fn read_only_has_no_mutating_keys() {
 /// Tier `redrive`: redrive works, purge is refused with a flash.
 #[test]
 fn redrive_tier_redrives_but_never_purges() {
-    let mut st = populated();
-    st.scene().session.access = Access::Redrive;
+    let mut st = populated_with(|s| s.session.access = Access::Redrive);
     select(&mut st, "orders-dlq");
     update(&mut st, key('P'));
     assert!(st.dialog.is_none());
     assert!(st.status.as_ref().unwrap().text.contains("full"));
     update(&mut st, key('R'));
     assert!(st.dialog.is_some(), "redrive opens its dialog");
-    st.scene().dialog = None;
-    st.scene().status = None;
+    update(&mut st, code(KeyCode::Esc));
+    assert!(st.dialog.is_none());
+    // Esc's "cancelled" flash goes by.
+    let now = st.now_ms;
+    update(
+        &mut st,
+        Action::Tick(now + qdeck::tui::update::FLASH_INFO_MS),
+    );
+    assert!(st.status.is_none());
     let s = text(&draw(&st, 160, 24));
     assert!(s.contains("redrive") && !s.contains("purge"), "{s}");
     assert!(s.contains("NO PURGE"));
@@ -694,8 +689,7 @@ fn redrive_tier_redrives_but_never_purges() {
 /// Tier `stats`: no message view opens, by key, by `:` command or by Enter on the detail.
 #[test]
 fn stats_tier_never_opens_messages() {
-    let mut st = populated();
-    st.scene().session.access = Access::Stats;
+    let mut st = populated_with(|s| s.session.access = Access::Stats);
     for a in [key('b'), key('d')] {
         let fx = update(&mut st, a);
         assert!(!fx.iter().any(|e| matches!(e, Effect::Browse { .. })));
@@ -720,7 +714,10 @@ fn stats_tier_never_opens_messages() {
     let fx = update(&mut st, code(KeyCode::Enter));
     assert!(fx.iter().any(|e| matches!(e, Effect::Refused { .. })));
     assert_eq!(st.view(), View::Detail);
-    st.scene().status = None;
+    // This tier has no key that dismisses the refusal's line: the same detail, fresh.
+    let mut st = populated_with(|s| s.session.access = Access::Stats);
+    update(&mut st, code(KeyCode::Enter));
+    assert_eq!(st.view(), View::Detail);
     let s = text(&draw(&st, 160, 24));
     assert!(s.contains("STATS ONLY"), "{s}");
     let footer = s.lines().last().unwrap();
@@ -866,7 +863,8 @@ fn delete_refusals_are_said_not_asked() {
     let flash = &st.status.as_ref().unwrap().text;
     assert!(flash.contains("cannot delete from orders-dlq") && flash.contains("quorum"));
 
-    st.scene().session.access = Access::Redrive;
+    let mut st = populated_with(|s| s.session.access = Access::Redrive);
+    open_dlq(&mut st);
     let fx = update(&mut st, key('D'));
     assert!(fx.iter().all(|e| !matches!(e, Effect::PlanDelete { .. })));
     assert!(
@@ -879,8 +877,7 @@ fn delete_refusals_are_said_not_asked() {
 /// dialog names both ends, `y` runs it. An unknown profile or a missing queue name is said.
 #[test]
 fn copy_command_checks_then_asks() {
-    let mut st = populated();
-    st.scene().session.profiles = vec!["local".into(), "other".into()];
+    let mut st = populated_with(|s| s.session.profiles = vec!["local".into(), "other".into()]);
     open_dlq(&mut st);
     update(&mut st, key(' '));
     update(&mut st, key(' '));
@@ -963,8 +960,13 @@ fn copy_command_checks_then_asks() {
     assert!(st.op.is_some());
     // On a `browse` profile the command goes to the planner, which checks the tiers of both
     // profiles as `qdeck copy` does (it used to be refused here from this profile's alone).
-    st.scene().op = None;
-    st.scene().session.access = Access::Browse;
+    let mut st = populated_with(|s| {
+        s.session.access = Access::Browse;
+        s.session.profiles = vec!["local".into(), "other".into()];
+    });
+    open_dlq(&mut st);
+    update(&mut st, key(' '));
+    update(&mut st, key(' '));
     let mut fx = Vec::new();
     for ch in ":copy repro other\r".chars() {
         let a = if ch == '\r' {
@@ -996,7 +998,11 @@ fn copy_command_checks_then_asks() {
     assert!(st.op.is_some());
     // Within this profile the copy writes here: refused, and never silently: the result line
     // and `:ops` say why, with the CLI's exit code for a refusal.
-    st.scene().op = None;
+    update(
+        &mut st,
+        Action::OpDone(OpSummary::new("copied 2 message(s)", Verdict::Ok)),
+    );
+    assert!(st.op.is_none());
     let mut same = ask;
     same.to_profile = None;
     update(
@@ -1098,7 +1104,8 @@ fn demo_keys_only_with_demo() {
     assert!(update(&mut st, key('+'))
         .iter()
         .all(|e| matches!(e, Effect::Visible(_))));
-    st.scene().demo_workers = Some(1);
+    // The demo runs from the start or not at all.
+    let mut st = populated_with(|s| s.demo_workers = Some(1));
     assert!(update(&mut st, key('+')).contains(&Effect::AddWorker));
     assert!(update(&mut st, key('-')).contains(&Effect::RemoveWorker));
 }
@@ -1109,8 +1116,7 @@ fn keymap_overrides_from_config() {
     o.insert("down".to_string(), vec!["n".to_string()]);
     let (km, problems) = qdeck::tui::keymap::KeyMap::new(&o);
     assert!(problems.is_empty());
-    let mut st = populated();
-    st.scene().keymap = km;
+    let mut st = populated_with(|s| s.keymap = km);
     update(&mut st, key('n'));
     assert_eq!(st.queues.cursor.sel, 1);
     update(&mut st, key('j'));
@@ -1413,13 +1419,36 @@ async fn console_move_whose_deletes_fail_is_partial_like_the_cli() {
         (2, "local/dlq (local)", "local/repro (local)")
     );
     assert!(ask.plan.is_some());
+    // The console browses `dlq`, confirms the move, and is asked to quit while it runs.
+    let mut st = listed_state(
+        qdeck::tui::state::Setup::new("local", "local"),
+        caps(),
+        vec![qinfo("dlq", None), qinfo("repro", None)],
+    );
+    select(&mut st, "dlq");
+    update(&mut st, key('b'));
+    page(&mut st, "dlq", ask.messages.clone());
+    update(
+        &mut st,
+        Action::TransferPlanned {
+            moving: true,
+            result: Ok(ask.clone()),
+        },
+    );
+    let fx = update(&mut st, key('y'));
+    assert!(
+        fx.iter().any(|e| matches!(e, Effect::Transfer(_))),
+        "{fx:?}"
+    );
+    update(&mut st, key('q'));
+    update(&mut st, key('y'));
+    assert!(st.exit.after_op && !st.exit.quit);
+
     let ask = *ask;
     let p = qdeck_backend::OpProgress::detached();
     let done = qdeck::tui::transfer::run(&session, ask, &p).await;
     assert_eq!(done.verdict, Verdict::Partial, "{}", done.text);
 
-    let mut st = populated();
-    st.scene().exit.after_op = true;
     update(&mut st, Action::OpDone(done));
     let status = st.status.as_ref().unwrap();
     assert_eq!(
@@ -1699,8 +1728,7 @@ fn pty_end_to_end() {
 
 #[test]
 fn profile_command() {
-    let mut st = populated();
-    st.scene().session.profiles = vec!["local".into(), "prod".into()];
+    let mut st = populated_with(|s| s.session.profiles = vec!["local".into(), "prod".into()]);
     let run = |st: &mut State, cmd: &str| {
         update(st, key(':'));
         for c in cmd.chars() {
@@ -1772,18 +1800,13 @@ const SIZES: [(u16, u16); 3] = [(200, 50), (80, 24), (60, 15)];
 /// A state with a redrive running (1,200 of 5,000 done).
 fn running_redrive() -> State {
     let mut st = populated();
-    select(&mut st, "orders-dlq");
-    let fx = update(&mut st, key('R'));
-    answer_plan(&mut st, &fx, 5000, &[]);
-    update(&mut st, key('y'));
-    assert!(st.op.is_some());
-    update(
+    start_redrive(
         &mut st,
-        Action::OpProgress(qdeck_backend::ProgressState {
+        qdeck_backend::ProgressState {
             done: 1200,
             total: Some(5000),
             ..Default::default()
-        }),
+        },
     );
     st
 }
@@ -1801,18 +1824,18 @@ fn dialogs() -> Vec<(&'static str, State, &'static str)> {
     let fx = update(&mut st, key('R'));
     answer_plan(&mut st, &fx, 7, &["copies get a new MessageId"]);
     out.push(("redrive_origin", st, "y confirm"));
-    let mut st = populated();
-    st.scene().session.protected = true;
+    let mut st = populated_with(|s| s.session.protected = true);
     select(&mut st, "payments");
     let fx = update(&mut st, key('P'));
     answer_purge(&mut st, &fx, 420);
     out.push(("purge_protected", st, "Esc cancels"));
-    let mut st = populated();
-    st.scene().caps.browse = BrowseEffect::SideEffect(
+    let mut side = caps();
+    side.browse = BrowseEffect::SideEffect(
         "each browse requeues the messages it reads and raises their redelivery count, which \
          may push them to the dead-letter queue"
             .into(),
     );
+    let mut st = populated_on(side, |_| {});
     select(&mut st, "orders");
     update(&mut st, key('b'));
     out.push(("browse_side_effect", st, "y confirm"));
@@ -2088,7 +2111,9 @@ fn every_view_at_every_size() {
     views.push(("detail", st));
     let mut st = populated();
     open_dlq(&mut st);
-    views.push(("messages", st.clone_view()));
+    views.push(("messages", st));
+    let mut st = populated();
+    open_dlq(&mut st);
     update(&mut st, code(KeyCode::Enter));
     views.push(("message", st));
     views.push(("workers", workers_state()));
@@ -2228,7 +2253,8 @@ fn edit_tab_picks_another_queue_and_nothing_is_sent_without_a_change() {
         assert!(st.status.as_ref().unwrap().text.contains(says));
     }
     // Below tier redrive the key only flashes.
-    st.scene().session.access = Access::Browse;
+    let mut st = populated_with(|s| s.session.access = Access::Browse);
+    open_dlq(&mut st);
     let fx = update(&mut st, key('e'));
     assert!(!fx.iter().any(|e| matches!(e, Effect::Edit { .. })));
     assert!(st.status.as_ref().unwrap().text.contains("redrive"));
@@ -2703,8 +2729,7 @@ fn reasons_view_final_wording_and_tier() {
         "title wording: {s}"
     );
     // At tier stats no scan starts.
-    let mut st = populated();
-    st.scene().session.access = Access::Stats;
+    let mut st = populated_with(|s| s.session.access = Access::Stats);
     select(&mut st, "orders-dlq");
     let fx = update(&mut st, key('F'));
     assert!(!fx.iter().any(|e| matches!(e, Effect::Reasons(_))));
@@ -2723,16 +2748,19 @@ fn fleet_view_shows_each_profile_its_error_and_staleness() {
 #[test]
 fn fleet_title_says_one_profile_in_the_singular() {
     let mut st = populated();
-    let mut fl = qdeck::tui::state::FleetState::new(&["local".to_string()]);
-    fl.apply(qdeck_engine::fleet::FleetRow {
-        profile: "local".into(),
-        kind: Some(qdeck_model::domain::BrokerKind::Local),
-        updated_ms: Some(st.now_ms),
-        refresh_secs: 5.0,
-        ..Default::default()
-    });
-    st.scene().fleet = Some(fl);
-    st.scene().stack = vec![View::Fleet];
+    update(&mut st, Action::FleetStarted(vec!["local".to_string()]));
+    let now = st.now_ms;
+    update(
+        &mut st,
+        Action::Fleet(qdeck_engine::fleet::FleetRow {
+            profile: "local".into(),
+            kind: Some(qdeck_model::domain::BrokerKind::Local),
+            updated_ms: Some(now),
+            refresh_secs: 5.0,
+            ..Default::default()
+        }),
+    );
+    assert_eq!(st.view(), View::Fleet);
     let s = text(&draw(&st, 80, 24));
     assert!(s.contains("fleet 1 profile "), "{s}");
     assert!(!s.contains("1 profiles"), "{s}");
@@ -2808,7 +2836,8 @@ fn fire_view_ranks_every_profiles_queues_by_severity() {
     assert_eq!(order.len(), 7, "every kept queue of every profile");
     // The fleet row shows the SQS cost per hour, blank for the other kinds.
     let mut fleet = fire_state();
-    fleet.scene().stack = vec![View::Fleet];
+    update(&mut fleet, code(KeyCode::Esc));
+    assert_eq!(fleet.view(), View::Fleet);
     let s = text(&draw(&fleet, 120, 10));
     assert!(s.contains("$/h") && s.contains("0.0123"), "{s}");
     snap("fleet_cost_120x10", &fleet, 120, 10);
@@ -2826,7 +2855,8 @@ fn help_over_the_fire_view_gives_the_formula() {
 #[test]
 fn fire_view_filters_opens_and_comes_back() {
     let mut st = fire_state();
-    st.scene().stack = vec![View::Fleet];
+    update(&mut st, code(KeyCode::Esc));
+    assert_eq!(st.view(), View::Fleet);
     update(&mut st, key('f'));
     assert_eq!(st.view(), View::Fire);
     // `/` filters on profile/queue as you type; Esc clears it, a second Esc leaves.
@@ -3027,19 +3057,25 @@ async fn fleet_prices_sqs_calls() {
 fn status_line_shows_the_refresh_budget() {
     use qdeck_engine::budget::Budget;
     let mut st = populated();
-    st.scene().poll.api_rate = Some(Budget {
-        calls_per_min: 126.0,
-        usd_per_hour: Some(0.003024),
-    });
+    update(
+        &mut st,
+        Action::Poll(PollEvent::ApiRate(Budget {
+            calls_per_min: 126.0,
+            usd_per_hour: Some(0.003024),
+        })),
+    );
     let screen = text(&draw(&st, 120, 30));
     assert!(
         screen.contains("126 calls/min · ≈$0.0030/h"),
         "status line: {screen}"
     );
-    st.scene().poll.api_rate = Some(Budget {
-        calls_per_min: 12.0,
-        usd_per_hour: None,
-    });
+    update(
+        &mut st,
+        Action::Poll(PollEvent::ApiRate(Budget {
+            calls_per_min: 12.0,
+            usd_per_hour: None,
+        })),
+    );
     let screen = text(&draw(&st, 120, 30));
     assert!(screen.contains("12 calls/min"), "{screen}");
     assert!(
@@ -3318,19 +3354,21 @@ fn redrive_dialog_shows_and_runs_its_own_plan() {
 /// browse has a side effect asks first, and the others browse straight away.
 #[test]
 fn browse_decides_on_the_queues_own_capabilities() {
-    let mut st = populated();
-    st.scene().caps.browse = BrowseEffect::None;
-    st.scene().caps_of = Some(Arc::new(|info: &QueueInfo| {
-        let mut c = caps();
-        c.browse = match info.id.as_str() {
-            "orders" => BrowseEffect::Unsupported(
-                "orders is a stream: its messages are read by offset".into(),
-            ),
-            "payments" => BrowseEffect::SideEffect("raises the quorum delivery count".into()),
-            _ => BrowseEffect::None,
-        };
-        c
-    }));
+    let mut broker = caps();
+    broker.browse = BrowseEffect::None;
+    let mut st = populated_on(broker, |s| {
+        s.caps_of = Some(Arc::new(|info: &QueueInfo| {
+            let mut c = caps();
+            c.browse = match info.id.as_str() {
+                "orders" => BrowseEffect::Unsupported(
+                    "orders is a stream: its messages are read by offset".into(),
+                ),
+                "payments" => BrowseEffect::SideEffect("raises the quorum delivery count".into()),
+                _ => BrowseEffect::None,
+            };
+            c
+        }));
+    });
     select(&mut st, "orders");
     let fx = update(&mut st, key('b'));
     assert!(
@@ -3345,7 +3383,8 @@ fn browse_decides_on_the_queues_own_capabilities() {
         st.dialog.as_ref().map(|d| &d.kind),
         Some(DialogKind::Browse { note, .. }) if note.contains("quorum")
     ));
-    st.scene().dialog = None;
+    update(&mut st, code(KeyCode::Esc));
+    assert!(st.dialog.is_none());
     select(&mut st, "emails");
     let fx = update(&mut st, key('b'));
     assert!(

@@ -7,7 +7,7 @@ mod common;
 
 use common::console::*;
 use crossterm::event::KeyCode;
-use qdeck::tui::state::{State, View};
+use qdeck::tui::state::{Setup, State, View};
 use qdeck::tui::{update, Action, Effect};
 use qdeck_backend::BackendError;
 use qdeck_engine::poller::{PollError, PollEvent};
@@ -34,9 +34,22 @@ fn with_rules(mut st: State, bell: bool, desktop: bool) -> State {
     st
 }
 
+/// A console of `profile` started with no figures and the rules of `RULES`.
+fn ruled(profile: &str) -> State {
+    let cfg = qdeck_model::config::parse_str(RULES).unwrap();
+    let mut setup = Setup::new(profile, "local");
+    setup.alert_rules = qdeck_engine::alerts::rules(&cfg).unwrap();
+    State::with(
+        qdeck_engine::store::Store::new(600, 240, 600.0),
+        caps(),
+        setup,
+    )
+}
+
 /// One poll of the DLQ's figures at `depth`.
 fn poll_dlq(st: &mut State, depth: u64) -> Vec<Effect> {
-    st.scene().now_ms += 2_000;
+    let now = st.now_ms + 2_000;
+    update(st, Action::Tick(now));
     let batch = StatsBatch {
         stats: vec![QueueStats {
             id: QueueId::new("orders-dlq"),
@@ -77,6 +90,10 @@ fn a_firing_rule_is_a_badge_ranks_first_on_fire_and_opens_its_queue() {
         matches!(rows[0], qdeck::tui::state::FireRow::Alert(_)),
         "{rows:?}"
     );
+    // The cursor followed the broker row it was on as the alert ranked in above it: `g`
+    // selects the alert.
+    assert_eq!(st.fleet.as_ref().unwrap().fire_cursor.sel, 1);
+    update(&mut st, key('g'));
     let screen = text(&draw(&st, 100, 24));
     assert!(screen.contains("1 alert firing"), "{screen}");
     let first_alert_line = screen
@@ -199,17 +216,8 @@ async fn another_profiles_firing_rule_comes_through_the_fleet() {
     let config = qdeck_model::config::validate_file(&cfg).unwrap();
     let rules = qdeck_engine::alerts::rules(&config).unwrap();
     let names = vec!["a".to_string(), "b".to_string()];
-    let mut st = with_rules(
-        State::new(
-            qdeck_engine::store::Store::new(600, 240, 600.0),
-            caps(),
-            "a",
-            "local",
-        ),
-        false,
-        false,
-    );
-    st.scene().fleet = Some(qdeck::tui::state::FleetState::new(&names));
+    let mut st = ruled("a");
+    update(&mut st, Action::FleetStarted(names.clone()));
     let (tx, mut rx) = tokio::sync::mpsc::channel(64);
     let _fleet = qdeck_engine::fleet::spawn(
         |n| qdeck_model::config::LoadOptions {
@@ -258,16 +266,7 @@ async fn another_profiles_firing_rule_comes_through_the_fleet() {
     // b becomes the console's own profile: its alert keeps firing since the time the fleet
     // saw it start, listed once, with nothing announced again.
     let badge = st.alerts_firing();
-    let fresh = with_rules(
-        State::new(
-            qdeck_engine::store::Store::new(600, 240, 600.0),
-            caps(),
-            "b",
-            "local",
-        ),
-        false,
-        false,
-    );
+    let fresh = ruled("b");
     qdeck::tui::update::switched(&mut st, fresh);
     assert_eq!(st.alerts.book.console().as_deref(), Some("b"));
     let own = st.alerts.firing_rows();
@@ -297,13 +296,14 @@ async fn another_profiles_firing_rule_comes_through_the_fleet() {
 
 #[test]
 fn a_health_rule_fires_when_the_profiles_polls_fail_and_when_its_figures_go_stale() {
-    let mut st = populated();
     let cfg = qdeck_model::config::parse_str(
         "[[alerts]]\nname = \"down\"\nwhen = \"unreachable\"\n\n[[alerts]]\nname = \"old\"\nwhen = \"stale\"\n",
     )
     .unwrap();
-    st.scene().alerts.rules = qdeck_engine::alerts::rules(&cfg).unwrap();
-    st.scene().session.refresh_secs = 2.0;
+    let mut st = populated_with(|s| {
+        s.alert_rules = qdeck_engine::alerts::rules(&cfg).unwrap();
+        s.session.refresh_secs = 2.0;
+    });
     poll_dlq(&mut st, 1);
     assert_eq!(st.alerts.firing(), 0);
     update(
@@ -320,7 +320,8 @@ fn a_health_rule_fires_when_the_profiles_polls_fail_and_when_its_figures_go_stal
         .collect();
     assert_eq!(firing, ["down"]);
     // Seven seconds without a success at a 2 s refresh: stale too.
-    st.scene().now_ms += 7_000;
+    let now = st.now_ms + 7_000;
+    update(&mut st, Action::Tick(now));
     update(
         &mut st,
         Action::Poll(PollEvent::Error(PollError::Backend(
@@ -337,7 +338,7 @@ fn a_health_rule_fires_when_the_profiles_polls_fail_and_when_its_figures_go_stal
     assert_eq!(firing, ["down", "old"]);
     // A success ends both (the store stamps a success with the wall clock: the console's
     // clock follows it).
-    st.scene().now_ms = qdeck_model::domain::now_ms() - 2_000;
+    update(&mut st, Action::Tick(qdeck_model::domain::now_ms() - 2_000));
     poll_dlq(&mut st, 1);
     assert_eq!(st.alerts.firing(), 0, "{:?}", st.alerts.firing_rows());
 }
@@ -364,8 +365,7 @@ fn a_pending_rule_keeps_its_start_when_its_profile_becomes_the_consoles() {
     )
     .unwrap();
     let rules = qdeck_engine::alerts::rules(&cfg).unwrap();
-    let mut st = populated();
-    st.scene().alerts.rules = rules.clone();
+    let mut st = populated_with(|s| s.alert_rules = rules.clone());
     // The fleet poller's view of profile b: orders holds 5, first seen at `since`.
     let mut fleet_store = qdeck_engine::store::Store::new(600, 240, 600.0);
     fleet_store.set_queues(vec![qdeck_model::domain::QueueInfo {
@@ -397,14 +397,14 @@ fn a_pending_rule_keeps_its_start_when_its_profile_becomes_the_consoles() {
         profile: "b".into(),
         queue: "orders".into(),
     };
-    let mut fresh = State::new(
+    let mut setup = Setup::new("b", "local");
+    setup.alert_rules = rules;
+    let mut fresh = State::with(
         qdeck_engine::store::Store::new(600, 240, 600.0),
         caps(),
-        "b",
-        "local",
+        setup,
     );
-    fresh.scene().alerts.rules = rules;
-    fresh.scene().now_ms = since + 30_000;
+    update(&mut fresh, Action::Tick(since + 30_000));
     qdeck::tui::update::switched(&mut st, fresh);
     let phase = |st: &State| {
         st.alerts
@@ -421,7 +421,7 @@ fn a_pending_rule_keeps_its_start_when_its_profile_becomes_the_consoles() {
         }])),
     );
     let poll = |st: &mut State, at: i64| {
-        st.scene().now_ms = at;
+        update(st, Action::Tick(at));
         update(
             st,
             Action::Poll(PollEvent::Stats(StatsBatch {

@@ -7,10 +7,10 @@ mod common;
 use common::console::*;
 
 use crossterm::event::KeyCode;
-use qdeck::tui::state::{FleetState, State, View};
+use qdeck::tui::state::{Setup, State, View};
 use qdeck::tui::{update, Action};
 use qdeck_engine::fleet::{summarize, FleetRow};
-use qdeck_engine::store::Store;
+use qdeck_engine::poller::PollEvent;
 use qdeck_model::domain::*;
 
 fn snap(name: &str, st: &State, w: u16, h: u16) {
@@ -30,9 +30,12 @@ fn sorted_names(st: &State) -> Vec<String> {
 /// `jobs`, polled every 2 s as the console does: 10/s arrive onto a backlog of 200, one worker
 /// does 6/s until the poll at t = 60 sees three (`+ +`), which do 18/s together.
 fn scaled_up(until: i64) -> State {
-    let mut store = Store::with_defaults();
-    store.set_queues(vec![qinfo("jobs", None)]);
-    let epoch = store.epoch_ms();
+    let mut st = listed_state(
+        Setup::new("local", "local"),
+        caps(),
+        vec![qinfo("jobs", None)],
+    );
+    let epoch = st.store.epoch_ms();
     for t in (0..=until).step_by(2) {
         let tu = t as u64;
         let done = if tu <= 60 {
@@ -42,8 +45,9 @@ fn scaled_up(until: i64) -> State {
         };
         let enq = 200 + 10 * tu;
         let workers = if tu < 60 { 1 } else { 3 };
-        store.apply(StatsBatch {
-            stats: vec![QueueStats {
+        polled(
+            &mut st,
+            vec![QueueStats {
                 id: QueueId::new("jobs"),
                 at_ms: epoch + t * 1000,
                 depth: Some(enq - done),
@@ -55,14 +59,10 @@ fn scaled_up(until: i64) -> State {
                 completed_total: Some(done),
                 ..Default::default()
             }],
-            errors: vec![],
-        });
+        );
     }
-    let mut st = State::new(store, caps(), "local", "local");
-    st.scene().poll.listed = true;
-    st.scene().now_ms = st.store.last_ok_ms.unwrap_or(T0);
+    clock_at_last_poll(&mut st);
     update(&mut st, Action::Resize(80, 24));
-    qdeck::tui::update::rebuild_rows(&mut st);
     select(&mut st, "jobs");
     update(&mut st, code(KeyCode::Enter));
     assert_eq!(st.view(), View::Detail);
@@ -98,19 +98,18 @@ fn with_gaps() -> State {
     let mut infos: Vec<QueueInfo> = st.store.entries().iter().map(|e| e.info.clone()).collect();
     infos.push(qinfo("fresh", None));
     infos.push(qinfo("partial", Some("partial-dlq")));
-    st.scene().store.set_queues(infos);
+    update(&mut st, Action::Poll(PollEvent::Queues(infos)));
     let at = st.store.epoch_ms() + 40_000;
-    st.scene().store.apply(StatsBatch {
-        stats: vec![QueueStats {
+    polled(
+        &mut st,
+        vec![QueueStats {
             id: QueueId::new("partial"),
             at_ms: at,
             depth: Some(12),
             ..Default::default()
         }],
-        errors: vec![],
-    });
-    st.scene().store.last_ok_ms = Some(st.now_ms);
-    qdeck::tui::update::rebuild_rows(&mut st);
+    );
+    clock_at_last_poll(&mut st);
     st
 }
 
@@ -225,7 +224,7 @@ fn every_eta() -> State {
     for q in ["surge", "nearly", "poison", "fresh"] {
         infos.push(qinfo(q, None));
     }
-    st.scene().store.set_queues(infos);
+    update(&mut st, Action::Poll(PollEvent::Queues(infos)));
     let epoch = st.store.epoch_ms();
     for t in 0..=40u64 {
         let s = |id: &str, depth: u64, enq: u64, done: u64, age: f64| QueueStats {
@@ -238,17 +237,16 @@ fn every_eta() -> State {
             oldest_age_secs: Some(age),
             ..Default::default()
         };
-        st.scene().store.apply(StatsBatch {
-            stats: vec![
+        polled(
+            &mut st,
+            vec![
                 s("surge", 20 * t, 30 * t, 10 * t, 1.0),
                 s("nearly", 400 - 8 * t, 2 * t, 10 * t, 1.0),
                 s("poison", 5, 0, 0, 100.0 + t as f64),
             ],
-            errors: vec![],
-        });
+        );
     }
-    st.scene().store.last_ok_ms = Some(st.now_ms);
-    qdeck::tui::update::rebuild_rows(&mut st);
+    clock_at_last_poll(&mut st);
     st
 }
 
@@ -328,10 +326,9 @@ fn rabbit_fleet() -> State {
         &batch,
         &mut qdeck_engine::depth_window::DepthWindow::default(),
     );
-    let mut fl = FleetState::new(&["rabbit".to_string()]);
-    fl.apply(row);
-    st.scene().fleet = Some(fl);
-    st.scene().stack = vec![View::Fleet];
+    update(&mut st, Action::FleetStarted(vec!["rabbit".to_string()]));
+    update(&mut st, Action::Fleet(row));
+    assert_eq!(st.view(), View::Fleet);
     st
 }
 
@@ -361,9 +358,12 @@ fn fleet_oldest_counts_the_dlq_and_says_so_as_the_fire_view_does() {
 /// colour and the detail counts the records lost; a row with none lost stays plain.
 #[test]
 fn records_lost_to_retention_turn_the_depth_red_and_are_counted() {
-    let mut store = Store::with_defaults();
-    store.set_queues(vec![qinfo("late@orders", None), qinfo("fine@orders", None)]);
-    let epoch = store.epoch_ms();
+    let mut st = listed_state(
+        Setup::new("kafka", "kafka"),
+        caps(),
+        vec![qinfo("late@orders", None), qinfo("fine@orders", None)],
+    );
+    let epoch = st.store.epoch_ms();
     let stats = |name: &str, lost: u64| QueueStats {
         id: QueueId::new(name),
         at_ms: epoch,
@@ -371,15 +371,12 @@ fn records_lost_to_retention_turn_the_depth_red_and_are_counted() {
         lost: Some(lost),
         ..Default::default()
     };
-    store.apply(StatsBatch {
-        stats: vec![stats("late@orders", 17), stats("fine@orders", 0)],
-        errors: vec![],
-    });
-    let mut st = State::new(store, caps(), "kafka", "kafka");
-    st.scene().poll.listed = true;
-    st.scene().now_ms = st.store.last_ok_ms.unwrap_or(T0);
+    polled(
+        &mut st,
+        vec![stats("late@orders", 17), stats("fine@orders", 0)],
+    );
+    clock_at_last_poll(&mut st);
     update(&mut st, Action::Resize(80, 24));
-    qdeck::tui::update::rebuild_rows(&mut st);
     let t = draw(&st, 80, 24);
     let buf = t.backend().buffer();
     let depth_style = |row: &str| {
@@ -413,9 +410,12 @@ fn records_lost_to_retention_turn_the_depth_red_and_are_counted() {
 /// row read live has neither.
 #[test]
 fn sampled_figures_are_marked_and_their_age_is_said() {
-    let mut store = Store::with_defaults();
-    store.set_queues(vec![qinfo("proj/sampled-sub", None), qinfo("live", None)]);
-    let epoch = store.epoch_ms();
+    let mut st = listed_state(
+        Setup::new("ps", "ps"),
+        caps(),
+        vec![qinfo("proj/sampled-sub", None), qinfo("live", None)],
+    );
+    let epoch = st.store.epoch_ms();
     let stats = |name: &str, sampled: Option<Sampled>| QueueStats {
         id: QueueId::new(name),
         at_ms: epoch,
@@ -428,18 +428,15 @@ fn sampled_figures_are_marked_and_their_age_is_said() {
         at_ms: epoch - 180_000,
         every_secs: 60,
     };
-    store.apply(StatsBatch {
-        stats: vec![
+    polled(
+        &mut st,
+        vec![
             stats("proj/sampled-sub", Some(three_min_before)),
             stats("live", None),
         ],
-        errors: vec![],
-    });
-    let mut st = State::new(store, caps(), "ps", "ps");
-    st.scene().poll.listed = true;
-    st.scene().now_ms = epoch;
+    );
+    update(&mut st, Action::Tick(epoch));
     update(&mut st, Action::Resize(80, 24));
-    qdeck::tui::update::rebuild_rows(&mut st);
     let screen = text(&draw(&st, 80, 24));
     let marker = |name: &str| {
         screen

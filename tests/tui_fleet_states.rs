@@ -8,6 +8,7 @@ mod common;
 use common::console::*;
 
 use qdeck::tui::state::State;
+use qdeck::tui::{update, Action};
 use qdeck_engine::fleet::FleetRow;
 use qdeck_model::domain::BrokerKind;
 
@@ -16,21 +17,30 @@ use qdeck_model::domain::BrokerKind;
 fn fleet() -> State {
     let mut st = fleet_state();
     let now = st.now_ms;
-    let fl = st.scene().fleet.as_mut().unwrap();
-    fl.apply(FleetRow {
-        profile: "hung".into(),
-        kind: Some(BrokerKind::Rabbitmq),
-        error: Some("no answer within 20s".into()),
-        failing_since_ms: Some(now - 45_000),
-        silent_after_secs: Some(20),
-        refresh_secs: 5.0,
-        ..Default::default()
-    });
-    fl.apply(FleetRow {
-        profile: "new".into(),
-        refresh_secs: 5.0,
-        ..Default::default()
-    });
+    // The two joined the configuration: the fleet's pollers start again with them.
+    let names: Vec<String> = ["local", "rabbit-eu", "sqs-prod", "hung", "new"]
+        .iter()
+        .map(std::string::ToString::to_string)
+        .collect();
+    update(&mut st, Action::FleetStarted(names));
+    for row in [
+        FleetRow {
+            profile: "hung".into(),
+            kind: Some(BrokerKind::Rabbitmq),
+            error: Some("no answer within 20s".into()),
+            failing_since_ms: Some(now - 45_000),
+            silent_after_secs: Some(20),
+            refresh_secs: 5.0,
+            ..Default::default()
+        },
+        FleetRow {
+            profile: "new".into(),
+            refresh_secs: 5.0,
+            ..Default::default()
+        },
+    ] {
+        update(&mut st, Action::Fleet(row));
+    }
     st
 }
 
@@ -85,7 +95,8 @@ fn the_state_column_is_no_narrower_at_120_columns_than_at_80() {
 #[test]
 fn the_selected_profiles_error_is_whole_under_the_table() {
     let mut st = fleet();
-    st.scene().fleet.as_mut().unwrap().cursor.sel = 1;
+    update(&mut st, key('j'));
+    assert_eq!(st.fleet.as_ref().unwrap().selected(), Some("rabbit-eu"));
     let t = draw(&st, 80, 24);
     assert_no_controls(&t);
     let flat: String = text(&t)

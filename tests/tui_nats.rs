@@ -10,13 +10,13 @@ mod common;
 
 use std::sync::Arc;
 
-use common::console::{code, draw, key, select, text};
+use common::console::{clock_at_last_poll, code, draw, key, listed_state, select, text};
 use common::nats::{nats_url, peer, profile, Scene};
 use crossterm::event::KeyCode;
-use qdeck::tui::state::State;
+use qdeck::tui::state::{Setup, State};
 use qdeck::tui::{update, Action, Effect};
 use qdeck_backend::{build, Backend};
-use qdeck_engine::store::Store;
+use qdeck_engine::poller::PollEvent;
 use qdeck_model::config::NatsSettings;
 use qdeck_model::domain::*;
 
@@ -24,17 +24,12 @@ use qdeck_model::domain::*;
 async fn polled(b: &Arc<dyn Backend>) -> State {
     let queues = b.list_queues().await.unwrap();
     let ids: Vec<QueueId> = queues.iter().map(|q| q.id.clone()).collect();
-    let mut store = Store::new(600, 240, 600.0);
-    store.set_queues(queues);
+    let mut st = listed_state(Setup::new("nats-test", "nats"), b.capabilities(), queues);
     let batch = b.stats(&ids).await.unwrap();
     assert!(batch.errors.is_empty(), "{:?}", batch.errors);
-    store.apply(batch);
-    let mut st = State::new(store, b.capabilities(), "nats-test", "nats");
-    st.scene().poll.listed = true;
-    st.scene().now_ms = now_ms();
-    st.scene().store.last_ok_ms = Some(st.now_ms);
+    update(&mut st, Action::Poll(PollEvent::Stats(batch)));
+    clock_at_last_poll(&mut st);
     update(&mut st, Action::Resize(160, 30));
-    qdeck::tui::update::rebuild_rows(&mut st);
     st
 }
 

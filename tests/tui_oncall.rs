@@ -10,10 +10,12 @@ use common::pty::Console;
 
 use crossterm::event::KeyCode;
 
-use qdeck::tui::state::{DialogKind, OpState, OpSummary, State, View};
+use qdeck::tui::state::{DialogKind, OpSummary, Setup, State, View};
 use qdeck::tui::{update, Action, Effect};
+use qdeck_backend::BackendError;
 use qdeck_engine::fleet::FleetRow;
 use qdeck_engine::ops::Verdict;
+use qdeck_engine::poller::{PollError, PollEvent};
 use qdeck_engine::store::Store;
 use qdeck_model::domain::*;
 
@@ -34,28 +36,44 @@ fn snap(name: &str, st: &State, w: u16, h: u16) {
 /// The fleet of `fire_state` plus a profile that refuses connections (down 2 minutes) and
 /// one that accepts and never answers.
 fn fire_with_dead_brokers() -> State {
-    let mut st = fire_state();
+    fire_with_dead_brokers_and(|_| {})
+}
+
+/// `fire_with_dead_brokers` of a console started with the settings `set` gives.
+fn fire_with_dead_brokers_and(set: impl FnOnce(&mut Setup)) -> State {
+    let mut st = fire_state_with(set);
     let now = st.now_ms;
-    let fl = st.scene().fleet.as_mut().unwrap();
-    fl.apply(FleetRow {
-        profile: "dead".into(),
-        kind: Some(qdeck_model::domain::BrokerKind::Rabbitmq),
-        error: Some(
-            "broker unreachable: management API at http://127.0.0.1:1: connection refused".into(),
-        ),
-        failing_since_ms: Some(now - 120_000),
-        refresh_secs: 5.0,
-        ..Default::default()
-    });
-    fl.apply(FleetRow {
-        profile: "hung".into(),
-        kind: Some(qdeck_model::domain::BrokerKind::Rabbitmq),
-        error: Some("no answer within 20s".into()),
-        failing_since_ms: Some(now - 45_000),
-        silent_after_secs: Some(20),
-        refresh_secs: 5.0,
-        ..Default::default()
-    });
+    // The two joined the configuration: the fleet's pollers start again with them.
+    let names: Vec<String> = ["local", "rabbit-eu", "sqs-prod", "dead", "hung"]
+        .iter()
+        .map(std::string::ToString::to_string)
+        .collect();
+    update(&mut st, Action::FleetStarted(names));
+    for row in [
+        FleetRow {
+            profile: "dead".into(),
+            kind: Some(qdeck_model::domain::BrokerKind::Rabbitmq),
+            error: Some(
+                "broker unreachable: management API at http://127.0.0.1:1: connection refused"
+                    .into(),
+            ),
+            failing_since_ms: Some(now - 120_000),
+            refresh_secs: 5.0,
+            ..Default::default()
+        },
+        FleetRow {
+            profile: "hung".into(),
+            kind: Some(qdeck_model::domain::BrokerKind::Rabbitmq),
+            error: Some("no answer within 20s".into()),
+            failing_since_ms: Some(now - 45_000),
+            silent_after_secs: Some(20),
+            refresh_secs: 5.0,
+            ..Default::default()
+        },
+    ] {
+        update(&mut st, Action::Fleet(row));
+    }
+    assert_eq!(st.stack, vec![View::Fleet, View::Fire]);
     st
 }
 
@@ -132,14 +150,24 @@ fn a_profiles_error_is_read_in_full_from_the_fleet_and_the_fire_view() {
 #[test]
 fn the_current_profiles_error_is_not_pinned_over_the_fleet() {
     let mut st = fire_with_dead_brokers();
-    st.scene().store.backend_error =
-        Some("broker unreachable: connection refused at 127.0.0.1:1".into());
-    for stack in [vec![View::Fleet], vec![View::Fleet, View::Fire]] {
-        st.scene().stack = stack;
+    update(
+        &mut st,
+        Action::Poll(PollEvent::Error(PollError::Backend(
+            BackendError::Unreachable("connection refused at 127.0.0.1:1".into()),
+        ))),
+    );
+    assert!(st.store.backend_error.is_some());
+    for (k, stack) in [
+        (code(KeyCode::Esc), vec![View::Fleet]),
+        (key('f'), vec![View::Fleet, View::Fire]),
+    ] {
+        update(&mut st, k);
+        assert_eq!(st.stack, stack);
         let screen = text(&draw(&st, 80, 24));
         assert!(!screen.contains("broker unreachable"), "{screen}");
     }
-    st.scene().stack = vec![View::Fleet, View::Queues];
+    run_command(&mut st, "queues");
+    assert_eq!(st.stack, vec![View::Fleet, View::Queues]);
     let screen = text(&draw(&st, 80, 24));
     assert!(screen.contains("broker unreachable"), "{screen}");
     assert!(!screen.contains("broker error"), "said once: {screen}");
@@ -168,17 +196,18 @@ fn enter_on_another_profiles_fire_row_lands_on_that_queue() {
         "{fx:?}"
     );
     // The executor opens the session; its state takes over with the fleet.
-    let mut store = Store::new(600, 240, 600.0);
     let mut dlq = qinfo("billing-dlq", None);
     dlq.is_dlq = true;
     dlq.dlq_sources = vec![QueueId::new("billing")];
-    store.set_queues(vec![
-        qinfo("a-first-queue", Some("a-first-dlq")),
-        qinfo("billing", Some("billing-dlq")),
-        dlq,
-    ]);
-    let mut fresh = State::new(store, caps(), "sqs-prod", "sqs");
-    fresh.scene().poll.listed = true;
+    let fresh = listed_state(
+        Setup::new("sqs-prod", "sqs"),
+        caps(),
+        vec![
+            qinfo("a-first-queue", Some("a-first-dlq")),
+            qinfo("billing", Some("billing-dlq")),
+            dlq,
+        ],
+    );
     qdeck::tui::update::switched(&mut st, fresh);
     assert_eq!(st.stack, vec![View::Fleet, View::Fire, View::Detail]);
     assert_eq!(st.focus, Some(QueueId::new("billing-dlq")));
@@ -299,8 +328,30 @@ fn an_operation_from_the_message_view_never_mixes_two_messages() {
     assert!(status.contains("message view closed"), "{status}");
     assert!(fx.iter().any(|e| matches!(e, Effect::Browse { .. })));
     // In a reasons group, the reload reads the group again, not the whole DLQ.
-    st.scene().msgs.group = Some("max receives".into());
-    st.scene().msgs.group_origin = Some("orders".into());
+    update(&mut st, key('F'));
+    assert_eq!(st.view(), View::Reasons);
+    let now = st.now_ms;
+    update(
+        &mut st,
+        Action::ReasonsProgress {
+            queue: QueueId::new("orders-dlq"),
+            groups: vec![reason_group(now, "max receives", 2)],
+            scanned: 2,
+            total: Some(2),
+        },
+    );
+    let fx = update(&mut st, code(KeyCode::Enter));
+    assert!(
+        fx.iter().any(
+            |e| matches!(e, Effect::BrowseGroup { signature, .. } if signature == "max receives")
+        ),
+        "{fx:?}"
+    );
+    page(&mut st, "orders-dlq", rest.clone());
+    assert_eq!(
+        (st.msgs.group.as_deref(), st.msgs.group_origin.as_deref()),
+        (Some("max receives"), Some("orders"))
+    );
     let fx = update(
         &mut st,
         Action::OpDone(OpSummary::new("deleted 1", Verdict::Ok)),
@@ -319,17 +370,20 @@ fn an_operation_from_the_message_view_never_mixes_two_messages() {
 }
 
 fn running(st: &mut State, done: u64, total: u64) {
-    st.scene().op = Some(OpState {
-        label: "redrive orders-dlq → origin".into(),
-        progress: qdeck_backend::ProgressState {
+    let in_table = st.view() == View::Queues;
+    start_redrive(
+        st,
+        qdeck_backend::ProgressState {
             done,
             failed: 3,
             total: Some(total),
             phase: "copying".into(),
         },
-        started_ms: st.now_ms,
-        cancelling: false,
-    });
+    );
+    if in_table {
+        // The cursor back on the first row, where the scene had it.
+        update(st, code(KeyCode::Home));
+    }
 }
 
 /// The progress row keeps its count, failures and cancel key at 80 and at 60 columns; the
@@ -561,12 +615,27 @@ fn reasons_say_which_queue_they_group() {
 /// came first.
 #[test]
 fn the_footer_says_loading_until_the_list_arrives() {
-    let mut st = populated();
-    st.scene().poll.listed = false;
+    let mut st = State::new(Store::new(600, 240, 600.0), caps(), "local", "local");
+    // Figures of a queue before any list (the poller's first sweep answered first).
+    let at = st.store.epoch_ms();
+    polled(
+        &mut st,
+        vec![QueueStats {
+            id: QueueId::new("orders"),
+            at_ms: at,
+            depth: Some(3),
+            ..Default::default()
+        }],
+    );
+    clock_at_last_poll(&mut st);
+    assert!(st.store.last_ok_ms.is_some() && !st.poll.listed);
     let footer = text(&draw(&st, 80, 24)).lines().last().unwrap().to_string();
     assert!(footer.contains("loading…"), "{footer}");
     assert!(!footer.contains("updated"), "{footer}");
-    st.scene().poll.listed = true;
+    update(
+        &mut st,
+        Action::Poll(PollEvent::Queues(vec![qinfo("orders", None)])),
+    );
     let footer = text(&draw(&st, 80, 24)).lines().last().unwrap().to_string();
     assert!(footer.contains("updated 0s ago"), "{footer}");
 }
@@ -974,16 +1043,18 @@ fn the_reasons_cursor_follows_its_group_and_names_one_that_left() {
 /// (it was cut inside "queues" at 60).
 #[test]
 fn the_on_fire_title_is_never_cut_inside_a_word() {
-    let mut st = fire_with_dead_brokers();
-    let now = st.now_ms;
-    st.scene().fleet.as_mut().unwrap().alerts = vec![qdeck::tui::state::FiringAlert {
-        profile: "local".into(),
-        rule: "dlq-not-empty".into(),
-        queue: Some(QueueId::new("orders-dlq")),
-        severity: qdeck_engine::alerts::Severity::Critical,
-        since_ms: now - 60_000,
-        summary: "orders-dlq holds 7 dead letters".into(),
-    }];
+    // A rule on the console's own profile fires on orders-dlq's 7 dead letters.
+    let cfg = qdeck_model::config::parse_str(
+        "[[alerts]]\nname = \"dlq-not-empty\"\nkinds = [\"dlq\"]\nwhen = \"depth > 0\"\n\
+         severity = \"critical\"\nsummary = \"{queue} holds {depth} dead letters\"\n",
+    )
+    .unwrap();
+    let st = fire_with_dead_brokers_and(|s| {
+        s.alert_rules = qdeck_engine::alerts::rules(&cfg).unwrap();
+    });
+    let alerts = &st.fleet.as_ref().unwrap().alerts;
+    assert_eq!(alerts.len(), 1, "{alerts:?}");
+    assert_eq!(alerts[0].queue, Some(QueueId::new("orders-dlq")));
     let title = |w: u16| {
         text(&draw(&st, w, 15))
             .lines()

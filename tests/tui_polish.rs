@@ -9,10 +9,11 @@ use common::pty::Console;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
-use qdeck::tui::state::{Dialog, DialogKind, PlanShown, State, TransferAsk, View};
+use qdeck::tui::state::{Dialog, DialogKind, PlanShown, Setup, State, TransferAsk, View};
 use qdeck::tui::{update, Action, Effect};
 use qdeck_backend::local::{LocalHandle, QueueOptions};
 use qdeck_engine::edit::Edited;
+use qdeck_engine::poller::PollEvent;
 use qdeck_model::config::Access;
 use qdeck_model::domain::*;
 
@@ -123,8 +124,9 @@ fn tab_completes_queue_profile_and_theme_arguments() {
         ("sort e", &["eta"]),
     ];
     for (line, want) in cases {
-        let mut st = populated();
-        st.scene().session.profiles = vec!["local".into(), "prod-eu".into(), "prod-us".into()];
+        let mut st = populated_with(|s| {
+            s.session.profiles = vec!["local".into(), "prod-eu".into(), "prod-us".into()];
+        });
         update(&mut st, key(':'));
         typed(&mut st, line);
         let mut seen = Vec::new();
@@ -152,8 +154,7 @@ fn tab_completes_queue_profile_and_theme_arguments() {
 /// Enter writes the history out (bounded, a repeat kept once).
 #[test]
 fn up_and_down_walk_the_history_and_enter_saves_it() {
-    let mut st = populated();
-    st.scene().prompt.history = vec!["theme light".into(), "sort depth".into()];
+    let mut st = populated_with(|s| s.history = vec!["theme light".into(), "sort depth".into()]);
     update(&mut st, key(':'));
     typed(&mut st, "fl");
     update(&mut st, code(KeyCode::Up));
@@ -181,7 +182,7 @@ fn up_and_down_walk_the_history_and_enter_saves_it() {
         "queues".into()
     ])));
     // Bounded: the oldest go first.
-    st.scene().prompt.history = (0..500).map(|i| format!("sort {i}")).collect();
+    let mut st = populated_with(|s| s.history = (0..500).map(|i| format!("sort {i}")).collect());
     update(&mut st, key(':'));
     typed(&mut st, "help");
     update(&mut st, code(KeyCode::Enter));
@@ -314,16 +315,14 @@ fn quit_dialog_says_keep_running_or_stop_it() {
 
 fn running_op() -> State {
     let mut st = populated();
-    st.scene().op = Some(qdeck::tui::state::OpState {
-        label: "redrive orders-dlq → origin".into(),
-        progress: qdeck_backend::ProgressState {
+    start_redrive(
+        &mut st,
+        qdeck_backend::ProgressState {
             done: 10,
             total: Some(50),
             ..Default::default()
         },
-        started_ms: st.now_ms,
-        cancelling: false,
-    });
+    );
     st
 }
 
@@ -463,7 +462,9 @@ fn unreadable_edit_offers_edit_again() {
         "{fx:?}"
     );
     // Below tier redrive it opens nothing.
-    st.scene().session.access = Access::Browse;
+    let mut st = populated_with(|s| s.session.access = Access::Browse);
+    open_dlq(&mut st);
+    update(&mut st, code(KeyCode::Enter));
     update(
         &mut st,
         Action::EditUnreadable {
@@ -553,21 +554,26 @@ fn help_wraps_under_its_text_and_has_single_corners() {
     );
 }
 
-fn with_calls(st: &mut State) {
-    st.scene().poll.busy = true;
-    st.scene().poll.api_rate = Some(qdeck_engine::budget::Budget {
+/// A profile allowed 600 calls a minute, its poller busy and spending 120 of them.
+fn with_calls(set: impl FnOnce(&mut Setup)) -> State {
+    let mut st = populated_with(|s| {
+        s.session.call_budget = Some(600);
+        set(s);
+    });
+    update(&mut st, Action::Poll(PollEvent::Busy(true)));
+    let rate = qdeck_engine::budget::Budget {
         calls_per_min: 120.0,
         usd_per_hour: Some(0.0042),
-    });
-    st.scene().session.call_budget = Some(600);
+    };
+    update(&mut st, Action::Poll(PollEvent::ApiRate(rate)));
+    st
 }
 
 /// The footer's right part keeps `? help`; below 100 columns the call rate and cost give way
 /// to the keys (at 120 they show).
 #[test]
 fn footer_keeps_help_at_60_columns() {
-    let mut st = populated();
-    with_calls(&mut st);
+    let st = with_calls(|_| {});
     snap("footer_calls_60x15", &st, 60, 15);
     for w in [60, 80] {
         let f = footer(&st, w, 15);
@@ -589,24 +595,24 @@ fn footer_keeps_help_at_60_columns() {
 /// the tier allows.
 #[test]
 fn message_views_hint_redrive_delete_edit_and_reasons_at_80_columns() {
-    let mut st = populated();
     // The call rate of a polled broker does not take their room.
-    with_calls(&mut st);
-    open_dlq(&mut st);
+    let mut full = with_calls(|_| {});
+    let mut redrive = with_calls(|s| s.session.access = Access::Redrive);
+    open_dlq(&mut full);
+    open_dlq(&mut redrive);
     for view in [View::Messages, View::Message] {
         if view == View::Message {
-            update(&mut st, code(KeyCode::Enter));
+            update(&mut full, code(KeyCode::Enter));
+            update(&mut redrive, code(KeyCode::Enter));
         }
-        assert_eq!(st.view(), view);
-        let f = footer(&st, 80, 24);
+        assert_eq!((full.view(), redrive.view()), (view, view));
+        let f = footer(&full, 80, 24);
         for hint in ["R redrive", "D delete", "e edit", "F reasons"] {
             assert!(f.contains(hint), "{view:?} lacks {hint}: {f:?}");
         }
-        st.scene().session.access = Access::Redrive;
-        let f = footer(&st, 80, 24);
+        let f = footer(&redrive, 80, 24);
         assert!(!f.contains("D delete"), "{f:?}");
         assert!(f.contains("R redrive") && f.contains("e edit"), "{f:?}");
-        st.scene().session.access = Access::Full;
     }
 }
 
@@ -616,10 +622,8 @@ fn message_views_hint_redrive_delete_edit_and_reasons_at_80_columns() {
 /// read, so it cannot disagree with what the keys do.
 #[test]
 fn message_views_offer_only_what_the_brokers_facets_can_do() {
-    let mut st = populated();
-    with_calls(&mut st);
+    let mut st = with_calls(|s| s.session.deletes_by_id = false);
     open_dlq(&mut st);
-    st.scene().session.deletes_by_id = false;
     for view in [View::Messages, View::Message] {
         if view == View::Message {
             update(&mut st, code(KeyCode::Enter));
@@ -634,8 +638,10 @@ fn message_views_offer_only_what_the_brokers_facets_can_do() {
             "{view:?}: {f:?}"
         );
     }
-    st.scene().session.deletes_by_id = true;
-    st.scene().session.sends = false;
+    let mut st = with_calls(|s| s.session.sends = false);
+    open_dlq(&mut st);
+    update(&mut st, code(KeyCode::Enter));
+    assert_eq!(st.view(), View::Message);
     let f = footer(&st, 80, 24);
     assert!(f.contains("D delete") && !f.contains("e edit"), "{f:?}");
 }
@@ -648,15 +654,15 @@ fn header_says_the_broker_kind_once() {
         ("prod", "rabbitmq", " prod rabbitmq queues", "prod queues"),
         ("Local-B", "local", " Local-B queues", "Local-B local"),
     ] {
-        let mut st = populated();
-        st.scene().session.profile = profile.into();
-        st.scene().session.broker = broker.into();
+        let st = populated_with(|s| {
+            s.session.profile = profile.into();
+            s.session.broker = broker.into();
+        });
         let s = text(&draw(&st, 80, 24));
         let head = s.lines().next().unwrap();
         assert!(head.contains(want) && !head.contains(not), "{head:?}");
     }
-    let mut st = populated();
-    st.scene().session.profile = "local-a".into();
+    let st = populated_with(|s| s.session.profile = "local-a".into());
     snap("header_local_a_80x24", &st, 80, 24);
 }
 
@@ -666,7 +672,7 @@ fn header_says_the_broker_kind_once() {
 #[test]
 fn workers_state_fits_lease_lost() {
     let mut st = populated();
-    st.scene().queues.cursor.sel = 0;
+    update(&mut st, code(KeyCode::Home));
     update(&mut st, key('w'));
     let q = st.workers.queue.clone().unwrap();
     let now = st.now_ms;
@@ -743,16 +749,18 @@ fn queue_keys_on_the_fleet_say_what_they_need() {
 /// it (a Service Bus session, an SQS FIFO group), and the message view labels it the same way.
 #[test]
 fn the_key_column_is_the_brokers_session_or_group_and_only_where_messages_have_one() {
-    let mut st = populated();
-    st.scene().session.broker = "servicebus".into();
+    let mut st = populated_with(|s| s.session.broker = "servicebus".into());
     open_dlq(&mut st);
     assert!(
         text(&draw(&st, 120, 12)).contains(" KEY "),
         "a partition key is no session"
     );
-    st.scene().msgs.messages[0]
+    // The broker's next read of the page carries a session on the first message.
+    let mut msgs = hostile_messages();
+    msgs[0]
         .properties
         .push(("SessionId".into(), "k\x1b[31m".into()));
+    page(&mut st, "orders-dlq", msgs);
     let screen = text(&draw(&st, 120, 12));
     assert!(screen.contains("SESSION"), "{screen}");
     assert!(
@@ -763,16 +771,17 @@ fn the_key_column_is_the_brokers_session_or_group_and_only_where_messages_have_o
     let screen = text(&draw(&st, 100, 16));
     assert!(screen.contains("session k␛[31m"), "{screen}");
 
-    let mut st = populated();
-    st.scene().session.broker = "sqs".into();
+    let mut st = populated_with(|s| s.session.broker = "sqs".into());
     open_dlq(&mut st);
     assert!(text(&draw(&st, 120, 12)).contains("GROUP"));
 
     let mut st = populated();
     open_dlq(&mut st);
-    for m in &mut st.scene().msgs.messages {
+    let mut msgs = hostile_messages();
+    for m in &mut msgs {
         m.key = None;
     }
+    page(&mut st, "orders-dlq", msgs);
     let screen = text(&draw(&st, 200, 12));
     assert!(
         !screen.contains("KEY") && !screen.contains("SESSION"),

@@ -10,11 +10,11 @@ mod common;
 use common::console::*;
 use common::pty::Console;
 
-use qdeck::tui::state::{DialogKind, HeldPlan, View};
+use qdeck::tui::state::{DialogKind, HeldPlan, OpSummary, View};
 use qdeck::tui::{update, Action, Effect};
 use qdeck_backend::local::{LocalHandle, QueueOptions};
 use qdeck_backend::{Backend, BackendError};
-use qdeck_engine::ops::Planned;
+use qdeck_engine::ops::{Planned, Verdict};
 use qdeck_model::config::Access;
 use qdeck_model::domain::*;
 
@@ -119,8 +119,23 @@ fn l_lists_scheduled_messages_by_due_time() {
         let flash = &st.status.as_ref().expect("a flash").text;
         assert!(flash.contains("D cancels one"), "{k}: {flash}");
     }
-    // `n` asks for the next page of the same listing.
-    st.scene().msgs.next = Some("c1".into());
+    // `n` asks for the next page of the same listing (a listing read again has one).
+    update(
+        &mut st,
+        Action::ScheduledPage {
+            queue: QueueId::new("orders"),
+            append: false,
+            result: Ok(Page {
+                messages: vec![
+                    scheduled("s-late", "2030-01-02T03:04:05Z", "later"),
+                    scheduled("s-soon", "2030-01-01T00:00:09Z", "sooner"),
+                ],
+                next: Some("c1".into()),
+                effect_note: None,
+            }),
+        },
+    );
+    assert_eq!(st.msgs.next.as_deref(), Some("c1"));
     let fx = update(&mut st, key('n'));
     assert!(
         fx.iter().any(|e| matches!(
@@ -166,7 +181,11 @@ fn d_cancels_one_scheduled_message_after_asking() {
         .unwrap()
         .text
         .contains("one scheduled message at a time"));
-    st.scene().msgs.marked.clear();
+    // Both unselected again, the cursor back on the first.
+    update(&mut st, key('g'));
+    update(&mut st, key(' '));
+    update(&mut st, key(' '));
+    assert!(st.msgs.marked.is_empty());
     update(&mut st, key('g'));
 
     let fx = update(&mut st, key('D'));
@@ -216,7 +235,11 @@ fn d_cancels_one_scheduled_message_after_asking() {
     assert!(st.op.is_some());
 
     // A plan that failed (the message fell due meanwhile) is said, not asked.
-    st.scene().op = None;
+    update(
+        &mut st,
+        Action::OpDone(OpSummary::new("cancelled s-1 in orders", Verdict::Ok)),
+    );
+    assert!(st.op.is_none());
     update(&mut st, key('D'));
     update(
         &mut st,
@@ -236,7 +259,17 @@ fn d_cancels_one_scheduled_message_after_asking() {
         .text
         .contains("cannot cancel s-1"));
 
-    st.scene().session.access = Access::Redrive;
+    let mut st = populated_with(|s| s.session.access = Access::Redrive);
+    select(&mut st, "orders");
+    update(&mut st, key('L'));
+    update(
+        &mut st,
+        Action::ScheduledPage {
+            queue: QueueId::new("orders"),
+            append: false,
+            result: page(vec![scheduled("s-1", "2030-01-01T00:00:00Z", "a")]),
+        },
+    );
     let fx = update(&mut st, key('D'));
     assert!(fx.iter().all(|e| !matches!(e, Effect::PlanCancel { .. })));
     assert!(

@@ -10,19 +10,27 @@ use common::console::*;
 
 use crossterm::event::KeyCode;
 
-use qdeck::tui::state::{State, View};
+use qdeck::tui::state::{Setup, State, View};
 use qdeck::tui::{update, Action, Effect};
-use qdeck_engine::store::Store;
 use qdeck_model::domain::*;
 
 /// One queue, `jobs`, polled for 20 s by a broker whose figures have no consumer count.
 fn uncounted() -> State {
-    let mut store = Store::new(600, 240, 600.0);
-    store.set_queues(vec![qinfo("jobs", None)]);
-    let epoch = store.epoch_ms();
+    uncounted_on(caps())
+}
+
+/// `uncounted`, on a broker that can do `caps`.
+fn uncounted_on(caps: Capabilities) -> State {
+    let mut st = listed_state(
+        Setup::new("redis", "redis"),
+        caps,
+        vec![qinfo("jobs", None)],
+    );
+    let epoch = st.store.epoch_ms();
     for t in 0..=20i64 {
-        store.apply(StatsBatch {
-            stats: vec![QueueStats {
+        polled(
+            &mut st,
+            vec![QueueStats {
                 id: QueueId::new("jobs"),
                 at_ms: epoch + t * 1000,
                 depth: Some(5),
@@ -31,14 +39,10 @@ fn uncounted() -> State {
                 consumers: None,
                 ..Default::default()
             }],
-            errors: vec![],
-        });
+        );
     }
-    let mut st = State::new(store, caps(), "redis", "redis");
-    st.scene().poll.listed = true;
-    st.scene().now_ms = st.store.last_ok_ms.unwrap_or(T0);
+    clock_at_last_poll(&mut st);
     update(&mut st, Action::Resize(120, 40));
-    qdeck::tui::update::rebuild_rows(&mut st);
     st
 }
 
@@ -115,8 +119,9 @@ fn the_detail_the_summary_and_the_workers_view_count_the_same_workers() {
 
 #[test]
 fn a_detail_on_a_broker_that_cannot_list_workers_asks_for_none() {
-    let mut st = uncounted();
-    st.scene().caps.consumers = ConsumerListing::Unsupported("SQS does not list consumers".into());
+    let mut sqs = caps();
+    sqs.consumers = ConsumerListing::Unsupported("SQS does not list consumers".into());
+    let mut st = uncounted_on(sqs);
     update(&mut st, code(KeyCode::Enter));
     let now = st.now_ms;
     let fx = update(&mut st, Action::Tick(now + 1000));

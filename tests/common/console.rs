@@ -5,9 +5,10 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;
 
-use qdeck::tui::state::{HeldPlan, State, View};
+use qdeck::tui::state::{HeldPlan, Setup, State, View};
 use qdeck::tui::{update, Action, Effect};
 use qdeck_engine::ops::Planned;
+use qdeck_engine::poller::PollEvent;
 use qdeck_engine::store::Store;
 use qdeck_model::domain::*;
 
@@ -109,6 +110,15 @@ pub fn search(st: &mut State, text: &str) {
     update(st, code(KeyCode::Enter));
 }
 
+/// `:text` and Enter: a command of the prompt; the effects of its Enter.
+pub fn run_command(st: &mut State, text: &str) -> Vec<Effect> {
+    update(st, key(':'));
+    for c in text.chars() {
+        update(st, key(c));
+    }
+    update(st, code(KeyCode::Enter))
+}
+
 /// Answer the purge dialog's plan request among `fx`: `n` messages in the queue it names.
 pub fn answer_purge(st: &mut State, fx: &[Effect], n: u64) {
     let queue = fx
@@ -120,6 +130,20 @@ pub fn answer_purge(st: &mut State, fx: &[Effect], n: u64) {
         .expect("the purge dialog asks for its plan");
     let result = Ok(purge_plan(queue.as_str(), n));
     update(st, Action::PurgePlanned { queue, result });
+}
+
+/// Redrive orders-dlq to its origin: planned, confirmed, and running at `progress` (whose
+/// total is the plan's count).
+pub fn start_redrive(st: &mut State, progress: qdeck_backend::ProgressState) {
+    // In the browser `R` redrives the queue browsed.
+    if st.view() == View::Queues {
+        select(st, "orders-dlq");
+    }
+    let fx = update(st, key('R'));
+    answer_plan(st, &fx, progress.total.unwrap_or(0), &[]);
+    update(st, key('y'));
+    assert!(st.op.is_some(), "the redrive runs");
+    update(st, Action::OpProgress(progress));
 }
 
 /// The plan an effect runs, if it runs one.
@@ -159,17 +183,32 @@ pub fn qinfo(name: &str, dlq: Option<&str>) -> QueueInfo {
 /// A state with a handful of queues and 40 s of history: orders grows at 6/s with one
 /// worker doing 4/s, its DLQ holds 7, payments drains.
 pub fn populated() -> State {
-    let mut store = Store::new(600, 240, 600.0);
+    populated_with(|_| {})
+}
+
+/// `populated`, with the settings `set` gives the profile when the console starts.
+pub fn populated_with(set: impl FnOnce(&mut Setup)) -> State {
+    populated_on(caps(), set)
+}
+
+/// `populated_with`, on a broker that can do `caps`.
+pub fn populated_on(caps: Capabilities, set: impl FnOnce(&mut Setup)) -> State {
+    let mut setup = Setup::new("local", "local");
+    set(&mut setup);
     let mut dlq = qinfo("orders-dlq", None);
     dlq.is_dlq = true;
     dlq.dlq_sources = vec![QueueId::new("orders")];
-    store.set_queues(vec![
-        qinfo("orders", Some("orders-dlq")),
-        dlq,
-        qinfo("payments", None),
-        qinfo("emails", None),
-    ]);
-    let epoch = store.epoch_ms();
+    let mut st = listed_state(
+        setup,
+        caps,
+        vec![
+            qinfo("orders", Some("orders-dlq")),
+            dlq,
+            qinfo("payments", None),
+            qinfo("emails", None),
+        ],
+    );
+    let epoch = st.store.epoch_ms();
     for t in 0..=40i64 {
         let at = epoch + t * 1000;
         let s = |id: &str, depth: u64, enq: u64, done: u64, cons: u32, age: f64| QueueStats {
@@ -188,23 +227,43 @@ pub fn populated() -> State {
         let tu = t as u64;
         let mut orders = s("orders", 6 * tu, 10 * tu, 4 * tu, 1, 2.0 + t as f64 * 0.5);
         orders.dlq_depth = Some(7);
-        store.apply(StatsBatch {
-            stats: vec![
+        polled(
+            &mut st,
+            vec![
                 orders,
                 s("orders-dlq", 7, 7, 0, 0, 3600.0 + t as f64),
                 s("payments", 500 - 2 * tu, 10 * tu, 12 * tu, 3, 20.0),
                 s("emails", 0, 0, 0, 0, 0.0),
             ],
-            errors: vec![],
-        });
+        );
     }
-    let mut st = State::new(store, caps(), "local", "local");
-    st.scene().poll.listed = true;
-    st.scene().now_ms = st.store.last_ok_ms.unwrap_or(T0);
-    st.scene().store.last_ok_ms = Some(st.now_ms);
+    clock_at_last_poll(&mut st);
     update(&mut st, Action::Resize(80, 24));
-    qdeck::tui::update::rebuild_rows(&mut st);
     st
+}
+
+/// A console started with `setup` on a broker that can do `caps`, whose poller has listed
+/// `queues` and measured none yet (the store keeps the console's default history).
+pub fn listed_state(setup: Setup, caps: Capabilities, queues: Vec<QueueInfo>) -> State {
+    let mut st = State::with(Store::new(600, 240, 600.0), caps, setup);
+    update(&mut st, Action::Poll(PollEvent::Queues(queues)));
+    st
+}
+
+/// One poll's figures arrived.
+pub fn polled(st: &mut State, stats: Vec<QueueStats>) {
+    let batch = StatsBatch {
+        stats,
+        errors: vec![],
+    };
+    update(st, Action::Poll(PollEvent::Stats(batch)));
+}
+
+/// The console's clock ticks at the time the last poll answered: nothing on screen is older
+/// than the figures.
+pub fn clock_at_last_poll(st: &mut State) {
+    let at = st.store.last_ok_ms.expect("a poll answered");
+    update(st, Action::Tick(at));
 }
 
 pub fn hostile_messages() -> Vec<Message> {
@@ -293,14 +352,23 @@ pub fn assert_no_controls(t: &Terminal<TestBackend>) {
     }
 }
 
-/// Put the queue table's cursor on `name`.
+/// Put the queue table's cursor on `name`, with the keys a user would press.
 pub fn select(st: &mut State, name: &str) {
-    st.scene().queues.cursor.sel = st
+    let at = st
         .queues
         .rows
         .iter()
         .position(|&i| st.store.entries()[i].info.id.as_str() == name)
         .expect("row");
+    update(st, code(KeyCode::Home));
+    for _ in 0..at {
+        update(st, code(KeyCode::Down));
+    }
+    assert_eq!(
+        st.selected_queue().map(QueueId::as_str),
+        Some(name),
+        "the cursor reached the row"
+    );
 }
 
 pub fn open_dlq(st: &mut State) {
@@ -324,50 +392,59 @@ pub fn open_dlq(st: &mut State) {
     );
 }
 
+/// The fleet view over three profiles, as the executor starts it and its pollers answer.
 pub fn fleet_state() -> State {
+    fleet_state_with(|_| {})
+}
+
+/// `fleet_state` of a console started with the settings `set` gives.
+pub fn fleet_state_with(set: impl FnOnce(&mut Setup)) -> State {
     use qdeck_engine::fleet::FleetRow;
-    let mut st = populated();
+    let mut st = populated_with(set);
     let names: Vec<String> = ["local", "rabbit-eu", "sqs-prod"]
         .iter()
         .map(std::string::ToString::to_string)
         .collect();
-    let mut fl = qdeck::tui::state::FleetState::new(&names);
+    update(&mut st, Action::FleetStarted(names));
     let now = st.now_ms;
-    fl.apply(FleetRow {
-        profile: "local".into(),
-        kind: Some(qdeck_model::domain::BrokerKind::Local),
-        queues: Some(4),
-        depth: Some(740),
-        dlq_depth: Some(7),
-        dlq_change: Some(2),
-        worst_age: Some((22.0, QueueId::new("orders"))),
-        growing: Some(1),
-        updated_ms: Some(now - 2_000),
-        refresh_secs: 2.0,
-        calls_per_min: Some(60.0),
-        ..Default::default()
-    });
-    fl.apply(FleetRow {
-        profile: "rabbit-eu".into(),
-        kind: Some(qdeck_model::domain::BrokerKind::Rabbitmq),
-        error: Some("management API at http://127.0.0.1:1 is not reachable\x1b[2J".into()),
-        refresh_secs: 2.0,
-        ..Default::default()
-    });
-    fl.apply(FleetRow {
-        profile: "sqs-prod".into(),
-        kind: Some(qdeck_model::domain::BrokerKind::Sqs),
-        queues: Some(1200),
-        depth: Some(15),
-        dlq_depth: Some(0),
-        dlq_change: Some(0),
-        growing: Some(0),
-        updated_ms: Some(now - 60_000),
-        refresh_secs: 5.0,
-        ..Default::default()
-    });
-    st.scene().fleet = Some(fl);
-    st.scene().stack = vec![View::Fleet];
+    for row in [
+        FleetRow {
+            profile: "local".into(),
+            kind: Some(qdeck_model::domain::BrokerKind::Local),
+            queues: Some(4),
+            depth: Some(740),
+            dlq_depth: Some(7),
+            dlq_change: Some(2),
+            worst_age: Some((22.0, QueueId::new("orders"))),
+            growing: Some(1),
+            updated_ms: Some(now - 2_000),
+            refresh_secs: 2.0,
+            calls_per_min: Some(60.0),
+            ..Default::default()
+        },
+        FleetRow {
+            profile: "rabbit-eu".into(),
+            kind: Some(qdeck_model::domain::BrokerKind::Rabbitmq),
+            error: Some("management API at http://127.0.0.1:1 is not reachable\x1b[2J".into()),
+            refresh_secs: 2.0,
+            ..Default::default()
+        },
+        FleetRow {
+            profile: "sqs-prod".into(),
+            kind: Some(qdeck_model::domain::BrokerKind::Sqs),
+            queues: Some(1200),
+            depth: Some(15),
+            dlq_depth: Some(0),
+            dlq_change: Some(0),
+            growing: Some(0),
+            updated_ms: Some(now - 60_000),
+            refresh_secs: 5.0,
+            ..Default::default()
+        },
+    ] {
+        update(&mut st, Action::Fleet(row));
+    }
+    assert_eq!(st.view(), View::Fleet);
     st
 }
 
@@ -390,11 +467,17 @@ pub fn fire_entry(
     }
 }
 
-/// The fleet of `fleet_state`, with queues on fire in two profiles and an SQS cost.
+/// The fleet of `fleet_state`, with queues on fire in two profiles and an SQS cost, its
+/// on-fire view open (`f`).
 pub fn fire_state() -> State {
-    let mut st = fleet_state();
-    let fl = st.scene().fleet.as_mut().unwrap();
-    for r in &mut fl.rows {
+    fire_state_with(|_| {})
+}
+
+/// `fire_state` of a console started with the settings `set` gives.
+pub fn fire_state_with(set: impl FnOnce(&mut Setup)) -> State {
+    let mut st = fleet_state_with(set);
+    let rows = st.fleet.as_ref().expect("the fleet").rows.clone();
+    for mut r in rows {
         r.max_age_secs = 300.0;
         match r.profile.as_str() {
             "local" => {
@@ -421,8 +504,10 @@ pub fn fire_state() -> State {
             }
             _ => {}
         }
+        update(&mut st, Action::Fleet(r));
     }
-    st.scene().stack = vec![View::Fleet, View::Fire];
+    update(&mut st, key('f'));
+    assert_eq!(st.stack, vec![View::Fleet, View::Fire]);
     st
 }
 

@@ -6,14 +6,16 @@ use std::io::BufRead;
 use std::sync::Arc;
 
 use crossterm::event::KeyCode;
-use qdeck::tui::state::State;
+use qdeck::tui::state::{Setup, State};
 use qdeck::tui::{update, Action, Effect};
 use qdeck_backend::Backend;
 use qdeck_engine::partitions::STUCK_POLLS;
-use qdeck_engine::store::Store;
+use qdeck_engine::poller::PollEvent;
 use qdeck_model::domain::*;
 
-use crate::common::console::{code, dialog_text, draw, key, select, text};
+use crate::common::console::{
+    clock_at_last_poll, code, dialog_text, draw, key, listed_state, select, text,
+};
 use crate::{bootstrap, now_ms, prefix, scene, scenes};
 use qdeck::tui::state::{DialogKind, HeldPlan};
 use qdeck_backend::OpProgress;
@@ -31,15 +33,11 @@ async fn console(b: &Arc<dyn Backend>, prefix: &str) -> State {
         .filter(|q| q.id.as_str().contains(prefix))
         .collect();
     let ids: Vec<QueueId> = queues.iter().map(|q| q.id.clone()).collect();
-    let mut store = Store::new(600, 240, 600.0);
-    store.set_queues(queues);
-    store.apply(b.stats(&ids).await.unwrap());
-    let mut st = State::new(store, b.capabilities(), "kafka-test", "kafka");
-    st.scene().poll.listed = true;
-    st.scene().now_ms = now_ms();
-    st.scene().store.last_ok_ms = Some(st.now_ms);
+    let mut st = listed_state(Setup::new("kafka-test", "kafka"), b.capabilities(), queues);
+    let batch = b.stats(&ids).await.unwrap();
+    update(&mut st, Action::Poll(PollEvent::Stats(batch)));
+    clock_at_last_poll(&mut st);
     update(&mut st, Action::Resize(160, 60));
-    qdeck::tui::update::rebuild_rows(&mut st);
     st
 }
 

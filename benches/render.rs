@@ -6,16 +6,23 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test asserts by unwrapping
 
 use criterion::{criterion_group, criterion_main, Criterion};
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;
 
 use qdeck::tui::state::{SortCol, State, View};
 use qdeck::tui::{update, Action};
+use qdeck_engine::poller::PollEvent;
 use qdeck_engine::store::Store;
 use qdeck_model::domain::{QueueId, QueueInfo, QueueStats, StatsBatch};
 
 fn state(n: usize) -> State {
-    let mut store = Store::new(600, 240, 600.0);
+    let mut st = State::new(
+        Store::new(600, 240, 600.0),
+        qdeck_backend::local::capabilities(),
+        "bench",
+        "local",
+    );
     let infos: Vec<QueueInfo> = (0..n)
         .map(|i| QueueInfo {
             id: QueueId::new(format!("queue-{i:05}")),
@@ -23,8 +30,8 @@ fn state(n: usize) -> State {
             ..Default::default()
         })
         .collect();
-    store.set_queues(infos);
-    let epoch = store.epoch_ms();
+    update(&mut st, Action::Poll(PollEvent::Queues(infos)));
+    let epoch = st.store.epoch_ms();
     // 120 history points per queue (4 minutes at a 2 s refresh).
     for p in 0..120i64 {
         let t = p as u64;
@@ -43,26 +50,39 @@ fn state(n: usize) -> State {
                 ..Default::default()
             })
             .collect();
-        store.apply(StatsBatch {
+        let batch = StatsBatch {
             stats,
             errors: vec![],
-        });
+        };
+        update(&mut st, Action::Poll(PollEvent::Stats(batch)));
     }
-    let mut st = State::new(
-        store,
-        qdeck_backend::local::capabilities(),
-        "bench",
-        "local",
-    );
-    st.scene().poll.listed = true;
-    st.scene().now_ms = st.store.last_ok_ms.unwrap_or(0);
+    let last = st.store.last_ok_ms.unwrap_or(0);
+    update(&mut st, Action::Tick(last));
     update(&mut st, Action::Resize(200, 50));
-    qdeck::tui::update::rebuild_rows(&mut st);
     // Somewhere in the middle, so the visible slice is not the first rows.
-    st.scene().queues.cursor.sel = n / 2;
-    st.scene().queues.cursor.offset = (n / 2).saturating_sub(10);
+    let page = st.page_rows();
+    while st.queues.cursor.sel + page <= n / 2 {
+        update(&mut st, press(KeyCode::PageDown));
+    }
+    while st.queues.cursor.sel < n / 2 {
+        update(&mut st, press(KeyCode::Down));
+    }
     assert_eq!(st.view(), View::Queues);
     st
+}
+
+fn press(code: KeyCode) -> Action {
+    Action::Key(KeyEvent::new(code, KeyModifiers::NONE))
+}
+
+/// `:sort NAME` typed, as the user sorts.
+fn sort_by(st: &mut State, col: SortCol) {
+    update(st, press(KeyCode::Char(':')));
+    for c in format!("sort {}", col.name()).chars() {
+        update(st, press(KeyCode::Char(c)));
+    }
+    update(st, press(KeyCode::Enter));
+    assert_eq!(st.queues.sort, col);
 }
 
 fn rss_kb() -> Option<u64> {
@@ -146,7 +166,7 @@ fn cpu_report() {
     let small = frame(&state(100));
     let mut big = state(100_000);
     let large = frame(&big);
-    big.scene().queues.sort = SortCol::Eta;
+    sort_by(&mut big, SortCol::Eta);
     let resort = cpu_us(5, || qdeck::tui::update::rebuild_rows(&mut big));
     if let (Some(s), Some(l), Some(r)) = (small, large, resort) {
         println!(
@@ -176,13 +196,7 @@ fn bench(c: &mut Criterion) {
     }
     // The detail view with 240-point histories.
     let mut st = state(10_000);
-    update(
-        &mut st,
-        Action::Key(crossterm::event::KeyEvent::new(
-            crossterm::event::KeyCode::Enter,
-            crossterm::event::KeyModifiers::NONE,
-        )),
-    );
+    update(&mut st, press(KeyCode::Enter));
     let mut term = Terminal::new(TestBackend::new(200, 50)).expect("terminal");
     g.bench_function("detail_10000", |b| {
         b.iter(|| {
@@ -199,7 +213,7 @@ fn bench(c: &mut Criterion) {
     g.sample_size(20);
     let mut st = state(100_000);
     for sort in [SortCol::Depth, SortCol::Eta] {
-        st.scene().queues.sort = sort;
+        sort_by(&mut st, sort);
         g.bench_function(format!("{}_100000", sort.name()), |b| {
             b.iter(|| qdeck::tui::update::rebuild_rows(&mut st));
         });

@@ -9,10 +9,10 @@ use common::pty::Console;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
-use qdeck::tui::state::{Dialog, DialogKind, PlanShown, Setup, State, TransferAsk, View};
+use qdeck::tui::state::{DialogKind, Setup, State, TransferAsk, View};
 use qdeck::tui::{update, Action, Effect};
 use qdeck_backend::local::{LocalHandle, QueueOptions};
-use qdeck_engine::edit::Edited;
+use qdeck_engine::edit::{Edited, EditorOutcome};
 use qdeck_engine::poller::PollEvent;
 use qdeck_model::config::Access;
 use qdeck_model::domain::*;
@@ -314,7 +314,12 @@ fn quit_dialog_says_keep_running_or_stop_it() {
 }
 
 fn running_op() -> State {
-    let mut st = populated();
+    running_op_on(caps())
+}
+
+/// `running_op` on a broker that can do `caps`.
+fn running_op_on(caps: Capabilities) -> State {
+    let mut st = populated_on(caps, |_| {});
     start_redrive(
         &mut st,
         qdeck_backend::ProgressState {
@@ -330,65 +335,109 @@ fn message() -> Box<Message> {
     Box::new(hostile_messages().remove(0))
 }
 
-/// One dialog of every kind.
-fn every_dialog() -> Vec<DialogKind> {
-    let q = QueueId::new("orders-dlq");
+/// How the user comes to one kind of dialog, from nothing.
+type OpenDialog = fn() -> State;
+
+/// One dialog of every kind, each opened as the user meets it while a redrive runs.
+fn every_dialog() -> Vec<(&'static str, OpenDialog)> {
     vec![
-        DialogKind::Purge {
-            queue: q.clone(),
-            plan: PlanShown::Ready(purge_plan("orders-dlq", 7)),
-        },
-        DialogKind::Redrive {
-            source: q.clone(),
-            targets: vec![RedriveTarget::Origin],
-            target: 0,
-            rate: 0,
-            only_ids: None,
-            count: Some(7),
-            scope: None,
-            plan: PlanShown::Planning,
-        },
-        DialogKind::Browse {
-            queue: q.clone(),
-            note: "requeues".into(),
-        },
-        DialogKind::Delete {
-            queue: q.clone(),
-            ids: vec!["1".into()],
-            plan: delete_plan(&q, &["1".into()], None),
-        },
-        DialogKind::Transfer(Box::new(TransferAsk {
-            source: q.clone(),
-            messages: vec![*message()],
-            to: QueueId::new("orders"),
-            to_profile: None,
-            moving: false,
-            from_label: "local/orders-dlq (local)".into(),
-            to_label: "local/orders (local)".into(),
-            header_lines: vec![],
-            delete_note: None,
-            typed: None,
-            plan: None,
-        })),
-        DialogKind::Quit,
-        DialogKind::Edit {
-            source: q.clone(),
-            original: message(),
-            edited: Box::new(Edited {
+        ("purge", || {
+            let mut st = running_op();
+            let fx = update(&mut st, key('P'));
+            answer_purge(&mut st, &fx, 7);
+            st
+        }),
+        ("redrive", || {
+            let mut st = running_op();
+            update(&mut st, key('R'));
+            st
+        }),
+        ("browse", || {
+            let mut c = caps();
+            c.browse = BrowseEffect::SideEffect("requeues".into());
+            let mut st = running_op_on(c);
+            update(&mut st, key('b'));
+            st
+        }),
+        ("delete", || {
+            let mut st = running_op();
+            open_dlq(&mut st);
+            let q = QueueId::new("orders-dlq");
+            let ids = vec!["1".to_string()];
+            let result = Ok(delete_plan(&q, &ids, None));
+            update(
+                &mut st,
+                Action::DeletePlanned {
+                    queue: q,
+                    ids,
+                    result,
+                },
+            );
+            st
+        }),
+        ("transfer", || {
+            let mut st = running_op();
+            open_dlq(&mut st);
+            let ask = TransferAsk {
+                source: QueueId::new("orders-dlq"),
+                messages: vec![*message()],
+                to: QueueId::new("orders"),
+                to_profile: None,
+                moving: false,
+                from_label: "local/orders-dlq (local)".into(),
+                to_label: "local/orders (local)".into(),
+                header_lines: vec![],
+                delete_note: None,
+                typed: None,
+                plan: None,
+            };
+            update(
+                &mut st,
+                Action::TransferPlanned {
+                    moving: false,
+                    result: Ok(Box::new(ask)),
+                },
+            );
+            st
+        }),
+        ("quit", || {
+            let mut st = running_op();
+            update(&mut st, key('q'));
+            st
+        }),
+        ("edit", || {
+            let mut st = running_op();
+            let edited = Edited {
                 key: None,
                 properties: vec![],
                 headers: vec![],
                 body: b"x".to_vec(),
-            }),
-            targets: vec![QueueId::new("orders")],
-            target: 0,
-        },
-        DialogKind::EditUnreadable {
-            source: q,
-            original: message(),
-            text: "[headers\n".into(),
-            why: "the header block is not valid TOML".into(),
-        },
+            };
+            update(
+                &mut st,
+                Action::Edited {
+                    queue: QueueId::new("orders-dlq"),
+                    original: message(),
+                    result: Ok(EditorOutcome::Changed(edited)),
+                },
+            );
+            st
+        }),
+        ("edit unreadable", || {
+            let mut st = running_op();
+            update(
+                &mut st,
+                Action::EditUnreadable {
+                    queue: QueueId::new("orders-dlq"),
+                    original: message(),
+                    text: "[headers\n".into(),
+                    why: "the header block is not valid TOML".into(),
+                },
+            );
+            // It opens on "edit again": the cancel button is one arrow away.
+            update(&mut st, code(KeyCode::Right));
+            st
+        }),
     ]
 }
 
@@ -397,18 +446,22 @@ fn every_dialog() -> Vec<DialogKind> {
 #[test]
 fn every_dialog_says_cancelled_when_cancelled() {
     let ctrl_c = Action::Key(KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL));
-    for kind in every_dialog() {
+    for (what, open) in every_dialog() {
         for (name, k) in [
             ("n", key('n')),
             ("Esc", code(KeyCode::Esc)),
             ("Ctrl-C", ctrl_c.clone()),
             ("Enter on the cancel button", code(KeyCode::Enter)),
         ] {
-            let mut st = running_op();
+            let mut st = open();
+            let d = st
+                .dialog
+                .as_ref()
+                .unwrap_or_else(|| panic!("no {what} dialog"));
+            let kind = d.kind.clone();
             let typing = matches!(kind, DialogKind::Edit { .. });
-            let mut d = Dialog::new(kind.clone(), typing);
-            d.confirm_focused = false;
-            st.scene().dialog = Some(d);
+            assert_eq!(d.needs_name, typing, "{what}");
+            assert!(!d.confirm_focused, "{what}: Cancel has the focus");
             if typing && name != "Esc" && name != "Ctrl-C" {
                 continue;
             }

@@ -43,6 +43,7 @@ fn rabbit_dead_letter() -> Message {
         ],
         headers,
         body: br#"{"customer":42}"#.to_vec(),
+        body_null: false,
         dead_letter: Some(DeadLetterInfo {
             reason: Some("rejected".into()),
             description: Some("last died in 'orders' via exchange \"\"; 1 death record(s)".into()),
@@ -208,6 +209,7 @@ fn a_null_value_reads_null_and_an_empty_one_empty() {
         .chain(null.then(|| ("value".to_string(), Value::Null)))
         .collect(),
         headers: vec![("trace".into(), Value::Null)],
+        body_null: null,
         ..Default::default()
     };
     page(

@@ -281,6 +281,7 @@ pub fn hostile_messages() -> Vec<Message> {
             properties: Vec::new(),
             meta: Vec::new(),
             body: br#"{"order":42,"note":"\u001b[2J","items":[1,2,3]}"#.to_vec(),
+            body_null: false,
             dead_letter: Some(DeadLetterInfo {
                 reason: Some("max receives".into()),
                 origin: Some(QueueId::new("orders")),

@@ -472,6 +472,7 @@ mod tests {
                 ),
             ],
             body: body.to_vec(),
+            body_null: false,
             dead_letter: None,
         }
     }

@@ -376,6 +376,10 @@ pub struct Message {
     pub meta: Vec<(String, Value)>,
     #[serde(with = "crate::domain::body_serde")]
     pub body: Vec<u8>,
+    /// The body is null rather than empty (Kafka's null value, a tombstone): set by a backend
+    /// whose broker tells the two apart, and written out only when true.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub body_null: bool,
     pub dead_letter: Option<DeadLetterInfo>,
 }
 
@@ -408,14 +412,9 @@ impl Message {
             .collect()
     }
 
-    /// Whether the body is null rather than empty: a backend whose broker tells the two apart
-    /// (Kafka's null value, a tombstone) says so with the broker field `value: null`.
+    /// Whether the body is null rather than empty (see `body_null`).
     pub fn body_is_null(&self) -> bool {
-        self.body.is_empty()
-            && self
-                .meta
-                .iter()
-                .any(|(k, v)| k == "value" && matches!(v, Value::Null))
+        self.body_null && self.body.is_empty()
     }
 
     /// The display text of the first field of that name (case-insensitive), any part.

@@ -31,27 +31,32 @@ pub fn render(f: &mut Frame, st: &Model, area: Rect) {
         .filter(|r| matches!(r, FireRow::Alert(_)))
         .count();
     // The long words where they fit, the short ones on a narrow terminal: a title is never
-    // cut inside a word.
+    // cut inside a word. Each count: how many, its long word (one, many), its short word.
+    let queues = rows_all.len() - down - alerting;
+    let kinds = [
+        (
+            alerting,
+            ("alert firing", "alerts firing"),
+            "firing",
+            t.error,
+        ),
+        (
+            down,
+            ("broker not answering", "brokers not answering"),
+            "down",
+            t.error,
+        ),
+    ];
     let counts = |short: bool| {
-        let mut parts: Vec<(String, ratatui::style::Style)> = Vec::new();
-        if alerting > 0 {
-            let (one, many) = if short {
-                ("firing", "firing")
-            } else {
-                ("alert firing", "alerts firing")
-            };
-            parts.push((plural(alerting as u64, one, many), t.error));
-        }
-        if down > 0 {
-            let (one, many) = if short {
-                ("down", "down")
-            } else {
-                ("broker not answering", "brokers not answering")
-            };
-            parts.push((plural(down as u64, one, many), t.error));
-        }
-        let queues = (rows_all.len() - down - alerting) as u64;
-        parts.push((plural(queues, "queue", "queues"), t.dim));
+        let mut parts: Vec<(String, ratatui::style::Style)> = kinds
+            .iter()
+            .filter(|(n, ..)| *n > 0)
+            .map(|&(n, (one, many), brief, style)| {
+                let (one, many) = if short { (brief, brief) } else { (one, many) };
+                (plural(n as u64, one, many), style)
+            })
+            .collect();
+        parts.push((plural(queues as u64, "queue", "queues"), t.dim));
         parts
     };
     let width = |parts: &[(String, ratatui::style::Style)]| {

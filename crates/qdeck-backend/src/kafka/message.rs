@@ -1,7 +1,7 @@
 //! A Kafka record as a qdeck `Message`: id `PARTITION:OFFSET`, the key as text where it is
 //! UTF-8 (else as bytes in the metadata), headers as text where they are UTF-8, else bytes,
-//! and null where the header value is null; a null value is an empty body marked `null` in
-//! the metadata, never confused with an empty one.
+//! and null where the header value is null; a null value is an empty body with
+//! `body_null` set (and `value: null` shown in the metadata), never confused with an empty one.
 
 use bytes::Bytes;
 
@@ -109,6 +109,7 @@ pub fn to_message(r: &KRecord) -> Message {
             .collect(),
         meta,
         body: r.value.as_ref().map(|v| v.to_vec()).unwrap_or_default(),
+        body_null: r.value.is_none(),
         dead_letter,
     }
 }
@@ -130,5 +131,24 @@ mod tests {
         assert_eq!(value_of(&None), Value::Null);
         let escape = Some(Bytes::from_static(b"\x1b[2J"));
         assert!(matches!(value_of(&escape), Value::Bytes(_)));
+    }
+
+    #[test]
+    fn a_null_value_is_flagged_and_an_empty_one_is_not() {
+        let record = |value: Option<Bytes>| KRecord {
+            topic: "orders".into(),
+            partition: 0,
+            offset: 7,
+            timestamp: 0,
+            timestamp_type: 0,
+            key: Some(Bytes::from_static(b"order-7")),
+            value,
+            headers: Vec::new(),
+        };
+        let tombstone = to_message(&record(None));
+        assert!(tombstone.body_null && tombstone.body_is_null());
+        let empty = to_message(&record(Some(Bytes::new())));
+        assert!(!empty.body_null && !empty.body_is_null());
+        assert!(empty.body.is_empty());
     }
 }

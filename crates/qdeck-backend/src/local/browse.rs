@@ -152,6 +152,7 @@ fn message_row(r: &rusqlite::Row, now: i64) -> rusqlite::Result<Message> {
         headers,
         meta: vec![("state".to_string(), Value::String(state))],
         body: r.get(2)?,
+        body_null: false,
         dead_letter,
     })
 }

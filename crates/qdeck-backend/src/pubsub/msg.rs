@@ -127,6 +127,7 @@ pub fn to_message(r: &ReceivedMessage, project: &str, origin: Option<&QueueId>) 
             .collect(),
         meta,
         body: m.data,
+        body_null: false,
         dead_letter,
     }
 }

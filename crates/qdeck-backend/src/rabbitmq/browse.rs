@@ -232,6 +232,7 @@ pub(super) fn message_of(d: &lapin::message::Delivery, body: Vec<u8>, seq: i64) 
         properties: property_list(p),
         headers,
         meta,
+        body_null: false,
         dead_letter: parse_dead_letter(p),
         body,
     }

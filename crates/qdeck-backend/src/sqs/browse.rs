@@ -169,6 +169,7 @@ pub(crate) fn to_message(b: &SqsBackend, m: &SqsMessage, sources: &[QueueId]) ->
         headers,
         meta,
         body: m.body().unwrap_or_default().as_bytes().to_vec(),
+        body_null: false,
         dead_letter,
     }
 }

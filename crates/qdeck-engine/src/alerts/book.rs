@@ -111,6 +111,16 @@ impl AlertBook {
         self.read(|t| t.firing_alerts(rules))
     }
 
+    /// How many rules fire on the console's profile: the header badge's count, read on every
+    /// frame, so it counts under the lock without building the firing list.
+    pub fn firing_on_console(&self) -> usize {
+        let s = self.lock();
+        let Some(own) = s.console.as_deref() else {
+            return 0;
+        };
+        s.tracker.firing().filter(|(k, _)| k.profile == own).count()
+    }
+
     /// When `profile`'s rules were last evaluated in this process.
     pub fn evaluated_ms(&self, profile: &str) -> Option<i64> {
         self.lock().evaluated_ms.get(profile).copied()
@@ -120,25 +130,8 @@ impl AlertBook {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use qdeck_model::config::alerts::AlertRuleConfig;
+    use crate::alerts::tracker::tests::rule;
     use qdeck_model::domain::{QueueId, QueueInfo, QueueStats, StatsBatch};
-
-    fn rule() -> Rule {
-        Rule::compile(
-            &AlertRuleConfig {
-                name: "deep".into(),
-                queues: None,
-                profiles: vec![],
-                kinds: vec![],
-                when: "depth > 0".into(),
-                for_: Some("10s".into()),
-                severity: None,
-                summary: None,
-            },
-            0,
-        )
-        .unwrap()
-    }
 
     fn store(depth: u64) -> Store {
         let mut s = Store::new(60, 10, 60.0);
@@ -165,7 +158,7 @@ mod tests {
     #[test]
     fn a_profile_has_one_evaluator_and_a_switch_moves_only_that() {
         let book = AlertBook::default();
-        let rules = [rule()];
+        let rules = [rule(Some("10s"))];
         let h = Health::default();
         let s = store(5);
         book.set_console("a");
@@ -181,6 +174,7 @@ mod tests {
         assert!(book
             .evaluate(Evaluator::Console, &rules, "b", &s, h, 10_999)
             .is_empty());
+        assert_eq!(book.firing_on_console(), 0, "pending is not firing");
         let t = book.evaluate(Evaluator::Console, &rules, "b", &s, h, 11_000);
         assert_eq!(t.len(), 1, "fires 10 s after the fleet saw it hold");
         assert_eq!(t[0].at_ms, 11_000);
@@ -190,6 +184,10 @@ mod tests {
             "the fleet no longer writes the console's profile"
         );
         assert_eq!(book.firing_alerts(&rules).len(), 1);
+        assert_eq!(book.firing_on_console(), 1);
+        book.set_console("a");
+        assert_eq!(book.firing_on_console(), 0, "b's alert is not a's");
+        book.set_console("b");
         assert_eq!(book.evaluated_ms("b"), Some(11_000));
         let other = book.clone();
         assert_eq!(other, book);

@@ -250,11 +250,12 @@ mod as_list {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use qdeck_model::config::alerts::AlertRuleConfig;
 
-    fn rule(for_: Option<&str>) -> Rule {
+    /// `deep`: depth > 0 for `for_`, critical (also the alert book's tests' rule).
+    pub(crate) fn rule(for_: Option<&str>) -> Rule {
         Rule::compile(
             &AlertRuleConfig {
                 name: "deep".into(),

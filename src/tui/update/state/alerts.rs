@@ -25,7 +25,7 @@ impl AlertsState {
 
     /// Rules firing now on the console's profile, counted per queue.
     pub fn firing(&self) -> usize {
-        self.firing_rows().len()
+        self.book.firing_on_console()
     }
 
     /// What fires on the console's profile now, most severe first, then oldest first.

@@ -309,6 +309,7 @@ pub fn to_message(
         headers,
         meta,
         body: body_bytes(&m.body),
+        body_null: false,
         dead_letter,
     }
 }

@@ -215,6 +215,7 @@ pub fn to_message(m: &Received, entity: &str) -> Message {
         headers,
         meta,
         body: m.body.clone(),
+        body_null: false,
         dead_letter,
     }
 }

@@ -96,15 +96,6 @@ if hits=$(grep -rnE '\b(crate|qdeck)::cli\b|\bsuper::(super::)*cli\b|\b(crate|qd
   echo "$hits" >&2
 fi
 
-# The console's state is written only by `update`: the compiler holds that in a build of qdeck
-# (no `DerefMut`; `&mut Model` is `pub(in crate::tui::update)`). Test builds turn on the
-# `scene` feature, whose door tests use to stage a scene; no code under src/ may use it, or
-# `cargo test` would compile what `cargo build` refuses.
-if hits=$(grep -rnE '\.scene\(\)' src | grep -vE '^[^:]+:[0-9]+:\s*//'); then
-  fail "code under src/ writes the console's state through the test-only scene door:"
-  echo "$hits" >&2
-fi
-
 # A lower crate does not even name a layer above it, comments included: a doc that says how
 # the backend maps into the model is the backend's to say, and a path there is an import
 # waiting to happen.

@@ -55,9 +55,12 @@ fn snapshot_queues_states() {
     );
     snap("queues_error_stale", &st, 80, 14);
 
+    // The poll answers again a minute later, without these queues' figures: their rows are
+    // two refreshes behind.
     let mut st = populated();
-    st.scene().now_ms += 60_000; // two refreshes missed
-    st.scene().store.last_ok_ms = Some(st.now_ms);
+    let later = st.now_ms + 60_000;
+    update(&mut st, Action::Tick(later));
+    polled(&mut st, vec![]);
     snap("queues_stale_rows", &st, 80, 14);
 
     let st = populated_with(|s| s.session.access = Access::Browse);
@@ -525,16 +528,48 @@ fn every_row_drawn_is_reported_visible() {
 /// and in short where not, at every size.
 #[test]
 fn partial_sort_is_said_in_the_title_at_every_size() {
-    let mut st = populated();
-    st.scene().queues.sort = qdeck::tui::state::SortCol::Depth;
-    st.scene().queues.sort_unknown = 2901;
-    st.scene().queues.sort_unpolled = 2901;
-    for (w, h, want) in [
-        (120u16, 40u16, "2,901 without figures yet, sorted last"),
-        (80, 24, "2,901 without figures yet, sorted last"),
-        (60, 15, "2,901 unpolled"),
+    // `listed` queues, of which the first four have been polled; sorted by depth.
+    let sorted = |listed: usize| {
+        let names: Vec<String> = (0..listed).map(|i| format!("q-{i:04}")).collect();
+        let infos = names.iter().map(|n| qinfo(n, None)).collect();
+        let mut st = listed_state(
+            qdeck::tui::state::Setup::new("local", "local"),
+            caps(),
+            infos,
+        );
+        let at = st.now_ms;
+        let stats = names[..4]
+            .iter()
+            .map(|n| QueueStats {
+                id: QueueId::new(n),
+                at_ms: at,
+                depth: Some(5),
+                ..Default::default()
+            })
+            .collect();
+        polled(&mut st, stats);
+        for c in ":sort depth".chars() {
+            update(&mut st, key(c));
+        }
+        update(&mut st, code(KeyCode::Enter));
+        update(&mut st, Action::Tick(at + 1_000));
+        st
+    };
+    let many = sorted(2905);
+    let few = sorted(300);
+    for (st, w, h, want) in [
+        (
+            &many,
+            120u16,
+            40u16,
+            "2,901 without figures yet, sorted last",
+        ),
+        (&many, 80, 24, "2,901 unpolled"),
+        (&few, 80, 24, "296 without figures yet, sorted last"),
+        (&many, 60, 15, "2,901 unpolled"),
+        (&few, 60, 15, "296 unpolled"),
     ] {
-        let screen = text(&draw(&st, w, h));
+        let screen = text(&draw(st, w, h));
         assert!(screen.contains(want), "{w}x{h}:\n{screen}");
     }
 }

@@ -183,7 +183,12 @@ impl Store {
     }
 
     pub fn apply(&mut self, batch: StatsBatch) {
-        let now = qdeck_model::domain::now_ms();
+        self.apply_at(batch, qdeck_model::domain::now_ms());
+    }
+
+    /// `apply` on the caller's clock: the console stamps a poll's answer with its own clock
+    /// (the one its ages and staleness are read against), so an update reads no other.
+    pub fn apply_at(&mut self, batch: StatsBatch, now: i64) {
         for s in batch.stats {
             self.apply_one(s, now);
         }

@@ -417,21 +417,10 @@ pub(super) fn left_the_list(st: &mut Model, view: View, row: &str, list: &str) {
     }
 }
 
-/// The queue table's rows built again from the store (tests and benches that fill a store
-/// and draw it without a poll).
+/// The queue table's rows built again from the store: what a poll or a sort does to them, for
+/// the render bench to time alone.
 pub fn rebuild_rows(st: &mut State) {
     let _ = queues::rebuild_rows(&mut st.model);
-}
-
-/// A test or a bench arranges its scene (the clock, a dialog open, an operation running) by
-/// writing the state here. Only with the `scene` feature, which only this package's
-/// dev-dependency on itself turns on: in a build of qdeck this door does not exist, so
-/// nothing outside `update` can write the state.
-#[cfg(feature = "scene")]
-impl State {
-    pub fn scene(&mut self) -> &mut Model {
-        &mut self.model
-    }
 }
 
 /// The frame is on the screen: nothing waits to be drawn until the state changes again.

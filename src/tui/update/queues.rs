@@ -164,7 +164,7 @@ pub(super) fn poll(st: &mut Model, ev: PollEvent, fx: &mut Vec<Effect>) {
             }
         }
         PollEvent::Stats(b) => {
-            st.store.apply(b);
+            st.store.apply_at(b, st.now_ms);
             st.queues.rows_dirty = true;
             // Sorted by a live figure: re-sort on the tick, not per batch.
             if st.queues.sort == SortCol::Name {

@@ -100,10 +100,8 @@ fn a_firing_rule_is_a_badge_ranks_first_on_fire_and_opens_its_queue() {
         matches!(rows[0], qdeck::tui::state::FireRow::Alert(_)),
         "{rows:?}"
     );
-    // The cursor followed the broker row it was on as the alert ranked in above it: `g`
-    // selects the alert.
-    assert_eq!(st.fleet.as_ref().unwrap().fire_cursor.sel, 1);
-    update(&mut st, key('g'));
+    // Nobody moved the on-fire cursor: it is on the top row, where the alert ranked in.
+    assert_eq!(st.fleet.as_ref().unwrap().fire_cursor.sel, 0);
     let screen = text(&draw(&st, 100, 24));
     assert!(screen.contains("1 alert firing"), "{screen}");
     let first_alert_line = screen

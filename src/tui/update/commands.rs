@@ -150,6 +150,10 @@ pub(super) fn open_fleet_row(st: &mut Model, fx: &mut Vec<Effect>) {
 /// profile's queue table, where its error is told.
 pub(super) fn open_fire_row(st: &mut Model, fx: &mut Vec<Effect>) {
     let now = st.now_ms;
+    // Opened is chosen: back from it, the cursor is on this row wherever it went.
+    if let Some(f) = &mut st.fleet {
+        f.fire_selected_now(now);
+    }
     let Some((profile, queue)) = st.fleet.as_ref().and_then(|f| {
         // The rows may have shrunk under the cursor since it last moved: the last row is the
         // one drawn highlighted then.

@@ -10,8 +10,10 @@ pub struct FleetState {
     pub rows: Vec<qdeck_engine::fleet::FleetRow>,
     pub cursor: Cursor,
     pub fire_cursor: Cursor,
-    /// The row under the on-fire cursor, by identity: the list re-sorts as figures arrive,
-    /// and the cursor follows its row rather than its position (`follow_fire`).
+    /// The row the user put the on-fire cursor on (moved onto or opened), by identity: the
+    /// list re-sorts as figures arrive, and the cursor follows that row rather than its
+    /// position (`follow_fire`). Until the user chooses one the cursor stays where it is, on
+    /// the top row at first: what ranks in above comes under it, the most urgent first.
     pub fire_sel: Option<FireKey>,
     pub fire_filter: Filter,
     /// The queue an on-fire row asked to open once its profile's session is up (Enter on
@@ -171,20 +173,20 @@ impl FleetState {
         self.alerts = all;
     }
 
-    /// Put the on-fire cursor back on its row, found by identity, after the list changed.
-    /// When that row has left the list the cursor keeps its position (the row now there is
-    /// the new selection) and the row that left is returned, so the user can be told.
+    /// Put the on-fire cursor back on the row the user chose, found by identity, after the
+    /// list changed. When that row has left the list the cursor keeps its position, the row
+    /// that left is returned so the user can be told, and nothing is followed until the user
+    /// chooses again.
     pub fn follow_fire(&mut self, now_ms: i64, page: usize) -> Option<FireKey> {
         let keys: Vec<FireKey> = self.fire_rows(now_ms).iter().map(FireRow::key).collect();
         let mut left = None;
-        if let Some(k) = self.fire_sel.take() {
-            match keys.iter().position(|x| *x == k) {
+        if let Some(k) = &self.fire_sel {
+            match keys.iter().position(|x| x == k) {
                 Some(p) => self.fire_cursor.sel = p,
-                None => left = Some(k),
+                None => left = self.fire_sel.take(),
             }
         }
         self.fire_cursor.clamp(keys.len(), page);
-        self.fire_sel = keys.get(self.fire_cursor.sel).cloned();
         left
     }
 

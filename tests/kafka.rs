@@ -189,7 +189,7 @@ fn browse_reads_by_offset_keeping_nulls_and_headers() {
             None => assert!(m["key"].is_null(), "a null key stays null: {text}"),
         }
         if want["value"].is_null() {
-            assert!(text.contains("\"value\""), "a null value is marked: {text}");
+            assert_eq!(m["body_null"], true, "a null value is marked: {text}");
         }
         let hs = want["headers"].as_array().unwrap();
         assert!(text.contains("h-seq") && text.contains("h-bin"), "{text}");

@@ -71,11 +71,10 @@ fn compressed_transactional_batches_are_browsed_and_redriven_with_nulls_kept() {
                         && m.get("body_null").is_none(),
                     "{codec}: the value: {text}"
                 ),
+                // One representation: the typed flag, not a metadata line besides it.
                 None => assert!(
-                    text.contains(r#"["value",{"$null":true}]"#)
-                        && m["body"] == ""
-                        && m["body_null"] == true,
-                    "{codec}: a null value is marked null: {text}"
+                    m["body"] == "" && m["body_null"] == true && !text.contains(r#"["value","#),
+                    "{codec}: a null value is marked null, once: {text}"
                 ),
             }
         }

@@ -1,7 +1,7 @@
 //! A Kafka record as a qdeck `Message`: id `PARTITION:OFFSET`, the key as text where it is
 //! UTF-8 (else as bytes in the metadata), headers as text where they are UTF-8, else bytes,
 //! and null where the header value is null; a null value is an empty body with
-//! `body_null` set (and `value: null` shown in the metadata), never confused with an empty one.
+//! `body_null` set, never confused with an empty one (the views show it as `(null)`).
 
 use bytes::Bytes;
 
@@ -69,9 +69,6 @@ pub fn to_message(r: &KRecord) -> Message {
             }
         },
     };
-    if r.value.is_none() {
-        meta.push(("value".into(), Value::Null));
-    }
     let dead_letter = dlt::origin(r).map(|o| {
         meta.push((
             "dead_letter_convention".into(),
@@ -147,6 +144,10 @@ mod tests {
         };
         let tombstone = to_message(&record(None));
         assert!(tombstone.body_null && tombstone.body_is_null());
+        assert!(
+            !tombstone.meta.iter().any(|(k, _)| k == "value"),
+            "the flag is the one mark of a null value"
+        );
         let empty = to_message(&record(Some(Bytes::new())));
         assert!(!empty.body_null && !empty.body_is_null());
         assert!(empty.body.is_empty());

@@ -8,7 +8,7 @@ mod common;
 use common::console::*;
 
 use qdeck::tui::state::State;
-use qdeck::tui::{update, Action};
+use qdeck::tui::update;
 use qdeck_engine::fleet::FleetRow;
 use qdeck_model::domain::BrokerKind;
 
@@ -17,30 +17,25 @@ use qdeck_model::domain::BrokerKind;
 fn fleet() -> State {
     let mut st = fleet_state();
     let now = st.now_ms;
-    // The two joined the configuration: the fleet's pollers start again with them.
-    let names: Vec<String> = ["local", "rabbit-eu", "sqs-prod", "hung", "new"]
-        .iter()
-        .map(std::string::ToString::to_string)
-        .collect();
-    update(&mut st, Action::FleetStarted(names));
-    for row in [
-        FleetRow {
-            profile: "hung".into(),
-            kind: Some(BrokerKind::Rabbitmq),
-            error: Some("no answer within 20s".into()),
-            failing_since_ms: Some(now - 45_000),
-            silent_after_secs: Some(20),
-            refresh_secs: 5.0,
-            ..Default::default()
-        },
-        FleetRow {
-            profile: "new".into(),
-            refresh_secs: 5.0,
-            ..Default::default()
-        },
-    ] {
-        update(&mut st, Action::Fleet(row));
-    }
+    grow_fleet(
+        &mut st,
+        vec![
+            FleetRow {
+                profile: "hung".into(),
+                kind: Some(BrokerKind::Rabbitmq),
+                error: Some("no answer within 20s".into()),
+                failing_since_ms: Some(now - 45_000),
+                silent_after_secs: Some(20),
+                refresh_secs: 5.0,
+                ..Default::default()
+            },
+            FleetRow {
+                profile: "new".into(),
+                refresh_secs: 5.0,
+                ..Default::default()
+            },
+        ],
+    );
     st
 }
 

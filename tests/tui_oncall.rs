@@ -43,36 +43,31 @@ fn fire_with_dead_brokers() -> State {
 fn fire_with_dead_brokers_and(set: impl FnOnce(&mut Setup)) -> State {
     let mut st = fire_state_with(set);
     let now = st.now_ms;
-    // The two joined the configuration: the fleet's pollers start again with them.
-    let names: Vec<String> = ["local", "rabbit-eu", "sqs-prod", "dead", "hung"]
-        .iter()
-        .map(std::string::ToString::to_string)
-        .collect();
-    update(&mut st, Action::FleetStarted(names));
-    for row in [
-        FleetRow {
-            profile: "dead".into(),
-            kind: Some(qdeck_model::domain::BrokerKind::Rabbitmq),
-            error: Some(
-                "broker unreachable: management API at http://127.0.0.1:1: connection refused"
-                    .into(),
-            ),
-            failing_since_ms: Some(now - 120_000),
-            refresh_secs: 5.0,
-            ..Default::default()
-        },
-        FleetRow {
-            profile: "hung".into(),
-            kind: Some(qdeck_model::domain::BrokerKind::Rabbitmq),
-            error: Some("no answer within 20s".into()),
-            failing_since_ms: Some(now - 45_000),
-            silent_after_secs: Some(20),
-            refresh_secs: 5.0,
-            ..Default::default()
-        },
-    ] {
-        update(&mut st, Action::Fleet(row));
-    }
+    grow_fleet(
+        &mut st,
+        vec![
+            FleetRow {
+                profile: "dead".into(),
+                kind: Some(qdeck_model::domain::BrokerKind::Rabbitmq),
+                error: Some(
+                    "broker unreachable: management API at http://127.0.0.1:1: connection refused"
+                        .into(),
+                ),
+                failing_since_ms: Some(now - 120_000),
+                refresh_secs: 5.0,
+                ..Default::default()
+            },
+            FleetRow {
+                profile: "hung".into(),
+                kind: Some(qdeck_model::domain::BrokerKind::Rabbitmq),
+                error: Some("no answer within 20s".into()),
+                failing_since_ms: Some(now - 45_000),
+                silent_after_secs: Some(20),
+                refresh_secs: 5.0,
+                ..Default::default()
+            },
+        ],
+    );
     assert_eq!(st.stack, vec![View::Fleet, View::Fire]);
     st
 }

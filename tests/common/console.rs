@@ -393,6 +393,20 @@ pub fn open_dlq(st: &mut State) {
     );
 }
 
+/// Profiles joined the configuration of a `fleet_state`: the fleet's pollers start again with
+/// the three and `rows`' profiles, then each new profile's first row comes in.
+pub fn grow_fleet(st: &mut State, rows: Vec<qdeck_engine::fleet::FleetRow>) {
+    let names: Vec<String> = ["local", "rabbit-eu", "sqs-prod"]
+        .into_iter()
+        .map(String::from)
+        .chain(rows.iter().map(|r| r.profile.clone()))
+        .collect();
+    update(st, Action::FleetStarted(names));
+    for row in rows {
+        update(st, Action::Fleet(row));
+    }
+}
+
 /// The fleet view over three profiles, as the executor starts it and its pollers answer.
 pub fn fleet_state() -> State {
     fleet_state_with(|_| {})

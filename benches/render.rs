@@ -103,23 +103,27 @@ fn memory_report() {
                 ..Default::default()
             })
             .collect(),
+        qdeck_model::domain::now_ms(),
     );
     let epoch = store.epoch_ms();
     for p in 0..240i64 {
-        store.apply(StatsBatch {
-            stats: (0..n)
-                .map(|i| QueueStats {
-                    id: QueueId::new(format!("queue-{i:05}")),
-                    at_ms: epoch + p * 2500,
-                    depth: Some(i as u64),
-                    in_flight: Some(1),
-                    enqueued_total: Some(p as u64 * 10),
-                    completed_total: Some(p as u64 * 9),
-                    ..Default::default()
-                })
-                .collect(),
-            errors: vec![],
-        });
+        store.apply(
+            StatsBatch {
+                stats: (0..n)
+                    .map(|i| QueueStats {
+                        id: QueueId::new(format!("queue-{i:05}")),
+                        at_ms: epoch + p * 2500,
+                        depth: Some(i as u64),
+                        in_flight: Some(1),
+                        enqueued_total: Some(p as u64 * 10),
+                        completed_total: Some(p as u64 * 9),
+                        ..Default::default()
+                    })
+                    .collect(),
+                errors: vec![],
+            },
+            qdeck_model::domain::now_ms(),
+        );
     }
     let after = rss_kb();
     if let (Some(a), Some(b)) = (before, after) {

@@ -36,6 +36,7 @@ fn main() {
                 ..Default::default()
             })
             .collect(),
+        qdeck_model::domain::now_ms(),
     );
     let epoch = store.epoch_ms();
     let refreshes = history_secs as i64 / refresh_secs;
@@ -63,7 +64,7 @@ fn main() {
             errors: vec![],
         };
         let t = Instant::now();
-        store.apply(batch);
+        store.apply(batch, qdeck_model::domain::now_ms());
         apply_ns.push(t.elapsed().as_nanos() as u64);
     }
     let after = rss_kb();

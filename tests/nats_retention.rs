@@ -94,8 +94,8 @@ async fn a_limits_stream_whose_consumer_keeps_up_is_no_backlog() {
     // A `backlog-old` rule holds for the unread consumer only; the stream's age is there for a
     // rule that names it.
     let mut store = Store::with_defaults();
-    store.set_queues(infos);
-    store.apply(batch);
+    store.set_queues(infos, qdeck_model::domain::now_ms());
+    store.apply(batch, qdeck_model::domain::now_ms());
     let figures = |id: &str| {
         let e = store
             .entries()

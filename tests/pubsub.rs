@@ -311,7 +311,7 @@ async fn figures_say_how_old_they_are_and_count_once_in_the_history() {
     )
     .await;
     let mut store = qdeck_engine::store::Store::with_defaults();
-    store.set_queues(rows);
+    store.set_queues(rows, qdeck_model::domain::now_ms());
     for poll in 0..3 {
         let mut batch = b.stats(std::slice::from_ref(&id)).await.unwrap();
         // As if read at polls 30 s apart: Monitoring would serve the same point all that while.
@@ -325,7 +325,7 @@ async fn figures_say_how_old_they_are_and_count_once_in_the_history() {
             st.at_ms - sampled.at_ms >= 150_000,
             "the point ends 150 s before the stand-in was scripted: {st:?}"
         );
-        store.apply(batch);
+        store.apply(batch, qdeck_model::domain::now_ms());
     }
     let e = store.get(&id).unwrap();
     assert_eq!(

@@ -374,21 +374,27 @@ fn a_pending_rule_keeps_its_start_when_its_profile_becomes_the_consoles() {
     let mut st = populated_with(|s| s.alert_rules = rules.clone());
     // The fleet poller's view of profile b: orders holds 5, first seen at `since`.
     let mut fleet_store = qdeck_engine::store::Store::new(600, 240, 600.0);
-    fleet_store.set_queues(vec![qdeck_model::domain::QueueInfo {
-        id: QueueId::new("orders"),
-        ..Default::default()
-    }]);
-    // After the store's epoch: samples are kept as offsets from it.
-    let since = qdeck_model::domain::now_ms() + 1_000;
-    fleet_store.apply(StatsBatch {
-        stats: vec![QueueStats {
+    fleet_store.set_queues(
+        vec![qdeck_model::domain::QueueInfo {
             id: QueueId::new("orders"),
-            at_ms: since,
-            depth: Some(5),
             ..Default::default()
         }],
-        errors: vec![],
-    });
+        qdeck_model::domain::now_ms(),
+    );
+    // After the store's epoch: samples are kept as offsets from it.
+    let since = qdeck_model::domain::now_ms() + 1_000;
+    fleet_store.apply(
+        StatsBatch {
+            stats: vec![QueueStats {
+                id: QueueId::new("orders"),
+                at_ms: since,
+                depth: Some(5),
+                ..Default::default()
+            }],
+            errors: vec![],
+        },
+        qdeck_model::domain::now_ms(),
+    );
     let book = st.alerts.book.clone();
     book.evaluate(
         Evaluator::Fleet,

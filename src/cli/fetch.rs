@@ -183,13 +183,13 @@ pub async fn sampled(
     // count in both polls) is the measurement. The figure is the console's sum on it.
     store.measure_secs = (gap.as_secs() as u32).clamp(1, qdeck_engine::derive::MEASURE_SECS);
     let ids: Vec<QueueId> = infos.iter().map(|q| q.id.clone()).collect();
-    store.set_queues(infos);
+    store.set_queues(infos, qdeck_model::domain::now_ms());
     if ids.is_empty() {
         return Ok(Vec::new());
     }
-    store.apply(backend.stats(&ids).await?);
+    store.apply(backend.stats(&ids).await?, qdeck_model::domain::now_ms());
     tokio::time::sleep(gap).await;
-    store.apply(backend.stats(&ids).await?);
+    store.apply(backend.stats(&ids).await?, qdeck_model::domain::now_ms());
     Ok(store
         .entries()
         .iter()

@@ -345,20 +345,26 @@ mod tests {
     /// One queue fed one sample per second for `secs` seconds; `at(t)` gives the figures.
     fn series(store: &mut Store, secs: i64, at: impl Fn(i64) -> QueueStats) -> QueueId {
         let id = QueueId::new("q");
-        store.set_queues(vec![QueueInfo {
-            id: id.clone(),
-            ..Default::default()
-        }]);
+        store.set_queues(
+            vec![QueueInfo {
+                id: id.clone(),
+                ..Default::default()
+            }],
+            qdeck_model::domain::now_ms(),
+        );
         let epoch = store.epoch_ms();
         for t in 0..=secs {
-            store.apply(StatsBatch {
-                stats: vec![QueueStats {
-                    id: id.clone(),
-                    at_ms: epoch + t * 1000,
-                    ..at(t)
-                }],
-                errors: vec![],
-            });
+            store.apply(
+                StatsBatch {
+                    stats: vec![QueueStats {
+                        id: id.clone(),
+                        at_ms: epoch + t * 1000,
+                        ..at(t)
+                    }],
+                    errors: vec![],
+                },
+                qdeck_model::domain::now_ms(),
+            );
         }
         id
     }
@@ -492,24 +498,30 @@ mod tests {
     fn two_polls_measure_the_work_between_them() {
         let mut s = Store::new(2400, 240, 600.0);
         let id = QueueId::new("q");
-        s.set_queues(vec![QueueInfo {
-            id: id.clone(),
-            ..Default::default()
-        }]);
+        s.set_queues(
+            vec![QueueInfo {
+                id: id.clone(),
+                ..Default::default()
+            }],
+            qdeck_model::domain::now_ms(),
+        );
         let epoch = s.epoch_ms();
         for (t, done) in [(0, 0), (10, 40)] {
-            s.apply(StatsBatch {
-                stats: vec![QueueStats {
-                    id: id.clone(),
-                    at_ms: epoch + t * 1000,
-                    depth: Some(600),
-                    enqueued_total: Some(10 * t as u64),
-                    completed_total: Some(done),
-                    consumers: Some(1),
-                    ..Default::default()
-                }],
-                errors: vec![],
-            });
+            s.apply(
+                StatsBatch {
+                    stats: vec![QueueStats {
+                        id: id.clone(),
+                        at_ms: epoch + t * 1000,
+                        depth: Some(600),
+                        enqueued_total: Some(10 * t as u64),
+                        completed_total: Some(done),
+                        consumers: Some(1),
+                        ..Default::default()
+                    }],
+                    errors: vec![],
+                },
+                qdeck_model::domain::now_ms(),
+            );
         }
         // The console's rule wants 20 s of work at this count: still measuring.
         assert!(s.derived(&id).unwrap().measuring);
@@ -533,21 +545,27 @@ mod tests {
     fn polled_every_two_seconds(until: u64, at: impl Fn(u64) -> QueueStats) -> (Store, QueueId) {
         let mut s = Store::with_defaults();
         let id = QueueId::new("q");
-        s.set_queues(vec![QueueInfo {
-            id: id.clone(),
-            ..Default::default()
-        }]);
-        s.set_on_screen(std::slice::from_ref(&id));
+        s.set_queues(
+            vec![QueueInfo {
+                id: id.clone(),
+                ..Default::default()
+            }],
+            qdeck_model::domain::now_ms(),
+        );
+        s.set_on_screen(std::slice::from_ref(&id), qdeck_model::domain::now_ms());
         let epoch = s.epoch_ms();
         for t in (0..=until).step_by(2) {
-            s.apply(StatsBatch {
-                stats: vec![QueueStats {
-                    id: id.clone(),
-                    at_ms: epoch + t as i64 * 1000,
-                    ..at(t)
-                }],
-                errors: vec![],
-            });
+            s.apply(
+                StatsBatch {
+                    stats: vec![QueueStats {
+                        id: id.clone(),
+                        at_ms: epoch + t as i64 * 1000,
+                        ..at(t)
+                    }],
+                    errors: vec![],
+                },
+                qdeck_model::domain::now_ms(),
+            );
         }
         (s, id)
     }

@@ -15,11 +15,14 @@ const LAG: i64 = 150;
 /// seconds back, holding `depth(seconds since the first point)`.
 fn polled(store: &mut Store, dlq: bool, secs: i64, depth: impl Fn(i64) -> u64) -> QueueId {
     let id = QueueId::new("sub");
-    store.set_queues(vec![QueueInfo {
-        id: id.clone(),
-        is_dlq: dlq,
-        ..Default::default()
-    }]);
+    store.set_queues(
+        vec![QueueInfo {
+            id: id.clone(),
+            is_dlq: dlq,
+            ..Default::default()
+        }],
+        qdeck_model::domain::now_ms(),
+    );
     let base = store.epoch_ms() + EVERY * 1000;
     // The first poll reads the point at `base`.
     let start = base + LAG * 1000;
@@ -27,19 +30,22 @@ fn polled(store: &mut Store, dlq: bool, secs: i64, depth: impl Fn(i64) -> u64) -
         let now = start + t * 1000;
         let point = base + (now - LAG * 1000 - base).div_euclid(EVERY * 1000) * EVERY * 1000;
         let point_secs = (point - base) / 1000;
-        store.apply(StatsBatch {
-            stats: vec![QueueStats {
-                id: id.clone(),
-                at_ms: now,
-                depth: Some(depth(point_secs)),
-                sampled: Some(Sampled {
-                    at_ms: point,
-                    every_secs: EVERY as u32,
-                }),
-                ..Default::default()
-            }],
-            errors: vec![],
-        });
+        store.apply(
+            StatsBatch {
+                stats: vec![QueueStats {
+                    id: id.clone(),
+                    at_ms: now,
+                    depth: Some(depth(point_secs)),
+                    sampled: Some(Sampled {
+                        at_ms: point,
+                        every_secs: EVERY as u32,
+                    }),
+                    ..Default::default()
+                }],
+                errors: vec![],
+            },
+            qdeck_model::domain::now_ms(),
+        );
     }
     id
 }

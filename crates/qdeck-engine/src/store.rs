@@ -149,15 +149,16 @@ impl Store {
         self.index.get(id).map(|&i| &self.entries[i])
     }
 
-    /// Replace the queue list, keeping history of queues that remain.
-    pub fn set_queues(&mut self, queues: Vec<QueueInfo>) {
+    /// Replace the queue list, keeping history of queues that remain. Every write takes the
+    /// caller's clock (the console's, or the wall clock for a one-shot command): the store
+    /// reads none.
+    pub fn set_queues(&mut self, queues: Vec<QueueInfo>, now: i64) {
         let mut old: HashMap<QueueId, QueueEntry> = std::mem::take(&mut self.entries)
             .into_iter()
             .map(|e| (e.info.id.clone(), e))
             .collect();
         self.index.clear();
         // A queue new to the listing gets one `history_secs` to come on screen or alert.
-        let now = qdeck_model::domain::now_ms();
         for info in queues {
             let entry = match old.remove(&info.id) {
                 Some(mut e) => {
@@ -182,13 +183,9 @@ impl Store {
         self.dirty = true;
     }
 
-    pub fn apply(&mut self, batch: StatsBatch) {
-        self.apply_at(batch, qdeck_model::domain::now_ms());
-    }
-
-    /// `apply` on the caller's clock: the console stamps a poll's answer with its own clock
-    /// (the one its ages and staleness are read against), so an update reads no other.
-    pub fn apply_at(&mut self, batch: StatsBatch, now: i64) {
+    /// A poll's answer, stamped `now`: the console stamps it with its own clock, the one its
+    /// ages and staleness are read against.
+    pub fn apply(&mut self, batch: StatsBatch, now: i64) {
         for s in batch.stats {
             self.apply_one(s, now);
         }
@@ -264,8 +261,7 @@ impl Store {
 
     /// The queues on screen now: their history is kept. Those leaving the screen keep theirs
     /// for `history_secs` more.
-    pub fn set_on_screen(&mut self, ids: &[QueueId]) {
-        let now = qdeck_model::domain::now_ms();
+    pub fn set_on_screen(&mut self, ids: &[QueueId], now: i64) {
         let new: HashSet<QueueId> = ids.iter().cloned().collect();
         if new == self.on_screen {
             return;
@@ -385,26 +381,29 @@ mod tests {
     #[test]
     fn set_queues_keeps_history_of_remaining_queues() {
         let mut s = Store::new(600, 10, 600.0);
-        s.set_queues(vec![info("a"), info("b")]);
+        s.set_queues(vec![info("a"), info("b")], qdeck_model::domain::now_ms());
         let st = QueueStats {
             id: QueueId::new("a"),
             at_ms: s.epoch_ms() + 1000,
             depth: Some(5),
             ..Default::default()
         };
-        s.apply(StatsBatch {
-            stats: vec![st],
-            errors: vec![(
-                QueueId::new("b"),
-                QueueError::new(QueueErrorKind::Permission, "AccessDenied"),
-            )],
-        });
+        s.apply(
+            StatsBatch {
+                stats: vec![st],
+                errors: vec![(
+                    QueueId::new("b"),
+                    QueueError::new(QueueErrorKind::Permission, "AccessDenied"),
+                )],
+            },
+            qdeck_model::domain::now_ms(),
+        );
         let e = s.get(&QueueId::new("b")).unwrap().error.clone().unwrap();
         assert_eq!(
             (e.kind, e.message.as_str()),
             (QueueErrorKind::Permission, "AccessDenied")
         );
-        s.set_queues(vec![info("a"), info("c")]);
+        s.set_queues(vec![info("a"), info("c")], qdeck_model::domain::now_ms());
         assert_eq!(s.len(), 2);
         assert_eq!(s.get(&QueueId::new("a")).unwrap().history.len(), 1);
         assert!(s.get(&QueueId::new("b")).is_none());
@@ -430,7 +429,10 @@ mod tests {
     #[test]
     fn queues_an_alert_rule_watches_keep_their_history_off_screen() {
         let mut s = Store::new(60, 10, 600.0);
-        s.set_queues(vec![info("watched"), info("other")]);
+        s.set_queues(
+            vec![info("watched"), info("other")],
+            qdeck_model::domain::now_ms(),
+        );
         s.set_watched([QueueId::new("watched")].into_iter().collect());
         let t0 = qdeck_model::domain::now_ms();
         for k in 0..5 {
@@ -445,16 +447,18 @@ mod tests {
     #[test]
     fn rings_of_queues_off_screen_are_freed_after_history_secs_figures_kept() {
         let mut s = Store::new(60, 10, 600.0);
-        s.set_queues(vec![info("seen"), info("unseen"), info("left")]);
-        s.set_on_screen(&[QueueId::new("seen"), QueueId::new("left")]);
-        let t0 = qdeck_model::domain::now_ms();
+        // The console's clock, a day ahead of the wall clock: the store goes by the clock it
+        // is given (a store reading the wall clock frees "left" a day early).
+        let t0 = qdeck_model::domain::now_ms() + 86_400_000;
+        s.set_queues(vec![info("seen"), info("unseen"), info("left")], t0);
+        s.set_on_screen(&[QueueId::new("seen"), QueueId::new("left")], t0);
         let all = ["seen", "unseen", "left"];
         for k in 0..5 {
             feed(&mut s, &all, t0 + k * 7_000, 0);
         }
         assert_eq!((points(&s, "seen"), points(&s, "unseen")), (5, 5));
         // "left" leaves the screen now: it keeps its ring for history_secs from here.
-        s.set_on_screen(&[QueueId::new("seen")]);
+        s.set_on_screen(&[QueueId::new("seen")], t0);
         s.free_rings(t0 + 30_000);
         assert_eq!(s.rings_held(), 3, "nothing is older than history_secs yet");
         s.free_rings(t0 + 61_000);

@@ -140,7 +140,7 @@ pub(super) fn visible(st: &mut Model) -> Option<Effect> {
         }
     }
     // What is on screen keeps its history ring; the store frees the others in time.
-    st.store.set_on_screen(&ids);
+    st.store.set_on_screen(&ids, st.now_ms);
     Some(Effect::Visible(ids))
 }
 
@@ -149,7 +149,7 @@ pub(super) fn poll(st: &mut Model, ev: PollEvent, fx: &mut Vec<Effect>) {
     match ev {
         PollEvent::Queues(qs) => {
             let keep = st.selected_queue().cloned();
-            st.store.set_queues(qs);
+            st.store.set_queues(qs, st.now_ms);
             let watched = qdeck_engine::alerts::watched_for_history(
                 &st.alerts.rules,
                 &st.session.profile,
@@ -164,7 +164,7 @@ pub(super) fn poll(st: &mut Model, ev: PollEvent, fx: &mut Vec<Effect>) {
             }
         }
         PollEvent::Stats(b) => {
-            st.store.apply_at(b, st.now_ms);
+            st.store.apply(b, st.now_ms);
             st.queues.rows_dirty = true;
             // Sorted by a live figure: re-sort on the tick, not per batch.
             if st.queues.sort == SortCol::Name {

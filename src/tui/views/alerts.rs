@@ -3,6 +3,8 @@
 //! own profile first. The states come from the one alert book the console and its fleet
 //! poller share, so this view, the badge and the on-fire list never disagree.
 
+use std::collections::BTreeMap;
+
 use ratatui::layout::Rect;
 use ratatui::text::Line;
 use ratatui::widgets::{Paragraph, Wrap};
@@ -17,12 +19,17 @@ use qdeck_model::sanitize::clean;
 pub fn render(f: &mut Frame, st: &Model, area: Rect) {
     let t = &st.theme;
     let a = &st.alerts;
-    // A copy, so that nothing below holds the book's lock (a second lock would wait
-    // forever).
-    let tr = a.book.read(Tracker::clone);
-    let (firing, pending) = tr.phases().fold((0, 0), |(f, p), (_, ph)| match ph {
-        Phase::Firing { .. } => (f + 1, p),
-        Phase::Pending { .. } => (f, p + 1),
+    // Everything drawn from the book is read under one lock (the lines own their text).
+    let (firing, pending, lines) = a.book.read_with_evaluated(|tr, evaluated| {
+        let (firing, pending) = tr.phases().fold((0, 0), |(f, p), (_, ph)| match ph {
+            Phase::Firing { .. } => (f + 1, p),
+            Phase::Pending { .. } => (f, p + 1),
+        });
+        let mut lines: Vec<Line> = Vec::new();
+        for rule in &a.rules {
+            rule_lines(st, tr, evaluated, rule, &mut lines);
+        }
+        (firing, pending, lines)
     });
     let title = Line::from(vec![
         styled(" alerts ", t.title),
@@ -45,10 +52,6 @@ pub fn render(f: &mut Frame, st: &Model, area: Rect) {
             inner,
         );
         return;
-    }
-    let mut lines: Vec<Line> = Vec::new();
-    for rule in &a.rules {
-        rule_lines(st, &tr, rule, &mut lines);
     }
     let rows = wrap_lines(&lines, inner.width);
     let skip = a.scroll.min(rows.len().saturating_sub(1));
@@ -82,7 +85,13 @@ fn order<'a, T>(own: &str, mut v: Vec<(&'a Key, T)>) -> Vec<(&'a Key, T)> {
 }
 
 /// A rule's heading, then one line per place it fires, holds or resolved (or "quiet").
-fn rule_lines<'a>(st: &'a Model, tr: &Tracker, rule: &'a Rule, lines: &mut Vec<Line<'a>>) {
+fn rule_lines<'a>(
+    st: &'a Model,
+    tr: &Tracker,
+    evaluated: &BTreeMap<String, i64>,
+    rule: &'a Rule,
+    lines: &mut Vec<Line<'a>>,
+) {
     let t = &st.theme;
     let own = st.session.profile.as_str();
     let wait = if rule.for_secs > 0.0 {
@@ -118,7 +127,7 @@ fn rule_lines<'a>(st: &'a Model, tr: &Tracker, rule: &'a Rule, lines: &mut Vec<L
         lines.push(Line::from(vec![
             styled(format!("  {label} "), style),
             styled(format!("{} ", clean(&place(own, k))), t.text),
-            styled(format!("{when}{}", as_of(st, k)), t.dim),
+            styled(format!("{when}{}", as_of(st, evaluated, k)), t.dim),
         ]));
     }
     let resolved = order(
@@ -145,12 +154,12 @@ fn rule_lines<'a>(st: &'a Model, tr: &Tracker, rule: &'a Rule, lines: &mut Vec<L
 
 /// Another profile's state is only as fresh as its last evaluation: without the fleet
 /// poller nobody evaluates it, and the line says when that last happened.
-fn as_of(st: &Model, k: &Key) -> String {
+fn as_of(st: &Model, evaluated: &BTreeMap<String, i64>, k: &Key) -> String {
     if k.profile == st.session.profile || st.fleet.is_some() {
         return String::new();
     }
-    match st.alerts.book.evaluated_ms(&k.profile) {
-        Some(at) => format!(" · as of {} (:fleet polls it)", fmt_ago(st.now_ms - at)),
+    match evaluated.get(&k.profile) {
+        Some(&at) => format!(" · as of {} (:fleet polls it)", fmt_ago(st.now_ms - at)),
         None => String::new(),
     }
 }

@@ -101,6 +101,16 @@ impl AlertBook {
         f(&self.lock().tracker)
     }
 
+    /// Reads the tracker and when each profile was last evaluated, under one lock: the
+    /// alerts view draws from both without copying the tracker.
+    pub fn read_with_evaluated<R>(
+        &self,
+        f: impl FnOnce(&Tracker, &BTreeMap<String, i64>) -> R,
+    ) -> R {
+        let s = self.lock();
+        f(&s.tracker, &s.evaluated_ms)
+    }
+
     /// Drops the state of rules no longer configured.
     pub fn keep_rules(&self, names: &[&str]) {
         self.lock().tracker.keep_rules(names);
@@ -120,11 +130,6 @@ impl AlertBook {
         };
         s.tracker.firing().filter(|(k, _)| k.profile == own).count()
     }
-
-    /// When `profile`'s rules were last evaluated in this process.
-    pub fn evaluated_ms(&self, profile: &str) -> Option<i64> {
-        self.lock().evaluated_ms.get(profile).copied()
-    }
 }
 
 #[cfg(test)]
@@ -135,20 +140,26 @@ mod tests {
 
     fn store(depth: u64) -> Store {
         let mut s = Store::new(60, 10, 60.0);
-        s.set_queues(vec![QueueInfo {
-            id: QueueId::new("q"),
-            ..Default::default()
-        }]);
+        s.set_queues(
+            vec![QueueInfo {
+                id: QueueId::new("q"),
+                ..Default::default()
+            }],
+            qdeck_model::domain::now_ms(),
+        );
         let st = QueueStats {
             id: QueueId::new("q"),
             at_ms: s.epoch_ms() + 1000,
             depth: Some(depth),
             ..Default::default()
         };
-        s.apply(StatsBatch {
-            stats: vec![st],
-            errors: vec![],
-        });
+        s.apply(
+            StatsBatch {
+                stats: vec![st],
+                errors: vec![],
+            },
+            qdeck_model::domain::now_ms(),
+        );
         s
     }
 
@@ -188,7 +199,10 @@ mod tests {
         book.set_console("a");
         assert_eq!(book.firing_on_console(), 0, "b's alert is not a's");
         book.set_console("b");
-        assert_eq!(book.evaluated_ms("b"), Some(11_000));
+        assert_eq!(
+            book.read_with_evaluated(|_, e| e.get("b").copied()),
+            Some(11_000)
+        );
         let other = book.clone();
         assert_eq!(other, book);
         assert_ne!(AlertBook::default(), book);

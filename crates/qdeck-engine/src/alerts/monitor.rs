@@ -111,10 +111,10 @@ impl Monitor {
         }
         match a.result {
             Ok((infos, batch)) => {
-                view.store.set_queues(infos);
+                view.store.set_queues(infos, now_ms);
                 let watched = watched_for_history(&self.rules, &a.profile, &view.store);
                 view.store.set_watched(watched);
-                view.store.apply(batch);
+                view.store.apply(batch, now_ms);
                 view.error = None;
             }
             Err(e) => view.error = Some(e.message()),

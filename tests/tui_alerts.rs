@@ -349,6 +349,40 @@ fn a_health_rule_fires_when_the_profiles_polls_fail_and_when_its_figures_go_stal
     assert_eq!(st.alerts.firing(), 0, "{:?}", st.alerts.firing_rows());
 }
 
+/// With no queue on screen (`:alerts` here, the fleet view, `:ops`) the console's poller asks
+/// only on its sweep, every 10 s at a 2 s refresh, so the profile's stale rule waits three
+/// sweeps there; on the queue table, three refreshes. (In the fleet view it fired and resolved
+/// with every sweep.)
+#[test]
+fn a_stale_rule_goes_by_the_sweep_while_no_queue_is_on_screen() {
+    let cfg =
+        qdeck_model::config::parse_str("[[alerts]]\nname = \"old\"\nwhen = \"stale\"\n").unwrap();
+    let mut st = populated_with(|s| {
+        s.alert_rules = qdeck_engine::alerts::rules(&cfg).unwrap();
+        s.session.refresh_secs = 2.0;
+    });
+    poll_dlq(&mut st, 1);
+    command(&mut st, ":alerts");
+    let polled_at = st.now_ms;
+    update(&mut st, Action::Tick(polled_at + 9_000));
+    assert_eq!(st.alerts.firing(), 0, "three refreshes, within one sweep");
+    update(&mut st, Action::Tick(polled_at + 31_000));
+    let firing: Vec<String> = st
+        .alerts
+        .firing_rows()
+        .into_iter()
+        .map(|f| f.rule)
+        .collect();
+    assert_eq!(firing, ["old"], "three sweeps without an answer");
+    // Back on the queue table the refresh is the period again.
+    update(&mut st, code(KeyCode::Esc));
+    poll_dlq(&mut st, 1);
+    assert_eq!(st.alerts.firing(), 0);
+    let polled_at = st.now_ms;
+    update(&mut st, Action::Tick(polled_at + 7_000));
+    assert_eq!(st.alerts.firing(), 1, "three refreshes without an answer");
+}
+
 /// Without rules the view says how to add them, whole even on a narrow terminal.
 #[test]
 fn the_alerts_view_without_rules_says_how_to_add_them_at_60_columns() {

@@ -274,6 +274,12 @@ impl Store {
         self.on_screen = new;
     }
 
+    /// No queue is on screen (a view of no queue: the fleet, `:alerts`, `:ops`): the poller
+    /// then asks only on its sweep.
+    pub fn nothing_on_screen(&self) -> bool {
+        self.on_screen.is_empty()
+    }
+
     /// The queues alert rules need the history of (rates, growth): kept whatever is on screen.
     pub fn set_watched(&mut self, ids: HashSet<QueueId>) {
         self.watched = ids;

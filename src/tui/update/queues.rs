@@ -181,6 +181,20 @@ pub(super) fn poll(st: &mut Model, ev: PollEvent, fx: &mut Vec<Effect>) {
     st.dirty = true;
 }
 
+/// How often the console's poller asks its broker: every refresh while a queue is on screen;
+/// with none (the fleet view, `:alerts`, `:ops`) only on its sweep, so a stale rule on the
+/// console's profile waits three sweeps there (it fired and resolved with every sweep).
+fn poll_period_secs(st: &Model) -> f64 {
+    let refresh = st.session.refresh_secs;
+    if st.store.nothing_on_screen() {
+        qdeck_engine::poller::PollConfig::with_refresh(refresh)
+            .sweep_every
+            .as_secs_f64()
+    } else {
+        refresh
+    }
+}
+
 /// The alert rules on the figures just in (`health_only`: the health rules on the clock,
 /// which fire with time alone); a rule starting to fire rings the bell or sends a desktop
 /// notification when `[notify]` asks for it.
@@ -206,11 +220,11 @@ pub(super) fn alerts(st: &mut Model, fx: &mut Vec<Effect>, health_only: bool) {
     };
     let health = qdeck_engine::alerts::Health {
         unreachable: st.store.backend_error.is_some(),
-        // The same rule as `watch`: no success for three refresh periods.
+        // The same rule as `watch`: no success for three of the poller's periods.
         stale: st.store.last_ok_ms.is_some()
             && qdeck_engine::multi_poller::stale(
                 st.store.last_ok_ms,
-                st.session.refresh_secs,
+                poll_period_secs(st),
                 st.now_ms,
             ),
     };

@@ -970,13 +970,7 @@ fn copy_command_checks_then_asks() {
         typed: None,
         plan: None,
     };
-    update(
-        &mut st,
-        Action::TransferPlanned {
-            moving: false,
-            result: Ok(Box::new(ask.clone())),
-        },
-    );
+    transfer_planned(&mut st, ask.clone());
     let s = text(&draw(&st, 100, 24));
     assert!(
         s.contains("Copy 2 message(s) from local/orders-dlq (local)"),
@@ -1018,13 +1012,7 @@ fn copy_command_checks_then_asks() {
     assert!(!fx.iter().any(|e| matches!(e, Effect::Refused { .. })));
     // Confirming that copy runs it: a copy to another profile only reads this one, so a
     // browse-tier profile may (it used to confirm, then do nothing at all).
-    update(
-        &mut st,
-        Action::TransferPlanned {
-            moving: false,
-            result: Ok(Box::new(ask.clone())),
-        },
-    );
+    transfer_planned(&mut st, ask.clone());
     let fx = update(&mut st, key('y'));
     assert!(
         fx.iter().any(|e| matches!(e, Effect::Transfer(_))),
@@ -1040,13 +1028,7 @@ fn copy_command_checks_then_asks() {
     assert!(st.op.is_none());
     let mut same = ask;
     same.to_profile = None;
-    update(
-        &mut st,
-        Action::TransferPlanned {
-            moving: false,
-            result: Ok(Box::new(same)),
-        },
-    );
+    transfer_planned(&mut st, same);
     let fx = update(&mut st, key('y'));
     assert!(!fx.iter().any(|e| matches!(e, Effect::Transfer(_))));
     assert!(st.op.is_none());
@@ -1463,13 +1445,7 @@ async fn console_move_whose_deletes_fail_is_partial_like_the_cli() {
     select(&mut st, "dlq");
     update(&mut st, key('b'));
     page(&mut st, "dlq", ask.messages.clone());
-    update(
-        &mut st,
-        Action::TransferPlanned {
-            moving: true,
-            result: Ok(ask.clone()),
-        },
-    );
+    transfer_planned(&mut st, (*ask).clone());
     let fx = update(&mut st, key('y'));
     assert!(
         fx.iter().any(|e| matches!(e, Effect::Transfer(_))),
@@ -2648,23 +2624,20 @@ fn reasons_view_groups_progress_cancel_and_drill_in() {
     );
     assert_eq!(st.view(), View::Reasons);
     let now = st.now_ms;
-    update(
+    reasons_progress(
         &mut st,
-        Action::ReasonsProgress {
-            queue: QueueId::new("orders-dlq"),
-            groups: vec![
-                group(
-                    now,
-                    "rejected: order <n> invalid \x1b[2J",
-                    "orders",
-                    1200,
-                    3,
-                ),
-                group(now, "max receives", "orders", 7, 0),
-            ],
-            scanned: 1207,
-            total: Some(48_553),
-        },
+        vec![
+            group(
+                now,
+                "rejected: order <n> invalid \x1b[2J",
+                "orders",
+                1200,
+                3,
+            ),
+            group(now, "max receives", "orders", 7, 0),
+        ],
+        1207,
+        Some(48_553),
     );
     let t = draw(&st, 100, 20);
     assert_no_controls(&t);
@@ -2682,15 +2655,7 @@ fn reasons_view_groups_progress_cancel_and_drill_in() {
     assert_eq!(st.view(), View::Reasons);
     assert!(!st.reasons.scanning);
     // Late pictures of the cancelled scan change nothing.
-    update(
-        &mut st,
-        Action::ReasonsProgress {
-            queue: QueueId::new("orders-dlq"),
-            groups: vec![],
-            scanned: 2000,
-            total: Some(48_553),
-        },
-    );
+    reasons_progress(&mut st, vec![], 2000, Some(48_553));
     assert_eq!(st.reasons.groups.len(), 2);
     snap("reasons_100x20", &st, 100, 20);
     // Enter on the second group opens its messages.

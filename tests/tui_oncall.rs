@@ -326,14 +326,11 @@ fn an_operation_from_the_message_view_never_mixes_two_messages() {
     update(&mut st, key('F'));
     assert_eq!(st.view(), View::Reasons);
     let now = st.now_ms;
-    update(
+    reasons_progress(
         &mut st,
-        Action::ReasonsProgress {
-            queue: QueueId::new("orders-dlq"),
-            groups: vec![reason_group(now, "max receives", 2)],
-            scanned: 2,
-            total: Some(2),
-        },
+        vec![reason_group(now, "max receives", 2)],
+        2,
+        Some(2),
     );
     let fx = update(&mut st, code(KeyCode::Enter));
     assert!(
@@ -554,14 +551,11 @@ fn the_reasons_view_keeps_the_failure_text_readable_at_80_columns() {
     let now = st.now_ms;
     let group = |sig: &str, count: u64| reason_group(now, sig, count);
     let long = "rejected: timeout while reserving stock for order <n> at warehouse <n> after <n> retries (upstream inventory-service answered 503)";
-    update(
+    reasons_progress(
         &mut st,
-        Action::ReasonsProgress {
-            queue: QueueId::new("orders-dlq"),
-            groups: vec![group(long, 80), group("max receives", 15)],
-            scanned: 95,
-            total: Some(95),
-        },
+        vec![group(long, 80), group("max receives", 15)],
+        95,
+        Some(95),
     );
     let screen = text(&draw(&st, 80, 24));
     // The row starts with the text's beginning and keeps most of the width.
@@ -850,14 +844,11 @@ fn r_redrives_the_group_or_search_shown_and_says_when_it_takes_every_group() {
     update(&mut st, key('F'));
     let now = st.now_ms;
     let group = |sig: &str, count: u64| reason_group(now, sig, count);
-    update(
+    reasons_progress(
         &mut st,
-        Action::ReasonsProgress {
-            queue: QueueId::new("orders-dlq"),
-            groups: vec![group("bad amount", 2), group("unknown customer", 1)],
-            scanned: 3,
-            total: Some(3),
-        },
+        vec![group("bad amount", 2), group("unknown customer", 1)],
+        3,
+        Some(3),
     );
     // The reasons view: every group, said.
     let fx = update(&mut st, key('R'));
@@ -995,15 +986,7 @@ fn the_reasons_cursor_follows_its_group_and_names_one_that_left() {
     update(&mut st, key('F'));
     let now = st.now_ms;
     let answer = |st: &mut State, groups: Vec<qdeck_engine::triage::Group>| {
-        update(
-            st,
-            Action::ReasonsProgress {
-                queue: QueueId::new("orders-dlq"),
-                groups,
-                scanned: 10,
-                total: Some(20),
-            },
-        );
+        reasons_progress(st, groups, 10, Some(20));
     };
     answer(
         &mut st,

@@ -391,13 +391,7 @@ fn every_dialog() -> Vec<(&'static str, OpenDialog)> {
                 typed: None,
                 plan: None,
             };
-            update(
-                &mut st,
-                Action::TransferPlanned {
-                    moving: false,
-                    result: Ok(Box::new(ask)),
-                },
-            );
+            transfer_planned(&mut st, ask);
             st
         }),
         ("quit", || {

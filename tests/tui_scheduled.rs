@@ -29,6 +29,18 @@ fn scheduled(id: &str, due: &str, body: &str) -> Message {
     }
 }
 
+/// A first page of `orders`' scheduled messages arriving (the answer to `L`).
+fn scheduled_page(st: &mut qdeck::tui::state::State, result: Result<Page, BackendError>) {
+    update(
+        st,
+        Action::ScheduledPage {
+            queue: QueueId::new("orders"),
+            append: false,
+            result,
+        },
+    );
+}
+
 fn page(messages: Vec<Message>) -> Result<Page, BackendError> {
     Ok(Page {
         messages,
@@ -66,16 +78,12 @@ fn l_lists_scheduled_messages_by_due_time() {
         st.msgs.messages.is_empty(),
         "a plain page landed in the scheduled list"
     );
-    update(
+    scheduled_page(
         &mut st,
-        Action::ScheduledPage {
-            queue: QueueId::new("orders"),
-            append: false,
-            result: page(vec![
-                scheduled("s-late", "2030-01-02T03:04:05Z", "later"),
-                scheduled("s-soon", "2030-01-01T00:00:09Z", "sooner"),
-            ]),
-        },
+        page(vec![
+            scheduled("s-late", "2030-01-02T03:04:05Z", "later"),
+            scheduled("s-soon", "2030-01-01T00:00:09Z", "sooner"),
+        ]),
     );
     assert_eq!(st.msgs.messages.len(), 2);
     // Sorted by the time column, it is the due time that orders them.
@@ -120,20 +128,16 @@ fn l_lists_scheduled_messages_by_due_time() {
         assert!(flash.contains("D cancels one"), "{k}: {flash}");
     }
     // `n` asks for the next page of the same listing (a listing read again has one).
-    update(
+    scheduled_page(
         &mut st,
-        Action::ScheduledPage {
-            queue: QueueId::new("orders"),
-            append: false,
-            result: Ok(Page {
-                messages: vec![
-                    scheduled("s-late", "2030-01-02T03:04:05Z", "later"),
-                    scheduled("s-soon", "2030-01-01T00:00:09Z", "sooner"),
-                ],
-                next: Some("c1".into()),
-                effect_note: None,
-            }),
-        },
+        Ok(Page {
+            messages: vec![
+                scheduled("s-late", "2030-01-02T03:04:05Z", "later"),
+                scheduled("s-soon", "2030-01-01T00:00:09Z", "sooner"),
+            ],
+            next: Some("c1".into()),
+            effect_note: None,
+        }),
     );
     assert_eq!(st.msgs.next.as_deref(), Some("c1"));
     let fx = update(&mut st, key('n'));
@@ -158,16 +162,12 @@ fn d_cancels_one_scheduled_message_after_asking() {
     let mut st = populated();
     select(&mut st, "orders");
     update(&mut st, key('L'));
-    update(
+    scheduled_page(
         &mut st,
-        Action::ScheduledPage {
-            queue: QueueId::new("orders"),
-            append: false,
-            result: page(vec![
-                scheduled("s-1", "2030-01-01T00:00:00Z", "a"),
-                scheduled("s-2", "2030-01-01T00:01:00Z", "b"),
-            ]),
-        },
+        page(vec![
+            scheduled("s-1", "2030-01-01T00:00:00Z", "a"),
+            scheduled("s-2", "2030-01-01T00:01:00Z", "b"),
+        ]),
     );
     update(&mut st, key(' '));
     update(&mut st, key(' '));
@@ -262,13 +262,9 @@ fn d_cancels_one_scheduled_message_after_asking() {
     let mut st = populated_with(|s| s.session.access = Access::Redrive);
     select(&mut st, "orders");
     update(&mut st, key('L'));
-    update(
+    scheduled_page(
         &mut st,
-        Action::ScheduledPage {
-            queue: QueueId::new("orders"),
-            append: false,
-            result: page(vec![scheduled("s-1", "2030-01-01T00:00:00Z", "a")]),
-        },
+        page(vec![scheduled("s-1", "2030-01-01T00:00:00Z", "a")]),
     );
     let fx = update(&mut st, key('D'));
     assert!(fx.iter().all(|e| !matches!(e, Effect::PlanCancel { .. })));

@@ -393,6 +393,35 @@ pub fn open_dlq(st: &mut State) {
     );
 }
 
+/// The copy or move dialog's plan arriving (the answer to `c` or `m`).
+pub fn transfer_planned(st: &mut State, ask: qdeck::tui::state::TransferAsk) -> Vec<Effect> {
+    update(
+        st,
+        Action::TransferPlanned {
+            moving: ask.moving,
+            result: Ok(Box::new(ask)),
+        },
+    )
+}
+
+/// A reasons scan of `orders-dlq` reporting: the groups so far, `scanned` of `total` read.
+pub fn reasons_progress(
+    st: &mut State,
+    groups: Vec<qdeck_engine::triage::Group>,
+    scanned: u64,
+    total: Option<u64>,
+) -> Vec<Effect> {
+    update(
+        st,
+        Action::ReasonsProgress {
+            queue: QueueId::new("orders-dlq"),
+            groups,
+            scanned,
+            total,
+        },
+    )
+}
+
 /// Profiles joined the configuration of a `fleet_state`: the fleet's pollers start again with
 /// the three and `rows`' profiles, then each new profile's first row comes in.
 pub fn grow_fleet(st: &mut State, rows: Vec<qdeck_engine::fleet::FleetRow>) {

@@ -74,6 +74,18 @@ fn poll_dlq(st: &mut State, depth: u64) -> Vec<Effect> {
     update(st, Action::Poll(PollEvent::Stats(batch)))
 }
 
+/// The rules firing on the console's profile, by name.
+fn firing_rules(st: &State) -> Vec<String> {
+    let mut v: Vec<String> = st
+        .alerts
+        .firing_rows()
+        .into_iter()
+        .map(|f| f.rule)
+        .collect();
+    v.sort();
+    v
+}
+
 fn command(st: &mut State, text: &str) {
     for c in text.chars() {
         update(st, key(c));
@@ -320,12 +332,7 @@ fn a_health_rule_fires_when_the_profiles_polls_fail_and_when_its_figures_go_stal
             BackendError::Unreachable("connection refused".into()),
         ))),
     );
-    let firing: Vec<String> = st
-        .alerts
-        .firing_rows()
-        .into_iter()
-        .map(|f| f.rule)
-        .collect();
+    let firing = firing_rules(&st);
     assert_eq!(firing, ["down"]);
     // Seven seconds without a success at a 2 s refresh: stale too.
     let now = st.now_ms + 7_000;
@@ -336,13 +343,7 @@ fn a_health_rule_fires_when_the_profiles_polls_fail_and_when_its_figures_go_stal
             BackendError::Unreachable("connection refused".into()),
         ))),
     );
-    let mut firing: Vec<String> = st
-        .alerts
-        .firing_rows()
-        .into_iter()
-        .map(|f| f.rule)
-        .collect();
-    firing.sort();
+    let firing = firing_rules(&st);
     assert_eq!(firing, ["down", "old"]);
     // A success ends both.
     poll_dlq(&mut st, 1);
@@ -367,12 +368,7 @@ fn a_stale_rule_goes_by_the_sweep_while_no_queue_is_on_screen() {
     update(&mut st, Action::Tick(polled_at + 9_000));
     assert_eq!(st.alerts.firing(), 0, "three refreshes, within one sweep");
     update(&mut st, Action::Tick(polled_at + 31_000));
-    let firing: Vec<String> = st
-        .alerts
-        .firing_rows()
-        .into_iter()
-        .map(|f| f.rule)
-        .collect();
+    let firing = firing_rules(&st);
     assert_eq!(firing, ["old"], "three sweeps without an answer");
     // Back on the queue table the refresh is the period again.
     update(&mut st, code(KeyCode::Esc));
